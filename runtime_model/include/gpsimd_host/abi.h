@@ -1,0 +1,233 @@
+/*
+ * gpsimd_host/abi.h -- the byte-level contract between the Python device
+ * model (runtime_model/gpsimd_emu, which mirrors every struct here with
+ * ctypes/struct) and the host C++ runtime linked into every core object.
+ *
+ * Two kinds of fact live here:
+ *
+ *  1. Facts of the device ABI, from the spec (customop-marshalling.txt §2):
+ *     the 48-byte argument descriptor NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR,
+ *     its location / shape-type / ISA-dtype enums with their numeric values,
+ *     the two storage arms at +24.  These are requirements.
+ *
+ *  2. Host-model choices where the spec is silent, each marked HOST-MODEL:
+ *     the members of the 16-byte shape union, the argument-stream header,
+ *     the argument-type enum values, and the core-binding structure the
+ *     model hands to a core before it launches an op.  A test checks that
+ *     Python and C++ agree on every size and offset.
+ *
+ * This header is C (and C++) compatible and has no dependencies beyond
+ * <stdint.h>.
+ */
+#ifndef GPSIMD_HOST_ABI_H
+#define GPSIMD_HOST_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPSIMD_HOST_ABI_VERSION 1u
+
+/* ---- Device ABI enums (customop-marshalling.txt §2, DWARF enums) ------- */
+
+enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION {
+    NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_INVALID = 0,
+    NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_SBUF = 1,
+    NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_HBM = 2
+};
+
+enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE {
+    NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE8D = 0,
+    NEURON_ISA_TPB_CUSTOM_OP_OUT_OF_LINE_SHAPE = 1,
+    NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE4D = 2
+};
+
+enum NEURON_ISA_TPB_DTYPE {
+    NEURON_ISA_TPB_DTYPE_INVALID = 0,
+    NEURON_ISA_TPB_DTYPE_UINT64 = 1,
+    NEURON_ISA_TPB_DTYPE_INT8 = 2,
+    NEURON_ISA_TPB_DTYPE_UINT8 = 3,
+    NEURON_ISA_TPB_DTYPE_INT16 = 4,
+    NEURON_ISA_TPB_DTYPE_UINT16 = 5,
+    NEURON_ISA_TPB_DTYPE_BFLOAT16 = 6,
+    NEURON_ISA_TPB_DTYPE_FP16 = 7,
+    NEURON_ISA_TPB_DTYPE_INT32 = 8,
+    NEURON_ISA_TPB_DTYPE_UINT32 = 9,
+    NEURON_ISA_TPB_DTYPE_FP32 = 10,
+    NEURON_ISA_TPB_DTYPE_FP32R = 11,
+    NEURON_ISA_TPB_DTYPE_INT64 = 12,
+    NEURON_ISA_TPB_DTYPE_FP8_EXP3 = 13,
+    NEURON_ISA_TPB_DTYPE_FP8_EXP4 = 14,
+    NEURON_ISA_TPB_DTYPE_FP8_EXP5 = 15
+};
+
+/* HOST-MODEL: the spec names the argument type TENSOR (arg_parser.hpp:67)
+ * but not its value. */
+enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE {
+    NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_INVALID = 0,
+    NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_TENSOR = 1
+};
+
+/* ---- The 48-byte descriptor (customop-marshalling.txt §2) -------------- */
+
+/* HOST-MODEL: the shape union is 16 bytes at +8 (spec); its members are ours.
+ * Inline forms store the dimensions left-aligned; unused slots are 0, and the
+ * rank is the number of leading non-zero slots (so a zero-sized dimension
+ * needs the out-of-line form).  A 0-D tensor has every slot 0. */
+typedef union {
+    uint32_t dims4[4];          /* INLINE_SHAPE4D: up to 4 dims of < 2^32   */
+    uint16_t dims8[8];          /* INLINE_SHAPE8D: up to 8 dims of <= 65535 */
+    struct {
+        uint64_t addr;          /* OUT_OF_LINE_SHAPE: HBM address of int64 dims */
+        uint32_t ndim;          /* number of int64 dims at addr (<= 8)      */
+        uint32_t reserved;
+    } out_of_line;
+} gpsimd_shape_union;
+
+typedef struct {
+    uint64_t addr;              /* +24 64-bit HBM address                    */
+    uint32_t num_elem;          /* +32                                       */
+    uint32_t reserved0;         /* +36                                       */
+} gpsimd_hbm_storage;
+
+typedef struct {
+    uint32_t addr;              /* +24 32-bit offset in the SBUF window      */
+    uint32_t num_elem;          /* +28                                       */
+    uint8_t  num_partitions;    /* +32                                       */
+    uint8_t  reserved0[3];
+    uint32_t num_elem_per_block;/* +36                                       */
+} gpsimd_tpb_storage;
+
+typedef union {
+    gpsimd_hbm_storage hbm;
+    gpsimd_tpb_storage tpb;
+} gpsimd_storage_union;
+
+typedef struct {
+    uint8_t  location;              /* +0  NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION   */
+    uint8_t  framework_shape_type;  /* +1  NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE */
+    uint8_t  dtype;                 /* +2  NEURON_ISA_TPB_DTYPE                     */
+    uint8_t  reserved0;             /* +3                                           */
+    uint8_t  pad0[4];               /* +4  (alignment of the union at +8)           */
+    gpsimd_shape_union framework_shape;  /* +8, 16 bytes                            */
+    gpsimd_storage_union storage;        /* +24, 16 bytes                           */
+    uint8_t  reserved1[8];          /* +40                                          */
+} NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR;
+
+typedef NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR arg_tensor_t;
+
+/* ---- The argument stream (HOST-MODEL layout) ---------------------------
+ * Bytes, as the model writes them:
+ *   +0   uint32 num_args            number of descriptors that follow
+ *   +4   uint32 reserved (0)
+ *   +8   uint8  types[GPSIMD_MAX_ARGS]   one ARG_TYPE per argument
+ *   +40  arg_tensor_t args[num_args]     48 bytes each, in schema order
+ * GPSIMD_MAX_ARGS is the capacity behind the "num_args < max_args_" guard
+ * (arg_extractor.hpp:16). */
+#define GPSIMD_MAX_ARGS 32u
+
+typedef struct {
+    uint32_t num_args;
+    uint32_t reserved;
+    uint8_t  types[GPSIMD_MAX_ARGS];
+    /* arg_tensor_t args[] follows at +40 */
+} gpsimd_arg_stream_header;
+
+#define GPSIMD_ARG_STREAM_ARGS_OFFSET 40u
+
+/* ---- Device memory map (device-api.md "Limits") ------------------------ */
+#define GPSIMD_DATARAM_BASE      0x80000u     /* dataram/TCM window [0x80000, 0x90000) */
+#define GPSIMD_DATARAM_SIZE      0x10000u     /* 64 KiB                                */
+#define GPSIMD_TCM_POOL_SIZE     0x4000u      /* 16 KiB per core (device-api.md)       */
+#define GPSIMD_STREAM_TCM_BYTES  0x1000u      /* 4 KiB per active stream accessor      */
+#define GPSIMD_SCRATCH_BASE      0x84000000u  /* core i: BASE + i * 2 MiB (multicore)  */
+#define GPSIMD_SCRATCH_CORE_SIZE 0x200000u    /* 2 MiB per core, multicore             */
+#define GPSIMD_SCRATCH_SINGLE_SIZE 0x2000000u /* 32 MiB, single-core                   */
+#define GPSIMD_PRINTF_CAPACITY   0x20000u     /* 128 KiB, oldest data dropped          */
+#define GPSIMD_NUM_CORES         8u
+#define GPSIMD_DEFAULT_STACK_SIZE 4196u       /* stack_switch.hpp:16, build-front-end.txt §3c */
+
+/* ---- The linker spec of one core object (HOST-MODEL) --------------------
+ * On the device, -mlsp=<dir> fixes the core's scratch window at link time.
+ * On the host, each link pulls in one LSP object that defines this constant,
+ * so a core object carries its own identity. */
+#define GPSIMD_LSP_SINGLE 0xFFFFFFFFu
+
+typedef struct {
+    uint32_t core_id;           /* 0..7, or GPSIMD_LSP_SINGLE                 */
+    uint32_t reserved;
+    uint64_t scratch_origin;    /* device address of the scratch window       */
+    uint64_t scratch_size;      /* bytes                                      */
+    char     name[32];          /* "lsp_fll_load_cpu3", "lsp_fll_load_cpu_single" */
+} gpsimd_lsp_info;
+
+/* ---- Binding a core before a launch (HOST-MODEL) ------------------------ */
+
+/* One HBM region the model allocated: [device_addr, device_addr + size)
+ * is backed by host memory at `host`. */
+#define GPSIMD_REGION_READONLY 1u
+typedef struct {
+    uint64_t device_addr;
+    uint64_t size;              /* bytes */
+    uint64_t host;              /* host pointer, as an integer */
+    uint32_t flags;             /* GPSIMD_REGION_* */
+    uint32_t reserved;
+} gpsimd_region;
+
+#define GPSIMD_MAX_REGIONS 64u
+
+/* What a launch reports back; the runtime writes it, the model reads it. */
+enum gpsimd_status {
+    GPSIMD_STATUS_OK = 0,
+    GPSIMD_STATUS_FAULT = 1        /* the op was stopped; message says why */
+};
+
+#define GPSIMD_MESSAGE_CAPACITY 2048u
+
+typedef struct {
+    uint32_t status;            /* gpsimd_status                              */
+    uint32_t fault_kind;        /* runtime-defined code, 0 when status == OK  */
+    uint64_t printf_total;      /* bytes the kernel printed in all            */
+    uint64_t printf_len;        /* bytes kept in printf_buf (<= capacity)     */
+    uint64_t printf_head;       /* offset of the oldest kept byte (ring)      */
+    uint64_t tcm_peak;          /* bytes of the TCM pool in use, at most      */
+    uint64_t scratch_peak;      /* bytes of the scratch window in use, at most */
+    uint64_t dataram_peak;      /* bytes of dataram staging in use, at most   */
+    char     message[GPSIMD_MESSAGE_CAPACITY]; /* NUL-terminated fault text   */
+} gpsimd_core_report;
+
+typedef struct {
+    uint32_t abi_version;       /* GPSIMD_HOST_ABI_VERSION                    */
+    uint32_t core_id;           /* the core this object is being run as       */
+    uint32_t core_count;        /* 8 multicore, 1 single-core                 */
+    uint32_t num_regions;       /* entries used in regions[]                  */
+    gpsimd_region regions[GPSIMD_MAX_REGIONS];
+    uint64_t scratch_host;      /* host backing of the core's scratch window (size from the LSP) */
+    uint64_t dataram_host;      /* host backing of the 64 KiB dataram window  */
+    uint64_t sbuf_window_base;  /* device address added to SBUF offsets (_sbuf_window) */
+    uint64_t arg_stream_host;   /* host pointer to the argument stream bytes  */
+    uint64_t retval_host;       /* host pointer to the 48-byte output descriptor */
+    uint64_t printf_host;       /* host buffer of GPSIMD_PRINTF_CAPACITY bytes */
+    uint64_t report_host;       /* host pointer to a gpsimd_core_report       */
+    uint32_t stack_scale;       /* host stack = stack_size * stack_scale bytes */
+    uint32_t reserved;
+} gpsimd_core_binding;
+
+/* Exported by every core object (the host runtime), called by the model:
+ *   int gpsimd_bind_core(const gpsimd_core_binding*);   0 on success, else a
+ *       fault is written to the binding's report (e.g. the LSP of this object
+ *       does not match core_id).
+ *   const gpsimd_lsp_info* gpsimd_linker_spec_info(void);
+ * and the registration trio of the generated wrapper (C++ linkage):
+ *   int get_func_cnt();  char const* get_func_name(int);  wrapper_fn get_func_ptr(int);
+ * A launcher returned by get_func_ptr returns GPSIMD_STATUS_*. */
+int gpsimd_bind_core(const gpsimd_core_binding* binding);
+const gpsimd_lsp_info* gpsimd_linker_spec_info(void);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* GPSIMD_HOST_ABI_H */
