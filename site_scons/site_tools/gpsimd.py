@@ -1,0 +1,279 @@
+"""SCons tool ``gpsimd``: builds a GPSIMD custom-op collection from a manifest.
+
+One builder per graph stage (DESIGN.md "The graph for one library"):
+
+==================  ===============================================  ==========
+builder             target                                           source
+==================  ===============================================  ==========
+GpsimdWrapper       ``<lib>/wrapper.cpp``                            Value(spec)
+GpsimdObject        ``<lib>/obj/<src>.o`` (one per translation unit) .cpp
+GpsimdLink          ``<lib>_cpuI.so`` / ``<lib>.so`` (one per LSP)   objects
+GpsimdPack          ``<base>.packed.so`` + ``<base>.stripped.so``    linked .so
+GpsimdTestPlan      ``<lib>/testplan.json``                          Value(plan)
+GpsimdTest          ``<lib>/test-results.json``                      plan, objects
+==================  ===============================================  ==========
+
+plus two helpers for what every library shares: GpsimdArchive (the host
+runtime ``libneuroncustomop.a``) and GpsimdLspSource (a host linker spec).
+
+``env.GpsimdCollection(manifest)`` loads and validates the manifest (a bad
+one stops the build with located errors, no traceback), expands it into the
+graph above, defines the aliases ``<lib>``, ``test-<lib>`` and ``test``, and
+returns a dict of the nodes per library.
+
+This is the only module of the project that imports SCons.
+"""
+
+import json
+import os
+import sys
+
+import SCons.Action
+import SCons.Builder
+import SCons.Scanner.C
+import SCons.Script
+
+from gpsimd_build import codegen, pack, profiles, testplan
+from gpsimd_build.manifest import ManifestError, load_manifest
+
+#: The project root (this file is <root>/site_scons/site_tools/gpsimd.py).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+RUNTIME_DIR = os.path.join(ROOT, "runtime_model")
+
+
+# ---- actions ---------------------------------------------------------------
+
+def _write_wrapper(target, source, env):
+    """Codegen action: wrapper.cpp from the JSON spec in the Value source."""
+    spec = json.loads(source[0].read())
+    ops = [codegen.WrapperOp(function=o["function"],
+                             arg_types=tuple(o["arg_types"]),
+                             return_types=tuple(o["return_types"]),
+                             stack_size=o["stack_size"])
+           for o in spec["ops"]]
+    dialect = profiles.WrapperDialect(**spec["dialect"])
+    text = codegen.emit_wrapper(ops, dialect)
+    with open(str(target[0]), "w", encoding="utf-8", newline="\n") as f:
+        f.write(text)
+    return 0
+
+
+def _write_value(target, source, env):
+    """Write the text of a Value source to the target file."""
+    with open(str(target[0]), "w", encoding="utf-8", newline="\n") as f:
+        f.write(source[0].read())
+    return 0
+
+
+def _pack_host(target, source, env):
+    """Host pack: wrap the stripped object (target[1]) into target[0]."""
+    meta = json.loads(env["GPSIMD_PACK_META"])
+    pack.pack_file(str(target[1]), str(target[0]), meta)
+    return 0
+
+
+def _pack_emitter(target, source, env):
+    base = str(target[0])
+    for suffix in (".packed.so", ".stripped.so", ".so"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    return [base + ".packed.so", base + ".stripped.so"], source
+
+
+def _summarize(target, source, env):
+    """Print the totals of every library's results and record them."""
+    passed = failed = 0
+    lines = []
+    for node in source:
+        with open(str(node), encoding="utf-8") as f:
+            res = json.load(f)
+        passed += res["passed"]
+        failed += res["failed"]
+        lines.append(f"{res['library']}: {res['passed']} passed, {res['failed']} failed")
+    lines.append(f"all libraries: {passed} passed, {failed} failed")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    with open(str(target[0]), "w", encoding="utf-8") as f:
+        f.write(text)
+    return 1 if failed else 0
+
+
+def _summary_str(target, source, env):
+    return f"Summarizing {len(source)} test result file(s)"
+
+
+# ---- tool ------------------------------------------------------------------
+
+def exists(env):
+    """The host profile needs a C++ compiler, an archiver and strip."""
+    return bool(env.Detect(env.get("CXX", "g++")) and env.Detect("strip"))
+
+
+def generate(env):
+    """Add the gpsimd builders and the GpsimdCollection method (idempotent)."""
+    if env.get("GPSIMD_TOOL"):
+        return
+    env["GPSIMD_TOOL"] = True
+    env.SetDefault(
+        PYTHON=sys.executable,
+        STRIP="strip",
+        GPSIMD_ROOT=ROOT,
+        GPSIMD_CXXFLAGS=list(profiles.HOST_CXXFLAGS),
+        GPSIMD_LINKFLAGS=list(profiles.HOST_LINKFLAGS),
+        GPSIMD_USER_CFLAGS=[],
+        # Absolute paths in debug info would make outputs depend on where the
+        # tree is; map the root to '.'. $( $) keeps the path out of the
+        # build signature, so moving the tree rebuilds nothing.
+        GPSIMD_PREFIX_MAP="-ffile-prefix-map=${GPSIMD_ROOT}=.",
+        GPSIMD_CXXCOM=("$CXX -o $TARGET -c $GPSIMD_CXXFLAGS $( $GPSIMD_PREFIX_MAP $) "
+                       "$GPSIMD_USER_CFLAGS $_CPPINCFLAGS $SOURCES"),
+        GPSIMD_LINKCOM=("$CXX -o $TARGET $GPSIMD_LINKFLAGS $SOURCES "
+                        "-Wl,--whole-archive $GPSIMD_RUNTIME_LIB -Wl,--no-whole-archive"),
+        GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
+        GPSIMD_STRIPCOM="$STRIP --strip-unneeded -o ${TARGETS[1]} $SOURCE",
+        GPSIMD_TESTCOM="$( $PYTHON $) -m gpsimd_emu run $SOURCE --results $TARGET",
+        GPSIMD_CXXCOMSTR="CXX      $TARGET",
+        GPSIMD_LINKCOMSTR="LINK     $TARGET",
+        GPSIMD_ARCOMSTR="AR       $TARGET",
+        GPSIMD_STRIPCOMSTR="STRIP    ${TARGETS[1]}",
+        GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
+        GPSIMD_GENCOMSTR="GEN      $TARGET",
+        GPSIMD_TESTCOMSTR="TEST     $TARGET",
+    )
+    cscan = SCons.Scanner.C.CScanner()
+    env.Append(BUILDERS={
+        "GpsimdWrapper": SCons.Builder.Builder(
+            action=SCons.Action.Action(_write_wrapper, "$GPSIMD_GENCOMSTR")),
+        "GpsimdObject": SCons.Builder.Builder(
+            action=SCons.Action.Action("$GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR"),
+            suffix=".o", src_suffix=".cpp", source_scanner=cscan),
+        "GpsimdArchive": SCons.Builder.Builder(
+            action=SCons.Action.Action("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
+            suffix=".a"),
+        "GpsimdLspSource": SCons.Builder.Builder(
+            action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
+        "GpsimdLink": SCons.Builder.Builder(
+            action=SCons.Action.Action("$GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
+            suffix=".so"),
+        "GpsimdPack": SCons.Builder.Builder(
+            action=[SCons.Action.Action("$GPSIMD_STRIPCOM", "$GPSIMD_STRIPCOMSTR"),
+                    SCons.Action.Action(_pack_host, "$GPSIMD_PACKCOMSTR",
+                                        varlist=["GPSIMD_PACK_META"])],
+            emitter=_pack_emitter),
+        "GpsimdTestPlan": SCons.Builder.Builder(
+            action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
+        "GpsimdTest": SCons.Builder.Builder(
+            action=SCons.Action.Action("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+    })
+    env.AddMethod(GpsimdCollection, "GpsimdCollection")
+
+
+# ---- the graph -------------------------------------------------------------
+
+def _object_path(lib_dir, src):
+    """Object path for a source: its path below the top, '..' made safe."""
+    rel = os.path.normpath(src).replace(os.sep, "/")
+    parts = ["__" if p == ".." else p for p in rel.split("/")]
+    stem = os.path.splitext("/".join(parts))[0]
+    return f"{lib_dir}/obj/{stem}.o"
+
+
+def _runtime(env, profile_dir):
+    """The host runtime archive and the LSP objects, shared by all libraries."""
+    inc = env.Dir(os.path.join(RUNTIME_DIR, "include"))
+    srcdir = env.Dir(os.path.join(RUNTIME_DIR, "src"))
+    objs = []
+    for src in sorted(srcdir.glob("*.cpp"), key=str):
+        stem = os.path.splitext(src.name)[0]
+        objs += env.GpsimdObject(f"{profile_dir}/runtime/obj/{stem}.o", src,
+                                 CPPPATH=[inc])
+    lib = env.GpsimdArchive(f"{profile_dir}/runtime/libneuroncustomop.a", objs)
+    lsps = {}
+    for spec in profiles.MULTICORE_LSPS + (profiles.SINGLE_LSP,):
+        cpp = env.GpsimdLspSource(f"{profile_dir}/lsp/{spec.name}.cpp",
+                                  env.Value(profiles.lsp_source(spec)))
+        lsps[spec.name] = env.GpsimdObject(f"{profile_dir}/lsp/{spec.name}.o",
+                                           cpp, CPPPATH=[inc])
+    return inc, lib, lsps
+
+
+def _wrapper_spec(lib, dialect):
+    return json.dumps({
+        "dialect": {"fnptr_cast": dialect.fnptr_cast,
+                    "switch_back": dialect.switch_back},
+        "ops": [{"function": op.name,
+                 "arg_types": [a.type for a in op.schema.arguments],
+                 "return_types": [r.type for r in op.schema.returns],
+                 "stack_size": op.stack_size} for op in lib.ops],
+    }, sort_keys=True)
+
+
+def GpsimdCollection(env, manifest, build_dir="build"):
+    """Load ``manifest`` and add every library's nodes to the graph.
+
+    Returns ``{library name: {"wrapper", "objects", "linked", "loadable",
+    "results"}}``, lists of nodes. A manifest with errors prints each as
+    ``FILE:LINE:COL: path: message`` and stops SCons with exit status 2
+    before anything is built.
+    """
+    try:
+        collection = load_manifest(manifest)
+    except ManifestError as err:
+        sys.stderr.write(f"{err}\n")
+        SCons.Script.Exit(2)
+
+    profile_dir = f"{build_dir}/host"
+    inc, runtime_lib, lsp_objs = _runtime(env, profile_dir)
+    env["ENV"]["PYTHONPATH"] = RUNTIME_DIR
+    emu_sources = sorted(env.Dir(os.path.join(RUNTIME_DIR, "gpsimd_emu")).glob("*.py"),
+                         key=str)
+
+    nodes = {}
+    all_results = []
+    for lib in collection.libraries:
+        lib_dir = f"{profile_dir}/{lib.name}"
+        cpppath = [inc] + [env.Dir(d) for d in lib.includes]
+        cflags = list(lib.cflags)
+        wrapper = env.GpsimdWrapper(f"{lib_dir}/wrapper.cpp",
+                                    env.Value(_wrapper_spec(lib, profiles.HOST_DIALECT)))
+        objects = []
+        for src in lib.sources:
+            objects += env.GpsimdObject(_object_path(lib_dir, src), src,
+                                        CPPPATH=cpppath, GPSIMD_USER_CFLAGS=cflags)
+        objects += env.GpsimdObject(f"{lib_dir}/obj/wrapper.o", wrapper,
+                                    CPPPATH=cpppath, GPSIMD_USER_CFLAGS=cflags)
+        linked, loadable, cores = [], [], []
+        specs = profiles.linker_specs(lib.multicore)
+        for spec, name in zip(specs, profiles.linked_names(lib.name, lib.multicore)):
+            so = env.GpsimdLink(f"{lib_dir}/{name}.so", objects + lsp_objs[spec.name],
+                                GPSIMD_RUNTIME_LIB=runtime_lib[0])
+            env.Depends(so, runtime_lib)
+            linked += so
+            if "-g" in cflags:
+                # build-front-end.txt §5d: the user's -g skips the pack step.
+                obj = so[0]
+            else:
+                meta = pack.pack_metadata(lib.name, spec.name, spec.core,
+                                          profiles.VERSIONS)
+                packed = env.GpsimdPack(f"{lib_dir}/{name}", so,
+                                        GPSIMD_PACK_META=json.dumps(meta, sort_keys=True))
+                obj = packed[0]
+            loadable.append(obj)
+            cores.append((spec.core, spec.name, obj.path))
+        plan = testplan.library_plan(lib, cores)
+        plan_node = env.GpsimdTestPlan(f"{lib_dir}/testplan.json",
+                                       env.Value(testplan.dump_plan(plan)))
+        results = env.GpsimdTest(f"{lib_dir}/test-results.json",
+                                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)])
+        env.Depends(results, emu_sources)
+        env.Alias(lib.name, loadable)
+        env.Alias(f"test-{lib.name}", results)
+        all_results += results
+        nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
+                           "loadable": loadable, "results": results}
+    env.Alias("test", all_results)
+    summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
+                          SCons.Action.Action(_summarize, _summary_str))
+    env.Default(summary)
+    return nodes
