@@ -1,0 +1,499 @@
+"""Byte-level mirror of ``runtime_model/include/gpsimd_host/abi.h``.
+
+Everything the model hands to the C++ runtime is built here:
+
+* the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
+  (customop-marshalling.txt §2): location @0, shape type @1, ISA dtype @2,
+  shape union @8 (16 bytes), storage union @24 (16 bytes; HBM arm: u64 addr
+  @24, u32 num_elem @32; SBUF arm: u32 addr @24, u32 num_elem @28,
+  u8 num_partitions @32, u32 num_elem_per_block @36), reserved @40;
+* the shape union members (abi.h HOST-MODEL): INLINE_4D = 4 x u32,
+  INLINE_8D = 8 x u16, left-aligned, unused slots 0; OUT_OF_LINE = u64 HBM
+  address of int64 dims + u32 ndim;
+* the argument stream (abi.h HOST-MODEL): u32 num_args @0, u32 0 @4,
+  u8 types[32] @8, descriptors from @40;
+* ctypes mirrors of ``gpsimd_region``, ``gpsimd_core_report``,
+  ``gpsimd_core_binding`` and ``gpsimd_lsp_info``, checked at import against
+  the sizes and offsets abi.h implies (``check_layout``).
+
+All integers are little-endian (x86-64 / aarch64 host, and the Xtensa core is
+little-endian too).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+from dataclasses import dataclass
+from typing import Iterable, List, Optional, Sequence, Tuple
+
+__all__ = [
+    "ABI_VERSION", "DESCRIPTOR_SIZE", "MAX_ARGS", "ARG_STREAM_ARGS_OFFSET",
+    "Location", "ShapeForm", "ArgType",
+    "DATARAM_BASE", "DATARAM_SIZE", "TCM_POOL_SIZE", "STREAM_TCM_BYTES",
+    "SCRATCH_BASE", "SCRATCH_CORE_SIZE", "SCRATCH_SINGLE_SIZE",
+    "PRINTF_CAPACITY", "NUM_CORES", "DEFAULT_STACK_SIZE", "LSP_SINGLE",
+    "REGION_READONLY", "MAX_REGIONS", "STATUS_OK", "STATUS_FAULT",
+    "MESSAGE_CAPACITY",
+    "Descriptor", "choose_shape_form", "pack_descriptor", "unpack_descriptor",
+    "pack_dims", "unpack_dims", "pack_arg_stream", "unpack_arg_stream",
+    "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
+    "check_layout", "scratch_origin", "lsp_name",
+]
+
+# ---- constants (abi.h) -----------------------------------------------------
+
+ABI_VERSION = 1                 #: GPSIMD_HOST_ABI_VERSION
+DESCRIPTOR_SIZE = 48            #: sizeof(arg_tensor_t), bytes (§2)
+MAX_ARGS = 32                   #: GPSIMD_MAX_ARGS
+ARG_STREAM_ARGS_OFFSET = 40     #: GPSIMD_ARG_STREAM_ARGS_OFFSET, bytes
+DATARAM_BASE = 0x80000          #: device address of the dataram/TCM window
+DATARAM_SIZE = 0x10000          #: 64 KiB
+TCM_POOL_SIZE = 0x4000          #: 16 KiB per core
+STREAM_TCM_BYTES = 0x1000       #: 4 KiB per active stream accessor
+SCRATCH_BASE = 0x84000000       #: core i scratch origin = BASE + i * 2 MiB
+SCRATCH_CORE_SIZE = 0x200000    #: 2 MiB, multicore
+SCRATCH_SINGLE_SIZE = 0x2000000  #: 32 MiB, single-core
+PRINTF_CAPACITY = 0x20000       #: 128 KiB printf ring
+NUM_CORES = 8
+DEFAULT_STACK_SIZE = 4196       #: bytes (build-front-end.txt §3c)
+LSP_SINGLE = 0xFFFFFFFF         #: gpsimd_lsp_info.core_id of the single-core LSP
+REGION_READONLY = 1             #: gpsimd_region.flags bit
+MAX_REGIONS = 64
+STATUS_OK = 0
+STATUS_FAULT = 1
+MESSAGE_CAPACITY = 2048         #: bytes of gpsimd_core_report.message
+
+_U16_MAX = 0xFFFF
+_U32_MAX = 0xFFFFFFFF
+_U64_MAX = 0xFFFFFFFFFFFFFFFF
+_MAX_RANK = 8                   # device-api.md "Limits"; abi.h out_of_line.ndim <= 8
+
+
+class Location:
+    """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`` (§2): descriptor byte +0."""
+
+    INVALID = 0
+    SBUF = 1
+    HBM = 2
+
+
+class ShapeForm:
+    """``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE`` (§2): byte +1."""
+
+    INLINE_8D = 0
+    OUT_OF_LINE = 1
+    INLINE_4D = 2
+
+    NAMES = {0: "INLINE_8D", 1: "OUT_OF_LINE", 2: "INLINE_4D"}
+
+
+class ArgType:
+    """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE`` (abi.h HOST-MODEL values)."""
+
+    INVALID = 0
+    TENSOR = 1
+
+
+def scratch_origin(core: Optional[int]) -> int:
+    """Device address of a core's HBM scratch window: ``0x84000000 + i *
+    0x200000`` for core ``i`` of a multicore library, ``0x84000000`` for a
+    single-core one (``core`` None). device-api.md "Limits", build-front-end.txt §6.
+
+    Raises:
+        ValueError: core outside 0..7.
+    """
+    if core is None:
+        return SCRATCH_BASE
+    if not 0 <= core < NUM_CORES:
+        raise ValueError(f"core {core} outside 0..{NUM_CORES - 1}")
+    return SCRATCH_BASE + core * SCRATCH_CORE_SIZE
+
+
+def lsp_name(core: Optional[int]) -> str:
+    """The linker-spec name of a core: ``lsp_fll_load_cpu<i>``, or
+    ``lsp_fll_load_cpu_single`` for ``None`` (build-front-end.txt §6)."""
+    return "lsp_fll_load_cpu_single" if core is None else f"lsp_fll_load_cpu{core}"
+
+
+# ---- the 48-byte descriptor ---------------------------------------------------
+
+@dataclass(frozen=True)
+class Descriptor:
+    """A decoded ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`` (48 bytes, §2).
+
+    Attributes:
+        location: ``Location.HBM`` (2) or ``Location.SBUF`` (1), byte +0.
+        shape_form: a ``ShapeForm`` value, byte +1.
+        dtype: ISA dtype enum value, byte +2 (see ``gpsimd_emu.dtypes``).
+        dims: the dimensions (elements) for the inline forms, decoded as the
+            leading non-zero slots (so ``()`` for a 0-D tensor); ``None`` for
+            the out-of-line form, whose dims live in HBM (``unpack_dims``).
+        shape_addr: out-of-line form: HBM device address of the int64 dims
+            (0 for inline forms).
+        shape_ndim: out-of-line form: number of int64 dims (0 for inline).
+        addr: storage address: u64 HBM device address (HBM arm, +24), or u32
+            offset in the SBUF window (SBUF arm, +24).
+        num_elem: number of elements (+32 HBM arm, +28 SBUF arm).
+        num_partitions: SBUF arm only (+32), else 0.
+        num_elem_per_block: SBUF arm only (+36), else 0.
+    """
+
+    location: int
+    shape_form: int
+    dtype: int
+    dims: Optional[Tuple[int, ...]]
+    addr: int
+    num_elem: int
+    shape_addr: int = 0
+    shape_ndim: int = 0
+    num_partitions: int = 0
+    num_elem_per_block: int = 0
+
+
+def choose_shape_form(shape: Sequence[int]) -> int:
+    """The shape form the model uses for ``shape`` (dims in elements).
+
+    rank <= 4, no zero dim, every dim < 2**32 -> ``INLINE_4D``; else rank <= 8,
+    no zero dim, every dim <= 65535 -> ``INLINE_8D``; else ``OUT_OF_LINE``
+    (abi.h: a zero-sized dim needs the out-of-line form because an inline
+    rank is the count of leading non-zero slots). A 0-D shape is INLINE_4D.
+
+    Raises:
+        ValueError: rank > 8 (device-api.md "Limits") or a negative dim.
+    """
+    dims = _check_dims(shape)
+    if len(dims) <= 4 and all(0 < d <= _U32_MAX for d in dims):
+        return ShapeForm.INLINE_4D
+    if len(dims) <= 8 and all(0 < d <= _U16_MAX for d in dims):
+        return ShapeForm.INLINE_8D
+    return ShapeForm.OUT_OF_LINE
+
+
+def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
+    dims = tuple(int(d) for d in shape)
+    if len(dims) > _MAX_RANK:
+        raise ValueError(f"rank {len(dims)} > {_MAX_RANK}: shape {list(dims)}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"negative dimension in shape {list(dims)}")
+    return dims
+
+
+def _num_elem(dims: Tuple[int, ...]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def pack_descriptor(
+    dtype: int,
+    shape: Sequence[int],
+    addr: int,
+    *,
+    location: int = Location.HBM,
+    form: Optional[int] = None,
+    shape_addr: Optional[int] = None,
+    num_elem: Optional[int] = None,
+    num_partitions: int = 0,
+    num_elem_per_block: int = 0,
+) -> bytes:
+    """Encode one 48-byte descriptor (customop-marshalling.txt §2).
+
+    Args:
+        dtype: ISA dtype enum value (e.g. 10 for float32).
+        shape: dims in elements (rank 0..8).
+        addr: HBM device address (u64) for ``Location.HBM``; offset (u32) in
+            the SBUF window for ``Location.SBUF``.
+        location: ``Location.HBM`` (default) or ``Location.SBUF``.
+        form: force a ``ShapeForm``; default ``choose_shape_form(shape)``.
+        shape_addr: HBM device address of the dims as int64 (``pack_dims``);
+            required for the out-of-line form, ignored otherwise.
+        num_elem: element count; default the product of ``shape``.
+        num_partitions, num_elem_per_block: SBUF arm fields (u8, u32).
+
+    Returns:
+        48 bytes.
+
+    Raises:
+        ValueError: a field does not fit its width, a forced inline form
+            cannot hold the shape (rank, dim size, zero dim), out-of-line
+            without ``shape_addr``, or an unknown location/form.
+    """
+    dims = _check_dims(shape)
+    if form is None:
+        form = choose_shape_form(dims)
+    if num_elem is None:
+        num_elem = _num_elem(dims)
+    if not 0 <= dtype <= 0xFF:
+        raise ValueError(f"dtype {dtype} does not fit u8")
+    if not 0 <= num_elem <= _U32_MAX:
+        raise ValueError(f"num_elem {num_elem} does not fit u32")
+
+    buf = bytearray(DESCRIPTOR_SIZE)
+    struct.pack_into("<BBB", buf, 0, location, form, dtype)
+
+    if form == ShapeForm.INLINE_4D:
+        if len(dims) > 4 or any(not 0 < d <= _U32_MAX for d in dims):
+            raise ValueError(f"shape {list(dims)} does not fit INLINE_4D "
+                             "(rank <= 4, 0 < dim < 2**32)")
+        struct.pack_into("<4I", buf, 8, *(dims + (0,) * (4 - len(dims))))
+    elif form == ShapeForm.INLINE_8D:
+        if any(not 0 < d <= _U16_MAX for d in dims):
+            raise ValueError(f"shape {list(dims)} does not fit INLINE_8D "
+                             "(rank <= 8, 0 < dim <= 65535)")
+        struct.pack_into("<8H", buf, 8, *(dims + (0,) * (8 - len(dims))))
+    elif form == ShapeForm.OUT_OF_LINE:
+        if shape_addr is None:
+            raise ValueError("the out-of-line shape form needs shape_addr")
+        if not 0 <= shape_addr <= _U64_MAX:
+            raise ValueError(f"shape_addr {shape_addr:#x} does not fit u64")
+        struct.pack_into("<QII", buf, 8, shape_addr, len(dims), 0)
+    else:
+        raise ValueError(f"unknown shape form {form}")
+
+    if location == Location.HBM:
+        if not 0 <= addr <= _U64_MAX:
+            raise ValueError(f"HBM address {addr:#x} does not fit u64")
+        struct.pack_into("<QII", buf, 24, addr, num_elem, 0)
+    elif location == Location.SBUF:
+        if not 0 <= addr <= _U32_MAX:
+            raise ValueError(f"SBUF address {addr:#x} does not fit u32")
+        if not 0 <= num_partitions <= 0xFF:
+            raise ValueError(f"num_partitions {num_partitions} does not fit u8")
+        if not 0 <= num_elem_per_block <= _U32_MAX:
+            raise ValueError(f"num_elem_per_block {num_elem_per_block} does not fit u32")
+        struct.pack_into("<IIB3xI", buf, 24, addr, num_elem, num_partitions,
+                         num_elem_per_block)
+    else:
+        raise ValueError(f"unknown location {location}")
+    return bytes(buf)
+
+
+def unpack_descriptor(data: bytes) -> Descriptor:
+    """Decode 48 descriptor bytes (the inverse of ``pack_descriptor``).
+
+    Inline dims are the leading non-zero slots (abi.h). Out-of-line dims are
+    not read (they live in HBM): ``dims`` is None and ``shape_addr`` /
+    ``shape_ndim`` say where they are.
+
+    Raises:
+        ValueError: not 48 bytes, unknown location or shape form, a non-zero
+            slot after a zero slot in an inline shape.
+    """
+    if len(data) != DESCRIPTOR_SIZE:
+        raise ValueError(f"a descriptor is {DESCRIPTOR_SIZE} bytes, got {len(data)}")
+    location, form, dtype = struct.unpack_from("<BBB", data, 0)
+    dims: Optional[Tuple[int, ...]]
+    shape_addr = shape_ndim = 0
+    if form in (ShapeForm.INLINE_4D, ShapeForm.INLINE_8D):
+        slots = struct.unpack_from("<4I" if form == ShapeForm.INLINE_4D else "<8H", data, 8)
+        rank = next((i for i, s in enumerate(slots) if s == 0), len(slots))
+        if any(slots[rank:]):
+            raise ValueError(f"inline shape slots {list(slots)}: non-zero after a zero")
+        dims = tuple(slots[:rank])
+    elif form == ShapeForm.OUT_OF_LINE:
+        shape_addr, shape_ndim = struct.unpack_from("<QI", data, 8)
+        dims = None
+    else:
+        raise ValueError(f"unknown shape form {form}")
+
+    parts = 0
+    per_block = 0
+    if location == Location.HBM:
+        addr, num_elem = struct.unpack_from("<QI", data, 24)
+    elif location == Location.SBUF:
+        addr, num_elem, parts, per_block = struct.unpack_from("<IIB3xI", data, 24)
+    else:
+        raise ValueError(f"unknown location {location}")
+    return Descriptor(location, form, dtype, dims, addr, num_elem,
+                      shape_addr, shape_ndim, parts, per_block)
+
+
+def pack_dims(shape: Sequence[int]) -> bytes:
+    """The out-of-line shape payload: each dim as little-endian int64,
+    ``8 * rank`` bytes (abi.h ``out_of_line``)."""
+    dims = _check_dims(shape)
+    return struct.pack(f"<{len(dims)}q", *dims)
+
+
+def unpack_dims(data: bytes, ndim: int) -> Tuple[int, ...]:
+    """Decode ``ndim`` int64 dims from the first ``8 * ndim`` bytes of ``data``.
+
+    Raises:
+        ValueError: fewer than ``8 * ndim`` bytes.
+    """
+    if len(data) < 8 * ndim:
+        raise ValueError(f"{ndim} dims need {8 * ndim} bytes, got {len(data)}")
+    return struct.unpack_from(f"<{ndim}q", data, 0)
+
+
+# ---- the argument stream ---------------------------------------------------------
+
+def pack_arg_stream(descriptors: Sequence[bytes],
+                    types: Optional[Sequence[int]] = None) -> bytes:
+    """The argument stream bytes (abi.h HOST-MODEL layout).
+
+    ``+0`` u32 num_args, ``+4`` u32 0, ``+8`` u8 types[32] (one ``ArgType``
+    per argument, the rest 0), ``+40`` the 48-byte descriptors in schema
+    order. Length ``40 + 48 * num_args`` bytes.
+
+    Args:
+        descriptors: 48-byte descriptors (``pack_descriptor``), schema order.
+        types: one ArgType per descriptor; default all ``ArgType.TENSOR``
+            (every argument, tensor or scalar, is a tensor descriptor, §2).
+
+    Raises:
+        ValueError: more than 32 arguments, a descriptor not 48 bytes, or
+            ``types`` of another length.
+    """
+    n = len(descriptors)
+    if n > MAX_ARGS:
+        raise ValueError(f"{n} arguments > GPSIMD_MAX_ARGS ({MAX_ARGS})")
+    if types is None:
+        types = [ArgType.TENSOR] * n
+    if len(types) != n:
+        raise ValueError(f"{len(types)} types for {n} descriptors")
+    out = bytearray(struct.pack("<II", n, 0))
+    out += bytes(types) + bytes(MAX_ARGS - n)
+    assert len(out) == ARG_STREAM_ARGS_OFFSET
+    for i, d in enumerate(descriptors):
+        if len(d) != DESCRIPTOR_SIZE:
+            raise ValueError(f"descriptor {i} is {len(d)} bytes, not {DESCRIPTOR_SIZE}")
+        out += d
+    return bytes(out)
+
+
+def unpack_arg_stream(data: bytes) -> Tuple[List[int], List[Descriptor]]:
+    """Decode an argument stream into (types, descriptors) (abi.h layout).
+
+    Raises:
+        ValueError: shorter than the header or than its descriptors, or
+            num_args > 32.
+    """
+    if len(data) < ARG_STREAM_ARGS_OFFSET:
+        raise ValueError(f"argument stream of {len(data)} bytes < {ARG_STREAM_ARGS_OFFSET}")
+    n, _ = struct.unpack_from("<II", data, 0)
+    if n > MAX_ARGS:
+        raise ValueError(f"num_args {n} > {MAX_ARGS}")
+    end = ARG_STREAM_ARGS_OFFSET + DESCRIPTOR_SIZE * n
+    if len(data) < end:
+        raise ValueError(f"argument stream of {len(data)} bytes < {end} for {n} args")
+    types = list(data[8:8 + n])
+    descs = [unpack_descriptor(data[o:o + DESCRIPTOR_SIZE])
+             for o in range(ARG_STREAM_ARGS_OFFSET, end, DESCRIPTOR_SIZE)]
+    return types, descs
+
+
+# ---- ctypes mirrors of the binding structures (abi.h HOST-MODEL) ------------
+
+class GpsimdRegion(ctypes.Structure):
+    """``gpsimd_region`` (32 bytes): HBM ``[device_addr, device_addr + size)``
+    (bytes) is backed by host memory at ``host`` (a pointer as an integer)."""
+
+    _fields_ = [
+        ("device_addr", ctypes.c_uint64),
+        ("size", ctypes.c_uint64),
+        ("host", ctypes.c_uint64),
+        ("flags", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+class GpsimdCoreReport(ctypes.Structure):
+    """``gpsimd_core_report`` (2104 bytes), written by the runtime: status,
+    fault_kind, printf byte counts (total / kept / ring head offset), peak
+    bytes used of the TCM pool, scratch window and dataram, and a
+    NUL-terminated fault message of at most 2048 bytes."""
+
+    _fields_ = [
+        ("status", ctypes.c_uint32),
+        ("fault_kind", ctypes.c_uint32),
+        ("printf_total", ctypes.c_uint64),
+        ("printf_len", ctypes.c_uint64),
+        ("printf_head", ctypes.c_uint64),
+        ("tcm_peak", ctypes.c_uint64),
+        ("scratch_peak", ctypes.c_uint64),
+        ("dataram_peak", ctypes.c_uint64),
+        ("message", ctypes.c_char * MESSAGE_CAPACITY),
+    ]
+
+
+class GpsimdCoreBinding(ctypes.Structure):
+    """``gpsimd_core_binding`` (2128 bytes), passed to ``gpsimd_bind_core``:
+    ABI version, core id/count, up to 64 HBM regions, and host pointers of the
+    core's scratch window, dataram (64 KiB), argument stream, 48-byte output
+    descriptor, printf buffer (128 KiB) and report; ``stack_scale`` multiplies
+    the launcher's stack size (bytes) for the host."""
+
+    _fields_ = [
+        ("abi_version", ctypes.c_uint32),
+        ("core_id", ctypes.c_uint32),
+        ("core_count", ctypes.c_uint32),
+        ("num_regions", ctypes.c_uint32),
+        ("regions", GpsimdRegion * MAX_REGIONS),
+        ("scratch_host", ctypes.c_uint64),
+        ("dataram_host", ctypes.c_uint64),
+        ("sbuf_window_base", ctypes.c_uint64),
+        ("arg_stream_host", ctypes.c_uint64),
+        ("retval_host", ctypes.c_uint64),
+        ("printf_host", ctypes.c_uint64),
+        ("report_host", ctypes.c_uint64),
+        ("stack_scale", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+    ]
+
+
+class GpsimdLspInfo(ctypes.Structure):
+    """``gpsimd_lsp_info`` (56 bytes): the linker spec a core object was
+    linked with: core id (0..7 or ``LSP_SINGLE``), scratch window origin
+    (device address) and size (bytes), and its name (NUL-terminated, 32 bytes)."""
+
+    _fields_ = [
+        ("core_id", ctypes.c_uint32),
+        ("reserved", ctypes.c_uint32),
+        ("scratch_origin", ctypes.c_uint64),
+        ("scratch_size", ctypes.c_uint64),
+        ("name", ctypes.c_char * 32),
+    ]
+
+
+# Sizes and offsets derived by hand from abi.h (natural alignment, LP64).
+# check_layout() holds the ctypes mirrors to them; tests/test_emu_abi.py also
+# compiles abi.h and compares with the C compiler's own offsetof/sizeof.
+EXPECTED_LAYOUT = {
+    "gpsimd_region": (GpsimdRegion, 32, {
+        "device_addr": 0, "size": 8, "host": 16, "flags": 24, "reserved": 28}),
+    "gpsimd_core_report": (GpsimdCoreReport, 2104, {
+        "status": 0, "fault_kind": 4, "printf_total": 8, "printf_len": 16,
+        "printf_head": 24, "tcm_peak": 32, "scratch_peak": 40,
+        "dataram_peak": 48, "message": 56}),
+    "gpsimd_core_binding": (GpsimdCoreBinding, 2128, {
+        "abi_version": 0, "core_id": 4, "core_count": 8, "num_regions": 12,
+        "regions": 16, "scratch_host": 2064, "dataram_host": 2072,
+        "sbuf_window_base": 2080, "arg_stream_host": 2088, "retval_host": 2096,
+        "printf_host": 2104, "report_host": 2112, "stack_scale": 2120,
+        "reserved": 2124}),
+    "gpsimd_lsp_info": (GpsimdLspInfo, 56, {
+        "core_id": 0, "reserved": 4, "scratch_origin": 8, "scratch_size": 16,
+        "name": 24}),
+}
+
+
+def check_layout() -> None:
+    """Check every ctypes mirror's size and field offsets against
+    ``EXPECTED_LAYOUT`` (the numbers abi.h implies).
+
+    Raises:
+        AssertionError: naming the struct and field that disagree.
+    """
+    for cname, (cls, size, offsets) in EXPECTED_LAYOUT.items():
+        if ctypes.sizeof(cls) != size:
+            raise AssertionError(f"sizeof({cname}) = {ctypes.sizeof(cls)}, abi.h says {size}")
+        for field, off in offsets.items():
+            got = getattr(cls, field).offset
+            if got != off:
+                raise AssertionError(f"offsetof({cname}, {field}) = {got}, abi.h says {off}")
+
+
+check_layout()
