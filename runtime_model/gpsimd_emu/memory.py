@@ -1,0 +1,239 @@
+"""Emulated device memory: HBM arenas and the per-core host buffers.
+
+Every buffer is a *shared* anonymous mmap, so that the writes a kernel makes
+in the forked child that runs a vector are visible to the parent after the
+child exits (or crashes).
+
+* HBM: ``Arena`` objects with a device base address and a 64-byte aligned
+  bump allocator. Inputs (and the out-of-line dims and scalar payloads) live
+  in one arena at ``HBM_BASE`` = 0x1_0000_0000, so device addresses need 64
+  bits as on the device (customop-marshalling.txt §2 QUIRK).
+* The output of a vector gets one private ``Arena`` per core (and per pass),
+  all at the *same* device address but with different host backing: each
+  core of a multicore run writes its own copy, poisoned beforehand, so the
+  model can tell which core wrote which element (DESIGN.md "The emulator").
+  Each copy carries a guard zone past the end of the output that is *not*
+  part of the region given to the runtime; a write landing there is an
+  out-of-range write.
+* Per core (``CoreMemory``): the scratch window (2 MiB multicore, 32 MiB
+  single; device-api.md "Limits"), the 64 KiB dataram, the 128 KiB printf
+  ring and the ``gpsimd_core_report``, all host-backed and passed in the
+  binding (abi.h).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+from typing import List, Optional, Sequence, Union
+
+import numpy as np
+
+from . import abi
+
+__all__ = [
+    "HBM_BASE", "ALIGN", "POISON_A", "POISON_B", "GUARD_BYTES",
+    "SharedBuffer", "Arena", "CoreMemory", "align_up", "printf_text",
+]
+
+#: Device address of the input HBM arena: above 4 GiB so that an address
+#: truncated to 32 bits is caught.
+HBM_BASE = 0x1_0000_0000
+#: Allocation alignment in HBM, bytes.
+ALIGN = 64
+#: Poison bytes of the output copies: pass A fills with 0xA5, pass B (run
+#: only to disambiguate) with the complement 0x5A, so no value can equal the
+#: poison in both passes.
+POISON_A = 0xA5
+POISON_B = 0x5A
+#: Bytes of guard zone after each output copy (outside the region).
+GUARD_BYTES = 64 * 1024
+
+
+def align_up(n: int, align: int = ALIGN) -> int:
+    """``n`` rounded up to a multiple of ``align`` (both in bytes)."""
+    return (n + align - 1) // align * align
+
+
+class SharedBuffer:
+    """A zero-filled, shared, anonymous mmap of ``size`` bytes (rounded up to
+    the page size, at least one page).
+
+    Attributes:
+        size: usable bytes (the requested size).
+        u8: a writable ``np.uint8`` view of the whole mapping.
+        host: host address of byte 0 (int), for the binding.
+    """
+
+    def __init__(self, size: int):
+        if size < 0:
+            raise ValueError(f"negative buffer size {size}")
+        self.size = size
+        mapped = align_up(max(size, 1), mmap.PAGESIZE)
+        self._mm: Optional[mmap.mmap] = mmap.mmap(
+            -1, mapped, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS,
+            prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        self.u8 = np.frombuffer(self._mm, dtype=np.uint8)
+        self.host = int(self.u8.ctypes.data)
+
+    def fill(self, byte: int, start: int = 0, nbytes: Optional[int] = None) -> None:
+        """Set ``nbytes`` bytes (default: to the end of the mapping) from
+        offset ``start`` to ``byte`` (0..255)."""
+        end = len(self.u8) if nbytes is None else start + nbytes
+        self.u8[start:end] = byte
+
+    def close(self) -> None:
+        """Unmap (idempotent). Views taken earlier keep the pages alive."""
+        if self._mm is not None:
+            self.u8 = np.empty(0, np.uint8)
+            try:
+                self._mm.close()
+            except BufferError:      # a view still exports the buffer
+                pass
+            self._mm = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Arena(SharedBuffer):
+    """An HBM arena: ``capacity`` bytes of shared host memory mapped at device
+    addresses ``[device_base, device_base + capacity)``, with a bump allocator.
+
+    ``extra`` bytes of host memory follow the arena (the guard zone of an
+    output copy); they have no device address and are not in ``region()``.
+    """
+
+    def __init__(self, device_base: int, capacity: int, extra: int = 0):
+        if device_base % ALIGN:
+            raise ValueError(f"device base {device_base:#x} not {ALIGN}-byte aligned")
+        super().__init__(capacity + extra)
+        self.device_base = device_base
+        self.capacity = capacity
+        self.used = 0
+
+    def alloc(self, nbytes: int, align: int = ALIGN) -> int:
+        """Reserve ``nbytes`` bytes; returns the device address (aligned to
+        ``align``, default 64). A 0-byte allocation still gets a distinct
+        address.
+
+        Raises:
+            MemoryError: the arena is full (message gives sizes in bytes).
+        """
+        start = align_up(self.used, align)
+        end = start + max(nbytes, 1)
+        if end > self.capacity:
+            raise MemoryError(f"HBM arena at {self.device_base:#x} full: "
+                              f"{nbytes} bytes asked, {self.capacity - start} left")
+        self.used = end
+        return self.device_base + start
+
+    def offset(self, device_addr: int, nbytes: int = 0) -> int:
+        """Byte offset in the arena of ``device_addr``.
+
+        Raises:
+            ValueError: ``[device_addr, device_addr + nbytes)`` is not inside
+                the arena.
+        """
+        off = device_addr - self.device_base
+        if off < 0 or off + nbytes > self.capacity:
+            raise ValueError(f"[{device_addr:#x}, +{nbytes}) outside the arena "
+                             f"[{self.device_base:#x}, +{self.capacity})")
+        return off
+
+    def host_addr(self, device_addr: int) -> int:
+        """Host address (int) backing ``device_addr``."""
+        return self.host + self.offset(device_addr)
+
+    def view(self, device_addr: int, nbytes: int) -> np.ndarray:
+        """A writable ``uint8`` view of ``nbytes`` bytes at ``device_addr``."""
+        off = self.offset(device_addr, nbytes)
+        return self.u8[off:off + nbytes]
+
+    def write(self, device_addr: int, data: Union[bytes, np.ndarray]) -> None:
+        """Copy bytes (or an array's C-order bytes) to ``device_addr``."""
+        raw = np.frombuffer(_as_bytes(data), dtype=np.uint8)
+        self.view(device_addr, raw.size)[:] = raw
+
+    def write_array(self, array: np.ndarray) -> int:
+        """Allocate room for ``array`` (its C-order bytes) and copy it in.
+        Returns the device address."""
+        raw = _as_bytes(array)
+        addr = self.alloc(len(raw))
+        self.write(addr, raw)
+        return addr
+
+    def read_array(self, device_addr: int, dtype, shape: Sequence[int]) -> np.ndarray:
+        """A copy of the array of ``dtype``/``shape`` stored at ``device_addr``."""
+        dt = np.dtype(dtype)
+        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+        raw = self.view(device_addr, n * dt.itemsize)
+        return raw.view(dt).reshape(tuple(shape)).copy()
+
+    def region(self, flags: int = 0, nbytes: Optional[int] = None) -> abi.GpsimdRegion:
+        """The ``gpsimd_region`` of this arena: device base, size in bytes
+        (``nbytes``, default the whole capacity), host address, flags."""
+        size = self.capacity if nbytes is None else nbytes
+        return abi.GpsimdRegion(self.device_base, size, self.host, flags, 0)
+
+
+def _as_bytes(data: Union[bytes, bytearray, memoryview, np.ndarray]) -> bytes:
+    if isinstance(data, np.ndarray):
+        return np.ascontiguousarray(data).tobytes()
+    return bytes(data)
+
+
+class CoreMemory:
+    """The host buffers of one core: scratch window, dataram, printf ring and
+    report, each a ``SharedBuffer`` (so a crashed core's printf and report can
+    still be read by the parent).
+
+    Args:
+        scratch_size: bytes of the scratch window (``abi.SCRATCH_CORE_SIZE``
+            multicore, ``abi.SCRATCH_SINGLE_SIZE`` single-core).
+    """
+
+    def __init__(self, scratch_size: int):
+        self.scratch = SharedBuffer(scratch_size)
+        self.dataram = SharedBuffer(abi.DATARAM_SIZE)
+        self.printf = SharedBuffer(abi.PRINTF_CAPACITY)
+        self.report_buf = SharedBuffer(ctypes.sizeof(abi.GpsimdCoreReport))
+
+    @property
+    def report(self) -> abi.GpsimdCoreReport:
+        """The ``gpsimd_core_report`` living in ``report_buf`` (a live view)."""
+        return abi.GpsimdCoreReport.from_address(self.report_buf.host)
+
+    def reset_report(self) -> None:
+        """Zero the report (before a launch)."""
+        self.report_buf.fill(0)
+
+    def printf_text(self) -> str:
+        """What the core printed (the kept part of the ring), decoded as UTF-8
+        with replacement characters."""
+        r = self.report
+        return printf_text(self.printf.u8, r.printf_head, r.printf_len)
+
+    def close(self) -> None:
+        """Unmap every buffer."""
+        for b in (self.scratch, self.dataram, self.printf, self.report_buf):
+            b.close()
+
+
+def printf_text(ring: np.ndarray, head: int, length: int) -> str:
+    """Decode a printf ring (abi.h ``gpsimd_core_report``): ``length`` bytes
+    kept, the oldest at offset ``head``, wrapping at ``len(ring)`` bytes.
+    Out-of-range values are clamped to the ring size."""
+    cap = len(ring)
+    if cap == 0:
+        return ""
+    length = max(0, min(int(length), cap))
+    head = int(head) % cap
+    if head + length <= cap:
+        data = ring[head:head + length].tobytes()
+    else:
+        data = ring[head:].tobytes() + ring[:head + length - cap].tobytes()
+    return data.decode("utf-8", errors="replace")
