@@ -9,7 +9,7 @@ text* is in :class:`WrapperDialect`, and nowhere else.
 """
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import List, Mapping, Optional, Sequence, Tuple
 
 #: Version metadata pinned by the driver (build-front-end.txt §1).
 VERSIONS = {
@@ -109,9 +109,126 @@ def lsp_source(spec: LinkerSpec) -> str:
     )
 
 
-#: Host compile flags: the device's (build-front-end.txt §5b) where they
-#: mean the same on the host, -O2 for a fast emulator and -fPIC for the
-#: loadable object.
+# ---- toolchains ------------------------------------------------------------
+#
+# A toolchain turns one graph step into an argv list. The SCons tool calls
+# these from command generators, so the exact command of every node comes
+# from here and nowhere else.
+
+#: Host compile flags: the device's (build-front-end.txt §5b) where they mean
+#: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object.
 HOST_CXXFLAGS = ("-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC",
                  "-fno-jump-tables")
 HOST_LINKFLAGS = ("-shared", "-Wl,-Bsymbolic")
+
+
+@dataclass(frozen=True)
+class HostToolchain:
+    """The host profile: this machine's g++/clang++ and the project runtime.
+
+    ``runtime_include`` is the folder of the host device headers and
+    ``runtime_lib`` the host ``libneuroncustomop.a``; ``prefix_map`` maps the
+    project root to ``.`` in debug info and ``__FILE__`` (reproducible
+    outputs from any directory).
+    """
+
+    cxx: str = "g++"
+    strip: str = "strip"
+    name: str = "host"
+    dialect: WrapperDialect = HOST_DIALECT
+    packs_with_tool: bool = False
+    runs_tests: bool = True
+
+    def compile_command(self, src: str, obj: str, cflags: Sequence[str],
+                        includes: Sequence[str], runtime_include: str,
+                        prefix_map: Optional[str] = None) -> List[str]:
+        """argv that compiles ``src`` into ``obj``."""
+        cmd = [self.cxx, *HOST_CXXFLAGS]
+        if prefix_map:
+            cmd.append(f"-ffile-prefix-map={prefix_map}=.")
+        cmd += [*cflags, f"-I{runtime_include}", *(f"-I{d}" for d in includes),
+                "-o", obj, "-c", src]
+        return cmd
+
+    def link_command(self, out: str, objs: Sequence[str], lsp_obj: str,
+                     runtime_lib: str) -> List[str]:
+        """argv that links one core object: kernels + wrapper + LSP + runtime."""
+        return [self.cxx, *HOST_LINKFLAGS, "-o", out, *objs, lsp_obj,
+                "-Wl,--whole-archive", runtime_lib, "-Wl,--no-whole-archive"]
+
+    def strip_command(self, linked: str, stripped: str) -> List[str]:
+        """argv that writes the stripped object (the pack's payload)."""
+        return [self.strip, "--strip-unneeded", "-o", stripped, linked]
+
+
+XTENSA_TOOLS_DEFAULT = "/opt/aws/neuron/gpsimd/tools/{core}/config"
+NEURON_CUSTOM_OP_DEFAULT = "/opt/aws/neuron/gpsimd/custom_op"
+#: CC_OPT / LINK_OPT common part (build-front-end.txt §5b, §5c).
+XTENSA_COMMON_FLAGS = ("-g", "-std=c++14", "-stdlib=libc++-e", "-fno-jump-tables",
+                       "-Os", "-Wall", "-Werror", "-Wno-c99-designator", "-mcoproc")
+
+
+@dataclass(frozen=True)
+class XtensaToolchain:
+    """The vendor profile: the driver's exact commands (build-front-end.txt §5).
+
+    ``core`` is ``Q7_CORE`` (default ``ncore2gp``, §5a), ``root`` is
+    ``NEURON_CUSTOM_OP`` and ``system`` is ``Q7_TOOLS`` (default derived from
+    the core, §5a).
+    """
+
+    core: str = "ncore2gp"
+    root: str = NEURON_CUSTOM_OP_DEFAULT
+    system: Optional[str] = None
+    cxx: str = "xt-clang++"
+    packer: str = "xt-pkg-loadlib"
+    name: str = "xtensa"
+    dialect: WrapperDialect = DEVICE_DIALECT
+    packs_with_tool: bool = True
+    runs_tests: bool = False
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> "XtensaToolchain":
+        """Read Q7_CORE, NEURON_CUSTOM_OP and Q7_TOOLS as the driver does (§5a)."""
+        core = environ.get("Q7_CORE", "ncore2gp")
+        return cls(core=core,
+                   root=environ.get("NEURON_CUSTOM_OP", NEURON_CUSTOM_OP_DEFAULT),
+                   system=environ.get("Q7_TOOLS", XTENSA_TOOLS_DEFAULT.format(core=core)))
+
+    @property
+    def xtensa_system(self) -> str:
+        return self.system or XTENSA_TOOLS_DEFAULT.format(core=self.core)
+
+    def _target_flags(self) -> List[str]:
+        return [f"--xtensa-core={self.core}", f"--xtensa-system={self.xtensa_system}"]
+
+    def inc(self) -> List[str]:
+        """INC of build-front-end.txt §5b (line 41)."""
+        r = self.root
+        return [f"-I{r}", f"-I{r}/torch/include", f"-I{r}/c10/include"]
+
+    def compile_command(self, src: str, obj: str, cflags: Sequence[str],
+                        includes: Sequence[str]) -> List[str]:
+        """CC_OPT (§5b): `xt-clang++ ... -c --xtensa-core=.. --xtensa-system=..
+        <cflags> <INC> <includes> -o <name>.o <src>`."""
+        return [self.cxx, *XTENSA_COMMON_FLAGS, "-MMD", "-MP", "-fpic", "-mlongcalls",
+                "-c", *self._target_flags(), *cflags, *self.inc(),
+                *(f"-I{d}" for d in includes), "-o", obj, src]
+
+    def linking_libs(self, lsp: LinkerSpec) -> List[str]:
+        """LINKING_LIBS of §5c for one linker spec (the only per-core difference)."""
+        r = self.root
+        return [f"{r}/neuron/libneuroncustomop.a", f"{r}/c10/lib/libc10.a", "-lloader",
+                f"-mlsp={r}/lsp_fll_load_cpus/{lsp.name}",
+                "-lxmem", "-lhal", "-lc++-e", "-lm", "-lgcc", f"{r}/neuron/libcweak.a"]
+
+    def link_command(self, out: str, objs: Sequence[str], lsp: LinkerSpec) -> List[str]:
+        """LINK_OPT + LINKING_LIBS (§5c)."""
+        return [self.cxx, *XTENSA_COMMON_FLAGS, *self._target_flags(), *self.inc(),
+                "-o", out, *objs, *self.linking_libs(lsp)]
+
+    def pack_command(self, linked: str, packed: str, stripped: str) -> List[str]:
+        """STRIP_OPT (§5d): `xt-pkg-loadlib -e lib_func ... -o <base>.packed.so
+        -s <base>.stripped.so <lib>`."""
+        return [self.packer, "-e", "lib_func", *self._target_flags(),
+                "-o", packed, "-s", stripped, linked]

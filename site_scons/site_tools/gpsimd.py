@@ -103,11 +103,54 @@ def _summary_str(target, source, env):
     return f"Summarizing {len(source)} test result file(s)"
 
 
+# ---- command generators: every command comes from gpsimd_build.profiles ----
+
+def _launcher(env, for_signature):
+    # A compiler launcher (ccache, distcc, icecc) changes how a compile runs,
+    # not what it produces: it stays out of the build signature.
+    launcher = env.get("CXX_LAUNCHER")
+    return [] if (for_signature or not launcher) else [launcher]
+
+
+def _compile_generator(source, target, env, for_signature):
+    tc = env["GPSIMD_TC"]
+    cflags = list(env.get("GPSIMD_USER_CFLAGS", []))
+    includes = list(env.get("GPSIMD_INCLUDES", []))
+    if tc.name == "host":
+        cmd = tc.compile_command(str(source[0]), str(target[0]), cflags, includes,
+                                 env["GPSIMD_RUNTIME_INCLUDE"],
+                                 None if for_signature else env.Dir("#").abspath)
+    else:
+        cmd = tc.compile_command(str(source[0]), str(target[0]), cflags, includes)
+    return [_launcher(env, for_signature) + cmd]
+
+
+def _link_generator(source, target, env, for_signature):
+    tc = env["GPSIMD_TC"]
+    objs = [str(s) for s in source]
+    if tc.name == "host":
+        # the last source is the LSP object, then the runtime archive
+        return [tc.link_command(str(target[0]), objs[:-2], objs[-2], objs[-1])]
+    return [tc.link_command(str(target[0]), objs, env["GPSIMD_LSP"])]
+
+
+def _strip_generator(source, target, env, for_signature):
+    return [env["GPSIMD_TC"].strip_command(str(source[0]), str(target[1]))]
+
+
+def _vendor_pack_generator(source, target, env, for_signature):
+    return [env["GPSIMD_TC"].pack_command(str(source[0]), str(target[0]), str(target[1]))]
+
+
 # ---- tool ------------------------------------------------------------------
 
 def exists(env):
-    """The host profile needs a C++ compiler, an archiver and strip."""
+    """The host profile needs a C++ compiler and strip."""
     return bool(env.Detect(env.get("CXX", "g++")) and env.Detect("strip"))
+
+
+def _gen_action(gen, comstr):
+    return SCons.Action.Action(gen, comstr, generator=1)
 
 
 def generate(env):
@@ -117,21 +160,7 @@ def generate(env):
     env["GPSIMD_TOOL"] = True
     env.SetDefault(
         PYTHON=sys.executable,
-        STRIP="strip",
-        GPSIMD_ROOT=ROOT,
-        GPSIMD_CXXFLAGS=list(profiles.HOST_CXXFLAGS),
-        GPSIMD_LINKFLAGS=list(profiles.HOST_LINKFLAGS),
-        GPSIMD_USER_CFLAGS=[],
-        # Absolute paths in debug info would make outputs depend on where the
-        # tree is; map the root to '.'. $( $) keeps the path out of the
-        # build signature, so moving the tree rebuilds nothing.
-        GPSIMD_PREFIX_MAP="-ffile-prefix-map=${GPSIMD_ROOT}=.",
-        GPSIMD_CXXCOM=("$CXX -o $TARGET -c $GPSIMD_CXXFLAGS $( $GPSIMD_PREFIX_MAP $) "
-                       "$GPSIMD_USER_CFLAGS $_CPPINCFLAGS $SOURCES"),
-        GPSIMD_LINKCOM=("$CXX -o $TARGET $GPSIMD_LINKFLAGS $SOURCES "
-                        "-Wl,--whole-archive $GPSIMD_RUNTIME_LIB -Wl,--no-whole-archive"),
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
-        GPSIMD_STRIPCOM="$STRIP --strip-unneeded -o ${TARGETS[1]} $SOURCE",
         GPSIMD_TESTCOM="$( $PYTHON $) -m gpsimd_emu run $SOURCE --results $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
@@ -146,7 +175,7 @@ def generate(env):
         "GpsimdWrapper": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_wrapper, "$GPSIMD_GENCOMSTR")),
         "GpsimdObject": SCons.Builder.Builder(
-            action=SCons.Action.Action("$GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR"),
+            action=_gen_action(_compile_generator, "$GPSIMD_CXXCOMSTR"),
             suffix=".o", src_suffix=".cpp", source_scanner=cscan),
         "GpsimdArchive": SCons.Builder.Builder(
             action=SCons.Action.Action("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
@@ -154,12 +183,14 @@ def generate(env):
         "GpsimdLspSource": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
         "GpsimdLink": SCons.Builder.Builder(
-            action=SCons.Action.Action("$GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
-            suffix=".so"),
+            action=_gen_action(_link_generator, "$GPSIMD_LINKCOMSTR"), suffix=".so"),
         "GpsimdPack": SCons.Builder.Builder(
-            action=[SCons.Action.Action("$GPSIMD_STRIPCOM", "$GPSIMD_STRIPCOMSTR"),
+            action=[_gen_action(_strip_generator, "$GPSIMD_STRIPCOMSTR"),
                     SCons.Action.Action(_pack_host, "$GPSIMD_PACKCOMSTR",
                                         varlist=["GPSIMD_PACK_META"])],
+            emitter=_pack_emitter),
+        "GpsimdVendorPack": SCons.Builder.Builder(
+            action=_gen_action(_vendor_pack_generator, "$GPSIMD_PACKCOMSTR"),
             emitter=_pack_emitter),
         "GpsimdTestPlan": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
@@ -179,7 +210,7 @@ def _object_path(lib_dir, src):
     return f"{lib_dir}/obj/{stem}.o"
 
 
-def _runtime(env, profile_dir):
+def _host_runtime(env, profile_dir):
     """The host runtime archive and the LSP objects, shared by all libraries."""
     inc = env.Dir(os.path.join(RUNTIME_DIR, "include"))
     srcdir = env.Dir(os.path.join(RUNTIME_DIR, "src"))
@@ -195,7 +226,7 @@ def _runtime(env, profile_dir):
                                   env.Value(profiles.lsp_source(spec)))
         lsps[spec.name] = env.GpsimdObject(f"{profile_dir}/lsp/{spec.name}.o",
                                            cpp, CPPPATH=[inc])
-    return inc, lib, lsps
+    return lib, lsps
 
 
 def _wrapper_spec(lib, dialect):
@@ -209,13 +240,33 @@ def _wrapper_spec(lib, dialect):
     }, sort_keys=True)
 
 
-def GpsimdCollection(env, manifest, build_dir="build"):
+def _toolchain(env, name):
+    """The toolchain object of a profile; a missing vendor tool stops SCons."""
+    if name == "host":
+        return profiles.HostToolchain(cxx=env.subst("$CXX") or "g++")
+    if name == "xtensa":
+        tc = profiles.XtensaToolchain.from_environ(os.environ)
+        path = os.environ.get("PATH", "")
+        for tool in (tc.cxx, tc.packer):
+            if not env.WhereIs(tool, path=path):
+                # the driver's own message (build-front-end.txt §1, line 382)
+                sys.stderr.write(f"scons: Could not find {tool}\n")
+                SCons.Script.Exit(2)
+        env["ENV"]["PATH"] = path
+        return tc
+    sys.stderr.write(f"scons: unknown toolchain '{name}' (host or xtensa)\n")
+    SCons.Script.Exit(2)
+
+
+def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
     """Load ``manifest`` and add every library's nodes to the graph.
 
-    Returns ``{library name: {"wrapper", "objects", "linked", "loadable",
-    "results"}}``, lists of nodes. A manifest with errors prints each as
-    ``FILE:LINE:COL: path: message`` and stops SCons with exit status 2
-    before anything is built.
+    ``toolchain`` is ``host`` (build, then run every vector on the emulator)
+    or ``xtensa`` (the vendor driver's commands; nothing runs). Outputs go
+    under ``<build_dir>/<toolchain>/``. Returns ``{library name: {"wrapper",
+    "objects", "linked", "loadable", "results"}}``, lists of nodes. A
+    manifest with errors prints each as ``FILE:LINE:COL: path: message`` and
+    stops SCons with exit status 2 before anything is built.
     """
     try:
         collection = load_manifest(manifest)
@@ -223,57 +274,76 @@ def GpsimdCollection(env, manifest, build_dir="build"):
         sys.stderr.write(f"{err}\n")
         SCons.Script.Exit(2)
 
-    profile_dir = f"{build_dir}/host"
-    inc, runtime_lib, lsp_objs = _runtime(env, profile_dir)
-    env["ENV"]["PYTHONPATH"] = RUNTIME_DIR
-    emu_sources = sorted(env.Dir(os.path.join(RUNTIME_DIR, "gpsimd_emu")).glob("*.py"),
-                         key=str)
+    tc = _toolchain(env, toolchain)
+    env = env.Clone(GPSIMD_TC=tc)
+    profile_dir = f"{build_dir}/{tc.name}"
+    inc = env.Dir(os.path.join(RUNTIME_DIR, "include"))
+    if tc.name == "host":
+        env["GPSIMD_RUNTIME_INCLUDE"] = inc.path
+        runtime_lib, lsp_objs = _host_runtime(env, profile_dir)
+        env["ENV"]["PYTHONPATH"] = RUNTIME_DIR
+        emu_sources = sorted(env.Dir(os.path.join(RUNTIME_DIR, "gpsimd_emu")).glob("*.py"),
+                             key=str)
 
     nodes = {}
-    all_results = []
+    all_results, all_loadable = [], []
     for lib in collection.libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
-        cpppath = [inc] + [env.Dir(d) for d in lib.includes]
-        cflags = list(lib.cflags)
+        scan_path = ([inc] if tc.name == "host" else []) + [env.Dir(d) for d in lib.includes]
+        compile_env = dict(CPPPATH=scan_path, GPSIMD_USER_CFLAGS=list(lib.cflags),
+                           GPSIMD_INCLUDES=list(lib.includes))
         wrapper = env.GpsimdWrapper(f"{lib_dir}/wrapper.cpp",
-                                    env.Value(_wrapper_spec(lib, profiles.HOST_DIALECT)))
+                                    env.Value(_wrapper_spec(lib, tc.dialect)))
         objects = []
         for src in lib.sources:
-            objects += env.GpsimdObject(_object_path(lib_dir, src), src,
-                                        CPPPATH=cpppath, GPSIMD_USER_CFLAGS=cflags)
-        objects += env.GpsimdObject(f"{lib_dir}/obj/wrapper.o", wrapper,
-                                    CPPPATH=cpppath, GPSIMD_USER_CFLAGS=cflags)
+            objects += env.GpsimdObject(_object_path(lib_dir, src), src, **compile_env)
+        objects += env.GpsimdObject(f"{lib_dir}/obj/wrapper.o", wrapper, **compile_env)
+        if tc.name == "xtensa":
+            for obj in objects:   # -MMD -MP writes <obj>.d beside each object
+                dep = os.path.splitext(str(obj))[0] + ".d"
+                env.SideEffect(dep, obj)
+                env.Clean(obj, dep)
         linked, loadable, cores = [], [], []
         specs = profiles.linker_specs(lib.multicore)
         for spec, name in zip(specs, profiles.linked_names(lib.name, lib.multicore)):
-            so = env.GpsimdLink(f"{lib_dir}/{name}.so", objects + lsp_objs[spec.name],
-                                GPSIMD_RUNTIME_LIB=runtime_lib[0])
-            env.Depends(so, runtime_lib)
+            if tc.name == "host":
+                so = env.GpsimdLink(f"{lib_dir}/{name}.so",
+                                    objects + lsp_objs[spec.name] + runtime_lib)
+            else:
+                so = env.GpsimdLink(f"{lib_dir}/{name}.so", objects, GPSIMD_LSP=spec)
             linked += so
-            if "-g" in cflags:
+            if "-g" in lib.cflags:
                 # build-front-end.txt §5d: the user's -g skips the pack step.
                 obj = so[0]
+            elif tc.packs_with_tool:
+                obj = env.GpsimdVendorPack(f"{lib_dir}/{name}", so)[0]
             else:
                 meta = pack.pack_metadata(lib.name, spec.name, spec.core,
                                           profiles.VERSIONS)
-                packed = env.GpsimdPack(f"{lib_dir}/{name}", so,
-                                        GPSIMD_PACK_META=json.dumps(meta, sort_keys=True))
-                obj = packed[0]
+                obj = env.GpsimdPack(f"{lib_dir}/{name}", so,
+                                     GPSIMD_PACK_META=json.dumps(meta, sort_keys=True))[0]
             loadable.append(obj)
             cores.append((spec.core, spec.name, obj.path))
-        plan = testplan.library_plan(lib, cores)
-        plan_node = env.GpsimdTestPlan(f"{lib_dir}/testplan.json",
-                                       env.Value(testplan.dump_plan(plan)))
-        results = env.GpsimdTest(f"{lib_dir}/test-results.json",
-                                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)])
-        env.Depends(results, emu_sources)
         env.Alias(lib.name, loadable)
-        env.Alias(f"test-{lib.name}", results)
-        all_results += results
+        all_loadable += loadable
+        results = []
+        if tc.runs_tests:
+            plan = testplan.library_plan(lib, cores)
+            plan_node = env.GpsimdTestPlan(f"{lib_dir}/testplan.json",
+                                           env.Value(testplan.dump_plan(plan)))
+            results = env.GpsimdTest(
+                f"{lib_dir}/test-results.json",
+                plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)])
+            env.Depends(results, emu_sources)
+            env.Alias(f"test-{lib.name}", results)
+            all_results += results
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "results": results}
-    env.Alias("test", all_results)
-    summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
-                          SCons.Action.Action(_summarize, _summary_str))
-    env.Default(summary)
+    if tc.runs_tests:
+        env.Alias("test", all_results)
+        summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
+                              SCons.Action.Action(_summarize, _summary_str))
+        env.Default(summary)
+    else:
+        env.Default(all_loadable)
     return nodes
