@@ -1,0 +1,42 @@
+"""Shared fixtures: a private copy of the project to run `scons` in."""
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+COPIED = ("SConstruct", "ops.yaml", "site_scons", "schema", "kernels", "runtime_model")
+
+
+def copy_project(dest: pathlib.Path) -> pathlib.Path:
+    """Copy what a build needs (no build outputs, no VCS data) to ``dest``."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "build", ".sconsign*")
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in COPIED:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dest / name, ignore=ignore)
+        else:
+            shutil.copy2(src, dest / name)
+    return dest
+
+
+def run_scons(cwd, *args, check=False, timeout=900):
+    """Run scons in ``cwd`` with this interpreter; return the CompletedProcess."""
+    cmd = [sys.executable, "-m", "SCons", "-j2", *args]
+    proc = subprocess.run(cmd, cwd=str(cwd), capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ))
+    if check and proc.returncode != 0:
+        raise AssertionError(f"scons failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def built_project(tmp_path_factory):
+    """A copy of the project with the shipped collection built and tested once."""
+    proj = copy_project(tmp_path_factory.mktemp("proj"))
+    proc = run_scons(proj)
+    return proj, proc

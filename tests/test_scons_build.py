@@ -1,0 +1,134 @@
+"""End to end: `scons` builds the shipped collection and runs every vector."""
+import json
+import re
+
+import yaml
+
+from conftest import run_scons
+
+
+def test_full_build_passes_every_vector(built_project):
+    proj, proc = built_project
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    manifest = yaml.safe_load((proj / "ops.yaml").read_text())
+    expected_vectors = sum(len(op["vectors"]) for lib in manifest["libraries"]
+                           for op in lib["ops"])
+    assert f"all libraries: {expected_vectors} passed, 0 failed" in proc.stdout
+    for lib in manifest["libraries"]:
+        res = json.loads((proj / "build/host" / lib["name"] / "test-results.json").read_text())
+        assert res["failed"] == 0
+        assert res["passed"] == sum(len(op["vectors"]) for op in lib["ops"])
+        assert {v["status"] for v in res["vectors"]} == {"pass"}
+    # one result line per vector
+    assert len(re.findall(r"^PASS ", proc.stdout, re.M)) == expected_vectors
+
+
+def test_multicore_library_has_eight_core_objects(built_project):
+    proj, _ = built_project
+    lib = proj / "build/host/spmd"
+    for i in range(8):
+        for suffix in (".so", ".packed.so", ".stripped.so"):
+            assert (lib / f"spmd_cpu{i}{suffix}").is_file()
+    assert not (lib / "spmd.so").exists()
+    single = proj / "build/host/relu"
+    assert sorted(p.name for p in single.glob("*.so")) == [
+        "relu.packed.so", "relu.so", "relu.stripped.so"]
+
+
+def test_packed_objects_carry_their_core(built_project):
+    proj, _ = built_project
+    from gpsimd_build import pack
+    blob = (proj / "build/host/spmd/spmd_cpu5.packed.so").read_bytes()
+    magic, version, meta_size, payload_size, crc, _ = pack.HEADER.unpack_from(blob)
+    assert magic == b"GPSIMDPK" and version == 1
+    meta = json.loads(blob[32:32 + meta_size])
+    assert meta == {"core": 5, "entry": "lib_func", "library": "spmd",
+                    "lsp": "lsp_fll_load_cpu5",
+                    "versions": {"ulib_to_isa_version": "1.0.2520.0",
+                                 "ulib_to_ucode_version": "1.21.1.0",
+                                 "version": "0.21.2.0"}}
+    stripped = (proj / "build/host/spmd/spmd_cpu5.stripped.so").read_bytes()
+    assert blob.endswith(stripped) and payload_size == len(stripped)
+
+
+def test_generated_wrapper_is_the_host_text(built_project):
+    proj, _ = built_project
+    text = (proj / "build/host/relu/wrapper.cpp").read_text()
+    assert text.startswith('// WARNING: AUTO GENERATED DO NOT EDIT\n#include "neuron/wrapper_api.h"\n')
+    assert "at::Tensor relu_backward(const at::Tensor&, const at::Tensor&);\n" in text
+    assert "int get_func_cnt() { return 2; }\n" in text
+    assert "switch_stack_or_call_wrapper((uintptr_t)relu_forward_wrapper);" in text
+
+
+def test_null_build_does_nothing(built_project):
+    proj, _ = built_project
+    proc = run_scons(proj, "-Q", "--debug=explain")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Rebuilding" not in proc.stdout and "Building" not in proc.stdout
+    assert "TEST" not in proc.stdout and "CXX" not in proc.stdout
+
+
+WRONG_REF_MANIFEST = """\
+version: 1
+libraries:
+  - name: wrongref
+    sources: [kernels/relu/relu.cpp]
+    ops:
+      - schema: "my_ops::relu_forward(Tensor x) -> Tensor"
+        reference: wrong_reference.py:relu_forward
+        vectors:
+          - name: n100
+            inputs:
+              x: {dtype: float32, shape: [100], random: {distribution: normal}}
+      - schema: "my_ops::relu_backward(Tensor grad, Tensor x) -> Tensor"
+        reference: kernels/relu/reference.py:relu_backward
+        vectors:
+          - name: n9
+            inputs:
+              grad: {dtype: float32, shape: [9], random: {distribution: normal}}
+              x: {dtype: float32, shape: [9], random: {distribution: normal}}
+"""
+
+
+def test_wrong_reference_fails_the_build_and_names_the_vector(built_project):
+    proj, _ = built_project
+    (proj / "wrong_reference.py").write_text(
+        "import numpy as np\n\n\ndef relu_forward(x):\n"
+        "    return np.maximum(x, np.float32(0)) + np.float32(1)\n")
+    (proj / "wrongref.yaml").write_text(WRONG_REF_MANIFEST)
+    proc = run_scons(proj, "MANIFEST=wrongref.yaml")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0
+    assert re.search(r"^FAIL wrongref::relu_forward\[n100\] \(wrongref.yaml:9:13\): ", out, re.M), out
+    assert re.search(r"^PASS wrongref::relu_backward\[n9\]", out, re.M), out
+    assert "wrongref: 1 passed, 1 failed" in out
+    res = json.loads((proj / "build/host/wrongref/test-results.json").read_text())
+    bad = [v for v in res["vectors"] if v["status"] != "pass"]
+    assert [(v["op"], v["vector"]) for v in bad] == [("relu_forward", "n100")]
+    assert "Traceback" not in out
+
+
+def test_malformed_manifest_gives_a_located_error(built_project):
+    proj, _ = built_project
+    (proj / "bad.yaml").write_text(
+        "version: 1\nlibraries:\n  - name: bad\n    sources: 5\n    ops: []\n")
+    proc = run_scons(proj, "MANIFEST=bad.yaml")
+    assert proc.returncode == 2
+    assert re.search(r"^bad.yaml:4:14: \$\.libraries\[0\]\.sources: ", proc.stderr, re.M), proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (proj / "build/host/bad").exists()
+
+
+def test_malformed_schema_string_gives_the_column(built_project):
+    proj, _ = built_project
+    (proj / "badschema.yaml").write_text(
+        "version: 1\nlibraries:\n  - name: badschema\n    sources: [kernels/relu/relu.cpp]\n"
+        "    ops:\n      - schema: \"my_ops::relu_forward(Tensor x y) -> Tensor\"\n"
+        "        vectors:\n          - name: v\n            inputs:\n"
+        "              x: {dtype: float32, shape: [3], values: [1, 2, 3]}\n"
+        "            expected: {values: [1, 2, 3]}\n")
+    proc = run_scons(proj, "MANIFEST=badschema.yaml")
+    assert proc.returncode == 2
+    # the string opens at column 18 (after the quote); the stray "y" is its 31st character
+    assert re.search(r"^badschema.yaml:6:48: \$\.libraries\[0\]\.ops\[0\]\.schema: ", proc.stderr, re.M), proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
