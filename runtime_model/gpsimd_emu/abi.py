@@ -25,7 +25,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from dataclasses import dataclass
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 __all__ = [
     "ABI_VERSION", "DESCRIPTOR_SIZE", "MAX_ARGS", "ARG_STREAM_ARGS_OFFSET",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-from typing import List, Optional, Sequence, Union
+from typing import Optional, Sequence, Union
 
 import numpy as np
 

@@ -1,0 +1,78 @@
+"""Command line of the device model (ARCHITECTURE.md "Emulator results").
+
+``python -m gpsimd_emu run PLAN.json --results OUT.json [--timeout S]
+[--root DIR] [--stack-scale N]``
+
+Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
+message``) and ``lib: N passed, M failed``; writes the results JSON; exits 0
+only when every vector passed, 1 when one failed, 2 when the plan itself
+cannot be read or the results cannot be written. What core 0 printed goes to
+stderr, prefixed with the vector's name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import List, Optional
+
+from .runner import (DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, VectorResult,
+                     format_line, load_plan, run_plan, write_results)
+from .vectors import PlanError
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be > 0")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m gpsimd_emu``."""
+    p = argparse.ArgumentParser(prog="python -m gpsimd_emu",
+                                description="Run GPSIMD custom-op test plans on the device model.")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run every vector of a test plan")
+    run.add_argument("plan", help="testplan.json written by the build")
+    run.add_argument("--results", required=True, help="where to write the results JSON")
+    run.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
+                     help=f"seconds a vector may run, all cores together (default {DEFAULT_TIMEOUT:g})")
+    run.add_argument("--root", default=".",
+                     help="directory the plan's relative paths start from (default: the current one)")
+    run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
+                     help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run the CLI; returns the exit status (0 all passed, 1 a vector
+    failed, 2 unusable plan or unwritable results)."""
+    args = build_parser().parse_args(argv)
+    try:
+        plan = load_plan(args.plan)
+    except PlanError as e:
+        print(f"gpsimd_emu: {e}", file=sys.stderr)
+        return 2
+    library = plan.get("library") or "?"
+
+    def show(r: VectorResult) -> None:
+        if r.printf:
+            prefix = f"[{library}::{r.op}[{r.vector}] core 0] "
+            for line in r.printf.rstrip("\n").split("\n"):
+                print(prefix + line, file=sys.stderr)
+        print(format_line(library, r), flush=True)
+
+    results = run_plan(plan, root=args.root, timeout=args.timeout,
+                       stack_scale=args.stack_scale, on_result=show)
+    print(results.summary_line(), flush=True)
+    try:
+        write_results(results, args.results)
+    except OSError as e:
+        print(f"gpsimd_emu: cannot write {args.results}: {e}", file=sys.stderr)
+        return 2
+    return 0 if results.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

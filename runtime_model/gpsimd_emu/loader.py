@@ -1,0 +1,379 @@
+"""Read host packed objects and load core objects, as the device loader does.
+
+The host pack format (ARCHITECTURE.md "The host pack format"):
+
+====== ==== =====================================================
+offset size field
+====== ==== =====================================================
+0      8    magic ``b"GPSIMDPK"``
+8      4    format version, u32 LE, 1
+12     4    metadata size M, u32
+16     8    payload size P, u64
+24     4    CRC-32 (zlib) of the payload, u32
+28     4    reserved, 0
+32     M    metadata, UTF-8 JSON (``entry``, ``library``, ``lsp``, ``core``,
+            ``versions``)
+32+M↑16 P   payload: the stripped ELF shared object
+====== ==== =====================================================
+
+A plain (unpacked) ELF ``.so`` is accepted too: with ``-g`` in the user's
+cflags no pack step exists (build-front-end.txt §5d GOTCHA).
+
+Loading: the payload goes to a ``memfd`` and is ``dlopen``-ed through
+``/proc/self/fd/N`` with ``RTLD_LOCAL``, so every core object has its own copy
+of the runtime's state (ARCHITECTURE.md "Build outputs"). Ops are registered
+through the generated trio ``get_func_cnt`` / ``get_func_name`` /
+``get_func_ptr`` (build-front-end.txt §4), whose C++ symbols are
+``_Z12get_func_cntv``, ``_Z13get_func_namei``, ``_Z12get_func_ptri``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import struct
+import zlib
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional
+
+from . import abi
+
+__all__ = [
+    "MAGIC", "FORMAT_VERSION", "HEADER_SIZE", "ENTRY", "LoadError",
+    "PackedObject", "LspInfo", "CoreObject",
+    "parse_pack", "read_pack", "read_object", "payload_fd", "load_object", "make_pack",
+]
+
+MAGIC = b"GPSIMDPK"
+FORMAT_VERSION = 1
+HEADER_SIZE = 32
+#: The entry name of every pack (``xt-pkg-loadlib -e lib_func``, §5d).
+ENTRY = "lib_func"
+_HEADER = struct.Struct("<8sIIQII")
+_ELF_MAGIC = b"\x7fELF"
+_REQUIRED_KEYS = ("core", "entry", "library", "lsp", "versions")
+
+LAUNCHER = ctypes.CFUNCTYPE(ctypes.c_int)   # wrapper_fn: int (*)()
+
+
+class LoadError(Exception):
+    """A core object cannot be read, verified or loaded. The message names
+    the file and what is wrong."""
+
+
+@dataclass(frozen=True)
+class PackedObject:
+    """A verified core object.
+
+    Attributes:
+        path: the file it came from.
+        metadata: the pack's metadata dict (empty for a plain ``.so``).
+        payload: the ELF shared object bytes.
+        packed: True for a ``GPSIMDPK`` container, False for a plain ``.so``.
+        file: the filesystem path actually read, when it differs from
+            ``path`` (a plain ``.so`` is dlopen-ed from it).
+    """
+
+    path: str
+    metadata: Dict[str, Any]
+    payload: bytes
+    packed: bool
+    file: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class LspInfo:
+    """The linker spec baked into a core object (abi.h ``gpsimd_lsp_info``).
+
+    Attributes:
+        core_id: 0..7, or ``abi.LSP_SINGLE`` for the single-core LSP.
+        scratch_origin: device address of the scratch window.
+        scratch_size: bytes.
+        name: e.g. ``"lsp_fll_load_cpu3"``.
+    """
+
+    core_id: int
+    scratch_origin: int
+    scratch_size: int
+    name: str
+
+    @property
+    def core(self) -> Optional[int]:
+        """The core number, or None for the single-core LSP."""
+        return None if self.core_id == abi.LSP_SINGLE else self.core_id
+
+
+def make_pack(payload: bytes, metadata: Dict[str, Any]) -> bytes:
+    """Build a container around ``payload`` (bytes) in the host pack format,
+    metadata as sorted, space-free JSON. The reverse of ``parse_pack``; used
+    by tests and hand-made end-to-end runs (the build uses
+    ``gpsimd_build.pack``)."""
+    meta = json.dumps(metadata, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(meta), len(payload),
+                          zlib.crc32(payload) & 0xFFFFFFFF, 0)
+    head = header + meta
+    head += bytes((-len(head)) % 16)
+    return head + payload
+
+
+def parse_pack(data: bytes, path: str = "<bytes>") -> PackedObject:
+    """Verify and split a packed object.
+
+    Args:
+        data: the file's bytes.
+        path: the file name, for messages.
+
+    Raises:
+        LoadError: ``"<path>: ..."`` for a truncated header/metadata/payload,
+            bad magic, unsupported version, non-zero reserved word, metadata
+            that is not a JSON object or lacks a key, an entry other than
+            ``lib_func``, a CRC-32 mismatch, bytes after the payload that are
+            not zero padding, or a payload that is not ELF.
+    """
+    if len(data) < HEADER_SIZE:
+        raise LoadError(f"{path}: truncated: {len(data)} bytes, "
+                        f"a pack header is {HEADER_SIZE}")
+    magic, version, msize, psize, crc, reserved = _HEADER.unpack_from(data, 0)
+    if magic != MAGIC:
+        raise LoadError(f"{path}: bad magic {magic!r}, expected {MAGIC!r} "
+                        "(not a GPSIMD host pack)")
+    if version != FORMAT_VERSION:
+        raise LoadError(f"{path}: pack format version {version}, "
+                        f"this model reads {FORMAT_VERSION}")
+    if reserved != 0:
+        raise LoadError(f"{path}: reserved header word is {reserved:#x}, not 0")
+    if HEADER_SIZE + msize > len(data):
+        raise LoadError(f"{path}: truncated: metadata of {msize} bytes "
+                        f"ends past the file end ({len(data)} bytes)")
+    try:
+        meta = json.loads(data[HEADER_SIZE:HEADER_SIZE + msize].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise LoadError(f"{path}: metadata is not UTF-8 JSON: {e}") from None
+    if not isinstance(meta, dict):
+        raise LoadError(f"{path}: metadata is not a JSON object")
+    missing = [k for k in _REQUIRED_KEYS if k not in meta]
+    if missing:
+        raise LoadError(f"{path}: metadata lacks {', '.join(missing)}")
+    if meta["entry"] != ENTRY:
+        raise LoadError(f"{path}: wrong entry {meta['entry']!r}, expected {ENTRY!r}")
+    start = (HEADER_SIZE + msize + 15) // 16 * 16
+    end = start + psize
+    if end > len(data):
+        raise LoadError(f"{path}: truncated: payload of {psize} bytes at offset "
+                        f"{start} needs {end} bytes, file has {len(data)}")
+    if any(data[end:]):
+        raise LoadError(f"{path}: {len(data) - end} unexpected bytes after the payload")
+    payload = bytes(data[start:end])
+    actual = zlib.crc32(payload) & 0xFFFFFFFF
+    if actual != crc:
+        raise LoadError(f"{path}: CRC mismatch: header says {crc:#010x}, "
+                        f"payload has {actual:#010x}")
+    if not payload.startswith(_ELF_MAGIC):
+        raise LoadError(f"{path}: payload is not an ELF object")
+    return PackedObject(path, meta, payload, True)
+
+
+def read_pack(path: str) -> PackedObject:
+    """Read and verify a ``.packed.so`` file (see ``parse_pack``).
+
+    Raises:
+        LoadError: unreadable file, or any ``parse_pack`` error.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
+    return parse_pack(data, path)
+
+
+def read_object(path: str, name: Optional[str] = None) -> PackedObject:
+    """Read a core object: a pack (verified) or a plain ELF ``.so``.
+
+    Args:
+        path: the file to read.
+        name: how messages and ``PackedObject.path`` call it (default
+            ``path``), e.g. the path as the plan spells it.
+
+    Raises:
+        LoadError: unreadable, neither a pack nor ELF, or a bad pack.
+    """
+    name = path if name is None else name
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise LoadError(f"{name}: cannot read: {e.strerror or e}") from None
+    if data.startswith(_ELF_MAGIC):
+        return PackedObject(name, {}, data, False, path)
+    if data.startswith(MAGIC[:len(data)]) and len(data) < len(MAGIC):
+        raise LoadError(f"{name}: truncated: {len(data)} bytes")
+    obj = parse_pack(data, name)
+    return PackedObject(name, obj.metadata, obj.payload, True, path)
+
+
+@dataclass
+class CoreObject:
+    """A loaded core object.
+
+    Attributes:
+        obj: the verified object it came from.
+        lib: the ``ctypes.CDLL`` handle (RTLD_LOCAL).
+        fd: the memfd holding the payload (kept open while loaded), or None
+            for a plain ``.so`` loaded from its path.
+        ops: op name -> launcher (``int (*)()``, returns ``gpsimd_status``),
+            filled by ``register_ops``.
+    """
+
+    obj: PackedObject
+    lib: ctypes.CDLL
+    fd: Optional[int] = None
+    ops: Dict[str, Callable[[], int]] = field(default_factory=dict)
+
+    @property
+    def path(self) -> str:
+        """The object's name for messages (as the plan spells it)."""
+        return self.obj.path
+
+    def register_ops(self) -> Dict[str, Callable[[], int]]:
+        """Register ops as the device loader's ``register_funcs`` does: call
+        ``get_func_cnt()``, then ``get_func_name(i)`` and ``get_func_ptr(i)``
+        for each i. Returns (and stores) {name: launcher}.
+
+        Raises:
+            LoadError: a symbol is missing, a name is null or duplicated, or
+                a pointer is null.
+        """
+        cnt = self._sym("_Z12get_func_cntv", ctypes.c_int, [])
+        name_of = self._sym("_Z13get_func_namei", ctypes.c_char_p, [ctypes.c_int])
+        ptr_of = self._sym("_Z12get_func_ptri", ctypes.c_void_p, [ctypes.c_int])
+        n = cnt()
+        if n < 0:
+            raise LoadError(f"{self.path}: get_func_cnt() returned {n}")
+        ops: Dict[str, Callable[[], int]] = {}
+        for i in range(n):
+            raw = name_of(i)
+            if raw is None:
+                raise LoadError(f"{self.path}: get_func_name({i}) returned null")
+            name = raw.decode("utf-8", errors="replace")
+            addr = ptr_of(i)
+            if not addr:
+                raise LoadError(f"{self.path}: get_func_ptr({i}) ({name}) returned null")
+            if name in ops:
+                raise LoadError(f"{self.path}: op {name!r} registered twice")
+            ops[name] = LAUNCHER(addr)
+        self.ops = ops
+        return ops
+
+    def lsp_info(self) -> LspInfo:
+        """The object's linker spec, from ``gpsimd_linker_spec_info()``.
+
+        Raises:
+            LoadError: the symbol is missing or returns null.
+        """
+        fn = self._sym("gpsimd_linker_spec_info", ctypes.POINTER(abi.GpsimdLspInfo), [])
+        p = fn()
+        if not p:
+            raise LoadError(f"{self.path}: gpsimd_linker_spec_info() returned null")
+        info = p.contents
+        return LspInfo(info.core_id, info.scratch_origin, info.scratch_size,
+                       info.name.decode("utf-8", errors="replace"))
+
+    def check_lsp(self, lsp: str, core: Optional[int]) -> LspInfo:
+        """Check the object was linked with linker spec ``lsp`` for ``core``
+        (None = single-core): name, core id, scratch size (2 MiB multicore,
+        32 MiB single) and, multicore, origin ``0x84000000 + core * 2 MiB``
+        (device-api.md "Limits"). Also checks the pack metadata's ``lsp`` and
+        ``core`` when present. Returns the info.
+
+        Raises:
+            LoadError: naming the expected and the actual value.
+        """
+        meta = self.obj.metadata
+        if meta:
+            if meta.get("lsp") != lsp or meta.get("core") != core:
+                raise LoadError(f"{self.path}: pack metadata says lsp {meta.get('lsp')!r} "
+                                f"core {meta.get('core')}, the plan says {lsp!r} core {core}")
+        info = self.lsp_info()
+        want_id = abi.LSP_SINGLE if core is None else core
+        want_size = abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE
+        problems = []
+        if info.name != lsp:
+            problems.append(f"name {info.name!r} (expected {lsp!r})")
+        if info.core_id != want_id:
+            problems.append(f"core_id {info.core_id:#x} (expected {want_id:#x})")
+        if info.scratch_size != want_size:
+            problems.append(f"scratch_size {info.scratch_size:#x} (expected {want_size:#x})")
+        if core is not None and info.scratch_origin != abi.scratch_origin(core):
+            problems.append(f"scratch_origin {info.scratch_origin:#x} "
+                            f"(expected {abi.scratch_origin(core):#x})")
+        if problems:
+            raise LoadError(f"{self.path}: wrong linker spec for "
+                            f"{'single-core' if core is None else f'core {core}'}: "
+                            + ", ".join(problems))
+        return info
+
+    def bind_core(self, binding: abi.GpsimdCoreBinding) -> int:
+        """Call ``gpsimd_bind_core(&binding)``; returns its int (0 = bound).
+
+        Raises:
+            LoadError: the symbol is missing.
+        """
+        fn = self._sym("gpsimd_bind_core", ctypes.c_int,
+                       [ctypes.POINTER(abi.GpsimdCoreBinding)])
+        return fn(ctypes.byref(binding))
+
+    def _sym(self, name, restype, argtypes):
+        try:
+            fn = getattr(self.lib, name)
+        except AttributeError:
+            raise LoadError(f"{self.path}: symbol {name} not found") from None
+        fn.restype = restype
+        fn.argtypes = argtypes
+        return fn
+
+    def close(self) -> None:
+        """Close the memfd (the library stays mapped: dlclose is unsafe with
+        C++ static state)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def payload_fd(obj: PackedObject) -> int:
+    """Write a packed object's payload to a new memfd; returns the fd (the
+    caller closes it). Plain ``.so`` objects need no fd.
+
+    Raises:
+        LoadError: memfd_create or the write failed.
+    """
+    try:
+        fd = os.memfd_create(os.path.basename(obj.path) or "gpsimd-core", os.MFD_CLOEXEC)
+        view = memoryview(obj.payload)
+        while view:                 # os.write may write less than asked
+            view = view[os.write(fd, view):]
+        return fd
+    except OSError as e:
+        raise LoadError(f"{obj.path}: cannot create a memfd: {e}") from None
+
+
+def load_object(obj: PackedObject, fd: Optional[int] = None) -> CoreObject:
+    """``dlopen`` a core object with ``RTLD_LOCAL``: a pack through its memfd
+    (``fd`` from ``payload_fd``, or a new one), a plain ``.so`` from its path.
+
+    Raises:
+        LoadError: dlopen failed (message gives the loader's error).
+    """
+    mode = getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2)
+    if obj.packed:
+        if fd is None:
+            fd = payload_fd(obj)
+        where = f"/proc/self/fd/{fd}"
+    else:
+        where = os.path.abspath(obj.file or obj.path)
+    try:
+        lib = ctypes.CDLL(where, mode=mode)
+    except OSError as e:
+        raise LoadError(f"{obj.path}: cannot load: {e}") from None
+    return CoreObject(obj, lib, fd if obj.packed else None)

@@ -1,0 +1,224 @@
+"""Which core wrote which output element: poison detection and the multicore
+merge, as pure functions of arrays.
+
+Each core runs against a private copy of the output filled with a poison
+byte (DESIGN.md "The emulator"; ``memory.POISON_A``). An element counts as
+written by a core when any of its bytes differs from the poison. A value that
+happens to equal the poison is caught by a second run with the complement
+poison (``memory.POISON_B``): the written mask of a core is the OR of both
+runs' masks, and an element's value is always taken from the first run
+(where it is either changed, or equal to the poison because the kernel wrote
+exactly that value).
+
+Offsets in messages are flat element offsets into the output (row-major),
+given as half-open ranges ``[a, b)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+__all__ = [
+    "written_mask", "runs", "true_ranges", "format_ranges", "cores_text", "MergeResult",
+    "merge_core_outputs", "guard_writes",
+]
+
+#: How many ranges a message lists before summarising.
+MAX_RANGES = 8
+
+Range = Tuple[int, int]
+
+
+def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
+                 num_elem: Optional[int] = None) -> np.ndarray:
+    """Per element: was any byte changed from the poison?
+
+    Args:
+        buf: the output copy as ``uint8`` (at least ``num_elem * itemsize``
+            bytes; bytes past that are ignored).
+        poison: the poison byte (0..255), or a ``uint8`` array of the same
+            length as the bytes compared.
+        itemsize: bytes per element.
+        num_elem: elements to examine; default ``len(buf) // itemsize``.
+
+    Returns:
+        ``bool`` array of shape ``(num_elem,)``.
+    """
+    buf = np.asarray(buf, dtype=np.uint8).reshape(-1)
+    if num_elem is None:
+        num_elem = len(buf) // itemsize
+    nbytes = num_elem * itemsize
+    if len(buf) < nbytes:
+        raise ValueError(f"{len(buf)} bytes < {num_elem} elements x {itemsize}")
+    b = buf[:nbytes]
+    if isinstance(poison, np.ndarray):
+        poison = poison.reshape(-1)[:nbytes]
+    return (b != poison).reshape(num_elem, itemsize).any(axis=1)
+
+
+def runs(values: np.ndarray) -> List[Tuple[int, int, int]]:
+    """Runs of equal values in a 1-D integer array: ``(start, end, value)``
+    with ``end`` exclusive, in order."""
+    values = np.asarray(values).reshape(-1)
+    if values.size == 0:
+        return []
+    cuts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate(([0], cuts))
+    ends = np.concatenate((cuts, [values.size]))
+    return [(int(s), int(e), int(values[s])) for s, e in zip(starts, ends)]
+
+
+def true_ranges(mask: np.ndarray, offset: int = 0) -> List[Range]:
+    """Half-open ranges ``[a, b)`` where a 1-D bool array is True, each
+    shifted by ``offset``."""
+    return [(s + offset, e + offset) for s, e, v in runs(np.asarray(mask, dtype=np.int8)) if v]
+
+
+def format_ranges(ranges: Sequence[Range], limit: int = MAX_RANGES) -> str:
+    """``"[0, 4), [9, 10)"``; past ``limit`` ranges, the rest is summarised
+    as ``"... (N more ranges; M elements in all)"``."""
+    shown = ", ".join(f"[{a}, {b})" for a, b in ranges[:limit])
+    if len(ranges) > limit:
+        total = sum(b - a for a, b in ranges)
+        shown += f", ... ({len(ranges) - limit} more ranges; {total} elements in all)"
+    return shown
+
+
+def cores_text(cores: Sequence[int]) -> str:
+    """``"core 3"``, ``"cores 0-7"``, ``"cores 1, 4-6"`` (sorted, runs of
+    consecutive cores joined)."""
+    nums = sorted(set(int(c) for c in cores))
+    parts, i = [], 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ("core " if len(nums) == 1 else "cores ") + ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The merged output of all cores and what went wrong.
+
+    Attributes:
+        merged: ``uint8`` bytes of the merged output (``num_elem *
+            itemsize``): each element from the core that wrote it (the
+            lowest-numbered one when several did); poison where none did.
+        writers: ``int64`` array ``(num_elem,)``: a bit mask of the cores
+            (bit ``k`` = ``core_ids[k]``) that wrote each element.
+        holes: ranges of elements no core wrote.
+        overlaps: ``(range, cores)`` for runs of elements written by the
+            same two or more cores.
+        idle_cores: cores that wrote no element.
+        problems: one message per kind of failure ("" kinds omitted); empty
+            when the merge is clean.
+    """
+
+    merged: np.ndarray
+    writers: np.ndarray
+    holes: List[Range]
+    overlaps: List[Tuple[Range, Tuple[int, ...]]]
+    idle_cores: List[int]
+    problems: List[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """No holes, overlaps or idle cores."""
+        return not self.problems
+
+
+def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: int,
+                       poison: Union[int, np.ndarray] = 0xA5,
+                       masks: Optional[Sequence[np.ndarray]] = None,
+                       core_ids: Optional[Sequence[int]] = None) -> MergeResult:
+    """Merge the private output copies of the cores of one run.
+
+    Args:
+        outputs: one ``uint8`` array per core (at least ``num_elem *
+            itemsize`` bytes), in core order.
+        itemsize: bytes per element.
+        num_elem: elements of the output.
+        poison: the poison the copies were filled with (used when ``masks``
+            is None).
+        masks: per core, the ``bool`` written mask ``(num_elem,)`` (e.g. the
+            OR over two runs); default ``written_mask`` of each output.
+        core_ids: the core number of each output; default ``0..n-1``.
+
+    Returns:
+        A ``MergeResult``. With one core, a hole reads "elements never
+        written: [a, b)"; with several, "elements never written by any core:
+        ...", "elements written by more than one core: [a, b) by cores i, j",
+        and "core k wrote nothing".
+    """
+    n = len(outputs)
+    if core_ids is None:
+        core_ids = list(range(n))
+    if n == 0 or n > 62:
+        raise ValueError(f"{n} cores: need 1..62")
+    if masks is None:
+        masks = [written_mask(o, poison, itemsize, num_elem) for o in outputs]
+    nbytes = num_elem * itemsize
+    bufs = [np.asarray(o, dtype=np.uint8).reshape(-1)[:nbytes] for o in outputs]
+
+    writers = np.zeros(num_elem, dtype=np.int64)
+    for k, m in enumerate(masks):
+        writers |= np.asarray(m, dtype=np.int64) << k
+
+    merged = bufs[0].copy().reshape(num_elem, itemsize)
+    taken = np.zeros(num_elem, dtype=bool)
+    for k in range(n):
+        pick = np.asarray(masks[k], dtype=bool) & ~taken
+        merged[pick] = bufs[k].reshape(num_elem, itemsize)[pick]
+        taken |= pick
+
+    holes: List[Range] = []
+    overlaps: List[Tuple[Range, Tuple[int, ...]]] = []
+    for s, e, bits in runs(writers):
+        if bits == 0:
+            holes.append((s, e))
+        elif bits & (bits - 1):
+            overlaps.append(((s, e), tuple(core_ids[k] for k in range(n) if bits >> k & 1)))
+    idle = [core_ids[k] for k in range(n) if not np.any(masks[k])]
+
+    problems: List[str] = []
+    if n == 1:
+        if holes:
+            problems.append(f"elements never written: {format_ranges(holes)}")
+    else:
+        if holes:
+            problems.append(f"elements never written by any core: {format_ranges(holes)}")
+        if overlaps:
+            parts = [f"[{a}, {b}) by {cores_text(c)}" for (a, b), c in overlaps[:MAX_RANGES]]
+            if len(overlaps) > MAX_RANGES:
+                parts.append(f"... ({len(overlaps) - MAX_RANGES} more ranges)")
+            problems.append("elements written by more than one core: " + ", ".join(parts))
+        if idle:
+            problems.append(f"{cores_text(idle)} wrote nothing")
+    return MergeResult(merged.reshape(-1), writers, holes, overlaps, idle, problems)
+
+
+def guard_writes(guard: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
+                 num_elem: int) -> List[Range]:
+    """Element ranges written past the end of the output.
+
+    Args:
+        guard: ``uint8`` bytes that follow the output in a core's copy (the
+            guard zone; not part of any region the runtime was given).
+        poison: the poison byte they were filled with.
+        itemsize: bytes per element.
+        num_elem: elements of the output (the flat offset of guard byte 0).
+
+    Returns:
+        Half-open ranges of flat element offsets ``>= num_elem``.
+    """
+    guard = np.asarray(guard, dtype=np.uint8).reshape(-1)
+    usable = len(guard) // itemsize
+    if usable == 0:
+        return []
+    mask = written_mask(guard, poison, itemsize, usable)
+    return true_ranges(mask, offset=num_elem)

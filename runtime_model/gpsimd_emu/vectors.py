@@ -1,0 +1,362 @@
+"""Test-vector inputs and expected outputs, from the test plan.
+
+The plan format is ARCHITECTURE.md "The test plan". Every problem with the
+plan itself (unknown dtype, bad shape, missing file, reference that cannot be
+imported or raises) is a ``PlanError`` whose message becomes the failure line
+of the vector; nothing here lets a traceback escape.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import dtypes as dt
+
+__all__ = [
+    "PlanError", "Input", "make_tensor", "make_scalar", "make_inputs",
+    "load_reference", "expected_output", "output_shape", "tolerances",
+]
+
+
+class PlanError(Exception):
+    """A problem with the test plan itself (not with the kernel)."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """One argument of a vector, in schema order.
+
+    Attributes:
+        name: the schema argument name.
+        kind: ``"tensor"`` or ``"scalar"``.
+        dtype: its device dtype (scalars: the plan's ``dtype``).
+        array: the data written to HBM (a 0-D array for a scalar).
+        value: what the reference gets: the array for a tensor, a Python
+            ``int``/``float`` (as the device sees it, e.g. rounded to
+            float32) for a scalar.
+    """
+
+    name: str
+    kind: str
+    dtype: dt.DType
+    array: np.ndarray
+    value: Any
+
+
+def _path(path: str, root: str) -> str:
+    return path if os.path.isabs(path) else os.path.join(root, path)
+
+
+def _dtype(name) -> dt.DType:
+    try:
+        return dt.by_name(name)
+    except KeyError as e:
+        raise PlanError(str(e.args[0])) from None
+
+
+def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
+    if shape is None:
+        return None
+    if not isinstance(shape, (list, tuple)) or not all(
+            isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+        raise PlanError(f"{what}: bad shape {shape!r} (a list of non-negative ints)")
+    return tuple(shape)
+
+
+def _cast(values: np.ndarray, dtype: dt.DType) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.asarray(values).astype(dtype.numpy)
+
+
+def _load_npy(path: str, root: str, what: str) -> np.ndarray:
+    full = _path(path, root)
+    try:
+        return np.load(full, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise PlanError(f"{what}: cannot load {path}: {e}") from None
+
+
+def make_tensor(spec: Dict[str, Any], root: str = ".", what: str = "input") -> np.ndarray:
+    """The data of a tensor input.
+
+    Args:
+        spec: ``{"kind": "tensor", "dtype", "shape", one of "random" |
+            "values" | "npy"}``. ``random``: ``seed`` (default 0),
+            ``distribution`` ``uniform`` (``low`` 0, ``high`` 1), ``normal``
+            (``mean`` 0, ``std`` 1) or ``integers`` (``low`` 0, ``high``
+            inclusive-exclusive, required), drawn with
+            ``np.random.default_rng(seed)`` in float64 (int64 for integers)
+            and then cast to the dtype. ``values``: nested list, reshaped to
+            ``shape`` when given. ``npy``: a ``.npy`` path (relative to
+            ``root``), checked against ``shape`` when given.
+        root: directory relative paths are resolved against.
+        what: a name for messages.
+
+    Returns:
+        A C-contiguous array of the spec's dtype and shape.
+
+    Raises:
+        PlanError: unknown dtype or distribution, bad shape, values that do
+            not reshape, npy that cannot be read or has another shape.
+    """
+    dtype = _dtype(spec.get("dtype"))
+    shape = _shape(spec.get("shape"), what)
+    sources = [k for k in ("random", "values", "npy") if spec.get(k) is not None]
+    if len(sources) != 1:
+        raise PlanError(f"{what}: needs exactly one of random, values, npy "
+                        f"(has {', '.join(sources) or 'none'})")
+    if "random" in sources:
+        if shape is None:
+            raise PlanError(f"{what}: a random input needs a shape")
+        r = spec["random"]
+        rng = np.random.default_rng(r.get("seed", 0))
+        dist = r.get("distribution", "uniform")
+        try:
+            if dist == "uniform":
+                raw = rng.uniform(r.get("low", 0.0), r.get("high", 1.0), size=shape)
+            elif dist == "normal":
+                raw = rng.normal(r.get("mean", 0.0), r.get("std", 1.0), size=shape)
+            elif dist == "integers":
+                if "high" not in r:
+                    raise PlanError(f"{what}: integers needs high")
+                low, high = int(r.get("low", 0)), int(r["high"])
+                kind = np.uint64 if high > np.iinfo(np.int64).max else np.int64
+                raw = rng.integers(low, high, size=shape, dtype=kind)
+            else:
+                raise PlanError(f"{what}: unknown distribution {dist!r} "
+                                "(uniform, normal, integers)")
+        except (ValueError, TypeError, OverflowError) as e:
+            raise PlanError(f"{what}: bad {dist} parameters: {e}") from None
+        data = _cast(raw, dtype)
+    elif "values" in sources:
+        try:
+            raw = np.asarray(spec["values"])
+            if raw.dtype == object:
+                raise ValueError("ragged nested list")
+            if shape is not None:
+                raw = raw.reshape(shape)
+        except ValueError as e:
+            raise PlanError(f"{what}: values of shape {list(np.shape(spec['values']))} "
+                            f"do not fit shape {list(shape or ())}: {e}") from None
+        data = _cast(raw, dtype)
+    else:
+        raw = _load_npy(spec["npy"], root, what)
+        if shape is not None and tuple(raw.shape) != shape:
+            raise PlanError(f"{what}: {spec['npy']} has shape {list(raw.shape)}, "
+                            f"the plan says {list(shape)}")
+        data = _cast(raw, dtype)
+    return np.ascontiguousarray(data)
+
+
+def make_scalar(spec: Dict[str, Any], what: str = "input") -> Tuple[np.ndarray, Any]:
+    """A scalar input: ``(0-D array of the plan dtype, Python number)``.
+
+    The plan's ``dtype`` decides the HBM payload (``int`` -> int32,
+    ``long long`` -> int64, ``float`` -> float32, ``Scalar`` by its value;
+    ARCHITECTURE.md). The Python number is the value the device sees.
+
+    Raises:
+        PlanError: no/unknown dtype, a non-numeric value, or an integer that
+            does not fit the dtype.
+    """
+    dtype = _dtype(spec.get("dtype"))
+    value = spec.get("value")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise PlanError(f"{what}: scalar value {value!r} is not a number")
+    if dtype.is_float:
+        arr = np.asarray(value, dtype=np.float64).astype(dtype.numpy)
+        return arr.reshape(()), float(arr)
+    if not float(value).is_integer():
+        raise PlanError(f"{what}: {value!r} is not an integer ({dtype.name})")
+    info = np.iinfo(dtype.numpy)
+    if not info.min <= int(value) <= info.max:
+        raise PlanError(f"{what}: {value!r} does not fit {dtype.name}")
+    arr = np.asarray(int(value), dtype=dtype.numpy).reshape(())
+    return arr, int(value)
+
+
+def make_inputs(op: Dict[str, Any], vector: Dict[str, Any], root: str = ".") -> List[Input]:
+    """All inputs of a vector in schema order (``op["args"]``).
+
+    Raises:
+        PlanError: an argument without an input, an input that is no
+            argument, or any ``make_tensor``/``make_scalar`` error.
+    """
+    args = op.get("args") or []
+    given = vector.get("inputs") or {}
+    names = [a["name"] for a in args]
+    extra = sorted(set(given) - set(names))
+    if extra:
+        raise PlanError(f"inputs {', '.join(extra)} are not arguments of {op.get('name')}")
+    out: List[Input] = []
+    for a in args:
+        name = a["name"]
+        if name not in given:
+            raise PlanError(f"no input for argument {name!r}")
+        spec = given[name]
+        what = f"input {name!r}"
+        if spec.get("kind", "tensor") == "tensor":
+            arr = make_tensor(spec, root, what)
+            out.append(Input(name, "tensor", _dtype(spec["dtype"]), arr, arr))
+        else:
+            arr, value = make_scalar(spec, what)
+            out.append(Input(name, "scalar", _dtype(spec["dtype"]), arr, value))
+    return out
+
+
+_REF_CACHE: Dict[Tuple[Optional[str], Optional[str]], Any] = {}
+_REF_COUNTER = itertools.count()
+
+
+def _short_exc(e: BaseException) -> str:
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) < 400 else text[:400] + "..."
+
+
+def load_reference(ref: Dict[str, Any], root: str = ".") -> Callable:
+    """The reference function of ``{"file": F, "function": NAME}`` (F imported
+    by path under a unique module name, with its directory on ``sys.path``
+    while it loads) or ``{"file": null, "module": M, "function": NAME}``.
+    Modules are cached per file/module for the process.
+
+    Raises:
+        PlanError: the file/module cannot be imported (message gives the
+            exception and the failing line of the reference), or it has no
+            callable ``function``.
+    """
+    file, module, func = ref.get("file"), ref.get("module"), ref.get("function")
+    if not func:
+        raise PlanError("reference without a function")
+    key = (_path(file, root) if file else None, module)
+    mod = _REF_CACHE.get(key)
+    label = file or module
+    if mod is None:
+        try:
+            if file:
+                full = _path(file, root)
+                if not os.path.isfile(full):
+                    raise PlanError(f"reference {file}: no such file")
+                stem = os.path.splitext(os.path.basename(full))[0]
+                name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
+                spec = importlib.util.spec_from_file_location(name, full)
+                if spec is None or spec.loader is None:
+                    raise PlanError(f"reference {file}: cannot import")
+                mod = importlib.util.module_from_spec(spec)
+                folder = os.path.dirname(os.path.abspath(full))
+                sys.path.insert(0, folder)
+                sys.modules[name] = mod
+                try:
+                    spec.loader.exec_module(mod)
+                except BaseException:
+                    sys.modules.pop(name, None)
+                    raise
+                finally:
+                    try:
+                        sys.path.remove(folder)
+                    except ValueError:
+                        pass
+            elif module:
+                mod = importlib.import_module(module)
+            else:
+                raise PlanError("reference needs a file or a module")
+        except PlanError:
+            raise
+        except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
+            where = _user_frame(e, file)
+            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}{where}") from None
+        _REF_CACHE[key] = mod
+    fn = getattr(mod, func, None)
+    if not callable(fn):
+        raise PlanError(f"reference {label} has no function {func!r}")
+    return fn
+
+
+def _user_frame(e: BaseException, file: Optional[str]) -> str:
+    """`` (at file:line)`` of the innermost frame in the reference file."""
+    if isinstance(e, SyntaxError) and e.lineno:
+        return f" (at {file or e.filename}:{e.lineno})"
+    frames = traceback.extract_tb(e.__traceback__)
+    base = os.path.basename(file) if file else None
+    for fr in reversed(frames):
+        if base and os.path.basename(fr.filename) == base:
+            return f" (at {file}:{fr.lineno})"
+    return ""
+
+
+def expected_output(vector: Dict[str, Any], inputs: Sequence[Input],
+                    out_dtype: dt.DType, root: str = ".") -> np.ndarray:
+    """The expected output, cast to ``out_dtype`` (C-contiguous).
+
+    ``reference``: called with the inputs in schema order (arrays for
+    tensors, Python numbers for scalars; each array a private copy), its
+    result ``np.asarray``-ed. ``values``: a nested list, reshaped to the
+    output shape when that is given and has the same element count.
+    ``npy``: a ``.npy`` path.
+
+    Raises:
+        PlanError: no expected entry, an import problem, the reference
+            raising (message gives the exception and line), or a result that
+            is not numeric.
+    """
+    exp = vector.get("expected") or {}
+    shape = _shape((vector.get("output") or {}).get("shape"), "output")
+    if exp.get("reference") is not None:
+        ref = exp["reference"]
+        fn = load_reference(ref, root)
+        args = [i.value.copy() if i.kind == "tensor" else i.value for i in inputs]
+        try:
+            with np.errstate(all="ignore"):
+                result = fn(*args)
+        except BaseException as e:  # the reference's own bug
+            where = _user_frame(e, ref.get("file"))
+            raise PlanError(f"reference {ref.get('file') or ref.get('module')}:"
+                            f"{ref.get('function')} raised {_short_exc(e)}{where}") from None
+        raw = np.asarray(result)
+    elif exp.get("values") is not None:
+        raw = np.asarray(exp["values"])
+        if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
+            raw = raw.reshape(shape)
+    elif exp.get("npy") is not None:
+        raw = _load_npy(exp["npy"], root, "expected")
+    else:
+        raise PlanError("vector has no expected output (reference, values or npy)")
+    if raw.dtype == object or raw.dtype.kind not in "biufcV":
+        raise PlanError(f"expected output is not numeric (dtype {raw.dtype})")
+    return np.ascontiguousarray(_cast(raw, out_dtype))
+
+
+def output_shape(vector: Dict[str, Any], expected: np.ndarray) -> Tuple[int, ...]:
+    """The output shape: the plan's ``output.shape``, or the expected array's
+    shape when that is null.
+
+    Raises:
+        PlanError: the plan gives a shape that differs from the expected
+            array's.
+    """
+    shape = _shape((vector.get("output") or {}).get("shape"), "output")
+    if shape is None:
+        return tuple(expected.shape)
+    if tuple(expected.shape) != shape:
+        raise PlanError(f"expected output has shape {list(expected.shape)}, "
+                        f"the plan's output shape is {list(shape)}")
+    return shape
+
+
+def tolerances(vector: Dict[str, Any], out_dtype: dt.DType) -> Tuple[float, float]:
+    """``(rtol, atol)`` of a vector: its own, else the dtype's defaults.
+    Integers are always exact (0, 0)."""
+    if out_dtype.is_integer:
+        return 0.0, 0.0
+    rtol = vector.get("rtol")
+    atol = vector.get("atol")
+    return (out_dtype.rtol if rtol is None else float(rtol),
+            out_dtype.atol if atol is None else float(atol))

@@ -1,0 +1,132 @@
+// A stand-in core object for the device model's tests: implements the
+// abi.h contract (gpsimd_bind_core, gpsimd_linker_spec_info, the
+// registration trio) without the real runtime, with ops that behave well
+// and ops that misbehave in the ways the model must report.
+// Compiled by tests/test_emu_runner.py with -DCORE_ID=.. -DORIGIN=.. -DSIZE=.. -DNAME=..
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include "gpsimd_host/abi.h"
+
+extern "C" const gpsimd_lsp_info gpsimd_linker_spec = {CORE_ID, 0u, ORIGIN, SIZE, NAME};
+static gpsimd_core_binding B;
+
+static gpsimd_core_report* report() { return (gpsimd_core_report*)(uintptr_t)B.report_host; }
+
+static int fault(uint32_t kind, const char* msg) {
+    report()->status = GPSIMD_STATUS_FAULT;
+    report()->fault_kind = kind;
+    snprintf(report()->message, GPSIMD_MESSAGE_CAPACITY, "%s", msg);
+    return GPSIMD_STATUS_FAULT;
+}
+
+extern "C" int gpsimd_bind_core(const gpsimd_core_binding* b) {
+    B = *b;
+    if (b->abi_version != GPSIMD_HOST_ABI_VERSION) return fault(1, "abi version"), 1;
+    if (gpsimd_linker_spec.core_id != GPSIMD_LSP_SINGLE && gpsimd_linker_spec.core_id != b->core_id)
+        return fault(2, "linker spec of another core"), 1;
+    return 0;
+}
+extern "C" const gpsimd_lsp_info* gpsimd_linker_spec_info(void) { return &gpsimd_linker_spec; }
+
+static void* translate(uint64_t addr) {
+    for (uint32_t i = 0; i < B.num_regions; ++i) {
+        const gpsimd_region& r = B.regions[i];
+        if (addr >= r.device_addr && addr < r.device_addr + r.size)
+            return (void*)(uintptr_t)(r.host + (addr - r.device_addr));
+    }
+    return 0;
+}
+static const arg_tensor_t* arg(int i) {
+    return (const arg_tensor_t*)(uintptr_t)(B.arg_stream_host + GPSIMD_ARG_STREAM_ARGS_OFFSET + 48 * i);
+}
+static const arg_tensor_t* out() { return (const arg_tensor_t*)(uintptr_t)B.retval_host; }
+
+static void print(const char* s) {
+    char* ring = (char*)(uintptr_t)B.printf_host;
+    size_t n = strlen(s), at = report()->printf_len;
+    memcpy(ring + at, s, n);
+    report()->printf_len += n;
+    report()->printf_total += n;
+}
+
+static void slice(uint32_t n, uint32_t* begin, uint32_t* count) {
+    uint32_t id = B.core_id, cnt = B.core_count, base = n / cnt, rem = n % cnt;
+    *begin = id * base + (id < rem ? id : rem);
+    *count = base + (id < rem ? 1 : 0);
+}
+
+static int relu() {
+    const float* x = (const float*)translate(arg(0)->storage.hbm.addr);
+    float* y = (float*)translate(out()->storage.hbm.addr);
+    if (!x || !y) return fault(8, "unmapped");
+    uint32_t b, c;
+    slice(out()->storage.hbm.num_elem, &b, &c);
+    for (uint32_t i = b; i < b + c; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+    return 0;
+}
+static int relu_buggy() {  // device-api.md "A known defect class"
+    const float* x = (const float*)translate(arg(0)->storage.hbm.addr);
+    float* y = (float*)translate(out()->storage.hbm.addr);
+    uint32_t n = out()->storage.hbm.num_elem, cnt = B.core_count, id = B.core_id;
+    uint32_t part = n / cnt + (id == cnt - 1 ? n % cnt : 0);
+    for (uint32_t i = part * id; i < part * id + part; ++i) y[i] = i < n ? (x[i] > 0 ? x[i] : 0.0f) : 1.0f;
+    return 0;
+}
+static int scale() {  // y = x * alpha; alpha a 0-D float32 tensor
+    const arg_tensor_t* a = arg(1);
+    if (a->dtype != 10 || a->framework_shape_type != 2 || a->storage.hbm.num_elem != 1 ||
+        a->framework_shape.dims4[0] != 0)
+        return fault(6, "alpha is not a 0-D float32 tensor");
+    float alpha = *(const float*)translate(a->storage.hbm.addr);
+    const float* x = (const float*)translate(arg(0)->storage.hbm.addr);
+    float* y = (float*)translate(out()->storage.hbm.addr);
+    for (uint32_t i = 0; i < out()->storage.hbm.num_elem; ++i) y[i] = x[i] * alpha;
+    return 0;
+}
+static int crash() {
+    if (B.core_id == B.core_count - 1) raise(SIGSEGV);
+    return relu();
+}
+static int hang() { for (volatile int i = 0;; i = i) {} return 0; }
+static int faulty() { return fault(9, "tcm_to_tensor: offset 12 + 4 > numel 13"); }
+static int hello() {
+    char line[64];
+    snprintf(line, sizeof line, "hello from core %u\n", B.core_id);
+    print(line);
+    return relu();
+}
+static int copy_i8() {
+    const int8_t* x = (const int8_t*)translate(arg(0)->storage.hbm.addr);
+    int8_t* y = (int8_t*)translate(out()->storage.hbm.addr);
+    for (uint32_t i = 0; i < out()->storage.hbm.num_elem; ++i) y[i] = x[i];
+    return 0;
+}
+static int overrun() {
+    float* y = (float*)translate(out()->storage.hbm.addr);
+    for (uint32_t i = 0; i < out()->storage.hbm.num_elem + 3; ++i) y[i] = 1.0f;
+    return 0;
+}
+static int touch_input() {
+    float* x = (float*)translate(arg(0)->storage.hbm.addr);
+    x[0] = 42.0f;
+    return relu();
+}
+static int ool_shape() {  // output [2, 0, 3]: dims out of line, as int64 in HBM
+    const arg_tensor_t* o = out();
+    if (o->framework_shape_type != 1 || o->framework_shape.out_of_line.ndim != 3)
+        return fault(7, "expected an out-of-line shape of 3 dims");
+    const int64_t* d = (const int64_t*)translate(o->framework_shape.out_of_line.addr);
+    if (!d || d[0] != 2 || d[1] != 0 || d[2] != 3) return fault(7, "wrong out-of-line dims");
+    return 0;
+}
+
+typedef int (*wrapper_fn)();
+static const char* names[] = {"relu", "relu_buggy", "scale", "crash", "hang", "faulty",
+                              "hello", "copy_i8", "overrun", "touch_input", "ool_shape"};
+static wrapper_fn fns[] = {relu, relu_buggy, scale, crash, hang, faulty,
+                           hello, copy_i8, overrun, touch_input, ool_shape};
+int get_func_cnt() { return sizeof names / sizeof names[0]; }
+char const* get_func_name(int i) { return i >= 0 && i < get_func_cnt() ? names[i] : "error"; }
+wrapper_fn get_func_ptr(int i) { return i >= 0 && i < get_func_cnt() ? fns[i] : 0; }

@@ -1,0 +1,353 @@
+"""Running plans (gpsimd_emu.runner and the CLI) against stand-in core objects.
+
+The stand-in (tests/test_emu_fake_core.cpp) implements the abi.h contract
+without the C++ runtime, with ops that behave and ops that misbehave, so the
+model's forked runs, merges and messages are tested end to end.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpsimd_emu import abi, loader
+from gpsimd_emu.merge import cores_text
+from gpsimd_emu.runner import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds,
+                               fault_name, format_line, run_plan, write_results)
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+INCLUDE = os.path.join(ROOT, "runtime_model", "include")
+CXX = shutil.which("g++") or shutil.which("c++")
+
+needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
+
+REFERENCE = """\
+import numpy as np
+def relu(x):
+    return np.maximum(x, np.float32(0))
+def scale(x, alpha):
+    return x * np.float32(alpha)
+def ident(x):
+    return x
+"""
+
+
+def _compile(out, core_id, origin, size, name):
+    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
+                    "-I", INCLUDE, f"-DCORE_ID={core_id}u", f"-DORIGIN={origin}ull",
+                    f"-DSIZE={size}ull", f'-DNAME="{name}"', "-o", str(out),
+                    os.path.join(HERE, "test_emu_fake_core.cpp")], check=True)
+
+
+@pytest.fixture(scope="session")
+def objects(tmp_path_factory):
+    """{"single": (.packed.so, .so), 0..7: .packed.so} of the stand-in."""
+    if CXX is None:
+        pytest.skip("no C++ compiler")
+    d = tmp_path_factory.mktemp("fake_cores")
+    out = {}
+    so = d / "fake.so"
+    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE, "lsp_fll_load_cpu_single")
+    packed = d / "fake.packed.so"
+    packed.write_bytes(loader.make_pack(so.read_bytes(), {
+        "entry": "lib_func", "library": "fake", "lsp": "lsp_fll_load_cpu_single", "core": None,
+        "versions": {}}))
+    out["single"] = (packed, so)
+    for i in range(8):
+        so = d / f"fake_cpu{i}.so"
+        _compile(so, i, abi.scratch_origin(i), abi.SCRATCH_CORE_SIZE, abi.lsp_name(i))
+        packed = d / f"fake_cpu{i}.packed.so"
+        packed.write_bytes(loader.make_pack(so.read_bytes(), {
+            "entry": "lib_func", "library": "fake", "lsp": abi.lsp_name(i), "core": i,
+            "versions": {}}))
+        out[i] = packed
+    return out
+
+
+def tensor(shape, seed=7, dtype="float32", **rnd):
+    return {"kind": "tensor", "dtype": dtype, "shape": shape,
+            "random": {"seed": seed, "distribution": "normal", **rnd}}
+
+
+def vec(name, inputs, func="relu", dtype="float32", shape=None, **extra):
+    v = {"name": name, "where": f"ops.yaml:{len(name)}:3", "inputs": inputs,
+         "output": {"dtype": dtype, "shape": shape},
+         "expected": {"reference": {"file": "ref.py", "function": func}},
+         "rtol": 1.3e-06, "atol": 1e-05}
+    v.update(extra)
+    return v
+
+
+def op(name, vectors, args=("x",)):
+    return {"name": name, "schema": f"my_ops::{name}(...) -> Tensor",
+            "args": [{"name": a, "type": "Tensor"} for a in args], "stack_size": 4196,
+            "vectors": vectors}
+
+
+def plan(tmp_path, objects, ops, multicore=False, cores=None):
+    (tmp_path / "ref.py").write_text(REFERENCE)
+    if cores is None:
+        if multicore:
+            cores = [{"core": i, "lsp": abi.lsp_name(i), "object": str(objects[i])} for i in range(8)]
+        else:
+            cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single",
+                      "object": str(objects["single"][0])}]
+    return {"format": 1, "library": "fake", "multicore": multicore, "cores": cores, "ops": ops}
+
+
+def by_name(results):
+    return {r.vector: r for r in results.vectors}
+
+
+@needs_cxx
+def test_single_core_pass_and_scalar_argument(tmp_path, objects):
+    p = plan(tmp_path, objects, [
+        op("relu", [vec("n1000", {"x": tensor([1000])}), vec("n2x3", {"x": tensor([2, 3])})]),
+        op("scale", [vec("alpha", {"x": tensor([64]), "alpha": {
+            "kind": "scalar", "type": "float", "dtype": "float32", "value": -1.5}}, func="scale")],
+           args=("x", "alpha")),
+    ])
+    res = run_plan(p, root=str(tmp_path), timeout=30)
+    assert [(r.vector, r.status, r.message) for r in res.vectors] == [
+        ("n1000", "pass", ""), ("n2x3", "pass", ""), ("alpha", "pass", "")]
+    r = res.vectors[0]
+    assert r.mismatches == 0 and r.max_abs_err == 0.0 and r.elements == 1000
+    assert res.ok and res.summary_line() == "fake: 3 passed, 0 failed"
+
+
+@needs_cxx
+def test_multicore_clean_split_passes_and_known_defect_is_located(tmp_path, objects):
+    p = plan(tmp_path, objects, [
+        op("relu", [vec("n1001", {"x": tensor([1001])}), vec("n13", {"x": tensor([13])})]),
+        op("relu_buggy", [vec("n1001", {"x": tensor([1001])}), vec("n1024", {"x": tensor([1024])})]),
+    ], multicore=True)
+    res = run_plan(p, root=str(tmp_path), timeout=30)
+    st = [(r.op, r.vector, r.status) for r in res.vectors]
+    assert st == [("relu", "n1001", "pass"), ("relu", "n13", "pass"),
+                  ("relu_buggy", "n1001", "fail"), ("relu_buggy", "n1024", "pass")]
+    bad = res.vectors[2]
+    # partition 125, last core 126 starting at 882: [875, 882) never written,
+    # and core 7 runs to 1008, 7 elements past the end.
+    assert bad.message == ("core 7 wrote past the end of the output: elements [1001, 1008) "
+                           "(the output has 1001 elements); "
+                           "elements never written by any core: [875, 882)")
+    assert bad.mismatches is None and bad.max_abs_err is None
+
+
+@needs_cxx
+def test_crash_fails_only_its_vector_naming_signal_and_core(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("crash", [vec("boom", {"x": tensor([64])})]),
+                                 op("relu", [vec("after", {"x": tensor([64])})])], multicore=True)
+    res = by_name(run_plan(p, root=str(tmp_path), timeout=30))
+    assert res["boom"].status == "fail"
+    assert res["boom"].message == "core 7 crashed with SIGSEGV"
+    assert res["after"].status == "pass"
+
+
+@needs_cxx
+def test_timeout_kills_the_vector(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("hang", [vec("loop", {"x": tensor([4])})]),
+                                 op("relu", [vec("after", {"x": tensor([4])})])])
+    res = by_name(run_plan(p, root=str(tmp_path), timeout=1.0))
+    assert res["loop"].message == "timed out after 1 s (core 0 was running)"
+    assert res["after"].status == "pass"
+
+
+@needs_cxx
+def test_runtime_fault_report_is_the_message(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("faulty", [vec("f", {"x": tensor([13])})])])
+    r = run_plan(p, root=str(tmp_path)).vectors[0]
+    # the fault, then what the output shows (nothing written); no comparison
+    assert r.message == ("core 0: fault OUT_OF_RANGE: tcm_to_tensor: offset 12 + 4 > numel 13; "
+                         "elements never written: [0, 13)")
+    assert r.mismatches is None
+
+
+@needs_cxx
+def test_identical_faults_of_several_cores_are_grouped(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("faulty", [vec("f", {"x": tensor([16])})])], multicore=True)
+    r = run_plan(p, root=str(tmp_path)).vectors[0]
+    assert r.message.startswith("cores 0-7: fault OUT_OF_RANGE: tcm_to_tensor: offset 12 + 4 > "
+                                "numel 13; elements never written by any core: [0, 16); ")
+    assert r.message.endswith("wrote nothing")
+
+
+def test_cores_text():
+    assert cores_text([3]) == "core 3"
+    assert cores_text([0, 1, 2, 3, 4, 5, 6, 7]) == "cores 0-7"
+    assert cores_text([6, 1, 4, 5]) == "cores 1, 4-6"
+
+
+@needs_cxx
+def test_printf_of_core_zero_is_kept(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("hello", [vec("hi", {"x": tensor([100])})])], multicore=True)
+    r = run_plan(p, root=str(tmp_path)).vectors[0]
+    assert r.status == "pass" and r.printf == "hello from core 0\n"
+
+
+@needs_cxx
+def test_value_equal_to_poison_is_not_a_hole(tmp_path, objects):
+    x = {"kind": "tensor", "dtype": "int8", "shape": [6], "values": [-91, 90, 0, -91, 5, -91]}
+    p = plan(tmp_path, objects, [op("copy_i8", [vec("poisonous", {"x": x}, func="ident",
+                                                    dtype="int8")])])
+    r = run_plan(p, root=str(tmp_path)).vectors[0]
+    assert (r.status, r.message, r.mismatches) == ("pass", "", 0)
+
+
+@needs_cxx
+def test_write_past_end_and_modified_input(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("overrun", [vec("o", {"x": tensor([10])}, func="ident")]),
+                                 op("touch_input", [vec("t", {"x": tensor([10])})])])
+    res = by_name(run_plan(p, root=str(tmp_path)))
+    assert res["o"].message.startswith(
+        "core 0 wrote past the end of the output: elements [10, 13) (the output has 10 elements); "
+        "10 of 10 elements differ")
+    assert res["t"].message.startswith("input 'x' was modified (4 bytes changed); "
+                                       "1 of 10 elements differ")
+
+
+@needs_cxx
+def test_out_of_line_output_shape_reaches_the_core(tmp_path, objects):
+    v = vec("empty", {"x": tensor([3])}, shape=[2, 0, 3])
+    v["expected"] = {"values": []}
+    p = plan(tmp_path, objects, [op("ool_shape", [v])])
+    r = run_plan(p, root=str(tmp_path)).vectors[0]
+    assert (r.status, r.message) == ("pass", "")
+
+
+@needs_cxx
+def test_unpacked_so_loads_directly(tmp_path, objects):
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(objects["single"][1])}]
+    p = plan(tmp_path, objects, [op("relu", [vec("plain", {"x": tensor([50])})])], cores=cores)
+    assert run_plan(p, root=str(tmp_path)).vectors[0].status == "pass"
+
+
+@needs_cxx
+def test_object_problems_fail_every_vector_without_traceback(tmp_path, objects):
+    bad = tmp_path / "bad.packed.so"
+    data = bytearray(objects["single"][0].read_bytes())
+    data[-1] ^= 0xFF
+    bad.write_bytes(bytes(data))
+    ops = [op("relu", [vec("a", {"x": tensor([4])}), vec("b", {"x": tensor([4])})])]
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": "bad.packed.so"}]
+    res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path))
+    assert [r.status for r in res.vectors] == ["fail", "fail"]
+    assert re.fullmatch(r".*bad\.packed\.so: CRC mismatch: header says 0x[0-9a-f]{8}, "
+                        r"payload has 0x[0-9a-f]{8}", res.vectors[0].message)
+    cores[0]["object"] = "missing.packed.so"
+    res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path))
+    assert res.vectors[0].message == "missing.packed.so: cannot read: No such file or directory"
+
+
+@needs_cxx
+def test_wrong_core_object_is_caught(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("relu", [vec("n64", {"x": tensor([64])})])], multicore=True)
+    p["cores"][3]["object"] = str(objects[4])
+    r = run_plan(p, root=str(tmp_path)).vectors[0]
+    assert r.status == "fail"
+    assert r.message == (f"{os.path.normpath(objects[4])}: pack metadata says lsp "
+                         "'lsp_fll_load_cpu4' core 4, the plan says 'lsp_fll_load_cpu3' core 3")
+
+
+@needs_cxx
+def test_unregistered_op_and_plan_problems_are_failure_lines(tmp_path, objects):
+    bad_ref = vec("badref", {"x": tensor([4])})
+    bad_ref["expected"] = {"reference": {"file": "nope.py", "function": "f"}}
+    bad_shape = vec("badshape", {"x": tensor([4])}, shape=[5])
+    p = plan(tmp_path, objects, [op("missing_op", [vec("m", {"x": tensor([4])})]),
+                                 op("relu", [bad_ref, bad_shape, vec("ok", {"x": tensor([4])})])])
+    res = by_name(run_plan(p, root=str(tmp_path)))
+    assert res["m"].message.endswith("op 'missing_op' is not registered (get_func_name gives "
+                                     "relu, relu_buggy, scale, crash, hang, faulty, hello, "
+                                     "copy_i8, overrun, touch_input, ool_shape)")
+    assert res["badref"].message == "reference nope.py: no such file"
+    assert res["badshape"].message == ("expected output has shape [4], "
+                                       "the plan's output shape is [5]")
+    assert res["ok"].status == "pass"
+
+
+def test_results_json_and_lines():
+    res = LibraryResults("relu", [
+        VectorResult("relu_forward", "small", "ops.yaml:21:11", "pass", "", 0.0, 0, 1000),
+        VectorResult("relu_forward", "big", "ops.yaml:25:11", "fail", "2 of 9 elements differ",
+                     float("inf"), 2, 9),
+        VectorResult("relu_forward", "crash", "ops.yaml:29:11", "fail", "core 0 crashed with SIGSEGV"),
+    ])
+    assert res.to_json() == {
+        "format": 1, "library": "relu", "passed": 1, "failed": 2,
+        "vectors": [
+            {"op": "relu_forward", "vector": "small", "where": "ops.yaml:21:11", "status": "pass",
+             "message": "", "max_abs_err": 0.0, "mismatches": 0},
+            {"op": "relu_forward", "vector": "big", "where": "ops.yaml:25:11", "status": "fail",
+             "message": "2 of 9 elements differ", "max_abs_err": None, "mismatches": 2},
+            {"op": "relu_forward", "vector": "crash", "where": "ops.yaml:29:11", "status": "fail",
+             "message": "core 0 crashed with SIGSEGV", "max_abs_err": None, "mismatches": None}]}
+    assert format_line("relu", res.vectors[0]) == (
+        "PASS relu::relu_forward[small] (ops.yaml:21:11): max_abs_err 0 over 1000 elements")
+    assert format_line("relu", res.vectors[2]) == (
+        "FAIL relu::relu_forward[crash] (ops.yaml:29:11): core 0 crashed with SIGSEGV")
+    assert res.summary_line() == "relu: 1 passed, 2 failed"
+    assert not res.ok
+
+
+def test_write_results_is_valid_json(tmp_path):
+    res = LibraryResults("x", [VectorResult("o", "v", "w", "pass", "", 1e-7, 0, 3)])
+    out = tmp_path / "sub" / "test-results.json"
+    write_results(res, str(out))
+    assert json.loads(out.read_text()) == res.to_json()
+    assert out.read_text().endswith("\n")
+
+
+def test_fault_names_match_faults_h():
+    text = open(os.path.join(INCLUDE, "gpsimd_host", "faults.h")).read()
+    table = re.findall(r"X\((\w+),\s*(\d+)\)", text)
+    assert table, "faults.h has no X-macro rows"
+    # the built-in table agrees with every row it has; the header adds the rest
+    for name, value in table:
+        if int(value) < len(FAULT_KINDS):
+            assert FAULT_KINDS[int(value)] == name
+        assert fault_name(int(value)) == name
+    assert fault_kinds() == {int(v): n for n, v in table}
+    assert fault_name(999) == "UNKNOWN(999)"
+
+
+@needs_cxx
+def test_cli_prints_lines_writes_results_and_exit_code(tmp_path, objects):
+    p = plan(tmp_path, objects, [op("relu", [vec("good", {"x": tensor([32])})]),
+                                 op("faulty", [vec("bad", {"x": tensor([32])})])])
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+                           "--results", "out/results.json", "--timeout", "20"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "PASS fake::relu[good] (ops.yaml:4:3): max_abs_err 0 over 32 elements",
+        "FAIL fake::faulty[bad] (ops.yaml:3:3): core 0: fault OUT_OF_RANGE: "
+        "tcm_to_tensor: offset 12 + 4 > numel 13; elements never written: [0, 32)",
+        "fake: 1 passed, 1 failed"]
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert (doc["passed"], doc["failed"], doc["library"]) == (1, 1, "fake")
+    # all passing -> exit 0
+    p["ops"] = p["ops"][:1]
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+                           "--results", "r.json"], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.endswith("fake: 1 passed, 0 failed\n")
+
+
+def test_cli_unreadable_plan_exits_2(tmp_path):
+    (tmp_path / "plan.json").write_text("{not json")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+                           "--results", "r.json"], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("gpsimd_emu: plan.json: not JSON:")
+    assert "Traceback" not in proc.stderr

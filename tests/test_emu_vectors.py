@@ -1,0 +1,151 @@
+"""Inputs, references and expected outputs from the plan (gpsimd_emu.vectors)."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from gpsimd_emu import dtypes as dt
+from gpsimd_emu.vectors import (PlanError, expected_output, load_reference, make_inputs,
+                                make_scalar, make_tensor, output_shape, tolerances)
+
+
+def test_random_uniform_is_deterministic_and_generated_in_float64():
+    spec = {"kind": "tensor", "dtype": "float32", "shape": [2, 5],
+            "random": {"seed": 7, "distribution": "uniform", "low": -1.0, "high": 1.0}}
+    a, b = make_tensor(spec), make_tensor(spec)
+    assert a.dtype == np.float32 and a.shape == (2, 5)
+    assert np.array_equal(a, b)
+    ref = np.random.default_rng(7).uniform(-1.0, 1.0, size=(2, 5)).astype(np.float32)
+    assert np.array_equal(a, ref)
+    assert a.min() >= -1 and a.max() < 1
+    other = make_tensor({**spec, "random": {**spec["random"], "seed": 8}})
+    assert not np.array_equal(a, other)
+
+
+def test_random_normal_and_integers():
+    n = make_tensor({"dtype": "bfloat16", "shape": [1000],
+                     "random": {"seed": 1, "distribution": "normal", "mean": 5, "std": 0.5}})
+    assert n.dtype == ml_dtypes.bfloat16
+    ref = np.random.default_rng(1).normal(5, 0.5, size=(1000,)).astype(ml_dtypes.bfloat16)
+    assert n.tobytes() == ref.tobytes()
+    i = make_tensor({"dtype": "int8", "shape": [3, 4],
+                     "random": {"seed": 3, "distribution": "integers", "low": -4, "high": 4}})
+    assert i.dtype == np.int8 and i.min() >= -4 and i.max() <= 3
+    ref = np.random.default_rng(3).integers(-4, 4, size=(3, 4), dtype=np.int64).astype(np.int8)
+    assert np.array_equal(i, ref)
+
+
+def test_values_and_npy(tmp_path):
+    v = make_tensor({"dtype": "int32", "shape": [2, 2], "values": [1, 2, 3, 4]})
+    assert v.tolist() == [[1, 2], [3, 4]] and v.dtype == np.int32
+    v = make_tensor({"dtype": "float16", "shape": None, "values": [[1.5], [2.5]]})
+    assert v.shape == (2, 1) and v.dtype == np.float16
+    np.save(tmp_path / "x.npy", np.arange(6, dtype=np.float64).reshape(2, 3))
+    x = make_tensor({"dtype": "float32", "shape": [2, 3], "npy": "x.npy"}, root=str(tmp_path))
+    assert x.dtype == np.float32 and x[1, 2] == 5.0
+    with pytest.raises(PlanError, match=r"x.npy has shape \[2, 3\], the plan says \[6\]"):
+        make_tensor({"dtype": "float32", "shape": [6], "npy": "x.npy"}, root=str(tmp_path))
+    with pytest.raises(PlanError, match="cannot load missing.npy"):
+        make_tensor({"dtype": "float32", "shape": [6], "npy": "missing.npy"}, root=str(tmp_path))
+
+
+def test_tensor_plan_errors():
+    with pytest.raises(PlanError, match="do not fit shape"):
+        make_tensor({"dtype": "int32", "shape": [3], "values": [1, 2, 3, 4]})
+    with pytest.raises(PlanError, match="unknown dtype 'float64'"):
+        make_tensor({"dtype": "float64", "shape": [1], "values": [1]})
+    with pytest.raises(PlanError, match="unknown distribution 'poisson'"):
+        make_tensor({"dtype": "float32", "shape": [1], "random": {"distribution": "poisson"}})
+    with pytest.raises(PlanError, match="exactly one of"):
+        make_tensor({"dtype": "float32", "shape": [1], "values": [1], "npy": "a.npy"})
+    with pytest.raises(PlanError, match="bad shape"):
+        make_tensor({"dtype": "float32", "shape": [-1], "values": [1]})
+
+
+def test_scalars_as_the_device_sees_them():
+    arr, v = make_scalar({"kind": "scalar", "type": "float", "dtype": "float32", "value": 0.1})
+    assert arr.shape == () and arr.dtype == np.float32
+    assert v == float(np.float32(0.1)) and isinstance(v, float)
+    arr, v = make_scalar({"kind": "scalar", "type": "long long", "dtype": "int64",
+                          "value": 5_000_000_000})
+    assert arr.dtype == np.int64 and v == 5_000_000_000 and isinstance(v, int)
+    with pytest.raises(PlanError, match="does not fit int32"):
+        make_scalar({"kind": "scalar", "type": "int", "dtype": "int32", "value": 2 ** 31})
+    with pytest.raises(PlanError, match="not an integer"):
+        make_scalar({"kind": "scalar", "type": "int", "dtype": "int32", "value": 1.5})
+
+
+OP = {"name": "axpy", "args": [{"name": "x", "type": "Tensor"}, {"name": "y", "type": "Tensor"},
+                                {"name": "alpha", "type": "float"}]}
+
+
+def vector(**over):
+    v = {"name": "v", "where": "ops.yaml:1:1",
+         "inputs": {"alpha": {"kind": "scalar", "type": "float", "dtype": "float32", "value": 2.0},
+                    "y": {"kind": "tensor", "dtype": "float32", "shape": [3], "values": [1, 2, 3]},
+                    "x": {"kind": "tensor", "dtype": "float32", "shape": [3], "values": [10, 20, 30]}},
+         "output": {"dtype": "float32", "shape": None},
+         "expected": {"reference": {"file": "ref.py", "function": "axpy"}},
+         "rtol": None, "atol": None}
+    v.update(over)
+    return v
+
+
+def test_inputs_come_in_schema_order():
+    ins = make_inputs(OP, vector())
+    assert [i.name for i in ins] == ["x", "y", "alpha"]
+    assert [i.kind for i in ins] == ["tensor", "tensor", "scalar"]
+    assert ins[2].value == 2.0 and ins[2].array.shape == ()
+    with pytest.raises(PlanError, match="no input for argument 'alpha'"):
+        v = vector()
+        del v["inputs"]["alpha"]
+        make_inputs(OP, v)
+    with pytest.raises(PlanError, match="inputs z are not arguments"):
+        v = vector()
+        v["inputs"]["z"] = v["inputs"]["x"]
+        make_inputs(OP, v)
+
+
+def test_reference_called_in_schema_order_and_cast(tmp_path):
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "def axpy(x, y, alpha):\n"
+        "    assert isinstance(alpha, float)\n"
+        "    return x + alpha * y.astype(np.float64)\n")
+    v = vector()
+    ins = make_inputs(OP, v)
+    out = expected_output(v, ins, dt.by_name("float32"), root=str(tmp_path))
+    assert out.dtype == np.float32 and out.tolist() == [12.0, 24.0, 36.0]
+    assert output_shape(v, out) == (3,)
+    with pytest.raises(PlanError, match=r"expected output has shape \[3\], the plan's output shape is \[4\]"):
+        output_shape(vector(output={"dtype": "float32", "shape": [4]}), out)
+
+
+def test_reference_problems_are_plan_errors(tmp_path):
+    (tmp_path / "broken.py").write_text("import numpy as np\nx = = 1\n")
+    (tmp_path / "raises.py").write_text("def f(*a):\n    raise ValueError('nope')\n")
+    (tmp_path / "imports.py").write_text("import no_such_module_here\n")
+    ins = make_inputs(OP, vector())
+    f32 = dt.by_name("float32")
+    cases = [({"file": "broken.py", "function": "f"}, r"broken.py cannot be imported: SyntaxError.*\(at broken.py:2\)"),
+             ({"file": "raises.py", "function": "f"}, r"raises.py:f raised ValueError: nope \(at raises.py:2\)"),
+             ({"file": "imports.py", "function": "f"}, "imports.py cannot be imported: ModuleNotFoundError"),
+             ({"file": "raises.py", "function": "g"}, "has no function 'g'"),
+             ({"file": "absent.py", "function": "g"}, "absent.py: no such file"),
+             ({"file": None, "module": "no_such_mod_xyz", "function": "g"}, "no_such_mod_xyz cannot be imported")]
+    for ref, msg in cases:
+        with pytest.raises(PlanError, match=msg):
+            expected_output(vector(expected={"reference": ref}), ins, f32, root=str(tmp_path))
+
+
+def test_reference_by_module_and_expected_values():
+    fn = load_reference({"file": None, "module": "numpy", "function": "maximum"})
+    assert fn(1, 2) == 2
+    v = vector(expected={"values": [1, 2, 3, 4]}, output={"dtype": "int16", "shape": [2, 2]})
+    out = expected_output(v, [], dt.by_name("int16"))
+    assert out.dtype == np.int16 and out.shape == (2, 2)
+
+
+def test_tolerances_default_per_dtype():
+    assert tolerances(vector(), dt.by_name("float32")) == (1.3e-6, 1e-5)
+    assert tolerances(vector(rtol=0.1, atol=0.2), dt.by_name("float16")) == (0.1, 0.2)
+    assert tolerances(vector(rtol=0.1, atol=0.2), dt.by_name("int32")) == (0.0, 0.0)
