@@ -1,0 +1,100 @@
+/*
+ * runtime.h -- internal state and helpers of the host runtime
+ * (libneuroncustomop.a).  Not a kernel-facing header.
+ *
+ * One CoreState per linked core object: each core object is a shared
+ * object linked with -Bsymbolic and loaded RTLD_LOCAL, so every core has its
+ * own copy of these globals, as each core has on the device
+ * (ARCHITECTURE.md "Host link").  Everything here has hidden visibility.
+ */
+#ifndef GPSIMD_RUNTIME_H
+#define GPSIMD_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <map>
+#include <set>
+
+#include "gpsimd_host/abi.h"
+#include "gpsimd_host/faults.h"
+#include "gpsimd_host/lsp.h"
+
+#pragma GCC visibility push(hidden)
+
+namespace gpsimd_rt {
+
+/* First-fit allocator over the offsets [0, size) of a window.  Free blocks
+ * are coalesced on release.  `used` counts the bytes handed out (block
+ * sizes after rounding), `peak` its maximum since reset(). */
+class FirstFit {
+ public:
+    void reset(uint64_t size);
+    /* Offset of a block of nbytes (rounded up to align, a power of two) at
+     * that alignment; false when no free block fits. */
+    bool allocate(uint64_t nbytes, uint64_t align, uint64_t* offset);
+    /* false when offset is not the start of a live block. */
+    bool release(uint64_t offset);
+    uint64_t largest_free(uint64_t align) const;
+    uint64_t size() const { return size_; }
+    uint64_t used() const { return used_; }
+    uint64_t peak() const { return peak_; }
+    size_t live_blocks() const { return live_.size(); }
+ private:
+    uint64_t size_ = 0;
+    uint64_t used_ = 0;
+    uint64_t peak_ = 0;
+    std::map<uint64_t, uint64_t> free_;  /* offset -> size */
+    std::map<uint64_t, uint64_t> live_;  /* offset -> size */
+};
+
+struct CoreState {
+    bool bound = false;                 /* gpsimd_bind_core succeeded */
+    gpsimd_core_binding binding{};      /* copy of the model's binding */
+    gpsimd_core_report* report = nullptr;
+    uint32_t epoch = 1;                 /* bumped by every reset */
+    FirstFit scratch;                   /* HBM scratch window (LSP) */
+    FirstFit tcm;                       /* dataram [0, 16 KiB) */
+    FirstFit dataram;                   /* dataram [16 KiB, 64 KiB) */
+    std::set<uint64_t> tcm_freed;       /* offsets freed and not reallocated */
+};
+
+CoreState& core();
+
+/* The scratch window of this object: from its linker spec. */
+uint64_t scratch_origin();
+uint64_t scratch_size();
+
+/* Reset every per-launch piece of state: allocators, TCM pool, argument
+ * parser, get_dst_tensor flag, printf ring, report. */
+void reset_launch_state();
+
+/* Fault recording (fault.cpp). */
+void record_fault(uint32_t kind, const char* message);
+bool launch_faulted();
+void clear_fault();
+/* Copy peaks / printf counters into the report. */
+void update_report_counters();
+
+/* Landing of gpsimd_fault: set by the launcher while a wrapper runs
+ * (stack_switch.cpp).  Returns true and does not return when it jumped. */
+bool in_launch();
+[[noreturn]] void return_to_launcher();
+
+/* Device address -> host pointer for [addr, addr + nbytes), which must lie
+ * inside one HBM region or the scratch window; otherwise a
+ * GPSIMD_FAULT_UNMAPPED fault "<what>: ..." (what may be null). */
+void* translate_range(uint64_t addr, uint64_t nbytes, const char* what);
+
+/* printf ring (printf.cpp). */
+void printf_reset();
+void printf_append(const char* data, size_t n);
+
+/* Argument parser / output protocol reset (wrapper_api.cpp). */
+void marshalling_reset();
+
+}  // namespace gpsimd_rt
+
+#pragma GCC visibility pop
+
+#endif  // GPSIMD_RUNTIME_H

@@ -1,0 +1,227 @@
+/*
+ * stack_switch.cpp -- the host form of the stack-switch handoff
+ * (build-front-end.txt §3c; stack_switch.hpp).
+ *
+ * On the device, switch_stack_or_call_wrapper moves the core onto the
+ * kernel's stack (when the default on-core stack is too small) and the
+ * wrapper ends with `j switchBack`.  On the host the wrapper ALWAYS runs on
+ * a fresh stack (ucontext: getcontext/makecontext/swapcontext):
+ *
+ *   host stack bytes = stack_size * binding.stack_scale, rounded up to pages;
+ *   stack_scale 0 in the binding means 8: x86-64/aarch64 frames of the same
+ *   code are several times larger than Xtensa windowed-ABI frames (no
+ *   register windows, 16-byte aligned frames, libc calls such as vsnprintf
+ *   that the device implements in its own small runtime), so a kernel that
+ *   fits its device stack must not overflow the host one.
+ *
+ * A 64 KiB PROT_NONE guard sits below the stack.  While a wrapper runs, a
+ * SIGSEGV/SIGBUS handler (on a sigaltstack) turns an access to the guard
+ * into a GPSIMD_FAULT_STACK_OVERFLOW fault and any other invalid access made
+ * on the wrapper stack into GPSIMD_FAULT_SEGV; signals from elsewhere go to
+ * the previously installed handler.  A trampoline at the bottom of the
+ * wrapper stack catches C++ exceptions (GPSIMD_FAULT_CXX_EXCEPTION,
+ * "C++ exception: <what()>").  Every fault returns here through
+ * return_to_launcher(), and the launcher returns GPSIMD_STATUS_FAULT.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <exception>
+
+#include "runtime.h"
+#include "stack_switch.hpp"
+
+/* stack_switch.hpp:4 -- true while a wrapper runs on the switched stack. */
+bool switched_stack = false;
+
+namespace gpsimd_rt {
+
+static const size_t kGuardBytes = 64 * 1024;
+static const uint32_t kDefaultStackScale = 8;
+
+static ucontext_t g_launcher_ctx;
+static ucontext_t g_wrapper_ctx;
+static bool g_in_launch = false;
+static uintptr_t g_wrapper_fn = 0;
+static char* g_map = nullptr;       /* guard + stack */
+static size_t g_map_bytes = 0;
+static uint32_t g_stack_size = 0;   /* device bytes requested */
+static uint32_t g_stack_scale = 0;
+
+static struct sigaction g_old_segv, g_old_bus;
+static stack_t g_old_altstack;
+static bool g_handlers_installed = false;
+static char g_altstack[64 * 1024] __attribute__((aligned(16)));
+
+bool in_launch() { return g_in_launch; }
+
+void return_to_launcher() {
+    setcontext(&g_launcher_ctx);
+    abort();  /* setcontext only returns on error */
+}
+
+/* The stack pointer of the interrupted context, or 0 if unknown. */
+static uintptr_t interrupted_sp(void* uctx) {
+    ucontext_t* uc = static_cast<ucontext_t*>(uctx);
+#if defined(__x86_64__)
+    return uintptr_t(uc->uc_mcontext.gregs[REG_RSP]);
+#elif defined(__aarch64__)
+    return uintptr_t(uc->uc_mcontext.sp);
+#else
+    (void)uc;
+    return 0;
+#endif
+}
+
+static void chain_signal(int sig, siginfo_t* si, void* uctx) {
+    struct sigaction* old = (sig == SIGSEGV) ? &g_old_segv : &g_old_bus;
+    if (old->sa_flags & SA_SIGINFO) {
+        if (old->sa_sigaction) old->sa_sigaction(sig, si, uctx);
+        return;
+    }
+    if (old->sa_handler == SIG_DFL || old->sa_handler == SIG_IGN) {
+        /* re-executing the access now takes the default action */
+        signal(sig, SIG_DFL);
+        return;
+    }
+    old->sa_handler(sig);
+}
+
+static void memory_fault_handler(int sig, siginfo_t* si, void* uctx) {
+    char* addr = static_cast<char*>(si->si_addr);
+    const uintptr_t sp = interrupted_sp(uctx);
+    const uintptr_t lo = uintptr_t(g_map), hi = uintptr_t(g_map) + g_map_bytes;
+    const bool on_wrapper_stack = g_in_launch && sp >= lo && sp <= hi;
+    if (g_in_launch && on_wrapper_stack) {
+        char msg[512];
+        if ((addr >= g_map && addr < g_map + kGuardBytes) || (sp >= lo && sp < lo + kGuardBytes)) {
+            snprintf(msg, sizeof msg,
+                     "stack overflow: the wrapper's stack of %u bytes (host: %zu bytes = %u x stack_scale %u,"
+                     " page-rounded) is exhausted; raise STACK_SIZE (-DSTACK_SIZE=N)",
+                     g_stack_size, g_map_bytes - kGuardBytes, g_stack_size, g_stack_scale);
+            record_fault(GPSIMD_FAULT_STACK_OVERFLOW, msg);
+        } else {
+            snprintf(msg, sizeof msg, "%s: invalid memory access at address %p",
+                     sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", (void*)addr);
+            record_fault(GPSIMD_FAULT_SEGV, msg);
+        }
+        return_to_launcher();
+    }
+    chain_signal(sig, si, uctx);
+}
+
+static void install_handlers() {
+    stack_t ss;
+    ss.ss_sp = g_altstack;
+    ss.ss_size = sizeof g_altstack;
+    ss.ss_flags = 0;
+    if (sigaltstack(&ss, &g_old_altstack) != 0) return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = memory_fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, &g_old_segv);
+    sigaction(SIGBUS, &sa, &g_old_bus);
+    g_handlers_installed = true;
+}
+
+static void uninstall_handlers() {
+    if (!g_handlers_installed) return;
+    sigaction(SIGSEGV, &g_old_segv, nullptr);
+    sigaction(SIGBUS, &g_old_bus, nullptr);
+    sigaltstack(&g_old_altstack, nullptr);
+    g_handlers_installed = false;
+}
+
+/* Bottom frame of the wrapper stack: runs the wrapper, turns an escaping C++
+ * exception into a fault, and returns to the launcher if the wrapper
+ * returns without switchBack(). */
+static void trampoline() {
+    static char what[1024];
+    bool caught = false;
+    try {
+        reinterpret_cast<void (*)()>(g_wrapper_fn)();
+    } catch (const std::exception& e) {
+        snprintf(what, sizeof what, "%s", e.what());
+        caught = true;
+    } catch (...) {
+        snprintf(what, sizeof what, "%s", "unknown exception (not derived from std::exception)");
+        caught = true;
+    }
+    if (caught) gpsimd_fault(GPSIMD_FAULT_CXX_EXCEPTION, "C++ exception: %s", what);
+    return_to_launcher();
+}
+
+}  // namespace gpsimd_rt
+
+using namespace gpsimd_rt;
+
+/* stack_switch.hpp:20 / build-front-end.txt §3c: the launcher body. */
+int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) {
+    CoreState& c = core();
+    if (g_in_launch)
+        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "switch_stack_or_call_wrapper: a launch is already running");
+    if (!c.bound) {
+        /* bind failed or never happened: the report (if any) says why */
+        if (c.report && c.report->status != GPSIMD_STATUS_FAULT) {
+            clear_fault();
+            record_fault(GPSIMD_FAULT_BINDING, "launch on a core that is not bound (call gpsimd_bind_core first)");
+        }
+        return GPSIMD_STATUS_FAULT;
+    }
+    reset_launch_state();
+
+    g_stack_size = stack_size ? stack_size : GPSIMD_DEFAULT_STACK_SIZE;
+    g_stack_scale = c.binding.stack_scale ? c.binding.stack_scale : kDefaultStackScale;
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    size_t bytes = size_t(g_stack_size) * g_stack_scale;
+    bytes = (bytes + page - 1) / page * page;
+    g_map_bytes = kGuardBytes + bytes;
+    void* map = mmap(nullptr, g_map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "cannot map a wrapper stack of %zu bytes", g_map_bytes);
+        record_fault(GPSIMD_FAULT_INTERNAL, msg);
+        return GPSIMD_STATUS_FAULT;
+    }
+    g_map = static_cast<char*>(map);
+    mprotect(g_map, kGuardBytes, PROT_NONE);
+
+    getcontext(&g_wrapper_ctx);
+    g_wrapper_ctx.uc_stack.ss_sp = g_map + kGuardBytes;
+    g_wrapper_ctx.uc_stack.ss_size = bytes;
+    g_wrapper_ctx.uc_link = &g_launcher_ctx;
+    makecontext(&g_wrapper_ctx, trampoline, 0);
+
+    install_handlers();
+    g_wrapper_fn = wrapper_fn_ptr;
+    switched_stack = true;
+    g_in_launch = true;
+    swapcontext(&g_launcher_ctx, &g_wrapper_ctx);
+    /* back from switchBack(), a fault, or the trampoline */
+    g_in_launch = false;
+    switched_stack = false;
+    uninstall_handlers();
+    munmap(g_map, g_map_bytes);
+    g_map = nullptr;
+
+    update_report_counters();
+    if (launch_faulted()) return GPSIMD_STATUS_FAULT;
+    if (c.report) {
+        c.report->status = GPSIMD_STATUS_OK;
+        c.report->fault_kind = GPSIMD_FAULT_NONE;
+    }
+    return GPSIMD_STATUS_OK;
+}
+
+/* stack_switch.hpp / build-front-end.txt §3c(i): leave the switched stack. */
+void switchBack() {
+    if (!g_in_launch) gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "switchBack() outside a launch");
+    return_to_launcher();
+}

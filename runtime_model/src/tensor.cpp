@@ -1,0 +1,332 @@
+/*
+ * tensor.cpp -- the out-of-line part of the tensor library of
+ * torch/torch.h (device-api.md "torch::Tensor members", "Tensor factories",
+ * "Accessors and memory", "Limits"): TensorImpl lifetime, the checks behind
+ * accessors and the TCM accessor, fill_, the factories.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <new>
+
+#include "custom_op.h"
+#include "runtime.h"
+#include "tensor_impl.h"
+
+namespace gpsimd_rt {
+
+using c10::ScalarType;
+using c10::TensorImpl;
+
+static TensorImpl* new_impl(ScalarType dtype, const int64_t* sizes, int ndim) {
+    TensorImpl* p = new TensorImpl();
+    p->refcount = 1;
+    p->dtype = dtype;
+    p->owns_storage = false;
+    p->ndim = ndim;
+    int64_t numel = 1;
+    for (int d = 0; d < ndim; ++d) {
+        p->sizes[d] = sizes[d];
+        numel *= sizes[d];
+    }
+    int64_t stride = 1;
+    for (int d = ndim - 1; d >= 0; --d) {
+        p->strides[d] = stride;
+        stride *= sizes[d];
+    }
+    p->numel = numel;
+    p->nbytes = size_t(numel) * c10::elementSize(dtype);
+    p->data = nullptr;
+    p->device_addr = 0;
+    p->epoch = 0;
+    p->coherence = c10::COHERENT;
+    return p;
+}
+
+at::Tensor make_borrowed_tensor(ScalarType dtype, const int64_t* sizes, int ndim, void* host,
+                                uint64_t device_addr) {
+    TensorImpl* p = new_impl(dtype, sizes, ndim);
+    p->data = host;
+    p->device_addr = device_addr;
+    return at::Tensor(p);
+}
+
+const char* shape_string(const TensorImpl* impl, char* buf, size_t n) {
+    size_t k = size_t(snprintf(buf, n, "["));
+    for (int d = 0; d < impl->ndim && k < n; ++d)
+        k += size_t(snprintf(buf + k, n - k, d ? ", %lld" : "%lld", (long long)impl->sizes[d]));
+    if (k < n) snprintf(buf + k, n - k, "]");
+    return buf;
+}
+
+at::Tensor make_scratch_tensor(const char* who, const c10::IntArrayRef& sizes, ScalarType dtype) {
+    if (c10::elementSize(dtype) == 0)
+        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s: undefined dtype (the device needs one)", who);
+    if (sizes.size() > c10::kMaxTensorDims)
+        gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: %zu dimensions, the device allows at most %zu", who, sizes.size(),
+                     c10::kMaxTensorDims);
+    for (size_t d = 0; d < sizes.size(); ++d) {
+        if (sizes[d] < 0 || sizes[d] > c10::kMaxTensorDimSize)
+            gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: dimension %zu has size %lld, the device allows 0..%lld", who, d,
+                         (long long)sizes[d], (long long)c10::kMaxTensorDimSize);
+    }
+    TensorImpl* p = new_impl(dtype, sizes.data(), int(sizes.size()));
+    if (p->nbytes) {
+        at::Tensor guard(p);  /* the handle owns p from here on */
+        p->device_addr = neuron_hbm_allocate(p->nbytes);
+        p->data = translate_range(p->device_addr, p->nbytes, who);
+        p->owns_storage = true;
+        p->epoch = core().epoch;
+        return guard;
+    }
+    return at::Tensor(p);
+}
+
+/* ---- element load/store ---------------------------------------------- */
+
+template <typename T>
+static T get(const void* base, int64_t i) {
+    T v;
+    memcpy(&v, static_cast<const char*>(base) + i * int64_t(sizeof(T)), sizeof(T));
+    return v;
+}
+template <typename T>
+static void put(void* base, int64_t i, T v) {
+    memcpy(static_cast<char*>(base) + i * int64_t(sizeof(T)), &v, sizeof(T));
+}
+
+double load_double(ScalarType t, const void* b, int64_t i) {
+    switch (t) {
+    case ScalarType::Byte: return get<uint8_t>(b, i);
+    case ScalarType::Char: return get<int8_t>(b, i);
+    case ScalarType::Short: return get<int16_t>(b, i);
+    case ScalarType::UInt16: return get<uint16_t>(b, i);
+    case ScalarType::Int: return get<int32_t>(b, i);
+    case ScalarType::UInt32: return get<uint32_t>(b, i);
+    case ScalarType::Long: return double(get<int64_t>(b, i));
+    case ScalarType::UInt64: return double(get<uint64_t>(b, i));
+    case ScalarType::Float: return get<float>(b, i);
+    case ScalarType::Half: return float(get<c10::Half>(b, i));
+    case ScalarType::BFloat16: return float(get<c10::BFloat16>(b, i));
+    case ScalarType::Float8_e3m4: return float(get<c10::Float8_e3m4>(b, i));
+    case ScalarType::Float8_e4m3: return float(get<c10::Float8_e4m3>(b, i));
+    case ScalarType::Float8_e5m2: return float(get<c10::Float8_e5m2>(b, i));
+    default: gpsimd_fault(GPSIMD_FAULT_DTYPE, "load of an element of undefined dtype");
+    }
+}
+
+int64_t load_int(ScalarType t, const void* b, int64_t i) {
+    switch (t) {
+    case ScalarType::Byte: return get<uint8_t>(b, i);
+    case ScalarType::Char: return get<int8_t>(b, i);
+    case ScalarType::Short: return get<int16_t>(b, i);
+    case ScalarType::UInt16: return get<uint16_t>(b, i);
+    case ScalarType::Int: return get<int32_t>(b, i);
+    case ScalarType::UInt32: return get<uint32_t>(b, i);
+    case ScalarType::Long: return get<int64_t>(b, i);
+    case ScalarType::UInt64: return int64_t(get<uint64_t>(b, i));
+    default: return c10::detail::saturating_cast<int64_t>(load_double(t, b, i));
+    }
+}
+
+template <typename T>
+static void store_scalar(void* b, int64_t i, const c10::Scalar& s) {
+    put<T>(b, i, s.to<T>());
+}
+
+static void store_from_scalar(ScalarType t, void* b, int64_t i, const c10::Scalar& s) {
+    switch (t) {
+    case ScalarType::Byte: store_scalar<uint8_t>(b, i, s); break;
+    case ScalarType::Char: store_scalar<int8_t>(b, i, s); break;
+    case ScalarType::Short: store_scalar<int16_t>(b, i, s); break;
+    case ScalarType::UInt16: store_scalar<uint16_t>(b, i, s); break;
+    case ScalarType::Int: store_scalar<int32_t>(b, i, s); break;
+    case ScalarType::UInt32: store_scalar<uint32_t>(b, i, s); break;
+    case ScalarType::Long: store_scalar<int64_t>(b, i, s); break;
+    case ScalarType::UInt64: store_scalar<uint64_t>(b, i, s); break;
+    case ScalarType::Float: store_scalar<float>(b, i, s); break;
+    case ScalarType::Half: store_scalar<c10::Half>(b, i, s); break;
+    case ScalarType::BFloat16: store_scalar<c10::BFloat16>(b, i, s); break;
+    case ScalarType::Float8_e3m4: store_scalar<c10::Float8_e3m4>(b, i, s); break;
+    case ScalarType::Float8_e4m3: store_scalar<c10::Float8_e4m3>(b, i, s); break;
+    case ScalarType::Float8_e5m2: store_scalar<c10::Float8_e5m2>(b, i, s); break;
+    default: gpsimd_fault(GPSIMD_FAULT_DTYPE, "store of an element of undefined dtype");
+    }
+}
+
+void store_double(ScalarType t, void* b, int64_t i, double v) { store_from_scalar(t, b, i, c10::Scalar(v)); }
+void store_int(ScalarType t, void* b, int64_t i, int64_t v) { store_from_scalar(t, b, i, c10::Scalar(v)); }
+
+/* Fill numel elements with one value: encode once, replicate bytes. */
+static void fill_elements(TensorImpl* p, const c10::Scalar& v) {
+    if (!p->numel) return;
+    const size_t es = c10::elementSize(p->dtype);
+    store_from_scalar(p->dtype, p->data, 0, v);
+    char* d = static_cast<char*>(p->data);
+    size_t done = es;
+    while (done < p->nbytes) {  /* doubling copy */
+        size_t n = done < p->nbytes - done ? done : p->nbytes - done;
+        memcpy(d + done, d, n);
+        done += n;
+    }
+}
+
+}  // namespace gpsimd_rt
+
+using namespace gpsimd_rt;
+
+namespace c10 {
+namespace detail {
+
+/* device-api.md "Accessors and memory" (host-model bounds check). */
+void fault_out_of_range(const char* kind_prefix, const char* type_name, int rank, int64_t offset,
+                        int64_t count, int64_t numel) {
+    if (rank > 0)
+        gpsimd_fault(GPSIMD_FAULT_OUT_OF_RANGE, "%s<%s,%d> out of range: offset %lld, count %lld, numel %lld",
+                     kind_prefix, type_name, rank, (long long)offset, (long long)count, (long long)numel);
+    gpsimd_fault(GPSIMD_FAULT_OUT_OF_RANGE, "%s<%s> out of range: offset %lld, count %lld, numel %lld", kind_prefix,
+                 type_name, (long long)offset, (long long)count, (long long)numel);
+}
+
+void fault_array_index(size_t index, size_t size) {
+    gpsimd_fault(GPSIMD_FAULT_OUT_OF_RANGE, "IntArrayRef index %zu out of range (size %zu)", index, size);
+}
+
+void fault_undefined_tensor(const char* what) {
+    gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "%s() on an undefined tensor", what);
+}
+
+/* device-api.md: accessor<T,N>() -- T must match the dtype, N the rank. */
+void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_name, int rank) {
+    if (impl->dtype != want)
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
+    if (impl->ndim != rank)
+        gpsimd_fault(GPSIMD_FAULT_SHAPE, "accessor<%s,%d> on a %d-dimensional tensor", type_name, rank,
+                     int(impl->ndim));
+}
+
+/* device-api.md "Stream accessors": T must match the dtype. */
+void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name, const char* kind) {
+    if (impl->dtype != want)
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
+}
+
+void* stream_reserve_tcm() { return torch::neuron::tcm_malloc(GPSIMD_STREAM_TCM_BYTES); }
+
+void stream_release_tcm(void* block) { torch::neuron::tcm_free(block); }
+
+void fault_stream_closed(const char* kind, const char* type_name) {
+    gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s<%s> used after close()", kind, type_name);
+}
+
+/* device-api.md "TCM accessor": tensor_to_tcm / tcm_to_tensor of n
+ * elements at flattened offset. */
+void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm, size_t offset,
+                  size_t n, bool to_tcm) {
+    const char* kind = to_tcm ? "tensor_to_tcm" : "tcm_to_tensor";
+    if (impl->dtype != want)
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
+    const uint64_t numel = uint64_t(impl->numel);
+    if (offset > numel || n > numel - offset)
+        fault_out_of_range(kind, type_name, 0, int64_t(offset), int64_t(n), impl->numel);
+    const size_t es = elementSize(impl->dtype);
+    char* t = static_cast<char*>(impl->data) + offset * es;
+    if (!n) return;
+    if (to_tcm) memmove(tcm, t, n * es);
+    else memmove(t, tcm, n * es);
+}
+
+/* The last handle went away: free kernel-created scratch storage (unless
+ * it belongs to an earlier launch, whose window has been reset). */
+void destroy_tensor_impl(TensorImpl* impl) {
+    CoreState& c = core();
+    if (impl->owns_storage && c.bound && impl->epoch == c.epoch)
+        c.scratch.release(impl->device_addr - scratch_origin());
+    delete impl;
+}
+
+}  // namespace detail
+}  // namespace c10
+
+namespace at {
+
+static int64_t wrap_dim(const TensorImpl* p, int64_t d, const char* what) {
+    const int64_t nd = p->ndim;
+    const int64_t w = d < 0 ? d + nd : d;
+    if (w < 0 || w >= nd)
+        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s(%lld): dimension out of range for a %lld-dimensional tensor",
+                     what, (long long)d, (long long)nd);
+    return w;
+}
+
+/* device-api.md "torch::Tensor members". */
+int64_t Tensor::size(int64_t d) const {
+    const TensorImpl* p = impl("size");
+    return p->sizes[wrap_dim(p, d, "size")];
+}
+
+int64_t Tensor::stride(int64_t d) const {
+    const TensorImpl* p = impl("stride");
+    return p->strides[wrap_dim(p, d, "stride")];
+}
+
+/* device-api.md "torch::Tensor members": fill_(Scalar). */
+Tensor& Tensor::fill_(const Scalar& v) {
+    fill_elements(impl("fill_"), v);
+    return *this;
+}
+
+ConstTcmAccessor::ConstTcmAccessor(TensorImpl* impl) : impl_(impl) { ++impl_->refcount; }
+ConstTcmAccessor::ConstTcmAccessor(const ConstTcmAccessor& o) : impl_(o.impl_) { ++impl_->refcount; }
+ConstTcmAccessor& ConstTcmAccessor::operator=(const ConstTcmAccessor& o) {
+    ++o.impl_->refcount;
+    if (--impl_->refcount == 0) c10::detail::destroy_tensor_impl(impl_);
+    impl_ = o.impl_;
+    return *this;
+}
+ConstTcmAccessor::~ConstTcmAccessor() {
+    if (--impl_->refcount == 0) c10::detail::destroy_tensor_impl(impl_);
+}
+
+/* ---- factories (device-api.md "Tensor factories") ---------------------- */
+
+static ScalarType required_dtype(const char* who, const TensorOptions& o) {
+    if (!o.has_dtype())
+        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s: TensorOptions without a dtype (the device requires one)", who);
+    return o.dtype().toScalarType();
+}
+
+Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
+    return make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
+}
+
+Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
+    Tensor t = make_scratch_tensor("torch::zeros", sizes, required_dtype("torch::zeros", options));
+    TensorImpl* p = t.unsafeGetTensorImpl();
+    if (p->nbytes) memset(p->data, 0, p->nbytes);
+    return t;
+}
+
+Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
+    Tensor t = make_scratch_tensor("torch::ones", sizes, required_dtype("torch::ones", options));
+    fill_elements(t.unsafeGetTensorImpl(), Scalar(1));
+    return t;
+}
+
+Tensor full(IntArrayRef sizes, const Scalar& fill_value, const TensorOptions& options) {
+    Tensor t = make_scratch_tensor("torch::full", sizes, required_dtype("torch::full", options));
+    fill_elements(t.unsafeGetTensorImpl(), fill_value);
+    return t;
+}
+
+Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
+
+Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
+    Tensor t = make_scratch_tensor("torch::eye", IntArrayRef({n, m}), required_dtype("torch::eye", options));
+    TensorImpl* p = t.unsafeGetTensorImpl();
+    if (p->nbytes) memset(p->data, 0, p->nbytes);
+    for (int64_t i = 0; i < n && i < m; ++i) store_int(p->dtype, p->data, i * m + i, 1);
+    return t;
+}
+
+}  // namespace at

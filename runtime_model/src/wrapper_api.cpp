@@ -1,0 +1,424 @@
+/*
+ * wrapper_api.cpp -- the customop_* marshalling entries and get_dst_tensor
+ * (customop-marshalling.txt §0-§7; libneuroncustomop.a(wrapper_api.o) on
+ * the device).
+ *
+ * The three file-local globals of §1: the ArgParser (one cursor over the
+ * argument stream of abi.h), the get_dst_tensor_called flag, and retval (a
+ * POINTER to the 48-byte output descriptor).  Every argument is read by the
+ * one templated reader next_ucode_arg (§2.1); what differs per entry is the
+ * conversion applied to the UTensor it returns (§4).
+ *
+ * Assertion texts of the shipped library are kept verbatim with their
+ * file:line, followed by the op-independent context the host has:
+ *   "<file>:<line>: assertion '<expr>' failed (<context>)".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <atomic>
+
+#define GPSIMD_NO_ARG_POSITION_TAGS 1
+#include "custom_op.h"
+#include "neuron/wrapper_api.h"
+#include "runtime.h"
+#include "tensor_impl.h"
+
+namespace gpsimd_rt {
+
+using c10::ScalarType;
+
+/* ---- ISA dtype -> ScalarType (§3 "isa_to_torch_dtype", internal linkage) --
+ * FP32R (11) has no torch type: the spec's ISA enum keeps it distinct from
+ * FP32 (10), device-api.md lists no such creatable dtype, and the spec gives
+ * no table row or bit layout for it, so a descriptor carrying it fails with
+ * the table's default-case trap, "Unknown ScalarType", like INVALID (0). */
+static const char* isa_dtype_name(uint8_t d) {
+    static const char* const names[] = {"INVALID", "UINT64",   "INT8",  "UINT8",    "INT16",    "UINT16",
+                                        "BFLOAT16", "FP16",    "INT32", "UINT32",   "FP32",     "FP32R",
+                                        "INT64",   "FP8_EXP3", "FP8_EXP4", "FP8_EXP5"};
+    return d < 16 ? names[d] : "out of range";
+}
+
+static ScalarType isa_to_torch_dtype(uint8_t d, const char* context) {
+    switch (d) {
+    case NEURON_ISA_TPB_DTYPE_UINT64: return ScalarType::UInt64;
+    case NEURON_ISA_TPB_DTYPE_INT8: return ScalarType::Char;
+    case NEURON_ISA_TPB_DTYPE_UINT8: return ScalarType::Byte;
+    case NEURON_ISA_TPB_DTYPE_INT16: return ScalarType::Short;
+    case NEURON_ISA_TPB_DTYPE_UINT16: return ScalarType::UInt16;
+    case NEURON_ISA_TPB_DTYPE_BFLOAT16: return ScalarType::BFloat16;
+    case NEURON_ISA_TPB_DTYPE_FP16: return ScalarType::Half;
+    case NEURON_ISA_TPB_DTYPE_INT32: return ScalarType::Int;
+    case NEURON_ISA_TPB_DTYPE_UINT32: return ScalarType::UInt32;
+    case NEURON_ISA_TPB_DTYPE_FP32: return ScalarType::Float;
+    case NEURON_ISA_TPB_DTYPE_INT64: return ScalarType::Long;
+    case NEURON_ISA_TPB_DTYPE_FP8_EXP3: return ScalarType::Float8_e3m4;
+    case NEURON_ISA_TPB_DTYPE_FP8_EXP4: return ScalarType::Float8_e4m3;
+    case NEURON_ISA_TPB_DTYPE_FP8_EXP5: return ScalarType::Float8_e5m2;
+    default:
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "Unknown ScalarType (ISA dtype %u %s, %s)", unsigned(d),
+                     isa_dtype_name(d), context);
+    }
+}
+
+/* ---- UTensor: one descriptor, wrapped (§2.1, §3, §6) -------------------- */
+
+class UTensor {
+ public:
+    /* index < 0: the output descriptor. */
+    UTensor(const arg_tensor_t* desc, int index, uint32_t count) : d_(*desc), index_(index), count_(count) {
+        if (index_ < 0)
+            snprintf(ctx_, sizeof ctx_, "the output descriptor");
+        else
+            snprintf(ctx_, sizeof ctx_, "argument index %d of %u", index_, count_);
+    }
+    const char* context() const { return ctx_; }
+
+    /* §2 storage union: HBM arm (addr +24 u64, num_elem +32) or SBUF arm
+     * (addr +24 u32 offset in the SBUF window, num_elem +28).  §6.1: SBUF adds
+     * the _sbuf_window base (binding.sbuf_window_base). */
+    uint64_t base() const {
+        switch (d_.location) {
+        case NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_HBM: return d_.storage.hbm.addr;
+        case NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_SBUF:
+            return core().binding.sbuf_window_base + d_.storage.tpb.addr;
+        default:
+            gpsimd_fault(GPSIMD_FAULT_DESCRIPTOR, "%s: location %u is neither SBUF (1) nor HBM (2)", ctx_,
+                         unsigned(d_.location));
+        }
+    }
+    uint32_t num_elem() const {
+        base();  /* validates the location */
+        return d_.location == NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_HBM ? d_.storage.hbm.num_elem
+                                                                          : d_.storage.tpb.num_elem;
+    }
+    ScalarType dtype() const { return isa_to_torch_dtype(d_.dtype, ctx_); }
+
+    /* abi.h shape union: inline 8D (u16 dims), inline 4D (u32 dims), or an
+     * out-of-line array of int64 dims in HBM; returns the rank. */
+    int shape(int64_t* sizes) const {
+        int nd = 0;
+        switch (d_.framework_shape_type) {
+        case NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE8D:
+            while (nd < 8 && d_.framework_shape.dims8[nd]) { sizes[nd] = d_.framework_shape.dims8[nd]; ++nd; }
+            return nd;
+        case NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE4D:
+            while (nd < 4 && d_.framework_shape.dims4[nd]) { sizes[nd] = d_.framework_shape.dims4[nd]; ++nd; }
+            return nd;
+        case NEURON_ISA_TPB_CUSTOM_OP_OUT_OF_LINE_SHAPE: {
+            const uint32_t n = d_.framework_shape.out_of_line.ndim;
+            if (n > c10::kMaxTensorDims)
+                gpsimd_fault(GPSIMD_FAULT_DESCRIPTOR, "%s: out-of-line shape of %u dimensions (at most %zu)", ctx_, n,
+                             c10::kMaxTensorDims);
+            const void* dims = translate_range(d_.framework_shape.out_of_line.addr, uint64_t(n) * 8, ctx_);
+            memcpy(sizes, dims, size_t(n) * 8);
+            for (uint32_t i = 0; i < n; ++i)
+                if (sizes[i] < 0)
+                    gpsimd_fault(GPSIMD_FAULT_DESCRIPTOR, "%s: out-of-line dimension %u is negative (%lld)", ctx_, i,
+                                 (long long)sizes[i]);
+            return int(n);
+        }
+        default:
+            gpsimd_fault(GPSIMD_FAULT_DESCRIPTOR, "%s: framework_shape_type %u is not INLINE_SHAPE8D (0), "
+                         "OUT_OF_LINE_SHAPE (1) or INLINE_SHAPE4D (2)", ctx_, unsigned(d_.framework_shape_type));
+        }
+    }
+
+    /* §3 UTensor::operator at::Tensor(): a non-owning tensor (delete_nothing)
+     * over the descriptor's storage, sized contiguously. */
+    at::Tensor to_tensor() const {
+        const ScalarType t = dtype();
+        int64_t sizes[c10::kMaxTensorDims];
+        const int nd = shape(sizes);
+        int64_t prod = 1;
+        for (int i = 0; i < nd; ++i) prod *= sizes[i];
+        const uint32_t n = num_elem();
+        if (prod != int64_t(n)) {
+            char buf[160];
+            size_t k = size_t(snprintf(buf, sizeof buf, "["));
+            for (int i = 0; i < nd; ++i) k += size_t(snprintf(buf + k, sizeof buf - k, i ? ", %lld" : "%lld", (long long)sizes[i]));
+            snprintf(buf + k, sizeof buf - k, "]");
+            gpsimd_fault(GPSIMD_FAULT_DESCRIPTOR, "%s: shape %s has %lld elements but num_elem is %u", ctx_, buf,
+                         (long long)prod, n);
+        }
+        const uint64_t addr = base();
+        void* ctx = neuron_translate_ctx();
+        (void)ctx;
+        void* host = translate_range(addr, uint64_t(n) * c10::elementSize(t), ctx_);
+        return make_borrowed_tensor(t, sizes, nd, host, addr);
+    }
+
+    /* §4 UTensor::operator c10::Scalar(): exactly one element, boxed with
+     * its dtype tag (utypes.hpp:172 HBM arm / :178 SBUF arm, host-model
+     * attribution of the two recovered guard lines). */
+    c10::Scalar to_scalar() const {
+        const uint32_t n = num_elem();
+        const int line = d_.location == NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_HBM ? 172 : 178;
+        if (n > 1)
+            gpsimd_fault(GPSIMD_FAULT_SCALAR,
+                         "utypes.hpp:%d: Cannot create an at::Scalar. Argument has more than 1 element (%s has %u elements)",
+                         line, ctx_, n);
+        if (n == 0)
+            gpsimd_fault(GPSIMD_FAULT_SCALAR, "Cannot create an at::Scalar. Argument has no element (%s)", ctx_);
+        const ScalarType t = dtype();
+        const void* p = translate_range(base(), c10::elementSize(t), ctx_);
+        if (c10::isFloatingType(t)) return c10::Scalar(load_double(t, p, 0));
+        return c10::Scalar(load_int(t, p, 0));
+    }
+
+    /* §4 customop_next_int/longlong/float: the first element's bytes read as
+     * T through neuron_translate, with no dtype check (the spec: "a wrong
+     * choice silently reinterprets bytes"). */
+    template <typename T>
+    T read_raw() const {
+        void* ctx = neuron_translate_ctx();
+        const uint64_t addr = base();
+        void* win = neuron_translate(ctx, addr);
+        translate_range(addr, sizeof(T), ctx_);  /* the whole word must be mapped */
+        T v;
+        memcpy(&v, win, sizeof v);
+        return v;
+    }
+
+    /* §6.4 UTensor::copy: the dtype gate, the element count, then the
+     * staged writeback HBM -> dataram -> HBM, chunked to the free dataram. */
+    void copy(const at::Tensor& src) const {
+        const ScalarType want = dtype();
+        if (src.scalar_type() != want)
+            gpsimd_fault(GPSIMD_FAULT_DTYPE,
+                         "utypes.hpp:65: assertion 'aten_t.dtype().toScalarType() == isa_to_torch_dtype(t_.dtype)' "
+                         "failed (result tensor is %s, %s is %s)",
+                         c10::dtype_name(src.scalar_type()), ctx_, c10::dtype_name(want));
+        const uint32_t n = num_elem();
+        if (src.numel() != int64_t(n))
+            gpsimd_fault(GPSIMD_FAULT_SHAPE, "UTensor::copy: the result tensor has %lld elements, %s has %u",
+                         (long long)src.numel(), ctx_, n);
+        const size_t es = c10::elementSize(want);
+        const uint64_t total = uint64_t(n) * es;
+        if (!total) return;
+        const uint64_t src_hbm = src.unsafeGetTensorImpl()->device_addr;
+        const uint64_t dst_hbm = base();
+        translate_range(dst_hbm, total, ctx_);
+
+        uint32_t free_bytes = 0;
+        neuron_dataram_max_free_space(&free_bytes, 64);
+        uint64_t chunk = free_bytes / es * es;
+        if (chunk > total) chunk = total;
+        if (!chunk)
+            gpsimd_fault(GPSIMD_FAULT_DATARAM,
+                         "UTensor::copy: no dataram for the staging buffer (largest free block %u bytes)", free_bytes);
+        void* stage = nullptr;
+        if (neuron_dataram_allocate(uint32_t(chunk), &stage, 64) != 0)
+            gpsimd_fault(GPSIMD_FAULT_DATARAM, "UTensor::copy: neuron_dataram_allocate(%llu) failed",
+                         (unsigned long long)chunk);
+        void* ctx = neuron_translate_ctx();
+        (void)ctx;
+        for (uint64_t off = 0; off < total; off += chunk) {
+            const uint64_t len = total - off < chunk ? total - off : chunk;
+            neuron_memcpy(stage, src_hbm + off, size_t(len));   /* HBM -> dataram */
+            neuron_memcpy(dst_hbm + off, stage, size_t(len));   /* dataram -> HBM */
+        }
+        neuron_dataram_deallocate(stage);
+    }
+
+ private:
+    arg_tensor_t d_;
+    int index_;
+    uint32_t count_;
+    char ctx_[64];
+};
+
+/* ---- ArgParser (§2.1) ------------------------------------------------------ */
+
+class ArgParser {
+ public:
+    static const uint32_t max_args_ = GPSIMD_MAX_ARGS;
+
+    void reset() { stream_ = nullptr; num_ = 0; curr_arg_ = 0; base_tag_ = 0; tagged_ = false; }
+
+    /* Host model (neuron/wrapper_api.h "Argument positions"): the tag of the
+     * customop_setup of the running wrapper. */
+    void set_base_tag(unsigned tag) { base_tag_ = tag; tagged_ = true; }
+
+    /* Position the cursor on the argument whose textual tag is `tag`. */
+    void seek_tag(unsigned tag, const char* entry) {
+        if (!tagged_ || tag <= base_tag_)
+            gpsimd_fault(GPSIMD_FAULT_ARG_STREAM, "%s: argument tag %u without a preceding customop_setup", entry, tag);
+        curr_arg_ = tag - base_tag_ - 1;
+    }
+
+    /* Bind to an argument stream (abi.h layout); the extractor admits the
+     * arguments one by one under arg_extractor.hpp:16. */
+    void init(const uint8_t* stream) {
+        reset();
+        if (!stream) gpsimd_fault(GPSIMD_FAULT_BINDING, "customop_setup: the binding has no argument stream");
+        gpsimd_arg_stream_header h;
+        memcpy(&h, stream, sizeof h);
+        for (uint32_t num_args = 0; num_args < h.num_args; ++num_args) {
+            if (!(num_args < max_args_))
+                gpsimd_fault(GPSIMD_FAULT_ARG_STREAM,
+                             "arg_extractor.hpp:16: assertion 'num_args < max_args_' failed "
+                             "(the argument stream declares %u arguments, at most %u fit)",
+                             h.num_args, max_args_);
+        }
+        stream_ = stream;
+        num_ = h.num_args;
+    }
+
+    /* next_ucode_arg<UTensor>(): the cursor protocol with its two guards. */
+    UTensor next_ucode_arg(const char* entry) {
+        if (!stream_)
+            gpsimd_fault(GPSIMD_FAULT_ARG_STREAM, "%s: called before customop_setup", entry);
+        if (!(curr_arg_ < num_))
+            gpsimd_fault(GPSIMD_FAULT_ARG_STREAM,
+                         "arg_parser.hpp:66: assertion 'curr_arg_ < isa_args.get_num()' failed "
+                         "(%s reads argument index %u, the stream has %u argument(s))",
+                         entry, curr_arg_, num_);
+        const uint8_t type = stream_[offsetof(gpsimd_arg_stream_header, types) + curr_arg_];
+        if (!(type == NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_TENSOR))
+            gpsimd_fault(GPSIMD_FAULT_ARG_STREAM,
+                         "arg_parser.hpp:67: assertion 'isa_args.get_types()[curr_arg_] == "
+                         "NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_TENSOR' failed "
+                         "(argument index %u of %u has type %u)",
+                         curr_arg_, num_, unsigned(type));
+        arg_tensor_t desc;
+        memcpy(&desc, stream_ + GPSIMD_ARG_STREAM_ARGS_OFFSET + size_t(curr_arg_) * sizeof(arg_tensor_t),
+               sizeof desc);
+        const uint32_t index = curr_arg_;
+        curr_arg_ += 1;
+        return UTensor(&desc, int(index), num_);
+    }
+
+ private:
+    const uint8_t* stream_ = nullptr;
+    uint32_t num_ = 0;
+    uint32_t curr_arg_ = 0;
+    unsigned base_tag_ = 0;
+    bool tagged_ = false;
+};
+
+/* §1: the three file-local globals. */
+static ArgParser arg_parser;
+static bool get_dst_tensor_called = false;
+static const arg_tensor_t* retval = nullptr;
+
+void marshalling_reset() {
+    arg_parser.reset();
+    get_dst_tensor_called = false;
+    retval = nullptr;
+}
+
+static const arg_tensor_t* output_descriptor(const char* entry) {
+    if (!retval) {
+        const uint64_t h = core().binding.retval_host;
+        if (!h) gpsimd_fault(GPSIMD_FAULT_BINDING, "%s: the binding has no output descriptor", entry);
+        retval = reinterpret_cast<const arg_tensor_t*>(static_cast<uintptr_t>(h));
+    }
+    return retval;
+}
+
+/* §5.1 init_dma_queue / §5.2 fsync(dir): the host copies synchronously, so
+ * there is nothing to arm or drain; the calls keep the device's structure. */
+static void init_dma_queue() {}
+static void drain_dma_queue(int direction) { (void)direction; }
+
+}  // namespace gpsimd_rt
+
+using namespace gpsimd_rt;
+
+/* §5.1 customop_setup(bool). */
+void customop_setup(bool has_return) {
+    (void)has_return;  /* always true from the codegen (build-front-end.txt §3b) */
+    if (!core().bound) gpsimd_fault(GPSIMD_FAULT_BINDING, "customop_setup: the core is not bound");
+    init_dma_queue();
+    get_dst_tensor_called = false;
+    retval = nullptr;
+    arg_parser.init(reinterpret_cast<const uint8_t*>(static_cast<uintptr_t>(core().binding.arg_stream_host)));
+}
+
+/* Host model: the tagged forms the wrapper_api.h macros call (neuron/
+ * wrapper_api.h "Argument positions"); same entries, argument chosen by
+ * textual position. */
+void customop_setup_tagged(bool has_return, unsigned tag) {
+    customop_setup(has_return);
+    arg_parser.set_base_tag(tag);
+}
+
+at::Tensor customop_next_tensor_tagged(unsigned tag) {
+    arg_parser.seek_tag(tag, "customop_next_tensor");
+    return customop_next_tensor();
+}
+
+at::Scalar customop_next_scalar_tagged(unsigned tag) {
+    arg_parser.seek_tag(tag, "customop_next_scalar");
+    return customop_next_scalar();
+}
+
+int customop_next_int_tagged(unsigned tag) {
+    arg_parser.seek_tag(tag, "customop_next_int");
+    return customop_next_int();
+}
+
+long long customop_next_longlong_tagged(unsigned tag) {
+    arg_parser.seek_tag(tag, "customop_next_longlong");
+    return customop_next_longlong();
+}
+
+float customop_next_float_tagged(unsigned tag) {
+    arg_parser.seek_tag(tag, "customop_next_float");
+    return customop_next_float();
+}
+
+/* §3 customop_next_tensor. */
+at::Tensor customop_next_tensor() {
+    UTensor u = arg_parser.next_ucode_arg("customop_next_tensor");
+    return u.to_tensor();
+}
+
+/* §4 customop_next_scalar. */
+at::Scalar customop_next_scalar() {
+    UTensor u = arg_parser.next_ucode_arg("customop_next_scalar");
+    return u.to_scalar();
+}
+
+/* §4 customop_next_int. */
+int customop_next_int() {
+    UTensor u = arg_parser.next_ucode_arg("customop_next_int");
+    return u.read_raw<int>();
+}
+
+/* §4 customop_next_longlong. */
+long long customop_next_longlong() {
+    UTensor u = arg_parser.next_ucode_arg("customop_next_longlong");
+    return u.read_raw<long long>();
+}
+
+/* §4 customop_next_float. */
+float customop_next_float() {
+    UTensor u = arg_parser.next_ucode_arg("customop_next_float");
+    return u.read_raw<float>();
+}
+
+/* §6.2 get_dst_tensor: claim the output, writable, in place. */
+at::Tensor get_dst_tensor() {
+    get_dst_tensor_called = true;
+    UTensor out(output_descriptor("get_dst_tensor"), -1, 0);
+    return out.to_tensor();
+}
+
+/* §6.3 customop_return_tensor: no-op once get_dst_tensor was called. */
+void customop_return_tensor(at::Tensor& t) {
+    if (get_dst_tensor_called) return;
+    UTensor out(output_descriptor("customop_return_tensor"), -1, 0);
+    if (!t.defined())
+        gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "customop_return_tensor: the kernel returned an undefined tensor");
+    out.copy(t);
+}
+
+/* §5.2 customop_cleanup: fsync(2); fsync(1); memw. */
+void customop_cleanup() {
+    drain_dma_queue(2);
+    drain_dma_queue(1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+}
