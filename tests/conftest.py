@@ -24,11 +24,20 @@ def copy_project(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
-def run_scons(cwd, *args, check=False, timeout=900):
-    """Run scons in ``cwd`` with this interpreter; return the CompletedProcess."""
+def run_scons(cwd, *args, check=False, timeout=900, env=None):
+    """Run scons in ``cwd`` with this interpreter; return the CompletedProcess.
+
+    ``env`` adds to (or, with a None value, removes from) os.environ.
+    """
     cmd = [sys.executable, "-m", "SCons", "-j2", *args]
+    full_env = dict(os.environ)
+    for key, value in (env or {}).items():
+        if value is None:
+            full_env.pop(key, None)
+        else:
+            full_env[key] = value
     proc = subprocess.run(cmd, cwd=str(cwd), capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ))
+                          timeout=timeout, env=full_env)
     if check and proc.returncode != 0:
         raise AssertionError(f"scons failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
