@@ -32,6 +32,7 @@ import SCons.Action
 import SCons.Builder
 import SCons.Scanner.C
 import SCons.Script
+import SCons.Tool.compilation_db
 
 from gpsimd_build import codegen, pack, profiles, testplan
 from gpsimd_build.manifest import ManifestError, load_manifest
@@ -153,6 +154,29 @@ def _gen_action(gen, comstr):
     return SCons.Action.Action(gen, comstr, generator=1)
 
 
+def _compilation_db_emitter(target, source, env):
+    """Record each compile for SCons's compilation_db tool.
+
+    compilation_db only hooks SCons's own Object builders; its entries list
+    is the one place it reads, so our compiles join it with the same
+    (target, source, env, action) shape its own emitters use.
+    """
+    entries = vars(SCons.Tool.compilation_db).get("__COMPILATION_DB_ENTRIES")
+    if entries is not None and "CompilationDatabase" in env["BUILDERS"]:
+        entries.append((target[0], source[0], env, _CompileCommand()))
+    return target, source
+
+
+class _CompileCommand:
+    """What compilation_db asks of an entry's action: the command as text."""
+
+    def strfunction(self, target, source, env, executor=None, overrides=None):
+        argv = _compile_generator(source if isinstance(source, list) else [source],
+                                  target if isinstance(target, list) else [target],
+                                  env, for_signature=False)[0]
+        return " ".join(argv)
+
+
 def generate(env):
     """Add the gpsimd builders and the GpsimdCollection method (idempotent)."""
     if env.get("GPSIMD_TOOL"):
@@ -176,7 +200,8 @@ def generate(env):
             action=SCons.Action.Action(_write_wrapper, "$GPSIMD_GENCOMSTR")),
         "GpsimdObject": SCons.Builder.Builder(
             action=_gen_action(_compile_generator, "$GPSIMD_CXXCOMSTR"),
-            suffix=".o", src_suffix=".cpp", source_scanner=cscan),
+            suffix=".o", src_suffix=".cpp", source_scanner=cscan,
+            emitter=_compilation_db_emitter),
         "GpsimdArchive": SCons.Builder.Builder(
             action=SCons.Action.Action("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
             suffix=".a"),
@@ -198,6 +223,8 @@ def generate(env):
             action=SCons.Action.Action("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
     })
     env.AddMethod(GpsimdCollection, "GpsimdCollection")
+    if "CompilationDatabase" not in env["BUILDERS"]:
+        env.Tool("compilation_db")
 
 
 # ---- the graph -------------------------------------------------------------
@@ -339,6 +366,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
             all_results += results
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "results": results}
+    env.Alias("compiledb", env.CompilationDatabase())
     if tc.runs_tests:
         env.Alias("test", all_results)
         summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
