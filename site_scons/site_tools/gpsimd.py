@@ -100,6 +100,20 @@ def _summarize(target, source, env):
     return 1 if failed else 0
 
 
+def _print_digests(target, source, env):
+    """Print one SHA-256 per artifact, sorted by path (a reproducibility check)."""
+    import hashlib
+    lines = []
+    for node in sorted(source, key=lambda n: n.path):
+        with open(node.abspath, "rb") as f:
+            lines.append(f"{hashlib.sha256(f.read()).hexdigest()}  {node.path}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    with open(str(target[0]), "w", encoding="utf-8") as f:
+        f.write(text)
+    return 0
+
+
 def _summary_str(target, source, env):
     return f"Summarizing {len(source)} test result file(s)"
 
@@ -313,7 +327,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
                              key=str)
 
     nodes = {}
-    all_results, all_loadable = [], []
+    all_results, all_loadable, artifacts = [], [], []
     for lib in collection.libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         scan_path = ([inc] if tc.name == "host" else []) + [env.Dir(d) for d in lib.includes]
@@ -364,9 +378,14 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
             env.Depends(results, emu_sources)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
+        artifacts += wrapper + objects + linked + loadable
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "results": results}
     env.Alias("compiledb", env.CompilationDatabase())
+    digests = env.Command(f"{profile_dir}/digests.txt", artifacts,
+                          SCons.Action.Action(_print_digests, None))
+    env.AlwaysBuild(digests)
+    env.Alias("digests", digests)
     if tc.runs_tests:
         env.Alias("test", all_results)
         summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
