@@ -40,9 +40,28 @@ def build_parser() -> argparse.ArgumentParser:
                      help=f"seconds a vector may run, all cores together (default {DEFAULT_TIMEOUT:g})")
     run.add_argument("--root", default=".",
                      help="directory the plan's relative paths start from (default: the current one)")
+    run.add_argument("--locations",
+                     help="JSON {op: {vector: 'FILE:LINE:COL'}} naming where each vector is "
+                          "written; kept out of the plan so that moving a vector's lines "
+                          "does not re-run its tests")
     run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
                      help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
     return p
+
+
+def add_locations(plan: dict, path: str) -> None:
+    """Set each plan vector's ``where`` from the locations file at ``path``.
+
+    Raises OSError when the file cannot be read, ValueError when it is not JSON.
+    """
+    import json
+    with open(path, encoding="utf-8") as f:
+        where = json.load(f)
+    for op in plan.get("ops") or []:
+        for vector in op.get("vectors") or []:
+            loc = where.get(op.get("name"), {}).get(vector.get("name"))
+            if loc:
+                vector["where"] = loc
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -54,6 +73,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     except PlanError as e:
         print(f"gpsimd_emu: {e}", file=sys.stderr)
         return 2
+    if args.locations:
+        try:
+            add_locations(plan, args.locations)
+        except (OSError, ValueError) as e:
+            print(f"gpsimd_emu: cannot read locations {args.locations}: {e}", file=sys.stderr)
+            return 2
     library = plan.get("library") or "?"
 
     def show(r: VectorResult) -> None:

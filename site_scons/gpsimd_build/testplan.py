@@ -47,7 +47,6 @@ def op_plan(op) -> dict:
     for v in op.vectors:
         vectors.append({
             "name": v.name,
-            "where": str(v.location),
             "inputs": {i.name: _input(i, types[i.name]) for i in v.inputs},
             "output": {"dtype": v.output_dtype,
                        "shape": list(v.output_shape)
@@ -80,6 +79,16 @@ def library_plan(library, cores: Sequence[Tuple[Optional[int], str, str]]) -> di
                   for c, lsp, path in cores],
         "ops": [op_plan(op) for op in library.ops],
     }
+
+
+def plan_locations(library) -> dict:
+    """Where each vector is written: ``{op: {vector: "FILE:LINE:COL"}}``.
+
+    Kept apart from the plan: an edit that only moves lines of the manifest
+    must not re-run a library's tests, yet messages must name the new place.
+    """
+    return {op.name: {v.name: str(v.location) for v in op.vectors}
+            for op in library.ops}
 
 
 def dump_plan(plan: dict) -> str:

@@ -9,6 +9,7 @@ GpsimdWrapper       ``<lib>/wrapper.cpp``                            Value(spec)
 GpsimdObject        ``<lib>/obj/<src>.o`` (one per translation unit) .cpp
 GpsimdLink          ``<lib>_cpuI.so`` / ``<lib>.so`` (one per LSP)   objects
 GpsimdPack          ``<base>.packed.so`` + ``<base>.stripped.so``    linked .so
+GpsimdVersions      ``<lib>/versions.json`` (build-front-end.txt §1) Value(text)
 GpsimdTestPlan      ``<lib>/testplan.json``                          Value(plan)
 GpsimdTest          ``<lib>/test-results.json``                      plan, objects
 ==================  ===============================================  ==========
@@ -199,7 +200,8 @@ def generate(env):
     env.SetDefault(
         PYTHON=sys.executable,
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
-        GPSIMD_TESTCOM="$( $PYTHON $) -m gpsimd_emu run $SOURCE --results $TARGET",
+        GPSIMD_TESTCOM=("$( $PYTHON $) -m gpsimd_emu run $SOURCE --results $TARGET "
+                        "--locations $GPSIMD_LOCATIONS"),
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
@@ -232,6 +234,8 @@ def generate(env):
             action=_gen_action(_vendor_pack_generator, "$GPSIMD_PACKCOMSTR"),
             emitter=_pack_emitter),
         "GpsimdTestPlan": SCons.Builder.Builder(
+            action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
+        "GpsimdVersions": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(
             action=SCons.Action.Action("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
@@ -305,7 +309,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
     ``toolchain`` is ``host`` (build, then run every vector on the emulator)
     or ``xtensa`` (the vendor driver's commands; nothing runs). Outputs go
     under ``<build_dir>/<toolchain>/``. Returns ``{library name: {"wrapper",
-    "objects", "linked", "loadable", "results"}}``, lists of nodes. A
+    "objects", "linked", "loadable", "versions", "results"}}``, lists of nodes. A
     manifest with errors prints each as ``FILE:LINE:COL: path: message`` and
     stops SCons with exit status 2 before anything is built.
     """
@@ -327,7 +331,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
                              key=str)
 
     nodes = {}
-    all_results, all_loadable, artifacts = [], [], []
+    all_results, all_loadable, all_versions, artifacts = [], [], [], []
     for lib in collection.libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         scan_path = ([inc] if tc.name == "host" else []) + [env.Dir(d) for d in lib.includes]
@@ -365,22 +369,33 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
                                      GPSIMD_PACK_META=json.dumps(meta, sort_keys=True))[0]
             loadable.append(obj)
             cores.append((spec.core, spec.name, obj.path))
-        env.Alias(lib.name, loadable)
+        # build-front-end.txt §1: the version metadata, with every library.
+        versions = env.GpsimdVersions(f"{lib_dir}/versions.json",
+                                      env.Value(profiles.versions_json(lib.name, tc.name)))
+        env.Alias(lib.name, loadable + versions)
         all_loadable += loadable
+        all_versions += versions
         results = []
         if tc.runs_tests:
             plan = testplan.library_plan(lib, cores)
             plan_node = env.GpsimdTestPlan(f"{lib_dir}/testplan.json",
                                            env.Value(testplan.dump_plan(plan)))
+            # where each vector is written: needed by the run, not part of its
+            # signature (Requires: built first, never a reason to re-run)
+            locations = env.GpsimdTestPlan(
+                f"{lib_dir}/locations.json",
+                env.Value(json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1)))
             results = env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
-                plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)])
+                plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
+                GPSIMD_LOCATIONS=locations[0].path)
+            env.Requires(results, locations)
             env.Depends(results, emu_sources)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
-        artifacts += wrapper + objects + linked + loadable
+        artifacts += wrapper + objects + linked + loadable + versions
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
-                           "loadable": loadable, "results": results}
+                           "loadable": loadable, "versions": versions, "results": results}
     env.Alias("compiledb", env.CompilationDatabase())
     digests = env.Command(f"{profile_dir}/digests.txt", artifacts,
                           SCons.Action.Action(_print_digests, None))
@@ -393,4 +408,5 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
         env.Default(summary)
     else:
         env.Default(all_loadable)
+    env.Default(all_versions)
     return nodes
