@@ -1,0 +1,146 @@
+"""CacheDir sharing, compiler launchers (ccache, distcc) and reproducible
+outputs: the same bytes from another directory, any -j, a warm cache, or a
+compile farm."""
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+
+import pytest
+
+from conftest import copy_project, run_scons
+
+STEP = re.compile(r"^(CXX|LINK|AR) ", re.M)
+
+
+def digests(proj):
+    proc = run_scons(proj, "-Q", "digests")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [l for l in proc.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
+    assert lines
+    return lines
+
+
+@pytest.fixture(scope="module")
+def reference_digests(built_project):
+    proj, proc = built_project
+    assert proc.returncode == 0
+    return digests(proj)
+
+
+def clean(proj):
+    shutil.rmtree(proj / "build", ignore_errors=True)
+    for f in proj.glob(".sconsign*"):
+        f.unlink()
+
+
+def test_two_directories_and_j1_give_identical_bytes(tmp_path, reference_digests):
+    proj = copy_project(tmp_path / "elsewhere" / "deeper")
+    proc = run_scons(proj, "-j1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert digests(proj) == reference_digests
+
+
+def test_warm_cache_runs_no_compiler_or_linker(tmp_path, reference_digests):
+    cache = tmp_path / "cache"
+    proj = copy_project(tmp_path / "p")
+    first = run_scons(proj, f"CACHE_DIR={cache}")
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert STEP.search(first.stdout)
+    clean(proj)
+    second = run_scons(proj, f"CACHE_DIR={cache}")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert not STEP.search(second.stdout), second.stdout
+    assert "Retrieved `build/host/spmd/spmd_cpu7.so' from cache" in second.stdout
+    assert digests(proj) == reference_digests
+
+
+def test_two_builds_sharing_a_cache_at_once(tmp_path, reference_digests):
+    cache = tmp_path / "cache"
+    projects = [copy_project(tmp_path / f"p{i}") for i in range(2)]
+    env = dict(os.environ)
+    procs = [subprocess.Popen([os.sys.executable, "-m", "SCons", "-j2", f"CACHE_DIR={cache}"],
+                              cwd=str(p), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True, env=env) for p in projects]
+    outs = [p.communicate(timeout=900)[0] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
+    # a third build takes everything from the shared cache, and it is intact
+    third = copy_project(tmp_path / "p3")
+    proc = run_scons(third, f"CACHE_DIR={cache}")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not STEP.search(proc.stdout), proc.stdout
+    for p in projects + [third]:
+        assert digests(p) == reference_digests
+
+
+def test_switching_the_launcher_rebuilds_nothing(built_project):
+    proj, _ = built_project
+    for launcher in ("ccache", "distcc", ""):
+        proc = run_scons(proj, "-Q", "--debug=explain", f"CXX_LAUNCHER={launcher}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "rebuilding" not in proc.stdout, proc.stdout
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_ccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests):
+    proj = copy_project(tmp_path / "p")
+    ccache_dir = tmp_path / "ccache"
+    env = {"CCACHE_DIR": str(ccache_dir)}
+    proc = run_scons(proj, "CXX_LAUNCHER=ccache", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    compiles = len(re.findall(r"^CXX ", proc.stdout, re.M))
+    stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
+                           env=dict(os.environ, **env)).stdout
+    misses = dict(l.split("\t", 1) for l in stats.splitlines() if "\t" in l)
+    assert int(misses.get("direct_cache_miss", misses.get("cache_miss", "0"))) == compiles
+    assert digests(proj) == reference_digests
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def distccd(tmp_path):
+    exe = shutil.which("distccd")
+    if exe is None or shutil.which("distcc") is None:
+        pytest.skip("distcc/distccd are not installed")
+    port = _free_port()
+    log = tmp_path / "distccd.log"
+    log.touch()
+    os.chmod(log, 0o666)
+    cmd = [exe, "--no-detach", "--daemon", "--allow", "127.0.0.1", "--listen", "127.0.0.1",
+           "--port", str(port), "--jobs", "2", "--log-file", str(log), "--log-level", "info"]
+    if os.geteuid() == 0:
+        cmd += ["--user", "nobody"]
+    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.1)
+    else:
+        server.kill()
+        pytest.fail("distccd did not start listening")
+    yield port, log
+    server.terminate()
+    server.wait(timeout=10)
+
+
+def test_distcc_compiles_remotely_with_identical_bytes(tmp_path, distccd, reference_digests):
+    port, log = distccd
+    proj = copy_project(tmp_path / "p")
+    env = {"DISTCC_HOSTS": f"127.0.0.1:{port}", "DISTCC_FALLBACK": "0",
+           "DISTCC_DIR": str(tmp_path / "distcc")}
+    proc = run_scons(proj, "CXX_LAUNCHER=distcc", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    compiles = len(re.findall(r"^CXX ", proc.stdout, re.M))
+    assert compiles > 20
+    served = log.read_text().count("COMPILE_OK")
+    assert served == compiles, log.read_text()[-2000:]
+    assert digests(proj) == reference_digests
