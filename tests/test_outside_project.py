@@ -1,0 +1,56 @@
+"""The tool used from another repository's SConstruct (toolpath=)."""
+import json
+import textwrap
+
+from conftest import ROOT, run_scons
+
+KERNEL = """\
+#include <torch/torch.h>
+
+torch::Tensor negate(const torch::Tensor& t) {
+    const size_t n = t.numel();
+    torch::Tensor out = torch::empty({n}, torch::kFloat);
+    auto a = t.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (size_t i = 0; i < n; i++) {
+        o[i] = -a[i];
+    }
+    return out;
+}
+"""
+
+
+def test_outside_sconstruct_builds_and_tests_a_library(tmp_path):
+    proj = tmp_path / "team_repo"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src/negate.cpp").write_text(KERNEL)
+    (proj / "manifest.yaml").write_text(textwrap.dedent("""\
+        version: 1
+        libraries:
+          - name: outside
+            sources: [src/negate.cpp]
+            ops:
+              - schema: "team::negate(Tensor x) -> Tensor"
+                reference: numpy:negative
+                vectors:
+                  - name: n11
+                    inputs:
+                      x: {dtype: float32, shape: [11], random: {distribution: normal}}
+        """))
+    (proj / "SConstruct").write_text(textwrap.dedent(f"""\
+        env = Environment(tools=["default", "gpsimd"],
+                          toolpath=[{str(ROOT / "site_scons/site_tools")!r}])
+        nodes = env.GpsimdCollection("manifest.yaml", build_dir="out")
+        print("libraries:", sorted(nodes))
+        """))
+    proc = run_scons(proj, "test-outside")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "libraries: ['outside']" in out
+    assert "PASS outside::negate[n11]" in out
+    res = json.loads((proj / "out/host/outside/test-results.json").read_text())
+    assert (res["passed"], res["failed"]) == (1, 0)
+    # the alias of the library builds its loadable object
+    proc = run_scons(proj, "-Q", "outside")
+    assert proc.returncode == 0
+    assert (proj / "out/host/outside/outside.packed.so").is_file()
