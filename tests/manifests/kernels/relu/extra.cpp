@@ -1,0 +1,1 @@
+// Placeholder kernel source for the manifest tests (never compiled).

@@ -1,0 +1,615 @@
+"""The manifest front door: YAML with locations, JSON Schema, semantic checks,
+the typed model. Independent of the shipped collection: every manifest used
+here lives under tests/manifests/ (bad/ one problem family per file, good/
+files that must load into exact model values)."""
+
+import json
+import os
+import pathlib
+import zlib
+
+import jsonschema
+import pytest
+
+from gpsimd_build import manifest as m
+from gpsimd_build.diagnostics import Diagnostic, render_json_path
+from gpsimd_build.manifest import (
+    Collection, Expected, Library, Location, ManifestError, Op, Reference, ScalarInput,
+    TensorInput, Vector, load_manifest,
+)
+from gpsimd_build.opschema import parse_schema
+from gpsimd_build.yamlloc import YamlError, load_yaml_text
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+BAD = "tests/manifests/bad"
+GOOD = "tests/manifests/good"
+
+
+@pytest.fixture(autouse=True)
+def _at_project_root(monkeypatch):
+    """Manifest paths in messages are as given: run from the project root."""
+    monkeypatch.chdir(ROOT)
+
+
+def errors_of(path, **kwargs):
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path, **kwargs)
+    lines = str(info.value).split("\n")
+    assert lines == [str(d) for d in info.value.diagnostics]
+    return lines
+
+
+# ---------------------------------------------------------------------------
+# Bad manifests: the exact, complete error output of each
+# ---------------------------------------------------------------------------
+
+P = "$.libraries[0].ops[0]"
+V = P + ".vectors[0]"
+
+BAD_CASES = {
+    "malformed_yaml": [
+        "5:1: $: invalid YAML: expected ',' or ']', but got '<stream end>' "
+        "(while parsing a flow sequence at line 4, column 14)",
+    ],
+    "tab_indent": [
+        "4:1: $: tab character used for indentation (YAML indents with spaces only)",
+    ],
+    "duplicate_key": [
+        "12:5: $.libraries[0].name: duplicate key 'name' (first defined at line 3)",
+    ],
+    "unknown_key": [
+        "3:5: $.libraries[0]: missing required key 'sources'",
+        "4:5: $.libraries[0].sorces: unknown key 'sorces' (did you mean 'sources'?)",
+    ],
+    "missing_key": [
+        "3:5: $.libraries[0]: missing required key 'sources'",
+    ],
+    "wrong_type": [
+        "4:16: $.libraries[0].multicore: expected a boolean (true or false), got a string ('yes')",
+        "8:21: $.libraries[0].ops[0].stack_size: expected an integer, got a string ('big')",
+    ],
+    "bad_schema": [
+        # column 17 is the opening quote: 17 + 1 + 23 characters before 'doubel'
+        "6:41: $.libraries[0].ops[0].schema: invalid op schema: unknown type 'doubel'; "
+        "supported types are Tensor, Scalar, int, float, long long; did you mean 'double'?",
+        # a plain scalar: 17 + 36 characters before the second return
+        "12:53: $.libraries[0].ops[1].schema: invalid op schema: the device ABI returns "
+        "exactly one Tensor; found 2 returns",
+    ],
+    "op_name_too_long": [
+        "7:15: $.libraries[0].ops[0].name: op name 'a_function_name_of_32_characters' is too "
+        "long (32 characters); CustomOp function names must be less than 32 characters "
+        "(build-front-end.txt §4)",
+        "13:22: $.libraries[0].ops[1].schema: invalid op schema: op name "
+        "'an_op_name_of_exactly_32_characters' is too long (35 characters); CustomOp function "
+        "names must be less than 32 characters",
+    ],
+    "duplicate_library": [
+        "3:11: $.libraries[0].name: duplicate library name 'relu' (also at line 12)",
+        "12:11: $.libraries[1].name: duplicate library name 'relu' (also at line 3)",
+    ],
+    "duplicate_names": [
+        "12:19: $.libraries[0].ops[0].vectors[1].name: duplicate vector name 'small' "
+        "(first at line 8)",
+        "16:17: $.libraries[0].ops[1].schema: duplicate op name 'relu' in library 'relu' "
+        "(first at line 6)",
+    ],
+    "unknown_dtype": [
+        f"10:26: {V}.inputs.x.dtype: unknown dtype 'float33' (did you mean 'float32'?)",
+    ],
+    "input_no_argument": [
+        f"11:15: {V}.inputs.y: input 'y' names no argument of 'relu(Tensor x) -> Tensor'",
+    ],
+    "argument_without_input": [
+        f"10:15: {V}.inputs: no input for argument 'y' (Tensor)",
+        f"10:15: {V}.inputs: no input for argument 'alpha' (float)",
+    ],
+    "missing_source": [
+        "4:41: $.libraries[0].sources[1]: source file '../kernels/relu/missing.cpp' not found "
+        "(resolved to tests/manifests/kernels/relu/missing.cpp)",
+        "5:16: $.libraries[0].includes[0]: include directory '../kernels/nowhere' not found "
+        "(resolved to tests/manifests/kernels/nowhere)",
+    ],
+    "too_many_dims": [
+        f"10:67: {V}.inputs.x.shape[8]: a tensor has at most 8 dimensions "
+        "(device-api.md Limits); this shape has 9",
+    ],
+    "dim_too_large": [
+        f"10:46: {V}.inputs.x.shape[1]: dimension 65536 is larger than 65535, the largest "
+        "a tensor dimension may be (device-api.md Limits)",
+    ],
+    "too_many_ops": [
+        "66:9: $.libraries[0].ops[10]: a library has at most 10 ops (device-api.md Limits); "
+        "this one has 11",
+    ],
+    "builtin_library": [
+        "3:11: $.libraries[0].name: library name 'builtin' is reserved (device-api.md Limits)",
+    ],
+    "empty": [
+        "1:1: $: empty document (the file holds no YAML value)",
+    ],
+    "multiple_documents": [
+        "3:1: $: more than one YAML document in the file (expected exactly one)",
+    ],
+    "not_a_mapping": [
+        "1:1: $: a manifest is a mapping with the keys 'version' and 'libraries', got a list",
+    ],
+    "bad_utf8": [
+        "3:13: $: the file is not valid UTF-8 (byte 0xe9)",
+    ],
+    "input_kinds": [
+        f"10:18: {V}.inputs.x: argument 'x' has type Tensor: give a tensor input (a mapping "
+        "with dtype, shape and one of random, values, npy), not a scalar",
+        f"11:22: {V}.inputs.alpha: argument 'alpha' has type float: give a number or "
+        "{value: ..., dtype: ...}, not a tensor input",
+        f"12:18: {V}.inputs.k: argument 'k' has type int (int32): 0.5 is not an integer",
+    ],
+    "no_expected": [
+        f"8:13: {V}: no expected result: give expected: {{reference | values | npy}} "
+        "or a reference on the op",
+        f"14:35: {P}.vectors[1].expected.reference: reference file "
+        "'../kernels/relu/nope.py' not found (resolved to tests/manifests/kernels/relu/nope.py)",
+    ],
+    "values_mismatch": [
+        f"10:67: {V}.inputs.x.values[1]: ragged values: every sub-list at one depth must "
+        "have the same length",
+        f"14:55: {P}.vectors[1].inputs.x.values: 4 values do not fill shape [2, 3] "
+        "(6 elements)",
+        f"18:56: {P}.vectors[2].inputs.x.values[1]: value 200 is out of range for int8 "
+        "(-128..127)",
+        f"22:18: {P}.vectors[3].inputs.x: a tensor input has exactly one of 'random', "
+        "'values' or 'npy'; got 'random' and 'values'",
+    ],
+    "version_two": [
+        "1:10: $.version: unsupported manifest version 2 (this build reads version 1)",
+        f"10:70: {V}.inputs.x.random.distribution: unknown distribution 'gauss' "
+        "(expected one of: uniform, normal, integers)",
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_CASES))
+def test_bad_manifest(name):
+    path = f"{BAD}/{name}.yaml"
+    assert errors_of(path) == [f"{path}:{line}" for line in BAD_CASES[name]]
+
+
+def test_every_bad_manifest_is_tested():
+    on_disk = {p.stem for p in (ROOT / BAD).glob("*.yaml")}
+    assert on_disk == set(BAD_CASES)
+
+
+def test_missing_manifest_file():
+    assert errors_of(f"{BAD}/no_such.yaml") == [
+        f"{BAD}/no_such.yaml:1:1: $: cannot read the file: no such file or directory"]
+
+
+def test_manifest_is_a_directory():
+    assert errors_of(BAD) == [f"{BAD}:1:1: $: cannot read the file: is a directory"]
+
+
+def test_errors_are_sorted_and_diagnostics_structured():
+    with pytest.raises(ManifestError) as info:
+        load_manifest(f"{BAD}/unknown_key.yaml")
+    first, second = info.value.diagnostics
+    assert first == Diagnostic(f"{BAD}/unknown_key.yaml", 3, 5, ("libraries", 0),
+                               "missing required key 'sources'")
+    assert second.path == ("libraries", 0, "sorces")
+    assert second.json_path == "$.libraries[0].sorces"
+    assert str(second.location) == f"{BAD}/unknown_key.yaml:4:5"
+
+
+# ---------------------------------------------------------------------------
+# Bad documents written on the fly: more messages, and never a traceback
+# ---------------------------------------------------------------------------
+
+HEAD = "version: 1\nlibraries:\n  - name: relu\n    sources: [../kernels/relu/relu.cpp]\n"
+OP = "    ops:\n      - schema: \"relu(Tensor x) -> Tensor\"\n"
+
+
+@pytest.fixture
+def case(tmp_path, monkeypatch):
+    """Write a manifest to ``manifests/case/caseN.yaml`` in a scratch project
+    (with ``manifests/kernels/relu/relu.cpp``) and return its relative path."""
+    (tmp_path / "manifests" / "kernels" / "relu").mkdir(parents=True)
+    (tmp_path / "manifests" / "kernels" / "relu" / "relu.cpp").write_text("// placeholder\n")
+    (tmp_path / "manifests" / "case").mkdir()
+    monkeypatch.chdir(tmp_path)
+    count = []
+
+    def make(text):
+        path = f"manifests/case/case{len(count)}.yaml"
+        count.append(path)
+        pathlib.Path(path).write_text(text, encoding="utf-8")
+        return path
+
+    return make
+
+
+def vector_doc(inputs, extra="", schema="relu(Tensor x) -> Tensor", op_extra=""):
+    return (HEAD + f"    ops:\n      - schema: \"{schema}\"\n{op_extra}        vectors:\n"
+            "          - name: v\n            inputs:\n"
+            + "".join(f"              {line}\n" for line in inputs) + extra)
+
+
+@pytest.mark.parametrize("inputs,extra,message", [
+    (["x: {dtype: float32, shape: [4], random: {distribution: normal, low: 0}}"],
+     "            expected: {values: [0, 0, 0, 0]}\n",
+     "10:78: $.libraries[0].ops[0].vectors[0].inputs.x.random.low: 'low' does not apply to "
+     "the normal distribution (it takes 'mean' and 'std')"),
+    (["x: {dtype: uint8, shape: [4], random: {distribution: integers, low: -1, high: 3}}"],
+     "            expected: {values: [0, 0, 0, 0]}\n",
+     "10:53: $.libraries[0].ops[0].vectors[0].inputs.x.random: integers in [-1, 3) do not "
+     "fit uint8 (0..255)"),
+    (["x: {dtype: float32, shape: [4], random: {low: 2, high: 1}}"],
+     "            expected: {values: [0, 0, 0, 0]}\n",
+     "10:55: $.libraries[0].ops[0].vectors[0].inputs.x.random: low (2) must not exceed high (1)"),
+    (["x: {dtype: float32, shape: [4]}"], "            expected: {values: [0, 0, 0, 0]}\n",
+     "10:18: $.libraries[0].ops[0].vectors[0].inputs.x: a tensor input needs one of "
+     "'random', 'values' or 'npy'"),
+    (["x: {random: {}}"], "            expected: {values: [0, 0, 0, 0]}\n",
+     "10:18: $.libraries[0].ops[0].vectors[0].inputs.x: missing required key 'dtype' "
+     "(a tensor input needs dtype and shape unless it reads npy)\n"
+     "{path}:10:18: $.libraries[0].ops[0].vectors[0].inputs.x: missing required key 'shape' "
+     "(a tensor input needs dtype and shape unless it reads npy)"),
+    (["x: {dtype: float32, shape: [4], random: {}}"],
+     "            expected: {values: [1], npy: a.npy}\n",
+     "11:23: $.libraries[0].ops[0].vectors[0].expected: expected needs exactly one of "
+     "'reference', 'values' or 'npy'; got 'values' and 'npy'"),
+    (["x: {dtype: float32, shape: [4], random: {}}"],
+     "            expected: {reference: kernels/ref.txt:f}\n",
+     "11:35: $.libraries[0].ops[0].vectors[0].expected.reference: reference file "
+     "'kernels/ref.txt' is not a .py file"),
+    (["x: {dtype: float32, shape: [4], random: {}}"],
+     "            expected: {reference: numpy}\n",
+     "11:35: $.libraries[0].ops[0].vectors[0].expected.reference: 'numpy' is not a "
+     "reference: write 'path/file.py:function' or 'dotted.module:function'"),
+    (["x: {npy: nowhere.npy}"], "            expected: {values: [0]}\n",
+     "10:24: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'nowhere.npy' not "
+     "found (resolved to manifests/case/nowhere.npy)"),
+    (["x: {dtype: float32, shape: [4], random: {}}", "x: {dtype: float32, shape: [4], random: {}}"],
+     "", "11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
+     "(first defined at line 10)"),
+    (["x: {dtype: float32, shape: [4], random: {}}"], "            outptu: {dtype: float32}\n",
+     "11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
+     "(did you mean 'output'?)"),
+    (["x: {dtype: float32, shape: [4], random: {}}"],
+     "            expected: {values: [1, 2, 3, 4]}\n            rtol: -1\n",
+     "12:19: $.libraries[0].ops[0].vectors[0].rtol: rtol must not be negative, got -1"),
+    (["x: abc"], "            expected: {values: [0]}\n",
+     "10:18: $.libraries[0].ops[0].vectors[0].inputs.x: expected a number or a mapping, "
+     "got a string ('abc')"),
+])
+def test_bad_vector(case, inputs, extra, message):
+    path = case(vector_doc(inputs, extra))
+    assert errors_of(path) == f"{path}:{message}".replace("{path}", path).split("\n")
+
+
+def test_scalar_checks(case):
+    path = case(vector_doc(
+        ["x: {dtype: float32, shape: [1], random: {}}", "k: 3000000000",
+         "s: {value: 1.5, dtype: int64}", "f: 1e39"],
+        "            expected: {values: [0]}\n",
+        schema="f(Tensor x, int k, Scalar s, float f) -> Tensor"))
+    assert errors_of(path) == [
+        f"{path}:11:18: $.libraries[0].ops[0].vectors[0].inputs.k: 3000000000 is out of "
+        "range for int32 (-2147483648..2147483647)",
+        f"{path}:12:26: $.libraries[0].ops[0].vectors[0].inputs.s.value: argument 's' has "
+        "type Scalar (int64): 1.5 is not an integer",
+        f"{path}:13:18: $.libraries[0].ops[0].vectors[0].inputs.f: 1e+39 is out of range "
+        "for float32",
+    ]
+
+
+def test_op_level_checks(case):
+    path = case(HEAD + "    ops:\n"
+                "      - schema: \"relu(Tensor x) -> Tensor\"\n"
+                "        name: switch\n"
+                "        stack_size: 500000\n"
+                "        vectors:\n          - name: v\n            inputs: {x: {npy: a.npy}}\n"
+                "      - schema: \"relu2(Tensor x) -> Tensor\"\n"
+                "        name: output\n"
+                "        reference: kernels/none.py:f\n"
+                "        vectors:\n          - name: v\n            inputs: {x: 1}\n")
+    assert errors_of(path) == [
+        f"{path}:8:21: $.libraries[0].ops[0].stack_size: stack_size 500000 is larger than "
+        "409600 bytes, the 400 KB the device allows (device-api.md Limits)",
+        f"{path}:13:15: $.libraries[0].ops[1].name: op name 'output' clashes with a name the "
+        "generated wrapper.cpp uses",
+        f"{path}:14:20: $.libraries[0].ops[1].reference: reference file 'kernels/none.py' not "
+        "found (resolved to manifests/case/kernels/none.py)",
+        f"{path}:17:25: $.libraries[0].ops[1].vectors[0].inputs.x: argument 'x' has type "
+        "Tensor: give a tensor input (a mapping with dtype, shape and one of random, values, "
+        "npy), not a scalar",
+    ]
+
+
+def test_schema_error_in_escaped_or_block_scalar_points_at_its_start(case):
+    path = case(HEAD + "    ops:\n"
+                "      - schema: \"relu(Tensor x,\\tfoo y) -> Tensor\"\n"
+                "        vectors: [{name: v}]\n"
+                "      - schema: >-\n          relu2(Tensor x,\n          bar y) -> Tensor\n"
+                "        vectors: [{name: v}]\n")
+    assert errors_of(path) == [
+        f"{path}:6:17: $.libraries[0].ops[0].schema: invalid op schema: unknown type 'foo'; "
+        "supported types are Tensor, Scalar, int, float, long long",
+        f"{path}:8:17: $.libraries[0].ops[1].schema: invalid op schema: unknown type 'bar'; "
+        "supported types are Tensor, Scalar, int, float, long long",
+    ]
+
+
+def test_output_dtype_must_be_known(case):
+    path = case(vector_doc(["k: 1"], "            expected: {values: [1]}\n",
+                           schema="f(int k) -> Tensor"))
+    assert errors_of(path) == [
+        f"{path}:8:13: $.libraries[0].ops[0].vectors[0]: cannot tell the output dtype: give "
+        "output: {dtype: ...} on the vector or the op (no tensor input with a known dtype)"]
+
+
+def test_npy_checks(case):
+    pathlib.Path("manifests/case/junk.npy").write_bytes(b"not numpy")
+    header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }".ljust(118) + b"\n"
+    pathlib.Path("manifests/case/f8.npy").write_bytes(
+        b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(16))
+    path = case(vector_doc(["x: {npy: junk.npy}"], "            expected: {values: [0]}\n")
+                + "          - name: v2\n"
+                "            inputs: {x: {npy: f8.npy}}\n            expected: {values: [0]}\n")
+    assert errors_of(path) == [
+        f"{path}:10:24: $.libraries[0].ops[0].vectors[0].inputs.x.npy: "
+        "'junk.npy' is not a readable .npy file (no .npy magic)",
+        f"{path}:13:31: $.libraries[0].ops[0].vectors[1].inputs.x.npy: the array in "
+        "'f8.npy' has numpy dtype '<f8', which is not a device dtype (float32, float16, "
+        "bfloat16, int8, int16, int32, int64, uint8, uint16, uint32, uint64, float8_e3m4, "
+        "float8_e4m3, float8_e5m2)",
+    ]
+
+
+@pytest.mark.parametrize("text", [
+    "3", "~", "[]", "libraries: 3", "version: 1\nlibraries: [3]\n",
+    "version: 1\nlibraries: [{ops: [3]}]\n",
+    "version: 1\nlibraries: [{name: a, sources: [], ops: [{schema: 3, vectors: []}]}]\n",
+    "version: 1\nlibraries: [{name: a, sources: [x], ops: [{schema: 'f(Tensor x) -> Tensor', "
+    "vectors: [{name: v, inputs: {x: [1]}, expected: {values: [[1], 2]}}]}]}]\n",
+    "a: &a [*a]\n", "a: !!python/object:os.system x\n", "? [1, 2]\n: 3\n", "a: !!int 1.5\n",
+    "version: 1\n\x00", "'" * 3, "{" * 3000,
+    "version: 1\nlibraries:\n  - {name: a, sources: [x], ops: [{schema: 'f(Tensor x, int k) -> "
+    "Tensor', vectors: [{name: v, inputs: {x: {value: 1}, k: {dtype: float32, shape: [1], "
+    "values: [1]}}}]}]}\n",
+])
+def test_never_a_traceback(case, text):
+    path = case(text)
+    lines = errors_of(path)
+    assert lines and all(line.startswith(f"{path}:") for line in lines)
+
+
+def test_fuzzed_manifests_never_traceback(case):
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+    leaves = st.one_of(st.none(), st.booleans(), st.integers(-3, 70000), st.floats(allow_nan=False),
+                       st.sampled_from(["x", "float32", "relu(Tensor x) -> Tensor", "numpy:neg",
+                                        "../kernels/relu/relu.cpp", "uniform", "builtin"]))
+    keys = st.sampled_from(["version", "libraries", "name", "sources", "ops", "schema", "vectors",
+                            "inputs", "x", "dtype", "shape", "random", "values", "npy",
+                            "expected", "reference", "output", "value", "distribution"])
+    docs = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                                        st.dictionaries(keys, inner, max_size=4)),
+                        max_leaves=25)
+    path = case("version: 1\n")
+
+    @hypothesis.settings(max_examples=150, deadline=None, database=None)
+    @hypothesis.given(docs)
+    def check(doc):
+        pathlib.Path(path).write_text(json.dumps(doc), encoding="utf-8")
+        try:
+            load_manifest(path)
+        except ManifestError as err:
+            assert err.diagnostics
+
+    check()
+
+
+# ---------------------------------------------------------------------------
+# Good manifests: exact model values
+# ---------------------------------------------------------------------------
+
+
+def test_minimal_manifest_model():
+    path = f"{GOOD}/minimal.yaml"
+    loc = lambda line, col: Location(path, line, col)  # noqa: E731
+    ref = Reference(file=f"{GOOD}/kernels/relu/reference.py", module=None, function="relu_forward")
+    seed = zlib.crc32(b"relu/relu_forward/n1000/x")
+    expected = Collection(manifest=path, libraries=(Library(
+        name="relu", multicore=False, sources=("tests/manifests/kernels/relu/relu.cpp",),
+        includes=(), cflags=(), location=loc(3, 5), manifest=path,
+        ops=(Op(name="relu_forward", schema=parse_schema("my_ops::relu_forward(Tensor x) -> Tensor"),
+                schema_text="my_ops::relu_forward(Tensor x) -> Tensor", stack_size=4196,
+                location=loc(6, 9),
+                vectors=(Vector(
+                    name="n1000",
+                    inputs=(TensorInput(name="x", dtype="float32", shape=(1000,),
+                                        random={"distribution": "uniform", "seed": seed,
+                                                "low": -1.0, "high": 1.0},
+                                        values=None, npy=None, location=loc(11, 15)),),
+                    output_dtype="float32", output_shape=None,
+                    expected=Expected(reference=ref, values=None, npy=None),
+                    rtol=1.3e-6, atol=1e-5, location=loc(9, 13)),)),)),))
+    assert load_manifest(path) == expected
+    assert seed == m.default_seed("relu", "relu_forward", "n1000", "x")
+
+
+def test_full_manifest_model():
+    col = load_manifest(f"{GOOD}/full.yaml")
+    relu, axpy = col.libraries
+    assert col.manifest == f"{GOOD}/full.yaml"
+    assert relu.sources == ("tests/manifests/kernels/relu/relu.cpp",
+                            "tests/manifests/kernels/relu/extra.cpp")
+    assert relu.includes == ("tests/manifests/kernels/common",)
+    assert relu.cflags == ("-DFOO=1", "-O3")
+    assert (relu.multicore, axpy.multicore) == (False, True)
+    (op,) = relu.ops
+    assert (op.name, op.schema.name, op.stack_size) == ("relu_fwd", "relu_forward", 8192)
+    uniform, normal, npy = op.vectors
+    # op-level output dtype and rtol; dtype default atol
+    assert (uniform.output_dtype, uniform.rtol, uniform.atol) == ("float16", 1e-2, 1e-5)
+    assert uniform.inputs[0].random == {"distribution": "uniform", "seed": 3,
+                                        "low": -2.0, "high": 2.0}
+    assert normal.name == "normal-1.0"
+    assert normal.inputs[0].random == {
+        "distribution": "normal", "mean": 0.0, "std": 1.0,
+        "seed": zlib.crc32(b"relu/relu_fwd/normal-1.0/x")}
+    assert (normal.rtol, normal.atol) == (1e-2, 0.5)
+    assert normal.expected.reference == Reference(f"{GOOD}/kernels/relu/reference.py", None,
+                                                  "relu_forward")
+    assert npy.inputs[0] == TensorInput("x", "float32", (2, 3), None, None,
+                                        f"{GOOD}/data/z.npy", Location(f"{GOOD}/full.yaml", 25, 15))
+    assert (npy.output_dtype, npy.output_shape, npy.rtol) == ("float32", (2, 3), 0.0)
+    assert npy.expected == Expected(None, None, f"{GOOD}/data/expected.npy")
+
+    (aop,) = axpy.ops
+    assert aop.name == "axpy" and aop.schema.namespace is None
+    ints, fp8 = aop.vectors
+    x, y, alpha, n, k, f, s = ints.inputs
+    assert x == TensorInput("x", "int8", (2, 2), None, [[1, -2], [3, 4]], None,
+                            Location(f"{GOOD}/full.yaml", 37, 15))
+    assert y.random == {"distribution": "integers", "low": 0, "high": 10,
+                        "seed": zlib.crc32(b"axpy/axpy/ints/y")}
+    assert [(i.name, i.value, i.dtype) for i in (alpha, n, k, f, s)] == [
+        ("alpha", 0.5, "float32"), ("n", 3, "int32"), ("k", 4, "int64"), ("f", 2.0, "float32"),
+        ("s", 7, "int64")]
+    assert all(isinstance(i, ScalarInput) for i in (alpha, n, k, f, s))
+    assert isinstance(f.value, float) and isinstance(s.value, int)
+    assert (ints.output_dtype, ints.rtol, ints.atol) == ("int8", 0.0, 0.0)
+    assert ints.expected == Expected(None, [1, 2, 3, 4], None)
+    x, y, alpha, n, k, f, s = fp8.inputs
+    assert (x.dtype, x.shape, x.values) == ("float8_e4m3", (0,), [])
+    assert (y.dtype, y.shape, y.npy) == ("bfloat16", (4,), f"{GOOD}/data/bf16.npy")
+    assert [(i.value, i.dtype) for i in (alpha, n, k, f, s)] == [
+        (1.0, "float32"), (16, "int32"), (-1, "int64"), (-0.25, "float32"), (1000.0, "float32")]
+    assert fp8.expected.reference == Reference(None, "numpy", "negative")
+    assert (fp8.output_dtype, fp8.rtol, fp8.atol) == ("float8_e4m3", 2.0**-3, 2.0**-9)
+    assert fp8.location == Location(f"{GOOD}/full.yaml", 45, 13)
+
+
+def test_model_paths_are_relative_to_root_not_to_how_the_manifest_was_named(tmp_path):
+    by_relative = load_manifest(f"{GOOD}/minimal.yaml")
+    by_absolute = load_manifest(str(ROOT / GOOD / "minimal.yaml"), root=str(ROOT))
+    assert by_relative == by_absolute
+    other = load_manifest(f"{GOOD}/minimal.yaml", root="tests")
+    assert other.libraries[0].sources == ("manifests/kernels/relu/relu.cpp",)
+    assert other.manifest == "manifests/good/minimal.yaml"
+    assert other.libraries[0].ops[0].vectors[0].location.file == "manifests/good/minimal.yaml"
+
+
+def test_default_tolerances_cover_every_dtype():
+    assert set(m.DEFAULT_TOLERANCES) == set(m.DTYPES)
+    assert m.DEFAULT_TOLERANCES["float32"] == (1.3e-6, 1e-5)
+    assert m.DEFAULT_TOLERANCES["float16"] == (1e-3, 1e-5)
+    assert m.DEFAULT_TOLERANCES["bfloat16"] == (1.6e-2, 1e-5)
+    assert m.DEFAULT_TOLERANCES["int32"] == (0.0, 0.0)
+    assert m.DEFAULT_TOLERANCES["float8_e5m2"] == (0.25, 2.0**-16)
+
+
+# ---------------------------------------------------------------------------
+# The JSON Schema file
+# ---------------------------------------------------------------------------
+
+
+def load_schema_file():
+    return json.loads((ROOT / "schema" / "ops.schema.json").read_text(encoding="utf-8"))
+
+
+def test_schema_is_valid_draft_2020_12():
+    schema = load_schema_file()
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert os.path.samefile(m.SCHEMA_PATH, ROOT / "schema" / "ops.schema.json")
+
+
+def test_every_schema_property_has_a_description():
+    missing = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            for name, sub in node.get("properties", {}).items():
+                if not (isinstance(sub, dict) and sub.get("description")):
+                    missing.append(f"{where}.properties.{name}")
+            for key, sub in node.items():
+                walk(sub, f"{where}.{key}")
+        elif isinstance(node, list):
+            for i, sub in enumerate(node):
+                walk(sub, f"{where}[{i}]")
+
+    walk(load_schema_file(), "$")
+    assert missing == []
+
+
+def test_schema_lists_match_the_python_constants():
+    defs = load_schema_file()["$defs"]
+    assert tuple(defs["dtype"]["enum"]) == m.DTYPES
+    assert tuple(defs["scalarDtype"]["enum"]) == m.SCALAR_DTYPES
+    assert defs["shape"]["maxItems"] == m.MAX_DIMS
+    assert defs["shape"]["items"]["maximum"] == m.MAX_DIM_SIZE
+    assert defs["library"]["properties"]["ops"]["maxItems"] == m.MAX_OPS_PER_LIBRARY
+    assert defs["op"]["properties"]["stack_size"]["default"] == m.DEFAULT_STACK_SIZE
+    assert defs["op"]["properties"]["stack_size"]["maximum"] == m.MAX_STACK_SIZE
+    assert defs["op"]["properties"]["name"]["maxLength"] == m.MAX_NAME_LENGTH - 1
+    assert load_schema_file()["properties"]["version"]["const"] == m.MANIFEST_VERSION
+
+
+def test_good_manifests_pass_the_schema_alone():
+    validator = jsonschema.Draft202012Validator(load_schema_file())
+    for path in sorted((ROOT / GOOD).glob("*.yaml")):
+        doc = load_yaml_text(path.read_text(encoding="utf-8"), str(path)).value
+        assert list(validator.iter_errors(doc)) == [], path
+
+
+# ---------------------------------------------------------------------------
+# yamlloc and diagnostics
+# ---------------------------------------------------------------------------
+
+
+def test_yaml_1_2_core_scalars_and_text_keys():
+    doc = load_yaml_text(
+        "a: 1e-6\nb: on\nc: 010\nd: 0x1F\ne: .5\nf: ~\ng: True\nh: '3'\non: 1\n1: x\n"
+        "i: !!str 5\nj: !!float 2\nk: -.inf\nl: 1_000\n", "f.yaml")
+    v = doc.value
+    assert v["a"] == 1e-6 and v["b"] == "on" and v["c"] == 10 and v["d"] == 31
+    assert v["e"] == 0.5 and v["f"] is None and v["g"] is True and v["h"] == "3"
+    assert v["on"] == 1 and v["1"] == "x" and v["i"] == "5" and v["j"] == 2.0
+    assert v["k"] == float("-inf") and v["l"] == "1_000"
+
+
+def test_yaml_positions():
+    doc = load_yaml_text('top:\n  - k: "ab(c"\n    p: ab(c\n    q: "a\\tb(c"\n', "f.yaml")
+    assert doc.span(("top",)).kind == "sequence"
+    assert (doc.span(("top", 0)).line, doc.span(("top", 0)).column) == (2, 5)
+    assert doc.position(("top", 0, "k"), 2) == (2, 11)   # quoted: skip the quote
+    assert doc.position(("top", 0, "p"), 2) == (3, 10)   # plain
+    assert doc.position(("top", 0, "q"), 4) == (4, 8)    # escape: the scalar's start
+    assert doc.location(("top", 0, "q"), key=True) == Location("f.yaml", 4, 5)
+    assert doc.location(("top", 0, "missing")) == Location("f.yaml", 2, 5)
+
+
+@pytest.mark.parametrize("text,line", [
+    ("a: 1\na: 2\n", "f.yaml:2:1: $.a: duplicate key 'a' (first defined at line 1)"),
+    ("a: !foo 1\n", "f.yaml:1:4: $.a: unsupported YAML tag '!foo'"),
+    ("a: &x [*x]\n", "f.yaml:1:4: $.a[0]: recursive alias (a node that contains itself)"),
+    ("a: \x07\n", "f.yaml:1:4: $: character U+0007 is not allowed in YAML "
+                  "(special characters are not allowed)"),
+    ("# only a comment\n", "f.yaml:1:1: $: empty document (the file holds no YAML value)"),
+    ("---\n", "f.yaml:1:1: $: empty document (the file holds no YAML value)"),
+])
+def test_yaml_errors(text, line):
+    with pytest.raises(YamlError) as info:
+        load_yaml_text(text, "f.yaml")
+    assert str(info.value) == line
+
+
+def test_json_path_rendering_matches_jsonschema():
+    path = ("libraries", 0, "inputs", "long long", "it's", "a1")
+    assert render_json_path(path) == "$.libraries[0].inputs['long long']['it\\'s'].a1"
+    err = next(jsonschema.Draft202012Validator(
+        {"properties": {"libraries": {"items": {"properties": {"inputs": {"properties": {
+            "long long": {"properties": {"it's": {"properties": {"a1": {"type": "string"}}}}}}}}}}}}
+    ).iter_errors({"libraries": [{"inputs": {"long long": {"it's": {"a1": 1}}}}]}))
+    assert err.json_path == render_json_path(path)
