@@ -163,7 +163,7 @@ def test_runtime_fault_report_is_the_message(tmp_path, objects):
     p = plan(tmp_path, objects, [op("faulty", [vec("f", {"x": tensor([13])})])])
     r = run_plan(p, root=str(tmp_path)).vectors[0]
     # the fault, then what the output shows (nothing written); no comparison
-    assert r.message == ("core 0: fault OUT_OF_RANGE: tcm_to_tensor: offset 12 + 4 > numel 13; "
+    assert r.message == ("core 0: fault OUT_OF_RANGE in op faulty: tcm_to_tensor: offset 12 + 4 > numel 13; "
                          "elements never written: [0, 13)")
     assert r.mismatches is None
 
@@ -172,7 +172,7 @@ def test_runtime_fault_report_is_the_message(tmp_path, objects):
 def test_identical_faults_of_several_cores_are_grouped(tmp_path, objects):
     p = plan(tmp_path, objects, [op("faulty", [vec("f", {"x": tensor([16])})])], multicore=True)
     r = run_plan(p, root=str(tmp_path)).vectors[0]
-    assert r.message.startswith("cores 0-7: fault OUT_OF_RANGE: tcm_to_tensor: offset 12 + 4 > "
+    assert r.message.startswith("cores 0-7: fault OUT_OF_RANGE in op faulty: tcm_to_tensor: offset 12 + 4 > "
                                 "numel 13; elements never written by any core: [0, 16); ")
     assert r.message.endswith("wrote nothing")
 
@@ -328,7 +328,7 @@ def test_cli_prints_lines_writes_results_and_exit_code(tmp_path, objects):
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout.splitlines() == [
         "PASS fake::relu[good] (ops.yaml:4:3): max_abs_err 0 over 32 elements",
-        "FAIL fake::faulty[bad] (ops.yaml:3:3): core 0: fault OUT_OF_RANGE: "
+        "FAIL fake::faulty[bad] (ops.yaml:3:3): core 0: fault OUT_OF_RANGE in op faulty: "
         "tcm_to_tensor: offset 12 + 4 > numel 13; elements never written: [0, 32)",
         "fake: 1 passed, 1 failed"]
     doc = json.loads((tmp_path / "out" / "results.json").read_text())

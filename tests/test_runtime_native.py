@@ -24,7 +24,8 @@ SRC = ROOT / "runtime_model" / "src"
 NATIVE = ROOT / "tests" / "native"
 
 CXX = shutil.which("g++")
-CFLAGS = ["-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC", "-fno-jump-tables", "-I", str(INCLUDE)]
+CFLAGS = ["-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC", "-fno-jump-tables", "-fstack-clash-protection",
+          "-I", str(INCLUDE)]
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not available")
 

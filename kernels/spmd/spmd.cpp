@@ -4,6 +4,7 @@
 // device-api.md). The split gives the first `numel % count` cores one extra
 // element each, so every element is written exactly once for any numel.
 #include <stdint.h>
+#include <stdio.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
 
@@ -79,5 +80,33 @@ torch::Tensor spmd_axpy(const torch::Tensor& t_x, const torch::Tensor& t_y,
     }
     torch::neuron::tcm_free(by);
     torch::neuron::tcm_free(bx);
+    return t_out;
+}
+
+// out[i] = x[i] * cpu_count + cpu_id of the core that owns element i: shows
+// which core wrote what. Each core prints its slice; only core 0's printf
+// reaches the user (device-api.md "printf").
+torch::Tensor spmd_owner(const torch::Tensor& t_in) {
+    torch::Tensor t_out = get_dst_tensor();
+    const Slice s = my_slice(t_in.numel());
+    const float id = static_cast<float>(get_cpu_id());
+    const float count = static_cast<float>(get_cpu_count());
+    printf("core %u of %u: elements [%zu, %zu)\n", get_cpu_id(), get_cpu_count(), s.begin, s.begin + s.count);
+
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * kChunk);
+    if (buf == nullptr) {
+        return t_out;
+    }
+    auto in_acc = t_in.tcm_accessor();
+    auto out_acc = t_out.tcm_accessor();
+    for (size_t i = 0; i < s.count; i += kChunk) {
+        const size_t n = (s.count - i) > kChunk ? kChunk : (s.count - i);
+        in_acc.tensor_to_tcm<float>(buf, s.begin + i, n);
+        for (size_t j = 0; j < n; j++) {
+            buf[j] = buf[j] * count + id;
+        }
+        out_acc.tcm_to_tensor<float>(buf, s.begin + i, n);
+    }
+    torch::neuron::tcm_free(buf);
     return t_out;
 }

@@ -32,13 +32,25 @@ import numpy as np
 from . import abi
 
 __all__ = [
-    "HBM_BASE", "ALIGN", "POISON_A", "POISON_B", "GUARD_BYTES",
+    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN",
+    "POISON_A", "POISON_B", "GUARD_BYTES",
     "SharedBuffer", "Arena", "CoreMemory", "align_up", "printf_text",
 ]
 
 #: Device address of the input HBM arena: above 4 GiB so that an address
 #: truncated to 32 bits is caught.
 HBM_BASE = 0x1_0000_0000
+#: Device address of the model's SBUF window (the ``_sbuf_window`` base of
+#: customop-marshalling.txt §6.1, passed as ``sbuf_window_base`` in the
+#: binding). A tensor placed in SBUF has a u32 *offset* from this base in
+#: the descriptor's SBUF arm (§2); the runtime adds the base. HOST-MODEL: the
+#: spec gives no value; 0x2_0000_0000 keeps SBUF apart from the HBM arena
+#: and, like it, needs 64 bits, so a base dropped or truncated is caught.
+SBUF_WINDOW_BASE = 0x2_0000_0000
+#: ``num_partitions`` the model writes in an SBUF descriptor (u8 at +32).
+#: HOST-MODEL: the model lays an SBUF tensor out contiguously, as one
+#: partition of ``num_elem`` elements (``num_elem_per_block`` = num_elem).
+SBUF_PARTITIONS = 1
 #: Allocation alignment in HBM, bytes.
 ALIGN = 64
 #: Poison bytes of the output copies: pass A fills with 0xA5, pass B (run

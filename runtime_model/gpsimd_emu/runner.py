@@ -44,11 +44,11 @@ from . import abi
 from . import dtypes as dt
 from .compare import Comparison, compare
 from .loader import LoadError, PackedObject, load_object, payload_fd, read_object
-from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, Arena,
-                     CoreMemory, align_up)
+from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B,
+                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, CoreMemory, align_up)
 from .merge import (cores_text, format_ranges, guard_writes, merge_core_outputs,
                     written_mask)
-from .vectors import (Input, PlanError, expected_output, make_inputs,
+from .vectors import (Input, PlanError, expected_output, location_of, make_inputs,
                       output_shape, tolerances)
 
 __all__ = [
@@ -304,9 +304,14 @@ class DeviceImage:
         out_dtype, out_shape: the output.
         num_cores: 1 (single-core) or 8.
         scratch_size: bytes of each core's scratch window.
+        out_location: ``"hbm"`` (default) or ``"sbuf"``: the storage arm
+            of the output descriptor (customop-marshalling.txt §2, §6.1).
 
     Attributes:
-        hbm: the input arena (device ``HBM_BASE``); read-only region.
+        hbm: the HBM input arena (device ``HBM_BASE``); read-only region.
+        sbuf: the SBUF window (device ``SBUF_WINDOW_BASE``) holding the
+            inputs placed in SBUF; read-only region. An SBUF output's copies
+            sit in the same window, 1 MiB-aligned after it.
         arg_stream: the argument stream bytes (abi.h layout).
         out_addr: device address of the output; ``out_desc`` its descriptor.
         out_nbytes, num_elem, itemsize: output size in bytes / elements.
@@ -315,29 +320,44 @@ class DeviceImage:
             guard zone); pass 0 poisoned with ``POISON_A``, pass 1 filled
             with ``POISON_B`` only when needed.
         cores: one ``CoreMemory`` per core.
-        input_spans: ``(name, offset, nbytes)`` of each input in ``hbm``.
+        input_spans: ``(name, arena, offset, nbytes)`` of each input (arena
+            ``hbm`` or ``sbuf``).
     """
 
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
-                 out_shape: Tuple[int, ...], num_cores: int, scratch_size: int):
+                 out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
+                 out_location: str = "hbm"):
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
+        self.out_location = out_location
         self.itemsize = out_dtype.itemsize
         self.num_elem = int(np.prod(self.out_shape, dtype=np.int64)) if self.out_shape else 1
         self.out_nbytes = self.num_elem * self.itemsize
+        in_sbuf = [i.location == "sbuf" for i in inputs]
         capacity = ALIGN * (2 * len(inputs) + 4)
-        capacity += sum(align_up(max(i.array.nbytes, 1)) for i in inputs)
+        capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if not s)
+        sbuf_capacity = ALIGN * (len(inputs) + 1)
+        sbuf_capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if s)
         self.hbm = Arena(HBM_BASE, capacity)
-        self.input_spans: List[Tuple[str, int, int]] = []
+        # customop-marshalling.txt §6.1: SBUF storage is an offset from the
+        # _sbuf_window base; the model's window starts with the SBUF inputs.
+        self.sbuf = Arena(SBUF_WINDOW_BASE, sbuf_capacity)
+        self.input_spans: List[Tuple[str, Arena, int, int]] = []
         descriptors = []
-        for inp in inputs:
-            addr = self.hbm.write_array(inp.array)
-            self.input_spans.append((inp.name, addr - HBM_BASE, inp.array.nbytes))
-            descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr))
+        for inp, sbuf in zip(inputs, in_sbuf):
+            arena = self.sbuf if sbuf else self.hbm
+            addr = arena.write_array(inp.array)
+            self.input_spans.append((inp.name, arena, addr - arena.device_base, inp.array.nbytes))
+            descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
         self.arg_stream = abi.pack_arg_stream(descriptors)
-        self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
-        self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr)
+        if out_location == "sbuf":
+            self.out_addr = SBUF_WINDOW_BASE + align_up(sbuf_capacity, 1 << 20)
+        else:
+            self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
+        self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr,
+                                         out_location == "sbuf")
         self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
+        self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
         out_capacity = align_up(max(self.out_nbytes, 1))
         self.outputs: List[List[Arena]] = [
             [Arena(self.out_addr, out_capacity, GUARD_BYTES) for _ in range(num_cores)]
@@ -347,12 +367,23 @@ class DeviceImage:
         self.cores = [CoreMemory(scratch_size) for _ in range(num_cores)]
         self.num_cores = num_cores
 
-    def _descriptor(self, dtype: dt.DType, shape: Tuple[int, ...], addr: int) -> bytes:
+    def _descriptor(self, dtype: dt.DType, shape: Tuple[int, ...], addr: int,
+                    sbuf: bool = False) -> bytes:
+        """The 48-byte descriptor (§2) of a tensor at device address ``addr``:
+        HBM arm (u64 address), or SBUF arm (u32 offset from
+        ``SBUF_WINDOW_BASE``, one partition of ``num_elem`` elements per
+        block). Out-of-line dims are written to the HBM arena as int64."""
         form = abi.choose_shape_form(shape)
         shape_addr = None
         if form == abi.ShapeForm.OUT_OF_LINE:
             shape_addr = self.hbm.write_array(np.asarray(shape, dtype="<i8"))
-        return abi.pack_descriptor(dtype.isa, shape, addr, form=form, shape_addr=shape_addr)
+        if not sbuf:
+            return abi.pack_descriptor(dtype.isa, shape, addr, form=form, shape_addr=shape_addr)
+        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
+        return abi.pack_descriptor(dtype.isa, shape, addr - SBUF_WINDOW_BASE,
+                                   location=abi.Location.SBUF, form=form,
+                                   shape_addr=shape_addr, num_partitions=SBUF_PARTITIONS,
+                                   num_elem_per_block=n)
 
     def output_bytes(self, pass_index: int, core: int) -> np.ndarray:
         """The ``out_nbytes`` bytes of a core's output copy (a view)."""
@@ -385,24 +416,28 @@ class DeviceImage:
         for a in self.outputs[1]:
             a.fill(POISON_B)
         self.hbm.u8[:len(self.input_snapshot)] = self.input_snapshot
+        self.sbuf.u8[:len(self.sbuf_snapshot)] = self.sbuf_snapshot
 
     def binding(self, pass_index: int, k: int, core_id: int, stack_scale: int,
                 arg_stream_host: int, retval_host: int) -> abi.GpsimdCoreBinding:
         """The ``gpsimd_core_binding`` of core ``k`` for one pass: regions
-        [inputs arena (read-only), this core's output copy (``out_nbytes``
-        bytes)], its scratch/dataram/printf/report buffers, SBUF window base
-        0 (every argument is in HBM)."""
+        [HBM inputs arena (read-only), SBUF inputs arena (read-only), this
+        core's output copy (``out_nbytes`` bytes)], its
+        scratch/dataram/printf/report buffers, and the SBUF window base
+        ``SBUF_WINDOW_BASE`` that the runtime adds to SBUF offsets
+        (customop-marshalling.txt §6.1)."""
         cm = self.cores[k]
         b = abi.GpsimdCoreBinding()
         b.abi_version = abi.ABI_VERSION
         b.core_id = core_id
         b.core_count = self.num_cores
-        b.num_regions = 2
+        b.num_regions = 3
         b.regions[0] = self.hbm.region(abi.REGION_READONLY)
-        b.regions[1] = self.outputs[pass_index][k].region(0, self.out_nbytes)
+        b.regions[1] = self.sbuf.region(abi.REGION_READONLY)
+        b.regions[2] = self.outputs[pass_index][k].region(0, self.out_nbytes)
         b.scratch_host = cm.scratch.host
         b.dataram_host = cm.dataram.host
-        b.sbuf_window_base = 0
+        b.sbuf_window_base = SBUF_WINDOW_BASE
         b.arg_stream_host = arg_stream_host
         b.retval_host = retval_host
         b.printf_host = cm.printf.host
@@ -412,10 +447,11 @@ class DeviceImage:
 
     def modified_inputs(self) -> List[Tuple[str, int]]:
         """Inputs whose bytes changed during the run: ``(name, bytes changed)``."""
-        now = self.hbm.u8[:len(self.input_snapshot)]
         out = []
-        for name, off, n in self.input_spans:
-            changed = int(np.count_nonzero(now[off:off + n] != self.input_snapshot[off:off + n]))
+        for name, arena, off, n in self.input_spans:
+            snap = self.sbuf_snapshot if arena is self.sbuf else self.input_snapshot
+            now = arena.u8[off:off + n]
+            changed = int(np.count_nonzero(now != snap[off:off + n]))
             if changed:
                 out.append((name, changed))
         return out
@@ -423,6 +459,7 @@ class DeviceImage:
     def close(self) -> None:
         """Unmap everything."""
         self.hbm.close()
+        self.sbuf.close()
         for row in self.outputs:
             for a in row:
                 a.close()
@@ -602,12 +639,35 @@ def _core_name(cores: Sequence[CoreSpec], k: int) -> str:
     return f"core {0 if c is None else c}"
 
 
-def _report_text(image: DeviceImage, k: int) -> str:
+_ARG_INDEX = re.compile(r"argument index (\d+)")
+
+
+def name_arguments(message: str, op: Optional[Dict[str, Any]]) -> str:
+    """``message`` with every ``argument index N`` of the runtime (which knows
+    positions only, customop-marshalling.txt §2.1) followed by the schema
+    argument it is: ``argument index 1 (alpha: Scalar)``. Indices past the
+    op's arguments (the ``curr_arg_ < num`` guard) are left as they are."""
+    args = (op or {}).get("args") or []
+
+    def label(m: "re.Match[str]") -> str:
+        i = int(m.group(1))
+        if i < len(args):
+            return f"{m.group(0)} ({args[i].get('name')}: {args[i].get('type')})"
+        return m.group(0)
+    return _ARG_INDEX.sub(label, message)
+
+
+def _report_text(image: DeviceImage, k: int, op: Optional[Dict[str, Any]] = None) -> str:
+    """``fault KIND in op NAME: message`` of core ``k``'s report (faults.h
+    kind names; the op is named when the fault happened in a launch), or ""
+    when the core reported nothing."""
     r = image.cores[k].report
     msg = r.message.decode("utf-8", errors="replace").strip()
     if r.status == abi.STATUS_OK and not msg:
         return ""
-    return f"fault {fault_name(r.fault_kind)}" + (f": {msg}" if msg else "")
+    where = f" in op {op.get('name')}" if op else ""
+    return f"fault {fault_name(r.fault_kind)}{where}" + (
+        f": {name_arguments(msg, op)}" if msg else "")
 
 
 def _printf_tail(image: DeviceImage, k: int, limit: int = 300) -> str:
@@ -619,7 +679,7 @@ def _printf_tail(image: DeviceImage, k: int, limit: int = 300) -> str:
 
 
 def _judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: _ChildOutcome,
-               timeout: float) -> Tuple[List[str], bool]:
+               timeout: float, op: Optional[Dict[str, Any]] = None) -> Tuple[List[str], bool]:
     """Failures from the way the child ended and from the core reports.
 
     Returns ``(problems, fatal)``: ``fatal`` when the outputs cannot be
@@ -643,7 +703,7 @@ def _judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: _ChildOut
             name = f"signal {sig}"
         if running:
             k = running[0]
-            detail = _report_text(image, k)
+            detail = _report_text(image, k, op)
             msg = f"{_core_name(cores, k)} crashed with {name}{again(running[1])}"
             if detail:
                 msg += f" ({detail})"
@@ -672,7 +732,7 @@ def _judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: _ChildOut
             detail = _report_text(image, k)
             text = f"gpsimd_bind_core returned {e['bind']}" + (f" ({detail})" if detail else "")
         elif e.get("status", 0) != abi.STATUS_OK or image.cores[k].report.status != abi.STATUS_OK:
-            text = _report_text(image, k) or f"launcher returned {e.get('status')}"
+            text = _report_text(image, k, op) or f"launcher returned {e.get('status')}"
         else:
             continue
         core_no = cores[k].core if cores[k].core is not None else 0
@@ -726,7 +786,8 @@ def _judge_output(image: DeviceImage, cores: Sequence[CoreSpec], expected: np.nd
 def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
                cores: Sequence[CoreSpec], core_error: Optional[str] = None, *,
                root: str = ".", timeout: float = DEFAULT_TIMEOUT,
-               stack_scale: int = DEFAULT_STACK_SCALE) -> VectorResult:
+               stack_scale: int = DEFAULT_STACK_SCALE,
+               patch_image: Optional[Callable[["DeviceImage"], None]] = None) -> VectorResult:
     """Run one vector on every core and judge it.
 
     Args:
@@ -738,6 +799,10 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
         root: directory plan paths are relative to.
         timeout: seconds for all cores of the vector together.
         stack_scale: host stack bytes per device stack byte.
+        patch_image: fault injection for tests: called with the laid-out
+            ``DeviceImage`` before the cores run; it may rewrite
+            ``arg_stream`` / ``out_desc`` (bytes) to provoke the runtime's
+            guards with descriptors a correct host never writes.
 
     Returns:
         A ``VectorResult``; never raises for problems of the plan, the
@@ -755,6 +820,7 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
         expected = expected_output(vector, inputs, out_dtype, root)
         shape = output_shape(vector, expected)
         rtol, atol = tolerances(vector, out_dtype)
+        out_location = location_of(out_spec, "output")
         if len(shape) > 8:
             raise PlanError(f"output rank {len(shape)} > 8")
     except PlanError as e:
@@ -770,17 +836,19 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
     multicore = cores[0].core is not None
     scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
     try:
-        image = DeviceImage(inputs, out_dtype, shape, len(cores), scratch)
+        image = DeviceImage(inputs, out_dtype, shape, len(cores), scratch, out_location)
     except (ValueError, MemoryError, OSError) as e:
         result.message = f"cannot lay out device memory: {e}"
         return result
     try:
+        if patch_image is not None:
+            patch_image(image)
         try:
             outcome = _run_child(image, cores, result.op, stack_scale, timeout)
         except OSError as e:    # fork/pipe failed: a host problem, not the kernel's
             result.message = f"cannot start the device model process: {e}"
             return result
-        problems, fatal = _judge_run(image, cores, outcome, timeout)
+        problems, fatal = _judge_run(image, cores, outcome, timeout, op)
         result.printf = image.cores[0].printf_text()
         comparison = None
         if not fatal:

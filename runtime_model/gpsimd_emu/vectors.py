@@ -22,7 +22,7 @@ import numpy as np
 from . import dtypes as dt
 
 __all__ = [
-    "PlanError", "Input", "make_tensor", "make_scalar", "make_inputs",
+    "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
     "load_reference", "expected_output", "output_shape", "tolerances",
 ]
 
@@ -43,6 +43,9 @@ class Input:
         value: what the reference gets: the array for a tensor, a Python
             ``int``/``float`` (as the device sees it, e.g. rounded to
             float32) for a scalar.
+        location: ``"hbm"`` (default) or ``"sbuf"``: the storage arm of its
+            descriptor (customop-marshalling.txt §2 location byte +0);
+            scalars are always in HBM.
     """
 
     name: str
@@ -50,6 +53,7 @@ class Input:
     dtype: dt.DType
     array: np.ndarray
     value: Any
+    location: str = "hbm"
 
 
 def _path(path: str, root: str) -> str:
@@ -75,6 +79,21 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
 def _cast(values: np.ndarray, dtype: dt.DType) -> np.ndarray:
     with np.errstate(all="ignore"):
         return np.asarray(values).astype(dtype.numpy)
+
+
+def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
+    """A plan's nested list as an array, exact for 64-bit integers: numpy
+    makes float64 of a list that mixes ints above 2**63 with smaller ones,
+    which would round uint64 values. For an integer dtype the list is read as
+    int64, then uint64; anything else (negative values for uint64, ragged or
+    non-numeric lists) falls back to numpy's own choice, cast later."""
+    if dtype is not None and dtype.is_integer:
+        for kind in (np.int64, np.uint64):
+            try:
+                return np.array(values, dtype=kind)
+            except (OverflowError, ValueError, TypeError):
+                continue
+    return np.asarray(values)
 
 
 def _load_npy(path: str, root: str, what: str) -> np.ndarray:
@@ -139,7 +158,7 @@ def make_tensor(spec: Dict[str, Any], root: str = ".", what: str = "input") -> n
         data = _cast(raw, dtype)
     elif "values" in sources:
         try:
-            raw = np.asarray(spec["values"])
+            raw = _asarray(spec["values"], dtype)
             if raw.dtype == object:
                 raise ValueError("ragged nested list")
             if shape is not None:
@@ -184,6 +203,24 @@ def make_scalar(spec: Dict[str, Any], what: str = "input") -> Tuple[np.ndarray, 
     return arr, int(value)
 
 
+LOCATIONS = ("hbm", "sbuf")
+
+
+def location_of(spec: Dict[str, Any], what: str) -> str:
+    """The ``location`` of a plan tensor or output entry: ``"hbm"`` (the
+    default) or ``"sbuf"`` (customop-marshalling.txt §2 location enum).
+
+    Raises:
+        PlanError: any other value.
+    """
+    loc = spec.get("location", "hbm")
+    if loc is None:
+        return "hbm"
+    if loc not in LOCATIONS:
+        raise PlanError(f"{what}: unknown location {loc!r} (hbm or sbuf)")
+    return loc
+
+
 def make_inputs(op: Dict[str, Any], vector: Dict[str, Any], root: str = ".") -> List[Input]:
     """All inputs of a vector in schema order (``op["args"]``).
 
@@ -206,7 +243,8 @@ def make_inputs(op: Dict[str, Any], vector: Dict[str, Any], root: str = ".") -> 
         what = f"input {name!r}"
         if spec.get("kind", "tensor") == "tensor":
             arr = make_tensor(spec, root, what)
-            out.append(Input(name, "tensor", _dtype(spec["dtype"]), arr, arr))
+            out.append(Input(name, "tensor", _dtype(spec["dtype"]), arr, arr,
+                             location_of(spec, what)))
         else:
             arr, value = make_scalar(spec, what)
             out.append(Input(name, "scalar", _dtype(spec["dtype"]), arr, value))
@@ -322,7 +360,7 @@ def expected_output(vector: Dict[str, Any], inputs: Sequence[Input],
                             f"{ref.get('function')} raised {_short_exc(e)}{where}") from None
         raw = np.asarray(result)
     elif exp.get("values") is not None:
-        raw = np.asarray(exp["values"])
+        raw = _asarray(exp["values"], out_dtype)
         if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
             raw = raw.reshape(shape)
     elif exp.get("npy") is not None:

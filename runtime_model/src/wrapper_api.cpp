@@ -174,8 +174,10 @@ class UTensor {
     T read_raw() const {
         void* ctx = neuron_translate_ctx();
         const uint64_t addr = base();
+        /* the whole word must be mapped; checked first so that a fault names
+         * the argument, not just the address */
+        translate_range(addr, sizeof(T), ctx_);
         void* win = neuron_translate(ctx, addr);
-        translate_range(addr, sizeof(T), ctx_);  /* the whole word must be mapped */
         T v;
         memcpy(&v, win, sizeof v);
         return v;

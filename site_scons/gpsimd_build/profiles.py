@@ -18,6 +18,20 @@ VERSIONS = {
     "ulib_to_isa_version": "1.0.2520.0",
 }
 
+def versions_json(library: str, profile: str) -> str:
+    """The text of ``<build>/<profile>/<lib>/versions.json``: the version
+    metadata the driver pins (build-front-end.txt §1, ``__version__`` and the
+    ``versions`` dict, "metadata the host build reads"), written with every
+    built library. JSON, sorted keys, 1-space indent, one trailing newline::
+
+        {"library": "relu", "profile": "host", "ulib_to_isa_version": "1.0.2520.0",
+         "ulib_to_ucode_version": "1.21.1.0", "version": "0.21.2.0"}
+    """
+    import json
+    doc = {"library": library, "profile": profile, **VERSIONS}
+    return json.dumps(doc, sort_keys=True, indent=1) + "\n"
+
+
 #: Cores of the SPMD model (build-front-end.txt §6, NUM_CPUS = 8).
 NUM_CPUS = 8
 
@@ -116,9 +130,17 @@ def lsp_source(spec: LinkerSpec) -> str:
 # from here and nowhere else.
 
 #: Host compile flags: the device's (build-front-end.txt §5b) where they mean
-#: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object.
+#: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
+#: -fstack-clash-protection makes every frame larger than a page probe its
+#: pages in order, so a kernel with a huge local array (a 1 MiB frame) hits
+#: the launcher's guard page below the wrapper stack and is reported as a
+#: stack overflow (device-api.md "Overflow is a device error") instead of
+#: jumping past the guard into unrelated memory; -no-integrated-cpp
+#: preprocesses as a separate pass, exactly as distcc does before it sends
+#: the preprocessed text away, so the debug line table (and so every byte of
+#: an object) is the same whether a compile ran here or through distcc.
 HOST_CXXFLAGS = ("-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC",
-                 "-fno-jump-tables")
+                 "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
 HOST_LINKFLAGS = ("-shared", "-Wl,-Bsymbolic")
 
 

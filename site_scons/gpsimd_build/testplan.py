@@ -27,6 +27,8 @@ def _input(inp, arg_type: str) -> dict:
             d["values"] = inp.values
         else:
             d["npy"] = inp.npy
+        if getattr(inp, "memory", "hbm") != "hbm":
+            d["location"] = inp.memory   # customop-marshalling.txt §2 SBUF arm
         return d
     return {"kind": "scalar", "type": arg_type, "dtype": inp.dtype,
             "value": inp.value}
@@ -40,6 +42,16 @@ def _expected(exp) -> dict:
     return {"npy": exp.npy}
 
 
+def _output(v) -> dict:
+    """The plan's ``output`` of a vector: dtype, shape (None: the expected
+    array's) and, only when not the default HBM, ``location`` "sbuf"."""
+    d = {"dtype": v.output_dtype,
+         "shape": list(v.output_shape) if v.output_shape is not None else None}
+    if getattr(v, "output_memory", "hbm") != "hbm":
+        d["location"] = v.output_memory
+    return d
+
+
 def op_plan(op) -> dict:
     """The plan entry of one manifest op (gpsimd_build.manifest.Op)."""
     types = {a.name: a.type for a in op.schema.arguments}
@@ -48,9 +60,7 @@ def op_plan(op) -> dict:
         vectors.append({
             "name": v.name,
             "inputs": {i.name: _input(i, types[i.name]) for i in v.inputs},
-            "output": {"dtype": v.output_dtype,
-                       "shape": list(v.output_shape)
-                       if v.output_shape is not None else None},
+            "output": _output(v),
             "expected": _expected(v.expected),
             "rtol": v.rtol,
             "atol": v.atol,
