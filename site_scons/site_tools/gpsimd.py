@@ -35,8 +35,14 @@ import SCons.Scanner.C
 import SCons.Script
 import SCons.Tool.compilation_db
 
-from gpsimd_build import codegen, pack, profiles, testplan
-from gpsimd_build.manifest import ManifestError, load_manifest
+# Loaded through toolpath= from another project, SCons has not put this
+# project's site_scons on sys.path: the build library sits next to the tool.
+_SITE_SCONS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if _SITE_SCONS not in sys.path:
+    sys.path.insert(0, _SITE_SCONS)
+
+from gpsimd_build import codegen, pack, profiles, testplan  # noqa: E402
+from gpsimd_build.manifest import ManifestError, load_manifest  # noqa: E402
 
 #: The project root (this file is <root>/site_scons/site_tools/gpsimd.py).
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -128,30 +134,50 @@ def _launcher(env, for_signature):
     return [] if (for_signature or not launcher) else [launcher]
 
 
+# SCons asks a generator for its command many times per node (signature,
+# implicit command dependencies, execution): a null build of a large
+# collection would spend much of its time rebuilding the same argv lists
+# (BENCHMARKS.md). A command is a pure function of the node's targets,
+# sources and construction variables, fixed for one run, so it is memoised
+# per (step, targets, sources, for_signature).
+_COMMANDS = {}
+
+
+def _memo(step, target, source, for_signature, make):
+    key = (step, tuple(t.path for t in target), tuple(s.path for s in source), for_signature)
+    cmd = _COMMANDS.get(key)
+    if cmd is None:
+        cmd = _COMMANDS[key] = tuple(make())
+    return list(cmd)
+
+
 def _compile_generator(source, target, env, for_signature):
-    tc = env["GPSIMD_TC"]
-    cflags = list(env.get("GPSIMD_USER_CFLAGS", []))
-    includes = list(env.get("GPSIMD_INCLUDES", []))
-    if tc.name == "host":
-        cmd = tc.compile_command(str(source[0]), str(target[0]), cflags, includes,
-                                 env["GPSIMD_RUNTIME_INCLUDE"],
-                                 None if for_signature else env.Dir("#").abspath)
-    else:
-        cmd = tc.compile_command(str(source[0]), str(target[0]), cflags, includes)
-    return [_launcher(env, for_signature) + cmd]
+    def make():
+        tc = env["GPSIMD_TC"]
+        cflags = list(env.get("GPSIMD_USER_CFLAGS", []))
+        includes = list(env.get("GPSIMD_INCLUDES", []))
+        if tc.name == "host":
+            return tc.compile_command(str(source[0]), str(target[0]), cflags, includes,
+                                      env["GPSIMD_RUNTIME_INCLUDE"],
+                                      None if for_signature else env.Dir("#").abspath)
+        return tc.compile_command(str(source[0]), str(target[0]), cflags, includes)
+    return [_launcher(env, for_signature) + _memo("cxx", target, source, for_signature, make)]
 
 
 def _link_generator(source, target, env, for_signature):
-    tc = env["GPSIMD_TC"]
-    objs = [str(s) for s in source]
-    if tc.name == "host":
-        # the last source is the LSP object, then the runtime archive
-        return [tc.link_command(str(target[0]), objs[:-2], objs[-2], objs[-1])]
-    return [tc.link_command(str(target[0]), objs, env["GPSIMD_LSP"])]
+    def make():
+        tc = env["GPSIMD_TC"]
+        objs = [str(s) for s in source]
+        if tc.name == "host":
+            # the last source is the LSP object, then the runtime archive
+            return tc.link_command(str(target[0]), objs[:-2], objs[-2], objs[-1])
+        return tc.link_command(str(target[0]), objs, env["GPSIMD_LSP"])
+    return [_memo("link", target, source, for_signature, make)]
 
 
 def _strip_generator(source, target, env, for_signature):
-    return [env["GPSIMD_TC"].strip_command(str(source[0]), str(target[1]))]
+    return [_memo("strip", target, source, for_signature,
+                  lambda: env["GPSIMD_TC"].strip_command(str(source[0]), str(target[1])))]
 
 
 def _vendor_pack_generator(source, target, env, for_signature):
@@ -322,16 +348,18 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
     tc = _toolchain(env, toolchain)
     env = env.Clone(GPSIMD_TC=tc)
     profile_dir = f"{build_dir}/{tc.name}"
+    artifacts = []
     inc = env.Dir(os.path.join(RUNTIME_DIR, "include"))
     if tc.name == "host":
         env["GPSIMD_RUNTIME_INCLUDE"] = inc.path
         runtime_lib, lsp_objs = _host_runtime(env, profile_dir)
+        artifacts += runtime_lib + [o for objs in lsp_objs.values() for o in objs]
         env["ENV"]["PYTHONPATH"] = RUNTIME_DIR
         emu_sources = sorted(env.Dir(os.path.join(RUNTIME_DIR, "gpsimd_emu")).glob("*.py"),
                              key=str)
 
     nodes = {}
-    all_results, all_loadable, all_versions, artifacts = [], [], [], []
+    all_results, all_loadable, all_versions = [], [], []
     for lib in collection.libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         scan_path = ([inc] if tc.name == "host" else []) + [env.Dir(d) for d in lib.includes]
@@ -405,8 +433,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
         env.Alias("test", all_results)
         summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
                               SCons.Action.Action(_summarize, _summary_str))
+        env.Depends(summary, all_versions)   # built by default, quietly
         env.Default(summary)
     else:
-        env.Default(all_loadable)
-    env.Default(all_versions)
+        env.Default(all_loadable + all_versions)
     return nodes
