@@ -2,10 +2,12 @@
 outputs: the same bytes from another directory, any -j, a warm cache, or a
 compile farm."""
 import os
+import pathlib
 import re
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
 
 import pytest
@@ -110,11 +112,15 @@ def distccd(tmp_path):
     if exe is None or shutil.which("distcc") is None:
         pytest.skip("distcc/distccd are not installed")
     port = _free_port()
-    log = tmp_path / "distccd.log"
+    # distccd's jobs run as an unprivileged user when started as root: the log
+    # must sit where that user can reach it (pytest's tmp_path is root-only)
+    logdir = tempfile.mkdtemp(prefix="distccd-")
+    os.chmod(logdir, 0o755)
+    log = pathlib.Path(logdir) / "distccd.log"
     log.touch()
     os.chmod(log, 0o666)
     cmd = [exe, "--no-detach", "--daemon", "--allow", "127.0.0.1", "--listen", "127.0.0.1",
-           "--port", str(port), "--jobs", "2", "--log-file", str(log), "--log-level", "info"]
+           "--port", str(port), "--jobs", "2", "--log-file", str(log)]
     if os.geteuid() == 0:
         cmd += ["--user", "nobody"]
     server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -130,11 +136,13 @@ def distccd(tmp_path):
     yield port, log
     server.terminate()
     server.wait(timeout=10)
+    shutil.rmtree(logdir, ignore_errors=True)
 
 
 def test_distcc_compiles_remotely_with_identical_bytes(tmp_path, distccd, reference_digests):
     port, log = distccd
     proj = copy_project(tmp_path / "p")
+    (tmp_path / "distcc").mkdir()   # distcc creates lock/ and state/ in it, not the folder
     env = {"DISTCC_HOSTS": f"127.0.0.1:{port}", "DISTCC_FALLBACK": "0",
            "DISTCC_DIR": str(tmp_path / "distcc")}
     proc = run_scons(proj, "CXX_LAUNCHER=distcc", env=env)
