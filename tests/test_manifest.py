@@ -6,6 +6,7 @@ files that must load into exact model values)."""
 import json
 import os
 import pathlib
+import re
 import zlib
 
 import jsonschema
@@ -65,7 +66,9 @@ BAD_CASES = {
         "3:5: $.libraries[0]: missing required key 'sources'",
     ],
     "wrong_type": [
-        "4:16: $.libraries[0].multicore: expected a boolean (true or false), got a string ('yes')",
+        "4:16: $.libraries[0].multicore: expected a boolean (true or false), got a string "
+        "('yes'); this file is YAML 1.2, where 'yes' is a string (YAML 1.1 read it as a "
+        "boolean): write true or false",
         "8:21: $.libraries[0].ops[0].stack_size: expected an integer, got a string ('big')",
     ],
     "bad_schema": [
@@ -165,13 +168,144 @@ BAD_CASES = {
         f"10:70: {V}.inputs.x.random.distribution: unknown distribution 'gauss' "
         "(expected one of: uniform, normal, integers)",
     ],
+    # -- include:, defaults:, cross-file rules (helper files in bad/inc/) --
+    "include_missing": [
+        "4:5: $.include[1]: included manifest 'inc/nowhere.yaml' not found (resolved to"
+        f" {BAD}/inc/nowhere.yaml)",
+    ],
+    "include_glob_no_match": [
+        "2:11: $.include[0]: include pattern 'teams/*/ops.yaml' matches no manifest "
+        f"(resolved to {BAD}/teams/*/ops.yaml)",
+    ],
+    "include_cycle": [
+        f"{BAD}/inc/sub/cycle_b.yaml:3:5: $.include[0]: include cycle: "
+        f"{BAD}/include_cycle.yaml -> {BAD}/inc/cycle_a.yaml -> "
+        f"{BAD}/inc/sub/cycle_b.yaml -> {BAD}/include_cycle.yaml",
+    ],
+    "include_self": [
+        f"2:11: $.include[0]: include cycle: {BAD}/include_self.yaml -> "
+        f"{BAD}/include_self.yaml",
+    ],
+    "include_absolute": [
+        "2:11: $.include[0]: include '/etc/gpsimd/ops.yaml' is an absolute path; write "
+        "it relative to this manifest's folder so the tree can move",
+    ],
+    "include_directory": [
+        f"2:11: $.include[0]: include 'inc' is a directory (resolved to {BAD}/inc); name"
+        " the manifest file",
+    ],
+    "include_listed_twice": [
+        "4:5: $.include[1]: include './inc/../inc/relu_lib.yaml' is listed twice (first"
+        " at line 3)",
+    ],
+    "include_not_a_list": [
+        "2:10: $.include: expected a list, got a string ('inc/relu_lib.yaml')",
+    ],
+    "include_broken_yaml": [
+        f"{BAD}/inc/tabs.yaml:4:1: $: tab character used for indentation (YAML indents "
+        "with spaces only)",
+    ],
+    "cross_file_duplicate_library": [
+        "9:11: $.libraries[1].name: duplicate library name 'relu' (also at "
+        f"{BAD}/inc/relu_lib.yaml:3:11)",
+        f"{BAD}/inc/relu_lib.yaml:3:11: $.libraries[0].name: duplicate library name "
+        f"'relu' (also at {BAD}/cross_file_duplicate_library.yaml:9:11)",
+    ],
+    "include_defaults_conflict": [
+        f"2:28: $.include[1]: '{BAD}/inc/relu_lib.yaml' is already part of the "
+        f"collection (included at {BAD}/inc/team_a.yaml:3:11) with other defaults "
+        "(cflags [-DTEAM_A] there, not set here; rtol 0.5 there, not set here); its "
+        "libraries are built once: set these keys in its own defaults",
+    ],
+    "included_errors": [
+        f"{BAD}/inc/errors.yaml:1:1: $: missing required key 'version'",
+        f"{BAD}/inc/errors.yaml:3:44: $.libraries[0].sources[1]: source file "
+        f"'kernels/missing.cpp' not found (resolved to {BAD}/inc/kernels/missing.cpp)",
+        f"{BAD}/inc/errors.yaml:9:15: $.libraries[0].ops[0].vectors[0].inputs: no input "
+        "for argument 'y' (Tensor)",
+        f"{BAD}/inc/errors.yaml:10:15: $.libraries[0].ops[0].vectors[0].inputs.z: input "
+        "'z' names no argument of 'sub(Tensor x, Tensor y) -> Tensor'",
+    ],
+    "defaults_unknown_key": [
+        "3:3: $.defaults.cflag: unknown key 'cflag' (did you mean 'cflags'?)",
+        "7:16: $.libraries[0].defaults.cflags: unknown key 'cflags' (a library's "
+        "defaults give stack_size, rtol, atol; set 'cflags' on the library itself)",
+        "7:31: $.libraries[0].defaults.stack_sise: unknown key 'stack_sise' (did you "
+        "mean 'stack_size'?)",
+    ],
+    "defaults_wrong_type": [
+        "3:14: $.defaults.multicore: expected a boolean (true or false), got a string "
+        "('on'); this file is YAML 1.2, where 'on' is a string (YAML 1.1 read it as a "
+        "boolean): write true or false",
+        "4:9: $.defaults.rtol: rtol must not be negative, got -1",
+        "5:11: $.defaults.cflags: expected a list, got a string ('-O2')",
+        "6:15: $.defaults.stack_size: stack_size 500000 is larger than 409600 bytes, "
+        "the 400 KB the device allows (device-api.md Limits)",
+    ],
+    "defaults_missing_include": [
+        "3:33: $.defaults.includes[1]: include directory '../kernels/nowhere' not found"
+        " (resolved to tests/manifests/kernels/nowhere)",
+    ],
+    "no_libraries": [
+        "1:1: $: a manifest needs 'libraries', 'include' or both",
+    ],
+    "include_empty_list": [
+        "1:1: $: the collection has no library (its manifests give no 'libraries')",
+    ],
+    "duplicate_library_three": [
+        "4:11: $.libraries[0].name: duplicate library name 'relu' (also at line 9, "
+        f"{BAD}/inc/relu_lib.yaml:3:11)",
+        "9:11: $.libraries[1].name: duplicate library name 'relu' (also at line 4, "
+        f"{BAD}/inc/relu_lib.yaml:3:11)",
+        f"{BAD}/inc/relu_lib.yaml:3:11: $.libraries[0].name: duplicate library name "
+        f"'relu' (also at {BAD}/duplicate_library_three.yaml:4:11, "
+        f"{BAD}/duplicate_library_three.yaml:9:11)",
+    ],
+    "included_unknown_dtype_and_key": [
+        f"{BAD}/inc/sub/typos.yaml:5:5: $.libraries[0].multicor: unknown key 'multicor' "
+        "(did you mean 'multicore'?)",
+        f"{BAD}/inc/sub/typos.yaml:10:33: "
+        "$.libraries[0].ops[0].vectors[0].inputs.x.dtype: unknown dtype 'bfloat61' (did"
+        " you mean 'bfloat16'?)",
+    ],
+    "include_missing_from_included": [
+        f"{BAD}/inc/includes_missing.yaml:2:11: $.include[0]: included manifest "
+        f"'../relu_lib.yaml' not found (resolved to {BAD}/relu_lib.yaml)",
+    ],
+    "include_entry_empty": [
+        "2:11: $.include[0]: must not be empty",
+    ],
+    "yaml11_boolean_multicore": [
+        "4:16: $.libraries[0].multicore: expected a boolean (true or false), got a "
+        "string ('off'); this file is YAML 1.2, where 'off' is a string (YAML 1.1 read "
+        "it as a boolean): write true or false",
+    ],
+    "op_name_32_in_include": [
+        f"{BAD}/inc/long_name.yaml:6:22: $.libraries[0].ops[0].schema: invalid op "
+        "schema: op name 'abcdefghijklmnopqrstuvwxyz_12345' is too long (32 "
+        "characters); CustomOp function names must be less than 32 characters",
+    ],
+    "builtin_in_include": [
+        f"{BAD}/inc/builtin.yaml:3:11: $.libraries[0].name: library name 'builtin' is "
+        "reserved (device-api.md Limits)",
+        f"{BAD}/inc/builtin.yaml:7:90: "
+        "$.libraries[0].ops[0].vectors[0].inputs.x.shape[8]: a tensor has at most 8 "
+        "dimensions (device-api.md Limits); this shape has 9",
+    ],
 }
 
 
 @pytest.mark.parametrize("name", sorted(BAD_CASES))
 def test_bad_manifest(name):
+    """The complete, sorted output; an expected line that starts with a file
+    name is in an included file, any other is in the manifest itself."""
     path = f"{BAD}/{name}.yaml"
-    assert errors_of(path) == [f"{path}:{line}" for line in BAD_CASES[name]]
+    assert errors_of(path) == [line if line.startswith(BAD) else f"{path}:{line}"
+                               for line in BAD_CASES[name]]
+
+
+def test_bad_corpus_is_large_enough():
+    assert len(BAD_CASES) >= 40
 
 
 def test_every_bad_manifest_is_tested():
@@ -387,10 +521,12 @@ def test_fuzzed_manifests_never_traceback(case):
     st = hypothesis.strategies
     leaves = st.one_of(st.none(), st.booleans(), st.integers(-3, 70000), st.floats(allow_nan=False),
                        st.sampled_from(["x", "float32", "relu(Tensor x) -> Tensor", "numpy:neg",
-                                        "../kernels/relu/relu.cpp", "uniform", "builtin"]))
+                                        "../kernels/relu/relu.cpp", "uniform", "builtin",
+                                        "case0.yaml", "*.yaml", "../**/*.yaml", "/abs.yaml"]))
     keys = st.sampled_from(["version", "libraries", "name", "sources", "ops", "schema", "vectors",
                             "inputs", "x", "dtype", "shape", "random", "values", "npy",
-                            "expected", "reference", "output", "value", "distribution"])
+                            "expected", "reference", "output", "value", "distribution",
+                            "include", "defaults", "cflags", "includes", "multicore", "rtol"])
     docs = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=3),
                                                         st.dictionaries(keys, inner, max_size=4)),
                         max_leaves=25)
@@ -432,7 +568,8 @@ def test_minimal_manifest_model():
                                         values=None, npy=None, location=loc(11, 15)),),
                     output_dtype="float32", output_shape=None,
                     expected=Expected(reference=ref, values=None, npy=None),
-                    rtol=1.3e-6, atol=1e-5, location=loc(9, 13)),)),)),))
+                    rtol=1.3e-6, atol=1e-5, location=loc(9, 13)),)),)),),
+        manifests=(path,))
     assert load_manifest(path) == expected
     assert seed == m.default_seed("relu", "relu_forward", "n1000", "x")
 
@@ -613,3 +750,337 @@ def test_json_path_rendering_matches_jsonschema():
             "long long": {"properties": {"it's": {"properties": {"a1": {"type": "string"}}}}}}}}}}}}
     ).iter_errors({"libraries": [{"inputs": {"long long": {"it's": {"a1": 1}}}}]}))
     assert err.json_path == render_json_path(path)
+
+
+# ---------------------------------------------------------------------------
+# Composition: include:, defaults:, names YAML 1.1 would read as booleans
+# ---------------------------------------------------------------------------
+
+
+def test_composed_manifest_precedence():
+    """vector > op > library defaults > nearest manifest defaults > including
+    manifest defaults > built-in; paths relative to each manifest's folder;
+    a diamond include (team_b through the glob and through team_a) loads once."""
+    col = load_manifest(f"{GOOD}/composed.yaml")
+    team_a, team_b = f"{GOOD}/composed/team_a", f"{GOOD}/composed/team_b"
+    assert col.manifest == f"{GOOD}/composed.yaml"
+    assert col.manifests == (f"{GOOD}/composed.yaml", f"{team_a}/ops.yaml", f"{team_b}/ops.yaml")
+    assert [(lib.name, lib.manifest) for lib in col.libraries] == [
+        ("top_lib", f"{GOOD}/composed.yaml"), ("a_lib", f"{team_a}/ops.yaml"),
+        ("a_single", f"{team_a}/ops.yaml"), ("b_lib", f"{team_b}/ops.yaml")]
+    top, a_lib, a_single, b_lib = col.libraries
+    common = ("tests/manifests/kernels/common",)
+    assert (top.multicore, top.cflags, top.includes) == (False, ("-DTOP=1",), common)
+    assert (a_lib.multicore, a_lib.cflags, a_lib.includes) == (True, ("-DTOP=1",), common)
+    assert a_lib.sources == (f"{team_a}/kernels/a.cpp",)
+    assert (a_single.multicore, a_single.cflags, a_single.includes) == (
+        False, (), (f"{team_a}/kernels",))
+    assert (b_lib.multicore, b_lib.cflags, b_lib.includes) == (False, ("-DTEAM_B",), common)
+    tol = lambda op: [(v.name, v.rtol, v.atol) for v in op.vectors]  # noqa: E731
+    (top_op,) = top.ops
+    assert top_op.stack_size == 5000 and tol(top_op) == [("v", 0.25, 1e-5)]
+    a_op, a_op2 = a_lib.ops
+    assert a_op.stack_size == 6000
+    assert tol(a_op) == [("lib_default", 0.125, 0.5), ("own", 0.0, 0.0)]
+    assert a_op.vectors[0].expected.reference == Reference(f"{team_a}/kernels/ref.py", None, "a_op")
+    assert a_op2.stack_size == 5000 and tol(a_op2) == [("v", 0.0625, 0.5)]
+    assert tol(a_single.ops[0]) == [("v", 0.25, 0.5)]
+    # a top-level tolerance applies to integer outputs too (it is what the user wrote)
+    assert tol(b_lib.ops[0]) == [("v", 0.25, 0.001)]
+
+
+def test_composed_manifest_names_included_files_from_the_given_path():
+    by_absolute = load_manifest(str(ROOT / GOOD / "composed.yaml"), root=str(ROOT))
+    assert by_absolute == load_manifest(f"{GOOD}/composed.yaml")
+
+
+def test_glob_includes_are_sorted_and_skip_the_including_file(case):
+    for team in ("zeta", "alpha", "mid"):
+        pathlib.Path(f"manifests/case/{team}").mkdir()
+        pathlib.Path(f"manifests/case/{team}/ops.yaml").write_text(
+            HEAD.replace("relu", team).replace("../kernels/", "../../kernels/")
+            .replace(f"{team}/{team}.cpp", "relu/relu.cpp")
+            + OP.replace("relu", team) + "        vectors: [{name: v, inputs: {x: {dtype: "
+            "float32, shape: [1], values: [1]}}, expected: {values: [1]}}]\n")
+    path = case("version: 1\ninclude: ['**/ops.yaml', '[m]*/ops.yaml']\n")
+    pathlib.Path("manifests/case/ops.yaml").write_text(pathlib.Path(path).read_text())
+    col = load_manifest("manifests/case/ops.yaml")
+    assert [lib.name for lib in col.libraries] == ["alpha", "mid", "zeta"]
+    assert col.manifests == ("manifests/case/ops.yaml", "manifests/case/alpha/ops.yaml",
+                             "manifests/case/mid/ops.yaml", "manifests/case/zeta/ops.yaml")
+
+
+@pytest.mark.parametrize("word", ["on", "off", "yes", "no", "y", "n"])
+def test_yaml_1_1_boolean_words_are_the_names_written(case, word):
+    """The loader reads YAML 1.2 (the YAML language server's default too), so
+    a library, op or vector named ``on``/``no``/... is that string, never a
+    boolean; only where a boolean is expected is the word an error (with a
+    hint), see the bad manifests yaml11_boolean_multicore/defaults_wrong_type."""
+    path = case(f"version: 1\nlibraries:\n  - name: {word}\n"
+                "    sources: [../kernels/relu/relu.cpp]\n    ops:\n"
+                f"      - schema: \"{word}(Tensor {word}) -> Tensor\"\n"
+                f"        name: {word}\n        vectors:\n          - name: {word}\n"
+                f"            inputs: {{{word}: {{dtype: float32, shape: [1], values: [1]}}}}\n"
+                "            expected: {values: [1]}\n")
+    (lib,) = load_manifest(path).libraries
+    (op,) = lib.ops
+    assert (lib.name, op.name, op.vectors[0].name, op.vectors[0].inputs[0].name) == (word,) * 4
+
+
+# ---------------------------------------------------------------------------
+# Property test: random valid collections load; random mutations give located
+# errors, never a traceback
+# ---------------------------------------------------------------------------
+
+_ARG_TYPES = ("Tensor", "int", "float", "long long", "Scalar")
+
+
+def _collections():
+    """A hypothesis strategy of (top manifest, included manifest or None):
+    valid documents (dicts) whose sources are ``k.cpp`` beside the top."""
+    st = pytest.importorskip("hypothesis").strategies
+    ident = st.from_regex(r"[a-z][a-z0-9_]{0,6}", fullmatch=True).filter(
+        lambda s: s not in m.CPP_KEYWORDS and s not in m.WRAPPER_RESERVED_NAMES
+        and s != "builtin")
+    tol = st.sampled_from([0, 0.5, 1e-3, 2])
+
+    @st.composite
+    def tensor(draw):
+        dtype = draw(st.sampled_from(["float32", "float16", "bfloat16", "int8", "int32",
+                                      "uint16", "float8_e4m3"]))
+        shape = draw(st.lists(st.integers(1, 3), max_size=3))
+        spec = {"dtype": dtype, "shape": shape}
+        if draw(st.booleans()):
+            spec["random"] = ({"distribution": "integers", "low": 0, "high": 5}
+                              if dtype.startswith(("int", "uint")) else {})
+        else:
+            count = 1
+            for d in shape:
+                count *= d
+            spec["values"] = [1] * count if shape else 1
+        return spec
+
+    @st.composite
+    def op(draw, name):
+        types = ["Tensor"] + draw(st.lists(st.sampled_from(_ARG_TYPES), max_size=2))
+        args = [f"a{i}" for i in range(len(types))]
+        schema = f"ns::{name}(" + ", ".join(f"{t} {a}" for t, a in zip(types, args)) + ") -> Tensor"
+        vec_names = draw(st.lists(ident, min_size=1, max_size=2, unique=True))
+        vectors = []
+        for vname in vec_names:
+            inputs = {}
+            for t, a in zip(types, args):
+                if t == "Tensor":
+                    inputs[a] = draw(tensor())
+                elif t in ("int", "long long"):
+                    inputs[a] = draw(st.integers(-5, 5))
+                else:
+                    inputs[a] = draw(st.sampled_from([0.5, -2, 3.0]))
+            vec = {"name": vname, "inputs": inputs}
+            if draw(st.booleans()):
+                vec["rtol"] = draw(tol)
+            vectors.append(vec)
+        body = {"schema": schema, "reference": "numpy:negative", "vectors": vectors}
+        if draw(st.booleans()):
+            body["atol"] = draw(tol)
+        return body
+
+    @st.composite
+    def library(draw, name):
+        op_names = draw(st.lists(ident, min_size=1, max_size=3, unique=True))
+        lib = {"name": name, "sources": ["k.cpp"], "ops": [draw(op(n)) for n in op_names]}
+        if draw(st.booleans()):
+            lib["multicore"] = draw(st.booleans())
+        if draw(st.booleans()):
+            lib["cflags"] = ["-DX=1"]
+        if draw(st.booleans()):
+            lib["defaults"] = {"rtol": draw(tol), "stack_size": 8192}
+        return lib
+
+    @st.composite
+    def collection(draw):
+        names = draw(st.lists(ident, min_size=1, max_size=3, unique=True))
+        libs = [draw(library(n)) for n in names]
+        split = draw(st.integers(0, len(libs)))
+        top = {"version": 1}
+        if draw(st.booleans()):
+            top["defaults"] = {"cflags": ["-O2"], "multicore": draw(st.booleans()),
+                               "atol": draw(tol)}
+        if split:
+            top["libraries"] = libs[:split]
+        if split == len(libs):
+            return top, None
+        top["include"] = ["inc/*.yaml"]
+        for lib in libs[split:]:
+            lib["sources"] = ["../k.cpp"]
+        return top, {"version": 1, "libraries": libs[split:]}
+
+    return collection()
+
+
+def _write_collection(top, included):
+    """Write a generated collection as JSON (a subset of YAML 1.2) to
+    ``gen/ops.yaml`` (+ ``gen/inc/part.yaml``); return the files by key."""
+    files = {"top": ("gen/ops.yaml", top)}
+    inc = pathlib.Path("gen/inc/part.yaml")
+    if inc.exists():
+        inc.unlink()
+    if included is not None:
+        files["inc"] = ("gen/inc/part.yaml", included)
+    for path, doc in files.values():
+        pathlib.Path(path).write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return files
+
+
+@pytest.fixture
+def gen_dir(tmp_path, monkeypatch):
+    (tmp_path / "gen" / "inc").mkdir(parents=True)
+    (tmp_path / "gen" / "k.cpp").write_text("// placeholder\n")
+    monkeypatch.chdir(tmp_path)
+
+
+def test_random_valid_collections_load(gen_dir):
+    hypothesis = pytest.importorskip("hypothesis")
+
+    @hypothesis.settings(max_examples=50, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(_collections())
+    def check(docs):
+        top, included = docs
+        _write_collection(top, included)
+        col = load_manifest("gen/ops.yaml")
+        libs = top.get("libraries", []) + (included or {}).get("libraries", [])
+        assert [lib.name for lib in col.libraries] == [lib["name"] for lib in libs]
+        for lib, model in zip(libs, col.libraries):
+            inherited = top.get("defaults", {})
+            assert model.multicore == lib.get("multicore", inherited.get("multicore", False))
+            assert model.cflags == tuple(lib.get("cflags", inherited.get("cflags", [])))
+            assert [o.stack_size for o in model.ops] == [
+                lib.get("defaults", {}).get("stack_size", 4196)] * len(lib["ops"])
+
+    check()
+
+
+def _nodes(doc, path=()):
+    """Every (path, value) of a document, depth first."""
+    yield path, doc
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            yield from _nodes(value, path + (key,))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            yield from _nodes(value, path + (i,))
+
+
+def _get(doc, path):
+    for elem in path:
+        doc = doc[elem]
+    return doc
+
+
+#: Keys whose deletion always breaks a generated manifest (inputs' argument
+#: keys "a0".. too: an argument without input).
+_REQUIRED = {"version", "name", "sources", "ops", "schema", "vectors", "dtype", "shape",
+             "a0", "a1", "a2"}
+_WRONG = {str: 42, list: "text", dict: [1], bool: "yes", int: "x", float: "x"}
+
+
+def _related(a, b):
+    n = min(len(a), len(b))
+    return tuple(a[:n]) == tuple(b[:n])
+
+
+@pytest.mark.parametrize("mutation", ["delete", "wrong_type", "duplicate_key",
+                                      "duplicate_library"])
+def test_random_mutations_give_located_errors(gen_dir, mutation):
+    """A deleted required key, a value of the wrong type, a duplicated
+    mapping key, a library name used twice (in one file or across the
+    include): always a ManifestError whose diagnostics are located in the
+    generated files, one of them at (or above, or below) the mutated node."""
+    hypothesis = pytest.importorskip("hypothesis")
+    st = hypothesis.strategies
+
+    @hypothesis.settings(max_examples=35, deadline=None, database=None,
+                         suppress_health_check=list(hypothesis.HealthCheck))
+    @hypothesis.given(_collections(), st.data())
+    def check(docs, data):
+        top, included = docs
+        files = {"top": top} if included is None else {"top": top, "inc": included}
+        where = data.draw(st.sampled_from(sorted(files)))
+        doc = files[where]
+        target = None
+        if mutation == "delete":
+            choices = [p for p, _ in _nodes(doc) if p and p[-1] in _REQUIRED
+                       and not (len(p) >= 2 and p[-2] == "random")]
+            target = data.draw(st.sampled_from(choices))
+            del _get(doc, target[:-1])[target[-1]]
+            target = target[:-1]
+        elif mutation == "wrong_type":
+            choices = [p for p, v in _nodes(doc) if p and type(v) in _WRONG
+                       and p[-1] not in ("rtol", "atol", "low", "high") and "values" not in p
+                       and not (isinstance(v, float) and p[-2] == "inputs")]
+            target = data.draw(st.sampled_from(choices))
+            _get(doc, target[:-1])[target[-1]] = _WRONG[type(_get(doc, target))]
+        elif mutation == "duplicate_library":
+            owner = data.draw(st.sampled_from([k for k in sorted(files)
+                                               if files[k].get("libraries")]))
+            lib = dict(data.draw(st.sampled_from(files[owner]["libraries"])))
+            if where != owner:
+                lib["sources"] = ["k.cpp" if where == "top" else "../k.cpp"]
+            doc.setdefault("libraries", []).append(lib)
+        written = _write_collection(files["top"], files.get("inc"))
+        path = written[where][0]
+        if mutation == "duplicate_key":
+            lines = pathlib.Path(path).read_text().split("\n")
+            scalar = [i for i, line in enumerate(lines)
+                      if re.fullmatch(r'\s*"[^"]+": ("[^"]*"|[-0-9.e+]+|true|false),', line)]
+            i = data.draw(st.sampled_from(scalar))
+            lines.insert(i + 1, lines[i])
+            pathlib.Path(path).write_text("\n".join(lines))
+        with pytest.raises(ManifestError) as info:
+            load_manifest("gen/ops.yaml")
+        diags = info.value.diagnostics
+        assert diags
+        for d in diags:
+            assert d.file in ("gen/ops.yaml", "gen/inc/part.yaml") and d.line >= 1 \
+                and d.column >= 1, d
+        mine = [d for d in diags if d.file == path]
+        assert mine, (mutation, [str(d) for d in diags])
+        if mutation == "duplicate_key":
+            assert any(d.line == i + 2 and "duplicate key" in d.message for d in mine)
+        elif mutation == "duplicate_library":
+            assert sum("duplicate library name" in d.message for d in diags) >= 2
+        else:
+            assert any(_related(d.path, target) for d in mine), (target, [str(d) for d in diags])
+
+    check()
+
+
+def test_include_depth_is_bounded(case):
+    for i in range(m.MAX_INCLUDE_DEPTH + 2):
+        pathlib.Path(f"manifests/case/d{i}.yaml").write_text(
+            f"version: 1\ninclude: [d{i + 1}.yaml]\n")
+    pathlib.Path(f"manifests/case/d{m.MAX_INCLUDE_DEPTH + 2}.yaml").write_text(
+        HEAD + OP + "        vectors: [{name: v, inputs: {x: {dtype: float32, shape: [1], "
+        "values: [1]}}, expected: {values: [1]}}]\n")
+    assert errors_of("manifests/case/d0.yaml") == [
+        f"manifests/case/d{m.MAX_INCLUDE_DEPTH - 1}.yaml:2:11: $.include[0]: includes nested "
+        f"more than {m.MAX_INCLUDE_DEPTH} deep"]
+
+
+def test_a_manifest_reached_through_two_paths_is_loaded_once(case):
+    """Files are identified by real path: a symlinked folder or a second
+    spelling through another manifest adds nothing (and no duplicate-library
+    error), as long as both places give the same defaults."""
+    pathlib.Path("manifests/case/team").mkdir()
+    pathlib.Path("manifests/case/team/ops.yaml").write_text(
+        HEAD.replace("../kernels/", "../../kernels/") + OP
+        + "        vectors: [{name: v, inputs: {x: {dtype: float32, shape: [1], values: [1]}}, "
+        "expected: {values: [1]}}]\n")
+    os.symlink("team", "manifests/case/alias")
+    pathlib.Path("manifests/case/other.yaml").write_text(
+        "version: 1\ninclude: [alias/ops.yaml]\n")
+    path = case("version: 1\ninclude: [team/ops.yaml, other.yaml]\n")
+    col = load_manifest(path)
+    assert [lib.name for lib in col.libraries] == ["relu"]
+    assert col.manifests == (path, "manifests/case/team/ops.yaml", "manifests/case/other.yaml")

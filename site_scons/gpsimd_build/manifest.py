@@ -1,8 +1,10 @@
 """The manifest front door: load ``ops.yaml``, validate it, return a typed model.
 
-``load_manifest(path, root=".")`` runs three stages and reports every problem
-of all of them at once, each located at ``FILE:LINE:COL`` with its document
-path (see :mod:`gpsimd_build.diagnostics`):
+``load_manifest(path, root=".")`` loads the top manifest and every manifest
+it includes, runs three stages on each file and the cross-file rules on the
+whole collection, and reports every problem of all of them at once, each
+located at ``FILE:LINE:COL`` with its document path (see
+:mod:`gpsimd_build.diagnostics`), sorted by file, line and column:
 
 1. YAML (:mod:`gpsimd_build.yamlloc`): syntax, tab indentation, duplicate
    keys, empty file, several documents, unreadable or undecodable file. A
@@ -21,27 +23,57 @@ path (see :mod:`gpsimd_build.diagnostics`):
    referenced files exist, literal values fit their shape and dtype, every
    vector has an expected result.
 
+Composition (a monorepo whose teams each own a manifest):
+
+* ``include:`` lists relative paths or globs of other manifests (globs
+  resolved in sorted order, never matching the including file). Paths in an
+  included manifest are relative to its own folder. Each file is loaded once
+  by real path; a diamond (a file reached through two includes) is fine as
+  long as both places give it the same effective defaults, else an error at
+  the second include entry. Cycles, missing files, directories, absolute
+  entries, globs without a match and an entry listed twice are errors at the
+  include entry. Library order: a manifest's own libraries, then those of
+  its includes, depth first.
+* ``defaults:`` (top of any manifest: ``cflags``, ``includes``,
+  ``multicore``, ``stack_size``, ``rtol``, ``atol``; a library's
+  ``defaults:``: ``stack_size``, ``rtol``, ``atol``). A value comes from the
+  nearest level that sets it: vector > op > library (its own keys, then its
+  ``defaults:``) > the declaring manifest's ``defaults:`` > the including
+  manifests' ``defaults:``, nearest first > built-in (``DEFAULT_STACK_SIZE``,
+  ``DEFAULT_TOLERANCES`` by output dtype, no flags, single-core). Lists are
+  replaced, not appended.
+* Cross-file rules: a library name used twice anywhere in the collection is
+  reported at every place (``also at line N`` in the same file, ``also at
+  FILE:LINE:COL`` in another); a collection without any library is an error.
+
+YAML 1.1 booleans: the loader reads YAML 1.2 (as the YAML language server
+does), so a library, op, vector or argument named ``on``/``off``/``yes``/
+``no``/``y``/``n`` is that string; where a boolean is expected, such a word
+is an error that says to write ``true``/``false``.
+
 The model is frozen dataclasses (:class:`Collection` > :class:`Library` >
 :class:`Op` > :class:`Vector` > :class:`TensorInput` / :class:`ScalarInput`)
 with every default filled in, and every path a normalised POSIX path relative
 to ``root`` (the directory SCons runs in), so a build does not depend on
 where the project sits.
 
-The code keeps "which file" explicit (:class:`_ManifestFile` resolves paths
-against its own folder and makes its own diagnostics) so that a later
-``include:`` of other manifests and ``defaults:`` inheritance can reuse it.
+The code keeps "which file" explicit: :class:`_ManifestFile` resolves paths
+against its own folder, applies the defaults it inherits and makes its own
+diagnostics; :class:`_CollectionLoader` follows the includes and runs the
+cross-file rules.
 """
 
 import ast
 import difflib
 import functools
+import glob
 import json
 import math
 import os
 import re
 import struct
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import jsonschema
@@ -55,7 +87,8 @@ from .yamlloc import LocatedDocument, YamlError, load_yaml_file
 __all__ = [
     "DTYPES", "INTEGER_DTYPES", "FLOAT8_DTYPES", "SCALAR_DTYPES", "SCALAR_ARG_TYPES",
     "DEFAULT_TOLERANCES", "DEFAULT_STACK_SIZE", "MAX_STACK_SIZE", "MAX_OPS_PER_LIBRARY",
-    "MAX_DIMS", "MAX_DIM_SIZE", "RESERVED_LIBRARY_NAMES", "MANIFEST_VERSION", "SCHEMA_PATH",
+    "MAX_DIMS", "MAX_DIM_SIZE", "MAX_INCLUDE_DEPTH", "RESERVED_LIBRARY_NAMES",
+    "MANIFEST_VERSION", "SCHEMA_PATH",
     "Location", "Diagnostic", "ManifestError", "Reference", "TensorInput", "ScalarInput",
     "Expected", "Vector", "Op", "Library", "Collection", "load_manifest", "load_schema",
     "default_seed",
@@ -126,6 +159,8 @@ MAX_OPS_PER_LIBRARY = 10
 MAX_DIMS = 8
 #: Each dimension at most 65535 (device-api.md Limits).
 MAX_DIM_SIZE = 65535
+#: Deepest chain of ``include:`` (a guard, far beyond any real tree).
+MAX_INCLUDE_DEPTH = 64
 #: Library names the device reserves (device-api.md Limits).
 RESERVED_LIBRARY_NAMES: Tuple[str, ...] = ("builtin",)
 
@@ -274,11 +309,16 @@ class Library:
 
 @dataclass(frozen=True)
 class Collection:
-    """A loaded manifest: ``manifest`` its path relative to the root (POSIX),
-    ``libraries`` in manifest order, names unique."""
+    """A loaded collection: ``manifest`` the top manifest's path relative to
+    the root (POSIX), ``libraries`` in collection order (each manifest's own
+    libraries, then those of its includes, depth first), names unique across
+    every file. ``manifests`` lists every manifest file read (the top one
+    first, then each included one once, in load order), root-relative POSIX
+    paths: what a build that caches the model must watch."""
 
     manifest: str
     libraries: Tuple[Library, ...]
+    manifests: Tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------
@@ -309,29 +349,58 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 def load_manifest(path: Union[str, "os.PathLike[str]"], *, root: Union[str, "os.PathLike[str]"] = ".") -> Collection:
-    """Load, validate and model the manifest at ``path``.
+    """Load, validate and model the collection whose top manifest is ``path``.
 
     ``path`` is used as given in diagnostics (``FILE`` of ``FILE:LINE:COL``);
-    paths written in the manifest are relative to its folder; paths in the
-    model are normalised POSIX paths relative to ``root``. Files the manifest
-    names (sources, include directories, ``.npy`` files, reference ``.py``
-    files) must exist.
+    an included manifest is named by joining the including manifest's name
+    with the include entry (``teams/vision/ops.yaml``). Paths written in a
+    manifest (sources, include directories, ``.npy`` files, reference ``.py``
+    files, ``include:`` entries, ``defaults.includes``) are relative to that
+    manifest's own folder; paths in the model are normalised POSIX paths
+    relative to ``root``. Files the manifests name must exist.
 
-    Raises :class:`ManifestError` with every problem found (never another
-    exception for bad input: a missing file, a directory, undecodable bytes
-    or a YAML list each give a ``FILE:1:1: $: ...`` diagnostic).
+    ``include:`` entries are relative paths or globs (``*``, ``?``, ``[..]``,
+    ``**``); a glob's matches are taken in sorted order and never include the
+    including file itself. A manifest reached twice (a diamond: the top
+    includes ``teams/*/ops.yaml`` and ``vision`` includes ``../shared``) is
+    loaded once, at its first place in depth-first order; it is an error if
+    it would inherit different ``defaults:`` at its second place (its
+    libraries are built once). Include cycles, missing files, globs that
+    match nothing, absolute entries and an entry listed twice are errors at
+    the include entry.
+
+    ``defaults:`` (precedence: vector > op > library (``defaults:`` of the
+    library for op/vector keys) > the declaring manifest's ``defaults:`` >
+    the defaults of the manifests that include it, nearest first > built-in
+    values) give ``cflags``, ``includes``, ``multicore``, ``stack_size``,
+    ``rtol``, ``atol``; the nearest level that sets a key gives its whole
+    value (lists are replaced, not appended).
+
+    Every file is checked completely before the result is returned, and
+    every problem of every file is reported (YAML, JSON Schema, semantic
+    checks, cross-file rules: a library name used twice anywhere is reported
+    at each place). Limits: build-front-end.txt §2-§4 (op schemas, 32-char
+    op names) and device-api.md "Limits" (10 ops, ``builtin``, 8 dims of
+    at most 65535).
+
+    Raises :class:`ManifestError` with every problem found, sorted by file,
+    line and column (never another exception for bad input: a missing file,
+    a directory, undecodable bytes or a YAML list each give a
+    ``FILE:1:1: $: ...`` diagnostic).
     """
-    display = os.fspath(path)
-    try:
-        doc = load_yaml_file(display)
-    except YamlError as err:
-        raise ManifestError(err.diagnostics) from None
-    manifest = _ManifestFile(doc, display, os.fspath(root))
-    collection = manifest.collection()
-    if manifest.diagnostics or collection is None:
-        raise ManifestError(manifest.diagnostics or [
-            Diagnostic(display, 1, 1, (), "the manifest could not be loaded")])
-    return collection
+    loader = _CollectionLoader(os.fspath(root))
+    top = loader.load(os.fspath(path), _Defaults(), None)
+    loader.check_unique_library_names()
+    if top is not None and not loader.diagnostics and not loader.libraries:
+        loader.diagnostics.append(Diagnostic(
+            top.display, 1, 1, (), "the collection has no library (its manifests "
+            "give no 'libraries')"))
+    if loader.diagnostics or top is None:
+        raise ManifestError(loader.diagnostics or [
+            Diagnostic(os.fspath(path), 1, 1, (), "the manifest could not be loaded")])
+    return Collection(top.model_file,
+                      tuple(lib for lib, _, _ in loader.libraries),  # type: ignore[misc]
+                      tuple(f.model_file for f in loader.files))
 
 
 # ---------------------------------------------------------------------------
@@ -352,6 +421,12 @@ _PATTERN_WORDS = {
     "^[A-Za-z0-9_][A-Za-z0-9_.-]*$":
         "is not a valid vector name (letters, digits, '_', '-' and '.')",
 }
+
+#: YAML 1.1 boolean words that YAML 1.2 (this loader) reads as strings.
+_YAML11_BOOLS = frozenset(("y", "n", "yes", "no", "on", "off"))
+
+#: Keys of a library that its ``defaults:`` cannot give (they belong to the library).
+_LIBRARY_KEYS = frozenset(("name", "sources", "includes", "cflags", "multicore", "ops"))
 
 _LIST_NOUNS = {
     "libraries": "the manifest needs at least one library",
@@ -393,6 +468,8 @@ def _suggest(word: str, candidates: Sequence[str]) -> Optional[str]:
 
 def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError) -> List[Diagnostic]:
     """One jsonschema error as located diagnostics (readable messages)."""
+    if error.validator == "anyOf" and not error.absolute_path:
+        return [doc.diagnostic((), "a manifest needs 'libraries', 'include' or both")]
     if error.context:  # anyOf / oneOf: report the most relevant sub-error
         return _schema_diagnostics(doc, best_match(error.context))
     path: DocPath = tuple(error.absolute_path)
@@ -407,7 +484,10 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
         for name in extra:
             message = f"unknown key '{name}'"
             guess = _suggest(name, known)
-            if guess:
+            if key == "defaults" and isinstance(parent, int) and name in _LIBRARY_KEYS:
+                message += (f" (a library's defaults give {', '.join(known)}; set '{name}' "
+                            "on the library itself)")
+            elif guess:
                 message += f" (did you mean '{guess}'?)"
             elif known:
                 message += f" (expected one of: {', '.join(known)})"
@@ -425,7 +505,11 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
     if kind == "type":
         wanted = expect if isinstance(expect, list) else [expect]
         words = " or ".join(_TYPE_WORDS.get(t, t) for t in wanted)
-        return [doc.diagnostic(path, f"expected {words}, got {_describe(value)}")]
+        message = f"expected {words}, got {_describe(value)}"
+        if "boolean" in wanted and isinstance(value, str) and value.lower() in _YAML11_BOOLS:
+            message += (f"; this file is YAML 1.2, where '{value}' is a string (YAML 1.1 read "
+                        "it as a boolean): write true or false")
+        return [doc.diagnostic(path, message)]
     if kind == "enum":
         noun = "dtype" if key in ("dtype",) else (key or "value")
         guess = _suggest(str(value), [str(e) for e in expect])
@@ -593,15 +677,170 @@ def _product(shape: Sequence[int]) -> int:
 # ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Defaults:
+    """The values one ``defaults:`` level gives the levels below it; ``None``
+    means "not set here" (inherit). ``includes`` are root-relative."""
+
+    cflags: Optional[Tuple[str, ...]] = None
+    includes: Optional[Tuple[str, ...]] = None
+    multicore: Optional[bool] = None
+    stack_size: Optional[int] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+
+    def over(self, base: "_Defaults") -> "_Defaults":
+        """These values where set, else ``base``'s (the nearest level wins)."""
+        return _Defaults(**{f.name: getattr(base, f.name) if getattr(self, f.name) is None
+                            else getattr(self, f.name) for f in fields(self)})
+
+    def differences(self, other: "_Defaults") -> List[str]:
+        """``key A there, B here`` for every key whose value differs (``self``
+        is "there", ``other`` "here")."""
+        out = []
+        for f in fields(self):
+            there, here = getattr(self, f.name), getattr(other, f.name)
+            if there != here:
+                out.append(f"{f.name} {_show_default(there)} there, {_show_default(here)} here")
+        return out
+
+
+def _show_default(value: Any) -> str:
+    if value is None:
+        return "not set"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(value) + "]"
+    return repr(value)
+
+
+_GLOB_RE = re.compile(r"[*?\[]")
+
+
+class _CollectionLoader:
+    """Loads a top manifest and, depth first, every manifest it includes.
+
+    Each file is loaded once (by its real path); ``files`` holds them in load
+    order, ``libraries`` every library declared (model or None, its file, its
+    document path) in collection order, ``diagnostics`` every problem.
+    """
+
+    def __init__(self, root: str):
+        self.root = root
+        self.diagnostics: List[Diagnostic] = []
+        self.files: List["_ManifestFile"] = []
+        self.libraries: List[Tuple[Optional[Library], "_ManifestFile", DocPath]] = []
+        self._loaded: Dict[str, Tuple[Optional["_ManifestFile"], str]] = {}
+        self._stack: List[Tuple[str, str]] = []
+
+    def load(self, display: str, inherited: "_Defaults",
+             via: Optional[Tuple["_ManifestFile", DocPath]]) -> Optional["_ManifestFile"]:
+        """Load the manifest ``display`` (inheriting ``inherited``), then its
+        includes. ``via`` is the including file and include entry (None for
+        the top manifest). Returns the file, or None if it could not be read."""
+        real = os.path.realpath(display)
+        where = "the top manifest" if via is None else \
+            f"included at {via[0].doc.location(via[1])}"
+        self._loaded[real] = (None, where)
+        try:
+            doc = load_yaml_file(display)
+        except YamlError as err:
+            self.diagnostics.extend(err.diagnostics)
+            return None
+        manifest = _ManifestFile(doc, display, self.root, inherited)
+        self._loaded[real] = (manifest, where)
+        self.files.append(manifest)
+        self._stack.append((real, display))
+        try:
+            if manifest.validate():
+                for k, lib in enumerate(manifest.libraries()):
+                    self.libraries.append((lib, manifest, ("libraries", k)))
+                for entry_path, matches in manifest.include_entries():
+                    for match in matches:
+                        self.include(manifest, entry_path, match)
+        finally:
+            self._stack.pop()
+            self.diagnostics.extend(manifest.diagnostics)
+        return manifest
+
+    def include(self, includer: "_ManifestFile", entry_path: DocPath, absolute: str) -> None:
+        """Follow one include match of ``includer`` (its entry at ``entry_path``)."""
+        real = os.path.realpath(absolute)
+        display = os.path.normpath(os.path.join(
+            os.path.dirname(includer.display), os.path.relpath(absolute, includer.folder_abs)))
+        stack_reals = [r for r, _ in self._stack]
+        if real in stack_reals:
+            chain = [d for _, d in self._stack[stack_reals.index(real):]] + [display]
+            self.diagnostics.append(includer.doc.diagnostic(
+                entry_path, "include cycle: " + " -> ".join(chain)))
+            return
+        if len(self._stack) >= MAX_INCLUDE_DEPTH:
+            self.diagnostics.append(includer.doc.diagnostic(
+                entry_path, f"includes nested more than {MAX_INCLUDE_DEPTH} deep"))
+            return
+        if real in self._loaded:
+            first, where = self._loaded[real]
+            if first is None:
+                return  # could not be read: reported once, where it was first included
+            again = first.own_defaults.over(includer.defaults)
+            if again != first.defaults:
+                self.diagnostics.append(includer.doc.diagnostic(
+                    entry_path,
+                    f"'{display}' is already part of the collection ({where}) with other "
+                    f"defaults ({'; '.join(first.defaults.differences(again))}); its "
+                    "libraries are built once: set these keys in its own defaults"))
+            return
+        self.load(display, includer.defaults, (includer, entry_path))
+
+    def check_unique_library_names(self) -> None:
+        """Report every library name used twice or more in the collection, at
+        each of its places (``line N`` in the same file, ``FILE:LINE:COL`` in
+        another)."""
+        seen: Dict[str, List[Tuple["_ManifestFile", DocPath]]] = {}
+        for _, manifest, path in self.libraries:
+            lib = manifest.doc.value["libraries"][path[1]]
+            name_path = path + ("name",)
+            if isinstance(lib, dict) and isinstance(lib.get("name"), str) \
+                    and manifest.clean(name_path):
+                seen.setdefault(lib["name"], []).append((manifest, name_path))
+        for name, places in seen.items():
+            if len(places) < 2:
+                continue
+            for k, (manifest, path) in enumerate(places):
+                lines = [str(manifest.line(p)) for j, (f, p) in enumerate(places)
+                         if j != k and f is manifest]
+                others = [str(f.doc.location(p)) for j, (f, p) in enumerate(places)
+                          if j != k and f is not manifest]
+                if lines:
+                    others.insert(0, ("line " if len(lines) == 1 else "lines ")
+                                  + ", ".join(lines))
+                self.diagnostics.append(manifest.doc.diagnostic(
+                    path, f"duplicate library name '{name}' (also at {', '.join(others)})"))
+
+
+def _op_with_defaults(op: dict, defaults: _Defaults) -> dict:
+    """The op's mapping with inherited ``rtol``/``atol`` filled in where the
+    op gives none (what its vectors fall back to before the dtype table)."""
+    filled = dict(op)
+    for key in ("rtol", "atol"):
+        if key not in filled and getattr(defaults, key) is not None:
+            filled[key] = getattr(defaults, key)
+    return filled
+
+
 class _ManifestFile:
     """Checks one manifest file and builds its part of the model.
 
     Owns the file's :class:`LocatedDocument` (diagnostics name this file),
     resolves the paths it contains against its own folder, and maps them to
-    ``root``. ``diagnostics`` collects every problem.
+    ``root``. ``inherited`` are the defaults of the manifests that include
+    it; ``defaults`` adds its own ``defaults:``. ``diagnostics`` collects
+    every problem.
     """
 
-    def __init__(self, doc: LocatedDocument, display: str, root: str):
+    def __init__(self, doc: LocatedDocument, display: str, root: str,
+                 inherited: Optional[_Defaults] = None):
         self.doc = doc
         self.display = display
         self.root_abs = os.path.abspath(root)
@@ -610,6 +849,9 @@ class _ManifestFile:
                                           self.root_abs).replace(os.sep, "/")
         self.diagnostics: List[Diagnostic] = []
         self._schema_error_paths: List[DocPath] = []
+        self.inherited = inherited or _Defaults()
+        self.own_defaults = _Defaults()
+        self.defaults = self.inherited
 
     # -- helpers ------------------------------------------------------------
 
@@ -650,43 +892,91 @@ class _ManifestFile:
 
     # -- stages -------------------------------------------------------------
 
-    def collection(self) -> Optional[Collection]:
-        """Run every check; the :class:`Collection`, or None if a stage failed."""
+    def validate(self) -> bool:
+        """The JSON Schema stage and this file's ``defaults:``. False when the
+        document is not a mapping (nothing more can be checked)."""
         value = self.doc.value
         if not isinstance(value, dict):
             self.error((), "a manifest is a mapping with the keys 'version' and 'libraries', "
                            f"got {_describe(value)}")
-            return None
+            return False
         for err in _validator().iter_errors(value):
             self._schema_error_paths.append(tuple(err.absolute_path))
             self.diagnostics.extend(_schema_diagnostics(self.doc, err))
-        libraries = value.get("libraries")
-        if not isinstance(libraries, list):
-            return None
-        built = [self.library(("libraries", i), lib) for i, lib in enumerate(libraries)]
-        self.check_unique_library_names(libraries)
-        if self.diagnostics:
-            return None
-        return Collection(self.model_file, tuple(built))
+        self.own_defaults = self.defaults_at(("defaults",), value.get("defaults"))
+        self.defaults = self.own_defaults.over(self.inherited)
+        return True
 
-    def check_unique_library_names(self, libraries: list) -> None:
-        """Report every library name used twice or more, at each of its places."""
-        seen: Dict[str, List[DocPath]] = {}
-        for i, lib in enumerate(libraries):
-            path = ("libraries", i, "name")
-            if isinstance(lib, dict) and isinstance(lib.get("name"), str) and self.clean(path):
-                seen.setdefault(lib["name"], []).append(path)
-        for name, paths in seen.items():
-            if len(paths) < 2:
+    def defaults_at(self, path: DocPath, given: Any) -> _Defaults:
+        """The valid keys of a ``defaults:`` mapping (manifest or library level)."""
+        if not isinstance(given, dict):
+            return _Defaults()
+        out: Dict[str, Any] = {}
+        for key in ("cflags", "multicore", "stack_size", "rtol", "atol"):
+            if key in given and self.clean(path + (key,)):
+                value = given[key]
+                out[key] = tuple(value) if key == "cflags" else \
+                    float(value) if key in ("rtol", "atol") else value
+        if "includes" in given and self.clean(path + ("includes",)):
+            out["includes"] = tuple(self.existing_paths(
+                path + ("includes",), given["includes"], "include directory", True))
+        return _Defaults(**out)
+
+    def libraries(self) -> List[Optional[Library]]:
+        """Check every library of this file and its ops; one model (or None) each."""
+        libraries = self.doc.value.get("libraries")
+        if not isinstance(libraries, list):
+            return []
+        return [self.library(("libraries", i), lib) for i, lib in enumerate(libraries)]
+
+    def include_entries(self) -> List[Tuple[DocPath, List[str]]]:
+        """Each ``include:`` entry with the absolute paths of the files it
+        names (a glob's matches sorted, without this file); reports absolute
+        entries, missing files, directories, globs without a match and an
+        entry listed twice."""
+        entries = self.doc.value.get("include")
+        if not isinstance(entries, list) or not self.clean(("include",)):
+            return []
+        out: List[Tuple[DocPath, List[str]]] = []
+        first: Dict[str, int] = {}
+        me = os.path.realpath(self.display)
+        for k, written in enumerate(entries):
+            path = ("include", k)
+            if os.path.isabs(written) or written.startswith(("/", "\\")):
+                self.error(path, f"include '{written}' is an absolute path; write it relative "
+                                 "to this manifest's folder so the tree can move")
                 continue
-            lines = [self.line(p) for p in paths]
-            for k, path in enumerate(paths):
-                others = ", ".join(str(line) for j, line in enumerate(lines) if j != k)
-                label = "line" if len(paths) == 2 else "lines"
-                self.error(path, f"duplicate library name '{name}' (also at {label} {others})")
+            absolute, relative = self.resolve(written)
+            if _GLOB_RE.search(written):
+                pattern = os.path.join(glob.escape(self.folder_abs), written)
+                matches = [os.path.normpath(p) for p in glob.glob(pattern, recursive=True)
+                           if os.path.isfile(p) and os.path.realpath(p) != me]
+                matches.sort(key=lambda p: os.path.relpath(p, self.folder_abs)
+                             .replace(os.sep, "/"))
+                if not matches:
+                    self.error(path, f"include pattern '{written}' matches no manifest "
+                                     f"(resolved to {relative})")
+                    continue
+                out.append((path, matches))
+                continue
+            if relative in first:
+                self.error(path, f"include '{written}' is listed twice (first at line "
+                                 f"{first[relative]})")
+                continue
+            first[relative] = self.line(path)
+            if os.path.isdir(absolute):
+                self.error(path, f"include '{written}' is a directory (resolved to {relative}); "
+                                 "name the manifest file")
+                continue
+            if not os.path.isfile(absolute):
+                self.error(path, f"included manifest '{written}' not found "
+                                 f"(resolved to {relative})")
+                continue
+            out.append((path, [absolute]))
+        return out
 
     def library(self, path: DocPath, lib: Any) -> Optional[Library]:
-        """Check one library and its ops; its model, or None."""
+        """Check one library and its ops; its model (every default applied), or None."""
         if not isinstance(lib, dict):
             return None
         name = lib.get("name") if isinstance(lib.get("name"), str) else "?"
@@ -698,20 +988,26 @@ class _ManifestFile:
                 self.error(path + ("name",),
                            f"library name '{name}' is reserved (device-api.md Limits)")
             sources = self.existing_paths(path + ("sources",), lib["sources"], "source file", False)
-            includes = self.existing_paths(path + ("includes",), lib.get("includes", []),
-                                           "include directory", True)
+            if "includes" in lib:
+                includes = self.existing_paths(path + ("includes",), lib["includes"],
+                                               "include directory", True)
+            else:
+                includes = list(self.defaults.includes or ())
+        defaults = self.defaults_at(path + ("defaults",), lib.get("defaults")).over(self.defaults)
         ops_value = lib.get("ops")
         ops: List[Optional[Op]] = []
         if isinstance(ops_value, list):
             names: Dict[str, DocPath] = {}
             for j, op in enumerate(ops_value):
-                ops.append(self.op(path + ("ops", j), op, name, names))
+                ops.append(self.op(path + ("ops", j), op, name, names, defaults))
         if not lib_ok:
             return None
+        multicore = lib.get("multicore", self.defaults.multicore)
+        cflags = lib["cflags"] if "cflags" in lib else (self.defaults.cflags or ())
         return Library(
-            name=name, multicore=bool(lib.get("multicore", False)),
+            name=name, multicore=bool(multicore),
             sources=tuple(sources), includes=tuple(includes),
-            cflags=tuple(lib.get("cflags", [])), ops=tuple(ops),  # type: ignore[arg-type]
+            cflags=tuple(cflags), ops=tuple(ops),  # type: ignore[arg-type]
             location=self.location(path), manifest=self.model_file)
 
     def existing_paths(self, path: DocPath, written: list, what: str, directory: bool) -> List[str]:
@@ -808,8 +1104,11 @@ class _ManifestFile:
 
     # -- ops ----------------------------------------------------------------
 
-    def op(self, path: DocPath, op: Any, library: str, names: Dict[str, DocPath]) -> Optional[Op]:
-        """Check one op (schema, name, reference) and its vectors; its model, or None."""
+    def op(self, path: DocPath, op: Any, library: str, names: Dict[str, DocPath],
+           defaults: Optional[_Defaults] = None) -> Optional[Op]:
+        """Check one op (schema, name, reference) and its vectors; its model
+        (``stack_size`` from the op, else ``defaults``, else 4196), or None."""
+        defaults = defaults or _Defaults()
         if not isinstance(op, dict) or not self.clean(path, except_items_of="vectors"):
             return None
         text = op["schema"]
@@ -845,11 +1144,14 @@ class _ManifestFile:
             return None
         vectors = []
         vector_names: Dict[str, DocPath] = {}
+        op_defaults = _op_with_defaults(op, defaults)
         for k, vec in enumerate(op["vectors"]):
-            vectors.append(self.vector(path + ("vectors", k), vec, library, name, schema, op,
-                                       reference, vector_names))
+            vectors.append(self.vector(path + ("vectors", k), vec, library, name, schema,
+                                       op_defaults, reference, vector_names))
         return Op(name=name, schema=schema, schema_text=text,
-                  stack_size=int(op.get("stack_size", DEFAULT_STACK_SIZE)),
+                  stack_size=int(op.get("stack_size", defaults.stack_size
+                                        if defaults.stack_size is not None
+                                        else DEFAULT_STACK_SIZE)),
                   vectors=tuple(vectors), location=self.location(path))  # type: ignore[arg-type]
 
     # -- vectors ------------------------------------------------------------

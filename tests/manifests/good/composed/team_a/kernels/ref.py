@@ -1,0 +1,5 @@
+import numpy as np
+
+
+def a_op(x):
+    return -x
