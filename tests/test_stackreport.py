@@ -42,7 +42,7 @@ def test_worst_chain_crosses_translation_units(graph):
     assert chain.total == 48 + 4112 + 64
     assert chain.path == ("_Z11big_wrapperv", "_Z3bigRKN2at6TensorE", "_ZL4leafv")
     assert chain.unknown == ("memcpy",)
-    assert not chain.recursive and not chain.dynamic   # "dynamic,bounded" is bounded
+    assert chain.recursive == () and not chain.dynamic   # "dynamic,bounded" is bounded
 
 
 def test_report_lines(graph):
@@ -52,7 +52,7 @@ def test_report_lines(graph):
         "(big_wrapper -> big -> leaf); 1 callee(s) without frame information")
     assert rec.line("lib") == (
         "lib::rec: worst static stack chain 132 bytes of 4196 (rec_wrapper -> rec); "
-        "recursion: depth unbounded; dynamic allocation below the wrapper; "
+        "recursion in rec (counted once; its depth is not); dynamic allocation below the wrapper; "
         "indirect calls not followed")
 
 

@@ -172,6 +172,17 @@ class HostToolchain:
                 "-o", obj, "-c", src]
         return cmd
 
+    def callgraph_command(self, src: str, asm: str, cflags: Sequence[str],
+                          includes: Sequence[str], runtime_include: str) -> List[str]:
+        """argv that writes GCC's call graph with stack usage for ``src``:
+        ``<asm without .s>.ci`` (-fcallgraph-info=su), from the same flags as
+        the object, stopping after code generation (-S, ``asm``). A separate
+        step from the compile, so that a launcher (ccache, distcc), which
+        does not bring the .ci file back, never stands in its way."""
+        return [self.cxx, *HOST_CXXFLAGS, "-fcallgraph-info=su", *cflags,
+                f"-I{runtime_include}", *(f"-I{d}" for d in includes),
+                "-o", asm, "-S", src]
+
     def link_command(self, out: str, objs: Sequence[str], lsp_obj: str,
                      runtime_lib: str) -> List[str]:
         """argv that links one core object: kernels + wrapper + LSP + runtime."""

@@ -54,15 +54,16 @@ class Chain:
 
     ``total``: bytes, the sum of the static frames along ``path`` (mangled
     names, root first); ``unknown``: functions reached anywhere below the root
-    whose frame is not known; ``recursive``: a cycle was reached (the depth
-    is then unbounded); ``dynamic``: a function below the root allocates
+    whose frame is not known; ``recursive``: the functions that call
+    themselves again, directly or not (each counted once: the depth of the
+    recursion is not); ``dynamic``: a function below the root allocates
     dynamically.
     """
 
     total: int
     path: Tuple[str, ...]
     unknown: Tuple[str, ...]
-    recursive: bool
+    recursive: Tuple[str, ...]
     dynamic: bool
 
 
@@ -116,14 +117,15 @@ def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
     """The deepest static chain from ``root`` (see :class:`Chain`)."""
     memo: Dict[str, Tuple[int, Tuple[str, ...]]] = {}
     unknown: Set[str] = set()
-    flags = {"recursive": False, "dynamic": False}
+    recursive: Set[str] = set()
+    flags = {"dynamic": False}
     on_path: Set[str] = set()
 
     def visit(name: str) -> Tuple[int, Tuple[str, ...]]:
         if name in memo:
             return memo[name]
         if name in on_path:
-            flags["recursive"] = True
+            recursive.add(name)
             return 0, ()
         f = graph.get(name)
         if f is None or f.frame is None:
@@ -141,7 +143,8 @@ def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
         return memo[name]
 
     total, path = visit(root)
-    return Chain(total, path, tuple(sorted(unknown)), flags["recursive"], flags["dynamic"])
+    return Chain(total, path, tuple(sorted(unknown)), tuple(sorted(recursive)),
+                 flags["dynamic"])
 
 
 def short_name(func: Function) -> str:
@@ -177,6 +180,7 @@ class OpStack:
     stack_size: int
     chain: Chain
     labels: Tuple[str, ...]
+    names: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def over(self) -> bool:
@@ -185,9 +189,11 @@ class OpStack:
     def line(self, library: str) -> str:
         """``lib::op: N bytes of S (a -> b -> c)[; notes]``, with WARNING first
         when the chain exceeds the op's stack."""
+        names = dict(self.names)
         notes = []
         if self.chain.recursive:
-            notes.append("recursion: depth unbounded")
+            rec = ", ".join(names.get(r, r) for r in self.chain.recursive)
+            notes.append(f"recursion in {rec} (counted once; its depth is not)")
         if self.chain.dynamic:
             notes.append("dynamic allocation below the wrapper")
         unseen = [u for u in self.chain.unknown if u != INDIRECT]
@@ -208,5 +214,6 @@ def op_report(graph: Dict[str, Function], ops: Sequence[Tuple[str, int]]) -> Lis
     for function, stack_size in ops:
         chain = worst_chain(graph, wrapper_symbol(function))
         labels = tuple(short_name(graph[n]) if n in graph else n for n in chain.path)
-        out.append(OpStack(function, stack_size, chain, labels))
+        names = tuple((n, short_name(graph[n])) for n in chain.recursive if n in graph)
+        out.append(OpStack(function, stack_size, chain, labels, names))
     return out

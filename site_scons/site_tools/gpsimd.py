@@ -41,7 +41,7 @@ _SITE_SCONS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _SITE_SCONS not in sys.path:
     sys.path.insert(0, _SITE_SCONS)
 
-from gpsimd_build import codegen, pack, profiles, testplan  # noqa: E402
+from gpsimd_build import codegen, pack, profiles, stackreport, testplan  # noqa: E402
 from gpsimd_build.manifest import ManifestError, load_manifest  # noqa: E402
 
 #: The project root (this file is <root>/site_scons/site_tools/gpsimd.py).
@@ -175,6 +175,36 @@ def _link_generator(source, target, env, for_signature):
     return [_memo("link", target, source, for_signature, make)]
 
 
+def _callgraph_generator(source, target, env, for_signature):
+    def make():
+        return env["GPSIMD_TC"].callgraph_command(
+            str(source[0]), str(target[1]), list(env.get("GPSIMD_USER_CFLAGS", [])),
+            list(env.get("GPSIMD_INCLUDES", [])), env["GPSIMD_RUNTIME_INCLUDE"])
+    return [_memo("callgraph", target, source, for_signature, make)]
+
+
+def _callgraph_emitter(target, source, env):
+    base = os.path.splitext(str(target[0]))[0]
+    return [base + ".ci", base + ".s"], source
+
+
+def _stack_report(target, source, env):
+    """Write a library's static stack report; print its warnings."""
+    graphs = []
+    for node in source:
+        with open(node.abspath, encoding="utf-8") as f:
+            graphs.append(stackreport.parse_ci(f.read(), node.path))
+    spec = json.loads(env["GPSIMD_STACK_OPS"])
+    lines = [r.line(spec["library"]) for r in
+             stackreport.op_report(stackreport.merge(graphs), spec["ops"])]
+    for line in lines:
+        if line.startswith("WARNING"):
+            print(line)
+    with open(str(target[0]), "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    return 0
+
+
 def _strip_generator(source, target, env, for_signature):
     return [_memo("strip", target, source, for_signature,
                   lambda: env["GPSIMD_TC"].strip_command(str(source[0]), str(target[1])))]
@@ -235,6 +265,7 @@ def generate(env):
         GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
         GPSIMD_GENCOMSTR="GEN      $TARGET",
         GPSIMD_TESTCOMSTR="TEST     $TARGET",
+        GPSIMD_STACKCOMSTR="STACK    $TARGET",
     )
     cscan = SCons.Scanner.C.CScanner()
     env.Append(BUILDERS={
@@ -259,6 +290,12 @@ def generate(env):
         "GpsimdVendorPack": SCons.Builder.Builder(
             action=_gen_action(_vendor_pack_generator, "$GPSIMD_PACKCOMSTR"),
             emitter=_pack_emitter),
+        "GpsimdCallGraph": SCons.Builder.Builder(
+            action=_gen_action(_callgraph_generator, "$GPSIMD_STACKCOMSTR"),
+            emitter=_callgraph_emitter, source_scanner=cscan),
+        "GpsimdStackReport": SCons.Builder.Builder(
+            action=SCons.Action.Action(_stack_report, "$GPSIMD_STACKCOMSTR",
+                                       varlist=["GPSIMD_STACK_OPS"])),
         "GpsimdTestPlan": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
         "GpsimdVersions": SCons.Builder.Builder(
@@ -273,23 +310,30 @@ def generate(env):
 
 # ---- the graph -------------------------------------------------------------
 
-def _object_path(lib_dir, src):
-    """Object path for a source: its path below the top, '..' made safe."""
+def _source_stem(src):
+    """A source's path below the top without its suffix, '..' made safe."""
     rel = os.path.normpath(src).replace(os.sep, "/")
     parts = ["__" if p == ".." else p for p in rel.split("/")]
-    stem = os.path.splitext("/".join(parts))[0]
-    return f"{lib_dir}/obj/{stem}.o"
+    return os.path.splitext("/".join(parts))[0]
+
+
+def _object_path(lib_dir, src):
+    """Object path for a source of a library."""
+    return f"{lib_dir}/obj/{_source_stem(src)}.o"
 
 
 def _host_runtime(env, profile_dir):
     """The host runtime archive and the LSP objects, shared by all libraries."""
     inc = env.Dir(os.path.join(RUNTIME_DIR, "include"))
     srcdir = env.Dir(os.path.join(RUNTIME_DIR, "src"))
-    objs = []
+    objs, callgraphs = [], []
     for src in sorted(srcdir.glob("*.cpp"), key=str):
         stem = os.path.splitext(src.name)[0]
         objs += env.GpsimdObject(f"{profile_dir}/runtime/obj/{stem}.o", src,
                                  CPPPATH=[inc])
+        callgraphs.append(env.GpsimdCallGraph(f"{profile_dir}/runtime/stack/{stem}.ci", src,
+                                              CPPPATH=[inc])[0])
+    env["GPSIMD_RUNTIME_CALLGRAPHS"] = callgraphs
     lib = env.GpsimdArchive(f"{profile_dir}/runtime/libneuroncustomop.a", objs)
     lsps = {}
     for spec in profiles.MULTICORE_LSPS + (profiles.SINGLE_LSP,):
@@ -359,7 +403,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
                              key=str)
 
     nodes = {}
-    all_results, all_loadable, all_versions = [], [], []
+    all_results, all_loadable, all_versions, all_stack = [], [], [], []
     for lib in collection.libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         scan_path = ([inc] if tc.name == "host" else []) + [env.Dir(d) for d in lib.includes]
@@ -405,6 +449,16 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
         all_versions += versions
         results = []
         if tc.runs_tests:
+            # the static stack report (-fcallgraph-info=su of every TU)
+            callgraphs = [env.GpsimdCallGraph(f"{lib_dir}/stack/{_source_stem(src)}.ci", src,
+                                              **compile_env)[0] for src in lib.sources]
+            callgraphs.append(env.GpsimdCallGraph(f"{lib_dir}/stack/wrapper.ci", wrapper,
+                                                  **compile_env)[0])
+            stack_ops = json.dumps({"library": lib.name,
+                                    "ops": [[op.name, op.stack_size] for op in lib.ops]})
+            all_stack += env.GpsimdStackReport(
+                f"{lib_dir}/stack-report.txt", callgraphs + env["GPSIMD_RUNTIME_CALLGRAPHS"],
+                GPSIMD_STACK_OPS=stack_ops)
             plan = testplan.library_plan(lib, cores)
             plan_node = env.GpsimdTestPlan(f"{lib_dir}/testplan.json",
                                            env.Value(testplan.dump_plan(plan)))
@@ -434,7 +488,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
         summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
                               SCons.Action.Action(_summarize, _summary_str))
         env.Depends(summary, all_versions)   # built by default, quietly
-        env.Default(summary)
+        env.Alias("stack-report", all_stack)
+        env.Default(env.Alias("all", summary + all_stack))
     else:
-        env.Default(all_loadable + all_versions)
+        env.Default(env.Alias("all", all_loadable + all_versions))
     return nodes
