@@ -52,6 +52,12 @@ class _CoreLoader(yaml.SafeLoader):
     yaml_implicit_resolvers: Dict[str, list] = {}
 
 
+class _FastCoreLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """The same resolvers on libyaml's parser (when PyYAML has it)."""
+
+    yaml_implicit_resolvers = _CoreLoader.yaml_implicit_resolvers
+
+
 _CoreLoader.add_implicit_resolver(_TAG + "null", _NULL_RE, ["~", "n", "N", ""])
 _CoreLoader.add_implicit_resolver(_TAG + "bool", _BOOL_RE, list("tTfF"))
 _CoreLoader.add_implicit_resolver(_TAG + "int", _INT_RE, list("-+0123456789"))
@@ -188,7 +194,7 @@ class _Constructor:
 
     def _span(self, node: yaml.Node, kind: str) -> NodeSpan:
         start, end = node.start_mark, node.end_mark
-        style = getattr(node, "style", None) if kind == "scalar" else None
+        style = (getattr(node, "style", None) or None) if kind == "scalar" else None
         verbatim = None
         if kind == "scalar" and start.line == end.line:
             raw = self.text[start.index:end.index]
@@ -298,12 +304,24 @@ def load_yaml_text(text: str, file: str) -> LocatedDocument:
     empty document (no node, or an empty ``---``), and documents that expand
     past :data:`MAX_NODES` nodes or nest too deeply.
     """
+    node = None
     try:
-        loader = _CoreLoader(text)
+        # libyaml composes ~4-5x faster; any problem is re-parsed by the
+        # pure-Python loader below so that diagnostics stay identical
+        fast = _FastCoreLoader(text)
         try:
-            node = loader.get_single_node()
+            node = fast.get_single_node()
         finally:
-            loader.dispose()
+            fast.dispose()
+    except (yaml.YAMLError, RecursionError):
+        node = None
+    try:
+        if node is None:
+            loader = _CoreLoader(text)
+            try:
+                node = loader.get_single_node()
+            finally:
+                loader.dispose()
     except yaml.MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
@@ -320,7 +338,7 @@ def load_yaml_text(text: str, file: str) -> LocatedDocument:
         raise YamlError([Diagnostic(file, 1, 1, (), "YAML nesting too deep")]) from None
 
     if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _TAG + "null"
-                        and node.value == "" and node.style is None):
+                        and node.value == "" and not node.style):
         raise YamlError([Diagnostic(
             file, 1, 1, (), "empty document (the file holds no YAML value)")])
 
