@@ -66,6 +66,7 @@ cross-file rules.
 import ast
 import difflib
 import functools
+import gc
 import glob
 import json
 import math
@@ -343,9 +344,41 @@ def load_schema() -> dict:
         return json.load(stream)
 
 
+_ANNOTATIONS = frozenset(("description", "title", "$comment", "examples", "default"))
+
+
+def inline_refs(schema: dict) -> dict:
+    """The schema with every local ``{"$ref": "#/$defs/X"}`` replaced by a copy
+    of ``X`` (recursively), for validation speed: resolving thousands of
+    references through jsonschema's registry costs more than validating
+    (BENCHMARKS.md). Keys beside a ``$ref`` are kept: merged when they are
+    annotations or new keywords, else through ``allOf``. A recursive
+    reference is left as it is. The instance paths of errors are unchanged.
+    """
+    defs = schema.get("$defs", {})
+
+    def inline(node, active):
+        if isinstance(node, list):
+            return [inline(v, active) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs \
+                and ref[8:] not in active:
+            target = inline(defs[ref[8:]], active | {ref[8:]})
+            siblings = {k: inline(v, active) for k, v in node.items() if k != "$ref"}
+            clash = [k for k in siblings if k in target and k not in _ANNOTATIONS]
+            if clash:
+                return {"allOf": [target], **siblings}
+            return {**target, **siblings}
+        return {k: (v if k == "$defs" else inline(v, active)) for k, v in node.items()}
+
+    return inline(schema, frozenset())
+
+
 @functools.lru_cache(maxsize=None)
 def _validator() -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(load_schema())
+    return jsonschema.Draft202012Validator(inline_refs(load_schema()))
 
 
 def load_manifest(path: Union[str, "os.PathLike[str]"], *, root: Union[str, "os.PathLike[str]"] = ".") -> Collection:
@@ -388,6 +421,18 @@ def load_manifest(path: Union[str, "os.PathLike[str]"], *, root: Union[str, "os.
     a directory, undecodable bytes or a YAML list each give a
     ``FILE:1:1: $: ...`` diagnostic).
     """
+    # The load builds many small objects that all stay alive: the cyclic
+    # garbage collector would only rescan them (BENCHMARKS.md).
+    gc_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _load_collection(path, root)
+    finally:
+        if gc_enabled:
+            gc.enable()
+
+
+def _load_collection(path, root) -> "Collection":
     loader = _CollectionLoader(os.fspath(root))
     top = loader.load(os.fspath(path), _Defaults(), None)
     loader.check_unique_library_names()
