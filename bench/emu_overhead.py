@@ -4,6 +4,7 @@ the model's overhead.
 
     python3 bench/emu_overhead.py COLLECTION [--libs K] [--elements E]
                                   [--repeat R] [--profile OUT.txt] [--json OUT]
+                                  [--no-checks]
 
 Runs, in this process, ``gpsimd_emu.runner.run_plan`` on the built test
 plans of COLLECTION (``build/host/<lib>/testplan.json``, after a full
@@ -20,6 +21,8 @@ Overhead per vector = vector wall - kernel (the launcher calls, all cores).
 ``--elements E`` rewrites every vector of the plans to E elements (same
 objects, same ops): with E = 8 the kernel's work is nil and the vector wall
 is pure overhead. Times are medians over vectors (and --repeat passes).
+
+``--no-checks`` runs as ``python -m gpsimd_emu run --no-checks`` does.
 
 ``--profile`` writes a cProfile summary of the parent side of the run
 (the child's own time shows there as the parent waiting in select).
@@ -42,6 +45,9 @@ def _setup(collection):
     sys.path.insert(0, os.path.join(collection, "runtime_model"))
     from gpsimd_emu import loader, runner  # noqa: E402
     return loader, runner
+
+
+_LOG = None   # (file, fd) the instrumented runner logs to; patched once per process
 
 
 def instrument(loader, runner, log_fd):
@@ -83,11 +89,16 @@ def resize(plan, elements):
     return plan
 
 
-def measure(collection, libs=None, elements=None, repeat=1, profile=None):
+def measure(collection, libs=None, elements=None, repeat=1, profile=None, checks=True):
+    """Run the plans ``repeat`` times and return the medians (ms) described
+    in the module text; ``checks`` False runs them as ``--no-checks``."""
+    global _LOG
     loader, runner = _setup(collection)
-    logf = tempfile.TemporaryFile()
-    log_fd = logf.fileno()
-    instrument(loader, runner, log_fd)
+    if _LOG is None:
+        logf = tempfile.TemporaryFile()
+        _LOG = (logf, logf.fileno())
+        instrument(loader, runner, _LOG[1])
+    log_fd = _LOG[1]
     plans = sorted(glob.glob(os.path.join(collection, "build/host/*/testplan.json")))
     if libs:
         plans = plans[:libs]
@@ -126,7 +137,7 @@ def measure(collection, libs=None, elements=None, repeat=1, profile=None):
                     resize(plan, elements)
                 if prof:
                     prof.enable()
-                runner.run_plan(plan, root=".")
+                runner.run_plan(plan, root=".", checks=checks)
                 if prof:
                     prof.disable()
     finally:
@@ -137,7 +148,7 @@ def measure(collection, libs=None, elements=None, repeat=1, profile=None):
     med = lambda k: statistics.median(r[k] for r in rows)
     out = {
         "plans": len(plans), "vectors": len(rows), "failed": failed,
-        "elements": elements or "as in manifest",
+        "elements": elements or "as in manifest", "checks": checks,
         "total_s": total,
         "vector_wall_ms": med("wall") * 1e3,
         "load_ms": med("load") * 1e3,
@@ -164,8 +175,10 @@ def main(argv=None):
     p.add_argument("--repeat", type=int, default=1)
     p.add_argument("--profile", default=None)
     p.add_argument("--json", default=None)
+    p.add_argument("--no-checks", dest="checks", action="store_false")
     a = p.parse_args(argv)
-    out = measure(os.path.abspath(a.collection), a.libs, a.elements, a.repeat, a.profile)
+    out = measure(os.path.abspath(a.collection), a.libs, a.elements, a.repeat, a.profile,
+                  checks=a.checks)
     print(json.dumps(out, indent=1))
     if a.json:
         with open(a.json, "w") as f:

@@ -17,6 +17,10 @@ natively (g++ -O2) in one thread.
    ``g++ -O2`` (the project's host flags minus -fPIC) and times it in one
    thread, best of 50 after a warm-up.
 
+4. The cost of the checks: the same vector run with the checks (the
+   default) and with ``--no-checks``, alternately, ``--repeat`` times each;
+   ``checks_ratio`` = median vector wall with checks / without.
+
 Prints the ratios emulated/native for the vector wall and for the kernel.
 """
 
@@ -72,6 +76,11 @@ def main(argv=None):
     subprocess.run([sys.executable, os.path.join(BENCH, "scons_wrap.py"), "-Q", "-j2"],
                    cwd=work, check=True, stdout=subprocess.DEVNULL)
     emu = emu_overhead.measure(work, repeat=a.repeat)
+    walls = {True: [], False: []}
+    for _ in range(a.repeat):            # alternate, so both see the same machine
+        for checks in (False, True):
+            walls[checks].append(emu_overhead.measure(work, checks=checks)["vector_wall_ms"])
+    med = lambda xs: sorted(xs)[len(xs) // 2]
 
     # the same element expression, from the generated kernel source
     src = open(os.path.join(work, "kernels/lib0000/lib0000.cpp")).read()
@@ -89,6 +98,9 @@ def main(argv=None):
            "emu_vector_wall_ms": emu["vector_wall_ms"],
            "emu_kernel_ms": emu["kernel_ms"],
            "emu_load_ms": emu["load_ms"],
+           "emu_vector_wall_checks_ms": med(walls[True]),
+           "emu_vector_wall_no_checks_ms": med(walls[False]),
+           "checks_ratio": med(walls[True]) / med(walls[False]),
            "ratio_vector_wall": emu["vector_wall_ms"] / (nat["best_s"] * 1e3),
            "ratio_kernel": emu["kernel_ms"] / (nat["best_s"] * 1e3),
            "failed": emu["failed"]}

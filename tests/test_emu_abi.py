@@ -128,7 +128,7 @@ def test_argument_stream_layout():
 def test_struct_sizes_match_abi_h_numbers():
     abi.check_layout()
     assert ctypes.sizeof(abi.GpsimdRegion) == 32
-    assert ctypes.sizeof(abi.GpsimdCoreReport) == 2104
+    assert ctypes.sizeof(abi.GpsimdCoreReport) == 3136
     assert ctypes.sizeof(abi.GpsimdCoreBinding) == 2128
     assert ctypes.sizeof(abi.GpsimdLspInfo) == 56
     assert abi.GpsimdCoreBinding.report_host.offset == 2112
@@ -156,11 +156,13 @@ int main(void) {
   S(gpsimd_core_report) F(gpsimd_core_report, status) F(gpsimd_core_report, fault_kind) F(gpsimd_core_report, printf_total)
   F(gpsimd_core_report, printf_len) F(gpsimd_core_report, printf_head) F(gpsimd_core_report, tcm_peak)
   F(gpsimd_core_report, scratch_peak) F(gpsimd_core_report, dataram_peak) F(gpsimd_core_report, message)
+  F(gpsimd_core_report, flags) F(gpsimd_core_report, warning_count) F(gpsimd_core_report, warnings)
   S(gpsimd_core_binding) F(gpsimd_core_binding, abi_version) F(gpsimd_core_binding, core_id) F(gpsimd_core_binding, core_count)
   F(gpsimd_core_binding, num_regions) F(gpsimd_core_binding, regions) F(gpsimd_core_binding, scratch_host)
   F(gpsimd_core_binding, dataram_host) F(gpsimd_core_binding, sbuf_window_base) F(gpsimd_core_binding, arg_stream_host)
   F(gpsimd_core_binding, retval_host) F(gpsimd_core_binding, printf_host) F(gpsimd_core_binding, report_host)
-  F(gpsimd_core_binding, stack_scale) F(gpsimd_core_binding, reserved)
+  F(gpsimd_core_binding, stack_scale) F(gpsimd_core_binding, checks) F(gpsimd_core_binding, poison)
+  F(gpsimd_core_binding, reserved)
   S(gpsimd_lsp_info) F(gpsimd_lsp_info, core_id) F(gpsimd_lsp_info, reserved) F(gpsimd_lsp_info, scratch_origin)
   F(gpsimd_lsp_info, scratch_size) F(gpsimd_lsp_info, name)
   S(gpsimd_arg_stream_header)
@@ -209,7 +211,7 @@ def test_python_and_c_agree_on_every_size_and_offset(tmp_path):
         for fname, *_ in cls._fields_:
             assert facts[(cname, fname)] == getattr(cls, fname).offset, (cname, fname)
             checked += 1
-    assert checked == 5 + 9 + 14 + 5
+    assert checked == 5 + 12 + 16 + 5
 
 
 def test_constants_match_abi_h_text():
@@ -227,6 +229,12 @@ def test_constants_match_abi_h_text():
         "GPSIMD_DEFAULT_STACK_SIZE": abi.DEFAULT_STACK_SIZE, "GPSIMD_LSP_SINGLE": abi.LSP_SINGLE,
         "GPSIMD_REGION_READONLY": abi.REGION_READONLY, "GPSIMD_MAX_REGIONS": abi.MAX_REGIONS,
         "GPSIMD_MESSAGE_CAPACITY": abi.MESSAGE_CAPACITY,
+        "GPSIMD_WARNINGS_CAPACITY": abi.WARNINGS_CAPACITY,
+        "GPSIMD_REPORT_COPY_PATH": abi.REPORT_COPY_PATH, "GPSIMD_REPORT_GET_DST": abi.REPORT_GET_DST,
+        "GPSIMD_REPORT_TCM_NULL": abi.REPORT_TCM_NULL,
+        "GPSIMD_CHECK_POISON_EMPTY": abi.CHECK_POISON_EMPTY, "GPSIMD_CHECK_MULTICORE": abi.CHECK_MULTICORE,
+        "GPSIMD_CHECK_COHERENCE": abi.CHECK_COHERENCE, "GPSIMD_CHECK_ARG_DTYPE": abi.CHECK_ARG_DTYPE,
+        "GPSIMD_CHECK_ALL": abi.CHECK_ALL,
     }
     for name, value in expect.items():
         assert int(defines[name], 0) == value, name

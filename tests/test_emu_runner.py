@@ -282,17 +282,24 @@ def test_results_json_and_lines():
         "format": 1, "library": "relu", "passed": 1, "failed": 2,
         "vectors": [
             {"op": "relu_forward", "vector": "small", "where": "ops.yaml:21:11", "status": "pass",
-             "message": "", "max_abs_err": 0.0, "mismatches": 0},
+             "message": "", "max_abs_err": 0.0, "mismatches": 0, "warnings": []},
             {"op": "relu_forward", "vector": "big", "where": "ops.yaml:25:11", "status": "fail",
-             "message": "2 of 9 elements differ", "max_abs_err": None, "mismatches": 2},
+             "message": "2 of 9 elements differ", "max_abs_err": None, "mismatches": 2, "warnings": []},
             {"op": "relu_forward", "vector": "crash", "where": "ops.yaml:29:11", "status": "fail",
-             "message": "core 0 crashed with SIGSEGV", "max_abs_err": None, "mismatches": None}]}
+             "message": "core 0 crashed with SIGSEGV", "max_abs_err": None, "mismatches": None,
+             "warnings": []}]}
     assert format_line("relu", res.vectors[0]) == (
         "PASS relu::relu_forward[small] (ops.yaml:21:11): max_abs_err 0 over 1000 elements")
     assert format_line("relu", res.vectors[2]) == (
         "FAIL relu::relu_forward[crash] (ops.yaml:29:11): core 0 crashed with SIGSEGV")
     assert res.summary_line() == "relu: 1 passed, 2 failed"
     assert not res.ok
+    # warnings go to the JSON and after the line, passing or failing
+    res.vectors[0].warnings = ["core 0: w1", "cores 1-7: w2"]
+    assert res.to_json()["vectors"][0]["warnings"] == ["core 0: w1", "cores 1-7: w2"]
+    assert format_line("relu", res.vectors[0]) == (
+        "PASS relu::relu_forward[small] (ops.yaml:21:11): max_abs_err 0 over 1000 elements; "
+        "warning: core 0: w1; warning: cores 1-7: w2")
 
 
 def test_write_results_is_valid_json(tmp_path):

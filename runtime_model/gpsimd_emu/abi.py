@@ -34,7 +34,9 @@ __all__ = [
     "SCRATCH_BASE", "SCRATCH_CORE_SIZE", "SCRATCH_SINGLE_SIZE",
     "PRINTF_CAPACITY", "NUM_CORES", "DEFAULT_STACK_SIZE", "LSP_SINGLE",
     "REGION_READONLY", "MAX_REGIONS", "STATUS_OK", "STATUS_FAULT",
-    "MESSAGE_CAPACITY",
+    "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
+    "REPORT_TCM_NULL", "CHECK_POISON_EMPTY", "CHECK_MULTICORE", "CHECK_COHERENCE",
+    "CHECK_ARG_DTYPE", "CHECK_ALL",
     "Descriptor", "choose_shape_form", "pack_descriptor", "unpack_descriptor",
     "pack_dims", "unpack_dims", "pack_arg_stream", "unpack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
@@ -63,6 +65,17 @@ MAX_REGIONS = 64
 STATUS_OK = 0
 STATUS_FAULT = 1
 MESSAGE_CAPACITY = 2048         #: bytes of gpsimd_core_report.message
+WARNINGS_CAPACITY = 1024        #: bytes of gpsimd_core_report.warnings
+#: gpsimd_core_report.flags bits (abi.h GPSIMD_REPORT_*, HOST-MODEL).
+REPORT_COPY_PATH = 1            #: customop_return_tensor copied a result (§6.3/§6.4)
+REPORT_GET_DST = 2              #: the kernel called get_dst_tensor (§6.2)
+REPORT_TCM_NULL = 4             #: a tcm_malloc returned null
+#: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
+CHECK_POISON_EMPTY = 1          #: fill torch::empty() storage with the binding's poison byte
+CHECK_MULTICORE = 2             #: device-api.md multicore rules (MULTICORE fault)
+CHECK_COHERENCE = 4             #: stream coherence policies (COHERENCE fault / warning)
+CHECK_ARG_DTYPE = 8             #: customop_next_int/longlong/float vs the descriptor dtype
+CHECK_ALL = 15
 
 _U16_MAX = 0xFFFF
 _U32_MAX = 0xFFFFFFFF
@@ -401,10 +414,12 @@ class GpsimdRegion(ctypes.Structure):
 
 
 class GpsimdCoreReport(ctypes.Structure):
-    """``gpsimd_core_report`` (2104 bytes), written by the runtime: status,
+    """``gpsimd_core_report`` (3136 bytes), written by the runtime: status,
     fault_kind, printf byte counts (total / kept / ring head offset), peak
-    bytes used of the TCM pool, scratch window and dataram, and a
-    NUL-terminated fault message of at most 2048 bytes."""
+    bytes used of the TCM pool, scratch window and dataram, a NUL-terminated
+    fault message of at most 2048 bytes, ``flags`` (``REPORT_*`` bits), the
+    number of warnings raised and the kept ones (``"text\\n"`` each, at most
+    1024 bytes)."""
 
     _fields_ = [
         ("status", ctypes.c_uint32),
@@ -416,6 +431,9 @@ class GpsimdCoreReport(ctypes.Structure):
         ("scratch_peak", ctypes.c_uint64),
         ("dataram_peak", ctypes.c_uint64),
         ("message", ctypes.c_char * MESSAGE_CAPACITY),
+        ("flags", ctypes.c_uint32),
+        ("warning_count", ctypes.c_uint32),
+        ("warnings", ctypes.c_char * WARNINGS_CAPACITY),
     ]
 
 
@@ -424,7 +442,9 @@ class GpsimdCoreBinding(ctypes.Structure):
     ABI version, core id/count, up to 64 HBM regions, and host pointers of the
     core's scratch window, dataram (64 KiB), argument stream, 48-byte output
     descriptor, printf buffer (128 KiB) and report; ``stack_scale`` multiplies
-    the launcher's stack size (bytes) for the host."""
+    the launcher's stack size (bytes) for the host; ``checks`` (``CHECK_*``
+    bits, 0 for the device's behaviour) and ``poison`` (the byte
+    ``torch::empty()`` storage is filled with under ``CHECK_POISON_EMPTY``)."""
 
     _fields_ = [
         ("abi_version", ctypes.c_uint32),
@@ -440,7 +460,9 @@ class GpsimdCoreBinding(ctypes.Structure):
         ("printf_host", ctypes.c_uint64),
         ("report_host", ctypes.c_uint64),
         ("stack_scale", ctypes.c_uint32),
-        ("reserved", ctypes.c_uint32),
+        ("checks", ctypes.c_uint16),
+        ("poison", ctypes.c_uint8),
+        ("reserved", ctypes.c_uint8),
     ]
 
 
@@ -464,16 +486,17 @@ class GpsimdLspInfo(ctypes.Structure):
 EXPECTED_LAYOUT = {
     "gpsimd_region": (GpsimdRegion, 32, {
         "device_addr": 0, "size": 8, "host": 16, "flags": 24, "reserved": 28}),
-    "gpsimd_core_report": (GpsimdCoreReport, 2104, {
+    "gpsimd_core_report": (GpsimdCoreReport, 3136, {
         "status": 0, "fault_kind": 4, "printf_total": 8, "printf_len": 16,
         "printf_head": 24, "tcm_peak": 32, "scratch_peak": 40,
-        "dataram_peak": 48, "message": 56}),
+        "dataram_peak": 48, "message": 56, "flags": 2104, "warning_count": 2108,
+        "warnings": 2112}),
     "gpsimd_core_binding": (GpsimdCoreBinding, 2128, {
         "abi_version": 0, "core_id": 4, "core_count": 8, "num_regions": 12,
         "regions": 16, "scratch_host": 2064, "dataram_host": 2072,
         "sbuf_window_base": 2080, "arg_stream_host": 2088, "retval_host": 2096,
         "printf_host": 2104, "report_host": 2112, "stack_scale": 2120,
-        "reserved": 2124}),
+        "checks": 2124, "poison": 2126, "reserved": 2127}),
     "gpsimd_lsp_info": (GpsimdLspInfo, 56, {
         "core_id": 0, "reserved": 4, "scratch_origin": 8, "scratch_size": 16,
         "name": 24}),

@@ -72,7 +72,8 @@ FAULT_KINDS = (
     "NONE", "BINDING", "LSP_MISMATCH", "ARG_STREAM", "DESCRIPTOR", "DTYPE",
     "SCALAR", "SHAPE", "UNMAPPED", "OUT_OF_RANGE", "SCRATCH_FULL", "DATARAM",
     "TCM", "STACK_OVERFLOW", "CXX_EXCEPTION", "UNDEFINED_TENSOR",
-    "BAD_ARGUMENT", "UNSUPPORTED", "INTERNAL", "SEGV",
+    "BAD_ARGUMENT", "UNSUPPORTED", "INTERNAL", "SEGV", "TCM_NULL", "MULTICORE",
+    "COHERENCE",
 )
 FAULTS_H = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                         "include", "gpsimd_host", "faults.h")
@@ -119,6 +120,10 @@ class VectorResult:
             happened.
         elements: elements compared (for the PASS line).
         printf: what core 0 printed (not part of the results JSON).
+        warnings: what the checks found that does not fail the vector
+            (printf buffer wrapped, stream coherence under
+            INCOHERENT_VERBOSE), each ``"core K: text"``; in the results
+            JSON and appended to the printed line.
     """
 
     op: str
@@ -130,6 +135,7 @@ class VectorResult:
     mismatches: Optional[int] = None
     elements: int = 0
     printf: str = ""
+    warnings: List[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -143,7 +149,8 @@ class VectorResult:
             err = None
         return {"op": self.op, "vector": self.vector, "where": self.where,
                 "status": self.status, "message": self.message,
-                "max_abs_err": err, "mismatches": self.mismatches}
+                "max_abs_err": err, "mismatches": self.mismatches,
+                "warnings": list(self.warnings)}
 
 
 @dataclass
@@ -182,12 +189,13 @@ class LibraryResults:
 def format_line(library: str, r: VectorResult) -> str:
     """The printed line of one vector: ``PASS lib::op[vector] (where):
     max_abs_err E over N elements`` or ``FAIL lib::op[vector] (where):
-    message``."""
+    message``, followed by ``; warning: W`` for each warning."""
     head = f"{library}::{r.op}[{r.vector}] ({r.where})"
+    tail = "".join(f"; warning: {w}" for w in r.warnings)
     if r.passed:
         err = 0.0 if r.max_abs_err is None else r.max_abs_err
-        return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} elements"
-    return f"FAIL {head}: {r.message}"
+        return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} elements{tail}"
+    return f"FAIL {head}: {r.message}{tail}"
 
 
 def write_results(results: LibraryResults, path: str) -> None:
@@ -306,6 +314,11 @@ class DeviceImage:
         scratch_size: bytes of each core's scratch window.
         out_location: ``"hbm"`` (default) or ``"sbuf"``: the storage arm
             of the output descriptor (customop-marshalling.txt §2, §6.1).
+        checks: True (default): one private, poisoned output copy per core
+            and pass, and the runtime's checks on (``abi.CHECK_ALL``).
+            False: the device's behaviour: every core writes one shared,
+            zero-filled output, no poison, no second pass, runtime checks
+            off (``--no-checks``).
 
     Attributes:
         hbm: the HBM input arena (device ``HBM_BASE``); read-only region.
@@ -318,7 +331,8 @@ class DeviceImage:
         outputs: ``outputs[pass][core]``: the private output copies (an
             ``Arena`` at ``out_addr`` whose bytes past ``out_nbytes`` are the
             guard zone); pass 0 poisoned with ``POISON_A``, pass 1 filled
-            with ``POISON_B`` only when needed.
+            with ``POISON_B`` only when needed. Without checks, pass 0 is
+            one zero-filled arena shared by every core.
         cores: one ``CoreMemory`` per core.
         input_spans: ``(name, arena, offset, nbytes)`` of each input (arena
             ``hbm`` or ``sbuf``).
@@ -326,7 +340,9 @@ class DeviceImage:
 
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
-                 out_location: str = "hbm"):
+                 out_location: str = "hbm", checks: bool = True):
+        self.checks = checks
+        self._masks: Dict[int, List[np.ndarray]] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
         self.out_location = out_location
@@ -359,11 +375,15 @@ class DeviceImage:
         self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
         self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
         out_capacity = align_up(max(self.out_nbytes, 1))
-        self.outputs: List[List[Arena]] = [
-            [Arena(self.out_addr, out_capacity, GUARD_BYTES) for _ in range(num_cores)]
-            for _ in range(2)]
-        for a in self.outputs[0]:
-            a.fill(POISON_A)
+        if checks:
+            self.outputs: List[List[Arena]] = [
+                [Arena(self.out_addr, out_capacity, GUARD_BYTES, populate=(p == 0))
+                 for _ in range(num_cores)] for p in range(2)]
+            for a in self.outputs[0]:
+                a.fill(POISON_A)
+        else:   # the device: one output, written by every core
+            shared = Arena(self.out_addr, out_capacity)
+            self.outputs = [[shared] * num_cores, []]
         self.cores = [CoreMemory(scratch_size) for _ in range(num_cores)]
         self.num_cores = num_cores
 
@@ -395,15 +415,21 @@ class DeviceImage:
         return a.u8[self.out_nbytes:a.capacity + GUARD_BYTES]
 
     def masks(self, pass_index: int) -> List[np.ndarray]:
-        """Per core, the written mask of one pass."""
-        poison = POISON_A if pass_index == 0 else POISON_B
-        return [written_mask(self.output_bytes(pass_index, k), poison,
-                             self.itemsize, self.num_elem) for k in range(self.num_cores)]
+        """Per core, the written mask of one pass (computed once per pass,
+        after that pass ran)."""
+        if pass_index not in self._masks:
+            poison = POISON_A if pass_index == 0 else POISON_B
+            self._masks[pass_index] = [
+                written_mask(self.output_bytes(pass_index, k), poison, self.itemsize,
+                             self.num_elem) for k in range(self.num_cores)]
+        return self._masks[pass_index]
 
     def needs_second_pass(self) -> bool:
         """After pass 0: does any element look unwritten by every core, or
         does a core look idle? Only then can a value equal to the poison
         have fooled the check."""
+        if not self.checks:
+            return False
         masks = self.masks(0)
         union = np.zeros(self.num_elem, dtype=bool)
         for m in masks:
@@ -415,6 +441,7 @@ class DeviceImage:
         """Fill the pass-1 copies with ``POISON_B`` and restore the inputs."""
         for a in self.outputs[1]:
             a.fill(POISON_B)
+        self._masks.pop(1, None)
         self.hbm.u8[:len(self.input_snapshot)] = self.input_snapshot
         self.sbuf.u8[:len(self.sbuf_snapshot)] = self.sbuf_snapshot
 
@@ -443,6 +470,9 @@ class DeviceImage:
         b.printf_host = cm.printf.host
         b.report_host = cm.report_buf.host
         b.stack_scale = stack_scale
+        # abi.h GPSIMD_CHECK_*: empty() storage gets this pass's poison byte
+        b.checks = abi.CHECK_ALL if self.checks else 0
+        b.poison = POISON_A if pass_index == 0 else POISON_B
         return b
 
     def modified_inputs(self) -> List[Tuple[str, int]]:
@@ -461,7 +491,7 @@ class DeviceImage:
         self.hbm.close()
         self.sbuf.close()
         for row in self.outputs:
-            for a in row:
+            for a in set(row):
                 a.close()
         for cm in self.cores:
             cm.close()
@@ -594,16 +624,35 @@ def _run_child(image: DeviceImage, cores: Sequence[CoreSpec], op_name: str,
                     pass
         status = None
         if not timed_out:
-            # EOF: the child is exiting; give it until the deadline.
-            while True:
-                got, st = os.waitpid(pid, os.WNOHANG)
-                if got:
-                    status = st
-                    break
-                if time.monotonic() >= deadline:
-                    timed_out = True
-                    break
-                time.sleep(0.002)
+            # EOF: the child is exiting; give it until the deadline. Wait on
+            # a pidfd (readable when the child has exited) where the kernel
+            # has one (Linux >= 5.3), else poll.
+            pidfd = None
+            if hasattr(os, "pidfd_open"):
+                try:
+                    pidfd = os.pidfd_open(pid)
+                except OSError:
+                    pidfd = None
+            try:
+                while True:
+                    got, st = os.waitpid(pid, os.WNOHANG)
+                    if got:
+                        status = st
+                        break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        timed_out = True
+                        break
+                    if pidfd is not None:
+                        try:
+                            select.select([pidfd], [], [], remaining)
+                        except InterruptedError:
+                            pass
+                    else:
+                        time.sleep(0.002)
+            finally:
+                if pidfd is not None:
+                    os.close(pidfd)
         if timed_out:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -752,9 +801,46 @@ def _judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: _ChildOut
     return problems, False
 
 
+def _warnings(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
+    """What the cores' reports show that does not fail a vector, grouped
+    like faults (``"cores 0-7: text"``):
+
+    * each warning the runtime raised (abi.h ``gpsimd_core_report.warnings``,
+      e.g. stream coherence under INCOHERENT_VERBOSE), and how many more
+      did not fit the 1024-byte buffer;
+    * a printf ring that wrapped: more than ``abi.PRINTF_CAPACITY`` (128 KiB)
+      printed, the oldest bytes dropped (device-api.md "Limits").
+    """
+    grouped: Dict[str, List[int]] = {}
+    for k in range(image.num_cores):
+        r = image.cores[k].report
+        texts = [t for t in r.warnings.decode("utf-8", errors="replace").split("\n") if t]
+        if r.warning_count > len(texts):
+            texts.append(f"{r.warning_count - len(texts)} more warning(s) not kept")
+        if r.printf_total > abi.PRINTF_CAPACITY:
+            texts.append(f"printf output wrapped: {r.printf_total} bytes printed, the "
+                         f"{abi.PRINTF_CAPACITY}-byte buffer kept the last {abi.PRINTF_CAPACITY} "
+                         f"(the oldest {r.printf_total - abi.PRINTF_CAPACITY} dropped; "
+                         f"device-api.md \"Limits\")")
+        core_no = cores[k].core if cores[k].core is not None else 0
+        for t in texts:
+            nums = grouped.setdefault(t, [])
+            if core_no not in nums:
+                nums.append(core_no)
+    return [f"{cores_text(nums)}: {t}" for t, nums in grouped.items()]
+
+
 def _judge_output(image: DeviceImage, cores: Sequence[CoreSpec], expected: np.ndarray,
                   rtol: float, atol: float, passes: int) -> Tuple[List[str], Optional[Comparison]]:
+    """Problems the output shows, and the comparison with ``expected`` (None
+    when elements were never written). With checks: writes past the end
+    (guard zones), modified inputs, holes / overlaps / idle cores from the
+    written masks of both passes; without checks, only the comparison of
+    the one shared output."""
     problems: List[str] = []
+    if not image.checks:
+        actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
+        return problems, compare(actual, expected, image.out_dtype, rtol, atol)
     core_ids = [0 if c.core is None else c.core for c in cores]
     for k in range(image.num_cores):
         beyond = guard_writes(image.guard_bytes(0, k), POISON_A, image.itemsize, image.num_elem)
@@ -773,6 +859,15 @@ def _judge_output(image: DeviceImage, cores: Sequence[CoreSpec], expected: np.nd
                                 masks=masks, core_ids=core_ids)
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
+    if (image.num_cores == 1 and holes
+            and image.cores[0].report.flags & abi.REPORT_COPY_PATH):
+        # the copy path wrote every element (§6.4): the holes are elements of
+        # the returned tensor the kernel never wrote (empty() is poisoned
+        # with the pass's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
+        merge_problems = [
+            "uninitialised elements reached the output through the copy path (the returned "
+            "tensor, copied by customop_return_tensor, was never written there; e.g. "
+            f"torch::empty() storage): {format_ranges(merged.holes)}"]
     if image.num_cores > 1 and image.num_elem < image.num_cores:
         # fewer elements than cores: a fair split leaves some cores idle
         merge_problems = [p for p in merge_problems if not p.endswith("wrote nothing")]
@@ -787,7 +882,8 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
                cores: Sequence[CoreSpec], core_error: Optional[str] = None, *,
                root: str = ".", timeout: float = DEFAULT_TIMEOUT,
                stack_scale: int = DEFAULT_STACK_SCALE,
-               patch_image: Optional[Callable[["DeviceImage"], None]] = None) -> VectorResult:
+               patch_image: Optional[Callable[["DeviceImage"], None]] = None,
+               checks: bool = True) -> VectorResult:
     """Run one vector on every core and judge it.
 
     Args:
@@ -803,6 +899,10 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
             ``DeviceImage`` before the cores run; it may rewrite
             ``arg_stream`` / ``out_desc`` (bytes) to provoke the runtime's
             guards with descriptors a correct host never writes.
+        checks: False runs as the device does (``DeviceImage``): no poison,
+            no second pass, no write-set / uninitialised-output checks, the
+            runtime's extra checks off; crashes, timeouts and the runtime's
+            own faults are still reported.
 
     Returns:
         A ``VectorResult``; never raises for problems of the plan, the
@@ -836,7 +936,8 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
     multicore = cores[0].core is not None
     scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
     try:
-        image = DeviceImage(inputs, out_dtype, shape, len(cores), scratch, out_location)
+        image = DeviceImage(inputs, out_dtype, shape, len(cores), scratch, out_location,
+                            checks=checks)
     except (ValueError, MemoryError, OSError) as e:
         result.message = f"cannot lay out device memory: {e}"
         return result
@@ -850,6 +951,8 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
             return result
         problems, fatal = _judge_run(image, cores, outcome, timeout, op)
         result.printf = image.cores[0].printf_text()
+        if checks:
+            result.warnings = _warnings(image, cores)
         comparison = None
         if not fatal:
             passes = 1 + any(e.get("event") == "start" and e.get("pass") == 1
@@ -875,7 +978,8 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
 
 def run_plan(plan: Dict[str, Any], *, root: str = ".", timeout: float = DEFAULT_TIMEOUT,
              stack_scale: int = DEFAULT_STACK_SCALE,
-             on_result: Optional[Callable[[VectorResult], None]] = None) -> LibraryResults:
+             on_result: Optional[Callable[[VectorResult], None]] = None,
+             checks: bool = True) -> LibraryResults:
     """Run every vector of every op of a plan.
 
     Args:
@@ -886,6 +990,7 @@ def run_plan(plan: Dict[str, Any], *, root: str = ".", timeout: float = DEFAULT_
         stack_scale: host stack bytes per device stack byte.
         on_result: called with each ``VectorResult`` as soon as it is known
             (the CLI prints its line).
+        checks: False for ``--no-checks`` (see ``run_vector``).
 
     Returns:
         The ``LibraryResults``.
@@ -897,7 +1002,8 @@ def run_plan(plan: Dict[str, Any], *, root: str = ".", timeout: float = DEFAULT_
         for op in plan.get("ops") or []:
             for vector in op.get("vectors") or []:
                 r = run_vector(library, op, vector, cores, core_error,
-                               root=root, timeout=timeout, stack_scale=stack_scale)
+                               root=root, timeout=timeout, stack_scale=stack_scale,
+                               checks=checks)
                 results.vectors.append(r)
                 if on_result is not None:
                     on_result(r)

@@ -109,6 +109,8 @@ void reset_launch_state() {
     c.tcm.reset(GPSIMD_TCM_POOL_SIZE);
     c.dataram.reset(GPSIMD_DATARAM_SIZE - GPSIMD_TCM_POOL_SIZE);
     c.tcm_freed.clear();
+    c.tcm_null_request = c.tcm_null_in_use = 0;
+    c.streams.clear();
     marshalling_reset();
     printf_reset();
     clear_fault();
@@ -119,6 +121,9 @@ void reset_launch_state() {
         r->printf_total = r->printf_len = r->printf_head = 0;
         r->tcm_peak = r->scratch_peak = r->dataram_peak = 0;
         r->message[0] = '\0';
+        r->flags = 0;
+        r->warning_count = 0;
+        r->warnings[0] = '\0';
     }
 }
 
@@ -273,21 +278,41 @@ uint32_t get_cpu_count() {
 
 /* ---- torch::neuron TCM pool ------------------------------------------------ */
 
+namespace gpsimd_rt {
+/* A block of the TCM pool, or null when it cannot fit nbytes.  A kernel's
+ * tcm_malloc remembers the failure (record_null); a stream accessor's 4 KiB
+ * reservation does not (the stream works without it, only slower). */
+void* tcm_allocate(size_t nbytes, bool record_null) {
+    CoreState& c = core();
+    uint64_t off = 0;
+    if (nbytes > GPSIMD_TCM_POOL_SIZE || !c.tcm.allocate(nbytes, 16, &off)) {
+        if (!record_null) return nullptr;
+        /* not an error by itself; remembered so that a dereference of this
+         * null is reported as such (stack_switch.cpp, TCM_NULL) */
+        if (nbytes > c.tcm_null_request) {
+            c.tcm_null_request = nbytes;
+            c.tcm_null_in_use = c.tcm.used();
+        }
+        report_flag(GPSIMD_REPORT_TCM_NULL);
+        return nullptr;
+    }
+    c.tcm_freed.erase(off);
+    return dataram_host() + off;
+}
+}  // namespace gpsimd_rt
+
 namespace torch {
 namespace neuron {
 
 /* device-api.md "Accessors and memory": null when the 16 KiB pool is exhausted. */
 void* tcm_malloc(size_t nbytes) {
     require_bound("tcm_malloc");
-    CoreState& c = core();
-    uint64_t off = 0;
-    if (nbytes > GPSIMD_TCM_POOL_SIZE || !c.tcm.allocate(nbytes, 16, &off)) return nullptr;
-    c.tcm_freed.erase(off);
-    return dataram_host() + off;
+    return tcm_allocate(nbytes, true);
 }
 
 /* device-api.md: tcm_free of a pointer not from tcm_malloc is undefined on
- * the device; the host model faults on it and on a double free. */
+ * the device; the host model faults on it and on a double free (named by
+ * its device address in the dataram window, 0x80000 + pool offset). */
 void tcm_free(void* ptr) {
     require_bound("tcm_free");
     CoreState& c = core();
@@ -300,8 +325,8 @@ void tcm_free(void* ptr) {
             return;
         }
         if (c.tcm_freed.count(off))
-            gpsimd_fault(GPSIMD_FAULT_TCM, "tcm_free(%p): double free (TCM pool offset %llu)", ptr,
-                         (unsigned long long)off);
+            gpsimd_fault(GPSIMD_FAULT_TCM, "tcm_free(0x%llx): double free (TCM pool offset %llu)",
+                         (unsigned long long)(GPSIMD_DATARAM_BASE + off), (unsigned long long)off);
     }
     gpsimd_fault(GPSIMD_FAULT_TCM, "tcm_free(%p): pointer not from tcm_malloc", ptr);
 }

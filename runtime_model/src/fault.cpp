@@ -34,6 +34,35 @@ void record_fault(uint32_t kind, const char* message) {
     update_report_counters();
 }
 
+bool check_enabled(uint32_t check) {
+    const CoreState& c = core();
+    return c.bound && (c.binding.checks & check) != 0;
+}
+
+void report_flag(uint32_t flag) {
+    gpsimd_core_report* r = core().report;
+    if (r) r->flags |= flag;
+}
+
+/* gpsimd_core_report.warnings: "<text>\n" per warning while it fits. */
+void record_warning(const char* fmt, ...) {
+    gpsimd_core_report* r = core().report;
+    if (!r) return;
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    r->warning_count += 1;
+    const size_t used = strnlen(r->warnings, GPSIMD_WARNINGS_CAPACITY);
+    const size_t n = strlen(text);
+    if (used + n + 2 <= GPSIMD_WARNINGS_CAPACITY) {
+        memcpy(r->warnings + used, text, n);
+        r->warnings[used + n] = '\n';
+        r->warnings[used + n + 1] = '\0';
+    }
+}
+
 void update_report_counters() {
     CoreState& c = core();
     gpsimd_core_report* r = c.report;

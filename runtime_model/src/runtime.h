@@ -57,7 +57,29 @@ struct CoreState {
     FirstFit tcm;                       /* dataram [0, 16 KiB) */
     FirstFit dataram;                   /* dataram [16 KiB, 64 KiB) */
     std::set<uint64_t> tcm_freed;       /* offsets freed and not reallocated */
+    /* The largest request a tcm_malloc of this launch returned null for
+     * (0: none) and the pool bytes in use then: a SIGSEGV at an address
+     * below it is the kernel dereferencing that null (TCM_NULL fault). */
+    uint64_t tcm_null_request = 0;
+    uint64_t tcm_null_in_use = 0;
+    /* Open stream accessors per storage (host pointer of element 0):
+     * {read streams, write streams}, for the coherence check. */
+    std::map<const void*, std::pair<int, int> > streams;
 };
+
+/* tcm_malloc's allocator (device.cpp): nbytes of the TCM pool or null;
+ * record_null remembers a failure for the TCM_NULL check. */
+void* tcm_allocate(size_t nbytes, bool record_null);
+
+/* The binding's GPSIMD_CHECK_* bits (0 when unbound). */
+bool check_enabled(uint32_t check);
+
+/* Set GPSIMD_REPORT_* bits in the report of the running launch. */
+void report_flag(uint32_t flag);
+
+/* Append one warning ("<text>\n") to the report (warnings.cpp: kept while
+ * it fits GPSIMD_WARNINGS_CAPACITY, always counted). */
+void record_warning(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 CoreState& core();
 

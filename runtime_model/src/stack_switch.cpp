@@ -16,8 +16,10 @@
  *
  * A 64 KiB PROT_NONE guard sits below the stack.  While a wrapper runs, a
  * SIGSEGV/SIGBUS handler (on a sigaltstack) turns an access to the guard
- * into a GPSIMD_FAULT_STACK_OVERFLOW fault and any other invalid access made
- * on the wrapper stack into GPSIMD_FAULT_SEGV; signals from elsewhere go to
+ * into a GPSIMD_FAULT_STACK_OVERFLOW fault, an access below the size of a
+ * request tcm_malloc returned null for (in this launch) into
+ * GPSIMD_FAULT_TCM_NULL, and any other invalid access made on the wrapper
+ * stack into GPSIMD_FAULT_SEGV; signals from elsewhere go to
  * the previously installed handler.  A trampoline at the bottom of the
  * wrapper stack catches C++ exceptions (GPSIMD_FAULT_CXX_EXCEPTION,
  * "C++ exception: <what()>").  Every fault returns here through
@@ -105,6 +107,18 @@ static void memory_fault_handler(int sig, siginfo_t* si, void* uctx) {
                      " page-rounded) is exhausted; raise STACK_SIZE (-DSTACK_SIZE=N)",
                      g_stack_size, g_map_bytes - kGuardBytes, g_stack_size, g_stack_scale);
             record_fault(GPSIMD_FAULT_STACK_OVERFLOW, msg);
+        } else if (core().tcm_null_request &&
+                   uintptr_t(addr) < (core().tcm_null_request + 4095) / 4096 * 4096) {
+            /* within the (page-rounded) size of a request tcm_malloc
+             * returned null for in this launch: the kernel used that null */
+            const CoreState& c = core();
+            snprintf(msg, sizeof msg,
+                     "null TCM pointer dereferenced: %s at address 0x%llx, within the %llu bytes of a tcm_malloc "
+                     "that returned null (the %u-byte TCM pool had %llu bytes in use); check tcm_malloc's result",
+                     sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", (unsigned long long)(uintptr_t)addr,
+                     (unsigned long long)c.tcm_null_request,
+                     GPSIMD_TCM_POOL_SIZE, (unsigned long long)c.tcm_null_in_use);
+            record_fault(GPSIMD_FAULT_TCM_NULL, msg);
         } else {
             snprintf(msg, sizeof msg, "%s: invalid memory access at address %p",
                      sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", (void*)addr);

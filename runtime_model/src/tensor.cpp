@@ -196,8 +196,22 @@ void fault_undefined_tensor(const char* what) {
     gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "%s() on an undefined tensor", what);
 }
 
+/* device-api.md: the standard and stream accessors are single-core only
+ * ("in multicore mode it is undefined behaviour (races)"); the TCM accessor
+ * is the only one allowed in multicore mode. */
+static void check_single_core_accessor(const char* kind, const char* type_name, int rank) {
+    if (!check_enabled(GPSIMD_CHECK_MULTICORE) || core().binding.core_count <= 1) return;
+    char what[96];
+    if (rank > 0) snprintf(what, sizeof what, "%s<%s,%d>", kind, type_name, rank);
+    else snprintf(what, sizeof what, "%s<%s>", kind, type_name);
+    gpsimd_fault(GPSIMD_FAULT_MULTICORE,
+                 "%s used in multicore mode: only the TCM accessor is allowed there, the standard and stream "
+                 "accessors race between cores (device-api.md \"Accessors and memory\")", what);
+}
+
 /* device-api.md: accessor<T,N>() -- T must match the dtype, N the rank. */
 void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_name, int rank) {
+    check_single_core_accessor("accessor", type_name, rank);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
     if (impl->ndim != rank)
@@ -207,13 +221,62 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
 
 /* device-api.md "Stream accessors": T must match the dtype. */
 void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name, const char* kind) {
+    check_single_core_accessor(kind, type_name, 0);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
 }
 
-void* stream_reserve_tcm() { return torch::neuron::tcm_malloc(GPSIMD_STREAM_TCM_BYTES); }
+static const char* policy_name(AccessorCoherencePolicy p) {
+    switch (p) {
+    case COHERENT: return "COHERENT";
+    case INCOHERENT_VERBOSE: return "INCOHERENT_VERBOSE";
+    case INCOHERENT_QUIET: return "INCOHERENT_QUIET";
+    }
+    return "unknown";
+}
 
-void stream_release_tcm(void* block) { torch::neuron::tcm_free(block); }
+/* device-api.md "Stream accessors": safe use is many read streams, or one
+ * write stream, per tensor at a time.  Opening a stream that breaks this is
+ * a COHERENCE fault under COHERENT (the default), a warning under
+ * INCOHERENT_VERBOSE, nothing under INCOHERENT_QUIET.  Open streams are
+ * counted per storage, so two handles of one tensor count together. */
+void* stream_open(const TensorImpl* impl, bool write, const char* kind, const char* type_name) {
+    CoreState& c = core();
+    /* a tensor without elements has no storage to race on (and no address) */
+    if (impl->numel > 0 && check_enabled(GPSIMD_CHECK_COHERENCE)) {
+        std::pair<int, int>& open = c.streams[impl->data];
+        const int readers = open.first, writers = open.second;
+        if (writers > 0 || (write && readers > 0)) {
+            char what[160];
+            if (writers > 0)
+                snprintf(what, sizeof what, "%d write_stream_accessor%s already open", writers, writers > 1 ? "s" : "");
+            else
+                snprintf(what, sizeof what, "%d read_stream_accessor%s already open", readers, readers > 1 ? "s" : "");
+            if (impl->coherence == COHERENT)
+                gpsimd_fault(GPSIMD_FAULT_COHERENCE,
+                             "%s<%s> opened on a tensor with %s (coherence policy COHERENT: many read streams "
+                             "or one write stream per tensor at a time)", kind, type_name, what);
+            if (impl->coherence == INCOHERENT_VERBOSE)
+                record_warning("%s<%s> opened on a tensor with %s (coherence policy %s)", kind, type_name, what,
+                               policy_name(impl->coherence));
+        }
+        if (write) open.second += 1;
+        else open.first += 1;
+    }
+    return tcm_allocate(GPSIMD_STREAM_TCM_BYTES, false);
+}
+
+void stream_close(const TensorImpl* impl, bool write, void* block) {
+    CoreState& c = core();
+    std::map<const void*, std::pair<int, int> >::iterator it = c.streams.find(impl->data);
+    if (impl->numel > 0 && it != c.streams.end()) {
+        int& n = write ? it->second.second : it->second.first;
+        if (n > 0) --n;
+        if (!it->second.first && !it->second.second) c.streams.erase(it);
+    }
+    if (block) torch::neuron::tcm_free(block);
+}
+
 
 void fault_stream_closed(const char* kind, const char* type_name) {
     gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s<%s> used after close()", kind, type_name);
@@ -296,8 +359,16 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
     return o.dtype().toScalarType();
 }
 
+/* device-api.md "Tensor factories": uninitialised.  Under
+ * GPSIMD_CHECK_POISON_EMPTY the storage is filled with the binding's poison
+ * byte (the same byte as the pass's output copies), so an element never
+ * written that reaches the output through the copy path (§6.4) is seen by
+ * the model as never written. */
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
-    return make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
+    Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
+    TensorImpl* p = t.unsafeGetTensorImpl();
+    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) memset(p->data, core().binding.poison, p->nbytes);
+    return t;
 }
 
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {

@@ -40,6 +40,15 @@ static const char* isa_dtype_name(uint8_t d) {
     return d < 16 ? names[d] : "out of range";
 }
 
+/* The torch name of an ISA dtype ("float32"), or null when it has none. */
+static const char* torch_name(uint8_t d) {
+    static const char* const names[] = {nullptr,   "uint64",  "int8",          "uint8",         "int16",
+                                        "uint16",  "bfloat16", "float16",      "int32",         "uint32",
+                                        "float32", nullptr,   "int64",         "float8_e3m4",   "float8_e4m3",
+                                        "float8_e5m2"};
+    return d < 16 ? names[d] : nullptr;
+}
+
 static ScalarType isa_to_torch_dtype(uint8_t d, const char* context) {
     switch (d) {
     case NEURON_ISA_TPB_DTYPE_UINT64: return ScalarType::UInt64;
@@ -168,10 +177,20 @@ class UTensor {
     }
 
     /* §4 customop_next_int/longlong/float: the first element's bytes read as
-     * T through neuron_translate, with no dtype check (the spec: "a wrong
-     * choice silently reinterprets bytes"). */
+     * T through neuron_translate.  The device makes no dtype check ("a wrong
+     * choice silently reinterprets bytes"); under GPSIMD_CHECK_ARG_DTYPE the
+     * host model faults (DTYPE) when the descriptor dtype is not `want`
+     * (int: INT32, long long: INT64, float: FP32), naming the entry, the
+     * argument, the descriptor dtype and the C type asked for. */
     template <typename T>
-    T read_raw() const {
+    T read_raw(const char* entry, uint8_t want, const char* ctype) const {
+        if (d_.dtype != want && check_enabled(GPSIMD_CHECK_ARG_DTYPE))
+            gpsimd_fault(GPSIMD_FAULT_DTYPE,
+                         "%s reads %s as %s (%s), but its descriptor dtype is %s%s%s%s: the device would "
+                         "reinterpret the bytes silently (customop-marshalling.txt §4)",
+                         entry, ctx_, ctype, isa_dtype_name(want), isa_dtype_name(d_.dtype),
+                         torch_name(d_.dtype) ? " (" : "", torch_name(d_.dtype) ? torch_name(d_.dtype) : "",
+                         torch_name(d_.dtype) ? ")" : "");
         void* ctx = neuron_translate_ctx();
         const uint64_t addr = base();
         /* the whole word must be mapped; checked first so that a fault names
@@ -209,7 +228,11 @@ class UTensor {
         if (chunk > total) chunk = total;
         if (!chunk)
             gpsimd_fault(GPSIMD_FAULT_DATARAM,
-                         "UTensor::copy: no dataram for the staging buffer (largest free block %u bytes)", free_bytes);
+                         "UTensor::copy: no dataram for the staging buffer: the kernel holds %llu of the %u bytes "
+                         "of dataram staging in %zu block(s) (largest free block %u bytes, an element is %zu; "
+                         "customop-marshalling.txt §6.4)",
+                         (unsigned long long)core().dataram.used(), GPSIMD_DATARAM_SIZE - GPSIMD_TCM_POOL_SIZE,
+                         core().dataram.live_blocks(), free_bytes, es);
         void* stage = nullptr;
         if (neuron_dataram_allocate(uint32_t(chunk), &stage, 64) != 0)
             gpsimd_fault(GPSIMD_FAULT_DATARAM, "UTensor::copy: neuron_dataram_allocate(%llu) failed",
@@ -387,24 +410,25 @@ at::Scalar customop_next_scalar() {
 /* §4 customop_next_int. */
 int customop_next_int() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_int");
-    return u.read_raw<int>();
+    return u.read_raw<int>("customop_next_int", NEURON_ISA_TPB_DTYPE_INT32, "int");
 }
 
 /* §4 customop_next_longlong. */
 long long customop_next_longlong() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_longlong");
-    return u.read_raw<long long>();
+    return u.read_raw<long long>("customop_next_longlong", NEURON_ISA_TPB_DTYPE_INT64, "long long");
 }
 
 /* §4 customop_next_float. */
 float customop_next_float() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_float");
-    return u.read_raw<float>();
+    return u.read_raw<float>("customop_next_float", NEURON_ISA_TPB_DTYPE_FP32, "float");
 }
 
 /* §6.2 get_dst_tensor: claim the output, writable, in place. */
 at::Tensor get_dst_tensor() {
     get_dst_tensor_called = true;
+    report_flag(GPSIMD_REPORT_GET_DST);
     UTensor out(output_descriptor("get_dst_tensor"), -1, 0);
     return out.to_tensor();
 }
@@ -413,9 +437,17 @@ at::Tensor get_dst_tensor() {
 void customop_return_tensor(at::Tensor& t) {
     if (get_dst_tensor_called) return;
     UTensor out(output_descriptor("customop_return_tensor"), -1, 0);
+    /* device-api.md "get_dst_tensor": required in multicore mode; without
+     * it every core would copy a whole result over the same output. */
+    if (core().binding.core_count > 1 && check_enabled(GPSIMD_CHECK_MULTICORE))
+        gpsimd_fault(GPSIMD_FAULT_MULTICORE,
+                     "multicore op returned a result without calling get_dst_tensor(): in multicore mode each "
+                     "core must write its own part of the output it claims with get_dst_tensor(), or every core "
+                     "copies a whole result over the same output (device-api.md \"get_dst_tensor\")");
     if (!t.defined())
         gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "customop_return_tensor: the kernel returned an undefined tensor");
     out.copy(t);
+    report_flag(GPSIMD_REPORT_COPY_PATH);
 }
 
 /* §5.2 customop_cleanup: fsync(2); fsync(1); memw. */

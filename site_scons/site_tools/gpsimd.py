@@ -256,8 +256,9 @@ def generate(env):
     env.SetDefault(
         PYTHON=sys.executable,
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
+        GPSIMD_EMU_FLAGS="",   # e.g. "--no-checks --timeout 5" (SConstruct: EMU_CHECKS, EMU_TIMEOUT)
         GPSIMD_TESTCOM=("$( $PYTHON $) -m gpsimd_emu run $SOURCE --results $TARGET "
-                        "--locations $GPSIMD_LOCATIONS"),
+                        "--locations $GPSIMD_LOCATIONS $GPSIMD_EMU_FLAGS"),
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",

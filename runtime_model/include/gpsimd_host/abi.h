@@ -185,6 +185,15 @@ enum gpsimd_status {
 };
 
 #define GPSIMD_MESSAGE_CAPACITY 2048u
+/* HOST-MODEL: bytes of gpsimd_core_report.warnings.  Warnings that do not
+ * fit are counted in warning_count but not kept. */
+#define GPSIMD_WARNINGS_CAPACITY 1024u
+
+/* HOST-MODEL: gpsimd_core_report.flags, set by the runtime during a launch
+ * so that the model can phrase what it finds in the output. */
+#define GPSIMD_REPORT_COPY_PATH 1u  /* customop_return_tensor copied a result (§6.3/§6.4) */
+#define GPSIMD_REPORT_GET_DST   2u  /* the kernel called get_dst_tensor (§6.2)             */
+#define GPSIMD_REPORT_TCM_NULL  4u  /* a tcm_malloc returned null (pool exhausted)         */
 
 typedef struct {
     uint32_t status;            /* gpsimd_status                              */
@@ -196,6 +205,9 @@ typedef struct {
     uint64_t scratch_peak;      /* bytes of the scratch window in use, at most */
     uint64_t dataram_peak;      /* bytes of dataram staging in use, at most   */
     char     message[GPSIMD_MESSAGE_CAPACITY]; /* NUL-terminated fault text   */
+    uint32_t flags;             /* GPSIMD_REPORT_* bits: what the launch did  */
+    uint32_t warning_count;     /* warnings raised (may exceed those kept)    */
+    char     warnings[GPSIMD_WARNINGS_CAPACITY]; /* kept warnings, each ending in '\n' */
 } gpsimd_core_report;
 
 typedef struct {
@@ -212,8 +224,22 @@ typedef struct {
     uint64_t printf_host;       /* host buffer of GPSIMD_PRINTF_CAPACITY bytes */
     uint64_t report_host;       /* host pointer to a gpsimd_core_report       */
     uint32_t stack_scale;       /* host stack = stack_size * stack_scale bytes */
-    uint32_t reserved;
+    uint16_t checks;            /* GPSIMD_CHECK_* bits; 0: the device's behaviour */
+    uint8_t  poison;            /* byte torch::empty() storage is filled with
+                                   under GPSIMD_CHECK_POISON_EMPTY            */
+    uint8_t  reserved;
 } gpsimd_core_binding;
+
+/* HOST-MODEL: gpsimd_core_binding.checks -- checks the runtime makes beyond
+ * what the device does (the device gives a wrong answer or hangs where these
+ * fault).  The model sets GPSIMD_CHECK_ALL unless run with --no-checks. */
+#define GPSIMD_CHECK_POISON_EMPTY 1u  /* fill torch::empty() storage with `poison`             */
+#define GPSIMD_CHECK_MULTICORE    2u  /* device-api.md multicore rules: standard/stream accessor
+                                         in multicore mode, no get_dst_tensor (MULTICORE fault) */
+#define GPSIMD_CHECK_COHERENCE    4u  /* stream coherence policy (COHERENCE fault / warning)   */
+#define GPSIMD_CHECK_ARG_DTYPE    8u  /* customop_next_int/longlong/float vs the descriptor
+                                         dtype (customop-marshalling.txt §4 GOTCHA; DTYPE)     */
+#define GPSIMD_CHECK_ALL         15u
 
 /* Exported by every core object (the host runtime), called by the model:
  *   int gpsimd_bind_core(const gpsimd_core_binding*);   0 on success, else a

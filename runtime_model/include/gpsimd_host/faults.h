@@ -32,7 +32,10 @@
     X(BAD_ARGUMENT,       16)  /* invalid API use: factory without dtype, bad dim, bad op arg */ \
     X(UNSUPPORTED,        17)  /* valid request the device does not support (op x dtype)      */ \
     X(INTERNAL,           18)  /* host resource failure (mmap, ...)                           */ \
-    X(SEGV,               19)  /* invalid memory access (SIGSEGV/SIGBUS) on the wrapper stack */
+    X(SEGV,               19)  /* invalid memory access (SIGSEGV/SIGBUS) on the wrapper stack */ \
+    X(TCM_NULL,           20)  /* dereference of the null a failed tcm_malloc returned        */ \
+    X(MULTICORE,          21)  /* device-api.md multicore rule (accessor kind, get_dst_tensor) */ \
+    X(COHERENCE,          22)  /* stream accessors incoherent under the COHERENT policy       */
 
 enum gpsimd_fault_kind {
 #define GPSIMD_FAULT_ENUM_(name, value) GPSIMD_FAULT_##name = value,

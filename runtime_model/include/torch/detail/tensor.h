@@ -38,7 +38,11 @@ constexpr int64_t kMaxTensorDimSize = 65535;
 struct TensorImpl;
 
 /* device-api.md "Accessors and memory": the per-tensor coherence policy of
- * the stream accessors.  The host model records it; it does not enforce it. */
+ * the stream accessors.  Under the model's checks (abi.h
+ * GPSIMD_CHECK_COHERENCE) a read stream opened while a write stream is open
+ * on the same tensor, or a write stream while any stream is open, is a
+ * GPSIMD_FAULT_COHERENCE fault under COHERENT, a warning under
+ * INCOHERENT_VERBOSE, and allowed under INCOHERENT_QUIET. */
 enum AccessorCoherencePolicy { COHERENT = 0, INCOHERENT_VERBOSE = 1, INCOHERENT_QUIET = 2 };
 
 namespace detail {
@@ -51,8 +55,10 @@ void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name
 void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm,
                   size_t offset, size_t n, bool to_tcm);
 void destroy_tensor_impl(TensorImpl* impl);
-void* stream_reserve_tcm();            /* 4 KiB of the TCM pool, or nullptr when full */
-void stream_release_tcm(void* block);
+/* A stream accessor opens (4 KiB of the TCM pool, or nullptr when full;
+ * checks the coherence policy) and closes. */
+void* stream_open(const TensorImpl* impl, bool write, const char* kind, const char* type_name);
+void stream_close(const TensorImpl* impl, bool write, void* block);
 [[noreturn]] void fault_stream_closed(const char* kind, const char* type_name);
 [[noreturn]] void fault_undefined_tensor(const char* what);
 }  // namespace detail
@@ -163,7 +169,8 @@ class ImplRef {
 template <typename T, bool Write>
 class StreamAccessor {
  public:
-    explicit StreamAccessor(TensorImpl* p) : ref_(p), pos_(0), open_(true), tcm_(stream_reserve_tcm()) {}
+    StreamAccessor(TensorImpl* p, const char* kind)
+        : ref_(p), pos_(0), open_(true), tcm_(stream_open(p, Write, kind, ElementType<T>::name())) {}
     StreamAccessor(StreamAccessor&& o) noexcept
         : ref_(std::move(o.ref_)), pos_(o.pos_), open_(o.open_), tcm_(o.tcm_) { o.open_ = false; o.tcm_ = nullptr; }
     StreamAccessor(const StreamAccessor&) = delete;
@@ -171,7 +178,7 @@ class StreamAccessor {
     ~StreamAccessor() { close(); }
     /* A write stream flushes on close (host: writes are immediate). */
     void close() {
-        if (tcm_) stream_release_tcm(tcm_);
+        if (open_) stream_close(ref_.get(), Write, tcm_);
         tcm_ = nullptr;
         open_ = false;
     }
@@ -193,7 +200,7 @@ class StreamAccessor {
 template <typename T>
 class ReadStreamAccessor : public detail::StreamAccessor<T, false> {
  public:
-    explicit ReadStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, false>(p) {}
+    explicit ReadStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, false>(p, "read_stream_accessor") {}
     ReadStreamAccessor(ReadStreamAccessor&&) = default;
     /* The next element. */
     T read() { return *this->slot("read_stream_accessor"); }
@@ -202,7 +209,7 @@ class ReadStreamAccessor : public detail::StreamAccessor<T, false> {
 template <typename T>
 class WriteStreamAccessor : public detail::StreamAccessor<T, true> {
  public:
-    explicit WriteStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, true>(p) {}
+    explicit WriteStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, true>(p, "write_stream_accessor") {}
     WriteStreamAccessor(WriteStreamAccessor&&) = default;
     /* Store v as the next element. */
     void write(const T& v) { *this->slot("write_stream_accessor") = v; }

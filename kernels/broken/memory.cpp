@@ -1,0 +1,49 @@
+// Deliberately broken SINGLE-CORE kernels: capacity and allocator misuse
+// (device-api.md "Accessors and memory", "Limits"; customop-marshalling.txt
+// §6.4 for the dataram staging of the writeback).
+#include <stdint.h>
+#include <stdio.h>
+#include <custom_op.h>
+#include <torch/torch.h>
+
+// The whole 16 KiB TCM pool is taken, so the next tcm_malloc returns null,
+// and the kernel writes through that null without checking it.
+torch::Tensor tcm_null_deref(const torch::Tensor& x) {
+    void* pool = torch::neuron::tcm_malloc(16384);
+    float* buf = (float*)torch::neuron::tcm_malloc(4096);
+    for (int j = 0; j < 16; j++) buf[j] = float(j);
+    torch::neuron::tcm_free(buf);
+    torch::neuron::tcm_free(pool);
+    return torch::mul(x, 2.0f);
+}
+
+// tcm_free twice on the same block.
+torch::Tensor tcm_double_free(const torch::Tensor& x) {
+    void* buf = torch::neuron::tcm_malloc(256);
+    torch::neuron::tcm_free(buf);
+    torch::neuron::tcm_free(buf);
+    return torch::mul(x, 2.0f);
+}
+
+// The kernel keeps all 48 KiB of dataram staging, so the writeback of the
+// result (a staged copy, §6.4) has nothing to stage through.
+torch::Tensor dataram_exhausted(const torch::Tensor& x) {
+    void* hold = nullptr;
+    neuron_dataram_allocate(48 * 1024, &hold, 64);
+    return torch::mul(x, 2.0f);
+}
+
+// A 1 MiB local array on the 4196-byte launcher stack.
+torch::Tensor stack_overflow(const torch::Tensor& x) {
+    volatile char big[1 << 20];
+    big[0] = 1;
+    big[sizeof big - 1] = 1;
+    return torch::mul(x, float(big[0] + big[sizeof big - 1]));
+}
+
+// 2000 lines of 93 bytes (186000): more than the 128 KiB printf buffer holds, so
+// the oldest output is dropped (a warning; the result is right).
+torch::Tensor printf_flood(const torch::Tensor& x) {
+    for (int i = 0; i < 2000; i++) printf("line %04d %s\n", i, "................................................................................._");
+    return torch::mul(x, 2.0f);
+}

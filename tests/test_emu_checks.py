@@ -1,0 +1,267 @@
+"""The emulator's checks (README.md "Checks"), each shown by a deliberately
+broken kernel of kernels/broken/ (built once per session with
+``scons -k MANIFEST=kernels/broken/ops.yaml EMU_TIMEOUT=2 test``) and asserted
+exactly: which library, op and vector, which core, which offsets, which
+elements; plus the switch that turns the checks off (``--no-checks``,
+``EMU_CHECKS=0``) and the shipped collection passing every check.
+
+Check (issue "The emulator finds the bugs the device hides") -> vectors:
+1 SPMD write sets: remainder_bug, overlap, idle_core
+2 out-of-range accesses: accessor_oob, read_stream_oob, write_stream_oob,
+  stream_after_close, tcm_oob (and remainder_bug's core 7)
+3 uninitialised output: empty_uninit
+4 capacity: tcm_null_deref, tcm_double_free, dataram_exhausted, hbm_window,
+  stack_overflow, printf_flood (warning)
+5 multicore rules: std_accessor_multicore, stream_multicore, no_dst_tensor,
+  coherence_error, coherence_verbose (warning)
+6 argument dtypes: next_int_on_float, writeback_dtype
+7 containment: segfault, abort_kernel, cxx_exception, infinite_loop,
+  core3_abort; every library's test node fails in SCons
+"""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from conftest import ROOT, run_scons
+from gpsimd_emu.merge import written_mask
+from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
+
+LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash")
+NEVER = "; elements never written: [0, 10)"
+MC_NEVER = "; elements never written by any core: [0, 64); cores 0-7 wrote nothing"
+MC_ACCESSOR = ("used in multicore mode: only the TCM accessor is allowed there, the standard and "
+               "stream accessors race between cores (device-api.md \"Accessors and memory\")")
+
+
+def _hbm_window():
+    parts = []
+    for i in range(8):
+        lo = 0x84000000 + i * 0x200000
+        parts.append(f"core {i}: fault SCRATCH_FULL in op hbm_window: scratch window full: cannot "
+                     f"allocate 1048576 bytes in lsp_fll_load_cpu{i} [{lo:#x}, {lo + 0x200000:#x}) "
+                     "(2097152 bytes, 2097152 in use, largest free block 0)")
+    return "; ".join(parts) + MC_NEVER
+
+
+#: (library, op) -> (status, message, warnings) of its one vector.
+EXPECTED = {
+    # 1. SPMD write sets; the classic remainder bug: partition 125, the last
+    # core's 126 start at 126 * 7 = 882 instead of 875; its 64-element TCM
+    # chunks run [882, 946) then [946, 1008), past the 1001 elements.
+    ("broken_spmd", "remainder_bug"): (
+        "fail", "core 7: fault OUT_OF_RANGE in op remainder_bug: tensor_to_tcm<float> out of range: "
+        "offset 946, count 62, numel 1001; elements never written by any core: [875, 882), [946, 1001)", []),
+    ("broken_spmd", "overlap"): (
+        "fail", "elements written by more than one core: [125, 126) by cores 0-1, [250, 251) by cores 1-2, "
+        "[375, 376) by cores 2-3, [500, 501) by cores 3-4, [625, 626) by cores 4-5, [750, 751) by cores 5-6, "
+        "[875, 876) by cores 6-7", []),
+    ("broken_spmd", "idle_core"): ("fail", "core 7 wrote nothing", []),
+    # 5. multicore rules; 4. the per-core 2 MiB HBM window; 7. one core crashing
+    ("broken_spmd", "std_accessor_multicore"): (
+        "fail", f"cores 0-7: fault MULTICORE in op std_accessor_multicore: accessor<float,1> {MC_ACCESSOR}"
+        + MC_NEVER, []),
+    ("broken_spmd", "stream_multicore"): (
+        "fail", f"cores 0-7: fault MULTICORE in op stream_multicore: read_stream_accessor<float> {MC_ACCESSOR}"
+        + MC_NEVER, []),
+    ("broken_spmd", "no_dst_tensor"): (
+        "fail", "cores 0-7: fault MULTICORE in op no_dst_tensor: multicore op returned a result without calling "
+        "get_dst_tensor(): in multicore mode each core must write its own part of the output it claims with "
+        "get_dst_tensor(), or every core copies a whole result over the same output (device-api.md "
+        "\"get_dst_tensor\")" + MC_NEVER, []),
+    ("broken_spmd", "hbm_window"): ("fail", _hbm_window(), []),
+    ("broken_spmd", "core3_abort"): ("fail", "core 3 crashed with SIGABRT", []),
+    # 2. out-of-range through every accessor kind, a stream after close()
+    ("broken_access", "accessor_oob"): (
+        "fail", "core 0: fault OUT_OF_RANGE in op accessor_oob: accessor<float,1> out of range: offset 10, "
+        "count 1, numel 10" + NEVER, []),
+    ("broken_access", "read_stream_oob"): (
+        "fail", "core 0: fault OUT_OF_RANGE in op read_stream_oob: read_stream_accessor<float> out of range: "
+        "offset 10, count 1, numel 10" + NEVER, []),
+    ("broken_access", "write_stream_oob"): (
+        "fail", "core 0: fault OUT_OF_RANGE in op write_stream_oob: write_stream_accessor<float> out of range: "
+        "offset 10, count 1, numel 10" + NEVER, []),
+    ("broken_access", "stream_after_close"): (
+        "fail", "core 0: fault BAD_ARGUMENT in op stream_after_close: write_stream_accessor<float> used after "
+        "close()" + NEVER, []),
+    ("broken_access", "tcm_oob"): (
+        "fail", "core 0: fault OUT_OF_RANGE in op tcm_oob: tensor_to_tcm<float> out of range: offset 4, count 8, "
+        "numel 10" + NEVER, []),
+    # 3. uninitialised output through the copy path
+    ("broken_access", "empty_uninit"): (
+        "fail", "uninitialised elements reached the output through the copy path (the returned tensor, copied "
+        "by customop_return_tensor, was never written there; e.g. torch::empty() storage): [7, 10)", []),
+    # 5. coherence: an error under COHERENT, a warning under INCOHERENT_VERBOSE
+    ("broken_access", "coherence_error"): (
+        "fail", "core 0: fault COHERENCE in op coherence_error: read_stream_accessor<float> opened on a tensor "
+        "with 1 write_stream_accessor already open (coherence policy COHERENT: many read streams or one write "
+        "stream per tensor at a time)" + NEVER, []),
+    ("broken_access", "coherence_verbose"): (
+        "pass", "", ["core 0: read_stream_accessor<float> opened on a tensor with 1 write_stream_accessor already "
+                     "open (coherence policy INCOHERENT_VERBOSE)"]),
+    # 4. capacity
+    ("broken_memory", "tcm_null_deref"): (
+        "fail", "core 0: fault TCM_NULL in op tcm_null_deref: null TCM pointer dereferenced: SIGSEGV at address "
+        "0x0, within the 4096 bytes of a tcm_malloc that returned null (the 16384-byte TCM pool had 16384 bytes "
+        "in use); check tcm_malloc's result" + NEVER, []),
+    ("broken_memory", "tcm_double_free"): (
+        "fail", "core 0: fault TCM in op tcm_double_free: tcm_free(0x80000): double free (TCM pool offset 0)"
+        + NEVER, []),
+    ("broken_memory", "dataram_exhausted"): (
+        "fail", "core 0: fault DATARAM in op dataram_exhausted: UTensor::copy: no dataram for the staging "
+        "buffer: the kernel holds 49152 of the 49152 bytes of dataram staging in 1 block(s) (largest free "
+        "block 0 bytes, an element is 4; customop-marshalling.txt §6.4)" + NEVER, []),
+    ("broken_memory", "stack_overflow"): (
+        "fail", "core 0: fault STACK_OVERFLOW in op stack_overflow: stack overflow: the wrapper's stack of 4196 "
+        "bytes (host: 69632 bytes = 4196 x stack_scale 16, page-rounded) is exhausted; raise STACK_SIZE "
+        "(-DSTACK_SIZE=N)" + NEVER, []),
+    ("broken_memory", "printf_flood"): (
+        "pass", "", ["core 0: printf output wrapped: 186000 bytes printed, the 131072-byte buffer kept the last "
+                     "131072 (the oldest 54928 dropped; device-api.md \"Limits\")"]),
+    # 6. argument dtypes: the pull side and the writeback gate
+    ("broken_args", "next_int_on_float"): (
+        "fail", "core 0: fault DTYPE in op next_int_on_float: customop_next_int reads argument index 1 "
+        "(s: float) of 2 as int (INT32), but its descriptor dtype is FP32 (float32): the device would "
+        "reinterpret the bytes silently (customop-marshalling.txt §4)" + NEVER, []),
+    ("broken_args", "writeback_dtype"): (
+        "fail", "core 0: fault DTYPE in op writeback_dtype: utypes.hpp:65: assertion "
+        "'aten_t.dtype().toScalarType() == isa_to_torch_dtype(t_.dtype)' failed (result tensor is int32, the "
+        "output descriptor is float32)" + NEVER, []),
+    # 7. containment
+    ("broken_crash", "segfault"): (
+        "fail", "core 0: fault SEGV in op segfault: SIGSEGV: invalid memory access at address 0x10" + NEVER, []),
+    ("broken_crash", "abort_kernel"): ("fail", "core 0 crashed with SIGABRT", []),
+    ("broken_crash", "cxx_exception"): (
+        "fail", "core 0: fault CXX_EXCEPTION in op cxx_exception: C++ exception: broken kernel: boom" + NEVER, []),
+    ("broken_crash", "infinite_loop"): ("fail", "timed out after 2 s (core 0 was running)", []),
+}
+
+
+@pytest.fixture(scope="session")
+def broken(built_project):
+    """The built_project copy with kernels/broken/ops.yaml built and run once
+    (its ``test`` alias only, so the default collection's outputs stay as
+    they are): ``(project, CompletedProcess, {lib: results JSON})``."""
+    proj, _ = built_project
+    proc = run_scons(proj, "-k", "MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "test")
+    results = {}
+    for lib in LIBS:
+        path = proj / "build/host" / lib / "test-results.json"
+        assert path.exists(), proc.stdout + proc.stderr
+        results[lib] = json.loads(path.read_text())
+    return proj, proc, results
+
+
+def test_every_broken_op_has_its_expected_diagnostic():
+    import yaml
+    manifest = yaml.safe_load((ROOT / "kernels/broken/ops.yaml").read_text())
+    ops = {(lib["name"], op["schema"].split("::")[1].split("(")[0])
+           for lib in manifest["libraries"] for op in lib["ops"]}
+    assert ops == set(EXPECTED)
+    # the broken kernels are not part of the default build
+    assert "broken" not in (ROOT / "ops.yaml").read_text()
+
+
+@pytest.mark.parametrize("lib,op", sorted(EXPECTED))
+def test_exact_diagnostic(broken, lib, op):
+    _, _, results = broken
+    (vec,) = [v for v in results[lib]["vectors"] if v["op"] == op]
+    assert (vec["status"], vec["message"], vec["warnings"]) == EXPECTED[(lib, op)]
+
+
+def test_scons_fails_each_library_and_prints_located_lines(broken):
+    _, proc, results = broken
+    assert proc.returncode != 0
+    for lib in LIBS:
+        assert f"scons: *** [build/host/{lib}/test-results.json] Error 1" in proc.stderr, proc.stderr
+        n = len(results[lib]["vectors"])
+        passed = sum(1 for v in results[lib]["vectors"] if v["status"] == "pass")
+        assert f"{lib}: {passed} passed, {n - passed} failed" in proc.stdout
+    lines = proc.stdout.splitlines()
+    # the FAIL line names library, op, vector, where it is written, core and offsets
+    assert ("FAIL broken_spmd::remainder_bug[n1001] (kernels/broken/ops.yaml:16:13): core 7: fault "
+            "OUT_OF_RANGE in op remainder_bug: tensor_to_tcm<float> out of range: offset 946, count 62, "
+            "numel 1001; elements never written by any core: [875, 882), [946, 1001)") in lines
+    # a warning rides on the PASS line
+    assert ("PASS broken_access::coherence_verbose[n10] (kernels/broken/ops.yaml:111:13): max_abs_err 0 over "
+            "10 elements; warning: core 0: read_stream_accessor<float> opened on a tensor with 1 "
+            "write_stream_accessor already open (coherence policy INCOHERENT_VERBOSE)") in lines
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_shipped_collection_passes_every_check(built_project):
+    """The normal `scons` run (checks on by default) passes with no warning."""
+    proj, proc = built_project
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "--no-checks" not in proc.stdout
+    import yaml
+    for lib in yaml.safe_load((proj / "ops.yaml").read_text())["libraries"]:
+        res = json.loads((proj / "build/host" / lib["name"] / "test-results.json").read_text())
+        assert [(v["op"], v["vector"], v["status"], v["warnings"]) for v in res["vectors"]] == [
+            (v["op"], v["vector"], "pass", []) for v in res["vectors"]]
+
+
+def _vector(proj, lib, op_name, checks):
+    plan = load_plan(str(proj / "build/host" / lib / "testplan.json"))
+    cores, error = prepare_cores(plan, str(proj))
+    assert error is None
+    try:
+        op = next(o for o in plan["ops"] if o["name"] == op_name)
+        return run_vector(lib, op, op["vectors"][0], cores, root=str(proj), timeout=20, checks=checks)
+    finally:
+        for c in cores:
+            c.close()
+
+
+def test_without_checks_the_device_hides_the_bugs(broken):
+    proj, _, _ = broken
+    # overlapping cores write equal values: the device's answer is right
+    r = _vector(proj, "broken_spmd", "overlap", checks=False)
+    assert (r.status, r.message, r.mismatches) == ("pass", "", 0)
+    # a float read as int: bytes reinterpreted, only the values show it
+    r = _vector(proj, "broken_args", "next_int_on_float", checks=False)
+    assert r.status == "fail" and r.message.startswith("10 of 10 elements differ"), r.message
+    # empty() not poisoned, no write sets: the scratch window's zeros compare
+    r = _vector(proj, "broken_access", "empty_uninit", checks=False)
+    assert r.status == "fail" and r.message.startswith("3 of 10 elements differ"), r.message
+    # crashes and the runtime's own faults are still reported
+    r = _vector(proj, "broken_spmd", "core3_abort", checks=False)
+    assert r.message == "core 3 crashed with SIGABRT"
+    r = _vector(proj, "broken_access", "accessor_oob", checks=False)
+    assert r.message == ("core 0: fault OUT_OF_RANGE in op accessor_oob: accessor<float,1> out of range: "
+                         "offset 10, count 1, numel 10")
+
+
+def test_cli_no_checks_flag(broken, tmp_path):
+    proj, _, _ = broken
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+    cmd = [sys.executable, "-m", "gpsimd_emu", "run", "build/host/broken_args/testplan.json",
+           "--results", str(tmp_path / "r.json")]
+    with_checks = subprocess.run(cmd, cwd=str(proj), env=env, capture_output=True, text=True)
+    without = subprocess.run(cmd + ["--no-checks"], cwd=str(proj), env=env, capture_output=True, text=True)
+    assert with_checks.returncode == 1 and without.returncode == 1
+    assert "fault DTYPE in op next_int_on_float" in with_checks.stdout
+    assert "fault DTYPE in op next_int_on_float" not in without.stdout
+    assert "utypes.hpp:65" in without.stdout   # the device's own gate stays
+
+
+def test_emu_checks_option_reaches_the_test_command(broken):
+    proj, _, _ = broken
+    proc = run_scons(proj, "-n", "VERBOSE=1", "MANIFEST=kernels/broken/ops.yaml", "EMU_CHECKS=0",
+                     "EMU_TIMEOUT=3", "test-broken_args")
+    line = next(l for l in proc.stdout.splitlines() if "-m gpsimd_emu run" in l)
+    assert line.endswith("--locations build/host/broken_args/locations.json --no-checks --timeout 3")
+
+
+@pytest.mark.parametrize("itemsize", [1, 2, 4, 8, 3])
+def test_whole_element_written_mask_equals_the_byte_rule(itemsize):
+    rng = np.random.default_rng(itemsize)
+    buf = np.full(4001 * itemsize + 1, 0xA5, dtype=np.uint8)
+    idx = rng.choice(buf.size, 900, replace=False)
+    buf[idx] = rng.integers(0, 256, idx.size, dtype=np.uint8)   # some equal the poison again
+    for view in (buf[:-1], buf[1:]):                             # aligned and unaligned
+        want = (view[:4001 * itemsize] != 0xA5).reshape(4001, itemsize).any(axis=1)
+        assert np.array_equal(written_mask(view, 0xA5, itemsize, 4001), want)
