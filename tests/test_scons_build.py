@@ -102,10 +102,36 @@ def test_wrong_reference_fails_the_build_and_names_the_vector(built_project):
     assert re.search(r"^FAIL wrongref::relu_forward\[n100\] \(wrongref.yaml:9:13\): ", out, re.M), out
     assert re.search(r"^PASS wrongref::relu_backward\[n9\]", out, re.M), out
     assert "wrongref: 1 passed, 1 failed" in out
-    res = json.loads((proj / "build/host/wrongref/test-results.json").read_text())
+    # a failed run leaves its results beside the target, never as the target
+    assert not (proj / "build/host/wrongref/test-results.json").exists()
+    res = json.loads((proj / "build/host/wrongref/test-results.failed.json").read_text())
     bad = [v for v in res["vectors"] if v["status"] != "pass"]
     assert [(v["op"], v["vector"]) for v in bad] == [("relu_forward", "n100")]
     assert "Traceback" not in out
+    assert "all libraries: 1 passed, 1 failed" in out     # the totals, even so
+    # the reference is fixed: the tests run again (nothing stale is trusted)
+    (proj / "wrong_reference.py").write_text(
+        "import numpy as np\n\n\ndef relu_forward(x):\n    return np.maximum(x, np.float32(0))\n")
+    proc = run_scons(proj, "MANIFEST=wrongref.yaml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "wrongref: 2 passed, 0 failed" in proc.stdout
+    # and back to the wrong one: it fails again, although those inputs once passed... and failed
+    (proj / "wrong_reference.py").write_text(
+        "import numpy as np\n\n\ndef relu_forward(x):\n"
+        "    return np.maximum(x, np.float32(0)) + np.float32(1)\n")
+    assert run_scons(proj, "MANIFEST=wrongref.yaml").returncode != 0
+
+
+def test_a_reference_that_kills_the_emulator_fails_the_build(built_project):
+    proj, _ = built_project
+    (proj / "exit_reference.py").write_text("import os\n\n\ndef relu_forward(x):\n    os._exit(0)\n")
+    (proj / "exitref.yaml").write_text(WRONG_REF_MANIFEST.replace("wrongref", "exitref")
+                                       .replace("wrong_reference.py", "exit_reference.py"))
+    proc = run_scons(proj, "MANIFEST=exitref.yaml")
+    assert proc.returncode != 0
+    assert ("scons: exitref: the emulator exited with status 0 and wrote no results "
+            "(a reference or the emulator itself failed)") in proc.stderr
+    assert not (proj / "build/host/exitref/test-results.json").exists()
 
 
 def test_malformed_manifest_gives_a_located_error(built_project):
@@ -132,3 +158,25 @@ def test_malformed_schema_string_gives_the_column(built_project):
     # the string opens at column 18 (after the quote); the stray "y" is its 31st character
     assert re.search(r"^badschema.yaml:6:48: \$\.libraries\[0\]\.ops\[0\]\.schema: ", proc.stderr, re.M), proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+def test_build_dir_with_a_space(built_project):
+    proj, _ = built_project
+    proc = run_scons(proj, "BUILD_DIR=out dir", "test-relu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert re.search(r"^relu: \d+ passed, 0 failed$", proc.stdout, re.M)
+    assert (proj / "out dir/host/relu/test-results.json").is_file()
+
+
+def test_a_kernel_the_sources_do_not_define_is_a_link_error(built_project):
+    proj, _ = built_project
+    (proj / "nokernel.yaml").write_text(
+        WRONG_REF_MANIFEST.replace("wrongref", "nokernel")
+        .replace("my_ops::relu_forward(Tensor x) -> Tensor", "my_ops::twice(Tensor x, float s) -> Tensor")
+        .replace("x: {dtype: float32, shape: [100], random: {distribution: normal}}",
+                 "x: {dtype: float32, shape: [100], random: {distribution: normal}}\n              s: 2.0"))
+    proc = run_scons(proj, "MANIFEST=nokernel.yaml")
+    assert proc.returncode != 0
+    assert "undefined reference to `twice(at::Tensor const&, float)'" in proc.stdout + proc.stderr
+    assert "scons: *** [build/host/nokernel/nokernel.so] Error 1" in proc.stderr
+    assert not (proj / "build/host/nokernel/nokernel.so").exists()

@@ -926,6 +926,9 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
     except PlanError as e:
         result.message = str(e)
         return result
+    except MemoryError as e:
+        result.message = f"the vector's inputs or expected output do not fit in memory ({e})"
+        return result
     if core_error:
         result.message = core_error
         return result

@@ -160,6 +160,9 @@ MAX_OPS_PER_LIBRARY = 10
 MAX_DIMS = 8
 #: Each dimension at most 65535 (device-api.md Limits).
 MAX_DIM_SIZE = 65535
+#: Elements of one tensor: the descriptor's num_elem is a uint32
+#: (customop-marshalling.txt §2, +32 HBM / +28 SBUF).
+MAX_ELEMENTS = 0xFFFFFFFF
 #: Deepest chain of ``include:`` (a guard, far beyond any real tree).
 MAX_INCLUDE_DEPTH = 64
 #: Library names the device reserves (device-api.md Limits).
@@ -1356,6 +1359,11 @@ class _ManifestFile:
                                value.get("location", "hbm")), dtype
         dtype = value["dtype"]
         shape = tuple(int(d) for d in value["shape"])
+        if math.prod(shape) > MAX_ELEMENTS:
+            self.error(path + ("shape",), f"shape {list(shape)} has {math.prod(shape)} elements; "
+                       f"a descriptor counts at most {MAX_ELEMENTS} (its 32-bit num_elem, "
+                       f"customop-marshalling.txt §2)")
+            return None, dtype
         if "values" in value:
             if not self.check_values(path + ("values",), value["values"], shape, dtype):
                 return None, dtype

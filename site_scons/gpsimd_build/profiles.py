@@ -141,7 +141,10 @@ def lsp_source(spec: LinkerSpec) -> str:
 #: an object) is the same whether a compile ran here or through distcc.
 HOST_CXXFLAGS = ("-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC",
                  "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
-HOST_LINKFLAGS = ("-shared", "-Wl,-Bsymbolic")
+#: -Wl,--no-undefined: a kernel the schema names but no source defines (or
+#: defines with another signature) is a link error naming the C++ function,
+#: not a load failure at test time.
+HOST_LINKFLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ returns a dict of the nodes per library.
 This is the only module of the project that imports SCons.
 """
 
+import atexit
 import json
 import os
 import sys
@@ -89,22 +90,46 @@ def _pack_emitter(target, source, env):
     return [base + ".packed.so", base + ".stripped.so"], source
 
 
-def _summarize(target, source, env):
-    """Print the totals of every library's results and record them."""
+def _summary_text(result_paths):
+    """Per-library lines and the total, from the result files that exist
+    (``test-results.json`` or, after a failed run, ``test-results.failed.json``);
+    a library with neither is listed as not run."""
     passed = failed = 0
     lines = []
-    for node in source:
-        with open(str(node), encoding="utf-8") as f:
-            res = json.load(f)
+    for path in result_paths:
+        failed_path = os.path.splitext(path)[0] + ".failed.json"
+        for candidate in (path, failed_path):
+            try:
+                with open(candidate, encoding="utf-8") as f:
+                    res = json.load(f)
+                break
+            except (OSError, ValueError):
+                res = None
+        if res is None:
+            lines.append(f"{os.path.basename(os.path.dirname(path))}: not run")
+            continue
         passed += res["passed"]
         failed += res["failed"]
         lines.append(f"{res['library']}: {res['passed']} passed, {res['failed']} failed")
     lines.append(f"all libraries: {passed} passed, {failed} failed")
-    text = "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n"
+
+
+def _summary_at_exit(result_paths):
+    """When a test node failed, SCons never builds the summary: print it at exit."""
+    failures = SCons.Script.GetBuildFailures()
+    if any(str(f.node).endswith("test-results.json") for f in failures):
+        print(_summary_text(result_paths), end="")
+
+
+def _summarize(target, source, env):
+    """Print the totals of every library's results and record them."""
+    text = _summary_text([n.abspath for n in source])
     print(text, end="")
     with open(str(target[0]), "w", encoding="utf-8") as f:
         f.write(text)
-    return 1 if failed else 0
+    # every source is a passing library's results (a failed run leaves none)
+    return 0
 
 
 def _print_digests(target, source, env):
@@ -119,6 +144,59 @@ def _print_digests(target, source, env):
     with open(str(target[0]), "w", encoding="utf-8") as f:
         f.write(text)
     return 0
+
+
+def _test_argv(target, source, env, results):
+    return [env["PYTHON"], "-m", "gpsimd_emu", "run", source[0].path, "--results", results,
+            "--locations", env["GPSIMD_LOCATIONS"], *env.subst("$GPSIMD_EMU_FLAGS").split()]
+
+
+def _failed_path(target):
+    return os.path.splitext(target[0].abspath)[0] + ".failed.json"
+
+
+def _run_tests(target, source, env):
+    """The emulated-runtime action: run the library's plan in a subprocess.
+
+    The results file exists only after a run in which every vector passed;
+    a failed run leaves its results beside it as ``test-results.failed.json``
+    (so that, whatever changes next, SCons runs the tests again), and a run
+    that wrote no results (the emulator itself died) is a failure naming the
+    library.
+    """
+    import subprocess
+    out = target[0].abspath
+    partial = out + ".partial"
+    failed = _failed_path(target)
+    for path in (out, partial, failed):
+        if os.path.exists(path):
+            os.remove(path)
+    argv = _test_argv(target, source, env, partial)
+    proc_env = {k: str(v) for k, v in env["ENV"].items()}
+    status = subprocess.call(argv, env=proc_env, cwd=env.Dir("#").abspath)
+    try:
+        with open(partial, encoding="utf-8") as f:
+            res = json.load(f)
+    except (OSError, ValueError):
+        res = None
+    library = os.path.basename(os.path.dirname(out))
+    if res is None:
+        sys.stderr.write(f"scons: {library}: the emulator exited with status {status} and "
+                         f"wrote no results (a reference or the emulator itself failed)\n")
+        return status or 1
+    if status != 0 or res.get("failed"):
+        os.replace(partial, failed)
+        return status or 1
+    os.replace(partial, out)
+    return 0
+
+
+def _run_tests_str(target, source, env):
+    comstr = env.subst("$GPSIMD_TESTCOMSTR", target=target, source=source)
+    if comstr:
+        return comstr
+    import shlex
+    return " ".join(shlex.quote(a) for a in _test_argv(target, source, env, target[0].path))
 
 
 def _summary_str(target, source, env):
@@ -257,8 +335,6 @@ def generate(env):
         PYTHON=sys.executable,
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
         GPSIMD_EMU_FLAGS="",   # e.g. "--no-checks --timeout 5" (SConstruct: EMU_CHECKS, EMU_TIMEOUT)
-        GPSIMD_TESTCOM=("$( $PYTHON $) -m gpsimd_emu run $SOURCE --results $TARGET "
-                        "--locations $GPSIMD_LOCATIONS $GPSIMD_EMU_FLAGS"),
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
@@ -302,7 +378,8 @@ def generate(env):
         "GpsimdVersions": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_value, "$GPSIMD_GENCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(
-            action=SCons.Action.Action("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+            action=SCons.Action.Action(_run_tests, strfunction=_run_tests_str,
+                                       varlist=["GPSIMD_EMU_FLAGS"])),
     })
     env.AddMethod(GpsimdCollection, "GpsimdCollection")
     if "CompilationDatabase" not in env["BUILDERS"]:
@@ -455,6 +532,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
                                               **compile_env)[0] for src in lib.sources]
             callgraphs.append(env.GpsimdCallGraph(f"{lib_dir}/stack/wrapper.ci", wrapper,
                                                   **compile_env)[0])
+            # each after its object: a TU that does not compile is reported once
+            for ci, obj in zip(callgraphs, objects):
+                env.Depends(ci, obj)
             stack_ops = json.dumps({"library": lib.name,
                                     "ops": [[op.name, op.stack_size] for op in lib.ops]})
             all_stack += env.GpsimdStackReport(
@@ -488,7 +568,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host"):
         env.Alias("test", all_results)
         summary = env.Command(f"{profile_dir}/test-summary.txt", all_results,
                               SCons.Action.Action(_summarize, _summary_str))
-        env.Depends(summary, all_versions)   # built by default, quietly
+        env.Depends(summary, all_versions + all_stack)   # built first, so the totals come last
+        atexit.register(_summary_at_exit, [n.abspath for n in all_results])
         env.Alias("stack-report", all_stack)
         env.Default(env.Alias("all", summary + all_stack))
     else:
