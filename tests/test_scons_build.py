@@ -180,3 +180,18 @@ def test_a_kernel_the_sources_do_not_define_is_a_link_error(built_project):
     assert "undefined reference to `twice(at::Tensor const&, float)'" in proc.stdout + proc.stderr
     assert "scons: *** [build/host/nokernel/nokernel.so] Error 1" in proc.stderr
     assert not (proj / "build/host/nokernel/nokernel.so").exists()
+
+
+def test_a_wrong_shaped_reference_is_named_as_the_suspect(built_project):
+    proj, _ = built_project
+    (proj / "shape_reference.py").write_text(
+        "import numpy as np\n\n\ndef relu_forward(x):\n    return np.zeros(7, dtype=np.float32)\n")
+    (proj / "shaperef.yaml").write_text(WRONG_REF_MANIFEST.replace("wrongref", "shaperef")
+                                        .replace("wrong_reference.py", "shape_reference.py"))
+    proc = run_scons(proj, "MANIFEST=shaperef.yaml")
+    assert proc.returncode != 0
+    assert ("FAIL shaperef::relu_forward[n100] (shaperef.yaml:9:13): core 0: fault SHAPE in op "
+            "relu_forward: UTensor::copy: the result tensor has 100 elements, the output "
+            "descriptor has 7; elements never written: [0, 7); the output descriptor's shape [7] "
+            "comes from the reference shape_reference.py:relu_forward (give output.shape to fix "
+            "it, or check the reference)") in proc.stdout.splitlines()

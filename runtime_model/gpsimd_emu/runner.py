@@ -971,12 +971,35 @@ def run_vector(library: str, op: Dict[str, Any], vector: Dict[str, Any],
             if not comparison.ok:
                 problems.append(comparison.message)
         if problems:
-            result.message = "; ".join(problems)
+            hint = _expected_shape_hint(vector, shape, problems)
+            result.message = "; ".join(problems + ([hint] if hint else []))
         else:
             result.status = "pass"
         return result
     finally:
         image.close()
+
+
+def _expected_shape_hint(vector: Dict[str, Any], shape: Sequence[int],
+                         problems: Sequence[str]) -> Optional[str]:
+    """When the output descriptor's size was taken from the expected result
+    (no ``output.shape`` in the vector) and the kernel's result does not fit
+    it, say where that size came from: the reference or the inline values
+    may be what is wrong, not the kernel."""
+    if (vector.get("output") or {}).get("shape") is not None:
+        return None
+    if not any("the output descriptor has" in p for p in problems):
+        return None
+    exp = vector.get("expected") or {}
+    if "reference" in exp:
+        ref = exp["reference"]
+        source = f"the reference {ref.get('file') or ref.get('module')}:{ref.get('function')}"
+    elif "values" in exp:
+        source = "the vector's expected values"
+    else:
+        source = f"the expected .npy {exp.get('npy')}"
+    return (f"the output descriptor's shape {list(shape)} comes from {source} "
+            f"(give output.shape to fix it, or check the reference)")
 
 
 def run_plan(plan: Dict[str, Any], *, root: str = ".", timeout: float = DEFAULT_TIMEOUT,
