@@ -160,6 +160,14 @@ MAX_OPS_PER_LIBRARY = 10
 MAX_DIMS = 8
 #: Each dimension at most 65535 (device-api.md Limits).
 MAX_DIM_SIZE = 65535
+#: Largest finite value of each floating-point dtype (IEEE-style formats, as
+#: ml_dtypes defines the fp8 ones): a literal beyond it would silently
+#: become an infinity.
+FLOAT_MAX = {
+    "float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38,
+    "float16": 65504.0, "float8_e5m2": 57344.0, "float8_e4m3": 240.0,
+    "float8_e3m4": 15.5,
+}
 #: Elements of one tensor: the descriptor's num_elem is a uint32
 #: (customop-marshalling.txt §2, +32 HBM / +28 SBUF).
 MAX_ELEMENTS = 0xFFFFFFFF
@@ -1320,6 +1328,15 @@ class _ManifestFile:
                 if not low <= value <= high:
                     self.error(vpath, f"value {value!r} is out of range for {dtype} "
                                       f"({low}..{high})")
+                    return False
+        elif dtype in FLOAT_MAX:
+            largest = FLOAT_MAX[dtype]
+            for value, vpath in leaves:
+                if isinstance(value, (int, float)) and math.isfinite(value) \
+                        and abs(value) > largest:
+                    self.error(vpath, f"value {value!r} is out of range for {dtype} "
+                                      f"(largest finite value {largest:g}); write .inf "
+                                      f"for an infinity")
                     return False
         return True
 
