@@ -178,14 +178,17 @@ def measure_graph(cwd):
     return {"real": real, "floor": floor, "match": real == floor}
 
 
-def measure_null(cwd, runs=5, profile=None):
-    floor_args = ["--no-site-dir", "-f", "SConstruct.floor"]
+def measure_null(cwd, runs=5, profile=None, extra=()):
+    """Null builds of the real SConstruct and of the floor, alternating;
+    ``extra`` (e.g. ``FAST=1``) is passed to both."""
+    extra = list(extra)
+    floor_args = ["--no-site-dir", "-f", "SConstruct.floor"] + extra
     fenv = {"BENCH_GRAPH_IN": os.path.join(cwd, "graph.json")}
     scons(cwd, floor_args, fenv)            # build the floor's outputs once
-    scons(cwd, [])                          # warm: real tree up to date
+    scons(cwd, extra)                       # warm: real tree up to date
     real, floor, rss, frss, fl = [], [], [], [], []
     for _ in range(runs):
-        w, ru, out = scons(cwd, [])
+        w, ru, out = scons(cwd, extra)
         fl.append(ru["foreign_load"])
         if "is up to date" not in out:
             log(out[-2000:])
@@ -292,6 +295,9 @@ def main(argv=None):
                     help="comma list of N (not in --full) to build once with -j2 so that "
                          "their null build can be measured (N=5000: long)")
     ap.add_argument("--null-runs", type=int, default=5)
+    ap.add_argument("--fast", action="store_true",
+                    help="null builds with FAST=1 (timestamps first, cached header scans), "
+                         "real and floor alike")
     ap.add_argument("--test-libs", type=int, default=None,
                     help="in-process emulator split on the first K libraries only")
     ap.add_argument("--profile-null", default="",
@@ -364,7 +370,7 @@ def main(argv=None):
             r["read"] = measure_read(cwd)
             log(f"  read (scons -h) {r['read']}")
             prof = os.path.join(a.work, f"profile-null-{n}.txt") if n in prof_null else None
-            r["null"] = measure_null(cwd, a.null_runs, prof)
+            r["null"] = measure_null(cwd, a.null_runs, prof, ["FAST=1"] if a.fast else [])
             log(f"  null {r['null']}")
         if "test" in phases and n in full:
             r["test"] = measure_test(cwd, a.test_libs)
