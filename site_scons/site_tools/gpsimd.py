@@ -173,13 +173,25 @@ def _run_tests(target, source, env):
             os.remove(path)
     argv = _test_argv(target, source, env, partial)
     proc_env = {k: str(v) for k, v in env["ENV"].items()}
-    status = subprocess.call(argv, env=proc_env, cwd=env.Dir("#").abspath)
+    library = os.path.basename(os.path.dirname(out))
+    # The emulator bounds each vector's kernel run; a reference that never
+    # returns runs in the emulator's own process: bound the whole run too.
+    per_vector = float(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else 60.0
+    with open(source[0].abspath, encoding="utf-8") as f:
+        vectors = sum(len(op.get("vectors", [])) for op in json.load(f).get("ops", []))
+    limit = per_vector * (vectors + 1) + 30
+    try:
+        status = subprocess.run(argv, env=proc_env, cwd=env.Dir("#").abspath,
+                                timeout=limit).returncode
+    except subprocess.TimeoutExpired:
+        sys.stderr.write(f"scons: {library}: the emulator did not finish within {limit:g} s "
+                         f"(a reference that never returns?)\n")
+        return 1
     try:
         with open(partial, encoding="utf-8") as f:
             res = json.load(f)
     except (OSError, ValueError):
         res = None
-    library = os.path.basename(os.path.dirname(out))
     if res is None:
         sys.stderr.write(f"scons: {library}: the emulator exited with status {status} and "
                          f"wrote no results (a reference or the emulator itself failed)\n")
