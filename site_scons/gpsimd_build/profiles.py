@@ -164,16 +164,19 @@ class HostToolchain:
     packs_with_tool: bool = False
     runs_tests: bool = True
 
+    def _cxx(self, extra: Sequence[str], cflags: Sequence[str], includes: Sequence[str],
+             runtime_include: str) -> List[str]:
+        """The compiler with the host flags, ``extra``, the user's cflags and
+        the include path (the runtime's headers first)."""
+        return [self.cxx, *HOST_CXXFLAGS, *extra, *cflags, f"-I{runtime_include}",
+                *(f"-I{d}" for d in includes)]
+
     def compile_command(self, src: str, obj: str, cflags: Sequence[str],
                         includes: Sequence[str], runtime_include: str,
                         prefix_map: Optional[str] = None) -> List[str]:
         """argv that compiles ``src`` into ``obj``."""
-        cmd = [self.cxx, *HOST_CXXFLAGS]
-        if prefix_map:
-            cmd.append(f"-ffile-prefix-map={prefix_map}=.")
-        cmd += [*cflags, f"-I{runtime_include}", *(f"-I{d}" for d in includes),
-                "-o", obj, "-c", src]
-        return cmd
+        extra = [f"-ffile-prefix-map={prefix_map}=."] if prefix_map else []
+        return self._cxx(extra, cflags, includes, runtime_include) + ["-o", obj, "-c", src]
 
     def callgraph_command(self, src: str, asm: str, cflags: Sequence[str],
                           includes: Sequence[str], runtime_include: str) -> List[str]:
@@ -182,9 +185,8 @@ class HostToolchain:
         the object, stopping after code generation (-S, ``asm``). A separate
         step from the compile, so that a launcher (ccache, distcc), which
         does not bring the .ci file back, never stands in its way."""
-        return [self.cxx, *HOST_CXXFLAGS, "-fcallgraph-info=su", *cflags,
-                f"-I{runtime_include}", *(f"-I{d}" for d in includes),
-                "-o", asm, "-S", src]
+        return (self._cxx(["-fcallgraph-info=su"], cflags, includes, runtime_include)
+                + ["-o", asm, "-S", src])
 
     def link_command(self, out: str, objs: Sequence[str], lsp_obj: str,
                      runtime_lib: str) -> List[str]:
