@@ -9,7 +9,10 @@ GpsimdWrapper       ``<lib>/wrapper.cpp``                            Value(spec)
 GpsimdObject        ``<lib>/obj/<src>.o`` (one per translation unit) .cpp
 GpsimdLink          ``<lib>_cpuI.so`` / ``<lib>.so`` (one per LSP)   objects
 GpsimdPack          ``<base>.packed.so`` + ``<base>.stripped.so``    linked .so
+GpsimdVendorPack    the same, by ``xt-pkg-loadlib`` (xtensa)         linked .so
 GpsimdVersions      ``<lib>/versions.json`` (build-front-end.txt §1) Value(text)
+GpsimdCallGraph     ``<lib>/stack/<src>.ci`` (-fcallgraph-info=su)   .cpp
+GpsimdStackReport   ``<lib>/stack-report.txt``                       .ci files
 GpsimdTestPlan      ``<lib>/testplan.json``                          Value(plan)
 GpsimdTest          ``<lib>/test-results.json``                      plan, objects
 ==================  ===============================================  ==========
@@ -19,7 +22,8 @@ runtime ``libneuroncustomop.a``) and GpsimdLspSource (a host linker spec).
 
 ``env.GpsimdCollection(manifest)`` loads and validates the manifest (a bad
 one stops the build with located errors, no traceback), expands it into the
-graph above, defines the aliases ``<lib>``, ``test-<lib>`` and ``test``, and
+graph above, defines the aliases ``<lib>``, ``test-<lib>``, ``test``,
+``stack-report``, ``digests``, ``compiledb`` and the default ``all``, and
 returns a dict of the nodes per library.
 
 This is the only module of the project that imports SCons.
