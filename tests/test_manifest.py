@@ -165,6 +165,10 @@ BAD_CASES = {
         f"26:59: {P}.vectors[4].inputs.x.values[1]: value 100000 is out of range for float16 "
         "(largest finite value 65504); write .inf for an infinity",
     ],
+    "reference_no_function": [
+        f"7:20: {P}.reference: reference file '../kernels/relu/reference.py' defines no "
+        "'rlu' (did you mean 'relu'?)",
+    ],
     "version_two": [
         "1:10: $.version: unsupported manifest version 2 (this build reads version 1)",
         f"10:70: {V}.inputs.x.random.distribution: unknown distribution 'gauss' "

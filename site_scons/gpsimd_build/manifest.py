@@ -650,6 +650,52 @@ _ITEMSIZE = {
 }
 
 
+def _top_level_names(path: str):
+    """The names a reference file binds at top level (def, class, assignment,
+    import), read with ``ast`` without running it; None when the file can
+    bind names the reading cannot see (``from x import *``, ``globals()``);
+    a message string when it cannot be parsed. Cached per file version."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return f"cannot be read ({err})"
+    return _parse_top_level_names(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_top_level_names(path: str, mtime_ns: int, size: int):
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except SyntaxError as err:
+        return f"does not parse: line {err.lineno}: {err.msg}"
+    except (OSError, ValueError) as err:
+        return f"cannot be read ({err})"
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+        else:
+            # conditional definitions (if/try at top level) or globals(): don't guess
+            for n in ast.walk(node):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                  ast.Assign, ast.Import, ast.ImportFrom)) or \
+                        (isinstance(n, ast.Name) and n.id == "globals"):
+                    return None
+    return frozenset(names)
+
+
 def _read_npy_header(path: str) -> Tuple[str, Tuple[int, ...]]:
     """(descr, shape) of a .npy file; raises ValueError (why) or OSError."""
     with open(path, "rb") as stream:
@@ -1097,6 +1143,15 @@ class _ManifestFile:
             absolute, relative = self.resolve(target)
             if not os.path.isfile(absolute):
                 self.error(path, f"reference file '{target}' not found (resolved to {relative})")
+                return None
+            names = _top_level_names(absolute)
+            if isinstance(names, str):
+                self.error(path, f"reference file '{target}' {names}")
+                return None
+            if names is not None and function not in names:
+                close = difflib.get_close_matches(function, sorted(names), n=1)
+                hint = f" (did you mean '{close[0]}'?)" if close else ""
+                self.error(path, f"reference file '{target}' defines no '{function}'{hint}")
                 return None
             return Reference(file=relative, module=None, function=function)
         if not _MODULE_RE.fullmatch(target):
