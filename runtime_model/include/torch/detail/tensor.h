@@ -215,23 +215,21 @@ class WriteStreamAccessor : public detail::StreamAccessor<T, true> {
     void write(const T& v) { *this->slot("write_stream_accessor") = v; }
 };
 
-/* Standard accessor (device-api.md "Accessors and memory"): chained
- * operator[]; T is const-qualified for a read-only accessor. */
-template <typename T, size_t N>
-class TensorAccessor {
+namespace detail {
+/* What every level of a standard accessor holds: the tensor's element 0,
+ * this level's flattened origin, the remaining sizes and strides (elements),
+ * and the tensor's numel and rank for the bounds check and its message. */
+template <typename T>
+class AccessorBase {
  public:
-    TensorAccessor(T* base, int64_t origin, const int64_t* sizes, const int64_t* strides,
-                   int64_t numel, int rank)
+    AccessorBase(T* base, int64_t origin, const int64_t* sizes, const int64_t* strides,
+                 int64_t numel, int rank)
         : base_(base), origin_(origin), sizes_(sizes), strides_(strides), numel_(numel), rank_(rank) {}
-    TensorAccessor<T, N - 1> operator[](int64_t i) const {
-        return TensorAccessor<T, N - 1>(base_, origin_ + i * strides_[0], sizes_ + 1, strides_ + 1,
-                                        numel_, rank_);
-    }
     const int64_t* sizes() const { return sizes_; }
     const int64_t* strides() const { return strides_; }
     int64_t size(size_t d) const { return sizes_[d]; }
     int64_t stride(size_t d) const { return strides_[d]; }
- private:
+ protected:
     T* base_;
     int64_t origin_;
     const int64_t* sizes_;
@@ -239,31 +237,33 @@ class TensorAccessor {
     int64_t numel_;
     int rank_;
 };
+}  // namespace detail
+
+/* Standard accessor (device-api.md "Accessors and memory"): chained
+ * operator[]; T is const-qualified for a read-only accessor. */
+template <typename T, size_t N>
+class TensorAccessor : public detail::AccessorBase<T> {
+ public:
+    using detail::AccessorBase<T>::AccessorBase;
+    TensorAccessor<T, N - 1> operator[](int64_t i) const {
+        return TensorAccessor<T, N - 1>(this->base_, this->origin_ + i * this->strides_[0],
+                                        this->sizes_ + 1, this->strides_ + 1, this->numel_,
+                                        this->rank_);
+    }
+};
 
 template <typename T>
-class TensorAccessor<T, 1> {
+class TensorAccessor<T, 1> : public detail::AccessorBase<T> {
  public:
-    TensorAccessor(T* base, int64_t origin, const int64_t* sizes, const int64_t* strides,
-                   int64_t numel, int rank)
-        : base_(base), origin_(origin), sizes_(sizes), strides_(strides), numel_(numel), rank_(rank) {}
+    using detail::AccessorBase<T>::AccessorBase;
     /* Checked: the flattened offset must lie in [0, numel). */
     T& operator[](int64_t i) const {
-        const int64_t off = origin_ + i * strides_[0];
-        if (off < 0 || off >= numel_)
-            detail::fault_out_of_range("accessor", ElementType<T>::name(), rank_, off, 1, numel_);
-        return base_[off];
+        const int64_t off = this->origin_ + i * this->strides_[0];
+        if (off < 0 || off >= this->numel_)
+            detail::fault_out_of_range("accessor", ElementType<T>::name(), this->rank_, off, 1,
+                                       this->numel_);
+        return this->base_[off];
     }
-    const int64_t* sizes() const { return sizes_; }
-    const int64_t* strides() const { return strides_; }
-    int64_t size(size_t d) const { return sizes_[d]; }
-    int64_t stride(size_t d) const { return strides_[d]; }
- private:
-    T* base_;
-    int64_t origin_;
-    const int64_t* sizes_;
-    const int64_t* strides_;
-    int64_t numel_;
-    int rank_;
 };
 
 }  // namespace c10
