@@ -27,7 +27,13 @@ import pytest
 from conftest import ROOT, run_scons
 from gpsimd_emu import abi
 from gpsimd_emu.memory import SBUF_WINDOW_BASE
+from gpsimd_device.plan import VectorPlan
 from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
+
+
+def V(vec):
+    """A plan vector from its JSON form."""
+    return VectorPlan.from_json(vec, "vector")
 
 # name: (ISA enum value, c10::ScalarType value, numpy type)  -- spec §2 enum,
 # PyTorch's ScalarType numbers (ours for the two IEEE-style fp8 formats).
@@ -149,7 +155,7 @@ def test_round_trip(probe, name, form, location):
     shape = FORMS[form][1]
     arr = _data(name, shape, seed=len(CASES) * 0 + list(DTYPES).index(name))
     x = {"kind": "tensor", "dtype": name, "shape": shape, "values": _plain(arr), "location": location}
-    describe_op, echo_op = plan["ops"]
+    describe_op, echo_op = plan.ops
     seen = {}
 
     def capture(image):
@@ -160,7 +166,7 @@ def test_round_trip(probe, name, form, location):
     vec = {"name": f"{name}-{form}-{location}", "where": "test", "inputs": {"x": x},
            "output": {"dtype": "int64", "shape": [13], "location": location},
            "expected": {"values": _describe_expected(name, shape, arr)}, "rtol": 0, "atol": 0}
-    r = run_vector("probe", describe_op, vec, cores, root=str(proj), patch_image=capture)
+    r = run_vector("probe", describe_op, V(vec), cores, root=str(proj), patch_image=capture)
     assert (r.status, r.message) == ("pass", "")
 
     # Python -> bytes: the argument stream header and both descriptors
@@ -178,7 +184,7 @@ def test_round_trip(probe, name, form, location):
     vec = {"name": f"echo-{name}-{form}-{location}", "where": "test", "inputs": {"x": x},
            "output": {"dtype": name, "shape": shape, "location": location},
            "expected": {"values": _plain(arr)}, "rtol": 0, "atol": 0}
-    r = run_vector("probe", echo_op, vec, cores, root=str(proj), patch_image=capture)
+    r = run_vector("probe", echo_op, V(vec), cores, root=str(proj), patch_image=capture)
     assert (r.status, r.message, r.mismatches) == ("pass", "", 0)
     _check_descriptor(seen["out"], name, form, shape, location,
                       lambda a: in_range <= a < in_range + (1 << 32))
@@ -190,7 +196,7 @@ def test_zero_sized_dimension_is_out_of_line(probe):
     vec = {"name": "empty", "where": "test", "inputs": {"x": x},
            "output": {"dtype": "int64", "shape": [13]},
            "expected": {"values": [27, 2, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0]}, "rtol": 0, "atol": 0}
-    r = run_vector("probe", plan["ops"][0], vec, cores, root=str(proj))
+    r = run_vector("probe", plan.ops[0], V(vec), cores, root=str(proj))
     assert (r.status, r.message) == ("pass", "")
 
 

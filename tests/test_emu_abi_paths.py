@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_scons
+from gpsimd_device.plan import VectorPlan
 from gpsimd_emu.runner import format_line, load_plan, prepare_cores, run_vector
 
 F32 = np.float32
@@ -70,10 +71,11 @@ def libs(built_project):
 def _run(libs, op_name, inputs, expected, out=None, patch=None, lib="abi_paths"):
     proj, got = libs
     plan, cores = got[lib]
-    op = next(o for o in plan["ops"] if o["name"] == op_name)
-    vec = {"name": "v", "where": "test", "inputs": inputs,
-           "output": {"dtype": "float32", "shape": None, **(out or {})},
-           "expected": {"values": np.asarray(expected).tolist()}, "rtol": 0, "atol": 0}
+    op = next(o for o in plan.ops if o.name == op_name)
+    vec = VectorPlan.from_json({"name": "v", "where": "test", "inputs": inputs,
+                                "output": {"dtype": "float32", "shape": None, **(out or {})},
+                                "expected": {"values": np.asarray(expected).tolist()},
+                                "rtol": 0, "atol": 0}, "vector")
     r = run_vector(lib, op, vec, cores, root=str(proj), patch_image=patch)
     return r, format_line(lib, r)
 

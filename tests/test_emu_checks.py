@@ -212,8 +212,8 @@ def _vector(proj, lib, op_name, checks):
     cores, error = prepare_cores(plan, str(proj))
     assert error is None
     try:
-        op = next(o for o in plan["ops"] if o["name"] == op_name)
-        return run_vector(lib, op, op["vectors"][0], cores, root=str(proj), timeout=20, checks=checks)
+        op = next(o for o in plan.ops if o.name == op_name)
+        return run_vector(lib, op, op.vectors[0], cores, root=str(proj), timeout=20, checks=checks)
     finally:
         for c in cores:
             c.close()

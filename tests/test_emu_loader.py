@@ -34,7 +34,7 @@ def test_hand_written_container_reads(tmp_path):
 
 
 def test_build_side_writer_matches_reader():
-    pack = pytest.importorskip("gpsimd_build.pack")
+    pack = pytest.importorskip("gpsimd_device.pack")
     data = pack.pack_bytes(ELF, pack.pack_metadata("relu", "lsp_fll_load_cpu_single", None,
                                                    {"a": "1"}))
     obj = loader.parse_pack(data, "x.packed.so")

@@ -14,10 +14,11 @@ import sys
 import numpy as np
 import pytest
 
-from gpsimd_emu import abi, loader
+from gpsimd_device.plan import TestPlan
+from gpsimd_emu import abi, loader, runner
 from gpsimd_emu.merge import cores_text
 from gpsimd_emu.runner import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds,
-                               fault_name, format_line, run_plan, write_results)
+                               fault_name, format_line, write_results)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -98,6 +99,11 @@ def plan(tmp_path, objects, ops, multicore=False, cores=None):
             cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single",
                       "object": str(objects["single"][0])}]
     return {"format": 1, "library": "fake", "multicore": multicore, "cores": cores, "ops": ops}
+
+
+def run_plan(plan, **kw):
+    """Run a plan given in its JSON form, read as the emulator reads a file."""
+    return runner.run_plan(TestPlan.from_json(plan), **kw)
 
 
 def by_name(results):

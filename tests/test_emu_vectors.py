@@ -4,8 +4,34 @@ import numpy as np
 import pytest
 
 from gpsimd_emu import dtypes as dt
-from gpsimd_emu.vectors import (PlanError, expected_output, load_reference, make_inputs,
-                                make_scalar, make_tensor, output_shape, tolerances)
+from gpsimd_device.plan import OpPlan, ReferenceSpec, ScalarSpec, TensorSpec, VectorPlan
+from gpsimd_emu import vectors
+from gpsimd_emu.vectors import PlanError, load_reference
+
+
+# The plan's JSON forms, read into the typed plan as the emulator reads a file.
+def make_tensor(spec, root=".", what="input"):
+    return vectors.make_tensor(TensorSpec.from_json("x", spec, "x"), root, what)
+
+
+def make_scalar(spec, what="input"):
+    return vectors.make_scalar(ScalarSpec.from_json("s", spec, "s"), what)
+
+
+def make_inputs(op, vector, root="."):
+    return vectors.make_inputs(OpPlan.from_json(op, "op"), VectorPlan.from_json(vector, "v"), root)
+
+
+def expected_output(vector, inputs, out_dtype, root="."):
+    return vectors.expected_output(VectorPlan.from_json(vector, "v"), inputs, out_dtype, root)
+
+
+def output_shape(vector, expected):
+    return vectors.output_shape(VectorPlan.from_json(vector, "v"), expected)
+
+
+def tolerances(vector, out_dtype):
+    return vectors.tolerances(VectorPlan.from_json(vector, "v"), out_dtype)
 
 
 def test_random_uniform_is_deterministic_and_generated_in_float64():
@@ -138,7 +164,7 @@ def test_reference_problems_are_plan_errors(tmp_path):
 
 
 def test_reference_by_module_and_expected_values():
-    fn = load_reference({"file": None, "module": "numpy", "function": "maximum"})
+    fn = load_reference(ReferenceSpec.from_json({"file": None, "module": "numpy", "function": "maximum"}, "r"))
     assert fn(1, 2) == 2
     v = vector(expected={"values": [1, 2, 3, 4]}, output={"dtype": "int16", "shape": [2, 2]})
     out = expected_output(v, [], dt.by_name("int16"))

@@ -569,8 +569,7 @@ def test_minimal_manifest_model():
                 vectors=(Vector(
                     name="n1000",
                     inputs=(TensorInput(name="x", dtype="float32", shape=(1000,),
-                                        random={"distribution": "uniform", "seed": seed,
-                                                "low": -1.0, "high": 1.0},
+                                        random=m.Random("uniform", seed, low=-1.0, high=1.0),
                                         values=None, npy=None, location=loc(11, 15)),),
                     output_dtype="float32", output_shape=None,
                     expected=Expected(reference=ref, values=None, npy=None),
@@ -594,12 +593,10 @@ def test_full_manifest_model():
     uniform, normal, npy = op.vectors
     # op-level output dtype and rtol; dtype default atol
     assert (uniform.output_dtype, uniform.rtol, uniform.atol) == ("float16", 1e-2, 1e-5)
-    assert uniform.inputs[0].random == {"distribution": "uniform", "seed": 3,
-                                        "low": -2.0, "high": 2.0}
+    assert uniform.inputs[0].random == m.Random("uniform", 3, low=-2.0, high=2.0)
     assert normal.name == "normal-1.0"
-    assert normal.inputs[0].random == {
-        "distribution": "normal", "mean": 0.0, "std": 1.0,
-        "seed": zlib.crc32(b"relu/relu_fwd/normal-1.0/x")}
+    assert normal.inputs[0].random == m.Random(
+        "normal", zlib.crc32(b"relu/relu_fwd/normal-1.0/x"), mean=0.0, std=1.0)
     assert (normal.rtol, normal.atol) == (1e-2, 0.5)
     assert normal.expected.reference == Reference(f"{GOOD}/kernels/relu/reference.py", None,
                                                   "relu_forward")
@@ -614,8 +611,7 @@ def test_full_manifest_model():
     x, y, alpha, n, k, f, s = ints.inputs
     assert x == TensorInput("x", "int8", (2, 2), None, [[1, -2], [3, 4]], None,
                             Location(f"{GOOD}/full.yaml", 37, 15))
-    assert y.random == {"distribution": "integers", "low": 0, "high": 10,
-                        "seed": zlib.crc32(b"axpy/axpy/ints/y")}
+    assert y.random == m.Random("integers", zlib.crc32(b"axpy/axpy/ints/y"), low=0, high=10)
     assert [(i.name, i.value, i.dtype) for i in (alpha, n, k, f, s)] == [
         ("alpha", 0.5, "float32"), ("n", 3, "int32"), ("k", 4, "int64"), ("f", 2.0, "float32"),
         ("s", 7, "int64")]

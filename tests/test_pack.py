@@ -1,11 +1,12 @@
-"""The host pack format: written by the build (gpsimd_build.pack), read by the
+"""The host pack format: written by the build (gpsimd_device.pack), read by the
 device model (gpsimd_emu.loader), which may not import the build side."""
 import struct
 import zlib
 
 import pytest
 
-from gpsimd_build import pack, profiles
+from gpsimd_build import profiles
+from gpsimd_device import pack
 from gpsimd_emu import loader
 
 ELF = b"\x7fELF" + bytes(range(60))

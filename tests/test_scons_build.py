@@ -37,7 +37,7 @@ def test_multicore_library_has_eight_core_objects(built_project):
 
 def test_packed_objects_carry_their_core(built_project):
     proj, _ = built_project
-    from gpsimd_build import pack
+    from gpsimd_device import pack
     blob = (proj / "build/host/spmd/spmd_cpu5.packed.so").read_bytes()
     magic, version, meta_size, payload_size, crc, _ = pack.HEADER.unpack_from(blob)
     assert magic == b"GPSIMDPK" and version == 1

@@ -13,12 +13,13 @@ stderr, prefixed with the vector's name.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import List, Optional
+from typing import Dict, List, Optional
 
 from .runner import (DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, VectorResult,
                      format_line, load_plan, run_plan, write_results)
-from .vectors import PlanError
+from gpsimd_device.plan import PlanError
 
 
 def _positive(text: str) -> float:
@@ -54,19 +55,17 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_locations(plan: dict, path: str) -> None:
-    """Set each plan vector's ``where`` from the locations file at ``path``.
+def read_locations(path: str) -> Dict[str, Dict[str, str]]:
+    """The locations file at ``path``: ``{op: {vector: "FILE:LINE:COL"}}``.
 
-    Raises OSError when the file cannot be read, ValueError when it is not JSON.
+    Raises OSError when the file cannot be read, ValueError when it is not
+    JSON of that shape.
     """
-    import json
     with open(path, encoding="utf-8") as f:
         where = json.load(f)
-    for op in plan.get("ops") or []:
-        for vector in op.get("vectors") or []:
-            loc = where.get(op.get("name"), {}).get(vector.get("name"))
-            if loc:
-                vector["where"] = loc
+    if not isinstance(where, dict) or not all(isinstance(v, dict) for v in where.values()):
+        raise ValueError("not a JSON object of objects")
+    return where
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -80,11 +79,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     if args.locations:
         try:
-            add_locations(plan, args.locations)
+            plan = plan.with_locations(read_locations(args.locations))
         except (OSError, ValueError) as e:
             print(f"gpsimd_emu: cannot read locations {args.locations}: {e}", file=sys.stderr)
             return 2
-    library = plan.get("library") or "?"
+    library = plan.library
 
     def show(r: VectorResult) -> None:
         if r.printf:

@@ -27,6 +27,9 @@ import struct
 from dataclasses import dataclass
 from typing import List, Optional, Sequence, Tuple
 
+from gpsimd_device import limits as _limits
+from gpsimd_device import lsp as _lsp
+
 __all__ = [
     "ABI_VERSION", "DESCRIPTOR_SIZE", "MAX_ARGS", "ARG_STREAM_ARGS_OFFSET",
     "Location", "ShapeForm", "ArgType",
@@ -35,7 +38,7 @@ __all__ = [
     "PRINTF_CAPACITY", "NUM_CORES", "DEFAULT_STACK_SIZE", "LSP_SINGLE",
     "REGION_READONLY", "MAX_REGIONS", "STATUS_OK", "STATUS_FAULT",
     "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
-    "REPORT_TCM_NULL", "CHECK_POISON_EMPTY", "CHECK_MULTICORE", "CHECK_COHERENCE",
+    "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "CHECK_POISON_EMPTY", "CHECK_MULTICORE", "CHECK_COHERENCE",
     "CHECK_ARG_DTYPE", "CHECK_ALL",
     "Descriptor", "choose_shape_form", "pack_descriptor", "unpack_descriptor",
     "pack_dims", "unpack_dims", "pack_arg_stream", "unpack_arg_stream",
@@ -43,44 +46,46 @@ __all__ = [
     "check_layout", "scratch_origin", "lsp_name",
 ]
 
-# ---- constants (abi.h) -----------------------------------------------------
+# ---- constants (abi.h, read through gpsimd_device) ---------------------------
 
-ABI_VERSION = 1                 #: GPSIMD_HOST_ABI_VERSION
-DESCRIPTOR_SIZE = 48            #: sizeof(arg_tensor_t), bytes (§2)
-MAX_ARGS = 32                   #: GPSIMD_MAX_ARGS
-ARG_STREAM_ARGS_OFFSET = 40     #: GPSIMD_ARG_STREAM_ARGS_OFFSET, bytes
-DATARAM_BASE = 0x80000          #: device address of the dataram/TCM window
-DATARAM_SIZE = 0x10000          #: 64 KiB
-TCM_POOL_SIZE = 0x4000          #: 16 KiB per core
-STREAM_TCM_BYTES = 0x1000       #: 4 KiB per active stream accessor
-SCRATCH_BASE = 0x84000000       #: core i scratch origin = BASE + i * 2 MiB
-SCRATCH_CORE_SIZE = 0x200000    #: 2 MiB, multicore
-SCRATCH_SINGLE_SIZE = 0x2000000  #: 32 MiB, single-core
-PRINTF_CAPACITY = 0x20000       #: 128 KiB printf ring
-NUM_CORES = 8
-DEFAULT_STACK_SIZE = 4196       #: bytes (build-front-end.txt §3c)
-LSP_SINGLE = 0xFFFFFFFF         #: gpsimd_lsp_info.core_id of the single-core LSP
-REGION_READONLY = 1             #: gpsimd_region.flags bit
-MAX_REGIONS = 64
-STATUS_OK = 0
+_ABI = _limits.ABI
+ABI_VERSION = _ABI["HOST_ABI_VERSION"]                  #: GPSIMD_HOST_ABI_VERSION
+DESCRIPTOR_SIZE = 48                                    #: sizeof(arg_tensor_t), bytes (§2)
+MAX_ARGS = _limits.MAX_ARGS                             #: GPSIMD_MAX_ARGS
+ARG_STREAM_ARGS_OFFSET = _ABI["ARG_STREAM_ARGS_OFFSET"]  #: bytes
+DATARAM_BASE = _limits.DATARAM_BASE                     #: device address of the dataram/TCM window
+DATARAM_SIZE = _limits.DATARAM_SIZE                     #: 64 KiB
+TCM_POOL_SIZE = _limits.TCM_POOL_SIZE                   #: 16 KiB per core
+STREAM_TCM_BYTES = _limits.STREAM_TCM_BYTES             #: 4 KiB per active stream accessor
+SCRATCH_BASE = _limits.SCRATCH_BASE                     #: core i scratch origin = BASE + i * 2 MiB
+SCRATCH_CORE_SIZE = _limits.SCRATCH_CORE_SIZE           #: 2 MiB, multicore
+SCRATCH_SINGLE_SIZE = _limits.SCRATCH_SINGLE_SIZE       #: 32 MiB, single-core
+PRINTF_CAPACITY = _limits.PRINTF_CAPACITY               #: 128 KiB printf ring
+NUM_CORES = _limits.NUM_CORES
+DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE         #: bytes (build-front-end.txt §3c)
+LSP_SINGLE = _limits.LSP_SINGLE                         #: gpsimd_lsp_info.core_id, single-core LSP
+REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bit
+MAX_REGIONS = _ABI["MAX_REGIONS"]
+STATUS_OK = 0                                           #: enum gpsimd_status
 STATUS_FAULT = 1
-MESSAGE_CAPACITY = 2048         #: bytes of gpsimd_core_report.message
-WARNINGS_CAPACITY = 1024        #: bytes of gpsimd_core_report.warnings
+MESSAGE_CAPACITY = _ABI["MESSAGE_CAPACITY"]             #: bytes of gpsimd_core_report.message
+WARNINGS_CAPACITY = _ABI["WARNINGS_CAPACITY"]           #: bytes of gpsimd_core_report.warnings
 #: gpsimd_core_report.flags bits (abi.h GPSIMD_REPORT_*, HOST-MODEL).
-REPORT_COPY_PATH = 1            #: customop_return_tensor copied a result (§6.3/§6.4)
-REPORT_GET_DST = 2              #: the kernel called get_dst_tensor (§6.2)
-REPORT_TCM_NULL = 4             #: a tcm_malloc returned null
+REPORT_COPY_PATH = _ABI["REPORT_COPY_PATH"]             #: customop_return_tensor copied a result
+REPORT_GET_DST = _ABI["REPORT_GET_DST"]                 #: the kernel called get_dst_tensor (§6.2)
+REPORT_TCM_NULL = _ABI["REPORT_TCM_NULL"]               #: a tcm_malloc returned null
+REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]         #: the result's element count is not the output's
 #: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
-CHECK_POISON_EMPTY = 1          #: fill torch::empty() storage with the binding's poison byte
-CHECK_MULTICORE = 2             #: device-api.md multicore rules (MULTICORE fault)
-CHECK_COHERENCE = 4             #: stream coherence policies (COHERENCE fault / warning)
-CHECK_ARG_DTYPE = 8             #: customop_next_int/longlong/float vs the descriptor dtype
-CHECK_ALL = 15
+CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() storage with the poison
+CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: device-api.md multicore rules
+CHECK_COHERENCE = _ABI["CHECK_COHERENCE"]               #: stream coherence policies
+CHECK_ARG_DTYPE = _ABI["CHECK_ARG_DTYPE"]               #: customop_next_* vs the descriptor dtype
+CHECK_ALL = _ABI["CHECK_ALL"]
 
 _U16_MAX = 0xFFFF
 _U32_MAX = 0xFFFFFFFF
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
-_MAX_RANK = 8                   # device-api.md "Limits"; abi.h out_of_line.ndim <= 8
+_MAX_RANK = _limits.MAX_DIMS    # device-api.md "Limits"; abi.h out_of_line.ndim <= 8
 
 
 class Location:
@@ -108,25 +113,8 @@ class ArgType:
     TENSOR = 1
 
 
-def scratch_origin(core: Optional[int]) -> int:
-    """Device address of a core's HBM scratch window: ``0x84000000 + i *
-    0x200000`` for core ``i`` of a multicore library, ``0x84000000`` for a
-    single-core one (``core`` None). device-api.md "Limits", build-front-end.txt §6.
-
-    Raises:
-        ValueError: core outside 0..7.
-    """
-    if core is None:
-        return SCRATCH_BASE
-    if not 0 <= core < NUM_CORES:
-        raise ValueError(f"core {core} outside 0..{NUM_CORES - 1}")
-    return SCRATCH_BASE + core * SCRATCH_CORE_SIZE
-
-
-def lsp_name(core: Optional[int]) -> str:
-    """The linker-spec name of a core: ``lsp_fll_load_cpu<i>``, or
-    ``lsp_fll_load_cpu_single`` for ``None`` (build-front-end.txt §6)."""
-    return "lsp_fll_load_cpu_single" if core is None else f"lsp_fll_load_cpu{core}"
+scratch_origin = _lsp.scratch_origin
+lsp_name = _lsp.lsp_name
 
 
 # ---- the 48-byte descriptor ---------------------------------------------------
@@ -480,43 +468,22 @@ class GpsimdLspInfo(ctypes.Structure):
     ]
 
 
-# Sizes and offsets derived by hand from abi.h (natural alignment, LP64).
-# check_layout() holds the ctypes mirrors to them; tests/test_emu_abi.py also
-# compiles abi.h and compares with the C compiler's own offsetof/sizeof.
-EXPECTED_LAYOUT = {
-    "gpsimd_region": (GpsimdRegion, 32, {
-        "device_addr": 0, "size": 8, "host": 16, "flags": 24, "reserved": 28}),
-    "gpsimd_core_report": (GpsimdCoreReport, 3136, {
-        "status": 0, "fault_kind": 4, "printf_total": 8, "printf_len": 16,
-        "printf_head": 24, "tcm_peak": 32, "scratch_peak": 40,
-        "dataram_peak": 48, "message": 56, "flags": 2104, "warning_count": 2108,
-        "warnings": 2112}),
-    "gpsimd_core_binding": (GpsimdCoreBinding, 2128, {
-        "abi_version": 0, "core_id": 4, "core_count": 8, "num_regions": 12,
-        "regions": 16, "scratch_host": 2064, "dataram_host": 2072,
-        "sbuf_window_base": 2080, "arg_stream_host": 2088, "retval_host": 2096,
-        "printf_host": 2104, "report_host": 2112, "stack_scale": 2120,
-        "checks": 2124, "poison": 2126, "reserved": 2127}),
-    "gpsimd_lsp_info": (GpsimdLspInfo, 56, {
-        "core_id": 0, "reserved": 4, "scratch_origin": 8, "scratch_size": 16,
-        "name": 24}),
-}
-
-
 def check_layout() -> None:
-    """Check every ctypes mirror's size and field offsets against
-    ``EXPECTED_LAYOUT`` (the numbers abi.h implies).
+    """Check what Python can tell of the ctypes mirrors from abi.h itself:
+    the fixed-size arrays have the header's capacities. (Every size and
+    offset is compared with the C compiler's own ``sizeof``/``offsetof`` by
+    tests/test_emu_abi.py, which compiles abi.h.)
 
     Raises:
         AssertionError: naming the struct and field that disagree.
     """
-    for cname, (cls, size, offsets) in EXPECTED_LAYOUT.items():
-        if ctypes.sizeof(cls) != size:
-            raise AssertionError(f"sizeof({cname}) = {ctypes.sizeof(cls)}, abi.h says {size}")
-        for field, off in offsets.items():
-            got = getattr(cls, field).offset
-            if got != off:
-                raise AssertionError(f"offsetof({cname}, {field}) = {got}, abi.h says {off}")
+    for cls, field, want in ((GpsimdCoreReport, "message", MESSAGE_CAPACITY),
+                             (GpsimdCoreReport, "warnings", WARNINGS_CAPACITY),
+                             (GpsimdCoreBinding, "regions", MAX_REGIONS * ctypes.sizeof(GpsimdRegion)),
+                             (GpsimdLspInfo, "name", 32)):
+        if getattr(cls, field).size != want:
+            raise AssertionError(f"{cls.__name__}.{field} is {getattr(cls, field).size} bytes, "
+                                 f"abi.h says {want}")
 
 
 check_layout()

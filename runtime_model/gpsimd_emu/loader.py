@@ -1,20 +1,6 @@
 """Read host packed objects and load core objects, as the device loader does.
 
-The host pack format (ARCHITECTURE.md "The host pack format"):
-
-====== ==== =====================================================
-offset size field
-====== ==== =====================================================
-0      8    magic ``b"GPSIMDPK"``
-8      4    format version, u32 LE, 1
-12     4    metadata size M, u32
-16     8    payload size P, u64
-24     4    CRC-32 (zlib) of the payload, u32
-28     4    reserved, 0
-32     M    metadata, UTF-8 JSON (``entry``, ``library``, ``lsp``, ``core``,
-            ``versions``)
-32+M↑16 P   payload: the stripped ELF shared object
-====== ==== =====================================================
+The host pack format is ``gpsimd_device.pack`` (its reader and writer).
 
 A plain (unpacked) ELF ``.so`` is accepted too: with ``-g`` in the user's
 cflags no pack step exists (build-front-end.txt §5d GOTCHA).
@@ -30,12 +16,11 @@ through the generated trio ``get_func_cnt`` / ``get_func_name`` /
 from __future__ import annotations
 
 import ctypes
-import json
 import os
-import struct
-import zlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
+
+from gpsimd_device import pack as _pack
 
 from . import abi
 
@@ -45,14 +30,12 @@ __all__ = [
     "parse_pack", "read_pack", "read_object", "payload_fd", "load_object", "make_pack",
 ]
 
-MAGIC = b"GPSIMDPK"
-FORMAT_VERSION = 1
-HEADER_SIZE = 32
+MAGIC = _pack.MAGIC
+FORMAT_VERSION = _pack.FORMAT_VERSION
+HEADER_SIZE = _pack.HEADER_SIZE
 #: The entry name of every pack (``xt-pkg-loadlib -e lib_func``, §5d).
-ENTRY = "lib_func"
-_HEADER = struct.Struct("<8sIIQII")
+ENTRY = _pack.ENTRY
 _ELF_MAGIC = b"\x7fELF"
-_REQUIRED_KEYS = ("core", "entry", "library", "lsp", "versions")
 
 LAUNCHER = ctypes.CFUNCTYPE(ctypes.c_int)   # wrapper_fn: int (*)()
 
@@ -105,72 +88,21 @@ class LspInfo:
 
 
 def make_pack(payload: bytes, metadata: Dict[str, Any]) -> bytes:
-    """Build a container around ``payload`` (bytes) in the host pack format,
-    metadata as sorted, space-free JSON. The reverse of ``parse_pack``; used
-    by tests and hand-made end-to-end runs (the build uses
-    ``gpsimd_build.pack``)."""
-    meta = json.dumps(metadata, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    header = _HEADER.pack(MAGIC, FORMAT_VERSION, len(meta), len(payload),
-                          zlib.crc32(payload) & 0xFFFFFFFF, 0)
-    head = header + meta
-    head += bytes((-len(head)) % 16)
-    return head + payload
+    """A host pack around ``payload`` (``gpsimd_device.pack.pack_bytes``);
+    for tests and hand-made end-to-end runs."""
+    return _pack.pack_bytes(payload, metadata)
 
 
 def parse_pack(data: bytes, path: str = "<bytes>") -> PackedObject:
-    """Verify and split a packed object.
-
-    Args:
-        data: the file's bytes.
-        path: the file name, for messages.
+    """Verify and split a packed object (``gpsimd_device.pack.parse_pack``).
 
     Raises:
-        LoadError: ``"<path>: ..."`` for a truncated header/metadata/payload,
-            bad magic, unsupported version, non-zero reserved word, metadata
-            that is not a JSON object or lacks a key, an entry other than
-            ``lib_func``, a CRC-32 mismatch, bytes after the payload that are
-            not zero padding, or a payload that is not ELF.
+        LoadError: with the reader's message (``"<path>: ..."``).
     """
-    if len(data) < HEADER_SIZE:
-        raise LoadError(f"{path}: truncated: {len(data)} bytes, "
-                        f"a pack header is {HEADER_SIZE}")
-    magic, version, msize, psize, crc, reserved = _HEADER.unpack_from(data, 0)
-    if magic != MAGIC:
-        raise LoadError(f"{path}: bad magic {magic!r}, expected {MAGIC!r} "
-                        "(not a GPSIMD host pack)")
-    if version != FORMAT_VERSION:
-        raise LoadError(f"{path}: pack format version {version}, "
-                        f"this model reads {FORMAT_VERSION}")
-    if reserved != 0:
-        raise LoadError(f"{path}: reserved header word is {reserved:#x}, not 0")
-    if HEADER_SIZE + msize > len(data):
-        raise LoadError(f"{path}: truncated: metadata of {msize} bytes "
-                        f"ends past the file end ({len(data)} bytes)")
     try:
-        meta = json.loads(data[HEADER_SIZE:HEADER_SIZE + msize].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as e:
-        raise LoadError(f"{path}: metadata is not UTF-8 JSON: {e}") from None
-    if not isinstance(meta, dict):
-        raise LoadError(f"{path}: metadata is not a JSON object")
-    missing = [k for k in _REQUIRED_KEYS if k not in meta]
-    if missing:
-        raise LoadError(f"{path}: metadata lacks {', '.join(missing)}")
-    if meta["entry"] != ENTRY:
-        raise LoadError(f"{path}: wrong entry {meta['entry']!r}, expected {ENTRY!r}")
-    start = (HEADER_SIZE + msize + 15) // 16 * 16
-    end = start + psize
-    if end > len(data):
-        raise LoadError(f"{path}: truncated: payload of {psize} bytes at offset "
-                        f"{start} needs {end} bytes, file has {len(data)}")
-    if any(data[end:]):
-        raise LoadError(f"{path}: {len(data) - end} unexpected bytes after the payload")
-    payload = bytes(data[start:end])
-    actual = zlib.crc32(payload) & 0xFFFFFFFF
-    if actual != crc:
-        raise LoadError(f"{path}: CRC mismatch: header says {crc:#010x}, "
-                        f"payload has {actual:#010x}")
-    if not payload.startswith(_ELF_MAGIC):
-        raise LoadError(f"{path}: payload is not an ELF object")
+        meta, payload = _pack.parse_pack(data, path)
+    except _pack.PackError as e:
+        raise LoadError(str(e)) from None
     return PackedObject(path, meta, payload, True)
 
 

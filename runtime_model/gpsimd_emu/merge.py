@@ -134,6 +134,12 @@ class MergeResult:
     problems: List[str] = field(default_factory=list)
 
     @property
+    def idle_text(self) -> str:
+        """The problem line of the idle cores (``"cores 5-7 wrote nothing"``),
+        "" when none is idle."""
+        return f"{cores_text(self.idle_cores)} wrote nothing" if self.idle_cores else ""
+
+    @property
     def ok(self) -> bool:
         """No holes, overlaps or idle cores."""
         return not self.problems
@@ -220,7 +226,7 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
                 parts.append(f"... ({len(overlaps) - MAX_RANGES} more ranges)")
             problems.append("elements written by more than one core: " + ", ".join(parts))
         if idle:
-            problems.append(f"{cores_text(idle)} wrote nothing")
+            problems.append(f"{cores_text(idle)} wrote nothing")  # == MergeResult.idle_text
     return MergeResult(merged.reshape(-1), writers, holes, overlaps, idle, problems)
 
 

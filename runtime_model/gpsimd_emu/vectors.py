@@ -1,7 +1,7 @@
-"""Test-vector inputs and expected outputs, from the test plan.
+"""Test-vector inputs and expected outputs, from the test plan
+(``gpsimd_device.plan``: ``TensorSpec``, ``ScalarSpec``, ``VectorPlan``...).
 
-The plan format is ARCHITECTURE.md "The test plan". Every problem with the
-plan itself (unknown dtype, bad shape, missing file, reference that cannot be
+Every problem with the plan itself (unknown dtype, bad shape, missing file, reference that cannot be
 imported or raises) is a ``PlanError`` whose message becomes the failure line
 of the vector; nothing here lets a traceback escape.
 """
@@ -19,16 +19,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from gpsimd_device.plan import (ExpectedSpec, OpPlan, OutputSpec, PlanError, ReferenceSpec,
+                                ScalarSpec, TensorSpec, VectorPlan)
+
 from . import dtypes as dt
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
     "load_reference", "expected_output", "output_shape", "tolerances",
 ]
-
-
-class PlanError(Exception):
-    """A problem with the test plan itself (not with the kernel)."""
 
 
 @dataclass(frozen=True)
@@ -104,12 +103,11 @@ def _load_npy(path: str, root: str, what: str) -> np.ndarray:
         raise PlanError(f"{what}: cannot load {path}: {e}") from None
 
 
-def make_tensor(spec: Dict[str, Any], root: str = ".", what: str = "input") -> np.ndarray:
+def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.ndarray:
     """The data of a tensor input.
 
     Args:
-        spec: ``{"kind": "tensor", "dtype", "shape", one of "random" |
-            "values" | "npy"}``. ``random``: ``seed`` (default 0),
+        spec: dtype, shape and one of random / values / npy. ``random``: ``seed`` (default 0),
             ``distribution`` ``uniform`` (``low`` 0, ``high`` 1), ``normal``
             (``mean`` 0, ``std`` 1) or ``integers`` (``low`` 0, ``high``
             inclusive-exclusive, required), drawn with
@@ -127,27 +125,28 @@ def make_tensor(spec: Dict[str, Any], root: str = ".", what: str = "input") -> n
         PlanError: unknown dtype or distribution, bad shape, values that do
             not reshape, npy that cannot be read or has another shape.
     """
-    dtype = _dtype(spec.get("dtype"))
-    shape = _shape(spec.get("shape"), what)
-    sources = [k for k in ("random", "values", "npy") if spec.get(k) is not None]
+    dtype = _dtype(spec.dtype)
+    shape = _shape(spec.shape, what)
+    sources = spec.sources()
     if len(sources) != 1:
         raise PlanError(f"{what}: needs exactly one of random, values, npy "
                         f"(has {', '.join(sources) or 'none'})")
     if "random" in sources:
         if shape is None:
             raise PlanError(f"{what}: a random input needs a shape")
-        r = spec["random"]
-        rng = np.random.default_rng(r.get("seed", 0))
-        dist = r.get("distribution", "uniform")
+        r = spec.random
+        rng = np.random.default_rng(r.seed)
+        dist = r.distribution
+        pick = lambda v, default: default if v is None else v  # noqa: E731
         try:
             if dist == "uniform":
-                raw = rng.uniform(r.get("low", 0.0), r.get("high", 1.0), size=shape)
+                raw = rng.uniform(pick(r.low, 0.0), pick(r.high, 1.0), size=shape)
             elif dist == "normal":
-                raw = rng.normal(r.get("mean", 0.0), r.get("std", 1.0), size=shape)
+                raw = rng.normal(pick(r.mean, 0.0), pick(r.std, 1.0), size=shape)
             elif dist == "integers":
-                if "high" not in r:
+                if r.high is None:
                     raise PlanError(f"{what}: integers needs high")
-                low, high = int(r.get("low", 0)), int(r["high"])
+                low, high = int(pick(r.low, 0)), int(r.high)
                 kind = np.uint64 if high > np.iinfo(np.int64).max else np.int64
                 raw = rng.integers(low, high, size=shape, dtype=kind)
             else:
@@ -158,25 +157,25 @@ def make_tensor(spec: Dict[str, Any], root: str = ".", what: str = "input") -> n
         data = _cast(raw, dtype)
     elif "values" in sources:
         try:
-            raw = _asarray(spec["values"], dtype)
+            raw = _asarray(spec.values, dtype)
             if raw.dtype == object:
                 raise ValueError("ragged nested list")
             if shape is not None:
                 raw = raw.reshape(shape)
         except ValueError as e:
-            raise PlanError(f"{what}: values of shape {list(np.shape(spec['values']))} "
+            raise PlanError(f"{what}: values of shape {list(np.shape(spec.values))} "
                             f"do not fit shape {list(shape or ())}: {e}") from None
         data = _cast(raw, dtype)
     else:
-        raw = _load_npy(spec["npy"], root, what)
+        raw = _load_npy(spec.npy, root, what)
         if shape is not None and tuple(raw.shape) != shape:
-            raise PlanError(f"{what}: {spec['npy']} has shape {list(raw.shape)}, "
+            raise PlanError(f"{what}: {spec.npy} has shape {list(raw.shape)}, "
                             f"the plan says {list(shape)}")
         data = _cast(raw, dtype)
     return np.ascontiguousarray(data)
 
 
-def make_scalar(spec: Dict[str, Any], what: str = "input") -> Tuple[np.ndarray, Any]:
+def make_scalar(spec: ScalarSpec, what: str = "input") -> Tuple[np.ndarray, Any]:
     """A scalar input: ``(0-D array of the plan dtype, Python number)``.
 
     The plan's ``dtype`` decides the HBM payload (``int`` -> int32,
@@ -187,8 +186,8 @@ def make_scalar(spec: Dict[str, Any], what: str = "input") -> Tuple[np.ndarray, 
         PlanError: no/unknown dtype, a non-numeric value, or an integer that
             does not fit the dtype.
     """
-    dtype = _dtype(spec.get("dtype"))
-    value = spec.get("value")
+    dtype = _dtype(spec.dtype)
+    value = spec.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PlanError(f"{what}: scalar value {value!r} is not a number")
     if dtype.is_float:
@@ -206,14 +205,13 @@ def make_scalar(spec: Dict[str, Any], what: str = "input") -> Tuple[np.ndarray, 
 LOCATIONS = ("hbm", "sbuf")
 
 
-def location_of(spec: Dict[str, Any], what: str) -> str:
-    """The ``location`` of a plan tensor or output entry: ``"hbm"`` (the
-    default) or ``"sbuf"`` (customop-marshalling.txt §2 location enum).
+def location_of(loc: Any, what: str) -> str:
+    """A plan tensor's or output's ``location``: ``"hbm"`` (the default) or
+    ``"sbuf"`` (customop-marshalling.txt §2 location enum).
 
     Raises:
         PlanError: any other value.
     """
-    loc = spec.get("location", "hbm")
     if loc is None:
         return "hbm"
     if loc not in LOCATIONS:
@@ -221,33 +219,31 @@ def location_of(spec: Dict[str, Any], what: str) -> str:
     return loc
 
 
-def make_inputs(op: Dict[str, Any], vector: Dict[str, Any], root: str = ".") -> List[Input]:
-    """All inputs of a vector in schema order (``op["args"]``).
+def make_inputs(op: OpPlan, vector: VectorPlan, root: str = ".") -> List[Input]:
+    """All inputs of a vector in schema order (``op.args``).
 
     Raises:
         PlanError: an argument without an input, an input that is no
             argument, or any ``make_tensor``/``make_scalar`` error.
     """
-    args = op.get("args") or []
-    given = vector.get("inputs") or {}
-    names = [a["name"] for a in args]
+    given = vector.inputs
+    names = [a.name for a in op.args]
     extra = sorted(set(given) - set(names))
     if extra:
-        raise PlanError(f"inputs {', '.join(extra)} are not arguments of {op.get('name')}")
+        raise PlanError(f"inputs {', '.join(extra)} are not arguments of {op.name}")
     out: List[Input] = []
-    for a in args:
-        name = a["name"]
+    for name in names:
         if name not in given:
             raise PlanError(f"no input for argument {name!r}")
         spec = given[name]
         what = f"input {name!r}"
-        if spec.get("kind", "tensor") == "tensor":
+        if isinstance(spec, TensorSpec):
             arr = make_tensor(spec, root, what)
-            out.append(Input(name, "tensor", _dtype(spec["dtype"]), arr, arr,
-                             location_of(spec, what)))
+            out.append(Input(name, "tensor", _dtype(spec.dtype), arr, arr,
+                             location_of(spec.location, what)))
         else:
             arr, value = make_scalar(spec, what)
-            out.append(Input(name, "scalar", _dtype(spec["dtype"]), arr, value))
+            out.append(Input(name, "scalar", _dtype(spec.dtype), arr, value))
     return out
 
 
@@ -260,10 +256,10 @@ def _short_exc(e: BaseException) -> str:
     return text if len(text) < 400 else text[:400] + "..."
 
 
-def load_reference(ref: Dict[str, Any], root: str = ".") -> Callable:
-    """The reference function of ``{"file": F, "function": NAME}`` (F imported
-    by path under a unique module name, with its directory on ``sys.path``
-    while it loads) or ``{"file": null, "module": M, "function": NAME}``.
+def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
+    """The reference function ``ref.function`` of ``ref.file`` (imported by
+    path under a unique module name, with its directory on ``sys.path``
+    while it loads) or of the importable ``ref.module``.
     Modules are cached per file/module for the process.
 
     Raises:
@@ -271,7 +267,7 @@ def load_reference(ref: Dict[str, Any], root: str = ".") -> Callable:
             exception and the failing line of the reference), or it has no
             callable ``function``.
     """
-    file, module, func = ref.get("file"), ref.get("module"), ref.get("function")
+    file, module, func = ref.file, ref.module, ref.function
     if not func:
         raise PlanError("reference without a function")
     key = (_path(file, root) if file else None, module)
@@ -330,7 +326,7 @@ def _user_frame(e: BaseException, file: Optional[str]) -> str:
     return ""
 
 
-def expected_output(vector: Dict[str, Any], inputs: Sequence[Input],
+def expected_output(vector: VectorPlan, inputs: Sequence[Input],
                     out_dtype: dt.DType, root: str = ".") -> np.ndarray:
     """The expected output, cast to ``out_dtype`` (C-contiguous).
 
@@ -345,26 +341,26 @@ def expected_output(vector: Dict[str, Any], inputs: Sequence[Input],
             raising (message gives the exception and line), or a result that
             is not numeric.
     """
-    exp = vector.get("expected") or {}
-    shape = _shape((vector.get("output") or {}).get("shape"), "output")
-    if exp.get("reference") is not None:
-        ref = exp["reference"]
+    exp = vector.expected
+    shape = _shape(vector.output.shape, "output")
+    if exp.reference is not None:
+        ref = exp.reference
         fn = load_reference(ref, root)
         args = [i.value.copy() if i.kind == "tensor" else i.value for i in inputs]
         try:
             with np.errstate(all="ignore"):
                 result = fn(*args)
         except BaseException as e:  # the reference's own bug
-            where = _user_frame(e, ref.get("file"))
-            raise PlanError(f"reference {ref.get('file') or ref.get('module')}:"
-                            f"{ref.get('function')} raised {_short_exc(e)}{where}") from None
+            where = _user_frame(e, ref.file)
+            raise PlanError(f"reference {ref.label}:{ref.function} raised "
+                            f"{_short_exc(e)}{where}") from None
         raw = np.asarray(result)
-    elif exp.get("values") is not None:
-        raw = _asarray(exp["values"], out_dtype)
+    elif exp.values is not None:
+        raw = _asarray(exp.values, out_dtype)
         if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
             raw = raw.reshape(shape)
-    elif exp.get("npy") is not None:
-        raw = _load_npy(exp["npy"], root, "expected")
+    elif exp.npy is not None:
+        raw = _load_npy(exp.npy, root, "expected")
     else:
         raise PlanError("vector has no expected output (reference, values or npy)")
     if raw.dtype == object or raw.dtype.kind not in "biufcV":
@@ -372,7 +368,7 @@ def expected_output(vector: Dict[str, Any], inputs: Sequence[Input],
     return np.ascontiguousarray(_cast(raw, out_dtype))
 
 
-def output_shape(vector: Dict[str, Any], expected: np.ndarray) -> Tuple[int, ...]:
+def output_shape(vector: VectorPlan, expected: np.ndarray) -> Tuple[int, ...]:
     """The output shape: the plan's ``output.shape``, or the expected array's
     shape when that is null.
 
@@ -380,7 +376,7 @@ def output_shape(vector: Dict[str, Any], expected: np.ndarray) -> Tuple[int, ...
         PlanError: the plan gives a shape that differs from the expected
             array's.
     """
-    shape = _shape((vector.get("output") or {}).get("shape"), "output")
+    shape = _shape(vector.output.shape, "output")
     if shape is None:
         return tuple(expected.shape)
     if tuple(expected.shape) != shape:
@@ -389,12 +385,11 @@ def output_shape(vector: Dict[str, Any], expected: np.ndarray) -> Tuple[int, ...
     return shape
 
 
-def tolerances(vector: Dict[str, Any], out_dtype: dt.DType) -> Tuple[float, float]:
+def tolerances(vector: VectorPlan, out_dtype: dt.DType) -> Tuple[float, float]:
     """``(rtol, atol)`` of a vector: its own, else the dtype's defaults.
     Integers are always exact (0, 0)."""
     if out_dtype.is_integer:
         return 0.0, 0.0
-    rtol = vector.get("rtol")
-    atol = vector.get("atol")
+    rtol, atol = vector.rtol, vector.atol
     return (out_dtype.rtol if rtol is None else float(rtol),
             out_dtype.atol if atol is None else float(atol))

@@ -8,10 +8,24 @@
 #include <string.h>
 
 #include <new>
+#include <type_traits>
 
 #include "custom_op.h"
+#include "gpsimd_host/dtypes.h"
 #include "runtime.h"
 #include "tensor_impl.h"
+
+/* c10::ScalarType and the C element types of torch/detail/scalar_type.h
+ * (kernel-facing, so left as written) are checked here, at compile time,
+ * against the one dtype table, gpsimd_host/dtypes.h: value, size, and the
+ * C type <-> ScalarType traits. */
+#define GPSIMD_CHECK_DTYPE_(name, isa, st, c10v, ctype, bytes, kind, fmax, rtol, atol)                 \
+    static_assert(int(c10::ScalarType::st) == c10v, "ScalarType::" #st " differs from gpsimd_host/dtypes.h"); \
+    static_assert(sizeof(ctype) == bytes, #ctype ": size differs from gpsimd_host/dtypes.h");            \
+    static_assert(c10::ElementType<ctype>::scalar_type == c10::ScalarType::st,                            \
+                  #ctype " is not the element type of ScalarType::" #st);
+GPSIMD_DTYPES(GPSIMD_CHECK_DTYPE_)
+#undef GPSIMD_CHECK_DTYPE_
 
 namespace gpsimd_rt {
 
@@ -95,37 +109,38 @@ static void put(void* base, int64_t i, T v) {
     memcpy(static_cast<char*>(base) + i * int64_t(sizeof(T)), &v, sizeof(T));
 }
 
+/* One element of C++ type T as double / int64 (floats widen through float,
+ * integers convert exactly or wrap; floats saturate to int64). */
+template <typename T>
+static double as_double(T v, std::true_type /* integral */) { return double(v); }
+template <typename T>
+static double as_double(T v, std::false_type) { return double(static_cast<float>(v)); }
+template <typename T>
+static int64_t as_int(T v, std::true_type /* integral */) { return int64_t(v); }
+template <typename T>
+static int64_t as_int(T v, std::false_type) {
+    return c10::detail::saturating_cast<int64_t>(double(static_cast<float>(v)));
+}
+
+/* The switches below have one case per row of gpsimd_host/dtypes.h. */
+#define GPSIMD_DTYPE_CASE_(name, isa, st, c10v, ctype, bytes, kind, fmax, rtol, atol) \
+    case ScalarType::st: GPSIMD_DTYPE_DO_(ctype)
+
 double load_double(ScalarType t, const void* b, int64_t i) {
     switch (t) {
-    case ScalarType::Byte: return get<uint8_t>(b, i);
-    case ScalarType::Char: return get<int8_t>(b, i);
-    case ScalarType::Short: return get<int16_t>(b, i);
-    case ScalarType::UInt16: return get<uint16_t>(b, i);
-    case ScalarType::Int: return get<int32_t>(b, i);
-    case ScalarType::UInt32: return get<uint32_t>(b, i);
-    case ScalarType::Long: return double(get<int64_t>(b, i));
-    case ScalarType::UInt64: return double(get<uint64_t>(b, i));
-    case ScalarType::Float: return get<float>(b, i);
-    case ScalarType::Half: return float(get<c10::Half>(b, i));
-    case ScalarType::BFloat16: return float(get<c10::BFloat16>(b, i));
-    case ScalarType::Float8_e3m4: return float(get<c10::Float8_e3m4>(b, i));
-    case ScalarType::Float8_e4m3: return float(get<c10::Float8_e4m3>(b, i));
-    case ScalarType::Float8_e5m2: return float(get<c10::Float8_e5m2>(b, i));
+#define GPSIMD_DTYPE_DO_(ctype) return as_double(get<ctype>(b, i), std::is_integral<ctype>());
+        GPSIMD_DTYPES(GPSIMD_DTYPE_CASE_)
+#undef GPSIMD_DTYPE_DO_
     default: gpsimd_fault(GPSIMD_FAULT_DTYPE, "load of an element of undefined dtype");
     }
 }
 
 int64_t load_int(ScalarType t, const void* b, int64_t i) {
     switch (t) {
-    case ScalarType::Byte: return get<uint8_t>(b, i);
-    case ScalarType::Char: return get<int8_t>(b, i);
-    case ScalarType::Short: return get<int16_t>(b, i);
-    case ScalarType::UInt16: return get<uint16_t>(b, i);
-    case ScalarType::Int: return get<int32_t>(b, i);
-    case ScalarType::UInt32: return get<uint32_t>(b, i);
-    case ScalarType::Long: return get<int64_t>(b, i);
-    case ScalarType::UInt64: return int64_t(get<uint64_t>(b, i));
-    default: return c10::detail::saturating_cast<int64_t>(load_double(t, b, i));
+#define GPSIMD_DTYPE_DO_(ctype) return as_int(get<ctype>(b, i), std::is_integral<ctype>());
+        GPSIMD_DTYPES(GPSIMD_DTYPE_CASE_)
+#undef GPSIMD_DTYPE_DO_
+    default: gpsimd_fault(GPSIMD_FAULT_DTYPE, "load of an element of undefined dtype");
     }
 }
 
@@ -136,23 +151,13 @@ static void store_scalar(void* b, int64_t i, const c10::Scalar& s) {
 
 static void store_from_scalar(ScalarType t, void* b, int64_t i, const c10::Scalar& s) {
     switch (t) {
-    case ScalarType::Byte: store_scalar<uint8_t>(b, i, s); break;
-    case ScalarType::Char: store_scalar<int8_t>(b, i, s); break;
-    case ScalarType::Short: store_scalar<int16_t>(b, i, s); break;
-    case ScalarType::UInt16: store_scalar<uint16_t>(b, i, s); break;
-    case ScalarType::Int: store_scalar<int32_t>(b, i, s); break;
-    case ScalarType::UInt32: store_scalar<uint32_t>(b, i, s); break;
-    case ScalarType::Long: store_scalar<int64_t>(b, i, s); break;
-    case ScalarType::UInt64: store_scalar<uint64_t>(b, i, s); break;
-    case ScalarType::Float: store_scalar<float>(b, i, s); break;
-    case ScalarType::Half: store_scalar<c10::Half>(b, i, s); break;
-    case ScalarType::BFloat16: store_scalar<c10::BFloat16>(b, i, s); break;
-    case ScalarType::Float8_e3m4: store_scalar<c10::Float8_e3m4>(b, i, s); break;
-    case ScalarType::Float8_e4m3: store_scalar<c10::Float8_e4m3>(b, i, s); break;
-    case ScalarType::Float8_e5m2: store_scalar<c10::Float8_e5m2>(b, i, s); break;
+#define GPSIMD_DTYPE_DO_(ctype) store_scalar<ctype>(b, i, s); break;
+        GPSIMD_DTYPES(GPSIMD_DTYPE_CASE_)
+#undef GPSIMD_DTYPE_DO_
     default: gpsimd_fault(GPSIMD_FAULT_DTYPE, "store of an element of undefined dtype");
     }
 }
+#undef GPSIMD_DTYPE_CASE_
 
 void store_double(ScalarType t, void* b, int64_t i, double v) { store_from_scalar(t, b, i, c10::Scalar(v)); }
 void store_int(ScalarType t, void* b, int64_t i, int64_t v) { store_from_scalar(t, b, i, c10::Scalar(v)); }

@@ -20,6 +20,7 @@
 
 #define GPSIMD_NO_ARG_POSITION_TAGS 1
 #include "custom_op.h"
+#include "gpsimd_host/dtypes.h"
 #include "neuron/wrapper_api.h"
 #include "runtime.h"
 #include "tensor_impl.h"
@@ -34,37 +35,32 @@ using c10::ScalarType;
  * no table row or bit layout for it, so a descriptor carrying it fails with
  * the table's default-case trap, "Unknown ScalarType", like INVALID (0). */
 static const char* isa_dtype_name(uint8_t d) {
-    static const char* const names[] = {"INVALID", "UINT64",   "INT8",  "UINT8",    "INT16",    "UINT16",
-                                        "BFLOAT16", "FP16",    "INT32", "UINT32",   "FP32",     "FP32R",
-                                        "INT64",   "FP8_EXP3", "FP8_EXP4", "FP8_EXP5"};
-    return d < 16 ? names[d] : "out of range";
+    switch (d) {
+#define GPSIMD_ISA_NAME_(name, value) case value: return #name;
+        GPSIMD_ISA_DTYPES(GPSIMD_ISA_NAME_)
+#undef GPSIMD_ISA_NAME_
+    default: return "out of range";
+    }
 }
 
-/* The torch name of an ISA dtype ("float32"), or null when it has none. */
+/* The torch name of an ISA dtype ("float32"), or null when it has none
+ * (the rows of gpsimd_host/dtypes.h). */
 static const char* torch_name(uint8_t d) {
-    static const char* const names[] = {nullptr,   "uint64",  "int8",          "uint8",         "int16",
-                                        "uint16",  "bfloat16", "float16",      "int32",         "uint32",
-                                        "float32", nullptr,   "int64",         "float8_e3m4",   "float8_e4m3",
-                                        "float8_e5m2"};
-    return d < 16 ? names[d] : nullptr;
+    switch (d) {
+#define GPSIMD_TORCH_NAME_(name, isa, st, c10v, ctype, bytes, kind, fmax, rtol, atol) \
+    case NEURON_ISA_TPB_DTYPE_##isa: return #name;
+        GPSIMD_DTYPES(GPSIMD_TORCH_NAME_)
+#undef GPSIMD_TORCH_NAME_
+    default: return nullptr;
+    }
 }
 
 static ScalarType isa_to_torch_dtype(uint8_t d, const char* context) {
     switch (d) {
-    case NEURON_ISA_TPB_DTYPE_UINT64: return ScalarType::UInt64;
-    case NEURON_ISA_TPB_DTYPE_INT8: return ScalarType::Char;
-    case NEURON_ISA_TPB_DTYPE_UINT8: return ScalarType::Byte;
-    case NEURON_ISA_TPB_DTYPE_INT16: return ScalarType::Short;
-    case NEURON_ISA_TPB_DTYPE_UINT16: return ScalarType::UInt16;
-    case NEURON_ISA_TPB_DTYPE_BFLOAT16: return ScalarType::BFloat16;
-    case NEURON_ISA_TPB_DTYPE_FP16: return ScalarType::Half;
-    case NEURON_ISA_TPB_DTYPE_INT32: return ScalarType::Int;
-    case NEURON_ISA_TPB_DTYPE_UINT32: return ScalarType::UInt32;
-    case NEURON_ISA_TPB_DTYPE_FP32: return ScalarType::Float;
-    case NEURON_ISA_TPB_DTYPE_INT64: return ScalarType::Long;
-    case NEURON_ISA_TPB_DTYPE_FP8_EXP3: return ScalarType::Float8_e3m4;
-    case NEURON_ISA_TPB_DTYPE_FP8_EXP4: return ScalarType::Float8_e4m3;
-    case NEURON_ISA_TPB_DTYPE_FP8_EXP5: return ScalarType::Float8_e5m2;
+#define GPSIMD_ISA_TO_TORCH_(name, isa, st, c10v, ctype, bytes, kind, fmax, rtol, atol) \
+    case NEURON_ISA_TPB_DTYPE_##isa: return ScalarType::st;
+        GPSIMD_DTYPES(GPSIMD_ISA_TO_TORCH_)
+#undef GPSIMD_ISA_TO_TORCH_
     default:
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "Unknown ScalarType (ISA dtype %u %s, %s)", unsigned(d),
                      isa_dtype_name(d), context);
@@ -212,9 +208,11 @@ class UTensor {
                          "failed (result tensor is %s, %s is %s)",
                          c10::dtype_name(src.scalar_type()), ctx_, c10::dtype_name(want));
         const uint32_t n = num_elem();
-        if (src.numel() != int64_t(n))
+        if (src.numel() != int64_t(n)) {
+            report_flag(GPSIMD_REPORT_OUTPUT_SIZE);
             gpsimd_fault(GPSIMD_FAULT_SHAPE, "UTensor::copy: the result tensor has %lld elements, %s has %u",
                          (long long)src.numel(), ctx_, n);
+        }
         const size_t es = c10::elementSize(want);
         const uint64_t total = uint64_t(n) * es;
         if (!total) return;

@@ -14,6 +14,8 @@ registration order the device loader sees).
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+from gpsimd_device import limits as _limits
+
 from .profiles import WrapperDialect
 
 #: Schema type -> (C++ parameter type of the kernel, marshalling entry that
@@ -29,10 +31,10 @@ ARG_TYPE_MAP = {
 #: Default launcher stack in bytes: STACK_SIZE in stack_switch.hpp:16
 #: (build-front-end.txt §3c). When an op keeps it, the launcher omits the
 #: second argument of switch_stack_or_call_wrapper, exactly like the driver.
-DEFAULT_STACK_SIZE = 4196
+DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE
 
 #: An op name must be shorter than this (build-front-end.txt §4).
-MAX_FUNCTION_NAME_LENGTH = 32
+MAX_FUNCTION_NAME_LENGTH = _limits.MAX_NAME_LENGTH
 
 BANNER = "// WARNING: AUTO GENERATED DO NOT EDIT\n"
 INCLUDE = '#include "neuron/wrapper_api.h"\n'

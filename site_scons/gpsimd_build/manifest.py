@@ -80,6 +80,9 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 import jsonschema
 from jsonschema.exceptions import best_match
 
+from gpsimd_device import dtypes as _dtypes
+from gpsimd_device import limits as _limits
+
 from .diagnostics import Diagnostic, DiagnosticError, DocPath, Location
 from .opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_RESERVED_NAMES,
                        OpSchema, OpSchemaError, parse_schema)
@@ -90,7 +93,7 @@ __all__ = [
     "DEFAULT_TOLERANCES", "DEFAULT_STACK_SIZE", "MAX_STACK_SIZE", "MAX_OPS_PER_LIBRARY",
     "MAX_DIMS", "MAX_DIM_SIZE", "MAX_INCLUDE_DEPTH", "RESERVED_LIBRARY_NAMES",
     "MANIFEST_VERSION", "SCHEMA_PATH",
-    "Location", "Diagnostic", "ManifestError", "Reference", "TensorInput", "ScalarInput",
+    "Location", "Diagnostic", "ManifestError", "Reference", "Random", "TensorInput", "ScalarInput",
     "Expected", "Vector", "Op", "Library", "Collection", "load_manifest", "load_schema",
     "default_seed",
 ]
@@ -102,26 +105,18 @@ __all__ = [
 #: The manifest format this module reads.
 MANIFEST_VERSION = 1
 
-#: Every dtype a tensor may have, by its numpy / ml_dtypes name. The one list
-#: of the build side; ``schema/ops.schema.json`` ``$defs.dtype.enum`` must
-#: equal it (a test checks).
-DTYPES: Tuple[str, ...] = (
-    "float32", "float16", "bfloat16",
-    "int8", "int16", "int32", "int64",
-    "uint8", "uint16", "uint32", "uint64",
-    "float8_e3m4", "float8_e4m3", "float8_e5m2",
-)
+#: Every dtype a tensor may have, by its numpy / ml_dtypes name, in the order
+#: of the one dtype table (``gpsimd_host/dtypes.h``, read by
+#: ``gpsimd_device.dtypes``); ``schema/ops.schema.json`` ``$defs.dtype.enum``
+#: must equal it (a test checks).
+DTYPES: Tuple[str, ...] = _dtypes.names()
 
 #: Integer dtypes and their inclusive value ranges.
-INTEGER_DTYPES: Dict[str, Tuple[int, int]] = {
-    "int8": (-2**7, 2**7 - 1), "int16": (-2**15, 2**15 - 1),
-    "int32": (-2**31, 2**31 - 1), "int64": (-2**63, 2**63 - 1),
-    "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
-}
+INTEGER_DTYPES: Dict[str, Tuple[int, int]] = _dtypes.INTEGER_RANGES
 
 #: The three 8-bit float formats (ml_dtypes names).
-FLOAT8_DTYPES: Tuple[str, ...] = ("float8_e3m4", "float8_e4m3", "float8_e5m2")
+FLOAT8_DTYPES: Tuple[str, ...] = tuple(d.name for d in _dtypes.DTYPES.values()
+                                       if d.is_float and d.itemsize == 1)
 
 #: Dtypes a scalar argument may travel as (ARCHITECTURE.md "The test plan").
 SCALAR_DTYPES: Tuple[str, ...] = ("float32", "int32", "int64")
@@ -132,49 +127,29 @@ SCALAR_ARG_TYPES: Dict[str, Optional[str]] = {
     "int": "int32", "long long": "int64", "float": "float32", "Scalar": None,
 }
 
-#: Default (rtol, atol) of a vector by its output dtype, the comparison being
-#: ``|actual - expected| <= atol + rtol * |expected|``. float32/float16/
-#: bfloat16 are torch's ``assert_close`` defaults; integers compare exactly.
-#: fp8 (not in torch's table): rtol = the format's machine epsilon 2**-m
-#: (m mantissa bits: one ulp at 1.0, twice the error of one rounding, the
-#: same margin float16's 1e-3 ~ 2**-10 gives), atol = the smallest positive
-#: subnormal (the grid spacing near zero, where a relative bound means
-#: nothing): e3m4 2**-4 / 2**-6, e4m3 2**-3 / 2**-9, e5m2 2**-2 / 2**-16.
-DEFAULT_TOLERANCES: Dict[str, Tuple[float, float]] = {
-    "float32": (1.3e-6, 1e-5),
-    "float16": (1e-3, 1e-5),
-    "bfloat16": (1.6e-2, 1e-5),
-    "float8_e3m4": (2.0**-4, 2.0**-6),
-    "float8_e4m3": (2.0**-3, 2.0**-9),
-    "float8_e5m2": (2.0**-2, 2.0**-16),
-    **{name: (0.0, 0.0) for name in INTEGER_DTYPES},
-}
+#: Default (rtol, atol) of a vector by its output dtype (the dtype table).
+DEFAULT_TOLERANCES: Dict[str, Tuple[float, float]] = _dtypes.TOLERANCES
 
 #: Default launcher stack, bytes (STACK_SIZE of stack_switch.hpp, build-front-end.txt §3c).
-DEFAULT_STACK_SIZE = 4196
+DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE
 #: Largest stack_size, bytes: "-DSTACK_SIZE=N up to 400 KB" (device-api.md Limits).
-MAX_STACK_SIZE = 400 * 1024
+MAX_STACK_SIZE = _limits.MAX_STACK_SIZE
 #: At most 10 functions per library (device-api.md Limits).
-MAX_OPS_PER_LIBRARY = 10
+MAX_OPS_PER_LIBRARY = _limits.MAX_OPS_PER_LIBRARY
 #: At most 8 dimensions per tensor (device-api.md Limits).
-MAX_DIMS = 8
+MAX_DIMS = _limits.MAX_DIMS
 #: Each dimension at most 65535 (device-api.md Limits).
-MAX_DIM_SIZE = 65535
-#: Largest finite value of each floating-point dtype (IEEE-style formats, as
-#: ml_dtypes defines the fp8 ones): a literal beyond it would silently
-#: become an infinity.
-FLOAT_MAX = {
-    "float32": 3.4028234663852886e38, "bfloat16": 3.3895313892515355e38,
-    "float16": 65504.0, "float8_e5m2": 57344.0, "float8_e4m3": 240.0,
-    "float8_e3m4": 15.5,
-}
+MAX_DIM_SIZE = _limits.MAX_DIM_SIZE
+#: Largest finite value of each floating-point dtype: a literal beyond it
+#: would silently become an infinity.
+FLOAT_MAX = _dtypes.FLOAT_MAX
 #: Elements of one tensor: the descriptor's num_elem is a uint32
 #: (customop-marshalling.txt §2, +32 HBM / +28 SBUF).
-MAX_ELEMENTS = 0xFFFFFFFF
+MAX_ELEMENTS = _limits.MAX_ELEMENTS
 #: Deepest chain of ``include:`` (a guard, far beyond any real tree).
 MAX_INCLUDE_DEPTH = 64
 #: Library names the device reserves (device-api.md Limits).
-RESERVED_LIBRARY_NAMES: Tuple[str, ...] = ("builtin",)
+RESERVED_LIBRARY_NAMES: Tuple[str, ...] = (_limits.RESERVED_LIBRARY_NAME,)
 
 #: The JSON Schema of the manifest: <package>/../../schema/ops.schema.json.
 SCHEMA_PATH = os.path.normpath(os.path.join(
@@ -182,7 +157,7 @@ SCHEMA_PATH = os.path.normpath(os.path.join(
 
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_MAX = FLOAT_MAX["float32"]
 # Stands for an op reference that was reported as bad (vectors then say nothing more).
 _BAD_REFERENCE = object()
 
@@ -213,6 +188,22 @@ class Reference:
 
 
 @dataclass(frozen=True)
+class Random:
+    """A random input's distribution, fully defaulted: ``uniform`` on
+    [``low``, ``high``) (floats, default -1, 1), ``normal`` with ``mean`` /
+    ``std`` (floats, default 0, 1) or ``integers`` on [``low``, ``high``)
+    (ints, default 0, 10); the parameters of other distributions are None.
+    ``seed`` is the manifest's or :func:`default_seed`."""
+
+    distribution: str
+    seed: int
+    low: Optional[Union[int, float]] = None
+    high: Optional[Union[int, float]] = None
+    mean: Optional[float] = None
+    std: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class TensorInput:
     """A tensor input of a vector, for a ``Tensor`` argument named ``name``.
 
@@ -229,7 +220,7 @@ class TensorInput:
     name: str
     dtype: Optional[str]
     shape: Optional[Tuple[int, ...]]
-    random: Optional[dict]
+    random: Optional[Random]
     values: Optional[list]
     npy: Optional[str]
     location: Location
@@ -275,7 +266,7 @@ class Vector:
     """
 
     name: str
-    inputs: tuple
+    inputs: Tuple[Union["TensorInput", "ScalarInput"], ...]
     output_dtype: str
     output_shape: Optional[Tuple[int, ...]]
     expected: Expected
@@ -643,11 +634,7 @@ _NPY_DTYPES = {
 }
 
 #: Bytes per element of each dtype.
-_ITEMSIZE = {
-    "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "int16": 2, "int32": 4,
-    "int64": 8, "uint8": 1, "uint16": 2, "uint32": 4, "uint64": 8,
-    "float8_e3m4": 1, "float8_e4m3": 1, "float8_e5m2": 1,
-}
+_ITEMSIZE = {d.name: d.itemsize for d in _dtypes.DTYPES.values()}
 
 
 def _top_level_names(path: str):
@@ -1448,7 +1435,7 @@ class _ManifestFile:
                            value.get("location", "hbm")), dtype
 
     def random(self, path: DocPath, spec: dict, dtype: str,
-               seed_parts: Tuple[str, str, str, str]) -> Optional[dict]:
+               seed_parts: Tuple[str, str, str, str]) -> Optional[Random]:
         """The fully defaulted random spec, or None after reporting."""
         distribution = spec.get("distribution", "uniform")
         params = {"uniform": ("low", "high"), "normal": ("mean", "std"),
@@ -1466,11 +1453,9 @@ class _ManifestFile:
         if not ok:
             return None
         seed = int(spec["seed"]) if "seed" in spec else default_seed(*seed_parts)
-        result: Dict[str, Any] = {"distribution": distribution, "seed": seed}
         if distribution == "normal":
-            result["mean"] = float(spec.get("mean", 0.0))
-            result["std"] = float(spec.get("std", 1.0))
-            return result
+            return Random(distribution, seed, mean=float(spec.get("mean", 0.0)),
+                          std=float(spec.get("std", 1.0)))
         if distribution == "uniform":
             low, high = float(spec.get("low", -1.0)), float(spec.get("high", 1.0))
             if low > high:
@@ -1494,8 +1479,7 @@ class _ManifestFile:
                     self.error(path, f"integers in [{low}, {high}) do not fit {dtype} "
                                      f"({lo}..{hi})")
                     return None
-        result["low"], result["high"] = low, high
-        return result
+        return Random(distribution, seed, low=low, high=high)
 
     def scalar_input(self, path: DocPath, name: str, arg_type: str,
                      value: Any) -> Optional[ScalarInput]:

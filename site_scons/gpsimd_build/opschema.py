@@ -93,6 +93,8 @@ import re
 from dataclasses import dataclass
 from typing import List, NamedTuple, Optional, Tuple
 
+from gpsimd_device import limits as _limits
+
 __all__ = [
     "SUPPORTED_TYPES",
     "MAX_NAME_LENGTH",
@@ -115,7 +117,7 @@ SUPPORTED_TYPES: Tuple[str, ...] = ("Tensor", "Scalar", "int", "float", "long lo
 #: Op names must be SHORTER than this (build-front-end.txt §4: the driver
 #: raises "CustomOp function name is too long ... Must be less than 32
 #: characters." when ``len(funcname) >= 32``; device-api.md "Limits").
-MAX_NAME_LENGTH = 32
+MAX_NAME_LENGTH = _limits.MAX_NAME_LENGTH
 
 #: ``OpSchemaError.kind`` of a text that is not a well-formed schema.
 SYNTAX = "syntax"

@@ -9,31 +9,15 @@ text* is in :class:`WrapperDialect`, and nowhere else.
 """
 
 from dataclasses import dataclass
-from typing import List, Mapping, Optional, Sequence, Tuple
+from typing import List, Mapping, Optional, Sequence
 
-#: Version metadata pinned by the driver (build-front-end.txt §1).
-VERSIONS = {
-    "version": "0.21.2.0",
-    "ulib_to_ucode_version": "1.21.1.0",
-    "ulib_to_isa_version": "1.0.2520.0",
-}
-
-def versions_json(library: str, profile: str) -> str:
-    """The text of ``<build>/<profile>/<lib>/versions.json``: the version
-    metadata the driver pins (build-front-end.txt §1, ``__version__`` and the
-    ``versions`` dict, "metadata the host build reads"), written with every
-    built library. JSON, sorted keys, 1-space indent, one trailing newline::
-
-        {"library": "relu", "profile": "host", "ulib_to_isa_version": "1.0.2520.0",
-         "ulib_to_ucode_version": "1.21.1.0", "version": "0.21.2.0"}
-    """
-    import json
-    doc = {"library": library, "profile": profile, **VERSIONS}
-    return json.dumps(doc, sort_keys=True, indent=1) + "\n"
-
+from gpsimd_device import limits as _limits
+from gpsimd_device.lsp import (MULTICORE_LSPS, SINGLE_LSP, LinkerSpec, linked_names,  # noqa: F401
+                               linker_specs)
+from gpsimd_device.versions import VERSIONS, versions_json  # noqa: F401
 
 #: Cores of the SPMD model (build-front-end.txt §6, NUM_CPUS = 8).
-NUM_CPUS = 8
+NUM_CPUS = _limits.NUM_CORES
 
 
 @dataclass(frozen=True)
@@ -59,50 +43,6 @@ DEVICE_DIALECT = WrapperDialect(fnptr_cast="uint32_t",
                                 switch_back='asm("j switchBack");')
 HOST_DIALECT = WrapperDialect(fnptr_cast="uintptr_t",
                               switch_back="switchBack();")
-
-
-@dataclass(frozen=True)
-class LinkerSpec:
-    """One per-core linker spec (LSP), build-front-end.txt §6.
-
-    ``core`` is 0..7 for the multicore specs and None for the single-core
-    one; ``scratch_origin`` / ``scratch_size`` are the core's HBM scratch
-    window in bytes (device-api.md "Limits": 0x84000000 + i * 2 MiB, or
-    32 MiB single-core).
-    """
-
-    name: str
-    core: "int | None"
-    scratch_origin: int
-    scratch_size: int
-
-
-SCRATCH_BASE = 0x84000000
-SCRATCH_CORE_SIZE = 0x200000
-SCRATCH_SINGLE_SIZE = 0x2000000
-
-MULTICORE_LSPS: Tuple[LinkerSpec, ...] = tuple(
-    LinkerSpec(f"lsp_fll_load_cpu{i}", i, SCRATCH_BASE + i * SCRATCH_CORE_SIZE,
-               SCRATCH_CORE_SIZE)
-    for i in range(NUM_CPUS))
-SINGLE_LSP = LinkerSpec("lsp_fll_load_cpu_single", None, SCRATCH_BASE,
-                        SCRATCH_SINGLE_SIZE)
-
-
-def linker_specs(multicore: bool) -> Tuple[LinkerSpec, ...]:
-    """The LSPs a library links against: eight for multicore, one otherwise."""
-    return MULTICORE_LSPS if multicore else (SINGLE_LSP,)
-
-
-def linked_names(base: str, multicore: bool) -> Tuple[str, ...]:
-    """Base names of the linked objects, without ``.so``.
-
-    ``<base>_cpu0`` .. ``<base>_cpu7`` for multicore (the ``xxx_cpuX.so``
-    naming contract of build-front-end.txt §6), ``<base>`` otherwise.
-    """
-    if multicore:
-        return tuple(f"{base}_cpu{i}" for i in range(NUM_CPUS))
-    return (base,)
 
 
 def lsp_source(spec: LinkerSpec) -> str:

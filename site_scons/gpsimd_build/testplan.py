@@ -1,97 +1,72 @@
-"""The test plan: what the emulated-runtime node runs for one library.
+"""The test plan of a library, filled from the typed manifest model.
 
-The plan is the only thing the build hands the device model (which never
-imports the build side): JSON with sorted keys, described in
-ARCHITECTURE.md "The test plan". Its bytes change exactly when something
-the emulator would do differently changes (a vector, a reference, an op,
-the objects), so SCons re-runs a library's tests only then.
+The plan classes live in ``gpsimd_device.plan`` (the contract with the
+device model, which never imports the build side); this module turns a
+``gpsimd_build.manifest.Library`` into a ``TestPlan``, and says which files
+a test run reads and where each vector is written.
 """
 
-import json
-from typing import Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
-PLAN_FORMAT = 1
+from gpsimd_device.plan import (ArgSpec, CorePlan, ExpectedSpec, OpPlan, OutputSpec, RandomSpec,
+                                ReferenceSpec, ScalarSpec, TensorSpec, TestPlan, VectorPlan)
 
+from .manifest import Expected, Library, Op, Reference, ScalarInput, TensorInput, Vector
 
-def _reference(ref) -> dict:
-    return {"file": ref.file, "module": ref.module, "function": ref.function}
-
-
-def _input(inp, arg_type: str) -> dict:
-    if arg_type == "Tensor":
-        d = {"kind": "tensor", "dtype": inp.dtype,
-             "shape": list(inp.shape) if inp.shape is not None else None}
-        if inp.random is not None:
-            d["random"] = dict(inp.random)
-        elif inp.values is not None:
-            d["values"] = inp.values
-        else:
-            d["npy"] = inp.npy
-        if getattr(inp, "memory", "hbm") != "hbm":
-            d["location"] = inp.memory   # customop-marshalling.txt §2 SBUF arm
-        return d
-    return {"kind": "scalar", "type": arg_type, "dtype": inp.dtype,
-            "value": inp.value}
+__all__ = ["library_plan", "op_plan", "plan_locations", "dump_plan", "plan_files"]
 
 
-def _expected(exp) -> dict:
+def _reference(ref: Reference) -> ReferenceSpec:
+    return ReferenceSpec(ref.file, ref.module, ref.function)
+
+
+def _input(inp, arg_type: str):
+    if isinstance(inp, TensorInput):
+        r = inp.random
+        return TensorSpec(
+            inp.name, inp.dtype, tuple(inp.shape) if inp.shape is not None else None,
+            RandomSpec(r.distribution, r.seed, r.low, r.high, r.mean, r.std) if r else None,
+            inp.values, inp.npy, inp.memory)
+    assert isinstance(inp, ScalarInput)
+    return ScalarSpec(inp.name, arg_type, inp.dtype, inp.value)
+
+
+def _expected(exp: Expected) -> ExpectedSpec:
     if exp.reference is not None:
-        return {"reference": _reference(exp.reference)}
+        return ExpectedSpec(reference=_reference(exp.reference))
     if exp.values is not None:
-        return {"values": exp.values}
-    return {"npy": exp.npy}
+        return ExpectedSpec(values=exp.values)
+    return ExpectedSpec(npy=exp.npy)
 
 
-def _output(v) -> dict:
-    """The plan's ``output`` of a vector: dtype, shape (None: the expected
-    array's) and, only when not the default HBM, ``location`` "sbuf"."""
-    d = {"dtype": v.output_dtype,
-         "shape": list(v.output_shape) if v.output_shape is not None else None}
-    if getattr(v, "output_memory", "hbm") != "hbm":
-        d["location"] = v.output_memory
-    return d
+def _vector(v: Vector, types: Dict[str, str]) -> VectorPlan:
+    return VectorPlan(
+        v.name, {i.name: _input(i, types[i.name]) for i in v.inputs},
+        OutputSpec(v.output_dtype, tuple(v.output_shape) if v.output_shape is not None else None,
+                   v.output_memory),
+        _expected(v.expected), v.rtol, v.atol, str(v.location))
 
 
-def op_plan(op) -> dict:
-    """The plan entry of one manifest op (gpsimd_build.manifest.Op)."""
+def op_plan(op: Op) -> OpPlan:
+    """The plan of one manifest op."""
     types = {a.name: a.type for a in op.schema.arguments}
-    vectors = []
-    for v in op.vectors:
-        vectors.append({
-            "name": v.name,
-            "inputs": {i.name: _input(i, types[i.name]) for i in v.inputs},
-            "output": _output(v),
-            "expected": _expected(v.expected),
-            "rtol": v.rtol,
-            "atol": v.atol,
-        })
-    return {
-        "name": op.name,
-        "schema": str(op.schema),
-        "args": [{"name": a.name, "type": a.type} for a in op.schema.arguments],
-        "stack_size": op.stack_size,
-        "vectors": vectors,
-    }
+    return OpPlan(op.name, str(op.schema), tuple(ArgSpec(a.name, a.type) for a in op.schema.arguments),
+                  op.stack_size, tuple(_vector(v, types) for v in op.vectors))
 
 
-def library_plan(library, cores: Sequence[Tuple[Optional[int], str, str]]) -> dict:
+def library_plan(library: Library, cores: Sequence[Tuple[Optional[int], str, str]]) -> TestPlan:
     """The whole plan of one library.
 
     ``cores``: one ``(core, lsp_name, object_path)`` per loaded object, in
     core order; ``core`` is None for a single-core library, and
     ``object_path`` is relative to the directory SCons runs in.
     """
-    return {
-        "format": PLAN_FORMAT,
-        "library": library.name,
-        "multicore": library.multicore,
-        "cores": [{"core": c, "lsp": lsp, "object": path}
-                  for c, lsp, path in cores],
-        "ops": [op_plan(op) for op in library.ops],
-    }
+    return TestPlan(library.name, library.multicore,
+                    tuple(CorePlan(c, lsp, path) for c, lsp, path in cores),
+                    tuple(op_plan(op) for op in library.ops))
 
 
-def plan_locations(library) -> dict:
+def plan_locations(library: Library) -> Dict[str, Dict[str, str]]:
     """Where each vector is written: ``{op: {vector: "FILE:LINE:COL"}}``.
 
     Kept apart from the plan: an edit that only moves lines of the manifest
@@ -101,12 +76,12 @@ def plan_locations(library) -> dict:
             for op in library.ops}
 
 
-def dump_plan(plan: dict) -> str:
+def dump_plan(plan: TestPlan) -> str:
     """Serialise a plan deterministically (sorted keys, one trailing newline)."""
-    return json.dumps(plan, sort_keys=True, indent=1) + "\n"
+    return plan.dumps()
 
 
-def plan_files(library) -> List[str]:
+def plan_files(library: Library) -> List[str]:
     """Files a library's test run reads besides its objects: references, .npy.
 
     Sorted and unique, so they can be declared as dependencies of the node.
@@ -115,7 +90,7 @@ def plan_files(library) -> List[str]:
     for op in library.ops:
         for v in op.vectors:
             for i in v.inputs:
-                if getattr(i, "npy", None):
+                if isinstance(i, TensorInput) and i.npy:
                     files.add(i.npy)
             exp = v.expected
             if exp.reference is not None and exp.reference.file:

@@ -43,10 +43,13 @@ import SCons.Tool.compilation_db
 # Loaded through toolpath= from another project, SCons has not put this
 # project's site_scons on sys.path: the build library sits next to the tool.
 _SITE_SCONS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if _SITE_SCONS not in sys.path:
-    sys.path.insert(0, _SITE_SCONS)
+_RUNTIME_MODEL = os.path.join(os.path.dirname(_SITE_SCONS), "runtime_model")
+for _p in (_RUNTIME_MODEL, _SITE_SCONS):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
 
-from gpsimd_build import codegen, pack, profiles, stackreport, testplan  # noqa: E402
+from gpsimd_device import pack  # noqa: E402
+from gpsimd_build import codegen, profiles, stackreport, testplan  # noqa: E402
 from gpsimd_build.manifest import ManifestError, load_manifest  # noqa: E402
 
 #: The project root (this file is <root>/site_scons/site_tools/gpsimd.py).
@@ -81,7 +84,10 @@ def _write_value(target, source, env):
 def _pack_host(target, source, env):
     """Host pack: wrap the stripped object (target[1]) into target[0]."""
     meta = json.loads(env["GPSIMD_PACK_META"])
-    pack.pack_file(str(target[1]), str(target[0]), meta)
+    with open(str(target[1]), "rb") as f:
+        payload = f.read()
+    with open(str(target[0]), "wb") as f:
+        f.write(pack.pack_bytes(payload, meta))
     return 0
 
 
@@ -181,8 +187,8 @@ def _run_tests(target, source, env):
     # The emulator bounds each vector's kernel run; a reference that never
     # returns runs in the emulator's own process: bound the whole run too.
     per_vector = float(argv[argv.index("--timeout") + 1]) if "--timeout" in argv else 60.0
-    with open(source[0].abspath, encoding="utf-8") as f:
-        vectors = sum(len(op.get("vectors", [])) for op in json.load(f).get("ops", []))
+    from gpsimd_device.plan import TestPlan
+    vectors = TestPlan.load(source[0].abspath).vector_count()
     limit = per_vector * (vectors + 1) + 30
     try:
         status = subprocess.run(argv, env=proc_env, cwd=env.Dir("#").abspath,

@@ -44,23 +44,20 @@ enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE {
     NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE4D = 2
 };
 
+/* name and value of every ISA dtype; the enum below and the runtime's name
+ * table are generated from it, and Python reads it (gpsimd_device.dtypes).
+ * Storage dtypes (what a tensor may hold) are the rows of gpsimd_host/dtypes.h. */
+#define GPSIMD_ISA_DTYPES(X)                                                  \
+    X(INVALID, 0) X(UINT64, 1) X(INT8, 2) X(UINT8, 3) X(INT16, 4)             \
+    X(UINT16, 5) X(BFLOAT16, 6) X(FP16, 7) X(INT32, 8) X(UINT32, 9)           \
+    X(FP32, 10) X(FP32R, 11) X(INT64, 12) X(FP8_EXP3, 13) X(FP8_EXP4, 14)     \
+    X(FP8_EXP5, 15)
+
 enum NEURON_ISA_TPB_DTYPE {
-    NEURON_ISA_TPB_DTYPE_INVALID = 0,
-    NEURON_ISA_TPB_DTYPE_UINT64 = 1,
-    NEURON_ISA_TPB_DTYPE_INT8 = 2,
-    NEURON_ISA_TPB_DTYPE_UINT8 = 3,
-    NEURON_ISA_TPB_DTYPE_INT16 = 4,
-    NEURON_ISA_TPB_DTYPE_UINT16 = 5,
-    NEURON_ISA_TPB_DTYPE_BFLOAT16 = 6,
-    NEURON_ISA_TPB_DTYPE_FP16 = 7,
-    NEURON_ISA_TPB_DTYPE_INT32 = 8,
-    NEURON_ISA_TPB_DTYPE_UINT32 = 9,
-    NEURON_ISA_TPB_DTYPE_FP32 = 10,
-    NEURON_ISA_TPB_DTYPE_FP32R = 11,
-    NEURON_ISA_TPB_DTYPE_INT64 = 12,
-    NEURON_ISA_TPB_DTYPE_FP8_EXP3 = 13,
-    NEURON_ISA_TPB_DTYPE_FP8_EXP4 = 14,
-    NEURON_ISA_TPB_DTYPE_FP8_EXP5 = 15
+#define GPSIMD_ISA_ENUM_(name, value) NEURON_ISA_TPB_DTYPE_##name = value,
+    GPSIMD_ISA_DTYPES(GPSIMD_ISA_ENUM_)
+#undef GPSIMD_ISA_ENUM_
+    NEURON_ISA_TPB_DTYPE_COUNT_
 };
 
 /* HOST-MODEL: the spec names the argument type TENSOR (arg_parser.hpp:67)
@@ -146,8 +143,20 @@ typedef struct {
 #define GPSIMD_SCRATCH_CORE_SIZE 0x200000u    /* 2 MiB per core, multicore             */
 #define GPSIMD_SCRATCH_SINGLE_SIZE 0x2000000u /* 32 MiB, single-core                   */
 #define GPSIMD_PRINTF_CAPACITY   0x20000u     /* 128 KiB, oldest data dropped          */
-#define GPSIMD_NUM_CORES         8u
+#define GPSIMD_NUM_CORES         8u          /* SPMD cores (build-front-end.txt §6, NUM_CPUS) */
 #define GPSIMD_DEFAULT_STACK_SIZE 4196u       /* stack_switch.hpp:16, build-front-end.txt §3c */
+
+/* ---- Limits of a library and its tensors (device-api.md "Limits") ------
+ * Python reads every `#define GPSIMD_<NAME> <number>u` of this header
+ * (gpsimd_device.limits); the manifest checks, the JSON Schema (tested) and
+ * the runtime use these values. */
+#define GPSIMD_MAX_STACK_SIZE    409600u      /* bytes: -DSTACK_SIZE=N "up to 400 KB"   */
+#define GPSIMD_MAX_OPS_PER_LIBRARY 10u        /* functions in one custom-op library     */
+#define GPSIMD_MAX_NAME_LENGTH   32u          /* an op name is shorter than this (§4)   */
+#define GPSIMD_MAX_DIMS          8u           /* dimensions of a tensor                 */
+#define GPSIMD_MAX_DIM_SIZE      65535u       /* each dimension (INLINE_8D form)        */
+#define GPSIMD_MAX_ELEMENTS      0xFFFFFFFFu  /* num_elem is a u32 (§2, +32 / +28)      */
+#define GPSIMD_RESERVED_LIBRARY_NAME "builtin" /* no library may be named so          */
 
 /* ---- The linker spec of one core object (HOST-MODEL) --------------------
  * On the device, -mlsp=<dir> fixes the core's scratch window at link time.
@@ -194,6 +203,8 @@ enum gpsimd_status {
 #define GPSIMD_REPORT_COPY_PATH 1u  /* customop_return_tensor copied a result (§6.3/§6.4) */
 #define GPSIMD_REPORT_GET_DST   2u  /* the kernel called get_dst_tensor (§6.2)             */
 #define GPSIMD_REPORT_TCM_NULL  4u  /* a tcm_malloc returned null (pool exhausted)         */
+#define GPSIMD_REPORT_OUTPUT_SIZE 8u /* the result's element count is not the output
+                                       descriptor's (the copy path, §6.4)               */
 
 typedef struct {
     uint32_t status;            /* gpsimd_status                              */

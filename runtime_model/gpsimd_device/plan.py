@@ -1,0 +1,418 @@
+"""The test plan: what the emulated-runtime node runs for one library.
+
+The build writes it (``gpsimd_build.testplan`` fills these classes from the
+manifest model) and the device model reads it once (:meth:`TestPlan.load`);
+it is the only thing the build hands the model. On disk it is JSON with
+sorted keys (:meth:`TestPlan.dumps`), so that its bytes, and so the test
+node's signature, change exactly when something the emulator would do
+differently changes. The layout is ARCHITECTURE.md "The test plan".
+
+Parsing (``from_json``) checks the structure (keys, JSON types) and raises
+:class:`PlanError` naming the place (``ops[0].vectors[2].inputs.x:
+...``); the values themselves (a dtype name, a shape, a reference) are
+judged when a vector runs, so that a bad value fails that vector only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+
+from .limits import DEFAULT_STACK_SIZE
+
+__all__ = [
+    "PLAN_FORMAT", "PlanError", "RandomSpec", "TensorSpec", "ScalarSpec", "InputSpec",
+    "ReferenceSpec", "ExpectedSpec", "OutputSpec", "VectorPlan", "ArgSpec", "OpPlan",
+    "CorePlan", "TestPlan",
+]
+
+PLAN_FORMAT = 1
+Number = Union[int, float]
+
+
+class PlanError(Exception):
+    """A problem with the test plan itself (not with the kernel)."""
+
+
+def _need(d: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(d, dict):
+        raise PlanError(f"{where}: expected a JSON object, got {type(d).__name__}")
+    return d
+
+
+def _opt_number(d: Mapping[str, Any], key: str, where: str) -> Optional[Number]:
+    v = d.get(key)
+    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+        raise PlanError(f"{where}.{key}: expected a number, got {v!r}")
+    return v
+
+
+def _opt_shape(v: Any) -> Optional[Tuple[Any, ...]]:
+    # kept as given (judged when the vector runs: "bad shape ...")
+    return tuple(v) if isinstance(v, list) else v
+
+
+@dataclass(frozen=True)
+class RandomSpec:
+    """A random tensor's data: drawn with ``numpy.random.default_rng(seed)``
+    from ``distribution`` (``uniform`` on [low, high), ``normal`` with
+    ``mean``/``std``, ``integers`` on [low, high)), then cast to the dtype.
+    Parameters not set are None (the emulator's defaults apply)."""
+
+    distribution: str = "uniform"
+    seed: int = 0
+    low: Optional[Number] = None
+    high: Optional[Number] = None
+    mean: Optional[Number] = None
+    std: Optional[Number] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"distribution": self.distribution, "seed": self.seed}
+        for key in ("low", "high", "mean", "std"):
+            if getattr(self, key) is not None:
+                d[key] = getattr(self, key)
+        return d
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "random") -> "RandomSpec":
+        d = _need(d, where)
+        seed = d.get("seed", 0)
+        if isinstance(seed, bool) or not isinstance(seed, int):
+            raise PlanError(f"{where}.seed: expected an integer, got {seed!r}")
+        return cls(str(d.get("distribution", "uniform")), seed,
+                   *(_opt_number(d, k, where) for k in ("low", "high", "mean", "std")))
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """A tensor argument's input: ``dtype`` (a dtype name), ``shape`` (dims
+    in elements, or None for the shape of ``values``/``npy``), exactly one
+    of ``random``, ``values`` (nested list) or ``npy`` (a path relative to
+    the root), and ``location`` ``"hbm"`` or ``"sbuf"`` (the descriptor's
+    storage arm, customop-marshalling.txt §2)."""
+
+    name: str
+    dtype: Any
+    shape: Optional[Tuple[Any, ...]] = None
+    random: Optional[RandomSpec] = None
+    values: Optional[list] = None
+    npy: Optional[str] = None
+    location: str = "hbm"
+    kind = "tensor"
+
+    def sources(self) -> List[str]:
+        """Which of random / values / npy are given."""
+        return [k for k in ("random", "values", "npy") if getattr(self, k) is not None]
+
+    def to_json(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"kind": "tensor", "dtype": self.dtype,
+                             "shape": list(self.shape) if self.shape is not None else None}
+        if self.random is not None:
+            d["random"] = self.random.to_json()
+        if self.values is not None:
+            d["values"] = self.values
+        if self.npy is not None:
+            d["npy"] = self.npy
+        if self.location != "hbm":
+            d["location"] = self.location
+        return d
+
+    @classmethod
+    def from_json(cls, name: str, d: Any, where: str) -> "TensorSpec":
+        d = _need(d, where)
+        rnd = d.get("random")
+        return cls(name, d.get("dtype"), _opt_shape(d.get("shape")),
+                   RandomSpec.from_json(rnd, f"{where}.random") if rnd is not None else None,
+                   d.get("values"), d.get("npy"),
+                   "hbm" if d.get("location") is None else d.get("location"))
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    """A scalar argument's input: its schema ``type`` (``Scalar``, ``int``,
+    ``float``, ``long long``), the ``dtype`` of its 1-element HBM payload
+    (``int32``, ``int64``, ``float32``) and its ``value``."""
+
+    name: str
+    type: str
+    dtype: Any
+    value: Any
+    kind = "scalar"
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"kind": "scalar", "type": self.type, "dtype": self.dtype, "value": self.value}
+
+    @classmethod
+    def from_json(cls, name: str, d: Any, where: str) -> "ScalarSpec":
+        d = _need(d, where)
+        return cls(name, str(d.get("type", "")), d.get("dtype"), d.get("value"))
+
+
+InputSpec = Union[TensorSpec, ScalarSpec]
+
+
+def _input_from_json(name: str, d: Any, where: str) -> InputSpec:
+    d = _need(d, where)
+    if d.get("kind", "tensor") == "scalar":
+        return ScalarSpec.from_json(name, d, where)
+    return TensorSpec.from_json(name, d, where)
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """A numpy reference: ``function`` of the ``.py`` ``file`` (relative to
+    the root) or of the importable ``module``."""
+
+    file: Optional[str]
+    module: Optional[str]
+    function: str
+
+    @property
+    def label(self) -> str:
+        """``file`` or ``module``, for messages."""
+        return self.file or self.module or "?"
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"file": self.file, "module": self.module, "function": self.function}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "ReferenceSpec":
+        d = _need(d, where)
+        return cls(d.get("file"), d.get("module"), d.get("function") or "")
+
+
+@dataclass(frozen=True)
+class ExpectedSpec:
+    """A vector's expected output: a ``reference``, inline ``values`` or an
+    ``npy`` path (at most one; none at all is reported when the vector runs)."""
+
+    reference: Optional[ReferenceSpec] = None
+    values: Optional[list] = None
+    npy: Optional[str] = None
+
+    def to_json(self) -> Dict[str, Any]:
+        if self.reference is not None:
+            return {"reference": self.reference.to_json()}
+        if self.values is not None:
+            return {"values": self.values}
+        if self.npy is not None:
+            return {"npy": self.npy}
+        return {}
+
+    @property
+    def source(self) -> str:
+        """Where the expected output comes from, for messages: ``the
+        reference FILE:FUNC``, ``the vector's expected values`` or ``the
+        expected .npy PATH``."""
+        if self.reference is not None:
+            return f"the reference {self.reference.label}:{self.reference.function}"
+        if self.values is not None:
+            return "the vector's expected values"
+        return f"the expected .npy {self.npy}"
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "ExpectedSpec":
+        d = _need(d or {}, where)
+        ref = d.get("reference")
+        return cls(ReferenceSpec.from_json(ref, f"{where}.reference") if ref is not None else None,
+                   d.get("values"), d.get("npy"))
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """The output descriptor of a vector: ``dtype``, ``shape`` (None: the
+    expected array's) and ``location`` ``"hbm"`` or ``"sbuf"``."""
+
+    dtype: Any = None
+    shape: Optional[Tuple[Any, ...]] = None
+    location: str = "hbm"
+
+    def to_json(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {"dtype": self.dtype,
+                             "shape": list(self.shape) if self.shape is not None else None}
+        if self.location != "hbm":
+            d["location"] = self.location
+        return d
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "OutputSpec":
+        d = _need(d or {}, where)
+        return cls(d.get("dtype"), _opt_shape(d.get("shape")),
+                   "hbm" if d.get("location") is None else d.get("location"))
+
+
+@dataclass(frozen=True)
+class VectorPlan:
+    """One test vector: its inputs by argument name (the op's ``args`` give
+    the order), its output, expected result and tolerances (None: the
+    output dtype's defaults). ``where`` (``FILE:LINE:COL`` of the vector in
+    the manifest) is not part of the plan's JSON: it comes from the
+    library's ``locations.json`` (:meth:`TestPlan.with_locations`)."""
+
+    name: str
+    inputs: Mapping[str, InputSpec]
+    output: OutputSpec = field(default_factory=OutputSpec)
+    expected: ExpectedSpec = field(default_factory=ExpectedSpec)
+    rtol: Optional[Number] = None
+    atol: Optional[Number] = None
+    where: str = "?"
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"name": self.name,
+                "inputs": {k: v.to_json() for k, v in self.inputs.items()},
+                "output": self.output.to_json(), "expected": self.expected.to_json(),
+                "rtol": self.rtol, "atol": self.atol}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "VectorPlan":
+        d = _need(d, where)
+        inputs = _need(d.get("inputs") or {}, f"{where}.inputs")
+        return cls(str(d.get("name", "?")),
+                   {k: _input_from_json(k, v, f"{where}.inputs.{k}") for k, v in inputs.items()},
+                   OutputSpec.from_json(d.get("output"), f"{where}.output"),
+                   ExpectedSpec.from_json(d.get("expected"), f"{where}.expected"),
+                   _opt_number(d, "rtol", where), _opt_number(d, "atol", where),
+                   str(d.get("where", "?")))
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One schema argument: ``name`` and ``type`` (``Tensor``, ``Scalar``,
+    ``int``, ``float``, ``long long``)."""
+
+    name: str
+    type: str
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"name": self.name, "type": self.type}
+
+
+@dataclass(frozen=True)
+class OpPlan:
+    """One op: ``name`` (what ``get_func_name`` registers), its ``schema``
+    text, ``args`` in schema order, launcher ``stack_size`` in bytes, and
+    its vectors."""
+
+    name: str
+    schema: str = ""
+    args: Tuple[ArgSpec, ...] = ()
+    stack_size: int = DEFAULT_STACK_SIZE
+    vectors: Tuple[VectorPlan, ...] = ()
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"name": self.name, "schema": self.schema,
+                "args": [a.to_json() for a in self.args], "stack_size": self.stack_size,
+                "vectors": [v.to_json() for v in self.vectors]}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "OpPlan":
+        d = _need(d, where)
+        args = d.get("args") or []
+        if not isinstance(args, list):
+            raise PlanError(f"{where}.args: expected a list")
+        parsed = []
+        for i, a in enumerate(args):
+            a = _need(a, f"{where}.args[{i}]")
+            if not isinstance(a.get("name"), str):
+                raise PlanError(f"{where}.args[{i}].name: expected a string")
+            parsed.append(ArgSpec(a["name"], str(a.get("type", ""))))
+        vectors = d.get("vectors") or []
+        if not isinstance(vectors, list):
+            raise PlanError(f"{where}.vectors: expected a list")
+        stack = d.get("stack_size", DEFAULT_STACK_SIZE)
+        if isinstance(stack, bool) or not isinstance(stack, int):
+            raise PlanError(f"{where}.stack_size: expected an integer, got {stack!r}")
+        return cls(str(d.get("name", "?")), str(d.get("schema", "")), tuple(parsed), stack,
+                   tuple(VectorPlan.from_json(v, f"{where}.vectors[{i}]")
+                         for i, v in enumerate(vectors)))
+
+
+@dataclass(frozen=True)
+class CorePlan:
+    """One loaded object: ``core`` 0..7 (None single-core), the linker
+    spec it must carry, and its path relative to the root."""
+
+    core: Optional[int]
+    lsp: str
+    object: str
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"core": self.core, "lsp": self.lsp, "object": self.object}
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "CorePlan":
+        d = _need(d, where)
+        core = d.get("core")
+        if core is not None and (isinstance(core, bool) or not isinstance(core, int)):
+            raise PlanError(f"{where}.core: expected an integer or null, got {core!r}")
+        return cls(core, str(d.get("lsp") or ""), str(d.get("object") or ""))
+
+
+@dataclass(frozen=True)
+class TestPlan:
+    """The whole plan of one library."""
+
+    __test__ = False  # not a pytest test class
+
+    library: str
+    multicore: bool
+    cores: Tuple[CorePlan, ...]
+    ops: Tuple[OpPlan, ...]
+
+    def to_json(self) -> Dict[str, Any]:
+        return {"format": PLAN_FORMAT, "library": self.library, "multicore": self.multicore,
+                "cores": [c.to_json() for c in self.cores], "ops": [o.to_json() for o in self.ops]}
+
+    def dumps(self) -> str:
+        """The file text: sorted keys, 1-space indent, one trailing newline."""
+        return json.dumps(self.to_json(), sort_keys=True, indent=1) + "\n"
+
+    def vector_count(self) -> int:
+        """Number of vectors of every op."""
+        return sum(len(o.vectors) for o in self.ops)
+
+    def with_locations(self, where: Mapping[str, Mapping[str, str]]) -> "TestPlan":
+        """A copy whose vectors' ``where`` come from ``{op: {vector:
+        "FILE:LINE:COL"}}`` (``locations.json``), where given."""
+        ops = []
+        for op in self.ops:
+            places = where.get(op.name) or {}
+            ops.append(replace(op, vectors=tuple(
+                replace(v, where=places[v.name]) if places.get(v.name) else v for v in op.vectors)))
+        return replace(self, ops=tuple(ops))
+
+    @classmethod
+    def from_json(cls, d: Any) -> "TestPlan":
+        """Raises PlanError (not an object, an unknown ``format``, a key of the
+        wrong JSON type)."""
+        if not isinstance(d, dict):
+            raise PlanError("not a JSON object")
+        if d.get("format") != PLAN_FORMAT:
+            raise PlanError(f"plan format {d.get('format')!r}, this model reads {PLAN_FORMAT}")
+        cores = d.get("cores") or []
+        ops = d.get("ops") or []
+        if not isinstance(cores, list) or not isinstance(ops, list):
+            raise PlanError("'cores' and 'ops' must be lists")
+        return cls(str(d.get("library") or "?"), bool(d.get("multicore")),
+                   tuple(CorePlan.from_json(c, f"cores[{i}]") for i, c in enumerate(cores)),
+                   tuple(OpPlan.from_json(o, f"ops[{i}]") for i, o in enumerate(ops)))
+
+    @classmethod
+    def load(cls, path: str) -> "TestPlan":
+        """Read a plan file.
+
+        Raises:
+            PlanError: ``"<path>: ..."``: unreadable, not JSON, or a bad structure.
+        """
+        try:
+            with open(path, "r", encoding="utf-8") as f:
+                doc = json.load(f)
+        except OSError as e:
+            raise PlanError(f"{path}: cannot read: {e.strerror or e}") from None
+        except (ValueError, RecursionError) as e:
+            raise PlanError(f"{path}: not JSON: {e}") from None
+        try:
+            return cls.from_json(doc)
+        except PlanError as e:
+            raise PlanError(f"{path}: {e}") from None

@@ -1,0 +1,175 @@
+"""Emulator results: what the device model writes for one library and the
+build reads back (summary, reports). JSON layout: ARCHITECTURE.md
+"Emulator results"::
+
+    {"format": 1, "library": "relu", "passed": 3, "failed": 1,
+     "vectors": [{"op": ..., "vector": ..., "where": "ops.yaml:21:11",
+                  "status": "pass", "message": "", "max_abs_err": 0.0,
+                  "mismatches": 0, "warnings": []}]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional
+
+__all__ = ["RESULTS_FORMAT", "ResultsError", "VectorResult", "LibraryResults", "format_line"]
+
+RESULTS_FORMAT = 1
+
+
+class ResultsError(ValueError):
+    """A results file cannot be read or is not one."""
+
+
+@dataclass
+class VectorResult:
+    """The outcome of one vector.
+
+    Attributes:
+        op, vector, where: names and the manifest location (``ops.yaml:L:C``).
+        status: ``"pass"`` or ``"fail"``.
+        message: "" on pass, else why it failed (several reasons joined
+            with ``"; "``).
+        max_abs_err: largest absolute error of the comparison (float), or
+            None when no comparison happened or it was not finite.
+        mismatches: elements out of tolerance, or None when no comparison
+            happened.
+        elements: elements compared (for the PASS line; not in the JSON).
+        printf: what core 0 printed (not in the JSON).
+        warnings: what the checks found that does not fail the vector,
+            each ``"core K: text"``; in the JSON and appended to the line.
+    """
+
+    op: str
+    vector: str
+    where: str
+    status: str
+    message: str = ""
+    max_abs_err: Optional[float] = None
+    mismatches: Optional[int] = None
+    elements: int = 0
+    printf: str = ""
+    warnings: List[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        """True when the status is ``"pass"``."""
+        return self.status == "pass"
+
+    def to_json(self) -> Dict[str, Any]:
+        """The results-JSON entry."""
+        err = self.max_abs_err
+        if err is not None and not math.isfinite(err):
+            err = None
+        return {"op": self.op, "vector": self.vector, "where": self.where,
+                "status": self.status, "message": self.message,
+                "max_abs_err": err, "mismatches": self.mismatches,
+                "warnings": list(self.warnings)}
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "VectorResult":
+        """The inverse of ``to_json`` (``elements`` and ``printf`` are not kept)."""
+        return cls(str(d.get("op", "?")), str(d.get("vector", "?")), str(d.get("where", "?")),
+                   str(d.get("status", "fail")), str(d.get("message", "")), d.get("max_abs_err"),
+                   d.get("mismatches"), warnings=[str(w) for w in d.get("warnings") or []])
+
+
+@dataclass
+class LibraryResults:
+    """Every vector result of one library's plan."""
+
+    library: str
+    vectors: List[VectorResult] = field(default_factory=list)
+
+    @property
+    def passed(self) -> int:
+        """Number of vectors that passed."""
+        return sum(1 for v in self.vectors if v.passed)
+
+    @property
+    def failed(self) -> int:
+        """Number of vectors that failed."""
+        return len(self.vectors) - self.passed
+
+    @property
+    def ok(self) -> bool:
+        """True when every vector passed."""
+        return self.failed == 0
+
+    def to_json(self) -> Dict[str, Any]:
+        """The results document."""
+        return {"format": RESULTS_FORMAT, "library": self.library,
+                "passed": self.passed, "failed": self.failed,
+                "vectors": [v.to_json() for v in self.vectors]}
+
+    def summary_line(self) -> str:
+        """``"<lib>: N passed, M failed"``."""
+        return f"{self.library}: {self.passed} passed, {self.failed} failed"
+
+    def dumps(self) -> str:
+        """The file text: 2-space indent, one trailing newline."""
+        return json.dumps(self.to_json(), indent=2) + "\n"
+
+    def write(self, path: str) -> None:
+        """Write the results to ``path`` atomically (a temporary file in the
+        same folder, renamed over it; removed again if writing fails).
+
+        Raises:
+            OSError: the file cannot be written (the message names the path).
+        """
+        folder = os.path.dirname(path)
+        if folder:
+            os.makedirs(folder, exist_ok=True)
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(self.dumps())
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+
+    @classmethod
+    def from_json(cls, d: Any) -> "LibraryResults":
+        """Raises ResultsError for anything but a results document."""
+        if not isinstance(d, dict) or d.get("format") != RESULTS_FORMAT \
+                or not isinstance(d.get("vectors"), list):
+            raise ResultsError("not a results document of format 1")
+        return cls(str(d.get("library") or "?"),
+                   [VectorResult.from_json(v) for v in d["vectors"] if isinstance(v, dict)])
+
+    @classmethod
+    def load(cls, path: str) -> "LibraryResults":
+        """Read a results file.
+
+        Raises:
+            ResultsError: unreadable, not JSON or not a results document.
+        """
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ResultsError(f"{path}: {e}") from None
+        try:
+            return cls.from_json(doc)
+        except ResultsError as e:
+            raise ResultsError(f"{path}: {e}") from None
+
+
+def format_line(library: str, r: VectorResult) -> str:
+    """The printed line of one vector: ``PASS lib::op[vector] (where):
+    max_abs_err E over N elements`` or ``FAIL lib::op[vector] (where):
+    message``, followed by ``; warning: W`` for each warning."""
+    head = f"{library}::{r.op}[{r.vector}] ({r.where})"
+    tail = "".join(f"; warning: {w}" for w in r.warnings)
+    if r.passed:
+        err = 0.0 if r.max_abs_err is None else r.max_abs_err
+        return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} elements{tail}"
+    return f"FAIL {head}: {r.message}{tail}"

@@ -1,0 +1,81 @@
+"""The core objects of a plan, read and verified once in the parent
+(``prepare_cores``): each packed payload checked (gpsimd_device.pack) and
+put in a memfd that the processes running vectors ``dlopen``."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import List, Optional, Tuple
+
+from gpsimd_device.plan import TestPlan
+
+from . import abi
+from .loader import LoadError, PackedObject, payload_fd, read_object
+
+__all__ = ["CoreSpec", "prepare_cores"]
+
+
+@dataclass
+class CoreSpec:
+    """One core object of the plan, read and verified in the parent.
+
+    Attributes:
+        core: 0..7, or None for single-core.
+        lsp: the linker-spec name the plan expects.
+        path: the object file (as given, for messages).
+        obj: the verified object (None when ``error``).
+        fd: the memfd holding a packed payload (None for a plain ``.so``).
+        error: why the object cannot be used, or None.
+    """
+
+    core: Optional[int]
+    lsp: str
+    path: str
+    obj: Optional[PackedObject] = None
+    fd: Optional[int] = None
+    error: Optional[str] = None
+
+    def close(self) -> None:
+        """Close the memfd (idempotent)."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def prepare_cores(plan: TestPlan, root: str = ".") -> Tuple[List[CoreSpec], Optional[str]]:
+    """Read and verify every core object of a plan; put each packed payload
+    in a memfd (kept open until ``CoreSpec.close``).
+
+    Returns:
+        ``(cores, error)``: ``error`` is the first problem that makes every
+        vector fail (wrong core list, unreadable or corrupt object), else
+        None.
+    """
+    multicore = plan.multicore
+    entries = plan.cores
+    want = list(range(abi.NUM_CORES)) if multicore else [None]
+    got = [e.core for e in entries]
+    if got != want:
+        return [], (f"plan lists cores {got}, a {'multicore' if multicore else 'single-core'} "
+                    f"library needs {want}")
+    cores: List[CoreSpec] = []
+    error = None
+    for e in entries:
+        spec = CoreSpec(e.core, e.lsp, e.object)
+        if spec.lsp != abi.lsp_name(spec.core):
+            spec.error = (f"plan gives core {spec.core} the linker spec {spec.lsp!r}, "
+                          f"expected {abi.lsp_name(spec.core)!r}")
+        else:
+            full = os.path.normpath(os.path.join(root, spec.path))
+            try:
+                spec.obj = read_object(full, spec.path)
+                if spec.obj.packed:
+                    spec.fd = payload_fd(spec.obj)
+            except LoadError as err:
+                spec.error = str(err)
+        if spec.error and error is None:
+            error = spec.error
+        cores.append(spec)
+    return cores, error
+
