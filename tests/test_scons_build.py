@@ -129,7 +129,7 @@ def test_a_reference_that_kills_the_emulator_fails_the_build(built_project):
                                        .replace("wrong_reference.py", "exit_reference.py"))
     proc = run_scons(proj, "MANIFEST=exitref.yaml")
     assert proc.returncode != 0
-    assert ("scons: exitref: the emulator exited with status 0 and wrote no results "
+    assert ("gpsimd_emu: exitref: the emulator exited with status 0 and wrote no results "
             "(a reference or the emulator itself failed)") in proc.stderr
     assert not (proj / "build/host/exitref/test-results.json").exists()
 

@@ -1,25 +1,35 @@
 """Command line of the device model (ARCHITECTURE.md "Emulator results").
 
-``python -m gpsimd_emu run PLAN.json --results OUT.json [--timeout S]
-[--root DIR] [--stack-scale N] [--no-checks]``
+``python -m gpsimd_emu run PLAN.json --results OUT.json [--failed-results F.json]
+[--timeout S] [--root DIR] [--stack-scale N] [--no-checks] [--locations L.json]``
 
 Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
 message``) and ``lib: N passed, M failed``; writes the results JSON; exits 0
 only when every vector passed, 1 when one failed, 2 when the plan itself
-cannot be read or the results cannot be written. What core 0 printed goes to
-stderr, prefixed with the vector's name.
+cannot be read or the results cannot be written, 3 when the whole run took
+longer than the vectors' time limits allow (a reference that never
+returns). What core 0 printed goes to stderr, prefixed with the vector's
+name.
+
+With ``--failed-results F``, the results file is the proof of a passing run
+(what the build's test node is): both files are removed first, and a run in
+which a vector failed writes its results to ``F`` instead.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Dict, List, Optional
 
-from .runner import (DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, VectorResult,
-                     format_line, load_plan, run_plan, write_results)
-from gpsimd_device.plan import PlanError
+from gpsimd_device.plan import PlanError, TestPlan
+
+# Only what the supervising process needs is imported here; the worker
+# imports the model (numpy) after the fork.
+from .settings import DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, RUN_SLACK
+
 
 
 def _positive(text: str) -> float:
@@ -37,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run every vector of a test plan")
     run.add_argument("plan", help="testplan.json written by the build")
     run.add_argument("--results", required=True, help="where to write the results JSON")
+    run.add_argument("--failed-results",
+                     help="where a failing run writes its results (the --results file is then "
+                          "only written by a passing run)")
     run.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
                      help=f"seconds a vector may run, all cores together (default {DEFAULT_TIMEOUT:g})")
     run.add_argument("--root", default=".",
@@ -70,10 +83,10 @@ def read_locations(path: str) -> Dict[str, Dict[str, str]]:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the CLI; returns the exit status (0 all passed, 1 a vector
-    failed, 2 unusable plan or unwritable results)."""
+    failed, 2 unusable plan or unwritable results, 3 the run overran)."""
     args = build_parser().parse_args(argv)
     try:
-        plan = load_plan(args.plan)
+        plan = TestPlan.load(args.plan)
     except PlanError as e:
         print(f"gpsimd_emu: {e}", file=sys.stderr)
         return 2
@@ -83,9 +96,75 @@ def main(argv: Optional[List[str]] = None) -> int:
         except (OSError, ValueError) as e:
             print(f"gpsimd_emu: cannot read locations {args.locations}: {e}", file=sys.stderr)
             return 2
+    outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
+    if args.failed_results:
+        for path in outputs:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                print(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})",
+                      file=sys.stderr)
+                return 2
+    # The vectors run in a worker process, so that whatever a reference (run
+    # in the worker, outside any vector's limit) does to it, this process
+    # can still say what happened; the whole run is bounded.
+    limit = args.timeout * (plan.vector_count() + 1) + RUN_SLACK
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            code = _run_worker(args, plan)
+        except BaseException:  # a model bug: say so, never a silent exit
+            import traceback
+            traceback.print_exc()
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+    status = _wait(pid, limit)
+    if status is None:
+        print(f"gpsimd_emu: {plan.library}: the run did not finish within {limit:g} s "
+              f"(a reference that never returns?)", file=sys.stderr, flush=True)
+        return 3
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        print(f"gpsimd_emu: {plan.library}: the emulator died with signal {-code} and wrote no "
+              f"results", file=sys.stderr, flush=True)
+        return 1
+    if code in (0, 1) and not any(os.path.exists(p) for p in outputs):
+        print(f"gpsimd_emu: {plan.library}: the emulator exited with status {code} and wrote no "
+              f"results (a reference or the emulator itself failed)", file=sys.stderr, flush=True)
+        return 1
+    return code
+
+
+def _wait(pid: int, limit: float) -> Optional[int]:
+    """The wait status of child ``pid``, or None after killing it when it
+    ran longer than ``limit`` seconds."""
+    import signal
+    import time
+    deadline = time.monotonic() + limit
+    while True:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            return status
+        if time.monotonic() >= deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None
+        time.sleep(0.01)
+
+
+def _run_worker(args: argparse.Namespace, plan: TestPlan) -> int:
+    """The worker: run every vector, print the lines, write the results."""
+    from .runner import format_line, run_plan, write_results
     library = plan.library
 
-    def show(r: VectorResult) -> None:
+    def show(r) -> None:
         if r.printf:
             prefix = f"[{library}::{r.op}[{r.vector}] core 0] "
             for line in r.printf.rstrip("\n").split("\n"):
@@ -95,10 +174,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     results = run_plan(plan, root=args.root, timeout=args.timeout,
                        stack_scale=args.stack_scale, on_result=show, checks=args.checks)
     print(results.summary_line(), flush=True)
+    out = args.results if results.ok or not args.failed_results else args.failed_results
     try:
-        write_results(results, args.results)
+        write_results(results, out)
     except OSError as e:
-        print(f"gpsimd_emu: cannot write {args.results}: {e}", file=sys.stderr)
+        print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
+              file=sys.stderr)
         return 2
     return 0 if results.ok else 1
 

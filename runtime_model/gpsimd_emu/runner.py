@@ -28,6 +28,7 @@ from .cores import CoreSpec, prepare_cores
 from .image import DeviceImage
 from .judge import judge_output, judge_run, name_arguments, warnings_of
 from .sandbox import run_child
+from .settings import DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT
 from .vectors import expected_output, location_of, make_inputs, output_shape, tolerances
 
 __all__ = [
@@ -36,11 +37,6 @@ __all__ = [
     "format_line", "write_results", "fault_name", "fault_kinds", "name_arguments",
 ]
 
-#: Seconds a vector may run (all its cores together) before it is killed.
-DEFAULT_TIMEOUT = 60.0
-#: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
-#: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
-DEFAULT_STACK_SCALE = 16
 
 
 def fault_kinds() -> dict:

@@ -1,0 +1,140 @@
+"""The profile interface, and the one place the generated wrapper text may
+differ between targets (:class:`WrapperDialect`).
+
+A profile turns a library of the manifest model into graph nodes through a
+:class:`Graph` the SCons tool hands it: the tool owns the builders (one per
+stage), the profile decides which stages a library has on its target and
+with which construction variables. Commands are construction variables
+(``$GPSIMD_CXXCOM`` over ``$GPSIMD_CXX``, ``$GPSIMD_CXXFLAGS``,
+``$GPSIMD_USER_CFLAGS``, ``$GPSIMD_INCFLAGS``; ``$GPSIMD_LINKCOM``;
+``$GPSIMD_STRIPCOM``; ``$GPSIMD_VENDORPACKCOM``), set by
+:meth:`Profile.construction_vars`, so that an SConstruct can ``Append`` to
+them as SCons users expect.
+"""
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
+
+from gpsimd_device.lsp import LinkerSpec
+
+__all__ = ["WrapperDialect", "HOST_DIALECT", "DEVICE_DIALECT", "ProfileError", "Graph",
+           "Shared", "Profile"]
+
+
+@dataclass(frozen=True)
+class WrapperDialect:
+    """The two places where the host wrapper text must differ from the device.
+
+    ``fnptr_cast``: the type the launcher casts ``<fn>_wrapper`` to. The
+    device is a 32-bit core, so the driver casts to ``uint32_t``
+    (build-front-end.txt §3c); a 64-bit host would truncate the pointer, so
+    the host casts to ``uintptr_t``.
+
+    ``switch_back``: the statement that ends a wrapper that ran on a switched
+    stack. The device emits the Xtensa jump ``asm("j switchBack");``
+    (§3b/§3c); the host has no such instruction and calls the runtime's
+    ``switchBack()``, which returns to the launcher the same way.
+    """
+
+    fnptr_cast: str
+    switch_back: str
+
+
+DEVICE_DIALECT = WrapperDialect(fnptr_cast="uint32_t", switch_back='asm("j switchBack");')
+HOST_DIALECT = WrapperDialect(fnptr_cast="uintptr_t", switch_back="switchBack();")
+
+
+class ProfileError(Exception):
+    """A profile cannot be used here (unknown name, a missing tool); the
+    message is one line for the user."""
+
+
+class Graph(Protocol):
+    """What the SCons tool offers a profile: one method per stage, each
+    adding a node and returning it (an opaque handle the profile passes
+    back). ``vars`` are construction-variable overrides of that node."""
+
+    def source(self, path: str) -> Any: ...
+    def dir_path(self, path: str) -> str: ...
+    def compile(self, target: str, source: Any, **vars: Any) -> Any: ...
+    def callgraph(self, target: str, source: Any, **vars: Any) -> Any: ...
+    def archive(self, target: str, objects: Sequence[Any]) -> Any: ...
+    def text(self, target: str, text: str) -> Any: ...
+    def link(self, target: str, sources: Sequence[Any], **vars: Any) -> Any: ...
+    def host_pack(self, base: str, linked: Any, metadata: Mapping[str, Any]) -> Any: ...
+    def vendor_pack(self, base: str, linked: Any) -> Any: ...
+
+
+@dataclass
+class Shared:
+    """The nodes a profile builds once for every library (the host runtime,
+    its call graphs, the LSP objects), by name, plus the header folder every
+    compile of a kernel sees first (None: none of ours)."""
+
+    include: Optional[str] = None
+    nodes: Dict[str, List[Any]] = field(default_factory=dict)
+    callgraphs: List[Any] = field(default_factory=list)
+
+    def all(self) -> List[Any]:
+        """Every shared node, in a stable order."""
+        return [n for key in sorted(self.nodes) for n in self.nodes[key]]
+
+
+class Profile(abc.ABC):
+    """One target. Attributes: ``name`` (the output folder under BUILD_DIR),
+    ``dialect`` (:class:`WrapperDialect`), ``runs_tests`` (its objects run
+    on the emulator: test plans, stack reports and test nodes exist),
+    ``programs`` (what must be on PATH)."""
+
+    name: str = ""
+    dialect: WrapperDialect = HOST_DIALECT
+    runs_tests: bool = False
+    programs: Sequence[str] = ()
+
+    @classmethod
+    @abc.abstractmethod
+    def configure(cls, environ: Mapping[str, str], cxx: str) -> "Profile":
+        """The profile for this machine: ``environ`` is the shell's
+        environment, ``cxx`` the host compiler option."""
+
+    def missing_program(self, which) -> Optional[str]:
+        """The first of ``programs`` that ``which(name)`` does not find, as the
+        driver's own message (build-front-end.txt §1: "Could not find
+        xt-clang++"), or None."""
+        for program in self.programs:
+            if not which(program):
+                return f"Could not find {program}"
+        return None
+
+    @abc.abstractmethod
+    def construction_vars(self, top: str) -> Dict[str, Any]:
+        """The commands and flags of this target as construction variables
+        (``top``: the project root, mapped to ``.`` in debug info)."""
+
+    def shared(self, graph: Graph, profile_dir: str) -> Shared:
+        """Build the nodes every library shares (default: none)."""
+        return Shared()
+
+    def compile_vars(self, shared: Shared, includes: Sequence[str],
+                     cflags: Sequence[str]) -> Dict[str, Any]:
+        """Construction variables of a library's compiles: its ``cflags`` and
+        ``includes`` (root-relative folders)."""
+        return {"GPSIMD_USER_CFLAGS": list(cflags),
+                "GPSIMD_INCFLAGS": [f"-I{d}" for d in
+                                    ([shared.include] if shared.include else []) + list(includes)]}
+
+    def object_side_effects(self, obj: str) -> List[str]:
+        """Files a compile of ``obj`` writes besides it (default: none)."""
+        return []
+
+    @abc.abstractmethod
+    def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,
+             shared: Shared) -> Any:
+        """Link one core object ``target`` from ``objects`` for ``spec``."""
+
+    @abc.abstractmethod
+    def package(self, graph: Graph, base: str, linked: Any, library: str,
+                spec: LinkerSpec) -> Any:
+        """Pack one linked object into ``<base>.packed.so`` and
+        ``<base>.stripped.so``; returns the loadable node."""

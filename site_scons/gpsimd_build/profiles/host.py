@@ -1,0 +1,131 @@
+"""The ``host`` profile: shared objects for this machine, linked with the
+project's own runtime (``runtime_model/src``, archived as
+``libneuroncustomop.a``) and a generated per-core linker-spec object, which
+the emulator loads and runs (DESIGN.md "Two target profiles").
+
+Compile: ``$GPSIMD_CXX $GPSIMD_CXXFLAGS -ffile-prefix-map=<top>=.
+$GPSIMD_USER_CFLAGS -I<runtime include> <includes> -o <obj> -c <src>``
+(the prefix map, like a compiler launcher, stays out of the signature, so
+checkouts in different folders share a cache). Link: ``$GPSIMD_CXX
+$GPSIMD_LINKFLAGS -o <so> <objects> <lsp.o> -Wl,--whole-archive
+<runtime.a> -Wl,--no-whole-archive``. Pack: ``strip --strip-unneeded``,
+then the host pack container (``gpsimd_device.pack``).
+"""
+
+import glob
+import os
+from typing import Any, Dict, List, Mapping, Sequence
+
+from gpsimd_device.headers import INCLUDE_DIR
+from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec
+from gpsimd_device.pack import pack_metadata
+from gpsimd_device.versions import VERSIONS
+
+from .base import HOST_DIALECT, Graph, Profile, Shared
+
+__all__ = ["HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_SRC", "HostProfile", "lsp_source"]
+
+#: Host compile flags: the device's (build-front-end.txt §5b) where they mean
+#: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
+#: -fstack-clash-protection makes every frame larger than a page probe its
+#: pages in order, so a kernel with a huge local array (a 1 MiB frame) hits
+#: the launcher's guard page below the wrapper stack and is reported as a
+#: stack overflow (device-api.md "Overflow is a device error") instead of
+#: jumping past the guard into unrelated memory; -no-integrated-cpp
+#: preprocesses as a separate pass, exactly as distcc does before it sends
+#: the preprocessed text away, so the debug line table (and so every byte of
+#: an object) is the same whether a compile ran here or through distcc.
+HOST_CXXFLAGS = ("-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC",
+                 "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
+#: -Wl,--no-undefined: a kernel the schema names but no source defines (or
+#: defines with another signature) is a link error naming the C++ function,
+#: not a load failure at test time.
+HOST_LINKFLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined")
+#: The host runtime's sources: every ``*.cpp`` of this folder.
+RUNTIME_SRC = os.path.join(os.path.dirname(INCLUDE_DIR), "src")
+
+
+def lsp_source(spec: LinkerSpec) -> str:
+    """C++ text of the host LSP object that carries a core's link-time facts.
+
+    It defines ``gpsimd_linker_spec`` (runtime_model/include/gpsimd_host/abi.h),
+    which the host runtime checks against the core it is bound to.
+    """
+    core = "GPSIMD_LSP_SINGLE" if spec.core is None else f"{spec.core}u"
+    return (
+        "// WARNING: AUTO GENERATED DO NOT EDIT\n"
+        f"// Host linker spec {spec.name}: the link-time identity of one core.\n"
+        '#include "gpsimd_host/abi.h"\n'
+        'extern "C" const gpsimd_lsp_info gpsimd_linker_spec = {\n'
+        f"    {core}, 0u, 0x{spec.scratch_origin:x}ull, 0x{spec.scratch_size:x}ull,\n"
+        f'    "{spec.name}"\n'
+        "};\n"
+    )
+
+
+class HostProfile(Profile):
+    """This machine's g++/clang++ (``cxx``) and the project runtime."""
+
+    name = "host"
+    dialect = HOST_DIALECT
+    runs_tests = True
+
+    def __init__(self, cxx: str = "g++", strip: str = "strip"):
+        self.cxx = cxx
+        self.strip = strip
+        self.programs = (cxx, strip)
+
+    @classmethod
+    def configure(cls, environ: Mapping[str, str], cxx: str) -> "HostProfile":
+        return cls(cxx=cxx or "g++")
+
+    def construction_vars(self, top: str) -> Dict[str, Any]:
+        return {
+            "GPSIMD_CXX": self.cxx,
+            "GPSIMD_CXXFLAGS": list(HOST_CXXFLAGS),
+            "GPSIMD_PREFIXFLAGS": [f"-ffile-prefix-map={top}=."],
+            "GPSIMD_CXXCOM": ("$( $GPSIMD_LAUNCHER $) $GPSIMD_CXX $GPSIMD_CXXFLAGS "
+                              "$( $GPSIMD_PREFIXFLAGS $) $GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS "
+                              "-o $TARGET -c $SOURCE"),
+            # GCC's call graph with frame sizes, from the same flags (-S: stop
+            # after code generation); a separate step from the object, so that
+            # a launcher (ccache, distcc), which does not bring the .ci file
+            # back, never stands in its way.
+            "GPSIMD_CALLGRAPHCOM": ("$GPSIMD_CXX $GPSIMD_CXXFLAGS -fcallgraph-info=su "
+                                    "$GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS -o ${TARGETS[1]} "
+                                    "-S $SOURCE"),
+            "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS),
+            "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -o $TARGET ${SOURCES[:-1]} "
+                               "-Wl,--whole-archive ${SOURCES[-1]} -Wl,--no-whole-archive"),
+            "GPSIMD_STRIP": self.strip,
+            "GPSIMD_STRIPCOM": "$GPSIMD_STRIP --strip-unneeded -o ${TARGETS[1]} $SOURCE",
+        }
+
+    def shared(self, graph: Graph, profile_dir: str) -> Shared:
+        """The runtime archive (``runtime/libneuroncustomop.a``, its objects
+        and call graphs) and one object per linker spec (``lsp/<name>.o``)."""
+        shared = Shared(include=graph.dir_path(INCLUDE_DIR))
+        vars = self.compile_vars(shared, (), ())
+        objects: List[Any] = []
+        for src in sorted(glob.glob(os.path.join(RUNTIME_SRC, "*.cpp"))):
+            stem = os.path.splitext(os.path.basename(src))[0]
+            source = graph.source(src)
+            objects.append(graph.compile(f"{profile_dir}/runtime/obj/{stem}.o", source, **vars))
+            shared.callgraphs.append(graph.callgraph(f"{profile_dir}/runtime/stack/{stem}.ci",
+                                                     source, **vars))
+        shared.nodes["runtime"] = [graph.archive(f"{profile_dir}/runtime/libneuroncustomop.a",
+                                                 objects)]
+        for spec in MULTICORE_LSPS + (SINGLE_LSP,):
+            cpp = graph.text(f"{profile_dir}/lsp/{spec.name}.cpp", lsp_source(spec))
+            shared.nodes[f"lsp:{spec.name}"] = [graph.compile(f"{profile_dir}/lsp/{spec.name}.o",
+                                                              cpp, **vars)]
+        return shared
+
+    def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,
+             shared: Shared) -> Any:
+        return graph.link(target, list(objects) + shared.nodes[f"lsp:{spec.name}"]
+                          + shared.nodes["runtime"])
+
+    def package(self, graph: Graph, base: str, linked: Any, library: str,
+                spec: LinkerSpec) -> Any:
+        return graph.host_pack(base, linked, pack_metadata(library, spec.name, spec.core, VERSIONS))

@@ -1,0 +1,113 @@
+"""Build steps that are our own code, as command lines.
+
+Every action of the graph is a command line (DESIGN.md "The graph for one
+library"), so that the same graph runs under SCons and under ninja. The
+steps that are not a compiler, linker or archiver run this module:
+
+``python -m gpsimd_build.steps pack --library L --lsp NAME --core N|none STRIPPED PACKED``
+    wraps a stripped object into the host pack container
+    (``gpsimd_device.pack``), written atomically;
+``python -m gpsimd_build.steps stack-report --library L --op NAME=BYTES ... -o OUT CI...``
+    merges GCC call graphs (``-fcallgraph-info=su``) and writes the worst
+    static stack chain of each op (``gpsimd_build.stackreport``); lines over
+    the op's stack size start with ``WARNING`` and are also printed.
+
+Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
+success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
+"""
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+__all__ = ["write_atomically", "main"]
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder
+    renamed over it, so that ``path`` is either its old or its new content,
+    never a part (the temporary file is removed if writing fails).
+
+    Raises:
+        OSError: the file cannot be written (the message names the path).
+    """
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _pack(args: argparse.Namespace) -> None:
+    from gpsimd_device.pack import pack_bytes, pack_metadata
+    from gpsimd_device.versions import VERSIONS
+    core = None if args.core == "none" else int(args.core)
+    with open(args.stripped, "rb") as f:
+        payload = f.read()
+    write_atomically(args.packed, pack_bytes(payload, pack_metadata(args.library, args.lsp, core,
+                                                                    VERSIONS)))
+
+
+def _stack_report(args: argparse.Namespace) -> None:
+    from . import stackreport
+    graphs = []
+    for path in args.callgraphs:
+        with open(path, encoding="utf-8") as f:
+            graphs.append(stackreport.parse_ci(f.read(), path))
+    ops = []
+    for item in args.op:
+        name, _, size = item.rpartition("=")
+        ops.append((name, int(size)))
+    lines = [r.line(args.library) for r in stackreport.op_report(stackreport.merge(graphs), ops)]
+    for line in lines:
+        if line.startswith("WARNING"):
+            print(line)
+    write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m gpsimd_build.steps``."""
+    p = argparse.ArgumentParser(prog="python -m gpsimd_build.steps",
+                                description="Build steps of a GPSIMD op collection.")
+    sub = p.add_subparsers(dest="step", required=True)
+    pk = sub.add_parser("pack", help="wrap a stripped object into a host pack")
+    pk.add_argument("--library", required=True)
+    pk.add_argument("--lsp", required=True, help="linker spec name, e.g. lsp_fll_load_cpu3")
+    pk.add_argument("--core", required=True, help="0..7, or none for single-core")
+    pk.add_argument("stripped")
+    pk.add_argument("packed")
+    pk.set_defaults(run=_pack)
+    sr = sub.add_parser("stack-report", help="worst static stack chain per op")
+    sr.add_argument("--library", required=True)
+    sr.add_argument("--op", action="append", default=[], help="NAME=STACK_BYTES, one per op")
+    sr.add_argument("-o", "--output", required=True)
+    sr.add_argument("callgraphs", nargs="*")
+    sr.set_defaults(run=_stack_report)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """Run one step; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except OSError as e:
+        where = e.filename or "?"
+        print(f"gpsimd: {where}: {e.strerror or e}", file=sys.stderr)
+        return 1
+    except (ValueError, KeyError) as e:
+        print(f"gpsimd: {args.step}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

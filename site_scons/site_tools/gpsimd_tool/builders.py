@@ -1,0 +1,194 @@
+"""The builders of the ``gpsimd`` tool, their default construction
+variables, emitters and the few actions that are Python functions.
+
+Commands are construction variables. What the target profile gives
+(``$GPSIMD_CXXCOM``, ``$GPSIMD_LINKCOM``, ``$GPSIMD_STRIPCOM``,
+``$GPSIMD_VENDORPACKCOM``, ``$GPSIMD_CALLGRAPHCOM`` and their flags) is set by
+the graph code from ``Profile.construction_vars``; what is the project's own
+(``$GPSIMD_PACKCOM``, ``$GPSIMD_STACKCOM``, ``$GPSIMD_TESTCOM``) is set here.
+A compiler launcher (``$GPSIMD_LAUNCHER``) and the path prefix map sit in
+``$( $)``: they change how a command runs, not what it produces, so they are
+not part of a node's signature.
+
+Python function actions are kept to writing generated text (wrapper.cpp,
+test plans, linker-spec sources), the summary and the digests.
+"""
+
+import hashlib
+import json
+import os
+import sys
+
+import SCons.Action
+import SCons.Builder
+import SCons.Scanner.C
+import SCons.Tool.compilation_db
+
+from gpsimd_build import codegen
+from gpsimd_build.profiles import WrapperDialect
+from gpsimd_build.steps import write_atomically
+
+__all__ = ["add_builders", "summary_text"]
+
+
+# ---- Python function actions ------------------------------------------------
+
+def _write_wrapper(target, source, env):
+    """Codegen action: wrapper.cpp from the JSON spec in the Value source."""
+    spec = json.loads(source[0].read())
+    ops = [codegen.WrapperOp(function=o["function"], arg_types=tuple(o["arg_types"]),
+                             return_types=tuple(o["return_types"]), stack_size=o["stack_size"])
+           for o in spec["ops"]]
+    text = codegen.emit_wrapper(ops, WrapperDialect(**spec["dialect"]))
+    write_atomically(str(target[0]), text.encode("utf-8"))
+    return 0
+
+
+def _write_text(target, source, env):
+    """Write the text of a Value source to the target file (atomically)."""
+    write_atomically(str(target[0]), source[0].read().encode("utf-8"))
+    return 0
+
+
+def summary_text(result_paths):
+    """Per-library lines and the total, from the result files that exist
+    (``test-results.json`` or, after a failed run, ``test-results.failed.json``);
+    a library with neither is listed as not run."""
+    passed = failed = 0
+    lines = []
+    for path in result_paths:
+        failed_path = os.path.splitext(path)[0] + ".failed.json"
+        for candidate in (path, failed_path):
+            try:
+                with open(candidate, encoding="utf-8") as f:
+                    res = json.load(f)
+                break
+            except (OSError, ValueError):
+                res = None
+        if res is None:
+            lines.append(f"{os.path.basename(os.path.dirname(path))}: not run")
+            continue
+        passed += res["passed"]
+        failed += res["failed"]
+        lines.append(f"{res['library']}: {res['passed']} passed, {res['failed']} failed")
+    lines.append(f"all libraries: {passed} passed, {failed} failed")
+    return "\n".join(lines) + "\n"
+
+
+def _summarize(target, source, env):
+    """Print the totals of every library's results and record them."""
+    text = summary_text([n.abspath for n in source])
+    print(text, end="")
+    write_atomically(str(target[0]), text.encode("utf-8"))
+    return 0
+
+
+def _summary_str(target, source, env):
+    return f"Summarizing {len(source)} test result file(s)"
+
+
+def _print_digests(target, source, env):
+    """Print one SHA-256 per artifact, sorted by path (a reproducibility check)."""
+    lines = []
+    for node in sorted(source, key=lambda n: n.path):
+        with open(node.abspath, "rb") as f:
+            lines.append(f"{hashlib.sha256(f.read()).hexdigest()}  {node.path}")
+    text = "\n".join(lines) + "\n"
+    print(text, end="")
+    write_atomically(str(target[0]), text.encode("utf-8"))
+    return 0
+
+
+# ---- emitters ---------------------------------------------------------------
+
+def _strip_suffix(path, suffixes):
+    for suffix in suffixes:
+        if path.endswith(suffix):
+            return path[: -len(suffix)]
+    return path
+
+
+def _pack_emitter(target, source, env):
+    base = _strip_suffix(str(target[0]), (".packed.so", ".stripped.so", ".so"))
+    return [base + ".packed.so", base + ".stripped.so"], source
+
+
+def _callgraph_emitter(target, source, env):
+    base = os.path.splitext(str(target[0]))[0]
+    return [base + ".ci", base + ".s"], source
+
+
+def _compilation_db_emitter(target, source, env):
+    """Record each compile for SCons's compilation_db tool.
+
+    compilation_db only hooks SCons's own Object builders; its entries list
+    is the one place it reads, so our compiles join it with the same
+    (target, source, env, action) shape its own emitters use.
+    """
+    entries = vars(SCons.Tool.compilation_db).get("__COMPILATION_DB_ENTRIES")
+    if entries is not None and "CompilationDatabase" in env["BUILDERS"]:
+        entries.append((target[0], source[0], env, _COMPILE))
+    return target, source
+
+
+# ---- builders -----------------------------------------------------------------
+
+_COMPILE = SCons.Action.Action("$GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR")
+
+
+def add_builders(env):
+    """Add the builders and the default construction variables to ``env``."""
+    env.SetDefault(
+        PYTHON=sys.executable,
+        GPSIMD_LAUNCHER="",
+        GPSIMD_USER_CFLAGS=[],
+        GPSIMD_INCFLAGS=[],
+        GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
+        # our own steps: stdlib-only modules, started without site-packages
+        GPSIMD_STEP="$PYTHON -S -m gpsimd_build.steps",
+        GPSIMD_PACKCOM=("$GPSIMD_STEP pack --library $GPSIMD_LIBRARY --lsp $GPSIMD_LSP "
+                        "--core $GPSIMD_CORE ${TARGETS[1]} ${TARGETS[0]}"),
+        GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
+                        "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
+        GPSIMD_EMU_FLAGS=[],   # e.g. ["--no-checks", "--timeout", "5"] (SConstruct)
+        # the results file exists only after a run in which every vector
+        # passed; a failed run leaves its results in <lib>/test-results.failed.json
+        GPSIMD_TESTCOM=("$PYTHON -m gpsimd_emu run $SOURCE --results $TARGET "
+                        "--failed-results ${TARGET.base}.failed.json "
+                        "--locations $GPSIMD_LOCATIONS $GPSIMD_EMU_FLAGS"),
+        GPSIMD_CXXCOMSTR="CXX      $TARGET",
+        GPSIMD_LINKCOMSTR="LINK     $TARGET",
+        GPSIMD_ARCOMSTR="AR       $TARGET",
+        GPSIMD_STRIPCOMSTR="STRIP    ${TARGETS[1]}",
+        GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
+        GPSIMD_GENCOMSTR="GEN      $TARGET",
+        GPSIMD_TESTCOMSTR="TEST $TARGET",
+        GPSIMD_STACKCOMSTR="STACK    $TARGET",
+    )
+    cscan = SCons.Scanner.C.CScanner()
+    act = SCons.Action.Action
+    env.Append(BUILDERS={
+        "GpsimdWrapper": SCons.Builder.Builder(action=act(_write_wrapper, "$GPSIMD_GENCOMSTR")),
+        "GpsimdObject": SCons.Builder.Builder(
+            action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
+            emitter=_compilation_db_emitter),
+        "GpsimdArchive": SCons.Builder.Builder(action=act("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
+                                               suffix=".a"),
+        "GpsimdText": SCons.Builder.Builder(action=act(_write_text, "$GPSIMD_GENCOMSTR")),
+        "GpsimdLink": SCons.Builder.Builder(action=act("$GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
+                                            suffix=".so"),
+        "GpsimdPack": SCons.Builder.Builder(
+            action=[act("$GPSIMD_STRIPCOM", "$GPSIMD_STRIPCOMSTR"),
+                    act("$GPSIMD_PACKCOM", "$GPSIMD_PACKCOMSTR")],
+            emitter=_pack_emitter),
+        "GpsimdVendorPack": SCons.Builder.Builder(
+            action=act("$GPSIMD_VENDORPACKCOM", "$GPSIMD_PACKCOMSTR"), emitter=_pack_emitter),
+        "GpsimdCallGraph": SCons.Builder.Builder(
+            action=act("$GPSIMD_CALLGRAPHCOM", "$GPSIMD_STACKCOMSTR"),
+            emitter=_callgraph_emitter, source_scanner=cscan),
+        "GpsimdStackReport": SCons.Builder.Builder(
+            action=act("$GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
+        "GpsimdTest": SCons.Builder.Builder(action=act("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+        "GpsimdSummary": SCons.Builder.Builder(action=act(_summarize, _summary_str)),
+        "GpsimdDigests": SCons.Builder.Builder(action=act(_print_digests, None)),
+    })
