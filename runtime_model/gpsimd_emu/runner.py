@@ -15,7 +15,7 @@ and a JSON file (ARCHITECTURE.md "Emulator results").
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from gpsimd_device.faults import FAULT_KINDS, fault_name
 from gpsimd_device.limits import MAX_DIMS

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from gpsimd_device.plan import (ExpectedSpec, OpPlan, OutputSpec, PlanError, ReferenceSpec,
+from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
                                 ScalarSpec, TensorSpec, VectorPlan)
 
 from . import dtypes as dt

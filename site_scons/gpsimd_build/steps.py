@@ -17,7 +17,6 @@ success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
 """
 
 import argparse
-import json
 import os
 import sys
 from typing import List, Optional

@@ -1,0 +1,88 @@
+"""The manifest front door: load ``ops.yaml``, validate it, return a typed model.
+
+``load_manifest(path, root=".")`` loads the top manifest and every manifest
+it includes, runs three stages on each file and the cross-file rules on the
+whole collection, and reports every problem of all of them at once, each
+located at ``FILE:LINE:COL`` with its document path (see
+:mod:`gpsimd_build.diagnostics`), sorted by file, line and column:
+
+1. YAML (:mod:`gpsimd_build.yamlloc`): syntax, tab indentation, duplicate
+   keys, empty file, several documents, unreadable or undecodable file. A
+   failure here stops loading.
+2. JSON Schema (``schema/ops.schema.json``, draft 2020-12): shapes and types,
+   unknown keys (with a "did you mean"), required keys, enums, the limits of
+   ``device-api.md`` "Limits" (at most 10 ops per library, at most 8
+   dimensions of at most 65535 each). All errors are collected.
+3. Semantic checks, run on every part of the document that passed the
+   schema: op schemas parse (:func:`gpsimd_build.opschema.parse_schema`),
+   op names are shorter than 32 characters (``build-front-end.txt`` §4) and
+   unique in their library, library names are unique and not ``builtin``
+   (device-api.md "Limits"), vector names are unique in their op, vector
+   inputs name exactly the schema's arguments with the right kind (tensor for
+   ``Tensor``, scalar for ``Scalar``/``int``/``float``/``long long``),
+   referenced files exist, literal values fit their shape and dtype, every
+   vector has an expected result.
+
+Composition (a monorepo whose teams each own a manifest):
+
+* ``include:`` lists relative paths or globs of other manifests (globs
+  resolved in sorted order, never matching the including file). Paths in an
+  included manifest are relative to its own folder. Each file is loaded once
+  by real path; a diamond (a file reached through two includes) is fine as
+  long as both places give it the same effective defaults, else an error at
+  the second include entry. Cycles, missing files, directories, absolute
+  entries, globs without a match and an entry listed twice are errors at the
+  include entry. Library order: a manifest's own libraries, then those of
+  its includes, depth first.
+* ``defaults:`` (top of any manifest: ``cflags``, ``includes``,
+  ``multicore``, ``stack_size``, ``rtol``, ``atol``; a library's
+  ``defaults:``: ``stack_size``, ``rtol``, ``atol``). A value comes from the
+  nearest level that sets it: vector > op > library (its own keys, then its
+  ``defaults:``) > the declaring manifest's ``defaults:`` > the including
+  manifests' ``defaults:``, nearest first > built-in (``DEFAULT_STACK_SIZE``,
+  ``DEFAULT_TOLERANCES`` by output dtype, no flags, single-core). Lists are
+  replaced, not appended.
+* Cross-file rules: a library name used twice anywhere in the collection is
+  reported at every place (``also at line N`` in the same file, ``also at
+  FILE:LINE:COL`` in another); a collection without any library is an error.
+
+YAML 1.1 booleans: the loader reads YAML 1.2 (as the YAML language server
+does), so a library, op, vector or argument named ``on``/``off``/``yes``/
+``no``/``y``/``n`` is that string; where a boolean is expected, such a word
+is an error that says to write ``true``/``false``.
+
+The model is frozen dataclasses (:class:`Collection` > :class:`Library` >
+:class:`Op` > :class:`Vector` > :class:`TensorInput` / :class:`ScalarInput`)
+with every default filled in, and every path a normalised POSIX path relative
+to ``root`` (the directory SCons runs in), so a build does not depend on
+where the project sits.
+
+Modules: ``model`` (the typed model), ``rules`` (what the language allows:
+dtypes, limits, built-in defaults), ``schema`` (the JSON Schema and its
+errors in words), ``collection`` (includes, cross-file rules,
+``load_manifest``), ``document`` (one file: schema stage, defaults,
+libraries, includes, paths), ``vectors`` (ops and test vectors),
+``defaults`` (the precedence of ``defaults:``), ``probes`` (``.npy``
+headers and reference files, read without running them).
+"""
+
+from ..diagnostics import Diagnostic, Location
+from ..opschema import CPP_KEYWORDS, MAX_NAME_LENGTH, WRAPPER_RESERVED_NAMES  # noqa: F401
+from .collection import load_manifest
+from .model import (Collection, Expected, Library, ManifestError, Op, Random, Reference,
+                    ScalarInput, TensorInput, Vector, default_seed)
+from .rules import (DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, DTYPES, FLOAT8_DTYPES, FLOAT_MAX,
+                    INTEGER_DTYPES, MANIFEST_VERSION, MAX_DIM_SIZE, MAX_DIMS, MAX_ELEMENTS,
+                    MAX_INCLUDE_DEPTH, MAX_OPS_PER_LIBRARY, MAX_STACK_SIZE,
+                    RESERVED_LIBRARY_NAMES, SCALAR_ARG_TYPES, SCALAR_DTYPES)
+from .schema import SCHEMA_PATH, inline_refs, load_schema
+
+__all__ = [
+    "DTYPES", "INTEGER_DTYPES", "FLOAT8_DTYPES", "SCALAR_DTYPES", "SCALAR_ARG_TYPES",
+    "DEFAULT_TOLERANCES", "DEFAULT_STACK_SIZE", "MAX_STACK_SIZE", "MAX_OPS_PER_LIBRARY",
+    "MAX_DIMS", "MAX_DIM_SIZE", "MAX_ELEMENTS", "MAX_INCLUDE_DEPTH", "RESERVED_LIBRARY_NAMES",
+    "MANIFEST_VERSION", "SCHEMA_PATH", "FLOAT_MAX",
+    "Location", "Diagnostic", "ManifestError", "Reference", "Random", "TensorInput", "ScalarInput",
+    "Expected", "Vector", "Op", "Library", "Collection", "load_manifest", "load_schema",
+    "inline_refs", "default_seed",
+]

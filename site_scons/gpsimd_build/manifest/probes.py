@@ -1,0 +1,99 @@
+"""Reading what a manifest points at, without running it: the header of a
+``.npy`` file (stdlib only: the build side never imports numpy) and the
+names a reference ``.py`` file binds at top level (read with ``ast``).
+"""
+
+import ast
+import functools
+import os
+import struct
+from typing import Tuple
+
+from gpsimd_device import dtypes as _dtypes
+
+_NPY_DTYPES = {
+    "<f4": "float32", "<f2": "float16",
+    "|i1": "int8", "<i2": "int16", "<i4": "int32", "<i8": "int64",
+    "|u1": "uint8", "<u2": "uint16", "<u4": "uint32", "<u8": "uint64",
+}
+
+#: Bytes per element of each dtype.
+_ITEMSIZE = {d.name: d.itemsize for d in _dtypes.DTYPES.values()}
+
+
+def _top_level_names(path: str):
+    """The names a reference file binds at top level (def, class, assignment,
+    import), read with ``ast`` without running it; None when the file can
+    bind names the reading cannot see (``from x import *``, ``globals()``);
+    a message string when it cannot be parsed. Cached per file version."""
+    try:
+        st = os.stat(path)
+    except OSError as err:
+        return f"cannot be read ({err})"
+    return _parse_top_level_names(path, st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_top_level_names(path: str, mtime_ns: int, size: int):
+    try:
+        with open(path, "rb") as f:
+            tree = ast.parse(f.read(), filename=path)
+    except SyntaxError as err:
+        return f"does not parse: line {err.lineno}: {err.msg}"
+    except (OSError, ValueError) as err:
+        return f"cannot be read ({err})"
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name == "*":
+                    return None
+                names.add((alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name):
+                        names.add(n.id)
+        else:
+            # conditional definitions (if/try at top level) or globals(): don't guess
+            for n in ast.walk(node):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                  ast.Assign, ast.Import, ast.ImportFrom)) or \
+                        (isinstance(n, ast.Name) and n.id == "globals"):
+                    return None
+    return frozenset(names)
+
+
+def _read_npy_header(path: str) -> Tuple[str, Tuple[int, ...]]:
+    """(descr, shape) of a .npy file; raises ValueError (why) or OSError."""
+    with open(path, "rb") as stream:
+        head = stream.read(12)
+        if len(head) < 10 or head[:6] != b"\x93NUMPY":
+            raise ValueError("no .npy magic")
+        major = head[6]
+        if major == 1:
+            (size,) = struct.unpack("<H", head[8:10])
+            start = 10
+        elif major in (2, 3):
+            if len(head) < 12:
+                raise ValueError("truncated header")
+            (size,) = struct.unpack("<I", head[8:12])
+            start = 12
+        else:
+            raise ValueError(f"unknown .npy format version {major}")
+        stream.seek(start)
+        raw = stream.read(size)
+    if len(raw) != size:
+        raise ValueError("truncated header")
+    try:
+        header = ast.literal_eval(raw.decode("utf-8" if major == 3 else "latin1"))
+    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+        raise ValueError("unreadable header") from None
+    if not isinstance(header, dict) or not isinstance(header.get("shape"), tuple) \
+            or not all(isinstance(d, int) and d >= 0 for d in header["shape"]):
+        raise ValueError("unreadable header")
+    descr = header.get("descr")
+    return (descr if isinstance(descr, str) else repr(descr)), header["shape"]

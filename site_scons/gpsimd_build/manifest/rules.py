@@ -1,0 +1,62 @@
+"""What the manifest language allows: dtypes, argument types, the limits
+of a library and its tensors, and the built-in defaults. Device facts come
+from ``gpsimd_device`` (the headers); this module names them as the
+manifest uses them. ``schema/ops.schema.json`` repeats some of them; tests
+keep it equal to these.
+"""
+
+from typing import Dict, Optional, Tuple
+
+from gpsimd_device import dtypes as _dtypes
+from gpsimd_device import limits as _limits
+
+#: The manifest format this module reads.
+MANIFEST_VERSION = 1
+
+#: Every dtype a tensor may have, by its numpy / ml_dtypes name, in the order
+#: of the one dtype table (``gpsimd_host/dtypes.h``, read by
+#: ``gpsimd_device.dtypes``); ``schema/ops.schema.json`` ``$defs.dtype.enum``
+#: must equal it (a test checks).
+DTYPES: Tuple[str, ...] = _dtypes.names()
+
+#: Integer dtypes and their inclusive value ranges.
+INTEGER_DTYPES: Dict[str, Tuple[int, int]] = _dtypes.INTEGER_RANGES
+
+#: The three 8-bit float formats (ml_dtypes names).
+FLOAT8_DTYPES: Tuple[str, ...] = tuple(d.name for d in _dtypes.DTYPES.values()
+                                       if d.is_float and d.itemsize == 1)
+
+#: Dtypes a scalar argument may travel as (ARCHITECTURE.md "The test plan").
+SCALAR_DTYPES: Tuple[str, ...] = ("float32", "int32", "int64")
+
+#: Scalar argument types and their default dtype (None: by the value, float32
+#: for a float, int64 for an integer). ``Tensor`` is the only other type.
+SCALAR_ARG_TYPES: Dict[str, Optional[str]] = {
+    "int": "int32", "long long": "int64", "float": "float32", "Scalar": None,
+}
+
+#: Default (rtol, atol) of a vector by its output dtype (the dtype table).
+DEFAULT_TOLERANCES: Dict[str, Tuple[float, float]] = _dtypes.TOLERANCES
+
+#: Default launcher stack, bytes (STACK_SIZE of stack_switch.hpp, build-front-end.txt §3c).
+DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE
+#: Largest stack_size, bytes: "-DSTACK_SIZE=N up to 400 KB" (device-api.md Limits).
+MAX_STACK_SIZE = _limits.MAX_STACK_SIZE
+#: At most 10 functions per library (device-api.md Limits).
+MAX_OPS_PER_LIBRARY = _limits.MAX_OPS_PER_LIBRARY
+#: At most 8 dimensions per tensor (device-api.md Limits).
+MAX_DIMS = _limits.MAX_DIMS
+#: Each dimension at most 65535 (device-api.md Limits).
+MAX_DIM_SIZE = _limits.MAX_DIM_SIZE
+#: Largest finite value of each floating-point dtype: a literal beyond it
+#: would silently become an infinity.
+FLOAT_MAX = _dtypes.FLOAT_MAX
+#: Elements of one tensor: the descriptor's num_elem is a uint32
+#: (customop-marshalling.txt §2, +32 HBM / +28 SBUF).
+MAX_ELEMENTS = _limits.MAX_ELEMENTS
+#: Deepest chain of ``include:`` (a guard, far beyond any real tree).
+MAX_INCLUDE_DEPTH = 64
+#: Library names the device reserves (device-api.md Limits).
+RESERVED_LIBRARY_NAMES: Tuple[str, ...] = (_limits.RESERVED_LIBRARY_NAME,)
+
+_FLOAT32_MAX = FLOAT_MAX["float32"]

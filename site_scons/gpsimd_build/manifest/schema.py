@@ -1,0 +1,238 @@
+"""The manifest's JSON Schema (``schema/ops.schema.json``, draft 2020-12):
+loading it, inlining its local references for speed, and turning
+jsonschema's errors into located diagnostics in plain words ("expected a
+list, got a string", "unknown key 'soruces' (did you mean 'sources'?)").
+"""
+
+import difflib
+import functools
+import json
+import os
+from typing import Any, List, Optional, Sequence
+
+import jsonschema
+from jsonschema.exceptions import best_match
+
+from ..diagnostics import Diagnostic, DocPath
+from ..opschema import MAX_NAME_LENGTH
+from ..yamlloc import LocatedDocument
+
+#: The JSON Schema of the manifest: <package>/../../../schema/ops.schema.json.
+SCHEMA_PATH = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "schema", "ops.schema.json"))
+
+
+@functools.lru_cache(maxsize=None)
+def load_schema() -> dict:
+    """The manifest's JSON Schema (:data:`SCHEMA_PATH`) as a dict.
+
+    Raises ``OSError``/``ValueError`` if the installed schema file is missing
+    or broken (an installation problem, not a manifest problem)."""
+    with open(SCHEMA_PATH, encoding="utf-8") as stream:
+        return json.load(stream)
+
+
+_ANNOTATIONS = frozenset(("description", "title", "$comment", "examples", "default"))
+
+
+def inline_refs(schema: dict) -> dict:
+    """The schema with every local ``{"$ref": "#/$defs/X"}`` replaced by a copy
+    of ``X`` (recursively), for validation speed: resolving thousands of
+    references through jsonschema's registry costs more than validating
+    (BENCHMARKS.md). Keys beside a ``$ref`` are kept: merged when they are
+    annotations or new keywords, else through ``allOf``. A recursive
+    reference is left as it is. The instance paths of errors are unchanged.
+    """
+    defs = schema.get("$defs", {})
+
+    def inline(node, active):
+        if isinstance(node, list):
+            return [inline(v, active) for v in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/") and ref[8:] in defs \
+                and ref[8:] not in active:
+            target = inline(defs[ref[8:]], active | {ref[8:]})
+            siblings = {k: inline(v, active) for k, v in node.items() if k != "$ref"}
+            clash = [k for k in siblings if k in target and k not in _ANNOTATIONS]
+            if clash:
+                return {"allOf": [target], **siblings}
+            return {**target, **siblings}
+        return {k: (v if k == "$defs" else inline(v, active)) for k, v in node.items()}
+
+    return inline(schema, frozenset())
+
+
+@functools.lru_cache(maxsize=None)
+def _validator() -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(inline_refs(load_schema()))
+
+
+_TYPE_WORDS = {
+    "object": "a mapping", "array": "a list", "string": "a string",
+    "integer": "an integer", "number": "a number",
+    "boolean": "a boolean (true or false)", "null": "null",
+}
+
+_PATTERN_WORDS = {
+    "^[A-Za-z_][A-Za-z0-9_]*$":
+        "is not a C identifier (letters, digits and '_', not starting with a digit)",
+    "^[^:]+:[A-Za-z_][A-Za-z0-9_]*$":
+        "is not a reference: write 'path/file.py:function' or 'dotted.module:function'",
+    "^[A-Za-z0-9_][A-Za-z0-9_.-]*$":
+        "is not a valid vector name (letters, digits, '_', '-' and '.')",
+}
+
+#: YAML 1.1 boolean words that YAML 1.2 (this loader) reads as strings.
+_YAML11_BOOLS = frozenset(("y", "n", "yes", "no", "on", "off"))
+
+#: Keys of a library that its ``defaults:`` cannot give (they belong to the library).
+_LIBRARY_KEYS = frozenset(("name", "sources", "includes", "cflags", "multicore", "ops"))
+
+_LIST_NOUNS = {
+    "libraries": "the manifest needs at least one library",
+    "sources": "a library needs at least one source file",
+    "ops": "a library needs at least one op",
+    "vectors": "an op needs at least one test vector",
+}
+
+
+def _describe(value: Any) -> str:
+    """``value`` in words for "got ..." (YAML spelling)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({'true' if value else 'false'})"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a number ({value!r})"
+    if isinstance(value, str):
+        return f"a string ({value!r})"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def _key_name(path: DocPath) -> Optional[str]:
+    """The last mapping key of ``path`` (the property a value belongs to)."""
+    for elem in reversed(path):
+        if isinstance(elem, str):
+            return elem
+    return None
+
+
+def _suggest(word: str, candidates: Sequence[str]) -> Optional[str]:
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError) -> List[Diagnostic]:
+    """One jsonschema error as located diagnostics (readable messages)."""
+    if error.validator == "anyOf" and not error.absolute_path:
+        return [doc.diagnostic((), "a manifest needs 'libraries', 'include' or both")]
+    if error.context:  # anyOf / oneOf: report the most relevant sub-error
+        return _schema_diagnostics(doc, best_match(error.context))
+    path: DocPath = tuple(error.absolute_path)
+    kind, expect, value = error.validator, error.validator_value, error.instance
+    key = _key_name(path)
+    parent = path[-2] if len(path) >= 2 else None
+
+    if kind == "additionalProperties":
+        known = list(error.schema.get("properties", {}))
+        extra = [k for k in value if k not in known] if isinstance(value, dict) else []
+        diags = []
+        for name in extra:
+            message = f"unknown key '{name}'"
+            guess = _suggest(name, known)
+            if key == "defaults" and isinstance(parent, int) and name in _LIBRARY_KEYS:
+                message += (f" (a library's defaults give {', '.join(known)}; set '{name}' "
+                            "on the library itself)")
+            elif guess:
+                message += f" (did you mean '{guess}'?)"
+            elif known:
+                message += f" (expected one of: {', '.join(known)})"
+            diags.append(doc.diagnostic(path + (name,), message, key=True))
+        return diags
+    if kind == "required":
+        missing = [k for k in expect if isinstance(value, dict) and k not in value]
+        diags = []
+        for name in missing:
+            message = f"missing required key '{name}'"
+            if name in ("dtype", "shape") and parent == "inputs":
+                message += " (a tensor input needs dtype and shape unless it reads npy)"
+            diags.append(doc.diagnostic(path, message))
+        return diags
+    if kind == "type":
+        wanted = expect if isinstance(expect, list) else [expect]
+        words = " or ".join(_TYPE_WORDS.get(t, t) for t in wanted)
+        message = f"expected {words}, got {_describe(value)}"
+        if "boolean" in wanted and isinstance(value, str) and value.lower() in _YAML11_BOOLS:
+            message += (f"; this file is YAML 1.2, where '{value}' is a string (YAML 1.1 read "
+                        "it as a boolean): write true or false")
+        return [doc.diagnostic(path, message)]
+    if kind == "enum":
+        noun = "dtype" if key in ("dtype",) else (key or "value")
+        guess = _suggest(str(value), [str(e) for e in expect])
+        if guess:
+            message = f"unknown {noun} {value!r} (did you mean {guess!r}?)"
+        else:
+            message = f"unknown {noun} {value!r} (expected one of: {', '.join(map(str, expect))})"
+        return [doc.diagnostic(path, message)]
+    if kind == "const":
+        if path == ("version",):
+            message = f"unsupported manifest version {value!r} (this build reads version {expect})"
+        else:
+            message = f"expected {expect!r}, got {value!r}"
+        return [doc.diagnostic(path, message)]
+    if kind == "maxItems":
+        count = len(value) if isinstance(value, list) else 0
+        if key == "shape":
+            message = (f"a tensor has at most {expect} dimensions (device-api.md Limits); "
+                       f"this shape has {count}")
+        elif key == "ops":
+            message = (f"a library has at most {expect} ops (device-api.md Limits); "
+                       f"this one has {count}")
+        else:
+            message = f"at most {expect} items allowed, got {count}"
+        return [doc.diagnostic(path + (expect,), message)]
+    if kind == "minItems":
+        message = _LIST_NOUNS.get(key or "", f"needs at least {expect} item(s)")
+        return [doc.diagnostic(path, message)]
+    if kind in ("maximum", "exclusiveMaximum"):
+        if parent == "shape":
+            message = (f"dimension {value} is larger than {expect}, the largest a tensor "
+                       "dimension may be (device-api.md Limits)")
+        elif key == "stack_size":
+            message = (f"stack_size {value} is larger than {expect} bytes, the 400 KB "
+                       "the device allows (device-api.md Limits)")
+        else:
+            message = f"{value} is larger than the maximum {expect}"
+        return [doc.diagnostic(path, message)]
+    if kind in ("minimum", "exclusiveMinimum"):
+        if parent == "shape":
+            message = f"dimension {value} is negative"
+        elif key in ("rtol", "atol", "std"):
+            message = f"{key} must not be negative, got {value}"
+        else:
+            message = f"{value} is less than the minimum {expect}"
+        return [doc.diagnostic(path, message)]
+    if kind == "maxLength":
+        if key == "name" and parent is not None and isinstance(parent, int) and len(path) >= 3 \
+                and path[-3] == "ops":
+            message = _name_too_long(str(value))
+        else:
+            message = f"{value!r} is longer than {expect} characters"
+        return [doc.diagnostic(path, message)]
+    if kind == "minLength":
+        return [doc.diagnostic(path, "must not be empty")]
+    if kind == "pattern":
+        words = _PATTERN_WORDS.get(expect, f"does not match {expect!r}")
+        return [doc.diagnostic(path, f"{value!r} {words}")]
+    return [doc.diagnostic(path, error.message)]
+
+
+def _name_too_long(name: str) -> str:
+    return (f"op name '{name}' is too long ({len(name)} characters); CustomOp function "
+            f"names must be less than {MAX_NAME_LENGTH} characters (build-front-end.txt §4)")
