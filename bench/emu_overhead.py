@@ -43,16 +43,16 @@ import time
 
 def _setup(collection):
     sys.path.insert(0, os.path.join(collection, "runtime_model"))
-    from gpsimd_emu import loader, runner  # noqa: E402
-    return loader, runner
+    from gpsimd_emu import loader, runner, sandbox  # noqa: E402
+    return loader, runner, sandbox
 
 
 _LOG = None   # (file, fd) the instrumented runner logs to; patched once per process
 
 
-def instrument(loader, runner, log_fd):
-    """Patch the runner so the forked child logs its load and kernel times."""
-    orig_load = runner.load_object
+def instrument(loader, sandbox, log_fd):
+    """Patch the sandbox so the forked child logs its load and kernel times."""
+    orig_load = sandbox.load_object
     orig_register = loader.CoreObject.register_ops
 
     def timed_load(obj, fd=None):
@@ -76,7 +76,7 @@ def instrument(loader, runner, log_fd):
         self.ops = {k: wrap(f) for k, f in ops.items()}
         return self.ops
 
-    runner.load_object = timed_load
+    sandbox.load_object = timed_load
     loader.CoreObject.register_ops = timed_register
 
 
@@ -93,11 +93,11 @@ def measure(collection, libs=None, elements=None, repeat=1, profile=None, checks
     """Run the plans ``repeat`` times and return the medians (ms) described
     in the module text; ``checks`` False runs them as ``--no-checks``."""
     global _LOG
-    loader, runner = _setup(collection)
+    loader, runner, sandbox = _setup(collection)
     if _LOG is None:
         logf = tempfile.TemporaryFile()
         _LOG = (logf, logf.fileno())
-        instrument(loader, runner, _LOG[1])
+        instrument(loader, sandbox, _LOG[1])
     log_fd = _LOG[1]
     plans = sorted(glob.glob(os.path.join(collection, "build/host/*/testplan.json")))
     if libs:
@@ -132,9 +132,12 @@ def measure(collection, libs=None, elements=None, repeat=1, profile=None, checks
     try:
         for _ in range(repeat):
             for p in plans:
-                plan = runner.load_plan(p)
                 if elements:
-                    resize(plan, elements)
+                    from gpsimd_device.plan import TestPlan
+                    with open(p) as f:
+                        plan = TestPlan.from_json(resize(json.load(f), elements))
+                else:
+                    plan = runner.load_plan(p)
                 if prof:
                     prof.enable()
                 runner.run_plan(plan, root=".", checks=checks)

@@ -1,4 +1,11 @@
-"""Shared fixtures: a private copy of the project to run `scons` in."""
+"""Shared fixtures: a private copy of the project to run `scons` in.
+
+Layout: ``tests/unit`` holds tests that need no compiler and take seconds;
+``tests/integration`` those that run SCons, a compiler or the emulator on
+built objects. Every integration test is marked ``slow`` here, so that
+``pytest -m "not slow"`` answers in seconds; a unit test that starts a
+compiler is marked ``slow`` where it is written.
+"""
 import os
 import pathlib
 import shutil
@@ -9,6 +16,14 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COPIED = ("SConstruct", "ops.yaml", "site_scons", "schema", "kernels", "runtime_model")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test under tests/integration ``slow``."""
+    integration = ROOT / "tests" / "integration"
+    for item in items:
+        if integration in pathlib.Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.slow)
 
 
 def copy_project(dest: pathlib.Path) -> pathlib.Path:

@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from gpsimd_device.plan import TestPlan
@@ -20,8 +19,7 @@ from gpsimd_emu.merge import cores_text
 from gpsimd_emu.runner import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds,
                                fault_name, format_line, write_results)
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = os.path.join(ROOT, "runtime_model", "include")
 CXX = shutil.which("g++") or shutil.which("c++")
 
@@ -42,7 +40,7 @@ def _compile(out, core_id, origin, size, name):
     subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
                     "-I", INCLUDE, f"-DCORE_ID={core_id}u", f"-DORIGIN={origin}ull",
                     f"-DSIZE={size}ull", f'-DNAME="{name}"', "-o", str(out),
-                    os.path.join(HERE, "test_emu_fake_core.cpp")], check=True)
+                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
 
 
 @pytest.fixture(scope="session")

@@ -21,7 +21,7 @@ from gpsimd_build.manifest import (
 from gpsimd_build.opschema import parse_schema
 from gpsimd_build.yamlloc import YamlError, load_yaml_text
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 BAD = "tests/manifests/bad"
 GOOD = "tests/manifests/good"
 

@@ -1,9 +1,9 @@
 """Native tests of the host C++ runtime (runtime_model/src, runtime_model/include).
 
-Builds, with the project's host compile flags, the runtime archive
-(libneuroncustomop.a), the hand-written generated-style wrapper and test
+Builds, with the host profile's compile and link flags, the runtime archive
+(libneuroncustomop.a), the wrapper the code generator emits for the test
 kernels of tests/native/, one single-core object and eight multicore core
-objects (each with its own LSP translation unit), and a driver program that
+objects (each with the profile's LSP translation unit), and a driver program that
 plays the device model: it dlopens core objects RTLD_LOCAL, lays out HBM,
 argument streams and output descriptors at the abi.h offsets, binds a core and
 launches ops.  Each scenario prints one JSON line; inputs/outputs land in
@@ -18,18 +18,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from gpsimd_build.codegen import WrapperOp, emit_wrapper
+from gpsimd_build.profiles import (HOST_CXXFLAGS, HOST_DIALECT, HOST_LINKFLAGS, MULTICORE_LSPS,
+                                   SINGLE_LSP, lsp_source)
+
+ROOT = Path(__file__).resolve().parents[2]
 INCLUDE = ROOT / "runtime_model" / "include"
 SRC = ROOT / "runtime_model" / "src"
 NATIVE = ROOT / "tests" / "native"
 
 CXX = shutil.which("g++")
-CFLAGS = ["-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC", "-fno-jump-tables", "-fstack-clash-protection",
-          "-I", str(INCLUDE)]
+CFLAGS = [*HOST_CXXFLAGS, "-I", str(INCLUDE)]
+#: The ops of tests/native/kernels*.cpp, in registration order.
+WRAPPER_OPS = [WrapperOp("relu", ("Tensor",)), WrapperOp("scale", ("Tensor", "float")),
+               WrapperOp("axpy", ("Tensor", "Tensor", "Scalar")),
+               WrapperOp("affine", ("Tensor", "int", "long long")), WrapperOp("probe", ("Tensor", "int"))]
 
 pytestmark = pytest.mark.skipif(CXX is None, reason="g++ not available")
 
-LSP_TU = '#include "gpsimd_host/lsp.h"\nGPSIMD_DEFINE_LSP({core}, {origin}, {size}, "{name}");\n'
 
 
 def _run(cmd, cwd=None):
@@ -54,24 +60,23 @@ def build(tmp_path_factory):
     archive = b / "libneuroncustomop.a"
     _run(["ar", "rcsD", archive, *rt_objs])
     user_objs = []
-    for name in ("kernels", "kernels_extra", "wrapper"):
-        obj = b / (name + ".o")
-        _compile(NATIVE / (name + ".cpp"), obj)
+    (b / "wrapper.cpp").write_text(emit_wrapper(WRAPPER_OPS, HOST_DIALECT))
+    for src in (NATIVE / "kernels.cpp", NATIVE / "kernels_extra.cpp", b / "wrapper.cpp"):
+        obj = b / (src.stem + ".o")
+        _compile(src, obj)
         user_objs.append(obj)
 
-    def link(out, lsp_args):
+    def link(out, spec):
         lsp_cpp = b / (out + ".lsp.cpp")
-        lsp_cpp.write_text(LSP_TU.format(**lsp_args))
+        lsp_cpp.write_text(lsp_source(spec))
         lsp_obj = b / (out + ".lsp.o")
         _compile(lsp_cpp, lsp_obj)
-        _run([CXX, "-shared", "-Wl,-Bsymbolic", "-o", b / out, *user_objs, lsp_obj,
+        _run([CXX, *HOST_LINKFLAGS, "-o", b / out, *user_objs, lsp_obj,
               "-Wl,--whole-archive", archive, "-Wl,--no-whole-archive"])
 
-    link("lib_single.so", dict(core="GPSIMD_LSP_SINGLE", origin="0x84000000ull", size="0x2000000ull",
-                               name="lsp_fll_load_cpu_single"))
-    for i in range(8):
-        link(f"lib_cpu{i}.so", dict(core=f"{i}u", origin=f"0x84000000ull + {i}ull * 0x200000ull",
-                                    size="0x200000ull", name=f"lsp_fll_load_cpu{i}"))
+    link("lib_single.so", SINGLE_LSP)
+    for i, spec in enumerate(MULTICORE_LSPS):
+        link(f"lib_cpu{i}.so", spec)
     driver = b / "driver"
     _run([CXX, "-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-I", INCLUDE, NATIVE / "driver.cpp", "-o", driver,
           "-ldl"])
@@ -413,4 +418,5 @@ torch::Tensor f(const torch::Tensor& x, const torch::Scalar& s) {
 
 
 def test_stack_size_override_compiles(tmp_path):
-    _run([CXX, *CFLAGS, "-DSTACK_SIZE=65536", "-c", NATIVE / "wrapper.cpp", "-o", tmp_path / "w.o"])
+    (tmp_path / "wrapper.cpp").write_text(emit_wrapper(WRAPPER_OPS, HOST_DIALECT))
+    _run([CXX, *CFLAGS, "-DSTACK_SIZE=65536", "-c", tmp_path / "wrapper.cpp", "-o", tmp_path / "w.o"])

@@ -10,7 +10,7 @@ import pytest
 from gpsimd_emu import abi
 from gpsimd_emu.abi import Location, ShapeForm
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = os.path.join(ROOT, "runtime_model", "include")
 
 
@@ -176,6 +176,7 @@ CTYPES_NAMES = {"gpsimd_region": abi.GpsimdRegion, "gpsimd_core_report": abi.Gps
                 "gpsimd_core_binding": abi.GpsimdCoreBinding, "gpsimd_lsp_info": abi.GpsimdLspInfo}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                     reason="no C compiler")
 def test_python_and_c_agree_on_every_size_and_offset(tmp_path):

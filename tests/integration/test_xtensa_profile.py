@@ -7,7 +7,6 @@ command is compared token by token with the command written from the spec.
 import json
 import os
 import pathlib
-import shutil
 
 import pytest
 import yaml

@@ -8,7 +8,7 @@ from gpsimd_build import codegen
 from gpsimd_build.codegen import CodegenError, WrapperOp, emit_wrapper
 from gpsimd_build.profiles import DEVICE_DIALECT, HOST_DIALECT
 
-DATA = pathlib.Path(__file__).parent / "data"
+DATA = pathlib.Path(__file__).resolve().parent.parent / "data"
 
 THREE_OPS = [
     WrapperOp("relu", ("Tensor",)),

@@ -12,7 +12,7 @@ import pytest
 from conftest import copy_project, run_scons
 from gpsimd_build.manifest import Collection, load_manifest
 
-FIXTURE = pathlib.Path(__file__).resolve().parent / "monorepo"
+FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "monorepo"
 TEAMS = ("audio", "shared", "vision")
 
 

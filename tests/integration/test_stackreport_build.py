@@ -1,0 +1,32 @@
+"""The static stack report through the build: every shipped op reported
+without warning, a 1 MiB frame printed as a WARNING line."""
+import re
+
+
+def test_shipped_collection_reports_every_op_without_warning(built_project):
+    import yaml
+    proj, proc = built_project
+    assert proc.returncode == 0
+    manifest = yaml.safe_load((proj / "ops.yaml").read_text())
+    for lib in manifest["libraries"]:
+        lines = (proj / "build/host" / lib["name"] / "stack-report.txt").read_text().splitlines()
+        assert len(lines) == len(lib["ops"])
+        for line, op in zip(lines, lib["ops"]):
+            name = op["schema"].split("::")[-1].split("(")[0]
+            assert line.startswith(f"{lib['name']}::{name}: worst static stack chain "), line
+            assert f" of 4196 ({name}_wrapper -> " in line
+    assert "WARNING" not in proc.stdout
+
+
+def test_a_one_mebibyte_frame_is_reported(built_project):
+    from conftest import run_scons
+    proj, _ = built_project
+    proc = run_scons(proj, "MANIFEST=kernels/broken/ops.yaml", "stack-report")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    warnings = [l for l in proc.stdout.splitlines() if l.startswith("WARNING: ")]
+    assert len(warnings) == 1, warnings
+    m = re.match(r"WARNING: broken_memory::stack_overflow: worst static stack chain (\d+) bytes "
+                 r"of 4196 \(stack_overflow_wrapper -> stack_overflow\b", warnings[0])
+    assert m and 1 << 20 <= int(m.group(1)) < (1 << 20) + 8192, warnings[0]
+    report = (proj / "build/host/broken_memory/stack-report.txt").read_text()
+    assert warnings[0] in report.splitlines()
