@@ -11,6 +11,9 @@ Parsing (``from_json``) checks the structure (keys, JSON types) and raises
 :class:`PlanError` naming the place (``ops[0].vectors[2].inputs.x:
 ...``); the values themselves (a dtype name, a shape, a reference) are
 judged when a vector runs, so that a bad value fails that vector only.
+
+(Over 400 lines on purpose: one small class per JSON object of the plan,
+each with its ``to_json``/``from_json``, read best side by side.)
 """
 
 from __future__ import annotations
