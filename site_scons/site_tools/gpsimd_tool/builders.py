@@ -11,7 +11,7 @@ A compiler launcher (``$GPSIMD_LAUNCHER``) and the path prefix map sit in
 not part of a node's signature.
 
 Python function actions are kept to writing generated text (wrapper.cpp,
-test plans, linker-spec sources), the summary and the digests.
+test plans, linker-spec sources) and the digests.
 """
 
 import hashlib
@@ -28,7 +28,7 @@ from gpsimd_build import codegen
 from gpsimd_build.profiles import WrapperDialect
 from gpsimd_build.steps import write_atomically
 
-__all__ = ["add_builders", "summary_text"]
+__all__ = ["add_builders"]
 
 
 # ---- Python function actions ------------------------------------------------
@@ -48,43 +48,6 @@ def _write_text(target, source, env):
     """Write the text of a Value source to the target file (atomically)."""
     write_atomically(str(target[0]), source[0].read().encode("utf-8"))
     return 0
-
-
-def summary_text(result_paths):
-    """Per-library lines and the total, from the result files that exist
-    (``test-results.json`` or, after a failed run, ``test-results.failed.json``);
-    a library with neither is listed as not run."""
-    passed = failed = 0
-    lines = []
-    for path in result_paths:
-        failed_path = os.path.splitext(path)[0] + ".failed.json"
-        for candidate in (path, failed_path):
-            try:
-                with open(candidate, encoding="utf-8") as f:
-                    res = json.load(f)
-                break
-            except (OSError, ValueError):
-                res = None
-        if res is None:
-            lines.append(f"{os.path.basename(os.path.dirname(path))}: not run")
-            continue
-        passed += res["passed"]
-        failed += res["failed"]
-        lines.append(f"{res['library']}: {res['passed']} passed, {res['failed']} failed")
-    lines.append(f"all libraries: {passed} passed, {failed} failed")
-    return "\n".join(lines) + "\n"
-
-
-def _summarize(target, source, env):
-    """Print the totals of every library's results and record them."""
-    text = summary_text([n.abspath for n in source])
-    print(text, end="")
-    write_atomically(str(target[0]), text.encode("utf-8"))
-    return 0
-
-
-def _summary_str(target, source, env):
-    return f"Summarizing {len(source)} test result file(s)"
 
 
 def _print_digests(target, source, env):
@@ -189,6 +152,5 @@ def add_builders(env):
         "GpsimdStackReport": SCons.Builder.Builder(
             action=act("$GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
-        "GpsimdSummary": SCons.Builder.Builder(action=act(_summarize, _summary_str)),
         "GpsimdDigests": SCons.Builder.Builder(action=act(_print_digests, None)),
     })

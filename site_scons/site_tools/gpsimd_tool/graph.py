@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any, Dict, List
 
+import SCons.Node.FS
 import SCons.Script
 
 from gpsimd_build import testplan
@@ -23,7 +24,8 @@ from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_name
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.versions import versions_json
 
-from .builders import summary_text
+from . import integrity, lock, signals
+from .summary import LibraryTests, Summary
 
 __all__ = ["GpsimdCollection", "SConsGraph"]
 
@@ -90,11 +92,25 @@ def _wrapper_spec(lib, dialect) -> str:
     }, sort_keys=True)
 
 
-def _summary_at_exit(result_paths: List[str]) -> None:
-    """When a test node failed, SCons never builds the summary: print it at exit."""
-    failures = SCons.Script.GetBuildFailures()
-    if any(str(f.node).endswith("test-results.json") for f in failures):
-        print(summary_text(result_paths), end="")
+def _outputs(folder) -> List[Any]:
+    """Every File node with a builder below the SCons Dir node ``folder``."""
+    out, todo = [], [folder]
+    while todo:
+        d = todo.pop()
+        for name, entry in sorted(d.entries.items()):
+            if name in (".", ".."):
+                continue
+            if isinstance(entry, SCons.Node.FS.Dir):
+                todo.append(entry)
+            elif entry.has_builder():
+                out.append(entry)
+    return out
+
+
+def _building() -> bool:
+    """False for -h, -n, -q and -c (nothing is built: no lock, no checks)."""
+    get = SCons.Script.GetOption
+    return not (get("help") or get("no_exec") or get("question") or get("clean"))
 
 
 def _stop(message: str) -> None:
@@ -102,7 +118,8 @@ def _stop(message: str) -> None:
     SCons.Script.Exit(2)
 
 
-def GpsimdCollection(env, manifest, build_dir="build", toolchain="host") -> Dict[str, Dict[str, List]]:
+def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
+                     wait_for_lock=True, sconsign=True) -> Dict[str, Dict[str, List]]:
     """Load ``manifest`` and add every library's nodes to the graph.
 
     ``toolchain`` names the target profile: ``host`` (build, then run every
@@ -112,6 +129,16 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host") -> Dict
     "results"}}``, lists of nodes. A manifest with errors prints each as
     ``FILE:LINE:COL: path: message`` and stops SCons with exit status 2
     before anything is built; so does a profile whose programs are missing.
+
+    One build per ``build_dir`` at a time: a second one waits for the first
+    (``wait_for_lock`` False: stops with exit status 2). SCons's own record
+    of the build (``SConsignFile``) is kept in ``build_dir`` too, so that
+    builds in different folders are independent (``sconsign`` False: the
+    SConstruct's choice stands). Before anything is
+    built, every output whose bytes are not those the last completed build
+    recorded is deleted, so it is rebuilt (``gpsimd_tool.integrity``). When
+    the build ends, the truth about the results it was asked for is printed
+    (``gpsimd_tool.summary``).
     """
     try:
         collection = load_manifest(manifest)
@@ -124,8 +151,22 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host") -> Dict
     missing = profile.missing_program(lambda p: env.WhereIs(p, path=os.environ.get("PATH", "")))
     if missing:
         _stop(f"scons: {missing}")
+    building = _building()
+    if building:
+        try:
+            lock.acquire(build_dir, wait=wait_for_lock)
+        except lock.LockBusy as err:
+            _stop(f"scons: {err} (BUILD_LOCK=wait waits for it)")
+        except OSError as err:
+            _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
+    if sconsign and (building or os.path.isdir(build_dir)):
+        env.SConsignFile(os.path.join(build_dir, ".sconsign"))
 
     env = env.Clone()
+    signals.install(env)
+    # built files are compared by their recorded signatures (integrity.py);
+    # sources keep the decider the SConstruct chose
+    env.decide_target = integrity.decide_built
     env["ENV"]["PATH"] = os.environ.get("PATH", env["ENV"].get("PATH", ""))
     env["ENV"]["PYTHONPATH"] = _PYTHONPATH
     env.Replace(**profile.construction_vars(env.Dir("#").abspath))
@@ -141,6 +182,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host") -> Dict
 
     nodes = {}
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
+    tests: List[LibraryTests] = []
     for lib in collection.libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         compile_vars = dict(profile.compile_vars(shared, lib.includes, lib.cflags),
@@ -199,20 +241,31 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host") -> Dict
             env.Depends(results, emu_sources)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
+            tests.append(LibraryTests(lib.name, results[0]))
         artifacts += wrapper + objects + linked + loadable + versions
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "versions": versions, "results": results}
     env.Alias("compiledb", env.CompilationDatabase())
+    # `scons digests`: computed and printed every time, never from a cache
     digests = env.GpsimdDigests(f"{profile_dir}/digests.txt", artifacts)
     env.AlwaysBuild(digests)
+    env.NoCache(digests)
     env.Alias("digests", digests)
     if profile.runs_tests:
         env.Alias("test", all_results)
-        summary = env.GpsimdSummary(f"{profile_dir}/test-summary.txt", all_results)
-        env.Depends(summary, all_versions + all_stack)   # built first, so the totals come last
-        atexit.register(_summary_at_exit, [n.abspath for n in all_results])
         env.Alias("stack-report", all_stack)
-        env.Default(env.Alias("all", summary + all_stack))
+        env.Default(env.Alias("all", all_results + all_stack + all_versions))
     else:
         env.Default(env.Alias("all", all_loadable + all_versions))
+    if building:
+        record = integrity.OutputRecord(build_dir)
+        removed = record.verify_outputs(_outputs(env.Dir(profile_dir)))
+        if removed:
+            sys.stderr.write(f"scons: {len(removed)} output(s) under {profile_dir} are not what the "
+                             "last completed build recorded (an interrupted build?); rebuilding "
+                             "them\n")
+        integrity.CURRENT = record
+        atexit.register(record.save)
+        if tests:
+            atexit.register(Summary(tests, profile_dir).at_exit)
     return nodes

@@ -1,0 +1,168 @@
+"""A build is never wrong: what is on disk is checked against what the last
+completed build recorded, before anything is built.
+
+SCons decides whether a target is up to date from the signatures of its
+dependencies; it never looks at what the target itself holds. A build
+killed between writing an object and recording it (SIGKILL, a CI timeout,
+a power cut), a half-written file left by an interrupted compiler, or an
+output edited by hand would then be taken as current, and a broken kernel
+could pass (or a correct one fail) until someone deletes files by hand.
+
+Like ninja's log of finished commands and Bazel's output digests checked
+against its action cache, this module keeps its own record of every output
+of a completed action, ``<BUILD_DIR>/.gpsimd-outputs`` (path -> size,
+nanosecond mtime, content signature), written when a build ends (also an
+interrupted one, as SCons writes its ``.sconsign``). When a build starts,
+:func:`verify_outputs` compares each output of the graph with it: same size
+and mtime, it is trusted without reading it; otherwise its content is hashed
+and compared with the recorded signature; an output with no record, or
+whose bytes differ, is deleted, so SCons rebuilds it and everything that
+depends on it.
+
+Because every built file is known to hold what was recorded,
+:func:`decide_built` (``env.decide_target``) can compare recorded signatures
+instead of hashing built files on every run (sources keep content
+signatures): a null build reads no built file.
+"""
+
+import os
+import pickle
+import sys
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import SCons.Node
+import SCons.Node.FS
+
+__all__ = ["OutputRecord", "RECORD_NAME", "decide_built", "file_csig"]
+
+#: The record's file name, under BUILD_DIR.
+RECORD_NAME = ".gpsimd-outputs"
+_FORMAT = 1
+
+Entry = Tuple[int, int, str]   # size (bytes), st_mtime_ns, content signature
+
+
+def file_csig(path: str) -> Optional[str]:
+    """The content signature SCons would compute for ``path`` (its hash
+    function, hex digest), or None when the file cannot be read."""
+    import SCons.Util
+    try:
+        return SCons.Util.hash_file_signature(path, 2 ** 20)
+    except OSError:
+        return None
+
+
+class OutputRecord:
+    """The record of every output of a completed action under one build
+    folder (see the module docstring)."""
+
+    def __init__(self, build_dir: str):
+        self.path = os.path.join(build_dir, RECORD_NAME)
+        self.entries: Dict[str, Entry] = {}
+        self._stats: Dict[str, os.stat_result] = {}
+        self._nodes: List[SCons.Node.FS.File] = []
+        try:
+            with open(self.path, "rb") as f:
+                doc = pickle.load(f)
+            if isinstance(doc, dict) and doc.get("format") == _FORMAT:
+                self.entries = doc["entries"]
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, KeyError, TypeError,
+                AttributeError):
+            self.entries = {}   # no record (or a damaged one): nothing is trusted
+
+    def verify_outputs(self, nodes: Iterable[SCons.Node.FS.File]) -> List[str]:
+        """Delete every output among ``nodes`` whose bytes are not those the
+        last completed build recorded (or that has no record); returns their
+        paths. Each node is remembered for :meth:`save`."""
+        removed = []
+        for node in nodes:
+            self._nodes.append(node)
+            path = node.path
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue            # not built yet: SCons builds it
+            self._stats[path] = st
+            entry = self.entries.get(path)
+            if entry is not None and entry[0] == st.st_size and entry[1] == st.st_mtime_ns:
+                continue
+            if entry is not None and entry[0] == st.st_size and file_csig(path) == entry[2]:
+                self.entries[path] = (st.st_size, st.st_mtime_ns, entry[2])   # touched only
+                continue
+            try:
+                os.unlink(path)
+            except OSError:
+                continue
+            self._stats.pop(path, None)
+            removed.append(path)
+        return removed
+
+    def stored_csig(self, path: str) -> Optional[str]:
+        """The recorded content signature of an output verified this run."""
+        entry = self.entries.get(path)
+        return entry[2] if entry is not None else None
+
+    def save(self) -> None:
+        """Record the outputs of this build: an output built or found up to
+        date now gets its size, mtime and signature; any other (not visited,
+        its action failed or was interrupted) keeps its old record, so that
+        if its action touched it, the next build finds it different and
+        rebuilds it. Written atomically; an error is reported on stderr,
+        never raised."""
+        for node in self._nodes:
+            path = node.path
+            state = node.get_state()
+            if state == SCons.Node.executed:
+                try:
+                    st = os.stat(path)
+                except OSError:
+                    self.entries.pop(path, None)
+                    continue
+                csig = getattr(node.get_ninfo(), "csig", None) or file_csig(path)
+                if csig:
+                    self.entries[path] = (st.st_size, st.st_mtime_ns, csig)
+            elif state == SCons.Node.up_to_date:
+                st = self._stats.get(path)
+                if st is not None and path not in self.entries:
+                    csig = file_csig(path)
+                    if csig:
+                        self.entries[path] = (st.st_size, st.st_mtime_ns, csig)
+        tmp = f"{self.path}.tmp{os.getpid()}"
+        try:
+            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+            with open(tmp, "wb") as f:
+                pickle.dump({"format": _FORMAT, "entries": self.entries}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except OSError as e:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
+                             "the next build will check every output by content\n")
+
+
+#: The record of this run (set by the graph code), used by decide_built.
+CURRENT: Optional[OutputRecord] = None
+
+
+def decide_built(dependency, target, prev_ni, repo_node=None) -> bool:
+    """``env.decide_target``: has a built dependency changed since ``target``
+    was built (``prev_ni`` is what the target's build recorded of it)?
+
+    A dependency rebuilt in this run is compared by content (its signature
+    was computed when it was built). Any other built file holds exactly what
+    the last completed build recorded (checked by
+    :meth:`OutputRecord.verify_outputs`), so its recorded signature is
+    compared and the file is not read.
+    """
+    if dependency.get_state() != SCons.Node.executed and CURRENT is not None \
+            and isinstance(dependency, SCons.Node.FS.File):
+        csig = CURRENT.stored_csig(dependency.path)
+        if csig is not None:
+            # what SCons records of this dependency in the target's build
+            # info: the signature it would have computed by reading it
+            dependency.get_ninfo().csig = csig
+            return csig != getattr(prev_ni, "csig", None)
+    return dependency.changed_content(target, prev_ni, repo_node)

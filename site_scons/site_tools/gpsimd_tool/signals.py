@@ -1,0 +1,93 @@
+"""Stopping promptly: SIGTERM and SIGINT reach the actions that are running.
+
+On SIGINT, SIGTERM or SIGHUP, SCons stops starting actions and waits for the
+running ones to end (``SCons.Taskmaster.Job.Jobs``). Ctrl-C in a terminal
+reaches every process of the foreground group, but a ``kill -TERM`` of
+scons alone (a CI job cancelled, a supervisor stopping a build) reaches
+only scons, which would then wait for a test run to finish its vectors.
+
+:func:`install` sets ``$SPAWN`` to :func:`spawn`, which runs each action
+exactly as SCons's own POSIX spawn does (``sh -c``) and keeps the running
+ones in a set, and chains a handler in front of SCons's own (wrapping
+``Jobs._setup_sig_handler``) that sends the same signal to every running
+action first. The emulator, on SIGTERM or SIGINT, kills every process of its
+run and exits at once.
+"""
+
+import os
+import signal
+import subprocess
+import threading
+
+import SCons.Taskmaster.Job
+
+__all__ = ["install", "spawn"]
+
+_RUNNING = set()
+_LOCK = threading.Lock()
+_INTERRUPTED = threading.Event()
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
+
+def spawn(sh, escape, cmd, args, env):
+    """``$SPAWN``: run ``args`` with ``sh -c`` (SCons's POSIX spawn), keeping
+    the process known while it runs; returns its exit status."""
+    proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True)
+    with _LOCK:
+        _RUNNING.add(proc)
+    try:
+        return proc.wait()
+    finally:
+        with _LOCK:
+            _RUNNING.discard(proc)
+
+
+def interrupted() -> bool:
+    """Whether this build received SIGINT, SIGTERM or SIGHUP."""
+    return _INTERRUPTED.is_set()
+
+
+def _forward(signum: int) -> None:
+    _INTERRUPTED.set()
+    with _LOCK:
+        procs = list(_RUNNING)
+    for proc in procs:
+        try:
+            proc.send_signal(signum if signum != getattr(signal, "SIGHUP", -1) else signal.SIGTERM)
+        except OSError:
+            pass
+
+
+def _chain_handlers() -> None:
+    for signum in _SIGNALS:
+        scons_handler = signal.getsignal(signum)
+        if not callable(scons_handler):
+            continue
+
+        def handler(s, frame, scons_handler=scons_handler, pid=os.getpid()):
+            if os.getpid() == pid:
+                _forward(s)
+            scons_handler(s, frame)
+        signal.signal(signum, handler)
+
+
+_installed = False
+
+
+def install(env) -> None:
+    """Use :func:`spawn` for ``env``'s actions and forward stop signals to
+    the running ones (the handler chain is installed once per process)."""
+    global _installed
+    env["SPAWN"] = spawn
+    if _installed:
+        return
+    _installed = True
+    jobs = SCons.Taskmaster.Job.Jobs
+    original = getattr(jobs, "_setup_sig_handler", None)
+    if original is None:   # another SCons: actions still stop, only later
+        return
+
+    def setup(self, original=original):
+        original(self)
+        _chain_handlers()
+    jobs._setup_sig_handler = setup

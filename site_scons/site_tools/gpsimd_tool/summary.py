@@ -1,0 +1,146 @@
+"""The summary a build prints when it ends: the truth about every library
+whose results this build was asked for.
+
+Printed at exit, whatever happened (a failed library, an interrupt, a null
+build), from the state SCons left each test node in:
+
+* built or up to date in this run: the numbers of its results file
+  (``test-results.json``, written only by a passing run) or, for a run
+  that failed, of ``test-results.failed.json`` written by that run (the
+  emulator removes both when it starts);
+* its test run failed in this run and wrote no results: said so;
+* not run to its end in this run (the build stopped earlier or was
+  interrupted): ``stale`` when results of an earlier build exist, ``not
+  run`` when none do; their old numbers are never shown, and the totals
+  count only current results.
+
+When the whole collection was asked for, the same text is written to
+``<BUILD_DIR>/<profile>/test-summary.txt`` (atomically).
+"""
+
+import os
+import sys
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence
+
+import SCons.Node
+
+from gpsimd_build.steps import write_atomically
+from gpsimd_device.results import LibraryResults, ResultsError
+
+__all__ = ["LibraryTests", "summary_lines", "Summary"]
+
+
+@dataclass
+class LibraryTests:
+    """One library's test node (a File node, ``<lib>/test-results.json``)."""
+
+    name: str
+    node: object
+
+    @property
+    def failed_path(self) -> str:
+        return os.path.splitext(self.node.abspath)[0] + ".failed.json"
+
+
+def _numbers(path: str) -> Optional[LibraryResults]:
+    try:
+        return LibraryResults.load(path)
+    except ResultsError:
+        return None
+
+
+def _written_since(path: str, start_ns: int) -> bool:
+    try:
+        return os.stat(path).st_mtime_ns >= start_ns
+    except OSError:
+        return False
+
+
+def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
+                  failed_runs: Sequence[str] = (), start_ns: int = 0) -> List[str]:
+    """One line per library (see the module docstring) and the totals:
+    ``all libraries: N passed, M failed`` when ``everything`` was asked for,
+    else ``total: N passed, M failed``. ``failed_runs``: paths of the test
+    nodes whose run ended with an error in this build (not an interrupt);
+    ``start_ns``: when this build started (``time.time_ns()``)."""
+    passed = failed = 0
+    lines = []
+    for lib in libraries:
+        state = lib.node.get_state()
+        res = None
+        if state in (SCons.Node.executed, SCons.Node.up_to_date):
+            res = _numbers(lib.node.abspath)
+            if res is None:
+                lines.append(f"{lib.name}: no results (the results file cannot be read)")
+                continue
+        elif state == SCons.Node.failed and _written_since(lib.failed_path, start_ns):
+            res = _numbers(lib.failed_path)
+            if res is None:
+                lines.append(f"{lib.name}: no results (the results file cannot be read)")
+                continue
+        elif state == SCons.Node.failed and lib.node.path in failed_runs:
+            lines.append(f"{lib.name}: the test run failed without results (see above)")
+            continue
+        else:
+            old = os.path.exists(lib.node.abspath) or os.path.exists(lib.failed_path)
+            lines.append(f"{lib.name}: stale (results of an earlier build; this build did not "
+                         "run its tests)" if old else f"{lib.name}: not run")
+            continue
+        passed += res.passed
+        failed += res.failed
+        lines.append(f"{lib.name}: {res.passed} passed, {res.failed} failed")
+    lines.append(f"{'all libraries' if everything else 'total'}: {passed} passed, {failed} failed")
+    return lines
+
+
+class Summary:
+    """Prints the summary at exit for the libraries the build's targets
+    ask for (``all``/``test``/the default: every library; ``test-<lib>``,
+    ``<lib>`` or a library's results file: that library)."""
+
+    def __init__(self, libraries: Sequence[LibraryTests], profile_dir: str,
+                 all_aliases=("all", "test")):
+        import time
+        self.start_ns = time.time_ns()
+        self.libraries = list(libraries)
+        self.profile_dir = profile_dir
+        self.all_aliases = set(all_aliases)
+        self.by_name: Dict[str, LibraryTests] = {lib.name: lib for lib in self.libraries}
+        self.by_path: Dict[str, LibraryTests] = {lib.node.path: lib for lib in self.libraries}
+
+    def wanted(self, targets: Sequence[object]) -> List[LibraryTests]:
+        """The libraries the build targets ask for, in collection order."""
+        names = set()
+        for t in targets:
+            text = str(t)
+            if text in self.all_aliases:
+                return list(self.libraries)
+            if text.startswith("test-") and text[5:] in self.by_name:
+                names.add(text[5:])
+            elif text in self.by_name:
+                names.add(text)
+            elif text in self.by_path:
+                names.add(self.by_path[text].name)
+        return [lib for lib in self.libraries if lib.name in names]
+
+    def at_exit(self) -> None:
+        """Print (and record) the summary; never raises."""
+        import SCons.Script
+        try:
+            wanted = self.wanted(list(SCons.Script.BUILD_TARGETS))
+            if not wanted:
+                return
+            everything = len(wanted) == len(self.libraries)
+            from . import signals
+            failed_runs = [] if signals.interrupted() else [
+                str(f.node) for f in SCons.Script.GetBuildFailures()
+                if getattr(f, "errstr", "") != "Build interrupted."]
+            text = "\n".join(summary_lines(wanted, everything, failed_runs, self.start_ns)) + "\n"
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            if everything:
+                write_atomically(os.path.join(self.profile_dir, "test-summary.txt"),
+                                 text.encode("utf-8"))
+        except Exception as e:  # at exit: report, never a traceback
+            sys.stderr.write(f"scons: the test summary could not be made: {e}\n")
