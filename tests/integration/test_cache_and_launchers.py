@@ -17,8 +17,8 @@ from conftest import copy_project, run_scons
 STEP = re.compile(r"^(CXX|LINK|AR) ", re.M)
 
 
-def digests(proj):
-    proc = run_scons(proj, "-Q", "digests")
+def digests(proj, *args):
+    proc = run_scons(proj, "-Q", "digests", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [l for l in proc.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
     assert lines
@@ -77,12 +77,24 @@ def test_two_builds_sharing_a_cache_at_once(tmp_path, reference_digests):
         assert digests(p) == reference_digests
 
 
-def test_switching_the_launcher_rebuilds_nothing(built_project):
+def test_switching_the_launcher_relinks_and_retests_nothing(built_project):
+    """Without a launcher one compile writes the object and its call graph;
+    with one (ccache and distcc do not bring the .ci file back) the call
+    graph is a compile of its own. Switching recompiles, but every object and
+    call graph is the same bytes (-gno-record-gcc-switches), so no link, pack,
+    stack report or test runs again, and the digests do not move."""
     proj, _ = built_project
-    for launcher in ("ccache", "distcc", ""):
+    before = digests(proj)
+    # (one launcher to another changes nothing: the launcher is not in any signature)
+    for launcher, recompiles in (("ccache", True), ("distcc", False), ("", True)):
         proc = run_scons(proj, "-Q", "--debug=explain", f"CXX_LAUNCHER={launcher}")
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert "rebuilding" not in proc.stdout, proc.stdout
+        rebuilt = re.findall(r"^scons: rebuilding `([^']+)'", proc.stdout, re.M)
+        assert bool(rebuilt) == recompiles, proc.stdout
+        assert all(t.endswith((".o", ".ci")) for t in rebuilt), rebuilt
+        assert digests(proj, f"CXX_LAUNCHER={launcher}") == before
+    proc = run_scons(proj, "-Q", "--debug=explain")
+    assert "rebuilding" not in proc.stdout, proc.stdout
 
 
 @pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")

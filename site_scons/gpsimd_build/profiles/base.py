@@ -14,7 +14,7 @@ them as SCons users expect.
 
 import abc
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
 from gpsimd_device.lsp import LinkerSpec
 
@@ -58,7 +58,9 @@ class Graph(Protocol):
     def source(self, path: str) -> Any: ...
     def dir_path(self, path: str) -> str: ...
     def compile(self, target: str, source: Any, **vars: Any) -> Any: ...
+    def compile_with_callgraph(self, target: str, source: Any, **vars: Any) -> Tuple[Any, Any]: ...
     def callgraph(self, target: str, source: Any, **vars: Any) -> Any: ...
+    def depends(self, node: Any, on: Any) -> None: ...
     def archive(self, target: str, objects: Sequence[Any]) -> Any: ...
     def text(self, target: str, text: str) -> Any: ...
     def link(self, target: str, sources: Sequence[Any], **vars: Any) -> Any: ...
@@ -108,9 +110,10 @@ class Profile(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def construction_vars(self, top: str) -> Dict[str, Any]:
+    def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
         """The commands and flags of this target as construction variables
-        (``top``: the project root, mapped to ``.`` in debug info)."""
+        (``top``: the project root, mapped to ``.`` in debug info;
+        ``launcher``: the compiler launcher in use, "" for none)."""
 
     def shared(self, graph: Graph, profile_dir: str) -> Shared:
         """Build the nodes every library shares (default: none)."""
@@ -123,6 +126,12 @@ class Profile(abc.ABC):
         return {"GPSIMD_USER_CFLAGS": list(cflags),
                 "GPSIMD_INCFLAGS": [f"-I{d}" for d in
                                     ([shared.include] if shared.include else []) + list(includes)]}
+
+    def compile_unit(self, graph: Graph, target: str, source: Any,
+                     vars: Mapping[str, Any]) -> Tuple[Any, Optional[Any]]:
+        """Compile one translation unit: ``(object, call graph or None)``
+        (default: the object alone)."""
+        return graph.compile(target, source, **vars), None
 
     def object_side_effects(self, obj: str) -> List[str]:
         """Files a compile of ``obj`` writes besides it (default: none)."""

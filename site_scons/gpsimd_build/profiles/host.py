@@ -6,7 +6,11 @@ the emulator loads and runs (DESIGN.md "Two target profiles").
 Compile: ``$GPSIMD_CXX $GPSIMD_CXXFLAGS -ffile-prefix-map=<top>=.
 $GPSIMD_USER_CFLAGS -I<runtime include> <includes> -o <obj> -c <src>``
 (the prefix map, like a compiler launcher, stays out of the signature, so
-checkouts in different folders share a cache). Link: ``$GPSIMD_CXX
+checkouts in different folders share a cache), with
+``-fcallgraph-info=su``: the same compile writes the call graph with frame
+sizes (``<obj without .o>.ci``) for the static stack report. With a compiler
+launcher (ccache, distcc: they do not bring the ``.ci`` file back) the call
+graph is a separate ``-S`` compile of the same flags writing the same file. Link: ``$GPSIMD_CXX
 $GPSIMD_LINKFLAGS -o <so> <objects> <lsp.o> -Wl,--whole-archive
 <runtime.a> -Wl,--no-whole-archive``. Pack: ``strip --strip-unneeded``,
 then the host pack container (``gpsimd_device.pack``).
@@ -14,7 +18,7 @@ then the host pack container (``gpsimd_device.pack``).
 
 import glob
 import os
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec
@@ -23,7 +27,8 @@ from gpsimd_device.versions import VERSIONS
 
 from .base import HOST_DIALECT, Graph, Profile, Shared
 
-__all__ = ["HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_SRC", "HostProfile", "lsp_source"]
+__all__ = ["HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
+           "lsp_source"]
 
 #: Host compile flags: the device's (build-front-end.txt §5b) where they mean
 #: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
@@ -34,9 +39,15 @@ __all__ = ["HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_SRC", "HostProfile", "lsp
 #: jumping past the guard into unrelated memory; -no-integrated-cpp
 #: preprocesses as a separate pass, exactly as distcc does before it sends
 #: the preprocessed text away, so the debug line table (and so every byte of
-#: an object) is the same whether a compile ran here or through distcc.
-HOST_CXXFLAGS = ("-g", "-std=c++14", "-O2", "-Wall", "-Werror", "-fPIC",
-                 "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
+#: an object) is the same whether a compile ran here or through distcc;
+#: -gno-record-gcc-switches keeps the command line out of the debug info, so
+#: an object is the same bytes whether its compile also wrote the call graph
+#: (-fcallgraph-info=su) or not.
+HOST_CXXFLAGS = ("-g", "-gno-record-gcc-switches", "-std=c++14", "-O2", "-Wall", "-Werror",
+                 "-fPIC", "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
+#: The runtime keeps line tables only (-g1): linked into every core object,
+#: its full debug info made each object ~0.9 MB (three times the size).
+RUNTIME_DEBUGFLAGS = ("-g1",)
 #: -Wl,--no-undefined: a kernel the schema names but no source defines (or
 #: defines with another signature) is a link error naming the C++ function,
 #: not a load failure at test time.
@@ -74,26 +85,27 @@ class HostProfile(Profile):
         self.cxx = cxx
         self.strip = strip
         self.programs = (cxx, strip)
+        self.launcher = ""
 
     @classmethod
     def configure(cls, environ: Mapping[str, str], cxx: str) -> "HostProfile":
         return cls(cxx=cxx or "g++")
 
-    def construction_vars(self, top: str) -> Dict[str, Any]:
+    def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
+        self.launcher = launcher
+        compile_ = ("$GPSIMD_CXX $GPSIMD_CXXFLAGS $GPSIMD_DEBUGFLAGS $( $GPSIMD_PREFIXFLAGS $) "
+                    "$GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS")
         return {
             "GPSIMD_CXX": self.cxx,
             "GPSIMD_CXXFLAGS": list(HOST_CXXFLAGS),
+            "GPSIMD_DEBUGFLAGS": [],
             "GPSIMD_PREFIXFLAGS": [f"-ffile-prefix-map={top}=."],
-            "GPSIMD_CXXCOM": ("$( $GPSIMD_LAUNCHER $) $GPSIMD_CXX $GPSIMD_CXXFLAGS "
-                              "$( $GPSIMD_PREFIXFLAGS $) $GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS "
-                              "-o $TARGET -c $SOURCE"),
-            # GCC's call graph with frame sizes, from the same flags (-S: stop
-            # after code generation); a separate step from the object, so that
-            # a launcher (ccache, distcc), which does not bring the .ci file
-            # back, never stands in its way.
-            "GPSIMD_CALLGRAPHCOM": ("$GPSIMD_CXX $GPSIMD_CXXFLAGS -fcallgraph-info=su "
-                                    "$GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS -o ${TARGETS[1]} "
-                                    "-S $SOURCE"),
+            "GPSIMD_CXXCOM": f"$( $GPSIMD_LAUNCHER $) {compile_} -o $TARGET -c $SOURCE",
+            # the object and GCC's call graph with frame sizes in one compile
+            "GPSIMD_CXXCICOM": f"{compile_} -fcallgraph-info=su -o $TARGET -c $SOURCE",
+            # with a launcher: the call graph alone, from the same flags (-S:
+            # stop after code generation; ${TARGETS[1]} is the .s it leaves)
+            "GPSIMD_CALLGRAPHCOM": f"{compile_} -fcallgraph-info=su -o ${{TARGETS[1]}} -S $SOURCE",
             "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS),
             "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -o $TARGET ${SOURCES[:-1]} "
                                "-Wl,--whole-archive ${SOURCES[-1]} -Wl,--no-whole-archive"),
@@ -105,14 +117,14 @@ class HostProfile(Profile):
         """The runtime archive (``runtime/libneuroncustomop.a``, its objects
         and call graphs) and one object per linker spec (``lsp/<name>.o``)."""
         shared = Shared(include=graph.dir_path(INCLUDE_DIR))
-        vars = self.compile_vars(shared, (), ())
+        vars = dict(self.compile_vars(shared, (), ()), GPSIMD_DEBUGFLAGS=list(RUNTIME_DEBUGFLAGS))
         objects: List[Any] = []
         for src in sorted(glob.glob(os.path.join(RUNTIME_SRC, "*.cpp"))):
             stem = os.path.splitext(os.path.basename(src))[0]
-            source = graph.source(src)
-            objects.append(graph.compile(f"{profile_dir}/runtime/obj/{stem}.o", source, **vars))
-            shared.callgraphs.append(graph.callgraph(f"{profile_dir}/runtime/stack/{stem}.ci",
-                                                     source, **vars))
+            obj, ci = self.compile_unit(graph, f"{profile_dir}/runtime/obj/{stem}.o",
+                                        graph.source(src), vars)
+            objects.append(obj)
+            shared.callgraphs.append(ci)
         shared.nodes["runtime"] = [graph.archive(f"{profile_dir}/runtime/libneuroncustomop.a",
                                                  objects)]
         for spec in MULTICORE_LSPS + (SINGLE_LSP,):
@@ -120,6 +132,19 @@ class HostProfile(Profile):
             shared.nodes[f"lsp:{spec.name}"] = [graph.compile(f"{profile_dir}/lsp/{spec.name}.o",
                                                               cpp, **vars)]
         return shared
+
+    def compile_unit(self, graph: Graph, target: str, source: Any,
+                     vars: Mapping[str, Any]) -> Tuple[Any, Optional[Any]]:
+        """One compile writing the object and its call graph, or, with a
+        compiler launcher, the object and a separate call-graph compile;
+        returns ``(object, .ci)``."""
+        ci = target[:-2] + ".ci" if target.endswith(".o") else target + ".ci"
+        if not self.launcher:
+            return graph.compile_with_callgraph(target, source, **vars)
+        obj = graph.compile(target, source, **vars)
+        callgraph = graph.callgraph(ci, source, **vars)
+        graph.depends(callgraph, obj)   # after its object: a TU that fails is reported once
+        return obj, callgraph
 
     def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,
              shared: Shared) -> Any:

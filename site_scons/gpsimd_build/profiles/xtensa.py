@@ -64,7 +64,7 @@ class XtensaProfile(Profile):
                 f"-mlsp={r}/lsp_fll_load_cpus/{lsp.name}",
                 "-lxmem", "-lhal", "-lc++-e", "-lm", "-lgcc", f"{r}/neuron/libcweak.a"]
 
-    def construction_vars(self, top: str) -> Dict[str, Any]:
+    def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
         return {
             "GPSIMD_CXX": self.cxx,
             "GPSIMD_CXXFLAGS": list(XTENSA_COMMON_FLAGS),

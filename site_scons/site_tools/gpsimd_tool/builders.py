@@ -76,6 +76,13 @@ def _pack_emitter(target, source, env):
     return [base + ".packed.so", base + ".stripped.so"], source
 
 
+def _object_ci_emitter(target, source, env):
+    """The object and, beside it, GCC's call graph (``<obj without .o>.ci``)."""
+    target, source = _compilation_db_emitter(target, source, env)
+    obj = str(target[0])
+    return [target[0], (obj[:-2] if obj.endswith(".o") else obj) + ".ci"], source
+
+
 def _callgraph_emitter(target, source, env):
     base = os.path.splitext(str(target[0]))[0]
     return [base + ".ci", base + ".s"], source
@@ -135,6 +142,9 @@ def add_builders(env):
         "GpsimdObject": SCons.Builder.Builder(
             action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
             emitter=_compilation_db_emitter),
+        "GpsimdObjectCI": SCons.Builder.Builder(
+            action=act("$GPSIMD_CXXCICOM", "$GPSIMD_CXXCOMSTR"), suffix=".o", src_suffix=".cpp",
+            source_scanner=cscan, emitter=_object_ci_emitter),
         "GpsimdArchive": SCons.Builder.Builder(action=act("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
                                                suffix=".a"),
         "GpsimdText": SCons.Builder.Builder(action=act(_write_text, "$GPSIMD_GENCOMSTR")),

@@ -53,8 +53,15 @@ class SConsGraph:
     def compile(self, target: str, source: Any, **vars: Any) -> Any:
         return self.env.GpsimdObject(target, source, **vars)[0]
 
+    def compile_with_callgraph(self, target: str, source: Any, **vars: Any):
+        obj, ci = self.env.GpsimdObjectCI(target, source, **vars)
+        return obj, ci
+
     def callgraph(self, target: str, source: Any, **vars: Any) -> Any:
         return self.env.GpsimdCallGraph(target, source, **vars)[0]
+
+    def depends(self, node: Any, on: Any) -> None:
+        self.env.Depends(node, on)
 
     def archive(self, target: str, objects) -> Any:
         return self.env.GpsimdArchive(target, list(objects))[0]
@@ -169,10 +176,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env.decide_target = integrity.decide_built
     env["ENV"]["PATH"] = os.environ.get("PATH", env["ENV"].get("PATH", ""))
     env["ENV"]["PYTHONPATH"] = _PYTHONPATH
-    env.Replace(**profile.construction_vars(env.Dir("#").abspath))
-    launcher = env.get("CXX_LAUNCHER")
-    if launcher:
-        env["GPSIMD_LAUNCHER"] = launcher
+    launcher = env.get("CXX_LAUNCHER") or ""
+    env.Replace(**profile.construction_vars(env.Dir("#").abspath, launcher))
+    env["GPSIMD_LAUNCHER"] = launcher
     graph = SConsGraph(env)
     profile_dir = f"{build_dir}/{profile.name}"
     shared: Shared = profile.shared(graph, profile_dir)
@@ -190,13 +196,15 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         wrapper = env.GpsimdWrapper(f"{lib_dir}/wrapper.cpp",
                                     env.Value(_wrapper_spec(lib, profile.dialect)))
         sources = [(src, _source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
-        objects = []
+        objects, callgraphs = [], []
         for src, stem in sources:
-            obj = graph.compile(f"{lib_dir}/obj/{stem}.o", src, **compile_vars)
+            obj, ci = profile.compile_unit(graph, f"{lib_dir}/obj/{stem}.o", src, compile_vars)
             for extra in profile.object_side_effects(obj.path):
                 env.SideEffect(extra, obj)
                 env.Clean(obj, extra)
             objects.append(obj)
+            if ci is not None:
+                callgraphs.append(ci)
         linked, loadable, cores = [], [], []
         for spec, name in zip(linker_specs(lib.multicore), linked_names(lib.name, lib.multicore)):
             so = profile.link(graph, f"{lib_dir}/{name}.so", objects, spec, shared)
@@ -215,13 +223,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         all_versions += versions
         results = []
         if profile.runs_tests:
-            # the static stack report (-fcallgraph-info=su of every TU), each
-            # after its object: a TU that does not compile is reported once
-            callgraphs = []
-            for (src, stem), obj in zip(sources, objects):
-                ci = graph.callgraph(f"{lib_dir}/stack/{stem}.ci", src, **compile_vars)
-                env.Depends(ci, obj)
-                callgraphs.append(ci)
+            # the static stack report, from the call graphs of every TU
             ops = [a for op in lib.ops for a in ("--op", f"{op.name}={op.stack_size}")]
             all_stack += env.GpsimdStackReport(f"{lib_dir}/stack-report.txt",
                                                callgraphs + shared.callgraphs,
