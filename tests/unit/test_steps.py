@@ -1,0 +1,54 @@
+"""Our own build steps (gpsimd_build.steps): atomic writes that leave no
+temporary file behind, and errors that name the path and the errno."""
+import errno
+import os
+import subprocess
+import sys
+
+import pytest
+
+from gpsimd_build import steps
+from gpsimd_device.pack import parse_pack
+
+ELF = b"\x7fELF" + bytes(60)
+
+
+def test_write_atomically_replaces_whole_files(tmp_path):
+    out = tmp_path / "f.bin"
+    out.write_bytes(b"old")
+    steps.write_atomically(str(out), b"new contents")
+    assert out.read_bytes() == b"new contents"
+    assert sorted(os.listdir(tmp_path)) == ["f.bin"]
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    out = tmp_path / "f.bin"
+    out.write_bytes(b"old")
+
+    def full(src, dst):
+        raise OSError(errno.ENOSPC, "No space left on device", dst)
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OSError) as e:
+        steps.write_atomically(str(out), b"new")
+    assert e.value.errno == errno.ENOSPC
+    assert out.read_bytes() == b"old"
+    assert sorted(os.listdir(tmp_path)) == ["f.bin"]
+
+
+def test_pack_step_writes_the_container(tmp_path):
+    (tmp_path / "x.stripped.so").write_bytes(ELF)
+    assert steps.main(["pack", "--library", "l", "--lsp", "lsp_fll_load_cpu3", "--core", "3",
+                       str(tmp_path / "x.stripped.so"), str(tmp_path / "x.packed.so")]) == 0
+    meta, payload = parse_pack((tmp_path / "x.packed.so").read_bytes())
+    assert payload == ELF and (meta["core"], meta["lsp"], meta["library"]) == (
+        3, "lsp_fll_load_cpu3", "l")
+
+
+def test_step_errors_name_the_path_and_exit_1(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    proc = subprocess.run([sys.executable, "-S", "-m", "gpsimd_build.steps", "pack", "--library",
+                           "l", "--lsp", "s", "--core", "none", str(tmp_path / "missing.so"),
+                           str(tmp_path / "out.so")], capture_output=True, text=True, env=env)
+    assert proc.returncode == 1
+    assert proc.stderr == f"gpsimd: {tmp_path / 'missing.so'}: No such file or directory\n"
+    assert os.listdir(tmp_path) == []
