@@ -10,12 +10,10 @@ A compiler launcher (``$GPSIMD_LAUNCHER``) and the path prefix map sit in
 ``$( $)``: they change how a command runs, not what it produces, so they are
 not part of a node's signature.
 
-Python function actions are kept to writing generated text (wrapper.cpp,
-test plans, linker-spec sources) and the digests.
+The only Python function action left is the digests (``scons digests``).
 """
 
 import hashlib
-import json
 import os
 import sys
 
@@ -24,31 +22,12 @@ import SCons.Builder
 import SCons.Scanner.C
 import SCons.Tool.compilation_db
 
-from gpsimd_build import codegen
-from gpsimd_build.profiles import WrapperDialect
 from gpsimd_build.steps import write_atomically
 
 __all__ = ["add_builders"]
 
 
 # ---- Python function actions ------------------------------------------------
-
-def _write_wrapper(target, source, env):
-    """Codegen action: wrapper.cpp from the JSON spec in the Value source."""
-    spec = json.loads(source[0].read())
-    ops = [codegen.WrapperOp(function=o["function"], arg_types=tuple(o["arg_types"]),
-                             return_types=tuple(o["return_types"]), stack_size=o["stack_size"])
-           for o in spec["ops"]]
-    text = codegen.emit_wrapper(ops, WrapperDialect(**spec["dialect"]))
-    write_atomically(str(target[0]), text.encode("utf-8"))
-    return 0
-
-
-def _write_text(target, source, env):
-    """Write the text of a Value source to the target file (atomically)."""
-    write_atomically(str(target[0]), source[0].read().encode("utf-8"))
-    return 0
-
 
 def _print_digests(target, source, env):
     """Print one SHA-256 per artifact, sorted by path (a reproducibility check)."""
@@ -131,14 +110,12 @@ def add_builders(env):
         GPSIMD_ARCOMSTR="AR       $TARGET",
         GPSIMD_STRIPCOMSTR="STRIP    ${TARGETS[1]}",
         GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
-        GPSIMD_GENCOMSTR="GEN      $TARGET",
         GPSIMD_TESTCOMSTR="TEST $TARGET",
         GPSIMD_STACKCOMSTR="STACK    $TARGET",
     )
     cscan = SCons.Scanner.C.CScanner()
     act = SCons.Action.Action
     env.Append(BUILDERS={
-        "GpsimdWrapper": SCons.Builder.Builder(action=act(_write_wrapper, "$GPSIMD_GENCOMSTR")),
         "GpsimdObject": SCons.Builder.Builder(
             action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
             emitter=_compilation_db_emitter),
@@ -147,7 +124,6 @@ def add_builders(env):
             source_scanner=cscan, emitter=_object_ci_emitter),
         "GpsimdArchive": SCons.Builder.Builder(action=act("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
                                                suffix=".a"),
-        "GpsimdText": SCons.Builder.Builder(action=act(_write_text, "$GPSIMD_GENCOMSTR")),
         "GpsimdLink": SCons.Builder.Builder(action=act("$GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
                                             suffix=".so"),
         "GpsimdPack": SCons.Builder.Builder(

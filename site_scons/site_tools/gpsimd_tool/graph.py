@@ -18,7 +18,8 @@ from typing import Any, Dict, List
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import testplan
+from gpsimd_build import codegen, testplan
+from gpsimd_build.steps import write_atomically
 from gpsimd_build.manifest import ManifestError, load_manifest
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.headers import INCLUDE_DIR
@@ -37,12 +38,36 @@ _PYTHONPATH = os.pathsep.join([_RUNTIME_MODEL, _SITE_SCONS])
 _EMU_SOURCES = [os.path.join(_RUNTIME_MODEL, d) for d in ("gpsimd_emu", "gpsimd_device")]
 
 
+def write_if_changed(path: str, text: str) -> bool:
+    """Write ``text`` to ``path`` (atomically) unless the file already holds
+    exactly it; returns whether it wrote. Keeping an unchanged file's mtime
+    keeps it up to date for SCons's FAST mode and for ninja."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomically(path, data)
+    return True
+
+
 class SConsGraph:
     """The ``Graph`` a profile builds through (``gpsimd_build.profiles.base``):
-    each method adds one node with this tool's builders and returns it."""
+    each method adds one node with this tool's builders and returns it.
 
-    def __init__(self, env):
+    Text that is a pure function of the manifest (``wrapper.cpp``, the test
+    plan, the version metadata, the linker-spec sources: :meth:`text`) is
+    written while the graph is read, when it differs from what is on disk,
+    and is a source of the graph, not a target: no Python action runs for
+    it, and the same graph runs under ninja. ``write`` False (``-h``,
+    ``-c``): nothing is written."""
+
+    def __init__(self, env, write: bool = True):
         self.env = env
+        self.write = write
 
     def source(self, path: str) -> Any:
         return self.env.File(path)
@@ -67,7 +92,10 @@ class SConsGraph:
         return self.env.GpsimdArchive(target, list(objects))[0]
 
     def text(self, target: str, text: str) -> Any:
-        return self.env.GpsimdText(target, self.env.Value(text))[0]
+        node = self.env.File(target)
+        if self.write:
+            write_if_changed(node.abspath, text)
+        return node
 
     def link(self, target: str, sources, **vars: Any) -> Any:
         return self.env.GpsimdLink(target, list(sources), **vars)[0]
@@ -89,14 +117,12 @@ def _source_stem(src: str) -> str:
     return os.path.splitext("/".join(parts))[0]
 
 
-def _wrapper_spec(lib, dialect) -> str:
-    return json.dumps({
-        "dialect": {"fnptr_cast": dialect.fnptr_cast, "switch_back": dialect.switch_back},
-        "ops": [{"function": op.name,
-                 "arg_types": [a.type for a in op.schema.arguments],
-                 "return_types": [r.type for r in op.schema.returns],
-                 "stack_size": op.stack_size} for op in lib.ops],
-    }, sort_keys=True)
+def _wrapper_text(lib, dialect) -> str:
+    """The library's wrapper.cpp (build-front-end.txt §3-4)."""
+    return codegen.emit_wrapper([codegen.WrapperOp(
+        function=op.name, arg_types=tuple(a.type for a in op.schema.arguments),
+        return_types=tuple(r.type for r in op.schema.returns), stack_size=op.stack_size)
+        for op in lib.ops], dialect)
 
 
 def _outputs(folder) -> List[Any]:
@@ -112,6 +138,27 @@ def _outputs(folder) -> List[Any]:
             elif entry.has_builder():
                 out.append(entry)
     return out
+
+
+def _selected(libraries, profile_dir: str, targets) -> List[Any]:
+    """The libraries whose graph this run needs: when every command-line
+    target names a library (``<lib>``, ``test-<lib>``, or a path under
+    ``<profile_dir>/<lib>/``), those libraries only; else all of them."""
+    names = {lib.name for lib in libraries}
+    wanted = set()
+    for target in targets:
+        t = str(target).rstrip("/")
+        if t in names:
+            wanted.add(t)
+        elif t.startswith("test-") and t[5:] in names:
+            wanted.add(t[5:])
+        elif t.startswith(profile_dir + "/") and t[len(profile_dir) + 1:].split("/")[0] in names:
+            wanted.add(t[len(profile_dir) + 1:].split("/")[0])
+        else:
+            return list(libraries)
+    if not wanted:
+        return list(libraries)
+    return [lib for lib in libraries if lib.name in wanted]
 
 
 def _building() -> bool:
@@ -179,7 +226,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     launcher = env.get("CXX_LAUNCHER") or ""
     env.Replace(**profile.construction_vars(env.Dir("#").abspath, launcher))
     env["GPSIMD_LAUNCHER"] = launcher
-    graph = SConsGraph(env)
+    graph = SConsGraph(env, write=not (SCons.Script.GetOption("help")
+                                       or SCons.Script.GetOption("clean")))
     profile_dir = f"{build_dir}/{profile.name}"
     shared: Shared = profile.shared(graph, profile_dir)
     artifacts: List[Any] = list(shared.all())
@@ -189,12 +237,13 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     nodes = {}
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
     tests: List[LibraryTests] = []
-    for lib in collection.libraries:
+    # a command line that names libraries builds the graph of those only
+    libraries = _selected(collection.libraries, profile_dir, SCons.Script.COMMAND_LINE_TARGETS)
+    for lib in libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         compile_vars = dict(profile.compile_vars(shared, lib.includes, lib.cflags),
                             CPPPATH=scan_base + [env.Dir(d) for d in lib.includes])
-        wrapper = env.GpsimdWrapper(f"{lib_dir}/wrapper.cpp",
-                                    env.Value(_wrapper_spec(lib, profile.dialect)))
+        wrapper = [graph.text(f"{lib_dir}/wrapper.cpp", _wrapper_text(lib, profile.dialect))]
         sources = [(src, _source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
         objects, callgraphs = [], []
         for src, stem in sources:
@@ -216,9 +265,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             loadable.append(obj)
             cores.append((spec.core, spec.name, obj.path))
         # build-front-end.txt §1: the version metadata, with every library.
-        versions = env.GpsimdText(f"{lib_dir}/versions.json",
-                                  env.Value(versions_json(lib.name, profile.name)))
-        env.Alias(lib.name, loadable + versions)
+        versions = [graph.text(f"{lib_dir}/versions.json", versions_json(lib.name, profile.name))]
         all_loadable += loadable
         all_versions += versions
         results = []
@@ -229,21 +276,24 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
                                                callgraphs + shared.callgraphs,
                                                GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops)
             plan = testplan.library_plan(lib, cores)
-            plan_node = env.GpsimdText(f"{lib_dir}/testplan.json", env.Value(plan.dumps()))
-            # where each vector is written: needed by the run, not part of its
-            # signature (Requires: built first, never a reason to re-run)
-            locations = env.GpsimdText(
+            plan_node = [graph.text(f"{lib_dir}/testplan.json", plan.dumps())]
+            # where each vector is written: read by the run, not part of its
+            # signature (never a reason to re-run)
+            locations = [graph.text(
                 f"{lib_dir}/locations.json",
-                env.Value(json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1)))
+                json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1))]
             results = env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
                 GPSIMD_LOCATIONS=locations[0])
-            env.Requires(results, locations)
             env.Depends(results, emu_sources)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
             tests.append(LibraryTests(lib.name, results[0]))
+            # `scons <lib>`: the inner loop: objects, stack report, tests
+            env.Alias(lib.name, loadable + versions + all_stack[-1:] + results)
+        else:
+            env.Alias(lib.name, loadable + versions)
         artifacts += wrapper + objects + linked + loadable + versions
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "versions": versions, "results": results}
@@ -269,5 +319,5 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         integrity.CURRENT = record
         atexit.register(record.save)
         if tests:
-            atexit.register(Summary(tests, profile_dir).at_exit)
+            atexit.register(Summary(tests, profile_dir, len(collection.libraries)).at_exit)
     return nodes

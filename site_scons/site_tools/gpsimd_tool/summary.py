@@ -97,14 +97,18 @@ def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
 class Summary:
     """Prints the summary at exit for the libraries the build's targets
     ask for (``all``/``test``/the default: every library; ``test-<lib>``,
-    ``<lib>`` or a library's results file: that library)."""
+    ``<lib>`` or a library's results file: that library). ``libraries``
+    are those of this run's graph, ``collection_size`` the number in the
+    whole collection."""
 
     def __init__(self, libraries: Sequence[LibraryTests], profile_dir: str,
-                 all_aliases=("all", "test")):
+                 collection_size: Optional[int] = None, all_aliases=("all", "test")):
         import time
         self.start_ns = time.time_ns()
         self.libraries = list(libraries)
         self.profile_dir = profile_dir
+        #: libraries in the whole collection (this run's graph may hold fewer)
+        self.collection_size = len(self.libraries) if collection_size is None else collection_size
         self.all_aliases = set(all_aliases)
         self.by_name: Dict[str, LibraryTests] = {lib.name: lib for lib in self.libraries}
         self.by_path: Dict[str, LibraryTests] = {lib.node.path: lib for lib in self.libraries}
@@ -131,7 +135,7 @@ class Summary:
             wanted = self.wanted(list(SCons.Script.BUILD_TARGETS))
             if not wanted:
                 return
-            everything = len(wanted) == len(self.libraries)
+            everything = len(wanted) == self.collection_size
             from . import signals
             failed_runs = [] if signals.interrupted() else [
                 str(f.node) for f in SCons.Script.GetBuildFailures()
