@@ -68,6 +68,25 @@ class SConsGraph:
     def __init__(self, env, write: bool = True):
         self.env = env
         self.write = write
+        self._programs: Dict[str, List[Any]] = {}
+
+    def uses(self, nodes, *programs: str) -> Any:
+        """Make ``nodes`` depend on the programs their command runs (e.g.
+        ``"$GPSIMD_CXX"``), resolved once on PATH: a new compiler rebuilds
+        what it compiled. (SCons's own implicit command dependencies find
+        the same file by substituting every node's command, which costs a
+        null build more than the rest of its walk.) Returns ``nodes``."""
+        deps = []
+        for program in programs:
+            if program not in self._programs:
+                name = self.env.subst(program)
+                found = self.env.WhereIs(name, path=self.env["ENV"].get("PATH")) if name else None
+                self._programs[program] = [self.env.File(found)] if found else []
+            deps += self._programs[program]
+        if deps:
+            for node in [nodes] if hasattr(nodes, "add_dependency") else nodes:
+                node.add_dependency(deps)
+        return nodes
 
     def source(self, path: str) -> Any:
         return self.env.File(path)
@@ -76,20 +95,20 @@ class SConsGraph:
         return self.env.Dir(path).path
 
     def compile(self, target: str, source: Any, **vars: Any) -> Any:
-        return self.env.GpsimdObject(target, source, **vars)[0]
+        return self.uses(self.env.GpsimdObject(target, source, **vars)[0], "$GPSIMD_CXX")
 
     def compile_with_callgraph(self, target: str, source: Any, **vars: Any):
-        obj, ci = self.env.GpsimdObjectCI(target, source, **vars)
+        obj, ci = self.uses(self.env.GpsimdObjectCI(target, source, **vars), "$GPSIMD_CXX")
         return obj, ci
 
     def callgraph(self, target: str, source: Any, **vars: Any) -> Any:
-        return self.env.GpsimdCallGraph(target, source, **vars)[0]
+        return self.uses(self.env.GpsimdCallGraph(target, source, **vars)[0], "$GPSIMD_CXX")
 
     def depends(self, node: Any, on: Any) -> None:
         self.env.Depends(node, on)
 
     def archive(self, target: str, objects) -> Any:
-        return self.env.GpsimdArchive(target, list(objects))[0]
+        return self.uses(self.env.GpsimdArchive(target, list(objects))[0], "$AR")
 
     def text(self, target: str, text: str) -> Any:
         node = self.env.File(target)
@@ -98,16 +117,17 @@ class SConsGraph:
         return node
 
     def link(self, target: str, sources, **vars: Any) -> Any:
-        return self.env.GpsimdLink(target, list(sources), **vars)[0]
+        return self.uses(self.env.GpsimdLink(target, list(sources), **vars)[0], "$GPSIMD_CXX")
 
     def host_pack(self, base: str, linked: Any, metadata) -> Any:
         core = metadata["core"]
-        return self.env.GpsimdPack(base, linked, GPSIMD_LIBRARY=metadata["library"],
-                                   GPSIMD_LSP=metadata["lsp"],
-                                   GPSIMD_CORE="none" if core is None else str(core))[0]
+        return self.uses(self.env.GpsimdPack(base, linked, GPSIMD_LIBRARY=metadata["library"],
+                                             GPSIMD_LSP=metadata["lsp"],
+                                             GPSIMD_CORE="none" if core is None else str(core)),
+                         "$GPSIMD_STRIP", "$PYTHON")[0]
 
     def vendor_pack(self, base: str, linked: Any) -> Any:
-        return self.env.GpsimdVendorPack(base, linked)[0]
+        return self.uses(self.env.GpsimdVendorPack(base, linked), "$GPSIMD_PACKER")[0]
 
 
 def _source_stem(src: str) -> str:
@@ -217,6 +237,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         env.SConsignFile(os.path.join(build_dir, ".sconsign"))
 
     env = env.Clone()
+    # the programs a command runs are explicit dependencies (SConsGraph.uses)
+    env["IMPLICIT_COMMAND_DEPENDENCIES"] = False
     signals.install(env)
     # built files are compared by their recorded signatures (integrity.py);
     # sources keep the decider the SConstruct chose
@@ -272,9 +294,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         if profile.runs_tests:
             # the static stack report, from the call graphs of every TU
             ops = [a for op in lib.ops for a in ("--op", f"{op.name}={op.stack_size}")]
-            all_stack += env.GpsimdStackReport(f"{lib_dir}/stack-report.txt",
-                                               callgraphs + shared.callgraphs,
-                                               GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops)
+            all_stack += graph.uses(env.GpsimdStackReport(
+                f"{lib_dir}/stack-report.txt", callgraphs + shared.callgraphs,
+                GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON")
             plan = testplan.library_plan(lib, cores)
             plan_node = [graph.text(f"{lib_dir}/testplan.json", plan.dumps())]
             # where each vector is written: read by the run, not part of its
@@ -282,10 +304,10 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             locations = [graph.text(
                 f"{lib_dir}/locations.json",
                 json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1))]
-            results = env.GpsimdTest(
+            results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
-                GPSIMD_LOCATIONS=locations[0])
+                GPSIMD_LOCATIONS=locations[0]), "$PYTHON")
             env.Depends(results, emu_sources)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
