@@ -10,7 +10,15 @@ steps that are not a compiler, linker or archiver run this module:
 ``python -m gpsimd_build.steps stack-report --library L --op NAME=BYTES ... -o OUT CI...``
     merges GCC call graphs (``-fcallgraph-info=su``) and writes the worst
     static stack chain of each op (``gpsimd_build.stackreport``); lines over
-    the op's stack size start with ``WARNING`` and are also printed.
+    the op's stack size start with ``WARNING`` and are also printed;
+``python -m gpsimd_build.steps digests -o OUT LIST``
+    prints and writes one SHA-256 per artifact named in the file ``LIST``
+    (one path per line), sorted by path (``scons digests``);
+``python -m gpsimd_build.steps summary -o OUT --all N RESULTS...``
+    writes the summary of the passing results files given (one line per
+    library, then ``all libraries: N passed, M failed`` when they are all
+    ``N`` libraries of the collection, else ``total: ...``) for a build
+    driven by ninja, which prints it with ``cat``.
 
 Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
 success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
@@ -72,6 +80,36 @@ def _stack_report(args: argparse.Namespace) -> None:
     write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
+def _digests(args: argparse.Namespace) -> None:
+    import hashlib
+    with open(args.list, encoding="utf-8") as f:
+        paths = sorted(p for p in f.read().splitlines() if p)
+    lines = []
+    for path in paths:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        lines.append(f"{h.hexdigest()}  {path}")
+    text = "\n".join(lines) + "\n"
+    sys.stdout.write(text)
+    write_atomically(args.output, text.encode("utf-8"))
+
+
+def _summary(args: argparse.Namespace) -> None:
+    from gpsimd_device.results import LibraryResults
+    passed = failed = 0
+    lines = []
+    for path in args.results:
+        res = LibraryResults.load(path)
+        passed += res.passed
+        failed += res.failed
+        lines.append(res.summary_line())
+    label = "all libraries" if len(args.results) == args.all else "total"
+    lines.append(f"{label}: {passed} passed, {failed} failed")
+    write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``python -m gpsimd_build.steps``."""
     p = argparse.ArgumentParser(prog="python -m gpsimd_build.steps",
@@ -90,6 +128,15 @@ def build_parser() -> argparse.ArgumentParser:
     sr.add_argument("-o", "--output", required=True)
     sr.add_argument("callgraphs", nargs="*")
     sr.set_defaults(run=_stack_report)
+    dg = sub.add_parser("digests", help="one SHA-256 per artifact")
+    dg.add_argument("-o", "--output", required=True)
+    dg.add_argument("list", help="a file naming one artifact per line")
+    dg.set_defaults(run=_digests)
+    sm = sub.add_parser("summary", help="the summary of passing results files")
+    sm.add_argument("-o", "--output", required=True)
+    sm.add_argument("--all", type=int, required=True, help="libraries in the collection")
+    sm.add_argument("results", nargs="*")
+    sm.set_defaults(run=_summary)
     return p
 
 
@@ -102,7 +149,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         where = e.filename or "?"
         print(f"gpsimd: {where}: {e.strerror or e}", file=sys.stderr)
         return 1
-    except (ValueError, KeyError) as e:
+    except (ValueError, KeyError) as e:  # incl. ResultsError
         print(f"gpsimd: {args.step}: {e}", file=sys.stderr)
         return 1
     return 0

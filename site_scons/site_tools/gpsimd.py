@@ -46,7 +46,7 @@ for _p in (_RUNTIME_MODEL, _SITE_SCONS, _HERE):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from gpsimd_tool import builders, graph  # noqa: E402
+from gpsimd_tool import builders, graph, ninja_path  # noqa: E402
 
 
 def exists(env):
@@ -61,5 +61,7 @@ def generate(env):
     env["GPSIMD_TOOL"] = True
     builders.add_builders(env)
     env.AddMethod(graph.GpsimdCollection, "GpsimdCollection")
+    if ninja_path.wanted():   # `scons --experimental=ninja`: the ninja fast path
+        ninja_path.load_tool(env)
     if "CompilationDatabase" not in env["BUILDERS"]:
         env.Tool("compilation_db")

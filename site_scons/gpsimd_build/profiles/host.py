@@ -94,7 +94,7 @@ class HostProfile(Profile):
     def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
         self.launcher = launcher
         compile_ = ("$GPSIMD_CXX $GPSIMD_CXXFLAGS $GPSIMD_DEBUGFLAGS $( $GPSIMD_PREFIXFLAGS $) "
-                    "$GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS")
+                    "$GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS $GPSIMD_DEPFLAGS")
         return {
             "GPSIMD_CXX": self.cxx,
             "GPSIMD_CXXFLAGS": list(HOST_CXXFLAGS),

@@ -10,10 +10,10 @@ A compiler launcher (``$GPSIMD_LAUNCHER``) and the path prefix map sit in
 ``$( $)``: they change how a command runs, not what it produces, so they are
 not part of a node's signature.
 
-The only Python function action left is the digests (``scons digests``).
+No action is a Python function: every one is a command line, so the same
+graph runs under ninja.
 """
 
-import hashlib
 import os
 import sys
 
@@ -22,24 +22,11 @@ import SCons.Builder
 import SCons.Scanner.C
 import SCons.Tool.compilation_db
 
-from gpsimd_build.steps import write_atomically
 
 __all__ = ["add_builders"]
 
 
 # ---- Python function actions ------------------------------------------------
-
-def _print_digests(target, source, env):
-    """Print one SHA-256 per artifact, sorted by path (a reproducibility check)."""
-    lines = []
-    for node in sorted(source, key=lambda n: n.path):
-        with open(node.abspath, "rb") as f:
-            lines.append(f"{hashlib.sha256(f.read()).hexdigest()}  {node.path}")
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    write_atomically(str(target[0]), text.encode("utf-8"))
-    return 0
-
 
 # ---- emitters ---------------------------------------------------------------
 
@@ -92,6 +79,9 @@ def add_builders(env):
         GPSIMD_LAUNCHER="",
         GPSIMD_USER_CFLAGS=[],
         GPSIMD_INCFLAGS=[],
+        # header dependencies as a depfile: set (-MMD -MF $TARGET.d) for ninja,
+        # which does not scan; SCons scans sources itself
+        GPSIMD_DEPFLAGS=[],
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
         # our own steps: stdlib-only modules, started without site-packages
         GPSIMD_STEP="$PYTHON -S -m gpsimd_build.steps",
@@ -99,6 +89,8 @@ def add_builders(env):
                         "--core $GPSIMD_CORE ${TARGETS[1]} ${TARGETS[0]}"),
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
                         "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
+        GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET $SOURCE",
+        GPSIMD_SUMMARYCOM="$GPSIMD_STEP summary -o $TARGET --all $GPSIMD_LIBRARIES $SOURCES",
         GPSIMD_EMU_FLAGS=[],   # e.g. ["--no-checks", "--timeout", "5"] (SConstruct)
         # the results file exists only after a run in which every vector
         # passed; a failed run leaves its results in <lib>/test-results.failed.json
@@ -138,5 +130,8 @@ def add_builders(env):
         "GpsimdStackReport": SCons.Builder.Builder(
             action=act("$GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
-        "GpsimdDigests": SCons.Builder.Builder(action=act(_print_digests, None)),
+        # (its first source lists the artifacts; the others are the artifacts)
+        "GpsimdDigests": SCons.Builder.Builder(action=act("$GPSIMD_DIGESTSCOM", None)),
+        "GpsimdSummary": SCons.Builder.Builder(action=act("$GPSIMD_SUMMARYCOM", None)),
+        "GpsimdPrint": SCons.Builder.Builder(action=act("cat $SOURCE", None)),
     })

@@ -20,12 +20,12 @@ import SCons.Script
 
 from gpsimd_build import codegen, testplan
 from gpsimd_build.steps import write_atomically
-from gpsimd_build.manifest import ManifestError, load_manifest
+from gpsimd_build.manifest import SCHEMA_PATH, ManifestError, load_manifest
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.versions import versions_json
 
-from . import integrity, lock, signals
+from . import integrity, lock, ninja_path as ninja, signals
 from .summary import LibraryTests, Summary
 
 __all__ = ["GpsimdCollection", "SConsGraph"]
@@ -235,6 +235,10 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
     if sconsign and (building or os.path.isdir(build_dir)):
         env.SConsignFile(os.path.join(build_dir, ".sconsign"))
+    to_ninja = ninja.active(env)
+    if to_ninja:
+        ninja.setup(env)
+    top_env = env
 
     env = env.Clone()
     # the programs a command runs are explicit dependencies (SConsGraph.uses)
@@ -248,6 +252,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     launcher = env.get("CXX_LAUNCHER") or ""
     env.Replace(**profile.construction_vars(env.Dir("#").abspath, launcher))
     env["GPSIMD_LAUNCHER"] = launcher
+    if to_ninja:
+        ninja.map_compiles(env)
     graph = SConsGraph(env, write=not (SCons.Script.GetOption("help")
                                        or SCons.Script.GetOption("clean")))
     profile_dir = f"{build_dir}/{profile.name}"
@@ -319,19 +325,30 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         artifacts += wrapper + objects + linked + loadable + versions
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "versions": versions, "results": results}
-    env.Alias("compiledb", env.CompilationDatabase())
+    if not to_ninja:   # under ninja: ninja -t compdb
+        env.Alias("compiledb", env.CompilationDatabase())
     # `scons digests`: computed and printed every time, never from a cache
-    digests = env.GpsimdDigests(f"{profile_dir}/digests.txt", artifacts)
+    listing = graph.text(f"{profile_dir}/artifacts.txt",
+                         "".join(f"{n.path}\n" for n in sorted(artifacts, key=lambda n: n.path)))
+    digests = graph.uses(env.GpsimdDigests(f"{profile_dir}/digests.txt", [listing] + artifacts),
+                         "$PYTHON")
     env.AlwaysBuild(digests)
     env.NoCache(digests)
     env.Alias("digests", digests)
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)
-        env.Default(env.Alias("all", all_results + all_stack + all_versions))
+        default = all_results + all_stack + all_versions
+        if to_ninja:
+            default += ninja.summary(env, all_results, profile_dir, len(collection.libraries))
+        env.Default(env.Alias("all", default))
     else:
         env.Default(env.Alias("all", all_loadable + all_versions))
-    if building:
+    if to_ninja:
+        files = [f for lib in libraries for f in testplan.plan_files(lib)]
+        ninja.regenerate_on(top_env, list(collection.manifests) + files + [SCHEMA_PATH]
+                            + ninja.build_library_files())
+    elif building:
         record = integrity.OutputRecord(build_dir)
         removed = record.verify_outputs(_outputs(env.Dir(profile_dir)))
         if removed:

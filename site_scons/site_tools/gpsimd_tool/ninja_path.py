@@ -1,0 +1,119 @@
+"""The ninja fast path: the same graph, run by ninja (``scons
+--experimental=ninja``, SCons's own ninja tool, which writes ``build.ninja``
+from the graph and runs ninja; then plain ``ninja`` for the edit loop).
+
+Every action of the graph is already a command line (no Python function
+action, nothing falls back to calling SCons). What ninja needs on top:
+
+* header dependencies from depfiles: compiles get ``-MMD -MF $TARGET.d``
+  and a rule with ``deps = gcc`` (:func:`setup`);
+* ``build.ninja`` regenerates by itself when the manifests, the files they
+  name (references, ``.npy``), the JSON Schema, the build library or the
+  host runtime's sources change (``NINJA_REGENERATE_DEPS``; the generated
+  texts, e.g. test plans, are written at generation time);
+* the summary: a step that writes ``test-summary.txt`` from the results
+  and an edge that prints it with ``cat`` on every run, without starting
+  Python (:func:`summary`);
+* no record of outputs, no exit summary: ninja keeps its own log of finished
+  commands (``.ninja_log``) and rebuilds an output whose recorded mtime is
+  older than its inputs, which is what makes an interrupted ninja build
+  safe.
+"""
+
+import os
+import sys
+from typing import Any, Iterable, List
+
+import SCons.Node
+import SCons.Script
+
+__all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary"]
+
+
+def wanted() -> bool:
+    """Was scons started with ``--experimental=ninja``?"""
+    try:
+        return "ninja" in (SCons.Script.GetOption("experimental") or ())
+    except (AttributeError, KeyError):
+        return False
+
+
+def load_tool(env) -> None:
+    """Load SCons's ninja tool into ``env``. It regenerates build.ninja by
+    re-running ``sys.argv[0]``; under ``python -m SCons`` that is not a
+    program, so it becomes this package's ``scons.py``, which the tool runs
+    with this Python."""
+    argv0 = sys.argv[0]
+    if not (os.path.isfile(argv0) and os.access(argv0, os.X_OK)):
+        sys.argv[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons.py")
+    env.Tool("ninja")
+
+#: The construction variables that hold a compile command (rule GPSIMD_CXX).
+_COMPILE_COMS = ("GPSIMD_CXXCOM", "GPSIMD_CXXCICOM", "GPSIMD_CALLGRAPHCOM")
+
+
+def active(env) -> bool:
+    """Is SCons generating a ninja file (``--experimental=ninja``)?"""
+    return bool(env.get("GENERATING_NINJA"))
+
+
+def _compile_provider(env, node, action, targets, sources, executor=None):
+    """Rule mapping of a compile: SCons's generic command, with its depfile."""
+    _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
+                                                         executor=executor)
+    variables["depfile"] = str(targets[0]) + ".d"
+    return "GPSIMD_CXX", variables, deps
+
+
+def setup(env) -> None:
+    """Register the compile rule (depfile, ``deps = gcc``) in ``env``, the
+    environment the ninja tool was loaded into."""
+    from SCons.Tool.ninja_tool.Globals import NINJA_RULES
+    env.NinjaRule("GPSIMD_CXX", "$env$cmd", description="CXX $out", deps="gcc",
+                  use_depfile=True)
+    env[NINJA_RULES]["GPSIMD_CXX"]["depfile"] = "$depfile"
+
+
+def map_compiles(env) -> None:
+    """Make ``env``'s compiles write depfiles and map them to the compile
+    rule. (An action that is one ``$VARIABLE`` reaches the ninja tool as the
+    variable's value, so the mapping is by value, as the tool's own
+    mappings of ``$CXXCOM`` are.)"""
+    env["GPSIMD_DEPFLAGS"] = ["-MMD", "-MF", "${TARGET}.d"]
+    for name in _COMPILE_COMS:
+        for key in ("$" + name, "${" + name + "}", env.get(name)):
+            if isinstance(key, str):
+                env.NinjaRuleMapping(key, _compile_provider)
+
+
+def regenerate_on(env, paths: Iterable[str]) -> None:
+    """``build.ninja`` is regenerated when any of ``paths`` changes (besides
+    the SConscripts)."""
+    scripts = [str(s) for s in SCons.Node.SConscriptNodes]
+    env["NINJA_REGENERATE_DEPS"] = sorted(set(scripts) | {p for p in paths if p})
+
+
+def summary(env, results: List[Any], profile_dir: str, libraries: int) -> List[Any]:
+    """The summary step (``test-summary.txt`` from every results file) and
+    the edge that prints it on every run (``cat``; its output is never
+    made, so ninja always runs it). Returns the nodes to build by default."""
+    text = env.GpsimdSummary(f"{profile_dir}/test-summary.txt", results,
+                             GPSIMD_LIBRARIES=str(libraries))
+    printed = env.GpsimdPrint(f"{profile_dir}/.summary-printed", text)
+    return text + printed
+
+
+def build_library_files() -> List[str]:
+    """The build library's own Python files, and the runtime's source folder
+    (a new runtime source changes the graph)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    site_scons = os.path.dirname(os.path.dirname(here))
+    runtime = os.path.join(os.path.dirname(site_scons), "runtime_model")
+    out = []
+    for top in (os.path.join(site_scons, "gpsimd_build"), here,
+                os.path.join(runtime, "gpsimd_device")):
+        for folder, _, files in os.walk(top):
+            out += [os.path.join(folder, f) for f in files if f.endswith(".py")]
+    out += [os.path.join(os.path.dirname(here), "gpsimd.py"), os.path.join(runtime, "src")]
+    return [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
+            for p in sorted(out)]

@@ -1,0 +1,115 @@
+"""The ninja fast path (``scons --experimental=ninja``, then ``ninja``):
+the same graph gives the same bytes and results as the plain SCons path,
+headers come from depfiles, build.ninja regenerates itself, the summary is
+printed by `cat`, and an interrupted ninja build leaves nothing stale."""
+import os
+import re
+import signal
+import subprocess
+import time
+
+import pytest
+
+from conftest import copy_project, run_scons
+
+NINJA = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
+RELU = "kernels/relu/relu.cpp"
+GOOD = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
+BROKEN = "t_out_acc[i] = t_in_acc[i];"
+
+
+def ninja(proj, *args, check=True):
+    proc = subprocess.run([NINJA, *args], cwd=str(proj), capture_output=True, text=True,
+                          timeout=900)
+    if check:
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc
+
+
+def digests_and_results(proj):
+    """Digests of every artifact (the digests step, run by ninja) and the
+    results files of every library."""
+    ninja(proj, "build/host/digests.txt")
+    digests = (proj / "build/host/digests.txt").read_text()
+    results = {p.parent.name: p.read_text() for p in sorted((proj / "build/host").glob("*/test-results*.json"))}
+    return digests, results
+
+
+@pytest.fixture(scope="module")
+def ninja_project(tmp_path_factory, built_project):
+    proj = copy_project(tmp_path_factory.mktemp("ninja"))
+    proc = run_scons(proj, "--experimental=ninja")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (proj / "build.ninja").exists()
+    assert "all libraries: 102 passed, 0 failed" in proc.stdout.splitlines(), proc.stdout
+    return proj
+
+
+def test_same_bytes_and_results_as_the_scons_path(ninja_project, built_project):
+    scons_proj, _ = built_project
+    proc = run_scons(scons_proj, "-Q", "digests")
+    assert proc.returncode == 0
+    scons_digests = (scons_proj / "build/host/digests.txt").read_text()
+    digests, results = digests_and_results(ninja_project)
+    assert digests == scons_digests
+    for lib, text in results.items():
+        assert text == (scons_proj / "build/host" / lib / "test-results.json").read_text(), lib
+
+
+def test_a_null_build_runs_only_the_summary_print(ninja_project):
+    proc = ninja(ninja_project, "-d", "explain")
+    dirty = re.findall(r"ninja explain: (\S+) is dirty", proc.stderr)
+    assert set(dirty) <= {"build/host/.summary-printed"}, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "all libraries: 102 passed, 0 failed"
+    assert "python" not in proc.stdout.lower()
+    # no step falls back to calling SCons
+    text = (ninja_project / "build.ninja").read_text()
+    assert not re.search(r"^build [^\n]*: (TEMPLATE|SCONS)\b", text, re.M)
+
+
+def test_headers_come_from_depfiles(ninja_project):
+    deps = ninja(ninja_project, "-t", "deps", "build/host/relu/obj/kernels/relu/relu.o").stdout
+    assert "(VALID)" in deps and "runtime_model/include/torch/detail/tensor.h" in deps
+    (ninja_project / "runtime_model/include/torch/detail/ops.h").touch()
+    dry = ninja(ninja_project, "-n").stdout
+    assert "build/host/relu/obj/kernels/relu/relu.o" in dry
+    ninja(ninja_project)
+
+
+def test_build_ninja_regenerates_when_the_manifest_changes(ninja_project):
+    manifest = ninja_project / "ops.yaml"
+    text = manifest.read_text()
+    old = "shape: [77], random: {distribution: uniform, low: -1, high: 1}}"
+    assert old in text
+    manifest.write_text(text.replace(old, old.replace("[77]", "[78]"), 2))   # grad and x
+    proc = ninja(ninja_project)
+    assert "Regenerating build.ninja" in proc.stdout + proc.stderr
+    assert "PASS relu::relu_backward[n77]" in proc.stdout
+    manifest.write_text(text)
+    ninja(ninja_project)
+
+
+def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, built_project):
+    """Issue 10's guarantee on the ninja path: BRK, kill -9 of the whole group
+    while relu links, revert: the next ninja build equals a clean build."""
+    src = ninja_project / RELU
+    good = src.read_text()
+    src.write_text(good.replace(GOOD, BROKEN, 1))
+    log = ninja_project / "ninja.log"
+    with open(log, "w") as out:
+        child = subprocess.Popen([NINJA, "-j2"], cwd=str(ninja_project), stdout=out,
+                                 stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and child.poll() is None:
+        if re.search(r"relu/relu\.so", log.read_text()):
+            break
+        time.sleep(0.01)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    src.write_text(good)
+    proc = ninja(ninja_project)
+    assert "relu: 9 passed, 0 failed" in proc.stdout
+    scons_proj, _ = built_project
+    run_scons(scons_proj, "-Q", "digests")
+    digests, _ = digests_and_results(ninja_project)
+    assert digests == (scons_proj / "build/host/digests.txt").read_text()
