@@ -407,11 +407,17 @@ def vector_doc(inputs, extra="", schema="relu(Tensor x) -> Tensor", op_extra="")
     (["x: {npy: nowhere.npy}"], "            expected: {values: [0]}\n",
      "10:24: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'nowhere.npy' not "
      "found (resolved to manifests/case/nowhere.npy)"),
+    # a duplicate key or a schema error hides nothing else of the file (every
+    # independent problem in one run): the vector has no expected result either
     (["x: {dtype: float32, shape: [4], random: {}}", "x: {dtype: float32, shape: [4], random: {}}"],
-     "", "11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
+     "", "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
+     "{reference | values | npy} or a reference on the op\n"
+     "{path}:11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
      "(first defined at line 10)"),
     (["x: {dtype: float32, shape: [4], random: {}}"], "            outptu: {dtype: float32}\n",
-     "11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
+     "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
+     "{reference | values | npy} or a reference on the op\n"
+     "{path}:11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
      "(did you mean 'output'?)"),
     (["x: {dtype: float32, shape: [4], random: {}}"],
      "            expected: {values: [1, 2, 3, 4]}\n            rtol: -1\n",
@@ -451,9 +457,16 @@ def test_op_level_checks(case):
                 "        name: output\n"
                 "        reference: kernels/none.py:f\n"
                 "        vectors:\n          - name: v\n            inputs: {x: 1}\n")
+    # the schema error of ops[0] (stack_size) hides none of its other problems
     assert errors_of(path) == [
+        f"{path}:7:15: $.libraries[0].ops[0].name: op name 'switch' is a reserved C++ keyword; "
+        "the kernel is a C++ function of that name",
         f"{path}:8:21: $.libraries[0].ops[0].stack_size: stack_size 500000 is larger than "
         "409600 bytes, the 400 KB the device allows (device-api.md Limits)",
+        f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
+        "{reference | values | npy} or a reference on the op",
+        f"{path}:11:31: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'a.npy' not "
+        "found (resolved to manifests/case/a.npy)",
         f"{path}:13:15: $.libraries[0].ops[1].name: op name 'output' clashes with a name the "
         "generated wrapper.cpp uses",
         f"{path}:14:20: $.libraries[0].ops[1].reference: reference file 'kernels/none.py' not "
@@ -470,11 +483,15 @@ def test_schema_error_in_escaped_or_block_scalar_points_at_its_start(case):
                 "        vectors: [{name: v}]\n"
                 "      - schema: >-\n          relu2(Tensor x,\n          bar y) -> Tensor\n"
                 "        vectors: [{name: v}]\n")
+    no_expected = ("no expected result: give expected: {reference | values | npy} or a "
+                   "reference on the op")
     assert errors_of(path) == [
         f"{path}:6:17: $.libraries[0].ops[0].schema: invalid op schema: unknown type 'foo'; "
         "supported types are Tensor, Scalar, int, float, long long",
+        f"{path}:7:19: $.libraries[0].ops[0].vectors[0]: {no_expected}",
         f"{path}:8:17: $.libraries[0].ops[1].schema: invalid op schema: unknown type 'bar'; "
         "supported types are Tensor, Scalar, int, float, long long",
+        f"{path}:11:19: $.libraries[0].ops[1].vectors[0]: {no_expected}",
     ]
 
 

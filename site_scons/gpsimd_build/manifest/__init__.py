@@ -69,6 +69,7 @@ headers and reference files, read without running them).
 from ..diagnostics import Diagnostic, Location
 from ..opschema import CPP_KEYWORDS, MAX_NAME_LENGTH, WRAPPER_RESERVED_NAMES  # noqa: F401
 from .collection import load_manifest
+from .reads import Read, reads_still_hold
 from .model import (Collection, Expected, Library, ManifestError, Op, Random, Reference,
                     ScalarInput, TensorInput, Vector, default_seed)
 from .rules import (DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, DTYPES, FLOAT8_DTYPES, FLOAT_MAX,
@@ -84,5 +85,5 @@ __all__ = [
     "MANIFEST_VERSION", "SCHEMA_PATH", "FLOAT_MAX",
     "Location", "Diagnostic", "ManifestError", "Reference", "Random", "TensorInput", "ScalarInput",
     "Expected", "Vector", "Op", "Library", "Collection", "load_manifest", "load_schema",
-    "inline_refs", "default_seed",
+    "inline_refs", "default_seed", "Read", "reads_still_hold",
 ]

@@ -114,7 +114,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host") -> Dict
     before anything is built; so does a profile whose programs are missing.
     """
     try:
-        collection = load_manifest(manifest)
+        collection = load_manifest(manifest, allow_paths=env.get("ALLOW_PATHS", ""))
     except ManifestError as err:
         _stop(str(err))
     try:
