@@ -144,8 +144,10 @@ class Diagnostic:
         message = escape_unsafe(self.message)
         if len(message) > MAX_MESSAGE_CHARS:
             message = message[:MAX_MESSAGE_CHARS] + "..."
-        return (f"{escape_unsafe(self.file)}:{self.line}:{self.column}: {self.json_path}: "
-                f"{message}")
+        where = self.json_path
+        if len(where) > MAX_MESSAGE_CHARS // 2:
+            where = where[:MAX_MESSAGE_CHARS // 4] + "..." + where[-MAX_MESSAGE_CHARS // 4:]
+        return f"{escape_unsafe(self.file)}:{self.line}:{self.column}: {where}: {message}"
 
 
 def sort_diagnostics(diagnostics: Iterable[Diagnostic]) -> List[Diagnostic]:

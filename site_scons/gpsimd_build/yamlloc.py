@@ -385,7 +385,7 @@ class _Composer:
             if not is_map and cls is not _ev.SequenceStartEvent:  # pragma: no cover
                 raise self._stop(event, path, f"invalid YAML: unexpected {cls.__name__}")
             if len(stack) >= MAX_DEPTH:
-                raise self._stop(event, path, f"YAML nesting deeper than {MAX_DEPTH} levels "
+                raise self._stop(event, (), f"YAML nesting deeper than {MAX_DEPTH} levels "
                                  "(MAX_DEPTH)")
             tag = event.tag
             if record and tag is not None and tag != "!" \
@@ -593,7 +593,7 @@ def read_yaml_text(text: str, file: str) -> LocatedDocument:
     try:
         try:
             composer = _compose(text, file, _C_LOADER or yaml.BaseLoader)
-        except yaml.YAMLError as err:
+        except yaml.YAMLError:
             if _C_LOADER is None or len(text) > REPARSE_LIMIT:
                 raise
             # the pure-Python parser words the problem as the tests and the

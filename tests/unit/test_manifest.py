@@ -291,6 +291,36 @@ BAD_CASES = {
         "schema: op name 'abcdefghijklmnopqrstuvwxyz_12345' is too long (32 "
         "characters); CustomOp function names must be less than 32 characters",
     ],
+    # every independent mistake in one run: a YAML syntax error stops only
+    # its (included) file; a duplicate key, schema errors, a 400-digit number
+    # hide none of the semantic checks beside them
+    "eight_mistakes": [
+        "6:16: $.libraries[0].multicore: expected a boolean (true or false), got a string "
+        "('yes'); this file is YAML 1.2, where 'yes' is a string (YAML 1.1 read it as a "
+        "boolean): write true or false",
+        "7:41: $.libraries[0].sources[1]: source file '../kernels/relu/missing.cpp' not found "
+        "(resolved to tests/manifests/kernels/relu/missing.cpp)",
+        "10:21: $.libraries[0].ops[0].stack_size: expected an integer, got a string ('big')",
+        "11:20: $.libraries[0].ops[0].reference: reference file '../kernels/relu/reference.py' "
+        "defines no 'rlu' (did you mean 'relu'?)",
+        "15:55: $.libraries[0].ops[0].vectors[0].inputs.x.values: 3 values do not fill shape "
+        "[5] (5 elements)",
+        "16:19: $.libraries[0].ops[0].vectors[0].inputs.lo: number '100000000000000000000000...'"
+        " has 400 characters; a number has at most 64 (MAX_NUMBER_LENGTH)",
+        "17:15: $.libraries[0].ops[0].vectors[0].inputs.hi: input 'hi' names no argument of "
+        "'clamp(Tensor x, float lo) -> Tensor'",
+        "18:19: $.libraries[0].ops[0].vectors[0].rtol: rtol must not be negative, got -1",
+        "20:5: $.libraries[1].name: duplicate key 'name' (first defined at line 19)",
+        "21:15: $.libraries[1].sources[0]: source file '../../../../../../../../../../../../../"
+        "../../../../../../../etc/passwd' is outside the project (resolved to "
+        f"{os.path.relpath('/etc/passwd', ROOT)}): a manifest names only paths inside the "
+        "project root, or inside a folder listed in the top manifest's allow_paths or in "
+        "ALLOW_PATHS=",
+        "28:26: $.libraries[1].ops[0].vectors[0].inputs.x.dtype: unknown dtype 'float33' (did "
+        "you mean 'float32'?)",
+        f"{BAD}/inc/broken_syntax.yaml:5:8: $: invalid YAML: expected ',' or ']', but got ':' "
+        "(while parsing a flow sequence at line 4, column 14)",
+    ],
     "builtin_in_include": [
         f"{BAD}/inc/builtin.yaml:3:11: $.libraries[0].name: library name 'builtin' is "
         "reserved (device-api.md Limits)",

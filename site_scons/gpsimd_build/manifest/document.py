@@ -403,7 +403,8 @@ class _ManifestFile(_OpChecks):
             descr, shape = self.io.npy_header(self.resolve(written)[0])
         except (OSError, ValueError) as err:
             why = err.strerror if isinstance(err, OSError) and err.strerror else str(err)
-            self.error(path, f"'{shown(written)}' is not a readable .npy file ({shown(why)})")
+            self.error(path, f"'{shown(written)}' is not a readable .npy file "
+                             f"({shown(why, 200)})")
             return None
         if tensor and len(shape) > MAX_DIMS:
             self.error(path, f"the array in '{shown(written)}' has {len(shape)} dimensions; a "

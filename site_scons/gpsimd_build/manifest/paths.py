@@ -171,6 +171,8 @@ def walk_glob(base: str, rest: Sequence[str], inside: Callable[[str], bool],
                 queue.append((target, index + 1))
             else:
                 _add_match(matches, target)
+                if len(matches) > MAX_GLOB_MATCHES:
+                    return sorted(matches)[:MAX_GLOB_MATCHES], "matches"
             continue
         try:
             with os.scandir(folder) as scan:

@@ -15,6 +15,8 @@ from typing import BinaryIO, FrozenSet, Tuple, Union
 
 from gpsimd_device import dtypes as _dtypes
 
+from ..diagnostics import shown
+
 _NPY_DTYPES = {
     "<f4": "float32", "<f2": "float16",
     "|i1": "int8", "<i2": "int16", "<i4": "int32", "<i8": "int64",
@@ -52,7 +54,8 @@ def _names_of(source: bytes):
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
-        return f"does not parse: line {err.lineno}: {err.msg}"
+        where = f"line {err.lineno}: " if err.lineno else ""
+        return f"does not parse: {where}{shown(err.msg, 200)}"
     except (ValueError, OverflowError) as err:   # NUL bytes, undecodable text
         return f"cannot be read ({type(err).__name__})"
     except (MemoryError, RecursionError):

@@ -18,7 +18,7 @@ from ..diagnostics import DocPath, shown, shown_repr
 from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_RESERVED_NAMES,
                         OpSchema, OpSchemaError, parse_schema)
 from .defaults import _Defaults, _op_with_defaults
-from .model import Expected, Op, Random, Reference, ScalarInput, TensorInput, Vector, default_seed
+from .model import Expected, Op, Random, ScalarInput, TensorInput, Vector, default_seed
 from .rules import (DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, FLOAT_MAX, INTEGER_DTYPES,
                     MAX_ELEMENTS, SCALAR_ARG_TYPES, _FLOAT32_MAX)
 from .schema import _name_too_long, _suggest
@@ -171,7 +171,6 @@ class _OpChecks:
                 names[name] = path + ("name",)
         errors_before = len(self.diagnostics)
 
-        inputs_path = path + ("inputs",)
         given = vec.get("inputs", {})
         inputs: List[Union[TensorInput, ScalarInput, None]] = []
         first_tensor_dtype: Optional[str] = None
