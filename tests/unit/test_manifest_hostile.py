@@ -7,6 +7,7 @@ seen" list, with exact messages; the fuzz campaign is in
 ``bench/fuzz_manifest.py`` (a short seeded run of it is here too).
 """
 
+import json
 import os
 import pathlib
 import random
@@ -633,6 +634,40 @@ def test_seeded_mutations_never_traceback(proj):
     assert stats["failures"] == [], stats["failures"][:3]
     assert stats["cases"] == 300 and stats["errors"] > 200
     assert time.monotonic() - start < 50
+
+
+# ---------------------------------------------------------------------------
+# Every limit is a named constant, documented in README with its value
+# ---------------------------------------------------------------------------
+
+def test_every_limit_is_in_the_readme_with_its_value():
+    from gpsimd_build import yamlloc
+    from gpsimd_build.manifest import probes, rules
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown_as = {
+        "MAX_MANIFEST_BYTES": (yamlloc.MAX_MANIFEST_BYTES, f"{MAX_MANIFEST_BYTES >> 20} MiB"),
+        "MAX_DEPTH": (yamlloc.MAX_DEPTH, f"{MAX_DEPTH} nested"),
+        "MAX_NODES": (yamlloc.MAX_NODES, f"{MAX_NODES:,} YAML nodes"),
+        "MAX_NUMBER_LENGTH": (yamlloc.MAX_NUMBER_LENGTH, f"{MAX_NUMBER_LENGTH} characters"),
+        "MAX_PATH_CHARS": (rules.MAX_PATH_CHARS, f"{rules.MAX_PATH_CHARS:,} characters"),
+        "MAX_SCHEMA_CHARS": (rules.MAX_SCHEMA_CHARS, f"{rules.MAX_SCHEMA_CHARS:,} characters"),
+        "MAX_GLOB_MATCHES": (mpaths.MAX_GLOB_MATCHES, f"{mpaths.MAX_GLOB_MATCHES:,} files"),
+        "MAX_GLOB_ENTRIES": (mpaths.MAX_GLOB_ENTRIES, f"{mpaths.MAX_GLOB_ENTRIES:,} directory"),
+        "MAX_REFERENCE_BYTES": (probes.MAX_REFERENCE_BYTES,
+                                f"{probes.MAX_REFERENCE_BYTES >> 10} KiB"),
+        "MAX_NPY_HEADER_BYTES": (probes.MAX_NPY_HEADER_BYTES,
+                                 f"{probes.MAX_NPY_HEADER_BYTES >> 10} KiB"),
+        "MAX_DIAGNOSTICS_PER_FILE": (rules.MAX_DIAGNOSTICS_PER_FILE,
+                                     f"{rules.MAX_DIAGNOSTICS_PER_FILE:,} problems"),
+        "MAX_INCLUDE_DEPTH": (rules.MAX_INCLUDE_DEPTH, f"{rules.MAX_INCLUDE_DEPTH} nested"),
+    }
+    for name, (_, text) in shown_as.items():
+        assert f"| `{name}` | {text}" in readme, name
+    assert f"up to {yamlloc.REPARSE_LIMIT >> 20} MiB again" in readme
+    schema = json.loads((ROOT / "schema" / "ops.schema.json").read_text())
+    assert schema["$defs"]["path"]["maxLength"] == rules.MAX_PATH_CHARS
+    assert schema["properties"]["include"]["items"]["maxLength"] == rules.MAX_PATH_CHARS
+    assert schema["$defs"]["op"]["properties"]["schema"]["maxLength"] == rules.MAX_SCHEMA_CHARS
 
 
 # ---------------------------------------------------------------------------
