@@ -292,7 +292,7 @@ def hostile_files(folder: pathlib.Path) -> list:
 
 
 CHILD = r"""
-import sys, time, resource
+import sys, time
 sys.path[:0] = [sys.argv[2] + "/site_scons", sys.argv[2] + "/runtime_model"]
 from gpsimd_build.manifest import load_manifest, ManifestError
 t = time.monotonic()
@@ -300,7 +300,9 @@ try:
     load_manifest(sys.argv[1]); out = "loaded"
 except ManifestError as err:
     lines = str(err).split("\n"); out = f"{len(lines)} line(s): {lines[0][:110]}"
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+# VmHWM: the peak of this process alone (ru_maxrss keeps the parent's across exec)
+rss = next(int(line.split()[1]) for line in open("/proc/self/status")
+           if line.startswith("VmHWM")) // 1024
 print(f"{time.monotonic() - t:.2f} {rss} {out}")
 """
 

@@ -173,8 +173,12 @@ class _Composer:
     def _node(self) -> Tuple[Any, bool]:
         """Compose the document's root node; (value, is the empty scalar)."""
         stack: List[_Frame] = []
+        parsed = self._next_parsed
         while True:
-            event, replayed = self._next()
+            if self._replays or self._open_anchors:
+                event, replayed = self._next()
+            else:  # the common case, inline
+                event, replayed = parsed(), False
             cls = event.__class__
             if stack:
                 frame = stack[-1]

@@ -80,6 +80,12 @@ def load_manifest(path: _PathLike, *, root: _PathLike = ".",
     gc.disable()
     try:
         return _load_collection(path, root, allow_paths)
+    except ManifestError:
+        raise
+    except Exception as err:  # the last net (each file has its own): a line, not a traceback
+        raise ManifestError([Diagnostic(
+            os.fspath(path), 1, 1, (), "internal error while loading the collection "
+            f"({type(err).__name__}: {shown(str(err))}); please report it")]) from None
     finally:
         if gc_enabled:
             gc.enable()

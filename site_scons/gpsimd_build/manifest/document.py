@@ -55,7 +55,13 @@ class _ManifestFile(_OpChecks, _FileChecks):
         self.model_file = os.path.relpath(os.path.abspath(display),
                                           self.root_abs).replace(os.sep, "/")
         self.diagnostics: List[Diagnostic] = []
-        self._schema_error_paths: List[DocPath] = list(doc.bad_paths)
+        self._resolved: Dict[str, Tuple[str, str]] = {}
+        # how many error paths (schema errors, nodes the YAML reading left out)
+        # are at or under each prefix, and under (prefix, child list, item)
+        self._errors_under: Dict[DocPath, int] = {}
+        self._errors_in_items: Dict[Tuple[DocPath, Any], int] = {}
+        for bad in doc.bad_paths:
+            self.mark(bad)
         self.inherited = inherited or _Defaults()
         self.own_defaults = _Defaults()
         self.defaults = self.inherited
@@ -84,22 +90,34 @@ class _ManifestFile(_OpChecks, _FileChecks):
     def resolve(self, written: str) -> Tuple[str, str]:
         """(absolute path, normalised POSIX path relative to the root) of a
         path written in this manifest (relative to its folder)."""
-        absolute = os.path.normpath(os.path.join(self.folder_abs, written))
-        relative = os.path.relpath(absolute, self.root_abs).replace(os.sep, "/")
-        return absolute, relative
+        found = self._resolved.get(written)
+        if found is None:
+            absolute = os.path.normpath(os.path.join(self.folder_abs, written))
+            found = (absolute, os.path.relpath(absolute, self.root_abs).replace(os.sep, "/"))
+            self._resolved[written] = found
+        return found
+
+    def mark(self, path: DocPath) -> None:
+        """Record an error at ``path``: checks that read it, or a node above
+        it, are skipped (:meth:`clean`)."""
+        path = tuple(path)
+        under, items = self._errors_under, self._errors_in_items
+        for n in range(len(path) + 1):
+            prefix = path[:n]
+            under[prefix] = under.get(prefix, 0) + 1
+            if len(path) > n + 1:
+                key = (prefix, path[n])
+                items[key] = items.get(key, 0) + 1
 
     def clean(self, prefix: DocPath, *, except_items_of: Optional[str] = None) -> bool:
         """No schema error (nor node left out by the YAML reading) at or under
         ``prefix`` (ignoring errors inside the items of the child list
-        ``except_items_of``, checked separately)."""
-        n = len(prefix)
-        for p in self._schema_error_paths:
-            if p[:n] != prefix:
-                continue
-            if except_items_of is not None and len(p) > n + 1 and p[n] == except_items_of:
-                continue
-            return False
-        return True
+        ``except_items_of``, checked separately). Constant time."""
+        prefix = tuple(prefix)
+        count = self._errors_under.get(prefix, 0)
+        if count and except_items_of is not None:
+            count -= self._errors_in_items.get((prefix, except_items_of), 0)
+        return count == 0
 
     def usable(self, parent: Any, key: Any, path: DocPath, kind: type) -> bool:
         """``parent[key]`` exists, is a ``kind`` and has no error at or under it."""
@@ -128,13 +146,13 @@ class _ManifestFile(_OpChecks, _FileChecks):
         view, values_problems = _without_values(value)
         for path, message in values_problems:
             if not any(path[:len(bad)] == bad for bad in left_out):
-                self._schema_error_paths.append(path)
+                self.mark(path)
                 self.error(path, message)
         for err in _validator().iter_errors(view):
             path = tuple(err.absolute_path)
             if any(path[:len(bad)] == bad for bad in left_out):
                 continue  # the YAML reading reported this node already
-            self._schema_error_paths.append(path)
+            self.mark(path)
             for diag in _schema_diagnostics(self.doc, err):
                 self.diagnostics.append(diag)
             if len(self.diagnostics) > MAX_DIAGNOSTICS_PER_FILE:

@@ -136,6 +136,7 @@ class Recorder:
         self.glob_budget = GlobBudget()
         self._reads: Dict[Tuple[str, str, str], Read] = {}
         self._cache: Dict[Tuple[str, str], Any] = {}
+        self._rel: Dict[str, str] = {}
 
     @property
     def reads(self) -> Tuple[Read, ...]:
@@ -144,11 +145,15 @@ class Recorder:
 
     def rel(self, absolute: str) -> str:
         """``absolute`` relative to the root, POSIX separators."""
-        return self.facts.rel(absolute)
+        rel = self._rel.get(absolute)
+        if rel is None:
+            rel = self._rel[absolute] = self.facts.rel(absolute)
+        return rel
 
     def _keep(self, kind: str, absolute: str, value: Any, extra: str = "") -> None:
-        read = Read(kind, self.rel(absolute), value)
-        self._reads.setdefault((kind, read.path, extra), read)
+        key = (kind, absolute, extra)
+        if key not in self._reads:
+            self._reads[key] = Read(kind, self.rel(absolute), value)
 
     def _cached(self, kind: str, absolute: str, compute: Callable[[], Any]) -> Any:
         key = (kind, absolute)
