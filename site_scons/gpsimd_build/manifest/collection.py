@@ -114,8 +114,7 @@ def _load_collection(path, root, allow_paths) -> "Collection":
             Diagnostic(os.fspath(path), 1, 1, (), "the manifest could not be loaded")])
     return Collection(top.model_file,
                       tuple(lib for lib, _, _ in loader.libraries),  # type: ignore[misc]
-                      tuple(f.model_file for f in loader.files),
-                      loader.io.reads)
+                      tuple(f.model_file for f in loader.files)).with_reads(loader.io.reads)
 
 
 class _CollectionLoader:

@@ -6,7 +6,7 @@ so a build does not depend on where the project sits.
 """
 
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
 from ..diagnostics import DiagnosticError, Location
@@ -168,12 +168,22 @@ class Collection:
     real paths, glob matches, ``.npy`` headers, reference files): a build
     that caches the model keeps it while
     :func:`~gpsimd_build.manifest.reads_still_hold` says they hold. It is
-    not part of the model's equality."""
+    about the load, not the model: not a field (``==``,
+    ``dataclasses.asdict`` and ``replace`` leave it out)."""
 
     manifest: str
     libraries: Tuple[Library, ...]
     manifests: Tuple[str, ...] = ()
-    reads: Tuple[Any, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def reads(self) -> Tuple[Any, ...]:
+        """The filesystem facts the load depended on (see the class)."""
+        return self.__dict__.get("_reads", ())
+
+    def with_reads(self, reads: Tuple[Any, ...]) -> "Collection":
+        """This collection, carrying ``reads`` (set once, by the loader)."""
+        object.__setattr__(self, "_reads", tuple(reads))
+        return self
 
 
 def default_seed(library: str, op: str, vector: str, argument: str) -> int:
