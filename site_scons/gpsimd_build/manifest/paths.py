@@ -19,13 +19,14 @@ import fnmatch
 import os
 import re
 import stat
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 #: Most files one include pattern may match.
 MAX_GLOB_MATCHES = 1000
-#: Most directory entries the include patterns of one collection may examine
-#: (a walk through a large or looping tree stops here with an error).
-MAX_GLOB_ENTRIES = 100_000
+#: Most directory entries the include patterns of one collection may list
+#: (each folder listed once, whatever the number of patterns; about 1 s; a
+#: walk through a larger tree stops here with an error).
+MAX_GLOB_ENTRIES = 500_000
 
 _MAGIC = re.compile(r"[*?\[]")
 
@@ -119,10 +120,12 @@ class PathPolicy:
 
 class GlobBudget:
     """Directory entries the include patterns of one collection may still
-    examine (:data:`MAX_GLOB_ENTRIES`)."""
+    list (:data:`MAX_GLOB_ENTRIES`), and the listings made so far (by real
+    folder: a folder is listed once per collection)."""
 
     def __init__(self, entries: Optional[int] = None):
         self.entries = MAX_GLOB_ENTRIES if entries is None else entries
+        self.listings: Dict[Tuple[int, int], List[Tuple[str, bool, bool]]] = {}
 
 
 def split_pattern(written: str) -> Tuple[List[str], List[str]]:
@@ -174,17 +177,20 @@ def walk_glob(base: str, rest: Sequence[str], inside: Callable[[str], bool],
                 if len(matches) > MAX_GLOB_MATCHES:
                     return sorted(matches)[:MAX_GLOB_MATCHES], "matches"
             continue
-        try:
-            with os.scandir(folder) as scan:
-                entries = []
-                for entry in scan:
-                    budget.entries -= 1
-                    if budget.entries < 0:
-                        return matches, "entries"
-                    entries.append((entry.name, _is_dir(entry), entry.is_symlink()))
-        except (OSError, ValueError):
-            continue
-        entries.sort()
+        entries = budget.listings.get(ident[:2])
+        if entries is None:
+            try:
+                with os.scandir(folder) as scan:
+                    entries = []
+                    for entry in scan:
+                        budget.entries -= 1
+                        if budget.entries < 0:
+                            return matches, "entries"
+                        entries.append((entry.name, _is_dir(entry), entry.is_symlink()))
+            except (OSError, ValueError):
+                continue
+            entries.sort()
+            budget.listings[ident[:2]] = entries
         hidden_ok = part.startswith(".")
         for name, is_dir, is_link in entries:
             if name.startswith(".") and not hidden_ok:
