@@ -57,10 +57,14 @@ def _line_column(text: str, index: int) -> Tuple[int, int]:
     return line, column
 
 
-def _syntax_message(err: yaml.MarkedYAMLError) -> str:
+def _syntax_message(err: yaml.MarkedYAMLError, text: str = "") -> str:
     problem = err.problem or "syntax error"
-    if "'\\t'" in problem and "cannot start any token" in problem:
-        return "tab character used for indentation (YAML indents with spaces only)"
+    if "cannot start any token" in problem:
+        mark = err.problem_mark
+        at = mark.index if mark is not None else -1
+        # PyYAML names the character; libyaml does not (the text tells)
+        if "'\\t'" in problem or (0 <= at < len(text) and text[at] == "\t"):
+            return "tab character used for indentation (YAML indents with spaces only)"
     if isinstance(err, yaml.composer.ComposerError) and "another document" in problem:
         return "more than one YAML document in the file (expected exactly one)"
     message = f"invalid YAML: {shown(problem, 200)}"
@@ -394,11 +398,13 @@ def _error_diagnostic(file: str, err: yaml.YAMLError, text: str = "") -> Diagnos
     if isinstance(err, yaml.MarkedYAMLError):
         mark = err.problem_mark or err.context_mark
         line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        return Diagnostic(file, line, column, (), _syntax_message(err))
+        return Diagnostic(file, line, column, (), _syntax_message(err, text))
     if isinstance(err, yaml.reader.ReaderError):
-        char = err.character if isinstance(err.character, int) else \
-            ord(str(err.character)[:1] or "\0")
-        line, column = _line_column(text, err.position)
+        position, char = err.position, err.character
+        if not isinstance(char, int):  # libyaml: a byte offset and '?'; find it as PyYAML does
+            found = yaml.reader.Reader.NON_PRINTABLE.search(text)
+            position, char = (found.start(), ord(found.group())) if found else (0, 0)
+        line, column = _line_column(text, position)
         return Diagnostic(file, line, column, (),
                           f"character U+{char:04X} is not allowed in YAML ({err.reason})")
     return Diagnostic(file, 1, 1, (), f"invalid YAML: {shown(str(err))}")  # pragma: no cover

@@ -136,6 +136,25 @@ def test_nesting_limit_is_checked_per_event_in_both_parsers(proj, monkeypatch):
                             f"{MAX_DEPTH} levels (MAX_DEPTH)"]
 
 
+@pytest.mark.parametrize("text,line", [
+    ("version: 1\na:\n\tb: 1\n", "3:1: $: tab character used for indentation (YAML indents "
+                                  "with spaces only)"),
+    ("version: 1\na: \x07\n", "2:4: $: character U+0007 is not allowed in YAML (control "
+                             "characters are not allowed)"),
+    ("version: 1\na: [1,\n", "3:1: $: invalid YAML: did not find expected node content "
+                           "(while parsing a flow node at line 3, column 1)"),
+])
+def test_past_the_reparse_limit_syntax_errors_keep_libyaml_words(proj, monkeypatch, text, line):
+    """A text longer than REPARSE_LIMIT is not read again by the slow
+    parser: libyaml words the problem, the location is the same."""
+    from gpsimd_build import yamlloc
+    if yamlloc._C_LOADER is None:
+        pytest.skip("PyYAML without libyaml")
+    monkeypatch.setattr(yamlloc, "REPARSE_LIMIT", 4)
+    path = write("m.yaml", text)
+    assert errors(path) == [f"{path}:{line}"]
+
+
 # ---------------------------------------------------------------------------
 # 2. OverflowError from 400-digit numbers wherever a float is expected
 # ---------------------------------------------------------------------------
