@@ -546,9 +546,11 @@ class _Parser:
             head += f".{overload}"
         self.expect("(", f"'(' after op name '{head}'")
         items: List[object] = []
+        arguments = 0  # counted as they come: a sum over items would be quadratic
         if not self.at(")"):
             while True:
-                item = self.arg_item(sum(isinstance(i, _RawArg) for i in items) + 1)
+                item = self.arg_item(arguments + 1)
+                arguments += isinstance(item, _RawArg)
                 items.append(item)
                 if self.accept(","):
                     continue

@@ -1,10 +1,21 @@
-"""YAML -> plain Python values, with the line and column of every node.
+"""YAML -> plain Python values, with the line and column of every node,
+read within fixed bounds.
 
-PyYAML's composer (``SafeLoader``) builds the node tree; this module
-constructs the Python values itself so that it can record, for every node,
-its 1-based position and its document path (a tuple of mapping keys and
-sequence indices), and so that it can report what PyYAML's constructor lets
-pass silently: duplicate mapping keys.
+PyYAML's *event* parser (libyaml's ``CParser`` when PyYAML has it, else the
+pure-Python ``Parser``; neither recurses) turns the text into events; this
+module composes them itself, in one loop over an explicit stack (never
+PyYAML's composer: libyaml's C composer recurses and overflows the C stack
+on ``'[' * 30000``). While reading, before any tree exists, it counts what
+bounds the work and the memory:
+
+* :data:`MAX_DEPTH` nested collections,
+* :data:`MAX_NODES` nodes (aliases expanded: each expansion counts again),
+* :data:`MAX_NUMBER_LENGTH` characters of a number (a 400-digit integer
+  cannot reach a float conversion, nor Python's int-parsing limit).
+
+It records, for every node, its position and its document path (a tuple of
+mapping keys and sequence indices), and reports what PyYAML's constructor
+lets pass silently: duplicate mapping keys.
 
 Values follow the YAML 1.2 core schema, not PyYAML's YAML 1.1 default, so
 that a manifest means what it looks like: ``1e-6`` is a float (YAML 1.1 reads
@@ -15,59 +26,48 @@ any other tag is an error. The result holds only ``dict``, ``list``,
 ``str``, ``int``, ``float``, ``bool`` and ``None``: exactly what JSON Schema
 validates.
 
-Every problem is a :class:`~gpsimd_build.diagnostics.Diagnostic`; the entry
-points raise :class:`YamlError` carrying all of them, never a PyYAML or
-decoding traceback.
+Two kinds of problems: a *syntax* problem (the text is not YAML, nesting or
+size beyond the limits, an undefined alias, several documents) ends the
+reading of the file; a *node* problem (duplicate key, unsupported tag,
+recursive alias, a number too long, a lone surrogate) is recorded and
+reading goes on, the offending node left out (``None``) and listed in
+:attr:`LocatedDocument.bad_paths`, so the caller can check the rest of the
+file. Every problem is a :class:`~gpsimd_build.diagnostics.Diagnostic`;
+the entry points raise :class:`YamlError`, never a PyYAML or decoding
+traceback. Syntax messages are PyYAML's pure-Python parser's words: when
+libyaml finds a problem, a text of at most :data:`REPARSE_LIMIT`
+characters is read again by the pure-Python parser (slower, ~0.6 MB/s);
+past that, libyaml's own words are given.
+
+The composer itself is :mod:`gpsimd_build.yamlcompose`; this module holds
+the entry points, the located document, and the bounded file reading.
 """
 
-import math
-import re
+import os
+import stat
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import yaml
 
-from .diagnostics import Diagnostic, DiagnosticError, DocPath, Location
+from .diagnostics import Diagnostic, DiagnosticError, DocPath, Location, shown
+from .yamlcompose import (MAX_DEPTH, MAX_NODES, MAX_NUMBER_LENGTH,  # noqa: F401 (limits)
+                          _Composer, _error_diagnostic, _Stop)
 
-_TAG = "tag:yaml.org,2002:"
-
-# YAML 1.2 core schema, in resolution order (int before float).
-_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
-_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
-_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
-_FLOAT_RE = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
-    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
-)
-
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-#: Most nodes one document may expand to (aliases can multiply a small file).
-MAX_NODES = 1_000_000
-
-
-class _CoreLoader(yaml.SafeLoader):
-    """SafeLoader whose implicit tags follow the YAML 1.2 core schema."""
-
-    yaml_implicit_resolvers: Dict[str, list] = {}
-
-
-class _FastCoreLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
-    """The same resolvers on libyaml's parser (when PyYAML has it)."""
-
-    yaml_implicit_resolvers = _CoreLoader.yaml_implicit_resolvers
-
-
-_CoreLoader.add_implicit_resolver(_TAG + "null", _NULL_RE, ["~", "n", "N", ""])
-_CoreLoader.add_implicit_resolver(_TAG + "bool", _BOOL_RE, list("tTfF"))
-_CoreLoader.add_implicit_resolver(_TAG + "int", _INT_RE, list("-+0123456789"))
-_CoreLoader.add_implicit_resolver(_TAG + "float", _FLOAT_RE, list("-+.0123456789"))
+#: Largest manifest file, bytes (4 MiB; a 5,000-op manifest is about 1.35 MB).
+#: A larger file is refused before it is read.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+#: Most characters of a text that is read again by the pure-Python parser to
+#: word a syntax error as it does (1 MiB, about 2 s); a longer one keeps
+#: libyaml's words.
+REPARSE_LIMIT = 1024 * 1024
 
 
 class YamlError(DiagnosticError):
     """The text is not one well-formed YAML document (syntax, tabs, duplicate
-    keys, unsupported tags, several documents, none at all, undecodable or
-    unreadable file). ``diagnostics`` locates each problem."""
+    keys, unsupported tags, several documents, none at all, nesting, size or
+    node count beyond the limits, undecodable or unreadable file).
+    ``diagnostics`` locates each problem."""
 
 
 @dataclass(frozen=True)
@@ -97,14 +97,37 @@ class LocatedDocument:
     ``value`` the constructed value. Positions are looked up by document
     path; a path that names no node (e.g. a missing key) falls back to its
     nearest existing ancestor, so every lookup gives a position.
+    ``problems`` are the node problems found while reading (duplicate keys,
+    tags, ...), ``bad_paths`` the paths of the nodes left out because of them.
     """
 
-    def __init__(self, file: str, value: Any, spans: Dict[DocPath, NodeSpan],
-                 key_spans: Dict[DocPath, NodeSpan]):
+    def __init__(self, file: str, value: Any, spans: Dict[DocPath, Any],
+                 key_spans: Dict[DocPath, Any], text: str = "",
+                 problems: Tuple[Diagnostic, ...] = (),
+                 bad_paths: Tuple[DocPath, ...] = ()):
         self.file = file
         self.value = value
         self._spans = spans
         self._key_spans = key_spans
+        self._text = text
+        self.problems = problems
+        self.bad_paths = bad_paths
+
+    def _make(self, raw: Any) -> NodeSpan:
+        if isinstance(raw, NodeSpan):
+            return raw
+        line, column, end_line, end_column, kind, style, start, end = raw
+        verbatim = None
+        if kind == "scalar" and line == end_line:
+            source = self._text[start:end]
+            if style is None:
+                verbatim = 0
+            elif style == "'" and "''" not in source[1:-1]:
+                verbatim = 1
+            elif style == '"' and "\\" not in source[1:-1]:
+                verbatim = 1
+        return NodeSpan(line + 1, column + 1, end_line + 1, end_column + 1, kind, style,
+                        verbatim)
 
     def has_node(self, path: DocPath) -> bool:
         """Whether a node exists at ``path``."""
@@ -115,14 +138,15 @@ class LocatedDocument:
         path = tuple(path)
         while path not in self._spans and path:
             path = path[:-1]
-        return self._spans.get(path, NodeSpan(1, 1, 1, 1, "scalar"))
+        raw = self._spans.get(path)
+        return NodeSpan(1, 1, 1, 1, "scalar") if raw is None else self._make(raw)
 
     def key_span(self, path: DocPath) -> NodeSpan:
         """The span of the mapping key whose value is at ``path``; the node's
         own span when ``path`` is not a mapping value."""
         path = tuple(path)
         if path in self._key_spans:
-            return self._key_spans[path]
+            return self._make(self._key_spans[path])
         return self.span(path)
 
     def position(self, path: DocPath, offset: int = 0) -> Tuple[int, int]:
@@ -153,233 +177,150 @@ class LocatedDocument:
         return Diagnostic(self.file, line, column, tuple(path), message)
 
 
-def _line_column(text: str, index: int) -> Tuple[int, int]:
-    """1-based (line, column) of character ``index`` of ``text``."""
-    index = max(0, min(index, len(text)))
-    line = text.count("\n", 0, index) + 1
-    column = index - (text.rfind("\n", 0, index) + 1) + 1
-    return line, column
+_C_LOADER = getattr(yaml, "CBaseLoader", None)
 
 
-def _syntax_message(err: yaml.MarkedYAMLError) -> str:
-    problem = err.problem or "syntax error"
-    if "'\\t'" in problem and "cannot start any token" in problem:
-        return "tab character used for indentation (YAML indents with spaces only)"
-    if isinstance(err, yaml.composer.ComposerError) and "another document" in problem:
-        return "more than one YAML document in the file (expected exactly one)"
-    message = f"invalid YAML: {problem}"
-    if err.context and err.context_mark is not None:
-        message += (f" ({err.context} at line {err.context_mark.line + 1},"
-                    f" column {err.context_mark.column + 1})")
-    elif err.context:
-        message += f" ({err.context})"
-    return message
+def _compose(text: str, file: str, loader_class) -> "_Composer":
+    """Run the composer over the events of ``loader_class``'s parser; raises
+    ``_Stop``, ``yaml.YAMLError`` (syntax) or ``MemoryError``."""
+    loader = loader_class(text)
+    try:
+        composer = _Composer(file, loader.get_event)
+        composer.found, composer.value = composer.document()  # type: ignore[attr-defined]
+        return composer
+    finally:
+        loader.dispose()
 
 
-class _TooLarge(Exception):
-    pass
+def read_yaml_text(text: str, file: str) -> LocatedDocument:
+    """Parse ``text`` (one YAML document) into a :class:`LocatedDocument`,
+    keeping going after node problems (see the module docstring): they are
+    in ``problems`` and ``bad_paths`` of the result.
 
-
-class _Constructor:
-    """Builds Python values from a composed node tree, recording spans."""
-
-    def __init__(self, file: str, text: str):
-        self.file = file
-        self.text = text
-        self.spans: Dict[DocPath, NodeSpan] = {}
-        self.key_spans: Dict[DocPath, NodeSpan] = {}
-        self.diagnostics: List[Diagnostic] = []
-        self._active: set = set()
-        self._count = 0
-
-    def _span(self, node: yaml.Node, kind: str) -> NodeSpan:
-        start, end = node.start_mark, node.end_mark
-        style = (getattr(node, "style", None) or None) if kind == "scalar" else None
-        verbatim = None
-        if kind == "scalar" and start.line == end.line:
-            raw = self.text[start.index:end.index]
-            if style is None and raw == node.value:
-                verbatim = 0
-            elif style in ("'", '"') and raw == style + node.value + style:
-                verbatim = 1
-        return NodeSpan(start.line + 1, start.column + 1, end.line + 1,
-                        end.column + 1, kind, style, verbatim)
-
-    def _error(self, node: yaml.Node, path: DocPath, message: str) -> None:
-        self.diagnostics.append(Diagnostic(
-            self.file, node.start_mark.line + 1, node.start_mark.column + 1,
-            path, message))
-
-    def construct(self, node: yaml.Node, path: DocPath) -> Any:
-        """The Python value of ``node`` (at document path ``path``), recording spans."""
-        self._count += 1
-        if self._count > MAX_NODES:
-            raise _TooLarge()
-        if isinstance(node, yaml.ScalarNode):
-            self.spans[path] = self._span(node, "scalar")
-            return self._scalar(node, path)
-        if id(node) in self._active:
-            self._error(node, path, "recursive alias (a node that contains itself)")
-            return None
-        self._active.add(id(node))
+    Raises :class:`YamlError` (one diagnostic) for a syntax error (located at
+    PyYAML's problem mark), tab indentation, an undefined alias or a
+    duplicate anchor, more than one document, an empty document (no node, or
+    an empty ``---``), nesting deeper than :data:`MAX_DEPTH`, more than
+    :data:`MAX_NODES` nodes, or a character YAML does not allow.
+    """
+    try:
         try:
-            if isinstance(node, yaml.MappingNode):
-                self.spans[path] = self._span(node, "mapping")
-                if node.tag != _TAG + "map":
-                    self._error(node, path, f"unsupported YAML tag '{node.tag}'")
-                return self._mapping(node, path)
-            self.spans[path] = self._span(node, "sequence")
-            if node.tag != _TAG + "seq":
-                self._error(node, path, f"unsupported YAML tag '{node.tag}'")
-            return [self.construct(item, path + (i,)) for i, item in enumerate(node.value)]
-        finally:
-            self._active.discard(id(node))
-
-    def _mapping(self, node: yaml.MappingNode, path: DocPath) -> Dict[str, Any]:
-        result: Dict[str, Any] = {}
-        first_line: Dict[str, int] = {}
-        for key_node, value_node in node.value:
-            if not isinstance(key_node, yaml.ScalarNode):
-                self._error(key_node, path, "a mapping key must be a plain value, not a "
-                            + ("mapping" if isinstance(key_node, yaml.MappingNode) else "list"))
-                continue
-            key = key_node.value
-            if _SURROGATE_RE.search(key):
-                self._error(key_node, path, "invalid character in a mapping key: a lone "
-                            "UTF-16 surrogate escape")
-                continue
-            if key in first_line:
-                self._error(key_node, path + (key,),
-                            f"duplicate key '{key}' (first defined at line {first_line[key]})")
-                continue
-            first_line[key] = key_node.start_mark.line + 1
-            self.key_spans[path + (key,)] = self._span(key_node, "scalar")
-            result[key] = self.construct(value_node, path + (key,))
-        return result
-
-    def _scalar(self, node: yaml.ScalarNode, path: DocPath) -> Any:
-        tag, value = node.tag, node.value
-        if _SURROGATE_RE.search(value):
-            self._error(node, path, "invalid character: a lone UTF-16 surrogate escape")
-            return None
-        if tag == _TAG + "str":
-            return value
-        if tag == _TAG + "null":
-            return None
-        if tag == _TAG + "bool" and _BOOL_RE.match(value):
-            return value.lower() == "true"
-        if tag == _TAG + "int" and _INT_RE.match(value):
-            if value.startswith("0o"):
-                return int(value[2:], 8)
-            if value.startswith("0x"):
-                return int(value[2:], 16)
-            return int(value, 10)
-        if tag == _TAG + "float" and (_FLOAT_RE.match(value) or _INT_RE.match(value)):
-            lowered = value.lower()
-            if lowered.endswith(".inf"):
-                return -math.inf if lowered.startswith("-") else math.inf
-            if lowered == ".nan":
-                return math.nan
-            if value.startswith(("0o", "0x")):
-                return float(self._scalar_int(value))
-            return float(value)
-        if tag in (_TAG + "bool", _TAG + "int", _TAG + "float"):
-            self._error(node, path, f"cannot read '{value}' as {tag.replace(_TAG, '!!')}")
-            return None
-        self._error(node, path, f"unsupported YAML tag '{tag.replace(_TAG, '!!')}'")
-        return None
-
-    @staticmethod
-    def _scalar_int(value: str) -> int:
-        return int(value[2:], 8) if value.startswith("0o") else int(value[2:], 16)
+            composer = _compose(text, file, _C_LOADER or yaml.BaseLoader)
+        except yaml.YAMLError:
+            if _C_LOADER is None or len(text) > REPARSE_LIMIT:
+                raise
+            # the pure-Python parser words the problem as the tests and the
+            # README show (libyaml's words differ) and may accept what
+            # libyaml refuses (a lone surrogate escape: a node problem)
+            composer = _compose(text, file, yaml.BaseLoader)
+    except _Stop as stop:
+        raise YamlError([stop.diagnostic]) from None
+    except yaml.YAMLError as err:
+        raise YamlError([_error_diagnostic(file, err, text)]) from None
+    except (RecursionError, MemoryError) as err:  # pragma: no cover - bounded above
+        raise YamlError([Diagnostic(file, 1, 1, (), "the document is too large to read "
+                                    f"({type(err).__name__})")]) from None
+    if not composer.found:  # type: ignore[attr-defined]
+        raise YamlError([Diagnostic(
+            file, 1, 1, (), "empty document (the file holds no YAML value)")])
+    return LocatedDocument(file, composer.value, composer.spans,  # type: ignore[attr-defined]
+                           composer.key_spans, text, tuple(composer.problems),
+                           tuple(composer.bad_paths))
 
 
 def load_yaml_text(text: str, file: str) -> LocatedDocument:
-    """Parse ``text`` (one YAML document) into a :class:`LocatedDocument`.
+    """As :func:`read_yaml_text`, but a node problem (duplicate key,
+    non-scalar key, unsupported tag, recursive alias, number longer than
+    :data:`MAX_NUMBER_LENGTH`, lone surrogate) raises :class:`YamlError`
+    too, with every such problem."""
+    doc = read_yaml_text(text, file)
+    if doc.problems:
+        raise YamlError(doc.problems)
+    return doc
 
-    ``file`` is the name diagnostics give. Raises :class:`YamlError` for
-    syntax errors (located at PyYAML's problem mark), tab indentation,
-    duplicate keys (at the second key, naming the first's line), non-scalar
-    keys, unsupported tags, recursive aliases, more than one document, an
-    empty document (no node, or an empty ``---``), and documents that expand
-    past :data:`MAX_NODES` nodes or nest too deeply.
-    """
-    node = None
+
+def decode_yaml_bytes(data: bytes, file: str) -> str:
+    """``data`` decoded as UTF-8 (an optional BOM dropped); raises
+    :class:`YamlError` at the first byte that is not UTF-8."""
     try:
-        # libyaml composes ~4-5x faster; any problem is re-parsed by the
-        # pure-Python loader below so that diagnostics stay identical
-        fast = _FastCoreLoader(text)
-        try:
-            node = fast.get_single_node()
-        finally:
-            fast.dispose()
-    except (yaml.YAMLError, RecursionError):
-        node = None
-    try:
-        if node is None:
-            loader = _CoreLoader(text)
-            try:
-                node = loader.get_single_node()
-            finally:
-                loader.dispose()
-    except yaml.MarkedYAMLError as err:
-        mark = err.problem_mark or err.context_mark
-        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-        raise YamlError([Diagnostic(file, line, column, (), _syntax_message(err))]) from None
-    except yaml.reader.ReaderError as err:
-        line, column = _line_column(text, err.position)
-        char = err.character if isinstance(err.character, int) else ord(str(err.character)[:1] or "\0")
-        raise YamlError([Diagnostic(
-            file, line, column, (),
-            f"character U+{char:04X} is not allowed in YAML ({err.reason})")]) from None
-    except yaml.YAMLError as err:  # pragma: no cover - any other PyYAML error
-        raise YamlError([Diagnostic(file, 1, 1, (), f"invalid YAML: {err}")]) from None
-    except RecursionError:
-        raise YamlError([Diagnostic(file, 1, 1, (), "YAML nesting too deep")]) from None
-
-    if node is None or (isinstance(node, yaml.ScalarNode) and node.tag == _TAG + "null"
-                        and node.value == "" and not node.style):
-        raise YamlError([Diagnostic(
-            file, 1, 1, (), "empty document (the file holds no YAML value)")])
-
-    constructor = _Constructor(file, text)
-    try:
-        value = constructor.construct(node, ())
-    except _TooLarge:
-        raise YamlError([Diagnostic(file, 1, 1, (),
-                                    f"document too large (more than {MAX_NODES} nodes "
-                                    "after expanding aliases)")]) from None
-    except RecursionError:
-        raise YamlError([Diagnostic(file, 1, 1, (), "YAML nesting too deep")]) from None
-    if constructor.diagnostics:
-        raise YamlError(constructor.diagnostics)
-    return LocatedDocument(file, value, constructor.spans, constructor.key_spans)
-
-
-def load_yaml_file(path: str, display: Optional[str] = None) -> LocatedDocument:
-    """Read and parse the YAML file at ``path`` (UTF-8, optional BOM).
-
-    ``display`` is the file name diagnostics give (default: ``path``). Raises
-    :class:`YamlError`: as :func:`load_yaml_text`, plus a file that cannot be
-    read (missing, a directory, no permission: at ``FILE:1:1``) or is not
-    valid UTF-8 (at the first bad byte).
-    """
-    display = path if display is None else display
-    try:
-        with open(path, "rb") as stream:
-            data = stream.read()
-    except OSError as err:
-        reason = err.strerror or str(err)
-        reason = reason[:1].lower() + reason[1:]
-        raise YamlError([Diagnostic(display, 1, 1, (), f"cannot read the file: {reason}")]) from None
-    try:
-        text = data.decode("utf-8-sig")
+        return data.decode("utf-8-sig")
     except UnicodeDecodeError as err:
         start = err.start
         line = data.count(b"\n", 0, start) + 1
         line_start = data.rfind(b"\n", 0, start) + 1
         column = len(data[line_start:start].decode("utf-8", "replace")) + 1
         raise YamlError([Diagnostic(
-            display, line, column, (),
+            file, line, column, (),
             f"the file is not valid UTF-8 (byte 0x{data[start]:02x})")]) from None
-    return load_yaml_text(text, display)
+
+
+#: What a file that is not regular is, in words (``stat`` file types).
+FILE_TYPE_WORDS = {
+    stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)",
+    stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def read_regular_file(path: str, limit: int) -> bytes:
+    """The bytes of the regular file ``path`` (symlinks followed), at most
+    ``limit`` of them. Never opens a FIFO, a device or a socket (so never
+    blocks); raises ``OSError`` (its ``strerror`` says why: "is a FIFO
+    (named pipe), not a regular file", "is larger than N bytes", or the
+    system's words)."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise _not_regular(mode)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
+        | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped since the stat above
+            raise _not_regular(st.st_mode)
+        if st.st_size > limit:
+            raise OSError(0, f"is larger than {limit} bytes ({st.st_size} bytes)")
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise OSError(0, f"is larger than {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _not_regular(mode: int) -> OSError:
+    words = FILE_TYPE_WORDS.get(stat.S_IFMT(mode), "not a regular file")
+    if stat.S_ISDIR(mode):
+        return IsADirectoryError(21, "is a directory")
+    return OSError(0, f"is {words}, not a regular file")
+
+
+def load_yaml_file(path: str, display: Optional[str] = None) -> LocatedDocument:
+    """Read and parse the YAML file at ``path`` (UTF-8, optional BOM), as
+    :func:`load_yaml_text` does.
+
+    ``display`` is the file name diagnostics give (default: ``path``). Raises
+    :class:`YamlError`: as :func:`load_yaml_text`, plus a file that cannot be
+    read (missing, a directory, a FIFO or device, no permission, larger than
+    :data:`MAX_MANIFEST_BYTES`: at ``FILE:1:1``) or is not valid UTF-8 (at
+    the first bad byte).
+    """
+    display = path if display is None else display
+    try:
+        data = read_regular_file(path, MAX_MANIFEST_BYTES)
+    except OSError as err:
+        raise YamlError([Diagnostic(display, 1, 1, (), read_failure(err))]) from None
+    return load_yaml_text(decode_yaml_bytes(data, display), display)
+
+
+def read_failure(err: OSError) -> str:
+    """``cannot read the file: <why>`` for an error of :func:`read_regular_file`."""
+    reason = err.strerror or str(err)
+    reason = reason[:1].lower() + reason[1:]
+    return f"cannot read the file: {shown(reason)}"

@@ -291,6 +291,36 @@ BAD_CASES = {
         "schema: op name 'abcdefghijklmnopqrstuvwxyz_12345' is too long (32 "
         "characters); CustomOp function names must be less than 32 characters",
     ],
+    # every independent mistake in one run: a YAML syntax error stops only
+    # its (included) file; a duplicate key, schema errors, a 400-digit number
+    # hide none of the semantic checks beside them
+    "eight_mistakes": [
+        "6:16: $.libraries[0].multicore: expected a boolean (true or false), got a string "
+        "('yes'); this file is YAML 1.2, where 'yes' is a string (YAML 1.1 read it as a "
+        "boolean): write true or false",
+        "7:41: $.libraries[0].sources[1]: source file '../kernels/relu/missing.cpp' not found "
+        "(resolved to tests/manifests/kernels/relu/missing.cpp)",
+        "10:21: $.libraries[0].ops[0].stack_size: expected an integer, got a string ('big')",
+        "11:20: $.libraries[0].ops[0].reference: reference file '../kernels/relu/reference.py' "
+        "defines no 'rlu' (did you mean 'relu'?)",
+        "15:55: $.libraries[0].ops[0].vectors[0].inputs.x.values: 3 values do not fill shape "
+        "[5] (5 elements)",
+        "16:19: $.libraries[0].ops[0].vectors[0].inputs.lo: number '100000000000000000000000...'"
+        " has 400 characters; a number has at most 64 (MAX_NUMBER_LENGTH)",
+        "17:15: $.libraries[0].ops[0].vectors[0].inputs.hi: input 'hi' names no argument of "
+        "'clamp(Tensor x, float lo) -> Tensor'",
+        "18:19: $.libraries[0].ops[0].vectors[0].rtol: rtol must not be negative, got -1",
+        "20:5: $.libraries[1].name: duplicate key 'name' (first defined at line 19)",
+        "21:15: $.libraries[1].sources[0]: source file '../../../../../../../../../../../../../"
+        "../../../../../../../etc/passwd' is outside the project (resolved to "
+        f"{os.path.relpath('/etc/passwd', ROOT)}): a manifest names only paths inside the "
+        "project root, or inside a folder listed in the top manifest's allow_paths or in "
+        "ALLOW_PATHS=",
+        "28:26: $.libraries[1].ops[0].vectors[0].inputs.x.dtype: unknown dtype 'float33' (did "
+        "you mean 'float32'?)",
+        f"{BAD}/inc/broken_syntax.yaml:5:8: $: invalid YAML: expected ',' or ']', but got ':' "
+        "(while parsing a flow sequence at line 4, column 14)",
+    ],
     "builtin_in_include": [
         f"{BAD}/inc/builtin.yaml:3:11: $.libraries[0].name: library name 'builtin' is "
         "reserved (device-api.md Limits)",
@@ -407,11 +437,17 @@ def vector_doc(inputs, extra="", schema="relu(Tensor x) -> Tensor", op_extra="")
     (["x: {npy: nowhere.npy}"], "            expected: {values: [0]}\n",
      "10:24: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'nowhere.npy' not "
      "found (resolved to manifests/case/nowhere.npy)"),
+    # a duplicate key or a schema error hides nothing else of the file (every
+    # independent problem in one run): the vector has no expected result either
     (["x: {dtype: float32, shape: [4], random: {}}", "x: {dtype: float32, shape: [4], random: {}}"],
-     "", "11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
+     "", "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
+     "{reference | values | npy} or a reference on the op\n"
+     "{path}:11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
      "(first defined at line 10)"),
     (["x: {dtype: float32, shape: [4], random: {}}"], "            outptu: {dtype: float32}\n",
-     "11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
+     "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
+     "{reference | values | npy} or a reference on the op\n"
+     "{path}:11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
      "(did you mean 'output'?)"),
     (["x: {dtype: float32, shape: [4], random: {}}"],
      "            expected: {values: [1, 2, 3, 4]}\n            rtol: -1\n",
@@ -451,9 +487,16 @@ def test_op_level_checks(case):
                 "        name: output\n"
                 "        reference: kernels/none.py:f\n"
                 "        vectors:\n          - name: v\n            inputs: {x: 1}\n")
+    # the schema error of ops[0] (stack_size) hides none of its other problems
     assert errors_of(path) == [
+        f"{path}:7:15: $.libraries[0].ops[0].name: op name 'switch' is a reserved C++ keyword; "
+        "the kernel is a C++ function of that name",
         f"{path}:8:21: $.libraries[0].ops[0].stack_size: stack_size 500000 is larger than "
         "409600 bytes, the 400 KB the device allows (device-api.md Limits)",
+        f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
+        "{reference | values | npy} or a reference on the op",
+        f"{path}:11:31: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'a.npy' not "
+        "found (resolved to manifests/case/a.npy)",
         f"{path}:13:15: $.libraries[0].ops[1].name: op name 'output' clashes with a name the "
         "generated wrapper.cpp uses",
         f"{path}:14:20: $.libraries[0].ops[1].reference: reference file 'kernels/none.py' not "
@@ -470,11 +513,15 @@ def test_schema_error_in_escaped_or_block_scalar_points_at_its_start(case):
                 "        vectors: [{name: v}]\n"
                 "      - schema: >-\n          relu2(Tensor x,\n          bar y) -> Tensor\n"
                 "        vectors: [{name: v}]\n")
+    no_expected = ("no expected result: give expected: {reference | values | npy} or a "
+                   "reference on the op")
     assert errors_of(path) == [
         f"{path}:6:17: $.libraries[0].ops[0].schema: invalid op schema: unknown type 'foo'; "
         "supported types are Tensor, Scalar, int, float, long long",
+        f"{path}:7:19: $.libraries[0].ops[0].vectors[0]: {no_expected}",
         f"{path}:8:17: $.libraries[0].ops[1].schema: invalid op schema: unknown type 'bar'; "
         "supported types are Tensor, Scalar, int, float, long long",
+        f"{path}:11:19: $.libraries[0].ops[1].vectors[0]: {no_expected}",
     ]
 
 

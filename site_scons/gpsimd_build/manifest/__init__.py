@@ -6,15 +6,15 @@ whole collection, and reports every problem of all of them at once, each
 located at ``FILE:LINE:COL`` with its document path (see
 :mod:`gpsimd_build.diagnostics`), sorted by file, line and column:
 
-1. YAML (:mod:`gpsimd_build.yamlloc`): syntax, tab indentation, duplicate
-   keys, empty file, several documents, unreadable or undecodable file. A
-   failure here stops loading.
+1. YAML (:mod:`gpsimd_build.yamlloc`): syntax, tab indentation, empty
+   file, several documents, unreadable or undecodable file (these stop the
+   file's checks); duplicate keys, tags, numbers too long (reported with
+   the rest of the file).
 2. JSON Schema (``schema/ops.schema.json``, draft 2020-12): shapes and types,
    unknown keys (with a "did you mean"), required keys, enums, the limits of
    ``device-api.md`` "Limits" (at most 10 ops per library, at most 8
    dimensions of at most 65535 each). All errors are collected.
-3. Semantic checks, run on every part of the document that passed the
-   schema: op schemas parse (:func:`gpsimd_build.opschema.parse_schema`),
+3. Semantic checks, each run when the nodes it reads passed the schema: op schemas parse (:func:`gpsimd_build.opschema.parse_schema`),
    op names are shorter than 32 characters (``build-front-end.txt`` §4) and
    unique in their library, library names are unique and not ``builtin``
    (device-api.md "Limits"), vector names are unique in their op, vector
@@ -57,18 +57,31 @@ with every default filled in, and every path a normalised POSIX path relative
 to ``root`` (the directory SCons runs in), so a build does not depend on
 where the project sits.
 
+Bounds and trust (README "Trust model", "Limits of the manifest reader"):
+reading is bounded whatever the file (size, depth, nodes, number length,
+paths, globs, reference files, ``.npy`` headers, problems per file); every
+path a manifest names must resolve inside the root or an allowed folder;
+only regular files are read; no input gives another exception than
+:class:`ManifestError`. Every filesystem fact the validation depended on is
+in ``Collection.reads`` (:func:`reads_still_hold` checks them again).
+
 Modules: ``model`` (the typed model), ``rules`` (what the language allows:
 dtypes, limits, built-in defaults), ``schema`` (the JSON Schema and its
 errors in words), ``collection`` (includes, cross-file rules,
 ``load_manifest``), ``document`` (one file: schema stage, defaults,
-libraries, includes, paths), ``vectors`` (ops and test vectors),
+``allow_paths``, libraries, includes), ``files`` (the paths a file names:
+trust rule and kind, reference and ``.npy`` files), ``vectors`` (ops and
+test vectors), ``inputs`` (tensor and scalar inputs, literal values),
 ``defaults`` (the precedence of ``defaults:``), ``probes`` (``.npy``
-headers and reference files, read without running them).
+headers and reference files, parsed without running them), ``reads`` (the
+one door to the filesystem, and what it saw), ``paths`` (the path policy,
+file kinds, include globs).
 """
 
 from ..diagnostics import Diagnostic, Location
 from ..opschema import CPP_KEYWORDS, MAX_NAME_LENGTH, WRAPPER_RESERVED_NAMES  # noqa: F401
 from .collection import load_manifest
+from .reads import Read, reads_still_hold
 from .model import (Collection, Expected, Library, ManifestError, Op, Random, Reference,
                     ScalarInput, TensorInput, Vector, default_seed)
 from .rules import (DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, DTYPES, FLOAT8_DTYPES, FLOAT_MAX,
@@ -84,5 +97,5 @@ __all__ = [
     "MANIFEST_VERSION", "SCHEMA_PATH", "FLOAT_MAX",
     "Location", "Diagnostic", "ManifestError", "Reference", "Random", "TensorInput", "ScalarInput",
     "Expected", "Vector", "Op", "Library", "Collection", "load_manifest", "load_schema",
-    "inline_refs", "default_seed",
+    "inline_refs", "default_seed", "Read", "reads_still_hold",
 ]

@@ -1,48 +1,67 @@
 """One manifest file: its JSON Schema stage, its ``defaults:``, its
-libraries, its ``include:`` entries and the paths it names, resolved
-against its own folder and mapped to the root. Ops and vectors are checked
-by the :class:`~.vectors._OpChecks` part of the same class.
+``allow_paths:`` (top manifest only), its libraries, its ``include:``
+entries and the paths it names, resolved against its own folder, held to
+the path policy (:mod:`.paths`) and mapped to the root. Ops and vectors
+are checked by the :class:`~.vectors._OpChecks` part of the same class,
+the files it names by :class:`~.files._FileChecks`.
+
+Every check looks only at the nodes it needs: a schema error in one node
+(or a node left out by the YAML reading) skips the checks that need that
+node and nothing else, so one run reports every independent problem.
 """
 
-import difflib
-import glob
 import os
-import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from ..diagnostics import Diagnostic, DocPath, Location
+from ..diagnostics import Diagnostic, DocPath, Location, shown
 from ..yamlloc import LocatedDocument
 from .defaults import _Defaults
-from .model import Library, Op, Reference
-from .probes import _ITEMSIZE, _NPY_DTYPES, _read_npy_header, _top_level_names
-from .rules import DTYPES, MAX_DIM_SIZE, MAX_DIMS, RESERVED_LIBRARY_NAMES
-from .schema import _describe, _schema_diagnostics, _validator
+from .model import Library, Op
+from .paths import KIND_WORDS, PathPolicy, has_magic, split_pattern
+from .reads import Recorder
+from .rules import MAX_DIAGNOSTICS_PER_FILE, RESERVED_LIBRARY_NAMES
+from .files import OUTSIDE_RULE, _FileChecks
+from .schema import _describe, _schema_diagnostics, _validator, _without_values
 from .vectors import _OpChecks
 
-_MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_GLOB_RE = re.compile(r"[*?\[]")
+
+class TooManyProblems(Exception):
+    """A file has more than :data:`MAX_DIAGNOSTICS_PER_FILE` problems: its
+    checks stop."""
 
 
-class _ManifestFile(_OpChecks):
+class _ManifestFile(_OpChecks, _FileChecks):
     """Checks one manifest file and builds its part of the model.
 
     Owns the file's :class:`LocatedDocument` (diagnostics name this file),
     resolves the paths it contains against its own folder, and maps them to
     ``root``. ``inherited`` are the defaults of the manifests that include
     it; ``defaults`` adds its own ``defaults:``. ``diagnostics`` collects
-    every problem.
+    every problem. ``io`` is the load's :class:`Recorder` (every filesystem
+    question goes through it), ``policy`` the folders paths may resolve
+    into; ``top`` is True for the top manifest.
     """
 
     def __init__(self, doc: LocatedDocument, display: str, root: str,
-                 inherited: Optional[_Defaults] = None):
+                 inherited: Optional[_Defaults] = None, *, io: Optional[Recorder] = None,
+                 policy: Optional[PathPolicy] = None, top: bool = True):
         self.doc = doc
         self.display = display
+        self.io = io or Recorder(root)
+        self.policy = policy or PathPolicy(self.io.root_real)
+        self.top = top
         self.root_abs = os.path.abspath(root)
         self.folder_abs = os.path.dirname(os.path.abspath(display))
         self.model_file = os.path.relpath(os.path.abspath(display),
                                           self.root_abs).replace(os.sep, "/")
         self.diagnostics: List[Diagnostic] = []
-        self._schema_error_paths: List[DocPath] = []
+        self._resolved: Dict[str, Tuple[str, str]] = {}
+        # how many error paths (schema errors, nodes the YAML reading left out)
+        # are at or under each prefix, and under (prefix, child list, item)
+        self._errors_under: Dict[DocPath, int] = {}
+        self._errors_in_items: Dict[Tuple[DocPath, Any], int] = {}
+        for bad in doc.bad_paths:
+            self.mark(bad)
         self.inherited = inherited or _Defaults()
         self.own_defaults = _Defaults()
         self.defaults = self.inherited
@@ -51,8 +70,11 @@ class _ManifestFile(_OpChecks):
 
     def error(self, path: DocPath, message: str, *, key: bool = False,
               offset: Optional[int] = None) -> None:
-        """Record a diagnostic at ``path`` (its key, or a character offset of its scalar)."""
+        """Record a diagnostic at ``path`` (its key, or a character offset of
+        its scalar). Raises :class:`TooManyProblems` past the file's limit."""
         self.diagnostics.append(self.doc.diagnostic(path, message, key=key, offset=offset))
+        if len(self.diagnostics) > MAX_DIAGNOSTICS_PER_FILE:
+            raise TooManyProblems()
 
     def line(self, path: DocPath) -> int:
         """The 1-based line of the node at ``path``."""
@@ -68,38 +90,100 @@ class _ManifestFile(_OpChecks):
     def resolve(self, written: str) -> Tuple[str, str]:
         """(absolute path, normalised POSIX path relative to the root) of a
         path written in this manifest (relative to its folder)."""
-        absolute = os.path.normpath(os.path.join(self.folder_abs, written))
-        relative = os.path.relpath(absolute, self.root_abs).replace(os.sep, "/")
-        return absolute, relative
+        found = self._resolved.get(written)
+        if found is None:
+            absolute = os.path.normpath(os.path.join(self.folder_abs, written))
+            found = (absolute, os.path.relpath(absolute, self.root_abs).replace(os.sep, "/"))
+            self._resolved[written] = found
+        return found
+
+    def mark(self, path: DocPath) -> None:
+        """Record an error at ``path``: checks that read it, or a node above
+        it, are skipped (:meth:`clean`)."""
+        path = tuple(path)
+        under, items = self._errors_under, self._errors_in_items
+        for n in range(len(path) + 1):
+            prefix = path[:n]
+            under[prefix] = under.get(prefix, 0) + 1
+            if len(path) > n + 1:
+                key = (prefix, path[n])
+                items[key] = items.get(key, 0) + 1
 
     def clean(self, prefix: DocPath, *, except_items_of: Optional[str] = None) -> bool:
-        """No schema error at or under ``prefix`` (ignoring errors inside the
-        items of the child list ``except_items_of``, checked separately)."""
-        n = len(prefix)
-        for p in self._schema_error_paths:
-            if p[:n] != prefix:
-                continue
-            if except_items_of is not None and len(p) > n + 1 and p[n] == except_items_of:
-                continue
-            return False
-        return True
+        """No schema error (nor node left out by the YAML reading) at or under
+        ``prefix`` (ignoring errors inside the items of the child list
+        ``except_items_of``, checked separately). Constant time."""
+        prefix = tuple(prefix)
+        count = self._errors_under.get(prefix, 0)
+        if count and except_items_of is not None:
+            count -= self._errors_in_items.get((prefix, except_items_of), 0)
+        return count == 0
+
+    def usable(self, parent: Any, key: Any, path: DocPath, kind: type) -> bool:
+        """``parent[key]`` exists, is a ``kind`` and has no error at or under it."""
+        if isinstance(parent, dict):
+            present = key in parent
+        else:
+            present = isinstance(parent, list) and isinstance(key, int) and key < len(parent)
+        return present and isinstance(parent[key], kind) and not isinstance(parent[key], bool) \
+            and self.clean(path)
 
     # -- stages -------------------------------------------------------------
 
     def validate(self) -> bool:
-        """The JSON Schema stage and this file's ``defaults:``. False when the
-        document is not a mapping (nothing more can be checked)."""
+        """The YAML node problems, the JSON Schema stage, ``allow_paths:`` and
+        this file's ``defaults:``. False when the document is not a mapping
+        (nothing more can be checked)."""
         value = self.doc.value
+        for problem in self.doc.problems:
+            self.diagnostics.append(problem)
         if not isinstance(value, dict):
+            what = "a string" if isinstance(value, str) else _describe(value)
             self.error((), "a manifest is a mapping with the keys 'version' and 'libraries', "
-                           f"got {_describe(value)}")
+                           f"got {what}")
             return False
-        for err in _validator().iter_errors(value):
-            self._schema_error_paths.append(tuple(err.absolute_path))
-            self.diagnostics.extend(_schema_diagnostics(self.doc, err))
+        left_out = tuple(self.doc.bad_paths)
+        view, values_problems = _without_values(value)
+        for path, message in values_problems:
+            if not any(path[:len(bad)] == bad for bad in left_out):
+                self.mark(path)
+                self.error(path, message)
+        for err in _validator().iter_errors(view):
+            path = tuple(err.absolute_path)
+            if any(path[:len(bad)] == bad for bad in left_out):
+                continue  # the YAML reading reported this node already
+            self.mark(path)
+            for diag in _schema_diagnostics(self.doc, err):
+                self.diagnostics.append(diag)
+            if len(self.diagnostics) > MAX_DIAGNOSTICS_PER_FILE:
+                raise TooManyProblems()
+        self.allowed_paths(value)
         self.own_defaults = self.defaults_at(("defaults",), value.get("defaults"))
         self.defaults = self.own_defaults.over(self.inherited)
         return True
+
+    def allowed_paths(self, value: dict) -> None:
+        """``allow_paths:``: outside folders the collection may name (the
+        top manifest only)."""
+        if "allow_paths" not in value:
+            return
+        if not self.top:
+            self.error(("allow_paths",), "allow_paths is accepted in the top manifest only "
+                       "(an included manifest cannot widen what the collection may read): "
+                       "list the folder there, or pass ALLOW_PATHS=", key=True)
+            return
+        entries = value["allow_paths"]
+        if not self.usable(value, "allow_paths", ("allow_paths",), list):
+            return
+        for k, written in enumerate(entries):
+            absolute, relative = self.resolve(written)
+            kind = self.io.kind(absolute)
+            if kind != "dir":
+                self.error(("allow_paths", k), f"allow_paths entry '{shown(written)}' is "
+                           f"{'not found' if kind == 'missing' else KIND_WORDS[kind]}; it must "
+                           f"be a folder (resolved to {shown(relative)})")
+                continue
+            self.policy.allow(self.io.allow(absolute))
 
     def defaults_at(self, path: DocPath, given: Any) -> _Defaults:
         """The valid keys of a ``defaults:`` mapping (manifest or library level)."""
@@ -111,7 +195,7 @@ class _ManifestFile(_OpChecks):
                 value = given[key]
                 out[key] = tuple(value) if key == "cflags" else \
                     float(value) if key in ("rtol", "atol") else value
-        if "includes" in given and self.clean(path + ("includes",)):
+        if "includes" in given and self.usable(given, "includes", path + ("includes",), list):
             out["includes"] = tuple(self.existing_paths(
                 path + ("includes",), given["includes"], "include directory", True))
         return _Defaults(**out)
@@ -126,67 +210,103 @@ class _ManifestFile(_OpChecks):
     def include_entries(self) -> List[Tuple[DocPath, List[str]]]:
         """Each ``include:`` entry with the absolute paths of the files it
         names (a glob's matches sorted, without this file); reports absolute
-        entries, missing files, directories, globs without a match and an
-        entry listed twice."""
+        entries, paths outside the project, missing files, directories and
+        special files, globs without a match or with too many, and an entry
+        listed twice."""
         entries = self.doc.value.get("include")
-        if not isinstance(entries, list) or not self.clean(("include",)):
+        if not isinstance(entries, list):
             return []
         out: List[Tuple[DocPath, List[str]]] = []
         first: Dict[str, int] = {}
-        me = os.path.realpath(self.display)
+        me = self.io.real(os.path.abspath(self.display))
         for k, written in enumerate(entries):
             path = ("include", k)
+            if not self.usable(entries, k, path, str):
+                continue
             if os.path.isabs(written) or written.startswith(("/", "\\")):
-                self.error(path, f"include '{written}' is an absolute path; write it relative "
-                                 "to this manifest's folder so the tree can move")
+                self.error(path, f"include '{shown(written)}' is an absolute path; write it "
+                                 "relative to this manifest's folder so the tree can move")
                 continue
             absolute, relative = self.resolve(written)
-            if _GLOB_RE.search(written):
-                pattern = os.path.join(glob.escape(self.folder_abs), written)
-                matches = [os.path.normpath(p) for p in glob.glob(pattern, recursive=True)
-                           if os.path.isfile(p) and os.path.realpath(p) != me]
-                matches.sort(key=lambda p: os.path.relpath(p, self.folder_abs)
-                             .replace(os.sep, "/"))
-                if not matches:
-                    self.error(path, f"include pattern '{written}' matches no manifest "
-                                     f"(resolved to {relative})")
-                    continue
-                out.append((path, matches))
+            if has_magic(written):
+                matches = self.glob_matches(path, written, relative, me)
+                if matches:
+                    out.append((path, matches))
                 continue
             if relative in first:
-                self.error(path, f"include '{written}' is listed twice (first at line "
+                self.error(path, f"include '{shown(written)}' is listed twice (first at line "
                                  f"{first[relative]})")
                 continue
             first[relative] = self.line(path)
-            if os.path.isdir(absolute):
-                self.error(path, f"include '{written}' is a directory (resolved to {relative}); "
+            if not self.inside(path, "include", written, absolute):
+                continue
+            kind = self.io.kind(absolute)
+            where = f"(resolved to {shown(relative)})"
+            if kind == "dir":
+                self.error(path, f"include '{shown(written)}' is a directory {where}; "
                                  "name the manifest file")
-                continue
-            if not os.path.isfile(absolute):
-                self.error(path, f"included manifest '{written}' not found "
-                                 f"(resolved to {relative})")
-                continue
-            out.append((path, [absolute]))
+            elif kind == "missing":
+                self.error(path, f"included manifest '{shown(written)}' not found {where}")
+            elif kind != "regular":
+                self.error(path, f"include '{shown(written)}' is {KIND_WORDS[kind]}, not a "
+                                 f"regular file {where}")
+            else:
+                out.append((path, [absolute]))
         return out
+
+    def glob_matches(self, path: DocPath, written: str, relative: str, me: str) -> List[str]:
+        """The regular files an include pattern matches (sorted, without this
+        file), or [] after reporting."""
+        literal, rest = split_pattern(written)
+        base = os.path.normpath(os.path.join(self.folder_abs, *literal))
+        if not self.inside(path, "include pattern", written, base):
+            return []
+        found, problem = self.io.glob(base, tuple(rest), self.policy)
+        if problem is not None:
+            self.error(path, f"include pattern '{shown(written)}' " + (
+                "matches more than the most a pattern may match" if problem == "matches" else
+                "walks more directory entries than the includes of a collection may "
+                "examine") + " (MAX_GLOB_MATCHES, MAX_GLOB_ENTRIES in README); narrow it")
+            return []
+        matches = []
+        for absolute, kind in found:
+            if kind != "regular":
+                self.error(path, f"include pattern '{shown(written)}' matches "
+                                 f"{shown(self.io.rel(absolute))}, which is {KIND_WORDS[kind]}, "
+                                 "not a regular file")
+                continue
+            real = self.io.real(absolute)
+            if real == me:
+                continue
+            if not self.policy.inside(real):
+                self.error(path, f"include pattern '{shown(written)}' matches "
+                                 f"{shown(self.io.rel(absolute))}, which is outside the project "
+                                 f"(resolved to {shown(self.io.rel(real))}): {OUTSIDE_RULE}")
+                continue
+            matches.append(os.path.normpath(absolute))
+        matches.sort(key=lambda p: os.path.relpath(p, self.folder_abs).replace(os.sep, "/"))
+        if not matches and not found:
+            self.error(path, f"include pattern '{shown(written)}' matches no manifest "
+                             f"(resolved to {shown(relative)})")
+        return matches
 
     def library(self, path: DocPath, lib: Any) -> Optional[Library]:
         """Check one library and its ops; its model (every default applied), or None."""
         if not isinstance(lib, dict):
             return None
-        name = lib.get("name") if isinstance(lib.get("name"), str) else "?"
-        lib_ok = self.clean(path, except_items_of="ops")
+        name_ok = self.usable(lib, "name", path + ("name",), str)
+        name = lib["name"] if name_ok else "?"
+        if name_ok and name in RESERVED_LIBRARY_NAMES:
+            self.error(path + ("name",),
+                       f"library name '{shown(name)}' is reserved (device-api.md Limits)")
         sources: List[str] = []
-        includes: List[str] = []
-        if lib_ok:
-            if name in RESERVED_LIBRARY_NAMES:
-                self.error(path + ("name",),
-                           f"library name '{name}' is reserved (device-api.md Limits)")
-            sources = self.existing_paths(path + ("sources",), lib["sources"], "source file", False)
-            if "includes" in lib:
-                includes = self.existing_paths(path + ("includes",), lib["includes"],
-                                               "include directory", True)
-            else:
-                includes = list(self.defaults.includes or ())
+        if self.usable(lib, "sources", path + ("sources",), list):
+            sources = self.existing_paths(path + ("sources",), lib["sources"], "source file",
+                                          False)
+        includes: List[str] = list(self.defaults.includes or ())
+        if "includes" in lib and self.usable(lib, "includes", path + ("includes",), list):
+            includes = self.existing_paths(path + ("includes",), lib["includes"],
+                                           "include directory", True)
         defaults = self.defaults_at(path + ("defaults",), lib.get("defaults")).over(self.defaults)
         ops_value = lib.get("ops")
         ops: List[Optional[Op]] = []
@@ -194,7 +314,7 @@ class _ManifestFile(_OpChecks):
             names: Dict[str, DocPath] = {}
             for j, op in enumerate(ops_value):
                 ops.append(self.op(path + ("ops", j), op, name, names, defaults))
-        if not lib_ok:
+        if not self.clean(path, except_items_of="ops"):
             return None
         multicore = lib.get("multicore", self.defaults.multicore)
         cflags = lib["cflags"] if "cflags" in lib else (self.defaults.cflags or ())
@@ -205,102 +325,20 @@ class _ManifestFile(_OpChecks):
             location=self.location(path), manifest=self.model_file)
 
     def existing_paths(self, path: DocPath, written: list, what: str, directory: bool) -> List[str]:
-        """Resolve each path of a list; report missing ones and duplicates."""
+        """Resolve each path of a list; report those outside the project,
+        missing or of the wrong kind, and duplicates."""
         out: List[str] = []
         first: Dict[str, int] = {}
         for k, item in enumerate(written):
+            if not self.usable(written, k, path + (k,), str):
+                continue
             absolute, relative = self.resolve(item)
             if relative in first:
-                self.error(path + (k,), f"{what} '{item}' is listed twice "
+                self.error(path + (k,), f"{what} '{shown(item)}' is listed twice "
                                         f"(first at line {first[relative]})")
                 continue
             first[relative] = self.line(path + (k,))
-            exists = os.path.isdir(absolute) if directory else os.path.isfile(absolute)
-            if not exists:
-                if os.path.exists(absolute):
-                    kind = "a file" if directory else "a directory"
-                    self.error(path + (k,), f"{what} '{item}' is {kind} (resolved to {relative})")
-                else:
-                    self.error(path + (k,), f"{what} '{item}' not found (resolved to {relative})")
+            self.named_path(path + (k,), item, what, "dir" if directory else "regular")
             out.append(relative)
         return out
 
-    def reference(self, path: DocPath, text: str) -> Optional[Reference]:
-        """Parse 'path/file.py:function' or 'dotted.module:function'."""
-        target, _, function = text.rpartition(":")
-        if target.endswith(".py") or "/" in target or "\\" in target:
-            if not target.endswith(".py"):
-                self.error(path, f"reference file '{target}' is not a .py file")
-                return None
-            absolute, relative = self.resolve(target)
-            if not os.path.isfile(absolute):
-                self.error(path, f"reference file '{target}' not found (resolved to {relative})")
-                return None
-            names = _top_level_names(absolute)
-            if isinstance(names, str):
-                self.error(path, f"reference file '{target}' {names}")
-                return None
-            if names is not None and function not in names:
-                close = difflib.get_close_matches(function, sorted(names), n=1)
-                hint = f" (did you mean '{close[0]}'?)" if close else ""
-                self.error(path, f"reference file '{target}' defines no '{function}'{hint}")
-                return None
-            return Reference(file=relative, module=None, function=function)
-        if not _MODULE_RE.fullmatch(target):
-            self.error(path, f"'{target}' is neither a .py file nor a dotted module name")
-            return None
-        return Reference(file=None, module=target, function=function)
-
-    def npy(self, path: DocPath, written: str,
-            tensor: bool) -> Optional[Tuple[str, str, Tuple[int, ...]]]:
-        """Check a .npy file: (root-relative path, numpy descr, shape), or
-        None after reporting. A ``tensor`` input's array must also respect
-        the device's shape limits."""
-        absolute, relative = self.resolve(written)
-        if not os.path.isfile(absolute):
-            self.error(path, f".npy file '{written}' not found (resolved to {relative})")
-            return None
-        try:
-            descr, shape = _read_npy_header(absolute)
-        except (OSError, ValueError) as err:
-            self.error(path, f"'{written}' is not a readable .npy file ({err})")
-            return None
-        if tensor and len(shape) > MAX_DIMS:
-            self.error(path, f"the array in '{written}' has {len(shape)} dimensions; a tensor "
-                             f"has at most {MAX_DIMS} (device-api.md Limits)")
-            return None
-        if tensor and any(d > MAX_DIM_SIZE for d in shape):
-            self.error(path, f"the array in '{written}' has shape {list(shape)}; each dimension "
-                             f"is at most {MAX_DIM_SIZE} (device-api.md Limits)")
-            return None
-        return relative, descr, shape
-
-    def npy_dtype(self, path: DocPath, written: str, descr: str,
-                  given: Optional[str]) -> Optional[str]:
-        """The dtype of a tensor input read from .npy: the file's, checked
-        against ``given`` (the input's ``dtype``) if both are known; the
-        given one when the file holds raw bytes (``<V2``: how numpy saves
-        ml_dtypes' bfloat16 and fp8). None after reporting."""
-        known = _NPY_DTYPES.get(descr)
-        raw = re.fullmatch(r"[<>|=]V([0-9]+)", descr)
-        if known is not None:
-            if given is not None and given != known:
-                self.error(path + ("dtype",), f"dtype '{given}' does not match the .npy "
-                                              f"file '{written}', which holds {known}")
-                return None
-            return known
-        if raw is not None:
-            size = int(raw.group(1))
-            if given is None:
-                self.error(path + ("npy",), f"'{written}' holds raw {size}-byte elements "
-                                            f"({descr!r}, as numpy saves ml_dtypes types): "
-                                            "give the input's dtype")
-                return None
-            if _ITEMSIZE[given] != size:
-                self.error(path + ("dtype",), f"dtype '{given}' has {_ITEMSIZE[given]}-byte "
-                                              f"elements but '{written}' holds {size}-byte ones")
-                return None
-            return given
-        self.error(path + ("npy",), f"the array in '{written}' has numpy dtype {descr!r}, "
-                                    f"which is not a device dtype ({', '.join(DTYPES)})")
-        return None

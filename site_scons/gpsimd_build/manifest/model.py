@@ -7,7 +7,7 @@ so a build does not depend on where the project sits.
 
 import zlib
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 from ..diagnostics import DiagnosticError, Location
 from ..opschema import OpSchema
@@ -163,11 +163,27 @@ class Collection:
     libraries, then those of its includes, depth first), names unique across
     every file. ``manifests`` lists every manifest file read (the top one
     first, then each included one once, in load order), root-relative POSIX
-    paths: what a build that caches the model must watch."""
+    paths. ``reads`` lists every filesystem fact the validation depended on
+    (:class:`~gpsimd_build.manifest.reads.Read`: manifests' digests, kinds,
+    real paths, glob matches, ``.npy`` headers, reference files): a build
+    that caches the model keeps it while
+    :func:`~gpsimd_build.manifest.reads_still_hold` says they hold. It is
+    about the load, not the model: not a field (``==``,
+    ``dataclasses.asdict`` and ``replace`` leave it out)."""
 
     manifest: str
     libraries: Tuple[Library, ...]
     manifests: Tuple[str, ...] = ()
+
+    @property
+    def reads(self) -> Tuple[Any, ...]:
+        """The filesystem facts the load depended on (see the class)."""
+        return self.__dict__.get("_reads", ())
+
+    def with_reads(self, reads: Tuple[Any, ...]) -> "Collection":
+        """This collection, carrying ``reads`` (set once, by the loader)."""
+        object.__setattr__(self, "_reads", tuple(reads))
+        return self
 
 
 def default_seed(library: str, op: str, vector: str, argument: str) -> int:

@@ -1,15 +1,21 @@
 """Reading what a manifest points at, without running it: the header of a
 ``.npy`` file (stdlib only: the build side never imports numpy) and the
 names a reference ``.py`` file binds at top level (read with ``ast``).
+Both read within bounds (:data:`MAX_NPY_HEADER_BYTES`,
+:data:`MAX_REFERENCE_BYTES`), and every exception the parsing can meet
+becomes a message. The files are opened by
+:class:`~gpsimd_build.manifest.reads.Recorder`, which hands these functions
+their bytes.
 """
 
 import ast
-import functools
-import os
+import hashlib
 import struct
-from typing import Tuple
+from typing import BinaryIO, FrozenSet, Tuple, Union
 
 from gpsimd_device import dtypes as _dtypes
+
+from ..diagnostics import shown
 
 _NPY_DTYPES = {
     "<f4": "float32", "<f2": "float16",
@@ -20,28 +26,40 @@ _NPY_DTYPES = {
 #: Bytes per element of each dtype.
 _ITEMSIZE = {d.name: d.itemsize for d in _dtypes.DTYPES.values()}
 
+#: Largest reference ``.py`` file read (bytes): ``ast`` needs about 300
+#: times a file's size in memory for some texts.
+MAX_REFERENCE_BYTES = 256 * 1024
+#: Largest ``.npy`` header read (bytes; numpy itself reads at most 10,000).
+MAX_NPY_HEADER_BYTES = 64 * 1024
 
-def _top_level_names(path: str):
-    """The names a reference file binds at top level (def, class, assignment,
-    import), read with ``ast`` without running it; None when the file can
-    bind names the reading cannot see (``from x import *``, ``globals()``);
-    a message string when it cannot be parsed. Cached per file version."""
+
+def top_level_names(source: bytes) -> Union[FrozenSet[str], None, str]:
+    """The names a reference file's text binds at top level (def, class,
+    assignment, import), read with ``ast`` without running it; None when
+    the file can bind names the reading cannot see (``from x import *``,
+    ``globals()``); a message string when it cannot be parsed. Cached by
+    content."""
+    digest = hashlib.sha256(source).digest()
+    if digest not in _NAMES:
+        if len(_NAMES) >= 256:
+            _NAMES.clear()
+        _NAMES[digest] = _names_of(source)
+    return _NAMES[digest]
+
+
+_NAMES: dict = {}
+
+
+def _names_of(source: bytes):
     try:
-        st = os.stat(path)
-    except OSError as err:
-        return f"cannot be read ({err})"
-    return _parse_top_level_names(path, st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=256)
-def _parse_top_level_names(path: str, mtime_ns: int, size: int):
-    try:
-        with open(path, "rb") as f:
-            tree = ast.parse(f.read(), filename=path)
+        tree = ast.parse(source)
     except SyntaxError as err:
-        return f"does not parse: line {err.lineno}: {err.msg}"
-    except (OSError, ValueError) as err:
-        return f"cannot be read ({err})"
+        where = f"line {err.lineno}: " if err.lineno else ""
+        return f"does not parse: {where}{shown(err.msg, 200)}"
+    except (ValueError, OverflowError) as err:   # NUL bytes, undecodable text
+        return f"cannot be read ({type(err).__name__})"
+    except (MemoryError, RecursionError):
+        return "does not parse: nested too deeply for Python's parser"
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -67,33 +85,39 @@ def _parse_top_level_names(path: str, mtime_ns: int, size: int):
     return frozenset(names)
 
 
-def _read_npy_header(path: str) -> Tuple[str, Tuple[int, ...]]:
-    """(descr, shape) of a .npy file; raises ValueError (why) or OSError."""
-    with open(path, "rb") as stream:
-        head = stream.read(12)
-        if len(head) < 10 or head[:6] != b"\x93NUMPY":
-            raise ValueError("no .npy magic")
-        major = head[6]
-        if major == 1:
-            (size,) = struct.unpack("<H", head[8:10])
-            start = 10
-        elif major in (2, 3):
-            if len(head) < 12:
-                raise ValueError("truncated header")
-            (size,) = struct.unpack("<I", head[8:12])
-            start = 12
-        else:
-            raise ValueError(f"unknown .npy format version {major}")
-        stream.seek(start)
-        raw = stream.read(size)
+def read_npy_header(stream: BinaryIO) -> Tuple[str, Tuple[int, ...], bytes]:
+    """(descr, shape, the header's bytes) of the .npy file open as
+    ``stream``; raises ValueError (why) or OSError. Reads at most
+    :data:`MAX_NPY_HEADER_BYTES` of header whatever the file claims."""
+    head = stream.read(12)
+    if len(head) < 10 or head[:6] != b"\x93NUMPY":
+        raise ValueError("no .npy magic")
+    major = head[6]
+    if major == 1:
+        (size,) = struct.unpack("<H", head[8:10])
+        start = 10
+    elif major in (2, 3):
+        if len(head) < 12:
+            raise ValueError("truncated header")
+        (size,) = struct.unpack("<I", head[8:12])
+        start = 12
+    else:
+        raise ValueError(f"unknown .npy format version {major}")
+    if size > MAX_NPY_HEADER_BYTES:
+        raise ValueError(f"its header claims {size} bytes; at most {MAX_NPY_HEADER_BYTES} "
+                         "are read (MAX_NPY_HEADER_BYTES)")
+    stream.seek(start)
+    raw = stream.read(size)
     if len(raw) != size:
         raise ValueError("truncated header")
     try:
         header = ast.literal_eval(raw.decode("utf-8" if major == 3 else "latin1"))
-    except (ValueError, SyntaxError, UnicodeDecodeError, MemoryError, RecursionError):
+    except (ValueError, SyntaxError, TypeError, UnicodeDecodeError, MemoryError,
+            RecursionError, OverflowError):
         raise ValueError("unreadable header") from None
     if not isinstance(header, dict) or not isinstance(header.get("shape"), tuple) \
             or not all(isinstance(d, int) and d >= 0 for d in header["shape"]):
         raise ValueError("unreadable header")
     descr = header.get("descr")
-    return (descr if isinstance(descr, str) else repr(descr)), header["shape"]
+    return (descr if isinstance(descr, str) else repr(descr)), header["shape"], head[:start] + raw
+

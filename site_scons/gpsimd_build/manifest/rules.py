@@ -56,6 +56,16 @@ FLOAT_MAX = _dtypes.FLOAT_MAX
 MAX_ELEMENTS = _limits.MAX_ELEMENTS
 #: Deepest chain of ``include:`` (a guard, far beyond any real tree).
 MAX_INCLUDE_DEPTH = 64
+#: Longest path a manifest may write (characters; Linux's PATH_MAX). The
+#: schema's ``$defs.path.maxLength`` equals it (a test checks).
+MAX_PATH_CHARS = 4096
+#: Longest op schema string (characters; 32 arguments with long names fit).
+#: The schema's ``$defs.op.properties.schema.maxLength`` equals it.
+MAX_SCHEMA_CHARS = 2048
+#: Most problems reported for one manifest file; past it the file's checks
+#: stop with one more line saying so (a generated file gone wrong can hold
+#: thousands).
+MAX_DIAGNOSTICS_PER_FILE = 1000
 #: Library names the device reserves (device-api.md Limits).
 RESERVED_LIBRARY_NAMES: Tuple[str, ...] = (_limits.RESERVED_LIBRARY_NAME,)
 

@@ -8,14 +8,15 @@ import difflib
 import functools
 import json
 import os
-from typing import Any, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence, Tuple
 
 import jsonschema
 from jsonschema.exceptions import best_match
 
-from ..diagnostics import Diagnostic, DocPath
+from ..diagnostics import Diagnostic, DocPath, shown, shown_repr
 from ..opschema import MAX_NAME_LENGTH
 from ..yamlloc import LocatedDocument
+from .rules import MAX_DIAGNOSTICS_PER_FILE
 
 #: The JSON Schema of the manifest: <package>/../../../schema/ops.schema.json.
 SCHEMA_PATH = os.path.normpath(os.path.join(
@@ -109,7 +110,7 @@ def _describe(value: Any) -> str:
     if isinstance(value, float):
         return f"a number ({value!r})"
     if isinstance(value, str):
-        return f"a string ({value!r})"
+        return f"a string ({shown_repr(value, 40)})"
     if isinstance(value, list):
         return "a list"
     return "a mapping"
@@ -124,6 +125,8 @@ def _key_name(path: DocPath) -> Optional[str]:
 
 
 def _suggest(word: str, candidates: Sequence[str]) -> Optional[str]:
+    if len(word) > 64:  # no name is that long; difflib's time grows with it
+        return None
     close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
     return close[0] if close else None
 
@@ -142,9 +145,10 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
     if kind == "additionalProperties":
         known = list(error.schema.get("properties", {}))
         extra = [k for k in value if k not in known] if isinstance(value, dict) else []
+        del extra[MAX_DIAGNOSTICS_PER_FILE + 1:]
         diags = []
         for name in extra:
-            message = f"unknown key '{name}'"
+            message = f"unknown key '{shown(name)}'"
             guess = _suggest(name, known)
             if key == "defaults" and isinstance(parent, int) and name in _LIBRARY_KEYS:
                 message += (f" (a library's defaults give {', '.join(known)}; set '{name}' "
@@ -176,15 +180,17 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
         noun = "dtype" if key in ("dtype",) else (key or "value")
         guess = _suggest(str(value), [str(e) for e in expect])
         if guess:
-            message = f"unknown {noun} {value!r} (did you mean {guess!r}?)"
+            message = f"unknown {noun} {shown_repr(value)} (did you mean {guess!r}?)"
         else:
-            message = f"unknown {noun} {value!r} (expected one of: {', '.join(map(str, expect))})"
+            message = (f"unknown {noun} {shown_repr(value)} (expected one of: "
+                       f"{', '.join(map(str, expect))})")
         return [doc.diagnostic(path, message)]
     if kind == "const":
         if path == ("version",):
-            message = f"unsupported manifest version {value!r} (this build reads version {expect})"
+            message = (f"unsupported manifest version {shown_repr(value)} (this build reads "
+                       f"version {expect})")
         else:
-            message = f"expected {expect!r}, got {value!r}"
+            message = f"expected {expect!r}, got {shown_repr(value)}"
         return [doc.diagnostic(path, message)]
     if kind == "maxItems":
         count = len(value) if isinstance(value, list) else 0
@@ -223,16 +229,95 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
                 and path[-3] == "ops":
             message = _name_too_long(str(value))
         else:
-            message = f"{value!r} is longer than {expect} characters"
+            message = f"{shown_repr(value)} is longer than {expect} characters"
         return [doc.diagnostic(path, message)]
     if kind == "minLength":
         return [doc.diagnostic(path, "must not be empty")]
     if kind == "pattern":
         words = _PATTERN_WORDS.get(expect, f"does not match {expect!r}")
-        return [doc.diagnostic(path, f"{value!r} {words}")]
-    return [doc.diagnostic(path, error.message)]
+        return [doc.diagnostic(path, f"{shown_repr(value)} {words}")]
+    return [doc.diagnostic(path, shown(error.message, 200))]
 
 
 def _name_too_long(name: str) -> str:
-    return (f"op name '{name}' is too long ({len(name)} characters); CustomOp function "
+    return (f"op name '{shown(name)}' is too long ({len(name)} characters); CustomOp function "
             f"names must be less than {MAX_NAME_LENGTH} characters (build-front-end.txt §4)")
+
+
+def _without_values(document: Any) -> Tuple[Any, List[Tuple[DocPath, str]]]:
+    """(a view of ``document`` for jsonschema, the problems of its
+    ``values``): every ``values`` list of a tensor input or an expected
+    result is checked here (numbers or nested lists of numbers, the schema's
+    ``$defs.values``) and stands as ``0`` in the view, so that jsonschema,
+    which spends about 14 us per element, never walks them. Only the
+    containers on the way to a replaced list are copied."""
+    problems: List[Tuple[DocPath, str]] = []
+    libraries = document.get("libraries") if isinstance(document, dict) else None
+    if not isinstance(libraries, list):
+        return document, problems
+    view_libs = None
+    for i, lib in enumerate(libraries):
+        ops = lib.get("ops") if isinstance(lib, dict) else None
+        if not isinstance(ops, list):
+            continue
+        view_ops = None
+        for j, op in enumerate(ops):
+            vectors = op.get("vectors") if isinstance(op, dict) else None
+            if not isinstance(vectors, list):
+                continue
+            view_vectors = None
+            for k, vec in enumerate(vectors):
+                if not isinstance(vec, dict):
+                    continue
+                base = ("libraries", i, "ops", j, "vectors", k)
+                new_vec = _vector_without_values(vec, base, problems)
+                if new_vec is not vec:
+                    view_vectors = view_vectors or list(vectors)
+                    view_vectors[k] = new_vec
+            if view_vectors is not None:
+                view_ops = view_ops or list(ops)
+                view_ops[j] = dict(op, vectors=view_vectors)
+        if view_ops is not None:
+            view_libs = view_libs or list(libraries)
+            view_libs[i] = dict(lib, ops=view_ops)
+    if view_libs is None:
+        return document, problems
+    return dict(document, libraries=view_libs), problems
+
+
+def _vector_without_values(vec: dict, base: DocPath,
+                           problems: List[Tuple[DocPath, str]]) -> dict:
+    new_vec = vec
+    inputs = vec.get("inputs")
+    if isinstance(inputs, dict):
+        new_inputs = None
+        for name, given in inputs.items():
+            if isinstance(given, dict) and "value" not in given \
+                    and isinstance(given.get("values"), list):
+                _check_values(given["values"], base + ("inputs", name, "values"), problems)
+                new_inputs = new_inputs or dict(inputs)
+                new_inputs[name] = dict(given, values=0)
+        if new_inputs is not None:
+            new_vec = dict(vec, inputs=new_inputs)
+    expected = vec.get("expected")
+    if isinstance(expected, dict) and isinstance(expected.get("values"), list):
+        _check_values(expected["values"], base + ("expected", "values"), problems)
+        new_vec = dict(new_vec, expected=dict(expected, values=0))
+    return new_vec
+
+
+def _check_values(values: list, path: DocPath, problems: List[Tuple[DocPath, str]]) -> None:
+    """The schema's ``$defs.values`` on a nested list (iteratively), in
+    jsonschema's order and words."""
+    stack = [(values, path)]
+    while stack:
+        node, where = stack.pop()
+        for index in range(len(node) - 1, -1, -1):
+            item = node[index]
+            if isinstance(item, list):
+                stack.append((item, where + (index,)))
+            elif not isinstance(item, (int, float)) or isinstance(item, bool):
+                problems.append((where + (index,),
+                                 f"expected a list or a number, got {_describe(item)}"))
+                if len(problems) > MAX_DIAGNOSTICS_PER_FILE:
+                    return

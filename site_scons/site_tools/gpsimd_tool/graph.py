@@ -215,7 +215,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     (``gpsimd_tool.summary``).
     """
     try:
-        collection = load_manifest(manifest)
+        collection = load_manifest(manifest, allow_paths=env.get("ALLOW_PATHS", ""))
     except ManifestError as err:
         _stop(str(err))
     try:
