@@ -368,8 +368,10 @@ class TestPlan:
                 "cores": [c.to_json() for c in self.cores], "ops": [o.to_json() for o in self.ops]}
 
     def dumps(self) -> str:
-        """The file text: sorted keys, 1-space indent, one trailing newline."""
-        return json.dumps(self.to_json(), sort_keys=True, indent=1) + "\n"
+        """The file text: compact JSON with sorted keys and one trailing
+        newline (compact, so that the C encoder writes it: an indented dump
+        of a 1,000-op collection's plans costs a null build 0.1 s)."""
+        return json.dumps(self.to_json(), sort_keys=True, separators=(",", ":")) + "\n"
 
     def vector_count(self) -> int:
         """Number of vectors of every op."""

@@ -43,20 +43,16 @@ The composer itself is :mod:`gpsimd_build.yamlcompose`; this module holds
 the entry points, the located document, and the bounded file reading.
 """
 
-import os
-import stat
 from dataclasses import dataclass
 from typing import Any, Dict, Optional, Tuple
 
 import yaml
 
 from .diagnostics import Diagnostic, DiagnosticError, DocPath, Location, shown
+from .fileread import FILE_TYPE_WORDS, MAX_MANIFEST_BYTES, read_regular_file  # noqa: F401
 from .yamlcompose import (MAX_DEPTH, MAX_NODES, MAX_NUMBER_LENGTH,  # noqa: F401 (limits)
                           _Composer, _error_diagnostic, _Stop)
 
-#: Largest manifest file, bytes (4 MiB; a 5,000-op manifest is about 1.35 MB).
-#: A larger file is refused before it is read.
-MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 #: Most characters of a text that is read again by the pure-Python parser to
 #: word a syntax error as it does (1 MiB, about 2 s); a longer one keeps
 #: libyaml's words.
@@ -252,53 +248,6 @@ def decode_yaml_bytes(data: bytes, file: str) -> str:
         raise YamlError([Diagnostic(
             file, line, column, (),
             f"the file is not valid UTF-8 (byte 0x{data[start]:02x})")]) from None
-
-
-#: What a file that is not regular is, in words (``stat`` file types).
-FILE_TYPE_WORDS = {
-    stat.S_IFDIR: "a directory", stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
-def read_regular_file(path: str, limit: int) -> bytes:
-    """The bytes of the regular file ``path`` (symlinks followed), at most
-    ``limit`` of them. Never opens a FIFO, a device or a socket (so never
-    blocks); raises ``OSError`` (its ``strerror`` says why: "is a FIFO
-    (named pipe), not a regular file", "is larger than N bytes", or the
-    system's words)."""
-    mode = os.stat(path).st_mode
-    if not stat.S_ISREG(mode):
-        raise _not_regular(mode)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) \
-        | getattr(os, "O_CLOEXEC", 0)
-    fd = os.open(path, flags)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):  # swapped since the stat above
-            raise _not_regular(st.st_mode)
-        if st.st_size > limit:
-            raise OSError(0, f"is larger than {limit} bytes ({st.st_size} bytes)")
-        chunks, size = [], 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:
-            raise OSError(0, f"is larger than {limit} bytes")
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
-
-
-def _not_regular(mode: int) -> OSError:
-    words = FILE_TYPE_WORDS.get(stat.S_IFMT(mode), "not a regular file")
-    if stat.S_ISDIR(mode):
-        return IsADirectoryError(21, "is a directory")
-    return OSError(0, f"is {words}, not a regular file")
 
 
 def load_yaml_file(path: str, display: Optional[str] = None) -> LocatedDocument:

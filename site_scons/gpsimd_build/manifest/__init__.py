@@ -80,15 +80,28 @@ file kinds, include globs).
 
 from ..diagnostics import Diagnostic, Location
 from ..opschema import CPP_KEYWORDS, MAX_NAME_LENGTH, WRAPPER_RESERVED_NAMES  # noqa: F401
-from .collection import load_manifest
-from .reads import Read, reads_still_hold
 from .model import (Collection, Expected, Library, ManifestError, Op, Random, Reference,
                     ScalarInput, TensorInput, Vector, default_seed)
 from .rules import (DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, DTYPES, FLOAT8_DTYPES, FLOAT_MAX,
                     INTEGER_DTYPES, MANIFEST_VERSION, MAX_DIM_SIZE, MAX_DIMS, MAX_ELEMENTS,
                     MAX_INCLUDE_DEPTH, MAX_OPS_PER_LIBRARY, MAX_STACK_SIZE,
                     RESERVED_LIBRARY_NAMES, SCALAR_ARG_TYPES, SCALAR_DTYPES)
-from .schema import SCHEMA_PATH, inline_refs, load_schema
+
+#: What the loader itself needs (YAML, jsonschema: a tenth of a second to
+#: import) is imported when first used, so that a build whose validated
+#: manifest is cached (the model and its reads) never imports it.
+_LAZY = {"load_manifest": "collection", "Read": "reads", "reads_still_hold": "reads",
+         "SCHEMA_PATH": "schema", "inline_refs": "schema", "load_schema": "schema"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DTYPES", "INTEGER_DTYPES", "FLOAT8_DTYPES", "SCALAR_DTYPES", "SCALAR_ARG_TYPES",

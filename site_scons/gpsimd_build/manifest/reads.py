@@ -26,7 +26,7 @@ collection is still good exactly when it returns True.
 
 Only regular files are ever opened, without blocking (a FIFO, a device or a
 socket is named by :meth:`Recorder.kind`, never read), and each read is
-bounded (:data:`~gpsimd_build.yamlloc.MAX_MANIFEST_BYTES`,
+bounded (:data:`~gpsimd_build.fileread.MAX_MANIFEST_BYTES`,
 :data:`~.probes.MAX_NPY_HEADER_BYTES`, :data:`~.probes.MAX_REFERENCE_BYTES`).
 """
 
@@ -35,7 +35,7 @@ import os
 import stat
 from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from ..yamlloc import MAX_MANIFEST_BYTES, read_regular_file
+from ..fileread import MAX_MANIFEST_BYTES, read_regular_file
 from .paths import GlobBudget, PathPolicy, kind_of_path, real_path, walk_glob
 from .probes import MAX_REFERENCE_BYTES, read_npy_header, top_level_names
 
@@ -87,13 +87,15 @@ class _Facts:
             return "!" + why, err
         return hashlib.sha256(header).hexdigest(), (descr, shape)
 
-    def reference(self, absolute: str) -> Tuple[str, Any]:
+    def reference(self, absolute: str, names: bool = True) -> Tuple[str, Any]:
+        """The digest of a reference file and (``names``) its top-level
+        names; the digest alone decides whether the fact still holds."""
         try:
             data = read_regular_file(absolute, MAX_REFERENCE_BYTES)
         except OSError as err:
             why = err.strerror or str(err)
             return "!" + why, f"cannot be read ({why})"
-        return hashlib.sha256(data).hexdigest(), top_level_names(data)
+        return hashlib.sha256(data).hexdigest(), top_level_names(data) if names else None
 
     def glob(self, base: str, pattern: Tuple[str, ...], policy: PathPolicy,
              budget: GlobBudget) -> Tuple[Any, List[Tuple[str, str]]]:
@@ -183,7 +185,7 @@ class Recorder:
 
     def manifest_bytes(self, absolute: str) -> bytes:
         """The bytes of a manifest file (regular, at most
-        :data:`~gpsimd_build.yamlloc.MAX_MANIFEST_BYTES`). Raises OSError
+        :data:`~gpsimd_build.fileread.MAX_MANIFEST_BYTES`). Raises OSError
         (``strerror`` says why) for anything else."""
         digest, data = self.facts.file(absolute)
         self._keep("file", absolute, digest)
@@ -245,7 +247,7 @@ def reads_still_hold(reads: Iterable[Read], root: str = ".") -> bool:
             elif read.kind == "npy":
                 now = facts.npy(absolute)[0]
             elif read.kind == "reference":
-                now = facts.reference(absolute)[0]
+                now = facts.reference(absolute, names=False)[0]
             elif read.kind == "glob":
                 pattern = tuple(read.value[0].split("/"))
                 now = facts.glob(absolute, pattern, policy, budget)[0]

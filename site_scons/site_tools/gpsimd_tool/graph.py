@@ -20,12 +20,12 @@ import SCons.Script
 
 from gpsimd_build import codegen, testplan
 from gpsimd_build.steps import write_atomically
-from gpsimd_build.manifest import SCHEMA_PATH, ManifestError, load_manifest
+from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.versions import versions_json
 
-from . import integrity, lock, ninja_path as ninja, signals
+from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
 from .summary import LibraryTests, Summary
 
 __all__ = ["GpsimdCollection", "SConsGraph"]
@@ -214,10 +214,15 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     the build ends, the truth about the results it was asked for is printed
     (``gpsimd_tool.summary``).
     """
-    try:
-        collection = load_manifest(manifest, allow_paths=env.get("ALLOW_PATHS", ""))
-    except ManifestError as err:
-        _stop(str(err))
+    allow = env.get("ALLOW_PATHS", "")
+    collection = manifest_cache.load(build_dir, manifest, ".", [allow])
+    cached = collection is not None
+    if not cached:
+        from gpsimd_build.manifest import load_manifest
+        try:
+            collection = load_manifest(manifest, allow_paths=allow)
+        except ManifestError as err:
+            _stop(str(err))
     try:
         profile = get_profile(toolchain, os.environ, env.subst("$CXX") or "g++")
     except ProfileError as err:
@@ -235,6 +240,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
     if sconsign and (building or os.path.isdir(build_dir)):
         env.SConsignFile(os.path.join(build_dir, ".sconsign"))
+    if building and not cached:
+        manifest_cache.store(build_dir, collection, manifest, ".", [allow])
     to_ninja = ninja.active(env)
     if to_ninja:
         ninja.setup(env)
@@ -346,6 +353,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         env.Default(env.Alias("all", all_loadable + all_versions))
     if to_ninja:
         files = [f for lib in libraries for f in testplan.plan_files(lib)]
+        from gpsimd_build.manifest import SCHEMA_PATH
         ninja.regenerate_on(top_env, list(collection.manifests) + files + [SCHEMA_PATH]
                             + ninja.build_library_files())
     elif building:
