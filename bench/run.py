@@ -72,6 +72,9 @@ def scons(cwd, args, env_extra=None, check=True, quiet=True):
     fd, rus = tempfile.mkstemp(suffix=".json")
     os.close(fd)
     env = dict(os.environ, BENCH_RUSAGE_OUT=rus, BENCH_FLOOR_DIR=os.path.join(BENCH, "floor"))
+    # as users run it: Python keeps compiled bytecode (a shell that sets
+    # PYTHONDONTWRITEBYTECODE would charge every run the compile of every module)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(env_extra or {})
     b0 = busy_s()
     c0 = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -4,9 +4,12 @@ Every action of the graph is a command line (DESIGN.md "The graph for one
 library"), so that the same graph runs under SCons and under ninja. The
 steps that are not a compiler, linker or archiver run this module:
 
-``python -m gpsimd_build.steps pack --library L --lsp NAME --core N|none STRIPPED PACKED``
-    wraps a stripped object into the host pack container
-    (``gpsimd_device.pack``), written atomically;
+``python -m gpsimd_build.steps pack --strip STRIP --library L --lsp NAME --core N|none LINKED PACKED STRIPPED``
+    runs ``STRIP --strip-unneeded -o STRIPPED LINKED`` (``STRIP``: a
+    program, split like a shell word list), then wraps the stripped object
+    into the host pack container (``gpsimd_device.pack``), written
+    atomically (one action, so that a null build computes one command
+    signature per core, not two);
 ``python -m gpsimd_build.steps stack-report --library L --op NAME=BYTES ... -o OUT CI...``
     merges GCC call graphs (``-fcallgraph-info=su``) and writes the worst
     static stack chain of each op (``gpsimd_build.stackreport``); lines over
@@ -54,9 +57,15 @@ def write_atomically(path: str, data: bytes) -> None:
 
 
 def _pack(args: argparse.Namespace) -> None:
+    import shlex
+    import subprocess
     from gpsimd_device.pack import pack_bytes, pack_metadata
     from gpsimd_device.versions import VERSIONS
     core = None if args.core == "none" else int(args.core)
+    strip = shlex.split(args.strip) + ["--strip-unneeded", "-o", args.stripped, args.linked]
+    status = subprocess.call(strip)
+    if status != 0:
+        raise OSError(0, f"{shlex.join(strip)} failed (exit status {status})", args.stripped)
     with open(args.stripped, "rb") as f:
         payload = f.read()
     write_atomically(args.packed, pack_bytes(payload, pack_metadata(args.library, args.lsp, core,
@@ -119,8 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
     pk.add_argument("--library", required=True)
     pk.add_argument("--lsp", required=True, help="linker spec name, e.g. lsp_fll_load_cpu3")
     pk.add_argument("--core", required=True, help="0..7, or none for single-core")
-    pk.add_argument("stripped")
+    pk.add_argument("--strip", required=True, help="the strip program (and its options)")
+    pk.add_argument("linked")
     pk.add_argument("packed")
+    pk.add_argument("stripped")
     pk.set_defaults(run=_pack)
     sr = sub.add_parser("stack-report", help="worst static stack chain per op")
     sr.add_argument("--library", required=True)

@@ -35,20 +35,47 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     assert sorted(os.listdir(tmp_path)) == ["f.bin"]
 
 
-def test_pack_step_writes_the_container(tmp_path):
-    (tmp_path / "x.stripped.so").write_bytes(ELF)
-    assert steps.main(["pack", "--library", "l", "--lsp", "lsp_fll_load_cpu3", "--core", "3",
-                       str(tmp_path / "x.stripped.so"), str(tmp_path / "x.packed.so")]) == 0
+def _fake_strip(tmp_path, body='cp "$4" "$3"'):
+    """A strip stand-in: ``strip --strip-unneeded -o OUT IN`` copies IN."""
+    tool = tmp_path / "fake-strip"
+    tool.write_text(f"#!/bin/sh\n[ \"$1 $2\" = \"--strip-unneeded -o\" ] || exit 9\n{body}\n")
+    tool.chmod(0o755)
+    return str(tool)
+
+
+def test_pack_step_strips_then_writes_the_container(tmp_path):
+    (tmp_path / "x.so").write_bytes(ELF)
+    assert steps.main(["pack", "--strip", _fake_strip(tmp_path), "--library", "l", "--lsp",
+                       "lsp_fll_load_cpu3", "--core", "3", str(tmp_path / "x.so"),
+                       str(tmp_path / "x.packed.so"), str(tmp_path / "x.stripped.so")]) == 0
+    assert (tmp_path / "x.stripped.so").read_bytes() == ELF
     meta, payload = parse_pack((tmp_path / "x.packed.so").read_bytes())
     assert payload == ELF and (meta["core"], meta["lsp"], meta["library"]) == (
         3, "lsp_fll_load_cpu3", "l")
 
 
+def test_pack_step_reports_a_failed_strip(tmp_path, capsys):
+    (tmp_path / "x.so").write_bytes(ELF)
+    strip = _fake_strip(tmp_path, "exit 3")
+    assert steps.main(["pack", "--strip", strip, "--library", "l", "--lsp", "s", "--core",
+                       "none", str(tmp_path / "x.so"), str(tmp_path / "p.so"),
+                       str(tmp_path / "s.so")]) == 1
+    err = capsys.readouterr().err
+    assert err == (f"gpsimd: {tmp_path / 's.so'}: {strip} --strip-unneeded -o "
+                   f"{tmp_path / 's.so'} {tmp_path / 'x.so'} failed (exit status 3)\n")
+    assert not (tmp_path / "p.so").exists()
+
+
 def test_step_errors_name_the_path_and_exit_1(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    proc = subprocess.run([sys.executable, "-S", "-m", "gpsimd_build.steps", "pack", "--library",
-                           "l", "--lsp", "s", "--core", "none", str(tmp_path / "missing.so"),
-                           str(tmp_path / "out.so")], capture_output=True, text=True, env=env)
+    proc = subprocess.run([sys.executable, "-S", "-m", "gpsimd_build.steps", "pack", "--strip",
+                           "strip", "--library", "l", "--lsp", "s", "--core", "none",
+                           str(tmp_path / "missing.so"), str(tmp_path / "out.so"),
+                           str(tmp_path / "out.stripped.so")],
+                          capture_output=True, text=True, env=env)
     assert proc.returncode == 1
-    assert proc.stderr == f"gpsimd: {tmp_path / 'missing.so'}: No such file or directory\n"
+    assert proc.stderr.startswith(f"strip: '{tmp_path / 'missing.so'}': No such file")
+    assert proc.stderr.endswith(f"gpsimd: {tmp_path / 'out.stripped.so'}: strip "
+                                f"--strip-unneeded -o {tmp_path / 'out.stripped.so'} "
+                                f"{tmp_path / 'missing.so'} failed (exit status 1)\n")
     assert os.listdir(tmp_path) == []

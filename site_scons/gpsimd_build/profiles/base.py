@@ -7,7 +7,7 @@ stage), the profile decides which stages a library has on its target and
 with which construction variables. Commands are construction variables
 (``$GPSIMD_CXXCOM`` over ``$GPSIMD_CXX``, ``$GPSIMD_CXXFLAGS``,
 ``$GPSIMD_USER_CFLAGS``, ``$GPSIMD_INCFLAGS``; ``$GPSIMD_LINKCOM``;
-``$GPSIMD_STRIPCOM``; ``$GPSIMD_VENDORPACKCOM``), set by
+``$GPSIMD_STRIP`` (run by ``$GPSIMD_PACKCOM``); ``$GPSIMD_VENDORPACKCOM``), set by
 :meth:`Profile.construction_vars`, so that an SConstruct can ``Append`` to
 them as SCons users expect.
 """

@@ -11,9 +11,11 @@ checkouts in different folders share a cache), with
 sizes (``<obj without .o>.ci``) for the static stack report. With a compiler
 launcher (ccache, distcc: they do not bring the ``.ci`` file back) the call
 graph is a separate ``-S`` compile of the same flags writing the same file. Link: ``$GPSIMD_CXX
-$GPSIMD_LINKFLAGS -o <so> <objects> <lsp.o> -Wl,--whole-archive
-<runtime.a> -Wl,--no-whole-archive``. Pack: ``strip --strip-unneeded``,
-then the host pack container (``gpsimd_device.pack``).
+$GPSIMD_LINKFLAGS -o <so> -Wl,--whole-archive <objects> <lsp.o> <runtime.a>
+-Wl,--no-whole-archive`` (the runtime archive is the only archive, and
+``--whole-archive`` does not change how objects are linked). Pack, one
+step: ``$GPSIMD_STRIP --strip-unneeded``, then the host pack container
+(``gpsimd_device.pack``).
 """
 
 import glob
@@ -107,10 +109,11 @@ class HostProfile(Profile):
             # stop after code generation; ${TARGETS[1]} is the .s it leaves)
             "GPSIMD_CALLGRAPHCOM": f"{compile_} -fcallgraph-info=su -o ${{TARGETS[1]}} -S $SOURCE",
             "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS),
-            "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -o $TARGET ${SOURCES[:-1]} "
-                               "-Wl,--whole-archive ${SOURCES[-1]} -Wl,--no-whole-archive"),
+            # the sources end with the runtime archive, the one archive:
+            # --whole-archive changes nothing for the objects before it
+            "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -o $TARGET "
+                               "-Wl,--whole-archive $SOURCES -Wl,--no-whole-archive"),
             "GPSIMD_STRIP": self.strip,
-            "GPSIMD_STRIPCOM": "$GPSIMD_STRIP --strip-unneeded -o ${TARGETS[1]} $SOURCE",
         }
 
     def shared(self, graph: Graph, profile_dir: str) -> Shared:

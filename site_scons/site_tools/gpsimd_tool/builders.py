@@ -2,7 +2,7 @@
 variables, emitters and the few actions that are Python functions.
 
 Commands are construction variables. What the target profile gives
-(``$GPSIMD_CXXCOM``, ``$GPSIMD_LINKCOM``, ``$GPSIMD_STRIPCOM``,
+(``$GPSIMD_CXXCOM``, ``$GPSIMD_LINKCOM``, ``$GPSIMD_STRIP``,
 ``$GPSIMD_VENDORPACKCOM``, ``$GPSIMD_CALLGRAPHCOM`` and their flags) is set by
 the graph code from ``Profile.construction_vars``; what is the project's own
 (``$GPSIMD_PACKCOM``, ``$GPSIMD_STACKCOM``, ``$GPSIMD_TESTCOM``) is set here.
@@ -21,6 +21,8 @@ import SCons.Action
 import SCons.Builder
 import SCons.Scanner.C
 import SCons.Tool.compilation_db
+
+from .signature import SignedCommand
 
 
 __all__ = ["add_builders"]
@@ -69,7 +71,7 @@ def _compilation_db_emitter(target, source, env):
 
 # ---- builders -----------------------------------------------------------------
 
-_COMPILE = SCons.Action.Action("$GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR")
+_COMPILE = SignedCommand("GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR")
 
 
 def add_builders(env):
@@ -85,8 +87,9 @@ def add_builders(env):
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
         # our own steps: stdlib-only modules, started without site-packages
         GPSIMD_STEP="$PYTHON -S -m gpsimd_build.steps",
-        GPSIMD_PACKCOM=("$GPSIMD_STEP pack --library $GPSIMD_LIBRARY --lsp $GPSIMD_LSP "
-                        "--core $GPSIMD_CORE ${TARGETS[1]} ${TARGETS[0]}"),
+        # strip, then pack: one action (targets: packed, stripped)
+        GPSIMD_PACKCOM=("$GPSIMD_STEP pack --strip $GPSIMD_STRIP --library $GPSIMD_LIBRARY "
+                        "--lsp $GPSIMD_LSP --core $GPSIMD_CORE $SOURCE $TARGETS"),
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
                         "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
         GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET $SOURCE",
@@ -100,38 +103,36 @@ def add_builders(env):
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
-        GPSIMD_STRIPCOMSTR="STRIP    ${TARGETS[1]}",
         GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
         GPSIMD_TESTCOMSTR="TEST $TARGET",
         GPSIMD_STACKCOMSTR="STACK    $TARGET",
     )
     cscan = SCons.Scanner.C.CScanner()
-    act = SCons.Action.Action
+    act = SignedCommand   # SCons's "$VAR" action, signed without substitution
     env.Append(BUILDERS={
         "GpsimdObject": SCons.Builder.Builder(
             action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
             emitter=_compilation_db_emitter),
         "GpsimdObjectCI": SCons.Builder.Builder(
-            action=act("$GPSIMD_CXXCICOM", "$GPSIMD_CXXCOMSTR"), suffix=".o", src_suffix=".cpp",
+            action=act("GPSIMD_CXXCICOM", "$GPSIMD_CXXCOMSTR"), suffix=".o", src_suffix=".cpp",
             source_scanner=cscan, emitter=_object_ci_emitter),
-        "GpsimdArchive": SCons.Builder.Builder(action=act("$GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
+        "GpsimdArchive": SCons.Builder.Builder(action=act("GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
                                                suffix=".a"),
-        "GpsimdLink": SCons.Builder.Builder(action=act("$GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
+        "GpsimdLink": SCons.Builder.Builder(action=act("GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
                                             suffix=".so"),
         "GpsimdPack": SCons.Builder.Builder(
-            action=[act("$GPSIMD_STRIPCOM", "$GPSIMD_STRIPCOMSTR"),
-                    act("$GPSIMD_PACKCOM", "$GPSIMD_PACKCOMSTR")],
+            action=act("GPSIMD_PACKCOM", "$GPSIMD_PACKCOMSTR"),
             emitter=_pack_emitter),
         "GpsimdVendorPack": SCons.Builder.Builder(
-            action=act("$GPSIMD_VENDORPACKCOM", "$GPSIMD_PACKCOMSTR"), emitter=_pack_emitter),
+            action=act("GPSIMD_VENDORPACKCOM", "$GPSIMD_PACKCOMSTR"), emitter=_pack_emitter),
         "GpsimdCallGraph": SCons.Builder.Builder(
-            action=act("$GPSIMD_CALLGRAPHCOM", "$GPSIMD_STACKCOMSTR"),
+            action=act("GPSIMD_CALLGRAPHCOM", "$GPSIMD_STACKCOMSTR"),
             emitter=_callgraph_emitter, source_scanner=cscan),
         "GpsimdStackReport": SCons.Builder.Builder(
-            action=act("$GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
-        "GpsimdTest": SCons.Builder.Builder(action=act("$GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+            action=act("GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
+        "GpsimdTest": SCons.Builder.Builder(action=act("GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
         # (its first source lists the artifacts; the others are the artifacts)
-        "GpsimdDigests": SCons.Builder.Builder(action=act("$GPSIMD_DIGESTSCOM", None)),
-        "GpsimdSummary": SCons.Builder.Builder(action=act("$GPSIMD_SUMMARYCOM", None)),
-        "GpsimdPrint": SCons.Builder.Builder(action=act("cat $SOURCE", None)),
+        "GpsimdDigests": SCons.Builder.Builder(action=act("GPSIMD_DIGESTSCOM", None)),
+        "GpsimdSummary": SCons.Builder.Builder(action=act("GPSIMD_SUMMARYCOM", None)),
+        "GpsimdPrint": SCons.Builder.Builder(action=SCons.Action.Action("cat $SOURCE", None)),
     })

@@ -146,5 +146,7 @@ class Summary:
             if everything:
                 write_atomically(os.path.join(self.profile_dir, "test-summary.txt"),
                                  text.encode("utf-8"))
+        except BrokenPipeError:   # `scons | head`: the reader has gone
+            pass
         except Exception as e:  # at exit: report, never a traceback
             sys.stderr.write(f"scons: the test summary could not be made: {e}\n")
