@@ -195,10 +195,13 @@ def manifest_text(n_ops: int, elements: int, shape_override=None) -> str:
 
 
 def generate(n_ops: int, outdir: str, link: bool = False, elements: int = 4096,
-             shape_override=None) -> None:
+             shape_override=None, project: str = PROJECT) -> None:
+    """Write the collection of ``n_ops`` ops into ``outdir`` with the
+    build parts of ``project`` (default: this checkout; e.g. an older
+    revision's tree to measure the old code on the same collection)."""
     os.makedirs(outdir, exist_ok=True)
     for part in PROJECT_PARTS:
-        src = os.path.join(PROJECT, part)
+        src = os.path.join(project, part)
         dst = os.path.join(outdir, part)
         if os.path.islink(dst) or os.path.isfile(dst):
             os.unlink(dst)

@@ -40,7 +40,12 @@ def _strip_suffix(path, suffixes):
 
 
 def _pack_emitter(target, source, env):
-    base = _strip_suffix(str(target[0]), (".packed.so", ".stripped.so", ".so"))
+    """``<base>`` (or either name) -> ``<base>.packed.so``, ``<base>.stripped.so``;
+    both names given in that order are kept as they are (no new nodes)."""
+    names = [str(t) for t in target]
+    base = _strip_suffix(names[0], (".packed.so", ".stripped.so", ".so"))
+    if names == [base + ".packed.so", base + ".stripped.so"]:
+        return target, source
     return [base + ".packed.so", base + ".stripped.so"], source
 
 

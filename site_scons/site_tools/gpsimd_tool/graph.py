@@ -13,6 +13,7 @@ import atexit
 import json
 import os
 import sys
+import time
 from typing import Any, Dict, List
 
 import SCons.Node.FS
@@ -121,7 +122,8 @@ class SConsGraph:
 
     def host_pack(self, base: str, linked: Any, metadata) -> Any:
         core = metadata["core"]
-        return self.uses(self.env.GpsimdPack(base, linked, GPSIMD_LIBRARY=metadata["library"],
+        return self.uses(self.env.GpsimdPack([base + ".packed.so", base + ".stripped.so"], linked,
+                                             GPSIMD_LIBRARY=metadata["library"],
                                              GPSIMD_LSP=metadata["lsp"],
                                              GPSIMD_CORE="none" if core is None else str(core)),
                          "$GPSIMD_STRIP", "$PYTHON")[0]
@@ -181,6 +183,32 @@ def _selected(libraries, profile_dir: str, targets) -> List[Any]:
     return [lib for lib in libraries if lib.name in wanted]
 
 
+class _Timer:
+    """With ``scons --debug=time``, how long each of this tool's own steps
+    took, printed as SCons prints its own times (seconds)."""
+
+    def __init__(self):
+        self.on = "time" in (SCons.Script.GetOption("debug") or ())
+        self.t = time.perf_counter()
+
+    def lap(self, what: str) -> None:
+        if self.on:
+            now = time.perf_counter()
+            print(f"gpsimd: {what}: {now - self.t:.3f} seconds")
+            self.t = now
+
+    def timed(self, fn, what: str):
+        """``fn`` (no arguments), timed like :meth:`lap` when it runs."""
+        if not self.on:
+            return fn
+
+        def run():
+            self.t = time.perf_counter()
+            fn()
+            self.lap(what)
+        return run
+
+
 def _building() -> bool:
     """False for -h, -n, -q and -c (nothing is built: no lock, no checks)."""
     get = SCons.Script.GetOption
@@ -214,6 +242,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     the build ends, the truth about the results it was asked for is printed
     (``gpsimd_tool.summary``).
     """
+    timer = _Timer()
     allow = env.get("ALLOW_PATHS", "")
     collection = manifest_cache.load(build_dir, manifest, ".", [allow])
     cached = collection is not None
@@ -223,6 +252,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             collection = load_manifest(manifest, allow_paths=allow)
         except ManifestError as err:
             _stop(str(err))
+    timer.lap("manifest " + ("from the cache" if cached else "loaded and validated"))
     try:
         profile = get_profile(toolchain, os.environ, env.subst("$CXX") or "g++")
     except ProfileError as err:
@@ -356,15 +386,18 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         from gpsimd_build.manifest import SCHEMA_PATH
         ninja.regenerate_on(top_env, list(collection.manifests) + files + [SCHEMA_PATH]
                             + ninja.build_library_files())
-    elif building:
+    timer.lap(f"graph of {len(libraries)} libraries")
+    if not to_ninja and building:
         record = integrity.OutputRecord(build_dir)
-        removed = record.verify_outputs(_outputs(env.Dir(profile_dir)))
+        outputs = _outputs(env.Dir(profile_dir))
+        removed = record.verify_outputs(outputs)
+        timer.lap(f"outputs checked against the record ({len(outputs)})")
         if removed:
             sys.stderr.write(f"scons: {len(removed)} output(s) under {profile_dir} are not what the "
                              "last completed build recorded (an interrupted build?); rebuilding "
                              "them\n")
         integrity.CURRENT = record
-        atexit.register(record.save)
+        atexit.register(timer.timed(record.save, "record of outputs written"))
         if tests:
             atexit.register(Summary(tests, profile_dir, len(collection.libraries)).at_exit)
     return nodes
