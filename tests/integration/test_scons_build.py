@@ -195,3 +195,36 @@ def test_a_wrong_shaped_reference_is_named_as_the_suspect(built_project):
             "descriptor has 7; elements never written: [0, 7); the output descriptor's shape [7] "
             "comes from the reference shape_reference.py:relu_forward (give output.shape to fix "
             "it, or check the reference)") in proc.stdout.splitlines()
+
+
+def test_help_lists_the_targets_and_the_libraries(built_project):
+    proj, _ = built_project
+    proc = run_scons(proj, "-h")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout.splitlines()
+    targets = out.index("Targets:")
+    assert [l.split()[0] for l in out[targets + 1:targets + 8]] == [
+        "all", "<lib>", "test-<lib>", "test", "stack-report", "digests", "compiledb"]
+    libraries = out.index("Libraries (8):")
+    assert " ".join(out[libraries + 1:libraries + 3]).split() == [
+        "relu", "tcm_eltwise", "spmd", "scalar_args", "half_precision", "elementwise",
+        "factories", "streams"]
+    # the xtensa profile's help, without its toolchain on this machine
+    proc = run_scons(proj, "-h", "TOOLCHAIN=xtensa")
+    assert proc.returncode == 0 and "test-<lib>" not in proc.stdout, proc.stdout + proc.stderr
+    assert re.search(r"^  <lib> +one library: its objects$", proc.stdout, re.M), proc.stdout
+
+
+def test_compiledb_goes_to_the_build_folder(built_project, tmp_path):
+    proj, _ = built_project
+    proc = run_scons(proj, "-Q", "compiledb", "BUILD_DIR=" + str(tmp_path / "b"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not (proj / "compile_commands.json").exists()
+    entries = json.loads((tmp_path / "b" / "compile_commands.json").read_text())
+    # one entry per translation unit: 8 libraries' sources and wrappers, the
+    # runtime's sources and the 9 linker-spec objects
+    files = sorted(e["file"] for e in entries)
+    assert "kernels/relu/relu.cpp" in files and len(files) == len(set(e["output"] for e in entries))
+    relu = next(e for e in entries if e["file"] == "kernels/relu/relu.cpp")
+    assert relu["directory"] == str(proj)
+    assert "-Werror" in relu["command"] and " -c kernels/relu/relu.cpp" in relu["command"]

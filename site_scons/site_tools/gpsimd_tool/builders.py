@@ -70,13 +70,15 @@ def _compilation_db_emitter(target, source, env):
     """
     entries = vars(SCons.Tool.compilation_db).get("__COMPILATION_DB_ENTRIES")
     if entries is not None and "CompilationDatabase" in env["BUILDERS"]:
-        entries.append((target[0], source[0], env, _COMPILE))
+        entries.append((target[0], source[0], env, _COMPILE_DB))
     return target, source
 
 
 # ---- builders -----------------------------------------------------------------
 
 _COMPILE = SignedCommand("GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR")
+#: What compile_commands.json records: the command itself, not its short line.
+_COMPILE_DB = SCons.Action.Action("$GPSIMD_CXXCOM")
 
 
 def add_builders(env):

@@ -183,6 +183,36 @@ def _selected(libraries, profile_dir: str, targets) -> List[Any]:
     return [lib for lib in libraries if lib.name in wanted]
 
 
+def help_text(libraries, profile) -> str:
+    """What ``scons -h`` adds to the options: the targets and the libraries
+    of the loaded manifest."""
+    names = [lib.name for lib in libraries]
+    rows = [("all", "the default: every library built" + (
+                 ", its stack report and its tests" if profile.runs_tests else "")),
+            ("<lib>", "one library: its objects" + (
+                ", stack report and tests, then its results" if profile.runs_tests else "")),
+            ]
+    if profile.runs_tests:
+        rows += [("test-<lib>", "one library's test vectors and its results"),
+                 ("test", "every library's test vectors"),
+                 ("stack-report", "every library's static stack report")]
+    rows += [("digests", "one SHA-256 per artifact, printed and written to "
+                         f"<BUILD_DIR>/{profile.name}/digests.txt"),
+             ("compiledb", "<BUILD_DIR>/compile_commands.json for editors and clangd")]
+    width = max(len(r[0]) for r in rows)
+    lines = ["", "Targets:"] + [f"  {t.ljust(width)}  {what}" for t, what in rows]
+    lines += ["", f"Libraries ({len(names)}):"]
+    line = " "
+    for name in names:
+        if len(line) + len(name) + 1 > 79:
+            lines.append(line)
+            line = " "
+        line += " " + name
+    if names:
+        lines.append(line)
+    return "\n".join(lines) + "\n"
+
+
 class _Timer:
     """With ``scons --debug=time``, how long each of this tool's own steps
     took, printed as SCons prints its own times (seconds)."""
@@ -258,9 +288,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     except ProfileError as err:
         _stop(f"scons: {err}")
     missing = profile.missing_program(lambda p: env.WhereIs(p, path=os.environ.get("PATH", "")))
-    if missing:
-        _stop(f"scons: {missing}")
     building = _building()
+    if missing and (building or not SCons.Script.GetOption("help")):
+        _stop(f"scons: {missing}")   # (`scons -h` still shows the help)
     if building:
         try:
             lock.acquire(build_dir, wait=wait_for_lock)
@@ -363,7 +393,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "versions": versions, "results": results}
     if not to_ninja:   # under ninja: ninja -t compdb
-        env.Alias("compiledb", env.CompilationDatabase())
+        # in the build folder, where clangd looks (build/), so that another
+        # collection's database never overwrites it
+        env.Alias("compiledb", env.CompilationDatabase(f"{build_dir}/compile_commands.json"))
     # `scons digests`: computed and printed every time, never from a cache
     listing = graph.text(f"{profile_dir}/artifacts.txt",
                          "".join(f"{n.path}\n" for n in sorted(artifacts, key=lambda n: n.path)))
@@ -386,6 +418,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         from gpsimd_build.manifest import SCHEMA_PATH
         ninja.regenerate_on(top_env, list(collection.manifests) + files + [SCHEMA_PATH]
                             + ninja.build_library_files())
+    SCons.Script.Help(help_text(collection.libraries, profile), append=True)
     timer.lap(f"graph of {len(libraries)} libraries")
     if not to_ninja and building:
         record = integrity.OutputRecord(build_dir)
