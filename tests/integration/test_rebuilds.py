@@ -179,3 +179,25 @@ def test_sigkill_then_rebuild_equals_clean_build(tmp_path):
     proc = run_scons(clean)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _digests(p) == _digests(clean)
+
+
+PROGRESS = re.compile(r"^\[(\d+)/(\d+)\] (\S+)", re.M)
+
+
+def test_progress_counts_the_work_of_this_run(proj):
+    """Each action line starts with [done/total]: done counts 1, 2, ...;
+    the total is this run's predicted work, corrected as SCons finds
+    predicted actions up to date, and the last line reads [n/n]."""
+    src = proj / "kernels/relu/relu.cpp"
+    src.write_text(src.read_text() + "volatile int gpsimd_progress_edit = 1;\n")
+    proc = run_scons(proj, "-Q", "-j1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [(int(d), int(t), what) for d, t, what in PROGRESS.findall(proc.stdout)]
+    assert [d for d, _, _ in lines] == list(range(1, len(lines) + 1))
+    assert [what for _, _, what in lines] == ["CXX", "LINK", "PACK", "TEST"]
+    assert all(t >= d for d, t, _ in lines) and lines[-1][:2] == (4, 4)
+    # predicted: compile, link, pack, test and the stack report, which
+    # turns out up to date (the call graph did not change)
+    assert lines[0][1] == 5
+    null = run_scons(proj, "-Q")
+    assert not PROGRESS.search(null.stdout) and "relu: 9 passed, 0 failed" in null.stdout

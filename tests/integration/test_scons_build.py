@@ -228,3 +228,11 @@ def test_compiledb_goes_to_the_build_folder(built_project, tmp_path):
     relu = next(e for e in entries if e["file"] == "kernels/relu/relu.cpp")
     assert relu["directory"] == str(proj)
     assert "-Werror" in relu["command"] and " -c kernels/relu/relu.cpp" in relu["command"]
+
+
+def test_a_clean_build_counts_every_action_from_the_first_line(built_project):
+    _, proc = built_project
+    lines = [(int(d), int(t)) for d, t in re.findall(r"^\[(\d+)/(\d+)\] ", proc.stdout, re.M)]
+    n = len(lines)
+    assert n > 60 and sorted(d for d, _ in lines) == list(range(1, n + 1))
+    assert {t for _, t in lines} == {n}

@@ -14,7 +14,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import SCons.Node.FS
 import SCons.Script
@@ -27,6 +27,7 @@ from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.versions import versions_json
 
 from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
+from .progress import Progress
 from .summary import LibraryTests, Summary
 
 __all__ = ["GpsimdCollection", "SConsGraph"]
@@ -66,9 +67,10 @@ class SConsGraph:
     it, and the same graph runs under ninja. ``write`` False (``-h``,
     ``-c``): nothing is written."""
 
-    def __init__(self, env, write: bool = True):
+    def __init__(self, env, write: bool = True, progress: Optional[Progress] = None):
         self.env = env
         self.write = write
+        self.progress = progress
         self._programs: Dict[str, List[Any]] = {}
 
     def uses(self, nodes, *programs: str) -> Any:
@@ -76,7 +78,11 @@ class SConsGraph:
         ``"$GPSIMD_CXX"``), resolved once on PATH: a new compiler rebuilds
         what it compiled. (SCons's own implicit command dependencies find
         the same file by substituting every node's command, which costs a
-        null build more than the rest of its walk.) Returns ``nodes``."""
+        null build more than the rest of its walk.) Every action node passes
+        here: it is counted for the ``[done/total]`` of its line. Returns
+        ``nodes``."""
+        if self.progress is not None:
+            self.progress.add(nodes)
         deps = []
         for program in programs:
             if program not in self._programs:
@@ -321,8 +327,12 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env["GPSIMD_LAUNCHER"] = launcher
     if to_ninja:
         ninja.map_compiles(env)
+    progress = None
+    if not to_ninja:   # (ninja prints its own [done/total])
+        progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("GPSIMD_QUIET")))
+        progress.install(env)
     graph = SConsGraph(env, write=not (SCons.Script.GetOption("help")
-                                       or SCons.Script.GetOption("clean")))
+                                       or SCons.Script.GetOption("clean")), progress=progress)
     profile_dir = f"{build_dir}/{profile.name}"
     shared: Shared = profile.shared(graph, profile_dir)
     artifacts: List[Any] = list(shared.all())
@@ -407,7 +417,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)
-        default = all_results + all_stack + all_versions
+        # stack reports first: a report found up to date leaves the progress
+        # total before the test lines
+        default = all_stack + all_results + all_versions
         if to_ninja:
             default += ninja.summary(env, all_results, profile_dir, len(collection.libraries))
         env.Default(env.Alias("all", default))
