@@ -30,19 +30,27 @@ Commands are construction variables (``$GPSIMD_CXXCOM`` over
 
 The tool is this file (``exists``/``generate``) and the package
 ``gpsimd_tool`` beside it (builders, the graph); they are the only modules of
-the project that import SCons.
+the project that import SCons. An SConstruct elsewhere loads it with
+``toolpath=[gpsimd_build.toolpath()]`` (a checkout's ``site_scons/site_tools``
+or an installed copy's ``gpsimd_build/site_tools``).
 """
 
 import os
 import sys
 
 # Loaded through toolpath= from another project, SCons has not put this
-# project's site_scons on sys.path: the build library, the device facts and
-# the tool's own package sit next to this file.
+# project's site_scons on sys.path. The build library, the device facts and
+# model, and the tool's own package are found beside this file: in a
+# checkout, site_scons/ and runtime_model/ (they come first, so a checkout's
+# tool uses its own library even where another copy is installed); installed
+# (<site>/gpsimd_build/site_tools/), the folder that holds the packages.
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_SITE_SCONS = os.path.dirname(_HERE)
-_RUNTIME_MODEL = os.path.join(os.path.dirname(_SITE_SCONS), "runtime_model")
-for _p in (_RUNTIME_MODEL, _SITE_SCONS, _HERE):
+_PARENT = os.path.dirname(_HERE)
+if os.path.isfile(os.path.join(_PARENT, "gpsimd_build", "__init__.py")):
+    _ROOTS = (os.path.join(os.path.dirname(_PARENT), "runtime_model"), _PARENT)
+else:
+    _ROOTS = (os.path.dirname(_PARENT),)
+for _p in _ROOTS + (_HERE,):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
@@ -59,6 +67,8 @@ def generate(env):
     if env.get("GPSIMD_TOOL"):
         return
     env["GPSIMD_TOOL"] = True
+    if not env.get("AR"):   # the host runtime is an archive
+        env.Tool("ar")
     builders.add_builders(env)
     env.AddMethod(graph.GpsimdCollection, "GpsimdCollection")
     if ninja_path.wanted():   # `scons --experimental=ninja`: the ninja fast path

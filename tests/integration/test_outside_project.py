@@ -50,6 +50,14 @@ def test_outside_sconstruct_builds_and_tests_a_library(tmp_path):
     assert "PASS outside::negate[n11]" in out
     res = json.loads((proj / "out/host/outside/test-results.json").read_text())
     assert (res["passed"], res["failed"]) == (1, 0)
+    # the checkout's runtime is mirrored into the build folder and compiled
+    # from there: no output holds the checkout's path (SCons's own record
+    # lists the files the commands depend on by their absolute paths)
+    holding = [str(p.relative_to(proj)) for p in proj.rglob("*") if p.is_file()
+               and p.name not in (".sconsign.dblite", "SConstruct")
+               and str(ROOT).encode() in p.read_bytes()]
+    assert holding == []
+    assert b"out/host/runtime/include" in (proj / "out/host/outside/obj/src/negate.o").read_bytes()
     # the alias of the library builds its loadable object
     proc = run_scons(proj, "-Q", "outside")
     assert proc.returncode == 0

@@ -7,20 +7,20 @@ list, got a string", "unknown key 'soruces' (did you mean 'sources'?)").
 import difflib
 import functools
 import json
-import os
 from typing import Any, List, Optional, Sequence, Tuple
 
 import jsonschema
 from jsonschema.exceptions import best_match
 
+from .. import layout
 from ..diagnostics import Diagnostic, DocPath, shown, shown_repr
 from ..opschema import MAX_NAME_LENGTH
 from ..yamlloc import LocatedDocument
 from .rules import MAX_DIAGNOSTICS_PER_FILE
 
-#: The JSON Schema of the manifest: <package>/../../../schema/ops.schema.json.
-SCHEMA_PATH = os.path.normpath(os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "schema", "ops.schema.json"))
+#: The JSON Schema of the manifest (``schema/ops.schema.json`` in a checkout,
+#: package data when installed: ``gpsimd_build.layout``).
+SCHEMA_PATH = layout.SCHEMA_PATH
 
 
 @functools.lru_cache(maxsize=None)

@@ -3,6 +3,10 @@ project's own runtime (``runtime_model/src``, archived as
 ``libneuroncustomop.a``) and a generated per-core linker-spec object, which
 the emulator loads and runs (DESIGN.md "Two target profiles").
 
+A runtime outside the project (an installed package, another checkout's
+tool) is compiled from a mirror in ``<profile dir>/runtime/include`` and
+``src``, so that no output holds its absolute path.
+
 Compile: ``$GPSIMD_CXX $GPSIMD_CXXFLAGS -ffile-prefix-map=<top>=.
 $GPSIMD_USER_CFLAGS -I<runtime include> <includes> -o <obj> -c <src>``
 (the prefix map, like a compiler launcher, stays out of the signature, so
@@ -30,7 +34,7 @@ from gpsimd_device.versions import VERSIONS
 from .base import HOST_DIALECT, Graph, Profile, Shared
 
 __all__ = ["HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
-           "lsp_source"]
+           "lsp_source", "runtime_files"]
 
 #: Host compile flags: the device's (build-front-end.txt §5b) where they mean
 #: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
@@ -76,6 +80,22 @@ def lsp_source(spec: LinkerSpec) -> str:
     )
 
 
+def runtime_files() -> List[Tuple[str, str]]:
+    """``(path, text)`` of every runtime header (``include/...``) and source
+    (``src/...``) (paths with ``/``, sorted): what a mirror of the runtime
+    holds."""
+    root = os.path.dirname(INCLUDE_DIR)
+    out = []
+    for sub, suffixes in (("include", (".h", ".hpp")), ("src", (".cpp", ".h"))):
+        for folder, _, names in os.walk(os.path.join(root, sub)):
+            for name in names:
+                if name.endswith(suffixes):
+                    path = os.path.join(folder, name)
+                    with open(path, encoding="utf-8") as f:
+                        out.append((os.path.relpath(path, root).replace(os.sep, "/"), f.read()))
+    return sorted(out)
+
+
 class HostProfile(Profile):
     """This machine's g++/clang++ (``cxx``) and the project runtime."""
 
@@ -118,11 +138,24 @@ class HostProfile(Profile):
 
     def shared(self, graph: Graph, profile_dir: str) -> Shared:
         """The runtime archive (``runtime/libneuroncustomop.a``, its objects
-        and call graphs) and one object per linker spec (``lsp/<name>.o``)."""
-        shared = Shared(include=graph.dir_path(INCLUDE_DIR))
+        and call graphs) and one object per linker spec (``lsp/<name>.o``).
+
+        A runtime outside the project (an installed package, another
+        checkout's tool) is first mirrored into ``runtime/include`` and
+        ``runtime/src`` (:func:`runtime_files`), so that every compile names
+        only paths below the project: no object, call graph or message then
+        holds the absolute path of the install folder."""
+        include, sources = INCLUDE_DIR, sorted(glob.glob(os.path.join(RUNTIME_SRC, "*.cpp")))
+        if os.path.isabs(graph.dir_path(os.path.dirname(INCLUDE_DIR))):
+            mirror = f"{profile_dir}/runtime"
+            for rel, text in runtime_files():
+                graph.text(f"{mirror}/{rel}", text)
+            include = f"{mirror}/include"
+            sources = [f"{mirror}/src/{os.path.basename(src)}" for src in sources]
+        shared = Shared(include=graph.dir_path(include))
         vars = dict(self.compile_vars(shared, (), ()), GPSIMD_DEBUGFLAGS=list(RUNTIME_DEBUGFLAGS))
         objects: List[Any] = []
-        for src in sorted(glob.glob(os.path.join(RUNTIME_SRC, "*.cpp"))):
+        for src in sources:
             stem = os.path.splitext(os.path.basename(src))[0]
             obj, ci = self.compile_unit(graph, f"{profile_dir}/runtime/obj/{stem}.o",
                                         graph.source(src), vars)

@@ -19,11 +19,10 @@ from typing import Any, Dict, List, Optional
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import codegen, testplan
+from gpsimd_build import codegen, layout, testplan
 from gpsimd_build.steps import write_atomically
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
-from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.versions import versions_json
 
 from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
@@ -33,11 +32,11 @@ from .summary import LibraryTests, Summary
 __all__ = ["GpsimdCollection", "SConsGraph"]
 
 #: The folders our own steps import from (the build library, the device
-#: model and facts): PYTHONPATH of every action.
-_SITE_SCONS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_RUNTIME_MODEL = os.path.dirname(INCLUDE_DIR)
-_PYTHONPATH = os.pathsep.join([_RUNTIME_MODEL, _SITE_SCONS])
-_EMU_SOURCES = [os.path.join(_RUNTIME_MODEL, d) for d in ("gpsimd_emu", "gpsimd_device")]
+#: model and facts; a checkout's or an installed copy's): PYTHONPATH of every
+#: action.
+_PYTHONPATH = os.pathsep.join(layout.python_roots())
+#: The emulator's code and the facts it reads: a test node depends on them.
+_EMU_SOURCES = [layout.emulator_dir(), layout.device_dir()]
 
 
 def write_if_changed(path: str, text: str) -> bool:

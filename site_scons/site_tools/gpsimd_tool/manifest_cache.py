@@ -27,20 +27,18 @@ __all__ = ["CACHE_NAME", "code_digest", "load", "store"]
 CACHE_NAME = ".gpsimd-manifest"
 _FORMAT = 1
 
-_SITE_SCONS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_RUNTIME_MODEL = os.path.join(os.path.dirname(_SITE_SCONS), "runtime_model")
-_SCHEMA = os.path.join(os.path.dirname(_SITE_SCONS), "schema")
-
 
 def code_digest() -> str:
     """SHA-256 over the code and data validation depends on: the build
     library's Python files, the device facts package and its headers, and
-    the JSON Schema (sorted by path)."""
-    files = []
-    for top, suffixes in ((os.path.join(_SITE_SCONS, "gpsimd_build"), (".py",)),
-                          (os.path.join(_RUNTIME_MODEL, "gpsimd_device"), (".py",)),
-                          (os.path.join(_RUNTIME_MODEL, "include", "gpsimd_host"), (".h",)),
-                          (_SCHEMA, (".json",))):
+    the JSON Schema (sorted by path; ``gpsimd_build.layout`` finds them in a
+    checkout or installed)."""
+    from gpsimd_build import layout
+    from gpsimd_device.headers import INCLUDE_DIR
+    files = [layout.SCHEMA_PATH]
+    for top, suffixes in ((layout.PACKAGE_DIR, (".py",)),
+                          (layout.device_dir(), (".py",)),
+                          (os.path.join(INCLUDE_DIR, "gpsimd_host"), (".h",))):
         for folder, _, names in os.walk(top):
             files += [os.path.join(folder, n) for n in names if n.endswith(suffixes)]
     h = hashlib.sha256()

@@ -104,16 +104,23 @@ def summary(env, results: List[Any], profile_dir: str, libraries: int) -> List[A
 
 
 def build_library_files() -> List[str]:
-    """The build library's own Python files, and the runtime's source folder
-    (a new runtime source changes the graph)."""
+    """The build library's own Python files (with the tool's) and the
+    device facts', in a checkout or installed, and the runtime's source
+    folder (a new runtime source changes the graph). A runtime outside the
+    project is mirrored into the build folder when the graph is read
+    (``gpsimd_build.profiles.host``): then each of its headers and sources
+    too, so that an edited one is mirrored again."""
+    from gpsimd_build import layout
     here = os.path.dirname(os.path.abspath(__file__))
-    site_scons = os.path.dirname(os.path.dirname(here))
-    runtime = os.path.join(os.path.dirname(site_scons), "runtime_model")
+    runtime = layout.runtime_dir()
+    tops = [(layout.PACKAGE_DIR, (".py",)), (here, (".py",)), (layout.device_dir(), (".py",))]
+    if os.path.relpath(runtime).startswith(".."):
+        tops += [(os.path.join(runtime, "include"), (".h", ".hpp")),
+                 (os.path.join(runtime, "src"), (".cpp", ".h"))]
     out = []
-    for top in (os.path.join(site_scons, "gpsimd_build"), here,
-                os.path.join(runtime, "gpsimd_device")):
+    for top, suffixes in tops:
         for folder, _, files in os.walk(top):
-            out += [os.path.join(folder, f) for f in files if f.endswith(".py")]
+            out += [os.path.join(folder, f) for f in files if f.endswith(suffixes)]
     out += [os.path.join(os.path.dirname(here), "gpsimd.py"), os.path.join(runtime, "src")]
     return [os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
-            for p in sorted(out)]
+            for p in sorted(set(out))]
