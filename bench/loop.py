@@ -217,8 +217,7 @@ def measure(collection: str, ninja_dir: str, lib: str, edits: int, null_runs: in
         row["scons_ratio"] = w / row["commands_s"]
         row["scons_passed"] = _passed(out)
         row["scons_actions"] = sum(1 for l in out.splitlines()
-                                   if l.split()[:1] and l.split()[0] in
-                                   ("CXX", "LINK", "PACK", "STACK", "TEST", "AR"))
+                                   if re.match(r"(?:\[\d+/\d+\] )?(CXX|LINK|PACK|STACK|TEST|AR) ", l))
         # the same edit again at the default parallelism
         k2 = k + 5
         for where in (collection, ninja_dir):

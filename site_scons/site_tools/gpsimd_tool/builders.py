@@ -111,7 +111,10 @@ def add_builders(env):
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
         GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
-        GPSIMD_TESTCOMSTR="TEST $TARGET",
+        # a test node's line names its library and vector count (graph.py
+        # sets the label per node; it is not part of the command)
+        GPSIMD_TEST_LABEL="$TARGET",
+        GPSIMD_TESTCOMSTR="TEST     $GPSIMD_TEST_LABEL",
         GPSIMD_STACKCOMSTR="STACK    $TARGET",
     )
     cscan = SCons.Scanner.C.CScanner()

@@ -386,10 +386,13 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             locations = [graph.text(
                 f"{lib_dir}/locations.json",
                 json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1))]
+            count = sum(len(op.vectors) for op in lib.ops)
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
-                GPSIMD_LOCATIONS=locations[0]), "$PYTHON")
+                GPSIMD_LOCATIONS=locations[0],
+                GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
+                "$PYTHON")
             env.Depends(results, emu_sources)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
