@@ -300,6 +300,7 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     const size_t es = elementSize(impl->dtype);
     char* t = static_cast<char*>(impl->data) + offset * es;
     if (!n) return;
+    if (to_tcm) note_output_read(t, uint64_t(n) * es);
     if (to_tcm) memmove(tcm, t, n * es);
     else memmove(t, tcm, n * es);
 }
@@ -372,7 +373,10 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
     Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
     TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) memset(p->data, core().binding.poison, p->nbytes);
+    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) {
+        memset(p->data, core().binding.poison, p->nbytes);
+        report_flag(GPSIMD_REPORT_EMPTY_USED);
+    }
     return t;
 }
 
