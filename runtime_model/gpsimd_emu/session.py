@@ -1,0 +1,410 @@
+"""A library session: the one implementation of "run and judge a vector",
+used by the CLI (``python -m gpsimd_emu run``) and meant for a pytest
+plugin::
+
+    with LibrarySession(plan, root=".", options=RunOptions(timeout=5)) as s:
+        result = s.run_vector("relu_forward", "small")   # VectorResult
+
+The session reads and verifies the plan's core objects (``prepare_cores``)
+and starts a zygote (``gpsimd_emu.zygote``) that loads them once; each
+vector then:
+
+1. checks the inputs its plan declares, then the whole device image,
+   against the memory limit, before making anything;
+2. makes the inputs and the expected output (``gpsimd_emu.vectors``);
+3. lays out the device image in a memfd (``gpsimd_emu.image``) and sends
+   it to the zygote, which forks the vector's processes (containment,
+   memory limit, time limits: ``gpsimd_emu.zygote``, ``gpsimd_emu.launch``);
+4. reads the control block (validated) and judges the runs
+   (``gpsimd_emu.judge``) and the outputs (``gpsimd_emu.checks``).
+
+A session must be closed (``close`` or ``with``): that ends the zygote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import socket
+import sys
+import time
+from typing import Callable, List, Optional, Sequence, Union
+
+from gpsimd_device.limits import MAX_DIMS
+from gpsimd_device.plan import OpPlan, PlanError, TestPlan, VectorPlan
+from gpsimd_device.results import LibraryResults, VectorResult
+
+from . import abi, control
+from .cores import CoreSpec, prepare_cores
+from .settings import RunOptions
+
+__all__ = ["LibrarySession", "RunOptions", "ZygoteClient", "ZygoteError"]
+
+_RUNTIME_MODEL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+#: Seconds a zygote may take to load the core objects beyond the time limit.
+LOAD_SLACK = 5.0
+
+
+class ZygoteError(Exception):
+    """The zygote died or sent something else than a reply."""
+
+
+class ZygoteClient:
+    """A zygote process serving one library's core objects.
+
+    Raises (constructor):
+        OSError: the process or the socket could not be made.
+    """
+
+    def __init__(self, cores: Sequence[CoreSpec], memory_cgroup: bool = True):
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.sock = parent
+        self.pid: Optional[int] = None
+        self._ready: Optional[dict] = None
+        try:
+            os.set_inheritable(child.fileno(), True)
+            code = (f"import sys; sys.path.insert(0, {_RUNTIME_MODEL!r}); "
+                    "from gpsimd_emu.zygote import main; sys.exit(main())")
+            self.pid = os.posix_spawn(sys.executable,
+                                      [sys.executable, "-S", "-I", "-c", code,
+                                       str(child.fileno()), str(os.getpid())], os.environ)
+        finally:
+            child.close()
+        specs, fds = [], []
+        for c in cores:
+            packed = c.obj.packed
+            specs.append({"core": c.core, "lsp": c.lsp, "name": c.path, "packed": packed,
+                          "metadata": c.obj.metadata,
+                          "path": None if packed else os.path.abspath(c.obj.file or c.obj.path)})
+            if packed:
+                fds.append(c.fd)
+        socket.send_fds(self.sock, [json.dumps({"cmd": "load", "cores": specs,
+                                                "memory_cgroup": memory_cgroup}).encode()], fds)
+
+    def _recv(self, timeout: float) -> dict:
+        ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
+        if not ready:
+            raise ZygoteError(f"no answer within {timeout:g} s")
+        try:
+            data = self.sock.recv(1 << 20)
+        except OSError as e:
+            raise ZygoteError(str(e)) from None
+        if not data:
+            raise ZygoteError(self._death())
+        try:
+            return json.loads(data)
+        except ValueError:
+            raise ZygoteError("an unreadable answer") from None
+
+    def _death(self) -> str:
+        if self.pid is None:
+            return "it is gone"
+        try:
+            got, st = os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            return "it is gone"
+        self.pid = None
+        if os.WIFSIGNALED(st):
+            import signal
+            try:
+                name = signal.Signals(os.WTERMSIG(st)).name
+            except ValueError:
+                name = f"signal {os.WTERMSIG(st)}"
+            return f"it died with {name}"
+        return f"it exited with status {os.WEXITSTATUS(st)}"
+
+    def ready(self, timeout: float) -> dict:
+        """The zygote's load reply (waits for it the first time).
+
+        Raises:
+            ZygoteError: it died or did not answer within ``timeout`` s.
+        """
+        if self._ready is None:
+            self._ready = self._recv(timeout)
+        return self._ready
+
+    def run(self, request: dict, image_fd: int, timeout: float) -> dict:
+        """Send a vector and wait for the reply.
+
+        Raises:
+            ZygoteError: it died or did not answer within ``timeout`` s.
+        """
+        socket.send_fds(self.sock, [json.dumps(dict(request, cmd="run")).encode()], [image_fd])
+        return self._recv(timeout)
+
+    def close(self) -> None:
+        """End the zygote (closing its socket), and wait for it; kill it if
+        it does not end within a second. Idempotent."""
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        if self.pid is None:
+            return
+        deadline = time.monotonic() + 1.0
+        while True:
+            try:
+                got, _ = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if got:
+                break
+            if time.monotonic() > deadline:
+                try:
+                    os.kill(self.pid, 9)
+                except OSError:
+                    pass
+                try:
+                    os.waitpid(self.pid, 0)
+                except ChildProcessError:
+                    pass
+                break
+            time.sleep(0.001)
+        self.pid = None
+
+
+class LibrarySession:
+    """Runs the vectors of one library's plan (module text).
+
+    Args:
+        plan: the test plan.
+        root: directory the plan's relative paths start from.
+        options: ``RunOptions`` (time limit, checks, memory, parallelism).
+        cores, core_error: the core objects, when the caller read them
+            already (``prepare_cores``; the caller closes them); default:
+            read from the plan (and closed with the session).
+    """
+
+    def __init__(self, plan: TestPlan, *, root: str = ".",
+                 options: Optional[RunOptions] = None,
+                 cores: Optional[Sequence[CoreSpec]] = None,
+                 core_error: Optional[str] = None):
+        self.plan = plan
+        self.root = root
+        self.options = options or RunOptions()
+        self._own_cores = cores is None
+        if cores is None:
+            cores, core_error = prepare_cores(plan, root)
+        self.cores: List[CoreSpec] = list(cores)
+        self.core_error = core_error
+        self.zygote: Optional[ZygoteClient] = None
+        self._zygote_error: Optional[str] = None
+        if not core_error and self.cores:
+            try:
+                self.zygote = ZygoteClient(self.cores)
+            except OSError as e:
+                self._zygote_error = f"cannot start the device model process: {e}"
+        self._nonce = int.from_bytes(os.urandom(8), "little")
+
+    def __enter__(self) -> "LibrarySession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the zygote; close the core objects the session read. Idempotent."""
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+        if self._own_cores:
+            for c in self.cores:
+                c.close()
+
+    def _find(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str]):
+        if isinstance(op, str):
+            op = next((o for o in self.plan.ops if o.name == op), None)
+            if op is None:
+                raise KeyError(f"no op {op!r} in the plan of {self.plan.library}")
+        if isinstance(vector, str):
+            name = vector
+            vector = next((v for v in op.vectors if v.name == name), None)
+            if vector is None:
+                raise KeyError(f"no vector {name!r} of op {op.name}")
+        return op, vector
+
+    def run_all(self, on_result: Optional[Callable[[VectorResult], None]] = None) -> LibraryResults:
+        """Every vector of every op, in plan order; ``on_result`` gets each
+        result as soon as it is known."""
+        results = LibraryResults(self.plan.library)
+        for op in self.plan.ops:
+            for vector in op.vectors:
+                r = self.run_vector(op, vector)
+                results.vectors.append(r)
+                if on_result is not None:
+                    on_result(r)
+        return results
+
+    def _cores_problem(self, op: OpPlan) -> Optional[str]:
+        """Why no core can run ``op`` (objects, loading, registration)."""
+        if self.core_error:
+            return self.core_error
+        if not self.cores:
+            return "the plan lists no core objects"
+        if self._zygote_error:
+            return self._zygote_error
+        try:
+            ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
+        except ZygoteError as e:
+            self._zygote_error = (f"the core objects could not be loaded: the device model "
+                                  f"process {e} (a static initialiser of a core object?)")
+            return self._zygote_error
+        for spec, entry in zip(self.cores, ready["cores"]):
+            if entry["error"]:
+                return entry["error"]
+            if op.name not in entry["ops"]:
+                return (f"{spec.path}: op {op.name!r} is not registered (get_func_name gives "
+                        f"{', '.join(entry['ops']) or 'nothing'})")
+        return None
+
+    def run_vector(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str], *,
+                   patch_image: Optional[Callable] = None) -> VectorResult:
+        """Run one vector on every core and judge it.
+
+        Args:
+            op, vector: plan objects, or their names.
+            patch_image: fault injection for tests: called with the laid-out
+                ``DeviceImage`` before the cores run; it may rewrite
+                ``arg_stream`` / ``out_desc`` (bytes) to provoke the runtime's
+                guards with descriptors a correct host never writes.
+
+        Returns:
+            A ``VectorResult``; never raises for problems of the plan, the
+            objects or the kernel.
+
+        Raises:
+            KeyError: no such op or vector (names only).
+        """
+        from . import dtypes as dt
+        from .budget import declared_input_bytes, too_big
+        from .vectors import expected_output, location_of, make_inputs, output_shape, tolerances
+        op, vector = self._find(op, vector)
+        opts = self.options
+        result = VectorResult(op.name, vector.name, vector.where, "fail")
+        declared = declared_input_bytes(vector, self.root)
+        if declared > opts.memory:
+            result.message = too_big("inputs", declared, opts.memory)
+            return result
+        try:
+            inputs = make_inputs(op, vector, self.root)
+            try:
+                out_dtype = dt.by_name(vector.output.dtype)
+            except KeyError as e:
+                raise PlanError(f"output: {e.args[0]}") from None
+            expected = expected_output(vector, inputs, out_dtype, self.root)
+            shape = output_shape(vector, expected)
+            rtol, atol = tolerances(vector, out_dtype)
+            out_location = location_of(vector.output.location, "output")
+            if len(shape) > MAX_DIMS:
+                raise PlanError(f"output rank {len(shape)} > {MAX_DIMS}")
+        except PlanError as e:
+            result.message = str(e)
+            return result
+        except MemoryError as e:
+            result.message = f"the vector's inputs or expected output do not fit in memory ({e})"
+            return result
+        problem = self._cores_problem(op)
+        if problem:
+            result.message = problem
+            return result
+        return self._run_image(op, vector, result, inputs, out_dtype, shape, out_location,
+                               expected, rtol, atol, patch_image)
+
+    def _run_image(self, op, vector, result, inputs, out_dtype, shape, out_location,
+                   expected, rtol, atol, patch_image) -> VectorResult:
+        import numpy as np
+        from .budget import too_big
+        from .checks import judge_output
+        from .image import DeviceImage
+        from .judge import judge_run, warnings_of
+        opts = self.options
+        multicore = self.cores[0].core is not None
+        scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
+        out_nbytes = int(np.prod(shape, dtype=np.int64)) * out_dtype.itemsize if shape else \
+            out_dtype.itemsize
+        size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
+                                scratch, opts.checks)
+        if size.total > opts.memory:
+            result.message = too_big("device image", size.total, opts.memory, size.describe())
+            return result
+        try:
+            image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
+                                checks=opts.checks, stack_scale=opts.stack_scale)
+        except (ValueError, MemoryError, OSError) as e:
+            result.message = f"cannot lay out device memory: {e}"
+            return result
+        try:
+            if patch_image is not None:
+                patch_image(image)
+                image.write_args()
+            outcome = self._launch(op, image, size.total)
+            problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, op)
+            result.printf = image.mem[0][0].printf_text()
+            result.kernel_seconds = outcome.kernel_seconds()
+            if opts.checks:
+                result.warnings = warnings_of(image, self.cores)
+            comparison = None
+            if not fatal:
+                more, comparison, layout = judge_output(image, self.cores, outcome, expected,
+                                                        rtol, atol)
+                result.layout = layout
+                if problems:        # a core faulted: say what was written, compare nothing
+                    comparison = None
+                problems += more
+            if comparison is not None:
+                result.max_abs_err = comparison.max_abs_err
+                result.mismatches = comparison.mismatches
+                result.elements = comparison.total
+                if not comparison.ok:
+                    problems.append(comparison.message)
+            if problems:
+                hint = _expected_shape_hint(vector, shape, image)
+                result.message = "; ".join(problems + ([hint] if hint else []))
+            else:
+                result.status = "pass"
+            return result
+        finally:
+            image.close()
+
+    def _launch(self, op: OpPlan, image, image_total: int):
+        """Send the vector to the zygote and read back what happened."""
+        from .judge import RunOutcome
+        opts = self.options
+        self._nonce = (self._nonce + 1) & ((1 << 64) - 1)
+        nonce = self._nonce
+        npasses = len(image.runs)
+        image.ctl.init(nonce, npasses, image.num_cores, [list(r.order) for r in image.runs])
+        image.ctl.init_semaphores()
+        request = dict(image.request(), op=op.name, timeout=opts.timeout,
+                       parallel=opts.processes(), spread_after=opts.spread_after,
+                       memory=opts.memory, image_total=image_total,
+                       prefilled=image.prefilled_bytes())
+        cap = opts.timeout * npasses + 10.0
+        try:
+            reply = self.zygote.run(request, image.file.fd, cap)
+        except (ZygoteError, OSError) as e:
+            self._zygote_error = f"the device model process failed: {e}"
+            return RunOutcome(None, False, 0.0, error=self._zygote_error, memory=opts.memory)
+        outcome = RunOutcome(reply.get("wait_status"), bool(reply.get("timed_out")),
+                             float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),
+                             memory=opts.memory)
+        try:
+            outcome.record = image.ctl.validate(nonce, npasses, image.num_cores)
+        except control.RecordError as e:
+            outcome.record_error = str(e)
+        return outcome
+
+
+def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
+    """When the output descriptor's size was taken from the expected result
+    (no ``output.shape`` in the vector) and the kernel's result does not fit
+    it (a core's report has ``REPORT_OUTPUT_SIZE``), say where that size
+    came from: the reference or the inline values may be what is wrong, not
+    the kernel."""
+    if vector.output.shape is not None:
+        return None
+    if not any(cm.report.flags & abi.REPORT_OUTPUT_SIZE for cm in image.mem[0]):
+        return None
+    return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
+            f"(give output.shape to fix it, or check the reference)")

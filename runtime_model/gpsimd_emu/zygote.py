@@ -1,0 +1,226 @@
+"""The zygote: a small process (stdlib and ctypes, no numpy) that loads a
+library's core objects once and forks every vector from there, so that each
+vector starts from globals no launch has touched, for the price of a fork
+of a small process.
+
+Started by a library session (``gpsimd_emu.session``) as
+``python -S -I -c ...`` with one end of a ``SOCK_SEQPACKET`` socket pair; it
+dies with the session (``PR_SET_PDEATHSIG``) and is the subreaper of every
+process a vector starts. Protocol (one JSON object per message):
+
+* session -> zygote ``{"cmd": "load", "cores": [{"core", "lsp", "name",
+  "path", "packed"}]}`` with the packed payloads' memfds (SCM_RIGHTS);
+  reply ``{"ready": true, "cores": [{"error": str|null, "ops": [...]}],
+  "spawn": mode, "cgroup": bool}``. Loading runs the objects' static
+  initialisers (``dlopen``), and nothing else of theirs.
+* ``{"cmd": "run", ...request}`` with the image memfd: the zygote sets the
+  memory limit, forks the vector's leader (``gpsimd_emu.launch``) into its
+  own PID namespace / process group and memory cgroup, waits for it (at
+  most every run's time limit plus 2 s), kills and sweeps whatever is
+  left, and replies ``{"wait_status", "timed_out", "elapsed", "oom_kills"}``.
+* end of file: the zygote removes its cgroup and exits.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import List, Optional
+
+from . import contain
+from .launch import VectorContext, leader_main
+from .loader import LoadError, PackedObject, load_object
+
+__all__ = ["main", "MAX_MESSAGE"]
+
+MAX_MESSAGE = 1 << 20
+#: Bytes a vector's cores get at least for their own allocations.
+MIN_DATA = 64 << 20
+
+
+def _send(sock: socket.socket, obj: dict) -> None:
+    sock.sendall(json.dumps(obj).encode())
+
+
+def _load(specs: List[dict], fds: List[int]) -> tuple:
+    """Load every core object; returns (objects, per-core reply entries)."""
+    objects, entries = [], []
+    fd_iter = iter(fds)
+    for spec in specs:
+        fd = next(fd_iter) if spec.get("packed") else None
+        entry = {"error": None, "ops": []}
+        obj = None
+        try:
+            packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"",
+                                  bool(spec.get("packed")), spec.get("path"))
+            obj = load_object(packed, fd)
+            obj.check_lsp(spec["lsp"], spec["core"])
+            obj.register_ops()
+            entry["ops"] = list(obj.ops)
+        except LoadError as e:
+            entry["error"] = str(e)
+            obj = None
+        except Exception as e:  # a model bug: the vectors say so
+            entry["error"] = f"device model error: {type(e).__name__}: {e}"
+            obj = None
+        objects.append(obj)
+        entries.append(entry)
+    return objects, entries
+
+
+class Zygote:
+    """The serving loop (``main`` runs it)."""
+
+    def __init__(self, sock: socket.socket, parent: int):
+        self.sock = sock
+        self.parent = parent
+        self.objects: list = []
+        self.spawner = contain.VectorSpawner()
+        self.cgroup: Optional[contain.MemoryCgroup] = None
+
+    def serve(self) -> None:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 16)
+            except (ConnectionResetError, OSError):
+                return
+            if not data:
+                return
+            msg = json.loads(data)
+            cmd = msg.get("cmd")
+            if cmd == "load":
+                self.objects, entries = _load(msg["cores"], fds)
+                if msg.get("memory_cgroup", True):
+                    self.cgroup = contain.MemoryCgroup.create()
+                gc.collect()
+                gc.freeze()
+                _send(self.sock, {"ready": True, "cores": entries, "spawn": self.spawner.mode,
+                                  "cgroup": self.cgroup is not None})
+            elif cmd == "run":
+                reply = self.run(msg, fds[0] if fds else -1)
+                for fd in fds[1:]:
+                    os.close(fd)
+                _send(self.sock, reply)
+            else:
+                for fd in fds:
+                    os.close(fd)
+                _send(self.sock, {"error": f"unknown command {cmd!r}"})
+
+    def run(self, req: dict, image_fd: int) -> dict:
+        """Run one vector (module text); returns the reply."""
+        op = req["op"]
+        launchers = [o.ops[op] for o in self.objects]
+        binders = [o.bind_core for o in self.objects]
+        limit = int(req["memory"])
+        extra = max(MIN_DATA, limit - int(req["image_total"]))
+        oom0 = 0
+        if self.cgroup is not None:
+            try:
+                self.cgroup.set_limit(max(MIN_DATA, limit - int(req["prefilled"])))
+                oom0 = self.cgroup.oom_kills()
+            except OSError:
+                self.cgroup.close()
+                self.cgroup = None
+        if self.cgroup is None:             # RLIMIT_DATA only: shared out among the jobs
+            extra = max(MIN_DATA, extra // max(1, int(req.get("parallel", 1))))
+        req["data_limit"] = extra
+        ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
+        join = self.cgroup.join if self.cgroup is not None else None
+        cap = float(req["timeout"]) * len(req["runs"]) + 2.0
+        start = time.monotonic()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        me = os.getpid()
+        try:
+            pid = self.spawner.fork(prepare=join)
+        except BaseException as e:
+            if os.getpid() != me:           # in the child: never back into the loop
+                print(f"gpsimd_emu: cannot start a vector's process: {type(e).__name__}: {e}",
+                      file=sys.stderr, flush=True)
+                os._exit(70)
+            raise
+        if pid == 0:
+            leader_main(ctx)
+        os.close(image_fd)
+        status, timed_out = _wait(pid, start + cap)
+        elapsed = time.monotonic() - start
+        contain.sweep()
+        oom = self.cgroup.oom_kills() - oom0 if self.cgroup is not None else 0
+        return {"wait_status": status, "timed_out": timed_out, "elapsed": elapsed,
+                "oom_kills": oom, "spawn": self.spawner.mode}
+
+    def close(self) -> None:
+        contain.sweep()
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+        self.spawner.close()
+
+
+def _wait(pid: int, deadline: float) -> tuple:
+    """(wait status, timed out) of the leader; kills its process group
+    (and so, as its namespace's PID 1, every process of the vector) at the
+    deadline."""
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+    timed_out = False
+    try:
+        while True:
+            got, st = os.waitpid(pid, os.WNOHANG)
+            if got:
+                contain.kill_group(pid)     # whatever stayed in its group
+                return st, timed_out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                contain.kill_group(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                _, st = os.waitpid(pid, 0)
+                return st, timed_out
+            if pidfd is not None:
+                try:
+                    select.select([pidfd], [], [], remaining)
+                except InterruptedError:
+                    pass
+            else:
+                time.sleep(0.0005)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``zygote SOCKET_FD PARENT_PID``: serve until the socket closes."""
+    argv = sys.argv[1:] if argv is None else argv
+    fd, parent = int(argv[0]), int(argv[1])
+    contain.die_with_parent(parent)
+    contain.become_subreaper()
+    contain.set_name("gpsimd-zygote")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    gc.disable()
+    try:                         # a crashing kernel leaves no core file
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
+    sock = socket.socket(fileno=fd)
+    z = Zygote(sock, parent)
+    try:
+        z.serve()
+    finally:
+        z.close()
+    return 0
