@@ -38,7 +38,7 @@ __all__ = [
     "REGION_READONLY", "MAX_REGIONS", "STATUS_OK", "STATUS_FAULT",
     "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
     "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "REPORT_TCM_USED", "REPORT_EMPTY_USED",
-    "REPORT_OUTPUT_READ", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
+    "REPORT_OUTPUT_READ", "REPORT_OUTPUT_UNTRACKED", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
     "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_POISON_TCM", "CHECK_READS", "CHECK_ALL",
     "Descriptor", "choose_shape_form", "pack_descriptor", "unpack_descriptor",
     "pack_dims", "unpack_dims", "pack_arg_stream", "unpack_arg_stream",
@@ -79,6 +79,7 @@ REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]         #: the result's element 
 REPORT_TCM_USED = _ABI["REPORT_TCM_USED"]               #: the kernel got tcm_malloc / staging memory
 REPORT_EMPTY_USED = _ABI["REPORT_EMPTY_USED"]           #: the kernel made a torch::empty() tensor
 REPORT_OUTPUT_READ = _ABI["REPORT_OUTPUT_READ"]         #: it read never-written output elements
+REPORT_OUTPUT_UNTRACKED = _ABI["REPORT_OUTPUT_UNTRACKED"]  #: an accessor / raw pointer on the output
 #: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
 CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() storage with the poison
 CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: device-api.md multicore rules

@@ -65,10 +65,11 @@ class GpsimdCoreBinding(ctypes.Structure):
     descriptor, printf buffer (128 KiB) and report; ``stack_scale`` multiplies
     the launcher's stack size (bytes) for the host; ``checks`` (``CHECK_*``
     bits, 0 for the device's behaviour) and ``poison`` (the byte
-    ``torch::empty()`` storage and the dataram window are filled with, and
-    that never-written output elements hold); ABI 2: ``read_map_host`` (one
-    bit per output element read before this core wrote it, 0: off) and
-    ``out_itemsize`` (bytes per output element)."""
+    ``torch::empty()`` storage is filled with, and that never-written output
+    elements hold); ABI 2: ``tcm_poison`` (the byte the dataram window is
+    filled with at each launch), ``read_map_host`` (one bit per output
+    element read before this core wrote it, 0: off) and ``out_itemsize``
+    (bytes per output element)."""
 
     _fields_ = [
         ("abi_version", ctypes.c_uint32),
@@ -86,7 +87,7 @@ class GpsimdCoreBinding(ctypes.Structure):
         ("stack_scale", ctypes.c_uint32),
         ("checks", ctypes.c_uint16),
         ("poison", ctypes.c_uint8),
-        ("reserved", ctypes.c_uint8),
+        ("tcm_poison", ctypes.c_uint8),
         ("read_map_host", ctypes.c_uint64),
         ("out_itemsize", ctypes.c_uint32),
         ("reserved2", ctypes.c_uint32),

@@ -53,11 +53,17 @@ def _elements_differ(a: np.ndarray, b: np.ndarray, itemsize: int, n: int) -> np.
     return (a[:n * itemsize] != b[:n * itemsize]).reshape(n, itemsize).any(axis=1)
 
 
-def _memory_source(image: DeviceImage, k: int) -> str:
-    """What never-written memory core ``k`` had (report flags of run 0)."""
+def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
+    """What never-written memory core ``k`` used (report flags of run 0);
+    ``exact``: the output cannot be the source (nothing of it was read
+    before it was written, through the runtime or otherwise)."""
     flags = image.mem[0][k].report.flags
     tcm = bool(flags & abi.REPORT_TCM_USED)
     empty = bool(flags & abi.REPORT_EMPTY_USED)
+    if not exact:
+        return ("never-written memory (their values change with the poison of TCM, "
+                "torch::empty() storage and output elements the kernel read before writing "
+                "them through a standard or stream accessor or a raw pointer)")
     if tcm and not empty:
         return ("never-written TCM (their values change with the poison of tcm_malloc "
                 "memory: it was read before the kernel filled it)")
@@ -117,11 +123,11 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     problems += merge_problems
     layout.merge(masks, merged)
 
-    reads = _read_problems(image, cores, outcome, masks, merged.writers, layout)
+    reads, readers = _read_problems(image, cores, outcome, merged.writers, layout)
     problems += reads
-    uninit = _uninit_problems(image, cores, second, layout) if not holes else []
+    uninit = _uninit_problems(image, cores, outcome, layout) if not holes else []
     problems += uninit
-    race = _order_problem(image, cores, outcome, merged.writers, layout)
+    race = _order_problem(image, outcome, merged.writers, readers, layout)
     if race:
         problems.append(race)
     if holes or reads or uninit or race:
@@ -131,10 +137,12 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
 
 
 def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
-                   masks: Sequence[np.ndarray], writers: np.ndarray, layout: "_Layout") -> List[str]:
+                   writers: np.ndarray, layout: "_Layout") -> Tuple[List[str], int]:
     """Reads of elements a core had not written itself (exact: read while
-    holding the poison in both private runs)."""
+    holding the poison in both private runs). Returns the problems and a
+    bit mask of the cores in cross-core reads (readers and writers)."""
     out = []
+    involved = 0
     for k in range(image.num_cores):
         if not image.mem[0][k].report.flags & abi.REPORT_OUTPUT_READ:
             continue
@@ -149,6 +157,7 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
         alone = read & (others == 0)
         if cross.any():
             bits = int(np.bitwise_or.reduce(others[cross]))
+            involved |= bits | (1 << k)
             who = [layout.core_ids[j] for j in range(image.num_cores) if bits >> j & 1]
             verb = "writes" if len(who) == 1 else "write"
             out.append(f"{core_name(cores, k)} read output elements "
@@ -158,38 +167,55 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
             out.append(f"{core_name(cores, k)} read output elements "
                        f"{format_ranges(true_ranges(alone))} before writing them (an output "
                        f"element holds no defined value until it is written)")
-    return out
+    return out, involved
 
 
-def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], second: bool,
+def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                      layout: "_Layout") -> List[str]:
     """Elements a core wrote in both private runs with different values:
     they depend on memory the kernel never wrote (the runs differ only in
-    its poison). Grouped by the kind of memory."""
-    if not second:
+    the poison bytes). Where the output itself may be the source (a read of
+    it before it was written, tracked or through an accessor or pointer the
+    runtime does not follow), a multicore vector keeps only the elements
+    whose fixed-order runs (shared zero-filled output, memory poisoned as
+    in run 1) agree with each other and with run 1: those depend on the
+    memory, not on the output. Grouped by the kind of memory."""
+    if not outcome.ran(1):
         return []
     m0, m1 = image.masks(0), image.masks(1)
+    n, size = image.num_elem, image.itemsize
+    orders = image.num_cores > 1 and outcome.ran(2) and outcome.ran(3)
+    if orders:
+        same_orders = ~_elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n)
     grouped: Dict[str, Tuple[List[int], np.ndarray]] = {}
     for k in range(image.num_cores):
         both = m0[k] & m1[k]
         if not both.any():
             continue
-        differ = both & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k),
-                                         image.itemsize, image.num_elem)
+        differ = both & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k), size, n)
+        if not differ.any():
+            continue
+        flags = image.mem[0][k].report.flags
+        exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
+        if not exact and orders:
+            differ &= same_orders & ~_elements_differ(image.output_bytes(2, 0),
+                                                      image.output_bytes(1, k), size, n)
+            exact = True
         if not differ.any():
             continue
         layout.core(k)["uninit"] = layout.ranges(true_ranges(differ))
-        source = _memory_source(image, k)
-        nums, acc = grouped.setdefault(source, ([], np.zeros(image.num_elem, dtype=bool)))
+        source = _memory_source(image, k, exact)
+        nums, acc = grouped.setdefault(source, ([], np.zeros(n, dtype=bool)))
         nums.append(layout.core_ids[k])
         acc |= differ
     return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} depend on "
             f"{source}" for source, (nums, acc) in grouped.items()]
 
 
-def _order_problem(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
-                   writers: np.ndarray, layout: "_Layout") -> Optional[str]:
-    """Elements that differ between the two fixed-order runs."""
+def _order_problem(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,
+                   readers: int, layout: "_Layout") -> Optional[str]:
+    """Elements that differ between the two fixed-order runs; the cores
+    involved: their writers, and the cores of cross-core reads."""
     if image.num_cores < 2 or len(image.runs) < 4 or not (outcome.ran(2) and outcome.ran(3)):
         return None
     diff = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0),
@@ -198,15 +224,12 @@ def _order_problem(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
         return None
     ranges = true_ranges(diff)
     layout.doc["order_dependent"] = layout.ranges(ranges)
-    bits = int(np.bitwise_or.reduce(writers[diff])) if diff.any() else 0
-    for k, c in enumerate(layout.doc["cores"]):
-        if c.get("read_before_write"):
-            bits |= 1 << k
+    bits = int(np.bitwise_or.reduce(writers[diff])) | readers
     involved = [layout.core_ids[j] for j in range(image.num_cores) if bits >> j & 1]
-    who = f" ({cores_text(involved)} involved)" if involved else ""
+    who = f"{cores_text(involved)} involved; " if involved else ""
     return (f"the result depends on the order the cores run in: output elements "
-            f"{format_ranges(ranges)} differ between the orders 0..7 and 7..0 against one "
-            f"shared output{who}; {RACE}")
+            f"{format_ranges(ranges)} differ between running them in the orders 0..7 and 7..0 "
+            f"against one shared output ({who}on the device they run at the same time)")
 
 
 _OFFSET_COUNT = re.compile(r"offset (\d+), count (\d+)")

@@ -4,14 +4,15 @@ cores (``RunSpec``), laid out in one memfd (``memory.ImageFile``).
 A vector's cores run several times (ARCHITECTURE.md "The checks"):
 
 * run 0: each core against a private copy of the output poisoned with
-  ``POISON_A`` (and its dataram/TCM window and ``torch::empty()`` storage
-  poisoned with the same byte);
-* run 1 (``second``): the same with ``POISON_B``; the vector's process
+  ``POISON_A`` (``torch::empty()`` storage with the same byte, the
+  dataram/TCM window with ``TCM_POISON_A``);
+* run 1 (``second``): the same with ``POISON_B``, ``TCM_POISON_B``; the
+  vector's process
   decides after run 0 whether it is needed (multicore always; single-core
   when run 0 left an element holding the poison or the kernel used TCM,
   dataram staging, ``torch::empty()`` or read never-written output);
 * runs 2 and 3 (multicore): every core against one shared, zero-filled
-  output, in the orders 0..7 and 7..0;
+  output, in the orders 0..7 and 7..0 (memory poisoned as in run 1);
 * without checks: one run, every core against one shared zero-filled
   output, as on the device.
 
@@ -39,7 +40,8 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, CoreMemory, ImageFile, align_up)
+                     SBUF_WINDOW_BASE, TCM_POISON_A, TCM_POISON_B, Arena, CoreMemory, ImageFile,
+                     align_up)
 from .merge import written_mask
 from .vectors import Input
 
@@ -57,8 +59,9 @@ class RunSpec:
         index: 0..3 (its slot in the control block).
         private: each core writes its own poisoned copy of the output
             (``out_poison``); else all write one shared zero-filled output.
-        poison: the binding's ``poison`` byte (dataram window, ``empty()``
-            storage, the private copies).
+        poison: the binding's ``poison`` byte (``empty()`` storage, the
+            private copies).
+        tcm_poison: the binding's ``tcm_poison`` (the dataram window).
         order: the cores (indices into the plan's core list) in the order
             they are claimed; one process at a time runs an ordered run
             (``ordered``), others may be shared by several processes.
@@ -71,6 +74,7 @@ class RunSpec:
     index: int
     private: bool
     poison: int
+    tcm_poison: int
     order: Tuple[int, ...]
     ordered: bool = False
     second: bool = False
@@ -86,16 +90,18 @@ def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
     """The runs of a vector (module text)."""
     cores = tuple(range(num_cores))
     if not checks:
-        return [RunSpec(0, False, 0, cores)]
-    runs = [RunSpec(0, True, POISON_A, cores, checks=abi.CHECK_ALL),
-            RunSpec(1, True, POISON_B, cores, second=True, checks=abi.CHECK_ALL,
+        return [RunSpec(0, False, 0, 0, cores)]
+    runs = [RunSpec(0, True, POISON_A, TCM_POISON_A, cores, checks=abi.CHECK_ALL),
+            RunSpec(1, True, POISON_B, TCM_POISON_B, cores, second=True, checks=abi.CHECK_ALL,
                     label=" (second run)")]
     if num_cores > 1:
+        # memory poisoned as in run 1: an element that matches run 1 in
+        # both orders depends on never-written memory, not on the output
         shared = abi.CHECK_ALL & ~abi.CHECK_READS
-        runs += [RunSpec(2, False, POISON_A, cores, ordered=True, checks=shared,
+        runs += [RunSpec(2, False, POISON_B, TCM_POISON_B, cores, ordered=True, checks=shared,
                          label=" (cores in the order 0..7, one shared output)"),
-                 RunSpec(3, False, POISON_A, cores[::-1], ordered=True, checks=shared,
-                         label=" (cores in the order 7..0, one shared output)")]
+                 RunSpec(3, False, POISON_B, TCM_POISON_B, cores[::-1], ordered=True,
+                         checks=shared, label=" (cores in the order 7..0, one shared output)")]
     return runs
 
 
@@ -324,6 +330,7 @@ class DeviceImage:
         b.stack_scale = self.stack_scale
         b.checks = run.checks
         b.poison = run.poison
+        b.tcm_poison = run.tcm_poison
         rm = self._read_map_at[run.index][k]
         if run.private and rm is not None and run.checks & abi.CHECK_READS:
             b.read_map_host = rm

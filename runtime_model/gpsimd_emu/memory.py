@@ -38,7 +38,7 @@ from . import abi
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN",
-    "POISON_A", "POISON_B", "GUARD_BYTES",
+    "POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "GUARD_BYTES",
     "ImageFile", "SharedBuffer", "Arena", "CoreMemory", "align_up", "printf_text",
 ]
 
@@ -63,6 +63,13 @@ ALIGN = 64
 #: poison in both passes.
 POISON_A = 0xA5
 POISON_B = 0x5A
+#: Poison bytes of the dataram/TCM window (abi.h ``tcm_poison``), run A and
+#: run B: other bytes than the output's, so that a value made from
+#: never-written TCM never looks like an unwritten element; as float32
+#: 0.0115 and -391.5, as int8 60 and -61 (ordinary values that change
+#: whatever is computed from them).
+TCM_POISON_A = 0x3C
+TCM_POISON_B = 0xC3
 #: Bytes of guard zone after each output copy (outside the region).
 GUARD_BYTES = 64 * 1024
 

@@ -114,7 +114,7 @@ void reset_launch_state() {
     /* uninitialised TCM is found by running twice with two poisons (the
      * model compares the outputs): the window starts poisoned at each launch */
     if (c.bound && check_enabled(GPSIMD_CHECK_POISON_TCM) && c.binding.dataram_host)
-        memset(reinterpret_cast<void*>(static_cast<uintptr_t>(c.binding.dataram_host)), c.binding.poison,
+        memset(reinterpret_cast<void*>(static_cast<uintptr_t>(c.binding.dataram_host)), c.binding.tcm_poison,
                GPSIMD_DATARAM_SIZE);
     marshalling_reset();
     printf_reset();
@@ -214,6 +214,13 @@ void note_output_read(const void* host, uint64_t nbytes) {
     if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
 }
 
+void note_output_untracked(const void* host) {
+    const CoreState& c = core();
+    const unsigned char* p = static_cast<const unsigned char*>(host);
+    if (c.read_map && p >= c.out_host && p < c.out_host + c.out_size)
+        report_flag(GPSIMD_REPORT_OUTPUT_UNTRACKED);
+}
+
 static char* dataram_host() {
     return reinterpret_cast<char*>(static_cast<uintptr_t>(core().binding.dataram_host));
 }
@@ -235,7 +242,9 @@ void* neuron_translate_ctx() { return &core(); }
 void* neuron_translate(void* ctx, unsigned long long hbm_addr) {
     if (ctx != &core())
         gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "neuron_translate: ctx %p is not neuron_translate_ctx()", ctx);
-    return translate_range(hbm_addr, 0, "neuron_translate");
+    void* host = translate_range(hbm_addr, 0, "neuron_translate");
+    note_output_untracked(host);
+    return host;
 }
 
 /* device-api.md "Limits" (per-core scratch window); custom_op.h. */

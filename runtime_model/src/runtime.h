@@ -89,6 +89,11 @@ void setup_read_tracking();
  * the binding's poison (never written by this core) in the read map. */
 void note_output_read(const void* host, uint64_t nbytes);
 
+/* The kernel got a way to read [host, ...) that the runtime does not see
+ * (a standard or stream accessor, a raw pointer): report flag
+ * GPSIMD_REPORT_OUTPUT_UNTRACKED when host lies in the tracked output. */
+void note_output_untracked(const void* host);
+
 /* The binding's GPSIMD_CHECK_* bits (0 when unbound). */
 bool check_enabled(uint32_t check);
 

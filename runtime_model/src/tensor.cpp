@@ -217,6 +217,7 @@ static void check_single_core_accessor(const char* kind, const char* type_name, 
 /* device-api.md: accessor<T,N>() -- T must match the dtype, N the rank. */
 void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_name, int rank) {
     check_single_core_accessor("accessor", type_name, rank);
+    note_output_untracked(impl->data);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
     if (impl->ndim != rank)
@@ -227,6 +228,7 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
 /* device-api.md "Stream accessors": T must match the dtype. */
 void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name, const char* kind) {
     check_single_core_accessor(kind, type_name, 0);
+    note_output_untracked(impl->data);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
 }

@@ -162,7 +162,7 @@ int main(void) {
   F(gpsimd_core_binding, dataram_host) F(gpsimd_core_binding, sbuf_window_base) F(gpsimd_core_binding, arg_stream_host)
   F(gpsimd_core_binding, retval_host) F(gpsimd_core_binding, printf_host) F(gpsimd_core_binding, report_host)
   F(gpsimd_core_binding, stack_scale) F(gpsimd_core_binding, checks) F(gpsimd_core_binding, poison)
-  F(gpsimd_core_binding, reserved) F(gpsimd_core_binding, read_map_host)
+  F(gpsimd_core_binding, tcm_poison) F(gpsimd_core_binding, read_map_host)
   F(gpsimd_core_binding, out_itemsize) F(gpsimd_core_binding, reserved2)
   S(gpsimd_lsp_info) F(gpsimd_lsp_info, core_id) F(gpsimd_lsp_info, reserved) F(gpsimd_lsp_info, scratch_origin)
   F(gpsimd_lsp_info, scratch_size) F(gpsimd_lsp_info, name)

@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define GPSIMD_HOST_ABI_VERSION 2u  /* 2: read_map_host, out_itemsize; TCM poison */
+#define GPSIMD_HOST_ABI_VERSION 2u  /* 2: tcm_poison, read_map_host, out_itemsize */
 
 /* ---- Device ABI enums (customop-marshalling.txt §2, DWARF enums) ------- */
 
@@ -212,6 +212,9 @@ enum gpsimd_status {
 #define GPSIMD_REPORT_EMPTY_USED 32u /* the kernel made a torch::empty() tensor           */
 #define GPSIMD_REPORT_OUTPUT_READ 64u /* a read of never-written output elements was
                                        recorded in the binding's read map               */
+#define GPSIMD_REPORT_OUTPUT_UNTRACKED 128u /* the kernel took a standard or stream accessor,
+                                       or a raw pointer (neuron_translate), on the output:
+                                       reads through those are not in the read map      */
 
 typedef struct {
     uint32_t status;            /* gpsimd_status                              */
@@ -243,11 +246,14 @@ typedef struct {
     uint64_t report_host;       /* host pointer to a gpsimd_core_report       */
     uint32_t stack_scale;       /* host stack = stack_size * stack_scale bytes */
     uint16_t checks;            /* GPSIMD_CHECK_* bits; 0: the device's behaviour */
-    uint8_t  poison;            /* byte torch::empty() storage (GPSIMD_CHECK_POISON_EMPTY)
-                                   and the dataram/TCM window (GPSIMD_CHECK_POISON_TCM)
-                                   are filled with, and that never-written elements
-                                   of the output copy hold (GPSIMD_CHECK_READS) */
-    uint8_t  reserved;
+    uint8_t  poison;            /* byte torch::empty() storage is filled with
+                                   (GPSIMD_CHECK_POISON_EMPTY), and that never-written
+                                   elements of the output copy hold (GPSIMD_CHECK_READS) */
+    uint8_t  tcm_poison;        /* ABI 2: byte the dataram/TCM window is filled with at
+                                   each launch (GPSIMD_CHECK_POISON_TCM); another
+                                   byte than `poison`, so that a value made from
+                                   never-written TCM never looks like an unwritten
+                                   output element */
     /* ABI 2 (GPSIMD_CHECK_READS): one bit per element of the output region
      * (GPSIMD_REGION_OUTPUT), bit i of byte i/8 set when the kernel read
      * element i through the runtime (tensor_to_tcm, neuron_memcpy, the
@@ -268,7 +274,7 @@ typedef struct {
 #define GPSIMD_CHECK_ARG_DTYPE    8u  /* customop_next_int/longlong/float vs the descriptor
                                          dtype (customop-marshalling.txt §4 GOTCHA; DTYPE)     */
 #define GPSIMD_CHECK_POISON_TCM  16u  /* fill the 64 KiB dataram window (TCM pool, stream
-                                         buffers, dataram staging) with `poison` at each launch */
+                                         buffers, dataram staging) with `tcm_poison` at each launch */
 #define GPSIMD_CHECK_READS       32u  /* record reads of never-written output elements in the
                                          binding's read map (read_map_host)                    */
 #define GPSIMD_CHECK_ALL         63u
