@@ -186,6 +186,7 @@ class VectorSpawner:
         Raises:
             OSError: the fork itself failed.
         """
+        parent = os.getpid()
         if self.mode == "pidns":
             if _c().unshare(CLONE_NEWPID) != 0:
                 self._downgrade()
@@ -199,12 +200,14 @@ class VectorSpawner:
                         # fail there; go on with the unprivileged mode
                         self._downgrade()
                 if pid == 0:
+                    die_with_parent(parent)
                     os.setpgid(0, 0)
                     if prepare is not None:
                         prepare()
                 return pid
         pid = os.fork()
         if pid == 0:
+            die_with_parent(parent)
             os.setpgid(0, 0)
             if prepare is not None:
                 prepare()

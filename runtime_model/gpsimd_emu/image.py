@@ -162,12 +162,15 @@ class DeviceImage:
     @staticmethod
     def plan(input_nbytes: Sequence[int], out_nbytes: int, num_cores: int,
              scratch_size: int, checks: bool) -> ImageSize:
-        """The bytes an image of these sizes takes, before any is made."""
+        """The bytes an image of these sizes takes, before any is made. The
+        scratch windows are not counted: they are the device's, sparse in
+        the file, and count (in the vector's cgroup) as the cores touch
+        them."""
         runs = runs_for(num_cores, checks)
         copies = sum(num_cores if r.private else 1 for r in runs)
         out_each = align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
-        per_core = CoreMemory.nbytes(scratch_size)
+        per_core = CoreMemory.nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
         inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + ALIGN for n in input_nbytes)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE

@@ -187,20 +187,36 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         verb = "was" if len(names) == 1 else "were"
         return f" ({cores_text(names)} {verb} running{label})"
 
+    def first_run(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+        return [x for x in pairs if x[0] == min(p for p, _ in pairs)] if pairs else []
+
     if outcome.timed_out:
-        return [f"timed out after {timeout:g} s{running_text(running_cores(rec))}"], True
+        return [f"timed out after {timeout:g} s{running_text(first_run(running_cores(rec)))}"], True
     bad_alloc = _bad_allocs(image, rec)
     if bad_alloc:
         return [exceeded(core_name(cores, bad_alloc[0]), outcome.memory)], True
-    for job in sorted(rec["jobs"], key=lambda j: (j["pass"], j["index"])):
+    # the processes that ended badly, the first run's first (several may go
+    # on side by side: the lowest core of the lowest run is named)
+    bad = []
+    for job in rec["jobs"]:
         st = job["wait_status"]
         if job["state"] != control.JOB_EXITED or st == CANCELLED:
             continue
         pairs = running_cores(rec, job["index"])
+        if os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and not pairs:
+            continue
+        bad.append((job["pass"], min((k for _, k in pairs), default=1 << 30), st, pairs))
+    bad.sort(key=lambda b: b[:2])
+    if bad and not (rec["error"] and all(
+            os.WIFEXITED(b[2]) and os.WEXITSTATUS(b[2]) == EXIT_MODEL_ERROR for b in bad)):
+        run = bad[0][0]
+        if any(os.WIFSIGNALED(b[2]) and os.WTERMSIG(b[2]) == signal.SIGALRM
+               for b in bad if b[0] == run):
+            pairs = [x for x in running_cores(rec) if x[0] == run]
+            return [f"timed out after {timeout:g} s{running_text(pairs)}"], True
+        _, _, st, pairs = bad[0]
         if os.WIFSIGNALED(st):
             sig = os.WTERMSIG(st)
-            if sig == signal.SIGALRM:
-                return [f"timed out after {timeout:g} s{running_text(pairs)}"], True
             if sig == signal.SIGKILL and outcome.oom_kills:
                 who = core_name(cores, pairs[0][1]) if pairs else "a core"
                 return [exceeded(who, outcome.memory)], True
@@ -213,14 +229,14 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                 return [msg + _printf_tail(image, k, p)], True
             return [f"the device model process died with {_signal_name(sig)}"], True
         code = os.WEXITSTATUS(st) if os.WIFEXITED(st) else -1
-        if rec["error"] and code == EXIT_MODEL_ERROR:
-            break
         if pairs:
             p, k = pairs[0]
             if code != 0:
                 return [f"{core_name(cores, k)} exited the process with status {code}"], True
             return [f"{core_name(cores, k)} ended the process (exit status 0)"
                     + _printf_tail(image, k, p)], True
+        if not rec["error"]:
+            return [f"the device model process exited with status {code}"], True
     if rec["error"]:
         return [rec["error"][2]], True
     st = outcome.wait_status
