@@ -9,20 +9,21 @@ What this module gives the supervisor, the zygote and a vector's processes
 * ``become_subreaper`` / ``children`` / ``sweep``: a
   ``PR_SET_CHILD_SUBREAPER`` process inherits every orphaned descendant, so
   that it can kill and reap whatever a vector left behind;
-* ``VectorSpawner``: forks a vector's first process so that killing it
-  kills everything the vector started: as PID 1 of a new PID namespace
+* ``enter_namespace``: the zygote becomes PID 1 of a new PID namespace
   (root: ``unshare(CLONE_NEWPID)``; else inside an unprivileged user
-  namespace), else in its own process group (``killpg``);
+  namespace), so that every process of its vectors dies with it and is
+  swept after each vector (``sweep_namespace``); without one, each vector
+  has its own process group (``killpg``) and the zygote is a subreaper;
 * ``MemoryCgroup``: a child memory cgroup of our own (cgroup v1 ``memory``
   or v2) whose limit is shared by every process of a vector, and whose
   ``oom_kill`` count tells a memory-limit breach from any other SIGKILL;
   ``limit_data``: ``RLIMIT_DATA``, the fallback (and a second fence).
 
 Every function degrades to a weaker mechanism instead of failing where the
-kernel or the privileges do not allow a stronger one; ``VectorSpawner.mode``
-and ``MemoryCgroup.create() is None`` say which one is in force. The
+kernel or the privileges do not allow a stronger one; ``enter_namespace``'s
+result and ``MemoryCgroup.create() is None`` say which one is in force. The
 environment variable ``GPSIMD_EMU_CONTAIN`` (``pidns``, ``userns``,
-``pgroup``) forces a spawn mode (tests use it to cover each path).
+``pgroup``) forces a mode (tests use it to cover each path).
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ import errno
 import os
 import signal
 import time
-from typing import Callable, List, Optional
+from typing import List, Optional
 
 __all__ = [
     "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill_group",
-    "VectorSpawner", "MemoryCgroup", "limit_data", "data_bytes",
+    "enter_namespace", "sweep_namespace", "MemoryCgroup", "limit_data", "data_bytes",
 ]
 
 PR_SET_PDEATHSIG = 1
@@ -152,102 +153,75 @@ def _reap_others(keep: tuple) -> int:
     return n
 
 
-class VectorSpawner:
-    """Forks the first process of a vector so that its death (or a SIGKILL
-    of it) ends every process the vector started.
+def enter_namespace(keep_out: tuple = ()) -> str:
+    """Make the calling process (the zygote, at its start) PID 1 of a new
+    PID namespace, so that every process a vector starts is in it, is an
+    orphan of it when its parent dies, and dies with it: ``unshare`` and a
+    fork; the process that called stays outside, closes the descriptors
+    ``keep_out``, relays the namespace's end as its own and never returns.
 
-    Modes (``self.mode``): ``"pidns"`` -- the child is PID 1 of a new PID
-    namespace (``unshare(CLONE_NEWPID)``, then ``setns`` back, so the
-    spawner keeps its own namespace for the next vector); ``"userns"`` --
-    unprivileged: the child enters a new user and PID namespace and forks
-    the vector's PID 1 there, relaying its end (one more fork);
-    ``"pgroup"`` -- only a process group of its own (killed with
-    ``killpg``) and the parent's subreaper sweep.
+    Modes, returned: ``"pidns"`` (``CLONE_NEWPID``: root), ``"userns"``
+    (an unprivileged user namespace around it), ``"pgroup"`` (neither can
+    be made: each vector has its process group and this process becomes a
+    subreaper). ``$GPSIMD_EMU_CONTAIN`` forces one (tests).
     """
-
-    def __init__(self) -> None:
-        forced = os.environ.get("GPSIMD_EMU_CONTAIN", "")
-        self._own_ns: Optional[int] = None
-        self.mode = forced if forced in ("userns", "pgroup") else "userns"
-        if forced in ("", "pidns"):
+    forced = os.environ.get("GPSIMD_EMU_CONTAIN", "")
+    tries = {"pidns": [CLONE_NEWPID], "userns": [CLONE_NEWUSER | CLONE_NEWPID],
+             "pgroup": []}.get(forced, [CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID])
+    for flags in tries:
+        if _c().unshare(flags) != 0:
+            continue
+        outside = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            die_with_parent(outside)
+            return "pidns" if flags == CLONE_NEWPID else "userns"
+        for fd in keep_out:
             try:
-                self._own_ns = os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
-                self.mode = "pidns"
+                os.close(fd)
             except OSError:
                 pass
+        _relay(pid)
+    become_subreaper()
+    return "pgroup"
 
-    def fork(self, prepare: Optional[Callable[[], None]] = None) -> int:
-        """Fork: 0 in the child (PID 1 of its namespace where the mode
-        allows, always the leader of its own process group), the child's
-        pid in the parent. ``prepare`` runs in the child first, before it
-        enters a user namespace (which would take its privileges away),
-        e.g. to join a cgroup.
 
-        Raises:
-            OSError: the fork itself failed.
-        """
-        parent = os.getpid()
-        if self.mode == "pidns":
-            if _c().unshare(CLONE_NEWPID) != 0:
-                self._downgrade()
-            else:
-                pid = -1
-                try:
-                    pid = os.fork()
-                finally:
-                    if pid != 0 and _c().setns(self._own_ns, CLONE_NEWPID) != 0:
-                        # cannot return to our namespace: later forks would
-                        # fail there; go on with the unprivileged mode
-                        self._downgrade()
-                if pid == 0:
-                    die_with_parent(parent)
-                    os.setpgid(0, 0)
-                    if prepare is not None:
-                        prepare()
-                return pid
-        pid = os.fork()
-        if pid == 0:
-            die_with_parent(parent)
-            os.setpgid(0, 0)
-            if prepare is not None:
-                prepare()
-            if self.mode == "userns":
-                self._enter_userns()
-        return pid
+def _relay(pid: int) -> None:
+    """Wait for ``pid`` and end as it ended (its exit status or signal)."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    while True:
+        try:
+            _, st = os.waitpid(pid, 0)
+            break
+        except ChildProcessError:
+            os._exit(1)
+        except InterruptedError:
+            continue
+    if os.WIFSIGNALED(st):
+        sig = os.WTERMSIG(st)
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+    os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
 
-    def _downgrade(self) -> None:
-        self.mode = "userns"
 
-    def _enter_userns(self) -> None:
-        """In the forked child: new user + PID namespace, fork PID 1 of it
-        and relay its end (exit status or signal) as our own. Returns in
-        the namespace's PID 1 only; stays in process-group mode when the
-        namespaces cannot be made."""
-        if _c().unshare(CLONE_NEWUSER | CLONE_NEWPID) != 0:
-            return
-        parent = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            die_with_parent(parent)
-            return
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        while True:
-            try:
-                _, st = os.waitpid(pid, 0)
-                break
-            except ChildProcessError:
-                os._exit(1)
-        if os.WIFSIGNALED(st):
-            sig = os.WTERMSIG(st)
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
-        os._exit(os.waitstatus_to_exitcode(st) & 0xFF)
-
-    def close(self) -> None:
-        """Release the namespace handle (idempotent)."""
-        if self._own_ns is not None:
-            os.close(self._own_ns)
-            self._own_ns = None
+def sweep_namespace() -> int:
+    """As PID 1 of a PID namespace: SIGKILL every other process of it and
+    reap them all (``kill(-1)`` reaches exactly the namespace). Returns the
+    number reaped."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    n = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return n
+        except InterruptedError:
+            continue
+        n += 1
 
 
 class MemoryCgroup:

@@ -2,13 +2,14 @@
 the zygote, ``gpsimd_emu.zygote``, so every core object's globals are as
 ``dlopen`` left them).
 
-The vector's first process, the *leader* (PID 1 of its own PID namespace
-where one can be made), maps the device image, then schedules the runs of
-the cores (``gpsimd_emu.image.RunSpec``) as *jobs*: child processes that
-each claim cores of one run from the control block and launch them one
-after another. The leader never runs a kernel itself (a namespace's PID 1
-ignores signals such as ``abort()``'s SIGABRT, which must end the process
-that raised them as on any other).
+The vector's first process, the *leader* (in its own process group,
+inside the zygote's PID namespace where one can be made), maps the device
+image, then schedules the runs of the cores (``gpsimd_emu.image.RunSpec``)
+as *jobs*: processes that each claim cores of one run from the control
+block and launch them one after another, each run in processes that ran
+nothing before (pristine globals). A job is a child of the leader; the
+leader runs the last run itself when it runs one run at a time
+(``parallel`` 1), so that a vector without checks costs one fork.
 
 * Up to ``parallel`` jobs go on at once: the first private run and the two
   fixed-order runs side by side, and a run whose job has gone on for
@@ -177,7 +178,11 @@ class _Leader:
         queue = [r for r in self.runs if r is not waiting]
         while True:
             while queue and len(self.live) < self.parallel and self.stop_after is None:
-                self._start(queue.pop(0))
+                r = queue.pop(0)
+                if self.parallel == 1 and not queue and (waiting is None or r is waiting):
+                    self._run_here(r)        # the last run: no process needed after it
+                else:
+                    self._start(r)
             if waiting is not None and first["index"] in self.ended and self.stop_after is None:
                 if self._need_second():
                     queue.insert(0, waiting)
@@ -192,6 +197,23 @@ class _Leader:
             self._wait_step()
         for r in queue + ([waiting] if waiting is not None else []):
             self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
+
+    def _run_here(self, r: dict) -> None:
+        """Run ``r`` in the leader itself (its last run). A crash or the time
+        limit ends the leader, which the zygote reports."""
+        self.run_start[r["index"]] = time.monotonic()
+        self.ctl.set_pass(r["index"], control.PASS_RUNNING, control.now_ns())
+        index = len(self.jobs)
+        self.jobs.append(_Job(index, r["index"], os.getpid(), None))
+        self.ctl.set_job(index, os.getpid(), r["index"], 0, control.JOB_RUNNING)
+        _run_cores(self, r, index, self.run_start[r["index"]] + self.timeout)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        self.ctl.protect(True)
+        self.ctl.set_job(index, os.getpid(), r["index"], 0, control.JOB_EXITED)
+        if self._left_running(self.jobs[index]):
+            return
+        self.ended.add(r["index"])
+        self.ctl.set_pass(r["index"], control.PASS_DONE, control.now_ns())
 
     def _start(self, r: dict) -> None:
         self.run_start[r["index"]] = time.monotonic()
@@ -329,12 +351,23 @@ def _job_main(leader: _Leader, run: dict, index: int, leader_pid: int, deadline:
     """A job: claims the cores of ``run`` and launches each; never returns.
     Exit 0 after the last core (faults are in the reports), 70 after a
     model error (recorded)."""
-    ctl = leader.ctl
     code = EXIT_MODEL_ERROR
-    k = -1
     try:
         contain.die_with_parent(leader_pid)
         contain.set_name("gpsimd-core")
+        _run_cores(leader, run, index, deadline)
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _run_cores(leader: _Leader, run: dict, index: int, deadline: float) -> None:
+    """Claim the cores of ``run`` one by one (process record ``index``) and
+    launch each, with SIGALRM at ``deadline`` (time.monotonic()). Model
+    errors are recorded in the control block and raised again."""
+    ctl = leader.ctl
+    k = -1
+    try:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             os.kill(os.getpid(), signal.SIGALRM)
@@ -376,12 +409,10 @@ def _job_main(leader: _Leader, run: dict, index: int, leader_pid: int, deadline:
                          job=index, t_start=t1, t_end=t2)
             if not ok:
                 ctl.mark_faulted(p)
-        code = 0
     except BaseException as e:
         try:
             ctl.protect(True)
             ctl.set_error(run["index"], k, f"device model error: {type(e).__name__}: {e}")
         except BaseException:
             pass
-    finally:
-        os._exit(code)
+        raise

@@ -393,6 +393,12 @@ class LibrarySession:
             outcome.record = image.ctl.validate(nonce, npasses, image.num_cores)
         except control.RecordError as e:
             outcome.record_error = str(e)
+        else:   # the run the leader made itself ended as the leader did
+            for job in outcome.record["jobs"]:
+                if (job["state"] == control.JOB_RUNNING and job["pid"] == reply.get("pid")
+                        and outcome.wait_status is not None):
+                    job["wait_status"] = outcome.wait_status
+                    job["state"] = control.JOB_EXITED
         return outcome
 
 

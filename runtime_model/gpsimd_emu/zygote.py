@@ -5,8 +5,10 @@ of a small process.
 
 Started by a library session (``gpsimd_emu.session``) as
 ``python -S -I -c ...`` with one end of a ``SOCK_SEQPACKET`` socket pair; it
-dies with the session (``PR_SET_PDEATHSIG``) and is the subreaper of every
-process a vector starts. Protocol (one JSON object per message):
+dies with the session (``PR_SET_PDEATHSIG``) and makes itself PID 1 of a
+new PID namespace (``contain.enter_namespace``): every process a vector
+starts is inside, is swept after the vector, and dies with the zygote.
+Protocol (one JSON object per message):
 
 * session -> zygote ``{"cmd": "load", "cores": [{"core", "lsp", "name",
   "path", "packed"}]}`` with the packed payloads' memfds (SCM_RIGHTS);
@@ -15,9 +17,9 @@ process a vector starts. Protocol (one JSON object per message):
   initialisers (``dlopen``), and nothing else of theirs.
 * ``{"cmd": "run", ...request}`` with the image memfd: the zygote sets the
   memory limit, forks the vector's leader (``gpsimd_emu.launch``) into its
-  own PID namespace / process group and memory cgroup, waits for it (at
-  most every run's time limit plus 2 s), kills and sweeps whatever is
-  left, and replies ``{"wait_status", "timed_out", "elapsed", "oom_kills"}``.
+  own process group and memory cgroup, waits for it (at most every run's
+  time limit plus 2 s), kills and sweeps whatever is left, and replies
+  ``{"wait_status", "timed_out", "elapsed", "oom_kills", "pid"}``.
 * end of file: the zygote removes its cgroup and exits.
 """
 
@@ -81,7 +83,7 @@ class Zygote:
         self.sock = sock
         self.parent = parent
         self.objects: list = []
-        self.spawner = contain.VectorSpawner()
+        self.mode = "pgroup"
         self.cgroup: Optional[contain.MemoryCgroup] = None
 
     def serve(self) -> None:
@@ -100,7 +102,7 @@ class Zygote:
                     self.cgroup = contain.MemoryCgroup.create()
                 gc.collect()
                 gc.freeze()
-                _send(self.sock, {"ready": True, "cores": entries, "spawn": self.spawner.mode,
+                _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
                                   "cgroup": self.cgroup is not None})
             elif cmd == "run":
                 reply = self.run(msg, fds[0] if fds else -1)
@@ -136,31 +138,35 @@ class Zygote:
         start = time.monotonic()
         sys.stdout.flush()
         sys.stderr.flush()
-        me = os.getpid()
-        try:
-            pid = self.spawner.fork(prepare=join)
-        except BaseException as e:
-            if os.getpid() != me:           # in the child: never back into the loop
-                print(f"gpsimd_emu: cannot start a vector's process: {type(e).__name__}: {e}",
-                      file=sys.stderr, flush=True)
-                os._exit(70)
-            raise
+        pid = os.fork()
         if pid == 0:
-            leader_main(ctx)
+            try:
+                os.setpgid(0, 0)
+                if join is not None:
+                    join()
+            finally:
+                leader_main(ctx)
         os.close(image_fd)
         status, timed_out = _wait(pid, start + cap)
         elapsed = time.monotonic() - start
-        contain.sweep()
+        self._sweep()
         oom = self.cgroup.oom_kills() - oom0 if self.cgroup is not None else 0
         return {"wait_status": status, "timed_out": timed_out, "elapsed": elapsed,
-                "oom_kills": oom, "spawn": self.spawner.mode}
+                "oom_kills": oom, "pid": pid, "spawn": self.mode}
+
+    def _sweep(self) -> None:
+        """Kill and reap whatever the vector left (nothing of it may run
+        while the next vector does)."""
+        if self.mode == "pgroup":
+            contain.sweep()
+        else:
+            contain.sweep_namespace()
 
     def close(self) -> None:
-        contain.sweep()
+        self._sweep()
         if self.cgroup is not None:
             self.cgroup.close()
             self.cgroup = None
-        self.spawner.close()
 
 
 def _wait(pid: int, deadline: float) -> tuple:
@@ -207,7 +213,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     fd, parent = int(argv[0]), int(argv[1])
     contain.die_with_parent(parent)
-    contain.become_subreaper()
+    mode = contain.enter_namespace(keep_out=(fd,))
     contain.set_name("gpsimd-zygote")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
@@ -219,6 +225,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         pass
     sock = socket.socket(fileno=fd)
     z = Zygote(sock, parent)
+    z.mode = mode
     try:
         z.serve()
     finally:

@@ -7,8 +7,9 @@ error on the results names the path and the errno and leaves no temporary
 file.
 
 The kernels are kernels/broken/hostile.cpp (``broken_hostile``), built
-in the session's project copy; each spawn mode of ``gpsimd_emu.contain``
-(PID namespace, user namespace, process group) is forced in turn through
+in the session's project copy; each mode of ``gpsimd_emu.contain``
+(the zygote as PID 1 of a PID namespace, of one inside a user namespace,
+or only process groups and subreapers) is forced in turn through
 ``GPSIMD_EMU_CONTAIN`` where the machine allows it.
 """
 import json
@@ -95,11 +96,10 @@ def _env(mode=None):
 
 
 def _mode_works(mode):
-    """Can this machine make the spawn mode (checked in a throwaway child)?"""
+    """Can this machine make the namespace mode (checked in a throwaway
+    process, which enters it and says which one it got)?"""
     code = ("import os, sys; sys.path.insert(0, %r); from gpsimd_emu import contain; "
-            "s = contain.VectorSpawner(); pid = s.fork()\n"
-            "if pid == 0: os._exit(0 if (os.getpid() == 1) == (%r != 'pgroup') else 3)\n"
-            "_, st = os.waitpid(pid, 0); sys.exit(os.waitstatus_to_exitcode(st))"
+            "sys.exit(0 if contain.enter_namespace() == %r else 3)"
             % (str(ROOT / "runtime_model"), mode))
     return subprocess.run([sys.executable, "-c", code], env=_env(mode)).returncode == 0
 
@@ -141,9 +141,9 @@ def _start_spinning(hostile, tmp_path, mode=None):
 
 @pytest.mark.parametrize("mode", ("pidns", "userns"))
 def test_kill_9_of_the_emulator_leaves_nothing_spinning(hostile, tmp_path, mode):
-    """With a PID namespace per vector (root: pidns; else userns), SIGKILL
-    of the emulator ends everything: each process dies with its parent and
-    the namespace with its first process. (In process-group mode a child
+    """With a PID namespace (root: pidns; else userns), SIGKILL of the
+    emulator ends everything: each process dies with its parent and the
+    namespace with the zygote, its PID 1. (In process-group mode a child
     that left the vector's group would survive a SIGKILL of the whole
     tree; there the subreapers sweep it whenever they get to run.)"""
     if not _mode_works(mode):
