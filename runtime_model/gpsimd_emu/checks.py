@@ -57,7 +57,7 @@ def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
     """What never-written memory core ``k`` used (report flags of run 0);
     ``exact``: the output cannot be the source (nothing of it was read
     before it was written, through the runtime or otherwise)."""
-    flags = image.mem[0][k].report.flags
+    flags = image.report(0, k).flags
     tcm = bool(flags & abi.REPORT_TCM_USED)
     empty = bool(flags & abi.REPORT_EMPTY_USED)
     if not exact:
@@ -109,7 +109,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     merged = merge_core_outputs(outputs, size, n, masks=masks, core_ids=core_ids)
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
-    if ncores == 1 and holes and image.mem[0][0].report.flags & abi.REPORT_COPY_PATH:
+    if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
         # the copy path wrote every element (§6.4): the holes are elements of
         # the returned tensor the kernel never wrote (empty() is poisoned
         # with the run's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
@@ -144,7 +144,7 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
     out = []
     involved = 0
     for k in range(image.num_cores):
-        if not image.mem[0][k].report.flags & abi.REPORT_OUTPUT_READ:
+        if not image.report(0, k).flags & abi.REPORT_OUTPUT_READ:
             continue
         read = image.read_map(0, k)
         if outcome.ran(1):
@@ -195,7 +195,7 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
         differ = both & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k), size, n)
         if not differ.any():
             continue
-        flags = image.mem[0][k].report.flags
+        flags = image.report(0, k).flags
         exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
         if not exact and orders:
             differ &= same_orders & ~_elements_differ(image.output_bytes(2, 0),
@@ -248,7 +248,7 @@ class _Layout:
                           "holes": [], "overlaps": [], "order_dependent": [],
                           "truncated": False}
         for k in range(image.num_cores):
-            r = image.mem[0][k].report
+            r = image.report(0, k)
             if r.status != abi.STATUS_OK:
                 msg = r.message.decode("utf-8", errors="replace")
                 m = _OFFSET_COUNT.search(msg)

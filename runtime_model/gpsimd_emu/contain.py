@@ -374,14 +374,15 @@ def data_bytes() -> int:
     return 0
 
 
-def limit_data(extra: int) -> None:
-    """Allow this process ``extra`` more bytes of private data than it has
-    now (``RLIMIT_DATA``: heap and private mappings; the shared device
-    image does not count). Failure is ignored (the cgroup, where there is
-    one, still holds)."""
+def limit_data(limit: int) -> None:
+    """Limit this process's private data (``RLIMIT_DATA``: heap and private
+    mappings; the shared device image does not count) to ``limit`` bytes
+    (0: no change). Failure is ignored (the cgroup, where there is one,
+    still holds)."""
+    if limit <= 0:
+        return
     try:
         import resource
-        limit = data_bytes() + max(0, extra)
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     except (ImportError, ValueError, OSError):
         pass

@@ -63,6 +63,8 @@ _PASS_SIZE = 80
 _SEM_OFFSET = 40                           # 8-byte aligned; sem_t is 32 bytes (glibc)
 _SLOTS = _PASSES + MAX_PASSES * _PASS_SIZE  # 1408
 _SLOT = struct.Struct("<IIiIQQ")           # 32 bytes
+_CLAIMED = struct.Struct("<II")             # claimed, ncores (at +8 of a pass record)
+_U32 = struct.Struct("<I")
 _JOBS = _SLOTS + MAX_PASSES * MAX_CORES * _SLOT.size   # 2432
 _JOB = struct.Struct("<iIiI")              # 16 bytes
 assert _JOBS + MAX_JOBS * _JOB.size <= SIZE
@@ -130,21 +132,27 @@ class ControlBlock:
             prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
             _c().mprotect(ctypes.c_void_p(self.base), SIZE, prot)
 
-    def claim(self, p: int) -> Optional[int]:
+    def claim(self, p: int, shared: bool = True) -> Optional[int]:
         """The next core of pass ``p`` not yet claimed by any process, or
-        None when every core of it has been."""
+        None when every core of it has been. ``shared``: other processes
+        may claim cores of this pass at the same time (the semaphore)."""
+        if not shared:
+            return self._claim(p)
         sem = ctypes.c_void_p(self._sem(p))
         while _c().sem_wait(sem) != 0:
             pass
         try:
-            at = _PASSES + p * _PASS_SIZE
-            state, faulted, claimed, n, order, t0, t1 = _PASS.unpack_from(self.buf, at)
-            if claimed >= n:
-                return None
-            struct.pack_into("<I", self.buf, at + 8, claimed + 1)
-            return order[claimed]
+            return self._claim(p)
         finally:
             _c().sem_post(sem)
+
+    def _claim(self, p: int) -> Optional[int]:
+        at = _PASSES + p * _PASS_SIZE
+        claimed, n = _CLAIMED.unpack_from(self.buf, at + 8)
+        if claimed >= n:
+            return None
+        _U32.pack_into(self.buf, at + 8, claimed + 1)
+        return self.buf[at + 16 + claimed]
 
     def unclaimed(self, p: int) -> int:
         """Cores of pass ``p`` no process has claimed yet."""

@@ -1,20 +1,5 @@
-"""The device memory of one vector (``DeviceImage``) and the runs of its
-cores (``RunSpec``), laid out in one memfd (``memory.ImageFile``).
-
-A vector's cores run several times (ARCHITECTURE.md "The checks"):
-
-* run 0: each core against a private copy of the output poisoned with
-  ``POISON_A`` (``torch::empty()`` storage with the same byte, the
-  dataram/TCM window with ``TCM_POISON_A``);
-* run 1 (``second``): the same with ``POISON_B``, ``TCM_POISON_B``; the
-  vector's process
-  decides after run 0 whether it is needed (multicore always; single-core
-  when run 0 left an element holding the poison or the kernel used TCM,
-  dataram staging, ``torch::empty()`` or read never-written output);
-* runs 2 and 3 (multicore): every core against one shared, zero-filled
-  output, in the orders 0..7 and 7..0 (memory poisoned as in run 1);
-* without checks: one run, every core against one shared zero-filled
-  output, as on the device.
+"""The device memory of one vector (``DeviceImage``), laid out in one memfd
+(``memory.ImageFile``) for the runs of its cores (``gpsimd_emu.runs``).
 
 The file holds, page-aligned, in this order: the control block
 (``gpsimd_emu.control``), one ``gpsimd_core_binding`` per run and core,
@@ -24,13 +9,17 @@ that go on at the same time cannot see each other's writes to an input),
 the outputs (each with a guard zone), and per core the scratch window,
 dataram, printf ring, report and read map. A binding's host pointers are
 *offsets into the file*: each process that maps the image adds its own base
-(``gpsimd_emu.launch``).
+(``gpsimd_emu.launch``). The worker only writes the inputs, the arguments
+and the bindings; the vector's processes poison what they use, so that
+what a vector touches is charged to its memory cgroup.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import ctypes
 import mmap
+import struct
 from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -40,69 +29,60 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, TCM_POISON_A, TCM_POISON_B, Arena, CoreMemory, ImageFile,
-                     align_up)
+                     SBUF_WINDOW_BASE, Arena, CoreMemory, ImageFile, align_up, printf_text)
 from .merge import written_mask
+from .runs import RunSpec, runs_for
 from .vectors import Input
 
 __all__ = ["RunSpec", "runs_for", "ImageSize", "DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
+_B = abi.GpsimdCoreBinding
+_U64 = struct.Struct("<Q")
+_CORE_ID = struct.Struct("<I")
+_OFF_CORE_ID = _B.core_id.offset
+_OFF_OUT_HOST = _B.regions.offset + 2 * ctypes.sizeof(abi.GpsimdRegion) + abi.GpsimdRegion.host.offset
+_OFF_MEM = (_B.scratch_host.offset, _B.dataram_host.offset, _B.printf_host.offset,
+            _B.report_host.offset)
+_OFF_READ_MAP = _B.read_map_host.offset
 
 
-@dataclass(frozen=True)
-class RunSpec:
-    """One run of a vector's cores.
+class _Grid:
+    """``grid[run][core]``, made on first use by ``make(run, core)``."""
 
-    Attributes:
-        index: 0..3 (its slot in the control block).
-        private: each core writes its own poisoned copy of the output
-            (``out_poison``); else all write one shared zero-filled output.
-        poison: the binding's ``poison`` byte (``empty()`` storage, the
-            private copies).
-        tcm_poison: the binding's ``tcm_poison`` (the dataram window).
-        order: the cores (indices into the plan's core list) in the order
-            they are claimed; one process at a time runs an ordered run
-            (``ordered``), others may be shared by several processes.
-        ordered: the order matters (the fixed-order runs).
-        second: the second private run (run only when the first says so).
-        checks: the binding's ``GPSIMD_CHECK_*`` bits.
-        label: how messages name the run (``" (second run)"``, ...).
-    """
+    def __init__(self, runs: int, cores: int, make):
+        self._cells = [[None] * cores for _ in range(runs)]
+        self._make = make
 
-    index: int
-    private: bool
-    poison: int
-    tcm_poison: int
-    order: Tuple[int, ...]
-    ordered: bool = False
-    second: bool = False
-    checks: int = 0
-    label: str = ""
+    def __getitem__(self, run: int) -> "_Row":
+        return _Row(self, run)
 
-    def to_json(self) -> dict:
-        return {"index": self.index, "private": self.private, "poison": self.poison,
-                "order": list(self.order), "ordered": self.ordered, "second": self.second}
+    def __len__(self) -> int:
+        return len(self._cells)
+
+    def get(self, run: int, core: int):
+        v = self._cells[run][core]
+        if v is None:
+            v = self._cells[run][core] = self._make(run, core)
+        return v
+
+    def made(self):
+        """What was made so far (to release it)."""
+        return [v for row in self._cells for v in row if v is not None]
 
 
-def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
-    """The runs of a vector (module text)."""
-    cores = tuple(range(num_cores))
-    if not checks:
-        return [RunSpec(0, False, 0, 0, cores)]
-    runs = [RunSpec(0, True, POISON_A, TCM_POISON_A, cores, checks=abi.CHECK_ALL),
-            RunSpec(1, True, POISON_B, TCM_POISON_B, cores, second=True, checks=abi.CHECK_ALL,
-                    label=" (second run)")]
-    if num_cores > 1:
-        # memory poisoned as in run 1: an element that matches run 1 in
-        # both orders depends on never-written memory, not on the output
-        shared = abi.CHECK_ALL & ~abi.CHECK_READS
-        runs += [RunSpec(2, False, POISON_B, TCM_POISON_B, cores, ordered=True, checks=shared,
-                         label=" (cores in the order 0..7, one shared output)"),
-                 RunSpec(3, False, POISON_B, TCM_POISON_B, cores[::-1], ordered=True,
-                         checks=shared, label=" (cores in the order 7..0, one shared output)")]
-    return runs
+class _Row(collections.abc.Sequence):
+    def __init__(self, grid: _Grid, run: int):
+        self._grid, self._run = grid, run
+
+    def __getitem__(self, core):
+        if isinstance(core, slice):
+            return [self[i] for i in range(len(self))[core]]
+        return self._grid.get(self._run, core)
+
+    def __len__(self) -> int:
+        return len(self._grid._cells[self._run])
 
 
 @dataclass
@@ -153,8 +133,9 @@ class DeviceImage:
         out_addr, out_nbytes, num_elem, itemsize: the output.
         outputs: ``outputs[run][core]``: the output ``Arena`` a core writes
             in that run (the same arena for every core of a shared run);
-            bytes past ``out_nbytes`` are the guard zone.
-        mem: ``mem[run][core]``: the ``CoreMemory`` of a core in a run.
+            bytes past ``out_nbytes`` are the guard zone. Made on first use.
+        mem: ``mem[run][core]``: the ``CoreMemory`` of a core in a run
+            (made on first use).
         cores: ``mem[0]`` (the first run's reports and printf).
         input_spans: ``(name, arena, offset, nbytes)`` of each input.
     """
@@ -208,20 +189,24 @@ class DeviceImage:
         at += 2 * PAGE
         in_at: List[Tuple[int, int]] = []
         out_at: List[List[int]] = []
-        mem_at: List[List[Tuple[int, Optional[int]]]] = []
         out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
         per_core = CoreMemory.nbytes(scratch_size)
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
+        self._mem_at: List[List[int]] = []
+        self._read_map_at: List[List[Optional[int]]] = []
         for r in self.runs:
             in_at.append((at, at + align_up(capacity, PAGE)))
             at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
             out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
-            row = []
-            for _ in range(num_cores):
-                row.append((at, at + per_core if r.private else None))
-                at += per_core + (rmap if r.private else 0)
-            mem_at.append(row)
+            self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
+                                 for k in range(num_cores)])
+            self._read_map_at.append([m + per_core if r.private else None
+                                      for m in self._mem_at[-1]])
+            at += (per_core + (rmap if r.private else 0)) * num_cores
+        self._out_at = out_at
+        self._out_capacity = out_capacity
+        self._scratch_size = self.scratch_size = scratch_size
         self.file = ImageFile(at)
         try:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
@@ -251,23 +236,40 @@ class DeviceImage:
             for hbm, sbuf in self.arenas[1:]:
                 hbm.u8[:self.hbm.used] = self.input_snapshot
                 sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
-            self.outputs: List[List[Arena]] = []
-            for r, offs in zip(self.runs, out_at):
-                if r.private:
-                    self.outputs.append([Arena(self.out_addr, out_capacity, GUARD_BYTES,
-                                               backing=(self.file, o)) for o in offs])
-                else:
-                    shared = Arena(self.out_addr, out_capacity, GUARD_BYTES,
-                                   backing=(self.file, offs[0]))
-                    self.outputs.append([shared] * num_cores)
-            self.mem = [[CoreMemory(scratch_size, backing=(self.file, m)) for m, _ in row]
-                        for row in mem_at]
-            self._read_map_at = [[rm for _, rm in row] for row in mem_at]
+            self.outputs = _Grid(len(self.runs), num_cores, self._make_output)
+            self.mem = _Grid(len(self.runs), num_cores, self._make_mem)
             self.cores = self.mem[0]
             self.write_args()
         except BaseException:
             self.file.close()
             raise
+
+    def _make_output(self, run: int, k: int) -> Arena:
+        if not self.runs[run].private and k:
+            return self.outputs[run][0]      # one shared output
+        return Arena(self.out_addr, self._out_capacity, GUARD_BYTES,
+                     backing=(self.file, self._out_at[run][k]))
+
+    def _make_mem(self, run: int, k: int) -> CoreMemory:
+        return CoreMemory(self._scratch_size, backing=(self.file, self._mem_at[run][k]))
+
+    def _part(self, run: int, k: int, part: int) -> int:
+        """File offset of a core's scratch (0), dataram, printf ring or
+        report (3) in a run."""
+        sizes = CoreMemory.sizes(self._scratch_size)
+        return self._mem_at[run][k] + sum(align_up(n, PAGE) for n in sizes[:part])
+
+    def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
+        """Core ``k``'s report in ``run`` (a live view; valid until close)."""
+        return abi.GpsimdCoreReport.from_address(self.file.host + self._part(run, k, 3))
+
+    def printf_text(self, run: int, k: int) -> str:
+        """What core ``k`` printed in ``run`` (the kept part of its ring)."""
+        r = self.report(run, k)
+        if not r.printf_len:
+            return ""
+        at = self._part(run, k, 2)
+        return printf_text(self.file.u8[at:at + abi.PRINTF_CAPACITY], r.printf_head, r.printf_len)
 
     def _descriptor(self, dtype: dt.DType, shape: Tuple[int, ...], addr: int,
                     sbuf: bool = False) -> bytes:
@@ -301,42 +303,43 @@ class DeviceImage:
         u8[a + PAGE:a + 2 * PAGE] = 0
         u8[a + PAGE:a + PAGE + len(self.out_desc)] = np.frombuffer(self.out_desc, np.uint8)
         for r in self.runs:
+            template = bytes(self._binding(r))
             for k in range(self.num_cores):
-                b = self._binding(r, k)
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
-                ctypes.memmove(self.file.host + at, ctypes.addressof(b), _BINDING)
+                self.file.mm[at:at + _BINDING] = template
+                m = self._mem_at[r.index][k]
+                sizes = [align_up(n, PAGE) for n in CoreMemory.sizes(self._scratch_size)]
+                _CORE_ID.pack_into(self.file.mm, at + _OFF_CORE_ID, k)
+                _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
+                for field, off in zip(_OFF_MEM, (m, m + sizes[0], m + sum(sizes[:2]),
+                                                  m + sum(sizes[:3]))):
+                    _U64.pack_into(self.file.mm, at + field, off)
+                rm = self._read_map_at[r.index][k]
+                if rm is not None and r.checks & abi.CHECK_READS:
+                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, rm)
 
-    def _binding(self, run: RunSpec, k: int) -> abi.GpsimdCoreBinding:
-        """Core ``k``'s binding in ``run``, with file offsets for host
-        pointers (``arg_stream_host`` / ``retval_host`` are the offsets of
-        the bytes the vector's process copies for each launch)."""
-        cm = self.mem[run.index][k]
+    def _binding(self, run: RunSpec) -> abi.GpsimdCoreBinding:
+        """The fields of every core's binding in ``run`` (``write_args``
+        adds each core's own), with file offsets for host pointers
+        (``arg_stream_host`` / ``retval_host`` are the offsets of the bytes
+        the vector's process copies for each launch)."""
         b = abi.GpsimdCoreBinding()
         b.abi_version = abi.ABI_VERSION
-        b.core_id = k                   # the plan lists cores 0..7 in order (prepare_cores)
         b.core_count = self.num_cores
         b.num_regions = 3
-        out = self.outputs[run.index][k]
         hbm, sbuf = self.arenas[run.index]
         for i, (arena, flags, size) in enumerate((
                 (hbm, abi.REGION_READONLY, hbm.capacity),
-                (sbuf, abi.REGION_READONLY, sbuf.capacity),
-                (out, abi.REGION_OUTPUT, self.out_nbytes))):
+                (sbuf, abi.REGION_READONLY, sbuf.capacity))):
             b.regions[i] = abi.GpsimdRegion(arena.device_base, size, arena.file_offset, flags, 0)
-        b.scratch_host = cm.scratch.file_offset
-        b.dataram_host = cm.dataram.file_offset
+        b.regions[2] = abi.GpsimdRegion(self.out_addr, self.out_nbytes, 0, abi.REGION_OUTPUT, 0)
         b.sbuf_window_base = SBUF_WINDOW_BASE
         b.arg_stream_host = self._args_at
         b.retval_host = self._args_at + PAGE
-        b.printf_host = cm.printf.file_offset
-        b.report_host = cm.report_buf.file_offset
         b.stack_scale = self.stack_scale
         b.checks = run.checks
         b.poison = run.poison
         b.tcm_poison = run.tcm_poison
-        rm = self._read_map_at[run.index][k]
-        if run.private and rm is not None and run.checks & abi.CHECK_READS:
-            b.read_map_host = rm
         b.out_itemsize = self.itemsize
         return b
 
@@ -346,13 +349,12 @@ class DeviceImage:
         private copies (``[offset, nbytes]`` each, with the guard zone)."""
         fills = []
         for r in self.runs:
-            if r.private:
-                fills.append([[a.file_offset, len(a.u8)] for a in self.outputs[r.index]])
-            else:
-                fills.append([])
+            # the guard zone is judged in run 0 only
+            n = self._out_capacity + (GUARD_BYTES if r.index == 0 else 0)
+            fills.append([[at, n] for at in self._out_at[r.index]] if r.private else [])
         scan = None
         if self.checks and self.num_cores == 1 and self.itemsize in (1, 2, 4, 8):
-            scan = [self.outputs[0][0].file_offset, self.out_nbytes, self.itemsize]
+            scan = [self._out_at[0][0], self.out_nbytes, self.itemsize]
         return {"runs": [r.to_json() for r in self.runs], "ncores": self.num_cores,
                 "bindings_at": self._bindings_at, "binding_size": _BINDING,
                 "args_at": self._args_at, "arg_len": len(self.arg_stream),
@@ -390,7 +392,7 @@ class DeviceImage:
         """Per element, did the core read it before writing it in a
         private run (the runtime's read map; all False when not tracked)."""
         at = self._read_map_at[run][core]
-        if at is None:
+        if at is None or not self.checks:
             return np.zeros(self.num_elem, dtype=bool)
         raw = self.file.u8[at:at + self.read_map_bytes]
         return np.unpackbits(raw, bitorder="little")[:self.num_elem].astype(bool)
@@ -408,6 +410,11 @@ class DeviceImage:
         return out
 
     def close(self) -> None:
-        """Release the file (idempotent)."""
+        """Release the file and every view of it (idempotent)."""
         self._masks.clear()
+        self.outputs = self.mem = self.cores = None
+        self.arenas = []
+        self.hbm = self.sbuf = None
+        self.input_spans = []
+        self.ctl = None
         self.file.close()

@@ -107,7 +107,7 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: in
     """``fault KIND in op NAME: message`` of core ``k``'s report in ``run``
     (faults.h kind names; the op is named when the fault happened in a
     launch), or "" when the core reported nothing."""
-    r = image.mem[run][k].report
+    r = image.report(run, k)
     msg = r.message.decode("utf-8", errors="replace").strip()
     if r.status == abi.STATUS_OK and not msg:
         return ""
@@ -117,7 +117,7 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: in
 
 
 def _printf_tail(image: DeviceImage, k: int, run: int = 0, limit: int = 300) -> str:
-    text = image.mem[run][k].printf_text()
+    text = image.printf_text(run, k)
     if not text:
         return ""
     text = text[-limit:].replace("\n", "\\n")
@@ -150,7 +150,7 @@ def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
         for k, s in enumerate(row):
             if s["state"] != control.SLOT_DONE:
                 continue
-            r = image.mem[p][k].report
+            r = image.report(p, k)
             if r.status != abi.STATUS_OK and fault_name(r.fault_kind) == "CXX_EXCEPTION" \
                     and b"std::bad_alloc" in r.message:
                 out.append(k)
@@ -265,7 +265,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                 detail = report_text(image, k, None, p)
                 text = f"gpsimd_bind_core returned {s['bind_rc']}" + (f" ({detail})" if detail else "")
             elif s["state"] == control.SLOT_DONE and (
-                    s["status"] != 0 or image.mem[p][k].report.status != abi.STATUS_OK):
+                    s["status"] != 0 or image.report(p, k).status != abi.STATUS_OK):
                 text = report_text(image, k, op, p) or "launcher returned a fault"
             else:
                 continue
@@ -277,11 +277,11 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
     problems = [f"{cores_text(nums)}: {text}" for text, nums in faults.items()]
 
     for k in range(image.num_cores):
-        r = image.mem[0][k].report
+        r = image.report(0, k)
         name = core_name(cores, k)
         for what, used, cap in (("TCM pool", r.tcm_peak, abi.TCM_POOL_SIZE),
                                 ("dataram", r.dataram_peak, abi.DATARAM_SIZE),
-                                ("scratch window", r.scratch_peak, image.mem[0][k].scratch.size)):
+                                ("scratch window", r.scratch_peak, image.scratch_size)):
             if used > cap:
                 problems.append(f"{name} used {used} bytes of the {what} (capacity {cap})")
     return problems, False
@@ -299,7 +299,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
     """
     grouped: Dict[str, List[int]] = {}
     for k in range(image.num_cores):
-        r = image.mem[0][k].report
+        r = image.report(0, k)
         texts = [t for t in r.warnings.decode("utf-8", errors="replace").split("\n") if t]
         if r.warning_count > len(texts):
             texts.append(f"{r.warning_count - len(texts)} more warning(s) not kept")

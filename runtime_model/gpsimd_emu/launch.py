@@ -7,9 +7,11 @@ inside the zygote's PID namespace where one can be made), maps the device
 image, then schedules the runs of the cores (``gpsimd_emu.image.RunSpec``)
 as *jobs*: processes that each claim cores of one run from the control
 block and launch them one after another, each run in processes that ran
-nothing before (pristine globals). A job is a child of the leader; the
-leader runs the last run itself when it runs one run at a time
-(``parallel`` 1), so that a vector without checks costs one fork.
+its own copy of every core object (the zygote loads one per run), so each
+run starts from globals no launch touched. With ``parallel`` 1 the leader
+makes every run itself, one after another: a vector costs one fork.
+Otherwise jobs, children of the leader (which then runs no kernel), make
+the runs:
 
 * Up to ``parallel`` jobs go on at once: the first private run and the two
   fixed-order runs side by side, and a run whose job has gone on for
@@ -60,15 +62,16 @@ class VectorContext:
             ``op``, ``timeout``, ``parallel``, ``spread_after``,
             ``data_limit``).
         image_fd: the image memfd (closed once mapped).
-        launchers: per core index, the op's launcher (``int (*)()``) and
-            the object's ``bind_core``.
-        binders: per core index, the object's ``bind_core``.
+        launchers: ``launchers[run][core]``: the op's launcher (``int
+            (*)()``) in that run's copy of the core object.
+        binders: ``binders[run][core]``: that copy's ``gpsimd_bind_core``
+            (called with ``ctypes.byref(binding)``).
         zygote: the zygote's pid (the leader dies with it).
     """
 
     def __init__(self, request: dict, image_fd: int,
-                 launchers: Sequence[Callable[[], int]],
-                 binders: Sequence[Callable[[abi.GpsimdCoreBinding], int]],
+                 launchers: Sequence[Sequence[Callable[[], int]]],
+                 binders: Sequence[Sequence[Callable[[abi.GpsimdCoreBinding], int]]],
                  zygote: int):
         self.request = request
         self.image_fd = image_fd
@@ -97,8 +100,8 @@ def leader_main(ctx: VectorContext) -> None:
         os.close(ctx.image_fd)       # no descriptor leads back into the image
         base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
         ctl = control.ControlBlock(mm, 0, base)
-        _close_other_fds()
-        contain.limit_data(int(req.get("data_limit", 0)) or (1 << 40))
+        os.closerange(3, 1 << 16)    # nothing of the model's is reachable through an fd
+        contain.limit_data(int(req.get("data_limit", 0)))
         _Leader(ctx, mm, base, ctl).run()
         ctl.set_leader_done()
         code = 0
@@ -114,22 +117,6 @@ def leader_main(ctx: VectorContext) -> None:
                 pass
     finally:
         os._exit(code)
-
-
-def _close_other_fds() -> None:
-    """Keep only stdin/stdout/stderr: a kernel that writes to every
-    descriptor reaches nothing of the model's (its results go through the
-    mapped image only)."""
-    try:
-        fds = [int(f) for f in os.listdir("/proc/self/fd")]
-    except OSError:
-        fds = list(range(3, 1024))
-    for fd in fds:
-        if fd > 2:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 class _Leader:
@@ -172,17 +159,33 @@ class _Leader:
 
     def run(self) -> None:
         """Every run of the request, as the module text describes."""
+        if self.parallel == 1:
+            self._run_serial()
+        else:
+            self._run_parallel()
+
+    def _run_serial(self) -> None:
+        """Every run in the leader, one after another; a run that ended
+        with a fault (or inside a launch) lets no later run start."""
+        second = next((r for r in self.runs if r["second"]), None)
+        for r in self.runs:
+            if r is second and self.ncores == 1 and not self._need_second():
+                self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
+                continue
+            if self.stop_after is not None:
+                self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
+                continue
+            self._run_here(r)
+
+    def _run_parallel(self) -> None:
+        """Runs as jobs, side by side (module text)."""
         first = self.runs[0]
         second = next((r for r in self.runs if r["second"]), None)
         waiting = second if second is not None and self.ncores == 1 else None
         queue = [r for r in self.runs if r is not waiting]
         while True:
             while queue and len(self.live) < self.parallel and self.stop_after is None:
-                r = queue.pop(0)
-                if self.parallel == 1 and not queue and (waiting is None or r is waiting):
-                    self._run_here(r)        # the last run: no process needed after it
-                else:
-                    self._start(r)
+                self._start(queue.pop(0))
             if waiting is not None and first["index"] in self.ended and self.stop_after is None:
                 if self._need_second():
                     queue.insert(0, waiting)
@@ -199,8 +202,8 @@ class _Leader:
             self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
 
     def _run_here(self, r: dict) -> None:
-        """Run ``r`` in the leader itself (its last run). A crash or the time
-        limit ends the leader, which the zygote reports."""
+        """Make run ``r`` in the leader itself. A crash or the time limit
+        ends the leader, which the zygote reports."""
         self.run_start[r["index"]] = time.monotonic()
         self.ctl.set_pass(r["index"], control.PASS_RUNNING, control.now_ns())
         index = len(self.jobs)
@@ -211,9 +214,12 @@ class _Leader:
         self.ctl.protect(True)
         self.ctl.set_job(index, os.getpid(), r["index"], 0, control.JOB_EXITED)
         if self._left_running(self.jobs[index]):
+            self.stop_after = r["index"]
             return
         self.ended.add(r["index"])
         self.ctl.set_pass(r["index"], control.PASS_DONE, control.now_ns())
+        if self.ctl.pass_record(r["index"])["faulted"]:
+            self.stop_after = r["index"]
 
     def _start(self, r: dict) -> None:
         self.run_start[r["index"]] = time.monotonic()
@@ -374,10 +380,12 @@ def _run_cores(leader: _Leader, run: dict, index: int, deadline: float) -> None:
         signal.setitimer(signal.ITIMER_REAL, max(remaining, 1e-3))
         p = run["index"]
         fills = leader.req["fills"][p]
-        keep = []
+        shared = leader.parallel > 1 and not run["ordered"]
+        arg_buf = ctypes.create_string_buffer(max(1, len(leader.arg_stream)))
+        ret_buf = ctypes.create_string_buffer(max(1, len(leader.out_desc)))
         while True:
             ctl.protect(True)
-            k = ctl.claim(p)
+            k = ctl.claim(p, shared)
             if k is None:
                 break
             t0 = control.now_ns()
@@ -387,12 +395,13 @@ def _run_cores(leader: _Leader, run: dict, index: int, deadline: float) -> None:
                 at, n = fills[k]
                 ctypes.memset(leader.base + at, run["poison"], n)
             binding = leader.bindings[(p, k)]
-            arg_buf = ctypes.create_string_buffer(leader.arg_stream, len(leader.arg_stream))
-            ret_buf = ctypes.create_string_buffer(leader.out_desc, len(leader.out_desc))
-            keep.append((arg_buf, ret_buf))
+            # fresh argument bytes for each launch (an earlier kernel may have
+            # written over them)
+            ctypes.memmove(arg_buf, leader.arg_stream, len(leader.arg_stream))
+            ctypes.memmove(ret_buf, leader.out_desc, len(leader.out_desc))
             binding.arg_stream_host = ctypes.addressof(arg_buf)
             binding.retval_host = ctypes.addressof(ret_buf)
-            rc = leader.ctx.binders[k](binding)
+            rc = leader.ctx.binders[p][k](ctypes.byref(binding))
             if rc != 0:
                 ctl.protect(True)
                 ctl.set_slot(p, k, control.SLOT_BIND_FAILED, bind_rc=rc, job=index,
@@ -400,7 +409,7 @@ def _run_cores(leader: _Leader, run: dict, index: int, deadline: float) -> None:
                 ctl.mark_faulted(p)
                 continue
             t1 = control.now_ns()
-            status = int(leader.ctx.launchers[k]())
+            status = int(leader.ctx.launchers[p][k]())
             t2 = control.now_ns()
             report = abi.GpsimdCoreReport.from_address(binding.report_host)
             ctl.protect(True)

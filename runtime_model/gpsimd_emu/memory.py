@@ -58,18 +58,9 @@ SBUF_WINDOW_BASE = 0x2_0000_0000
 SBUF_PARTITIONS = 1
 #: Allocation alignment in HBM, bytes.
 ALIGN = 64
-#: Poison bytes of the output copies: pass A fills with 0xA5, pass B (run
-#: only to disambiguate) with the complement 0x5A, so no value can equal the
-#: poison in both passes.
-POISON_A = 0xA5
-POISON_B = 0x5A
-#: Poison bytes of the dataram/TCM window (abi.h ``tcm_poison``), run A and
-#: run B: other bytes than the output's, so that a value made from
-#: never-written TCM never looks like an unwritten element; as float32
-#: 0.0115 and -391.5, as int8 60 and -61 (ordinary values that change
-#: whatever is computed from them).
-TCM_POISON_A = 0x3C
-TCM_POISON_B = 0xC3
+# The poison bytes live with the runs that use them (stdlib-only module).
+from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
+
 #: Bytes of guard zone after each output copy (outside the region).
 GUARD_BYTES = 64 * 1024
 

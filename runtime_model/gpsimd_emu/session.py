@@ -57,7 +57,7 @@ class ZygoteClient:
         OSError: the process or the socket could not be made.
     """
 
-    def __init__(self, cores: Sequence[CoreSpec], memory_cgroup: bool = True):
+    def __init__(self, cores: Sequence[CoreSpec], copies: int = 1, memory_cgroup: bool = True):
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.sock = parent
         self.pid: Optional[int] = None
@@ -79,7 +79,7 @@ class ZygoteClient:
                           "path": None if packed else os.path.abspath(c.obj.file or c.obj.path)})
             if packed:
                 fds.append(c.fd)
-        socket.send_fds(self.sock, [json.dumps({"cmd": "load", "cores": specs,
+        socket.send_fds(self.sock, [json.dumps({"cmd": "load", "cores": specs, "copies": copies,
                                                 "memory_cgroup": memory_cgroup}).encode()], fds)
 
     def _recv(self, timeout: float) -> dict:
@@ -191,8 +191,10 @@ class LibrarySession:
         self.zygote: Optional[ZygoteClient] = None
         self._zygote_error: Optional[str] = None
         if not core_error and self.cores:
+            from .image import runs_for
             try:
-                self.zygote = ZygoteClient(self.cores)
+                copies = len(runs_for(len(self.cores), self.options.checks))
+                self.zygote = ZygoteClient(self.cores, copies)
             except OSError as e:
                 self._zygote_error = f"cannot start the device model process: {e}"
         self._nonce = int.from_bytes(os.urandom(8), "little")
@@ -340,7 +342,7 @@ class LibrarySession:
                 image.write_args()
             outcome = self._launch(op, image, size.total)
             problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, op)
-            result.printf = image.mem[0][0].printf_text()
+            result.printf = image.printf_text(0, 0)
             result.kernel_seconds = outcome.kernel_seconds()
             if opts.checks:
                 result.warnings = warnings_of(image, self.cores)
@@ -410,7 +412,7 @@ def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
     the kernel."""
     if vector.output.shape is not None:
         return None
-    if not any(cm.report.flags & abi.REPORT_OUTPUT_SIZE for cm in image.mem[0]):
+    if not any(image.report(0, k).flags & abi.REPORT_OUTPUT_SIZE for k in range(image.num_cores)):
         return None
     return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
             f"(give output.shape to fix it, or check the reference)")

@@ -10,11 +10,13 @@ new PID namespace (``contain.enter_namespace``): every process a vector
 starts is inside, is swept after the vector, and dies with the zygote.
 Protocol (one JSON object per message):
 
-* session -> zygote ``{"cmd": "load", "cores": [{"core", "lsp", "name",
-  "path", "packed"}]}`` with the packed payloads' memfds (SCM_RIGHTS);
-  reply ``{"ready": true, "cores": [{"error": str|null, "ops": [...]}],
-  "spawn": mode, "cgroup": bool}``. Loading runs the objects' static
-  initialisers (``dlopen``), and nothing else of theirs.
+* session -> zygote ``{"cmd": "load", "copies": n, "cores": [{"core",
+  "lsp", "name", "path", "packed"}]}`` with the packed payloads' memfds
+  (SCM_RIGHTS); reply ``{"ready": true, "cores": [{"error": str|null,
+  "ops": [...]}], "spawn": mode, "cgroup": bool}``. Each object is loaded
+  ``n`` times (one copy per run of a vector, so that a process may make
+  several runs, each with globals no launch touched); loading runs the
+  objects' static initialisers (``dlopen``), and nothing else of theirs.
 * ``{"cmd": "run", ...request}`` with the image memfd: the zygote sets the
   memory limit, forks the vector's leader (``gpsimd_emu.launch``) into its
   own process group and memory cgroup, waits for it (at most every run's
@@ -50,28 +52,53 @@ def _send(sock: socket.socket, obj: dict) -> None:
     sock.sendall(json.dumps(obj).encode())
 
 
-def _load(specs: List[dict], fds: List[int]) -> tuple:
-    """Load every core object; returns (objects, per-core reply entries)."""
-    objects, entries = [], []
+def _copy_fd(fd: Optional[int], path: Optional[str], name: str) -> int:
+    """A new memfd holding the bytes of memfd ``fd`` (or of the file
+    ``path``): another file, so ``dlopen`` loads another copy."""
+    if fd is not None:
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    out = os.memfd_create(os.path.basename(name) or "gpsimd-core", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out, view):]
+    return out
+
+
+def _load(specs: List[dict], fds: List[int], copies: int) -> tuple:
+    """Load ``copies`` copies of every core object (one per run of a
+    vector, each from its own memfd, so each has its own globals, never
+    used before the vector's processes use it); returns
+    (objects[copy][core], per-core reply entries of copy 0)."""
+    objects: List[list] = [[] for _ in range(copies)]
+    entries = []
     fd_iter = iter(fds)
     for spec in specs:
         fd = next(fd_iter) if spec.get("packed") else None
         entry = {"error": None, "ops": []}
-        obj = None
-        try:
-            packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"",
-                                  bool(spec.get("packed")), spec.get("path"))
-            obj = load_object(packed, fd)
-            obj.check_lsp(spec["lsp"], spec["core"])
-            obj.register_ops()
-            entry["ops"] = list(obj.ops)
-        except LoadError as e:
-            entry["error"] = str(e)
+        for c in range(copies):
             obj = None
-        except Exception as e:  # a model bug: the vectors say so
-            entry["error"] = f"device model error: {type(e).__name__}: {e}"
-            obj = None
-        objects.append(obj)
+            try:
+                if c == 0:
+                    packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"",
+                                          bool(spec.get("packed")), spec.get("path"))
+                    obj = load_object(packed, fd)
+                else:
+                    packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"", True)
+                    obj = load_object(packed, _copy_fd(fd, spec.get("path"), spec["name"]))
+                obj.check_lsp(spec["lsp"], spec["core"])
+                obj.register_ops()
+                if c == 0:
+                    entry["ops"] = list(obj.ops)
+            except LoadError as e:
+                entry["error"] = entry["error"] or str(e)
+                obj = None
+            except Exception as e:  # a model bug: the vectors say so
+                entry["error"] = entry["error"] or f"device model error: {type(e).__name__}: {e}"
+                obj = None
+            objects[c].append(obj)
         entries.append(entry)
     return objects, entries
 
@@ -84,6 +111,7 @@ class Zygote:
         self.parent = parent
         self.objects: list = []
         self.mode = "pgroup"
+        self.data_base = 0
         self.cgroup: Optional[contain.MemoryCgroup] = None
 
     def serve(self) -> None:
@@ -97,11 +125,12 @@ class Zygote:
             msg = json.loads(data)
             cmd = msg.get("cmd")
             if cmd == "load":
-                self.objects, entries = _load(msg["cores"], fds)
+                self.objects, entries = _load(msg["cores"], fds, int(msg.get("copies", 1)))
                 if msg.get("memory_cgroup", True):
                     self.cgroup = contain.MemoryCgroup.create()
                 gc.collect()
                 gc.freeze()
+                self.data_base = contain.data_bytes() + (16 << 20)   # a vector's own start
                 _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
                                   "cgroup": self.cgroup is not None})
             elif cmd == "run":
@@ -117,8 +146,8 @@ class Zygote:
     def run(self, req: dict, image_fd: int) -> dict:
         """Run one vector (module text); returns the reply."""
         op = req["op"]
-        launchers = [o.ops[op] for o in self.objects]
-        binders = [o.bind_core for o in self.objects]
+        launchers = [[o.ops[op] for o in row] for row in self.objects]
+        binders = [[o.binder() for o in row] for row in self.objects]
         limit = int(req["memory"])
         extra = max(MIN_DATA, limit - int(req["image_total"]))
         oom0 = 0
@@ -131,7 +160,7 @@ class Zygote:
                 self.cgroup = None
         if self.cgroup is None:             # RLIMIT_DATA only: shared out among the jobs
             extra = max(MIN_DATA, extra // max(1, int(req.get("parallel", 1))))
-        req["data_limit"] = extra
+        req["data_limit"] = self.data_base + extra     # RLIMIT_DATA of the vector's processes
         ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
         join = self.cgroup.join if self.cgroup is not None else None
         cap = float(req["timeout"]) * len(req["runs"]) + 2.0

@@ -111,11 +111,6 @@ void reset_launch_state() {
     c.tcm_freed.clear();
     c.tcm_null_request = c.tcm_null_in_use = 0;
     c.streams.clear();
-    /* uninitialised TCM is found by running twice with two poisons (the
-     * model compares the outputs): the window starts poisoned at each launch */
-    if (c.bound && check_enabled(GPSIMD_CHECK_POISON_TCM) && c.binding.dataram_host)
-        memset(reinterpret_cast<void*>(static_cast<uintptr_t>(c.binding.dataram_host)), c.binding.tcm_poison,
-               GPSIMD_DATARAM_SIZE);
     marshalling_reset();
     printf_reset();
     clear_fault();
@@ -221,6 +216,13 @@ void note_output_untracked(const void* host) {
         report_flag(GPSIMD_REPORT_OUTPUT_UNTRACKED);
 }
 
+/* Uninitialised TCM is found by running twice with two poisons (the model
+ * compares the outputs): what tcm_malloc and neuron_dataram_allocate hand
+ * the kernel starts poisoned (only the pages a kernel uses are touched). */
+static void poison_block(void* p, uint64_t nbytes) {
+    if (check_enabled(GPSIMD_CHECK_POISON_TCM)) memset(p, core().binding.tcm_poison, nbytes);
+}
+
 static char* dataram_host() {
     return reinterpret_cast<char*>(static_cast<uintptr_t>(core().binding.dataram_host));
 }
@@ -293,7 +295,10 @@ int dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
  * staging the kernel may read before filling (poisoned under the checks). */
 int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
     const int rc = dataram_allocate(nbytes, ptr, alignment);
-    if (rc == 0) report_flag(GPSIMD_REPORT_TCM_USED);
+    if (rc == 0) {
+        poison_block(*ptr, nbytes);
+        report_flag(GPSIMD_REPORT_TCM_USED);
+    }
     return rc;
 }
 
@@ -377,7 +382,10 @@ namespace neuron {
 void* tcm_malloc(size_t nbytes) {
     require_bound("tcm_malloc");
     void* p = tcm_allocate(nbytes, true);
-    if (p) report_flag(GPSIMD_REPORT_TCM_USED);
+    if (p) {
+        poison_block(p, nbytes);
+        report_flag(GPSIMD_REPORT_TCM_USED);
+    }
     return p;
 }
 

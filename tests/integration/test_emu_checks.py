@@ -1,6 +1,6 @@
 """The emulator's checks (README.md "Checks"), each shown by a deliberately
 broken kernel of kernels/broken/ (built once per session with
-``scons -k MANIFEST=kernels/broken/ops.yaml EMU_TIMEOUT=2 EMU_MEMORY=1G test``) and asserted
+``scons -k MANIFEST=kernels/broken/ops.yaml EMU_TIMEOUT=2 EMU_MEMORY=256M test``) and asserted
 exactly: which library, op and vector, which core, which offsets, which
 elements; plus the switch that turns the checks off (``--no-checks``,
 ``EMU_CHECKS=0``) and the shipped collection passing every check.
@@ -39,7 +39,7 @@ from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
 LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
         "broken_race", "broken_hostile")
 #: What the broken kernels are built and run with (the manifest's header).
-BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=1G")
+BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
 ORDER = ("the result depends on the order the cores run in: output elements {ranges} differ "
          "between running them in the orders 0..7 and 7..0 against one shared output ({who} "
@@ -168,7 +168,7 @@ EXPECTED = {
     ("broken_hostile", "tcm_uninit"): (
         "fail", "core 0: output elements [0, 10) depend on never-written TCM (their values change with the "
         "poison of tcm_malloc memory: it was read before the kernel filled it)", []),
-    ("broken_hostile", "memory_hog"): ("fail", "core 0 exceeded the 1 GiB memory limit", []),
+    ("broken_hostile", "memory_hog"): ("fail", "core 0 exceeded the 256 MiB memory limit", []),
 }
 
 

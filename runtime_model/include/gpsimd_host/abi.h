@@ -249,11 +249,11 @@ typedef struct {
     uint8_t  poison;            /* byte torch::empty() storage is filled with
                                    (GPSIMD_CHECK_POISON_EMPTY), and that never-written
                                    elements of the output copy hold (GPSIMD_CHECK_READS) */
-    uint8_t  tcm_poison;        /* ABI 2: byte the dataram/TCM window is filled with at
-                                   each launch (GPSIMD_CHECK_POISON_TCM); another
-                                   byte than `poison`, so that a value made from
-                                   never-written TCM never looks like an unwritten
-                                   output element */
+    uint8_t  tcm_poison;        /* ABI 2: byte tcm_malloc / neuron_dataram_allocate
+                                   blocks are filled with (GPSIMD_CHECK_POISON_TCM);
+                                   another byte than `poison`, so that a value made
+                                   from never-written TCM never looks like an
+                                   unwritten output element */
     /* ABI 2 (GPSIMD_CHECK_READS): one bit per element of the output region
      * (GPSIMD_REGION_OUTPUT), bit i of byte i/8 set when the kernel read
      * element i through the runtime (tensor_to_tcm, neuron_memcpy, the
@@ -273,8 +273,8 @@ typedef struct {
 #define GPSIMD_CHECK_COHERENCE    4u  /* stream coherence policy (COHERENCE fault / warning)   */
 #define GPSIMD_CHECK_ARG_DTYPE    8u  /* customop_next_int/longlong/float vs the descriptor
                                          dtype (customop-marshalling.txt §4 GOTCHA; DTYPE)     */
-#define GPSIMD_CHECK_POISON_TCM  16u  /* fill the 64 KiB dataram window (TCM pool, stream
-                                         buffers, dataram staging) with `tcm_poison` at each launch */
+#define GPSIMD_CHECK_POISON_TCM  16u  /* fill what tcm_malloc and neuron_dataram_allocate hand
+                                         the kernel with `tcm_poison`                           */
 #define GPSIMD_CHECK_READS       32u  /* record reads of never-written output elements in the
                                          binding's read map (read_map_host)                    */
 #define GPSIMD_CHECK_ALL         63u
