@@ -38,8 +38,10 @@ def declared_input_bytes(vector: VectorPlan, root: str = ".") -> int:
             itemsize = dt.by_name(spec.dtype).itemsize
             if spec.npy is not None:
                 with open(os.path.join(root, spec.npy), "rb") as f:
-                    version = np.lib.format.read_magic(f)
-                    shape, _, _ = np.lib.format._read_array_header(f, version)
+                    major, _ = np.lib.format.read_magic(f)
+                    read = (np.lib.format.read_array_header_1_0 if major == 1
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, _ = read(f)
             else:
                 shape = spec.shape
             if shape is not None:

@@ -300,3 +300,40 @@ def test_whole_element_written_mask_equals_the_byte_rule(itemsize):
     for view in (buf[:-1], buf[1:]):                             # aligned and unaligned
         want = (view[:4001 * itemsize] != 0xA5).reshape(4001, itemsize).any(axis=1)
         assert np.array_equal(written_mask(view, 0xA5, itemsize, 4001), want)
+
+
+def _layout(results, lib, op):
+    (vec,) = [v for v in results[lib]["vectors"] if v["op"] == op]
+    return vec["layout"]
+
+
+def test_layout_records_write_sets_as_ranges(broken):
+    """The results JSON of a vector run with checks holds who wrote what,
+    as ranges (for a report that draws it): per core written ranges,
+    reads before writing, writes past the end, its fault; holes, overlaps,
+    order-dependent ranges."""
+    _, _, results = broken
+    lay = _layout(results, "broken_spmd", "remainder_bug")
+    assert (lay["elements"], lay["itemsize"], lay["truncated"]) == (1001, 4, False)
+    assert [c["written"] for c in lay["cores"]] == [[[125 * k, 125 * (k + 1)]] for k in range(7)] + [
+        [[882, 946]]]
+    assert lay["cores"][7]["fault"] == {"kind": "OUT_OF_RANGE", "range": [946, 1008]}
+    assert [c["fault"] for c in lay["cores"][:7]] == [None] * 7
+    assert lay["holes"] == [[875, 882], [946, 1001]] and lay["overlaps"] == []
+    lay = _layout(results, "broken_spmd", "overlap")
+    assert lay["overlaps"][0] == {"range": [125, 126], "cores": [0, 1]} and len(lay["overlaps"]) == 7
+    lay = _layout(results, "broken_race", "reduce_partials")
+    assert lay["cores"][0]["read_before_write"] == [[8, 64]]
+    assert lay["order_dependent"] == [[0, 8]]
+    lay = _layout(results, "broken_hostile", "tcm_uninit")
+    assert lay["cores"][0]["uninit"] == [[0, 10]] and lay["cores"][0]["written"] == [[0, 10]]
+
+
+def test_layout_is_only_in_results_of_runs_with_checks(broken, tmp_path):
+    proj, _, _ = broken
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+    cmd = [sys.executable, "-m", "gpsimd_emu", "run", "build/host/broken_race/testplan.json",
+           "--results", str(tmp_path / "r.json"), "--no-checks"]
+    subprocess.run(cmd, cwd=str(proj), env=env, capture_output=True, text=True)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert all("layout" not in v for v in doc["vectors"])
