@@ -16,7 +16,6 @@ what a vector touches is charged to its memory cgroup.
 
 from __future__ import annotations
 
-import collections.abc
 import ctypes
 import mmap
 import struct
@@ -29,7 +28,7 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, CoreMemory, ImageFile, align_up, printf_text)
+                     SBUF_WINDOW_BASE, Arena, CoreMemory, Grid, ImageFile, align_up, printf_text)
 from .merge import written_mask
 from .runs import RunSpec, runs_for
 from .vectors import Input
@@ -46,43 +45,6 @@ _OFF_OUT_HOST = _B.regions.offset + 2 * ctypes.sizeof(abi.GpsimdRegion) + abi.Gp
 _OFF_MEM = (_B.scratch_host.offset, _B.dataram_host.offset, _B.printf_host.offset,
             _B.report_host.offset)
 _OFF_READ_MAP = _B.read_map_host.offset
-
-
-class _Grid:
-    """``grid[run][core]``, made on first use by ``make(run, core)``."""
-
-    def __init__(self, runs: int, cores: int, make):
-        self._cells = [[None] * cores for _ in range(runs)]
-        self._make = make
-
-    def __getitem__(self, run: int) -> "_Row":
-        return _Row(self, run)
-
-    def __len__(self) -> int:
-        return len(self._cells)
-
-    def get(self, run: int, core: int):
-        v = self._cells[run][core]
-        if v is None:
-            v = self._cells[run][core] = self._make(run, core)
-        return v
-
-    def made(self):
-        """What was made so far (to release it)."""
-        return [v for row in self._cells for v in row if v is not None]
-
-
-class _Row(collections.abc.Sequence):
-    def __init__(self, grid: _Grid, run: int):
-        self._grid, self._run = grid, run
-
-    def __getitem__(self, core):
-        if isinstance(core, slice):
-            return [self[i] for i in range(len(self))[core]]
-        return self._grid.get(self._run, core)
-
-    def __len__(self) -> int:
-        return len(self._grid._cells[self._run])
 
 
 @dataclass
@@ -236,8 +198,8 @@ class DeviceImage:
             for hbm, sbuf in self.arenas[1:]:
                 hbm.u8[:self.hbm.used] = self.input_snapshot
                 sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
-            self.outputs = _Grid(len(self.runs), num_cores, self._make_output)
-            self.mem = _Grid(len(self.runs), num_cores, self._make_mem)
+            self.outputs = Grid(len(self.runs), num_cores, self._make_output)
+            self.mem = Grid(len(self.runs), num_cores, self._make_mem)
             self.cores = self.mem[0]
             self.write_args()
         except BaseException:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpsimd_device.faults import fault_name

@@ -43,7 +43,7 @@ from .loader import LoadError, PackedObject, load_object
 
 __all__ = ["main", "MAX_MESSAGE"]
 
-MAX_MESSAGE = 1 << 20
+MAX_MESSAGE = 1 << 16   # = zygote_client.MAX_MESSAGE
 #: Bytes a vector's cores get at least for their own allocations.
 MIN_DATA = 64 << 20
 

@@ -6,7 +6,6 @@ import subprocess
 import sys
 import time
 
-from gpsimd_emu import contain
 
 RUNTIME_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "runtime_model")
