@@ -18,6 +18,12 @@ zygote started and its objects loaded before the timing starts):
   block's timestamps (``VectorResult.kernel_seconds``);
 * *overhead* = vector wall - kernel. Medians over vectors and repeats.
 
+and per library as the CLI runs it (``run_all``: the next vector is made
+ready while the zygote runs the current one, so the worker and the cores
+use two CPUs at once): *library wall* / vectors (``run_all_vector_ms``)
+and (library wall - every kernel) / vectors (``run_all_overhead_ms``),
+medians over the libraries and repeats.
+
 ``--elements E`` rewrites every vector to E elements (same objects, same
 ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
 ``--no-checks`` does; ``--parallel N`` as ``--parallel N`` (default: the
@@ -76,6 +82,7 @@ def measure(collection, libs=None, elements=None, repeat=1, checks=True, paralle
     _, docs = _plans(collection, libs, elements)
     options = RunOptions(checks=checks, parallel=parallel)
     rows = []
+    per_library = []
     cwd = os.getcwd()
     os.chdir(collection)
     t_all = time.perf_counter()
@@ -93,6 +100,11 @@ def measure(collection, libs=None, elements=None, repeat=1, checks=True, paralle
                             wall = time.perf_counter() - t0
                             rows.append({"wall": wall, "kernel": r.kernel_seconds,
                                          "status": r.status, "elements": r.elements})
+                    t0 = time.perf_counter()
+                    res = s.run_all()
+                    wall = time.perf_counter() - t0
+                    n = len(res.vectors)
+                    per_library.append((wall / n, (wall - sum(v.kernel_seconds for v in res.vectors)) / n))
     finally:
         os.chdir(cwd)
     med = lambda k: statistics.median(r[k] for r in rows) * 1e3  # noqa: E731
@@ -103,6 +115,8 @@ def measure(collection, libs=None, elements=None, repeat=1, checks=True, paralle
         "parallel": options.processes(), "total_s": time.perf_counter() - t_all,
         "vector_wall_ms": med("wall"), "kernel_ms": med("kernel"),
         "overhead_ms": statistics.median(r["wall"] - r["kernel"] for r in rows) * 1e3,
+        "run_all_vector_ms": statistics.median(w for w, _ in per_library) * 1e3,
+        "run_all_overhead_ms": statistics.median(o for _, o in per_library) * 1e3,
     }
 
 

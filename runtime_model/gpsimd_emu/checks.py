@@ -92,8 +92,10 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     core_ids = [0 if c.core is None else c.core for c in cores]
     layout = _Layout(image, core_ids)
 
-    for k in range(ncores):
-        beyond = guard_writes(image.guard_bytes(0, k), POISON_A, size, n)
+    guards = image.copies(0, image.guard_size)[:, image.out_nbytes:]
+    touched = (guards != POISON_A).any(axis=1)      # every core's guard zone at once
+    for k in np.flatnonzero(touched):
+        beyond = guard_writes(guards[k], POISON_A, size, n)
         layout.core(k)["past_end"] = layout.ranges(beyond)
         if beyond:
             problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
@@ -143,12 +145,14 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
     bit mask of the cores in cross-core reads (readers and writers)."""
     out = []
     involved = 0
-    for k in range(image.num_cores):
-        if not image.report(0, k).flags & abi.REPORT_OUTPUT_READ:
-            continue
-        read = image.read_map(0, k)
-        if outcome.ran(1):
-            read &= image.read_map(1, k)
+    readers = [k for k in range(image.num_cores) if image.report(0, k).flags & abi.REPORT_OUTPUT_READ]
+    if not readers:
+        return out, involved
+    maps = image.read_maps(0)
+    if outcome.ran(1):
+        maps &= image.read_maps(1)
+    for k in readers:
+        read = maps[k]
         if not read.any():
             continue
         layout.core(k)["read_before_write"] = layout.ranges(true_ranges(read))

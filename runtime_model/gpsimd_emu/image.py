@@ -167,7 +167,14 @@ class DeviceImage:
                                       for m in self._mem_at[-1]])
             at += (per_core + (rmap if r.private else 0)) * num_cores
         self._out_at = out_at
+        self._out_each = out_each
+        self._mem_each = per_core + rmap
+        self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
+        sizes = [align_up(n, PAGE) for n in CoreMemory.sizes(scratch_size)]
+        self._part_at = [sum(sizes[:i]) for i in range(4)]
         self._out_capacity = out_capacity
+        #: bytes after the output in each copy that no region covers
+        self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
         self._scratch_size = self.scratch_size = scratch_size
         self.file = ImageFile(at)
         try:
@@ -218,12 +225,27 @@ class DeviceImage:
     def _part(self, run: int, k: int, part: int) -> int:
         """File offset of a core's scratch (0), dataram, printf ring or
         report (3) in a run."""
-        sizes = CoreMemory.sizes(self._scratch_size)
-        return self._mem_at[run][k] + sum(align_up(n, PAGE) for n in sizes[:part])
+        return self._mem_at[run][k] + self._part_at[part]
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
         """Core ``k``'s report in ``run`` (a live view; valid until close)."""
-        return abi.GpsimdCoreReport.from_address(self.file.host + self._part(run, k, 3))
+        r = self._reports.get((run, k))
+        if r is None:
+            r = self._reports[(run, k)] = abi.GpsimdCoreReport.from_address(
+                self.file.host + self._part(run, k, 3))
+        return r
+
+    def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
+        """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
+        row every ``stride`` bytes (a view)."""
+        return np.lib.stride_tricks.as_strided(self.file.u8[at:], shape=(rows, nbytes),
+                                               strides=(stride, 1), writeable=False)
+
+    def copies(self, run: int, extra: int = 0) -> np.ndarray:
+        """The outputs of a run as one ``(cores, out_nbytes + extra)`` uint8
+        view (one row for a shared output); ``extra`` bytes of guard zone."""
+        rows = self.num_cores if self.runs[run].private else 1
+        return self._rows(self._out_at[run][0], self._out_each, self.out_nbytes + extra, rows)
 
     def printf_text(self, run: int, k: int) -> str:
         """What core ``k`` printed in ``run`` (the kept part of its ring)."""
@@ -334,7 +356,8 @@ class DeviceImage:
 
     def output_bytes(self, run: int, core: int) -> np.ndarray:
         """The ``out_nbytes`` bytes of a core's output in a run (a view)."""
-        return self.outputs[run][core].u8[:self.out_nbytes]
+        c = self.copies(run)
+        return c[core if len(c) > 1 else 0]
 
     def guard_bytes(self, run: int, core: int) -> np.ndarray:
         """The guard zone after a core's output in a run (a view)."""
@@ -342,22 +365,32 @@ class DeviceImage:
         return a.u8[self.out_nbytes:a.capacity + GUARD_BYTES]
 
     def masks(self, run: int) -> List[np.ndarray]:
-        """Per core, the written mask of a private run (computed once)."""
+        """Per core, the written mask of a private run (computed once, for
+        every core in one pass where the item size allows)."""
         if run not in self._masks:
             poison = POISON_A if run == 0 else POISON_B
-            self._masks[run] = [
-                written_mask(self.output_bytes(run, k), poison, self.itemsize, self.num_elem)
-                for k in range(self.num_cores)]
+            c = self.copies(run)
+            if self.itemsize in (1, 2, 4, 8):
+                word = int.from_bytes(bytes([poison]) * self.itemsize, "little")
+                both = c.view(f"<u{self.itemsize}") != word
+                self._masks[run] = list(both)
+            else:
+                self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
+                                    for row in c]
         return self._masks[run]
 
-    def read_map(self, run: int, core: int) -> np.ndarray:
-        """Per element, did the core read it before writing it in a
-        private run (the runtime's read map; all False when not tracked)."""
-        at = self._read_map_at[run][core]
+    def read_maps(self, run: int) -> np.ndarray:
+        """``(cores, num_elem)`` bool: did the core read the element before
+        writing it in a private run (the runtime's read maps)."""
+        at = self._read_map_at[run][0]
         if at is None or not self.checks:
-            return np.zeros(self.num_elem, dtype=bool)
-        raw = self.file.u8[at:at + self.read_map_bytes]
-        return np.unpackbits(raw, bitorder="little")[:self.num_elem].astype(bool)
+            return np.zeros((self.num_cores, self.num_elem), dtype=bool)
+        raw = self._rows(at, self._mem_each, self.read_map_bytes, self.num_cores)
+        return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
+
+    def read_map(self, run: int, core: int) -> np.ndarray:
+        """Core ``core``'s row of ``read_maps(run)``."""
+        return self.read_maps(run)[core]
 
     def modified_inputs(self) -> List[Tuple[str, int]]:
         """Inputs whose bytes changed during the first run: ``(name, bytes
@@ -374,6 +407,7 @@ class DeviceImage:
     def close(self) -> None:
         """Release the file and every view of it (idempotent)."""
         self._masks.clear()
+        self._reports.clear()
         self.outputs = self.mem = self.cores = None
         self.arenas = []
         self.hbm = self.sbuf = None

@@ -105,14 +105,30 @@ class LibrarySession:
 
     def run_all(self, on_result: Optional[Callable[[VectorResult], None]] = None) -> LibraryResults:
         """Every vector of every op, in plan order; ``on_result`` gets each
-        result as soon as it is known."""
+        result as soon as it is known. The next vector is made ready (inputs,
+        reference, image) and queued while the zygote runs the current one,
+        so the worker and the cores use two CPUs at once."""
         results = LibraryResults(self.plan.library)
+
+        def done(r: VectorResult) -> None:
+            results.vectors.append(r)
+            if on_result is not None:
+                on_result(r)
+        inflight: Optional[_Pending] = None
         for op in self.plan.ops:
             for vector in op.vectors:
-                r = self.run_vector(op, vector)
-                results.vectors.append(r)
-                if on_result is not None:
-                    on_result(r)
+                ready = self._prepare(op, vector)
+                if isinstance(ready, _Pending):
+                    self._submit(ready)
+                if inflight is not None:
+                    done(self._collect(inflight))
+                    inflight = None
+                if isinstance(ready, _Pending):
+                    inflight = ready
+                else:
+                    done(ready)
+        if inflight is not None:
+            done(self._collect(inflight))
         return results
 
     def _cores_problem(self, op: OpPlan) -> Optional[str]:
@@ -155,10 +171,23 @@ class LibrarySession:
         Raises:
             KeyError: no such op or vector (names only).
         """
+        op, vector = self._find(op, vector)
+        ready = self._prepare(op, vector, patch_image)
+        if not isinstance(ready, _Pending):
+            return ready
+        self._submit(ready)
+        return self._collect(ready)
+
+    def _prepare(self, op: OpPlan, vector: VectorPlan,
+                 patch_image: Optional[Callable] = None) -> Union[VectorResult, "_Pending"]:
+        """Check the memory limit, make the inputs and the expected output,
+        lay out the image: a ``_Pending`` ready to send, or the failed
+        ``VectorResult`` when the vector cannot run."""
+        import numpy as np
         from . import dtypes as dt
         from .budget import declared_input_bytes, too_big
+        from .image import DeviceImage
         from .vectors import expected_output, location_of, make_inputs, output_shape, tolerances
-        op, vector = self._find(op, vector)
         opts = self.options
         result = VectorResult(op.name, vector.name, vector.where, "fail")
         declared = declared_input_bytes(vector, self.root)
@@ -187,21 +216,9 @@ class LibrarySession:
         if problem:
             result.message = problem
             return result
-        return self._run_image(op, vector, result, inputs, out_dtype, shape, out_location,
-                               expected, rtol, atol, patch_image)
-
-    def _run_image(self, op, vector, result, inputs, out_dtype, shape, out_location,
-                   expected, rtol, atol, patch_image) -> VectorResult:
-        import numpy as np
-        from .budget import too_big
-        from .checks import judge_output
-        from .image import DeviceImage
-        from .judge import judge_run, warnings_of
-        opts = self.options
         multicore = self.cores[0].core is not None
         scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
-        out_nbytes = int(np.prod(shape, dtype=np.int64)) * out_dtype.itemsize if shape else \
-            out_dtype.itemsize
+        out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
         size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
                                 scratch, opts.checks)
         if size.total > opts.memory:
@@ -217,16 +234,44 @@ class LibrarySession:
             if patch_image is not None:
                 patch_image(image)
                 image.write_args()
-            outcome = self._launch(op, image, size.total)
-            problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, op)
+            self._nonce = (self._nonce + 1) & ((1 << 64) - 1)
+            image.ctl.init(self._nonce, len(image.runs), image.num_cores,
+                           [list(r.order) for r in image.runs])
+            image.ctl.init_semaphores()
+        except BaseException:
+            image.close()
+            raise
+        request = dict(image.request(), op=op.name, timeout=opts.timeout,
+                       parallel=opts.processes(), spread_after=opts.spread_after,
+                       memory=opts.memory, image_total=size.total,
+                       prefilled=image.prefilled_bytes())
+        return _Pending(op, vector, result, image, request, self._nonce, expected, rtol, atol,
+                        shape)
+
+    def _submit(self, p: "_Pending") -> None:
+        """Queue the vector in the zygote (a failure is kept for _collect)."""
+        try:
+            self.zygote.send(p.request, p.image.file.fd)
+        except ZygoteError as e:
+            self._zygote_error = f"the device model process failed: {e}"
+            p.error = self._zygote_error
+
+    def _collect(self, p: "_Pending") -> VectorResult:
+        """Wait for the vector's end, judge it, release its image."""
+        from .checks import judge_output
+        from .judge import judge_run, warnings_of
+        opts, image, result = self.options, p.image, p.result
+        try:
+            outcome = self._outcome(p)
+            problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, p.op)
             result.printf = image.printf_text(0, 0)
             result.kernel_seconds = outcome.kernel_seconds()
             if opts.checks:
                 result.warnings = warnings_of(image, self.cores)
             comparison = None
             if not fatal:
-                more, comparison, layout = judge_output(image, self.cores, outcome, expected,
-                                                        rtol, atol)
+                more, comparison, layout = judge_output(image, self.cores, outcome, p.expected,
+                                                        p.rtol, p.atol)
                 result.layout = layout
                 if problems:        # a core faulted: say what was written, compare nothing
                     comparison = None
@@ -238,7 +283,7 @@ class LibrarySession:
                 if not comparison.ok:
                     problems.append(comparison.message)
             if problems:
-                hint = _expected_shape_hint(vector, shape, image)
+                hint = _expected_shape_hint(p.vector, p.shape, image)
                 result.message = "; ".join(problems + ([hint] if hint else []))
             else:
                 result.status = "pass"
@@ -246,22 +291,15 @@ class LibrarySession:
         finally:
             image.close()
 
-    def _launch(self, op: OpPlan, image, image_total: int):
-        """Send the vector to the zygote and read back what happened."""
+    def _outcome(self, p: "_Pending"):
+        """The zygote's reply to ``p`` and the validated control block."""
         from .judge import RunOutcome
-        opts = self.options
-        self._nonce = (self._nonce + 1) & ((1 << 64) - 1)
-        nonce = self._nonce
+        opts, image = self.options, p.image
+        if p.error:
+            return RunOutcome(None, False, 0.0, error=p.error, memory=opts.memory)
         npasses = len(image.runs)
-        image.ctl.init(nonce, npasses, image.num_cores, [list(r.order) for r in image.runs])
-        image.ctl.init_semaphores()
-        request = dict(image.request(), op=op.name, timeout=opts.timeout,
-                       parallel=opts.processes(), spread_after=opts.spread_after,
-                       memory=opts.memory, image_total=image_total,
-                       prefilled=image.prefilled_bytes())
-        cap = opts.timeout * npasses + 10.0
         try:
-            reply = self.zygote.run(request, image.file.fd, cap)
+            reply = self.zygote.receive(opts.timeout * npasses + 10.0)
         except (ZygoteError, OSError) as e:
             self._zygote_error = f"the device model process failed: {e}"
             return RunOutcome(None, False, 0.0, error=self._zygote_error, memory=opts.memory)
@@ -269,7 +307,7 @@ class LibrarySession:
                              float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),
                              memory=opts.memory)
         try:
-            outcome.record = image.ctl.validate(nonce, npasses, image.num_cores)
+            outcome.record = image.ctl.validate(p.nonce, npasses, image.num_cores)
         except control.RecordError as e:
             outcome.record_error = str(e)
         else:   # the run the leader made itself ended as the leader did
@@ -279,6 +317,16 @@ class LibrarySession:
                     job["wait_status"] = outcome.wait_status
                     job["state"] = control.JOB_EXITED
         return outcome
+
+
+class _Pending:
+    """A vector laid out and (once submitted) queued in the zygote."""
+
+    def __init__(self, op, vector, result, image, request, nonce, expected, rtol, atol, shape):
+        self.op, self.vector, self.result, self.image = op, vector, result, image
+        self.request, self.nonce = request, nonce
+        self.expected, self.rtol, self.atol, self.shape = expected, rtol, atol, shape
+        self.error: Optional[str] = None
 
 
 def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:

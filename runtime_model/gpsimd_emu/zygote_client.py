@@ -108,7 +108,29 @@ class ZygoteClient:
         Raises:
             ZygoteError: it died or did not answer within ``timeout`` s.
         """
-        socket.send_fds(self.sock, [json.dumps(dict(request, cmd="run")).encode()], [image_fd])
+        self.send(request, image_fd)
+        return self.receive(timeout)
+
+    def send(self, request: dict, image_fd: int) -> None:
+        """Queue a vector (the zygote runs them in the order sent).
+
+        Raises:
+            ZygoteError: it is gone, or the request is too large.
+        """
+        data = json.dumps(dict(request, cmd="run")).encode()
+        if len(data) > MAX_MESSAGE:
+            raise ZygoteError(f"a request of {len(data)} bytes (at most {MAX_MESSAGE})")
+        try:
+            socket.send_fds(self.sock, [data], [image_fd])
+        except OSError as e:
+            raise ZygoteError(str(e)) from None
+
+    def receive(self, timeout: float) -> dict:
+        """The reply to the oldest vector sent and not yet answered.
+
+        Raises:
+            ZygoteError: it died or did not answer within ``timeout`` s.
+        """
         return self._recv(timeout)
 
     def close(self) -> None:
