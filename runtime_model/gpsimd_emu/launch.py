@@ -29,6 +29,7 @@ import ctypes
 import mmap
 import os
 import signal
+import struct
 import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
@@ -38,7 +39,21 @@ from .jobs import CANCELLED, EXIT_MODEL_ERROR, Job, JobScheduler
 
 __all__ = ["VectorContext", "leader_main", "EXIT_MODEL_ERROR", "CANCELLED"]
 
-_BINDING_HOST_FIELDS = ("scratch_host", "dataram_host", "printf_host", "report_host")
+_B = abi.GpsimdCoreBinding
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+#: Offsets in a binding of the host pointers the worker wrote as file
+#: offsets (the regions' are added by num_regions), and of the argument ones.
+_HOST_OFFSETS = tuple(getattr(_B, f).offset for f in
+                      ("scratch_host", "dataram_host", "printf_host", "report_host"))
+_REGIONS = _B.regions.offset
+_REGION_HOST = abi.GpsimdRegion.host.offset
+_REGION_SIZE = ctypes.sizeof(abi.GpsimdRegion)
+_NUM_REGIONS = _B.num_regions.offset
+_READ_MAP = _B.read_map_host.offset
+_REPORT = _B.report_host.offset
+_ARG_STREAM = _B.arg_stream_host.offset
+_RETVAL = _B.retval_host.offset
 
 
 class VectorContext:
@@ -52,13 +67,13 @@ class VectorContext:
         launchers: ``launchers[run][core]``: the op's launcher (``int
             (*)()``) in that run's copy of the core object.
         binders: ``binders[run][core]``: that copy's ``gpsimd_bind_core``
-            (called with ``ctypes.byref(binding)``).
+            (called with the binding's address).
         zygote: the zygote's pid (the leader dies with it).
     """
 
     def __init__(self, request: dict, image_fd: int,
                  launchers: Sequence[Sequence[Callable[[], int]]],
-                 binders: Sequence[Sequence[Callable[[abi.GpsimdCoreBinding], int]]],
+                 binders: Sequence[Sequence[Callable[[int], int]]],
                  zygote: int):
         self.request = request
         self.image_fd = image_fd
@@ -115,13 +130,11 @@ class _Leader(JobScheduler):
         self.timeout = float(req["timeout"])
         # every binding and the argument bytes, copied out before any kernel runs
         size = req["binding_size"]
-        self.bindings: Dict[tuple, abi.GpsimdCoreBinding] = {}
+        self.bindings: Dict[tuple, bytearray] = {}
         for r in self.runs:
             for k in range(self.ncores):
                 at = req["bindings_at"] + (r["index"] * self.ncores + k) * size
-                b = abi.GpsimdCoreBinding.from_buffer_copy(mm, at)
-                self._rebase(b)
-                self.bindings[(r["index"], k)] = b
+                self.bindings[(r["index"], k)] = self._rebase(bytearray(mm[at:at + size]))
         a = req["args_at"]
         self.arg_stream = bytes(mm[a:a + req["arg_len"]])
         self.out_desc = bytes(mm[a + req["page"]:a + req["page"] + req["desc_len"]])
@@ -131,13 +144,22 @@ class _Leader(JobScheduler):
         self.ended: set = set()
         self.stop_after: Optional[int] = None
 
-    def _rebase(self, b: abi.GpsimdCoreBinding) -> None:
-        for i in range(b.num_regions):
-            b.regions[i].host += self.base
-        for name in _BINDING_HOST_FIELDS:
-            setattr(b, name, getattr(b, name) + self.base)
-        if b.read_map_host:
-            b.read_map_host += self.base
+    def _rebase(self, b: bytearray) -> bytearray:
+        """The binding bytes with this process's host addresses (the file
+        offsets the worker wrote plus the image's base)."""
+        offsets = list(_HOST_OFFSETS)
+        offsets += [_REGIONS + i * _REGION_SIZE + _REGION_HOST
+                    for i in range(min(_U32.unpack_from(b, _NUM_REGIONS)[0], abi.MAX_REGIONS))]
+        if _U64.unpack_from(b, _READ_MAP)[0]:
+            offsets.append(_READ_MAP)
+        for off in offsets:
+            _U64.pack_into(b, off, _U64.unpack_from(b, off)[0] + self.base)
+        return b
+
+    def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
+        """Core ``k``'s report in ``run`` (in the image)."""
+        return abi.GpsimdCoreReport.from_address(
+            _U64.unpack_from(self.bindings[(run, k)], _REPORT)[0])
 
     # ---- scheduling ----------------------------------------------------
 
@@ -193,7 +215,7 @@ class _Leader(JobScheduler):
         first = self.runs[0]["index"]
         if self.ctl.pass_record(first)["faulted"]:
             return False
-        report = abi.GpsimdCoreReport.from_address(self.bindings[(first, 0)].report_host)
+        report = self.report(first, 0)
         if report.flags & (abi.REPORT_TCM_USED | abi.REPORT_EMPTY_USED | abi.REPORT_OUTPUT_READ):
             return True
         scan = self.req.get("scan")
@@ -207,6 +229,14 @@ class _Leader(JobScheduler):
                 return True
             pos = self.mm.find(pattern, pos + 1, at + nbytes)
         return False
+
+    def _fill(self, fills, poison: int) -> None:
+        """Poison ``[offset, nbytes]`` ranges of the image (the private
+        copies), faulting their pages in with one call first."""
+        start, end = fills[0][0], fills[-1][0] + fills[-1][1]
+        _populate(self.base + start, end - start)
+        for at, n in fills:
+            ctypes.memset(self.base + at, poison, n)
 
     def run_cores(self, run: dict, index: int, deadline: float) -> None:
         """Claim the cores of ``run`` one by one (process record ``index``) and
@@ -222,6 +252,9 @@ class _Leader(JobScheduler):
             p = run["index"]
             fills = self.req["fills"][p]
             shared = self.parallel > 1 and not run["ordered"]
+            if fills and not shared:         # every copy of the run at once
+                self._fill(fills, run["poison"])
+                fills = None
             arg_buf = ctypes.create_string_buffer(max(1, len(self.arg_stream)))
             ret_buf = ctypes.create_string_buffer(max(1, len(self.out_desc)))
             while True:
@@ -233,17 +266,17 @@ class _Leader(JobScheduler):
                 ctl.set_slot(p, k, control.SLOT_STARTED, job=index, t_start=t0)
                 ctl.protect(False)
                 if fills:
-                    at, n = fills[k]
-                    _populate(self.base + at, n)
-                    ctypes.memset(self.base + at, run["poison"], n)
+                    self._fill([fills[k]], run["poison"])
                 binding = self.bindings[(p, k)]
                 # fresh argument bytes for each launch (an earlier kernel may have
                 # written over them)
                 ctypes.memmove(arg_buf, self.arg_stream, len(self.arg_stream))
                 ctypes.memmove(ret_buf, self.out_desc, len(self.out_desc))
-                binding.arg_stream_host = ctypes.addressof(arg_buf)
-                binding.retval_host = ctypes.addressof(ret_buf)
-                rc = self.ctx.binders[p][k](ctypes.byref(binding))
+                _U64.pack_into(binding, _ARG_STREAM, ctypes.addressof(arg_buf))
+                _U64.pack_into(binding, _RETVAL, ctypes.addressof(ret_buf))
+                view = (ctypes.c_char * len(binding)).from_buffer(binding)
+                rc = self.ctx.binders[p][k](ctypes.addressof(view))
+                del view
                 if rc != 0:
                     ctl.protect(True)
                     ctl.set_slot(p, k, control.SLOT_BIND_FAILED, bind_rc=rc, job=index,
@@ -253,7 +286,7 @@ class _Leader(JobScheduler):
                 t1 = control.now_ns()
                 status = int(self.ctx.launchers[p][k]())
                 t2 = control.now_ns()
-                report = abi.GpsimdCoreReport.from_address(binding.report_host)
+                report = self.report(p, k)
                 ctl.protect(True)
                 ok = status == abi.STATUS_OK and report.status == abi.STATUS_OK
                 ctl.set_slot(p, k, control.SLOT_DONE, status=1 if status != abi.STATUS_OK else 0,
@@ -277,7 +310,7 @@ def _populate(addr: int, nbytes: int) -> None:
     """Fault in ``nbytes`` of shared memory at ``addr`` in one call before
     they are filled (a quarter faster than page by page for large copies)."""
     global _libc
-    if nbytes < (256 << 10):
+    if nbytes < (64 << 10):
         return
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
