@@ -66,6 +66,12 @@ class RunOutcome:
                 return False
         return True
 
+    def launches(self) -> int:
+        """Launches that ended (every run and core)."""
+        if not self.record:
+            return 0
+        return sum(s["state"] == control.SLOT_DONE for row in self.record["slots"] for s in row)
+
     def kernel_seconds(self) -> float:
         """Seconds the cores' launchers took, every run and core together."""
         if not self.record:

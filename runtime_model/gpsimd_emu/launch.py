@@ -8,15 +8,14 @@ image, then schedules the runs of the cores (``gpsimd_emu.image.RunSpec``)
 as *jobs*: processes that each claim cores of one run from the control
 block and launch them one after another, each run in processes that ran
 its own copy of every core object (the zygote loads one per run), so each
-run starts from globals no launch touched. With ``parallel`` 1 the leader
-makes every run itself, one after another: a vector costs one fork.
-Otherwise jobs, children of the leader (which then runs no kernel), make
-the runs side by side (``gpsimd_emu.jobs``). Either way the second private
-run is made when the first says so (multicore: always; single-core: an
-element still holding the poison, or the report flags ``TCM_USED``,
-``EMPTY_USED``, ``OUTPUT_READ``), and a run that ended with a fault, a
-crash or its time limit (each run's own ``SIGALRM``) lets no later run
-start.
+run starts from globals no launch touched. The leader makes every run
+itself, one after another (a vector costs one fork); a run that takes long
+gets helpers (``gpsimd_emu.jobs``, with ``parallel`` > 1). The second
+private run is made when the first says so (multicore: always;
+single-core: an element still holding the poison, or the report flags
+``TCM_USED``, ``EMPTY_USED``, ``OUTPUT_READ``), and a run that ended with a
+fault, a crash or its time limit (each run's own ``SIGALRM``) lets no
+later run start.
 
 Everything the model reads comes back through the image (control block,
 reports, outputs); the leader exits 0 after recording its own end, 70
@@ -35,7 +34,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence
 
 from . import abi, contain, control
-from .jobs import CANCELLED, EXIT_MODEL_ERROR, Job, JobScheduler
+from .jobs import CANCELLED, EXIT_MODEL_ERROR, Helpers, Job
 
 __all__ = ["VectorContext", "leader_main", "EXIT_MODEL_ERROR", "CANCELLED"]
 
@@ -116,7 +115,7 @@ def leader_main(ctx: VectorContext) -> None:
         os._exit(code)
 
 
-class _Leader(JobScheduler):
+class _Leader(Helpers):
     """A vector's leader (module text)."""
 
     def __init__(self, ctx: VectorContext, mm: mmap.mmap, base: int, ctl: control.ControlBlock):
@@ -139,9 +138,7 @@ class _Leader(JobScheduler):
         self.arg_stream = bytes(mm[a:a + req["arg_len"]])
         self.out_desc = bytes(mm[a + req["page"]:a + req["page"] + req["desc_len"]])
         self.jobs: List[Job] = []
-        self.live: List[Job] = []
-        self.run_start: Dict[int, float] = {}
-        self.ended: set = set()
+        self._helping: list = []
         self.stop_after: Optional[int] = None
 
     def _rebase(self, b: bytearray) -> bytearray:
@@ -164,44 +161,36 @@ class _Leader(JobScheduler):
     # ---- scheduling ----------------------------------------------------
 
     def run(self) -> None:
-        """Every run of the request, as the module text describes."""
-        if self.parallel == 1:
-            self._run_serial()
-        else:
-            self._run_parallel()
-
-    def _run_serial(self) -> None:
-        """Every run in the leader, one after another; a run that ended
-        with a fault (or inside a launch) lets no later run start."""
+        """Every run, one after another; a run that ended with a fault (or
+        a crash of a helper, or inside a launch) lets no later run start."""
         second = next((r for r in self.runs if r["second"]), None)
         for r in self.runs:
-            if r is second and self.ncores == 1 and not self._need_second():
-                self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
-                continue
-            if self.stop_after is not None:
+            if self.stop_after is not None or (
+                    r is second and self.ncores == 1 and not self._need_second()):
                 self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
                 continue
             self._run_here(r)
 
     def _run_here(self, r: dict) -> None:
-        """Make run ``r`` in the leader itself. A crash or the time limit
-        ends the leader, which the zygote reports."""
-        self.run_start[r["index"]] = time.monotonic()
-        self.ctl.set_pass(r["index"], control.PASS_RUNNING, control.now_ns())
+        """Make run ``r`` in the leader (helped when it takes long). A crash
+        or the time limit ends the leader, which the zygote reports."""
+        p = r["index"]
+        start = time.monotonic()
+        self.ctl.set_pass(p, control.PASS_RUNNING, control.now_ns())
         index = len(self.jobs)
-        self.jobs.append(Job(index, r["index"], os.getpid(), None))
-        self.ctl.set_job(index, os.getpid(), r["index"], 0, control.JOB_RUNNING)
-        self.run_cores(r, index, self.run_start[r["index"]] + self.timeout)
+        self.jobs.append(Job(index, p, os.getpid()))
+        self.ctl.set_job(index, os.getpid(), p, 0, control.JOB_RUNNING)
+        self.run_cores(r, index, start + self.timeout)
+        bad = self._wait_helpers(r)
         signal.setitimer(signal.ITIMER_REAL, 0)
         self.ctl.protect(True)
-        self.ctl.set_job(index, os.getpid(), r["index"], 0, control.JOB_EXITED)
-        if self._left_running(self.jobs[index]):
-            self.stop_after = r["index"]
+        self.ctl.set_job(index, os.getpid(), p, 0, control.JOB_EXITED)
+        if bad or self._left_running(self.jobs[index]):
+            self.stop_after = p
             return
-        self.ended.add(r["index"])
-        self.ctl.set_pass(r["index"], control.PASS_DONE, control.now_ns())
-        if self.ctl.pass_record(r["index"])["faulted"]:
-            self.stop_after = r["index"]
+        self.ctl.set_pass(p, control.PASS_DONE, control.now_ns())
+        if self.ctl.pass_record(p)["faulted"]:
+            self.stop_after = p
 
     def _left_running(self, job: Job) -> bool:
         """Did the job end (exit 0: a kernel's exit()) inside a launch?"""
@@ -250,11 +239,14 @@ class _Leader(JobScheduler):
                 os.kill(os.getpid(), signal.SIGALRM)
             signal.setitimer(signal.ITIMER_REAL, max(remaining, 1e-3))
             p = run["index"]
-            fills = self.req["fills"][p]
+            helper = bool(self._helping) and self._helping[0] is None
             shared = self.parallel > 1 and not run["ordered"]
-            if fills and not shared:         # every copy of the run at once
+            fills = self.req["fills"][p]
+            if fills and not helper:          # every copy of the run at once
                 self._fill(fills, run["poison"])
-                fills = None
+            started = time.monotonic()
+            if shared and not helper and self.req.get("spread_now"):
+                self._maybe_help(run, started, deadline)   # cores known to take long
             arg_buf = ctypes.create_string_buffer(max(1, len(self.arg_stream)))
             ret_buf = ctypes.create_string_buffer(max(1, len(self.out_desc)))
             while True:
@@ -265,8 +257,6 @@ class _Leader(JobScheduler):
                 t0 = control.now_ns()
                 ctl.set_slot(p, k, control.SLOT_STARTED, job=index, t_start=t0)
                 ctl.protect(False)
-                if fills:
-                    self._fill([fills[k]], run["poison"])
                 binding = self.bindings[(p, k)]
                 # fresh argument bytes for each launch (an earlier kernel may have
                 # written over them)
@@ -293,6 +283,8 @@ class _Leader(JobScheduler):
                              job=index, t_start=t1, t_end=t2)
                 if not ok:
                     ctl.mark_faulted(p)
+                if shared and not helper:
+                    self._maybe_help(run, started, deadline)
         except BaseException as e:
             try:
                 ctl.protect(True)

@@ -75,6 +75,9 @@ class LibrarySession:
             except OSError as e:
                 self._zygote_error = f"cannot start the device model process: {e}"
         self._nonce = int.from_bytes(os.urandom(8), "little")
+        #: ops whose last vector's cores each took longer than spread_after
+        #: (their runs get helpers at once)
+        self._slow_ops: dict = {}
 
     def __enter__(self) -> "LibrarySession":
         return self
@@ -243,6 +246,7 @@ class LibrarySession:
             raise
         request = dict(image.request(), op=op.name, timeout=opts.timeout,
                        parallel=opts.processes(), spread_after=opts.spread_after,
+                       spread_now=self._slow_ops.get(op.name, False),
                        memory=opts.memory, image_total=size.total,
                        prefilled=image.prefilled_bytes())
         return _Pending(op, vector, result, image, request, self._nonce, expected, rtol, atol,
@@ -266,6 +270,9 @@ class LibrarySession:
             problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, p.op)
             result.printf = image.printf_text(0, 0)
             result.kernel_seconds = outcome.kernel_seconds()
+            launches = outcome.launches()
+            if launches:
+                self._slow_ops[p.op.name] = result.kernel_seconds / launches > opts.spread_after
             if opts.checks:
                 result.warnings = warnings_of(image, self.cores)
             comparison = None
