@@ -45,8 +45,10 @@ class ZygoteClient:
             os.set_inheritable(child.fileno(), True)
             code = (f"import sys; sys.path.insert(0, {_RUNTIME_MODEL!r}); "
                     "from gpsimd_emu.zygote import main; sys.exit(main())")
+            # -I ignores PYTHON* variables: pass on "no bytecode" (-B) as it is here
+            flags = ["-S", "-I"] + (["-B"] if sys.flags.dont_write_bytecode else [])
             self.pid = os.posix_spawn(sys.executable,
-                                      [sys.executable, "-S", "-I", "-c", code,
+                                      [sys.executable, *flags, "-c", code,
                                        str(child.fileno()), str(os.getpid())], os.environ)
         finally:
             child.close()
