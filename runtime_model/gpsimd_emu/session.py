@@ -68,7 +68,7 @@ class LibrarySession:
         self.zygote: Optional[ZygoteClient] = None
         self._zygote_error: Optional[str] = None
         if not core_error and self.cores:
-            from .image import runs_for
+            from .runs import runs_for     # stdlib only: numpy loads meanwhile
             try:
                 copies = len(runs_for(len(self.cores), self.options.checks))
                 self.zygote = ZygoteClient(self.cores, copies)

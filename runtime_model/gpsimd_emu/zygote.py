@@ -67,40 +67,61 @@ def _copy_fd(fd: Optional[int], path: Optional[str], name: str) -> int:
     return out
 
 
-def _load(specs: List[dict], fds: List[int], copies: int) -> tuple:
-    """Load ``copies`` copies of every core object (one per run of a
-    vector, each from its own memfd, so each has its own globals, never
-    used before the vector's processes use it); returns
-    (objects[copy][core], per-core reply entries of copy 0)."""
-    objects: List[list] = [[] for _ in range(copies)]
-    entries = []
+def _load_copy(spec: dict, fd: Optional[int], first: bool):
+    """One copy of a core object, loaded, checked and registered (the first
+    from the session's memfd or the file itself, others from a new memfd).
+
+    Raises:
+        LoadError: naming the object and what is wrong.
+    """
+    if first:
+        packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"",
+                              bool(spec.get("packed")), spec.get("path"))
+        obj = load_object(packed, fd)
+    else:
+        packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"", True)
+        obj = load_object(packed, _copy_fd(fd, spec.get("path"), spec["name"]))
+    obj.check_lsp(spec["lsp"], spec["core"])
+    obj.register_ops()
+    return obj
+
+
+def _load(specs: List[dict], fds: List[int]) -> tuple:
+    """The first copy of every core object; returns (objects, per-core
+    reply entries, per-core fds to copy the others from)."""
+    objects, entries, sources = [], [], []
     fd_iter = iter(fds)
     for spec in specs:
         fd = next(fd_iter) if spec.get("packed") else None
         entry = {"error": None, "ops": []}
-        for c in range(copies):
-            obj = None
-            try:
-                if c == 0:
-                    packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"",
-                                          bool(spec.get("packed")), spec.get("path"))
-                    obj = load_object(packed, fd)
-                else:
-                    packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"", True)
-                    obj = load_object(packed, _copy_fd(fd, spec.get("path"), spec["name"]))
-                obj.check_lsp(spec["lsp"], spec["core"])
-                obj.register_ops()
-                if c == 0:
-                    entry["ops"] = list(obj.ops)
-            except LoadError as e:
-                entry["error"] = entry["error"] or str(e)
-                obj = None
-            except Exception as e:  # a model bug: the vectors say so
-                entry["error"] = entry["error"] or f"device model error: {type(e).__name__}: {e}"
-                obj = None
-            objects[c].append(obj)
+        obj = None
+        try:
+            obj = _load_copy(spec, fd, True)
+            entry["ops"] = list(obj.ops)
+        except LoadError as e:
+            entry["error"] = str(e)
+        except Exception as e:  # a model bug: the vectors say so
+            entry["error"] = f"device model error: {type(e).__name__}: {e}"
+        objects.append(obj)
         entries.append(entry)
-    return objects, entries
+        sources.append(fd)
+    return objects, entries, sources
+
+
+def _more_copies(specs: List[dict], sources: list, copies: int) -> List[list]:
+    """Copies 1 .. copies-1 of every object (one per further run of a
+    vector: each from its own memfd, so each has its own globals); None
+    where a copy does not load (copy 0 already said why)."""
+    rows = []
+    for _ in range(1, copies):
+        row = []
+        for spec, fd in zip(specs, sources):
+            try:
+                row.append(_load_copy(spec, fd, False))
+            except Exception:
+                row.append(None)
+        rows.append(row)
+    return rows
 
 
 class Zygote:
@@ -125,14 +146,20 @@ class Zygote:
             msg = json.loads(data)
             cmd = msg.get("cmd")
             if cmd == "load":
-                self.objects, entries = _load(msg["cores"], fds, int(msg.get("copies", 1)))
+                # answer once the first copies say whether the objects load,
+                # then load the others while the session makes its first
+                # vector ready
+                first, entries, sources = _load(msg["cores"], fds)
                 if msg.get("memory_cgroup", True):
                     self.cgroup = contain.MemoryCgroup.create()
+                _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
+                                  "cgroup": self.cgroup is not None})
+                if not any(e["error"] for e in entries):
+                    self.objects = [first] + _more_copies(msg["cores"], sources,
+                                                          int(msg.get("copies", 1)))
                 gc.collect()
                 gc.freeze()
                 self.data_base = contain.data_bytes() + (16 << 20)   # a vector's own start
-                _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
-                                  "cgroup": self.cgroup is not None})
             elif cmd == "run":
                 reply = self.run(msg, fds[0] if fds else -1)
                 for fd in fds[1:]:
