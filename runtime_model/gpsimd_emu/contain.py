@@ -33,7 +33,7 @@ import errno
 import os
 import signal
 import time
-from typing import List, Optional
+from typing import Callable, List, Optional
 
 __all__ = [
     "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill_group",
@@ -153,12 +153,13 @@ def _reap_others(keep: tuple) -> int:
     return n
 
 
-def enter_namespace(keep_out: tuple = ()) -> str:
+def enter_namespace(keep_out: tuple = (), on_exit: Optional[Callable[[], None]] = None) -> str:
     """Make the calling process (the zygote, at its start) PID 1 of a new
     PID namespace, so that every process a vector starts is in it, is an
     orphan of it when its parent dies, and dies with it: ``unshare`` and a
     fork; the process that called stays outside, closes the descriptors
-    ``keep_out``, relays the namespace's end as its own and never returns.
+    ``keep_out``, relays the namespace's end as its own (after calling
+    ``on_exit``, e.g. to remove a cgroup) and never returns.
 
     Modes, returned: ``"pidns"`` (``CLONE_NEWPID``: root), ``"userns"``
     (an unprivileged user namespace around it), ``"pgroup"`` (neither can
@@ -181,13 +182,14 @@ def enter_namespace(keep_out: tuple = ()) -> str:
                 os.close(fd)
             except OSError:
                 pass
-        _relay(pid)
+        _relay(pid, on_exit)
     become_subreaper()
     return "pgroup"
 
 
-def _relay(pid: int) -> None:
-    """Wait for ``pid`` and end as it ended (its exit status or signal)."""
+def _relay(pid: int, on_exit: Optional[Callable[[], None]] = None) -> None:
+    """Wait for ``pid`` and end as it ended (its exit status or signal),
+    calling ``on_exit`` first."""
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_DFL)
     while True:
@@ -198,6 +200,11 @@ def _relay(pid: int) -> None:
             os._exit(1)
         except InterruptedError:
             continue
+    if on_exit is not None:
+        try:
+            on_exit()
+        except Exception:
+            pass
     if os.WIFSIGNALED(st):
         sig = os.WTERMSIG(st)
         signal.signal(sig, signal.SIG_DFL)

@@ -150,8 +150,9 @@ class Zygote:
                 # then load the others while the session makes its first
                 # vector ready
                 first, entries, sources = _load(msg["cores"], fds)
-                if msg.get("memory_cgroup", True):
-                    self.cgroup = contain.MemoryCgroup.create()
+                if not msg.get("memory_cgroup", True) and self.cgroup is not None:
+                    self.cgroup.close()
+                    self.cgroup = None
                 _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
                                   "cgroup": self.cgroup is not None})
                 if not any(e["error"] for e in entries):
@@ -269,7 +270,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     fd, parent = int(argv[0]), int(argv[1])
     contain.die_with_parent(parent)
-    mode = contain.enter_namespace(keep_out=(fd,))
+    # the cgroup is made before the namespace: its name carries a pid of
+    # the host's (the process that stays outside, relaying), so that two
+    # zygotes never share one and a dead one's is recognised
+    cgroup = contain.MemoryCgroup.create()
+    mode = contain.enter_namespace(keep_out=(fd,), on_exit=cgroup.close if cgroup else None)
     contain.set_name("gpsimd-zygote")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
@@ -282,6 +287,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     sock = socket.socket(fileno=fd)
     z = Zygote(sock, parent)
     z.mode = mode
+    z.cgroup = cgroup
     try:
         z.serve()
     finally:

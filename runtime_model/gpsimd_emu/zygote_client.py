@@ -26,7 +26,8 @@ MAX_MESSAGE = 1 << 16
 
 
 class ZygoteError(Exception):
-    """The zygote died or sent something else than a reply."""
+    """The zygote died or sent something else than a reply; the message
+    completes "the device model process ..." ("died with SIGSEGV")."""
 
 
 class ZygoteClient:
@@ -66,7 +67,7 @@ class ZygoteClient:
     def _recv(self, timeout: float) -> dict:
         ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
         if not ready:
-            raise ZygoteError(f"no answer within {timeout:g} s")
+            raise ZygoteError(f"gave no answer within {timeout:g} s")
         try:
             data = self.sock.recv(MAX_MESSAGE)
         except OSError as e:
@@ -80,19 +81,19 @@ class ZygoteClient:
 
     def _death(self) -> str:
         if self.pid is None:
-            return "it is gone"
+            return "is gone"
         try:
             got, st = os.waitpid(self.pid, 0)
         except ChildProcessError:
-            return "it is gone"
+            return "is gone"
         self.pid = None
         if os.WIFSIGNALED(st):
             try:
                 name = signal.Signals(os.WTERMSIG(st)).name
             except ValueError:
                 name = f"signal {os.WTERMSIG(st)}"
-            return f"it died with {name}"
-        return f"it exited with status {os.WEXITSTATUS(st)}"
+            return f"died with {name}"
+        return f"exited with status {os.WEXITSTATUS(st)}"
 
     def ready(self, timeout: float) -> dict:
         """The zygote's load reply (waits for it the first time).
