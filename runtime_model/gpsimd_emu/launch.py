@@ -139,6 +139,9 @@ class _Leader(Helpers):
         self.out_desc = bytes(mm[a + req["page"]:a + req["page"] + req["desc_len"]])
         self.jobs: List[Job] = []
         self._helping: list = []
+        self._whole: Dict[int, Job] = {}
+        self._whole_status: Dict[int, int] = {}
+        self.is_helper = False
         self.stop_after: Optional[int] = None
 
     def _rebase(self, b: bytearray) -> bytearray:
@@ -165,32 +168,38 @@ class _Leader(Helpers):
         a crash of a helper, or inside a launch) lets no later run start."""
         second = next((r for r in self.runs if r["second"]), None)
         for r in self.runs:
+            if r["index"] in self._whole:
+                continue                        # a helper makes it
             if self.stop_after is not None or (
                     r is second and self.ncores == 1 and not self._need_second()):
+                self.ctl.protect(True)
                 self.ctl.set_pass(r["index"], control.PASS_SKIPPED, control.now_ns())
                 continue
-            self._run_here(r)
+            index = len(self.jobs)
+            self.jobs.append(Job(index, r["index"], os.getpid()))
+            if self.make_run(r, index):
+                self.stop_after = r["index"]
+        self._wait_whole()
 
-    def _run_here(self, r: dict) -> None:
-        """Make run ``r`` in the leader (helped when it takes long). A crash
-        or the time limit ends the leader, which the zygote reports."""
+    def make_run(self, r: dict, index: int) -> bool:
+        """Make run ``r`` as process record ``index`` (helped when it takes
+        long). Returns True when the vector must stop after it (a fault, a
+        helper's bad end, a launch that ended the process). A crash or the
+        time limit ends this process, which its parent reports."""
         p = r["index"]
         start = time.monotonic()
+        self.ctl.protect(True)
         self.ctl.set_pass(p, control.PASS_RUNNING, control.now_ns())
-        index = len(self.jobs)
-        self.jobs.append(Job(index, p, os.getpid()))
         self.ctl.set_job(index, os.getpid(), p, 0, control.JOB_RUNNING)
         self.run_cores(r, index, start + self.timeout)
         bad = self._wait_helpers(r)
         signal.setitimer(signal.ITIMER_REAL, 0)
         self.ctl.protect(True)
         self.ctl.set_job(index, os.getpid(), p, 0, control.JOB_EXITED)
-        if bad or self._left_running(self.jobs[index]):
-            self.stop_after = p
-            return
+        if bad or self._left_running(Job(index, p, 0)):
+            return True
         self.ctl.set_pass(p, control.PASS_DONE, control.now_ns())
-        if self.ctl.pass_record(p)["faulted"]:
-            self.stop_after = p
+        return bool(self.ctl.pass_record(p)["faulted"])
 
     def _left_running(self, job: Job) -> bool:
         """Did the job end (exit 0: a kernel's exit()) inside a launch?"""
@@ -227,9 +236,10 @@ class _Leader(Helpers):
         for at, n in fills:
             ctypes.memset(self.base + at, poison, n)
 
-    def run_cores(self, run: dict, index: int, deadline: float) -> None:
+    def run_cores(self, run: dict, index: int, deadline: float, first: bool = True) -> None:
         """Claim the cores of ``run`` one by one (process record ``index``) and
-        launch each, with SIGALRM at ``deadline`` (time.monotonic()). Model
+        launch each, with SIGALRM at ``deadline`` (time.monotonic());
+        ``first``: this process starts the run (poisons its copies). Model
         errors are recorded in the control block and raised again."""
         ctl = self.ctl
         k = -1
@@ -239,13 +249,13 @@ class _Leader(Helpers):
                 os.kill(os.getpid(), signal.SIGALRM)
             signal.setitimer(signal.ITIMER_REAL, max(remaining, 1e-3))
             p = run["index"]
-            helper = bool(self._helping) and self._helping[0] is None
             shared = self.parallel > 1 and not run["ordered"]
+            may_help = self.parallel > 1 and not self.is_helper
             fills = self.req["fills"][p]
-            if fills and not helper:          # every copy of the run at once
+            if fills and first:               # every copy of the run at once
                 self._fill(fills, run["poison"])
             started = time.monotonic()
-            if shared and not helper and self.req.get("spread_now"):
+            if may_help and self.req.get("spread_now"):
                 self._maybe_help(run, started, deadline)   # cores known to take long
             arg_buf = ctypes.create_string_buffer(max(1, len(self.arg_stream)))
             ret_buf = ctypes.create_string_buffer(max(1, len(self.out_desc)))
@@ -283,7 +293,7 @@ class _Leader(Helpers):
                              job=index, t_start=t1, t_end=t2)
                 if not ok:
                     ctl.mark_faulted(p)
-                if shared and not helper:
+                if may_help:
                     self._maybe_help(run, started, deadline)
         except BaseException as e:
             try:
