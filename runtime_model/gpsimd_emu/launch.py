@@ -4,13 +4,12 @@ the zygote, ``gpsimd_emu.zygote``, so every core object's globals are as
 
 The vector's first process, the *leader* (in its own process group,
 inside the zygote's PID namespace where one can be made), maps the device
-image, then schedules the runs of the cores (``gpsimd_emu.image.RunSpec``)
-as *jobs*: processes that each claim cores of one run from the control
-block and launch them one after another, each run in processes that ran
-its own copy of every core object (the zygote loads one per run), so each
-run starts from globals no launch touched. The leader makes every run
-itself, one after another (a vector costs one fork); a run that takes long
-gets helpers (``gpsimd_emu.jobs``, with ``parallel`` > 1). The second
+image, then makes the runs of the cores (``gpsimd_emu.runs``) one after
+another, claiming each run's cores from the control block and launching
+them; each run uses its own copy of every core object (the zygote loads
+one per run), so each starts from globals no launch touched, and a vector
+costs one fork. Runs that take long get helpers (``gpsimd_emu.jobs``, with
+``parallel`` > 1). The second
 private run is made when the first says so (multicore: always;
 single-core: an element still holding the poison, or the report flags
 ``TCM_USED``, ``EMPTY_USED``, ``OUTPUT_READ``), and a run that ended with a
@@ -61,7 +60,7 @@ class VectorContext:
     Attributes:
         request: the worker's request (``DeviceImage.request()`` plus
             ``op``, ``timeout``, ``parallel``, ``spread_after``,
-            ``data_limit``).
+            ``spread_now``, ``data_limit``).
         image_fd: the image memfd (closed once mapped).
         launchers: ``launchers[run][core]``: the op's launcher (``int
             (*)()``) in that run's copy of the core object.
