@@ -28,7 +28,7 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, CoreMemory, Grid, ImageFile, align_up, printf_text)
+                     SBUF_WINDOW_BASE, Arena, CoreMemory, ImageFile, align_up, printf_text)
 from .merge import written_mask
 from .runs import RunSpec, runs_for
 from .vectors import Input
@@ -93,12 +93,12 @@ class DeviceImage:
         arg_stream, out_desc: the argument stream and output descriptor
             bytes; ``write_args`` stores them (after a test patched them).
         out_addr, out_nbytes, num_elem, itemsize: the output.
-        outputs: ``outputs[run][core]``: the output ``Arena`` a core writes
-            in that run (the same arena for every core of a shared run);
-            bytes past ``out_nbytes`` are the guard zone. Made on first use.
-        mem: ``mem[run][core]``: the ``CoreMemory`` of a core in a run
-            (made on first use).
-        cores: ``mem[0]`` (the first run's reports and printf).
+        guard_size: bytes after each output copy that no region covers
+            (``copies(run, guard_size)`` reads them).
+
+    What the runs left is read in place: ``copies`` (every core's output of
+    a run as one strided view), ``masks``, ``read_maps``, ``report``,
+    ``printf_text``.
         input_spans: ``(name, arena, offset, nbytes)`` of each input.
     """
 
@@ -205,22 +205,10 @@ class DeviceImage:
             for hbm, sbuf in self.arenas[1:]:
                 hbm.u8[:self.hbm.used] = self.input_snapshot
                 sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
-            self.outputs = Grid(len(self.runs), num_cores, self._make_output)
-            self.mem = Grid(len(self.runs), num_cores, self._make_mem)
-            self.cores = self.mem[0]
             self.write_args()
         except BaseException:
             self.file.close()
             raise
-
-    def _make_output(self, run: int, k: int) -> Arena:
-        if not self.runs[run].private and k:
-            return self.outputs[run][0]      # one shared output
-        return Arena(self.out_addr, self._out_capacity, GUARD_BYTES,
-                     backing=(self.file, self._out_at[run][k]))
-
-    def _make_mem(self, run: int, k: int) -> CoreMemory:
-        return CoreMemory(self._scratch_size, backing=(self.file, self._mem_at[run][k]))
 
     def _part(self, run: int, k: int, part: int) -> int:
         """File offset of a core's scratch (0), dataram, printf ring or
@@ -359,11 +347,6 @@ class DeviceImage:
         c = self.copies(run)
         return c[core if len(c) > 1 else 0]
 
-    def guard_bytes(self, run: int, core: int) -> np.ndarray:
-        """The guard zone after a core's output in a run (a view)."""
-        a = self.outputs[run][core]
-        return a.u8[self.out_nbytes:a.capacity + GUARD_BYTES]
-
     def masks(self, run: int) -> List[np.ndarray]:
         """Per core, the written mask of a private run (computed once, for
         every core in one pass where the item size allows)."""
@@ -408,7 +391,6 @@ class DeviceImage:
         """Release the file and every view of it (idempotent)."""
         self._masks.clear()
         self._reports.clear()
-        self.outputs = self.mem = self.cores = None
         self.arenas = []
         self.hbm = self.sbuf = None
         self.input_spans = []

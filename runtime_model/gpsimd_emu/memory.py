@@ -27,7 +27,6 @@ mmap (tests, tools).
 
 from __future__ import annotations
 
-import collections.abc
 import ctypes
 import mmap
 import os
@@ -40,7 +39,7 @@ from . import abi
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN",
     "POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "GUARD_BYTES",
-    "ImageFile", "SharedBuffer", "Arena", "CoreMemory", "Grid", "align_up", "printf_text",
+    "ImageFile", "SharedBuffer", "Arena", "CoreMemory", "align_up", "printf_text",
 ]
 
 #: Device address of the input HBM arena: above 4 GiB so that an address
@@ -326,40 +325,3 @@ def printf_text(ring: np.ndarray, head: int, length: int) -> str:
     else:
         data = ring[head:].tobytes() + ring[:head + length - cap].tobytes()
     return data.decode("utf-8", errors="replace")
-
-
-class Grid:
-    """``grid[run][core]``, made on first use by ``make(run, core)``."""
-
-    def __init__(self, runs: int, cores: int, make):
-        self._cells = [[None] * cores for _ in range(runs)]
-        self._make = make
-
-    def __getitem__(self, run: int) -> "_Row":
-        return _Row(self, run)
-
-    def __len__(self) -> int:
-        return len(self._cells)
-
-    def get(self, run: int, core: int):
-        v = self._cells[run][core]
-        if v is None:
-            v = self._cells[run][core] = self._make(run, core)
-        return v
-
-    def made(self):
-        """What was made so far (to release it)."""
-        return [v for row in self._cells for v in row if v is not None]
-
-
-class _Row(collections.abc.Sequence):
-    def __init__(self, grid: Grid, run: int):
-        self._grid, self._run = grid, run
-
-    def __getitem__(self, core):
-        if isinstance(core, slice):
-            return [self[i] for i in range(len(self))[core]]
-        return self._grid.get(self._run, core)
-
-    def __len__(self) -> int:
-        return len(self._grid._cells[self._run])
