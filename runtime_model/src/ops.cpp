@@ -33,6 +33,8 @@ struct Operand {
 Operand of(const Tensor& t, const char* op) {
     if (!t.defined()) gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "%s: undefined tensor operand", op);
     Operand o = {t.unsafeGetTensorImpl(), Scalar()};
+    /* every element of an operand is read (before an _out form writes it) */
+    note_output_read(o.t->data, o.t->nbytes);
     return o;
 }
 Operand of(const Scalar& s) {

@@ -19,7 +19,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ROOT, copy_project, run_scons
+from conftest import PROGRESS, ROOT, copy_project, run_scons
 
 RELU = "kernels/relu/relu.cpp"
 GOOD_LINE = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
@@ -98,10 +98,6 @@ def built(tmp_path):
     return proj
 
 
-#: The start of an action line: ``[done/total] `` and the action.
-ACTION = r"^(?:\[\d+/\d+\] )?"
-
-
 def interrupt(proj, sig, pattern=None, delay=None):
     """Start `scons -j2` in its own process group and send ``sig`` to the
     whole group when its output shows ``pattern`` (or after ``delay`` s)."""
@@ -134,7 +130,7 @@ def test_interrupted_link_then_revert_equals_a_clean_build(built, clean, sig, st
         set_state(built, start)
         assert build(built).returncode != 0   # relu fails its vectors
     set_state(built, edit)
-    log = interrupt(built, sig, ACTION + r"LINK +build/host/relu/relu\.so$")
+    log = interrupt(built, sig, r"^" + PROGRESS + r"LINK +build/host/relu/relu\.so$")
     assert "LINK     build/host/relu/relu.so" in log, log
     set_state(built, start)
     proc = build(built)
@@ -252,8 +248,9 @@ def test_randomized_kills_then_edits_equal_clean_builds(built, clean):
     build of the sources it sees."""
     rounds = int(os.environ.get("GPSIMD_KILL_ROUNDS", "4"))
     rng = random.Random(int(os.environ.get("GPSIMD_KILL_SEED", "10")))
-    points = [ACTION + p for p in (r"CXX +build/host/relu/obj/", r"CXX +build/host/spmd/obj/",
-                                   r"LINK +", r"PACK +", r"TEST +relu ", r"TEST +spmd ")] + [None]
+    points = [r"^" + PROGRESS + p for p in (
+        r"CXX +build/host/relu/obj/", r"CXX +build/host/spmd/obj/", r"LINK +", r"PACK +",
+        r"TEST +relu ", r"TEST +spmd ")] + [None]
     state = "good"
     for _ in range(rounds):
         target = rng.choice([s for s in ("good", "broken", "comment") if s != state])
