@@ -21,7 +21,9 @@ steps that are not a compiler, linker or archiver run this module:
     writes the summary of the passing results files given (one line per
     library, then ``all libraries: N passed, M failed`` when they are all
     ``N`` libraries of the collection, else ``total: ...``) for a build
-    driven by ninja, which prints it with ``cat``.
+    driven by ninja, which prints it with ``cat``; with ``--report PAGE``
+    (and ``--multicore LIB`` per multicore library) also the HTML report
+    of those results (``gpsimd_build.report``).
 
 Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
 success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
@@ -117,6 +119,11 @@ def _summary(args: argparse.Namespace) -> None:
     label = "all libraries" if len(args.results) == args.all else "total"
     lines.append(f"{label}: {passed} passed, {failed} failed")
     write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
+    if args.report:
+        from .report import ReportLibrary, write_report
+        write_report(args.report, [
+            ReportLibrary(res.library, "current", res, res.library in args.multicore)
+            for res in map(LibraryResults.load, args.results)], totals=lines[-1])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -146,6 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm = sub.add_parser("summary", help="the summary of passing results files")
     sm.add_argument("-o", "--output", required=True)
     sm.add_argument("--all", type=int, required=True, help="libraries in the collection")
+    sm.add_argument("--report", help="also write the HTML report of the results here")
+    sm.add_argument("--multicore", action="append", default=[],
+                    help="a multicore library (its vectors are drawn in the report)")
     sm.add_argument("results", nargs="*")
     sm.set_defaults(run=_summary)
     return p

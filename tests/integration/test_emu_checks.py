@@ -33,6 +33,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run_scons
+from render import render, rgb
 from gpsimd_emu.merge import written_mask
 from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
 
@@ -327,6 +328,35 @@ def test_layout_records_write_sets_as_ranges(broken):
     assert lay["order_dependent"] == [[0, 8]]
     lay = _layout(results, "broken_hostile", "tcm_uninit")
     assert lay["cores"][0]["uninit"] == [[0, 10]] and lay["cores"][0]["written"] == [[0, 10]]
+
+
+def test_the_test_run_writes_a_report_that_draws_who_wrote_what(broken):
+    """build/host/report.html of that run: every vector of every library
+    with its status, and, rendered in Chromium, remainder_bug's strip: the
+    cores' ranges in their colours, the holes, core 7's fault range."""
+    from gpsimd_build.report import CORE_COLOURS, MARK_COLOURS
+    proj, _, results = broken
+    page = proj / "build/host/report.html"
+    text = page.read_text()
+    for lib, doc in results.items():
+        for v in doc["vectors"]:
+            assert f'<tr class="vector {v["status"]}" data-vector="{lib}::{v["op"]}[{v["vector"]}]"' \
+                in text
+    pic = render(str(page))
+    segs = [s for s in pic.segs if s["vector"] == "broken_spmd::remainder_bug[n1001]"]
+    strip = [s for s in segs if s["row"] == "strip"]
+    x0, y = min(s["x"] for s in strip), strip[0]["y"] + strip[0]["h"] / 2
+    width = sum(s["w"] for s in strip if s["kind"] == "beyond") * 1008 / 7   # [1001, 1008)
+
+    def at(element):
+        return x0 + width * (element + 0.5) / 1008
+    for k in range(7):
+        assert pic.pixel(at(125 * k + 60), y) == rgb(CORE_COLOURS[k])
+    assert pic.pixel(at(900), y) == rgb(CORE_COLOURS[7])
+    assert pic.pixel(at(878), y) == pic.pixel(at(970), y) == rgb(MARK_COLOURS["hole"])
+    (fault,) = [s for s in segs if s["kind"] == "fault"]
+    assert (fault["core"], fault["range"]) == ("7", "946,1008")
+    assert pic.pixel(at(980), fault["y"] + fault["h"] / 2) == rgb(MARK_COLOURS["fault"])
 
 
 def test_layout_is_only_in_results_of_runs_with_checks(broken, tmp_path):

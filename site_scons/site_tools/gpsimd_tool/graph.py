@@ -424,7 +424,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         # test line; a library's results come before the next one's compiles)
         default = [n for pair in zip(all_stack, all_results) for n in pair] + all_versions
         if to_ninja:
-            default += ninja.summary(env, all_results, profile_dir, len(collection.libraries))
+            default += ninja.summary(env, all_results, profile_dir, len(collection.libraries),
+                                     [lib.name for lib in libraries if lib.multicore])
         env.Default(env.Alias("all", default))
     else:
         env.Default(env.Alias("all", all_loadable + all_versions))
@@ -447,5 +448,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         integrity.CURRENT = record
         atexit.register(timer.timed(record.save, "record of outputs written"))
         if tests:
-            atexit.register(Summary(tests, profile_dir, len(collection.libraries)).at_exit)
+            atexit.register(Summary(
+                tests, profile_dir, len(collection.libraries),
+                collection=[(lib.name, lib.multicore) for lib in collection.libraries],
+                checks="--no-checks" not in env.get("GPSIMD_EMU_FLAGS", [])).at_exit)
     return nodes

@@ -93,12 +93,16 @@ def regenerate_on(env, paths: Iterable[str]) -> None:
     env["NINJA_REGENERATE_DEPS"] = sorted(set(scripts) | {p for p in paths if p})
 
 
-def summary(env, results: List[Any], profile_dir: str, libraries: int) -> List[Any]:
-    """The summary step (``test-summary.txt`` from every results file) and
-    the edge that prints it on every run (``cat``; its output is never
-    made, so ninja always runs it). Returns the nodes to build by default."""
-    text = env.GpsimdSummary(f"{profile_dir}/test-summary.txt", results,
-                             GPSIMD_LIBRARIES=str(libraries))
+def summary(env, results: List[Any], profile_dir: str, libraries: int,
+            multicore: Iterable[str] = ()) -> List[Any]:
+    """The summary step (``test-summary.txt`` and ``report.html`` from every
+    results file; ``multicore``: the multicore libraries' names) and the
+    edge that prints it on every run (``cat``; its output is never made, so
+    ninja always runs it). Returns the nodes to build by default."""
+    text = env.GpsimdSummary(
+        [f"{profile_dir}/test-summary.txt", f"{profile_dir}/report.html"], results,
+        GPSIMD_LIBRARIES=[str(libraries), "--report", f"{profile_dir}/report.html"]
+        + [a for name in multicore for a in ("--multicore", name)])[:1]
     printed = env.GpsimdPrint(f"{profile_dir}/.summary-printed", text)
     return text + printed
 

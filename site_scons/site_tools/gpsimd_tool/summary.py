@@ -16,12 +16,21 @@ build), from the state SCons left each test node in:
 
 When the whole collection was asked for, the same text is written to
 ``<BUILD_DIR>/<profile>/test-summary.txt`` (atomically).
+
+Then the HTML report (``gpsimd_build.report``) is written to
+``<BUILD_DIR>/<profile>/report.html``: every library of the collection, those
+of this build with the state above, the others (and the stale ones) with
+the results an earlier build left, marked stale. It is rendered only when
+what it shows may have changed: a key of each library's state and results
+file (path, size, time) is kept beside it (``.report-key``), so a null
+build costs a few ``stat`` calls.
 """
 
 import os
 import sys
 from dataclasses import dataclass
-from typing import Dict, List, Optional, Sequence
+import hashlib
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import SCons.Node
 
@@ -57,39 +66,54 @@ def _written_since(path: str, start_ns: int) -> bool:
         return False
 
 
+def _library_states(libraries: Sequence[LibraryTests], failed_runs: Sequence[str] = (),
+                    start_ns: int = 0) -> List[Tuple[LibraryTests, str, Optional[LibraryResults]]]:
+    """``(library, state, results)`` per library (see the module docstring):
+    state ``current`` (results of this build), ``unreadable``, ``no
+    results`` (its run failed without results), ``stale`` or ``not run``;
+    results only for ``current``."""
+    out = []
+    for lib in libraries:
+        state = lib.node.get_state()
+        if state in (SCons.Node.executed, SCons.Node.up_to_date):
+            res = _numbers(lib.node.abspath)
+            out.append((lib, "current" if res else "unreadable", res))
+        elif state == SCons.Node.failed and _written_since(lib.failed_path, start_ns):
+            res = _numbers(lib.failed_path)
+            out.append((lib, "current" if res else "unreadable", res))
+        elif state == SCons.Node.failed and lib.node.path in failed_runs:
+            out.append((lib, "no results", None))
+        else:
+            old = os.path.exists(lib.node.abspath) or os.path.exists(lib.failed_path)
+            out.append((lib, "stale" if old else "not run", None))
+    return out
+
+
 def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
-                  failed_runs: Sequence[str] = (), start_ns: int = 0) -> List[str]:
+                  failed_runs: Sequence[str] = (), start_ns: int = 0,
+                  states=None) -> List[str]:
     """One line per library (see the module docstring) and the totals:
     ``all libraries: N passed, M failed`` when ``everything`` was asked for,
     else ``total: N passed, M failed``. ``failed_runs``: paths of the test
     nodes whose run ended with an error in this build (not an interrupt);
-    ``start_ns``: when this build started (``time.time_ns()``)."""
+    ``start_ns``: when this build started (``time.time_ns()``); ``states``:
+    ``_library_states`` when already known."""
     passed = failed = 0
     lines = []
-    for lib in libraries:
-        state = lib.node.get_state()
-        res = None
-        if state in (SCons.Node.executed, SCons.Node.up_to_date):
-            res = _numbers(lib.node.abspath)
-            if res is None:
-                lines.append(f"{lib.name}: no results (the results file cannot be read)")
-                continue
-        elif state == SCons.Node.failed and _written_since(lib.failed_path, start_ns):
-            res = _numbers(lib.failed_path)
-            if res is None:
-                lines.append(f"{lib.name}: no results (the results file cannot be read)")
-                continue
-        elif state == SCons.Node.failed and lib.node.path in failed_runs:
+    for lib, state, res in states or _library_states(libraries, failed_runs, start_ns):
+        if state == "unreadable":
+            lines.append(f"{lib.name}: no results (the results file cannot be read)")
+        elif state == "no results":
             lines.append(f"{lib.name}: the test run failed without results (see above)")
-            continue
-        else:
-            old = os.path.exists(lib.node.abspath) or os.path.exists(lib.failed_path)
+        elif state == "stale":
             lines.append(f"{lib.name}: stale (results of an earlier build; this build did not "
-                         "run its tests)" if old else f"{lib.name}: not run")
-            continue
-        passed += res.passed
-        failed += res.failed
-        lines.append(f"{lib.name}: {res.passed} passed, {res.failed} failed")
+                         "run its tests)")
+        elif state == "not run":
+            lines.append(f"{lib.name}: not run")
+        else:
+            passed += res.passed
+            failed += res.failed
+            lines.append(f"{lib.name}: {res.passed} passed, {res.failed} failed")
     lines.append(f"{'all libraries' if everything else 'total'}: {passed} passed, {failed} failed")
     return lines
 
@@ -99,14 +123,21 @@ class Summary:
     ask for (``all``/``test``/the default: every library; ``test-<lib>``,
     ``<lib>`` or a library's results file: that library). ``libraries``
     are those of this run's graph, ``collection_size`` the number in the
-    whole collection."""
+    whole collection. ``collection``: ``(name, multicore)`` of every library
+    of the collection, for the report (default: those of ``libraries``, as
+    single-core); ``checks``: whether the tests run with the emulator's
+    checks (the report says why a multicore vector has no write sets)."""
 
     def __init__(self, libraries: Sequence[LibraryTests], profile_dir: str,
-                 collection_size: Optional[int] = None, all_aliases=("all", "test")):
+                 collection_size: Optional[int] = None, all_aliases=("all", "test"),
+                 collection: Optional[Sequence[Tuple[str, bool]]] = None, checks: bool = True):
         import time
         self.start_ns = time.time_ns()
         self.libraries = list(libraries)
         self.profile_dir = profile_dir
+        self.collection = list(collection if collection is not None
+                               else [(lib.name, False) for lib in self.libraries])
+        self.checks = checks
         #: libraries in the whole collection (this run's graph may hold fewer)
         self.collection_size = len(self.libraries) if collection_size is None else collection_size
         self.all_aliases = set(all_aliases)
@@ -140,13 +171,68 @@ class Summary:
             failed_runs = [] if signals.interrupted() else [
                 str(f.node) for f in SCons.Script.GetBuildFailures()
                 if getattr(f, "errstr", "") != "Build interrupted."]
-            text = "\n".join(summary_lines(wanted, everything, failed_runs, self.start_ns)) + "\n"
+            states = _library_states(wanted, failed_runs, self.start_ns)
+            lines = summary_lines(wanted, everything, states=states)
+            text = "\n".join(lines) + "\n"
             sys.stdout.write(text)
             sys.stdout.flush()
             if everything:
                 write_atomically(os.path.join(self.profile_dir, "test-summary.txt"),
                                  text.encode("utf-8"))
         except BrokenPipeError:   # `scons | head`: the reader has gone
-            pass
+            return
         except Exception as e:  # at exit: report, never a traceback
             sys.stderr.write(f"scons: the test summary could not be made: {e}\n")
+            return
+        try:
+            self.write_report(states, lines[-1])
+        except Exception as e:  # noqa: BLE001 - at exit: report, never a traceback
+            sys.stderr.write(f"scons: the test report could not be written: {e}\n")
+
+    def _report_entries(self, states) -> List[Tuple[str, str, Optional[str], bool]]:
+        """``(name, state, results file or None, multicore)`` per library of
+        the collection: this build's state, or ``stale``/``not run`` from
+        the files an earlier build left."""
+        by_name = {lib.name: (state, lib) for lib, state, _ in states}
+        out = []
+        for name, multicore in self.collection:
+            state, lib = by_name.get(name, (None, None))
+            passed = os.path.join(self.profile_dir, name, "test-results.json")
+            failed = os.path.join(self.profile_dir, name, "test-results.failed.json")
+            if state == "current":
+                ok = lib.node.get_state() in (SCons.Node.executed, SCons.Node.up_to_date)
+                out.append((name, state, passed if ok else failed, multicore))
+                continue
+            if state in ("unreadable", "no results"):
+                out.append((name, "no results", None, multicore))
+                continue
+            old = [p for p in (passed, failed) if os.path.exists(p)]
+            newest = max(old, key=lambda p: os.stat(p).st_mtime_ns) if old else None
+            out.append((name, "stale" if newest else "not run", newest, multicore))
+        return out
+
+    def write_report(self, states, totals: str) -> None:
+        """Write ``report.html`` unless the key of what it shows is unchanged
+        (module docstring)."""
+        from gpsimd_build import report
+        entries = self._report_entries(states)
+        code = os.stat(report.__file__)   # a new renderer renders again
+        key = hashlib.sha256(repr((self.checks, totals, code.st_size, code.st_mtime_ns)).encode())
+        for name, state, path, multicore in entries:
+            st = os.stat(path) if path else None
+            key.update(repr((name, state, path, multicore, st and (st.st_size, st.st_mtime_ns)))
+                       .encode())
+        page = os.path.join(self.profile_dir, "report.html")
+        key_path = os.path.join(self.profile_dir, ".report-key")
+        digest = key.hexdigest().encode()
+        try:
+            with open(key_path, "rb") as f:
+                if f.read() == digest and os.path.exists(page):
+                    return
+        except OSError:
+            pass
+        libraries = report.libraries_from_files(entries)
+        for lib in libraries:
+            lib.checks = self.checks
+        report.write_report(page, libraries, totals=totals)
+        write_atomically(key_path, digest)

@@ -1,0 +1,305 @@
+"""The HTML test report: one static page (``<BUILD_DIR>/<profile>/report.html``)
+with every library's vectors, written after every test run.
+
+The page needs no server, no network and no other file: the style is in
+the page and there is no script. It holds, per library, its state (results
+of this run, stale, not run) and per op and vector the status, the error
+figures (``max_abs_err``, mismatches), the failure message and the
+warnings. For a vector of a multicore library it draws the output as a
+strip of elements coloured by the core that wrote them, from the
+``layout`` of the results (``gpsimd_device.results``: element ranges,
+never per element, so a vector of millions of elements costs what its
+ranges cost): holes, overlaps, writes past the end (in a zone after the
+end marker) and each faulting core's range, each also listed in words.
+Without checks (``EMU_CHECKS=0``) the results hold no write sets, and the
+page says so instead of drawing.
+
+The page is a pure function of its input (no time, no path of the
+machine): the same results give the same bytes. Stdlib only (the build's
+own steps run it under ``python -S``).
+"""
+
+import html
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+from gpsimd_device.results import LibraryResults, VectorResult
+
+__all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "ReportLibrary", "render_report",
+           "write_report"]
+
+#: Fill colour of core ``k``'s elements (``CORE_COLOURS[k % 8]``): eight
+#: hues apart from the marks' red and black.
+CORE_COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd",
+                "#8c564b", "#e377c2", "#17becf", "#bcbd22")
+#: Fill colours of the marks: elements no core wrote, elements two cores
+#: wrote, the zone past the output's end, a faulting core's range.
+MARK_COLOURS = {"hole": "#d62728", "overlap": "#000000", "beyond": "#c8c8c8",
+                "fault": "#ffd400"}
+#: Width of a strip in CSS pixels (every strip has it, so that strips
+#: compare by eye).
+STRIP_WIDTH = 800
+
+_STATES = {
+    "current": "results of this run",
+    "stale": "stale: results of an earlier build (this build did not run its tests)",
+    "not run": "not run",
+    "no results": "the test run failed without results",
+}
+
+_STYLE = f"""
+body {{ font: 14px/1.4 sans-serif; margin: 16px; color: #222; background: #fff; }}
+h1 {{ font-size: 20px; margin: 0 0 8px; }}
+h2 {{ font-size: 16px; margin: 24px 0 4px; }}
+.totals {{ font-weight: bold; }}
+.state {{ font-weight: normal; color: #666; font-size: 13px; }}
+table {{ border-collapse: collapse; margin: 4px 0; }}
+th, td {{ border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-align: top; }}
+td.num {{ text-align: right; font-family: monospace; }}
+tr.pass td.status {{ background: #d9f2d9; }}
+tr.fail td.status {{ background: #f8d0d0; }}
+.message {{ white-space: pre-wrap; font-family: monospace; font-size: 12px; }}
+.warning {{ color: #8a5a00; font-family: monospace; font-size: 12px; }}
+.strip {{ position: relative; width: {STRIP_WIDTH}px; height: 20px; background: #fff;
+          border: 1px solid #888; margin: 4px 0 0; overflow: hidden; }}
+.faults {{ position: relative; width: {STRIP_WIDTH}px; height: 10px; margin: 2px 0 4px;
+           border: 1px solid transparent; overflow: hidden; }}
+.seg {{ position: absolute; top: 0; bottom: 0; min-width: 1px; }}
+.seg.overlap {{ background: {MARK_COLOURS["overlap"]}; }}
+.seg.hole {{ background: {MARK_COLOURS["hole"]}; }}
+.seg.beyond {{ background: {MARK_COLOURS["beyond"]}; }}
+.seg.fault {{ background: {MARK_COLOURS["fault"]}; }}
+.end {{ position: absolute; top: 0; bottom: 0; width: 2px; background: #000; }}
+.legend span.swatch {{ display: inline-block; width: 12px; height: 12px;
+                       vertical-align: middle; margin: 0 3px 0 10px; border: 1px solid #888; }}
+ul.ranges {{ margin: 2px 0; padding-left: 18px; font-family: monospace; font-size: 12px; }}
+.nolayout {{ color: #666; font-style: italic; }}
+""" + "".join(f".seg.core{k} {{ background: {c}; }}\n" for k, c in enumerate(CORE_COLOURS))
+
+
+@dataclass
+class ReportLibrary:
+    """One library of the report.
+
+    Attributes:
+        name: the library name.
+        state: ``"current"``, ``"stale"``, ``"not run"`` or ``"no results"``.
+        results: its results (``None`` when there are none to show).
+        multicore: the library runs on eight cores (its vectors get strips).
+        checks: whether the run had the emulator's checks; only used when a
+            multicore vector has no layout, to say why.
+    """
+
+    name: str
+    state: str
+    results: Optional[LibraryResults] = None
+    multicore: bool = False
+    checks: Optional[bool] = None
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _ranges_text(ranges: Iterable[Sequence[int]]) -> str:
+    return ", ".join(f"[{a}, {b})" for a, b in ranges)
+
+
+def _seg(kind: str, a: int, b: int, domain: int, title: str, core: Optional[int] = None,
+         fill: bool = True) -> str:
+    """One absolutely placed segment for elements ``[a, b)`` of ``domain``,
+    in ``core``'s colour when ``fill`` (else in the colour of ``kind``)."""
+    left = 100.0 * a / domain
+    width = 100.0 * (b - a) / domain
+    cls = f"seg {kind}" + (f" core{core % len(CORE_COLOURS)}" if core is not None and fill else "")
+    data = f' data-core="{core}"' if core is not None else ""
+    return (f'<div class="{cls}" data-kind="{kind}"{data} data-range="{a},{b}" '
+            f'style="left:{left:.4f}%;width:{width:.4f}%" title="{_e(title)}"></div>')
+
+
+def _strip(layout: Dict[str, Any], failed: bool) -> str:
+    """The strip, its fault row, legend and the ranges in words (folded
+    unless the vector ``failed``)."""
+    n = int(layout.get("elements") or 0)
+    cores = [c for c in layout.get("cores") or [] if isinstance(c, dict)]
+    faults = [(int(c.get("core", k)), c["fault"]) for k, c in enumerate(cores)
+              if isinstance(c.get("fault"), dict)]
+    ends = [n] + [int(b) for c in cores for _, b in c.get("past_end") or []]
+    ends += [int(f["range"][1]) for _, f in faults if f.get("range")]
+    domain = max(max(ends), 1)
+    segs: List[str] = []
+    if domain > n:
+        segs.append(_seg("beyond", n, domain, domain, f"past the end: elements [{n}, {domain})"))
+    for k, c in enumerate(cores):
+        core = int(c.get("core", k))
+        for a, b in c.get("written") or []:
+            segs.append(_seg("written", a, b, domain, f"core {core} wrote [{a}, {b})", core))
+    for a, b in layout.get("holes") or []:
+        segs.append(_seg("hole", a, b, domain, f"hole: no core wrote [{a}, {b})"))
+    for o in layout.get("overlaps") or []:
+        a, b = o["range"]
+        who = ", ".join(str(c) for c in o.get("cores") or [])
+        segs.append(_seg("overlap", a, b, domain, f"overlap: cores {who} wrote [{a}, {b})"))
+    if domain > n:   # (under the writes past the end)
+        segs.append(f'<div class="end" data-kind="end" style="left:{100.0 * n / domain:.4f}%" '
+                    f'title="end of the output ({n} elements)"></div>')
+    for k, c in enumerate(cores):
+        core = int(c.get("core", k))
+        for a, b in c.get("past_end") or []:
+            segs.append(_seg("past-end", a, b, domain,
+                             f"core {core} wrote past the end: [{a}, {b})", core))
+    fault_segs = []
+    for core, f in faults:
+        if f.get("range"):
+            a, b = f["range"]
+            fault_segs.append(_seg("fault", a, b, domain,
+                                   f"core {core} fault {f.get('kind')}: [{a}, {b})", core,
+                                   fill=False))
+    present = sorted({int(c.get("core", k)) for k, c in enumerate(cores)
+                      if c.get("written") or c.get("past_end")})
+    legend = "".join(f'<span class="swatch seg-legend core{k % 8}" '
+                     f'style="background:{CORE_COLOURS[k % 8]}"></span>core {k}' for k in present)
+    shown = {"hole": bool(layout.get("holes")), "overlap": bool(layout.get("overlaps")),
+             "beyond": domain > n, "fault": bool(fault_segs)}
+    legend += "".join(f'<span class="swatch" style="background:{MARK_COLOURS[m]}"></span>{label}'
+                      for m, label in (("hole", "hole"), ("overlap", "overlap"),
+                                       ("beyond", "past the end"), ("fault", "fault range"))
+                      if shown[m])
+    words = []
+    for k, c in enumerate(cores):
+        core = int(c.get("core", k))
+        parts = []
+        for key, label in (("written", "wrote"), ("past_end", "wrote past the end"),
+                           ("read_before_write", "read before writing"),
+                           ("uninit", "wrote values from unwritten memory")):
+            if c.get(key):
+                parts.append(f"{label} {_ranges_text(c[key])}")
+        f = c.get("fault")
+        if isinstance(f, dict):
+            where = f" at {_ranges_text([f['range']])}" if f.get("range") else ""
+            parts.append(f"fault {f.get('kind')}{where}")
+        words.append(f"core {core}: " + ("; ".join(parts) if parts else "wrote nothing"))
+    if layout.get("holes"):
+        words.append(f"holes: {_ranges_text(layout['holes'])}")
+    for o in layout.get("overlaps") or []:
+        words.append(f"overlap: {_ranges_text([o['range']])} by cores "
+                     f"{', '.join(str(c) for c in o.get('cores') or [])}")
+    if layout.get("order_dependent"):
+        words.append(f"order dependent: {_ranges_text(layout['order_dependent'])}")
+    if layout.get("truncated"):
+        words.append("(some lists were cut at 256 ranges)")
+    return (f'<div class="layout" data-elements="{n}" data-domain="{domain}">'
+            f'<div class="strip">{"".join(segs)}</div>'
+            f'<div class="faults">{"".join(fault_segs)}</div>'
+            f'<div class="legend">{legend}</div>'
+            f'<details{" open" if failed else ""}><summary>ranges</summary>'
+            f'<ul class="ranges">{"".join(f"<li>{_e(w)}</li>" for w in words)}</ul>'
+            f"</details></div>")
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "&ndash;"
+    if isinstance(value, float):
+        return _e(f"{value:.3g}")
+    return _e(value)
+
+
+def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
+    name = f"{lib.name}::{r.op}[{r.vector}]"
+    detail = f'<div class="message">{_e(r.message)}</div>' if r.message else ""
+    detail += "".join(f'<div class="warning">warning: {_e(w)}</div>' for w in r.warnings)
+    row = (f'<tr class="vector {_e(r.status)}" data-vector="{_e(name)}">'
+           f"<td>{_e(r.op)}</td><td>{_e(r.vector)}</td><td>{_e(r.where)}</td>"
+           f'<td class="status">{_e(r.status.upper())}</td>'
+           f'<td class="num">{_number(r.max_abs_err)}</td>'
+           f'<td class="num">{_number(r.mismatches)}</td><td>{detail}</td></tr>')
+    if not lib.multicore:
+        return row
+    if isinstance(r.layout, dict):
+        picture = _strip(r.layout, not r.passed)
+    else:
+        why = ("the run had no checks (EMU_CHECKS=0)" if lib.checks is False
+               else "the run wrote none (no checks, or the run could not be judged)")
+        picture = f'<p class="nolayout">No write-set data: {why}.</p>'
+    return row + (f'<tr class="picture" data-vector="{_e(name)}"><td colspan="7">'
+                  f"{picture}</td></tr>")
+
+
+def _library(lib: ReportLibrary) -> str:
+    state = _STATES.get(lib.state, lib.state)
+    head = f'<section class="library" data-library="{_e(lib.name)}" data-state="{_e(lib.state)}">'
+    res = lib.results
+    counts = f"{res.passed} passed, {res.failed} failed; " if res is not None else ""
+    out = [head, f'<h2>{_e(lib.name)} <span class="state">({_e(counts)}{_e(state)})</span></h2>']
+    if res is not None and res.vectors:
+        out.append("<table><tr><th>op</th><th>vector</th><th>where</th><th>status</th>"
+                   "<th>max_abs_err</th><th>mismatches</th><th>message, warnings</th></tr>")
+        out += [_vector_rows(lib, r) for r in res.vectors]
+        out.append("</table>")
+    out.append("</section>")
+    return "\n".join(out)
+
+
+def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test report",
+                  totals: str = "") -> str:
+    """The page (UTF-8 text) for ``libraries`` in the order given.
+
+    Args:
+        libraries: the libraries (``ReportLibrary``); those not ``current``
+            are shown with their state, and their results only if given.
+        title: the page's title and heading.
+        totals: the totals line (e.g. ``"all libraries: 12 passed, 1
+            failed"``); empty: counted from the current libraries.
+
+    Returns:
+        The HTML text; the same input gives the same text.
+    """
+    if not totals:
+        cur = [lib.results for lib in libraries if lib.state == "current" and lib.results]
+        totals = (f"total: {sum(r.passed for r in cur)} passed, "
+                  f"{sum(r.failed for r in cur)} failed")
+    body = "\n".join(_library(lib) for lib in libraries)
+    return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
+            f"<h1>{_e(title)}</h1>\n<p class=\"totals\">{_e(totals)}</p>\n{body}\n"
+            f"</body>\n</html>\n")
+
+
+def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = "") -> bool:
+    """Render the page and write it to ``path`` (atomically) unless the file
+    already holds exactly it. Returns whether it wrote.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    from .steps import write_atomically
+    data = render_report(libraries, totals=totals).encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except OSError:
+        pass
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    write_atomically(path, data)
+    return True
+
+
+def libraries_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]]
+                         ) -> List[ReportLibrary]:
+    """``ReportLibrary`` objects from ``(name, state, results path or None,
+    multicore)``; a results file that cannot be read makes the state
+    ``"no results"``."""
+    from gpsimd_device.results import ResultsError
+    out = []
+    for name, state, path, multicore in entries:
+        res = None
+        if path is not None:
+            try:
+                res = LibraryResults.load(path)
+            except ResultsError:
+                state = "no results"
+        out.append(ReportLibrary(name, state, res, multicore))
+    return out

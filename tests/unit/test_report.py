@@ -1,0 +1,136 @@
+"""The HTML test report (gpsimd_build.report): what it holds, that it is
+static and deterministic, and what Chromium draws from it."""
+import re
+
+import pytest
+
+from gpsimd_build.report import (CORE_COLOURS, MARK_COLOURS, STRIP_WIDTH, ReportLibrary,
+                                 render_report, write_report)
+from gpsimd_device.results import LibraryResults, VectorResult
+from render import render, rgb
+
+#: A multicore vector as the emulator records it (tests/integration/
+#: test_emu_checks.py: broken_spmd::remainder_bug), plus an overlap and a
+#: write past the end by core 3.
+LAYOUT = {
+    "elements": 1001, "itemsize": 4, "truncated": False,
+    "cores": [{"core": k, "written": [[125 * k, 125 * (k + 1)]], "read_before_write": [],
+               "past_end": [], "uninit": [], "fault": None} for k in range(7)]
+    + [{"core": 7, "written": [[882, 946]], "read_before_write": [], "past_end": [],
+        "uninit": [], "fault": {"kind": "OUT_OF_RANGE", "range": [946, 1008]}}],
+    "holes": [[875, 882], [946, 1001]],
+    "overlaps": [{"range": [250, 300], "cores": [1, 2]}],
+    "order_dependent": [],
+}
+LAYOUT["cores"][3]["past_end"] = [[1001, 1004]]
+
+
+def _results():
+    multi = LibraryResults("spmd", [
+        VectorResult("remainder_bug", "n1001", "ops.yaml:16:13", "fail",
+                     "core 7 faulted: OUT_OF_RANGE <b>", warnings=["core 2: slow & odd"],
+                     layout=LAYOUT),
+        VectorResult("double", "n8", "ops.yaml:20:13", "pass", max_abs_err=0.0, mismatches=0),
+    ])
+    single = LibraryResults("relu", [
+        VectorResult("relu_forward", "n1000", "ops.yaml:14:13", "pass", max_abs_err=1.5e-7,
+                     mismatches=0)])
+    return [ReportLibrary("relu", "current", single),
+            ReportLibrary("spmd", "current", multi, multicore=True, checks=False),
+            ReportLibrary("later", "not run")]
+
+
+def test_report_lists_every_vector_with_its_figures_and_is_static():
+    page = render_report(_results())
+    assert page == render_report(_results())            # deterministic
+    assert "<script" not in page and "src=" not in page and "url(" not in page
+    assert "href=" not in page and "@import" not in page  # nothing outside the page
+    rows = re.findall(r'<tr class="vector (\w+)" data-vector="([^"]+)"', page)
+    assert rows == [("pass", "relu::relu_forward[n1000]"), ("fail", "spmd::remainder_bug[n1001]"),
+                    ("pass", "spmd::double[n8]")]
+    assert "1.5e-07" in page                                # the error figure
+    assert "core 7 faulted: OUT_OF_RANGE &lt;b&gt;" in page  # escaped message
+    assert "warning: core 2: slow &amp; odd" in page
+    assert "total: 2 passed, 1 failed" in page
+    assert 'data-library="later" data-state="not run"' in page
+    # the multicore vector without a layout says why
+    assert "No write-set data: the run had no checks (EMU_CHECKS=0)." in page
+
+
+def test_strip_segments_are_ranges_not_elements():
+    page = render_report(_results())
+    segs = re.findall(r'data-kind="([\w-]+)"(?: data-core="(\d+)")? data-range="(\d+),(\d+)"',
+                      page)
+    assert sorted(segs) == sorted(
+        [("written", str(k), str(125 * k), str(125 * k + 125)) for k in range(7)]
+        + [("written", "7", "882", "946"), ("hole", "", "875", "882"), ("hole", "", "946", "1001"),
+           ("overlap", "", "250", "300"), ("past-end", "3", "1001", "1004"),
+           ("beyond", "", "1001", "1008"), ("fault", "7", "946", "1008")])
+    # the words beside the picture
+    for text in ("core 7: wrote [882, 946); fault OUT_OF_RANGE at [946, 1008)",
+                 "core 3: wrote [375, 500); wrote past the end [1001, 1004)",
+                 "holes: [875, 882), [946, 1001)", "overlap: [250, 300) by cores 1, 2"):
+        assert text in page
+    # a million elements in eight ranges is eight segments
+    big = {"elements": 10 ** 6, "itemsize": 4, "holes": [], "overlaps": [],
+           "cores": [{"core": k, "written": [[k * 125000, (k + 1) * 125000]]} for k in range(8)]}
+    lib = ReportLibrary("big", "current", LibraryResults("big", [
+        VectorResult("op", "v", "x:1:1", "pass", 0.0, 0, layout=big)]), multicore=True)
+    assert render_report([lib]).count('class="seg ') == 8
+
+
+def test_write_report_leaves_an_unchanged_page_alone(tmp_path):
+    page = tmp_path / "host" / "report.html"
+    assert write_report(str(page), _results())
+    stamp = page.stat().st_mtime_ns
+    assert not write_report(str(page), _results())
+    assert page.stat().st_mtime_ns == stamp
+
+
+@pytest.mark.slow
+def test_chromium_draws_each_core_hole_overlap_and_fault_where_the_ranges_say(tmp_path):
+    page = tmp_path / "report.html"
+    write_report(str(page), _results())
+    pic = render(str(page))
+    segs = [s for s in pic.segs if s["vector"] == "spmd::remainder_bug[n1001]"]
+    strip = [s for s in segs if s["row"] == "strip"]
+    # the strip spans STRIP_WIDTH pixels for 1008 elements (1001 and the
+    # fault's reach past the end): element e starts at e / 1008 of it
+    x0 = min(s["x"] for s in strip)
+    for s in strip:
+        if s["kind"] != "end":
+            a, b = map(int, s["range"].split(","))
+            assert s["x"] - x0 == pytest.approx(STRIP_WIDTH * a / 1008, abs=1)
+            assert s["w"] == pytest.approx(max(STRIP_WIDTH * (b - a) / 1008, 1), abs=1)
+    # what the browser drew: at the middle of each segment wider than 2 px,
+    # the colour of the segment on top there
+    colours = {"hole": MARK_COLOURS["hole"], "overlap": MARK_COLOURS["overlap"],
+               "beyond": MARK_COLOURS["beyond"], "fault": MARK_COLOURS["fault"]}
+    checked = 0
+    for s in segs:
+        if s["w"] <= 2 or s["kind"] == "end":
+            continue
+        x, y = s["x"] + s["w"] / 2, s["y"] + s["h"] / 2
+        want = (rgb(CORE_COLOURS[int(s["core"])]) if s["kind"] in ("written", "past-end")
+                else rgb(colours[s["kind"]]))
+        assert rgb(s["colour"]) == want, s
+        assert pic.pixel(x, y) == pic.expected_at(x, y), s
+        checked += 1
+    assert checked >= 12
+    # named points: core 0's first element, core 7's range, the holes, the
+    # overlap, the zone past the end, core 7's fault range under the strip
+    y = strip[0]["y"] + strip[0]["h"] / 2
+    at = lambda e: x0 + STRIP_WIDTH * (e + 0.5) / 1008   # noqa: E731
+    assert pic.pixel(at(10), y) == rgb(CORE_COLOURS[0])
+    assert pic.pixel(at(900), y) == rgb(CORE_COLOURS[7])
+    assert pic.pixel(at(878), y) == rgb(MARK_COLOURS["hole"])
+    assert pic.pixel(at(970), y) == rgb(MARK_COLOURS["hole"])
+    assert pic.pixel(at(275), y) == rgb(MARK_COLOURS["overlap"])
+    assert pic.pixel(at(1002), y) == rgb(CORE_COLOURS[3])      # core 3 past the end
+    assert pic.pixel(at(1006), y) == rgb(MARK_COLOURS["beyond"])
+    fault = next(s for s in segs if s["kind"] == "fault")
+    fy = fault["y"] + fault["h"] / 2
+    assert pic.pixel(at(980), fy) == rgb(MARK_COLOURS["fault"])
+    assert pic.pixel(at(900), fy) != rgb(MARK_COLOURS["fault"])   # before the fault range
+    # the vector without write sets draws nothing
+    assert not [s for s in pic.segs if s["vector"] == "spmd::double[n8]"]
