@@ -3,10 +3,12 @@ the supervising process of a test run.
 
 ``python -m gpsimd_emu run PLAN.json --results OUT.json [--failed-results F.json]
 [--timeout S] [--memory SIZE] [--parallel N] [--root DIR] [--stack-scale N]
-[--no-checks] [--locations L.json]``
+[--no-checks] [--locations L.json] [--quiet]``
 
 Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
-message``) and ``lib: N passed, M failed``; writes the results JSON; exits 0
+message``) and ``lib: N passed, M failed``; with ``--quiet`` (or
+``$GPSIMD_EMU_QUIET=1``, the build's ``QUIET=1``) only the ``FAIL`` lines and
+the ``PASS`` lines that carry a warning, with what core 0 printed for them; writes the results JSON; exits 0
 only when every vector passed, 1 when one failed, 2 when the plan itself
 cannot be read or the results cannot be written, 3 when the whole run took
 longer than the vectors' time limits allow (a reference that never
@@ -42,8 +44,8 @@ from gpsimd_device.plan import PlanError, TestPlan
 # Only what the supervising process needs is imported here; the worker
 # imports the model (numpy) after the fork.
 from . import contain
-from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, RUN_SLACK,
-                       RunOptions, format_size, parse_size)
+from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, QUIET_ENV,
+                       RUN_SLACK, RunOptions, format_size, parse_size)
 
 
 def _positive(text: str) -> float:
@@ -101,6 +103,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "coherence / argument-dtype / race checks (faster; crashes, "
                           "timeouts, the memory limit and the runtime's own faults are still "
                           "reported)")
+    run.add_argument("--quiet", action="store_true", default=os.environ.get(QUIET_ENV) == "1",
+                     help="print only failures and passes with warnings, no summary line "
+                          f"(default when ${QUIET_ENV} is 1)")
     return p
 
 
@@ -258,6 +263,8 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
 
     def show(r) -> None:
         from gpsimd_device.results import format_line
+        if args.quiet and r.passed and not r.warnings:
+            return
         if r.printf:
             prefix = f"[{library}::{r.op}[{r.vector}] core 0] "
             for line in r.printf.rstrip("\n").split("\n"):
@@ -266,7 +273,8 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
 
     with LibrarySession(plan, root=args.root, options=options) as session:
         results = session.run_all(show)
-    print(results.summary_line(), flush=True)
+    if not args.quiet:   # (the build prints the summary)
+        print(results.summary_line(), flush=True)
     out = args.results if results.ok or not args.failed_results else args.failed_results
     try:
         results.write(out)

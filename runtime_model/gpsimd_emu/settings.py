@@ -12,7 +12,7 @@ from typing import Optional
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
-    "JOBS_ENV", "RunOptions", "parse_size", "format_size", "default_parallel",
+    "JOBS_ENV", "QUIET_ENV", "RunOptions", "parse_size", "format_size", "default_parallel",
 ]
 
 #: Seconds one run of a vector's cores may take (each run: the poisoned
@@ -33,6 +33,9 @@ SPREAD_AFTER = 0.02
 #: Environment variable through which the build says how many jobs it runs
 #: at once (not part of the test command, so -j never re-runs a test).
 JOBS_ENV = "GPSIMD_EMU_JOBS"
+#: Environment variable through which the build asks for quiet output
+#: (``--quiet``; not part of the test command, so switching it re-runs nothing).
+QUIET_ENV = "GPSIMD_EMU_QUIET"
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
           "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,

@@ -26,6 +26,7 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -357,6 +358,26 @@ def test_the_test_run_writes_a_report_that_draws_who_wrote_what(broken):
     (fault,) = [s for s in segs if s["kind"] == "fault"]
     assert (fault["core"], fault["range"]) == ("7", "946,1008")
     assert pic.pixel(at(980), fault["y"] + fault["h"] / 2) == rgb(MARK_COLOURS["fault"])
+
+
+def test_quiet_prints_failures_warnings_and_the_summary_only(broken):
+    """QUIET=1 re-runs nothing it would not run anyway (broken_race failed,
+    so its tests run again) and prints its FAIL lines and the summary: no
+    action line, no PASS line, no SCons message."""
+    proj, _, results = broken
+    proc = run_scons(proj, *BROKEN_OPTIONS, "QUIET=1", "test-broken_race")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    doc = results["broken_race"]
+    fails = [v for v in doc["vectors"] if v["status"] == "fail"]
+    assert fails and len(fails) < len(doc["vectors"])      # some vector passes
+    assert [line.split(" (")[0] for line in lines if line.startswith("FAIL ")] == [
+        f"FAIL broken_race::{v['op']}[{v['vector']}]" for v in fails]
+    assert lines[-2:] == [f"broken_race: {doc['passed']} passed, {doc['failed']} failed",
+                          f"total: {doc['passed']} passed, {doc['failed']} failed"]
+    others = [line for line in lines if not line.startswith(("FAIL ", "broken_race: ", "total: "))]
+    assert others == ["scons: Reading SConscript files ..."], others
+    assert not re.search(r"^(\[\d+/\d+\] |TEST |PASS )", proc.stdout, re.M)
 
 
 def test_layout_is_only_in_results_of_runs_with_checks(broken, tmp_path):

@@ -30,6 +30,7 @@ INSTALLED = {
     "runtime_model/gpsimd_emu": ("gpsimd_emu", (".py",)),
     "runtime_model/include": ("gpsimd_device/include", (".h", ".hpp")),
     "runtime_model/src": ("gpsimd_device/src", (".cpp", ".h")),
+    "site_scons/gpsimd_pytest": ("gpsimd_pytest", (".py",)),
 }
 
 KERNEL = """\
@@ -119,7 +120,8 @@ def test_every_source_file_is_installed(venv):
         assert found, source
         expected |= {os.path.join(dest, f) for f in found}
     suffixes = tuple({s for _, ss in INSTALLED.values() for s in ss})
-    installed = {os.path.join(top, f) for top in ("gpsimd_build", "gpsimd_device", "gpsimd_emu")
+    installed = {os.path.join(top, f) for top in ("gpsimd_build", "gpsimd_device", "gpsimd_emu",
+                                                  "gpsimd_pytest")
                  for f in _files(os.path.join(purelib, top), suffixes)}
     assert sorted(installed) == sorted(expected)
 
@@ -192,3 +194,16 @@ def test_an_outside_project_builds_with_the_installed_copy(venv):
                           cwd=str(proj), capture_output=True, text=True, env=_clean_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "outside: 2 passed, 0 failed" in proc.stdout
+
+    # the pytest plugin, loaded by its entry point: the same vectors as items
+    pytest_cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider"]
+    proc = subprocess.run(pytest_cmd + ["--gpsimd-manifest", "ops.yaml", "-rA"], cwd=str(proj),
+                          capture_output=True, text=True, env=_clean_env(), timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED ops.yaml::outside::negate[n11]" in proc.stdout
+    assert "PASS outside::negate[inline] (ops.yaml:12:13): max_abs_err 0 over 3 elements" \
+        in proc.stdout
+    # and without the option it collects nothing
+    proc = subprocess.run(pytest_cmd + ["--collect-only", "-q"], cwd=str(proj),
+                          capture_output=True, text=True, env=_clean_env(), timeout=600)
+    assert proc.returncode == 5 and "negate" not in proc.stdout, proc.stdout + proc.stderr

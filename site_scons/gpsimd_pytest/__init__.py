@@ -1,0 +1,207 @@
+"""pytest plugin: a manifest's test vectors as pytest items.
+
+Installed with the package (entry point ``pytest11``), it does nothing
+unless asked: ``pytest --gpsimd-manifest ops.yaml`` collects that manifest,
+and nothing else when no other path is given (it never looks for manifests
+on its own, so a project's own test runs are unaffected). Each library is a
+collector and each test vector an item, so a vector's id ends in
+``lib::op[vector]`` (``ops.yaml::relu::relu_forward[n1000]``) and ``-k``,
+``-x``, ``--lf``, ``--junitxml`` and pytest-xdist's ``-n`` work as for any
+test.
+
+The vectors run against the objects ``scons`` built: run ``scons`` (or
+``scons <lib>``) first, where you run pytest (``--gpsimd-build-dir``: the
+``BUILD_DIR``, default ``build``). The plugin reads the test plan the build
+wrote (``<BUILD_DIR>/host/<lib>/testplan.json``) and fails a library's
+vectors, saying to build first, when it is missing or is not the plan of
+the manifest as it is now. Each vector runs and is judged by the emulator's
+``LibrarySession`` (one per library and process), the implementation the
+SCons test node runs through ``python -m gpsimd_emu run``: a failure's
+message is the node's ``FAIL`` line, a pass prints the ``PASS`` line
+(``pytest -rP`` shows it); the error figures and warnings are JUnit
+properties.
+
+Options: ``--gpsimd-manifest FILE``, ``--gpsimd-build-dir DIR``,
+``--gpsimd-timeout S``, ``--gpsimd-no-checks``, ``--gpsimd-allow-paths
+DIRS`` (the SConstruct's ``EMU_TIMEOUT``, ``EMU_CHECKS=0`` and
+``ALLOW_PATHS``). Paths are relative to the folder pytest runs in.
+"""
+
+import os
+import sys
+from typing import Dict, Optional, Tuple
+
+import pytest
+
+__all__ = ["VectorFailed"]
+
+
+def pytest_addoption(parser) -> None:
+    """The plugin's command-line options (module docstring)."""
+    group = parser.getgroup("gpsimd", "GPSIMD test vectors (gpsimd-build)")
+    group.addoption("--gpsimd-manifest", metavar="OPS_YAML", default=None,
+                    help="collect this manifest's test vectors (one item per vector) and run "
+                         "them against the objects scons built")
+    group.addoption("--gpsimd-build-dir", metavar="DIR", default="build",
+                    help="the BUILD_DIR scons built into (default: build)")
+    group.addoption("--gpsimd-timeout", metavar="S", type=float, default=None,
+                    help="seconds each run of a vector's cores may take (default: the "
+                         "emulator's, 60)")
+    group.addoption("--gpsimd-no-checks", action="store_true", default=False,
+                    help="run the emulator without its checks (as EMU_CHECKS=0)")
+    group.addoption("--gpsimd-allow-paths", metavar="DIRS", default="",
+                    help="folders outside this one the manifest may name (as ALLOW_PATHS)")
+
+
+def pytest_configure(config) -> None:
+    """With ``--gpsimd-manifest``: collect the manifest (alone, unless
+    paths were given too) through :class:`_Vectors`."""
+    manifest = config.getoption("gpsimd_manifest")
+    if not manifest:
+        return
+    path = os.path.abspath(os.path.join(str(config.invocation_params.dir), manifest))
+    if not os.path.isfile(path):
+        raise pytest.UsageError(f"--gpsimd-manifest: {manifest}: no such file")
+    given = config.args_source == pytest.Config.ArgsSource.ARGS
+    if not given:
+        config.args[:] = [path]
+    elif not any(os.path.abspath(a) == path for a in config.args):
+        config.args.append(path)
+    config.pluginmanager.register(_Vectors(config, path), "gpsimd-vectors")
+
+
+class VectorFailed(Exception):
+    """A vector failed; ``line`` is its ``FAIL`` line."""
+
+    def __init__(self, line: str):
+        super().__init__(line)
+        self.line = line
+
+
+class _Vectors:
+    """The active plugin: collects the manifest, keeps one session per
+    library, ends them with the test session."""
+
+    def __init__(self, config, manifest: str):
+        self.config = config
+        self.manifest = manifest
+        self.root = str(config.invocation_params.dir)
+        self.build_dir = config.getoption("gpsimd_build_dir")
+        self.sessions: Dict[str, Tuple[Optional[object], Optional[str]]] = {}
+
+    def pytest_collect_file(self, file_path, parent):
+        if os.path.abspath(str(file_path)) == self.manifest:
+            return ManifestFile.from_parent(parent, path=file_path)
+        return None
+
+    def pytest_sessionfinish(self, session) -> None:
+        for s, _ in self.sessions.values():
+            if s is not None:
+                s.close()
+        self.sessions.clear()
+
+    def options(self):
+        from gpsimd_emu.settings import RunOptions
+        timeout = self.config.getoption("gpsimd_timeout")
+        return RunOptions(checks=not self.config.getoption("gpsimd_no_checks"),
+                          **({"timeout": timeout} if timeout else {}))
+
+    def session_for(self, lib) -> Tuple[Optional[object], Optional[str]]:
+        """``(LibrarySession, None)`` for manifest library ``lib``, or
+        ``(None, why it cannot run)``; made once per library."""
+        if lib.name not in self.sessions:
+            self.sessions[lib.name] = self._open(lib)
+        return self.sessions[lib.name]
+
+    def _open(self, lib):
+        from gpsimd_build import testplan
+        from gpsimd_device.plan import PlanError, TestPlan
+        from gpsimd_emu.session import LibrarySession
+        rel = os.path.join(self.build_dir, "host", lib.name, "testplan.json")
+        build = f"build it first: `scons {lib.name}`"
+        path = os.path.join(self.root, rel)
+        if not os.path.exists(path):
+            return None, f"no test plan {rel}: {build}"
+        try:
+            plan = TestPlan.load(path)
+        except PlanError as e:
+            return None, f"{e}: {build}"
+        want = [testplan.op_plan(op).to_json() for op in lib.ops]
+        if [op.to_json() for op in plan.ops] != want or plan.library != lib.name:
+            return None, (f"the test plan {rel} is not the manifest's as it is now (edited "
+                          f"since the last build?): {build}")
+        plan = plan.with_locations(testplan.plan_locations(lib))
+        try:
+            return LibrarySession(plan, root=self.root, options=self.options()), None
+        except OSError as e:
+            return None, f"cannot start the device model: {e}"
+
+
+class ManifestFile(pytest.File):
+    """The manifest: one collector per library."""
+
+    def collect(self):
+        from gpsimd_build.manifest import ManifestError, load_manifest
+        vectors = self.config.pluginmanager.get_plugin("gpsimd-vectors")
+        try:
+            collection = load_manifest(os.path.relpath(str(self.path), vectors.root),
+                                       root=vectors.root,
+                                       allow_paths=self.config.getoption("gpsimd_allow_paths"))
+        except ManifestError as err:
+            raise self.CollectError(str(err)) from None
+        for lib in collection.libraries:
+            yield Library.from_parent(self, name=lib.name, library=lib)
+
+
+class Library(pytest.Collector):
+    """One library of the manifest: one item per vector of its ops."""
+
+    def __init__(self, *, library, **kwargs):
+        super().__init__(**kwargs)
+        self.library = library
+
+    def collect(self):
+        for op in self.library.ops:
+            for v in op.vectors:
+                yield Vector.from_parent(self, name=f"{op.name}[{v.name}]", op=op.name,
+                                         vector=v.name, where=str(v.location))
+
+
+class Vector(pytest.Item):
+    """One test vector, run and judged by the library's session."""
+
+    def __init__(self, *, op: str, vector: str, where: str, **kwargs):
+        super().__init__(**kwargs)
+        self.op, self.vector, self.where = op, vector, where
+
+    def runtest(self) -> None:
+        from gpsimd_device.results import VectorResult, format_line
+        lib = self.parent.library
+        plugin = self.config.pluginmanager.get_plugin("gpsimd-vectors")
+        session, problem = plugin.session_for(lib)
+        if session is None:
+            result = VectorResult(self.op, self.vector, self.where, "fail", problem)
+        else:
+            result = session.run_vector(self.op, self.vector)
+        line = format_line(lib.name, result)
+        self.user_properties += [("where", result.where),
+                                 ("max_abs_err", result.max_abs_err),
+                                 ("mismatches", result.mismatches)]
+        self.user_properties += [("warning", w) for w in result.warnings]
+        if result.printf:
+            prefix = f"[{lib.name}::{self.op}[{self.vector}] core 0] "
+            for text in result.printf.rstrip("\n").split("\n"):
+                print(prefix + text, file=sys.stderr)
+        if not result.passed:
+            raise VectorFailed(line)
+        print(line)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, VectorFailed):
+            return excinfo.value.line
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        line = self.where.rsplit(":", 2)
+        lineno = int(line[1]) - 1 if len(line) == 3 and line[1].isdigit() else None
+        return self.path, lineno, f"{self.parent.name}::{self.name}"

@@ -1,0 +1,183 @@
+"""The pytest plugin (gpsimd_pytest): a manifest's vectors as pytest items,
+run against what scons built, with the SCons test node's messages.
+
+An outside project (its own SConstruct and manifest in a tmp folder) is
+built once with scons; pytest then runs in that folder in a subprocess
+with ``-p gpsimd_pytest`` (installed, the ``pytest11`` entry point loads it
+by the same name: tests/integration/test_install.py).
+"""
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conftest import ROOT, run_scons
+
+KERNEL = """\
+#include <torch/torch.h>
+
+torch::Tensor negate(const torch::Tensor& t) {
+    const size_t n = t.numel();
+    torch::Tensor out = torch::empty({n}, torch::kFloat);
+    auto a = t.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (size_t i = 0; i < n; i++) {
+        o[i] = -a[i];
+    }
+    return out;
+}
+"""
+
+MANIFEST = """\
+version: 1
+libraries:
+  - name: team
+    sources: [src/negate.cpp]
+    ops:
+      - schema: "team::negate(Tensor x) -> Tensor"
+        reference: numpy:negative
+        vectors:
+          - name: n11
+            inputs:
+              x: {dtype: float32, shape: [11], random: {distribution: normal}}
+          - name: wrong
+            inputs:
+              x: {dtype: float32, shape: [2], values: [1, 2]}
+            expected: {values: [1, 2]}
+          - name: inline
+            inputs:
+              x: {dtype: float32, shape: [3], values: [-1, 0, 2.5]}
+            expected: {values: [1, 0, -2.5]}
+"""
+
+SCONSTRUCT = """\
+import gpsimd_build
+env = Environment(tools=["gpsimd"], toolpath=[gpsimd_build.toolpath()])
+env.GpsimdCollection("ops.yaml", build_dir="build")
+"""
+
+IDS = ["ops.yaml::team::negate[n11]", "ops.yaml::team::negate[wrong]",
+       "ops.yaml::team::negate[inline]"]
+
+
+def _env():
+    paths = [str(ROOT / "site_scons"), str(ROOT / "runtime_model")]
+    return {"PYTHONPATH": os.pathsep.join(paths + [os.environ.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep)}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The outside project, built and tested once by scons: (folder, the
+    FAIL line scons printed)."""
+    proj = tmp_path_factory.mktemp("plugin") / "team_repo"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src/negate.cpp").write_text(KERNEL)
+    (proj / "ops.yaml").write_text(MANIFEST)
+    (proj / "SConstruct").write_text(SCONSTRUCT)
+    proc = run_scons(proj, env=_env())
+    assert proc.returncode == 2, proc.stdout + proc.stderr    # one vector fails
+    (fail,) = [line for line in proc.stdout.splitlines() if line.startswith("FAIL ")]
+    assert fail.startswith("FAIL team::negate[wrong] (ops.yaml:12:13): ")
+    return proj, fail
+
+
+def pytest_in(proj, *args, env=None):
+    cmd = [sys.executable, "-m", "pytest", "-p", "gpsimd_pytest", *args]
+    full = dict(os.environ, **_env(), **(env or {}))
+    return subprocess.run(cmd, cwd=str(proj), capture_output=True, text=True, env=full,
+                          timeout=600)
+
+
+def _outcomes(stdout):
+    """{node id: PASSED/FAILED} from ``-rA`` short summary lines and ``-v`` lines."""
+    return dict((m.group(2), m.group(1)) for m in
+                re.finditer(r"^(PASSED|FAILED) (\S+)", stdout, re.M))
+
+
+def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, tmp_path):
+    proj, fail = built
+    junit = tmp_path / "j.xml"
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", f"--junitxml={junit}")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, out
+    # the failure is the line the SCons test node printed, nothing else
+    assert fail in proc.stdout
+    assert "Traceback" not in out and "runtest" not in out
+    # a pass prints the node's PASS line (shown by -rA)
+    assert "PASS team::negate[inline] (ops.yaml:16:13): max_abs_err 0 over 3 elements" \
+        in proc.stdout
+    # JUnit XML by pytest's own writer: one testcase per vector, the failure's
+    # message the FAIL line, the error figures as properties
+    root = ET.parse(junit).getroot()
+    cases = {c.get("name"): c for c in root.iter("testcase")}
+    assert sorted(cases) == ["negate[inline]", "negate[n11]", "negate[wrong]"]
+    assert {c.get("classname") for c in cases.values()} == {"ops.yaml.team"}
+    failure = cases["negate[wrong]"].find("failure")
+    assert failure is not None and failure.get("message") == fail
+    props = {p.get("name"): p.get("value") for p in cases["negate[inline]"].iter("property")}
+    assert props == {"where": "ops.yaml:16:13", "max_abs_err": "0.0", "mismatches": "0"}
+
+
+def test_k_x_and_last_failed(built, tmp_path):
+    proj, fail = built
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-k", "inline or n11")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[2]: "PASSED"}
+    assert "1 deselected" in proc.stdout
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-x")
+    assert proc.returncode == 1
+    assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED"}   # stopped there
+    cache = ["-o", f"cache_dir={tmp_path / 'cache'}"]
+    pytest_in(proj, "--gpsimd-manifest", "ops.yaml", *cache)
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "--lf", *cache)
+    assert _outcomes(proc.stdout) == {IDS[1]: "FAILED"}, proc.stdout
+    assert "run-last-failure: rerun previous 1 failure" in proc.stdout
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
+                    reason="pytest-xdist is not installed (the test extra installs it)")
+def test_xdist_runs_the_vectors_in_two_workers(built):
+    proj, fail = built
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-n", "2")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1, out
+    assert "2 workers [3 items]" in proc.stdout, out
+    assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, out
+    assert fail in proc.stdout
+
+
+def test_without_the_option_nothing_is_collected(built):
+    proj, _ = built
+    proc = pytest_in(proj, "--collect-only", "-q")
+    assert "negate" not in proc.stdout and proc.returncode == 5, proc.stdout   # no tests
+    assert "--gpsimd-manifest" in pytest_in(proj, "--help").stdout
+
+
+def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
+    proj, _ = built
+    other = tmp_path / "copy"
+    shutil.copytree(proj, other)
+    text = MANIFEST.replace("name: wrong", "name: renamed")
+    (other / "ops.yaml").write_text(text)
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert proc.returncode == 1
+    assert ("FAIL team::negate[n11] (ops.yaml:9:13): the test plan build/host/team/testplan.json "
+            "is not the manifest's as it is now (edited since the last build?): build it first: "
+            "`scons team`") in proc.stdout
+    shutil.rmtree(other / "build")
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert ("FAIL team::negate[inline] (ops.yaml:16:13): no test plan "
+            "build/host/team/testplan.json: build it first: `scons team`") in proc.stdout
+    # a manifest with errors: its diagnostics, no traceback
+    (other / "ops.yaml").write_text(text.replace("sources:", "soruces:"))
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml")
+    assert proc.returncode == 2 and "unknown key 'soruces'" in proc.stdout, proc.stdout
+    assert "Traceback" not in proc.stdout
