@@ -26,6 +26,7 @@ from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_name
 from gpsimd_device.versions import versions_json
 
 from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
+from .helptext import help_text
 from .progress import Progress
 from .summary import LibraryTests, Summary
 
@@ -186,36 +187,6 @@ def _selected(libraries, profile_dir: str, targets) -> List[Any]:
     if not wanted:
         return list(libraries)
     return [lib for lib in libraries if lib.name in wanted]
-
-
-def help_text(libraries, profile) -> str:
-    """What ``scons -h`` adds to the options: the targets and the libraries
-    of the loaded manifest."""
-    names = [lib.name for lib in libraries]
-    rows = [("all", "the default: every library built" + (
-                 ", its stack report and its tests" if profile.runs_tests else "")),
-            ("<lib>", "one library: its objects" + (
-                ", stack report and tests, then its results" if profile.runs_tests else "")),
-            ]
-    if profile.runs_tests:
-        rows += [("test-<lib>", "one library's test vectors and its results"),
-                 ("test", "every library's test vectors"),
-                 ("stack-report", "every library's static stack report")]
-    rows += [("digests", "one SHA-256 per artifact, printed and written to "
-                         f"<BUILD_DIR>/{profile.name}/digests.txt"),
-             ("compiledb", "<BUILD_DIR>/compile_commands.json for editors and clangd")]
-    width = max(len(r[0]) for r in rows)
-    lines = ["", "Targets:"] + [f"  {t.ljust(width)}  {what}" for t, what in rows]
-    lines += ["", f"Libraries ({len(names)}):"]
-    line = " "
-    for name in names:
-        if len(line) + len(name) + 1 > 79:
-            lines.append(line)
-            line = " "
-        line += " " + name
-    if names:
-        lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 class _Timer:
