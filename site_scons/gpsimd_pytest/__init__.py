@@ -21,15 +21,23 @@ message is the node's ``FAIL`` line, a pass prints the ``PASS`` line
 (``pytest -rP`` shows it); the error figures and warnings are JUnit
 properties.
 
+The run writes the HTML report of the vectors it ran
+(``gpsimd_build.report``) to ``<BUILD_DIR>/host/pytest-report.html``
+(``--gpsimd-report FILE`` elsewhere; the build's own ``report.html`` is
+left alone), in manifest order whatever the order they ran in; under
+xdist, each worker hands its results to the controlling process
+(``workeroutput``), which writes it.
+
 Options: ``--gpsimd-manifest FILE``, ``--gpsimd-build-dir DIR``,
 ``--gpsimd-timeout S``, ``--gpsimd-no-checks``, ``--gpsimd-allow-paths
 DIRS`` (the SConstruct's ``EMU_TIMEOUT``, ``EMU_CHECKS=0`` and
-``ALLOW_PATHS``). Paths are relative to the folder pytest runs in.
+``ALLOW_PATHS``), ``--gpsimd-report FILE``. Paths are relative to the
+folder pytest runs in.
 """
 
 import os
 import sys
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import pytest
 
@@ -51,6 +59,9 @@ def pytest_addoption(parser) -> None:
                     help="run the emulator without its checks (as EMU_CHECKS=0)")
     group.addoption("--gpsimd-allow-paths", metavar="DIRS", default="",
                     help="folders outside this one the manifest may name (as ALLOW_PATHS)")
+    group.addoption("--gpsimd-report", metavar="FILE", default=None,
+                    help="where to write the HTML report of the vectors run (default: "
+                         "<build dir>/host/pytest-report.html)")
 
 
 def pytest_configure(config) -> None:
@@ -88,6 +99,9 @@ class _Vectors:
         self.root = str(config.invocation_params.dir)
         self.build_dir = config.getoption("gpsimd_build_dir")
         self.sessions: Dict[str, Tuple[Optional[object], Optional[str]]] = {}
+        #: [order, library, multicore, result JSON] of each vector run here
+        #: (and, in xdist's controlling process, by the workers)
+        self.results: List[list] = []
 
     def pytest_collect_file(self, file_path, parent):
         if os.path.abspath(str(file_path)) == self.manifest:
@@ -99,6 +113,32 @@ class _Vectors:
             if s is not None:
                 s.close()
         self.sessions.clear()
+        if hasattr(self.config, "workerinput"):    # an xdist worker: to the controller
+            self.config.workeroutput["gpsimd_results"] = self.results
+        elif self.results:
+            self.write_report()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node, error) -> None:
+        """(xdist) A worker ended: keep the results it ran."""
+        self.results += getattr(node, "workeroutput", {}).get("gpsimd_results", [])
+
+    def write_report(self) -> None:
+        """The HTML report of the vectors run, in manifest order."""
+        from gpsimd_build.report import ReportLibrary, write_report
+        from gpsimd_device.results import LibraryResults, VectorResult
+        libraries: Dict[str, ReportLibrary] = {}
+        for _, name, multicore, doc in sorted(self.results, key=lambda r: r[0]):
+            lib = libraries.setdefault(name, ReportLibrary(
+                name, "current", LibraryResults(name), multicore,
+                checks=not self.config.getoption("gpsimd_no_checks")))
+            lib.results.vectors.append(VectorResult.from_json(doc))
+        path = self.config.getoption("gpsimd_report") or os.path.join(
+            self.build_dir, "host", "pytest-report.html")
+        try:
+            write_report(os.path.join(self.root, path), list(libraries.values()))
+        except OSError as e:
+            sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
 
     def options(self):
         from gpsimd_emu.settings import RunOptions
@@ -149,30 +189,33 @@ class ManifestFile(pytest.File):
                                        allow_paths=self.config.getoption("gpsimd_allow_paths"))
         except ManifestError as err:
             raise self.CollectError(str(err)) from None
-        for lib in collection.libraries:
-            yield Library.from_parent(self, name=lib.name, library=lib)
+        for index, lib in enumerate(collection.libraries):
+            yield Library.from_parent(self, name=lib.name, library=lib, index=index)
 
 
 class Library(pytest.Collector):
     """One library of the manifest: one item per vector of its ops."""
 
-    def __init__(self, *, library, **kwargs):
+    def __init__(self, *, library, index: int, **kwargs):
         super().__init__(**kwargs)
         self.library = library
+        self.index = index
 
     def collect(self):
-        for op in self.library.ops:
-            for v in op.vectors:
+        for i, op in enumerate(self.library.ops):
+            for j, v in enumerate(op.vectors):
                 yield Vector.from_parent(self, name=f"{op.name}[{v.name}]", op=op.name,
-                                         vector=v.name, where=str(v.location))
+                                         vector=v.name, where=str(v.location),
+                                         order=(self.index, i, j))
 
 
 class Vector(pytest.Item):
     """One test vector, run and judged by the library's session."""
 
-    def __init__(self, *, op: str, vector: str, where: str, **kwargs):
+    def __init__(self, *, op: str, vector: str, where: str, order: Tuple[int, int, int],
+                 **kwargs):
         super().__init__(**kwargs)
-        self.op, self.vector, self.where = op, vector, where
+        self.op, self.vector, self.where, self.order = op, vector, where, order
 
     def runtest(self) -> None:
         from gpsimd_device.results import VectorResult, format_line
@@ -183,6 +226,7 @@ class Vector(pytest.Item):
             result = VectorResult(self.op, self.vector, self.where, "fail", problem)
         else:
             result = session.run_vector(self.op, self.vector)
+        plugin.results.append([list(self.order), lib.name, lib.multicore, result.to_json()])
         line = format_line(lib.name, result)
         self.user_properties += [("where", result.where),
                                  ("max_abs_err", result.max_abs_err),

@@ -124,6 +124,9 @@ def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, tmp_pat
     assert failure is not None and failure.get("message") == fail
     props = {p.get("name"): p.get("value") for p in cases["negate[inline]"].iter("property")}
     assert props == {"where": "ops.yaml:16:13", "max_abs_err": "0.0", "mismatches": "0"}
+    # the run's own report, beside the build's (which it leaves alone)
+    page = (proj / "build/host/pytest-report.html").read_text()
+    assert 'data-vector="team::negate[wrong]"' in page and "total: 2 passed, 1 failed" in page
 
 
 def test_k_x_and_last_failed(built, tmp_path):
@@ -144,14 +147,23 @@ def test_k_x_and_last_failed(built, tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
                     reason="pytest-xdist is not installed (the test extra installs it)")
-def test_xdist_runs_the_vectors_in_two_workers(built):
+def test_xdist_runs_the_vectors_in_two_workers_and_reports_as_one(built, tmp_path):
     proj, fail = built
-    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-n", "2")
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-n", "2",
+                     f"--gpsimd-report={tmp_path / 'xdist.html'}")
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert "2 workers [3 items]" in proc.stdout, out
     assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, out
     assert fail in proc.stdout
+    # the workers' results make one report, in manifest order, the same
+    # bytes as a run in one process
+    pytest_in(proj, "--gpsimd-manifest", "ops.yaml", f"--gpsimd-report={tmp_path / 'one.html'}")
+    page = (tmp_path / "xdist.html").read_text()
+    assert page == (tmp_path / "one.html").read_text()
+    assert re.findall(r'<tr class="vector (\w+)" data-vector="([^"]+)"', page) == [
+        ("pass", "team::negate[n11]"), ("fail", "team::negate[wrong]"),
+        ("pass", "team::negate[inline]")]
 
 
 def test_without_the_option_nothing_is_collected(built):

@@ -68,6 +68,24 @@ def test_null_build_does_nothing(built_project):
     assert "TEST" not in proc.stdout and "CXX" not in proc.stdout
 
 
+def test_the_report_shows_every_vector_and_a_null_build_leaves_it_alone(built_project):
+    proj, _ = built_project
+    assert run_scons(proj, "-Q").returncode == 0   # (another collection may have run here)
+    page, key = proj / "build/host/report.html", proj / "build/host/.report-key"
+    text = page.read_text()
+    assert len(re.findall(r'<tr class="vector pass" data-vector="\w+::\w+\[\w+\]"', text)) == 102
+    assert "all libraries: 102 passed, 0 failed" in text
+    # spmd is multicore: each of its 15 vectors has a strip of its cores' ranges
+    strips = re.findall(r'<tr class="picture" data-vector="spmd::[^"]+">(.*?)</tr>', text, re.S)
+    assert len(strips) == 15 and all('data-kind="written"' in s for s in strips)
+    assert max(s.count('data-kind="written"') for s in strips) == 8
+    assert 'data-vector="relu::' in text and '<tr class="picture" data-vector="relu::' not in text
+    stamps = page.stat().st_mtime_ns, key.stat().st_mtime_ns
+    proc = run_scons(proj, "-Q")
+    assert proc.returncode == 0 and "all libraries: 102 passed" in proc.stdout
+    assert (page.stat().st_mtime_ns, key.stat().st_mtime_ns) == stamps
+
+
 WRONG_REF_MANIFEST = """\
 version: 1
 libraries:
