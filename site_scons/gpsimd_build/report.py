@@ -27,7 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from gpsimd_device.results import LibraryResults, VectorResult
 
 __all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "ReportLibrary", "render_report",
-           "write_report"]
+           "write_report", "libraries_from_files"]
 
 #: Fill colour of core ``k``'s elements (``CORE_COLOURS[k % 8]``): eight
 #: hues apart from the marks' red and black.
