@@ -54,6 +54,10 @@ def test_same_bytes_and_results_as_the_scons_path(ninja_project, built_project):
     assert digests == scons_digests
     for lib, text in results.items():
         assert text == (scons_proj / "build/host" / lib / "test-results.json").read_text(), lib
+    # the summary step writes the same report as the SCons path
+    assert run_scons(scons_proj, "-Q").returncode == 0   # (another collection may have run)
+    assert (ninja_project / "build/host/report.html").read_text() == \
+        (scons_proj / "build/host/report.html").read_text()
 
 
 def test_a_null_build_runs_only_the_summary_print(ninja_project):

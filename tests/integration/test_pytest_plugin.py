@@ -88,6 +88,16 @@ def built(tmp_path_factory):
     return proj, fail
 
 
+@pytest.fixture(scope="module")
+def serial(built, tmp_path_factory):
+    """One run of every vector in one process, with JUnit XML: (the
+    CompletedProcess, the XML file, the report's text)."""
+    proj, _ = built
+    junit = tmp_path_factory.mktemp("junit") / "j.xml"
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", f"--junitxml={junit}")
+    return proc, junit, (proj / "build/host/pytest-report.html").read_text()
+
+
 def pytest_in(proj, *args, env=None):
     cmd = [sys.executable, "-m", "pytest", "-p", "gpsimd_pytest", *args]
     full = dict(os.environ, **_env(), **(env or {}))
@@ -101,10 +111,9 @@ def _outcomes(stdout):
                 re.finditer(r"^(PASSED|FAILED) (\S+)", stdout, re.M))
 
 
-def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, tmp_path):
+def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, serial):
     proj, fail = built
-    junit = tmp_path / "j.xml"
-    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", f"--junitxml={junit}")
+    proc, junit, page = serial
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
     assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, out
@@ -125,7 +134,6 @@ def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, tmp_pat
     props = {p.get("name"): p.get("value") for p in cases["negate[inline]"].iter("property")}
     assert props == {"where": "ops.yaml:16:13", "max_abs_err": "0.0", "mismatches": "0"}
     # the run's own report, beside the build's (which it leaves alone)
-    page = (proj / "build/host/pytest-report.html").read_text()
     assert 'data-vector="team::negate[wrong]"' in page and "total: 2 passed, 1 failed" in page
 
 
@@ -147,7 +155,7 @@ def test_k_x_and_last_failed(built, tmp_path):
 
 @pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
                     reason="pytest-xdist is not installed (the test extra installs it)")
-def test_xdist_runs_the_vectors_in_two_workers_and_reports_as_one(built, tmp_path):
+def test_xdist_runs_the_vectors_in_two_workers_and_reports_as_one(built, serial, tmp_path):
     proj, fail = built
     proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-n", "2",
                      f"--gpsimd-report={tmp_path / 'xdist.html'}")
@@ -158,9 +166,8 @@ def test_xdist_runs_the_vectors_in_two_workers_and_reports_as_one(built, tmp_pat
     assert fail in proc.stdout
     # the workers' results make one report, in manifest order, the same
     # bytes as a run in one process
-    pytest_in(proj, "--gpsimd-manifest", "ops.yaml", f"--gpsimd-report={tmp_path / 'one.html'}")
     page = (tmp_path / "xdist.html").read_text()
-    assert page == (tmp_path / "one.html").read_text()
+    assert page == serial[2]
     assert re.findall(r'<tr class="vector (\w+)" data-vector="([^"]+)"', page) == [
         ("pass", "team::negate[n11]"), ("fail", "team::negate[wrong]"),
         ("pass", "team::negate[inline]")]
