@@ -283,3 +283,37 @@ def test_memory_cgroup_bounds_what_rlimits_cannot(built_project, tmp_path):
         r = s.run_vector("shm_hog", "n10")
         assert s.zygote.ready(10)["cgroup"] is True
     assert (r.status, r.message) == ("fail", "core 0 exceeded the 256 MiB memory limit")
+
+
+def test_sigterm_to_scons_alone_ends_its_test_run(hostile):
+    """``kill -TERM`` of scons only (a CI runner cancelling a job): scons
+    passes it to the running test command, not only to the ``sh -c`` in
+    front of it (dash forks the command and dies of SIGTERM alone), so the
+    build stops at once and no process of the test run is left behind
+    (before, the emulator ran on to its vector's 60 s time limit)."""
+    proj, _ = hostile
+    before = _ours()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "SCons", "-Q", "MANIFEST=kernels/broken/ops.yaml",
+         "EMU_TIMEOUT=60", "EMU_MEMORY=256M", f"test-{LIB}"],
+        cwd=str(proj), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "gpsimd-spinner" not in {n for p, n in _ours().items() if p not in before}:
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "the kernel never started"
+            time.sleep(0.02)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out = proc.communicate(timeout=30)[0]
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    print(f"scons ended {took * 1000:.0f} ms after SIGTERM")
+    assert took < 5.0, (took, out)
+    assert proc.returncode != 0
+    assert "Build interrupted" in out, out
+    assert f"{LIB}: not run" in out, out
+    assert _left_over(before) == {}

@@ -10,7 +10,8 @@ only scons, which would then wait for a test run to finish its vectors.
 exactly as SCons's own POSIX spawn does (``sh -c``) and keeps the running
 ones in a set, and chains a handler in front of SCons's own (wrapping
 ``Jobs._setup_sig_handler``) that sends the same signal to every running
-action first. The emulator, on SIGTERM or SIGINT, kills every process of its
+action first: to the shell and to the command it started (``/bin/sh`` is
+dash on Debian, which forks the command instead of replacing itself). The emulator, on SIGTERM or SIGINT, kills every process of its
 run and exits at once.
 """
 
@@ -47,15 +48,30 @@ def interrupted() -> bool:
     return _INTERRUPTED.is_set()
 
 
+def _children(pid: int) -> list:
+    """Process ids of ``pid``'s children (Linux ``/proc``; none elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(p) for p in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _forward(signum: int) -> None:
+    """Send ``signum`` (SIGHUP as SIGTERM) to every running action: to the
+    command ``sh -c`` runs as well as to the shell, since dash does not
+    ``exec`` a command and dies of SIGTERM without passing it on (which
+    would leave, e.g., a test run going until its vector's time limit)."""
     _INTERRUPTED.set()
+    sig = signum if signum != getattr(signal, "SIGHUP", -1) else signal.SIGTERM
     with _LOCK:
         procs = list(_RUNNING)
     for proc in procs:
-        try:
-            proc.send_signal(signum if signum != getattr(signal, "SIGHUP", -1) else signal.SIGTERM)
-        except OSError:
-            pass
+        for pid in _children(proc.pid) + [proc.pid]:   # the shell last: it reparents them
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
 
 
 def _chain_handlers() -> None:
