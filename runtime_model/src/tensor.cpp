@@ -27,6 +27,8 @@
 GPSIMD_DTYPES(GPSIMD_CHECK_DTYPE_)
 #undef GPSIMD_CHECK_DTYPE_
 
+static_assert(c10::kMaxTensorDims == GPSIMD_MAX_DIMS, "torch/detail/tensor.h differs from gpsimd_host/abi.h");
+
 namespace gpsimd_rt {
 
 using c10::ScalarType;
@@ -79,11 +81,21 @@ at::Tensor make_scratch_tensor(const char* who, const c10::IntArrayRef& sizes, S
     if (sizes.size() > c10::kMaxTensorDims)
         gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: %zu dimensions, the device allows at most %zu", who, sizes.size(),
                      c10::kMaxTensorDims);
+    /* abi.h: rank <= GPSIMD_MAX_DIMS_4D may have u32 dimensions (INLINE_4D),
+     * a larger rank dimensions of at most GPSIMD_MAX_DIM_SIZE (INLINE_8D);
+     * at most GPSIMD_MAX_ELEMENTS elements either way. */
+    const int64_t largest = sizes.size() <= GPSIMD_MAX_DIMS_4D ? int64_t(GPSIMD_MAX_DIM_SIZE_4D)
+                                                               : int64_t(GPSIMD_MAX_DIM_SIZE);
+    uint64_t count = 1;
     for (size_t d = 0; d < sizes.size(); ++d) {
-        if (sizes[d] < 0 || sizes[d] > c10::kMaxTensorDimSize)
-            gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: dimension %zu has size %lld, the device allows 0..%lld", who, d,
-                         (long long)sizes[d], (long long)c10::kMaxTensorDimSize);
+        if (sizes[d] < 0 || sizes[d] > largest)
+            gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: dimension %zu has size %lld, the device allows 0..%lld for a "
+                         "tensor of %zu dimensions", who, d, (long long)sizes[d], (long long)largest, sizes.size());
+        count = count > uint64_t(GPSIMD_MAX_ELEMENTS) ? count : count * uint64_t(sizes[d]);
     }
+    if (count > uint64_t(GPSIMD_MAX_ELEMENTS))
+        gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: %llu elements or more, the device allows at most %llu", who,
+                     (unsigned long long)count, (unsigned long long)GPSIMD_MAX_ELEMENTS);
     TensorImpl* p = new_impl(dtype, sizes.data(), int(sizes.size()));
     if (p->nbytes) {
         at::Tensor guard(p);  /* the handle owns p from here on */

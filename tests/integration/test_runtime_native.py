@@ -254,7 +254,8 @@ FAULTS = {
     "stream_oor": ("OUT_OF_RANGE", "read_stream_accessor<float> out of range: offset 10, count 1, numel 10"),
     "cxx_exception": ("CXX_EXCEPTION", "C++ exception: boom"),
     "too_many_dims": ("SHAPE", "torch::zeros: 9 dimensions, the device allows at most 8"),
-    "dim_too_big": ("SHAPE", "torch::zeros: dimension 0 has size 70000, the device allows 0..65535"),
+    "dim_too_big": ("SHAPE", "torch::zeros: dimension 0 has size 70000, the device allows 0..65535 "
+                                "for a tensor of 5 dimensions"),
     "elementwise_shape": ("SHAPE", "add: other shape [3] does not match [10] (no broadcasting on the device)"),
     "lsp_mismatch": ("LSP_MISMATCH", "object linked with lsp_fll_load_cpu3 loaded on core 5"),
     "lsp_single_on_multicore": ("LSP_MISMATCH",

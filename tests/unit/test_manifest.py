@@ -118,8 +118,16 @@ BAD_CASES = {
         "(device-api.md Limits); this shape has 9",
     ],
     "dim_too_large": [
-        f"10:46: {V}.inputs.x.shape[1]: dimension 65536 is larger than 65535, the largest "
-        "a tensor dimension may be (device-api.md Limits)",
+        f"10:55: {V}.inputs.x.shape[4]: dimension 65536 is larger than 65535, the largest "
+        "dimension of a tensor of 5 to 8 dimensions (at most 4 dimensions: up to 4294967295; "
+        "docs/kernel-api.md, Limits)",
+    ],
+    "dim_too_large_4d": [
+        f"10:43: {V}.inputs.x.shape[0]: dimension 4294967296 is larger than 4294967295, the "
+        "largest a tensor dimension may be (docs/kernel-api.md, Limits)",
+        "14:42: $.libraries[0].ops[0].vectors[1].inputs.x.shape: shape [65536, 65536] has "
+        "4294967296 elements; a descriptor counts at most 4294967295 (its 32-bit num_elem, "
+        "customop-marshalling.txt §2)",
     ],
     "too_many_ops": [
         "66:9: $.libraries[0].ops[10]: a library has at most 10 ops (device-api.md Limits); "
@@ -734,7 +742,10 @@ def test_schema_lists_match_the_python_constants():
     assert tuple(defs["dtype"]["enum"]) == m.DTYPES
     assert tuple(defs["scalarDtype"]["enum"]) == m.SCALAR_DTYPES
     assert defs["shape"]["maxItems"] == m.MAX_DIMS
-    assert defs["shape"]["items"]["maximum"] == m.MAX_DIM_SIZE
+    # rank <= 4: dimensions up to 2**32 - 1; rank 5..8: up to 65535
+    assert defs["shape"]["items"]["maximum"] == m.MAX_DIM_SIZE_4D == 2 ** 32 - 1
+    assert defs["shape"]["if"] == {"minItems": m.MAX_DIMS_4D + 1}
+    assert defs["shape"]["then"]["items"]["maximum"] == m.MAX_DIM_SIZE == 65535
     assert defs["library"]["properties"]["ops"]["maxItems"] == m.MAX_OPS_PER_LIBRARY
     assert defs["op"]["properties"]["stack_size"]["default"] == m.DEFAULT_STACK_SIZE
     assert defs["op"]["properties"]["stack_size"]["maximum"] == m.MAX_STACK_SIZE
