@@ -425,6 +425,7 @@ float customop_next_float() {
 
 /* §6.2 get_dst_tensor: claim the output, writable, in place. */
 at::Tensor get_dst_tensor() {
+    forbid_in_shape_call("get_dst_tensor()");
     get_dst_tensor_called = true;
     report_flag(GPSIMD_REPORT_GET_DST);
     UTensor out(output_descriptor("get_dst_tensor"), -1, 0);
