@@ -10,9 +10,10 @@ steps that are not a compiler, linker or archiver run this module:
     into the host pack container (``gpsimd_device.pack``), written
     atomically (one action, so that a null build computes one command
     signature per core, not two);
-``python -m gpsimd_build.steps stack-report --library L --op NAME=BYTES ... -o OUT CI...``
+``python -m gpsimd_build.steps stack-report --library L --op NAME[:KERNEL]=BYTES ... -o OUT CI...``
     merges GCC call graphs (``-fcallgraph-info=su``) and writes the worst
-    static stack chain of each op (``gpsimd_build.stackreport``); lines over
+    static stack chain of each op (from its kernel function's wrapper,
+    ``KERNEL`` when it is not the op name) (``gpsimd_build.stackreport``); lines over
     the op's stack size start with ``WARNING`` and are also printed;
 ``python -m gpsimd_build.steps digests -o OUT LIST``
     prints and writes one SHA-256 per artifact named in the file ``LIST``
@@ -81,7 +82,8 @@ def _stack_report(args: argparse.Namespace) -> None:
     ops = []
     for item in args.op:
         name, _, size = item.rpartition("=")
-        ops.append((name, int(size)))
+        op, _, kernel = name.partition(":")
+        ops.append((op, int(size), kernel or op))
     lines = [r.line(args.library) for r in stackreport.op_report(stackreport.merge(graphs), ops)]
     for line in lines:
         if line.startswith("WARNING"):
@@ -135,7 +137,8 @@ def build_parser() -> argparse.ArgumentParser:
     pk.set_defaults(run=_pack)
     sr = sub.add_parser("stack-report", help="worst static stack chain per op")
     sr.add_argument("--library", required=True)
-    sr.add_argument("--op", action="append", default=[], help="NAME=STACK_BYTES, one per op")
+    sr.add_argument("--op", action="append", default=[],
+                    help="NAME=STACK_BYTES or NAME:KERNEL=STACK_BYTES, one per op")
     sr.add_argument("-o", "--output", required=True)
     sr.add_argument("callgraphs", nargs="*")
     sr.set_defaults(run=_stack_report)

@@ -18,6 +18,7 @@ from gpsimd_build.manifest import (
     Collection, Expected, Library, Location, ManifestError, Op, Reference, ScalarInput,
     TensorInput, Vector, load_manifest,
 )
+from gpsimd_build.manifest.vectors import CHECKS_ONLY_NEEDS_SHAPE
 from gpsimd_build.opschema import parse_schema
 from gpsimd_build.yamlloc import YamlError, load_yaml_text
 
@@ -156,8 +157,7 @@ BAD_CASES = {
         f"12:18: {V}.inputs.k: argument 'k' has type int (int32): 0.5 is not an integer",
     ],
     "no_expected": [
-        f"8:13: {V}: no expected result: give expected: {{reference | values | npy}} "
-        "or a reference on the op",
+        f"8:13: {V}: {CHECKS_ONLY_NEEDS_SHAPE}",
         f"14:35: {P}.vectors[1].expected.reference: reference file "
         "'../kernels/relu/nope.py' not found (resolved to tests/manifests/kernels/relu/nope.py)",
     ],
@@ -448,14 +448,12 @@ def vector_doc(inputs, extra="", schema="relu(Tensor x) -> Tensor", op_extra="")
     # a duplicate key or a schema error hides nothing else of the file (every
     # independent problem in one run): the vector has no expected result either
     (["x: {dtype: float32, shape: [4], random: {}}", "x: {dtype: float32, shape: [4], random: {}}"],
-     "", "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
-     "{reference | values | npy} or a reference on the op\n"
+     "", "8:13: $.libraries[0].ops[0].vectors[0]: " + CHECKS_ONLY_NEEDS_SHAPE + "\n"
      "{path}:11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
      "(first defined at line 10)"),
+    # (a misspelt key hides the checks-only vector's want of an output shape)
     (["x: {dtype: float32, shape: [4], random: {}}"], "            outptu: {dtype: float32}\n",
-     "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
-     "{reference | values | npy} or a reference on the op\n"
-     "{path}:11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
+     "11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
      "(did you mean 'output'?)"),
     (["x: {dtype: float32, shape: [4], random: {}}"],
      "            expected: {values: [1, 2, 3, 4]}\n            rtol: -1\n",
@@ -501,8 +499,7 @@ def test_op_level_checks(case):
         "the kernel is a C++ function of that name",
         f"{path}:8:21: $.libraries[0].ops[0].stack_size: stack_size 500000 is larger than "
         "409600 bytes, the 400 KB the device allows (device-api.md Limits)",
-        f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
-        "{reference | values | npy} or a reference on the op",
+        f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: {CHECKS_ONLY_NEEDS_SHAPE}",
         f"{path}:11:31: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'a.npy' not "
         "found (resolved to manifests/case/a.npy)",
         f"{path}:13:15: $.libraries[0].ops[1].name: op name 'output' clashes with a name the "
@@ -521,8 +518,7 @@ def test_schema_error_in_escaped_or_block_scalar_points_at_its_start(case):
                 "        vectors: [{name: v}]\n"
                 "      - schema: >-\n          relu2(Tensor x,\n          bar y) -> Tensor\n"
                 "        vectors: [{name: v}]\n")
-    no_expected = ("no expected result: give expected: {reference | values | npy} or a "
-                   "reference on the op")
+    no_expected = CHECKS_ONLY_NEEDS_SHAPE
     assert errors_of(path) == [
         f"{path}:6:17: $.libraries[0].ops[0].schema: invalid op schema: unknown type 'foo'; "
         "supported types are Tensor, Scalar, int, float, long long",
@@ -620,7 +616,7 @@ def test_minimal_manifest_model():
         includes=(), cflags=(), location=loc(3, 5), manifest=path,
         ops=(Op(name="relu_forward", schema=parse_schema("my_ops::relu_forward(Tensor x) -> Tensor"),
                 schema_text="my_ops::relu_forward(Tensor x) -> Tensor", stack_size=4196,
-                location=loc(6, 9),
+                location=loc(6, 9), kernel="relu_forward",
                 vectors=(Vector(
                     name="n1000",
                     inputs=(TensorInput(name="x", dtype="float32", shape=(1000,),

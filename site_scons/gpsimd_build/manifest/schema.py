@@ -89,11 +89,13 @@ _PATTERN_WORDS = {
 _YAML11_BOOLS = frozenset(("y", "n", "yes", "no", "on", "off"))
 
 #: Keys of a library that its ``defaults:`` cannot give (they belong to the library).
-_LIBRARY_KEYS = frozenset(("name", "sources", "includes", "cflags", "multicore", "ops"))
+_LIBRARY_KEYS = frozenset(("name", "sources", "shape_sources", "includes", "cflags", "multicore",
+                           "ops"))
 
 _LIST_NOUNS = {
     "libraries": "the manifest needs at least one library",
     "sources": "a library needs at least one source file",
+    "shape_sources": "shape_sources lists at least one file (leave the key out for none)",
     "ops": "a library needs at least one op",
     "vectors": "an op needs at least one test vector",
 }
