@@ -1,41 +1,48 @@
 #!/usr/bin/env python3
 """Per-vector cost of the emulator, split into the kernel's own work and
-the model's overhead.
+the model's overhead, and the start-up of a library's test run.
 
     python3 bench/emu_overhead.py COLLECTION [--libs K] [--elements E]
-                                  [--repeat R] [--profile OUT.txt] [--json OUT]
-                                  [--no-checks]
+                                  [--repeat R] [--no-checks] [--parallel N]
+                                  [--startup] [--json OUT]
 
-Runs, in this process, ``gpsimd_emu.runner.run_plan`` on the built test
-plans of COLLECTION (``build/host/<lib>/testplan.json``, after a full
-build), exactly as ``python -m gpsimd_emu run`` does, with timers around:
+Per vector (in this process, through ``gpsimd_emu.session.LibrarySession``
+exactly as ``python -m gpsimd_emu run`` does; one session per library, its
+zygote started and its objects loaded before the timing starts):
 
-* each vector (``run_vector``: make inputs, reference, lay out device
-  memory, fork, run the cores, judge, compare): *vector wall*;
-* inside the forked child, each core's ``load_object`` (dlopen of the
-  packed payload through its memfd) + ``register_ops``: *load*; and each
-  call of the op's launcher (generated wrapper + customop_* marshalling +
-  the user's kernel, native code): *kernel*.
+* *vector wall*: ``run_vector`` (declared sizes, inputs, reference, device
+  image, the zygote's forks of the vector's processes, every run of the
+  cores, validation of the control block, the checks, the comparison);
+* *kernel*: the launcher calls of every core in every run (generated
+  wrapper, customop_* marshalling, the user's kernel), from the control
+  block's timestamps (``VectorResult.kernel_seconds``);
+* *overhead* = vector wall - kernel. Medians over vectors and repeats.
 
-Overhead per vector = vector wall - kernel (the launcher calls, all cores).
-``--elements E`` rewrites every vector of the plans to E elements (same
-objects, same ops): with E = 8 the kernel's work is nil and the vector wall
-is pure overhead. Times are medians over vectors (and --repeat passes).
+and per library as the CLI runs it (``run_all``: the next vector is made
+ready while the zygote runs the current one, so the worker and the cores
+use two CPUs at once): *library wall* / vectors (``run_all_vector_ms``)
+and (library wall - every kernel) / vectors (``run_all_overhead_ms``),
+medians over the libraries and repeats.
 
-``--no-checks`` runs as ``python -m gpsimd_emu run --no-checks`` does.
+``--elements E`` rewrites every vector to E elements (same objects, same
+ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
+``--no-checks`` does; ``--parallel N`` as ``--parallel N`` (default: the
+emulator's default).
 
-``--profile`` writes a cProfile summary of the parent side of the run
-(the child's own time shows there as the parent waiting in select).
+``--startup`` times the CLI (``python -m gpsimd_emu run``, a fresh
+process, as the build runs it) on each library's plan cut to its first
+vector and to all its vectors; the start-up is the intercept of the line
+through the two (wall = start-up + vectors x per-vector), median over the
+libraries and repeats; it is measured with ``PYTHONDONTWRITEBYTECODE=1``
+(every import compiles) and without it (bytecode cached), each reported.
 """
 
 import argparse
-import cProfile
 import glob
-import io
 import json
 import os
-import pstats
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,41 +50,9 @@ import time
 
 def _setup(collection):
     sys.path.insert(0, os.path.join(collection, "runtime_model"))
-    from gpsimd_emu import loader, runner, sandbox  # noqa: E402
-    return loader, runner, sandbox
-
-
-_LOG = None   # (file, fd) the instrumented runner logs to; patched once per process
-
-
-def instrument(loader, sandbox, log_fd):
-    """Patch the sandbox so the forked child logs its load and kernel times."""
-    orig_load = sandbox.load_object
-    orig_register = loader.CoreObject.register_ops
-
-    def timed_load(obj, fd=None):
-        t0 = time.perf_counter()
-        r = orig_load(obj, fd)
-        os.write(log_fd, b"load %.9f\n" % (time.perf_counter() - t0))
-        return r
-
-    def timed_register(self):
-        t0 = time.perf_counter()
-        ops = orig_register(self)
-        os.write(log_fd, b"load %.9f\n" % (time.perf_counter() - t0))
-
-        def wrap(f):
-            def launcher():
-                t = time.perf_counter()
-                r = f()
-                os.write(log_fd, b"kernel %.9f\n" % (time.perf_counter() - t))
-                return r
-            return launcher
-        self.ops = {k: wrap(f) for k, f in ops.items()}
-        return self.ops
-
-    sandbox.load_object = timed_load
-    loader.CoreObject.register_ops = timed_register
+    from gpsimd_device.plan import TestPlan  # noqa: E402
+    from gpsimd_emu.session import LibrarySession, RunOptions  # noqa: E402
+    return TestPlan, LibrarySession, RunOptions
 
 
 def resize(plan, elements):
@@ -89,84 +64,99 @@ def resize(plan, elements):
     return plan
 
 
-def measure(collection, libs=None, elements=None, repeat=1, profile=None, checks=True):
-    """Run the plans ``repeat`` times and return the medians (ms) described
-    in the module text; ``checks`` False runs them as ``--no-checks``."""
-    global _LOG
-    loader, runner, sandbox = _setup(collection)
-    if _LOG is None:
-        logf = tempfile.TemporaryFile()
-        _LOG = (logf, logf.fileno())
-        instrument(loader, sandbox, _LOG[1])
-    log_fd = _LOG[1]
-    plans = sorted(glob.glob(os.path.join(collection, "build/host/*/testplan.json")))
+def _plans(collection, libs, elements):
+    paths = sorted(glob.glob(os.path.join(collection, "build/host/*/testplan.json")))
     if libs:
-        plans = plans[:libs]
+        paths = paths[:libs]
+    out = []
+    for p in paths:
+        with open(p) as f:
+            doc = json.load(f)
+        out.append(resize(doc, elements) if elements else doc)
+    return paths, out
+
+
+def measure(collection, libs=None, elements=None, repeat=1, checks=True, parallel=None):
+    """The medians (ms) described in the module text."""
+    TestPlan, LibrarySession, RunOptions = _setup(collection)
+    _, docs = _plans(collection, libs, elements)
+    options = RunOptions(checks=checks, parallel=parallel)
     rows = []
-    prof = cProfile.Profile() if profile else None
-    orig_run_vector = runner.run_vector
-
-    def timed_run_vector(*a, **kw):
-        os.lseek(log_fd, 0, 0)
-        os.ftruncate(log_fd, 0)
-        t0 = time.perf_counter()
-        r = orig_run_vector(*a, **kw)
-        wall = time.perf_counter() - t0
-        os.lseek(log_fd, 0, 0)
-        text = os.read(log_fd, 1 << 20).decode()
-        load = kernel = 0.0
-        for line in text.splitlines():
-            what, dt = line.split()
-            if what == "load":
-                load += float(dt)
-            else:
-                kernel += float(dt)
-        rows.append({"wall": wall, "load": load, "kernel": kernel,
-                     "status": r.status, "elements": r.elements})
-        return r
-
-    runner.run_vector = timed_run_vector
+    per_library = []
     cwd = os.getcwd()
     os.chdir(collection)
     t_all = time.perf_counter()
     try:
-        for _ in range(repeat):
-            for p in plans:
-                if elements:
-                    from gpsimd_device.plan import TestPlan
-                    with open(p) as f:
-                        plan = TestPlan.from_json(resize(json.load(f), elements))
-                else:
-                    plan = runner.load_plan(p)
-                if prof:
-                    prof.enable()
-                runner.run_plan(plan, root=".", checks=checks)
-                if prof:
-                    prof.disable()
+        for doc in docs:
+            plan = TestPlan.from_json(doc)
+            with LibrarySession(plan, root=".", options=options) as s:
+                first = plan.ops[0]
+                s.run_vector(first, first.vectors[0])        # zygote up, objects loaded
+                for _ in range(repeat):
+                    for op in plan.ops:
+                        for v in op.vectors:
+                            t0 = time.perf_counter()
+                            r = s.run_vector(op, v)
+                            wall = time.perf_counter() - t0
+                            rows.append({"wall": wall, "kernel": r.kernel_seconds,
+                                         "status": r.status, "elements": r.elements})
+                    t0 = time.perf_counter()
+                    res = s.run_all()
+                    wall = time.perf_counter() - t0
+                    n = len(res.vectors)
+                    per_library.append((wall / n, (wall - sum(v.kernel_seconds for v in res.vectors)) / n))
     finally:
         os.chdir(cwd)
-        runner.run_vector = orig_run_vector
-    total = time.perf_counter() - t_all
-    failed = sum(1 for r in rows if r["status"] != "pass")
-    med = lambda k: statistics.median(r[k] for r in rows)
-    out = {
-        "plans": len(plans), "vectors": len(rows), "failed": failed,
+    med = lambda k: statistics.median(r[k] for r in rows) * 1e3  # noqa: E731
+    return {
+        "plans": len(docs), "vectors": len(rows),
+        "failed": sum(1 for r in rows if r["status"] != "pass"),
         "elements": elements or "as in manifest", "checks": checks,
-        "total_s": total,
-        "vector_wall_ms": med("wall") * 1e3,
-        "load_ms": med("load") * 1e3,
-        "kernel_ms": med("kernel") * 1e3,
+        "parallel": options.processes(), "total_s": time.perf_counter() - t_all,
+        "vector_wall_ms": med("wall"), "kernel_ms": med("kernel"),
         "overhead_ms": statistics.median(r["wall"] - r["kernel"] for r in rows) * 1e3,
-        "overhead_excl_load_ms": statistics.median(
-            r["wall"] - r["kernel"] - r["load"] for r in rows) * 1e3,
+        "run_all_vector_ms": statistics.median(w for w, _ in per_library) * 1e3,
+        "run_all_overhead_ms": statistics.median(o for _, o in per_library) * 1e3,
     }
-    if prof:
-        s = io.StringIO()
-        st = pstats.Stats(prof, stream=s)
-        st.sort_stats("cumulative").print_stats(35)
-        st.sort_stats("tottime").print_stats(25)
-        with open(profile, "w") as f:
-            f.write(s.getvalue())
+
+
+def startup(collection, libs=None, repeat=3, checks=True):
+    """Start-up of the CLI (module text): {"no_pyc_ms", "pyc_ms",
+    "per_vector_ms"}, each a median."""
+    paths, docs = _plans(collection, libs, None)
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, env_change in (("no_pyc", {"PYTHONDONTWRITEBYTECODE": "1"}),
+                                  ("pyc", {"PYTHONDONTWRITEBYTECODE": None})):
+            env = dict(os.environ, PYTHONPATH=os.path.join(collection, "runtime_model"))
+            for k, v in env_change.items():
+                if v is None:
+                    env.pop(k, None)
+                else:
+                    env[k] = v
+            intercepts, slopes = [], []
+            for _ in range(repeat + (label == "pyc")):   # pyc: one run first to write them
+                for doc in docs:
+                    n_all = sum(len(o["vectors"]) for o in doc["ops"])
+                    one = dict(doc, ops=[dict(doc["ops"][0], vectors=doc["ops"][0]["vectors"][:1])])
+                    walls = []
+                    for d in (one, doc):
+                        plan = os.path.join(tmp, "plan.json")
+                        with open(plan, "w") as f:
+                            json.dump(d, f)
+                        cmd = [sys.executable, "-m", "gpsimd_emu", "run", plan,
+                               "--results", os.path.join(tmp, "r.json")]
+                        if not checks:
+                            cmd.append("--no-checks")
+                        t0 = time.perf_counter()
+                        subprocess.run(cmd, cwd=collection, env=env, check=True,
+                                       stdout=subprocess.DEVNULL)
+                        walls.append(time.perf_counter() - t0)
+                    slope = (walls[1] - walls[0]) / max(1, n_all - 1)
+                    slopes.append(slope)
+                    intercepts.append(walls[0] - slope)
+            out[f"{label}_ms"] = statistics.median(intercepts) * 1e3
+            out[f"{label}_per_vector_ms"] = statistics.median(slopes) * 1e3
     return out
 
 
@@ -176,12 +166,16 @@ def main(argv=None):
     p.add_argument("--libs", type=int, default=None, help="only the first K plans")
     p.add_argument("--elements", type=int, default=None)
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--profile", default=None)
+    p.add_argument("--parallel", type=int, default=None)
+    p.add_argument("--startup", action="store_true")
     p.add_argument("--json", default=None)
     p.add_argument("--no-checks", dest="checks", action="store_false")
     a = p.parse_args(argv)
-    out = measure(os.path.abspath(a.collection), a.libs, a.elements, a.repeat, a.profile,
-                  checks=a.checks)
+    collection = os.path.abspath(a.collection)
+    out = measure(collection, a.libs, a.elements, a.repeat, a.checks, a.parallel)
+    if a.startup:
+        out["startup"] = startup(collection, a.libs, a.repeat, a.checks)
+    out["load_average"] = os.getloadavg()
     print(json.dumps(out, indent=1))
     if a.json:
         with open(a.json, "w") as f:

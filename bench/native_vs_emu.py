@@ -9,16 +9,19 @@ natively (g++ -O2) in one thread.
    --vector-shape E``): op ``op0000_0`` of library ``lib0000``, multicore,
    ``y = x > 0.125 ? x * a + b : x * c`` streamed through TCM by each of the
    8 cores, and builds it with ``scons`` (objects + its own test run).
-2. Runs its one vector ``--repeat`` times in process through
-   ``gpsimd_emu.runner.run_plan`` with the timers of ``emu_overhead.py``:
-   vector wall (everything the emulator does for the vector) and kernel
-   (the 8 launcher calls: wrapper, marshalling, TCM copies, the loop).
+2. Runs its one vector ``--repeat`` times in process through a
+   ``gpsimd_emu.session.LibrarySession`` with the timers of
+   ``emu_overhead.py``: vector wall (everything the emulator does for the
+   vector) and kernel (the launcher calls of every core in every run:
+   wrapper, marshalling, TCM copies, the loop; with the checks a multicore
+   vector makes four runs).
 3. Compiles the same element function as a plain loop over E floats with
    ``g++ -O2`` (the project's host flags minus -fPIC) and times it in one
    thread, best of 50 after a warm-up.
 
 4. The cost of the checks: the same vector run with the checks (the
-   default) and with ``--no-checks``, alternately, ``--repeat`` times each;
+   default) and with ``--no-checks``, alternately, ``--repeat`` times each,
+   one after another (``--parallel 1``) and with the default parallelism;
    ``checks_ratio`` = median vector wall with checks / without.
 
 Prints the ratios emulated/native for the vector wall and for the kernel.
@@ -75,12 +78,13 @@ def main(argv=None):
     gen_collection.generate(1, work, elements=a.elements, shape_override=a.elements)
     subprocess.run([sys.executable, os.path.join(BENCH, "scons_wrap.py"), "-Q", "-j2"],
                    cwd=work, check=True, stdout=subprocess.DEVNULL)
-    emu = emu_overhead.measure(work, repeat=a.repeat)
-    walls = {True: [], False: []}
-    for _ in range(a.repeat):            # alternate, so both see the same machine
-        for checks in (False, True):
-            walls[checks].append(emu_overhead.measure(work, checks=checks)["vector_wall_ms"])
-    med = lambda xs: sorted(xs)[len(xs) // 2]
+    emu = emu_overhead.measure(work, repeat=a.repeat, parallel=1)
+    walls = {(c, p): [] for c in (True, False) for p in (1, None)}
+    for _ in range(a.repeat):            # alternate, so all see the same machine
+        for checks, parallel in walls:
+            walls[(checks, parallel)].append(
+                emu_overhead.measure(work, checks=checks, parallel=parallel)["vector_wall_ms"])
+    med = lambda xs: sorted(xs)[len(xs) // 2]  # noqa: E731
 
     # the same element expression, from the generated kernel source
     src = open(os.path.join(work, "kernels/lib0000/lib0000.cpp")).read()
@@ -97,10 +101,12 @@ def main(argv=None):
            "native_loop_ms": nat["best_s"] * 1e3,
            "emu_vector_wall_ms": emu["vector_wall_ms"],
            "emu_kernel_ms": emu["kernel_ms"],
-           "emu_load_ms": emu["load_ms"],
-           "emu_vector_wall_checks_ms": med(walls[True]),
-           "emu_vector_wall_no_checks_ms": med(walls[False]),
-           "checks_ratio": med(walls[True]) / med(walls[False]),
+           "emu_vector_wall_checks_ms": med(walls[(True, 1)]),
+           "emu_vector_wall_no_checks_ms": med(walls[(False, 1)]),
+           "checks_ratio": med(walls[(True, 1)]) / med(walls[(False, 1)]),
+           "emu_vector_wall_checks_parallel_ms": med(walls[(True, None)]),
+           "emu_vector_wall_no_checks_parallel_ms": med(walls[(False, None)]),
+           "load_average": os.getloadavg(),
            "ratio_vector_wall": emu["vector_wall_ms"] / (nat["best_s"] * 1e3),
            "ratio_kernel": emu["kernel_ms"] / (nat["best_s"] * 1e3),
            "failed": emu["failed"]}

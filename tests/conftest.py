@@ -8,6 +8,7 @@ compiler is marked ``slow`` where it is written.
 """
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,16 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if integration in pathlib.Path(str(item.fspath)).parents:
             item.add_marker(pytest.mark.slow)
+
+
+#: What may start an action line: the build's progress, ``[done/total] ``.
+PROGRESS = r"(?:\[\d+/\d+\] )?"
+_ACTION = re.compile(r"^" + PROGRESS + r"([A-Z]+) +(\S+)", re.M)
+
+
+def action_lines(stdout: str):
+    """``(kind, target)`` of every action line (``[3/80] CXX      build/...``)."""
+    return _ACTION.findall(stdout)
 
 
 def copy_project(dest: pathlib.Path) -> pathlib.Path:

@@ -9,3 +9,28 @@ def double(x):
 
 def double_plus(x, s):
     return (x * np.float32(2 + s)).astype(np.float32)
+
+
+def triple(x):
+    return (x * np.float32(3)).astype(np.float32)
+
+
+def reduce_partials(x):
+    """8 cores x 8 partial sums of 16 consecutive elements each (summed in
+    order in float32, as the kernel does): out[8k:8k+8] the partials of core
+    k, except out[0:8], the sums over the cores."""
+    p = np.cumsum(x.reshape(8, 8, 16), axis=2, dtype=np.float32)[:, :, -1]
+    out = p.reshape(64).copy()
+    out[:8] = np.cumsum(p, axis=0, dtype=np.float32)[-1]
+    return out
+
+
+def neighbour_carry(x):
+    """2x, plus at the first element of each core's slice the last element
+    of the previous slice (cores in order)."""
+    y = (x * np.float32(2)).astype(np.float32)
+    n = x.size
+    begins = [k * (n // 8) + min(k, n % 8) for k in range(8)]
+    for b in begins[1:]:
+        y[b] += y[b - 1]
+    return y

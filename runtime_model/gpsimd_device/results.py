@@ -5,7 +5,20 @@ build reads back (summary, reports). JSON layout: ARCHITECTURE.md
     {"format": 1, "library": "relu", "passed": 3, "failed": 1,
      "vectors": [{"op": ..., "vector": ..., "where": "ops.yaml:21:11",
                   "status": "pass", "message": "", "max_abs_err": 0.0,
-                  "mismatches": 0, "warnings": []}]}
+                  "mismatches": 0, "warnings": [], "layout": {...}}]}
+
+``layout`` (optional; present when the checks ran): which core wrote what,
+as element ranges ``[a, b)`` (never per element)::
+
+    {"elements": N, "itemsize": 4,
+     "cores": [{"core": 0, "written": [[0, 125]], "read_before_write": [],
+                "past_end": [], "uninit": [], "fault": null}, ...],
+     "holes": [[875, 882]], "overlaps": [{"range": [125, 126], "cores": [0, 1]}],
+     "order_dependent": [], "truncated": false}
+
+``fault`` is ``{"kind": "OUT_OF_RANGE", "range": [946, 1008] or null}`` for a
+core whose first run faulted (the range its fault message names); each list
+keeps at most 256 ranges, ``truncated`` says when one was cut.
 """
 
 from __future__ import annotations
@@ -42,6 +55,11 @@ class VectorResult:
         printf: what core 0 printed (not in the JSON).
         warnings: what the checks found that does not fail the vector,
             each ``"core K: text"``; in the JSON and appended to the line.
+        layout: the write-set layout as ranges (module text), or None
+            (no checks, or the run could not be judged); in the JSON only
+            when present.
+        kernel_seconds: seconds the cores' launchers took in all runs (not
+            in the JSON; benchmarks).
     """
 
     op: str
@@ -54,6 +72,8 @@ class VectorResult:
     elements: int = 0
     printf: str = ""
     warnings: List[str] = field(default_factory=list)
+    layout: Optional[Dict[str, Any]] = None
+    kernel_seconds: float = 0.0
 
     @property
     def passed(self) -> bool:
@@ -65,17 +85,22 @@ class VectorResult:
         err = self.max_abs_err
         if err is not None and not math.isfinite(err):
             err = None
-        return {"op": self.op, "vector": self.vector, "where": self.where,
-                "status": self.status, "message": self.message,
-                "max_abs_err": err, "mismatches": self.mismatches,
-                "warnings": list(self.warnings)}
+        doc = {"op": self.op, "vector": self.vector, "where": self.where,
+               "status": self.status, "message": self.message,
+               "max_abs_err": err, "mismatches": self.mismatches,
+               "warnings": list(self.warnings)}
+        if self.layout is not None:
+            doc["layout"] = self.layout
+        return doc
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "VectorResult":
         """The inverse of ``to_json`` (``elements`` and ``printf`` are not kept)."""
+        layout = d.get("layout")
         return cls(str(d.get("op", "?")), str(d.get("vector", "?")), str(d.get("where", "?")),
                    str(d.get("status", "fail")), str(d.get("message", "")), d.get("max_abs_err"),
-                   d.get("mismatches"), warnings=[str(w) for w in d.get("warnings") or []])
+                   d.get("mismatches"), warnings=[str(w) for w in d.get("warnings") or []],
+                   layout=layout if isinstance(layout, dict) else None)
 
 
 @dataclass

@@ -4,12 +4,19 @@ Runs the ops of a host-built custom-op library against an emulated device:
 HBM, the 48-byte argument descriptors and the argument stream of
 customop-marshalling.txt §2, per-core objects loaded as the device loader
 does, poisoned private outputs per core, and per-dtype comparisons with a
-numpy reference. CLI: ``python -m gpsimd_emu run PLAN --results OUT``.
+numpy reference. CLI: ``python -m gpsimd_emu run PLAN --results OUT``; API:
+``gpsimd_emu.session.LibrarySession``.
 
-Modules: ``dtypes`` (dtype table), ``abi`` (bytes of abi.h), ``memory``
-(emulated HBM and core buffers), ``loader`` (host pack format, dlopen,
-registration), ``vectors`` (inputs, references), ``merge`` (who wrote what),
-``compare`` (tolerances), ``runner`` (plans, forked runs, results).
+Modules: ``__main__`` (CLI, the supervising process), ``session`` (a
+library session: run and judge a vector), ``settings`` (``RunOptions``),
+``budget`` (the memory limit), ``vectors`` (inputs, references), ``image``
+(a vector's device memory and runs), ``memory`` (buffers, the image memfd),
+``control`` (the control block), ``zygote`` (loads the objects, forks each
+vector), ``launch`` (a vector's processes), ``contain`` (process groups,
+namespaces, subreaper, cgroups), ``judge`` (how the runs ended), ``checks``
+(what the outputs show), ``merge`` (who wrote what), ``compare``
+(tolerances), ``runner`` (functional API), ``cores``/``loader`` (objects),
+``dtypes``, ``abi``/``binding`` (bytes of abi.h).
 
 This package imports only the standard library, numpy and ml_dtypes; never
 SCons nor the build library (DESIGN.md "Layout").

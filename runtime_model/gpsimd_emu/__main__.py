@@ -1,7 +1,9 @@
-"""Command line of the device model (ARCHITECTURE.md "Emulator results").
+"""Command line of the device model (ARCHITECTURE.md "Emulator results"):
+the supervising process of a test run.
 
 ``python -m gpsimd_emu run PLAN.json --results OUT.json [--failed-results F.json]
-[--timeout S] [--root DIR] [--stack-scale N] [--no-checks] [--locations L.json]``
+[--timeout S] [--memory SIZE] [--parallel N] [--root DIR] [--stack-scale N]
+[--no-checks] [--locations L.json]``
 
 Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
 message``) and ``lib: N passed, M failed``; writes the results JSON; exits 0
@@ -14,6 +16,14 @@ name.
 With ``--failed-results F``, the results file is the proof of a passing run
 (what the build's test node is): both files are removed first, and a run in
 which a vector failed writes its results to ``F`` instead.
+
+Processes: this one (stdlib only) is the subreaper of the whole run; it
+forks the worker (numpy: inputs, references, judging), which starts the
+zygote (``gpsimd_emu.zygote``) that forks each vector. Each dies with its
+parent. On SIGINT, SIGTERM or SIGHUP this process kills the worker, kills
+and reaps every descendant left, and ends with the same signal; when the
+worker ends, whatever descendant is left is killed too: no process of a
+test run outlives it.
 """
 
 from __future__ import annotations
@@ -21,21 +31,39 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
+import signal
 import sys
+import time
 from typing import Dict, List, Optional
 
 from gpsimd_device.plan import PlanError, TestPlan
 
 # Only what the supervising process needs is imported here; the worker
 # imports the model (numpy) after the fork.
-from .settings import DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, RUN_SLACK
-
+from . import contain
+from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, RUN_SLACK,
+                       RunOptions, format_size, parse_size)
 
 
 def _positive(text: str) -> float:
     value = float(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"{text}: must be > 0")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be >= 0")
     return value
 
 
@@ -51,7 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where a failing run writes its results (the --results file is then "
                           "only written by a passing run)")
     run.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
-                     help=f"seconds a vector may run, all cores together (default {DEFAULT_TIMEOUT:g})")
+                     help=f"seconds each run of a vector's cores may take (default "
+                          f"{DEFAULT_TIMEOUT:g})")
+    run.add_argument("--memory", type=_size, default=DEFAULT_MEMORY,
+                     help=f"memory a vector may use as a whole: its device image and what its "
+                          f"cores allocate, e.g. 512M, 8G (default {format_size(DEFAULT_MEMORY)})")
+    run.add_argument("--parallel", type=_count, default=None,
+                     help="processes a vector's cores may use at once (0 or 1: one after "
+                          "another; default: the CPUs divided by $GPSIMD_EMU_JOBS)")
     run.add_argument("--root", default=".",
                      help="directory the plan's relative paths start from (default: the current one)")
     run.add_argument("--locations",
@@ -63,8 +98,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-checks", dest="checks", action="store_false",
                      help="run as the device does: cores share one zero-filled output, no "
                           "poison, no write-set / uninitialised-output / multicore-rule / "
-                          "coherence / argument-dtype checks (faster; crashes, timeouts and "
-                          "the runtime's own faults are still reported)")
+                          "coherence / argument-dtype / race checks (faster; crashes, "
+                          "timeouts, the memory limit and the runtime's own faults are still "
+                          "reported)")
     return p
 
 
@@ -79,6 +115,18 @@ def read_locations(path: str) -> Dict[str, Dict[str, str]]:
     if not isinstance(where, dict) or not all(isinstance(v, dict) for v in where.values()):
         raise ValueError("not a JSON object of objects")
     return where
+
+
+class _Stopped(BaseException):
+    """A signal asked the run to stop."""
+
+    def __init__(self, sig: int):
+        super().__init__(sig)
+        self.sig = sig
+
+
+def _on_signal(sig, frame) -> None:
+    raise _Stopped(sig)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -107,25 +155,46 @@ def main(argv: Optional[List[str]] = None) -> int:
                 print(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})",
                       file=sys.stderr)
                 return 2
-    # The vectors run in a worker process, so that whatever a reference (run
-    # in the worker, outside any vector's limit) does to it, this process
-    # can still say what happened; the whole run is bounded.
-    limit = args.timeout * (plan.vector_count() + 1) + RUN_SLACK
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:
-        code = 2
-        try:
-            code = _run_worker(args, plan)
-        except BaseException:  # a model bug: say so, never a silent exit
-            import traceback
-            traceback.print_exc()
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
-    status = _wait(pid, limit)
+    options = RunOptions(timeout=args.timeout, stack_scale=args.stack_scale, checks=args.checks,
+                         memory=args.memory, parallel=args.parallel)
+    # The vectors run under a worker process, so that whatever a reference
+    # (run in the worker, outside any vector's limit) does to it, this
+    # process can still say what happened; the whole run is bounded.
+    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
+    contain.become_subreaper()
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
+    pid = None
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        me = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            code = 2
+            try:
+                contain.die_with_parent(me)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_DFL)
+                code = _run_worker(args, plan, options)
+            except BaseException:  # a model bug: say so, never a silent exit
+                import traceback
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        status = _wait(pid, limit)
+        pid = None
+    except _Stopped as stop:
+        _end_all(pid)
+        signal.signal(stop.sig, signal.SIG_DFL)
+        os.kill(os.getpid(), stop.sig)
+        return 128 + stop.sig
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+    contain.sweep()
     if status is None:
         print(f"gpsimd_emu: {plan.library}: the run did not finish within {limit:g} s "
               f"(a reference that never returns?)", file=sys.stderr, flush=True)
@@ -142,41 +211,65 @@ def main(argv: Optional[List[str]] = None) -> int:
     return code
 
 
+def _end_all(worker: Optional[int]) -> None:
+    """Kill the worker and every descendant left (they are ours to reap:
+    this process is their subreaper)."""
+    if worker is not None:
+        try:
+            os.kill(worker, signal.SIGKILL)
+        except OSError:
+            pass
+    contain.sweep()
+
+
 def _wait(pid: int, limit: float) -> Optional[int]:
     """The wait status of child ``pid``, or None after killing it when it
     ran longer than ``limit`` seconds."""
-    import signal
-    import time
     deadline = time.monotonic() + limit
-    while True:
-        got, status = os.waitpid(pid, os.WNOHANG)
-        if got:
-            return status
-        if time.monotonic() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return None
-        time.sleep(0.01)
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+    try:
+        while True:
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got:
+                return status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                return None
+            if pidfd is not None:
+                select.select([pidfd], [], [], remaining)
+            else:
+                time.sleep(0.01)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
-def _run_worker(args: argparse.Namespace, plan: TestPlan) -> int:
+def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """The worker: run every vector, print the lines, write the results."""
-    from .runner import format_line, run_plan, write_results
+    from .session import LibrarySession
     library = plan.library
 
     def show(r) -> None:
+        from gpsimd_device.results import format_line
         if r.printf:
             prefix = f"[{library}::{r.op}[{r.vector}] core 0] "
             for line in r.printf.rstrip("\n").split("\n"):
                 print(prefix + line, file=sys.stderr)
         print(format_line(library, r), flush=True)
 
-    results = run_plan(plan, root=args.root, timeout=args.timeout,
-                       stack_scale=args.stack_scale, on_result=show, checks=args.checks)
+    with LibrarySession(plan, root=args.root, options=options) as session:
+        results = session.run_all(show)
     print(results.summary_line(), flush=True)
     out = args.results if results.ok or not args.failed_results else args.failed_results
     try:
-        write_results(results, out)
+        results.write(out)
     except OSError as e:
         print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
               file=sys.stderr)

@@ -37,8 +37,9 @@ __all__ = [
     "PRINTF_CAPACITY", "NUM_CORES", "DEFAULT_STACK_SIZE", "LSP_SINGLE",
     "REGION_READONLY", "MAX_REGIONS", "STATUS_OK", "STATUS_FAULT",
     "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
-    "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "CHECK_POISON_EMPTY", "CHECK_MULTICORE", "CHECK_COHERENCE",
-    "CHECK_ARG_DTYPE", "CHECK_ALL",
+    "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "REPORT_TCM_USED", "REPORT_EMPTY_USED",
+    "REPORT_OUTPUT_READ", "REPORT_OUTPUT_UNTRACKED", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
+    "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_POISON_TCM", "CHECK_READS", "CHECK_ALL",
     "Descriptor", "choose_shape_form", "pack_descriptor", "unpack_descriptor",
     "pack_dims", "unpack_dims", "pack_arg_stream", "unpack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
@@ -64,6 +65,7 @@ NUM_CORES = _limits.NUM_CORES
 DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE         #: bytes (build-front-end.txt §3c)
 LSP_SINGLE = _limits.LSP_SINGLE                         #: gpsimd_lsp_info.core_id, single-core LSP
 REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bit
+REGION_OUTPUT = _ABI["REGION_OUTPUT"]                   #: the output copy (reads tracked)
 MAX_REGIONS = _ABI["MAX_REGIONS"]
 STATUS_OK = 0                                           #: enum gpsimd_status
 STATUS_FAULT = 1
@@ -74,11 +76,17 @@ REPORT_COPY_PATH = _ABI["REPORT_COPY_PATH"]             #: customop_return_tenso
 REPORT_GET_DST = _ABI["REPORT_GET_DST"]                 #: the kernel called get_dst_tensor (§6.2)
 REPORT_TCM_NULL = _ABI["REPORT_TCM_NULL"]               #: a tcm_malloc returned null
 REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]         #: the result's element count is not the output's
+REPORT_TCM_USED = _ABI["REPORT_TCM_USED"]               #: the kernel got tcm_malloc / staging memory
+REPORT_EMPTY_USED = _ABI["REPORT_EMPTY_USED"]           #: the kernel made a torch::empty() tensor
+REPORT_OUTPUT_READ = _ABI["REPORT_OUTPUT_READ"]         #: it read never-written output elements
+REPORT_OUTPUT_UNTRACKED = _ABI["REPORT_OUTPUT_UNTRACKED"]  #: an accessor / raw pointer on the output
 #: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
 CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() storage with the poison
 CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: device-api.md multicore rules
 CHECK_COHERENCE = _ABI["CHECK_COHERENCE"]               #: stream coherence policies
 CHECK_ARG_DTYPE = _ABI["CHECK_ARG_DTYPE"]               #: customop_next_* vs the descriptor dtype
+CHECK_POISON_TCM = _ABI["CHECK_POISON_TCM"]             #: poison the dataram window at each launch
+CHECK_READS = _ABI["CHECK_READS"]                       #: record reads of never-written output
 CHECK_ALL = _ABI["CHECK_ALL"]
 
 _U16_MAX = 0xFFFF

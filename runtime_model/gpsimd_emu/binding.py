@@ -59,13 +59,17 @@ class GpsimdCoreReport(ctypes.Structure):
 
 
 class GpsimdCoreBinding(ctypes.Structure):
-    """``gpsimd_core_binding`` (2128 bytes), passed to ``gpsimd_bind_core``:
+    """``gpsimd_core_binding`` (2144 bytes), passed to ``gpsimd_bind_core``:
     ABI version, core id/count, up to 64 HBM regions, and host pointers of the
     core's scratch window, dataram (64 KiB), argument stream, 48-byte output
     descriptor, printf buffer (128 KiB) and report; ``stack_scale`` multiplies
     the launcher's stack size (bytes) for the host; ``checks`` (``CHECK_*``
     bits, 0 for the device's behaviour) and ``poison`` (the byte
-    ``torch::empty()`` storage is filled with under ``CHECK_POISON_EMPTY``)."""
+    ``torch::empty()`` storage is filled with, and that never-written output
+    elements hold); ABI 2: ``tcm_poison`` (the byte the dataram window is
+    filled with at each launch), ``read_map_host`` (one bit per output
+    element read before this core wrote it, 0: off) and ``out_itemsize``
+    (bytes per output element)."""
 
     _fields_ = [
         ("abi_version", ctypes.c_uint32),
@@ -83,7 +87,10 @@ class GpsimdCoreBinding(ctypes.Structure):
         ("stack_scale", ctypes.c_uint32),
         ("checks", ctypes.c_uint16),
         ("poison", ctypes.c_uint8),
-        ("reserved", ctypes.c_uint8),
+        ("tcm_poison", ctypes.c_uint8),
+        ("read_map_host", ctypes.c_uint64),
+        ("out_itemsize", ctypes.c_uint32),
+        ("reserved2", ctypes.c_uint32),
     ]
 
 

@@ -1,12 +1,12 @@
-"""The core objects of a plan, read and verified once in the parent
+"""The core objects of a plan, read and verified once by the worker
 (``prepare_cores``): each packed payload checked (gpsimd_device.pack) and
-put in a memfd that the processes running vectors ``dlopen``."""
+put in a memfd that the zygote ``dlopen``s (``gpsimd_emu.zygote``)."""
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import List, Optional, Tuple
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Tuple
 
 from gpsimd_device.plan import TestPlan
 
@@ -35,9 +35,13 @@ class CoreSpec:
     obj: Optional[PackedObject] = None
     fd: Optional[int] = None
     error: Optional[str] = None
+    on_close: List[Callable[[], None]] = field(default_factory=list, repr=False, compare=False)
 
     def close(self) -> None:
-        """Close the memfd (idempotent)."""
+        """Close the memfd, and first whatever registered in ``on_close``
+        (e.g. a session's zygote that loaded it). Idempotent."""
+        while self.on_close:
+            self.on_close.pop()()
         if self.fd is not None:
             os.close(self.fd)
             self.fd = None

@@ -1,34 +1,77 @@
-"""The device memory of one vector (``DeviceImage``): the HBM and SBUF input
-arenas, the argument stream and output descriptor, the per-core output
-copies and per-core buffers, laid out as ARCHITECTURE.md "The test plan" and
-customop-marshalling.txt §2 give them, and the written masks read back
-after the cores ran.
+"""The device memory of one vector (``DeviceImage``), laid out in one memfd
+(``memory.ImageFile``) for the runs of its cores (``gpsimd_emu.runs``).
 
-Inputs live in an HBM arena at 0x1_0000_0000 (scalars as 1-element, 0-D
-tensors of the plan's dtype; out-of-line dims as int64); with checks, each
-core writes a private output copy poisoned with ``POISON_A`` (``POISON_B``
-in a second pass), followed by a guard zone; without checks every core
-writes one shared, zero-filled output, as on the device.
+The file holds, page-aligned, in this order: the control block
+(``gpsimd_emu.control``), one ``gpsimd_core_binding`` per run and core,
+the argument stream and output descriptor, and per run: the HBM and SBUF
+input arenas (a copy per run, at the same device addresses, so that runs
+that go on at the same time cannot see each other's writes to an input),
+the outputs (each with a guard zone), and per core the scratch window,
+dataram, printf ring, report and read map. A binding's host pointers are
+*offsets into the file*: each process that maps the image adds its own base
+(``gpsimd_emu.launch``). The worker only writes the inputs, the arguments
+and the bindings; the vector's processes poison what they use, so that
+what a vector touches is charged to its memory cgroup.
 """
 
 from __future__ import annotations
 
-from typing import Dict, List, Sequence, Tuple
+import ctypes
+import mmap
+import struct
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import abi
+from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, CoreMemory, align_up)
+                     SBUF_WINDOW_BASE, Arena, CoreMemory, ImageFile, align_up, printf_text)
 from .merge import written_mask
+from .runs import RunSpec, runs_for
 from .vectors import Input
 
-__all__ = ["DeviceImage"]
+__all__ = ["RunSpec", "runs_for", "ImageSize", "DeviceImage"]
+
+PAGE = mmap.PAGESIZE
+_BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
+_B = abi.GpsimdCoreBinding
+_U64 = struct.Struct("<Q")
+_CORE_ID = struct.Struct("<I")
+_OFF_CORE_ID = _B.core_id.offset
+_OFF_OUT_HOST = _B.regions.offset + 2 * ctypes.sizeof(abi.GpsimdRegion) + abi.GpsimdRegion.host.offset
+_OFF_MEM = (_B.scratch_host.offset, _B.dataram_host.offset, _B.printf_host.offset,
+            _B.report_host.offset)
+_OFF_READ_MAP = _B.read_map_host.offset
+
+
+@dataclass
+class ImageSize:
+    """Bytes of a vector's device image, by part (``DeviceImage.plan``)."""
+
+    inputs: int
+    outputs: int
+    output_copies: int
+    core_memory: int
+    other: int
+
+    @property
+    def total(self) -> int:
+        return self.inputs + self.outputs + self.core_memory + self.other
+
+    def describe(self) -> str:
+        """``"inputs 1 GiB, 18 output copies of 4 MiB, ..."`` for messages."""
+        from .settings import format_size
+        per = self.outputs // max(1, self.output_copies)
+        return (f"inputs {format_size(self.inputs)}, {self.output_copies} output copies of "
+                f"{format_size(per)}, per-core memories {format_size(self.core_memory)}")
 
 
 class DeviceImage:
-    """The device memory of one vector, shared with the forked child.
+    """The device memory of one vector, in one memfd shared with the
+    vector's processes.
 
     Args:
         inputs: the vector's inputs in schema order.
@@ -37,34 +80,54 @@ class DeviceImage:
         scratch_size: bytes of each core's scratch window.
         out_location: ``"hbm"`` (default) or ``"sbuf"``: the storage arm
             of the output descriptor (customop-marshalling.txt §2, §6.1).
-        checks: True (default): one private, poisoned output copy per core
-            and pass, and the runtime's checks on (``abi.CHECK_ALL``).
-            False: the device's behaviour: every core writes one shared,
-            zero-filled output, no poison, no second pass, runtime checks
-            off (``--no-checks``).
+        checks: True: the runs of ``runs_for`` with checks; False: one run
+            as the device does.
+        stack_scale: the bindings' ``stack_scale``.
 
     Attributes:
-        hbm: the HBM input arena (device ``HBM_BASE``); read-only region.
-        sbuf: the SBUF window (device ``SBUF_WINDOW_BASE``) holding the
-            inputs placed in SBUF; read-only region. An SBUF output's copies
-            sit in the same window, 1 MiB-aligned after it.
-        arg_stream: the argument stream bytes (abi.h layout).
-        out_addr: device address of the output; ``out_desc`` its descriptor.
-        out_nbytes, num_elem, itemsize: output size in bytes / elements.
-        outputs: ``outputs[pass][core]``: the private output copies (an
-            ``Arena`` at ``out_addr`` whose bytes past ``out_nbytes`` are the
-            guard zone); pass 0 poisoned with ``POISON_A``, pass 1 filled
-            with ``POISON_B`` only when needed. Without checks, pass 0 is
-            one zero-filled arena shared by every core.
-        cores: one ``CoreMemory`` per core.
-        input_spans: ``(name, arena, offset, nbytes)`` of each input (arena
-            ``hbm`` or ``sbuf``).
+        runs: the ``RunSpec`` list.
+        file: the ``ImageFile``.
+        ctl: its ``control.ControlBlock``.
+        arenas: per run, its ``(hbm, sbuf)`` input arenas (device
+            ``HBM_BASE`` / ``SBUF_WINDOW_BASE``); ``hbm``, ``sbuf``: run 0's.
+        arg_stream, out_desc: the argument stream and output descriptor
+            bytes; ``write_args`` stores them (after a test patched them).
+        out_addr, out_nbytes, num_elem, itemsize: the output.
+        guard_size: bytes after each output copy that no region covers
+            (``copies(run, guard_size)`` reads them).
+
+    What the runs left is read in place: ``copies`` (every core's output of
+    a run as one strided view), ``masks``, ``read_maps``, ``report``,
+    ``printf_text``.
+        input_spans: ``(name, arena, offset, nbytes)`` of each input.
     """
+
+    @staticmethod
+    def plan(input_nbytes: Sequence[int], out_nbytes: int, num_cores: int,
+             scratch_size: int, checks: bool) -> ImageSize:
+        """The bytes an image of these sizes takes, before any is made. The
+        scratch windows are not counted: they are the device's, sparse in
+        the file, and count (in the vector's cgroup) as the cores touch
+        them."""
+        runs = runs_for(num_cores, checks)
+        copies = sum(num_cores if r.private else 1 for r in runs)
+        out_each = align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
+        read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
+        per_core = CoreMemory.nbytes(scratch_size) - align_up(scratch_size, PAGE)
+        core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
+        inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + ALIGN for n in input_nbytes)
+        other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
+                 + len(runs) * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
+        return ImageSize(inputs, copies * out_each, copies, core_memory, other)
 
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
-                 out_location: str = "hbm", checks: bool = True):
+                 out_location: str = "hbm", checks: bool = True,
+                 stack_scale: int = 16):
         self.checks = checks
+        self.runs = runs_for(num_cores, checks)
+        self.num_cores = num_cores
+        self.stack_scale = stack_scale
         self._masks: Dict[int, List[np.ndarray]] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
@@ -77,38 +140,108 @@ class DeviceImage:
         capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if not s)
         sbuf_capacity = ALIGN * (len(inputs) + 1)
         sbuf_capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if s)
-        self.hbm = Arena(HBM_BASE, capacity)
-        # customop-marshalling.txt §6.1: SBUF storage is an offset from the
-        # _sbuf_window base; the model's window starts with the SBUF inputs.
-        self.sbuf = Arena(SBUF_WINDOW_BASE, sbuf_capacity)
-        self.input_spans: List[Tuple[str, Arena, int, int]] = []
-        descriptors = []
-        for inp, sbuf in zip(inputs, in_sbuf):
-            arena = self.sbuf if sbuf else self.hbm
-            addr = arena.write_array(inp.array)
-            self.input_spans.append((inp.name, arena, addr - arena.device_base, inp.array.nbytes))
-            descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
-        self.arg_stream = abi.pack_arg_stream(descriptors)
-        if out_location == "sbuf":
-            self.out_addr = SBUF_WINDOW_BASE + align_up(sbuf_capacity, 1 << 20)
-        else:
-            self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
-        self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr,
-                                         out_location == "sbuf")
-        self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
-        self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
         out_capacity = align_up(max(self.out_nbytes, 1))
-        if checks:
-            self.outputs: List[List[Arena]] = [
-                [Arena(self.out_addr, out_capacity, GUARD_BYTES, populate=(p == 0))
-                 for _ in range(num_cores)] for p in range(2)]
-            for a in self.outputs[0]:
-                a.fill(POISON_A)
-        else:   # the device: one output, written by every core
-            shared = Arena(self.out_addr, out_capacity)
-            self.outputs = [[shared] * num_cores, []]
-        self.cores = [CoreMemory(scratch_size) for _ in range(num_cores)]
-        self.num_cores = num_cores
+        self.read_map_bytes = (self.num_elem + 7) // 8
+
+        # the file's layout (every part page-aligned)
+        at = control.SIZE
+        self._bindings_at = at
+        at += align_up(len(self.runs) * num_cores * _BINDING, PAGE)
+        self._args_at = at
+        at += 2 * PAGE
+        in_at: List[Tuple[int, int]] = []
+        out_at: List[List[int]] = []
+        out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
+        per_core = CoreMemory.nbytes(scratch_size)
+        rmap = align_up(max(self.read_map_bytes, 1), PAGE)
+        self._mem_at: List[List[int]] = []
+        self._read_map_at: List[List[Optional[int]]] = []
+        for r in self.runs:
+            in_at.append((at, at + align_up(capacity, PAGE)))
+            at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
+            out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
+            at += out_each * (num_cores if r.private else 1)
+            self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
+                                 for k in range(num_cores)])
+            self._read_map_at.append([m + per_core if r.private else None
+                                      for m in self._mem_at[-1]])
+            at += (per_core + (rmap if r.private else 0)) * num_cores
+        self._out_at = out_at
+        self._out_each = out_each
+        self._mem_each = per_core + rmap
+        self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
+        sizes = [align_up(n, PAGE) for n in CoreMemory.sizes(scratch_size)]
+        self._part_at = [sum(sizes[:i]) for i in range(4)]
+        self._out_capacity = out_capacity
+        #: bytes after the output in each copy that no region covers
+        self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
+        self._scratch_size = self.scratch_size = scratch_size
+        self.file = ImageFile(at)
+        try:
+            self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
+            # customop-marshalling.txt §6.1: SBUF storage is an offset from the
+            # _sbuf_window base; the model's window starts with the SBUF inputs.
+            self.arenas = [(Arena(HBM_BASE, capacity, backing=(self.file, h)),
+                            Arena(SBUF_WINDOW_BASE, sbuf_capacity, backing=(self.file, sb)))
+                           for h, sb in in_at]
+            self.hbm, self.sbuf = self.arenas[0]
+            self.input_spans: List[Tuple[str, Arena, int, int]] = []
+            descriptors = []
+            for inp, sbuf in zip(inputs, in_sbuf):
+                arena = self.sbuf if sbuf else self.hbm
+                addr = arena.write_array(inp.array)
+                self.input_spans.append((inp.name, arena, addr - arena.device_base,
+                                         inp.array.nbytes))
+                descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
+            self.arg_stream = abi.pack_arg_stream(descriptors)
+            if out_location == "sbuf":
+                self.out_addr = SBUF_WINDOW_BASE + align_up(sbuf_capacity, 1 << 20)
+            else:
+                self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
+            self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr,
+                                             out_location == "sbuf")
+            self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
+            self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
+            for hbm, sbuf in self.arenas[1:]:
+                hbm.u8[:self.hbm.used] = self.input_snapshot
+                sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
+            self.write_args()
+        except BaseException:
+            self.file.close()
+            raise
+
+    def _part(self, run: int, k: int, part: int) -> int:
+        """File offset of a core's scratch (0), dataram, printf ring or
+        report (3) in a run."""
+        return self._mem_at[run][k] + self._part_at[part]
+
+    def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
+        """Core ``k``'s report in ``run`` (a live view; valid until close)."""
+        r = self._reports.get((run, k))
+        if r is None:
+            r = self._reports[(run, k)] = abi.GpsimdCoreReport.from_address(
+                self.file.host + self._part(run, k, 3))
+        return r
+
+    def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
+        """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
+        row every ``stride`` bytes (a view)."""
+        return np.lib.stride_tricks.as_strided(self.file.u8[at:], shape=(rows, nbytes),
+                                               strides=(stride, 1), writeable=False)
+
+    def copies(self, run: int, extra: int = 0) -> np.ndarray:
+        """The outputs of a run as one ``(cores, out_nbytes + extra)`` uint8
+        view (one row for a shared output); ``extra`` bytes of guard zone."""
+        rows = self.num_cores if self.runs[run].private else 1
+        return self._rows(self._out_at[run][0], self._out_each, self.out_nbytes + extra, rows)
+
+    def printf_text(self, run: int, k: int) -> str:
+        """What core ``k`` printed in ``run`` (the kept part of its ring)."""
+        r = self.report(run, k)
+        if not r.printf_len:
+            return ""
+        at = self._part(run, k, 2)
+        return printf_text(self.file.u8[at:at + abi.PRINTF_CAPACITY], r.printf_head, r.printf_len)
 
     def _descriptor(self, dtype: dt.DType, shape: Tuple[int, ...], addr: int,
                     sbuf: bool = False) -> bytes:
@@ -128,78 +261,123 @@ class DeviceImage:
                                    shape_addr=shape_addr, num_partitions=SBUF_PARTITIONS,
                                    num_elem_per_block=n)
 
-    def output_bytes(self, pass_index: int, core: int) -> np.ndarray:
-        """The ``out_nbytes`` bytes of a core's output copy (a view)."""
-        return self.outputs[pass_index][core].u8[:self.out_nbytes]
+    # ---- before the run -------------------------------------------------
 
-    def guard_bytes(self, pass_index: int, core: int) -> np.ndarray:
-        """The guard zone after a core's output copy (a view)."""
-        a = self.outputs[pass_index][core]
-        return a.u8[self.out_nbytes:a.capacity + GUARD_BYTES]
+    def write_args(self) -> None:
+        """Store ``arg_stream`` and ``out_desc`` and every run's bindings in
+        the file (again after a test patched the bytes)."""
+        if len(self.arg_stream) > PAGE or len(self.out_desc) > PAGE:
+            raise ValueError("argument stream or output descriptor larger than a page")
+        u8 = self.file.u8
+        a = self._args_at
+        u8[a:a + PAGE] = 0
+        u8[a:a + len(self.arg_stream)] = np.frombuffer(self.arg_stream, np.uint8)
+        u8[a + PAGE:a + 2 * PAGE] = 0
+        u8[a + PAGE:a + PAGE + len(self.out_desc)] = np.frombuffer(self.out_desc, np.uint8)
+        for r in self.runs:
+            template = bytes(self._binding(r))
+            for k in range(self.num_cores):
+                at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
+                self.file.mm[at:at + _BINDING] = template
+                m = self._mem_at[r.index][k]
+                sizes = [align_up(n, PAGE) for n in CoreMemory.sizes(self._scratch_size)]
+                _CORE_ID.pack_into(self.file.mm, at + _OFF_CORE_ID, k)
+                _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
+                for field, off in zip(_OFF_MEM, (m, m + sizes[0], m + sum(sizes[:2]),
+                                                  m + sum(sizes[:3]))):
+                    _U64.pack_into(self.file.mm, at + field, off)
+                rm = self._read_map_at[r.index][k]
+                if rm is not None and r.checks & abi.CHECK_READS:
+                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, rm)
 
-    def masks(self, pass_index: int) -> List[np.ndarray]:
-        """Per core, the written mask of one pass (computed once per pass,
-        after that pass ran)."""
-        if pass_index not in self._masks:
-            poison = POISON_A if pass_index == 0 else POISON_B
-            self._masks[pass_index] = [
-                written_mask(self.output_bytes(pass_index, k), poison, self.itemsize,
-                             self.num_elem) for k in range(self.num_cores)]
-        return self._masks[pass_index]
-
-    def needs_second_pass(self) -> bool:
-        """After pass 0: does any element look unwritten by every core, or
-        does a core look idle? Only then can a value equal to the poison
-        have fooled the check."""
-        if not self.checks:
-            return False
-        masks = self.masks(0)
-        union = np.zeros(self.num_elem, dtype=bool)
-        for m in masks:
-            union |= m
-        idle = self.num_cores > 1 and any(not m.any() for m in masks)
-        return bool(not union.all() or idle)
-
-    def prepare_second_pass(self) -> None:
-        """Fill the pass-1 copies with ``POISON_B`` and restore the inputs."""
-        for a in self.outputs[1]:
-            a.fill(POISON_B)
-        self._masks.pop(1, None)
-        self.hbm.u8[:len(self.input_snapshot)] = self.input_snapshot
-        self.sbuf.u8[:len(self.sbuf_snapshot)] = self.sbuf_snapshot
-
-    def binding(self, pass_index: int, k: int, core_id: int, stack_scale: int,
-                arg_stream_host: int, retval_host: int) -> abi.GpsimdCoreBinding:
-        """The ``gpsimd_core_binding`` of core ``k`` for one pass: regions
-        [HBM inputs arena (read-only), SBUF inputs arena (read-only), this
-        core's output copy (``out_nbytes`` bytes)], its
-        scratch/dataram/printf/report buffers, and the SBUF window base
-        ``SBUF_WINDOW_BASE`` that the runtime adds to SBUF offsets
-        (customop-marshalling.txt §6.1)."""
-        cm = self.cores[k]
+    def _binding(self, run: RunSpec) -> abi.GpsimdCoreBinding:
+        """The fields of every core's binding in ``run`` (``write_args``
+        adds each core's own), with file offsets for host pointers
+        (``arg_stream_host`` / ``retval_host`` are the offsets of the bytes
+        the vector's process copies for each launch)."""
         b = abi.GpsimdCoreBinding()
         b.abi_version = abi.ABI_VERSION
-        b.core_id = core_id
         b.core_count = self.num_cores
         b.num_regions = 3
-        b.regions[0] = self.hbm.region(abi.REGION_READONLY)
-        b.regions[1] = self.sbuf.region(abi.REGION_READONLY)
-        b.regions[2] = self.outputs[pass_index][k].region(0, self.out_nbytes)
-        b.scratch_host = cm.scratch.host
-        b.dataram_host = cm.dataram.host
+        hbm, sbuf = self.arenas[run.index]
+        for i, (arena, flags, size) in enumerate((
+                (hbm, abi.REGION_READONLY, hbm.capacity),
+                (sbuf, abi.REGION_READONLY, sbuf.capacity))):
+            b.regions[i] = abi.GpsimdRegion(arena.device_base, size, arena.file_offset, flags, 0)
+        b.regions[2] = abi.GpsimdRegion(self.out_addr, self.out_nbytes, 0, abi.REGION_OUTPUT, 0)
         b.sbuf_window_base = SBUF_WINDOW_BASE
-        b.arg_stream_host = arg_stream_host
-        b.retval_host = retval_host
-        b.printf_host = cm.printf.host
-        b.report_host = cm.report_buf.host
-        b.stack_scale = stack_scale
-        # abi.h GPSIMD_CHECK_*: empty() storage gets this pass's poison byte
-        b.checks = abi.CHECK_ALL if self.checks else 0
-        b.poison = POISON_A if pass_index == 0 else POISON_B
+        b.arg_stream_host = self._args_at
+        b.retval_host = self._args_at + PAGE
+        b.stack_scale = self.stack_scale
+        b.checks = run.checks
+        b.poison = run.poison
+        b.tcm_poison = run.tcm_poison
+        b.out_itemsize = self.itemsize
         return b
 
+    def request(self) -> dict:
+        """What a vector's process needs besides the file: the runs, the
+        layout of the bindings and arguments, and the fills of each run's
+        private copies (``[offset, nbytes]`` each, with the guard zone)."""
+        fills = []
+        for r in self.runs:
+            # the guard zone is judged in run 0 only
+            n = self._out_capacity + (GUARD_BYTES if r.index == 0 else 0)
+            fills.append([[at, n] for at in self._out_at[r.index]] if r.private else [])
+        scan = None
+        if self.checks and self.num_cores == 1 and self.itemsize in (1, 2, 4, 8):
+            scan = [self._out_at[0][0], self.out_nbytes, self.itemsize]
+        return {"runs": [r.to_json() for r in self.runs], "ncores": self.num_cores,
+                "bindings_at": self._bindings_at, "binding_size": _BINDING,
+                "args_at": self._args_at, "arg_len": len(self.arg_stream),
+                "desc_len": len(self.out_desc), "page": PAGE, "fills": fills,
+                "scan": scan, "size": self.file.size}
+
+    def prefilled_bytes(self) -> int:
+        """Bytes of the file the worker itself touched (inputs of every run,
+        control, bindings, arguments): charged to the worker, not to the
+        vector's processes."""
+        return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
+                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used))
+
+    # ---- after the run --------------------------------------------------
+
+    def output_bytes(self, run: int, core: int) -> np.ndarray:
+        """The ``out_nbytes`` bytes of a core's output in a run (a view)."""
+        c = self.copies(run)
+        return c[core if len(c) > 1 else 0]
+
+    def masks(self, run: int) -> List[np.ndarray]:
+        """Per core, the written mask of a private run (computed once, for
+        every core in one pass where the item size allows)."""
+        if run not in self._masks:
+            poison = POISON_A if run == 0 else POISON_B
+            c = self.copies(run)
+            if self.itemsize in (1, 2, 4, 8):
+                word = int.from_bytes(bytes([poison]) * self.itemsize, "little")
+                both = c.view(f"<u{self.itemsize}") != word
+                self._masks[run] = list(both)
+            else:
+                self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
+                                    for row in c]
+        return self._masks[run]
+
+    def read_maps(self, run: int) -> np.ndarray:
+        """``(cores, num_elem)`` bool: did the core read the element before
+        writing it in a private run (the runtime's read maps)."""
+        at = self._read_map_at[run][0]
+        if at is None or not self.checks:
+            return np.zeros((self.num_cores, self.num_elem), dtype=bool)
+        raw = self._rows(at, self._mem_each, self.read_map_bytes, self.num_cores)
+        return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
+
+    def read_map(self, run: int, core: int) -> np.ndarray:
+        """Core ``core``'s row of ``read_maps(run)``."""
+        return self.read_maps(run)[core]
+
     def modified_inputs(self) -> List[Tuple[str, int]]:
-        """Inputs whose bytes changed during the run: ``(name, bytes changed)``."""
+        """Inputs whose bytes changed during the first run: ``(name, bytes
+        changed)``."""
         out = []
         for name, arena, off, n in self.input_spans:
             snap = self.sbuf_snapshot if arena is self.sbuf else self.input_snapshot
@@ -210,12 +388,11 @@ class DeviceImage:
         return out
 
     def close(self) -> None:
-        """Unmap everything."""
-        self.hbm.close()
-        self.sbuf.close()
-        for row in self.outputs:
-            for a in set(row):
-                a.close()
-        for cm in self.cores:
-            cm.close()
-
+        """Release the file and every view of it (idempotent)."""
+        self._masks.clear()
+        self._reports.clear()
+        self.arenas = []
+        self.hbm = self.sbuf = None
+        self.input_spans = []
+        self.ctl = None
+        self.file.close()

@@ -1,9 +1,8 @@
-"""Judging one vector: what the way the child ended, the cores' reports and
-the output copies say (faults, capacity peaks, crashes and time limits,
-writes past the end, modified inputs, holes / overlaps / idle cores), and
-the comparison of the merged output with the expected one
-(``gpsimd_emu.compare``). Messages name the core, the op and element
-ranges (ARCHITECTURE.md "The checks").
+"""Judging how a vector's runs ended (``judge_run``): the zygote's reply and
+the control block (``RunOutcome``), the cores' reports (faults, capacity
+peaks), crashes, time limits and the memory limit; and the warnings of the
+reports (``warnings_of``). What the outputs show is ``gpsimd_emu.checks``.
+Messages name the core, the op and the run (ARCHITECTURE.md "The checks").
 """
 
 from __future__ import annotations
@@ -11,36 +10,85 @@ from __future__ import annotations
 import os
 import re
 import signal
-from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpsimd_device.faults import fault_name
 from gpsimd_device.plan import OpPlan
 
-from . import abi
-from .compare import Comparison, compare
+from . import abi, control
+from .budget import exceeded
 from .cores import CoreSpec
 from .image import DeviceImage
-from .memory import POISON_A
-from .merge import cores_text, format_ranges, guard_writes, merge_core_outputs
-from .sandbox import ChildOutcome
+from .launch import CANCELLED, EXIT_MODEL_ERROR
+from .merge import cores_text
 
-__all__ = ["name_arguments", "judge_run", "warnings_of", "judge_output", "report_text"]
-
-
-def _running_core(events: Sequence[Dict[str, Any]]) -> Optional[Tuple[int, int]]:
-    """(core index, pass) started but not finished, if any."""
-    done = {(e["core"], e["pass"]) for e in events if e.get("event") == "done"}
-    for e in reversed(events):
-        if e.get("event") == "start" and (e["core"], e["pass"]) not in done:
-            return e["core"], e["pass"]
-    return None
+__all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "report_text",
+           "core_name", "running_cores"]
 
 
-def _core_name(cores: Sequence[CoreSpec], k: int) -> str:
+@dataclass
+class RunOutcome:
+    """How a vector's runs ended.
+
+    Attributes:
+        wait_status: the leader's wait status (None: not known).
+        timed_out: the zygote killed the vector at its overall limit.
+        elapsed: seconds from the leader's fork to its end.
+        oom_kills: processes the memory cgroup killed (0 without one).
+        record: the validated control block (``ControlBlock.validate``), or
+            None when ``record_error`` says why it is unusable.
+        record_error: why the control block cannot be read, or None.
+        memory: the memory limit in bytes (for messages).
+    """
+
+    wait_status: Optional[int]
+    timed_out: bool
+    elapsed: float
+    oom_kills: int = 0
+    record: Optional[dict] = None
+    record_error: Optional[str] = None
+    memory: int = 0
+    error: Optional[str] = None
+
+    def ran(self, run: int) -> bool:
+        """Did run ``run`` go to its end without a fault, after every
+        earlier run (but a skipped one) did too? (Only such runs are judged,
+        so that runs that happened to go on side by side with a failing one
+        change nothing.)"""
+        if not self.record:
+            return False
+        for p in range(run + 1):
+            r = self.record["passes"][p]
+            if p < run and r["state"] == control.PASS_SKIPPED:
+                continue
+            if r["state"] != control.PASS_DONE or r["faulted"]:
+                return False
+        return True
+
+    def launches(self) -> int:
+        """Launches that ended (every run and core)."""
+        if not self.record:
+            return 0
+        return sum(s["state"] == control.SLOT_DONE for row in self.record["slots"] for s in row)
+
+    def kernel_seconds(self) -> float:
+        """Seconds the cores' launchers took, every run and core together."""
+        if not self.record:
+            return 0.0
+        return sum((s["t_end"] - s["t_start"]) / 1e9 for row in self.record["slots"]
+                   for s in row if s["state"] == control.SLOT_DONE)
+
+
+def core_name(cores: Sequence[CoreSpec], k: int) -> str:
+    """``"core 3"`` for core index ``k`` (``"core 0"`` single-core)."""
     c = cores[k].core
     return f"core {0 if c is None else c}"
+
+
+def _core_no(cores: Sequence[CoreSpec], k: int) -> int:
+    c = cores[k].core
+    return 0 if c is None else c
 
 
 _ARG_INDEX = re.compile(r"argument index (\d+)")
@@ -61,11 +109,11 @@ def name_arguments(message: str, op: Optional[OpPlan]) -> str:
     return _ARG_INDEX.sub(label, message)
 
 
-def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None) -> str:
-    """``fault KIND in op NAME: message`` of core ``k``'s report (faults.h
-    kind names; the op is named when the fault happened in a launch), or ""
-    when the core reported nothing."""
-    r = image.cores[k].report
+def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: int = 0) -> str:
+    """``fault KIND in op NAME: message`` of core ``k``'s report in ``run``
+    (faults.h kind names; the op is named when the fault happened in a
+    launch), or "" when the core reported nothing."""
+    r = image.report(run, k)
     msg = r.message.decode("utf-8", errors="replace").strip()
     if r.status == abi.STATUS_OK and not msg:
         return ""
@@ -74,91 +122,180 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None) -> str:
         f": {name_arguments(msg, op)}" if msg else "")
 
 
-def _printf_tail(image: DeviceImage, k: int, limit: int = 300) -> str:
-    text = image.cores[k].printf_text()
+def _printf_tail(image: DeviceImage, k: int, run: int = 0, limit: int = 300) -> str:
+    text = image.printf_text(run, k)
     if not text:
         return ""
     text = text[-limit:].replace("\n", "\\n")
     return f"; printf ends with: {text!r}"
 
 
-def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: ChildOutcome,
+def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, int]]:
+    """``(run, core index)`` of every launch that started and did not end
+    (only those of process record ``job`` when given), in run order."""
+    out = []
+    for p, row in enumerate(record["slots"]):
+        for k, s in enumerate(row):
+            if s["state"] == control.SLOT_STARTED and (job is None or s["job"] == job):
+                out.append((p, k))
+    return out
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
+    """Core indices whose launch ended in a ``std::bad_alloc`` (an
+    allocation the memory limit refused)."""
+    out = []
+    for p, row in enumerate(record["slots"]):
+        for k, s in enumerate(row):
+            if s["state"] != control.SLOT_DONE:
+                continue
+            r = image.report(p, k)
+            if r.status != abi.STATUS_OK and fault_name(r.fault_kind) == "CXX_EXCEPTION" \
+                    and b"std::bad_alloc" in r.message:
+                out.append(k)
+    return out
+
+
+def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
               timeout: float, op: Optional[OpPlan] = None) -> Tuple[List[str], bool]:
-    """Failures from the way the child ended and from the core reports.
+    """Failures from the way the runs ended and from the core reports.
 
     Returns ``(problems, fatal)``: ``fatal`` when the outputs cannot be
-    judged at all (timeout, crash, model error); faults reported by the
-    runtime are not fatal (the outputs still tell which elements were
-    written), but the output is then not compared.
+    judged at all (time limit, crash, memory limit, model error, a corrupt
+    record); faults reported by the runtime are not fatal (the outputs
+    still tell which elements were written), but the output is then not
+    compared.
     """
-    events = outcome.events
-    running = _running_core(events)
-    again = lambda p: " (second run)" if p else ""
+    labels = {r.index: r.label for r in image.runs}
+    if outcome.error:
+        return [outcome.error], True
+    rec = outcome.record
+    if rec is None:
+        st = outcome.wait_status
+        why = outcome.record_error or "no record"
+        if st is not None and os.WIFSIGNALED(st):
+            return [f"the device model process died with {_signal_name(os.WTERMSIG(st))}"], True
+        return [f"the vector's processes left no valid record of the run ({why}): a kernel "
+                f"wrote over the model's memory"], True
+
+    def running_text(pairs: Sequence[Tuple[int, int]]) -> str:
+        if not pairs:
+            return ""
+        label = labels.get(pairs[0][0], "")
+        names = sorted({_core_no(cores, k) for _, k in pairs})
+        verb = "was" if len(names) == 1 else "were"
+        return f" ({cores_text(names)} {verb} running{label})"
+
+    def first_run(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
+        return [x for x in pairs if x[0] == min(p for p, _ in pairs)] if pairs else []
+
     if outcome.timed_out:
-        where = (f" ({_core_name(cores, running[0])} was running{again(running[1])})"
-                 if running else "")
-        return [f"timed out after {timeout:g} s{where}"], True
+        return [f"timed out after {timeout:g} s{running_text(first_run(running_cores(rec)))}"], True
+    bad_alloc = _bad_allocs(image, rec)
+    if bad_alloc:
+        return [exceeded(core_name(cores, bad_alloc[0]), outcome.memory)], True
+    # the processes that ended badly, the first run's first (several may go
+    # on side by side: the lowest core of the lowest run is named)
+    bad = []
+    for job in rec["jobs"]:
+        st = job["wait_status"]
+        if job["state"] != control.JOB_EXITED or st == CANCELLED:
+            continue
+        pairs = running_cores(rec, job["index"])
+        if os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and not pairs:
+            continue
+        bad.append((job["pass"], min((k for _, k in pairs), default=1 << 30), st, pairs))
+    bad.sort(key=lambda b: b[:2])
+    if bad and not (rec["error"] and all(
+            os.WIFEXITED(b[2]) and os.WEXITSTATUS(b[2]) == EXIT_MODEL_ERROR for b in bad)):
+        run = bad[0][0]
+        if any(os.WIFSIGNALED(b[2]) and os.WTERMSIG(b[2]) == signal.SIGALRM
+               for b in bad if b[0] == run):
+            pairs = [x for x in running_cores(rec) if x[0] == run]
+            return [f"timed out after {timeout:g} s{running_text(pairs)}"], True
+        _, _, st, pairs = bad[0]
+        if os.WIFSIGNALED(st):
+            sig = os.WTERMSIG(st)
+            if sig == signal.SIGKILL and outcome.oom_kills:
+                who = core_name(cores, pairs[0][1]) if pairs else "a core"
+                return [exceeded(who, outcome.memory)], True
+            if pairs:
+                p, k = pairs[0]
+                detail = report_text(image, k, op, p)
+                msg = f"{core_name(cores, k)} crashed with {_signal_name(sig)}{labels.get(p, '')}"
+                if detail:
+                    msg += f" ({detail})"
+                return [msg + _printf_tail(image, k, p)], True
+            return [f"the device model process died with {_signal_name(sig)}"], True
+        code = os.WEXITSTATUS(st) if os.WIFEXITED(st) else -1
+        if pairs:
+            p, k = pairs[0]
+            if code != 0:
+                return [f"{core_name(cores, k)} exited the process with status {code}"], True
+            return [f"{core_name(cores, k)} ended the process (exit status 0)"
+                    + _printf_tail(image, k, p)], True
+        if not rec["error"]:
+            return [f"the device model process exited with status {code}"], True
+    if rec["error"]:
+        return [rec["error"][2]], True
     st = outcome.wait_status
     if st is not None and os.WIFSIGNALED(st):
         sig = os.WTERMSIG(st)
-        try:
-            name = signal.Signals(sig).name
-        except ValueError:
-            name = f"signal {sig}"
-        if running:
-            k = running[0]
-            detail = report_text(image, k, op)
-            msg = f"{_core_name(cores, k)} crashed with {name}{again(running[1])}"
-            if detail:
-                msg += f" ({detail})"
-            return [msg + _printf_tail(image, k)], True
-        return [f"the device model process died with {name}"], True
-    errors = [e for e in events if e.get("event") == "error"]
-    if errors:
-        return [errors[0].get("message", "device model error")], True
-    if st is not None and os.WIFEXITED(st) and os.WEXITSTATUS(st) != 0:
-        who = _core_name(cores, running[0]) if running else "the device model"
-        return [f"{who} exited the process with status {os.WEXITSTATUS(st)}"], True
-    if running:
-        return [f"{_core_name(cores, running[0])} ended the process "
-                f"(exit status {os.WEXITSTATUS(st) if st is not None else '?'})"
-                + _printf_tail(image, running[0])], True
-    if not any(e.get("event") == "end" for e in events):
+        pairs = running_cores(rec)
+        if sig == signal.SIGKILL and outcome.oom_kills and pairs:
+            return [exceeded(core_name(cores, pairs[0][1]), outcome.memory)], True
+        return [f"the device model process died with {_signal_name(sig)}"], True
+    if not rec["leader_done"]:
         return ["the device model process ended early"], True
 
-    # Faults, grouped: identical texts of several cores are listed once.
+    # Faults of the first run that has any (a later one runs only when
+    # the earlier ones had none), grouped: identical texts of several cores
+    # are listed once.
     faults: Dict[str, List[int]] = {}
-    for e in events:
-        if e.get("event") != "done":
+    for p, row in enumerate(rec["slots"]):
+        state = rec["passes"][p]["state"]
+        if state == control.PASS_SKIPPED:
             continue
-        k = e["core"]
-        if e.get("bind", 0) != 0:
-            detail = report_text(image, k)
-            text = f"gpsimd_bind_core returned {e['bind']}" + (f" ({detail})" if detail else "")
-        elif e.get("status", 0) != abi.STATUS_OK or image.cores[k].report.status != abi.STATUS_OK:
-            text = report_text(image, k, op) or f"launcher returned {e.get('status')}"
-        else:
-            continue
-        core_no = cores[k].core if cores[k].core is not None else 0
-        faults.setdefault(text, [])
-        if core_no not in faults[text]:
-            faults[text].append(core_no)
+        if state != control.PASS_DONE:
+            break
+        label = labels.get(p, "")
+        for k, s in enumerate(row):
+            if s["state"] == control.SLOT_BIND_FAILED:
+                detail = report_text(image, k, None, p)
+                text = f"gpsimd_bind_core returned {s['bind_rc']}" + (f" ({detail})" if detail else "")
+            elif s["state"] == control.SLOT_DONE and (
+                    s["status"] != 0 or image.report(p, k).status != abi.STATUS_OK):
+                text = report_text(image, k, op, p) or "launcher returned a fault"
+            else:
+                continue
+            nums = faults.setdefault(text + label, [])
+            if _core_no(cores, k) not in nums:
+                nums.append(_core_no(cores, k))
+        if faults:
+            break
     problems = [f"{cores_text(nums)}: {text}" for text, nums in faults.items()]
 
     for k in range(image.num_cores):
-        r = image.cores[k].report
-        name = _core_name(cores, k)
+        r = image.report(0, k)
+        name = core_name(cores, k)
         for what, used, cap in (("TCM pool", r.tcm_peak, abi.TCM_POOL_SIZE),
                                 ("dataram", r.dataram_peak, abi.DATARAM_SIZE),
-                                ("scratch window", r.scratch_peak, image.cores[k].scratch.size)):
+                                ("scratch window", r.scratch_peak, image.scratch_size)):
             if used > cap:
                 problems.append(f"{name} used {used} bytes of the {what} (capacity {cap})")
     return problems, False
 
 
 def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
-    """What the cores' reports show that does not fail a vector, grouped
-    like faults (``"cores 0-7: text"``):
+    """What the cores' reports of the first run show that does not fail a
+    vector, grouped like faults (``"cores 0-7: text"``):
 
     * each warning the runtime raised (abi.h ``gpsimd_core_report.warnings``,
       e.g. stream coherence under INCOHERENT_VERBOSE), and how many more
@@ -168,7 +305,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
     """
     grouped: Dict[str, List[int]] = {}
     for k in range(image.num_cores):
-        r = image.cores[k].report
+        r = image.report(0, k)
         texts = [t for t in r.warnings.decode("utf-8", errors="replace").split("\n") if t]
         if r.warning_count > len(texts):
             texts.append(f"{r.warning_count - len(texts)} more warning(s) not kept")
@@ -177,58 +314,8 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
                          f"{abi.PRINTF_CAPACITY}-byte buffer kept the last {abi.PRINTF_CAPACITY} "
                          f"(the oldest {r.printf_total - abi.PRINTF_CAPACITY} dropped; "
                          f"device-api.md \"Limits\")")
-        core_no = cores[k].core if cores[k].core is not None else 0
         for t in texts:
             nums = grouped.setdefault(t, [])
-            if core_no not in nums:
-                nums.append(core_no)
+            if _core_no(cores, k) not in nums:
+                nums.append(_core_no(cores, k))
     return [f"{cores_text(nums)}: {t}" for t, nums in grouped.items()]
-
-
-def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], expected: np.ndarray,
-                 rtol: float, atol: float, passes: int) -> Tuple[List[str], Optional[Comparison]]:
-    """Problems the output shows, and the comparison with ``expected`` (None
-    when elements were never written). With checks: writes past the end
-    (guard zones), modified inputs, holes / overlaps / idle cores from the
-    written masks of both passes; without checks, only the comparison of
-    the one shared output."""
-    problems: List[str] = []
-    if not image.checks:
-        actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
-        return problems, compare(actual, expected, image.out_dtype, rtol, atol)
-    core_ids = [0 if c.core is None else c.core for c in cores]
-    for k in range(image.num_cores):
-        beyond = guard_writes(image.guard_bytes(0, k), POISON_A, image.itemsize, image.num_elem)
-        if beyond:
-            problems.append(f"{_core_name(cores, k)} wrote past the end of the output: "
-                            f"elements {format_ranges(beyond)} (the output has "
-                            f"{image.num_elem} elements)")
-    for name, n in image.modified_inputs():
-        problems.append(f"input {name!r} was modified ({n} bytes changed)")
-
-    masks = image.masks(0)
-    if passes > 1:
-        masks = [a | b for a, b in zip(masks, image.masks(1))]
-    outputs = [image.output_bytes(0, k) for k in range(image.num_cores)]
-    merged = merge_core_outputs(outputs, image.itemsize, image.num_elem,
-                                masks=masks, core_ids=core_ids)
-    holes = bool(merged.holes)
-    merge_problems = list(merged.problems)
-    if (image.num_cores == 1 and holes
-            and image.cores[0].report.flags & abi.REPORT_COPY_PATH):
-        # the copy path wrote every element (§6.4): the holes are elements of
-        # the returned tensor the kernel never wrote (empty() is poisoned
-        # with the pass's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
-        merge_problems = [
-            "uninitialised elements reached the output through the copy path (the returned "
-            "tensor, copied by customop_return_tensor, was never written there; e.g. "
-            f"torch::empty() storage): {format_ranges(merged.holes)}"]
-    if image.num_cores > 1 and image.num_elem < image.num_cores and merged.idle_cores:
-        # fewer elements than cores: a fair split leaves some cores idle
-        merge_problems.remove(merged.idle_text)
-    problems += merge_problems
-    if holes:
-        return problems, None
-    actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
-    return problems, compare(actual, expected, image.out_dtype, rtol, atol)
-

@@ -252,9 +252,20 @@ class CoreObject:
         Raises:
             LoadError: the symbol is missing.
         """
-        fn = self._sym("gpsimd_bind_core", ctypes.c_int,
-                       [ctypes.POINTER(abi.GpsimdCoreBinding)])
-        return fn(ctypes.byref(binding))
+        return self.binder()(ctypes.addressof(binding))
+
+    def binder(self) -> Callable[[Any], int]:
+        """The ctypes function ``gpsimd_bind_core`` (looked up once), to call
+        with the binding's address (an int).
+
+        Raises:
+            LoadError: the symbol is missing.
+        """
+        fn = self.__dict__.get("_binder")
+        if fn is None:
+            fn = self.__dict__["_binder"] = self._sym(
+                "gpsimd_bind_core", ctypes.c_int, [ctypes.c_void_p])
+        return fn
 
     def _sym(self, name, restype, argtypes):
         try:

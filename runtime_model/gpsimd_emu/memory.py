@@ -1,8 +1,12 @@
 """Emulated device memory: HBM arenas and the per-core host buffers.
 
-Every buffer is a *shared* anonymous mmap, so that the writes a kernel makes
-in the forked child that runs a vector are visible to the parent after the
-child exits (or crashes).
+Every buffer is shared memory, so that the writes a kernel makes in the
+processes that run a vector are visible to the model after they exit (or
+crash). A vector's buffers are carved out of one ``ImageFile`` (a memfd
+the worker maps and sends to the zygote, which maps it in the vector's
+processes at another address: the bindings carry offsets into the file,
+``gpsimd_emu.image``); a buffer made on its own is an anonymous shared
+mmap (tests, tools).
 
 * HBM: ``Arena`` objects with a device base address and a 64-byte aligned
   bump allocator. Inputs (and the out-of-line dims and scalar payloads) live
@@ -25,7 +29,8 @@ from __future__ import annotations
 
 import ctypes
 import mmap
-from typing import Optional, Sequence, Union
+import os
+from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -33,8 +38,8 @@ from . import abi
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN",
-    "POISON_A", "POISON_B", "GUARD_BYTES",
-    "SharedBuffer", "Arena", "CoreMemory", "align_up", "printf_text",
+    "POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "GUARD_BYTES",
+    "ImageFile", "SharedBuffer", "Arena", "CoreMemory", "align_up", "printf_text",
 ]
 
 #: Device address of the input HBM arena: above 4 GiB so that an address
@@ -53,11 +58,9 @@ SBUF_WINDOW_BASE = 0x2_0000_0000
 SBUF_PARTITIONS = 1
 #: Allocation alignment in HBM, bytes.
 ALIGN = 64
-#: Poison bytes of the output copies: pass A fills with 0xA5, pass B (run
-#: only to disambiguate) with the complement 0x5A, so no value can equal the
-#: poison in both passes.
-POISON_A = 0xA5
-POISON_B = 0x5A
+# The poison bytes live with the runs that use them (stdlib-only module).
+from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
+
 #: Bytes of guard zone after each output copy (outside the region).
 GUARD_BYTES = 64 * 1024
 
@@ -67,31 +70,77 @@ def align_up(n: int, align: int = ALIGN) -> int:
     return (n + align - 1) // align * align
 
 
-class SharedBuffer:
-    """A zero-filled, shared, anonymous mmap of ``size`` bytes (rounded up to
-    the page size, at least one page).
+class ImageFile:
+    """A zero-filled memfd of ``size`` bytes (sparse: pages cost memory only
+    once touched), mapped shared. Buffers are slices of it (``backing=
+    (image, offset)``); ``fd`` is what the zygote receives.
 
-    ``populate`` True pre-faults the pages (``MAP_POPULATE``, where the
-    platform has it): cheaper than first-touch faults for a buffer that is
-    filled right away (the poisoned output copies).
+    Raises:
+        OSError: the memfd cannot be made or mapped.
+    """
+
+    def __init__(self, size: int, name: str = "gpsimd-image"):
+        self.size = align_up(max(size, 1), mmap.PAGESIZE)
+        self.fd: Optional[int] = os.memfd_create(name, os.MFD_CLOEXEC)
+        try:
+            os.ftruncate(self.fd, self.size)
+            self.mm: Optional[mmap.mmap] = mmap.mmap(self.fd, self.size, flags=mmap.MAP_SHARED,
+                                                     prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.u8 = np.frombuffer(self.mm, dtype=np.uint8)
+        self.host = int(self.u8.ctypes.data)
+
+    def close(self) -> None:
+        """Unmap and close (idempotent); views taken earlier keep the pages."""
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+        if self.mm is not None:
+            self.u8 = np.empty(0, np.uint8)
+            try:
+                self.mm.close()
+            except BufferError:      # a view still exports the buffer
+                pass
+            self.mm = None
+
+
+class SharedBuffer:
+    """A zero-filled, shared buffer of ``size`` bytes: a slice of an
+    ``ImageFile`` (``backing=(image, offset)``, offset page-aligned), or its
+    own anonymous mmap (rounded up to the page size, at least one page).
+
+    ``populate`` True pre-faults an own mapping's pages (``MAP_POPULATE``,
+    where the platform has it).
 
     Attributes:
         size: usable bytes (the requested size).
-        u8: a writable ``np.uint8`` view of the whole mapping.
-        host: host address of byte 0 (int), for the binding.
+        u8: a writable ``np.uint8`` view of the whole buffer.
+        host: host address of byte 0 (int) in this process.
+        file_offset: byte offset in the image file (None for an own mapping).
     """
 
-    def __init__(self, size: int, populate: bool = False):
+    def __init__(self, size: int, populate: bool = False,
+                 backing: Optional[Tuple["ImageFile", int]] = None):
         if size < 0:
             raise ValueError(f"negative buffer size {size}")
         self.size = size
         mapped = align_up(max(size, 1), mmap.PAGESIZE)
-        flags = mmap.MAP_SHARED | mmap.MAP_ANONYMOUS
-        if populate:
-            flags |= getattr(mmap, "MAP_POPULATE", 0)
-        self._mm: Optional[mmap.mmap] = mmap.mmap(
-            -1, mapped, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
-        self.u8 = np.frombuffer(self._mm, dtype=np.uint8)
+        self._mm: Optional[mmap.mmap] = None
+        self.file_offset: Optional[int] = None
+        if backing is not None:
+            image, offset = backing
+            if offset % mmap.PAGESIZE or offset + mapped > image.size:
+                raise ValueError(f"[{offset}, +{mapped}) is not a page-aligned part of the image")
+            self.file_offset = offset
+            self.u8 = image.u8[offset:offset + mapped]
+        else:
+            flags = mmap.MAP_SHARED | mmap.MAP_ANONYMOUS
+            if populate:
+                flags |= getattr(mmap, "MAP_POPULATE", 0)
+            self._mm = mmap.mmap(-1, mapped, flags=flags, prot=mmap.PROT_READ | mmap.PROT_WRITE)
+            self.u8 = np.frombuffer(self._mm, dtype=np.uint8)
         self.host = int(self.u8.ctypes.data)
 
     def fill(self, byte: int, start: int = 0, nbytes: Optional[int] = None) -> None:
@@ -101,9 +150,10 @@ class SharedBuffer:
         self.u8[start:end] = byte
 
     def close(self) -> None:
-        """Unmap (idempotent). Views taken earlier keep the pages alive."""
+        """Unmap an own mapping (idempotent; a slice of an image is released
+        with the image). Views taken earlier keep the pages alive."""
+        self.u8 = np.empty(0, np.uint8)
         if self._mm is not None:
-            self.u8 = np.empty(0, np.uint8)
             try:
                 self._mm.close()
             except BufferError:      # a view still exports the buffer
@@ -125,10 +175,11 @@ class Arena(SharedBuffer):
     output copy); they have no device address and are not in ``region()``.
     """
 
-    def __init__(self, device_base: int, capacity: int, extra: int = 0, populate: bool = False):
+    def __init__(self, device_base: int, capacity: int, extra: int = 0, populate: bool = False,
+                 backing: Optional[Tuple["ImageFile", int]] = None):
         if device_base % ALIGN:
             raise ValueError(f"device base {device_base:#x} not {ALIGN}-byte aligned")
-        super().__init__(capacity + extra, populate)
+        super().__init__(capacity + extra, populate, backing)
         self.device_base = device_base
         self.capacity = capacity
         self.used = 0
@@ -212,13 +263,32 @@ class CoreMemory:
     Args:
         scratch_size: bytes of the scratch window (``abi.SCRATCH_CORE_SIZE``
             multicore, ``abi.SCRATCH_SINGLE_SIZE`` single-core).
+        backing: ``(image, offset)``: the four buffers are consecutive
+            page-aligned slices of the image from ``offset`` (``nbytes``
+            bytes in all); None: each its own mapping.
     """
 
-    def __init__(self, scratch_size: int):
-        self.scratch = SharedBuffer(scratch_size)
-        self.dataram = SharedBuffer(abi.DATARAM_SIZE)
-        self.printf = SharedBuffer(abi.PRINTF_CAPACITY)
-        self.report_buf = SharedBuffer(ctypes.sizeof(abi.GpsimdCoreReport))
+    def __init__(self, scratch_size: int, backing: Optional[Tuple["ImageFile", int]] = None):
+        sizes = self.sizes(scratch_size)
+        offsets = [None] * 4
+        if backing is not None:
+            image, at = backing
+            for i, n in enumerate(sizes):
+                offsets[i] = (image, at)
+                at += align_up(n, mmap.PAGESIZE)
+        self.scratch, self.dataram, self.printf, self.report_buf = (
+            SharedBuffer(n, backing=b) for n, b in zip(sizes, offsets))
+
+    @staticmethod
+    def sizes(scratch_size: int) -> Tuple[int, int, int, int]:
+        """Bytes of the scratch window, dataram, printf ring and report."""
+        return (scratch_size, abi.DATARAM_SIZE, abi.PRINTF_CAPACITY,
+                ctypes.sizeof(abi.GpsimdCoreReport))
+
+    @staticmethod
+    def nbytes(scratch_size: int) -> int:
+        """Bytes the four buffers take in an image (each page-aligned)."""
+        return sum(align_up(n, mmap.PAGESIZE) for n in CoreMemory.sizes(scratch_size))
 
     @property
     def report(self) -> abi.GpsimdCoreReport:

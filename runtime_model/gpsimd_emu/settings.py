@@ -1,7 +1,22 @@
-"""Defaults of the emulator's run settings (stdlib only, so that the
-supervising CLI process reads them without importing the model)."""
+"""The emulator's run settings: defaults, the ``RunOptions`` of a library
+session, and the parsing of sizes (stdlib only, so that the supervising CLI
+process and the zygote read them without importing the model).
+"""
 
-#: Seconds a vector may run (all its cores together) before it is killed.
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Optional
+
+__all__ = [
+    "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
+    "JOBS_ENV", "RunOptions", "parse_size", "format_size", "default_parallel",
+]
+
+#: Seconds one run of a vector's cores may take (each run: the poisoned
+#: private pass, its second run, each fixed-order pass) before it is killed.
 DEFAULT_TIMEOUT = 60.0
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
 #: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
@@ -9,3 +24,88 @@ DEFAULT_STACK_SCALE = 16
 #: Seconds the whole run of a plan may take beyond its vectors' time limits
 #: (the references run in the worker, outside any vector's limit).
 RUN_SLACK = 30.0
+#: Bytes a vector may use as a whole (its device image and everything its
+#: cores allocate): 4 GiB.
+DEFAULT_MEMORY = 4 << 30
+#: Seconds a run of cores goes on in one process before more processes
+#: take its remaining cores (so that short kernels never pay for a fork).
+SPREAD_AFTER = 0.02
+#: Environment variable through which the build says how many jobs it runs
+#: at once (not part of the test command, so -j never re-runs a test).
+JOBS_ENV = "GPSIMD_EMU_JOBS"
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
+          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes of a size such as ``"4G"``, ``"512MiB"``, ``"1.5g"`` or
+    ``"1048576"`` (binary units: K = 1024).
+
+    Raises:
+        ValueError: not a size, or not positive.
+    """
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"{text!r} is not a size (e.g. 4G, 512M, 1073741824)")
+    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
+    if value <= 0:
+        raise ValueError(f"{text!r}: a size must be positive")
+    return value
+
+
+def format_size(nbytes: int) -> str:
+    """``"4 GiB"``, ``"512 MiB"``, ``"1.5 GiB"``, ``"1.2 MiB"`` or ``"N bytes"``:
+    the largest binary unit not above ``nbytes``, whole or with one decimal."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale:
+            return (f"{nbytes // scale} {unit}" if nbytes % scale == 0
+                    else f"{nbytes / scale:.1f} {unit}")
+    return f"{nbytes} bytes"
+
+
+def default_parallel() -> int:
+    """How many processes a vector's cores may use at once by default: the
+    CPUs this process may run on divided by the jobs the build runs at once
+    (``$GPSIMD_EMU_JOBS``, 1 when unset), at least 1."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    try:
+        jobs = max(1, int(os.environ.get(JOBS_ENV, "1")))
+    except ValueError:
+        jobs = 1
+    return max(1, cpus // jobs)
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How a library session runs its vectors.
+
+    Attributes:
+        timeout: seconds each run of a vector's cores may take (> 0).
+        stack_scale: host stack bytes per device stack byte.
+        checks: False runs as the device does (one shared zero-filled
+            output, one run, runtime checks off); crashes, timeouts, memory
+            limits and the runtime's own faults are still reported.
+        memory: bytes the vector may use as a whole (device image and what
+            its cores allocate).
+        parallel: processes a vector's cores may use at once; None: the
+            default (``default_parallel()``); 0 or 1: one after another.
+        spread_after: seconds a run of cores goes on in one process before
+            further processes take its remaining cores (0: at once).
+    """
+
+    timeout: float = DEFAULT_TIMEOUT
+    stack_scale: int = DEFAULT_STACK_SCALE
+    checks: bool = True
+    memory: int = DEFAULT_MEMORY
+    parallel: Optional[int] = None
+    spread_after: float = SPREAD_AFTER
+
+    def processes(self) -> int:
+        """The number of processes the cores of a vector may use at once (>= 1)."""
+        p = default_parallel() if self.parallel is None else self.parallel
+        return max(1, int(p))

@@ -164,6 +164,65 @@ void* translate_range(uint64_t addr, uint64_t nbytes, const char* what) {
                  (unsigned long long)addr);
 }
 
+void setup_read_tracking() {
+    CoreState& c = core();
+    c.out_host = nullptr;
+    c.out_size = 0;
+    c.out_itemsize = 0;
+    c.read_map = nullptr;
+    if (!check_enabled(GPSIMD_CHECK_READS) || !c.binding.read_map_host || !c.binding.out_itemsize) return;
+    for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
+        const gpsimd_region& r = c.binding.regions[i];
+        if (r.flags & GPSIMD_REGION_OUTPUT) {
+            c.out_host = reinterpret_cast<const unsigned char*>(static_cast<uintptr_t>(r.host));
+            c.out_size = r.size;
+            c.out_itemsize = c.binding.out_itemsize;
+            c.read_map = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(c.binding.read_map_host));
+            return;
+        }
+    }
+}
+
+void note_output_read(const void* host, uint64_t nbytes) {
+    CoreState& c = core();
+    if (!c.read_map || !nbytes) return;
+    const unsigned char* p = static_cast<const unsigned char*>(host);
+    const unsigned char* lo = c.out_host;
+    const unsigned char* hi = c.out_host + c.out_size;
+    if (p >= hi || p + nbytes <= lo) return;
+    const uint64_t es = c.out_itemsize;
+    const uint64_t a = uint64_t((p > lo ? p : lo) - lo) / es;
+    const uint64_t end = uint64_t((p + nbytes < hi ? p + nbytes : hi) - lo);
+    const uint64_t b = (end + es - 1) / es;
+    const unsigned char poison = c.binding.poison;
+    bool any = false;
+    for (uint64_t e = a; e < b && (e + 1) * es <= c.out_size; ++e) {
+        const unsigned char* q = lo + e * es;
+        bool unwritten = true;
+        for (uint64_t j = 0; j < es; ++j)
+            if (q[j] != poison) { unwritten = false; break; }
+        if (unwritten) {
+            c.read_map[e >> 3] = uint8_t(c.read_map[e >> 3] | (1u << (e & 7)));
+            any = true;
+        }
+    }
+    if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
+}
+
+void note_output_untracked(const void* host) {
+    const CoreState& c = core();
+    const unsigned char* p = static_cast<const unsigned char*>(host);
+    if (c.read_map && p >= c.out_host && p < c.out_host + c.out_size)
+        report_flag(GPSIMD_REPORT_OUTPUT_UNTRACKED);
+}
+
+/* Uninitialised TCM is found by running twice with two poisons (the model
+ * compares the outputs): what tcm_malloc and neuron_dataram_allocate hand
+ * the kernel starts poisoned (only the pages a kernel uses are touched). */
+static void poison_block(void* p, uint64_t nbytes) {
+    if (check_enabled(GPSIMD_CHECK_POISON_TCM)) memset(p, core().binding.tcm_poison, nbytes);
+}
+
 static char* dataram_host() {
     return reinterpret_cast<char*>(static_cast<uintptr_t>(core().binding.dataram_host));
 }
@@ -186,7 +245,9 @@ void* neuron_translate_ctx() { return &core(); }
 void* neuron_translate(void* ctx, unsigned long long hbm_addr) {
     if (ctx != &core())
         gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "neuron_translate: ctx %p is not neuron_translate_ctx()", ctx);
-    return translate_range(hbm_addr, 0, "neuron_translate");
+    void* host = translate_range(hbm_addr, 0, "neuron_translate");
+    note_output_untracked(host);
+    return host;
 }
 
 /* device-api.md "Limits" (per-core scratch window); custom_op.h. */
@@ -214,8 +275,8 @@ void neuron_hbm_deallocate(uint64_t hbm_addr) {
                      (unsigned long long)hbm_addr);
 }
 
-/* customop-marshalling.txt §6.4 (neuron_dataram_allocate(want, &stage, align)). */
-int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
+namespace gpsimd_rt {
+int dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
     require_bound("neuron_dataram_allocate");
     if (alignment == 0) alignment = 4;
     if (alignment & (alignment - 1))
@@ -228,6 +289,18 @@ int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
     }
     *ptr = dataram_host() + GPSIMD_TCM_POOL_SIZE + off;
     return 0;
+}
+}  // namespace gpsimd_rt
+
+/* customop-marshalling.txt §6.4 (neuron_dataram_allocate(want, &stage, align)):
+ * staging the kernel may read before filling (poisoned under the checks). */
+int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
+    const int rc = dataram_allocate(nbytes, ptr, alignment);
+    if (rc == 0) {
+        poison_block(*ptr, nbytes);
+        report_flag(GPSIMD_REPORT_TCM_USED);
+    }
+    return rc;
 }
 
 /* customop-marshalling.txt §6.4 (neuron_dataram_deallocate(stage)). */
@@ -252,6 +325,7 @@ int neuron_dataram_max_free_space(uint32_t* nbytes, uint32_t alignment) {
 /* customop-marshalling.txt §6.4: HBM -> dataram. */
 int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
     const void* src = translate_range(hbm_src, nbytes, "neuron_memcpy (HBM source)");
+    note_output_read(src, nbytes);
     if (nbytes) memmove(dataram_dst, src, nbytes);
     return 0;
 }
@@ -308,7 +382,12 @@ namespace neuron {
 /* device-api.md "Accessors and memory": null when the 16 KiB pool is exhausted. */
 void* tcm_malloc(size_t nbytes) {
     require_bound("tcm_malloc");
-    return tcm_allocate(nbytes, true);
+    void* p = tcm_allocate(nbytes, true);
+    if (p) {
+        poison_block(p, nbytes);
+        report_flag(GPSIMD_REPORT_TCM_USED);
+    }
+    return p;
 }
 
 /* device-api.md: tcm_free of a pointer not from tcm_malloc is undefined on

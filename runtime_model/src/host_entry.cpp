@@ -70,6 +70,7 @@ extern "C" int gpsimd_bind_core(const gpsimd_core_binding* b) {
     c.binding = *b;
     c.report = r;
     c.bound = true;
+    setup_read_tracking();
     reset_launch_state();
     return 0;
 }

@@ -65,11 +65,34 @@ struct CoreState {
     /* Open stream accessors per storage (host pointer of element 0):
      * {read streams, write streams}, for the coherence check. */
     std::map<const void*, std::pair<int, int> > streams;
+    /* Read tracking (abi.h GPSIMD_CHECK_READS): host range of the output
+     * region, its element size and the binding's read map (null: off). */
+    const unsigned char* out_host = nullptr;
+    uint64_t out_size = 0;
+    uint32_t out_itemsize = 0;
+    uint8_t* read_map = nullptr;
 };
 
 /* tcm_malloc's allocator (device.cpp): nbytes of the TCM pool or null;
  * record_null remembers a failure for the TCM_NULL check. */
 void* tcm_allocate(size_t nbytes, bool record_null);
+
+/* The kernel's neuron_dataram_allocate without the REPORT_TCM_USED flag:
+ * the runtime's own staging (UTensor::copy) fills what it reads. */
+int dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment);
+
+/* Set up read tracking from the binding (at bind time). */
+void setup_read_tracking();
+
+/* The kernel reads [host, host + nbytes) through the runtime: record every
+ * element of the output region in that range whose bytes all still hold
+ * the binding's poison (never written by this core) in the read map. */
+void note_output_read(const void* host, uint64_t nbytes);
+
+/* The kernel got a way to read [host, ...) that the runtime does not see
+ * (a standard or stream accessor, a raw pointer): report flag
+ * GPSIMD_REPORT_OUTPUT_UNTRACKED when host lies in the tracked output. */
+void note_output_untracked(const void* host);
 
 /* The binding's GPSIMD_CHECK_* bits (0 when unbound). */
 bool check_enabled(uint32_t check);

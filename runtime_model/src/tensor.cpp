@@ -235,6 +235,7 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
         forbid_in_shape_call(what);
     }
     check_single_core_accessor("accessor", type_name, rank);
+    note_output_untracked(impl->data);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
     if (impl->ndim != rank)
@@ -250,6 +251,7 @@ void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name
         forbid_in_shape_call(what);
     }
     check_single_core_accessor(kind, type_name, 0);
+    note_output_untracked(impl->data);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
 }
@@ -324,6 +326,7 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     const size_t es = elementSize(impl->dtype);
     char* t = static_cast<char*>(impl->data) + offset * es;
     if (!n) return;
+    if (to_tcm) note_output_read(t, uint64_t(n) * es);
     if (to_tcm) memmove(tcm, t, n * es);
     else memmove(t, tcm, n * es);
 }
@@ -399,7 +402,10 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
     Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
     TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) memset(p->data, core().binding.poison, p->nbytes);
+    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) {
+        memset(p->data, core().binding.poison, p->nbytes);
+        report_flag(GPSIMD_REPORT_EMPTY_USED);
+    }
     return t;
 }
 

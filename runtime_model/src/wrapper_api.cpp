@@ -232,7 +232,7 @@ class UTensor {
                          (unsigned long long)core().dataram.used(), GPSIMD_DATARAM_SIZE - GPSIMD_TCM_POOL_SIZE,
                          core().dataram.live_blocks(), free_bytes, es);
         void* stage = nullptr;
-        if (neuron_dataram_allocate(uint32_t(chunk), &stage, 64) != 0)
+        if (dataram_allocate(uint32_t(chunk), &stage, 64) != 0)
             gpsimd_fault(GPSIMD_FAULT_DATARAM, "UTensor::copy: neuron_dataram_allocate(%llu) failed",
                          (unsigned long long)chunk);
         void* ctx = neuron_translate_ctx();

@@ -12,9 +12,9 @@ import time
 
 import pytest
 
-from conftest import copy_project, run_scons
+from conftest import PROGRESS, copy_project, run_scons
 
-STEP = re.compile(r"^(CXX|LINK|AR) ", re.M)
+STEP = re.compile(r"^" + PROGRESS + r"(CXX|LINK|AR) ", re.M)
 
 
 def digests(proj, *args):
@@ -104,7 +104,7 @@ def test_ccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests):
     env = {"CCACHE_DIR": str(ccache_dir)}
     proc = run_scons(proj, "CXX_LAUNCHER=ccache", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    compiles = len(re.findall(r"^CXX ", proc.stdout, re.M))
+    compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
     stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
                            env=dict(os.environ, **env)).stdout
     misses = dict(l.split("\t", 1) for l in stats.splitlines() if "\t" in l)
@@ -159,7 +159,7 @@ def test_distcc_compiles_remotely_with_identical_bytes(tmp_path, distccd, refere
            "DISTCC_DIR": str(tmp_path / "distcc")}
     proc = run_scons(proj, "CXX_LAUNCHER=distcc", env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    compiles = len(re.findall(r"^CXX ", proc.stdout, re.M))
+    compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
     assert compiles > 20
     served = log.read_text().count("COMPILE_OK")
     assert served == compiles, log.read_text()[-2000:]

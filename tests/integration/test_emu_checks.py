@@ -1,6 +1,6 @@
 """The emulator's checks (README.md "Checks"), each shown by a deliberately
 broken kernel of kernels/broken/ (built once per session with
-``scons -k MANIFEST=kernels/broken/ops.yaml EMU_TIMEOUT=2 test``) and asserted
+``scons -k MANIFEST=kernels/broken/ops.yaml EMU_TIMEOUT=2 EMU_MEMORY=256M test``) and asserted
 exactly: which library, op and vector, which core, which offsets, which
 elements; plus the switch that turns the checks off (``--no-checks``,
 ``EMU_CHECKS=0``) and the shipped collection passing every check.
@@ -16,7 +16,13 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   coherence_error, coherence_verbose (warning)
 6 argument dtypes: next_int_on_float, writeback_dtype
 7 containment: segfault, abort_kernel, cxx_exception, infinite_loop,
-  core3_abort; every library's test node fails in SCons
+  core3_abort, fork_sleeper, fd_forger (passes: its writes reach nothing),
+  memory_hog; every library's test node fails in SCons
+8 cross-core races (issue "Eight cores as the device runs them"):
+  reduce_partials (a read of other cores' output, and order dependence),
+  last_writer and neighbour_carry (order dependence), own_readback (the
+  control: reading back what a core wrote itself is no race)
+9 uninitialised TCM: tcm_uninit
 """
 import json
 import os
@@ -30,7 +36,14 @@ from conftest import ROOT, run_scons
 from gpsimd_emu.merge import written_mask
 from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
 
-LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash")
+LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
+        "broken_race", "broken_hostile")
+#: What the broken kernels are built and run with (the manifest's header).
+BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
+RACE = "a cross-core race on the device: cores do not wait for each other"
+ORDER = ("the result depends on the order the cores run in: output elements {ranges} differ "
+         "between running them in the orders 0..7 and 7..0 against one shared output ({who} "
+         "involved; on the device they run at the same time)")
 NEVER = "; elements never written: [0, 10)"
 MC_NEVER = "; elements never written by any core: [0, 64); cores 0-7 wrote nothing"
 MC_ACCESSOR = ("used in multicore mode: only the TCM accessor is allowed there, the standard and "
@@ -137,6 +150,25 @@ EXPECTED = {
     ("broken_crash", "cxx_exception"): (
         "fail", "core 0: fault CXX_EXCEPTION in op cxx_exception: C++ exception: broken kernel: boom" + NEVER, []),
     ("broken_crash", "infinite_loop"): ("fail", "timed out after 2 s (core 0 was running)", []),
+    # 8. cross-core races: the exact message of the issue, then the runs in
+    # two core orders; a race through a raw pointer shows in the orders only
+    ("broken_race", "reduce_partials"): (
+        "fail", f"core 0 read output elements [8, 64) before writing them; cores 1-7 write them ({RACE}); "
+        + ORDER.format(ranges="[0, 8)", who="cores 0-7"), []),
+    ("broken_race", "last_writer"): (
+        "fail", "elements written by more than one core: [0, 1) by cores 0-7; "
+        + ORDER.format(ranges="[0, 1)", who="cores 0-7"), []),
+    ("broken_race", "neighbour_carry"): (
+        "fail", ORDER.format(ranges="[125, 126), [250, 251), [375, 376), [500, 501), [625, 626), "
+                                    "[750, 751), [875, 876)", who="cores 1-7"), []),
+    ("broken_race", "own_readback"): ("pass", "", []),
+    # 7. containment of a hostile kernel; 9. uninitialised TCM
+    ("broken_hostile", "fork_sleeper"): ("fail", "timed out after 2 s (core 0 was running)", []),
+    ("broken_hostile", "fd_forger"): ("pass", "", []),
+    ("broken_hostile", "tcm_uninit"): (
+        "fail", "core 0: output elements [0, 10) depend on never-written TCM (their values change with the "
+        "poison of tcm_malloc memory: it was read before the kernel filled it)", []),
+    ("broken_hostile", "memory_hog"): ("fail", "core 0 exceeded the 256 MiB memory limit", []),
 }
 
 
@@ -146,7 +178,7 @@ def broken(built_project):
     (its ``test`` alias only, so the default collection's outputs stay as
     they are): ``(project, CompletedProcess, {lib: results JSON})``."""
     proj, _ = built_project
-    proc = run_scons(proj, "-k", "MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "test")
+    proc = run_scons(proj, "-k", *BROKEN_OPTIONS, "test")
     results = {}
     for lib in LIBS:
         # a library with a failing vector leaves its results as .failed.json
@@ -268,3 +300,40 @@ def test_whole_element_written_mask_equals_the_byte_rule(itemsize):
     for view in (buf[:-1], buf[1:]):                             # aligned and unaligned
         want = (view[:4001 * itemsize] != 0xA5).reshape(4001, itemsize).any(axis=1)
         assert np.array_equal(written_mask(view, 0xA5, itemsize, 4001), want)
+
+
+def _layout(results, lib, op):
+    (vec,) = [v for v in results[lib]["vectors"] if v["op"] == op]
+    return vec["layout"]
+
+
+def test_layout_records_write_sets_as_ranges(broken):
+    """The results JSON of a vector run with checks holds who wrote what,
+    as ranges (for a report that draws it): per core written ranges,
+    reads before writing, writes past the end, its fault; holes, overlaps,
+    order-dependent ranges."""
+    _, _, results = broken
+    lay = _layout(results, "broken_spmd", "remainder_bug")
+    assert (lay["elements"], lay["itemsize"], lay["truncated"]) == (1001, 4, False)
+    assert [c["written"] for c in lay["cores"]] == [[[125 * k, 125 * (k + 1)]] for k in range(7)] + [
+        [[882, 946]]]
+    assert lay["cores"][7]["fault"] == {"kind": "OUT_OF_RANGE", "range": [946, 1008]}
+    assert [c["fault"] for c in lay["cores"][:7]] == [None] * 7
+    assert lay["holes"] == [[875, 882], [946, 1001]] and lay["overlaps"] == []
+    lay = _layout(results, "broken_spmd", "overlap")
+    assert lay["overlaps"][0] == {"range": [125, 126], "cores": [0, 1]} and len(lay["overlaps"]) == 7
+    lay = _layout(results, "broken_race", "reduce_partials")
+    assert lay["cores"][0]["read_before_write"] == [[8, 64]]
+    assert lay["order_dependent"] == [[0, 8]]
+    lay = _layout(results, "broken_hostile", "tcm_uninit")
+    assert lay["cores"][0]["uninit"] == [[0, 10]] and lay["cores"][0]["written"] == [[0, 10]]
+
+
+def test_layout_is_only_in_results_of_runs_with_checks(broken, tmp_path):
+    proj, _, _ = broken
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+    cmd = [sys.executable, "-m", "gpsimd_emu", "run", "build/host/broken_race/testplan.json",
+           "--results", str(tmp_path / "r.json"), "--no-checks"]
+    subprocess.run(cmd, cwd=str(proj), env=env, capture_output=True, text=True)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert all("layout" not in v for v in doc["vectors"])

@@ -36,10 +36,10 @@ def ident(x):
 """
 
 
-def _compile(out, core_id, origin, size, name):
+def _compile(out, core_id, origin, size, name, *defines):
     subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
                     "-I", INCLUDE, f"-DCORE_ID={core_id}u", f"-DORIGIN={origin}ull",
-                    f"-DSIZE={size}ull", f'-DNAME="{name}"', "-o", str(out),
+                    f"-DSIZE={size}ull", f'-DNAME="{name}"', *defines, "-o", str(out),
                     os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
 
 
@@ -362,3 +362,21 @@ def test_cli_unreadable_plan_exits_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith("gpsimd_emu: plan.json: not JSON:")
     assert "Traceback" not in proc.stderr
+
+
+@needs_cxx
+def test_a_static_initialiser_that_crashes_fails_every_vector_without_traceback(tmp_path, objects):
+    """dlopen runs a core object's static initialisers in the zygote, once
+    per library: a crash there fails each vector with a message, and the
+    run ends."""
+    so = tmp_path / "crash_at_load.so"
+    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
+             "lsp_fll_load_cpu_single", "-DCRASH_AT_LOAD")
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
+    ops = [op("relu", [vec("a", {"x": tensor([4])}), vec("b", {"x": tensor([4])})])]
+    res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path), timeout=10)
+    assert [r.status for r in res.vectors] == ["fail", "fail"]
+    assert re.fullmatch(r"the core objects could not be loaded: the device model process died "
+                        r"with SIG(SEGV|BUS) \(a static initialiser of a core object\?\)",
+                        res.vectors[0].message), res.vectors[0].message
+    assert res.vectors[1].message == res.vectors[0].message

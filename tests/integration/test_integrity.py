@@ -19,7 +19,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ROOT, copy_project, run_scons
+from conftest import PROGRESS, ROOT, copy_project, run_scons
 
 RELU = "kernels/relu/relu.cpp"
 GOOD_LINE = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
@@ -248,8 +248,9 @@ def test_randomized_kills_then_edits_equal_clean_builds(built, clean):
     build of the sources it sees."""
     rounds = int(os.environ.get("GPSIMD_KILL_ROUNDS", "4"))
     rng = random.Random(int(os.environ.get("GPSIMD_KILL_SEED", "10")))
-    points = [r"^CXX +build/host/relu/obj/", r"^CXX +build/host/spmd/obj/", r"^LINK +",
-              r"^PACK +", r"^TEST +build/host/relu", r"^TEST +build/host/spmd", None]
+    points = [r"^" + PROGRESS + p for p in (
+        r"CXX +build/host/relu/obj/", r"CXX +build/host/spmd/obj/", r"LINK +", r"PACK +",
+        r"TEST +build/host/relu", r"TEST +build/host/spmd")] + [None]
     state = "good"
     for _ in range(rounds):
         target = rng.choice([s for s in ("good", "broken", "comment") if s != state])

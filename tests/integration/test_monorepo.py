@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from conftest import copy_project, run_scons
+from conftest import action_lines, copy_project, run_scons
 from gpsimd_build.manifest import Collection, load_manifest
 
 FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "monorepo"
@@ -106,9 +106,8 @@ def test_monorepo_builds_and_passes(tmp_path):
     again = run_scons(proj, "MANIFEST=mono/ops.yaml")
     assert again.returncode == 0, again.stdout + again.stderr
     assert f"all libraries: {count} passed, 0 failed" in again.stdout
-    actions = [line.split()[1] for line in again.stdout.splitlines()
-               if line.split()[:1] and line.split()[0] in ("GEN", "CXX", "LINK", "STRIP",
-                                                            "PACK", "TEST", "AR")]
+    actions = [target for kind, target in action_lines(again.stdout)
+               if kind in ("GEN", "CXX", "LINK", "PACK", "TEST", "AR", "STACK")]
     assert actions and all(a.startswith("build/host/audio_ops/") for a in actions), actions
 
 

@@ -11,7 +11,7 @@ import pathlib
 import pytest
 import yaml
 
-from conftest import ROOT, copy_project, run_scons
+from conftest import action_lines, ROOT, copy_project, run_scons
 from gpsimd_build.codegen import WrapperOp, emit_wrapper
 from gpsimd_build.profiles import DEVICE_DIALECT
 
@@ -203,6 +203,5 @@ def test_header_edit_rebuilds_exactly_its_includers(tmp_path, standin_bin):
     (proj / "kernels/common/scale.h").write_text("#define SCALE 3\n")
     proc = run_scons(proj, *args, "--debug=explain", env=_env(standin_bin))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    compiled = sorted(line.split()[1] for line in proc.stdout.splitlines()
-                      if line.startswith("CXX "))
+    compiled = sorted(target for kind, target in action_lines(proc.stdout) if kind == "CXX")
     assert compiled == ["build/xtensa/hdr/obj/kernels/a.o"]

@@ -10,6 +10,10 @@
 #include "gpsimd_host/abi.h"
 
 extern "C" const gpsimd_lsp_info gpsimd_linker_spec = {CORE_ID, 0u, ORIGIN, SIZE, NAME};
+#ifdef CRASH_AT_LOAD
+// A static initialiser that crashes: dlopen runs it in the emulator's zygote.
+__attribute__((constructor)) static void crash_at_load() { *(volatile int*)16 = 1; }
+#endif
 static gpsimd_core_binding B;
 
 static gpsimd_core_report* report() { return (gpsimd_core_report*)(uintptr_t)B.report_host; }

@@ -129,7 +129,7 @@ def test_struct_sizes_match_abi_h_numbers():
     abi.check_layout()
     assert ctypes.sizeof(abi.GpsimdRegion) == 32
     assert ctypes.sizeof(abi.GpsimdCoreReport) == 3136
-    assert ctypes.sizeof(abi.GpsimdCoreBinding) == 2128
+    assert ctypes.sizeof(abi.GpsimdCoreBinding) == 2144   # ABI 2: + read map, item size
     assert ctypes.sizeof(abi.GpsimdLspInfo) == 56
     assert abi.GpsimdCoreBinding.report_host.offset == 2112
 
@@ -162,7 +162,8 @@ int main(void) {
   F(gpsimd_core_binding, dataram_host) F(gpsimd_core_binding, sbuf_window_base) F(gpsimd_core_binding, arg_stream_host)
   F(gpsimd_core_binding, retval_host) F(gpsimd_core_binding, printf_host) F(gpsimd_core_binding, report_host)
   F(gpsimd_core_binding, stack_scale) F(gpsimd_core_binding, checks) F(gpsimd_core_binding, poison)
-  F(gpsimd_core_binding, reserved)
+  F(gpsimd_core_binding, tcm_poison) F(gpsimd_core_binding, read_map_host)
+  F(gpsimd_core_binding, out_itemsize) F(gpsimd_core_binding, reserved2)
   S(gpsimd_lsp_info) F(gpsimd_lsp_info, core_id) F(gpsimd_lsp_info, reserved) F(gpsimd_lsp_info, scratch_origin)
   F(gpsimd_lsp_info, scratch_size) F(gpsimd_lsp_info, name)
   S(gpsimd_arg_stream_header)
@@ -212,7 +213,7 @@ def test_python_and_c_agree_on_every_size_and_offset(tmp_path):
         for fname, *_ in cls._fields_:
             assert facts[(cname, fname)] == getattr(cls, fname).offset, (cname, fname)
             checked += 1
-    assert checked == 5 + 12 + 16 + 5
+    assert checked == 5 + 12 + 19 + 5
 
 
 def test_constants_match_abi_h_text():

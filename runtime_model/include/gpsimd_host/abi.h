@@ -28,7 +28,7 @@
 extern "C" {
 #endif
 
-#define GPSIMD_HOST_ABI_VERSION 1u
+#define GPSIMD_HOST_ABI_VERSION 2u  /* 2: tcm_poison, read_map_host, out_itemsize */
 
 /* ---- Device ABI enums (customop-marshalling.txt §2, DWARF enums) ------- */
 
@@ -185,6 +185,8 @@ typedef struct {
 /* One HBM region the model allocated: [device_addr, device_addr + size)
  * is backed by host memory at `host`. */
 #define GPSIMD_REGION_READONLY 1u
+#define GPSIMD_REGION_OUTPUT   2u   /* the output (copy) this core writes: reads of its
+                                       never-written elements are recorded (read_map_host) */
 typedef struct {
     uint64_t device_addr;
     uint64_t size;              /* bytes */
@@ -213,6 +215,14 @@ enum gpsimd_status {
 #define GPSIMD_REPORT_TCM_NULL  4u  /* a tcm_malloc returned null (pool exhausted)         */
 #define GPSIMD_REPORT_OUTPUT_SIZE 8u /* the result's element count is not the output
                                        descriptor's (the copy path, §6.4)               */
+#define GPSIMD_REPORT_TCM_USED  16u /* the kernel got memory that starts uninitialised on
+                                       the device: a tcm_malloc block or dataram staging */
+#define GPSIMD_REPORT_EMPTY_USED 32u /* the kernel made a torch::empty() tensor           */
+#define GPSIMD_REPORT_OUTPUT_READ 64u /* a read of never-written output elements was
+                                       recorded in the binding's read map               */
+#define GPSIMD_REPORT_OUTPUT_UNTRACKED 128u /* the kernel took a standard or stream accessor,
+                                       or a raw pointer (neuron_translate), on the output:
+                                       reads through those are not in the read map      */
 
 typedef struct {
     uint32_t status;            /* gpsimd_status                              */
@@ -245,8 +255,21 @@ typedef struct {
     uint32_t stack_scale;       /* host stack = stack_size * stack_scale bytes */
     uint16_t checks;            /* GPSIMD_CHECK_* bits; 0: the device's behaviour */
     uint8_t  poison;            /* byte torch::empty() storage is filled with
-                                   under GPSIMD_CHECK_POISON_EMPTY            */
-    uint8_t  reserved;
+                                   (GPSIMD_CHECK_POISON_EMPTY), and that never-written
+                                   elements of the output copy hold (GPSIMD_CHECK_READS) */
+    uint8_t  tcm_poison;        /* ABI 2: byte tcm_malloc / neuron_dataram_allocate
+                                   blocks are filled with (GPSIMD_CHECK_POISON_TCM);
+                                   another byte than `poison`, so that a value made
+                                   from never-written TCM never looks like an
+                                   unwritten output element */
+    /* ABI 2 (GPSIMD_CHECK_READS): one bit per element of the output region
+     * (GPSIMD_REGION_OUTPUT), bit i of byte i/8 set when the kernel read
+     * element i through the runtime (tensor_to_tcm, neuron_memcpy, the
+     * element-wise ops) while all its bytes still held `poison`, i.e. before
+     * this core wrote it; 0: no tracking.  out_itemsize: bytes per element. */
+    uint64_t read_map_host;
+    uint32_t out_itemsize;
+    uint32_t reserved2;
 } gpsimd_core_binding;
 
 /* HOST-MODEL: gpsimd_core_binding.checks -- checks the runtime makes beyond
@@ -258,7 +281,11 @@ typedef struct {
 #define GPSIMD_CHECK_COHERENCE    4u  /* stream coherence policy (COHERENCE fault / warning)   */
 #define GPSIMD_CHECK_ARG_DTYPE    8u  /* customop_next_int/longlong/float vs the descriptor
                                          dtype (customop-marshalling.txt §4 GOTCHA; DTYPE)     */
-#define GPSIMD_CHECK_ALL         15u
+#define GPSIMD_CHECK_POISON_TCM  16u  /* fill what tcm_malloc and neuron_dataram_allocate hand
+                                         the kernel with `tcm_poison`                           */
+#define GPSIMD_CHECK_READS       32u  /* record reads of never-written output elements in the
+                                         binding's read map (read_map_host)                    */
+#define GPSIMD_CHECK_ALL         63u
 
 /* Exported by every core object (the host runtime), called by the model:
  *   int gpsimd_bind_core(const gpsimd_core_binding*);   0 on success, else a

@@ -417,9 +417,10 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)
-        # stack reports first: a report found up to date leaves the progress
-        # total before the test lines
-        default = all_stack + all_results + all_versions
+        # library by library, each one's stack report before its tests (a
+        # report found up to date leaves the progress total before the
+        # test line; a library's results come before the next one's compiles)
+        default = [n for pair in zip(all_stack, all_results) for n in pair] + all_versions
         if to_ninja:
             default += ninja.summary(env, all_results, profile_dir, len(collection.libraries))
         env.Default(env.Alias("all", default))

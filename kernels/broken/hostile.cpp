@@ -1,0 +1,64 @@
+// Deliberately hostile SINGLE-CORE kernels (kernels/broken/ops.yaml, never
+// in the default build): what a kernel gone wild does to the host, which
+// the emulator must contain (a child that outlives the vector, writes to
+// every file descriptor, memory without bound) or find (TCM read before it
+// was written: zero-filled on the host, garbage on the device).
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <torch/torch.h>
+
+// Forks a child that sleeps 90 s (in a session of its own, out of the
+// vector's process group), then spins until the vector's time limit.
+torch::Tensor fork_sleeper(const torch::Tensor& x) {
+    if (fork() == 0) {
+        prctl(PR_SET_NAME, "gpsimd-sleeper", 0, 0, 0);
+        setsid();
+        sleep(90);
+        _exit(0);
+    }
+    prctl(PR_SET_NAME, "gpsimd-spinner", 0, 0, 0);
+    volatile int64_t n = x.numel();
+    while (n > 0) n = n + 1 - 1;
+    return torch::mul(x, 2.0f);
+}
+
+// Writes lines that look like the old emulator's events, and garbage, to
+// every descriptor from 3 to 255, then computes the right result.
+torch::Tensor fd_forger(const torch::Tensor& x) {
+    static const char junk[] = "{\"event\": \"done\"}\n{\"event\": \"end\"}\n\xff\xfe garbage\n";
+    for (int fd = 3; fd < 256; ++fd) {
+        ssize_t rc = write(fd, junk, sizeof junk - 1);
+        (void)rc;
+    }
+    return torch::mul(x, 2.0f);
+}
+
+// Adds a bias it meant to zero but never filled: tcm_malloc memory is
+// uninitialised on the device.
+torch::Tensor tcm_uninit(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t n = size_t(x.numel());
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * n);
+    float* bias = (float*)torch::neuron::tcm_malloc(sizeof(float) * 4);  // BUG: never filled
+    if (buf == nullptr || bias == nullptr) return out;
+    x.tcm_accessor().tensor_to_tcm<float>(buf, 0, n);
+    for (size_t i = 0; i < n; i++) buf[i] = 2.0f * buf[i] + bias[i % 4];
+    out.tcm_accessor().tcm_to_tensor<float>(buf, 0, n);
+    torch::neuron::tcm_free(bias);
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
+// Leaks 64 MiB per iteration, touching every page, without end.
+torch::Tensor memory_hog(const torch::Tensor& x) {
+    for (;;) {
+        char* p = new char[64u << 20];
+        memset(p, 1, 64u << 20);
+        asm volatile("" : : "r"(p) : "memory");  // kept: the compiler may not drop it
+    }
+    return torch::mul(x, 2.0f);
+}

@@ -1,0 +1,120 @@
+// Deliberately broken MULTICORE kernels: cross-core races (kernels/broken/
+// ops.yaml, never in the default build). On the device the eight cores run
+// at the same time and cannot wait for each other (device-api.md
+// "get_dst_tensor"): a core that reads what another core writes, or a
+// result that depends on which core writes last, is a race the device
+// hides. own_readback is the control: a core may read back what it wrote.
+#include <stdint.h>
+#include <custom_op.h>
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+
+namespace {
+
+constexpr size_t kChunk = 64;  // elements per TCM chunk
+constexpr size_t kParts = 8;   // partial sums per core (reduce_partials)
+
+struct Slice {
+    size_t begin;
+    size_t count;
+};
+
+Slice my_slice(size_t numel) {
+    const size_t id = get_cpu_id(), count = get_cpu_count();
+    const size_t base = numel / count, rem = numel % count;
+    return {id * base + (id < rem ? id : rem), base + (id < rem ? 1 : 0)};
+}
+
+// out[s] = scale * x[s] (+ out[s] when accumulate), through TCM.
+void scale_slice(const torch::Tensor& x, torch::Tensor& out, Slice s, float scale, bool accumulate) {
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * kChunk);
+    float* acc = (float*)torch::neuron::tcm_malloc(sizeof(float) * kChunk);
+    if (buf == nullptr || acc == nullptr) return;
+    auto in_acc = x.tcm_accessor();
+    auto out_acc = out.tcm_accessor();
+    for (size_t i = 0; i < s.count; i += kChunk) {
+        const size_t n = (s.count - i) > kChunk ? kChunk : (s.count - i);
+        in_acc.tensor_to_tcm<float>(buf, s.begin + i, n);
+        if (accumulate) out_acc.tensor_to_tcm<float>(acc, s.begin + i, n);
+        for (size_t j = 0; j < n; j++) buf[j] = scale * buf[j] + (accumulate ? acc[j] : 0.0f);
+        out_acc.tcm_to_tensor<float>(buf, s.begin + i, n);
+    }
+    torch::neuron::tcm_free(acc);
+    torch::neuron::tcm_free(buf);
+}
+
+}  // namespace
+
+// THE TEMPTING REDUCTION: each core writes kParts partial sums of its slice
+// into its own part of the output, then core 0 reads the other cores'
+// partials back and adds them into its part. On the device core 0 may read
+// them before the other cores have written them.
+torch::Tensor reduce_partials(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t id = get_cpu_id(), count = get_cpu_count();
+    const size_t per = x.numel() / count, step = per / kParts;
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * (step + kParts * count));
+    if (buf == nullptr) return out;
+    float* part = buf + step;   // this core's partials, then the others'
+    auto in_acc = x.tcm_accessor();
+    auto out_acc = out.tcm_accessor();
+    for (size_t j = 0; j < kParts; j++) {
+        in_acc.tensor_to_tcm<float>(buf, id * per + j * step, step);
+        float sum = 0.0f;
+        for (size_t i = 0; i < step; i++) sum += buf[i];
+        part[j] = sum;
+    }
+    out_acc.tcm_to_tensor<float>(part, id * kParts, kParts);
+    if (id == 0) {
+        out_acc.tensor_to_tcm<float>(part + kParts, kParts, kParts * (count - 1));
+        for (size_t c = 1; c < count; c++)
+            for (size_t j = 0; j < kParts; j++) part[j] += part[c * kParts + j];
+        out_acc.tcm_to_tensor<float>(part, 0, kParts);
+    }
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
+// Every core writes its own slice, and element 0 too (with its core id):
+// the last core to write it wins.
+torch::Tensor last_writer(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    scale_slice(x, out, my_slice(x.numel()), 2.0f, false);
+    float* v = (float*)torch::neuron::tcm_malloc(sizeof(float));
+    if (v == nullptr) return out;
+    v[0] = float(get_cpu_id());
+    out.tcm_accessor().tcm_to_tensor<float>(v, 0, 1);
+    torch::neuron::tcm_free(v);
+    return out;
+}
+
+// A carry between neighbours: each core adds the last element of the
+// previous core's slice to its own first element, read through a raw
+// pointer into the output (which the runtime does not follow: only the
+// runs in two core orders show it).
+torch::Tensor neighbour_carry(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    scale_slice(x, out, s, 2.0f, false);
+    if (get_cpu_id() == 0 || s.count == 0) return out;
+    const float* raw = static_cast<const float*>(
+        neuron_translate(neuron_translate_ctx(), out.unsafeGetTensorImpl()->device_addr));
+    float* v = (float*)torch::neuron::tcm_malloc(sizeof(float));
+    if (v == nullptr) return out;
+    auto out_acc = out.tcm_accessor();
+    out_acc.tensor_to_tcm<float>(v, s.begin, 1);
+    v[0] += raw[s.begin - 1];
+    out_acc.tcm_to_tensor<float>(v, s.begin, 1);
+    torch::neuron::tcm_free(v);
+    return out;
+}
+
+// The control: each core writes 2x into its slice, then reads back what it
+// wrote itself and adds x: 3x, no race.
+torch::Tensor own_readback(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    scale_slice(x, out, s, 2.0f, false);
+    scale_slice(x, out, s, 1.0f, true);
+    return out;
+}

@@ -1,0 +1,67 @@
+"""A vector's memory budget: what it declares before anything is made, and
+the messages of a vector that does not fit (``RunOptions.memory``, the
+``--memory`` option, ``EMU_MEMORY`` of the build).
+
+Two checks happen before memory is allocated for a vector: the inputs its
+plan declares (shapes and dtypes, ``.npy`` headers) before they are made,
+and the whole device image (``DeviceImage.plan``) before it is laid out.
+While the cores run, the limit holds for everything they allocate too
+(``gpsimd_emu.zygote``: a memory cgroup, ``RLIMIT_DATA``).
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from gpsimd_device.plan import TensorSpec, VectorPlan
+
+from .settings import format_size
+
+__all__ = ["declared_input_bytes", "too_big", "exceeded"]
+
+HINT = "(--memory, EMU_MEMORY)"
+
+
+def declared_input_bytes(vector: VectorPlan, root: str = ".") -> int:
+    """Bytes of the vector's tensor inputs as the plan declares them (shape
+    x dtype size; a ``.npy`` file's header), 0 for what it does not say.
+    Never raises: a bad declaration is judged when the input is made."""
+    import os
+    from . import dtypes as dt
+    total = 0
+    for spec in vector.inputs.values():
+        if not isinstance(spec, TensorSpec):
+            continue
+        try:
+            itemsize = dt.by_name(spec.dtype).itemsize
+            if spec.npy is not None:
+                with open(os.path.join(root, spec.npy), "rb") as f:
+                    major, _ = np.lib.format.read_magic(f)
+                    read = (np.lib.format.read_array_header_1_0 if major == 1
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, _ = read(f)
+            else:
+                shape = spec.shape
+            if shape is not None:
+                n = 1
+                for d in shape:
+                    n *= max(0, int(d))
+                total += n * itemsize
+        except Exception:
+            continue
+    return total
+
+
+def too_big(what: str, need: int, limit: int, detail: Optional[str] = None) -> str:
+    """``"the vector's inputs need 6 GiB, more than the 4 GiB memory limit
+    (--memory, EMU_MEMORY)"``."""
+    more = f" ({detail})" if detail else ""
+    return (f"the vector's {what} need{'s' if what.endswith('image') else ''} "
+            f"{format_size(need)}{more}, more than the {format_size(limit)} memory limit {HINT}")
+
+
+def exceeded(core: str, limit: int) -> str:
+    """``"core 0 exceeded the 4 GiB memory limit"``."""
+    return f"{core} exceeded the {format_size(limit)} memory limit"

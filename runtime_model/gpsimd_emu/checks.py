@@ -1,0 +1,278 @@
+"""What a vector's outputs show (``judge_output``), with the checks on:
+
+* writes past the end of the output (guard zones), modified inputs;
+* the SPMD write sets from the private runs (holes, overlaps, idle cores;
+  exact: written = changed from the poison in either run,
+  ``gpsimd_emu.merge``), and uninitialised elements of a result copied by
+  ``customop_return_tensor``;
+* reads of output elements a core had not written itself (the runtime's
+  read maps of both private runs: read while still holding that run's
+  poison), named with the cores that write them (a cross-core race);
+* elements whose value changes between the two private runs, which differ
+  only in the poison of never-written memory (TCM, dataram staging,
+  ``torch::empty()`` storage): they depend on memory never written;
+* elements that differ between the two fixed-order runs (one shared
+  output, cores 0..7 and 7..0): the result depends on the order of cores;
+
+then the comparison of the merged output with the expected one (none when
+one of the above makes the values meaningless). With checks on, the
+vector's write-set layout is returned as ranges (``layout``): per core what
+it wrote, read before writing, wrote past the end, its fault; holes,
+overlaps and order-dependent ranges (never per element).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from gpsimd_device.faults import fault_name
+
+from . import abi
+from .compare import Comparison, compare
+from .cores import CoreSpec
+from .image import DeviceImage
+from .judge import RunOutcome, core_name
+from .memory import POISON_A
+from .merge import cores_text, format_ranges, guard_writes, merge_core_outputs, true_ranges
+
+__all__ = ["judge_output", "LAYOUT_MAX_RANGES"]
+
+#: Ranges kept per list of the layout (the rest counted in ``truncated``).
+LAYOUT_MAX_RANGES = 256
+
+RACE = "a cross-core race on the device: cores do not wait for each other"
+
+
+def _elements_differ(a: np.ndarray, b: np.ndarray, itemsize: int, n: int) -> np.ndarray:
+    """Per element: do the bytes of ``a`` and ``b`` differ?"""
+    if itemsize in (1, 2, 4, 8) and a.ctypes.data % itemsize == 0 and b.ctypes.data % itemsize == 0:
+        return a[:n * itemsize].view(f"<u{itemsize}") != b[:n * itemsize].view(f"<u{itemsize}")
+    return (a[:n * itemsize] != b[:n * itemsize]).reshape(n, itemsize).any(axis=1)
+
+
+def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
+    """What never-written memory core ``k`` used (report flags of run 0);
+    ``exact``: the output cannot be the source (nothing of it was read
+    before it was written, through the runtime or otherwise)."""
+    flags = image.report(0, k).flags
+    tcm = bool(flags & abi.REPORT_TCM_USED)
+    empty = bool(flags & abi.REPORT_EMPTY_USED)
+    if not exact:
+        return ("never-written memory (their values change with the poison of TCM, "
+                "torch::empty() storage and output elements the kernel read before writing "
+                "them through a standard or stream accessor or a raw pointer)")
+    if tcm and not empty:
+        return ("never-written TCM (their values change with the poison of tcm_malloc "
+                "memory: it was read before the kernel filled it)")
+    if empty and not tcm:
+        return ("never-written torch::empty() storage (their values change with its "
+                "poison: it was read before the kernel filled it)")
+    if tcm and empty:
+        return ("never-written TCM or torch::empty() storage (their values change with "
+                "the poison of both: read before the kernel filled it)")
+    return ("never-written memory (their values change with the poison of memory the "
+            "kernel read before writing it)")
+
+
+def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
+                 expected: np.ndarray, rtol: float, atol: float
+                 ) -> Tuple[List[str], Optional[Comparison], Optional[dict]]:
+    """Problems the outputs show, the comparison with ``expected`` (None
+    when the values mean nothing: elements never written, a race, values
+    from never-written memory) and the layout (None without checks)."""
+    problems: List[str] = []
+    if not image.checks:
+        actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
+        return problems, compare(actual, expected, image.out_dtype, rtol, atol), None
+    n, size = image.num_elem, image.itemsize
+    ncores = image.num_cores
+    core_ids = [0 if c.core is None else c.core for c in cores]
+    layout = _Layout(image, core_ids)
+
+    guards = image.copies(0, image.guard_size)[:, image.out_nbytes:]
+    touched = (guards != POISON_A).any(axis=1)      # every core's guard zone at once
+    for k in np.flatnonzero(touched):
+        beyond = guard_writes(guards[k], POISON_A, size, n)
+        layout.core(k)["past_end"] = layout.ranges(beyond)
+        if beyond:
+            problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
+                            f"elements {format_ranges(beyond)} (the output has {n} elements)")
+    for name, changed in image.modified_inputs():
+        problems.append(f"input {name!r} was modified ({changed} bytes changed)")
+
+    second = outcome.ran(1)
+    masks = image.masks(0)
+    if second:
+        masks = [a | b for a, b in zip(masks, image.masks(1))]
+    outputs = [image.output_bytes(0, k) for k in range(ncores)]
+    merged = merge_core_outputs(outputs, size, n, masks=masks, core_ids=core_ids)
+    holes = bool(merged.holes)
+    merge_problems = list(merged.problems)
+    if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
+        # the copy path wrote every element (§6.4): the holes are elements of
+        # the returned tensor the kernel never wrote (empty() is poisoned
+        # with the run's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
+        merge_problems = [
+            "uninitialised elements reached the output through the copy path (the returned "
+            "tensor, copied by customop_return_tensor, was never written there; e.g. "
+            f"torch::empty() storage): {format_ranges(merged.holes)}"]
+    if ncores > 1 and n < ncores and merged.idle_cores:
+        # fewer elements than cores: a fair split leaves some cores idle
+        merge_problems.remove(merged.idle_text)
+    problems += merge_problems
+    layout.merge(masks, merged)
+
+    reads, readers = _read_problems(image, cores, outcome, merged.writers, layout)
+    problems += reads
+    uninit = _uninit_problems(image, cores, outcome, layout) if not holes else []
+    problems += uninit
+    race = _order_problem(image, outcome, merged.writers, readers, layout)
+    if race:
+        problems.append(race)
+    if holes or reads or uninit or race:
+        return problems, None, layout.doc
+    actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
+    return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc
+
+
+def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
+                   writers: np.ndarray, layout: "_Layout") -> Tuple[List[str], int]:
+    """Reads of elements a core had not written itself (exact: read while
+    holding the poison in both private runs). Returns the problems and a
+    bit mask of the cores in cross-core reads (readers and writers)."""
+    out = []
+    involved = 0
+    readers = [k for k in range(image.num_cores) if image.report(0, k).flags & abi.REPORT_OUTPUT_READ]
+    if not readers:
+        return out, involved
+    maps = image.read_maps(0)
+    if outcome.ran(1):
+        maps &= image.read_maps(1)
+    for k in readers:
+        read = maps[k]
+        if not read.any():
+            continue
+        layout.core(k)["read_before_write"] = layout.ranges(true_ranges(read))
+        others = writers & ~np.asarray(1 << k, dtype=writers.dtype)
+        cross = read & (others != 0)
+        alone = read & (others == 0)
+        if cross.any():
+            bits = int(np.bitwise_or.reduce(others[cross]))
+            involved |= bits | (1 << k)
+            who = [layout.core_ids[j] for j in range(image.num_cores) if bits >> j & 1]
+            verb = "writes" if len(who) == 1 else "write"
+            out.append(f"{core_name(cores, k)} read output elements "
+                       f"{format_ranges(true_ranges(cross))} before writing them; "
+                       f"{cores_text(who)} {verb} them ({RACE})")
+        if alone.any():
+            out.append(f"{core_name(cores, k)} read output elements "
+                       f"{format_ranges(true_ranges(alone))} before writing them (an output "
+                       f"element holds no defined value until it is written)")
+    return out, involved
+
+
+def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
+                     layout: "_Layout") -> List[str]:
+    """Elements a core wrote in both private runs with different values:
+    they depend on memory the kernel never wrote (the runs differ only in
+    the poison bytes). Where the output itself may be the source (a read of
+    it before it was written, tracked or through an accessor or pointer the
+    runtime does not follow), a multicore vector keeps only the elements
+    whose fixed-order runs (shared zero-filled output, memory poisoned as
+    in run 1) agree with each other and with run 1: those depend on the
+    memory, not on the output. Grouped by the kind of memory."""
+    if not outcome.ran(1):
+        return []
+    m0, m1 = image.masks(0), image.masks(1)
+    n, size = image.num_elem, image.itemsize
+    orders = image.num_cores > 1 and outcome.ran(2) and outcome.ran(3)
+    if orders:
+        same_orders = ~_elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n)
+    grouped: Dict[str, Tuple[List[int], np.ndarray]] = {}
+    for k in range(image.num_cores):
+        both = m0[k] & m1[k]
+        if not both.any():
+            continue
+        differ = both & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k), size, n)
+        if not differ.any():
+            continue
+        flags = image.report(0, k).flags
+        exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
+        if not exact and orders:
+            differ &= same_orders & ~_elements_differ(image.output_bytes(2, 0),
+                                                      image.output_bytes(1, k), size, n)
+            exact = True
+        if not differ.any():
+            continue
+        layout.core(k)["uninit"] = layout.ranges(true_ranges(differ))
+        source = _memory_source(image, k, exact)
+        nums, acc = grouped.setdefault(source, ([], np.zeros(n, dtype=bool)))
+        nums.append(layout.core_ids[k])
+        acc |= differ
+    return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} depend on "
+            f"{source}" for source, (nums, acc) in grouped.items()]
+
+
+def _order_problem(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,
+                   readers: int, layout: "_Layout") -> Optional[str]:
+    """Elements that differ between the two fixed-order runs; the cores
+    involved: their writers, and the cores of cross-core reads."""
+    if image.num_cores < 2 or len(image.runs) < 4 or not (outcome.ran(2) and outcome.ran(3)):
+        return None
+    diff = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0),
+                            image.itemsize, image.num_elem)
+    if not diff.any():
+        return None
+    ranges = true_ranges(diff)
+    layout.doc["order_dependent"] = layout.ranges(ranges)
+    bits = int(np.bitwise_or.reduce(writers[diff])) | readers
+    involved = [layout.core_ids[j] for j in range(image.num_cores) if bits >> j & 1]
+    who = f"{cores_text(involved)} involved; " if involved else ""
+    return (f"the result depends on the order the cores run in: output elements "
+            f"{format_ranges(ranges)} differ between running them in the orders 0..7 and 7..0 "
+            f"against one shared output ({who}on the device they run at the same time)")
+
+
+_OFFSET_COUNT = re.compile(r"offset (\d+), count (\d+)")
+
+
+class _Layout:
+    """The ``layout`` document (ranges only) being built."""
+
+    def __init__(self, image: DeviceImage, core_ids: Sequence[int]):
+        self.core_ids = list(core_ids)
+        self.truncated = False
+        self.doc: dict = {"elements": image.num_elem, "itemsize": image.itemsize,
+                          "cores": [{"core": c, "written": [], "read_before_write": [],
+                                     "past_end": [], "uninit": [], "fault": None}
+                                    for c in core_ids],
+                          "holes": [], "overlaps": [], "order_dependent": [],
+                          "truncated": False}
+        for k in range(image.num_cores):
+            r = image.report(0, k)
+            if r.status != abi.STATUS_OK:
+                msg = r.message.decode("utf-8", errors="replace")
+                m = _OFFSET_COUNT.search(msg)
+                rng = [int(m.group(1)), int(m.group(1)) + int(m.group(2))] if m else None
+                self.doc["cores"][k]["fault"] = {"kind": fault_name(r.fault_kind), "range": rng}
+
+    def core(self, k: int) -> dict:
+        return self.doc["cores"][k]
+
+    def ranges(self, ranges: Sequence[Tuple[int, int]]) -> List[List[int]]:
+        if len(ranges) > LAYOUT_MAX_RANGES:
+            self.truncated = self.doc["truncated"] = True
+        return [[int(a), int(b)] for a, b in ranges[:LAYOUT_MAX_RANGES]]
+
+    def merge(self, masks: Sequence[np.ndarray], merged) -> None:
+        for k, m in enumerate(masks):
+            self.core(k)["written"] = self.ranges(true_ranges(m))
+        self.doc["holes"] = self.ranges(merged.holes)
+        over = merged.overlaps[:LAYOUT_MAX_RANGES]
+        if len(merged.overlaps) > LAYOUT_MAX_RANGES:
+            self.truncated = self.doc["truncated"] = True
+        self.doc["overlaps"] = [{"range": [int(a), int(b)], "cores": list(c)} for (a, b), c in over]
+

@@ -1,0 +1,274 @@
+"""The control block: how a vector's processes tell the model what happened
+(stdlib and ctypes only; the zygote's processes and the numpy worker both
+use it).
+
+It is the first page of the vector's device image (a memfd the worker
+creates, ``gpsimd_emu.image``), so no file descriptor carries results: a
+kernel writing to every descriptor it can find reaches nothing the model
+reads. The runner makes the page read-only around each launch
+(``mprotect``), and the worker checks what it reads (``validate``): a magic
+and the request's nonce, every state, index and count in range; anything
+else fails that vector as a corrupt record, naming the field.
+
+Layout (little-endian)::
+
+    header   0   magic b"GPSIMDCB", nonce u64, version u32, npasses u32,
+                 ncores u32, error_pass i32, error_core i32, error_len u32,
+                 leader_done u32, spread u32
+    error    64  1024 bytes of UTF-8 (a model error in a vector process)
+    passes 1088  MAX_PASSES x 80: state u32, faulted u32, claimed u32,
+                 ncores u32, order u8[8], t_start u64, t_end u64, sem_t (32)
+    slots  1408  MAX_PASSES x 8 cores x 32: state u32, status u32,
+                 bind_rc i32, job u32, t_start u64, t_end u64 (CLOCK_MONOTONIC ns)
+    jobs   2432  MAX_JOBS x 16: pid i32, pass u32, wait_status i32, state u32
+
+A pass's cores are claimed in its ``order`` under a process-shared POSIX
+semaphore (``sem_init``), so that several processes may share a pass.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import mmap
+import struct
+import time
+from typing import List, Optional
+
+__all__ = [
+    "SIZE", "MAX_PASSES", "MAX_CORES", "MAX_JOBS", "MAGIC", "ControlBlock", "RecordError",
+    "SLOT_IDLE", "SLOT_STARTED", "SLOT_DONE", "SLOT_BIND_FAILED",
+    "PASS_PENDING", "PASS_RUNNING", "PASS_DONE", "PASS_SKIPPED",
+    "JOB_RUNNING", "JOB_EXITED",
+]
+
+SIZE = 4096
+MAX_PASSES = 4
+MAX_CORES = 8
+MAX_JOBS = 64
+MAGIC = b"GPSIMDCB"
+VERSION = 1
+ERROR_CAPACITY = 1024
+
+SLOT_IDLE, SLOT_STARTED, SLOT_DONE, SLOT_BIND_FAILED = 0, 1, 2, 3
+PASS_PENDING, PASS_RUNNING, PASS_DONE, PASS_SKIPPED = 0, 1, 2, 3
+JOB_RUNNING, JOB_EXITED = 1, 2
+
+_HEADER = struct.Struct("<8sQIIIiiIII")
+_ERROR_FIELDS = 28                         # error_pass, error_core, error_len
+_LEADER_DONE = 40
+_ERROR = 64
+_PASSES = _ERROR + ERROR_CAPACITY          # 1088
+_PASS = struct.Struct("<IIII8sQQ")         # 40 bytes, then the sem_t
+_PASS_SIZE = 80
+_SEM_OFFSET = 40                           # 8-byte aligned; sem_t is 32 bytes (glibc)
+_SLOTS = _PASSES + MAX_PASSES * _PASS_SIZE  # 1408
+_SLOT = struct.Struct("<IIiIQQ")           # 32 bytes
+_CLAIMED = struct.Struct("<II")             # claimed, ncores (at +8 of a pass record)
+_U32 = struct.Struct("<I")
+_JOBS = _SLOTS + MAX_PASSES * MAX_CORES * _SLOT.size   # 2432
+_JOB = struct.Struct("<iIiI")              # 16 bytes
+assert _JOBS + MAX_JOBS * _JOB.size <= SIZE
+assert _HEADER.size == 48 and _HEADER.size <= _ERROR
+assert _PASS.size == 40 and _SEM_OFFSET + 32 <= _PASS_SIZE and _PASSES % 16 == 0
+
+_libc = None
+
+
+def _c():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC in nanoseconds (the slots' time base)."""
+    return time.monotonic_ns()
+
+
+class RecordError(ValueError):
+    """The control block does not hold a valid record of the run (a kernel
+    wrote over it, or the vector's process died before writing it)."""
+
+
+class ControlBlock:
+    """The control block at ``offset`` of a writable buffer (an mmap of the
+    image, or any bytearray in tests).
+
+    ``base`` is the buffer's host address, needed for ``protect`` and the
+    semaphores (0 when the buffer is not a real mapping: no semaphores).
+    """
+
+    def __init__(self, buf, offset: int = 0, base: int = 0):
+        self.buf = memoryview(buf)[offset:offset + SIZE]
+        self.base = base + offset if base else 0
+
+    # ---- writing (the worker before the run, the vector's processes during it)
+
+    def init(self, nonce: int, npasses: int, ncores: int,
+             orders: List[List[int]]) -> None:
+        """A fresh record: header, ``orders[p]`` the cores of pass p in
+        the order they are to be claimed (all passes pending)."""
+        self.buf[:] = bytes(SIZE)
+        _HEADER.pack_into(self.buf, 0, MAGIC, nonce, VERSION, npasses, ncores, -1, -1, 0, 0, 0)
+        for p, order in enumerate(orders):
+            _PASS.pack_into(self.buf, _PASSES + p * _PASS_SIZE, PASS_PENDING, 0, 0, len(order),
+                            bytes(order).ljust(8, b"\0"), 0, 0)
+
+    def init_semaphores(self) -> None:
+        """``sem_init`` the claim semaphore of every pass (process-shared)."""
+        for p in range(self.npasses):
+            if _c().sem_init(ctypes.c_void_p(self._sem(p)), 1, 1) != 0:
+                raise OSError(ctypes.get_errno(), "sem_init")
+
+    def _sem(self, p: int) -> int:
+        if not self.base:
+            raise RuntimeError("the control block is not in a shared mapping")
+        return self.base + _PASSES + p * _PASS_SIZE + _SEM_OFFSET
+
+    def protect(self, writable: bool) -> None:
+        """Make the page writable or read-only in this process."""
+        if self.base:
+            prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+            _c().mprotect(ctypes.c_void_p(self.base), SIZE, prot)
+
+    def claim(self, p: int, shared: bool = True) -> Optional[int]:
+        """The next core of pass ``p`` not yet claimed by any process, or
+        None when every core of it has been. ``shared``: other processes
+        may claim cores of this pass at the same time (the semaphore)."""
+        if not shared:
+            return self._claim(p)
+        sem = ctypes.c_void_p(self._sem(p))
+        while _c().sem_wait(sem) != 0:
+            pass
+        try:
+            return self._claim(p)
+        finally:
+            _c().sem_post(sem)
+
+    def _claim(self, p: int) -> Optional[int]:
+        at = _PASSES + p * _PASS_SIZE
+        claimed, n = _CLAIMED.unpack_from(self.buf, at + 8)
+        if claimed >= n:
+            return None
+        _U32.pack_into(self.buf, at + 8, claimed + 1)
+        return self.buf[at + 16 + claimed]
+
+    def unclaimed(self, p: int) -> int:
+        """Cores of pass ``p`` no process has claimed yet."""
+        _, _, claimed, n, _, _, _ = _PASS.unpack_from(self.buf, _PASSES + p * _PASS_SIZE)
+        return max(0, n - claimed)
+
+    def set_pass(self, p: int, state: int, t: int = 0) -> None:
+        """Pass ``p`` starts running (``t`` its start) or ends (``t`` its end)."""
+        at = _PASSES + p * _PASS_SIZE
+        struct.pack_into("<I", self.buf, at, state)
+        if state == PASS_RUNNING:
+            struct.pack_into("<Q", self.buf, at + 24, t)
+        elif state in (PASS_DONE, PASS_SKIPPED):
+            struct.pack_into("<Q", self.buf, at + 32, t)
+
+    def mark_faulted(self, p: int) -> None:
+        struct.pack_into("<I", self.buf, _PASSES + p * _PASS_SIZE + 4, 1)
+
+    def set_slot(self, p: int, k: int, state: int, status: int = 0, bind_rc: int = 0,
+                 job: int = 0, t_start: int = 0, t_end: int = 0) -> None:
+        _SLOT.pack_into(self.buf, _SLOTS + (p * MAX_CORES + k) * _SLOT.size,
+                        state, status, bind_rc, job, t_start, t_end)
+
+    def set_job(self, j: int, pid: int, p: int, wait_status: int, state: int) -> None:
+        _JOB.pack_into(self.buf, _JOBS + j * _JOB.size, pid, p, wait_status, state)
+
+    def set_error(self, p: int, k: int, text: str) -> None:
+        """Record a model error (the first one wins)."""
+        if self.error_len:
+            return
+        data = text.encode("utf-8", errors="replace")[:ERROR_CAPACITY]
+        self.buf[_ERROR:_ERROR + len(data)] = data
+        struct.pack_into("<iiI", self.buf, _ERROR_FIELDS, p, k, len(data))
+
+    def set_leader_done(self) -> None:
+        struct.pack_into("<I", self.buf, _LEADER_DONE, 1)
+
+    # ---- reading -------------------------------------------------------
+
+    def _header(self):
+        return _HEADER.unpack_from(self.buf, 0)
+
+    @property
+    def npasses(self) -> int:
+        return self._header()[3]
+
+    @property
+    def error_len(self) -> int:
+        return self._header()[7]
+
+    def pass_record(self, p: int) -> dict:
+        state, faulted, claimed, n, order, t0, t1 = _PASS.unpack_from(
+            self.buf, _PASSES + p * _PASS_SIZE)
+        return {"state": state, "faulted": faulted, "claimed": claimed, "ncores": n,
+                "order": list(order[:min(n, 8)]), "t_start": t0, "t_end": t1}
+
+    def slot(self, p: int, k: int) -> dict:
+        state, status, bind_rc, job, t0, t1 = _SLOT.unpack_from(
+            self.buf, _SLOTS + (p * MAX_CORES + k) * _SLOT.size)
+        return {"state": state, "status": status, "bind_rc": bind_rc, "job": job,
+                "t_start": t0, "t_end": t1}
+
+    def job(self, j: int) -> dict:
+        pid, p, st, state = _JOB.unpack_from(self.buf, _JOBS + j * _JOB.size)
+        return {"pid": pid, "pass": p, "wait_status": st, "state": state}
+
+    def validate(self, nonce: int, npasses: int, ncores: int) -> dict:
+        """The whole record, checked: ``{"error": (pass, core, text) or None,
+        "leader_done", "passes": [...], "slots": [[...] per pass],
+        "jobs": [...]}``.
+
+        Raises:
+            RecordError: naming the first field that is not what a run of
+                the model can write.
+        """
+        magic, got_nonce, version, np_, nc, e_pass, e_core, e_len, done, _ = self._header()
+        if magic != MAGIC:
+            raise RecordError("its magic was overwritten")
+        if got_nonce != nonce or version != VERSION:
+            raise RecordError("it belongs to another run (nonce or version differs)")
+        if np_ != npasses or nc != ncores:
+            raise RecordError(f"it describes {np_} runs of {nc} cores, not {npasses} of {ncores}")
+        if e_len > ERROR_CAPACITY or not -1 <= e_pass < npasses or not -1 <= e_core < ncores:
+            raise RecordError("its error entry is out of range")
+        if done not in (0, 1):
+            raise RecordError(f"leader state {done}")
+        error = None
+        if e_len:
+            error = (e_pass, e_core,
+                     bytes(self.buf[_ERROR:_ERROR + e_len]).decode("utf-8", errors="replace"))
+        passes = []
+        for p in range(npasses):
+            r = self.pass_record(p)
+            if r["state"] > PASS_SKIPPED or r["faulted"] > 1 or r["ncores"] > ncores \
+                    or r["claimed"] > r["ncores"] or any(k >= ncores for k in r["order"]):
+                raise RecordError(f"run {p}: its pass record is out of range")
+            passes.append(r)
+        slots = []
+        for p in range(npasses):
+            row = []
+            for k in range(ncores):
+                s = self.slot(p, k)
+                if s["state"] > SLOT_BIND_FAILED or s["status"] > 1 or s["job"] >= MAX_JOBS:
+                    raise RecordError(f"run {p}, core {k}: state {s['state']}, status "
+                                      f"{s['status']}, job {s['job']}")
+                if s["state"] == SLOT_DONE and s["t_end"] < s["t_start"]:
+                    raise RecordError(f"run {p}, core {k}: ends before it starts")
+                row.append(s)
+            slots.append(row)
+        jobs = []
+        for j in range(MAX_JOBS):
+            r = self.job(j)
+            if r["state"] == 0:
+                continue
+            if r["state"] > JOB_EXITED or r["pass"] >= npasses:
+                raise RecordError(f"process record {j}: state {r['state']}, run {r['pass']}")
+            jobs.append(dict(r, index=j))
+        return {"error": error, "leader_done": bool(done), "passes": passes, "slots": slots,
+                "jobs": jobs}

@@ -1,0 +1,92 @@
+"""The runs of a vector's cores (``runs_for``), with the checks on:
+
+* run 0: each core against a private copy of the output poisoned with
+  ``POISON_A`` (``torch::empty()`` storage with the same byte, the blocks
+  of tcm_malloc / neuron_dataram_allocate with ``TCM_POISON_A``);
+* run 1 (``second``): the same with ``POISON_B``, ``TCM_POISON_B``; the
+  vector's process decides after run 0 whether it is needed (multicore
+  always; single-core when run 0 left an element holding the poison or the
+  kernel used TCM, dataram staging, ``torch::empty()`` or read never-written
+  output);
+* runs 2 and 3 (multicore): every core against one shared, zero-filled
+  output, in the orders 0..7 and 7..0 (memory poisoned as in run 1);
+
+without checks: one run, every core against one shared zero-filled output,
+as on the device. (Stdlib only: the zygote reads the count too.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import List, Tuple
+
+from . import abi
+
+__all__ = ["POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "RunSpec", "runs_for"]
+
+#: Poison bytes of the output copies: pass A fills with 0xA5, pass B (run
+#: only to disambiguate) with the complement 0x5A, so no value can equal the
+#: poison in both passes.
+POISON_A = 0xA5
+POISON_B = 0x5A
+#: Poison bytes of the dataram/TCM window (abi.h ``tcm_poison``), run A and
+#: run B: other bytes than the output's, so that a value made from
+#: never-written TCM never looks like an unwritten element; as float32
+#: 0.0115 and -391.5, as int8 60 and -61 (ordinary values that change
+#: whatever is computed from them).
+TCM_POISON_A = 0x3C
+TCM_POISON_B = 0xC3
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run of a vector's cores.
+
+    Attributes:
+        index: 0..3 (its slot in the control block).
+        private: each core writes its own poisoned copy of the output
+            (``out_poison``); else all write one shared zero-filled output.
+        poison: the binding's ``poison`` byte (``empty()`` storage, the
+            private copies).
+        tcm_poison: the binding's ``tcm_poison`` (the dataram window).
+        order: the cores (indices into the plan's core list) in the order
+            they are claimed; one process at a time runs an ordered run
+            (``ordered``), others may be shared by several processes.
+        ordered: the order matters (the fixed-order runs).
+        second: the second private run (run only when the first says so).
+        checks: the binding's ``GPSIMD_CHECK_*`` bits.
+        label: how messages name the run (``" (second run)"``, ...).
+    """
+
+    index: int
+    private: bool
+    poison: int
+    tcm_poison: int
+    order: Tuple[int, ...]
+    ordered: bool = False
+    second: bool = False
+    checks: int = 0
+    label: str = ""
+
+    def to_json(self) -> dict:
+        return {"index": self.index, "private": self.private, "poison": self.poison,
+                "order": list(self.order), "ordered": self.ordered, "second": self.second}
+
+
+def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
+    """The runs of a vector (module text)."""
+    cores = tuple(range(num_cores))
+    if not checks:
+        return [RunSpec(0, False, 0, 0, cores)]
+    runs = [RunSpec(0, True, POISON_A, TCM_POISON_A, cores, checks=abi.CHECK_ALL),
+            RunSpec(1, True, POISON_B, TCM_POISON_B, cores, second=True, checks=abi.CHECK_ALL,
+                    label=" (second run)")]
+    if num_cores > 1:
+        # memory poisoned as in run 1: an element that matches run 1 in
+        # both orders depends on never-written memory, not on the output
+        shared = abi.CHECK_ALL & ~abi.CHECK_READS
+        runs += [RunSpec(2, False, POISON_B, TCM_POISON_B, cores, ordered=True, checks=shared,
+                         label=" (cores in the order 0..7, one shared output)"),
+                 RunSpec(3, False, POISON_B, TCM_POISON_B, cores[::-1], ordered=True,
+                         checks=shared, label=" (cores in the order 7..0, one shared output)")]
+    return runs

@@ -1,0 +1,350 @@
+"""A library session: the one implementation of "run and judge a vector",
+used by the CLI (``python -m gpsimd_emu run``) and meant for a pytest
+plugin::
+
+    with LibrarySession(plan, root=".", options=RunOptions(timeout=5)) as s:
+        result = s.run_vector("relu_forward", "small")   # VectorResult
+
+The session reads and verifies the plan's core objects (``prepare_cores``)
+and starts a zygote (``gpsimd_emu.zygote``) that loads them once; each
+vector then:
+
+1. checks the inputs its plan declares, then the whole device image,
+   against the memory limit, before making anything;
+2. makes the inputs and the expected output (``gpsimd_emu.vectors``);
+3. lays out the device image in a memfd (``gpsimd_emu.image``) and sends
+   it to the zygote, which forks the vector's processes (containment,
+   memory limit, time limits: ``gpsimd_emu.zygote``, ``gpsimd_emu.launch``);
+4. reads the control block (validated) and judges the runs
+   (``gpsimd_emu.judge``) and the outputs (``gpsimd_emu.checks``).
+
+A session must be closed (``close`` or ``with``): that ends the zygote.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, List, Optional, Sequence, Union
+
+from gpsimd_device.limits import MAX_DIMS
+from gpsimd_device.plan import OpPlan, PlanError, TestPlan, VectorPlan
+from gpsimd_device.results import LibraryResults, VectorResult
+
+from . import abi, control
+from .cores import CoreSpec, prepare_cores
+from .settings import RunOptions
+from .zygote_client import ZygoteClient, ZygoteError
+
+__all__ = ["LibrarySession", "RunOptions", "ZygoteClient", "ZygoteError"]
+
+#: Seconds a zygote may take to load the core objects beyond the time limit.
+LOAD_SLACK = 5.0
+
+
+class LibrarySession:
+    """Runs the vectors of one library's plan (module text).
+
+    Args:
+        plan: the test plan.
+        root: directory the plan's relative paths start from.
+        options: ``RunOptions`` (time limit, checks, memory, parallelism).
+        cores, core_error: the core objects, when the caller read them
+            already (``prepare_cores``; the caller closes them); default:
+            read from the plan (and closed with the session).
+    """
+
+    def __init__(self, plan: TestPlan, *, root: str = ".",
+                 options: Optional[RunOptions] = None,
+                 cores: Optional[Sequence[CoreSpec]] = None,
+                 core_error: Optional[str] = None):
+        self.plan = plan
+        self.root = root
+        self.options = options or RunOptions()
+        self._own_cores = cores is None
+        if cores is None:
+            cores, core_error = prepare_cores(plan, root)
+        self.cores: List[CoreSpec] = list(cores)
+        self.core_error = core_error
+        self.zygote: Optional[ZygoteClient] = None
+        self._zygote_error: Optional[str] = None
+        if not core_error and self.cores:
+            from .runs import runs_for     # stdlib only: numpy loads meanwhile
+            try:
+                copies = len(runs_for(len(self.cores), self.options.checks))
+                self.zygote = ZygoteClient(self.cores, copies)
+            except OSError as e:
+                self._zygote_error = f"cannot start the device model process: {e}"
+        self._nonce = int.from_bytes(os.urandom(8), "little")
+        #: ops whose last vector's cores each took longer than spread_after
+        #: (their runs get helpers at once)
+        self._slow_ops: dict = {}
+
+    def __enter__(self) -> "LibrarySession":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """End the zygote; close the core objects the session read. Idempotent."""
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
+        if self._own_cores:
+            for c in self.cores:
+                c.close()
+
+    def _find(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str]):
+        if isinstance(op, str):
+            op = next((o for o in self.plan.ops if o.name == op), None)
+            if op is None:
+                raise KeyError(f"no op {op!r} in the plan of {self.plan.library}")
+        if isinstance(vector, str):
+            name = vector
+            vector = next((v for v in op.vectors if v.name == name), None)
+            if vector is None:
+                raise KeyError(f"no vector {name!r} of op {op.name}")
+        return op, vector
+
+    def run_all(self, on_result: Optional[Callable[[VectorResult], None]] = None) -> LibraryResults:
+        """Every vector of every op, in plan order; ``on_result`` gets each
+        result as soon as it is known. The next vector is made ready (inputs,
+        reference, image) and queued while the zygote runs the current one,
+        so the worker and the cores use two CPUs at once."""
+        results = LibraryResults(self.plan.library)
+
+        def done(r: VectorResult) -> None:
+            results.vectors.append(r)
+            if on_result is not None:
+                on_result(r)
+        inflight: Optional[_Pending] = None
+        for op in self.plan.ops:
+            for vector in op.vectors:
+                ready = self._prepare(op, vector)
+                if isinstance(ready, _Pending):
+                    self._submit(ready)
+                if inflight is not None:
+                    done(self._collect(inflight))
+                    inflight = None
+                if isinstance(ready, _Pending):
+                    inflight = ready
+                else:
+                    done(ready)
+        if inflight is not None:
+            done(self._collect(inflight))
+        return results
+
+    def _cores_problem(self, op: OpPlan) -> Optional[str]:
+        """Why no core can run ``op`` (objects, loading, registration)."""
+        if self.core_error:
+            return self.core_error
+        if not self.cores:
+            return "the plan lists no core objects"
+        if self._zygote_error:
+            return self._zygote_error
+        try:
+            ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
+        except ZygoteError as e:
+            self._zygote_error = (f"the core objects could not be loaded: the device model "
+                                  f"process {e} (a static initialiser of a core object?)")
+            return self._zygote_error
+        for spec, entry in zip(self.cores, ready["cores"]):
+            if entry["error"]:
+                return entry["error"]
+            if op.name not in entry["ops"]:
+                return (f"{spec.path}: op {op.name!r} is not registered (get_func_name gives "
+                        f"{', '.join(entry['ops']) or 'nothing'})")
+        return None
+
+    def run_vector(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str], *,
+                   patch_image: Optional[Callable] = None) -> VectorResult:
+        """Run one vector on every core and judge it.
+
+        Args:
+            op, vector: plan objects, or their names.
+            patch_image: fault injection for tests: called with the laid-out
+                ``DeviceImage`` before the cores run; it may rewrite
+                ``arg_stream`` / ``out_desc`` (bytes) to provoke the runtime's
+                guards with descriptors a correct host never writes.
+
+        Returns:
+            A ``VectorResult``; never raises for problems of the plan, the
+            objects or the kernel.
+
+        Raises:
+            KeyError: no such op or vector (names only).
+        """
+        op, vector = self._find(op, vector)
+        ready = self._prepare(op, vector, patch_image)
+        if not isinstance(ready, _Pending):
+            return ready
+        self._submit(ready)
+        return self._collect(ready)
+
+    def _prepare(self, op: OpPlan, vector: VectorPlan,
+                 patch_image: Optional[Callable] = None) -> Union[VectorResult, "_Pending"]:
+        """Check the memory limit, make the inputs and the expected output,
+        lay out the image: a ``_Pending`` ready to send, or the failed
+        ``VectorResult`` when the vector cannot run."""
+        import numpy as np
+        from . import dtypes as dt
+        from .budget import declared_input_bytes, too_big
+        from .image import DeviceImage
+        from .vectors import expected_output, location_of, make_inputs, output_shape, tolerances
+        opts = self.options
+        result = VectorResult(op.name, vector.name, vector.where, "fail")
+        declared = declared_input_bytes(vector, self.root)
+        if declared > opts.memory:
+            result.message = too_big("inputs", declared, opts.memory)
+            return result
+        try:
+            inputs = make_inputs(op, vector, self.root)
+            try:
+                out_dtype = dt.by_name(vector.output.dtype)
+            except KeyError as e:
+                raise PlanError(f"output: {e.args[0]}") from None
+            expected = expected_output(vector, inputs, out_dtype, self.root)
+            shape = output_shape(vector, expected)
+            rtol, atol = tolerances(vector, out_dtype)
+            out_location = location_of(vector.output.location, "output")
+            if len(shape) > MAX_DIMS:
+                raise PlanError(f"output rank {len(shape)} > {MAX_DIMS}")
+        except PlanError as e:
+            result.message = str(e)
+            return result
+        except MemoryError as e:
+            result.message = f"the vector's inputs or expected output do not fit in memory ({e})"
+            return result
+        problem = self._cores_problem(op)
+        if problem:
+            result.message = problem
+            return result
+        multicore = self.cores[0].core is not None
+        scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
+        out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
+        size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
+                                scratch, opts.checks)
+        if size.total > opts.memory:
+            result.message = too_big("device image", size.total, opts.memory, size.describe())
+            return result
+        try:
+            image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
+                                checks=opts.checks, stack_scale=opts.stack_scale)
+        except (ValueError, MemoryError, OSError) as e:
+            result.message = f"cannot lay out device memory: {e}"
+            return result
+        try:
+            if patch_image is not None:
+                patch_image(image)
+                image.write_args()
+            self._nonce = (self._nonce + 1) & ((1 << 64) - 1)
+            image.ctl.init(self._nonce, len(image.runs), image.num_cores,
+                           [list(r.order) for r in image.runs])
+            image.ctl.init_semaphores()
+        except BaseException:
+            image.close()
+            raise
+        request = dict(image.request(), op=op.name, timeout=opts.timeout,
+                       parallel=opts.processes(), spread_after=opts.spread_after,
+                       spread_now=self._slow_ops.get(op.name, False),
+                       memory=opts.memory, image_total=size.total,
+                       prefilled=image.prefilled_bytes())
+        return _Pending(op, vector, result, image, request, self._nonce, expected, rtol, atol,
+                        shape)
+
+    def _submit(self, p: "_Pending") -> None:
+        """Queue the vector in the zygote (a failure is kept for _collect)."""
+        try:
+            self.zygote.send(p.request, p.image.file.fd)
+        except ZygoteError as e:
+            self._zygote_error = f"the device model process failed: {e}"
+            p.error = self._zygote_error
+
+    def _collect(self, p: "_Pending") -> VectorResult:
+        """Wait for the vector's end, judge it, release its image."""
+        from .checks import judge_output
+        from .judge import judge_run, warnings_of
+        opts, image, result = self.options, p.image, p.result
+        try:
+            outcome = self._outcome(p)
+            problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, p.op)
+            result.printf = image.printf_text(0, 0)
+            result.kernel_seconds = outcome.kernel_seconds()
+            launches = outcome.launches()
+            if launches:
+                self._slow_ops[p.op.name] = result.kernel_seconds / launches > opts.spread_after
+            if opts.checks:
+                result.warnings = warnings_of(image, self.cores)
+            comparison = None
+            if not fatal:
+                more, comparison, layout = judge_output(image, self.cores, outcome, p.expected,
+                                                        p.rtol, p.atol)
+                result.layout = layout
+                if problems:        # a core faulted: say what was written, compare nothing
+                    comparison = None
+                problems += more
+            if comparison is not None:
+                result.max_abs_err = comparison.max_abs_err
+                result.mismatches = comparison.mismatches
+                result.elements = comparison.total
+                if not comparison.ok:
+                    problems.append(comparison.message)
+            if problems:
+                hint = _expected_shape_hint(p.vector, p.shape, image)
+                result.message = "; ".join(problems + ([hint] if hint else []))
+            else:
+                result.status = "pass"
+            return result
+        finally:
+            image.close()
+
+    def _outcome(self, p: "_Pending"):
+        """The zygote's reply to ``p`` and the validated control block."""
+        from .judge import RunOutcome
+        opts, image = self.options, p.image
+        if p.error:
+            return RunOutcome(None, False, 0.0, error=p.error, memory=opts.memory)
+        npasses = len(image.runs)
+        try:
+            reply = self.zygote.receive(opts.timeout * npasses + 10.0)
+        except (ZygoteError, OSError) as e:
+            self._zygote_error = f"the device model process failed: {e}"
+            return RunOutcome(None, False, 0.0, error=self._zygote_error, memory=opts.memory)
+        outcome = RunOutcome(reply.get("wait_status"), bool(reply.get("timed_out")),
+                             float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),
+                             memory=opts.memory)
+        try:
+            outcome.record = image.ctl.validate(p.nonce, npasses, image.num_cores)
+        except control.RecordError as e:
+            outcome.record_error = str(e)
+        else:   # the run the leader made itself ended as the leader did
+            for job in outcome.record["jobs"]:
+                if (job["state"] == control.JOB_RUNNING and job["pid"] == reply.get("pid")
+                        and outcome.wait_status is not None):
+                    job["wait_status"] = outcome.wait_status
+                    job["state"] = control.JOB_EXITED
+        return outcome
+
+
+class _Pending:
+    """A vector laid out and (once submitted) queued in the zygote."""
+
+    def __init__(self, op, vector, result, image, request, nonce, expected, rtol, atol, shape):
+        self.op, self.vector, self.result, self.image = op, vector, result, image
+        self.request, self.nonce = request, nonce
+        self.expected, self.rtol, self.atol, self.shape = expected, rtol, atol, shape
+        self.error: Optional[str] = None
+
+
+def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
+    """When the output descriptor's size was taken from the expected result
+    (no ``output.shape`` in the vector) and the kernel's result does not fit
+    it (a core's report has ``REPORT_OUTPUT_SIZE``), say where that size
+    came from: the reference or the inline values may be what is wrong, not
+    the kernel."""
+    if vector.output.shape is not None:
+        return None
+    if not any(image.report(0, k).flags & abi.REPORT_OUTPUT_SIZE for k in range(image.num_cores)):
+        return None
+    return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
+            f"(give output.shape to fix it, or check the reference)")

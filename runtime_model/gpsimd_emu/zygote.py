@@ -1,0 +1,295 @@
+"""The zygote: a small process (stdlib and ctypes, no numpy) that loads a
+library's core objects once and forks every vector from there, so that each
+vector starts from globals no launch has touched, for the price of a fork
+of a small process.
+
+Started by a library session (``gpsimd_emu.session``) as
+``python -S -I -c ...`` with one end of a ``SOCK_SEQPACKET`` socket pair; it
+dies with the session (``PR_SET_PDEATHSIG``) and makes itself PID 1 of a
+new PID namespace (``contain.enter_namespace``): every process a vector
+starts is inside, is swept after the vector, and dies with the zygote.
+Protocol (one JSON object per message):
+
+* session -> zygote ``{"cmd": "load", "copies": n, "cores": [{"core",
+  "lsp", "name", "path", "packed"}]}`` with the packed payloads' memfds
+  (SCM_RIGHTS); reply ``{"ready": true, "cores": [{"error": str|null,
+  "ops": [...]}], "spawn": mode, "cgroup": bool}``. Each object is loaded
+  ``n`` times (one copy per run of a vector, so that a process may make
+  several runs, each with globals no launch touched); loading runs the
+  objects' static initialisers (``dlopen``), and nothing else of theirs.
+* ``{"cmd": "run", ...request}`` with the image memfd: the zygote sets the
+  memory limit, forks the vector's leader (``gpsimd_emu.launch``) into its
+  own process group and memory cgroup, waits for it (at most every run's
+  time limit plus 2 s), kills and sweeps whatever is left, and replies
+  ``{"wait_status", "timed_out", "elapsed", "oom_kills", "pid"}``.
+* end of file: the zygote removes its cgroup and exits.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import sys
+import time
+from typing import List, Optional
+
+from . import contain
+from .launch import VectorContext, leader_main
+from .loader import LoadError, PackedObject, load_object
+
+__all__ = ["main", "MAX_MESSAGE"]
+
+MAX_MESSAGE = 1 << 16   # = zygote_client.MAX_MESSAGE
+#: Bytes a vector's cores get at least for their own allocations.
+MIN_DATA = 64 << 20
+
+
+def _send(sock: socket.socket, obj: dict) -> None:
+    sock.sendall(json.dumps(obj).encode())
+
+
+def _copy_fd(fd: Optional[int], path: Optional[str], name: str) -> int:
+    """A new memfd holding the bytes of memfd ``fd`` (or of the file
+    ``path``): another file, so ``dlopen`` loads another copy."""
+    if fd is not None:
+        data = os.pread(fd, os.fstat(fd).st_size, 0)
+    else:
+        with open(path, "rb") as f:
+            data = f.read()
+    out = os.memfd_create(os.path.basename(name) or "gpsimd-core", os.MFD_CLOEXEC)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out, view):]
+    return out
+
+
+def _load_copy(spec: dict, fd: Optional[int], first: bool):
+    """One copy of a core object, loaded, checked and registered (the first
+    from the session's memfd or the file itself, others from a new memfd).
+
+    Raises:
+        LoadError: naming the object and what is wrong.
+    """
+    if first:
+        packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"",
+                              bool(spec.get("packed")), spec.get("path"))
+        obj = load_object(packed, fd)
+    else:
+        packed = PackedObject(spec["name"], spec.get("metadata") or {}, b"", True)
+        obj = load_object(packed, _copy_fd(fd, spec.get("path"), spec["name"]))
+    obj.check_lsp(spec["lsp"], spec["core"])
+    obj.register_ops()
+    return obj
+
+
+def _load(specs: List[dict], fds: List[int]) -> tuple:
+    """The first copy of every core object; returns (objects, per-core
+    reply entries, per-core fds to copy the others from)."""
+    objects, entries, sources = [], [], []
+    fd_iter = iter(fds)
+    for spec in specs:
+        fd = next(fd_iter) if spec.get("packed") else None
+        entry = {"error": None, "ops": []}
+        obj = None
+        try:
+            obj = _load_copy(spec, fd, True)
+            entry["ops"] = list(obj.ops)
+        except LoadError as e:
+            entry["error"] = str(e)
+        except Exception as e:  # a model bug: the vectors say so
+            entry["error"] = f"device model error: {type(e).__name__}: {e}"
+        objects.append(obj)
+        entries.append(entry)
+        sources.append(fd)
+    return objects, entries, sources
+
+
+def _more_copies(specs: List[dict], sources: list, copies: int) -> List[list]:
+    """Copies 1 .. copies-1 of every object (one per further run of a
+    vector: each from its own memfd, so each has its own globals); None
+    where a copy does not load (copy 0 already said why)."""
+    rows = []
+    for _ in range(1, copies):
+        row = []
+        for spec, fd in zip(specs, sources):
+            try:
+                row.append(_load_copy(spec, fd, False))
+            except Exception:
+                row.append(None)
+        rows.append(row)
+    return rows
+
+
+class Zygote:
+    """The serving loop (``main`` runs it)."""
+
+    def __init__(self, sock: socket.socket, parent: int):
+        self.sock = sock
+        self.parent = parent
+        self.objects: list = []
+        self.mode = "pgroup"
+        self.data_base = 0
+        self.cgroup: Optional[contain.MemoryCgroup] = None
+
+    def serve(self) -> None:
+        while True:
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 16)
+            except (ConnectionResetError, OSError):
+                return
+            if not data:
+                return
+            msg = json.loads(data)
+            cmd = msg.get("cmd")
+            if cmd == "load":
+                # answer once the first copies say whether the objects load,
+                # then load the others while the session makes its first
+                # vector ready
+                first, entries, sources = _load(msg["cores"], fds)
+                if not msg.get("memory_cgroup", True) and self.cgroup is not None:
+                    self.cgroup.close()
+                    self.cgroup = None
+                _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
+                                  "cgroup": self.cgroup is not None})
+                if not any(e["error"] for e in entries):
+                    self.objects = [first] + _more_copies(msg["cores"], sources,
+                                                          int(msg.get("copies", 1)))
+                gc.collect()
+                gc.freeze()
+                self.data_base = contain.data_bytes() + (16 << 20)   # a vector's own start
+            elif cmd == "run":
+                reply = self.run(msg, fds[0] if fds else -1)
+                for fd in fds[1:]:
+                    os.close(fd)
+                _send(self.sock, reply)
+            else:
+                for fd in fds:
+                    os.close(fd)
+                _send(self.sock, {"error": f"unknown command {cmd!r}"})
+
+    def run(self, req: dict, image_fd: int) -> dict:
+        """Run one vector (module text); returns the reply."""
+        op = req["op"]
+        launchers = [[o.ops[op] for o in row] for row in self.objects]
+        binders = [[o.binder() for o in row] for row in self.objects]
+        limit = int(req["memory"])
+        extra = max(MIN_DATA, limit - int(req["image_total"]))
+        oom0 = 0
+        if self.cgroup is not None:
+            try:
+                self.cgroup.set_limit(max(MIN_DATA, limit - int(req["prefilled"])))
+                oom0 = self.cgroup.oom_kills()
+            except OSError:
+                self.cgroup.close()
+                self.cgroup = None
+        if self.cgroup is None:             # RLIMIT_DATA only: shared out among the jobs
+            extra = max(MIN_DATA, extra // max(1, int(req.get("parallel", 1))))
+        req["data_limit"] = self.data_base + extra     # RLIMIT_DATA of the vector's processes
+        ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
+        join = self.cgroup.join if self.cgroup is not None else None
+        cap = float(req["timeout"]) * len(req["runs"]) + 2.0
+        start = time.monotonic()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                if join is not None:
+                    join()
+            finally:
+                leader_main(ctx)
+        os.close(image_fd)
+        status, timed_out = _wait(pid, start + cap)
+        elapsed = time.monotonic() - start
+        self._sweep()
+        oom = self.cgroup.oom_kills() - oom0 if self.cgroup is not None else 0
+        return {"wait_status": status, "timed_out": timed_out, "elapsed": elapsed,
+                "oom_kills": oom, "pid": pid, "spawn": self.mode}
+
+    def _sweep(self) -> None:
+        """Kill and reap whatever the vector left (nothing of it may run
+        while the next vector does)."""
+        if self.mode == "pgroup":
+            contain.sweep()
+        else:
+            contain.sweep_namespace()
+
+    def close(self) -> None:
+        self._sweep()
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+
+def _wait(pid: int, deadline: float) -> tuple:
+    """(wait status, timed out) of the leader; kills its process group
+    (and so, as its namespace's PID 1, every process of the vector) at the
+    deadline."""
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+    timed_out = False
+    try:
+        while True:
+            got, st = os.waitpid(pid, os.WNOHANG)
+            if got:
+                contain.kill_group(pid)     # whatever stayed in its group
+                return st, timed_out
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                contain.kill_group(pid)
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                _, st = os.waitpid(pid, 0)
+                return st, timed_out
+            if pidfd is not None:
+                try:
+                    select.select([pidfd], [], [], remaining)
+                except InterruptedError:
+                    pass
+            else:
+                time.sleep(0.0005)
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``zygote SOCKET_FD PARENT_PID``: serve until the socket closes."""
+    argv = sys.argv[1:] if argv is None else argv
+    fd, parent = int(argv[0]), int(argv[1])
+    contain.die_with_parent(parent)
+    # the cgroup is made before the namespace: its name carries a pid of
+    # the host's (the process that stays outside, relaying), so that two
+    # zygotes never share one and a dead one's is recognised
+    cgroup = contain.MemoryCgroup.create()
+    mode = contain.enter_namespace(keep_out=(fd,), on_exit=cgroup.close if cgroup else None)
+    contain.set_name("gpsimd-zygote")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    gc.disable()
+    try:                         # a crashing kernel leaves no core file
+        import resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    except (ImportError, ValueError, OSError):
+        pass
+    sock = socket.socket(fileno=fd)
+    z = Zygote(sock, parent)
+    z.mode = mode
+    z.cgroup = cgroup
+    try:
+        z.serve()
+    finally:
+        z.close()
+    return 0

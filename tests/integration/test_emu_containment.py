@@ -1,0 +1,285 @@
+"""Containment of a test run (issue "A build is never wrong", the
+emulator's part): a kernel's forked child never outlives the run, a
+killed or interrupted emulator leaves nothing running, the memory limit is
+a named fault and is checked before anything is allocated, a kernel that
+writes to every file descriptor reaches nothing of the model, and an I/O
+error on the results names the path and the errno and leaves no temporary
+file.
+
+The kernels are kernels/broken/hostile.cpp (``broken_hostile``), built
+in the session's project copy; each mode of ``gpsimd_emu.contain``
+(the zygote as PID 1 of a PID namespace, of one inside a user namespace,
+or only process groups and subreapers) is forced in turn through
+``GPSIMD_EMU_CONTAIN`` where the machine allows it.
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT, run_scons
+from test_emu_checks import BROKEN_OPTIONS
+
+LIB = "broken_hostile"
+NAMES = ("gpsimd-sleeper", "gpsimd-spinner", "gpsimd-zygote", "gpsimd-vector", "gpsimd-core")
+MODES = ("pidns", "userns", "pgroup")
+
+
+@pytest.fixture(scope="module")
+def hostile(built_project):
+    """(project, plan path) with broken_hostile's objects and plan built."""
+    proj, _ = built_project
+    out = f"build/host/{LIB}"
+    proc = run_scons(proj, *BROKEN_OPTIONS, f"{out}/testplan.json", f"{out}/locations.json",
+                     f"{out}/{LIB}.packed.so")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proj, f"{out}/testplan.json"
+
+
+def _ours():
+    """{pid: name} of the processes a test run names (contain.set_name and
+    the hostile kernel's prctl)."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if name in NAMES and state != "Z":
+            found[int(pid)] = name
+    return found
+
+
+def _left_over(before, wait=3.0):
+    """Processes named like ours that were not there ``before``, after
+    giving the kernel ``wait`` seconds to deliver the last kills."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = {p: n for p, n in _ours().items() if p not in before}
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _plan_with(proj, path, ops, tmp_path, **vector_changes):
+    """A copy of the plan keeping ``ops`` (one vector each), vectors changed."""
+    doc = json.loads((proj / path).read_text())
+    doc["ops"] = [o for o in doc["ops"] if o["name"] in ops]
+    for o in doc["ops"]:
+        for v in o["vectors"]:
+            v.update(vector_changes)
+    for c in doc["cores"]:
+        c["object"] = str(proj / c["object"])
+    out = tmp_path / "plan.json"
+    out.write_text(json.dumps(doc))
+    return out
+
+
+def _cli(plan, *args, env=None):
+    return [sys.executable, "-m", "gpsimd_emu", "run", str(plan), *args]
+
+
+def _env(mode=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+    if mode:
+        env["GPSIMD_EMU_CONTAIN"] = mode
+    return env
+
+
+def _mode_works(mode):
+    """Can this machine make the namespace mode (checked in a throwaway
+    process, which enters it and says which one it got)?"""
+    code = ("import os, sys; sys.path.insert(0, %r); from gpsimd_emu import contain; "
+            "sys.exit(0 if contain.enter_namespace() == %r else 3)"
+            % (str(ROOT / "runtime_model"), mode))
+    return subprocess.run([sys.executable, "-c", code], env=_env(mode)).returncode == 0
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forked_sleeper_dies_with_its_vector_and_a_pipe_reader_is_not_kept(hostile, tmp_path, mode):
+    if not _mode_works(mode):
+        pytest.skip(f"this machine cannot make the {mode} mode")
+    proj, path = hostile
+    plan = _plan_with(proj, path, {"fork_sleeper", "fd_forger"}, tmp_path)
+    before = _ours()
+    start = time.monotonic()
+    # stdout is a pipe read to its end: a surviving sleeper would hold it 90 s
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "2"),
+                          cwd=str(proj), env=_env(mode), capture_output=True, text=True,
+                          timeout=60)
+    took = time.monotonic() - start
+    assert "FAIL broken_hostile::fork_sleeper[n10] (?): timed out after 2 s (core 0 was running)" \
+        in proc.stdout, proc.stdout + proc.stderr
+    assert "PASS broken_hostile::fd_forger[n10]" in proc.stdout
+    assert took < 20, took
+    assert _left_over(before) == {}
+
+
+def _start_spinning(hostile, tmp_path, mode=None):
+    proj, path = hostile
+    plan = _plan_with(proj, path, {"fork_sleeper"}, tmp_path)
+    before = _ours()
+    proc = subprocess.Popen(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "60"),
+                            cwd=str(proj), env=_env(mode), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while not {"gpsimd-spinner", "gpsimd-sleeper"} <= set(_ours().values()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the kernel never started"
+        time.sleep(0.02)
+    return proc, before
+
+
+@pytest.mark.parametrize("mode", ("pidns", "userns"))
+def test_kill_9_of_the_emulator_leaves_nothing_spinning(hostile, tmp_path, mode):
+    """With a PID namespace (root: pidns; else userns), SIGKILL of the
+    emulator ends everything: each process dies with its parent and the
+    namespace with the zygote, its PID 1. (In process-group mode a child
+    that left the vector's group would survive a SIGKILL of the whole
+    tree; there the subreapers sweep it whenever they get to run.)"""
+    if not _mode_works(mode):
+        pytest.skip(f"this machine cannot make the {mode} mode")
+    proc, before = _start_spinning(hostile, tmp_path, mode)
+    proc.kill()
+    proc.communicate(timeout=10)
+    assert _left_over(before) == {}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_sigint_stop_the_run_at_once(hostile, tmp_path, sig):
+    proc, before = _start_spinning(hostile, tmp_path)
+    start = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=10)
+    took = time.monotonic() - start
+    print(f"{signal.Signals(sig).name}: the emulator ended {took * 1000:.0f} ms after the signal")
+    assert took < 5.0, took
+    assert proc.returncode == -sig, (proc.returncode, out, err)
+    assert "Traceback" not in err
+    assert _left_over(before) == {}
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_memory_limit_is_a_named_fault(hostile, tmp_path):
+    proj, path = hostile
+    plan = _plan_with(proj, path, {"memory_hog", "fd_forger"}, tmp_path)
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "256M",
+                               "--timeout", "20"),
+                          cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=120)
+    lines = proc.stdout.splitlines()
+    assert "FAIL broken_hostile::memory_hog[n10] (?): core 0 exceeded the 256 MiB memory limit" \
+        in lines, proc.stdout + proc.stderr
+    assert "PASS broken_hostile::fd_forger[n10] (?): max_abs_err 0 over 10 elements" in lines
+
+
+def test_device_image_and_inputs_are_checked_before_allocation(hostile, tmp_path):
+    proj, path = hostile
+    plan = _plan_with(proj, path, {"fd_forger"}, tmp_path,
+                      inputs={"x": {"kind": "tensor", "dtype": "float32", "shape": [40000000],
+                                    "random": {"seed": 1, "distribution": "normal"}}})
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "64M"),
+                          cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
+    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's inputs need 152.6 MiB, more "
+            "than the 64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
+        proc.stdout + proc.stderr
+    # an output the reference makes big: the image (2 runs) is over the limit
+    plan = _plan_with(proj, path, {"fd_forger"}, tmp_path,
+                      inputs={"x": {"kind": "tensor", "dtype": "float32", "shape": [4000000],
+                                    "random": {"seed": 1, "distribution": "normal"}}})
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "64M"),
+                          cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
+    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's device image needs 65.4 MiB "
+            "(inputs 30.5 MiB, 2 output copies of 15.3 MiB, per-core memories 4.2 MiB), more "
+            "than the 64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
+        proc.stdout + proc.stderr
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A folder on a 64 KiB tmpfs filled to the last byte (root only)."""
+    mnt = tmp_path / "full"
+    mnt.mkdir()
+    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
+                                            str(mnt)], capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a small tmpfs here")
+    try:
+        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(fd, b"\0" * 512):
+                pass
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        yield mnt
+    finally:
+        subprocess.run(["umount", str(mnt)])
+
+
+def test_disk_full_names_path_and_errno_and_leaves_no_temporary_file(hostile, tmp_path, full_disk):
+    proj, path = hostile
+    plan = _plan_with(proj, path, {"fd_forger"}, tmp_path)
+    out = full_disk / "test-results.json"
+    proc = subprocess.run(_cli(plan, "--results", str(out), "--failed-results",
+                               str(full_disk / "failed.json")),
+                          cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"gpsimd_emu: cannot write {out}: No space left on device (errno 28)")
+    assert "wrote no results" not in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(os.listdir(full_disk)) == ["filler"]
+
+
+SHM_HOG = r"""
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <torch/torch.h>
+// Shared memory, which RLIMIT_DATA does not count: only the vector's memory
+// cgroup stops it. Gives up by itself after 2 GiB (the test then fails).
+torch::Tensor shm_hog(const torch::Tensor& x) {
+    for (int i = 0; i < 32; ++i) {
+        void* p = mmap(nullptr, 64u << 20, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) abort();
+        memset(p, 1, 64u << 20);
+    }
+    return torch::mul(x, 2.0f);
+}
+"""
+
+
+def test_memory_cgroup_bounds_what_rlimits_cannot(built_project, tmp_path):
+    sys.path.insert(0, str(ROOT / "runtime_model"))
+    from gpsimd_emu import contain
+    from gpsimd_emu.session import LibrarySession, RunOptions
+    from gpsimd_device.plan import TestPlan
+    cg = contain.MemoryCgroup.create("-probe")
+    if cg is None:
+        pytest.skip("no memory cgroup can be made here")
+    cg.close()
+    proj, _ = built_project
+    (proj / "probe").mkdir(exist_ok=True)
+    (proj / "probe" / "shm_hog.cpp").write_text(SHM_HOG)
+    manifest = {"version": 1, "libraries": [{
+        "name": "cg_hog", "sources": ["probe/shm_hog.cpp"],
+        "ops": [{"schema": "t::shm_hog(Tensor x) -> Tensor", "vectors": [{
+            "name": "n10", "inputs": {"x": {"dtype": "float32", "shape": [10], "values": [1] * 10}},
+            "expected": {"values": [2] * 10}}]}]}]}
+    (proj / "cg.yaml").write_text(json.dumps(manifest))
+    out = "build/host/cg_hog"
+    proc = run_scons(proj, "MANIFEST=cg.yaml", f"{out}/testplan.json", f"{out}/cg_hog.packed.so")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    plan = TestPlan.load(str(proj / out / "testplan.json"))
+    with LibrarySession(plan, root=str(proj), options=RunOptions(memory=256 << 20)) as s:
+        r = s.run_vector("shm_hog", "n10")
+        assert s.zygote.ready(10)["cgroup"] is True
+    assert (r.status, r.message) == ("fail", "core 0 exceeded the 256 MiB memory limit")

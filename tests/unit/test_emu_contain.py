@@ -1,0 +1,90 @@
+"""Process containment helpers (gpsimd_emu.contain): a subreaper sweeps
+every descendant, a child dies with its parent, the namespace modes."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+
+RUNTIME_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "runtime_model")
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_subreaper_sweep_kills_orphans_that_left_the_process_group():
+    code = f"""
+import os, sys, time
+sys.path.insert(0, {RUNTIME_MODEL!r})
+from gpsimd_emu import contain
+assert contain.become_subreaper()
+r, w = os.pipe()
+if os.fork() == 0:                       # a child that forks a grandchild and dies
+    if os.fork() == 0:
+        os.setsid()
+        os.write(w, str(os.getpid()).encode() + b"\\n")
+        time.sleep(60)
+        os._exit(0)
+    os._exit(0)
+grandchild = int(os.read(r, 64))
+time.sleep(0.1)                          # reparented to us by now
+assert grandchild in contain.children(), contain.children()
+print(grandchild, contain.sweep(), flush=True)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    grandchild, killed = map(int, out.stdout.split())
+    assert killed >= 1 and not _alive(grandchild)
+
+
+def test_a_child_dies_with_its_parent():
+    code = f"""
+import os, sys, time
+sys.path.insert(0, {RUNTIME_MODEL!r})
+from gpsimd_emu import contain
+me = os.getpid()
+pid = os.fork()
+if pid == 0:
+    contain.die_with_parent(me)
+    time.sleep(60)
+    os._exit(0)
+print(pid, flush=True)
+time.sleep(60)
+"""
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = int(p.stdout.readline())
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 5
+    while _alive(child) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not _alive(child)
+
+
+def test_enter_namespace_gives_a_known_mode_and_relays_the_end():
+    code = f"""
+import os, sys
+sys.path.insert(0, {RUNTIME_MODEL!r})
+from gpsimd_emu import contain
+mode = contain.enter_namespace()
+print(mode, os.getpid(), flush=True)
+os.kill(os.getpid(), 15) if mode == "pgroup" else sys.exit(7)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    mode, pid = out.stdout.split()
+    assert mode in ("pidns", "userns", "pgroup")
+    if mode == "pgroup":
+        assert out.returncode == -signal.SIGTERM
+    else:
+        assert pid == "1" and out.returncode == 7      # PID 1 inside; its end relayed
+    forced = dict(os.environ, GPSIMD_EMU_CONTAIN="pgroup")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=forced,
+                         timeout=30)
+    assert out.stdout.split()[0] == "pgroup"

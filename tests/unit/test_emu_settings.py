@@ -1,0 +1,56 @@
+"""Run settings (gpsimd_emu.settings) and memory-limit messages
+(gpsimd_emu.budget)."""
+import pytest
+
+from gpsimd_device.plan import VectorPlan
+from gpsimd_emu import budget, settings
+from gpsimd_emu.settings import RunOptions, format_size, parse_size
+
+
+@pytest.mark.parametrize("text,value", [("4G", 4 << 30), ("512M", 512 << 20), ("512MiB", 512 << 20),
+                                        ("1.5g", 3 << 29), ("1048576", 1 << 20), (" 64 kb ", 64 << 10)])
+def test_parse_size(text, value):
+    assert parse_size(text) == value
+
+
+@pytest.mark.parametrize("text", ["", "4Q", "-1G", "0", "G"])
+def test_parse_size_rejects(text):
+    with pytest.raises(ValueError):
+        parse_size(text)
+
+
+def test_format_size():
+    assert [format_size(n) for n in (4 << 30, 1 << 30, 512 << 20, 3 << 29, 1234567, 100)] == [
+        "4 GiB", "1 GiB", "512 MiB", "1.5 GiB", "1.2 MiB", "100 bytes"]
+
+
+def test_default_parallel_divides_the_cpus_by_the_build_jobs(monkeypatch):
+    monkeypatch.setattr(settings.os, "sched_getaffinity", lambda pid: set(range(8)))
+    monkeypatch.setenv(settings.JOBS_ENV, "2")
+    assert settings.default_parallel() == 4 and RunOptions().processes() == 4
+    monkeypatch.setenv(settings.JOBS_ENV, "16")
+    assert settings.default_parallel() == 1
+    monkeypatch.setenv(settings.JOBS_ENV, "junk")
+    assert settings.default_parallel() == 8
+    assert RunOptions(parallel=0).processes() == 1 and RunOptions(parallel=3).processes() == 3
+
+
+def test_memory_messages():
+    assert budget.too_big("inputs", 6 << 30, 4 << 30) == (
+        "the vector's inputs need 6 GiB, more than the 4 GiB memory limit (--memory, EMU_MEMORY)")
+    assert budget.too_big("device image", 5 << 30, 4 << 30, "inputs 1 GiB") == (
+        "the vector's device image needs 5 GiB (inputs 1 GiB), more than the 4 GiB memory limit "
+        "(--memory, EMU_MEMORY)")
+    assert budget.exceeded("core 3", 4 << 30) == "core 3 exceeded the 4 GiB memory limit"
+
+
+def test_declared_input_bytes_reads_shapes_and_npy_headers(tmp_path):
+    import numpy as np
+    np.save(tmp_path / "a.npy", np.zeros((3, 5), np.float32))
+    v = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "float32", "shape": [1000], "random": {"seed": 1}},
+        "y": {"kind": "tensor", "dtype": "int64", "npy": "a.npy"},
+        "s": {"kind": "scalar", "type": "float", "dtype": "float32", "value": 1.0},
+        "z": {"kind": "tensor", "dtype": "no_such_dtype", "shape": [7]}},
+        "output": {"dtype": "float32"}, "expected": {"values": [1]}}, "vector")
+    assert budget.declared_input_bytes(v, str(tmp_path)) == 4000 + 15 * 8
