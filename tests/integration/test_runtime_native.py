@@ -273,7 +273,7 @@ FAULT_KIND_VALUES = {"BINDING": 1, "LSP_MISMATCH": 2, "ARG_STREAM": 3, "DESCRIPT
                      "SHAPE": 7, "UNMAPPED": 8, "OUT_OF_RANGE": 9, "SCRATCH_FULL": 10, "DATARAM": 11, "TCM": 12,
                      "STACK_OVERFLOW": 13, "CXX_EXCEPTION": 14, "UNDEFINED_TENSOR": 15, "BAD_ARGUMENT": 16,
                      "UNSUPPORTED": 17, "INTERNAL": 18, "SEGV": 19, "TCM_NULL": 20,
-                     "MULTICORE": 21, "COHERENCE": 22}
+                     "MULTICORE": 21, "COHERENCE": 22, "SHAPE_FUNCTION": 23}
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))
