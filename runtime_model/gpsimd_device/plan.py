@@ -188,11 +188,18 @@ class ReferenceSpec:
 @dataclass(frozen=True)
 class ExpectedSpec:
     """A vector's expected output: a ``reference``, inline ``values`` or an
-    ``npy`` path (at most one; none at all is reported when the vector runs)."""
+    ``npy`` path (at most one). None of them: a checks-only vector (every
+    check runs, nothing is compared; the output descriptor then comes from
+    ``output`` or the op's shape function)."""
 
     reference: Optional[ReferenceSpec] = None
     values: Optional[list] = None
     npy: Optional[str] = None
+
+    @property
+    def checks_only(self) -> bool:
+        """True when there is nothing to compare with."""
+        return self.reference is None and self.values is None and self.npy is None
 
     def to_json(self) -> Dict[str, Any]:
         if self.reference is not None:

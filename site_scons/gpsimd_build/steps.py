@@ -108,16 +108,17 @@ def _digests(args: argparse.Namespace) -> None:
 
 
 def _summary(args: argparse.Namespace) -> None:
-    from gpsimd_device.results import LibraryResults
-    passed = failed = 0
+    from gpsimd_device.results import LibraryResults, counts_text
+    passed = failed = checked = 0
     lines = []
     for path in args.results:
         res = LibraryResults.load(path)
         passed += res.passed
         failed += res.failed
+        checked += res.checked
         lines.append(res.summary_line())
     label = "all libraries" if len(args.results) == args.all else "total"
-    lines.append(f"{label}: {passed} passed, {failed} failed")
+    lines.append(f"{label}: {counts_text(passed, failed, checked)}")
     write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
 
 
