@@ -232,7 +232,7 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
         if op.name not in index:
             continue
         ri, reg = index[op.name]
-        source = f"the shape function {reg.function_name} ({reg.where})"
+        source = f"the shape function {reg.function_name} (m.def at {reg.where})"
         for vi, vector in enumerate(op.vectors):
             try:
                 calls.append((ri, _call_args(op, vector)))

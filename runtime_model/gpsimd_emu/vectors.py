@@ -357,6 +357,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raw = np.asarray(result)
     elif exp.values is not None:
         raw = _asarray(exp.values, out_dtype)
+        if vector.output.source and raw.ndim > 1:   # nested: its shape is meant
+            _check_shape_function(vector, raw, out_dtype, True)
         if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
             raw = raw.reshape(shape)
     elif exp.npy is not None:
@@ -382,16 +384,16 @@ def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DTy
     shape = tuple(int(d) for d in vector.output.shape or ())
     what = vector.expected.source
     if tuple(raw.shape) != shape:
-        raise PlanError(f"{what} gives shape {list(raw.shape)}, but {vector.output.source} "
-                        f"gives {list(shape)} (the runtime allocates the output from the shape "
+        raise PlanError(f"the expected result ({what}) has shape {list(raw.shape)}, but "
+                        f"{vector.output.source} gives {list(shape)} (the runtime allocates the output from the shape "
                         "function: fix the one that is wrong)")
     if not inline and raw.dtype != out_dtype.numpy:
         try:
             name = dt.by_numpy(raw.dtype).name
         except KeyError:
             name = str(raw.dtype)
-        raise PlanError(f"{what} gives dtype {name}, but {vector.output.source} gives "
-                        f"{out_dtype.name} (the runtime allocates the output from the shape "
+        raise PlanError(f"the expected result ({what}) has dtype {name}, but "
+                        f"{vector.output.source} gives {out_dtype.name} (the runtime allocates the output from the shape "
                         "function: fix the one that is wrong)")
 
 
