@@ -150,8 +150,8 @@ def test_big_tensors_pass_single_and_multicore(built_project):
     """A 1-D float32 tensor of 2,000,000 elements (beyond the 65535 of the
     8-D inline shape) on relu and on the multicore spmd library."""
     _, proc = built_project
-    for line in ("PASS relu::relu_forward[n2000000] (ops.yaml:33:13): max_abs_err 0 over "
+    for line in ("PASS relu::relu_forward[n2000000] (ops.yaml:35:13): max_abs_err 0 over "
                  "2000000 elements",
-                 "PASS spmd::spmd_relu[n2000000] (ops.yaml:144:13): max_abs_err 0 over "
+                 "PASS spmd::spmd_relu[n2000000] (ops.yaml:146:13): max_abs_err 0 over "
                  "2000000 elements"):
         assert line in proc.stdout.splitlines(), proc.stdout[-3000:]
