@@ -188,11 +188,18 @@ class ReferenceSpec:
 @dataclass(frozen=True)
 class ExpectedSpec:
     """A vector's expected output: a ``reference``, inline ``values`` or an
-    ``npy`` path (at most one; none at all is reported when the vector runs)."""
+    ``npy`` path (at most one). None of them: a checks-only vector (every
+    check runs, nothing is compared; the output descriptor then comes from
+    ``output`` or the op's shape function)."""
 
     reference: Optional[ReferenceSpec] = None
     values: Optional[list] = None
     npy: Optional[str] = None
+
+    @property
+    def checks_only(self) -> bool:
+        """True when there is nothing to compare with."""
+        return self.reference is None and self.values is None and self.npy is None
 
     def to_json(self) -> Dict[str, Any]:
         if self.reference is not None:
@@ -225,24 +232,39 @@ class ExpectedSpec:
 @dataclass(frozen=True)
 class OutputSpec:
     """The output descriptor of a vector: ``dtype``, ``shape`` (None: the
-    expected array's) and ``location`` ``"hbm"`` or ``"sbuf"``."""
+    expected array's) and ``location`` ``"hbm"`` or ``"sbuf"``.
+
+    ``source`` (optional) names where dtype and shape came from when the
+    runtime would allocate the output from an op's shape function
+    (``"the shape function relu_fwd_shape (kernels/relu/shape.cpp:14)"``):
+    the expected result must then have exactly that shape and dtype.
+    ``error`` (optional) says why the shape function gave no usable output
+    for this vector: the vector fails with it and nothing runs. Both are
+    written only when set (``gpsimd_emu.shapes`` fills them)."""
 
     dtype: Any = None
     shape: Optional[Tuple[Any, ...]] = None
     location: str = "hbm"
+    source: Optional[str] = None
+    error: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"dtype": self.dtype,
                              "shape": list(self.shape) if self.shape is not None else None}
         if self.location != "hbm":
             d["location"] = self.location
+        if self.source is not None:
+            d["source"] = self.source
+        if self.error is not None:
+            d["error"] = self.error
         return d
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "OutputSpec":
         d = _need(d or {}, where)
+        extra = {k: str(d[k]) for k in ("source", "error") if d.get(k) is not None}
         return cls(d.get("dtype"), _opt_shape(d.get("shape")),
-                   "hbm" if d.get("location") is None else d.get("location"))
+                   "hbm" if d.get("location") is None else d.get("location"), **extra)
 
 
 @dataclass(frozen=True)
@@ -293,20 +315,32 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class OpPlan:
-    """One op: ``name`` (what ``get_func_name`` registers), its ``schema``
-    text, ``args`` in schema order, launcher ``stack_size`` in bytes, and
-    its vectors."""
+    """One op: ``name`` (the op name: what torch calls and messages use),
+    its ``schema`` text, ``args`` in schema order, launcher ``stack_size``
+    in bytes, its vectors, and ``kernel``, the kernel function's name when
+    it differs from the op name ("" otherwise; in the JSON only then).
+    :attr:`function` is what ``get_func_name`` registers."""
 
     name: str
     schema: str = ""
     args: Tuple[ArgSpec, ...] = ()
     stack_size: int = DEFAULT_STACK_SIZE
     vectors: Tuple[VectorPlan, ...] = ()
+    kernel: str = ""
+
+    @property
+    def function(self) -> str:
+        """The kernel function's name: what the generated ``get_func_name``
+        returns for this op (build-front-end.txt §4)."""
+        return self.kernel or self.name
 
     def to_json(self) -> Dict[str, Any]:
-        return {"name": self.name, "schema": self.schema,
-                "args": [a.to_json() for a in self.args], "stack_size": self.stack_size,
-                "vectors": [v.to_json() for v in self.vectors]}
+        d = {"name": self.name, "schema": self.schema,
+             "args": [a.to_json() for a in self.args], "stack_size": self.stack_size,
+             "vectors": [v.to_json() for v in self.vectors]}
+        if self.kernel and self.kernel != self.name:
+            d["kernel"] = self.kernel
+        return d
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "OpPlan":
@@ -326,9 +360,12 @@ class OpPlan:
         stack = d.get("stack_size", DEFAULT_STACK_SIZE)
         if isinstance(stack, bool) or not isinstance(stack, int):
             raise PlanError(f"{where}.stack_size: expected an integer, got {stack!r}")
+        kernel = d.get("kernel") or ""
+        if not isinstance(kernel, str):
+            raise PlanError(f"{where}.kernel: expected a string, got {kernel!r}")
         return cls(str(d.get("name", "?")), str(d.get("schema", "")), tuple(parsed), stack,
                    tuple(VectorPlan.from_json(v, f"{where}.vectors[{i}]")
-                         for i, v in enumerate(vectors)))
+                         for i, v in enumerate(vectors)), kernel)
 
 
 @dataclass(frozen=True)

@@ -203,8 +203,8 @@ def test_help_lists_the_targets_and_the_libraries(built_project):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     targets = out.index("Targets:")
-    assert [l.split()[0] for l in out[targets + 1:targets + 8]] == [
-        "all", "<lib>", "test-<lib>", "test", "stack-report", "digests", "compiledb"]
+    assert [l.split()[0] for l in out[targets + 1:targets + 9]] == [
+        "all", "<lib>", "test-<lib>", "test", "stack-report", "schemas", "digests", "compiledb"]
     libraries = out.index("Libraries (8):")
     assert " ".join(out[libraries + 1:libraries + 3]).split() == [
         "relu", "tcm_eltwise", "spmd", "scalar_args", "half_precision", "elementwise",

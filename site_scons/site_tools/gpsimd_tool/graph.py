@@ -28,6 +28,8 @@ from gpsimd_device.versions import versions_json
 
 from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
 from .progress import Progress
+from .targets import help_text, selected_libraries
+from .shapes_graph import schemas_text, shape_nodes
 from .summary import LibraryTests, Summary
 
 __all__ = ["GpsimdCollection", "SConsGraph"]
@@ -148,7 +150,7 @@ def _source_stem(src: str) -> str:
 def _wrapper_text(lib, dialect) -> str:
     """The library's wrapper.cpp (build-front-end.txt §3-4)."""
     return codegen.emit_wrapper([codegen.WrapperOp(
-        function=op.name, arg_types=tuple(a.type for a in op.schema.arguments),
+        function=op.function, arg_types=tuple(a.type for a in op.schema.arguments),
         return_types=tuple(r.type for r in op.schema.returns), stack_size=op.stack_size)
         for op in lib.ops], dialect)
 
@@ -166,57 +168,6 @@ def _outputs(folder) -> List[Any]:
             elif entry.has_builder():
                 out.append(entry)
     return out
-
-
-def _selected(libraries, profile_dir: str, targets) -> List[Any]:
-    """The libraries whose graph this run needs: when every command-line
-    target names a library (``<lib>``, ``test-<lib>``, or a path under
-    ``<profile_dir>/<lib>/``), those libraries only; else all of them."""
-    names = {lib.name for lib in libraries}
-    wanted = set()
-    for target in targets:
-        t = str(target).rstrip("/")
-        if t in names:
-            wanted.add(t)
-        elif t.startswith("test-") and t[5:] in names:
-            wanted.add(t[5:])
-        elif t.startswith(profile_dir + "/") and t[len(profile_dir) + 1:].split("/")[0] in names:
-            wanted.add(t[len(profile_dir) + 1:].split("/")[0])
-        else:
-            return list(libraries)
-    if not wanted:
-        return list(libraries)
-    return [lib for lib in libraries if lib.name in wanted]
-
-
-def help_text(libraries, profile) -> str:
-    """What ``scons -h`` adds to the options: the targets and the libraries
-    of the loaded manifest."""
-    names = [lib.name for lib in libraries]
-    rows = [("all", "the default: every library built" + (
-                 ", its stack report and its tests" if profile.runs_tests else "")),
-            ("<lib>", "one library: its objects" + (
-                ", stack report and tests, then its results" if profile.runs_tests else "")),
-            ]
-    if profile.runs_tests:
-        rows += [("test-<lib>", "one library's test vectors and its results"),
-                 ("test", "every library's test vectors"),
-                 ("stack-report", "every library's static stack report")]
-    rows += [("digests", "one SHA-256 per artifact, printed and written to "
-                         f"<BUILD_DIR>/{profile.name}/digests.txt"),
-             ("compiledb", "<BUILD_DIR>/compile_commands.json for editors and clangd")]
-    width = max(len(r[0]) for r in rows)
-    lines = ["", "Targets:"] + [f"  {t.ljust(width)}  {what}" for t, what in rows]
-    lines += ["", f"Libraries ({len(names)}):"]
-    line = " "
-    for name in names:
-        if len(line) + len(name) + 1 > 79:
-            lines.append(line)
-            line = " "
-        line += " " + name
-    if names:
-        lines.append(line)
-    return "\n".join(lines) + "\n"
 
 
 class _Timer:
@@ -341,9 +292,11 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
 
     nodes = {}
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
+    all_schemas: List[Any] = []
     tests: List[LibraryTests] = []
     # a command line that names libraries builds the graph of those only
-    libraries = _selected(collection.libraries, profile_dir, SCons.Script.COMMAND_LINE_TARGETS)
+    libraries = selected_libraries(collection.libraries, profile_dir,
+                                   SCons.Script.COMMAND_LINE_TARGETS)
     for lib in libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         compile_vars = dict(profile.compile_vars(shared, lib.includes, lib.cflags),
@@ -376,7 +329,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         results = []
         if profile.runs_tests:
             # the static stack report, from the call graphs of every TU
-            ops = [a for op in lib.ops for a in ("--op", f"{op.name}={op.stack_size}")]
+            ops = [a for op in lib.ops for a in ("--op", (
+                op.name if op.function == op.name else f"{op.name}:{op.function}")
+                + f"={op.stack_size}")]
             all_stack += graph.uses(env.GpsimdStackReport(
                 f"{lib_dir}/stack-report.txt", callgraphs + shared.callgraphs,
                 GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON")
@@ -387,6 +342,13 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             locations = [graph.text(
                 f"{lib_dir}/locations.json",
                 json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1))]
+            # with shape sources: the shape library, its registration, the
+            # check, and the plan with every output from a shape function
+            shapes = shape_nodes(env, graph, profile, shared, lib, lib_dir, compile_vars,
+                                 plan_node)
+            if shapes is not None:
+                plan_node = shapes.plan
+                artifacts += shapes.objects + [shapes.library]
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
@@ -399,6 +361,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             env.Alias(lib.name, loadable + versions + all_stack[-1:] + results)
         else:
             env.Alias(lib.name, loadable + versions)
+        all_schemas.append(graph.text(f"{lib_dir}/schemas.txt", schemas_text(lib)))
         artifacts += wrapper + objects + linked + loadable + versions
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "versions": versions, "results": results}
@@ -414,6 +377,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env.AlwaysBuild(digests)
     env.NoCache(digests)
     env.Alias("digests", digests)
+    # `scons schemas`: every op's canonical schema (derived ones too)
+    env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence
 import SCons.Node
 
 from gpsimd_build.steps import write_atomically
-from gpsimd_device.results import LibraryResults, ResultsError
+from gpsimd_device.results import LibraryResults, ResultsError, counts_text
 
 __all__ = ["LibraryTests", "summary_lines", "Summary"]
 
@@ -60,11 +60,12 @@ def _written_since(path: str, start_ns: int) -> bool:
 def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
                   failed_runs: Sequence[str] = (), start_ns: int = 0) -> List[str]:
     """One line per library (see the module docstring) and the totals:
-    ``all libraries: N passed, M failed`` when ``everything`` was asked for,
+    ``all libraries: N passed, M failed`` (then ``, K CHECKED (no
+    reference)`` when checks-only vectors ran: never counted as passed) when ``everything`` was asked for,
     else ``total: N passed, M failed``. ``failed_runs``: paths of the test
     nodes whose run ended with an error in this build (not an interrupt);
     ``start_ns``: when this build started (``time.time_ns()``)."""
-    passed = failed = 0
+    passed = failed = checked = 0
     lines = []
     for lib in libraries:
         state = lib.node.get_state()
@@ -89,8 +90,10 @@ def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
             continue
         passed += res.passed
         failed += res.failed
-        lines.append(f"{lib.name}: {res.passed} passed, {res.failed} failed")
-    lines.append(f"{'all libraries' if everything else 'total'}: {passed} passed, {failed} failed")
+        checked += res.checked
+        lines.append(f"{lib.name}: {counts_text(res.passed, res.failed, res.checked)}")
+    lines.append(f"{'all libraries' if everything else 'total'}: "
+                 f"{counts_text(passed, failed, checked)}")
     return lines
 
 
