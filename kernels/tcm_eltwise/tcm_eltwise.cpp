@@ -40,7 +40,8 @@ torch::Tensor scale_shift(const torch::Tensor& t_in, float scale, float shift) {
     return map_through_tcm(t_in, [scale, shift](float v) { return v * scale + shift; });
 }
 
-// y = x if x > 0 else slope * x
-torch::Tensor leaky_relu(const torch::Tensor& t_in, float slope) {
+// y = x if x > 0 else slope * x: the kernel of op leaky_relu (shape.cpp
+// registers it under that op name)
+torch::Tensor leaky_relu_compute(const torch::Tensor& t_in, float slope) {
     return map_through_tcm(t_in, [slope](float v) { return v > 0.0f ? v : v * slope; });
 }

@@ -15,9 +15,12 @@ uses the same lines), with its source:
   32 characters, the library name ``RESERVED_LIBRARY_NAME`` ("builtin")
   reserved, launcher stack ``DEFAULT_STACK_SIZE`` 4196 bytes by default and
   at most ``MAX_STACK_SIZE`` (400 KB);
-* a tensor: at most ``MAX_DIMS`` 8 dimensions of at most ``MAX_DIM_SIZE``
-  65535 each, at most ``MAX_ELEMENTS`` (2**32 - 1, the u32 ``num_elem`` of
-  customop-marshalling.txt §2) elements;
+* a tensor (device-api.md "Limits", customop-marshalling.txt §2 shape
+  forms): at most ``MAX_DIMS_4D`` 4 dimensions of up to ``MAX_DIM_SIZE_4D``
+  (2**32 - 1) each (INLINE_4D), or at most ``MAX_DIMS`` 8 dimensions of at
+  most ``MAX_DIM_SIZE`` 65535 each (INLINE_8D); in both cases at most
+  ``MAX_ELEMENTS`` (2**32 - 1, the u32 ``num_elem`` of §2) elements.
+  :func:`shape_problem` states the rule once for every Python user;
 * the host ABI (abi.h HOST-MODEL): ``MAX_ARGS`` arguments in a stream,
   ``LSP_SINGLE`` the core id of the single-core linker spec.
 
@@ -32,8 +35,8 @@ __all__ = [
     "NUM_CORES", "SCRATCH_BASE", "SCRATCH_CORE_SIZE", "SCRATCH_SINGLE_SIZE",
     "DATARAM_BASE", "DATARAM_SIZE", "TCM_POOL_SIZE", "STREAM_TCM_BYTES", "PRINTF_CAPACITY",
     "DEFAULT_STACK_SIZE", "MAX_STACK_SIZE", "MAX_OPS_PER_LIBRARY", "MAX_NAME_LENGTH",
-    "RESERVED_LIBRARY_NAME", "MAX_DIMS", "MAX_DIM_SIZE", "MAX_ELEMENTS", "MAX_ARGS",
-    "LSP_SINGLE", "ABI",
+    "RESERVED_LIBRARY_NAME", "MAX_DIMS", "MAX_DIM_SIZE", "MAX_DIMS_4D", "MAX_DIM_SIZE_4D",
+    "MAX_ELEMENTS", "MAX_ARGS", "LSP_SINGLE", "ABI", "max_dim_size", "shape_problem",
 ]
 
 #: Every ``GPSIMD_*`` number or string of abi.h, by name without the prefix.
@@ -63,6 +66,41 @@ MAX_NAME_LENGTH: int = _get("MAX_NAME_LENGTH")
 RESERVED_LIBRARY_NAME: str = _get("RESERVED_LIBRARY_NAME")
 MAX_DIMS: int = _get("MAX_DIMS")
 MAX_DIM_SIZE: int = _get("MAX_DIM_SIZE")
+MAX_DIMS_4D: int = _get("MAX_DIMS_4D")
+MAX_DIM_SIZE_4D: int = _get("MAX_DIM_SIZE_4D")
 MAX_ELEMENTS: int = _get("MAX_ELEMENTS")
 MAX_ARGS: int = _get("MAX_ARGS")
 LSP_SINGLE: int = _get("LSP_SINGLE")
+
+
+def max_dim_size(rank: int) -> int:
+    """The largest dimension (elements) a tensor of ``rank`` dimensions may
+    have: ``MAX_DIM_SIZE_4D`` up to rank ``MAX_DIMS_4D``, else
+    ``MAX_DIM_SIZE``."""
+    return MAX_DIM_SIZE_4D if rank <= MAX_DIMS_4D else MAX_DIM_SIZE
+
+
+def shape_problem(shape) -> "str | None":
+    """Why a tensor of ``shape`` (a sequence of non-negative ints, elements)
+    cannot exist on the device, as a phrase ("has 9 dimensions; a tensor has
+    at most 8"), or None when it can. The order of the checks: rank, each
+    dimension (the first too large), the element count."""
+    dims = list(shape)
+    if len(dims) > MAX_DIMS:
+        return f"has {len(dims)} dimensions; a tensor has at most {MAX_DIMS}"
+    largest = max_dim_size(len(dims))
+    for d, size in enumerate(dims):
+        if size > largest:
+            if largest == MAX_DIM_SIZE:
+                return (f"has dimension {d} of {size}; a tensor of {MAX_DIMS_4D + 1} to "
+                        f"{MAX_DIMS} dimensions has dimensions of at most {MAX_DIM_SIZE} "
+                        f"(at most {MAX_DIMS_4D} dimensions: up to {MAX_DIM_SIZE_4D})")
+            return (f"has dimension {d} of {size}; a dimension is at most "
+                    f"{MAX_DIM_SIZE_4D}")
+    count = 1
+    for size in dims:
+        count *= size
+    if count > MAX_ELEMENTS:
+        return (f"has {count} elements; a tensor has at most {MAX_ELEMENTS} (the "
+                "descriptor's 32-bit element count)")
+    return None

@@ -12,17 +12,20 @@ Parsing (``from_json``) checks the structure (keys, JSON types) and raises
 ...``); the values themselves (a dtype name, a shape, a reference) are
 judged when a vector runs, so that a bad value fails that vector only.
 
-(Over 400 lines on purpose: one small class per JSON object of the plan,
-each with its ``to_json``/``from_json``, read best side by side.)
+One small class per JSON object of the plan, each with its
+``to_json``/``from_json``; the inputs' classes are in
+``gpsimd_device.planinputs`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple
 
 from .limits import DEFAULT_STACK_SIZE
+from .planinputs import (InputSpec, Number, PlanError, RandomSpec, ScalarSpec, TensorSpec,
+                         input_from_json, need_object, opt_number, opt_shape)
 
 __all__ = [
     "PLAN_FORMAT", "PlanError", "RandomSpec", "TensorSpec", "ScalarSpec", "InputSpec",
@@ -31,135 +34,6 @@ __all__ = [
 ]
 
 PLAN_FORMAT = 1
-Number = Union[int, float]
-
-
-class PlanError(Exception):
-    """A problem with the test plan itself (not with the kernel)."""
-
-
-def _need(d: Any, where: str) -> Mapping[str, Any]:
-    if not isinstance(d, dict):
-        raise PlanError(f"{where}: expected a JSON object, got {type(d).__name__}")
-    return d
-
-
-def _opt_number(d: Mapping[str, Any], key: str, where: str) -> Optional[Number]:
-    v = d.get(key)
-    if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-        raise PlanError(f"{where}.{key}: expected a number, got {v!r}")
-    return v
-
-
-def _opt_shape(v: Any) -> Optional[Tuple[Any, ...]]:
-    # kept as given (judged when the vector runs: "bad shape ...")
-    return tuple(v) if isinstance(v, list) else v
-
-
-@dataclass(frozen=True)
-class RandomSpec:
-    """A random tensor's data: drawn with ``numpy.random.default_rng(seed)``
-    from ``distribution`` (``uniform`` on [low, high), ``normal`` with
-    ``mean``/``std``, ``integers`` on [low, high)), then cast to the dtype.
-    Parameters not set are None (the emulator's defaults apply)."""
-
-    distribution: str = "uniform"
-    seed: int = 0
-    low: Optional[Number] = None
-    high: Optional[Number] = None
-    mean: Optional[Number] = None
-    std: Optional[Number] = None
-
-    def to_json(self) -> Dict[str, Any]:
-        d: Dict[str, Any] = {"distribution": self.distribution, "seed": self.seed}
-        for key in ("low", "high", "mean", "std"):
-            if getattr(self, key) is not None:
-                d[key] = getattr(self, key)
-        return d
-
-    @classmethod
-    def from_json(cls, d: Any, where: str = "random") -> "RandomSpec":
-        d = _need(d, where)
-        seed = d.get("seed", 0)
-        if isinstance(seed, bool) or not isinstance(seed, int):
-            raise PlanError(f"{where}.seed: expected an integer, got {seed!r}")
-        return cls(str(d.get("distribution", "uniform")), seed,
-                   *(_opt_number(d, k, where) for k in ("low", "high", "mean", "std")))
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """A tensor argument's input: ``dtype`` (a dtype name), ``shape`` (dims
-    in elements, or None for the shape of ``values``/``npy``), exactly one
-    of ``random``, ``values`` (nested list) or ``npy`` (a path relative to
-    the root), and ``location`` ``"hbm"`` or ``"sbuf"`` (the descriptor's
-    storage arm, customop-marshalling.txt §2)."""
-
-    name: str
-    dtype: Any
-    shape: Optional[Tuple[Any, ...]] = None
-    random: Optional[RandomSpec] = None
-    values: Optional[list] = None
-    npy: Optional[str] = None
-    location: str = "hbm"
-    kind = "tensor"
-
-    def sources(self) -> List[str]:
-        """Which of random / values / npy are given."""
-        return [k for k in ("random", "values", "npy") if getattr(self, k) is not None]
-
-    def to_json(self) -> Dict[str, Any]:
-        d: Dict[str, Any] = {"kind": "tensor", "dtype": self.dtype,
-                             "shape": list(self.shape) if self.shape is not None else None}
-        if self.random is not None:
-            d["random"] = self.random.to_json()
-        if self.values is not None:
-            d["values"] = self.values
-        if self.npy is not None:
-            d["npy"] = self.npy
-        if self.location != "hbm":
-            d["location"] = self.location
-        return d
-
-    @classmethod
-    def from_json(cls, name: str, d: Any, where: str) -> "TensorSpec":
-        d = _need(d, where)
-        rnd = d.get("random")
-        return cls(name, d.get("dtype"), _opt_shape(d.get("shape")),
-                   RandomSpec.from_json(rnd, f"{where}.random") if rnd is not None else None,
-                   d.get("values"), d.get("npy"),
-                   "hbm" if d.get("location") is None else d.get("location"))
-
-
-@dataclass(frozen=True)
-class ScalarSpec:
-    """A scalar argument's input: its schema ``type`` (``Scalar``, ``int``,
-    ``float``, ``long long``), the ``dtype`` of its 1-element HBM payload
-    (``int32``, ``int64``, ``float32``) and its ``value``."""
-
-    name: str
-    type: str
-    dtype: Any
-    value: Any
-    kind = "scalar"
-
-    def to_json(self) -> Dict[str, Any]:
-        return {"kind": "scalar", "type": self.type, "dtype": self.dtype, "value": self.value}
-
-    @classmethod
-    def from_json(cls, name: str, d: Any, where: str) -> "ScalarSpec":
-        d = _need(d, where)
-        return cls(name, str(d.get("type", "")), d.get("dtype"), d.get("value"))
-
-
-InputSpec = Union[TensorSpec, ScalarSpec]
-
-
-def _input_from_json(name: str, d: Any, where: str) -> InputSpec:
-    d = _need(d, where)
-    if d.get("kind", "tensor") == "scalar":
-        return ScalarSpec.from_json(name, d, where)
-    return TensorSpec.from_json(name, d, where)
 
 
 @dataclass(frozen=True)
@@ -181,18 +55,25 @@ class ReferenceSpec:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "ReferenceSpec":
-        d = _need(d, where)
+        d = need_object(d, where)
         return cls(d.get("file"), d.get("module"), d.get("function") or "")
 
 
 @dataclass(frozen=True)
 class ExpectedSpec:
     """A vector's expected output: a ``reference``, inline ``values`` or an
-    ``npy`` path (at most one; none at all is reported when the vector runs)."""
+    ``npy`` path (at most one). None of them: a checks-only vector (every
+    check runs, nothing is compared; the output descriptor then comes from
+    ``output`` or the op's shape function)."""
 
     reference: Optional[ReferenceSpec] = None
     values: Optional[list] = None
     npy: Optional[str] = None
+
+    @property
+    def checks_only(self) -> bool:
+        """True when there is nothing to compare with."""
+        return self.reference is None and self.values is None and self.npy is None
 
     def to_json(self) -> Dict[str, Any]:
         if self.reference is not None:
@@ -216,7 +97,7 @@ class ExpectedSpec:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "ExpectedSpec":
-        d = _need(d or {}, where)
+        d = need_object(d or {}, where)
         ref = d.get("reference")
         return cls(ReferenceSpec.from_json(ref, f"{where}.reference") if ref is not None else None,
                    d.get("values"), d.get("npy"))
@@ -225,24 +106,39 @@ class ExpectedSpec:
 @dataclass(frozen=True)
 class OutputSpec:
     """The output descriptor of a vector: ``dtype``, ``shape`` (None: the
-    expected array's) and ``location`` ``"hbm"`` or ``"sbuf"``."""
+    expected array's) and ``location`` ``"hbm"`` or ``"sbuf"``.
+
+    ``source`` (optional) names where dtype and shape came from when the
+    runtime would allocate the output from an op's shape function
+    (``"the shape function relu_fwd_shape (kernels/relu/shape.cpp:14)"``):
+    the expected result must then have exactly that shape and dtype.
+    ``error`` (optional) says why the shape function gave no usable output
+    for this vector: the vector fails with it and nothing runs. Both are
+    written only when set (``gpsimd_emu.shapes`` fills them)."""
 
     dtype: Any = None
     shape: Optional[Tuple[Any, ...]] = None
     location: str = "hbm"
+    source: Optional[str] = None
+    error: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"dtype": self.dtype,
                              "shape": list(self.shape) if self.shape is not None else None}
         if self.location != "hbm":
             d["location"] = self.location
+        if self.source is not None:
+            d["source"] = self.source
+        if self.error is not None:
+            d["error"] = self.error
         return d
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "OutputSpec":
-        d = _need(d or {}, where)
-        return cls(d.get("dtype"), _opt_shape(d.get("shape")),
-                   "hbm" if d.get("location") is None else d.get("location"))
+        d = need_object(d or {}, where)
+        extra = {k: str(d[k]) for k in ("source", "error") if d.get(k) is not None}
+        return cls(d.get("dtype"), opt_shape(d.get("shape")),
+                   "hbm" if d.get("location") is None else d.get("location"), **extra)
 
 
 @dataclass(frozen=True)
@@ -269,13 +165,13 @@ class VectorPlan:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "VectorPlan":
-        d = _need(d, where)
-        inputs = _need(d.get("inputs") or {}, f"{where}.inputs")
+        d = need_object(d, where)
+        inputs = need_object(d.get("inputs") or {}, f"{where}.inputs")
         return cls(str(d.get("name", "?")),
-                   {k: _input_from_json(k, v, f"{where}.inputs.{k}") for k, v in inputs.items()},
+                   {k: input_from_json(k, v, f"{where}.inputs.{k}") for k, v in inputs.items()},
                    OutputSpec.from_json(d.get("output"), f"{where}.output"),
                    ExpectedSpec.from_json(d.get("expected"), f"{where}.expected"),
-                   _opt_number(d, "rtol", where), _opt_number(d, "atol", where),
+                   opt_number(d, "rtol", where), opt_number(d, "atol", where),
                    str(d.get("where", "?")))
 
 
@@ -293,30 +189,42 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class OpPlan:
-    """One op: ``name`` (what ``get_func_name`` registers), its ``schema``
-    text, ``args`` in schema order, launcher ``stack_size`` in bytes, and
-    its vectors."""
+    """One op: ``name`` (the op name: what torch calls and messages use),
+    its ``schema`` text, ``args`` in schema order, launcher ``stack_size``
+    in bytes, its vectors, and ``kernel``, the kernel function's name when
+    it differs from the op name ("" otherwise; in the JSON only then).
+    :attr:`function` is what ``get_func_name`` registers."""
 
     name: str
     schema: str = ""
     args: Tuple[ArgSpec, ...] = ()
     stack_size: int = DEFAULT_STACK_SIZE
     vectors: Tuple[VectorPlan, ...] = ()
+    kernel: str = ""
+
+    @property
+    def function(self) -> str:
+        """The kernel function's name: what the generated ``get_func_name``
+        returns for this op (build-front-end.txt §4)."""
+        return self.kernel or self.name
 
     def to_json(self) -> Dict[str, Any]:
-        return {"name": self.name, "schema": self.schema,
-                "args": [a.to_json() for a in self.args], "stack_size": self.stack_size,
-                "vectors": [v.to_json() for v in self.vectors]}
+        d = {"name": self.name, "schema": self.schema,
+             "args": [a.to_json() for a in self.args], "stack_size": self.stack_size,
+             "vectors": [v.to_json() for v in self.vectors]}
+        if self.kernel and self.kernel != self.name:
+            d["kernel"] = self.kernel
+        return d
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "OpPlan":
-        d = _need(d, where)
+        d = need_object(d, where)
         args = d.get("args") or []
         if not isinstance(args, list):
             raise PlanError(f"{where}.args: expected a list")
         parsed = []
         for i, a in enumerate(args):
-            a = _need(a, f"{where}.args[{i}]")
+            a = need_object(a, f"{where}.args[{i}]")
             if not isinstance(a.get("name"), str):
                 raise PlanError(f"{where}.args[{i}].name: expected a string")
             parsed.append(ArgSpec(a["name"], str(a.get("type", ""))))
@@ -326,9 +234,12 @@ class OpPlan:
         stack = d.get("stack_size", DEFAULT_STACK_SIZE)
         if isinstance(stack, bool) or not isinstance(stack, int):
             raise PlanError(f"{where}.stack_size: expected an integer, got {stack!r}")
+        kernel = d.get("kernel") or ""
+        if not isinstance(kernel, str):
+            raise PlanError(f"{where}.kernel: expected a string, got {kernel!r}")
         return cls(str(d.get("name", "?")), str(d.get("schema", "")), tuple(parsed), stack,
                    tuple(VectorPlan.from_json(v, f"{where}.vectors[{i}]")
-                         for i, v in enumerate(vectors)))
+                         for i, v in enumerate(vectors)), kernel)
 
 
 @dataclass(frozen=True)
@@ -345,7 +256,7 @@ class CorePlan:
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "CorePlan":
-        d = _need(d, where)
+        d = need_object(d, where)
         core = d.get("core")
         if core is not None and (isinstance(core, bool) or not isinstance(core, int)):
             raise PlanError(f"{where}.core: expected an integer or null, got {core!r}")

@@ -19,6 +19,10 @@ as element ranges ``[a, b)`` (never per element)::
 ``fault`` is ``{"kind": "OUT_OF_RANGE", "range": [946, 1008] or null}`` for a
 core whose first run faulted (the range its fault message names); each list
 keeps at most 256 ranges, ``truncated`` says when one was cut.
+
+A checks-only vector (no expected result) whose checks pass has status
+``"checked"``: it is printed and summed as ``CHECKED (no reference)``,
+never as passed; the document then has ``"checked": K``.
 """
 
 from __future__ import annotations
@@ -29,9 +33,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-__all__ = ["RESULTS_FORMAT", "ResultsError", "VectorResult", "LibraryResults", "format_line"]
+__all__ = ["RESULTS_FORMAT", "CHECKED", "CHECKED_WORDS", "ResultsError", "VectorResult",
+           "LibraryResults", "counts_text", "format_line"]
 
 RESULTS_FORMAT = 1
+
+
+#: The status of a checks-only vector whose checks passed, and its words.
+CHECKED = "checked"
+CHECKED_WORDS = "CHECKED (no reference)"
 
 
 class ResultsError(ValueError):
@@ -44,7 +54,9 @@ class VectorResult:
 
     Attributes:
         op, vector, where: names and the manifest location (``ops.yaml:L:C``).
-        status: ``"pass"`` or ``"fail"``.
+        status: ``"pass"``, ``"fail"`` or ``"checked"`` (a checks-only
+            vector, without an expected result: every check passed and
+            nothing was compared; never counted as passed).
         message: "" on pass, else why it failed (several reasons joined
             with ``"; "``).
         max_abs_err: largest absolute error of the comparison (float), or
@@ -79,6 +91,11 @@ class VectorResult:
     def passed(self) -> bool:
         """True when the status is ``"pass"``."""
         return self.status == "pass"
+
+    @property
+    def checked(self) -> bool:
+        """True for a checks-only vector whose checks all passed."""
+        return self.status == CHECKED
 
     def to_json(self) -> Dict[str, Any]:
         """The results-JSON entry."""
@@ -116,9 +133,15 @@ class LibraryResults:
         return sum(1 for v in self.vectors if v.passed)
 
     @property
+    def checked(self) -> int:
+        """Number of checks-only vectors whose checks passed (not compared
+        with anything: neither passed nor failed)."""
+        return sum(1 for v in self.vectors if v.checked)
+
+    @property
     def failed(self) -> int:
         """Number of vectors that failed."""
-        return len(self.vectors) - self.passed
+        return len(self.vectors) - self.passed - self.checked
 
     @property
     def ok(self) -> bool:
@@ -127,13 +150,17 @@ class LibraryResults:
 
     def to_json(self) -> Dict[str, Any]:
         """The results document."""
-        return {"format": RESULTS_FORMAT, "library": self.library,
-                "passed": self.passed, "failed": self.failed,
-                "vectors": [v.to_json() for v in self.vectors]}
+        doc = {"format": RESULTS_FORMAT, "library": self.library,
+               "passed": self.passed, "failed": self.failed,
+               "vectors": [v.to_json() for v in self.vectors]}
+        if self.checked:
+            doc["checked"] = self.checked
+        return doc
 
     def summary_line(self) -> str:
-        """``"<lib>: N passed, M failed"``."""
-        return f"{self.library}: {self.passed} passed, {self.failed} failed"
+        """``"<lib>: N passed, M failed"``, with ``", K CHECKED (no
+        reference)"`` when checks-only vectors ran."""
+        return f"{self.library}: {counts_text(self.passed, self.failed, self.checked)}"
 
     def dumps(self) -> str:
         """The file text: 2-space indent, one trailing newline."""
@@ -188,12 +215,21 @@ class LibraryResults:
             raise ResultsError(f"{path}: {e}") from None
 
 
+def counts_text(passed: int, failed: int, checked: int = 0) -> str:
+    """``"N passed, M failed"`` and, when ``checked``, ``", K CHECKED (no
+    reference)"``: the numbers of a summary line."""
+    text = f"{passed} passed, {failed} failed"
+    return text + (f", {checked} {CHECKED_WORDS}" if checked else "")
+
+
 def format_line(library: str, r: VectorResult) -> str:
     """The printed line of one vector: ``PASS lib::op[vector] (where):
     max_abs_err E over N elements`` or ``FAIL lib::op[vector] (where):
     message``, followed by ``; warning: W`` for each warning."""
     head = f"{library}::{r.op}[{r.vector}] ({r.where})"
     tail = "".join(f"; warning: {w}" for w in r.warnings)
+    if r.checked:
+        return f"{CHECKED_WORDS} {head}: every check passed, nothing compared{tail}"
     if r.passed:
         err = 0.0 if r.max_abs_err is None else r.max_abs_err
         return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} elements{tail}"

@@ -263,7 +263,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
 
     def show(r) -> None:
         from gpsimd_device.results import format_line
-        if args.quiet and r.passed and not r.warnings:
+        if args.quiet and (r.passed or r.checked) and not r.warnings:
             return
         if r.printf:
             prefix = f"[{library}::{r.op}[{r.vector}] core 0] "

@@ -78,13 +78,16 @@ def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
 
 
 def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
-                 expected: np.ndarray, rtol: float, atol: float
+                 expected: Optional[np.ndarray], rtol: float, atol: float
                  ) -> Tuple[List[str], Optional[Comparison], Optional[dict]]:
     """Problems the outputs show, the comparison with ``expected`` (None
     when the values mean nothing: elements never written, a race, values
-    from never-written memory) and the layout (None without checks)."""
+    from never-written memory; or when ``expected`` is None, a checks-only
+    vector) and the layout (None without checks)."""
     problems: List[str] = []
     if not image.checks:
+        if expected is None:
+            return problems, None, None
         actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
         return problems, compare(actual, expected, image.out_dtype, rtol, atol), None
     n, size = image.num_elem, image.itemsize
@@ -132,7 +135,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     race = _order_problem(image, outcome, merged.writers, readers, layout)
     if race:
         problems.append(race)
-    if holes or reads or uninit or race:
+    if holes or reads or uninit or race or expected is None:
         return problems, None, layout.doc
     actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
     return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc

@@ -357,6 +357,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raw = np.asarray(result)
     elif exp.values is not None:
         raw = _asarray(exp.values, out_dtype)
+        if vector.output.source and raw.ndim > 1:   # nested: its shape is meant
+            _check_shape_function(vector, raw, out_dtype, True)
         if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
             raw = raw.reshape(shape)
     elif exp.npy is not None:
@@ -365,7 +367,34 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raise PlanError("vector has no expected output (reference, values or npy)")
     if raw.dtype == object or raw.dtype.kind not in "biufcV":
         raise PlanError(f"expected output is not numeric (dtype {raw.dtype})")
+    if vector.output.source:
+        _check_shape_function(vector, raw, out_dtype, exp.values is not None)
     return np.ascontiguousarray(_cast(raw, out_dtype))
+
+
+def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DType,
+                          inline: bool) -> None:
+    """With a shape function (``output.source``), the expected result must
+    have its shape and dtype, as the runtime allocates the output from it
+    (inline values are of the output dtype by construction: shape only).
+
+    Raises:
+        PlanError: naming both sides and where each comes from.
+    """
+    shape = tuple(int(d) for d in vector.output.shape or ())
+    what = vector.expected.source
+    if tuple(raw.shape) != shape:
+        raise PlanError(f"the expected result ({what}) has shape {list(raw.shape)}, but "
+                        f"{vector.output.source} gives {list(shape)} (the runtime allocates the output from the shape "
+                        "function: fix the one that is wrong)")
+    if not inline and raw.dtype != out_dtype.numpy:
+        try:
+            name = dt.by_numpy(raw.dtype).name
+        except KeyError:
+            name = str(raw.dtype)
+        raise PlanError(f"the expected result ({what}) has dtype {name}, but "
+                        f"{vector.output.source} gives {out_dtype.name} (the runtime allocates the output from the shape "
+                        "function: fix the one that is wrong)")
 
 
 def output_shape(vector: VectorPlan, expected: np.ndarray) -> Tuple[int, ...]:

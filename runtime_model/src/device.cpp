@@ -228,6 +228,7 @@ static char* dataram_host() {
 }
 
 static void require_bound(const char* what) {
+    forbid_in_shape_call(what);
     if (!core().bound) gpsimd_fault(GPSIMD_FAULT_BINDING, "%s: the core is not bound", what);
 }
 

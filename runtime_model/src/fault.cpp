@@ -83,6 +83,7 @@ void gpsimd_fault(uint32_t kind, const char* fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
+    if (shape_call_active()) shape_call_fault(kind, message);
     if (in_launch()) {
         record_fault(kind, message);
         return_to_launcher();

@@ -31,6 +31,7 @@ struct Operand {
 };
 
 Operand of(const Tensor& t, const char* op) {
+    forbid_in_shape_call(op);
     if (!t.defined()) gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "%s: undefined tensor operand", op);
     Operand o = {t.unsafeGetTensorImpl(), Scalar()};
     /* every element of an operand is read (before an _out form writes it) */

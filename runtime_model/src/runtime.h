@@ -131,6 +131,13 @@ bool in_launch();
  * GPSIMD_FAULT_UNMAPPED fault "<what>: ..." (what may be null). */
 void* translate_range(uint64_t addr, uint64_t nbytes, const char* what);
 
+/* Shape functions (shape.cpp): whether one is running; end it with a fault
+ * (jumps back to gpsimd_shape_call); fault (SHAPE_FUNCTION) when `what`
+ * (reading tensor data, a device call) happens inside one. */
+bool shape_call_active();
+[[noreturn]] void shape_call_fault(uint32_t kind, const char* message);
+void forbid_in_shape_call(const char* what);
+
 /* printf ring (printf.cpp). */
 void printf_reset();
 void printf_append(const char* data, size_t n);

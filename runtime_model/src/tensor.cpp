@@ -27,6 +27,8 @@
 GPSIMD_DTYPES(GPSIMD_CHECK_DTYPE_)
 #undef GPSIMD_CHECK_DTYPE_
 
+static_assert(c10::kMaxTensorDims == GPSIMD_MAX_DIMS, "torch/detail/tensor.h differs from gpsimd_host/abi.h");
+
 namespace gpsimd_rt {
 
 using c10::ScalarType;
@@ -79,12 +81,23 @@ at::Tensor make_scratch_tensor(const char* who, const c10::IntArrayRef& sizes, S
     if (sizes.size() > c10::kMaxTensorDims)
         gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: %zu dimensions, the device allows at most %zu", who, sizes.size(),
                      c10::kMaxTensorDims);
+    /* abi.h: rank <= GPSIMD_MAX_DIMS_4D may have u32 dimensions (INLINE_4D),
+     * a larger rank dimensions of at most GPSIMD_MAX_DIM_SIZE (INLINE_8D);
+     * at most GPSIMD_MAX_ELEMENTS elements either way. */
+    const int64_t largest = sizes.size() <= GPSIMD_MAX_DIMS_4D ? int64_t(GPSIMD_MAX_DIM_SIZE_4D)
+                                                               : int64_t(GPSIMD_MAX_DIM_SIZE);
+    uint64_t count = 1;
     for (size_t d = 0; d < sizes.size(); ++d) {
-        if (sizes[d] < 0 || sizes[d] > c10::kMaxTensorDimSize)
-            gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: dimension %zu has size %lld, the device allows 0..%lld", who, d,
-                         (long long)sizes[d], (long long)c10::kMaxTensorDimSize);
+        if (sizes[d] < 0 || sizes[d] > largest)
+            gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: dimension %zu has size %lld, the device allows 0..%lld for a "
+                         "tensor of %zu dimensions", who, d, (long long)sizes[d], (long long)largest, sizes.size());
+        count = count > uint64_t(GPSIMD_MAX_ELEMENTS) ? count : count * uint64_t(sizes[d]);
     }
+    if (count > uint64_t(GPSIMD_MAX_ELEMENTS))
+        gpsimd_fault(GPSIMD_FAULT_SHAPE, "%s: %llu elements or more, the device allows at most %llu", who,
+                     (unsigned long long)count, (unsigned long long)GPSIMD_MAX_ELEMENTS);
     TensorImpl* p = new_impl(dtype, sizes.data(), int(sizes.size()));
+    if (shape_call_active()) return at::Tensor(p);   /* a meta tensor: no storage */
     if (p->nbytes) {
         at::Tensor guard(p);  /* the handle owns p from here on */
         p->device_addr = neuron_hbm_allocate(p->nbytes);
@@ -164,7 +177,7 @@ void store_int(ScalarType t, void* b, int64_t i, int64_t v) { store_from_scalar(
 
 /* Fill numel elements with one value: encode once, replicate bytes. */
 static void fill_elements(TensorImpl* p, const c10::Scalar& v) {
-    if (!p->numel) return;
+    if (!p->numel || !p->data) return;   /* (a meta tensor of a shape function) */
     const size_t es = c10::elementSize(p->dtype);
     store_from_scalar(p->dtype, p->data, 0, v);
     char* d = static_cast<char*>(p->data);
@@ -216,6 +229,11 @@ static void check_single_core_accessor(const char* kind, const char* type_name, 
 
 /* device-api.md: accessor<T,N>() -- T must match the dtype, N the rank. */
 void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_name, int rank) {
+    if (shape_call_active()) {
+        char what[96];
+        snprintf(what, sizeof what, "accessor<%s,%d>()", type_name, rank);
+        forbid_in_shape_call(what);
+    }
     check_single_core_accessor("accessor", type_name, rank);
     note_output_untracked(impl->data);
     if (impl->dtype != want)
@@ -227,6 +245,11 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
 
 /* device-api.md "Stream accessors": T must match the dtype. */
 void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name, const char* kind) {
+    if (shape_call_active()) {
+        char what[96];
+        snprintf(what, sizeof what, "%s<%s>()", kind, type_name);
+        forbid_in_shape_call(what);
+    }
     check_single_core_accessor(kind, type_name, 0);
     note_output_untracked(impl->data);
     if (impl->dtype != want)
@@ -294,6 +317,7 @@ void fault_stream_closed(const char* kind, const char* type_name) {
 void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm, size_t offset,
                   size_t n, bool to_tcm) {
     const char* kind = to_tcm ? "tensor_to_tcm" : "tcm_to_tensor";
+    forbid_in_shape_call(kind);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
     const uint64_t numel = uint64_t(impl->numel);
@@ -343,6 +367,7 @@ int64_t Tensor::stride(int64_t d) const {
 
 /* device-api.md "torch::Tensor members": fill_(Scalar). */
 Tensor& Tensor::fill_(const Scalar& v) {
+    forbid_in_shape_call("fill_()");
     fill_elements(impl("fill_"), v);
     return *this;
 }
@@ -362,6 +387,8 @@ ConstTcmAccessor::~ConstTcmAccessor() {
 /* ---- factories (device-api.md "Tensor factories") ---------------------- */
 
 static ScalarType required_dtype(const char* who, const TensorOptions& o) {
+    /* a shape function runs with the host's PyTorch, whose default is float32 */
+    if (!o.has_dtype() && shape_call_active()) return ScalarType::Float;
     if (!o.has_dtype())
         gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s: TensorOptions without a dtype (the device requires one)", who);
     return o.dtype().toScalarType();
@@ -385,7 +412,7 @@ Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
     Tensor t = make_scratch_tensor("torch::zeros", sizes, required_dtype("torch::zeros", options));
     TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes) memset(p->data, 0, p->nbytes);
+    if (p->nbytes && p->data) memset(p->data, 0, p->nbytes);
     return t;
 }
 
@@ -406,6 +433,7 @@ Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options);
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
     Tensor t = make_scratch_tensor("torch::eye", IntArrayRef({n, m}), required_dtype("torch::eye", options));
     TensorImpl* p = t.unsafeGetTensorImpl();
+    if (!p->data) return t;   /* (a meta tensor of a shape function) */
     if (p->nbytes) memset(p->data, 0, p->nbytes);
     for (int64_t i = 0; i < n && i < m; ++i) store_int(p->dtype, p->data, i * m + i, 1);
     return t;

@@ -198,6 +198,31 @@ class UTensor {
         return v;
     }
 
+    /* The runtime copies a result by element count: a returned tensor of
+     * another shape (the public examples return 1-D tensors for inputs of
+     * any rank) is copied as it is, so this is a warning, not a fault. */
+    void warn_if_other_shape(const at::Tensor& src) const {
+        int64_t want[c10::kMaxTensorDims];
+        const int nd = shape(want);
+        const int64_t got_nd = src.dim();
+        bool same = got_nd == nd;
+        for (int d = 0; same && d < nd; ++d) same = src.sizes()[size_t(d)] == want[d];
+        if (same) return;
+        char got_text[160], want_text[160];
+        shape_text(src.sizes().data(), int(got_nd), got_text, sizeof got_text);
+        shape_text(want, nd, want_text, sizeof want_text);
+        record_warning("the kernel returned a tensor of shape %s for an output descriptor of shape %s "
+                       "(same %u elements: the runtime copies by element count)",
+                       got_text, want_text, num_elem());
+    }
+
+    static void shape_text(const int64_t* sizes, int nd, char* out, size_t cap) {
+        size_t used = size_t(snprintf(out, cap, "["));
+        for (int d = 0; d < nd && used < cap; ++d)
+            used += size_t(snprintf(out + used, cap - used, d ? ", %lld" : "%lld", (long long)sizes[d]));
+        if (used < cap) snprintf(out + used, cap - used, "]");
+    }
+
     /* §6.4 UTensor::copy: the dtype gate, the element count, then the
      * staged writeback HBM -> dataram -> HBM, chunked to the free dataram. */
     void copy(const at::Tensor& src) const {
@@ -213,6 +238,7 @@ class UTensor {
             gpsimd_fault(GPSIMD_FAULT_SHAPE, "UTensor::copy: the result tensor has %lld elements, %s has %u",
                          (long long)src.numel(), ctx_, n);
         }
+        warn_if_other_shape(src);
         const size_t es = c10::elementSize(want);
         const uint64_t total = uint64_t(n) * es;
         if (!total) return;
@@ -425,6 +451,7 @@ float customop_next_float() {
 
 /* §6.2 get_dst_tensor: claim the output, writable, in place. */
 at::Tensor get_dst_tensor() {
+    forbid_in_shape_call("get_dst_tensor()");
     get_dst_tensor_called = true;
     report_flag(GPSIMD_REPORT_GET_DST);
     UTensor out(output_descriptor("get_dst_tensor"), -1, 0);

@@ -48,7 +48,11 @@ class CodegenError(ValueError):
 class WrapperOp:
     """What the template needs of one op.
 
-    ``function`` is the kernel's C++ name (also the registered op name),
+    ``function`` is the kernel function's C++ name: the wrapper declares
+    and calls it, names ``<function>_wrapper``/``<function>_stack_switch``
+    after it, and ``get_func_name`` returns it, as the device loader's
+    function list holds kernel names (build-front-end.txt §3-4; the op name
+    torch calls may differ: it lives in the shape source's ``m.def``),
     ``arg_types`` the schema's argument types in order (each a key of
     :data:`ARG_TYPE_MAP`), ``return_types`` the schema's return types, and
     ``stack_size`` the launcher stack in bytes (None or 4196: the default).

@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from gpsimd_device.results import LibraryResults, VectorResult
+from gpsimd_device.results import LibraryResults, VectorResult, counts_text
 
 __all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "ReportLibrary", "render_report",
            "write_report", "libraries_from_files"]
@@ -59,6 +59,7 @@ th, td {{ border: 1px solid #ccc; padding: 2px 6px; text-align: left; vertical-a
 td.num {{ text-align: right; font-family: monospace; }}
 tr.pass td.status {{ background: #d9f2d9; }}
 tr.fail td.status {{ background: #f8d0d0; }}
+tr.checked td.status {{ background: #dde8f8; }}
 .message {{ white-space: pre-wrap; font-family: monospace; font-size: 12px; }}
 .warning {{ color: #8a5a00; font-family: monospace; font-size: 12px; }}
 .strip {{ position: relative; width: {STRIP_WIDTH}px; height: 20px; background: #fff;
@@ -231,7 +232,7 @@ def _library(lib: ReportLibrary) -> str:
     state = _STATES.get(lib.state, lib.state)
     head = f'<section class="library" data-library="{_e(lib.name)}" data-state="{_e(lib.state)}">'
     res = lib.results
-    counts = f"{res.passed} passed, {res.failed} failed; " if res is not None else ""
+    counts = f"{counts_text(res.passed, res.failed, res.checked)}; " if res is not None else ""
     out = [head, f'<h2>{_e(lib.name)} <span class="state">({_e(counts)}{_e(state)})</span></h2>']
     if res is not None and res.vectors:
         out.append("<table><tr><th>op</th><th>vector</th><th>where</th><th>status</th>"
@@ -258,8 +259,8 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
     """
     if not totals:
         cur = [lib.results for lib in libraries if lib.state == "current" and lib.results]
-        totals = (f"total: {sum(r.passed for r in cur)} passed, "
-                  f"{sum(r.failed for r in cur)} failed")
+        totals = "total: " + counts_text(sum(r.passed for r in cur), sum(r.failed for r in cur),
+                                         sum(r.checked for r in cur))
     body = "\n".join(_library(lib) for lib in libraries)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"

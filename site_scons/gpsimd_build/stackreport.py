@@ -208,12 +208,16 @@ class OpStack:
         return ("WARNING: " + text) if self.over else text
 
 
-def op_report(graph: Dict[str, Function], ops: Sequence[Tuple[str, int]]) -> List[OpStack]:
-    """One :class:`OpStack` per ``(function, stack_size)`` in ``ops``."""
+def op_report(graph: Dict[str, Function], ops: Sequence[Tuple]) -> List[OpStack]:
+    """One :class:`OpStack` per ``(op, stack_size)`` or ``(op, stack_size,
+    kernel function)`` in ``ops`` (the chain starts at the kernel
+    function's wrapper; the line names the op)."""
     out = []
-    for function, stack_size in ops:
+    for item in ops:
+        name, stack_size = item[0], item[1]
+        function = item[2] if len(item) > 2 else name
         chain = worst_chain(graph, wrapper_symbol(function))
         labels = tuple(short_name(graph[n]) if n in graph else n for n in chain.path)
         names = tuple((n, short_name(graph[n])) for n in chain.recursive if n in graph)
-        out.append(OpStack(function, stack_size, chain, labels, names))
+        out.append(OpStack(name, stack_size, chain, labels, names))
     return out

@@ -10,10 +10,16 @@ steps that are not a compiler, linker or archiver run this module:
     into the host pack container (``gpsimd_device.pack``), written
     atomically (one action, so that a null build computes one command
     signature per core, not two);
-``python -m gpsimd_build.steps stack-report --library L --op NAME=BYTES ... -o OUT CI...``
+``python -m gpsimd_build.steps stack-report --library L --op NAME[:KERNEL]=BYTES ... -o OUT CI...``
     merges GCC call graphs (``-fcallgraph-info=su``) and writes the worst
-    static stack chain of each op (``gpsimd_build.stackreport``); lines over
+    static stack chain of each op (from its kernel function's wrapper,
+    ``KERNEL`` when it is not the op name) (``gpsimd_build.stackreport``); lines over
     the op's stack size start with ``WARNING`` and are also printed;
+``python -m gpsimd_build.steps check-registration -o OUT FACTS REGISTRATION``
+    checks a shape library's registration (JSON of ``python -m
+    gpsimd_emu.shapes registration``) against the manifest's facts
+    (``gpsimd_build.regcheck``): each mismatch one located line on stderr,
+    exit status 1; OUT is written only when they agree;
 ``python -m gpsimd_build.steps digests -o OUT LIST``
     prints and writes one SHA-256 per artifact named in the file ``LIST``
     (one path per line), sorted by path (``scons digests``);
@@ -83,12 +89,33 @@ def _stack_report(args: argparse.Namespace) -> None:
     ops = []
     for item in args.op:
         name, _, size = item.rpartition("=")
-        ops.append((name, int(size)))
+        op, _, kernel = name.partition(":")
+        ops.append((op, int(size), kernel or op))
     lines = [r.line(args.library) for r in stackreport.op_report(stackreport.merge(graphs), ops)]
     for line in lines:
         if line.startswith("WARNING"):
             print(line)
     write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
+
+
+class _CheckFailed(Exception):
+    """The registration check found mismatches (already printed)."""
+
+
+def _check_registration(args: argparse.Namespace) -> None:
+    import json
+    from gpsimd_device.shapes import Registration
+    from .regcheck import check_registration, check_text
+    with open(args.facts, encoding="utf-8") as f:
+        facts = json.load(f)
+    with open(args.registration, encoding="utf-8") as f:
+        registration = Registration.loads(f.read())
+    problems = check_registration(facts, registration)
+    if problems:
+        for line in problems:
+            print(line, file=sys.stderr)
+        raise _CheckFailed()
+    write_atomically(args.output, check_text(facts, registration).encode("utf-8"))
 
 
 def _digests(args: argparse.Namespace) -> None:
@@ -108,16 +135,17 @@ def _digests(args: argparse.Namespace) -> None:
 
 
 def _summary(args: argparse.Namespace) -> None:
-    from gpsimd_device.results import LibraryResults
-    passed = failed = 0
+    from gpsimd_device.results import LibraryResults, counts_text
+    passed = failed = checked = 0
     lines = []
     for path in args.results:
         res = LibraryResults.load(path)
         passed += res.passed
         failed += res.failed
+        checked += res.checked
         lines.append(res.summary_line())
     label = "all libraries" if len(args.results) == args.all else "total"
-    lines.append(f"{label}: {passed} passed, {failed} failed")
+    lines.append(f"{label}: {counts_text(passed, failed, checked)}")
     write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
     if args.report:
         from .report import ReportLibrary, write_report
@@ -142,10 +170,17 @@ def build_parser() -> argparse.ArgumentParser:
     pk.set_defaults(run=_pack)
     sr = sub.add_parser("stack-report", help="worst static stack chain per op")
     sr.add_argument("--library", required=True)
-    sr.add_argument("--op", action="append", default=[], help="NAME=STACK_BYTES, one per op")
+    sr.add_argument("--op", action="append", default=[],
+                    help="NAME=STACK_BYTES or NAME:KERNEL=STACK_BYTES, one per op")
     sr.add_argument("-o", "--output", required=True)
     sr.add_argument("callgraphs", nargs="*")
     sr.set_defaults(run=_stack_report)
+    cr = sub.add_parser("check-registration",
+                        help="check a shape library's registration against the manifest")
+    cr.add_argument("-o", "--output", required=True)
+    cr.add_argument("facts")
+    cr.add_argument("registration")
+    cr.set_defaults(run=_check_registration)
     dg = sub.add_parser("digests", help="one SHA-256 per artifact")
     dg.add_argument("-o", "--output", required=True)
     dg.add_argument("list", help="a file naming one artifact per line")
@@ -166,6 +201,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
+    except _CheckFailed:
+        return 1
     except OSError as e:
         where = e.filename or "?"
         print(f"gpsimd: {where}: {e.strerror or e}", file=sys.stderr)

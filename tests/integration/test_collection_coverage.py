@@ -16,6 +16,13 @@ def _manifest():
     return yaml.safe_load((ROOT / "ops.yaml").read_text())
 
 
+def _model():
+    """The loaded collection: ops with their names, kernel functions and
+    schemas (derived from shape functions where the manifest gives none)."""
+    from gpsimd_build.manifest import load_manifest
+    return load_manifest(str(ROOT / "ops.yaml"), root=str(ROOT))
+
+
 def _sources(lib):
     return "\n".join((ROOT / s).read_text() for s in lib["sources"])
 
@@ -52,7 +59,7 @@ def test_every_api_family_has_a_real_kernel():
 
 def test_scalar_argument_types_and_dtypes():
     libs = _manifest()["libraries"]
-    schemas = " ".join(op["schema"] for lib in libs for op in lib["ops"])
+    schemas = " ".join(str(op.schema) + " " for lib in _model().libraries for op in lib.ops)
     for arg in ("Tensor ", "Scalar ", "int ", "float ", "long long "):
         assert arg in schemas
     text = yaml.safe_dump(libs)
@@ -62,10 +69,12 @@ def test_scalar_argument_types_and_dtypes():
 
 
 def test_every_op_hits_the_edge_sizes():
+    kernels = {(lib.name, op.name): op.function for lib in _model().libraries for op in lib.ops}
     for lib in _manifest()["libraries"]:
         src = _sources(lib)
         for op in lib["ops"]:
-            name = op["schema"].split("::")[1].split("(")[0]
+            name = op.get("name") or op["schema"].split("::")[1].split("(")[0]
+            kernel = kernels[(lib["name"], name)]
             counts, ranks = set(), set()
             for v in op["vectors"]:
                 for inp in (v.get("inputs") or {}).values():
@@ -83,7 +92,7 @@ def test_every_op_hits_the_edge_sizes():
             itemsize = {"float32": 4, "int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
             assert any(n * itemsize.get(dt, 2 if "16" in dt else 1) > 16 * 1024 for n, dt in counts), name
             # rank-agnostic ops (no rank-1 standard accessor on an input)
-            body = src.split(f" {name}(")[1].split("\n}\n")[0]
+            body = src.split(f" {kernel}(")[1].split("\n}\n")[0]
             if "accessor<" not in body.replace("stream_accessor<", ""):
                 assert 8 in ranks, name
 
@@ -120,3 +129,29 @@ def test_bad_location_is_a_located_manifest_error(tmp_path):
     proc = run_scons(proj, "MANIFEST=bad.yaml")
     assert proc.returncode == 2
     assert "bad.yaml:11:" in proc.stderr and "location" in proc.stderr and "tcm" in proc.stderr
+
+
+def test_three_libraries_have_shape_sources():
+    """Issue 16: at least three shipped libraries take their outputs from shape
+    functions, one multicore, one with an op whose kernel has another name."""
+    shaped = [lib for lib in _model().libraries if lib.shape_sources]
+    assert [lib.name for lib in shaped] == ["relu", "tcm_eltwise", "spmd"]
+    assert [lib.multicore for lib in shaped] == [False, False, True]
+    renamed = [(lib.name, op.name, op.function) for lib in shaped for op in lib.ops
+               if op.name != op.function]
+    assert renamed == [("tcm_eltwise", "leaky_relu", "leaky_relu_compute")]
+    tcm = shaped[1]
+    assert [(str(op.schema), op.schema_derived) for op in tcm.ops] == [
+        ("my_ops::scale_shift(Tensor x, float scale, float shift) -> Tensor", True),
+        ("my_ops::leaky_relu(Tensor x, float slope) -> Tensor", True)]
+
+
+def test_big_tensors_pass_single_and_multicore(built_project):
+    """A 1-D float32 tensor of 2,000,000 elements (beyond the 65535 of the
+    8-D inline shape) on relu and on the multicore spmd library."""
+    _, proc = built_project
+    for line in ("PASS relu::relu_forward[n2000000] (ops.yaml:35:13): max_abs_err 0 over "
+                 "2000000 elements",
+                 "PASS spmd::spmd_relu[n2000000] (ops.yaml:146:13): max_abs_err 0 over "
+                 "2000000 elements"):
+        assert line in proc.stdout.splitlines(), proc.stdout[-3000:]

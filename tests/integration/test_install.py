@@ -146,6 +146,12 @@ def test_installed_packages_and_console_script(venv):
     proc = subprocess.run([str(script), "run", "--help"], capture_output=True, text=True,
                           env=_clean_env())
     assert proc.returncode == 0 and "--results" in proc.stdout, proc.stdout + proc.stderr
+    # the importer of a torch-neuronx build.py: the manifest it prints
+    proc = subprocess.run([str(python.parent / "gpsimd-import"),
+                           str(ROOT / "tests/data/aws_like/build.py")],
+                          capture_output=True, text=True, env=_clean_env())
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.startswith("version: 1\n") and "libraries:" in proc.stdout
 
 
 def test_an_outside_project_builds_with_the_installed_copy(venv):

@@ -136,7 +136,7 @@ def test_interrupted_link_then_revert_equals_a_clean_build(built, clean, sig, st
     proc = build(built)
     assert (proc.returncode == 0) == (start == "good"), proc.stdout + proc.stderr
     assert outcome(built) == clean(start)
-    relu = "relu: 9 passed, 0 failed" if start == "good" else "relu: 4 passed, 5 failed"
+    relu = "relu: 10 passed, 0 failed" if start == "good" else "relu: 4 passed, 6 failed"
     assert relu in build(built).stdout.splitlines()
 
 
@@ -148,16 +148,16 @@ def test_the_summary_lists_what_this_build_did_not_run_as_stale(built):
     proc = run_scons(built, "-Q", "-j1")
     assert proc.returncode != 0
     tail = proc.stdout.splitlines()[-3:]
-    assert tail == ["relu: 4 passed, 5 failed",
+    assert tail == ["relu: 4 passed, 6 failed",
                     "spmd: stale (results of an earlier build; this build did not run its tests)",
-                    "all libraries: 4 passed, 5 failed"], proc.stdout
+                    "all libraries: 4 passed, 6 failed"], proc.stdout
     # a null build after a complete one prints the current summary again
     set_state(built, "good")
     assert build(built).returncode == 0
     proc = build(built)
-    assert proc.stdout.splitlines()[-3:] == ["relu: 9 passed, 0 failed",
-                                             "spmd: 15 passed, 0 failed",
-                                             "all libraries: 24 passed, 0 failed"], proc.stdout
+    assert proc.stdout.splitlines()[-3:] == ["relu: 10 passed, 0 failed",
+                                             "spmd: 16 passed, 0 failed",
+                                             "all libraries: 26 passed, 0 failed"], proc.stdout
 
 
 def hold_lock(folder):
@@ -190,7 +190,7 @@ def test_one_build_per_build_folder(built):
     assert waiter.returncode == 0, out + err
     assert ("scons: waiting for the build folder build, in use by process 4242 "
             "(a test, since 12:00:00)") in err
-    assert out.splitlines()[-1] == "all libraries: 24 passed, 0 failed"
+    assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
 
 
 def test_two_builds_at_once_with_an_edit_between_them(built, clean):

@@ -110,7 +110,10 @@ def test_vector_edit_reruns_only_that_librarys_tests(proj):
     # results change, since they record each vector's write-set layout, whose
     # element count is the vector's; the summary is written at the end of
     # every build, not a node)
-    assert rebuilt(proj) == {"build/host/relu/test-results.json"}
+    # (relu has shape sources: its outputs are asked of the shape functions
+    # again for the edited plan)
+    assert rebuilt(proj) == {"build/host/relu/test-results.json",
+                             "build/host/relu/testplan.shaped.json"}
     assert rebuilt(proj) == set()
 
 
@@ -125,14 +128,20 @@ def test_schema_edit_rebuilds_that_librarys_wrapper_and_dependents(proj):
     # a new function: the call graph changes, so the stack report is redone
     assert rebuilt(proj) == lib_outputs("tcm_eltwise", ["kernels/tcm_eltwise/tcm_eltwise"],
                                         ["tcm_eltwise"], report=True)
-    edit(proj / "ops.yaml", "my_ops::scale_shift(Tensor x, float scale, float shift)",
-         "my_ops::scale_shift(Tensor x, float scale, int shift)")
+    # (tcm_eltwise's schemas are derived from its shape functions: the
+    # shape function's shift becomes an int64_t, which derives `long long`;
+    # an explicit schema says int)
+    edit(proj / "ops.yaml", "      - name: scale_shift",
+         '      - schema: "my_ops::scale_shift(Tensor x, float scale, int shift) -> Tensor"')
+    edit(proj / "kernels/tcm_eltwise/shape.cpp", "double shift", "int64_t shift")
     edit(proj / "ops.yaml", "shift: -0.25", "shift: -1")
     got = rebuilt(proj)
     d = "build/host/tcm_eltwise"
     assert got == {f"{d}/obj/wrapper.o",
                    f"{d}/stack-report.txt", f"{d}/tcm_eltwise.so", f"{d}/tcm_eltwise.packed.so",
-                   f"{d}/test-results.json"}
+                   f"{d}/test-results.json", f"{d}/testplan.shaped.json",
+                   f"{d}/shapes/obj/kernels/tcm_eltwise/shape.o", f"{d}/shapes/registration.json",
+                   f"{d}/shapes/tcm_eltwise_shapes.so", f"{d}/shapes/registration-check.txt"}
     assert rebuilt(proj) == set()
 
 
@@ -203,4 +212,4 @@ def test_progress_counts_the_work_of_this_run(proj):
     # turns out up to date (the call graph did not change)
     assert lines[0][1] == 5
     null = run_scons(proj, "-Q")
-    assert not PROGRESS.search(null.stdout) and "relu: 9 passed, 0 failed" in null.stdout
+    assert not PROGRESS.search(null.stdout) and "relu: 10 passed, 0 failed" in null.stdout

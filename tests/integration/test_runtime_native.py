@@ -254,7 +254,8 @@ FAULTS = {
     "stream_oor": ("OUT_OF_RANGE", "read_stream_accessor<float> out of range: offset 10, count 1, numel 10"),
     "cxx_exception": ("CXX_EXCEPTION", "C++ exception: boom"),
     "too_many_dims": ("SHAPE", "torch::zeros: 9 dimensions, the device allows at most 8"),
-    "dim_too_big": ("SHAPE", "torch::zeros: dimension 0 has size 70000, the device allows 0..65535"),
+    "dim_too_big": ("SHAPE", "torch::zeros: dimension 0 has size 70000, the device allows 0..65535 "
+                                "for a tensor of 5 dimensions"),
     "elementwise_shape": ("SHAPE", "add: other shape [3] does not match [10] (no broadcasting on the device)"),
     "lsp_mismatch": ("LSP_MISMATCH", "object linked with lsp_fll_load_cpu3 loaded on core 5"),
     "lsp_single_on_multicore": ("LSP_MISMATCH",
@@ -272,7 +273,7 @@ FAULT_KIND_VALUES = {"BINDING": 1, "LSP_MISMATCH": 2, "ARG_STREAM": 3, "DESCRIPT
                      "SHAPE": 7, "UNMAPPED": 8, "OUT_OF_RANGE": 9, "SCRATCH_FULL": 10, "DATARAM": 11, "TCM": 12,
                      "STACK_OVERFLOW": 13, "CXX_EXCEPTION": 14, "UNDEFINED_TENSOR": 15, "BAD_ARGUMENT": 16,
                      "UNSUPPORTED": 17, "INTERNAL": 18, "SEGV": 19, "TCM_NULL": 20,
-                     "MULTICORE": 21, "COHERENCE": 22}
+                     "MULTICORE": 21, "COHERENCE": 22, "SHAPE_FUNCTION": 23}
 
 
 @pytest.mark.parametrize("name", sorted(FAULTS))

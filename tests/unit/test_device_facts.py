@@ -69,6 +69,25 @@ def test_limits_are_the_documented_numbers():
     assert (limits.PRINTF_CAPACITY, limits.RESERVED_LIBRARY_NAME) == (128 << 10, "builtin")
 
 
+def test_tensor_shape_limits_two_forms():
+    # device-api.md "Limits" (corrected): rank <= 4 with u32 dimensions
+    # (INLINE_4D), or rank <= 8 with dimensions <= 65535 (INLINE_8D)
+    assert (limits.MAX_DIMS_4D, limits.MAX_DIM_SIZE_4D) == (4, 2 ** 32 - 1)
+    assert [limits.max_dim_size(r) for r in range(9)] == [2 ** 32 - 1] * 5 + [65535] * 4
+    ok = ([], [2_000_000], [70000, 3], [65535] + [1] * 7, [2 ** 32 - 1], [1, 1, 1, 2 ** 32 - 1])
+    for shape in ok:
+        assert limits.shape_problem(shape) is None, shape
+    assert limits.shape_problem([1] * 9) == "has 9 dimensions; a tensor has at most 8"
+    assert limits.shape_problem([1, 1, 1, 1, 65536]) == (
+        "has dimension 4 of 65536; a tensor of 5 to 8 dimensions has dimensions of at most "
+        "65535 (at most 4 dimensions: up to 4294967295)")
+    assert limits.shape_problem([2 ** 32]) == (
+        "has dimension 0 of 4294967296; a dimension is at most 4294967295")
+    assert limits.shape_problem([65536, 65536]) == (
+        "has 4294967296 elements; a tensor has at most 4294967295 (the descriptor's 32-bit "
+        "element count)")
+
+
 def test_linker_specs():
     assert [s.name for s in lsp.MULTICORE_LSPS] == [f"lsp_fll_load_cpu{i}" for i in range(8)]
     assert [s.scratch_origin for s in lsp.MULTICORE_LSPS] == [0x84000000 + i * 0x200000

@@ -27,3 +27,28 @@ def test_readme_has_two_setup_commands_and_ci_runs_the_test_one():
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert _setup_commands()[1] in ci
 
+
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
+
+
+def test_readme_and_docs_point_nowhere_outside_the_repository():
+    """Documentation lives in the repository: no link or path to the
+    specification folder beside it (../shared)."""
+    texts = {"README.md": README}
+    texts.update({f"docs/{p.name}": p.read_text(encoding="utf-8") for p in DOCS.glob("*.md")})
+    assert "docs/kernel-api.md" in texts and "docs/shape-functions.md" in texts
+    assert [name for name, text in texts.items() if "../shared" in text] == []
+    assert "(docs/kernel-api.md)" in README and "(docs/shape-functions.md)" in README
+
+
+def test_kernel_api_limits_are_those_of_abi_h():
+    import re
+    from gpsimd_device.dtypes import DTYPES
+    from gpsimd_device.headers import defines
+    text = (DOCS / "kernel-api.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| [^|]+ \| `GPSIMD_(\w+)` \| (\d+) \|$", text, re.M)
+    assert len(rows) == 16
+    abi = defines("abi.h")
+    assert {name: int(value) for name, value in rows} == {name: abi[name] for name, _ in rows}
+    listed = text.split("Dtypes of the argument descriptors: ")[1].split(" (")[0]
+    assert listed.replace("\n", " ").split(", ") == list(DTYPES)

@@ -18,6 +18,7 @@ from gpsimd_build.manifest import (
     Collection, Expected, Library, Location, ManifestError, Op, Reference, ScalarInput,
     TensorInput, Vector, load_manifest,
 )
+from gpsimd_build.manifest.vectors import CHECKS_ONLY_NEEDS_SHAPE
 from gpsimd_build.opschema import parse_schema
 from gpsimd_build.yamlloc import YamlError, load_yaml_text
 
@@ -118,8 +119,16 @@ BAD_CASES = {
         "(device-api.md Limits); this shape has 9",
     ],
     "dim_too_large": [
-        f"10:46: {V}.inputs.x.shape[1]: dimension 65536 is larger than 65535, the largest "
-        "a tensor dimension may be (device-api.md Limits)",
+        f"10:55: {V}.inputs.x.shape[4]: dimension 65536 is larger than 65535, the largest "
+        "dimension of a tensor of 5 to 8 dimensions (at most 4 dimensions: up to 4294967295; "
+        "docs/kernel-api.md, Limits)",
+    ],
+    "dim_too_large_4d": [
+        f"10:43: {V}.inputs.x.shape[0]: dimension 4294967296 is larger than 4294967295, the "
+        "largest a tensor dimension may be (docs/kernel-api.md, Limits)",
+        "14:42: $.libraries[0].ops[0].vectors[1].inputs.x.shape: shape [65536, 65536] has "
+        "4294967296 elements; a descriptor counts at most 4294967295 (its 32-bit num_elem, "
+        "customop-marshalling.txt §2)",
     ],
     "too_many_ops": [
         "66:9: $.libraries[0].ops[10]: a library has at most 10 ops (device-api.md Limits); "
@@ -148,8 +157,7 @@ BAD_CASES = {
         f"12:18: {V}.inputs.k: argument 'k' has type int (int32): 0.5 is not an integer",
     ],
     "no_expected": [
-        f"8:13: {V}: no expected result: give expected: {{reference | values | npy}} "
-        "or a reference on the op",
+        f"8:13: {V}: {CHECKS_ONLY_NEEDS_SHAPE}",
         f"14:35: {P}.vectors[1].expected.reference: reference file "
         "'../kernels/relu/nope.py' not found (resolved to tests/manifests/kernels/relu/nope.py)",
     ],
@@ -440,14 +448,12 @@ def vector_doc(inputs, extra="", schema="relu(Tensor x) -> Tensor", op_extra="")
     # a duplicate key or a schema error hides nothing else of the file (every
     # independent problem in one run): the vector has no expected result either
     (["x: {dtype: float32, shape: [4], random: {}}", "x: {dtype: float32, shape: [4], random: {}}"],
-     "", "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
-     "{reference | values | npy} or a reference on the op\n"
+     "", "8:13: $.libraries[0].ops[0].vectors[0]: " + CHECKS_ONLY_NEEDS_SHAPE + "\n"
      "{path}:11:15: $.libraries[0].ops[0].vectors[0].inputs.x: duplicate key 'x' "
      "(first defined at line 10)"),
+    # (a misspelt key hides the checks-only vector's want of an output shape)
     (["x: {dtype: float32, shape: [4], random: {}}"], "            outptu: {dtype: float32}\n",
-     "8:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
-     "{reference | values | npy} or a reference on the op\n"
-     "{path}:11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
+     "11:13: $.libraries[0].ops[0].vectors[0].outptu: unknown key 'outptu' "
      "(did you mean 'output'?)"),
     (["x: {dtype: float32, shape: [4], random: {}}"],
      "            expected: {values: [1, 2, 3, 4]}\n            rtol: -1\n",
@@ -493,8 +499,7 @@ def test_op_level_checks(case):
         "the kernel is a C++ function of that name",
         f"{path}:8:21: $.libraries[0].ops[0].stack_size: stack_size 500000 is larger than "
         "409600 bytes, the 400 KB the device allows (device-api.md Limits)",
-        f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: no expected result: give expected: "
-        "{reference | values | npy} or a reference on the op",
+        f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: {CHECKS_ONLY_NEEDS_SHAPE}",
         f"{path}:11:31: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'a.npy' not "
         "found (resolved to manifests/case/a.npy)",
         f"{path}:13:15: $.libraries[0].ops[1].name: op name 'output' clashes with a name the "
@@ -513,8 +518,7 @@ def test_schema_error_in_escaped_or_block_scalar_points_at_its_start(case):
                 "        vectors: [{name: v}]\n"
                 "      - schema: >-\n          relu2(Tensor x,\n          bar y) -> Tensor\n"
                 "        vectors: [{name: v}]\n")
-    no_expected = ("no expected result: give expected: {reference | values | npy} or a "
-                   "reference on the op")
+    no_expected = CHECKS_ONLY_NEEDS_SHAPE
     assert errors_of(path) == [
         f"{path}:6:17: $.libraries[0].ops[0].schema: invalid op schema: unknown type 'foo'; "
         "supported types are Tensor, Scalar, int, float, long long",
@@ -612,7 +616,7 @@ def test_minimal_manifest_model():
         includes=(), cflags=(), location=loc(3, 5), manifest=path,
         ops=(Op(name="relu_forward", schema=parse_schema("my_ops::relu_forward(Tensor x) -> Tensor"),
                 schema_text="my_ops::relu_forward(Tensor x) -> Tensor", stack_size=4196,
-                location=loc(6, 9),
+                location=loc(6, 9), kernel="relu_forward",
                 vectors=(Vector(
                     name="n1000",
                     inputs=(TensorInput(name="x", dtype="float32", shape=(1000,),
@@ -734,7 +738,10 @@ def test_schema_lists_match_the_python_constants():
     assert tuple(defs["dtype"]["enum"]) == m.DTYPES
     assert tuple(defs["scalarDtype"]["enum"]) == m.SCALAR_DTYPES
     assert defs["shape"]["maxItems"] == m.MAX_DIMS
-    assert defs["shape"]["items"]["maximum"] == m.MAX_DIM_SIZE
+    # rank <= 4: dimensions up to 2**32 - 1; rank 5..8: up to 65535
+    assert defs["shape"]["items"]["maximum"] == m.MAX_DIM_SIZE_4D == 2 ** 32 - 1
+    assert defs["shape"]["if"] == {"minItems": m.MAX_DIMS_4D + 1}
+    assert defs["shape"]["then"]["items"]["maximum"] == m.MAX_DIM_SIZE == 65535
     assert defs["library"]["properties"]["ops"]["maxItems"] == m.MAX_OPS_PER_LIBRARY
     assert defs["op"]["properties"]["stack_size"]["default"] == m.DEFAULT_STACK_SIZE
     assert defs["op"]["properties"]["stack_size"]["maximum"] == m.MAX_STACK_SIZE

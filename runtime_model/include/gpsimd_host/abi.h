@@ -153,8 +153,16 @@ typedef struct {
 #define GPSIMD_MAX_STACK_SIZE    409600u      /* bytes: -DSTACK_SIZE=N "up to 400 KB"   */
 #define GPSIMD_MAX_OPS_PER_LIBRARY 10u        /* functions in one custom-op library     */
 #define GPSIMD_MAX_NAME_LENGTH   32u          /* an op name is shorter than this (§4)   */
+/* A tensor has either at most GPSIMD_MAX_DIMS_4D dimensions of up to
+ * GPSIMD_MAX_DIM_SIZE_4D each (the INLINE_4D shape form, u32 slots), or at
+ * most GPSIMD_MAX_DIMS dimensions of up to GPSIMD_MAX_DIM_SIZE each (the
+ * INLINE_8D form, u16 slots); either way at most GPSIMD_MAX_ELEMENTS
+ * elements.  gpsimd_device.limits.shape_problem() states the rule once for
+ * Python; the runtime's factories apply the same lines. */
 #define GPSIMD_MAX_DIMS          8u           /* dimensions of a tensor                 */
-#define GPSIMD_MAX_DIM_SIZE      65535u       /* each dimension (INLINE_8D form)        */
+#define GPSIMD_MAX_DIM_SIZE      65535u       /* each dimension, rank 5..8 (INLINE_8D)  */
+#define GPSIMD_MAX_DIMS_4D       4u           /* ranks whose dimensions may be wider    */
+#define GPSIMD_MAX_DIM_SIZE_4D   0xFFFFFFFFu  /* each dimension, rank <= 4 (INLINE_4D)  */
 #define GPSIMD_MAX_ELEMENTS      0xFFFFFFFFu  /* num_elem is a u32 (§2, +32 / +28)      */
 #define GPSIMD_RESERVED_LIBRARY_NAME "builtin" /* no library may be named so          */
 

@@ -35,7 +35,8 @@
     X(SEGV,               19)  /* invalid memory access (SIGSEGV/SIGBUS) on the wrapper stack */ \
     X(TCM_NULL,           20)  /* dereference of the null a failed tcm_malloc returned        */ \
     X(MULTICORE,          21)  /* device-api.md multicore rule (accessor kind, get_dst_tensor) */ \
-    X(COHERENCE,          22)  /* stream accessors incoherent under the COHERENT policy       */
+    X(COHERENCE,          22)  /* stream accessors incoherent under the COHERENT policy       */ \
+    X(SHAPE_FUNCTION,     23)  /* a shape function used tensor data or a device call          */
 
 enum gpsimd_fault_kind {
 #define GPSIMD_FAULT_ENUM_(name, value) GPSIMD_FAULT_##name = value,

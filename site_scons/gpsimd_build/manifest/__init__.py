@@ -83,7 +83,8 @@ from ..opschema import CPP_KEYWORDS, MAX_NAME_LENGTH, WRAPPER_RESERVED_NAMES  # 
 from .model import (Collection, Expected, Library, ManifestError, Op, Random, Reference,
                     ScalarInput, TensorInput, Vector, default_seed)
 from .rules import (DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, DTYPES, FLOAT8_DTYPES, FLOAT_MAX,
-                    INTEGER_DTYPES, MANIFEST_VERSION, MAX_DIM_SIZE, MAX_DIMS, MAX_ELEMENTS,
+                    INTEGER_DTYPES, MANIFEST_VERSION, MAX_DIM_SIZE, MAX_DIM_SIZE_4D, MAX_DIMS,
+                    MAX_DIMS_4D, MAX_ELEMENTS,
                     MAX_INCLUDE_DEPTH, MAX_OPS_PER_LIBRARY, MAX_STACK_SIZE,
                     RESERVED_LIBRARY_NAMES, SCALAR_ARG_TYPES, SCALAR_DTYPES)
 
@@ -106,7 +107,7 @@ def __getattr__(name):
 __all__ = [
     "DTYPES", "INTEGER_DTYPES", "FLOAT8_DTYPES", "SCALAR_DTYPES", "SCALAR_ARG_TYPES",
     "DEFAULT_TOLERANCES", "DEFAULT_STACK_SIZE", "MAX_STACK_SIZE", "MAX_OPS_PER_LIBRARY",
-    "MAX_DIMS", "MAX_DIM_SIZE", "MAX_ELEMENTS", "MAX_INCLUDE_DEPTH", "RESERVED_LIBRARY_NAMES",
+    "MAX_DIMS", "MAX_DIM_SIZE", "MAX_DIMS_4D", "MAX_DIM_SIZE_4D", "MAX_ELEMENTS", "MAX_INCLUDE_DEPTH", "RESERVED_LIBRARY_NAMES",
     "MANIFEST_VERSION", "SCHEMA_PATH", "FLOAT_MAX",
     "Location", "Diagnostic", "ManifestError", "Reference", "Random", "TensorInput", "ScalarInput",
     "Expected", "Vector", "Op", "Library", "Collection", "load_manifest", "load_schema",

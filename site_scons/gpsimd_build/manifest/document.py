@@ -17,6 +17,7 @@ from ..diagnostics import Diagnostic, DocPath, Location, shown
 from ..yamlloc import LocatedDocument
 from .defaults import _Defaults
 from .model import Library, Op
+from .shapes import LibraryShapes
 from .paths import KIND_WORDS, PathPolicy, has_magic, split_pattern
 from .reads import Recorder
 from .rules import MAX_DIAGNOSTICS_PER_FILE, RESERVED_LIBRARY_NAMES
@@ -303,6 +304,20 @@ class _ManifestFile(_OpChecks, _FileChecks):
         if self.usable(lib, "sources", path + ("sources",), list):
             sources = self.existing_paths(path + ("sources",), lib["sources"], "source file",
                                           False)
+        shape_sources: List[str] = []
+        shapes: Optional[LibraryShapes] = None
+        if "shape_sources" in lib and self.usable(lib, "shape_sources", path + ("shape_sources",),
+                                                  list):
+            shape_sources = self.existing_paths(path + ("shape_sources",), lib["shape_sources"],
+                                                "shape source", False)
+            for k, item in enumerate(lib["shape_sources"]):
+                if isinstance(item, str) and self.resolve(item)[1] in sources:
+                    self.error(path + ("shape_sources", k),
+                               f"shape source '{shown(item)}' is also in sources: a shape source "
+                               "is compiled for the host only, never into a core object; list "
+                               "it in one of the two")
+            shapes = self.library_shapes(path + ("shape_sources",), lib["shape_sources"],
+                                         shape_sources)
         includes: List[str] = list(self.defaults.includes or ())
         if "includes" in lib and self.usable(lib, "includes", path + ("includes",), list):
             includes = self.existing_paths(path + ("includes",), lib["includes"],
@@ -313,16 +328,37 @@ class _ManifestFile(_OpChecks, _FileChecks):
         if isinstance(ops_value, list):
             names: Dict[str, DocPath] = {}
             for j, op in enumerate(ops_value):
-                ops.append(self.op(path + ("ops", j), op, name, names, defaults))
+                ops.append(self.op(path + ("ops", j), op, name, names, defaults, shapes))
         if not self.clean(path, except_items_of="ops"):
             return None
         multicore = lib.get("multicore", self.defaults.multicore)
         cflags = lib["cflags"] if "cflags" in lib else (self.defaults.cflags or ())
+        namespace = shapes.namespace if shapes is not None else None
         return Library(
             name=name, multicore=bool(multicore),
             sources=tuple(sources), includes=tuple(includes),
             cflags=tuple(cflags), ops=tuple(ops),  # type: ignore[arg-type]
-            location=self.location(path), manifest=self.model_file)
+            location=self.location(path), manifest=self.model_file,
+            shape_sources=tuple(shape_sources),
+            namespace=namespace[0] if namespace else None)
+
+    def library_shapes(self, path: DocPath, written: list,
+                       relative: List[str]) -> Optional[LibraryShapes]:
+        """Read the library's shape sources that exist (``relative``, in
+        order); a file that cannot be read is reported at its entry."""
+        files = []
+        for k, item in enumerate(written):
+            if not isinstance(item, str):
+                continue
+            absolute, rel = self.resolve(item)
+            if rel in relative and self.io.kind(absolute) == "regular":
+                files.append((rel, absolute, k))
+        shapes = LibraryShapes([(rel, absolute) for rel, absolute, _ in files], self.io)
+        for rel, _, k in files:
+            if rel in shapes.unreadable:
+                self.error(path + (k,), f"shape source '{shown(written[k])}' cannot be read "
+                                        f"({shown(shapes.unreadable[rel])})")
+        return shapes
 
     def existing_paths(self, path: DocPath, written: list, what: str, directory: bool) -> List[str]:
         """Resolve each path of a list; report those outside the project,

@@ -9,11 +9,13 @@ import difflib
 import re
 from typing import Optional, Tuple
 
+from gpsimd_device.limits import shape_problem
+
 from ..diagnostics import DocPath, shown
 from .model import Reference
 from .paths import KIND_WORDS
 from .probes import _ITEMSIZE, _NPY_DTYPES
-from .rules import DTYPES, MAX_DIM_SIZE, MAX_DIMS
+from .rules import DTYPES
 
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
@@ -100,14 +102,10 @@ class _FileChecks:
             self.error(path, f"'{shown(written)}' is not a readable .npy file "
                              f"({shown(why, 200)})")
             return None
-        if tensor and len(shape) > MAX_DIMS:
-            self.error(path, f"the array in '{shown(written)}' has {len(shape)} dimensions; a "
-                             f"tensor has at most {MAX_DIMS} (device-api.md Limits)")
-            return None
-        if tensor and any(d > MAX_DIM_SIZE for d in shape):
+        problem = shape_problem(shape) if tensor else None
+        if problem is not None:
             self.error(path, f"the array in '{shown(written)}' has shape "
-                             f"{shown(list(shape))}; each dimension is at most {MAX_DIM_SIZE} "
-                             "(device-api.md Limits)")
+                             f"{shown(list(shape))}: it {problem} (docs/kernel-api.md, Limits)")
             return None
         return relative, descr, shape
 

@@ -108,16 +108,22 @@ class Vector:
     op, then the first tensor input's dtype); ``output_shape`` is ``None``
     for "the shape of the expected array". ``rtol``/``atol`` are defaulted
     (vector, op, then :data:`DEFAULT_TOLERANCES` of the output dtype).
-    ``location`` is where the vector's mapping starts.
+    In a library with shape sources the op's shape function gives the
+    output when the vector runs: ``output_dtype``/``output_shape`` are then
+    what the manifest says (None when it says nothing; the run checks them
+    against the shape function), and so are ``rtol``/``atol`` (None: the
+    output dtype's defaults). ``expected`` is None for a checks-only vector
+    (every check runs, nothing is compared). ``location`` is where the
+    vector's mapping starts.
     """
 
     name: str
     inputs: Tuple[Union["TensorInput", "ScalarInput"], ...]
-    output_dtype: str
+    output_dtype: Optional[str]
     output_shape: Optional[Tuple[int, ...]]
-    expected: Expected
-    rtol: float
-    atol: float
+    expected: Optional[Expected]
+    rtol: Optional[float]
+    atol: Optional[float]
     location: Location
     #: where the host places the output: "hbm" or "sbuf" (``output.location``).
     output_memory: str = "hbm"
@@ -125,11 +131,16 @@ class Vector:
 
 @dataclass(frozen=True)
 class Op:
-    """One op of a library: ``name`` is the kernel's C function name (and the
-    registered name; shorter than 32 characters, build-front-end.txt §4),
-    ``schema`` the parsed schema, ``schema_text`` the schema as written,
-    ``stack_size`` the launcher stack in bytes (default 4196, §3c),
-    ``vectors`` its test vectors in manifest order."""
+    """One op of a library: ``name`` is the op name (what ``m.def``
+    registers, torch calls and messages use), ``kernel`` the kernel
+    function's C++ name (what the generated wrapper calls and
+    ``get_func_name`` returns, build-front-end.txt §3-4; ``kernel:``, else
+    the third argument of the op's ``m.def`` in the shape sources, else the
+    op name; both shorter than 32 characters, §4), ``schema`` the parsed
+    schema, ``schema_text`` the schema as written or, when ``schema_derived``,
+    as derived from the shape function, ``stack_size`` the launcher stack in
+    bytes (default 4196, §3c), ``vectors`` its test vectors in manifest
+    order. ``kernel_given``: the manifest wrote ``kernel:``."""
 
     name: str
     schema: OpSchema
@@ -137,6 +148,14 @@ class Op:
     stack_size: int
     vectors: Tuple[Vector, ...]
     location: Location
+    kernel: str = ""
+    schema_derived: bool = False
+    kernel_given: bool = False
+
+    @property
+    def function(self) -> str:
+        """The kernel function's name (``kernel``, else the op name)."""
+        return self.kernel or self.name
 
 
 @dataclass(frozen=True)
@@ -144,7 +163,11 @@ class Library:
     """One custom-op library: ``sources``/``includes`` are POSIX paths
     relative to the root, ``cflags`` the extra compiler flags in order,
     ``ops`` 1..10 ops in registration order, ``manifest`` the path (relative
-    to the root) of the manifest that declares it."""
+    to the root) of the manifest that declares it. ``shape_sources`` are
+    the shape sources (root-relative; compiled for the host into the
+    library's shape library, never into a core object), empty without
+    them; ``namespace`` the name of their ``NEURON_LIBRARY`` as the loader
+    read it (None without shape sources or when none was read)."""
 
     name: str
     multicore: bool
@@ -154,6 +177,8 @@ class Library:
     ops: Tuple[Op, ...]
     location: Location
     manifest: str
+    shape_sources: Tuple[str, ...] = ()
+    namespace: Optional[str] = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ kind            path                value
 ``glob``        the pattern's base  (pattern, ((match, kind), ...), problem)
 ``npy``         a ``.npy`` file     SHA-256 of its header, or ``!`` + why not
 ``reference``   a reference ``.py`` SHA-256 of its bytes, or ``!`` + why not
+``source``      a shape source      SHA-256 of its bytes, or ``!`` + why not
 ``allow``       an allowed root     its real path (root-relative)
 ==============  ==================  =========================================
 
@@ -38,6 +39,9 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tu
 from ..fileread import MAX_MANIFEST_BYTES, read_regular_file
 from .paths import GlobBudget, PathPolicy, kind_of_path, real_path, walk_glob
 from .probes import MAX_REFERENCE_BYTES, read_npy_header, top_level_names
+
+#: Bytes of a shape source the loader reads (``gpsimd_build.shapesrc``).
+MAX_SOURCE_BYTES = 1 << 20
 
 
 class Read(NamedTuple):
@@ -96,6 +100,16 @@ class _Facts:
             why = err.strerror or str(err)
             return "!" + why, f"cannot be read ({why})"
         return hashlib.sha256(data).hexdigest(), top_level_names(data) if names else None
+
+    def source(self, absolute: str) -> Tuple[str, Any]:
+        """The digest of a shape source and its text (or why it cannot be
+        read, a string starting with ``!`` in the digest)."""
+        try:
+            data = read_regular_file(absolute, MAX_SOURCE_BYTES)
+        except OSError as err:
+            why = err.strerror or str(err)
+            return "!" + why, OSError(0, why)
+        return hashlib.sha256(data).hexdigest(), data.decode("utf-8", "replace")
 
     def glob(self, base: str, pattern: Tuple[str, ...], policy: PathPolicy,
              budget: GlobBudget) -> Tuple[Any, List[Tuple[str, str]]]:
@@ -210,6 +224,16 @@ class Recorder:
         self._keep("reference", absolute, value)
         return names
 
+    def source_text(self, absolute: str) -> str:
+        """The text of a shape source (a regular file of at most
+        :data:`MAX_SOURCE_BYTES`, decoded as UTF-8 with replacement).
+        Raises OSError (``strerror`` says why) when it cannot be read."""
+        value, text = self._cached("source", absolute, lambda: self.facts.source(absolute))
+        self._keep("source", absolute, value)
+        if isinstance(text, Exception):
+            raise text
+        return text
+
     def glob(self, base: str, pattern: Tuple[str, ...],
              policy: PathPolicy) -> Tuple[List[Tuple[str, str]], Optional[str]]:
         """Expand an include pattern (parts ``pattern`` under the folder
@@ -248,6 +272,8 @@ def reads_still_hold(reads: Iterable[Read], root: str = ".") -> bool:
                 now = facts.npy(absolute)[0]
             elif read.kind == "reference":
                 now = facts.reference(absolute, names=False)[0]
+            elif read.kind == "source":
+                now = facts.source(absolute)[0]
             elif read.kind == "glob":
                 pattern = tuple(read.value[0].split("/"))
                 now = facts.glob(absolute, pattern, policy, budget)[0]

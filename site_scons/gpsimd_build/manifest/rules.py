@@ -46,8 +46,11 @@ MAX_STACK_SIZE = _limits.MAX_STACK_SIZE
 MAX_OPS_PER_LIBRARY = _limits.MAX_OPS_PER_LIBRARY
 #: At most 8 dimensions per tensor (device-api.md Limits).
 MAX_DIMS = _limits.MAX_DIMS
-#: Each dimension at most 65535 (device-api.md Limits).
+#: Each dimension of a tensor of rank 5..8 at most 65535 (device-api.md Limits).
 MAX_DIM_SIZE = _limits.MAX_DIM_SIZE
+#: Ranks up to 4 may have dimensions up to MAX_DIM_SIZE_4D (2**32 - 1).
+MAX_DIMS_4D = _limits.MAX_DIMS_4D
+MAX_DIM_SIZE_4D = _limits.MAX_DIM_SIZE_4D
 #: Largest finite value of each floating-point dtype: a literal beyond it
 #: would silently become an infinity.
 FLOAT_MAX = _dtypes.FLOAT_MAX

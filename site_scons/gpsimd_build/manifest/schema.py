@@ -16,7 +16,7 @@ from .. import layout
 from ..diagnostics import Diagnostic, DocPath, shown, shown_repr
 from ..opschema import MAX_NAME_LENGTH
 from ..yamlloc import LocatedDocument
-from .rules import MAX_DIAGNOSTICS_PER_FILE
+from .rules import MAX_DIAGNOSTICS_PER_FILE, MAX_DIM_SIZE, MAX_DIM_SIZE_4D, MAX_DIMS, MAX_DIMS_4D
 
 #: The JSON Schema of the manifest (``schema/ops.schema.json`` in a checkout,
 #: package data when installed: ``gpsimd_build.layout``).
@@ -89,11 +89,13 @@ _PATTERN_WORDS = {
 _YAML11_BOOLS = frozenset(("y", "n", "yes", "no", "on", "off"))
 
 #: Keys of a library that its ``defaults:`` cannot give (they belong to the library).
-_LIBRARY_KEYS = frozenset(("name", "sources", "includes", "cflags", "multicore", "ops"))
+_LIBRARY_KEYS = frozenset(("name", "sources", "shape_sources", "includes", "cflags", "multicore",
+                           "ops"))
 
 _LIST_NOUNS = {
     "libraries": "the manifest needs at least one library",
     "sources": "a library needs at least one source file",
+    "shape_sources": "shape_sources lists at least one file (leave the key out for none)",
     "ops": "a library needs at least one op",
     "vectors": "an op needs at least one test vector",
 }
@@ -207,9 +209,14 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
         message = _LIST_NOUNS.get(key or "", f"needs at least {expect} item(s)")
         return [doc.diagnostic(path, message)]
     if kind in ("maximum", "exclusiveMaximum"):
-        if parent == "shape":
+        if parent == "shape" and expect == MAX_DIM_SIZE:
+            message = (f"dimension {value} is larger than {expect}, the largest dimension of "
+                       f"a tensor of {MAX_DIMS_4D + 1} to {MAX_DIMS} dimensions (at most "
+                       f"{MAX_DIMS_4D} dimensions: up to {MAX_DIM_SIZE_4D}; "
+                       "docs/kernel-api.md, Limits)")
+        elif parent == "shape":
             message = (f"dimension {value} is larger than {expect}, the largest a tensor "
-                       "dimension may be (device-api.md Limits)")
+                       "dimension may be (docs/kernel-api.md, Limits)")
         elif key == "stack_size":
             message = (f"stack_size {value} is larger than {expect} bytes, the 400 KB "
                        "the device allows (device-api.md Limits)")

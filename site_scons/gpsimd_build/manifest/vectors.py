@@ -11,6 +11,7 @@ not fill their shape, nor does a bad ``dtype`` hide a missing ``.npy`` file.
 A model is built only for a node without any error.
 """
 
+import re
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..diagnostics import DocPath, shown
@@ -19,11 +20,21 @@ from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_
 from .defaults import _Defaults, _op_with_defaults
 from .model import Expected, Op, ScalarInput, TensorInput, Vector
 from .inputs import _InputChecks
+from .shapes import LibraryShapes
 from .rules import DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, SCALAR_ARG_TYPES
 from .schema import _name_too_long, _suggest
 
 # Stands for an op reference that was reported as bad (vectors then say nothing more).
 _BAD_REFERENCE = object()
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A vector without an expected result: it runs every check, compares nothing.
+_CHECKS_ONLY = object()
+#: The error of a checks-only vector that cannot tell its output's shape.
+CHECKS_ONLY_NEEDS_SHAPE = (
+    "no expected result (no expected: and no reference on the op): a checks-only vector "
+    "needs output: {shape: [...]} for the output the host allocates (or shape_sources for "
+    "its library, whose shape function gives it); to compare values give expected: "
+    "{reference | values | npy} or a reference on the op")
 
 
 class _OpChecks(_InputChecks):
@@ -33,14 +44,20 @@ class _OpChecks(_InputChecks):
     # -- ops ----------------------------------------------------------------
 
     def op(self, path: DocPath, op: Any, library: str, names: Dict[str, DocPath],
-           defaults: Optional[_Defaults] = None) -> Optional[Op]:
-        """Check one op (schema, name, reference) and its vectors; its model
-        (``stack_size`` from the op, else ``defaults``, else 4196), or None."""
+           defaults: Optional[_Defaults] = None,
+           shapes: Optional[LibraryShapes] = None) -> Optional[Op]:
+        """Check one op (schema, name, kernel, reference) and its vectors;
+        its model (``stack_size`` from the op, else ``defaults``, else 4196),
+        or None. ``shapes``: the library's shape sources as read (None
+        without them): the kernel name defaults to the op's ``m.def``, and
+        an op without ``schema:`` gets the schema derived from its shape
+        function."""
         defaults = defaults or _Defaults()
         if not isinstance(op, dict):
             return None
         schema: Optional[OpSchema] = None
         text = op.get("schema")
+        derived = False
         if self.usable(op, "schema", path + ("schema",), str):
             try:
                 schema = parse_schema(text)
@@ -53,14 +70,29 @@ class _OpChecks(_InputChecks):
                 name, name_path = op["name"], path + ("name",)
                 if len(name) >= MAX_NAME_LENGTH:
                     self.error(name_path, _name_too_long(name))
-                elif name in CPP_KEYWORDS:
-                    self.error(name_path, f"op name '{name}' is a reserved C++ keyword; the "
-                                          "kernel is a C++ function of that name")
-                elif name in WRAPPER_RESERVED_NAMES:
-                    self.error(name_path, f"op name '{name}' clashes with a name the "
-                                          "generated wrapper.cpp uses")
+                    name = None
         elif schema is not None:
             name, name_path = schema.name, path + ("schema",)
+        if "schema" not in op and self.clean(path):
+            if shapes is None:
+                self.error(path, "an op needs schema: (it may be left out only in a library "
+                                 "with shape_sources, whose shape function gives it)")
+            elif "name" not in op:
+                self.error(path, "an op without schema: needs name: (the op name its m.def "
+                                 "registers)")
+            elif name is not None:
+                text, why = shapes.derive_schema(library, name)
+                if text is None:
+                    self.error(path + ("name",), why)
+                else:
+                    try:
+                        schema, derived = parse_schema(text), True
+                    except OpSchemaError as err:
+                        self.error(path + ("name",), f"the schema derived from the shape "
+                                                     f"function, '{shown(text, 200)}', is not "
+                                                     f"valid: {shown(err.message, 200)}; give "
+                                                     "schema:")
+        kernel, kernel_given = self.kernel_name(path, op, name, shapes)
         if name is not None:
             if name in names:
                 self.error(name_path, f"duplicate op name '{shown(name)}' in library "
@@ -82,23 +114,69 @@ class _OpChecks(_InputChecks):
             vector_names: Dict[str, DocPath] = {}
             for k, vec in enumerate(op["vectors"]):
                 vectors.append(self.vector(path + ("vectors", k), vec, library, name or "?",
-                                           schema, op_defaults, reference, vector_names))
-        if schema is None or name is None or not self.clean(path, except_items_of="vectors"):
+                                           schema, op_defaults, reference, vector_names,
+                                           shapes is not None))
+        if schema is None or name is None or kernel is None \
+                or not self.clean(path, except_items_of="vectors"):
             return None
-        return Op(name=name, schema=schema, schema_text=text,
+        return Op(name=name, schema=schema, schema_text=str(schema) if derived else text,
                   stack_size=int(op.get("stack_size", defaults.stack_size
                                         if defaults.stack_size is not None
                                         else DEFAULT_STACK_SIZE)),
-                  vectors=tuple(vectors), location=self.location(path))  # type: ignore[arg-type]
+                  vectors=tuple(vectors), location=self.location(path),  # type: ignore[arg-type]
+                  kernel=kernel, schema_derived=derived, kernel_given=kernel_given)
+
+    def kernel_name(self, path: DocPath, op: dict, name: Optional[str],
+                    shapes: Optional[LibraryShapes]) -> Tuple[Optional[str], bool]:
+        """(the op's kernel function name, whether ``kernel:`` gives it):
+        ``kernel:``, else the third argument of the op's ``m.def`` in the
+        shape sources, else the op name. It must be a C++ function name the
+        generated wrapper can declare (build-front-end.txt §3a, §4). None
+        after reporting."""
+        if "kernel" in op:
+            if not self.usable(op, "kernel", path + ("kernel",), str):
+                return None, True
+            kernel, where, given = op["kernel"], path + ("kernel",), True
+            what = f"kernel '{shown(kernel)}'"
+        else:
+            found = shapes.op_def(name) if shapes is not None and name is not None else None
+            if found is not None:
+                kernel, where, given = found[0].kernel, path, False
+                what = (f"the kernel '{shown(kernel)}' that the m.def of op '{shown(name)}' "
+                        f"names ({found[1]}:{found[0].line})")
+            elif name is not None:
+                kernel, where, given = name, (path + ("name",) if "name" in op
+                                              else path + ("schema",)), False
+                what = f"op name '{name}'"
+            else:
+                return None, False
+        if not _IDENTIFIER.fullmatch(kernel):
+            self.error(where, f"{what} is not a C++ function name")
+        elif len(kernel) >= MAX_NAME_LENGTH:
+            self.error(where, f"{what} is too long ({len(kernel)} characters); CustomOp "
+                              f"function names must be less than {MAX_NAME_LENGTH} characters "
+                              "(build-front-end.txt §4)")
+        elif kernel in CPP_KEYWORDS:
+            self.error(where, f"{what} is a reserved C++ keyword; the kernel is a C++ function "
+                              "of that name")
+        elif kernel in WRAPPER_RESERVED_NAMES:
+            self.error(where, f"{what} clashes with a name the generated wrapper.cpp uses")
+        else:
+            return kernel, given
+        return None, given
 
     # -- vectors ------------------------------------------------------------
 
     def vector(self, path: DocPath, vec: Any, library: str, op_name: str,
                schema: Optional[OpSchema], op: dict, op_reference: Any,
-               names: Dict[str, DocPath]) -> Optional[Vector]:
+               names: Dict[str, DocPath], shaped: bool = False) -> Optional[Vector]:
         """Check one vector against the op's schema (None: the op's schema
         did not parse; the inputs are then checked by their form); its fully
-        defaulted model, or None."""
+        defaulted model, or None. ``shaped``: the library has shape sources
+        (the shape function gives the output: its dtype and shape are not
+        defaulted here). A vector without an expected result (its own or
+        the op's reference) is a checks-only vector; without shape sources
+        it must then give ``output.shape``."""
         if not isinstance(vec, dict):
             return None
         name = vec.get("name")
@@ -120,20 +198,30 @@ class _OpChecks(_InputChecks):
         output = vec.get("output", {}) if self.clean(path + ("output",)) else {}
         output = output if isinstance(output, dict) else {}
         op_output = op.get("output", {}) if isinstance(op.get("output"), dict) else {}
-        output_dtype = output.get("dtype") or op_output.get("dtype") or first_tensor_dtype
+        output_dtype = output.get("dtype") or op_output.get("dtype") \
+            or (None if shaped else first_tensor_dtype)
         output_shape = tuple(int(d) for d in output["shape"]) if "shape" in output else None
-        if output_dtype is None and schema is not None and len(self.diagnostics) == errors_before \
-                and self.clean(path):
+        if output_dtype is None and not shaped and schema is not None \
+                and len(self.diagnostics) == errors_before and self.clean(path):
             self.error(path, "cannot tell the output dtype: give output: {dtype: ...} on the "
                              "vector or the op (no tensor input with a known dtype)")
 
         expected = self.expected(path, vec, op_reference, output_shape)
-        if len(self.diagnostics) != errors_before or output_dtype is None or expected is None \
+        if expected is _CHECKS_ONLY:
+            expected = None
+            if output_shape is None and not shaped and self.clean(path):
+                self.error(path, CHECKS_ONLY_NEEDS_SHAPE)
+        elif expected is None:
+            return None
+        if len(self.diagnostics) != errors_before or (output_dtype is None and not shaped) \
                 or schema is None or not self.clean(path):
             return None
-        rtol_default, atol_default = DEFAULT_TOLERANCES[output_dtype]
-        rtol = float(vec.get("rtol", op.get("rtol", rtol_default)))
-        atol = float(vec.get("atol", op.get("atol", atol_default)))
+        rtol_default, atol_default = DEFAULT_TOLERANCES[output_dtype] if output_dtype \
+            else (None, None)
+        rtol = vec.get("rtol", op.get("rtol", rtol_default))
+        atol = vec.get("atol", op.get("atol", atol_default))
+        rtol = None if rtol is None else float(rtol)
+        atol = None if atol is None else float(atol)
         return Vector(name=name, inputs=tuple(inputs), output_dtype=output_dtype,
                       output_shape=output_shape, expected=expected, rtol=rtol, atol=atol,
                       location=self.location(path),
@@ -182,15 +270,14 @@ class _OpChecks(_InputChecks):
         return first_tensor_dtype
 
     def expected(self, path: DocPath, vec: dict, op_reference: Any,
-                 output_shape: Optional[Tuple[int, ...]]) -> Optional[Expected]:
-        """A vector's expected result (its own, else the op's reference), or None."""
+                 output_shape: Optional[Tuple[int, ...]]) -> Any:
+        """A vector's expected result (its own, else the op's reference),
+        :data:`_CHECKS_ONLY` when it has none, or None after reporting."""
         if "expected" not in vec:
             if op_reference is _BAD_REFERENCE:
                 return None  # the op's reference was reported already
             if op_reference is None:
-                self.error(path, "no expected result: give expected: {reference | values | npy} "
-                                 "or a reference on the op")
-                return None
+                return _CHECKS_ONLY
             return Expected(reference=op_reference, values=None, npy=None)
         epath = path + ("expected",)
         exp = vec["expected"]

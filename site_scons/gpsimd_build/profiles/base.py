@@ -147,3 +147,16 @@ class Profile(abc.ABC):
                 spec: LinkerSpec) -> Any:
         """Pack one linked object into ``<base>.packed.so`` and
         ``<base>.stripped.so``; returns the loadable node."""
+
+    #: Whether :meth:`shape_library` builds a host shape library (the
+    #: build then checks the registration and takes outputs from the shape
+    #: functions); without it the shape sources go to torch-neuronx's build.
+    builds_shape_library = False
+
+    def shape_library(self, graph: Graph, target: str, objects: Sequence[Any],
+                      shared: Shared) -> Any:
+        """Link a library's host shape library ``target`` (a shared object
+        the build loads to read the registration and call the shape
+        functions) from its compiled shape sources (only when
+        :attr:`builds_shape_library`)."""
+        raise NotImplementedError(f"the {self.name} profile builds no shape library")

@@ -102,6 +102,7 @@ class HostProfile(Profile):
     name = "host"
     dialect = HOST_DIALECT
     runs_tests = True
+    builds_shape_library = True
 
     def __init__(self, cxx: str = "g++", strip: str = "strip"):
         self.cxx = cxx
@@ -190,3 +191,11 @@ class HostProfile(Profile):
     def package(self, graph: Graph, base: str, linked: Any, library: str,
                 spec: LinkerSpec) -> Any:
         return graph.host_pack(base, linked, pack_metadata(library, spec.name, spec.core, VERSIONS))
+
+    def shape_library(self, graph: Graph, target: str, objects: Sequence[Any],
+                      shared: Shared) -> Any:
+        """The shape sources' objects linked with the project runtime (its
+        registry, meta tensors and ``gpsimd_shape_call``) and the
+        single-core linker-spec object, never with a kernel or a wrapper."""
+        return graph.link(target, list(objects) + shared.nodes[f"lsp:{SINGLE_LSP.name}"]
+                          + shared.nodes["runtime"])

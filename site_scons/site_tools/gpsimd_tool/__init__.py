@@ -8,7 +8,6 @@ module              holds
 ``signature``       command signatures without SCons's substitution
 ``progress``        ``[done/total]`` in front of every action line; quiet mode
 ``summary``         the results summary printed when a build ends, the HTML report
-``helptext``        the targets and libraries ``scons -h`` lists
 ``integrity``       outputs checked against the record of the last build
 ``lock``            one build per build folder
 ``manifest_cache``  the validated manifest, kept while its inputs hold

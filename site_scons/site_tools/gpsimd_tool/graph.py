@@ -26,8 +26,9 @@ from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_name
 from gpsimd_device.versions import versions_json
 
 from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
-from .helptext import help_text
 from .progress import Progress
+from .targets import help_text, selected_libraries
+from .shapes_graph import schemas_text, shape_nodes
 from .summary import LibraryTests, Summary
 
 __all__ = ["GpsimdCollection", "SConsGraph"]
@@ -148,7 +149,7 @@ def _source_stem(src: str) -> str:
 def _wrapper_text(lib, dialect) -> str:
     """The library's wrapper.cpp (build-front-end.txt §3-4)."""
     return codegen.emit_wrapper([codegen.WrapperOp(
-        function=op.name, arg_types=tuple(a.type for a in op.schema.arguments),
+        function=op.function, arg_types=tuple(a.type for a in op.schema.arguments),
         return_types=tuple(r.type for r in op.schema.returns), stack_size=op.stack_size)
         for op in lib.ops], dialect)
 
@@ -166,27 +167,6 @@ def _outputs(folder) -> List[Any]:
             elif entry.has_builder():
                 out.append(entry)
     return out
-
-
-def _selected(libraries, profile_dir: str, targets) -> List[Any]:
-    """The libraries whose graph this run needs: when every command-line
-    target names a library (``<lib>``, ``test-<lib>``, or a path under
-    ``<profile_dir>/<lib>/``), those libraries only; else all of them."""
-    names = {lib.name for lib in libraries}
-    wanted = set()
-    for target in targets:
-        t = str(target).rstrip("/")
-        if t in names:
-            wanted.add(t)
-        elif t.startswith("test-") and t[5:] in names:
-            wanted.add(t[5:])
-        elif t.startswith(profile_dir + "/") and t[len(profile_dir) + 1:].split("/")[0] in names:
-            wanted.add(t[len(profile_dir) + 1:].split("/")[0])
-        else:
-            return list(libraries)
-    if not wanted:
-        return list(libraries)
-    return [lib for lib in libraries if lib.name in wanted]
 
 
 class _Timer:
@@ -313,9 +293,11 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
 
     nodes = {}
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
+    all_schemas: List[Any] = []
     tests: List[LibraryTests] = []
     # a command line that names libraries builds the graph of those only
-    libraries = _selected(collection.libraries, profile_dir, SCons.Script.COMMAND_LINE_TARGETS)
+    libraries = selected_libraries(collection.libraries, profile_dir,
+                                   SCons.Script.COMMAND_LINE_TARGETS)
     for lib in libraries:
         lib_dir = f"{profile_dir}/{lib.name}"
         compile_vars = dict(profile.compile_vars(shared, lib.includes, lib.cflags),
@@ -348,7 +330,9 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         results = []
         if profile.runs_tests:
             # the static stack report, from the call graphs of every TU
-            ops = [a for op in lib.ops for a in ("--op", f"{op.name}={op.stack_size}")]
+            ops = [a for op in lib.ops for a in ("--op", (
+                op.name if op.function == op.name else f"{op.name}:{op.function}")
+                + f"={op.stack_size}")]
             all_stack += graph.uses(env.GpsimdStackReport(
                 f"{lib_dir}/stack-report.txt", callgraphs + shared.callgraphs,
                 GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON")
@@ -360,6 +344,13 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
                 f"{lib_dir}/locations.json",
                 json.dumps(testplan.plan_locations(lib), sort_keys=True, indent=1))]
             count = sum(len(op.vectors) for op in lib.ops)
+            # with shape sources: the shape library, its registration, the
+            # check, and the plan with every output from a shape function
+            shapes = shape_nodes(env, graph, profile, shared, lib, lib_dir, compile_vars,
+                                 plan_node)
+            if shapes is not None:
+                plan_node = shapes.plan
+                artifacts += shapes.objects + [shapes.library]
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
@@ -374,6 +365,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             env.Alias(lib.name, loadable + versions + all_stack[-1:] + results)
         else:
             env.Alias(lib.name, loadable + versions)
+        all_schemas.append(graph.text(f"{lib_dir}/schemas.txt", schemas_text(lib)))
         artifacts += wrapper + objects + linked + loadable + versions
         nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                            "loadable": loadable, "versions": versions, "results": results}
@@ -389,6 +381,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env.AlwaysBuild(digests)
     env.NoCache(digests)
     env.Alias("digests", digests)
+    # `scons schemas`: every op's canonical schema (derived ones too)
+    env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)

@@ -35,7 +35,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import SCons.Node
 
 from gpsimd_build.steps import write_atomically
-from gpsimd_device.results import LibraryResults, ResultsError
+from gpsimd_device.results import LibraryResults, ResultsError, counts_text
 
 __all__ = ["LibraryTests", "summary_lines", "Summary"]
 
@@ -93,12 +93,13 @@ def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
                   failed_runs: Sequence[str] = (), start_ns: int = 0,
                   states=None) -> List[str]:
     """One line per library (see the module docstring) and the totals:
-    ``all libraries: N passed, M failed`` when ``everything`` was asked for,
+    ``all libraries: N passed, M failed`` (then ``, K CHECKED (no
+    reference)`` when checks-only vectors ran: never counted as passed) when ``everything`` was asked for,
     else ``total: N passed, M failed``. ``failed_runs``: paths of the test
     nodes whose run ended with an error in this build (not an interrupt);
     ``start_ns``: when this build started (``time.time_ns()``); ``states``:
     ``_library_states`` when already known."""
-    passed = failed = 0
+    passed = failed = checked = 0
     lines = []
     for lib, state, res in states or _library_states(libraries, failed_runs, start_ns):
         if state == "unreadable":
@@ -113,8 +114,10 @@ def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
         else:
             passed += res.passed
             failed += res.failed
-            lines.append(f"{lib.name}: {res.passed} passed, {res.failed} failed")
-    lines.append(f"{'all libraries' if everything else 'total'}: {passed} passed, {failed} failed")
+            checked += res.checked
+            lines.append(f"{lib.name}: {counts_text(res.passed, res.failed, res.checked)}")
+    lines.append(f"{'all libraries' if everything else 'total'}: "
+                 f"{counts_text(passed, failed, checked)}")
     return lines
 
 

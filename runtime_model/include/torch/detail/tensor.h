@@ -31,9 +31,9 @@
 
 namespace c10 {
 
-/* device-api.md "Limits": at most 8 dimensions, each at most 65535. */
+/* device-api.md "Limits": at most 8 dimensions (the size of each is
+ * checked by the runtime's factories: gpsimd_host/abi.h GPSIMD_MAX_DIM*). */
 constexpr size_t kMaxTensorDims = 8;
-constexpr int64_t kMaxTensorDimSize = 65535;
 
 struct TensorImpl;
 

@@ -1,0 +1,174 @@
+"""A loaded host shape library (``gpsimd_host/shape_abi.h``): its
+registration and calls of its shape functions, through ctypes.
+
+:class:`ShapeLibrary` loads the object (which runs its ``NEURON_LIBRARY``
+blocks), checks the layout of the ABI structs against this module's, reads
+the registry (:meth:`ShapeLibrary.registration`) and calls a shape function
+on meta tensors (:meth:`ShapeLibrary.call`). Loading and calling run native
+code that may crash or hang: ``gpsimd_emu.shapes`` does both in a child
+process. Stdlib only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Optional, Sequence, Tuple, Union
+
+from gpsimd_device.dtypes import by_isa, by_name
+from gpsimd_device.faults import fault_name
+from gpsimd_device.headers import defines
+from gpsimd_device.shapes import (PARAM_KINDS, Registration, RegisteredLibrary, RegisteredOp,
+                                  spelling_of_pretty)
+
+__all__ = ["ShapeError", "ShapeLibrary", "TensorArg", "Outcome", "ARG_TENSOR", "ARG_INT",
+           "ARG_FLOAT"]
+
+_ABI = defines("shape_abi.h")
+ARG_TENSOR, ARG_INT, ARG_FLOAT = (_ABI["SHAPE_ARG_TENSOR"], _ABI["SHAPE_ARG_INT"],
+                                  _ABI["SHAPE_ARG_FLOAT"])
+_MAX_DIMS = _ABI["SHAPE_MAX_DIMS"]
+_MESSAGE = _ABI["SHAPE_MESSAGE_CAPACITY"]
+
+
+class ShapeError(Exception):
+    """The shape library cannot be loaded or read; the message says why."""
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint32), ("dtype", ctypes.c_uint32), ("ndim", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32), ("sizes", ctypes.c_int64 * _MAX_DIMS),
+                ("i", ctypes.c_int64), ("f", ctypes.c_double)]
+
+
+class _Result(ctypes.Structure):
+    _fields_ = [("status", ctypes.c_uint32), ("fault_kind", ctypes.c_uint32),
+                ("dtype", ctypes.c_uint32), ("ndim", ctypes.c_uint32),
+                ("sizes", ctypes.c_int64 * _MAX_DIMS), ("message", ctypes.c_char * _MESSAGE)]
+
+
+class _LibraryInfo(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("file", ctypes.c_char_p), ("line", ctypes.c_uint32),
+                ("reserved", ctypes.c_uint32)]
+
+
+class _DefInfo(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_char_p), ("kernel", ctypes.c_char_p),
+                ("library", ctypes.c_char_p), ("file", ctypes.c_char_p),
+                ("line", ctypes.c_uint32), ("nparams", ctypes.c_uint32),
+                ("kinds", ctypes.POINTER(ctypes.c_uint32)),
+                ("spellings", ctypes.POINTER(ctypes.c_char_p)),
+                ("return_kind", ctypes.c_uint32), ("callable", ctypes.c_uint32),
+                ("return_spelling", ctypes.c_char_p), ("symbol", ctypes.c_char_p)]
+
+
+_SIZES = (ctypes.sizeof(_Arg), ctypes.sizeof(_Result), ctypes.sizeof(_LibraryInfo),
+          ctypes.sizeof(_DefInfo), _ABI["SHAPE_ABI_VERSION"])
+
+
+class TensorArg:
+    """A tensor argument of a call: a dtype name and sizes (no data)."""
+
+    def __init__(self, dtype: str, sizes: Sequence[int]):
+        self.dtype = dtype
+        self.sizes = tuple(int(s) for s in sizes)
+
+
+Value = Union[TensorArg, int, float]
+
+
+class Outcome:
+    """What a call gave: ``dtype`` (a name) and ``shape``, or ``fault``
+    (``"KIND: message"``)."""
+
+    def __init__(self, dtype: Optional[str] = None, shape: Tuple[int, ...] = (),
+                 fault: Optional[str] = None):
+        self.dtype, self.shape, self.fault = dtype, shape, fault
+
+
+def _text(b: Optional[bytes]) -> str:
+    return b.decode("utf-8", "replace") if b else ""
+
+
+class ShapeLibrary:
+    """A shape library, loaded (its ``NEURON_LIBRARY`` blocks have run).
+
+    Raises:
+        ShapeError: it cannot be loaded, lacks the shape entry points, or
+            its structs do not have this module's layout.
+    """
+
+    def __init__(self, path: str):
+        try:
+            self.lib = ctypes.CDLL(os.path.abspath(path), mode=os.RTLD_LOCAL | os.RTLD_NOW)
+        except OSError as e:
+            raise ShapeError(f"cannot be loaded: {e}") from None
+        try:
+            sizes = self.lib.gpsimd_shape_abi_sizes
+        except AttributeError:
+            raise ShapeError("not a shape library (no gpsimd_shape_abi_sizes)") from None
+        sizes.restype = ctypes.c_uint32
+        sizes.argtypes = [ctypes.c_uint32]
+        theirs = tuple(sizes(i) for i in range(len(_SIZES)))
+        if theirs != _SIZES:
+            raise ShapeError(f"its shape ABI (sizes, version {theirs}) is not this "
+                             f"model's {_SIZES}: rebuild it")
+        self.path = path
+        lib = self.lib
+        lib.gpsimd_shape_library_count.restype = ctypes.c_uint32
+        lib.gpsimd_shape_library_at.restype = ctypes.POINTER(_LibraryInfo)
+        lib.gpsimd_shape_library_at.argtypes = [ctypes.c_uint32]
+        lib.gpsimd_shape_def_count.restype = ctypes.c_uint32
+        lib.gpsimd_shape_def_at.restype = ctypes.POINTER(_DefInfo)
+        lib.gpsimd_shape_def_at.argtypes = [ctypes.c_uint32]
+        lib.gpsimd_shape_call.restype = ctypes.c_int
+        lib.gpsimd_shape_call.argtypes = [ctypes.c_uint32, ctypes.POINTER(_Arg), ctypes.c_uint32,
+                                          ctypes.POINTER(_Result)]
+
+    def registration(self) -> Registration:
+        """Every ``NEURON_LIBRARY`` block and ``m.def`` that ran, in order."""
+        lib = self.lib
+        libraries = []
+        for i in range(lib.gpsimd_shape_library_count()):
+            x = lib.gpsimd_shape_library_at(i).contents
+            libraries.append(RegisteredLibrary(_text(x.name), _text(x.file), int(x.line)))
+        ops = []
+        for i in range(lib.gpsimd_shape_def_count()):
+            d = lib.gpsimd_shape_def_at(i).contents
+            params = tuple((PARAM_KINDS.get(int(d.kinds[k]), "OTHER"),
+                            spelling_of_pretty(_text(d.spellings[k])))
+                           for k in range(int(d.nparams)))
+            tensor_return = PARAM_KINDS.get(int(d.return_kind)) == "TENSOR"
+            ops.append(RegisteredOp(_text(d.op), _text(d.kernel), _text(d.library),
+                                    _text(d.file), int(d.line), _text(d.symbol), params,
+                                    spelling_of_pretty(_text(d.return_spelling)), tensor_return,
+                                    bool(d.callable)))
+        return Registration(tuple(libraries), tuple(ops))
+
+    def call(self, index: int, args: Sequence[Value]) -> Outcome:
+        """Run the shape function of registration ``index`` on ``args``
+        (:class:`TensorArg` for a tensor, ``int``/``float`` for a number)."""
+        arr = (_Arg * max(1, len(args)))()
+        for k, value in enumerate(args):
+            a = arr[k]
+            if isinstance(value, TensorArg):
+                if len(value.sizes) > _MAX_DIMS:
+                    return Outcome(fault=f"BAD_ARGUMENT: argument {k} has {len(value.sizes)} "
+                                         f"dimensions")
+                a.kind, a.dtype, a.ndim = ARG_TENSOR, by_name(value.dtype).isa, len(value.sizes)
+                for d, size in enumerate(value.sizes):
+                    a.sizes[d] = size
+            elif isinstance(value, float):
+                a.kind, a.f = ARG_FLOAT, value
+            else:
+                a.kind, a.i = ARG_INT, int(value)
+        out = _Result()
+        status = self.lib.gpsimd_shape_call(index, arr, len(args), ctypes.byref(out))
+        if status != 0 or out.status != 0:
+            return Outcome(fault=f"{fault_name(out.fault_kind)}: {_text(out.message)}")
+        try:
+            dtype = by_isa(out.dtype).name
+        except KeyError as e:
+            return Outcome(fault=f"DTYPE: {e.args[0]}")
+        return Outcome(dtype, tuple(int(out.sizes[d]) for d in range(min(out.ndim, _MAX_DIMS))))
+
