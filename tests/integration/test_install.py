@@ -151,7 +151,7 @@ def test_installed_packages_and_console_script(venv):
                            str(ROOT / "tests/data/aws_like/build.py")],
                           capture_output=True, text=True, env=_clean_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("version: 1\n") and "libraries:" in proc.stdout
+    assert "\nversion: 1\n" in proc.stdout and "\n          - name: small\n" in proc.stdout
 
 
 def test_an_outside_project_builds_with_the_installed_copy(venv):
