@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
+
+from .atomic import write_atomically
 
 __all__ = ["RESULTS_FORMAT", "CHECKED", "CHECKED_WORDS", "ResultsError", "VectorResult",
            "LibraryResults", "counts_text", "format_line"]
@@ -173,20 +174,7 @@ class LibraryResults:
         Raises:
             OSError: the file cannot be written (the message names the path).
         """
-        folder = os.path.dirname(path)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-        tmp = f"{path}.tmp{os.getpid()}"
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(self.dumps())
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        write_atomically(path, self.dumps(), make_folder=True)
 
     @classmethod
     def from_json(cls, d: Any) -> "LibraryResults":

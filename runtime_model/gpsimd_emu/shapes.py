@@ -38,6 +38,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from gpsimd_device.atomic import write_atomically
 from gpsimd_device.limits import shape_problem
 from gpsimd_device.plan import OpPlan, OutputSpec, PlanError, ScalarSpec, TestPlan, VectorPlan
 from gpsimd_device.shapes import Registration, RegisteredOp
@@ -283,28 +284,14 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
     return replace(plan, ops=tuple(ops))
 
 
-def _write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-
-
 def _registration(args: argparse.Namespace) -> None:
-    _write(args.output, read_registration(args.library).dumps())
+    write_atomically(args.output, read_registration(args.library).dumps())
 
 
 def _outputs(args: argparse.Namespace) -> None:
     plan = TestPlan.load(args.plan)
     registration = read_registration(args.library)
-    _write(args.output, shaped_plan(plan, args.library, registration).dumps())
+    write_atomically(args.output, shaped_plan(plan, args.library, registration).dumps())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

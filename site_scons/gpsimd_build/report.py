@@ -275,7 +275,7 @@ def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = ""
     Raises:
         OSError: the file cannot be written.
     """
-    from .steps import write_atomically
+    from gpsimd_device.atomic import write_atomically
     data = render_report(libraries, totals=totals).encode("utf-8")
     try:
         with open(path, "rb") as f:

@@ -36,32 +36,12 @@ success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
 """
 
 import argparse
-import os
 import sys
 from typing import List, Optional
 
+from gpsimd_device.atomic import write_atomically
+
 __all__ = ["write_atomically", "main"]
-
-
-def write_atomically(path: str, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder
-    renamed over it, so that ``path`` is either its old or its new content,
-    never a part (the temporary file is removed if writing fails).
-
-    Raises:
-        OSError: the file cannot be written (the message names the path).
-    """
-    tmp = f"{path}.tmp{os.getpid()}"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _pack(args: argparse.Namespace) -> None:

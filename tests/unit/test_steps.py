@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from gpsimd_build import steps
+from gpsimd_device.atomic import write_atomically
 from gpsimd_device.pack import parse_pack
 
 ELF = b"\x7fELF" + bytes(60)
@@ -33,6 +34,22 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     assert e.value.errno == errno.ENOSPC
     assert out.read_bytes() == b"old"
     assert sorted(os.listdir(tmp_path)) == ["f.bin"]
+
+
+def test_text_is_written_as_utf8_and_a_folder_made_on_request(tmp_path):
+    out = tmp_path / "new" / "r.json"
+    with pytest.raises(FileNotFoundError):
+        write_atomically(str(out), "x")
+    write_atomically(str(out), "caf\u00e9\n", make_folder=True)
+    assert out.read_bytes() == b"caf\xc3\xa9\n"
+    assert sorted(os.listdir(out.parent)) == ["r.json"]
+
+
+def test_one_writer_for_the_build_and_the_emulator():
+    """The build's steps, the results and the record share one function."""
+    from gpsimd_device import results
+    assert steps.write_atomically is write_atomically
+    assert results.write_atomically is write_atomically
 
 
 def _fake_strip(tmp_path, body='cp "$4" "$3"'):

@@ -32,6 +32,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import SCons.Node
 import SCons.Node.FS
+from gpsimd_device.atomic import write_atomically
 
 __all__ = ["OutputRecord", "RECORD_NAME", "decide_built", "file_csig"]
 
@@ -127,18 +128,11 @@ class OutputRecord:
                     csig = file_csig(path)
                     if csig:
                         self.entries[path] = (st.st_size, st.st_mtime_ns, csig)
-        tmp = f"{self.path}.tmp{os.getpid()}"
-        try:
-            os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
-            with open(tmp, "wb") as f:
-                pickle.dump({"format": _FORMAT, "entries": self.entries}, f,
+        data = pickle.dumps({"format": _FORMAT, "entries": self.entries},
                             protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
+        try:
+            write_atomically(self.path, data, make_folder=True)
         except OSError as e:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
             sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
                              "the next build will check every output by content\n")
 

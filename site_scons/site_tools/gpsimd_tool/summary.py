@@ -34,7 +34,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import SCons.Node
 
-from gpsimd_build.steps import write_atomically
+from gpsimd_device.atomic import write_atomically
 from gpsimd_device.results import LibraryResults, ResultsError, counts_text
 
 __all__ = ["LibraryTests", "summary_lines", "Summary"]
