@@ -205,9 +205,13 @@ class Library(pytest.Collector):
     def collect(self):
         for i, op in enumerate(self.library.ops):
             for j, v in enumerate(op.vectors):
+                # the node id given whole: pytest >= 9.2 compares ids as
+                # (path, names, [params]), parsing the --lf cache's strings so,
+                # and a name holding the brackets would never match them
                 yield Vector.from_parent(self, name=f"{op.name}[{v.name}]", op=op.name,
                                          vector=v.name, where=str(v.location),
-                                         order=(self.index, i, j))
+                                         order=(self.index, i, j),
+                                         nodeid=f"{self.nodeid}::{op.name}[{v.name}]")
 
 
 class Vector(pytest.Item):
