@@ -27,6 +27,24 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
 
 
+#: A kernel of an outside project's library (tests of toolpath=, the installed
+#: package and the pytest plugin): out = -x, float32.
+NEGATE_KERNEL = """\
+#include <torch/torch.h>
+
+torch::Tensor negate(const torch::Tensor& t) {
+    const size_t n = t.numel();
+    torch::Tensor out = torch::empty({n}, torch::kFloat);
+    auto a = t.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (size_t i = 0; i < n; i++) {
+        o[i] = -a[i];
+    }
+    return out;
+}
+"""
+
+
 #: What may start an action line: the build's progress, ``[done/total] ``.
 PROGRESS = r"(?:\[\d+/\d+\] )?"
 _ACTION = re.compile(r"^" + PROGRESS + r"([A-Z]+) +(\S+)", re.M)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from typing import Union
 
-__all__ = ["write_atomically"]
+__all__ = ["write_atomically", "write_if_changed"]
 
 
 def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = False) -> None:
@@ -37,3 +37,24 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
         except OSError:
             pass
         raise
+
+
+def write_if_changed(path: str, data: Union[bytes, str]) -> bool:
+    """Write ``data`` to ``path`` (atomically, making its folder) unless the
+    file already holds exactly it; returns whether it wrote. Keeping an
+    unchanged file's mtime keeps it up to date for SCons's FAST mode and
+    for ninja.
+
+    Raises:
+        OSError: the file cannot be written.
+    """
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    try:
+        with open(path, "rb") as f:
+            if f.read() == data:
+                return False
+    except OSError:
+        pass
+    write_atomically(path, data, make_folder=True)
+    return True

@@ -20,7 +20,6 @@ own steps run it under ``python -S``).
 """
 
 import html
-import os
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -275,17 +274,8 @@ def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = ""
     Raises:
         OSError: the file cannot be written.
     """
-    from gpsimd_device.atomic import write_atomically
-    data = render_report(libraries, totals=totals).encode("utf-8")
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return False
-    except OSError:
-        pass
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomically(path, data)
-    return True
+    from gpsimd_device.atomic import write_if_changed
+    return write_if_changed(path, render_report(libraries, totals=totals))
 
 
 def libraries_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]]

@@ -18,7 +18,7 @@ import textwrap
 
 import pytest
 
-from conftest import ROOT
+from conftest import NEGATE_KERNEL, ROOT
 
 #: The source folders the package installs from, and where each lands
 #: (pyproject.toml [tool.setuptools.package-dir]), with the files it carries.
@@ -33,20 +33,7 @@ INSTALLED = {
     "site_scons/gpsimd_pytest": ("gpsimd_pytest", (".py",)),
 }
 
-KERNEL = """\
-#include <torch/torch.h>
-
-torch::Tensor negate(const torch::Tensor& t) {
-    const size_t n = t.numel();
-    torch::Tensor out = torch::empty({n}, torch::kFloat);
-    auto a = t.accessor<float, 1>();
-    auto o = out.accessor<float, 1>();
-    for (size_t i = 0; i < n; i++) {
-        o[i] = -a[i];
-    }
-    return out;
-}
-"""
+KERNEL = NEGATE_KERNEL
 
 MANIFEST = """\
 version: 1

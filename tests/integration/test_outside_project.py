@@ -2,22 +2,9 @@
 import json
 import textwrap
 
-from conftest import ROOT, run_scons
+from conftest import NEGATE_KERNEL, ROOT, run_scons
 
-KERNEL = """\
-#include <torch/torch.h>
-
-torch::Tensor negate(const torch::Tensor& t) {
-    const size_t n = t.numel();
-    torch::Tensor out = torch::empty({n}, torch::kFloat);
-    auto a = t.accessor<float, 1>();
-    auto o = out.accessor<float, 1>();
-    for (size_t i = 0; i < n; i++) {
-        o[i] = -a[i];
-    }
-    return out;
-}
-"""
+KERNEL = NEGATE_KERNEL
 
 
 def test_outside_sconstruct_builds_and_tests_a_library(tmp_path):

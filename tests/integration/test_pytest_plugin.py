@@ -17,22 +17,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import ROOT, run_scons
+from conftest import NEGATE_KERNEL, ROOT, run_scons
 
-KERNEL = """\
-#include <torch/torch.h>
-
-torch::Tensor negate(const torch::Tensor& t) {
-    const size_t n = t.numel();
-    torch::Tensor out = torch::empty({n}, torch::kFloat);
-    auto a = t.accessor<float, 1>();
-    auto o = out.accessor<float, 1>();
-    for (size_t i = 0; i < n; i++) {
-        o[i] = -a[i];
-    }
-    return out;
-}
-"""
+KERNEL = NEGATE_KERNEL
 
 MANIFEST = """\
 version: 1

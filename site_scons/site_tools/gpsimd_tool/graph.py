@@ -20,7 +20,7 @@ import SCons.Node.FS
 import SCons.Script
 
 from gpsimd_build import codegen, layout, testplan
-from gpsimd_build.steps import write_atomically
+from gpsimd_device.atomic import write_if_changed
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
@@ -39,22 +39,6 @@ __all__ = ["GpsimdCollection", "SConsGraph"]
 _PYTHONPATH = os.pathsep.join(layout.python_roots())
 #: The emulator's code and the facts it reads: a test node depends on them.
 _EMU_SOURCES = [layout.emulator_dir(), layout.device_dir()]
-
-
-def write_if_changed(path: str, text: str) -> bool:
-    """Write ``text`` to ``path`` (atomically) unless the file already holds
-    exactly it; returns whether it wrote. Keeping an unchanged file's mtime
-    keeps it up to date for SCons's FAST mode and for ninja."""
-    data = text.encode("utf-8")
-    try:
-        with open(path, "rb") as f:
-            if f.read() == data:
-                return False
-    except OSError:
-        pass
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    write_atomically(path, data)
-    return True
 
 
 class SConsGraph:
