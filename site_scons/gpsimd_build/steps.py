@@ -4,12 +4,15 @@ Every action of the graph is a command line (DESIGN.md "The graph for one
 library"), so that the same graph runs under SCons and under ninja. The
 steps that are not a compiler, linker or archiver run this module:
 
-``python -m gpsimd_build.steps pack --strip STRIP --library L --lsp NAME --core N|none LINKED PACKED STRIPPED``
-    runs ``STRIP --strip-unneeded -o STRIPPED LINKED`` (``STRIP``: a
-    program, split like a shell word list), then wraps the stripped object
-    into the host pack container (``gpsimd_device.pack``), written
-    atomically (one action, so that a null build computes one command
-    signature per core, not two);
+``python -m gpsimd_build.steps pack --strip STRIP --library L --member LSP CORE LINKED PACKED STRIPPED ...``
+    for each ``--member`` (one per core of a library: ``CORE`` 0..7, or
+    ``none`` for single-core), runs ``STRIP --strip-unneeded -o STRIPPED
+    LINKED`` (``STRIP``: a program, split like a shell word list), then
+    wraps the stripped object into the host pack container
+    (``gpsimd_device.pack``), written atomically. One action per library,
+    not per core: a Python start-up costs ten strips (BENCHMARKS.md), and
+    the eight core objects of a library are always relinked together.
+    When one member fails, what this run wrote for the others is removed;
 ``python -m gpsimd_build.steps stack-report --library L --op NAME[:KERNEL]=BYTES ... -o OUT CI...``
     merges GCC call graphs (``-fcallgraph-info=su``) and writes the worst
     static stack chain of each op (from its kernel function's wrapper,
@@ -36,6 +39,7 @@ success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
 """
 
 import argparse
+import os
 import sys
 from typing import List, Optional
 
@@ -49,15 +53,29 @@ def _pack(args: argparse.Namespace) -> None:
     import subprocess
     from gpsimd_device.pack import pack_bytes, pack_metadata
     from gpsimd_device.versions import VERSIONS
-    core = None if args.core == "none" else int(args.core)
-    strip = shlex.split(args.strip) + ["--strip-unneeded", "-o", args.stripped, args.linked]
-    status = subprocess.call(strip)
-    if status != 0:
-        raise OSError(0, f"{shlex.join(strip)} failed (exit status {status})", args.stripped)
-    with open(args.stripped, "rb") as f:
-        payload = f.read()
-    write_atomically(args.packed, pack_bytes(payload, pack_metadata(args.library, args.lsp, core,
-                                                                    VERSIONS)))
+    written: List[str] = []
+    try:
+        for lsp, core, linked, packed, stripped in args.member:
+            if core != "none" and not (core.isdigit() and int(core) < 8):
+                raise ValueError(f"core {core!r} of {linked}: a core is 0..7 or none")
+            strip = shlex.split(args.strip) + ["--strip-unneeded", "-o", stripped, linked]
+            written.append(stripped)
+            status = subprocess.call(strip)
+            if status != 0:
+                raise OSError(0, f"{shlex.join(strip)} failed (exit status {status})", stripped)
+            with open(stripped, "rb") as f:
+                payload = f.read()
+            metadata = pack_metadata(args.library, lsp, None if core == "none" else int(core),
+                                     VERSIONS)
+            write_atomically(packed, pack_bytes(payload, metadata))
+            written.append(packed)
+    except BaseException:
+        for path in written:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+        raise
 
 
 def _stack_report(args: argparse.Namespace) -> None:
@@ -139,14 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpsimd_build.steps",
                                 description="Build steps of a GPSIMD op collection.")
     sub = p.add_subparsers(dest="step", required=True)
-    pk = sub.add_parser("pack", help="wrap a stripped object into a host pack")
+    pk = sub.add_parser("pack", help="wrap stripped core objects into host packs")
     pk.add_argument("--library", required=True)
-    pk.add_argument("--lsp", required=True, help="linker spec name, e.g. lsp_fll_load_cpu3")
-    pk.add_argument("--core", required=True, help="0..7, or none for single-core")
     pk.add_argument("--strip", required=True, help="the strip program (and its options)")
-    pk.add_argument("linked")
-    pk.add_argument("packed")
-    pk.add_argument("stripped")
+    pk.add_argument("--member", nargs=5, action="append", required=True,
+                    metavar=("LSP", "CORE", "LINKED", "PACKED", "STRIPPED"),
+                    help="one core: its linker spec (e.g. lsp_fll_load_cpu3), its number "
+                         "(0..7, or none for single-core), the linked object and the two "
+                         "outputs")
     pk.set_defaults(run=_pack)
     sr = sub.add_parser("stack-report", help="worst static stack chain per op")
     sr.add_argument("--library", required=True)

@@ -11,6 +11,7 @@ GpsimdArchive       ``runtime/libneuroncustomop.a`` (host runtime)   objects
 GpsimdText          a generated text file (LSP source, plan, ...)    Value(text)
 GpsimdLink          ``<lib>_cpuI.so`` / ``<lib>.so`` (one per LSP)   objects
 GpsimdPack          ``<base>.packed.so`` + ``<base>.stripped.so``    linked .so
+                    of every core of a library, in one action        of each core
 GpsimdVendorPack    the same, by ``xt-pkg-loadlib`` (xtensa)         linked .so
 GpsimdCallGraph     ``<lib>/stack/<src>.ci`` (-fcallgraph-info=su)   .cpp
 GpsimdStackReport   ``<lib>/stack-report.txt``                       .ci files

@@ -30,17 +30,18 @@ def rebuilt(proj, *args):
 def lib_outputs(lib, objects, linked, tests=True, report=False):
     """Targets of one library: the given objects (one compile writes the
     object and its call graph; SCons explains a multi-target action once,
-    by its first target), the links + packs of `linked`, its tests, and its
+    by its first target), the links of `linked` and their one pack, its tests, and its
     stack report when `report` (rebuilt only when a call graph's content
     changed)."""
     d = f"build/host/{lib}"
     out = {f"{d}/obj/{o}.o" for o in objects}
     if report:
         out.add(f"{d}/stack-report.txt")
-    for base in linked:
-        # one pack action writes .packed.so and .stripped.so; SCons explains
-        # a multi-target action once, by its first target
-        out |= {f"{d}/{base}.so", f"{d}/{base}.packed.so"}
+    out |= {f"{d}/{base}.so" for base in linked}
+    if linked:
+        # one pack action writes every core's .packed.so and .stripped.so;
+        # SCons explains a multi-target action once, by its first target
+        out.add(f"{d}/{linked[0]}.packed.so")
     if tests:
         out.add(f"{d}/test-results.json")
     return out

@@ -4,7 +4,7 @@ its one definition, so that neither can change alone."""
 import pathlib
 import re
 
-from gpsimd_build.profiles.host import HOST_CXXFLAGS
+from gpsimd_build.profiles.host import HOST_CXXFLAGS, HOST_LINKFLAGS
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -12,6 +12,7 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 def test_readme_gives_the_default_compiler_flags():
     assert f"with `{' '.join(HOST_CXXFLAGS)}`" in README
+    assert f"linked with\n`{' '.join(HOST_LINKFLAGS)}`" in README
 
 
 

@@ -62,8 +62,8 @@ def _fake_strip(tmp_path, body='cp "$4" "$3"'):
 
 def test_pack_step_strips_then_writes_the_container(tmp_path):
     (tmp_path / "x.so").write_bytes(ELF)
-    assert steps.main(["pack", "--strip", _fake_strip(tmp_path), "--library", "l", "--lsp",
-                       "lsp_fll_load_cpu3", "--core", "3", str(tmp_path / "x.so"),
+    assert steps.main(["pack", "--strip", _fake_strip(tmp_path), "--library", "l", "--member",
+                       "lsp_fll_load_cpu3", "3", str(tmp_path / "x.so"),
                        str(tmp_path / "x.packed.so"), str(tmp_path / "x.stripped.so")]) == 0
     assert (tmp_path / "x.stripped.so").read_bytes() == ELF
     meta, payload = parse_pack((tmp_path / "x.packed.so").read_bytes())
@@ -71,10 +71,50 @@ def test_pack_step_strips_then_writes_the_container(tmp_path):
         3, "lsp_fll_load_cpu3", "l")
 
 
+def test_one_pack_step_packs_every_core_of_a_library(tmp_path):
+    members = []
+    for core in range(8):
+        (tmp_path / f"l_cpu{core}.so").write_bytes(ELF + bytes([core]))
+        members += ["--member", f"lsp_fll_load_cpu{core}", str(core), str(tmp_path / f"l_cpu{core}.so"),
+                    str(tmp_path / f"l_cpu{core}.packed.so"), str(tmp_path / f"l_cpu{core}.stripped.so")]
+    assert steps.main(["pack", "--strip", _fake_strip(tmp_path), "--library", "l"] + members) == 0
+    for core in range(8):
+        meta, payload = parse_pack((tmp_path / f"l_cpu{core}.packed.so").read_bytes())
+        assert payload == ELF + bytes([core])
+        assert (meta["core"], meta["lsp"]) == (core, f"lsp_fll_load_cpu{core}")
+        assert (tmp_path / f"l_cpu{core}.stripped.so").read_bytes() == ELF + bytes([core])
+
+
+def test_a_failed_member_leaves_no_output_of_the_step(tmp_path, capsys):
+    """The third core's strip fails: the step exits 1 naming it, and what it
+    wrote for the first two cores is gone too (the action failed as one)."""
+    strip = _fake_strip(tmp_path, 'case "$4" in *cpu2*) exit 3;; esac; cp "$4" "$3"')
+    members = []
+    for core in range(4):
+        (tmp_path / f"l_cpu{core}.so").write_bytes(ELF)
+        members += ["--member", f"lsp_fll_load_cpu{core}", str(core), str(tmp_path / f"l_cpu{core}.so"),
+                    str(tmp_path / f"p{core}.so"), str(tmp_path / f"s{core}.so")]
+    assert steps.main(["pack", "--strip", strip, "--library", "l"] + members) == 1
+    err = capsys.readouterr().err
+    assert err == (f"gpsimd: {tmp_path / 's2.so'}: {strip} --strip-unneeded -o "
+                   f"{tmp_path / 's2.so'} {tmp_path / 'l_cpu2.so'} failed (exit status 3)\n")
+    assert sorted(os.listdir(tmp_path)) == ["fake-strip"] + [f"l_cpu{c}.so" for c in range(4)]
+
+
+def test_pack_step_rejects_a_core_that_is_not_one(tmp_path, capsys):
+    (tmp_path / "x.so").write_bytes(ELF)
+    assert steps.main(["pack", "--strip", _fake_strip(tmp_path), "--library", "l", "--member",
+                       "s", "8", str(tmp_path / "x.so"), str(tmp_path / "p.so"),
+                       str(tmp_path / "s.so")]) == 1
+    assert capsys.readouterr().err == (f"gpsimd: pack: core '8' of {tmp_path / 'x.so'}: "
+                                       "a core is 0..7 or none\n")
+    assert not (tmp_path / "p.so").exists() and not (tmp_path / "s.so").exists()
+
+
 def test_pack_step_reports_a_failed_strip(tmp_path, capsys):
     (tmp_path / "x.so").write_bytes(ELF)
     strip = _fake_strip(tmp_path, "exit 3")
-    assert steps.main(["pack", "--strip", strip, "--library", "l", "--lsp", "s", "--core",
+    assert steps.main(["pack", "--strip", strip, "--library", "l", "--member", "s",
                        "none", str(tmp_path / "x.so"), str(tmp_path / "p.so"),
                        str(tmp_path / "s.so")]) == 1
     err = capsys.readouterr().err
@@ -86,7 +126,7 @@ def test_pack_step_reports_a_failed_strip(tmp_path, capsys):
 def test_step_errors_name_the_path_and_exit_1(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     proc = subprocess.run([sys.executable, "-S", "-m", "gpsimd_build.steps", "pack", "--strip",
-                           "strip", "--library", "l", "--lsp", "s", "--core", "none",
+                           "strip", "--library", "l", "--member", "s", "none",
                            str(tmp_path / "missing.so"), str(tmp_path / "out.so"),
                            str(tmp_path / "out.stripped.so")],
                           capture_output=True, text=True, env=env)

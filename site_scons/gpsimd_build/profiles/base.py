@@ -64,7 +64,7 @@ class Graph(Protocol):
     def archive(self, target: str, objects: Sequence[Any]) -> Any: ...
     def text(self, target: str, text: str) -> Any: ...
     def link(self, target: str, sources: Sequence[Any], **vars: Any) -> Any: ...
-    def host_pack(self, base: str, linked: Any, metadata: Mapping[str, Any]) -> Any: ...
+    def host_pack(self, members: Sequence[Tuple[str, Any, Mapping[str, Any]]]) -> List[Any]: ...
     def vendor_pack(self, base: str, linked: Any) -> Any: ...
 
 
@@ -110,10 +110,13 @@ class Profile(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
+    def construction_vars(self, top: str, launcher: str = "",
+                          linker: str = "auto") -> Dict[str, Any]:
         """The commands and flags of this target as construction variables
         (``top``: the project root, mapped to ``.`` in debug info;
-        ``launcher``: the compiler launcher in use, "" for none)."""
+        ``launcher``: the compiler launcher in use, "" for none;
+        ``linker``: the ``LINKER`` option, ``auto``, ``gold`` or ``bfd``,
+        for a profile whose toolchain lets the build choose)."""
 
     def shared(self, graph: Graph, profile_dir: str) -> Shared:
         """Build the nodes every library shares (default: none)."""
@@ -143,10 +146,12 @@ class Profile(abc.ABC):
         """Link one core object ``target`` from ``objects`` for ``spec``."""
 
     @abc.abstractmethod
-    def package(self, graph: Graph, base: str, linked: Any, library: str,
-                spec: LinkerSpec) -> Any:
-        """Pack one linked object into ``<base>.packed.so`` and
-        ``<base>.stripped.so``; returns the loadable node."""
+    def package(self, graph: Graph, members: Sequence[Tuple[str, Any, LinkerSpec]],
+                library: str) -> List[Any]:
+        """Pack a library's linked objects, given as ``(base, linked node,
+        linker spec)`` per core, each into ``<base>.packed.so`` and
+        ``<base>.stripped.so``; returns the loadable node of each, in the
+        order given."""
 
     #: Whether :meth:`shape_library` builds a host shape library (the
     #: build then checks the registration and takes outputs from the shape

@@ -17,13 +17,15 @@ launcher (ccache, distcc: they do not bring the ``.ci`` file back) the call
 graph is a separate ``-S`` compile of the same flags writing the same file. Link: ``$GPSIMD_CXX
 $GPSIMD_LINKFLAGS -o <so> -Wl,--whole-archive <objects> <lsp.o> <runtime.a>
 -Wl,--no-whole-archive`` (the runtime archive is the only archive, and
-``--whole-archive`` does not change how objects are linked). Pack, one
-step: ``$GPSIMD_STRIP --strip-unneeded``, then the host pack container
-(``gpsimd_device.pack``).
+``--whole-archive`` does not change how objects are linked), with
+``-fuse-ld=gold`` where the machine has gold (``LINKER``). Pack, one step
+per library: for each core ``$GPSIMD_STRIP --strip-unneeded``, then the
+host pack container (``gpsimd_device.pack``).
 """
 
 import glob
 import os
+import shutil
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gpsimd_device.headers import INCLUDE_DIR
@@ -31,10 +33,10 @@ from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec
 from gpsimd_device.pack import pack_metadata
 from gpsimd_device.versions import VERSIONS
 
-from .base import HOST_DIALECT, Graph, Profile, Shared
+from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared
 
-__all__ = ["HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
-           "lsp_source", "runtime_files"]
+__all__ = ["GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
+           "linker_flags", "lsp_source", "runtime_files"]
 
 #: Host compile flags: the device's (build-front-end.txt §5b) where they mean
 #: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
@@ -58,6 +60,30 @@ RUNTIME_DEBUGFLAGS = ("-g1",)
 #: defines with another signature) is a link error naming the C++ function,
 #: not a load failure at test time.
 HOST_LINKFLAGS = ("-shared", "-Wl,-Bsymbolic", "-Wl,--no-undefined")
+#: ``LINKER=auto`` uses GNU gold when the machine has it: the per-core links
+#: are a third of a full build's compiler-and-linker CPU with bfd, and gold
+#: links them about 2.7 times faster (BENCHMARKS.md, "Full build").
+GOLD = "ld.gold"
+
+
+def linker_flags(linker: str) -> List[str]:
+    """The link flags that choose the linker: ``gold`` -> ``-fuse-ld=gold``,
+    ``bfd`` -> ``-fuse-ld=bfd``, ``auto`` -> gold when ``ld.gold`` is on
+    PATH, else none (the compiler's default linker).
+
+    Raises:
+        ProfileError: another value, or ``gold`` on a machine without it.
+    """
+    if linker == "auto":
+        return ["-fuse-ld=gold"] if shutil.which(GOLD) else []
+    if linker not in ("gold", "bfd"):
+        raise ProfileError(f"LINKER={linker}: the host profile links with auto, gold or bfd")
+    if linker == "gold" and not shutil.which(GOLD):
+        raise ProfileError(f"LINKER=gold: {GOLD} is not on PATH (install binutils-gold, "
+                           f"or use LINKER=bfd)")
+    return [f"-fuse-ld={linker}"]
+
+
 #: The host runtime's sources: every ``*.cpp`` of this folder.
 RUNTIME_SRC = os.path.join(os.path.dirname(INCLUDE_DIR), "src")
 
@@ -114,7 +140,8 @@ class HostProfile(Profile):
     def configure(cls, environ: Mapping[str, str], cxx: str) -> "HostProfile":
         return cls(cxx=cxx or "g++")
 
-    def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
+    def construction_vars(self, top: str, launcher: str = "",
+                          linker: str = "auto") -> Dict[str, Any]:
         self.launcher = launcher
         compile_ = ("$GPSIMD_CXX $GPSIMD_CXXFLAGS $GPSIMD_DEBUGFLAGS $( $GPSIMD_PREFIXFLAGS $) "
                     "$GPSIMD_USER_CFLAGS $GPSIMD_INCFLAGS $GPSIMD_DEPFLAGS")
@@ -129,7 +156,7 @@ class HostProfile(Profile):
             # with a launcher: the call graph alone, from the same flags (-S:
             # stop after code generation; ${TARGETS[1]} is the .s it leaves)
             "GPSIMD_CALLGRAPHCOM": f"{compile_} -fcallgraph-info=su -o ${{TARGETS[1]}} -S $SOURCE",
-            "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS),
+            "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS) + linker_flags(linker),
             # the sources end with the runtime archive, the one archive:
             # --whole-archive changes nothing for the objects before it
             "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -o $TARGET "
@@ -188,9 +215,13 @@ class HostProfile(Profile):
         return graph.link(target, list(objects) + shared.nodes[f"lsp:{spec.name}"]
                           + shared.nodes["runtime"])
 
-    def package(self, graph: Graph, base: str, linked: Any, library: str,
-                spec: LinkerSpec) -> Any:
-        return graph.host_pack(base, linked, pack_metadata(library, spec.name, spec.core, VERSIONS))
+    def package(self, graph: Graph, members: Sequence[Tuple[str, Any, LinkerSpec]],
+                library: str) -> List[Any]:
+        """One pack step for every core of the library (``gpsimd_build.steps
+        pack``): a strip and a container per core, one Python start-up."""
+        return graph.host_pack([(base, linked, pack_metadata(library, spec.name, spec.core,
+                                                             VERSIONS))
+                                for base, linked, spec in members])
 
     def shape_library(self, graph: Graph, target: str, objects: Sequence[Any],
                       shared: Shared) -> Any:

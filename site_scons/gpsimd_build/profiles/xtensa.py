@@ -6,7 +6,7 @@ with ``-mlsp=`` (LINK_OPT + LINKING_LIBS, §5c), strip and pack with
 Nothing runs (no emulator for the device's objects).
 """
 
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gpsimd_device.lsp import LinkerSpec
 
@@ -64,7 +64,9 @@ class XtensaProfile(Profile):
                 f"-mlsp={r}/lsp_fll_load_cpus/{lsp.name}",
                 "-lxmem", "-lhal", "-lc++-e", "-lm", "-lgcc", f"{r}/neuron/libcweak.a"]
 
-    def construction_vars(self, top: str, launcher: str = "") -> Dict[str, Any]:
+    def construction_vars(self, top: str, launcher: str = "",
+                          linker: str = "auto") -> Dict[str, Any]:
+        # (the vendor's xt-clang++ links: ``linker`` does not apply)
         return {
             "GPSIMD_CXX": self.cxx,
             "GPSIMD_CXXFLAGS": list(XTENSA_COMMON_FLAGS),
@@ -91,6 +93,7 @@ class XtensaProfile(Profile):
              shared: Shared) -> Any:
         return graph.link(target, list(objects), GPSIMD_LINKING_LIBS=self.linking_libs(spec))
 
-    def package(self, graph: Graph, base: str, linked: Any, library: str,
-                spec: LinkerSpec) -> Any:
-        return graph.vendor_pack(base, linked)
+    def package(self, graph: Graph, members: Sequence[Tuple[str, Any, LinkerSpec]],
+                library: str) -> List[Any]:
+        """``xt-pkg-loadlib`` once per core (build-front-end.txt §5d)."""
+        return [graph.vendor_pack(base, linked) for base, linked, _ in members]

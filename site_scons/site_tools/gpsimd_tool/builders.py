@@ -94,9 +94,10 @@ def add_builders(env):
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
         # our own steps: stdlib-only modules, started without site-packages
         GPSIMD_STEP="$PYTHON -S -m gpsimd_build.steps",
-        # strip, then pack: one action (targets: packed, stripped)
+        # strip, then pack, every core of a library in one action (targets:
+        # packed, stripped of each core; $GPSIMD_PACK_MEMBERS: graph.py)
         GPSIMD_PACKCOM=("$GPSIMD_STEP pack --strip $GPSIMD_STRIP --library $GPSIMD_LIBRARY "
-                        "--lsp $GPSIMD_LSP --core $GPSIMD_CORE $SOURCE $TARGETS"),
+                        "$GPSIMD_PACK_MEMBERS"),
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
                         "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
         GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET $SOURCE",
@@ -110,7 +111,8 @@ def add_builders(env):
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
-        GPSIMD_PACKCOMSTR="PACK     ${TARGETS[0]}",
+        GPSIMD_PACKCOMSTR="PACK     $GPSIMD_PACK_LABEL",
+        GPSIMD_PACK_LABEL="${TARGETS[0]}",
         # a test node's line names its library and vector count (graph.py
         # sets the label per node; it is not part of the command)
         GPSIMD_TEST_LABEL="$TARGET",
@@ -131,8 +133,7 @@ def add_builders(env):
         "GpsimdLink": SCons.Builder.Builder(action=act("GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
                                             suffix=".so"),
         "GpsimdPack": SCons.Builder.Builder(
-            action=act("GPSIMD_PACKCOM", "$GPSIMD_PACKCOMSTR"),
-            emitter=_pack_emitter),
+            action=act("GPSIMD_PACKCOM", "$GPSIMD_PACKCOMSTR")),
         "GpsimdVendorPack": SCons.Builder.Builder(
             action=act("GPSIMD_VENDORPACKCOM", "$GPSIMD_PACKCOMSTR"), emitter=_pack_emitter),
         "GpsimdCallGraph": SCons.Builder.Builder(

@@ -111,13 +111,24 @@ class SConsGraph:
     def link(self, target: str, sources, **vars: Any) -> Any:
         return self.uses(self.env.GpsimdLink(target, list(sources), **vars)[0], "$GPSIMD_CXX")
 
-    def host_pack(self, base: str, linked: Any, metadata) -> Any:
-        core = metadata["core"]
-        return self.uses(self.env.GpsimdPack([base + ".packed.so", base + ".stripped.so"], linked,
-                                             GPSIMD_LIBRARY=metadata["library"],
-                                             GPSIMD_LSP=metadata["lsp"],
-                                             GPSIMD_CORE="none" if core is None else str(core)),
-                         "$GPSIMD_STRIP", "$PYTHON")[0]
+    def host_pack(self, members) -> List[Any]:
+        targets, sources, args = [], [], []
+        for i, (base, linked, metadata) in enumerate(members):
+            core = metadata["core"]
+            targets += [base + ".packed.so", base + ".stripped.so"]
+            sources.append(linked)
+            args.append(f"--member {metadata['lsp']} {'none' if core is None else core} "
+                        f"${{SOURCES[{i}]}} ${{TARGETS[{2 * i}]}} ${{TARGETS[{2 * i + 1}]}}")
+        first = members[0][0]
+        if len(members) > 1 and first.endswith("_cpu0"):
+            first = first[:-1] + f"[0-{len(members) - 1}]"
+        label = first + ".packed.so"
+        nodes = self.uses(self.env.GpsimdPack(targets, sources,
+                                              GPSIMD_LIBRARY=members[0][2]["library"],
+                                              GPSIMD_PACK_MEMBERS=" ".join(args),
+                                              GPSIMD_PACK_LABEL=label),
+                          "$GPSIMD_STRIP", "$PYTHON")
+        return nodes[0::2]
 
     def vendor_pack(self, base: str, linked: Any) -> Any:
         return self.uses(self.env.GpsimdVendorPack(base, linked), "$GPSIMD_PACKER")[0]
@@ -259,7 +270,11 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     if env.get("GPSIMD_QUIET"):   # no PASS lines (out of the test command's signature)
         env["ENV"]["GPSIMD_EMU_QUIET"] = "1"
     launcher = env.get("CXX_LAUNCHER") or ""
-    env.Replace(**profile.construction_vars(env.Dir("#").abspath, launcher))
+    try:
+        env.Replace(**profile.construction_vars(env.Dir("#").abspath, launcher,
+                                                env.get("LINKER") or "auto"))
+    except ProfileError as err:
+        _stop(f"scons: {err}")
     env["GPSIMD_LAUNCHER"] = launcher
     if to_ninja:
         ninja.map_compiles(env)
@@ -297,16 +312,17 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             objects.append(obj)
             if ci is not None:
                 callgraphs.append(ci)
-        linked, loadable, cores = [], [], []
+        members = []
         for spec, name in zip(linker_specs(lib.multicore), linked_names(lib.name, lib.multicore)):
             so = profile.link(graph, f"{lib_dir}/{name}.so", objects, spec, shared)
-            linked.append(so)
-            if "-g" in lib.cflags:
-                obj = so   # build-front-end.txt §5d: the user's -g skips the pack step
-            else:
-                obj = profile.package(graph, f"{lib_dir}/{name}", so, lib.name, spec)
-            loadable.append(obj)
-            cores.append((spec.core, spec.name, obj.path))
+            members.append((f"{lib_dir}/{name}", so, spec))
+        linked = [so for _, so, _ in members]
+        if "-g" in lib.cflags:
+            # build-front-end.txt §5d: the user's -g skips the pack step
+            loadable = list(linked)
+        else:
+            loadable = profile.package(graph, members, lib.name)
+        cores = [(spec.core, spec.name, obj.path) for (_, _, spec), obj in zip(members, loadable)]
         # build-front-end.txt §1: the version metadata, with every library.
         versions = [graph.text(f"{lib_dir}/versions.json", versions_json(lib.name, profile.name))]
         all_loadable += loadable
