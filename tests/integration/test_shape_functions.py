@@ -312,3 +312,46 @@ def test_import_prints_a_manifest_that_builds_and_runs(tmp_path):
         "all libraries: 0 passed, 0 failed, 3 CHECKED (no reference)"]
     assert (proj / "build/host/test-summary.txt").read_text().splitlines()[-1] == \
         "all libraries: 0 passed, 0 failed, 3 CHECKED (no reference)"
+
+
+CHECKED_PASSING = SHAPED[:SHAPED.index("          - name: nested_values")]
+
+
+def test_the_ninja_path_gives_the_same_results_summary_and_schemas(tmp_path):
+    """Shape functions, a CHECKED (no reference) vector and `schemas` through
+    ninja: the same results files, the same summary line (printed by `cat`)
+    and the same canonical schemas as the plain SCons path."""
+    ninja_bin = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
+    projs = {}
+    for path in ("scons", "ninja"):
+        proj = copy_project(tmp_path / path)
+        shutil.copytree(SAMPLE, proj / "sample")
+        with open(proj / "sample" / "reference.py", "a") as f:
+            f.write(REFERENCES)
+        (proj / "checked.yaml").write_text(CHECKED_PASSING)
+        projs[path] = proj
+    summary = "all libraries: 2 passed, 0 failed, 1 CHECKED (no reference)"
+    plain = run_scons(projs["scons"], "MANIFEST=checked.yaml")
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    assert _lines(plain, "all libraries") == [summary]
+    gen = run_scons(projs["ninja"], "MANIFEST=checked.yaml", "--experimental=ninja")
+    assert gen.returncode == 0, gen.stdout + gen.stderr
+    assert _lines(gen, "all libraries") == [summary]
+    null = subprocess.run([ninja_bin], cwd=projs["ninja"], capture_output=True, text=True,
+                          timeout=600)
+    assert null.returncode == 0 and null.stdout.splitlines()[-1] == summary, null.stdout
+    for name in ("relu/test-results.json", "relu/testplan.shaped.json", "test-summary.txt"):
+        assert (projs["ninja"] / "build/host" / name).read_text() == \
+            (projs["scons"] / "build/host" / name).read_text(), name
+    want = run_scons(projs["scons"], "-Q", "MANIFEST=checked.yaml", "schemas")
+    got = subprocess.run([ninja_bin, "schemas"], cwd=projs["ninja"], capture_output=True,
+                         text=True, timeout=600)
+    assert want.returncode == 0 and got.returncode == 0, got.stdout + got.stderr
+    schemas = [l for l in want.stdout.splitlines() if l.startswith("my_ops::")]
+    derived = "   # derived from its shape function"
+    assert schemas == [
+        "my_ops::relu_forward(Tensor t_in) -> Tensor" + derived,
+        "my_ops::relu_backward(Tensor t_grad, Tensor t_in) -> Tensor" + derived,
+        "my_ops::tensor_negate(Tensor t_in) -> Tensor" + derived
+        + "; kernel tensor_negate_compute"], want.stdout
+    assert [l for l in got.stdout.splitlines() if l.startswith("my_ops::")] == schemas, got.stdout

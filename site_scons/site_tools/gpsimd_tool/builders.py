@@ -145,5 +145,5 @@ def add_builders(env):
         # (its first source lists the artifacts; the others are the artifacts)
         "GpsimdDigests": SCons.Builder.Builder(action=act("GPSIMD_DIGESTSCOM", None)),
         "GpsimdSummary": SCons.Builder.Builder(action=act("GPSIMD_SUMMARYCOM", None)),
-        "GpsimdPrint": SCons.Builder.Builder(action=SCons.Action.Action("cat $SOURCE", None)),
+        "GpsimdPrint": SCons.Builder.Builder(action=SCons.Action.Action("cat $SOURCES", None)),
     })

@@ -381,8 +381,14 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env.AlwaysBuild(digests)
     env.NoCache(digests)
     env.Alias("digests", digests)
-    # `scons schemas`: every op's canonical schema (derived ones too)
-    env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
+    # `scons schemas`: every op's canonical schema (derived ones too); on
+    # the ninja path an edge whose output is never made, so `ninja schemas`
+    # prints them on every run too (an alias's own action is not written
+    # into build.ninja)
+    if to_ninja:
+        env.Alias("schemas", env.GpsimdPrint(f"{profile_dir}/.schemas-printed", all_schemas))
+    else:
+        env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)
