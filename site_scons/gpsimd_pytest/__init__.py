@@ -13,8 +13,12 @@ The vectors run against the objects ``scons`` built: run ``scons`` (or
 ``scons <lib>``) first, where you run pytest (``--gpsimd-build-dir``: the
 ``BUILD_DIR``, default ``build``). The plugin reads the test plan the build
 wrote (``<BUILD_DIR>/host/<lib>/testplan.json``) and fails a library's
-vectors, saying to build first, when it is missing or is not the plan of
-the manifest as it is now. Each vector runs and is judged by the emulator's
+vectors, saying to build first, when it is missing, is not the plan of
+the manifest as it is now, or when a file the library's objects were built
+from (a kernel, a header, a shape source, the runtime) changed since the
+last ``scons`` recorded it (``gpsimd_build.freshness``; after a ``ninja``
+build, ``ninja -n`` decides): old objects are never tested as if they were
+the sources' objects. Each vector runs and is judged by the emulator's
 ``LibrarySession`` (one per library and process), the implementation the
 SCons test node runs through ``python -m gpsimd_emu run``: a failure's
 message is the node's ``FAIL`` line, a pass prints the ``PASS`` line
@@ -100,6 +104,8 @@ class _Vectors:
         self.root = str(config.invocation_params.dir)
         self.build_dir = config.getoption("gpsimd_build_dir")
         self.sessions: Dict[str, Tuple[Optional[object], Optional[str]]] = {}
+        #: the record of what each library's objects were built from (read once)
+        self._inputs: Optional[dict] = None
         #: [order, library, multicore, result JSON] of each vector run here
         #: (and, in xdist's controlling process, by the workers)
         self.results: List[list] = []
@@ -171,11 +177,54 @@ class _Vectors:
         if [op.to_json() for op in plan.ops] != want or plan.library != lib.name:
             return None, (f"the test plan {rel} is not the manifest's as it is now (edited "
                           f"since the last build?): {build}")
+        why = self._stale(lib.name, [c.object for c in plan.cores])
+        if why:
+            return None, f"the objects of {lib.name} may be out of date ({why}): {build}"
         plan = plan.with_locations(testplan.plan_locations(lib))
         try:
             return LibrarySession(plan, root=self.root, options=self.options()), None
         except OSError as e:
             return None, f"cannot start the device model: {e}"
+
+
+    def _stale(self, library: str, objects: List[str]) -> Optional[str]:
+        """Why the library's core objects may not be those of its sources as
+        they are now (``gpsimd_build.freshness``: the record the last
+        ``scons`` wrote), or None. When the record cannot vouch for them and
+        the folder has a ``build.ninja``, ninja is asked instead: no work to
+        do for the objects (``ninja -n``) means they are up to date."""
+        from gpsimd_build import freshness
+        if self._inputs is None:
+            self._inputs = freshness.read_record(
+                os.path.join(self.root, self.build_dir, "host", freshness.RECORD_NAME))
+        why = freshness.stale_input(self._inputs, library, self.root)
+        if why is None:
+            return None
+        why = ("no record of what they were built from" if why.startswith("no record")
+               else f"{why} the last `scons`")
+        return None if _ninja_up_to_date(self.root, objects) else why
+
+
+def _ninja_up_to_date(root: str, targets: List[str]) -> bool:
+    """Does ``ninja -n`` in ``root`` (with a ``build.ninja``) find nothing to
+    do for ``targets``? False without ninja, or on any error."""
+    import shutil
+    import subprocess
+    if not targets or not os.path.isfile(os.path.join(root, "build.ninja")):
+        return False
+    exe = shutil.which("ninja")
+    if exe is None:
+        try:
+            import ninja
+            exe = os.path.join(ninja.BIN_DIR, "ninja")
+        except ImportError:
+            return False
+    try:
+        proc = subprocess.run([exe, "-n", *targets], cwd=root, capture_output=True, text=True,
+                              timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0 and proc.stdout.strip().endswith("ninja: no work to do.")
 
 
 class ManifestFile(pytest.File):

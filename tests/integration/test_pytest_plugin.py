@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import NEGATE_KERNEL, ROOT, run_scons
+from conftest import NEGATE_KERNEL, ROOT, action_lines, run_scons
 
 KERNEL = NEGATE_KERNEL
 
@@ -187,3 +187,63 @@ def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml")
     assert proc.returncode == 2 and "unknown key 'soruces'" in proc.stdout, proc.stdout
     assert "Traceback" not in proc.stdout
+
+
+HEADER_KERNEL = KERNEL.replace("#include <torch/torch.h>\n",
+                               '#include <torch/torch.h>\n#include "sign.h"\n').replace(
+                                   "o[i] = -a[i];", "o[i] = SIGN * a[i];")
+
+
+def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):
+    """A kernel or a header edited since the last scons: every vector of the
+    library fails saying which file changed, instead of running the old
+    objects (a wrong PASS). A build records the sources again (a revert that
+    SCons finds up to date included); after a ninja build, ninja decides."""
+    proj, _ = built
+    other = tmp_path / "copy"
+    shutil.copytree(proj, other)
+    shutil.rmtree(other / "build")
+    (other / "src/negate.cpp").write_text(HEADER_KERNEL)
+    (other / "src/sign.h").write_text("#define SIGN -1\n")
+    assert run_scons(other, env=_env()).returncode == 2       # [wrong] fails
+    ok = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(ok.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}
+
+    stale = ("the objects of team may be out of date ({} changed since the last `scons`): "
+             "build it first: `scons team`")
+    (other / "src/sign.h").write_text("#define SIGN 1\n")      # now a wrong kernel
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
+    assert ("FAIL team::negate[n11] (ops.yaml:9:13): " + stale.format("src/sign.h")
+            in proc.stdout), proc.stdout
+    assert run_scons(other, "team", env=_env()).returncode == 2
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == {IDS[0]: "FAILED", IDS[1]: "PASSED", IDS[2]: "FAILED"}
+
+    # a revert of the kernel's text: SCons rebuilds nothing it did not
+    # already have, but records the file again
+    (other / "src/sign.h").write_text("#define SIGN -1\n")
+    assert run_scons(other, "team", env=_env()).returncode == 2
+    text = (other / "src/negate.cpp").read_text()
+    (other / "src/negate.cpp").write_text(text + "\n")
+    (other / "src/negate.cpp").write_text(text)
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert stale.format("src/negate.cpp") in proc.stdout, proc.stdout
+    again = run_scons(other, "team", env=_env())
+    assert not [k for k, _ in action_lines(again.stdout) if k in ("CXX", "LINK", "PACK")]
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}
+
+    # the ninja path: the record is the generating run's; ninja -n decides
+    if importlib.util.find_spec("ninja") is None:
+        return
+    import ninja
+    gen = run_scons(other, "--experimental=ninja", env=_env())
+    assert gen.returncode != 0 and (other / "build.ninja").exists()
+    (other / "src/sign.h").write_text("#define SIGN 1\n")
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert stale.format("src/sign.h") in proc.stdout, proc.stdout
+    subprocess.run([os.path.join(ninja.BIN_DIR, "ninja"), "-k", "0"], cwd=other,
+                   capture_output=True, env=dict(os.environ, **_env()), timeout=600)
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == {IDS[0]: "FAILED", IDS[1]: "PASSED", IDS[2]: "FAILED"}

@@ -26,6 +26,7 @@ from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_name
 from gpsimd_device.versions import versions_json
 
 from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
+from .inputs_record import InputsRecord
 from .progress import Progress
 from .targets import help_text, selected_libraries
 from .shapes_graph import schemas_text, shape_nodes
@@ -79,6 +80,10 @@ class SConsGraph:
             for node in [nodes] if hasattr(nodes, "add_dependency") else nodes:
                 node.add_dependency(deps)
         return nodes
+
+    def programs(self) -> List[Any]:
+        """The nodes of the programs the commands run (see :meth:`uses`)."""
+        return [n for nodes in self._programs.values() for n in nodes]
 
     def source(self, path: str) -> Any:
         return self.env.File(path)
@@ -291,6 +296,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     emu_sources = sorted((f for d in _EMU_SOURCES for f in env.Dir(d).glob("*.py")), key=str)
 
     nodes = {}
+    inputs = InputsRecord(profile_dir, graph.programs)
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
     all_schemas: List[Any] = []
     tests: List[LibraryTests] = []
@@ -351,6 +357,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             if shapes is not None:
                 plan_node = shapes.plan
                 artifacts += shapes.objects + [shapes.library]
+            inputs.add(lib.name, loadable + ([shapes.library] if shapes is not None else []))
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
@@ -420,6 +427,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
                              "them\n")
         integrity.CURRENT = record
         atexit.register(timer.timed(record.save, "record of outputs written"))
+        atexit.register(timer.timed(inputs.save, "record of inputs written"))
         if tests:
             atexit.register(Summary(
                 tests, profile_dir, len(collection.libraries),

@@ -1,0 +1,88 @@
+"""The record of what each library's core objects were built from
+(``gpsimd_build.freshness``), written when ``scons`` exits.
+
+A library is recorded when every one of its roots (its loadable core
+objects, and its shape library when it has one) was built or found up to
+date in this run; its entries are then the source files below those roots
+in the graph: the nodes without a builder (kernel and shape sources, the
+headers SCons's scanner found, the runtime's sources, generated texts such
+as the LSP sources), except the programs the commands run (the compiler,
+Python: not what an object is built *from*, and absolute paths). Libraries
+not visited, or whose objects failed, keep the entries of their last
+recording.
+"""
+
+import os
+import sys
+from typing import Any, Callable, Dict, Iterable, List, Set
+
+import SCons.Node
+import SCons.Node.FS
+
+from gpsimd_build import freshness
+
+__all__ = ["InputsRecord"]
+
+_DONE = (SCons.Node.executed, SCons.Node.up_to_date)
+
+
+class InputsRecord:
+    """Collects each library's roots while the graph is read; :meth:`save`
+    (registered with ``atexit``) writes ``<profile_dir>/inputs.json``.
+    ``programs``: returns the program nodes to leave out."""
+
+    def __init__(self, profile_dir: str, programs: Callable[[], Iterable[Any]] = list):
+        self.path = os.path.join(profile_dir, freshness.RECORD_NAME)
+        self.roots: Dict[str, List[Any]] = {}
+        self._programs = programs
+
+    def add(self, library: str, roots: Iterable[Any]) -> None:
+        """``roots``: the nodes a front end runs the library's vectors on."""
+        self.roots[library] = list(roots)
+
+    def save(self) -> None:
+        """Record every library whose roots are all done; an error is
+        reported on stderr, never raised."""
+        skip = {id(n) for n in self._programs()}
+        memo: Dict[int, Set[str]] = {}
+        done = {}
+        for name, roots in self.roots.items():
+            if roots and all(n.get_state() in _DONE for n in roots):
+                leaves: Set[str] = set()
+                for node in roots:
+                    leaves |= _leaves(node, memo, skip)
+                done[name] = freshness.stat_entries(leaves)
+        if not done:
+            return
+        try:
+            freshness.update_record(self.path, done)
+        except OSError as e:
+            sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
+                             "the pytest plugin will ask for another build\n")
+
+
+def _leaves(root: Any, memo: Dict[int, Set[str]], skip: Set[int]) -> Set[str]:
+    """Paths of the files without a builder below ``root`` (memoized per
+    node; iterative, so a deep graph cannot exhaust the stack)."""
+    stack = [(root, False)]
+    busy: Set[int] = set()
+    while stack:
+        node, expanded = stack.pop()
+        key = id(node)
+        if key in memo or (key in busy and not expanded):
+            continue                    # (done, or a cycle SCons itself reports)
+        if not node.has_builder():
+            memo[key] = ({node.path} if isinstance(node, SCons.Node.FS.File) and key not in skip
+                         else set())
+            continue
+        children = node.children()
+        if not expanded:
+            busy.add(key)
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if id(c) not in memo)
+            continue
+        out: Set[str] = set()
+        for c in children:
+            out |= memo.get(id(c), set())
+        memo[key] = out
+    return memo[id(root)]
