@@ -105,7 +105,7 @@ class _Vectors:
         self.build_dir = config.getoption("gpsimd_build_dir")
         self.sessions: Dict[str, Tuple[Optional[object], Optional[str]]] = {}
         #: the record of what each library's objects were built from (read once)
-        self._inputs: Optional[dict] = None
+        self._inputs = None
         #: [order, library, multicore, result JSON] of each vector run here
         #: (and, in xdist's controlling process, by the workers)
         self.results: List[list] = []

@@ -8,31 +8,43 @@ import os
 from gpsimd_build import freshness
 
 
-def test_entries_are_size_and_nanosecond_time_sorted_by_path(tmp_path):
+def test_each_file_once_with_size_and_nanosecond_time(tmp_path):
     (tmp_path / "b.cpp").write_text("int b;\n")
     (tmp_path / "a.h").write_text("#define A 1\n")
     os.utime(tmp_path / "a.h", ns=(1, 1_733_000_000_123_456_789))
-    got = freshness.stat_entries(["b.cpp", "a.h", "gone.h", "a.h"], root=str(tmp_path))
-    assert got == [("a.h", 12, 1_733_000_000_123_456_789),
-                   ("b.cpp", 7, (tmp_path / "b.cpp").stat().st_mtime_ns)]
+    path = tmp_path / "inputs.json"
+    freshness.update_record(str(path), {"l1": ["b.cpp", "a.h", "gone.h"], "l2": ["a.h"]},
+                            root=str(tmp_path))
+    b = (tmp_path / "b.cpp").stat().st_mtime_ns
+    assert json.loads(path.read_text()) == {
+        "format": 2, "files": {"a.h": [12, 1_733_000_000_123_456_789], "b.cpp": [7, b]},
+        "libraries": {"l1": ["a.h", "b.cpp"], "l2": ["a.h"]}}
 
 
 def test_update_keeps_other_libraries_and_writes_only_on_change(tmp_path):
+    for name in ("k.cpp", "s.cpp"):
+        (tmp_path / name).write_text(name)
     path = tmp_path / "inputs.json"
-    freshness.update_record(str(path), {"relu": [("k.cpp", 3, 10)], "spmd": [("s.cpp", 4, 20)]})
-    freshness.update_record(str(path), {"relu": [("k.cpp", 5, 30)]})
-    assert json.loads(path.read_text()) == {
-        "format": 1, "libraries": {"relu": [["k.cpp", 5, 30]], "spmd": [["s.cpp", 4, 20]]}}
-    before = path.stat().st_mtime_ns
+    root = str(tmp_path)
+    freshness.update_record(str(path), {"relu": ["k.cpp"], "spmd": ["s.cpp"]}, root)
+    (tmp_path / "k.cpp").write_text("longer")
+    freshness.update_record(str(path), {"relu": ["k.cpp"]}, root)
+    doc = json.loads(path.read_text())
+    assert doc["libraries"] == {"relu": ["k.cpp"], "spmd": ["s.cpp"]}
+    assert doc["files"]["k.cpp"][0] == 6 and doc["files"]["s.cpp"][0] == 5
     os.utime(path, ns=(1, 1))
-    freshness.update_record(str(path), {"spmd": [("s.cpp", 4, 20)]})
-    assert path.stat().st_mtime_ns == 1 and before != 1     # same text: not rewritten
+    freshness.update_record(str(path), {"spmd": ["s.cpp"]}, root)
+    assert path.stat().st_mtime_ns == 1      # the same text: not rewritten
+    freshness.update_record(str(path), {"relu": [], "spmd": []}, root)
+    assert json.loads(path.read_text())["files"] == {}     # no library uses them
 
 
 def test_stale_input_names_the_first_changed_or_missing_file(tmp_path):
     (tmp_path / "k.cpp").write_text("int k;\n")
     (tmp_path / "h.h").write_text("#define H\n")
-    record = {"lib": freshness.stat_entries(["h.h", "k.cpp"], root=str(tmp_path))}
+    path = str(tmp_path / "inputs.json")
+    freshness.update_record(path, {"lib": ["k.cpp", "h.h"]}, str(tmp_path))
+    record = freshness.read_record(path)
     assert freshness.stale_input(record, "lib", str(tmp_path)) is None
     assert freshness.stale_input(record, "other", str(tmp_path)) == \
         "no record of what its objects were built from"
@@ -45,8 +57,10 @@ def test_stale_input_names_the_first_changed_or_missing_file(tmp_path):
 
 def test_a_damaged_or_foreign_record_vouches_for_nothing(tmp_path):
     path = tmp_path / "inputs.json"
-    for text in ("{", "[]", '{"format": 2, "libraries": {}}', '{"format": 1}',
-                 '{"format": 1, "libraries": {"l": [["a", "b"]]}}'):
+    for text in ("{", "[]", '{"format": 1, "files": {}, "libraries": {}}', '{"format": 2}',
+                 '{"format": 2, "files": {"a": [1]}, "libraries": {"l": ["a"]}}',
+                 '{"format": 2, "files": {}, "libraries": {"l": ["a"]}}'):
         path.write_text(text)
-        assert freshness.read_record(str(path)) == {}, text
-    assert freshness.read_record(str(tmp_path / "missing.json")) == {}
+        record = freshness.read_record(str(path))
+        assert record.files == {} and record.libraries == {}, text
+    assert freshness.read_record(str(tmp_path / "missing.json")).libraries == {}

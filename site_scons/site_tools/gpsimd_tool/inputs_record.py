@@ -51,7 +51,7 @@ class InputsRecord:
                 leaves: Set[str] = set()
                 for node in roots:
                     leaves |= _leaves(node, memo, skip)
-                done[name] = freshness.stat_entries(leaves)
+                done[name] = leaves
         if not done:
             return
         try:
