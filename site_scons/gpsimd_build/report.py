@@ -19,14 +19,17 @@ machine): the same results give the same bytes. Stdlib only (the build's
 own steps run it under ``python -S``).
 """
 
+import hashlib
 import html
+import os
+import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gpsimd_device.results import LibraryResults, VectorResult, counts_text
 
 __all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "ReportLibrary", "render_report",
-           "write_report", "libraries_from_files"]
+           "render_from_files", "write_report", "libraries_from_files"]
 
 #: Fill colour of core ``k``'s elements (``CORE_COLOURS[k % 8]``): eight
 #: hues apart from the marks' red and black.
@@ -260,11 +263,60 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
         cur = [lib.results for lib in libraries if lib.state == "current" and lib.results]
         totals = "total: " + counts_text(sum(r.passed for r in cur), sum(r.failed for r in cur),
                                          sum(r.checked for r in cur))
-    body = "\n".join(_library(lib) for lib in libraries)
+    return _page([_library(lib) for lib in libraries], title, totals)
+
+
+def _page(sections: Sequence[str], title: str, totals: str) -> str:
+    body = "\n".join(sections)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
             f"<h1>{_e(title)}</h1>\n<p class=\"totals\">{_e(totals)}</p>\n{body}\n"
             f"</body>\n</html>\n")
+
+
+_CACHE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+
+
+def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], checks: bool,
+                      totals: str, cache_dir: str, title: str = "GPSIMD test report") -> str:
+    """The page of :func:`render_report` for libraries given as ``(name,
+    state, results path or None, multicore)`` (as :func:`libraries_from_files`),
+    each library's section taken from ``cache_dir/<name>.html`` when that
+    was rendered from the same results file (same size and ns time), the
+    same state, flags and renderer, else rendered and kept there: after one
+    library's edit, one section is rendered and the other results files are
+    not read. The same input gives the same text as rendering them all.
+    A cache that cannot be written is only slower."""
+    from gpsimd_device.atomic import write_if_changed
+    code = os.stat(__file__)
+    sections = []
+    for entry in entries:
+        name, state, path, multicore = entry
+        st = os.stat(path) if path and os.path.exists(path) else None
+        key = hashlib.sha256(repr((code.st_size, code.st_mtime_ns, checks, entry,
+                                   st and (st.st_size, st.st_mtime_ns))).encode()).hexdigest()
+        cached = os.path.join(cache_dir, f"{name}.html") if _CACHE_NAME.match(name) else None
+        head = f"<!-- {key} -->\n"
+        text = None
+        if cached:
+            try:
+                with open(cached, encoding="utf-8") as f:
+                    got = f.read()
+                if got.startswith(head):
+                    text = got[len(head):]
+            except (OSError, UnicodeDecodeError):
+                pass
+        if text is None:
+            (lib,) = libraries_from_files([entry])
+            lib.checks = checks
+            text = _library(lib)
+            if cached:
+                try:
+                    write_if_changed(cached, head + text)
+                except OSError:
+                    pass
+        sections.append(text)
+    return _page(sections, title, totals)
 
 
 def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = "") -> bool:

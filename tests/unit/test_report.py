@@ -134,3 +134,40 @@ def test_chromium_draws_each_core_hole_overlap_and_fault_where_the_ranges_say(tm
     assert pic.pixel(at(900), fy) != rgb(MARK_COLOURS["fault"])   # before the fault range
     # the vector without write sets draws nothing
     assert not [s for s in pic.segs if s["vector"] == "spmd::double[n8]"]
+
+
+def test_sections_come_from_the_cache_unless_their_results_changed(tmp_path, monkeypatch):
+    """render_from_files gives the page render_report gives, and after one
+    library's results change it reads and renders that library only."""
+    from gpsimd_build import report
+    libs = _results()
+    entries = []
+    for lib in libs:
+        path = None
+        if lib.results is not None:
+            path = str(tmp_path / f"{lib.name}.json")
+            lib.results.write(path)
+        entries.append((lib.name, lib.state, path, lib.multicore))
+    for lib in libs:              # (render_from_files gives every library the same flag)
+        lib.checks = True
+    want = render_report(libs, totals="all libraries: 2 passed, 1 failed")
+    cache = str(tmp_path / "cache")
+    read = []
+    real = report.libraries_from_files
+    monkeypatch.setattr(report, "libraries_from_files",
+                        lambda e: read.extend(n for n, *_ in e) or real(e))
+    assert report.render_from_files(entries, True, "all libraries: 2 passed, 1 failed",
+                                    cache) == want
+    assert read == ["relu", "spmd", "later"]
+    del read[:]
+    assert report.render_from_files(entries, True, "all libraries: 2 passed, 1 failed",
+                                    cache) == want
+    assert read == []
+    relu = LibraryResults("relu", [VectorResult("relu_forward", "n1000", "ops.yaml:14:13",
+                                                "fail", "1 of 1000 elements differ")])
+    relu.write(entries[0][2])
+    libs[0].results = relu
+    page = report.render_from_files(entries, True, "total: 1 passed, 2 failed", cache)
+    assert read == ["relu"]
+    assert page == render_report(libs, totals="total: 1 passed, 2 failed")
+    assert "1 of 1000 elements differ" in page

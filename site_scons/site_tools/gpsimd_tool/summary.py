@@ -23,7 +23,10 @@ of this build with the state above, the others (and the stale ones) with
 the results an earlier build left, marked stale. It is rendered only when
 what it shows may have changed: a key of each library's state and results
 file (path, size, time) is kept beside it (``.report-key``), so a null
-build costs a few ``stat`` calls.
+build costs a few ``stat`` calls; and each library's section is kept in
+``.report-cache/<lib>.html`` under the key of its own results, so after
+one library's edit only its section is rendered (at 5,000 ops the whole
+page took about a second).
 """
 
 import os
@@ -34,7 +37,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import SCons.Node
 
-from gpsimd_device.atomic import write_atomically
+from gpsimd_device.atomic import write_atomically, write_if_changed
 from gpsimd_device.results import LibraryResults, ResultsError, counts_text
 
 __all__ = ["LibraryTests", "summary_lines", "Summary"]
@@ -234,8 +237,6 @@ class Summary:
                     return
         except OSError:
             pass
-        libraries = report.libraries_from_files(entries)
-        for lib in libraries:
-            lib.checks = self.checks
-        report.write_report(page, libraries, totals=totals)
+        write_if_changed(page, report.render_from_files(
+            entries, self.checks, totals, os.path.join(self.profile_dir, ".report-cache")))
         write_atomically(key_path, digest)
