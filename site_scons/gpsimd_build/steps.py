@@ -135,21 +135,25 @@ def _digests(args: argparse.Namespace) -> None:
 def _summary(args: argparse.Namespace) -> None:
     from gpsimd_device.results import LibraryResults, counts_text
     passed = failed = checked = 0
-    lines = []
+    lines, entries = [], []
     for path in args.results:
         res = LibraryResults.load(path)
         passed += res.passed
         failed += res.failed
         checked += res.checked
         lines.append(res.summary_line())
+        entries.append((res.library, "current", path, res.library in args.multicore))
     label = "all libraries" if len(args.results) == args.all else "total"
     lines.append(f"{label}: {counts_text(passed, failed, checked)}")
     write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
     if args.report:
-        from .report import ReportLibrary, write_report
-        write_report(args.report, [
-            ReportLibrary(res.library, "current", res, res.library in args.multicore)
-            for res in map(LibraryResults.load, args.results)], totals=lines[-1])
+        # always written, unchanged or not: it is an output of this step,
+        # and ninja, which compares times, would otherwise run the step on
+        # every build after results were rewritten with the same content
+        from .report import render_from_files
+        cache = os.path.join(os.path.dirname(args.report) or ".", ".report-cache")
+        write_atomically(args.report,
+                         render_from_files(entries, True, lines[-1], cache).encode("utf-8"))
 
 
 def build_parser() -> argparse.ArgumentParser:

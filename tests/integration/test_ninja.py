@@ -71,6 +71,20 @@ def test_a_null_build_runs_only_the_summary_print(ninja_project):
     assert not re.search(r"^build [^\n]*: (TEMPLATE|SCONS)\b", text, re.M)
 
 
+def test_results_rewritten_unchanged_leave_the_next_build_null(ninja_project):
+    """A test run whose results are the same bytes as before (an edit that
+    changes no result) reruns the summary step once; the build after is
+    null again (the step's outputs are always rewritten, so ninja, which
+    compares times, does not find the report older than the results)."""
+    results = ninja_project / "build/host/relu/test-results.json"
+    results.write_bytes(results.read_bytes())
+    first = ninja(ninja_project, "-d", "explain")
+    assert "build/host/test-summary.txt is dirty" in first.stderr, first.stderr
+    again = ninja(ninja_project, "-d", "explain")
+    dirty = re.findall(r"ninja explain: (\S+) is dirty", again.stderr)
+    assert set(dirty) <= {"build/host/.summary-printed"}, again.stderr
+
+
 def test_headers_come_from_depfiles(ninja_project):
     deps = ninja(ninja_project, "-t", "deps", "build/host/relu/obj/kernels/relu/relu.o").stdout
     assert "(VALID)" in deps and "runtime_model/include/torch/detail/tensor.h" in deps
