@@ -32,7 +32,8 @@ steps that are not a compiler, linker or archiver run this module:
     ``N`` libraries of the collection, else ``total: ...``) for a build
     driven by ninja, which prints it with ``cat``; with ``--report PAGE``
     (and ``--multicore LIB`` per multicore library) also the HTML report
-    of those results (``gpsimd_build.report``).
+    of those results (``gpsimd_build.report``; each library's section kept
+    in ``.report-cache`` beside it), written on every run of the step.
 
 Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
 success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
