@@ -5,7 +5,7 @@ ninja, the edit loop against its commands, and a full build against the
 old code.
 
     python3 bench/run.py [--n 1000,5000] [--phases load,graph,null,full,loop,test]
-                         [--old 1e4b78b] [--full-n 1000] [--work /tmp/gpsimd-bench]
+                         [--old 1e4b78b] [--old-first] [--full-n 1000] [--work /tmp/gpsimd-bench]
                          [--null-runs 5] [--edits 3] [--json OUT] [--quick]
 
 For each N (``--n``) a collection is generated (``bench/gen_collection.py``,
@@ -18,7 +18,9 @@ graph  node/edge counts of the real graph (``bench/floor/SConstruct.count``)
 full   (N in ``--full-n``) full build from clean at -j2, this tree and the
        old code (``--old``, a git revision: its SConstruct, site_scons,
        schema and runtime_model on the same collection, in ``WORK/cN-old``),
-       one after the other in this run: wall, CPU of the actions by kind
+       one after the other in this run (``--old-first``: the old code's
+       first; the machine's speed drifts, so quote both orders): wall, CPU
+       of the actions by kind
        (``bench/scons_wrap.py``), SCons's own CPU and peak RSS, results.
 null   null build of the real SConstruct against the floor, alternating,
        ``--null-runs`` each (min and median), and the reading phase
@@ -218,12 +220,16 @@ def run_n(n, a, full_n):
             old = os.path.join(a.work, f"c{n}-old")
             if not os.path.exists(os.path.join(old, "ops.yaml")):
                 gen_collection.generate(n, old, project=old_tree(a.work, a.old))
-        r["full_new_j2"] = measure_full(cwd, 2)
-        log(f"  full -j2 (this tree) {r['full_new_j2']}")
+        # (--old-first: the old code first, so that a drift of the
+        # machine's speed during the run shows as the ratio moving)
+        order = [("full_old_j2", old), ("full_new_j2", cwd)] if old and a.old_first else \
+            [("full_new_j2", cwd)] + ([("full_old_j2", old)] if old else [])
+        for key, tree in order:
+            r[key] = measure_full(tree, 2)
+            if key == "full_old_j2":
+                r[key]["rev"] = a.old
+            log(f"  full -j2 ({'old ' + a.old if key == 'full_old_j2' else 'this tree'}) {r[key]}")
         if old:
-            r["full_old_j2"] = measure_full(old, 2)
-            r["full_old_j2"]["rev"] = a.old
-            log(f"  full -j2 (old {a.old}) {r['full_old_j2']}")
             r["full_ratio_new_old"] = r["full_new_j2"]["wall_s"] / r["full_old_j2"]["wall_s"]
     if phases & {"graph", "null", "loop", "test"} and not is_built(cwd):
         w, ru, out = scons(cwd, ["-j2"])
@@ -307,6 +313,8 @@ def main(argv=None):
     ap.add_argument("--full-n", default="1000", help="N values that get the full-build phase")
     ap.add_argument("--phases", default="load,full,graph,null,loop,test")
     ap.add_argument("--old", default="1e4b78b", help="git revision of the old code ('' : none)")
+    ap.add_argument("--old-first", action="store_true",
+                    help="full phase: build the old code's tree first")
     ap.add_argument("--work", default="/tmp/gpsimd-bench")
     ap.add_argument("--null-runs", type=int, default=5)
     ap.add_argument("--edits", type=int, default=3)
