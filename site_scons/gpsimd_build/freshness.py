@@ -8,17 +8,21 @@ run, every source file they depend on: the kernel and shape sources, every
 header SCons's scanner found, the runtime's sources and headers. The record
 is ``<BUILD_DIR>/<profile>/inputs.json``::
 
-    {"format": 2,
+    {"format": 3,
      "files": {"kernels/relu/relu.cpp": [1234, 1733000000123456789], ...},
-     "libraries": {"relu": ["kernels/relu/relu.cpp", ...], ...}}
+     "libraries": {"relu": {"key": "<sha256>", "files": ["kernels/relu/relu.cpp", ...]}}}
 
 ``files``: ``[size in bytes, mtime in ns]`` of each file, once however
-many libraries use it (the runtime's are every library's); ``libraries``:
-the sorted paths each library's objects were built from. Paths are as the
-build names them (relative to the project root when inside it). A
-library's entry is replaced whenever it is recorded again, so a revert
-that SCons finds up to date (content signatures) is recorded with its new
-time and the check passes again.
+many libraries use it (the runtime's are every library's), as SCons saw
+it when it first read it in that run (so an edit made while the build ran
+is seen as a change); the library's own outputs that a front end loads
+(core objects, shape library, the plan it runs) are there too, as they
+were at the end. ``libraries``: per library, :func:`library_key` of its
+manifest entry when it was built (sources, includes, ``cflags``, shape
+sources, ops: what its objects are made from besides files), and the
+sorted paths. A library's entry is replaced whenever it is recorded
+again, so a revert that SCons finds up to date (content signatures) is
+recorded with its new time and the check passes again.
 
 A file that differs in size or time from the record, or is gone, makes the
 library stale: content that changed behind the build is never tested as if
@@ -26,38 +30,52 @@ it had been built. (A file whose size and time were both kept by an edit is
 not noticed, as in SCons's own ``FAST=1``.)
 """
 
+import hashlib
 import json
 import os
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gpsimd_device.atomic import write_if_changed
 
-__all__ = ["FORMAT", "RECORD_NAME", "Record", "stat_files", "update_record", "read_record",
-           "stale_input"]
+__all__ = ["FORMAT", "RECORD_NAME", "Record", "library_key", "stat_files", "update_record",
+           "read_record", "stale_input"]
 
-FORMAT = 2
+FORMAT = 3
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
 RECORD_NAME = "inputs.json"
+#: ``(size in bytes, mtime in ns)`` of a file.
+Stat = Tuple[int, int]
 
 
 class Record:
-    """The record: ``files`` (path -> ``(size, mtime_ns)``) and
-    ``libraries`` (name -> sorted paths)."""
+    """The record: ``files`` (path -> :data:`Stat`) and ``libraries``
+    (name -> ``(key, sorted paths)``)."""
 
-    def __init__(self, files: Optional[Dict[str, Tuple[int, int]]] = None,
-                 libraries: Optional[Dict[str, List[str]]] = None):
+    def __init__(self, files: Optional[Dict[str, Stat]] = None,
+                 libraries: Optional[Dict[str, Tuple[str, List[str]]]] = None):
         self.files = files or {}
         self.libraries = libraries or {}
 
     def to_text(self) -> str:
-        used = {p for paths in self.libraries.values() for p in paths}
+        used = {p for _, paths in self.libraries.values() for p in paths}
         return json.dumps({"format": FORMAT,
                            "files": {p: list(self.files[p]) for p in sorted(used)},
-                           "libraries": dict(sorted(self.libraries.items()))},
+                           "libraries": {name: {"key": key, "files": paths} for name, (key, paths)
+                                         in sorted(self.libraries.items())}},
                           separators=(",", ":")) + "\n"
 
 
-def stat_files(paths: Iterable[str], root: str = ".") -> Dict[str, Tuple[int, int]]:
+def library_key(lib) -> str:
+    """SHA-256 (hex) of what a library's objects are made from besides
+    files: its name, multicore flag, sources, includes, ``cflags``, shape
+    sources and each op's schema and kernel name (``lib``: a manifest
+    ``Library``). Test vectors are not in it: they change no object."""
+    doc = [lib.name, lib.multicore, list(lib.sources), list(lib.includes), list(lib.cflags),
+           list(lib.shape_sources), [[op.schema_text, op.function] for op in lib.ops]]
+    return hashlib.sha256(json.dumps(doc, separators=(",", ":")).encode("utf-8")).hexdigest()
+
+
+def stat_files(paths: Iterable[str], root: str = ".") -> Dict[str, Stat]:
     """``{path: (size in bytes, mtime in ns)}`` of each path that exists
     (``root``: where relative paths start)."""
     out = {}
@@ -79,40 +97,44 @@ def read_record(path: str) -> Record:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             return Record()
         files = {str(p): (int(size), int(mtime)) for p, (size, mtime) in doc["files"].items()}
-        libraries = {str(name): [str(p) for p in paths]
-                     for name, paths in doc["libraries"].items()}
-        if any(p not in files for paths in libraries.values() for p in paths):
+        libraries = {str(name): (str(entry["key"]), [str(p) for p in entry["files"]])
+                     for name, entry in doc["libraries"].items()}
+        if any(p not in files for _, paths in libraries.values() for p in paths):
             return Record()
         return Record(files, libraries)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Record()
 
 
-def update_record(path: str, libraries: Dict[str, Iterable[str]], root: str = ".") -> None:
-    """Record ``libraries`` (name -> the paths its objects were built from)
-    with the files as they are now, keeping the others' entries; written
+def update_record(path: str, libraries: Dict[str, Tuple[str, Iterable[str]]],
+                  stats: Dict[str, Stat]) -> None:
+    """Record ``libraries`` (name -> ``(library_key, the paths its objects
+    and plan were built from)``) with ``stats`` (a path missing from it was
+    gone: left out), keeping the other libraries' entries; written
     whole-or-nothing, and only when the text changes.
 
     Raises:
         OSError: the record cannot be written.
     """
     record = read_record(path)
-    wanted = {name: sorted(set(paths)) for name, paths in libraries.items()}
-    stats = stat_files({p for paths in wanted.values() for p in paths}, root)
-    for name, paths in wanted.items():
-        record.libraries[name] = [p for p in paths if p in stats]
+    for name, (key, paths) in libraries.items():
+        record.libraries[name] = (key, sorted(p for p in set(paths) if p in stats))
     record.files.update(stats)
     write_if_changed(path, record.to_text())
 
 
-def stale_input(record: Record, library: str, root: str = ".") -> Optional[str]:
-    """Why ``library``'s objects cannot be trusted to be those of its
-    sources as they are now, or None when every recorded input is as it
-    was built: ``"no record of what its objects were built from"`` or
+def stale_input(record: Record, lib, root: str = ".") -> Optional[str]:
+    """Why the objects of ``lib`` (a manifest ``Library``) cannot be trusted
+    to be those of its manifest entry and sources as they are now, or None:
+    ``"no record of what its objects were built from"``, ``"its manifest
+    entry changed since"`` (sources, includes, flags or ops), or
     ``"<path> changed since"`` / ``"<path> is gone since"``."""
-    paths = record.libraries.get(library)
-    if not paths:
+    entry = record.libraries.get(lib.name)
+    if not entry or not entry[1]:
         return "no record of what its objects were built from"
+    key, paths = entry
+    if key != library_key(lib):
+        return "its manifest entry (sources, includes, cflags or ops) changed since"
     for path in paths:
         try:
             st = os.stat(os.path.join(root, path))

@@ -13,7 +13,8 @@ from gpsimd_device.plan import (ArgSpec, CorePlan, ExpectedSpec, OpPlan, OutputS
 
 from .manifest import Expected, Library, Op, Reference, ScalarInput, TensorInput, Vector
 
-__all__ = ["library_plan", "op_plan", "plan_locations", "dump_plan", "plan_files"]
+__all__ = ["PLAN_NAME", "SHAPED_PLAN_NAME", "library_plan", "op_plan", "plan_locations", "dump_plan",
+           "plan_files"]
 
 
 def _reference(ref: Reference) -> ReferenceSpec:
@@ -55,6 +56,13 @@ def op_plan(op: Op) -> OpPlan:
     return OpPlan(op.name, str(op.schema), tuple(ArgSpec(a.name, a.type) for a in op.schema.arguments),
                   op.stack_size, tuple(_vector(v, types) for v in op.vectors),
                   kernel=op.function if op.function != op.name else "")
+
+
+#: A library's test plan, in ``<BUILD_DIR>/<profile>/<lib>/``.
+PLAN_NAME = "testplan.json"
+#: The plan with every output from a shape function (a library with shape
+#: sources, on a profile that builds shape libraries): what its test run runs.
+SHAPED_PLAN_NAME = "testplan.shaped.json"
 
 
 def library_plan(library: Library, cores: Sequence[Tuple[Optional[int], str, str]]) -> TestPlan:

@@ -14,9 +14,10 @@ The vectors run against the objects ``scons`` built: run ``scons`` (or
 ``BUILD_DIR``, default ``build``). The plugin reads the test plan the build
 wrote (``<BUILD_DIR>/host/<lib>/testplan.json``) and fails a library's
 vectors, saying to build first, when it is missing, is not the plan of
-the manifest as it is now, or when a file the library's objects were built
-from (a kernel, a header, a shape source, the runtime) changed since the
-last ``scons`` recorded it (``gpsimd_build.freshness``; after a ``ninja``
+the manifest as it is now, or when the library's manifest entry (sources,
+includes, ``cflags``, ops) or a file its objects were built from (a
+kernel, a header, a shape source, the runtime), or the objects themselves,
+changed since the last ``scons`` recorded them (``gpsimd_build.freshness``; after a ``ninja``
 build, ``ninja -n`` decides): old objects are never tested as if they were
 the sources' objects. Each vector runs and is judged by the emulator's
 ``LibrarySession`` (one per library and process), the implementation the
@@ -164,7 +165,8 @@ class _Vectors:
         from gpsimd_build import testplan
         from gpsimd_device.plan import PlanError, TestPlan
         from gpsimd_emu.session import LibrarySession
-        rel = os.path.join(self.build_dir, "host", lib.name, "testplan.json")
+        folder = os.path.join(self.build_dir, "host", lib.name)
+        rel = os.path.join(folder, testplan.PLAN_NAME)
         build = f"build it first: `scons {lib.name}`"
         path = os.path.join(self.root, rel)
         if not os.path.exists(path):
@@ -177,7 +179,16 @@ class _Vectors:
         if [op.to_json() for op in plan.ops] != want or plan.library != lib.name:
             return None, (f"the test plan {rel} is not the manifest's as it is now (edited "
                           f"since the last build?): {build}")
-        why = self._stale(lib.name, [c.object for c in plan.cores])
+        if lib.shape_sources:
+            # the plan the build's test node runs: every output from its
+            # shape function (its freshness is in the record, below)
+            rel = os.path.join(folder, testplan.SHAPED_PLAN_NAME)
+            try:
+                plan = TestPlan.load(os.path.join(self.root, rel))
+            except PlanError as e:
+                return None, f"{e}: {build}"
+        why = self._stale(lib, [c.object for c in plan.cores]
+                          + ([rel] if lib.shape_sources else []))
         if why:
             return None, f"the objects of {lib.name} may be out of date ({why}): {build}"
         plan = plan.with_locations(testplan.plan_locations(lib))
@@ -186,18 +197,18 @@ class _Vectors:
         except OSError as e:
             return None, f"cannot start the device model: {e}"
 
-
-    def _stale(self, library: str, objects: List[str]) -> Optional[str]:
-        """Why the library's core objects may not be those of its sources as
-        they are now (``gpsimd_build.freshness``: the record the last
-        ``scons`` wrote), or None. When the record cannot vouch for them and
-        the folder has a ``build.ninja``, ninja is asked instead: no work to
-        do for the objects (``ninja -n``) means they are up to date."""
+    def _stale(self, lib, objects: List[str]) -> Optional[str]:
+        """Why the library's core objects may not be those of its manifest
+        entry and sources as they are now (``gpsimd_build.freshness``: the
+        record the last ``scons`` wrote), or None. When the record cannot
+        vouch for them and the folder has a ``build.ninja``, ninja is asked
+        instead: no work to do for the objects (``ninja -n``) means they are
+        up to date."""
         from gpsimd_build import freshness
         if self._inputs is None:
             self._inputs = freshness.read_record(
                 os.path.join(self.root, self.build_dir, "host", freshness.RECORD_NAME))
-        why = freshness.stale_input(self._inputs, library, self.root)
+        why = freshness.stale_input(self._inputs, lib, self.root)
         if why is None:
             return None
         why = ("no record of what they were built from" if why.startswith("no record")

@@ -242,8 +242,64 @@ def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):
     assert gen.returncode != 0 and (other / "build.ninja").exists()
     (other / "src/sign.h").write_text("#define SIGN 1\n")
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
-    assert stale.format("src/sign.h") in proc.stdout, proc.stdout
+    # (the first file the record finds changed: the objects ninja rebuilt)
+    assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
+    assert "the objects of team may be out of date (" in proc.stdout, proc.stdout
     subprocess.run([os.path.join(ninja.BIN_DIR, "ninja"), "-k", "0"], cwd=other,
                    capture_output=True, env=dict(os.environ, **_env()), timeout=600)
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert _outcomes(proc.stdout) == {IDS[0]: "FAILED", IDS[1]: "PASSED", IDS[2]: "FAILED"}
+
+
+def test_a_manifest_flag_a_missing_object_or_an_edit_during_the_build_is_never_tested(
+        built, tmp_path):
+    """What the objects are made from besides files (a library's cflags),
+    the objects themselves, and a kernel edited while scons ran: each makes
+    the library's vectors fail saying to build first, never PASS."""
+    proj, _ = built
+    other = tmp_path / "copy"
+    shutil.copytree(proj, other)
+    manifest = other / "ops.yaml"
+    manifest.write_text(MANIFEST.replace("    sources: [src/negate.cpp]\n",
+                                         "    sources: [src/negate.cpp]\n    cflags: [-DX]\n"))
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
+    assert ("the objects of team may be out of date (its manifest entry (sources, includes, "
+            "cflags or ops) changed since the last `scons`): build it first: `scons team`"
+            in proc.stdout), proc.stdout
+    manifest.write_text(MANIFEST)
+    assert _outcomes(pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA").stdout)[IDS[0]] \
+        == "PASSED"
+    (other / "build/host/team/team.packed.so").unlink()
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert ("the objects of team may be out of date (build/host/team/team.packed.so is gone "
+            "since the last `scons`): build it first: `scons team`") in proc.stdout, proc.stdout
+
+    # an edit while the build runs (here: once its test run has started,
+    # after the compile read the kernel): recorded as the build saw it
+    kernel = other / "src/negate.cpp"
+    kernel.write_text(KERNEL.replace("o[i] = -a[i];", "o[i] = -a[i] * 1.0f;"))
+    env = dict(os.environ, **_env())
+    scons = subprocess.Popen([sys.executable, "-m", "SCons", "-Q", "team"], cwd=other,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    for line in scons.stdout:
+        if "TEST" in line:
+            kernel.write_text(KERNEL.replace("o[i] = -a[i];", "o[i] = a[i];"))   # now wrong
+            break
+    scons.stdout.read()
+    assert scons.wait(timeout=600) == 2           # (its [wrong] vector fails)
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
+    assert "(src/negate.cpp changed since the last `scons`)" in proc.stdout, proc.stdout
+
+
+def test_a_library_with_shape_functions_runs_its_shaped_plan(tmp_path):
+    """The shipped relu library has shape sources: the plugin runs the plan
+    with every output from a shape function, as the build's test node
+    does, and its vectors pass as they do under scons."""
+    from conftest import copy_project
+    proj = copy_project(tmp_path / "proj")
+    assert run_scons(proj, "relu").returncode == 0
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-k", "relu_forward")
+    got = {k: v for k, v in _outcomes(proc.stdout).items() if k.startswith("ops.yaml::relu::")}
+    assert got and set(got.values()) == {"PASSED"}, proc.stdout

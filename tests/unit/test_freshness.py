@@ -1,11 +1,26 @@
 """The record of what a library's objects were built from
-(gpsimd_build.freshness): written, merged, read back, and the file that
-makes a library stale named."""
+(gpsimd_build.freshness): written, merged, read back, and what makes a
+library stale named: its manifest entry, a changed or missing file."""
 
+import dataclasses
 import json
 import os
 
 from gpsimd_build import freshness
+from gpsimd_build.manifest.model import Library, Location, Op
+
+
+def _lib(name="relu", **changes):
+    loc = Location("ops.yaml", 1, 1)
+    op = Op(name="relu_forward", schema=None, schema_text="my_ops::relu_forward(Tensor x) -> Tensor",
+            stack_size=8192, vectors=(), location=loc)
+    lib = Library(name=name, multicore=False, sources=("k.cpp",), includes=(), cflags=(),
+                  ops=(op,), location=loc, manifest="ops.yaml")
+    return dataclasses.replace(lib, **changes)
+
+
+def _stats(tmp_path, *names):
+    return freshness.stat_files(names, root=str(tmp_path))
 
 
 def test_each_file_once_with_size_and_nanosecond_time(tmp_path):
@@ -13,53 +28,77 @@ def test_each_file_once_with_size_and_nanosecond_time(tmp_path):
     (tmp_path / "a.h").write_text("#define A 1\n")
     os.utime(tmp_path / "a.h", ns=(1, 1_733_000_000_123_456_789))
     path = tmp_path / "inputs.json"
-    freshness.update_record(str(path), {"l1": ["b.cpp", "a.h", "gone.h"], "l2": ["a.h"]},
-                            root=str(tmp_path))
+    stats = _stats(tmp_path, "a.h", "b.cpp", "gone.h")
+    freshness.update_record(str(path), {"l1": ("k1", ["b.cpp", "a.h", "gone.h"]),
+                                        "l2": ("k2", ["a.h"])}, stats)
     b = (tmp_path / "b.cpp").stat().st_mtime_ns
     assert json.loads(path.read_text()) == {
-        "format": 2, "files": {"a.h": [12, 1_733_000_000_123_456_789], "b.cpp": [7, b]},
-        "libraries": {"l1": ["a.h", "b.cpp"], "l2": ["a.h"]}}
+        "format": 3, "files": {"a.h": [12, 1_733_000_000_123_456_789], "b.cpp": [7, b]},
+        "libraries": {"l1": {"key": "k1", "files": ["a.h", "b.cpp"]},
+                      "l2": {"key": "k2", "files": ["a.h"]}}}
 
 
 def test_update_keeps_other_libraries_and_writes_only_on_change(tmp_path):
     for name in ("k.cpp", "s.cpp"):
         (tmp_path / name).write_text(name)
-    path = tmp_path / "inputs.json"
-    root = str(tmp_path)
-    freshness.update_record(str(path), {"relu": ["k.cpp"], "spmd": ["s.cpp"]}, root)
+    path = str(tmp_path / "inputs.json")
+    freshness.update_record(path, {"relu": ("a", ["k.cpp"]), "spmd": ("b", ["s.cpp"])},
+                            _stats(tmp_path, "k.cpp", "s.cpp"))
     (tmp_path / "k.cpp").write_text("longer")
-    freshness.update_record(str(path), {"relu": ["k.cpp"]}, root)
-    doc = json.loads(path.read_text())
-    assert doc["libraries"] == {"relu": ["k.cpp"], "spmd": ["s.cpp"]}
+    freshness.update_record(path, {"relu": ("a", ["k.cpp"])}, _stats(tmp_path, "k.cpp"))
+    doc = json.loads(open(path).read())
+    assert doc["libraries"] == {"relu": {"key": "a", "files": ["k.cpp"]},
+                                "spmd": {"key": "b", "files": ["s.cpp"]}}
     assert doc["files"]["k.cpp"][0] == 6 and doc["files"]["s.cpp"][0] == 5
     os.utime(path, ns=(1, 1))
-    freshness.update_record(str(path), {"spmd": ["s.cpp"]}, root)
-    assert path.stat().st_mtime_ns == 1      # the same text: not rewritten
-    freshness.update_record(str(path), {"relu": [], "spmd": []}, root)
-    assert json.loads(path.read_text())["files"] == {}     # no library uses them
+    freshness.update_record(path, {"spmd": ("b", ["s.cpp"])}, _stats(tmp_path, "s.cpp"))
+    assert os.stat(path).st_mtime_ns == 1      # the same text: not rewritten
 
 
-def test_stale_input_names_the_first_changed_or_missing_file(tmp_path):
+def test_the_stats_given_are_recorded_not_the_files_as_they_are_at_the_end(tmp_path):
+    """The build passes the size and time SCons saw when it read a file; an
+    edit made after that (while the build ran) makes the library stale."""
+    (tmp_path / "k.cpp").write_text("int k;\n")
+    seen = _stats(tmp_path, "k.cpp")
+    (tmp_path / "k.cpp").write_text("int k = 2;\n")          # edited during the build
+    path = str(tmp_path / "inputs.json")
+    lib = _lib()
+    freshness.update_record(path, {"relu": (freshness.library_key(lib), ["k.cpp"])}, seen)
+    assert freshness.stale_input(freshness.read_record(path), lib, str(tmp_path)) == \
+        "k.cpp changed since"
+
+
+def test_stale_input_names_the_entry_or_the_first_changed_or_missing_file(tmp_path):
     (tmp_path / "k.cpp").write_text("int k;\n")
     (tmp_path / "h.h").write_text("#define H\n")
     path = str(tmp_path / "inputs.json")
-    freshness.update_record(path, {"lib": ["k.cpp", "h.h"]}, str(tmp_path))
+    lib = _lib()
+    freshness.update_record(path, {"relu": (freshness.library_key(lib), ["k.cpp", "h.h"])},
+                            _stats(tmp_path, "k.cpp", "h.h"))
     record = freshness.read_record(path)
-    assert freshness.stale_input(record, "lib", str(tmp_path)) is None
-    assert freshness.stale_input(record, "other", str(tmp_path)) == \
+    root = str(tmp_path)
+    assert freshness.stale_input(record, lib, root) is None
+    assert freshness.stale_input(record, _lib("other"), root) == \
         "no record of what its objects were built from"
+    for change in ({"cflags": ("-DBUG",)}, {"includes": ("inc",)}, {"sources": ("k2.cpp",)},
+                   {"multicore": True}, {"shape_sources": ("shape.cpp",)}):
+        assert freshness.stale_input(record, _lib(**change), root) == \
+            "its manifest entry (sources, includes, cflags or ops) changed since", change
+    renamed = dataclasses.replace(lib.ops[0], kernel="relu_compute")
+    assert freshness.stale_input(record, _lib(ops=(renamed,)), root).startswith("its manifest")
     st = (tmp_path / "k.cpp").stat()
     os.utime(tmp_path / "k.cpp", ns=(st.st_atime_ns, st.st_mtime_ns + 1))   # touched only
-    assert freshness.stale_input(record, "lib", str(tmp_path)) == "k.cpp changed since"
+    assert freshness.stale_input(record, lib, root) == "k.cpp changed since"
     (tmp_path / "h.h").unlink()
-    assert freshness.stale_input(record, "lib", str(tmp_path)) == "h.h is gone since"
+    assert freshness.stale_input(record, lib, root) == "h.h is gone since"
 
 
 def test_a_damaged_or_foreign_record_vouches_for_nothing(tmp_path):
     path = tmp_path / "inputs.json"
-    for text in ("{", "[]", '{"format": 1, "files": {}, "libraries": {}}', '{"format": 2}',
-                 '{"format": 2, "files": {"a": [1]}, "libraries": {"l": ["a"]}}',
-                 '{"format": 2, "files": {}, "libraries": {"l": ["a"]}}'):
+    for text in ("{", "[]", '{"format": 2, "files": {}, "libraries": {}}', '{"format": 3}',
+                 '{"format": 3, "files": {"a": [1]}, "libraries": {"l": {"key": "k", "files": ["a"]}}}',
+                 '{"format": 3, "files": {}, "libraries": {"l": {"key": "k", "files": ["a"]}}}',
+                 '{"format": 3, "files": {}, "libraries": {"l": ["a"]}}'):
         path.write_text(text)
         record = freshness.read_record(str(path))
         assert record.files == {} and record.libraries == {}, text

@@ -343,7 +343,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
                 f"{lib_dir}/stack-report.txt", callgraphs + shared.callgraphs,
                 GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON")
             plan = testplan.library_plan(lib, cores)
-            plan_node = [graph.text(f"{lib_dir}/testplan.json", plan.dumps())]
+            plan_node = [graph.text(f"{lib_dir}/{testplan.PLAN_NAME}", plan.dumps())]
             # where each vector is written: read by the run, not part of its
             # signature (never a reason to re-run)
             locations = [graph.text(
@@ -357,7 +357,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             if shapes is not None:
                 plan_node = shapes.plan
                 artifacts += shapes.objects + [shapes.library]
-            inputs.add(lib.name, loadable + ([shapes.library] if shapes is not None else []))
+            inputs.add(lib, loadable + ([shapes.library] + shapes.plan if shapes else []))
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],

@@ -2,19 +2,24 @@
 (``gpsimd_build.freshness``), written when ``scons`` exits.
 
 A library is recorded when every one of its roots (its loadable core
-objects, and its shape library when it has one) was built or found up to
-date in this run; its entries are then the source files below those roots
-in the graph: the nodes without a builder (kernel and shape sources, the
+objects, and its shape library and the shaped plan when it has them) was
+built or found up to date in this run. Its entries are the roots
+themselves (as they are at the end) and the source files below them in
+the graph: the nodes without a builder (kernel and shape sources, the
 headers SCons's scanner found, the runtime's sources, generated texts such
-as the LSP sources), except the programs the commands run (the compiler,
-Python: not what an object is built *from*, and absolute paths). Libraries
-not visited, or whose objects failed, keep the entries of their last
+as the LSP sources and the plan), except the programs the commands run
+(the compiler, Python: not what an object is built *from*, and absolute
+paths). A source's size and time are those SCons saw when it first looked
+at the file in this run (its memoized ``stat``), so a file edited while
+the build ran is recorded as it was before: the front end then sees a
+change and asks for another build, never the reverse. Libraries not
+visited, or whose objects failed, keep the entries of their last
 recording.
 """
 
 import os
 import sys
-from typing import Any, Callable, Dict, Iterable, List, Set
+from typing import Any, Callable, Dict, Iterable, List, Set, Tuple
 
 import SCons.Node
 import SCons.Node.FS
@@ -33,37 +38,43 @@ class InputsRecord:
 
     def __init__(self, profile_dir: str, programs: Callable[[], Iterable[Any]] = list):
         self.path = os.path.join(profile_dir, freshness.RECORD_NAME)
-        self.roots: Dict[str, List[Any]] = {}
+        self.roots: Dict[str, Tuple[str, List[Any]]] = {}
         self._programs = programs
 
-    def add(self, library: str, roots: Iterable[Any]) -> None:
-        """``roots``: the nodes a front end runs the library's vectors on."""
-        self.roots[library] = list(roots)
+    def add(self, lib: Any, roots: Iterable[Any]) -> None:
+        """``lib``: the manifest library; ``roots``: the nodes a front end
+        runs its vectors on."""
+        self.roots[lib.name] = (freshness.library_key(lib), list(roots))
 
     def save(self) -> None:
         """Record every library whose roots are all done; an error is
         reported on stderr, never raised."""
         skip = {id(n) for n in self._programs()}
-        memo: Dict[int, Set[str]] = {}
-        done = {}
-        for name, roots in self.roots.items():
+        memo: Dict[int, Set[Any]] = {}
+        done, stats = {}, {}
+        for name, (key, roots) in self.roots.items():
             if roots and all(n.get_state() in _DONE for n in roots):
-                leaves: Set[str] = set()
+                leaves: Set[Any] = set()
                 for node in roots:
                     leaves |= _leaves(node, memo, skip)
-                done[name] = leaves
+                for node in leaves:
+                    st = node.stat()             # SCons's, from when it first looked
+                    if st is not None:
+                        stats[node.path] = (st.st_size, st.st_mtime_ns)
+                stats.update(freshness.stat_files(n.path for n in roots))
+                done[name] = (key, [n.path for n in leaves] + [n.path for n in roots])
         if not done:
             return
         try:
-            freshness.update_record(self.path, done)
+            freshness.update_record(self.path, done, stats)
         except OSError as e:
             sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
                              "the pytest plugin will ask for another build\n")
 
 
-def _leaves(root: Any, memo: Dict[int, Set[str]], skip: Set[int]) -> Set[str]:
-    """Paths of the files without a builder below ``root`` (memoized per
-    node; iterative, so a deep graph cannot exhaust the stack)."""
+def _leaves(root: Any, memo: Dict[int, Set[Any]], skip: Set[int]) -> Set[Any]:
+    """The file nodes without a builder below ``root`` (memoized per node;
+    iterative, so a deep graph cannot exhaust the stack)."""
     stack = [(root, False)]
     busy: Set[int] = set()
     while stack:
@@ -72,7 +83,7 @@ def _leaves(root: Any, memo: Dict[int, Set[str]], skip: Set[int]) -> Set[str]:
         if key in memo or (key in busy and not expanded):
             continue                    # (done, or a cycle SCons itself reports)
         if not node.has_builder():
-            memo[key] = ({node.path} if isinstance(node, SCons.Node.FS.File) and key not in skip
+            memo[key] = ({node} if isinstance(node, SCons.Node.FS.File) and key not in skip
                          else set())
             continue
         children = node.children()
@@ -81,7 +92,7 @@ def _leaves(root: Any, memo: Dict[int, Set[str]], skip: Set[int]) -> Set[str]:
             stack.append((node, True))
             stack.extend((c, False) for c in children if id(c) not in memo)
             continue
-        out: Set[str] = set()
+        out: Set[Any] = set()
         for c in children:
             out |= memo.get(id(c), set())
         memo[key] = out

@@ -28,6 +28,7 @@ from typing import Any, List, Optional
 
 import SCons.Builder
 
+from gpsimd_build import testplan
 from gpsimd_build.regcheck import manifest_facts
 
 from .signature import SignedCommand
@@ -103,7 +104,7 @@ def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
     facts = graph.text(f"{lib_dir}/shapes/manifest-ops.json", manifest_facts(lib))
     check = graph.uses(env.GpsimdRegistrationCheck(f"{lib_dir}/shapes/registration-check.txt",
                                                    [facts] + registration), "$PYTHON")
-    plan = graph.uses(env.GpsimdShapedPlan(f"{lib_dir}/testplan.shaped.json",
+    plan = graph.uses(env.GpsimdShapedPlan(f"{lib_dir}/{testplan.SHAPED_PLAN_NAME}",
                                            [so] + plan_node), "$PYTHON")
     env.Depends(plan, check)
     return ShapeNodes(objects, so, registration, check, plan)
