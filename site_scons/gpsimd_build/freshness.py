@@ -33,7 +33,7 @@ not noticed, as in SCons's own ``FAST=1``.)
 import hashlib
 import json
 import os
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, List, Optional, Tuple
 
 from gpsimd_device.atomic import write_if_changed
 
