@@ -25,7 +25,8 @@ from conftest import ROOT, run_scons
 from test_emu_checks import BROKEN_OPTIONS
 
 LIB = "broken_hostile"
-NAMES = ("gpsimd-sleeper", "gpsimd-spinner", "gpsimd-zygote", "gpsimd-vector", "gpsimd-core")
+NAMES = ("gpsimd-sleeper", "gpsimd-spinner", "gpsimd-zygote", "gpsimd-vector", "gpsimd-core",
+         "gpsimd-server", "gpsimd-run")
 MODES = ("pidns", "userns", "pgroup")
 
 
@@ -317,3 +318,63 @@ def test_sigterm_to_scons_alone_ends_its_test_run(hostile):
     assert "Build interrupted" in out, out
     assert f"{LIB}: not run" in out, out
     assert _left_over(before) == {}
+
+
+def _ancestors(pid):
+    """Names of ``pid``'s ancestors, nearest first."""
+    names = []
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{pid}/comm") as f:
+                names.append(f.read().strip())
+        except (OSError, ValueError, IndexError):
+            break
+    return names
+
+
+@pytest.mark.parametrize("server", ["1", "0"])
+def test_kill_9_of_scons_alone_ends_its_test_run(hostile, server):
+    """``kill -9`` of scons only (nothing can be forwarded): with the
+    emulator server (the default) the server sees its control socket close
+    and ends the run, so nothing is left; the test run was the server's
+    (its processes descend from ``gpsimd-run`` under ``gpsimd-server``).
+    Without it (EMU_SERVER=0), the orphaned run goes on alone: this test
+    records that it does end, at its time limit (EMU_TIMEOUT=3)."""
+    proj, _ = hostile
+    before = _ours()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "SCons", "-Q", "MANIFEST=kernels/broken/ops.yaml",
+         "EMU_TIMEOUT=3" if server == "0" else "EMU_TIMEOUT=60", "EMU_MEMORY=256M",
+         f"EMU_SERVER={server}", f"test-{LIB}"],
+        cwd=str(proj), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            spinning = [p for p, n in _ours().items() if n == "gpsimd-spinner" and p not in before]
+            if spinning:
+                break
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, "the kernel never started"
+            time.sleep(0.02)
+        chain = _ancestors(spinning[0])
+        if server == "1":
+            assert "gpsimd-server" in chain and chain[chain.index("gpsimd-server") - 1] == \
+                "gpsimd-run", chain
+        else:
+            assert "gpsimd-server" not in chain and "gpsimd-run" not in chain, chain
+        start = time.monotonic()
+        proc.kill()
+        proc.communicate(timeout=30)
+        left = _left_over(before, wait=5.0 if server == "1" else 30.0)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    print(f"EMU_SERVER={server}: the test run's last process ended {took * 1000:.0f} ms "
+          f"after scons was killed")
+    assert left == {}
+    if server == "1":
+        assert took < 5.0, took

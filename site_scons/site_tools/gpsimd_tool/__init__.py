@@ -12,6 +12,7 @@ module              holds
 ``lock``            one build per build folder
 ``manifest_cache``  the validated manifest, kept while its inputs hold
 ``signals``         SIGINT/SIGTERM reach every running action
+``emu_server``      test runs forked by the build's emulator server
 ``ninja_path``      the same graph run by ninja (``--experimental=ninja``)
 ``scons``           what ``build.ninja`` runs to regenerate itself
 ==================  ==============================================================

@@ -266,7 +266,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env = env.Clone()
     # the programs a command runs are explicit dependencies (SConsGraph.uses)
     env["IMPLICIT_COMMAND_DEPENDENCIES"] = False
-    signals.install(env)
+    signals.install(env, server=bool(env.get("EMU_SERVER", True)) and not to_ninja)
     # built files are compared by their recorded signatures (integrity.py);
     # sources keep the decider the SConstruct chose
     env.decide_target = integrity.decide_built

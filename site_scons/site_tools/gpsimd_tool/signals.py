@@ -12,7 +12,8 @@ ones in a set, and chains a handler in front of SCons's own (wrapping
 ``Jobs._setup_sig_handler``) that sends the same signal to every running
 action first: to the shell and to the command it started (``/bin/sh`` is
 dash on Debian, which forks the command instead of replacing itself). The emulator, on SIGTERM or SIGINT, kills every process of its
-run and exits at once.
+run and exits at once; a run the emulator server forked (``emu_server``)
+gets the signal itself.
 """
 
 import os
@@ -21,6 +22,8 @@ import subprocess
 import threading
 
 import SCons.Taskmaster.Job
+
+from . import emu_server
 
 __all__ = ["install", "spawn"]
 
@@ -33,6 +36,30 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if 
 def spawn(sh, escape, cmd, args, env):
     """``$SPAWN``: run ``args`` with ``sh -c`` (SCons's POSIX spawn), keeping
     the process known while it runs; returns its exit status."""
+    return _shell(sh, args, env)
+
+
+def spawn_with_server(sh, escape, cmd, args, env):
+    """``$SPAWN`` with the emulator server (``emu_server``): a test run is
+    forked by the server, every other command runs as :func:`spawn` runs
+    it; returns the exit status."""
+    status = emu_server.run(args, env, _started, _ended)
+    return _shell(sh, args, env) if status is None else status
+
+
+def _started(run) -> None:
+    with _LOCK:
+        _RUNNING.add(run)
+    if _INTERRUPTED.is_set():        # stopped while the request was on its way
+        _signal(run, signal.SIGTERM)
+
+
+def _ended(run) -> None:
+    with _LOCK:
+        _RUNNING.discard(run)
+
+
+def _shell(sh, args, env):
     proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True)
     with _LOCK:
         _RUNNING.add(proc)
@@ -67,11 +94,19 @@ def _forward(signum: int) -> None:
     with _LOCK:
         procs = list(_RUNNING)
     for proc in procs:
-        for pid in _children(proc.pid) + [proc.pid]:   # the shell last: it reparents them
-            try:
-                os.kill(pid, sig)
-            except OSError:
-                pass
+        _signal(proc, sig)
+
+
+def _signal(proc, sig: int) -> None:
+    """Send ``sig`` to a running action: a server's run (its supervising
+    process stops the whole run), or a shell and the command it started."""
+    pids = [proc.pid] if isinstance(proc, emu_server.ServerRun) else \
+        _children(proc.pid) + [proc.pid]     # the shell last: it reparents them
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
 
 
 def _chain_handlers() -> None:
@@ -90,11 +125,12 @@ def _chain_handlers() -> None:
 _installed = False
 
 
-def install(env) -> None:
-    """Use :func:`spawn` for ``env``'s actions and forward stop signals to
-    the running ones (the handler chain is installed once per process)."""
+def install(env, server: bool = True) -> None:
+    """Use :func:`spawn` (:func:`spawn_with_server` with ``server``) for
+    ``env``'s actions and forward stop signals to the running ones (the
+    handler chain is installed once per process)."""
     global _installed
-    env["SPAWN"] = spawn
+    env["SPAWN"] = spawn_with_server if server else spawn
     if _installed:
         return
     _installed = True

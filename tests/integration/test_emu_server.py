@@ -1,0 +1,98 @@
+"""The build's emulator server (``gpsimd_emu.server``, started by
+``gpsimd_tool/emu_server.py``): the same results, lines and signatures as
+the ``python -m gpsimd_emu run`` command it replaces, and a lifetime
+exactly that of the build. (Stopping it with signals and ``kill -9``:
+``test_emu_containment.py``.)"""
+import json
+import os
+import pathlib
+import socket
+import sys
+import time
+
+from conftest import ROOT, action_lines, copy_project, run_scons
+
+sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
+
+from gpsimd_tool import emu_server  # noqa: E402
+
+
+def _results(proj):
+    return {p.parent.name: p.read_bytes()
+            for p in sorted((proj / "build" / "host").glob("*/test-results.json"))}
+
+
+def _lines(stdout):
+    return sorted(line for line in stdout.splitlines() if line.startswith(("PASS", "FAIL")))
+
+
+def test_the_server_gives_the_commands_results_lines_and_signatures(tmp_path):
+    proj = copy_project(tmp_path / "proj")
+    without = run_scons(proj, "EMU_SERVER=0", check=True)
+    first = _results(proj)
+    assert len(first) == 8 and json.loads(first["spmd"])["passed"] == 16
+    for p in (proj / "build" / "host").glob("*/test-results.json"):
+        p.unlink()
+    with_server = run_scons(proj, check=True)       # the default
+    assert _results(proj) == first
+    assert _lines(with_server.stdout) == _lines(without.stdout)
+    assert len(_lines(with_server.stdout)) == 104
+    tests = sorted(t for k, t in action_lines(with_server.stdout) if k == "TEST")
+    assert tests == sorted(t for k, t in action_lines(without.stdout) if k == "TEST")
+    assert len(tests) == 8
+    # the switch changes no command line: nothing runs again
+    again = run_scons(proj, "EMU_SERVER=0", check=True)
+    assert [a for a in action_lines(again.stdout) if a[0] == "TEST"] == []
+
+
+def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_project,
+                                                                          tmp_path):
+    proj, _ = built_project
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+    seen = []
+
+    def started(run):
+        deadline = time.monotonic() + 5    # (the forked child names itself first thing)
+        while True:
+            with open(f"/proc/{run.pid}/comm") as f:
+                name = f.read().strip()
+            if name != "gpsimd-server" or time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+        with open(f"/proc/{run.pid}/stat") as f:
+            ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{ppid}/comm") as f:
+            seen.append((name, f.read().strip(), ppid))
+
+    results = tmp_path / "r.json"
+    args = [sys.executable, "-m", "gpsimd_emu", "run", "build/host/elementwise/testplan.json",
+            "--results", str(results), "--locations", "build/host/elementwise/locations.json",
+            "--quiet"]
+    cwd = os.getcwd()
+    os.chdir(proj)
+    try:
+        status = emu_server.run(args, env, started, lambda run: None)
+        server = emu_server._server
+        assert status == 0
+        assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
+        assert seen == [("gpsimd-run", "gpsimd-server", server.proc.pid)]
+        # a bad plan: the command's own error and exit status
+        assert emu_server.run(args[:4] + ["missing.json", "--results", str(results)], env,
+                              started, lambda run: None) == 2
+        # another PYTHONPATH is not this server's: left to the shell
+        assert emu_server.run(args, dict(env, PYTHONPATH="/elsewhere"), started,
+                              lambda run: None) is None
+        # a request the server cannot read is answered, and the server lives on
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        socket.send_fds(server.sock, [b"{not json"], [theirs.fileno(), 1, 2])
+        theirs.close()
+        assert json.loads(mine.recv(4096))["error"].startswith("bad request")
+        mine.close()
+        assert emu_server.run(args, env, started, lambda run: None) == 0
+    finally:
+        os.chdir(cwd)
+        emu_server.close()
+    assert server.proc.returncode == 0
+    assert not pathlib.Path(f"/proc/{server.proc.pid}").exists()
+    # closed for good: every later run is left to the shell
+    assert emu_server.run(args, env, started, lambda run: None) is None
