@@ -27,7 +27,9 @@ BY_KIND = {}
 _LOCK = threading.Lock()
 
 _KINDS = (
-    ("test run", re.compile(r"gpsimd_emu\b.* run ")),
+    # a test run is a command, or a fork of the build's emulator server (whose
+    # CPU, its runs' included, is recorded when the build waits for it at exit)
+    ("test run", re.compile(r"gpsimd_emu\b.* run |gpsimd_emu\.server\b")),
     ("stack report", re.compile(r"stack-report|stackreport")),
     ("pack (strip + container)", re.compile(r"gpsimd_build\.steps pack|\bpack\b.*--lsp")),
     ("strip", re.compile(r"(^|/)strip\s|--strip-unneeded")),
