@@ -30,11 +30,14 @@ ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
 emulator's default).
 
 ``--startup`` times the CLI (``python -m gpsimd_emu run``, a fresh
-process, as the build runs it) on each library's plan cut to its first
-vector and to all its vectors; the start-up is the intercept of the line
-through the two (wall = start-up + vectors x per-vector), median over the
-libraries and repeats; it is measured with ``PYTHONDONTWRITEBYTECODE=1``
-(every import compiles) and without it (bytecode cached), each reported.
+process, as the ninja path and ``EMU_SERVER=0`` run it) on each library's
+plan cut to its first vector and to all its vectors; the start-up is the
+intercept of the line through the two (wall = start-up + vectors x
+per-vector), median over the libraries and repeats; it is measured with
+``PYTHONDONTWRITEBYTECODE=1`` (every import compiles) and without it
+(bytecode cached), each reported. ``server_ms``: the same through the
+build's emulator server (``gpsimd_tool/emu_server.py``, as the SCons path
+runs a test: the server started once before the timing, bytecode cached).
 """
 
 import argparse
@@ -157,7 +160,56 @@ def startup(collection, libs=None, repeat=3, checks=True):
                     intercepts.append(walls[0] - slope)
             out[f"{label}_ms"] = statistics.median(intercepts) * 1e3
             out[f"{label}_per_vector_ms"] = statistics.median(slopes) * 1e3
+        out.update(_server_startup(collection, docs, tmp, repeat, checks))
     return out
+
+
+def _server_startup(collection, docs, tmp, repeat, checks):
+    """``startup`` through the emulator server: {"server_ms",
+    "server_per_vector_ms"}."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "emu_server", os.path.join(collection, "site_scons", "site_tools", "gpsimd_tool",
+                                   "emu_server.py"))
+    emu_server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(emu_server)
+    env = dict(os.environ, PYTHONPATH=os.path.join(collection, "runtime_model"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    cwd = os.getcwd()
+    out_fd = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.chdir(collection)
+    os.dup2(devnull, 1)                  # the runs write to our stdout
+    intercepts, slopes = [], []
+    try:
+        def run(doc):
+            plan = os.path.join(tmp, "plan.json")
+            with open(plan, "w") as f:
+                json.dump(doc, f)
+            cmd = [sys.executable, "-m", "gpsimd_emu", "run", plan,
+                   "--results", os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"])
+            t0 = time.perf_counter()
+            status = emu_server.run(cmd, env, lambda r: None, lambda r: None)
+            if status != 0:
+                raise RuntimeError(f"the server's run failed: {status}")
+            return time.perf_counter() - t0
+        run(docs[0])                     # the server up, its bytecode written
+        for _ in range(repeat):
+            for doc in docs:
+                n_all = sum(len(o["vectors"]) for o in doc["ops"])
+                one = dict(doc, ops=[dict(doc["ops"][0], vectors=doc["ops"][0]["vectors"][:1])])
+                w1, w2 = run(one), run(doc)
+                slope = (w2 - w1) / max(1, n_all - 1)
+                slopes.append(slope)
+                intercepts.append(w1 - slope)
+    finally:
+        os.dup2(out_fd, 1)
+        os.close(out_fd)
+        os.close(devnull)
+        os.chdir(cwd)
+        emu_server.close()
+    return {"server_ms": statistics.median(intercepts) * 1e3,
+            "server_per_vector_ms": statistics.median(slopes) * 1e3}
 
 
 def main(argv=None):

@@ -28,11 +28,15 @@ closes first (the build gave up on it), the child gets SIGTERM.
 
 from __future__ import annotations
 
+import signal
+
+if __name__ == "__main__":       # Ctrl-C is the runs' to handle, from the start
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 import gc
 import json
 import os
 import select
-import signal
 import socket
 import sys
 import time

@@ -63,6 +63,8 @@ def _shell(sh, args, env):
     proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True)
     with _LOCK:
         _RUNNING.add(proc)
+    if _INTERRUPTED.is_set():        # stopped while it was being started
+        _signal(proc, signal.SIGTERM)
     try:
         return proc.wait()
     finally:
