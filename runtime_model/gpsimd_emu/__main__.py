@@ -37,7 +37,7 @@ import select
 import signal
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Union
 
 from gpsimd_device.plan import PlanError, TestPlan
 
@@ -134,9 +134,31 @@ def _on_signal(sig, frame) -> None:
     raise _Stopped(sig)
 
 
+class Prepared:
+    """A run's arguments, read and checked (``prepare``): ``args``, the
+    ``plan`` (with its locations), ``options``, the results files
+    (``outputs``) and ``limit``, the seconds the whole run may take."""
+
+    def __init__(self, args: argparse.Namespace, plan: TestPlan, options: RunOptions,
+                 outputs: tuple, limit: float):
+        self.args, self.plan, self.options, self.outputs, self.limit = \
+            args, plan, options, outputs, limit
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the CLI; returns the exit status (0 all passed, 1 a vector
     failed, 2 unusable plan or unwritable results, 3 the run overran)."""
+    prepared = prepare(argv)
+    if isinstance(prepared, int):
+        return prepared
+    return supervise(prepared, lambda: fork_worker(prepared))
+
+
+def prepare(argv: Optional[List[str]], remove_outputs: bool = True) -> Union[Prepared, int]:
+    """Parse ``argv``, read the plan and its locations, and (with
+    ``remove_outputs``, given ``--failed-results``) remove both results
+    files; an exit status (2, with the reason on stderr) when one of
+    those fails."""
     args = build_parser().parse_args(argv)
     try:
         plan = TestPlan.load(args.plan)
@@ -150,7 +172,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             print(f"gpsimd_emu: cannot read locations {args.locations}: {e}", file=sys.stderr)
             return 2
     outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
-    if args.failed_results:
+    if args.failed_results and remove_outputs:
         for path in outputs:
             try:
                 os.unlink(path)
@@ -162,33 +184,59 @@ def main(argv: Optional[List[str]] = None) -> int:
                 return 2
     options = RunOptions(timeout=args.timeout, stack_scale=args.stack_scale, checks=args.checks,
                          memory=args.memory, parallel=args.parallel)
+    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
+    return Prepared(args, plan, options, outputs, limit)
+
+
+def fork_worker(prepared: Prepared) -> int:
+    """Fork the worker (it runs ``run_worker``); returns its pid."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    me = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        code = 2
+        try:
+            contain.die_with_parent(me)
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_DFL)
+            code = run_worker(prepared)
+        finally:
+            os._exit(code)
+    return pid
+
+
+def run_worker(prepared: Prepared) -> int:
+    """The worker's whole life: run every vector, print, write the
+    results; returns its exit status (a model bug is printed, never a
+    silent exit)."""
+    code = 2
+    try:
+        code = _run_worker(prepared.args, prepared.plan, prepared.options)
+    except BaseException:  # a model bug: say so, never a silent exit
+        import traceback
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return code
+
+
+def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
+    """This process supervises the run: it becomes the subreaper, starts
+    the worker (``start_worker`` returns its pid; it runs under this
+    process's signal handling), waits for it within ``prepared.limit``
+    and returns the run's exit status (module text)."""
+    plan, outputs, limit = prepared.plan, prepared.outputs, prepared.limit
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.
-    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
     contain.become_subreaper()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, _on_signal)
     pid = None
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            code = 2
-            try:
-                contain.die_with_parent(me)
-                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_DFL)
-                code = _run_worker(args, plan, options)
-            except BaseException:  # a model bug: say so, never a silent exit
-                import traceback
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+        pid = start_worker()
         status = _wait(pid, limit)
         pid = None
     except _Stopped as stop:

@@ -17,10 +17,14 @@ Protocol: the build sends one JSON object per run, ``{"argv": [...],
 "cwd": str, "env": {str: str}}`` (``argv``: the arguments after ``python
 -m gpsimd_emu``), with three descriptors (SCM_RIGHTS): the *run socket*
 (one end of a new socket pair of the build's), and the run's stdout and
-stderr. The server forks a child that takes them as its fds 1 and 2, the
-``cwd`` and the environment ``env``, runs ``gpsimd_emu.__main__.main(argv)``
-(the same code as the command, with its supervising process, worker,
-zygote and containment) and exits with its status. On the run socket the
+stderr. A child of the server takes them as its fds 1 and 2, the ``cwd``
+and the environment ``env``, and runs what ``gpsimd_emu.__main__.main(argv)``
+runs (the same code as the command, with its supervising process, worker,
+zygote and containment), exiting with its status. That child is the
+*spare run* when the request's environment is the server's: forked ahead
+of its request, it has forked its worker, which has started its zygote
+(the zygote's interpreter start-up and imports, about 50 ms, are then
+behind it when the request comes); else it is forked for the request. On the run socket the
 server sends ``{"pid": n}`` once forked and ``{"status": s}`` (a wait
 status) once the child ended; when the build's end of the run socket
 closes first (the build gave up on it), the child gets SIGTERM.
@@ -40,7 +44,7 @@ import select
 import socket
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from . import contain
 
@@ -54,8 +58,8 @@ STOP_GRACE = 2.0
 
 def _preload() -> None:
     """Import what a run imports (every module of the model and of the
-    device facts, numpy, ``numpy.random`` and ml_dtypes), so that a forked run finds it
-    done. (``shapes`` and ``__main__``'s ``main`` included; importing a
+    device facts, numpy, ``numpy.random`` and ml_dtypes), so that a
+    forked run finds it done. (``shapes`` and ``__main__``'s ``main`` included; importing a
     module runs nothing of a test plan's.)"""
     import importlib
     import pkgutil
@@ -68,25 +72,44 @@ def _preload() -> None:
             importlib.import_module(f"{package.__name__}.{info.name}")
 
 
-def _child(req: dict, out_fd: int, err_fd: int, server: int) -> None:
-    """A forked run: never returns (``os._exit`` with the CLI's status)."""
+def _reset(server: int) -> None:
+    """What every process the server forks does first: its name, default
+    signal handling, and death with the server."""
+    contain.set_name("gpsimd-run")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    contain.die_with_parent(server)
+
+
+def _close_from_3(keep: tuple = ()) -> None:
+    """Close every descriptor from 3 on but those in ``keep``."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _take_request(req: dict, out_fd: int, err_fd: int, keep: tuple = ()) -> None:
+    """Become the request's process: stdin /dev/null, its stdout and
+    stderr, nothing else of the server's (but ``keep``), its directory
+    and environment."""
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(out_fd, 1)
+    os.dup2(err_fd, 2)
+    _close_from_3(keep)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+
+
+def _exit_with(body: Callable[[], int]) -> None:
+    """Run ``body`` and exit with its status: never returns."""
     code = 2
     try:
-        contain.set_name("gpsimd-run")
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.set_wakeup_fd(-1)
-        contain.die_with_parent(server)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(out_fd, 1)
-        os.dup2(err_fd, 2)
-        os.closerange(3, 1 << 16)       # nothing of the server's reaches the run
-        os.chdir(req["cwd"])
-        os.environ.clear()
-        os.environ.update(req["env"])
-        from .__main__ import main as cli_main
-        code = cli_main(list(req["argv"]))
+        code = body()
     except SystemExit as e:             # argparse: a bad argument
         code = e.code if isinstance(e.code, int) else 2
     except BaseException:               # a model bug: say so, never a silent exit
@@ -98,6 +121,84 @@ def _child(req: dict, out_fd: int, err_fd: int, server: int) -> None:
             sys.stderr.flush()
         finally:
             os._exit(code)
+
+
+def _child(req: dict, out_fd: int, err_fd: int, server: int) -> None:
+    """A run forked for its request: ``python -m gpsimd_emu run``'s main."""
+    def body() -> int:
+        _reset(server)
+        _take_request(req, out_fd, err_fd)
+        from .__main__ import main as cli_main
+        return cli_main(list(req["argv"]))
+    _exit_with(body)
+
+
+def _spare(sock: socket.socket, server: int) -> None:
+    """A spare run: forked before its request, it forks its worker at
+    once, which starts its zygote (``zygote_client.prespawn``); then it
+    waits on ``sock`` for the request (as the server got it, with its
+    stdout and stderr), hands it on to the worker and supervises the run
+    as ``main`` does. The worker and the zygote are its descendants, as
+    in a run started for its request. Used only for requests whose
+    environment is the server's (the zygote's is)."""
+    def body() -> int:
+        _reset(server)
+        _close_from_3((sock.fileno(),))
+        from . import __main__ as cli
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        me = os.getpid()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        worker = os.fork()
+        if worker == 0:
+            sock.close()
+            mine.close()
+            _spare_worker(theirs, me)
+        theirs.close()
+        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+        if not data or len(fds) != 2:
+            return 0                   # the server ended: the worker and zygote die with us
+        req = json.loads(data)
+        _take_request(req, fds[0], fds[1], keep=(mine.fileno(),))
+        prepared = cli.prepare(list(req["argv"]))
+        start: Callable[[], int] = lambda: worker   # noqa: E731
+        try:
+            if isinstance(prepared, int):
+                raise OSError("no run")
+            socket.send_fds(mine, [data], [1, 2])
+        except OSError:                 # no run, or the worker is gone: end it
+            _kill(worker, signal.SIGKILL)
+            os.waitpid(worker, 0)
+            start = lambda: cli.fork_worker(prepared)   # noqa: E731
+        mine.close()
+        if isinstance(prepared, int):
+            return prepared
+        return cli.supervise(prepared, start)
+    _exit_with(body)
+
+
+def _spare_worker(sock: socket.socket, supervisor: int) -> None:
+    """A spare run's worker (``_spare``): starts its zygote, waits for the
+    request and runs it as the CLI's worker does."""
+    def body() -> int:
+        contain.die_with_parent(supervisor)
+        from . import __main__ as cli
+        from . import zygote_client
+        try:
+            zygote_client.prespawn()
+        except OSError:
+            pass                        # the session starts one itself
+        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
+        if not data or len(fds) != 2:
+            return 0
+        req = json.loads(data)
+        zygote = zygote_client.prespawned_fd()
+        _take_request(req, fds[0], fds[1], keep=() if zygote is None else (zygote,))
+        prepared = cli.prepare(list(req["argv"]), remove_outputs=False)
+        if isinstance(prepared, int):
+            return prepared
+        return cli.run_worker(prepared)
+    _exit_with(body)
 
 
 def _send(sock: socket.socket, obj: dict) -> None:
@@ -116,12 +217,17 @@ class Server:
         self.runs: Dict[int, socket.socket] = {}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.stopping = False
+        #: the environment the server (and so a spare's zygote) started with
+        self.env = dict(os.environ)
+        #: the spare run waiting for a request: (pid, its socket)
+        self.spare: Optional[Tuple[int, socket.socket]] = None
 
     def serve(self) -> None:
         """Serve until the control socket's end of file or SIGTERM."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
+        self._make_spare()
         while not self.stopping:
             watched: List = [self.control, self.wake_r] + list(self.runs.values())
             try:
@@ -170,17 +276,57 @@ class Server:
             os.close(fds[1])
             os.close(fds[2])
             return True
-        sys.stdout.flush()
-        sys.stderr.flush()
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            _child(req, fds[1], fds[2], me)
+        pid = self._to_spare(data, env, fds[1], fds[2])
+        if pid is None:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            me = os.getpid()
+            pid = os.fork()
+            if pid == 0:
+                _child(req, fds[1], fds[2], me)
         os.close(fds[1])
         os.close(fds[2])
         self.runs[pid] = run_sock
         _send(run_sock, {"pid": pid})
+        if self.spare is None:
+            self._make_spare()
         return True
+
+    def _make_spare(self) -> None:
+        """Fork the next spare run (``_spare``)."""
+        try:
+            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError:
+            return
+        sys.stdout.flush()
+        sys.stderr.flush()
+        me = os.getpid()
+        try:
+            pid = os.fork()
+        except OSError:
+            mine.close()
+            theirs.close()
+            return
+        if pid == 0:
+            mine.close()
+            _spare(theirs, me)
+        theirs.close()
+        self.spare = (pid, mine)
+
+    def _to_spare(self, data: bytes, env: dict, out_fd: int, err_fd: int) -> Optional[int]:
+        """Hand the request to the spare run; its pid, or None when there
+        is none, its environment differs, or it is gone."""
+        if self.spare is None or env != self.env:
+            return None
+        pid, sock = self.spare
+        self.spare = None
+        try:
+            socket.send_fds(sock, [data], [out_fd, err_fd])
+        except OSError:
+            return None                  # it died (reaped by _reap)
+        finally:
+            sock.close()
+        return pid
 
     @staticmethod
     def _gone(sock: socket.socket) -> bool:
@@ -205,9 +351,21 @@ class Server:
             if sock is not None:
                 _send(sock, {"status": status})
                 sock.close()
+            elif self.spare is not None and self.spare[0] == pid:
+                self.spare[1].close()   # the spare died waiting: another one next time
+                self.spare = None
 
     def stop(self) -> None:
         """End every run left: SIGTERM, then SIGKILL after ``STOP_GRACE``."""
+        if self.spare is not None:
+            pid, sock = self.spare
+            self.spare = None
+            sock.close()                 # it ends at end of file, its worker and zygote with it
+            _kill(pid, signal.SIGKILL)
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
         for pid in list(self.runs):
             _kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE

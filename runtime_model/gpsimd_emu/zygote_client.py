@@ -14,15 +14,80 @@ import signal
 import socket
 import sys
 import time
-from typing import Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 from .cores import CoreSpec
 
-__all__ = ["ZygoteClient", "ZygoteError"]
+__all__ = ["ZygoteClient", "ZygoteError", "prespawn", "prespawned_fd"]
 
 _RUNTIME_MODEL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Largest message either side sends (requests are a few KiB).
 MAX_MESSAGE = 1 << 16
+
+
+#: A zygote started ahead of its library (``prespawn``): (socket, pid).
+_prespawned: Optional[Tuple[socket.socket, int]] = None
+
+
+def _spawn() -> Tuple[socket.socket, int]:
+    """Start a zygote (this process's child): (our end of its socket, pid).
+
+    Raises:
+        OSError: the process or the socket could not be made.
+    """
+    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        os.set_inheritable(child.fileno(), True)
+        code = (f"import sys; sys.path.insert(0, {_RUNTIME_MODEL!r}); "
+                "from gpsimd_emu.zygote import main; sys.exit(main())")
+        # -I ignores PYTHON* variables: pass on "no bytecode" (-B) as it is here
+        flags = ["-S", "-I"] + (["-B"] if sys.flags.dont_write_bytecode else [])
+        pid = os.posix_spawn(sys.executable,
+                             [sys.executable, *flags, "-c", code,
+                              str(child.fileno()), str(os.getpid())], os.environ)
+    except BaseException:
+        parent.close()
+        raise
+    finally:
+        child.close()
+    return parent, pid
+
+
+def prespawn() -> None:
+    """Start the next ``ZygoteClient``'s zygote now, before its library is
+    known (the emulator server's spare run: the zygote's interpreter
+    start-up and imports, about 50 ms, happen before the request). It is
+    this process's child, as one started by the client is.
+
+    Raises:
+        OSError: the process or the socket could not be made.
+    """
+    global _prespawned
+    if _prespawned is None:
+        _prespawned = _spawn()
+
+
+def prespawned_fd() -> Optional[int]:
+    """The descriptor of the prespawned zygote's socket, if there is one."""
+    return None if _prespawned is None else _prespawned[0].fileno()
+
+
+def _take_prespawned() -> Optional[Tuple[socket.socket, int]]:
+    """The prespawned zygote, if it is still there (else None, and it is
+    reaped)."""
+    global _prespawned
+    got, _prespawned = _prespawned, None
+    if got is None:
+        return None
+    sock, pid = got
+    try:
+        alive = os.waitpid(pid, os.WNOHANG)[0] == 0
+    except ChildProcessError:
+        alive = False
+    if alive:
+        return got
+    sock.close()
+    return None
 
 
 class ZygoteError(Exception):
@@ -38,21 +103,8 @@ class ZygoteClient:
     """
 
     def __init__(self, cores: Sequence[CoreSpec], copies: int = 1, memory_cgroup: bool = True):
-        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.sock = parent
-        self.pid: Optional[int] = None
         self._ready: Optional[dict] = None
-        try:
-            os.set_inheritable(child.fileno(), True)
-            code = (f"import sys; sys.path.insert(0, {_RUNTIME_MODEL!r}); "
-                    "from gpsimd_emu.zygote import main; sys.exit(main())")
-            # -I ignores PYTHON* variables: pass on "no bytecode" (-B) as it is here
-            flags = ["-S", "-I"] + (["-B"] if sys.flags.dont_write_bytecode else [])
-            self.pid = os.posix_spawn(sys.executable,
-                                      [sys.executable, *flags, "-c", code,
-                                       str(child.fileno()), str(os.getpid())], os.environ)
-        finally:
-            child.close()
+        self.sock, self.pid = _take_prespawned() or _spawn()
         specs, fds = [], []
         for c in cores:
             packed = c.obj.packed

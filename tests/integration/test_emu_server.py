@@ -26,6 +26,26 @@ def _lines(stdout):
     return sorted(line for line in stdout.splitlines() if line.startswith(("PASS", "FAIL")))
 
 
+def _descendants(pid):
+    """{pid: name} of every live descendant of ``pid`` (Linux ``/proc``)."""
+    found, todo = {}, [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        for kid in kids:
+            try:
+                with open(f"/proc/{kid}/comm") as f:
+                    found[kid] = f.read().strip()
+            except OSError:
+                continue
+            todo.append(kid)
+    return found
+
+
 def test_the_server_gives_the_commands_results_lines_and_signatures(tmp_path):
     proj = copy_project(tmp_path / "proj")
     without = run_scons(proj, "EMU_SERVER=0", check=True)
@@ -82,6 +102,16 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         # another PYTHONPATH is not this server's: left to the shell
         assert emu_server.run(args, dict(env, PYTHONPATH="/elsewhere"), started,
                               lambda run: None) is None
+        # another environment with this PYTHONPATH: a run forked for it (not
+        # the spare, whose zygote has the server's), the same results
+        results.unlink()
+        assert emu_server.run(args, dict(env, GPSIMD_TEST_EXTRA="1"), started,
+                              lambda run: None) == 0
+        assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
+        # between runs, a spare run waits with its worker and zygote started
+        spare = _descendants(server.proc.pid)
+        names = sorted(spare.values())     # (+ "python3": the namespace's relay, if any)
+        assert names.count("gpsimd-run") == 2 and "gpsimd-zygote" in names, spare
         # a request the server cannot read is answered, and the server lives on
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         socket.send_fds(server.sock, [b"{not json"], [theirs.fileno(), 1, 2])
@@ -94,5 +124,9 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         emu_server.close()
     assert server.proc.returncode == 0
     assert not pathlib.Path(f"/proc/{server.proc.pid}").exists()
+    deadline = time.monotonic() + 3            # (the spare's zygote dies with its worker)
+    while any(pathlib.Path(f"/proc/{p}").exists() for p in spare) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not [p for p in spare if pathlib.Path(f"/proc/{p}").exists()]
     # closed for good: every later run is left to the shell
     assert emu_server.run(args, env, started, lambda run: None) is None
