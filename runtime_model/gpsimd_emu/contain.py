@@ -327,6 +327,15 @@ class MemoryCgroup:
             pass
         return 0
 
+    def usage(self) -> int:
+        """Bytes charged to the cgroup now (0 if it cannot be read)."""
+        name = "memory.usage_in_bytes" if self.version == 1 else "memory.current"
+        try:
+            with open(os.path.join(self.path, name)) as f:
+                return int(f.read())
+        except (OSError, ValueError):
+            return 0
+
     def join(self) -> bool:
         """Move the calling process into the cgroup; False if that failed."""
         try:
@@ -366,6 +375,17 @@ def _remove_stale(base: str) -> None:
             os.rmdir(os.path.join(base, name))
         except OSError:
             pass
+
+
+def prefer_for_oom() -> None:
+    """Make the calling process the first the kernel's OOM killer picks
+    (``oom_score_adj`` 1000: a process may always raise its own), so that
+    the vector, not the zygote that shares its memory cgroup, is killed."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
 
 
 def data_bytes() -> int:
