@@ -7,8 +7,10 @@ those that are exactly ``$PYTHON -m gpsimd_emu run ...`` (no shell syntax
 beyond quoting) and leaves every other command to ``sh -c``. The command
 line, and so every signature, ``build.ninja`` and ``--dry-run``, stay what
 they are: only who forks the run changes. The server is started at the
-first test run of the build, with that run's Python and environment, and
-lives exactly as long as this process holds its control socket: it is
+first command of the build (``prestart``: a build that runs a command
+usually runs a test, and the server's own start-up then overlaps the
+compiles) or at its first test run, with the build's Python and its
+commands' environment, and lives exactly as long as this process holds its control socket: it is
 closed (and the server waited for) at exit, and the kernel closes it when
 this process dies, whatever kills it. A run whose Python or
 ``PYTHONPATH`` differs from the server's, or any run once the server
@@ -26,12 +28,13 @@ import subprocess
 import threading
 from typing import Callable, Dict, List, Optional
 
-__all__ = ["run", "command_words", "close"]
+__all__ = ["run", "command_words", "configure", "prestart", "close"]
 
 #: Characters that make a command line shell syntax (not one plain command).
 _SHELL = set(";|&<>`$(){}*?~!#\n\\'")
 _LOCK = threading.Lock()
 _server = None        # the running server, or False once it cannot be used
+_python = None        # the build's $PYTHON (``configure``): start the server early
 
 
 class _Server:
@@ -95,6 +98,22 @@ def _get(python: str, env: Dict[str, str]):
         if _server and _server.serves(python, env):
             return _server
         return None
+
+
+def configure(python: str) -> None:
+    """The build's ``$PYTHON``: :func:`prestart` may start the server with it."""
+    global _python
+    _python = python
+
+
+def prestart(env: Dict[str, str]) -> None:
+    """Start the server now, with the configured Python and the
+    environment of the build's commands, if it is not started yet (called
+    at the build's first command: a build that runs anything usually runs
+    a test, and the server's own start-up, about 0.3 s, then overlaps the
+    compiles and links instead of delaying the first test)."""
+    if _server is None and _python:
+        _get(_python, {str(k): str(v) for k, v in env.items()})
 
 
 def close() -> None:

@@ -25,7 +25,7 @@ from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
 
-from . import integrity, lock, manifest_cache, ninja_path as ninja, signals
+from . import emu_server, integrity, lock, manifest_cache, ninja_path as ninja, signals
 from .inputs_record import InputsRecord
 from .progress import Progress
 from .targets import help_text, selected_libraries
@@ -266,7 +266,10 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env = env.Clone()
     # the programs a command runs are explicit dependencies (SConsGraph.uses)
     env["IMPLICIT_COMMAND_DEPENDENCIES"] = False
-    signals.install(env, server=bool(env.get("EMU_SERVER", True)) and not to_ninja)
+    server = bool(env.get("EMU_SERVER", True)) and not to_ninja
+    signals.install(env, server=server)
+    if server:
+        emu_server.configure(env.subst("$PYTHON"))
     # built files are compared by their recorded signatures (integrity.py);
     # sources keep the decider the SConstruct chose
     env.decide_target = integrity.decide_built

@@ -43,6 +43,7 @@ def spawn_with_server(sh, escape, cmd, args, env):
     """``$SPAWN`` with the emulator server (``emu_server``): a test run is
     forked by the server, every other command runs as :func:`spawn` runs
     it; returns the exit status."""
+    emu_server.prestart(env)
     status = emu_server.run(args, env, _started, _ended)
     return _shell(sh, args, env) if status is None else status
 
