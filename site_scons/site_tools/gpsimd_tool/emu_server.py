@@ -10,9 +10,9 @@ they are: only who forks the run changes. The server is started at the
 first command of the build (``prestart``: a build that runs a command
 usually runs a test, and the server's own start-up then overlaps the
 compiles) or at its first test run, with the build's Python and its
-commands' environment, and lives exactly as long as this process holds its control socket: it is
-closed (and the server waited for) at exit, and the kernel closes it when
-this process dies, whatever kills it. A run whose Python or
+commands' environment, and lives exactly as long as this process holds
+its control socket: it is closed (and the server waited for) at exit,
+and the kernel closes it when this process dies, whatever kills it. A run whose Python or
 ``PYTHONPATH`` differs from the server's, or any run once the server
 cannot be started or has died, is run with ``sh -c`` as before.
 
