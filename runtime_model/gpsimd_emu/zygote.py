@@ -165,14 +165,7 @@ class Zygote:
                 # vector ready
                 first, entries, sources = _load(msg["cores"], fds)
                 if not msg.get("memory_cgroup", True) and self.cgroup is not None:
-                    if self.inside:             # left to the relay to remove
-                        try:
-                            self.cgroup.set_limit(1 << 40)
-                        except OSError:
-                            pass
-                    else:
-                        self.cgroup.close()
-                    self.cgroup = None
+                    self._drop_cgroup(for_good=True)
                 _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
                                   "cgroup": self.cgroup is not None})
                 if not any(e["error"] for e in entries):
@@ -203,24 +196,17 @@ class Zygote:
         oom0 = 0
         limited = False
         if self.cgroup is not None:
-            cap = max(MIN_DATA, limit - int(req["prefilled"])) + self.baseline
+            memory_cap = max(MIN_DATA, limit - int(req["prefilled"])) + self.baseline
             try:
                 # (below what is charged now, a limit would fail, or on
                 # cgroup v2 reclaim and OOM-kill the zygote itself)
-                if self.inside and self.cgroup.usage() >= cap:
+                if self.inside and self.cgroup.usage() >= memory_cap:
                     raise OSError("charged above the limit")
-                self.cgroup.set_limit(cap)
+                self.cgroup.set_limit(memory_cap)
                 oom0 = self.cgroup.oom_kills()
                 limited = True
             except OSError:
-                if self.inside:             # this vector without it
-                    try:
-                        self.cgroup.set_limit(1 << 40)
-                    except OSError:
-                        pass
-                else:
-                    self.cgroup.close()
-                    self.cgroup = None
+                self._drop_cgroup(for_good=False)
         if not limited:                     # RLIMIT_DATA only: shared out among the jobs
             extra = max(MIN_DATA, extra // max(1, int(req.get("parallel", 1))))
         req["data_limit"] = self.data_base + extra     # RLIMIT_DATA of the vector's processes
@@ -248,6 +234,21 @@ class Zygote:
         oom = self.cgroup.oom_kills() - oom0 if limited and self.cgroup is not None else 0
         return {"wait_status": status, "timed_out": timed_out, "elapsed": elapsed,
                 "oom_kills": oom, "pid": pid, "spawn": self.mode}
+
+    def _drop_cgroup(self, for_good: bool) -> None:
+        """Stop limiting vectors through the cgroup: when the zygote is in
+        it, lift its limit (for this vector, or ``for_good``; the relay
+        removes the cgroup once the zygote has ended); else remove it."""
+        if self.inside:
+            try:
+                self.cgroup.set_limit(1 << 40)
+            except OSError:
+                pass
+            if not for_good:
+                return
+        else:
+            self.cgroup.close()
+        self.cgroup = None
 
     def _sweep(self) -> None:
         """Kill and reap whatever the vector left (nothing of it may run
