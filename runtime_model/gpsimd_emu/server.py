@@ -339,8 +339,9 @@ class Server:
             return True
 
     def _reap(self) -> None:
-        """Wait for every ended run and tell the build its status."""
-        while self.runs:
+        """Wait for every ended run and tell the build its status (and
+        for a spare run that died waiting)."""
+        while self.runs or self.spare is not None:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -360,8 +361,8 @@ class Server:
         if self.spare is not None:
             pid, sock = self.spare
             self.spare = None
-            sock.close()                 # it ends at end of file, its worker and zygote with it
-            _kill(pid, signal.SIGKILL)
+            sock.close()
+            _kill(pid, signal.SIGKILL)  # its worker and zygote die with it
             try:
                 os.waitpid(pid, 0)
             except ChildProcessError:
