@@ -14,20 +14,23 @@ does; the build then ends and closes the socket); SIGTERM ends it as end
 of file does.
 
 Protocol: the build sends one JSON object per run, ``{"argv": [...],
-"cwd": str, "env": {str: str}}`` (``argv``: the arguments after ``python
--m gpsimd_emu``), with three descriptors (SCM_RIGHTS): the *run socket*
-(one end of a new socket pair of the build's), and the run's stdout and
-stderr. A child of the server takes them as its fds 1 and 2, the ``cwd``
-and the environment ``env``, and runs what ``gpsimd_emu.__main__.main(argv)``
-runs (the same code as the command, with its supervising process, worker,
-zygote and containment), exiting with its status. That child is the
-*spare run* when the request's environment is the server's: forked ahead
-of its request, it has forked its worker, which has started its zygote
-(the zygote's interpreter start-up and imports, about 50 ms, are then
-behind it when the request comes); else it is forked for the request. On the run socket the
-server sends ``{"pid": n}`` once forked and ``{"status": s}`` (a wait
-status) once the child ended; when the build's end of the run socket
-closes first (the build gave up on it), the child gets SIGTERM.
+"cwd": str, "env": {str: str}, "spare": bool}`` (``argv``: the arguments
+after ``python -m gpsimd_emu``; ``spare``: ``env`` is the one the server
+was started with, as the build gave it, before Python's start-up changed
+it, e.g. PEP 538's ``LC_CTYPE``), with three descriptors (SCM_RIGHTS):
+the *run socket* (one end of a new socket pair of the build's), and the
+run's stdout and stderr. A child of the server takes them as its fds 1
+and 2, the ``cwd`` and the environment ``env``, and runs what
+``gpsimd_emu.__main__.main(argv)`` runs (the same code as the command,
+with its supervising process, worker, zygote and containment), exiting
+with its status. That child is the *spare run* when the request says its
+environment is the server's: forked ahead of its request, it has forked
+its worker, which has started its zygote (the zygote's interpreter
+start-up and imports, about 50 ms, are then behind it when the request
+comes); else it is forked for the request. On the run socket the server
+sends ``{"pid": n, "spare": bool}`` once forked and ``{"status": s}`` (a
+wait status) once the child ended; when the build's end of the run
+socket closes first (the build gave up on it), the child gets SIGTERM.
 """
 
 from __future__ import annotations
@@ -217,8 +220,6 @@ class Server:
         self.runs: Dict[int, socket.socket] = {}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.stopping = False
-        #: the environment the server (and so a spare's zygote) started with
-        self.env = dict(os.environ)
         #: the spare run waiting for a request: (pid, its socket)
         self.spare: Optional[Tuple[int, socket.socket]] = None
 
@@ -276,7 +277,8 @@ class Server:
             os.close(fds[1])
             os.close(fds[2])
             return True
-        pid = self._to_spare(data, env, fds[1], fds[2])
+        spare_pid = self.spare[0] if self.spare is not None else None
+        pid = self._to_spare(data, req.get("spare") is True, fds[1], fds[2])
         if pid is None:
             sys.stdout.flush()
             sys.stderr.flush()
@@ -287,7 +289,7 @@ class Server:
         os.close(fds[1])
         os.close(fds[2])
         self.runs[pid] = run_sock
-        _send(run_sock, {"pid": pid})
+        _send(run_sock, {"pid": pid, "spare": pid == spare_pid})
         if self.spare is None:
             self._make_spare()
         return True
@@ -313,10 +315,12 @@ class Server:
         theirs.close()
         self.spare = (pid, mine)
 
-    def _to_spare(self, data: bytes, env: dict, out_fd: int, err_fd: int) -> Optional[int]:
+    def _to_spare(self, data: bytes, same_env: bool, out_fd: int,
+                  err_fd: int) -> Optional[int]:
         """Hand the request to the spare run; its pid, or None when there
-        is none, its environment differs, or it is gone."""
-        if self.spare is None or env != self.env:
+        is none, the request's environment is not the server's, or it is
+        gone."""
+        if self.spare is None or not same_env:
             return None
         pid, sock = self.spare
         self.spare = None

@@ -57,8 +57,16 @@ MAX_MESSAGE = 1 << 16   # = zygote_client.MAX_MESSAGE
 MIN_DATA = 64 << 20
 
 
+class _PeerGone(Exception):
+    """The session's end of the socket is closed (it ended, or was killed):
+    nothing is left to serve."""
+
+
 def _send(sock: socket.socket, obj: dict) -> None:
-    sock.sendall(json.dumps(obj).encode())
+    try:
+        sock.sendall(json.dumps(obj).encode())
+    except OSError as e:                # (not a model error: say nothing)
+        raise _PeerGone() from e
 
 
 def _copy_fd(fd: Optional[int], path: Optional[str], name: str) -> int:
@@ -333,6 +341,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     z.inside = cgroup is not None and mode != "pgroup" and cgroup.join()
     try:
         z.serve()
+    except _PeerGone:
+        pass
     finally:
         z.close()
     return 0

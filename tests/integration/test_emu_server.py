@@ -68,7 +68,10 @@ def test_the_server_gives_the_commands_results_lines_and_signatures(tmp_path):
 def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_project,
                                                                           tmp_path):
     proj, _ = built_project
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+    # as SConstruct passes it: no locale variable, so that the server's
+    # Python adds LC_CTYPE to its own environment (PEP 538) at start-up
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
+    env["PYTHONPATH"] = str(ROOT / "runtime_model")
     seen = []
 
     def started(run):
@@ -82,7 +85,7 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         with open(f"/proc/{run.pid}/stat") as f:
             ppid = int(f.read().rsplit(")", 1)[1].split()[1])
         with open(f"/proc/{ppid}/comm") as f:
-            seen.append((name, f.read().strip(), ppid))
+            seen.append((name, f.read().strip(), ppid, run.spare))
 
     results = tmp_path / "r.json"
     args = [sys.executable, "-m", "gpsimd_emu", "run", "build/host/elementwise/testplan.json",
@@ -95,7 +98,8 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         server = emu_server._server
         assert status == 0
         assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
-        assert seen == [("gpsimd-run", "gpsimd-server", server.proc.pid)]
+        # the first run was the spare (its worker and zygote started ahead)
+        assert seen == [("gpsimd-run", "gpsimd-server", server.proc.pid, True)]
         # a bad plan: the command's own error and exit status
         assert emu_server.run(args[:4] + ["missing.json", "--results", str(results)], env,
                               started, lambda run: None) == 2
@@ -107,6 +111,7 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         results.unlink()
         assert emu_server.run(args, dict(env, GPSIMD_TEST_EXTRA="1"), started,
                               lambda run: None) == 0
+        assert seen[-1][3] is False
         assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
         # between runs, a spare run waits with its worker and zygote started
         spare = _descendants(server.proc.pid)

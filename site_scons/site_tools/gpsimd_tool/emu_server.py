@@ -42,6 +42,9 @@ class _Server:
 
     def __init__(self, python: str, env: Dict[str, str]):
         self.python, self.pythonpath = python, env.get("PYTHONPATH")
+        #: as given: the server's own os.environ is changed by Python's
+        #: start-up (PEP 538 adds LC_CTYPE where no locale is set)
+        self.env = dict(env)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
@@ -141,10 +144,11 @@ def _recv(sock: socket.socket) -> Optional[dict]:
 class ServerRun:
     """A run the server forked (what ``signals`` signals: ``pid``, the
     run's supervising process, which stops its whole run on SIGINT or
-    SIGTERM)."""
+    SIGTERM; ``spare``: it was the server's spare run)."""
 
-    def __init__(self, pid: int):
+    def __init__(self, pid: int, spare: bool = False):
         self.pid = pid
+        self.spare = spare
 
 
 def run(args: List[str], env: Dict[str, str],
@@ -162,7 +166,8 @@ def run(args: List[str], env: Dict[str, str],
         return None
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        request = json.dumps({"argv": words[3:], "cwd": os.getcwd(), "env": env}).encode()
+        request = json.dumps({"argv": words[3:], "cwd": os.getcwd(), "env": env,
+                              "spare": env == server.env}).encode()
         try:
             with server.send_lock:
                 socket.send_fds(server.sock, [request], [theirs.fileno(), 1, 2])
@@ -173,7 +178,7 @@ def run(args: List[str], env: Dict[str, str],
         first = _recv(mine)
         if not first or "pid" not in first:
             return None                  # the server is gone: nothing started
-        handle = ServerRun(int(first["pid"]))
+        handle = ServerRun(int(first["pid"]), bool(first.get("spare")))
         started(handle)
         try:
             last = _recv(mine)
