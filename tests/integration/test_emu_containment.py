@@ -25,8 +25,11 @@ from conftest import ROOT, run_scons
 from test_emu_checks import BROKEN_OPTIONS
 
 LIB = "broken_hostile"
-NAMES = ("gpsimd-sleeper", "gpsimd-spinner", "gpsimd-zygote", "gpsimd-vector", "gpsimd-core",
-         "gpsimd-server", "gpsimd-run")
+NAMES = ("gpsimd-sleeper", "gpsimd-spinner", "gpsimd-zygote", "gpsimd-vector", "gpsimd-core")
+#: The emulator server's processes live as long as their build: counted only
+#: in the session of the scons a test started (another build on the machine
+#: has its own server), so ``_ours(session=...)``.
+SERVER_NAMES = ("gpsimd-server", "gpsimd-run")
 MODES = ("pidns", "userns", "pgroup")
 
 
@@ -41,9 +44,10 @@ def hostile(built_project):
     return proj, f"{out}/testplan.json"
 
 
-def _ours():
+def _ours(session=None):
     """{pid: name} of the processes a test run names (contain.set_name and
-    the hostile kernel's prctl)."""
+    the hostile kernel's prctl); with ``session``, the emulator server's
+    too, of that session only."""
     found = {}
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
@@ -52,20 +56,24 @@ def _ours():
             with open(f"/proc/{pid}/comm") as f:
                 name = f.read().strip()
             with open(f"/proc/{pid}/stat") as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
+                fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if name in NAMES and state != "Z":
+        if fields[0] == "Z":
+            continue
+        if name in NAMES or (session is not None and name in SERVER_NAMES
+                             and int(fields[3]) == session):
             found[int(pid)] = name
     return found
 
 
-def _left_over(before, wait=3.0):
+def _left_over(before, wait=3.0, session=None):
     """Processes named like ours that were not there ``before``, after
-    giving the kernel ``wait`` seconds to deliver the last kills."""
+    giving the kernel ``wait`` seconds to deliver the last kills
+    (``session``: as ``_ours``)."""
     deadline = time.monotonic() + wait
     while True:
-        left = {p: n for p, n in _ours().items() if p not in before}
+        left = {p: n for p, n in _ours(session).items() if p not in before}
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
@@ -317,7 +325,7 @@ def test_sigterm_to_scons_alone_ends_its_test_run(hostile):
     assert proc.returncode != 0
     assert "Build interrupted" in out, out
     assert f"{LIB}: not run" in out, out
-    assert _left_over(before) == {}
+    assert _left_over(before, session=proc.pid) == {}
 
 
 def _ancestors(pid):
@@ -368,7 +376,8 @@ def test_kill_9_of_scons_alone_ends_its_test_run(hostile, server):
         start = time.monotonic()
         proc.kill()
         proc.communicate(timeout=30)
-        left = _left_over(before, wait=5.0 if server == "1" else 30.0)
+        left = _left_over(before, wait=5.0 if server == "1" else 30.0,
+                          session=proc.pid)
         took = time.monotonic() - start
     finally:
         if proc.poll() is None:
