@@ -33,10 +33,17 @@ SERVER_NAMES = ("gpsimd-server", "gpsimd-run")
 MODES = ("pidns", "userns", "pgroup")
 
 
+#: The project the tests run in: ``_ours`` counts only processes working in
+#: it (another build or test suite on the machine has processes of the same
+#: names, and its idle emulator server keeps a zygote for as long as it runs).
+_PROJECT: list = []
+
+
 @pytest.fixture(scope="module")
 def hostile(built_project):
     """(project, plan path) with broken_hostile's objects and plan built."""
     proj, _ = built_project
+    _PROJECT[:] = [os.path.realpath(proj)]
     out = f"build/host/{LIB}"
     proc = run_scons(proj, *BROKEN_OPTIONS, f"{out}/testplan.json", f"{out}/locations.json",
                      f"{out}/{LIB}.packed.so")
@@ -59,12 +66,24 @@ def _ours(session=None):
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] == "Z":
+        if fields[0] == "Z" or not _in_project(pid):
             continue
         if name in NAMES or (session is not None and name in SERVER_NAMES
                              and int(fields[3]) == session):
             found[int(pid)] = name
     return found
+
+
+def _in_project(pid) -> bool:
+    """Does process ``pid`` work in the tests' project (or is it unknown:
+    no project yet, or a working directory this process cannot read)?"""
+    if not _PROJECT:
+        return True
+    try:
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return True
+    return cwd == _PROJECT[0] or cwd.startswith(_PROJECT[0] + os.sep)
 
 
 def _left_over(before, wait=3.0, session=None):
