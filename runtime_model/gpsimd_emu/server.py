@@ -164,18 +164,16 @@ def _spare(sock: socket.socket, server: int) -> None:
         req = json.loads(data)
         _take_request(req, fds[0], fds[1], keep=(mine.fileno(),))
         prepared = cli.prepare(list(req["argv"]))
+        if isinstance(prepared, int):   # no run: the worker is not needed
+            _end(worker)
+            return prepared
         start: Callable[[], int] = lambda: worker   # noqa: E731
         try:
-            if isinstance(prepared, int):
-                raise OSError("no run")
             socket.send_fds(mine, [data], [1, 2])
-        except OSError:                 # no run, or the worker is gone: end it
-            _kill(worker, signal.SIGKILL)
-            os.waitpid(worker, 0)
+        except OSError:                 # the worker is gone: fork another
+            _end(worker)
             start = lambda: cli.fork_worker(prepared)   # noqa: E731
         mine.close()
-        if isinstance(prepared, int):
-            return prepared
         return cli.supervise(prepared, start)
     _exit_with(body)
 
@@ -366,11 +364,7 @@ class Server:
             pid, sock = self.spare
             self.spare = None
             sock.close()
-            _kill(pid, signal.SIGKILL)  # its worker and zygote die with it
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _end(pid)                   # its worker and zygote die with it
         for pid in list(self.runs):
             _kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
@@ -387,6 +381,15 @@ class Server:
             sock = self.runs.pop(pid, None)
             if sock is not None:
                 sock.close()
+
+
+def _end(pid: int) -> None:
+    """Kill child ``pid`` and reap it."""
+    _kill(pid, signal.SIGKILL)
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def _kill(pid: int, sig: int) -> None:

@@ -41,7 +41,7 @@ class _Server:
     """A started ``python -m gpsimd_emu.server`` and its control socket."""
 
     def __init__(self, python: str, env: Dict[str, str]):
-        self.python, self.pythonpath = python, env.get("PYTHONPATH")
+        self.python = python
         #: as given: the server's own os.environ is changed by Python's
         #: start-up (PEP 538 adds LC_CTYPE where no locale is set)
         self.env = dict(env)
@@ -59,7 +59,7 @@ class _Server:
         self.send_lock = threading.Lock()
 
     def serves(self, python: str, env: Dict[str, str]) -> bool:
-        return python == self.python and env.get("PYTHONPATH") == self.pythonpath
+        return python == self.python and env.get("PYTHONPATH") == self.env.get("PYTHONPATH")
 
     def close(self) -> None:
         """Close the control socket and wait for the server to end its runs."""
