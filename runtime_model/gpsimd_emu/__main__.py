@@ -240,6 +240,8 @@ def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
         status = _wait(pid, limit)
         pid = None
     except _Stopped as stop:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):   # one stop is enough
+            signal.signal(sig, signal.SIG_IGN)
         _end_all(pid)
         signal.signal(stop.sig, signal.SIG_DFL)
         os.kill(os.getpid(), stop.sig)
