@@ -95,6 +95,10 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON {op: {vector: 'FILE:LINE:COL'}} naming where each vector is "
                           "written; kept out of the plan so that moving a vector's lines "
                           "does not re-run its tests")
+    run.add_argument("--leader", metavar="LIBRARY",
+                     help="the native leader library the build compiled (gpsimd_emu.native): "
+                          "a vector's processes then run no Python (default: the Python "
+                          "leader)")
     run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
                      help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
     run.add_argument("--no-checks", dest="checks", action="store_false",
@@ -183,7 +187,7 @@ def prepare(argv: Optional[List[str]], remove_outputs: bool = True) -> Union[Pre
                       file=sys.stderr)
                 return 2
     options = RunOptions(timeout=args.timeout, stack_scale=args.stack_scale, checks=args.checks,
-                         memory=args.memory, parallel=args.parallel)
+                         memory=args.memory, parallel=args.parallel, leader=args.leader)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
     return Prepared(args, plan, options, outputs, limit)
 

@@ -336,6 +336,10 @@ class MemoryCgroup:
         except (OSError, ValueError):
             return 0
 
+    def procs_path(self) -> str:
+        """The file a process writes its pid to, to join the cgroup."""
+        return os.path.join(self.path, "cgroup.procs")
+
     def join(self) -> bool:
         """Move the calling process into the cgroup; False if that failed."""
         try:

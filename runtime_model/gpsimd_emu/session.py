@@ -24,6 +24,7 @@ A session must be closed (``close`` or ``with``): that ends the zygote.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Callable, List, Optional, Sequence, Union
 
 from gpsimd_device.limits import MAX_DIMS
@@ -67,11 +68,12 @@ class LibrarySession:
         self.core_error = core_error
         self.zygote: Optional[ZygoteClient] = None
         self._zygote_error: Optional[str] = None
+        self._leader_warned = False
         if not core_error and self.cores:
             from .runs import runs_for     # stdlib only: numpy loads meanwhile
             try:
                 copies = len(runs_for(len(self.cores), self.options.checks))
-                self.zygote = ZygoteClient(self.cores, copies)
+                self.zygote = ZygoteClient(self.cores, copies, leader=self.options.leader)
             except OSError as e:
                 self._zygote_error = f"cannot start the device model process: {e}"
         self._nonce = int.from_bytes(os.urandom(8), "little")
@@ -148,6 +150,10 @@ class LibrarySession:
             self._zygote_error = (f"the core objects could not be loaded: the device model "
                                   f"process {e} (a static initialiser of a core object?)")
             return self._zygote_error
+        if ready.get("leader_error") and not self._leader_warned:
+            self._leader_warned = True
+            print(f"gpsimd_emu: warning: {ready['leader_error']}; the vectors run with the "
+                  f"Python leader", file=sys.stderr, flush=True)
         for spec, entry in zip(self.cores, ready["cores"]):
             if entry["error"]:
                 return entry["error"]

@@ -99,6 +99,8 @@ class RunOptions:
             default (``default_parallel()``); 0 or 1: one after another.
         spread_after: seconds a run of cores goes on in one process before
             further processes take its remaining cores (0: at once).
+        leader: path of the native leader library (``gpsimd_emu.native``),
+            or None: each vector's processes run the Python leader.
     """
 
     timeout: float = DEFAULT_TIMEOUT
@@ -107,6 +109,7 @@ class RunOptions:
     memory: int = DEFAULT_MEMORY
     parallel: Optional[int] = None
     spread_after: float = SPREAD_AFTER
+    leader: Optional[str] = None
 
     def processes(self) -> int:
         """The number of processes the cores of a vector may use at once (>= 1)."""

@@ -36,6 +36,7 @@ each leader joins it (so that the zygote can remove it).
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
 import os
@@ -49,6 +50,7 @@ from typing import List, Optional
 from . import contain
 from .launch import VectorContext, leader_main
 from .loader import LoadError, PackedObject, load_object
+from .native import NativeError, NativeLeader
 
 __all__ = ["main", "MAX_MESSAGE"]
 
@@ -156,6 +158,11 @@ class Zygote:
         #: time or after a pause, 5-20 ms); ``baseline``: what it has charged
         self.inside = False
         self.baseline = 0
+        #: the native leader (``gpsimd_emu.native``), when the session named
+        #: one that loads; else each vector's processes run ``launch``
+        self.native: Optional[NativeLeader] = None
+        self.native_error: Optional[str] = None
+        self._addresses: dict = {}
 
     def serve(self) -> None:
         while True:
@@ -174,8 +181,15 @@ class Zygote:
                 first, entries, sources = _load(msg["cores"], fds)
                 if not msg.get("memory_cgroup", True) and self.cgroup is not None:
                     self._drop_cgroup(for_good=True)
+                if msg.get("leader"):
+                    try:
+                        self.native = NativeLeader(msg["leader"])
+                    except NativeError as e:
+                        self.native_error = str(e)
                 _send(self.sock, {"ready": True, "cores": entries, "spawn": self.mode,
-                                  "cgroup": self.cgroup is not None})
+                                  "cgroup": self.cgroup is not None,
+                                  "leader": "native" if self.native else "python",
+                                  "leader_error": self.native_error})
                 if not any(e["error"] for e in entries):
                     self.objects = [first] + _more_copies(msg["cores"], sources,
                                                           int(msg.get("copies", 1)))
@@ -197,8 +211,9 @@ class Zygote:
     def run(self, req: dict, image_fd: int) -> dict:
         """Run one vector (module text); returns the reply."""
         op = req["op"]
-        launchers = [[o.ops[op] for o in row] for row in self.objects]
-        binders = [[o.binder() for o in row] for row in self.objects]
+        if self.native is None:
+            launchers = [[o.ops[op] for o in row] for row in self.objects]
+            binders = [[o.binder() for o in row] for row in self.objects]
         limit = int(req["memory"])
         extra = max(MIN_DATA, limit - int(req["image_total"]))
         oom0 = 0
@@ -218,23 +233,29 @@ class Zygote:
         if not limited:                     # RLIMIT_DATA only: shared out among the jobs
             extra = max(MIN_DATA, extra // max(1, int(req.get("parallel", 1))))
         req["data_limit"] = self.data_base + extra     # RLIMIT_DATA of the vector's processes
-        ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
         join = self.cgroup.join if limited and not self.inside else None
         inside = limited and self.inside
         cap = float(req["timeout"]) * len(req["runs"]) + 2.0
         start = time.monotonic()
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setpgid(0, 0)
-                if join is not None:
-                    join()
-                elif inside:
-                    contain.prefer_for_oom()
-            finally:
-                leader_main(ctx)
+        if self.native is not None:
+            launchers, binders = self._native_addresses(op)
+            pid = self.native.fork(req, image_fd, launchers, binders, os.getpid(),
+                                   oom_first=inside,
+                                   join_path=self.cgroup.procs_path() if join else None)
+        else:
+            ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    os.setpgid(0, 0)
+                    if join is not None:
+                        join()
+                    elif inside:
+                        contain.prefer_for_oom()
+                finally:
+                    leader_main(ctx)
         os.close(image_fd)
         status, timed_out = _wait(pid, start + cap)
         elapsed = time.monotonic() - start
@@ -242,6 +263,18 @@ class Zygote:
         oom = self.cgroup.oom_kills() - oom0 if limited and self.cgroup is not None else 0
         return {"wait_status": status, "timed_out": timed_out, "elapsed": elapsed,
                 "oom_kills": oom, "pid": pid, "spawn": self.mode}
+
+    def _native_addresses(self, op: str) -> tuple:
+        """(launchers, binders): the addresses of ``op``'s launcher and of
+        ``gpsimd_bind_core`` in every copy of every core object."""
+        got = self._addresses.get(op)
+        if got is None:
+            def address(fn) -> int:
+                return ctypes.cast(fn, ctypes.c_void_p).value
+            got = self._addresses[op] = (
+                [[address(o.ops[op]) for o in row] for row in self.objects],
+                [[address(o.binder()) for o in row] for row in self.objects])
+        return got
 
     def _drop_cgroup(self, for_good: bool) -> None:
         """Stop limiting vectors through the cgroup: when the zygote is in

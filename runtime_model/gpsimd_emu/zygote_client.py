@@ -102,7 +102,8 @@ class ZygoteClient:
         OSError: the process or the socket could not be made.
     """
 
-    def __init__(self, cores: Sequence[CoreSpec], copies: int = 1, memory_cgroup: bool = True):
+    def __init__(self, cores: Sequence[CoreSpec], copies: int = 1, memory_cgroup: bool = True,
+                 leader: Optional[str] = None):
         self._ready: Optional[dict] = None
         self.sock, self.pid = _take_prespawned() or _spawn()
         specs, fds = [], []
@@ -113,8 +114,9 @@ class ZygoteClient:
                           "path": None if packed else os.path.abspath(c.obj.file or c.obj.path)})
             if packed:
                 fds.append(c.fd)
-        socket.send_fds(self.sock, [json.dumps({"cmd": "load", "cores": specs, "copies": copies,
-                                                "memory_cgroup": memory_cgroup}).encode()], fds)
+        socket.send_fds(self.sock, [json.dumps({
+            "cmd": "load", "cores": specs, "copies": copies, "memory_cgroup": memory_cgroup,
+            "leader": os.path.abspath(leader) if leader else None}).encode()], fds)
 
     def _recv(self, timeout: float) -> dict:
         ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))

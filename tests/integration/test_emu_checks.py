@@ -298,7 +298,8 @@ def test_emu_checks_option_reaches_the_test_command(broken):
     proc = run_scons(proj, "-n", "VERBOSE=1", "MANIFEST=kernels/broken/ops.yaml", "EMU_CHECKS=0",
                      "EMU_TIMEOUT=3", "test-broken_args")
     line = next(l for l in proc.stdout.splitlines() if "-m gpsimd_emu run" in l)
-    assert line.endswith("--locations build/host/broken_args/locations.json --no-checks --timeout 3")
+    assert line.endswith("--locations build/host/broken_args/locations.json "
+                         "--leader build/host/emu/libgpsimd_leader.so --no-checks --timeout 3")
 
 
 @pytest.mark.parametrize("itemsize", [1, 2, 4, 8, 3])

@@ -16,11 +16,15 @@ graph runs under ninja.
 
 import os
 import sys
+from typing import Any
 
 import SCons.Action
 import SCons.Builder
 import SCons.Scanner.C
 import SCons.Tool.compilation_db
+
+from gpsimd_build import layout
+from gpsimd_device import leader as native_leader
 
 from .signature import SignedCommand
 
@@ -107,7 +111,12 @@ def add_builders(env):
         # passed; a failed run leaves its results in <lib>/test-results.failed.json
         GPSIMD_TESTCOM=("$PYTHON -m gpsimd_emu run $SOURCE --results $TARGET "
                         "--failed-results ${TARGET.base}.failed.json "
-                        "--locations $GPSIMD_LOCATIONS $GPSIMD_EMU_FLAGS"),
+                        "--locations $GPSIMD_LOCATIONS $GPSIMD_LEADER_ARGS $GPSIMD_EMU_FLAGS"),
+        GPSIMD_LEADER_ARGS=[],   # ["--leader", <the native leader>] (leader_node)
+        # the emulator's native leader (gpsimd_emu.native), with the host compiler
+        GPSIMD_LEADERCOM=("$GPSIMD_CXX " + " ".join(native_leader.COMPILE_FLAGS)
+                          + " -I $GPSIMD_LEADER_INCLUDE -o $TARGET $SOURCE"),
+        GPSIMD_LEADERCOMSTR="CC       $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
@@ -142,8 +151,20 @@ def add_builders(env):
         "GpsimdStackReport": SCons.Builder.Builder(
             action=act("GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+        "GpsimdLeader": SCons.Builder.Builder(
+            action=act("GPSIMD_LEADERCOM", "$GPSIMD_LEADERCOMSTR"), source_scanner=cscan),
         # (its first source lists the artifacts; the others are the artifacts)
         "GpsimdDigests": SCons.Builder.Builder(action=act("GPSIMD_DIGESTSCOM", None)),
         "GpsimdSummary": SCons.Builder.Builder(action=act("GPSIMD_SUMMARYCOM", None)),
         "GpsimdPrint": SCons.Builder.Builder(action=SCons.Action.Action("cat $SOURCES", None)),
     })
+
+
+def leader_node(env, graph, profile_dir: str, include: str) -> Any:
+    """The emulator's native leader library (``<profile>/emu/``), compiled
+    once per build with the runtime's headers ``include`` (abi.h); every
+    test run loads it (``GPSIMD_LEADER_ARGS``)."""
+    source = env.File(native_leader.source_path(layout.emulator_dir()))
+    return graph.uses(env.GpsimdLeader(f"{profile_dir}/emu/{native_leader.LIBRARY_NAME}", source,
+                                       GPSIMD_LEADER_INCLUDE=include,
+                                       CPPPATH=[env.Dir(include)]), "$GPSIMD_CXX")[0]

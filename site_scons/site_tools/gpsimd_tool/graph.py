@@ -26,6 +26,7 @@ from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_name
 from gpsimd_device.versions import versions_json
 
 from . import emu_server, integrity, lock, manifest_cache, ninja_path as ninja, signals
+from .builders import leader_node
 from .inputs_record import InputsRecord
 from .progress import Progress
 from .targets import help_text, selected_libraries
@@ -297,6 +298,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     artifacts: List[Any] = list(shared.all())
     scan_base = [env.Dir(shared.include)] if shared.include else []
     emu_sources = sorted((f for d in _EMU_SOURCES for f in env.Dir(d).glob("*.py")), key=str)
+    leader = leader_node(env, graph, profile_dir, shared.include) if profile.runs_tests else None
 
     nodes = {}
     inputs = InputsRecord(profile_dir, graph.programs)
@@ -364,10 +366,10 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
-                GPSIMD_LOCATIONS=locations[0],
+                GPSIMD_LOCATIONS=locations[0], GPSIMD_LEADER_ARGS=["--leader", leader],
                 GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
                 "$PYTHON")
-            env.Depends(results, emu_sources)
+            env.Depends(results, emu_sources + [leader])
             env.Alias(f"test-{lib.name}", results)
             all_results += results
             tests.append(LibraryTests(lib.name, results[0]))

@@ -1,0 +1,684 @@
+/* The native leader of a vector: what gpsimd_emu.launch and gpsimd_emu.jobs
+ * do in a vector's processes, in C, so that a vector costs one fork of the
+ * zygote and no Python in the forked process.
+ *
+ * The zygote (gpsimd_emu.zygote, through gpsimd_emu.native) fills one
+ * struct gl_request and calls gl_fork_leader(): the child never returns
+ * (it makes every run of the vector's cores and _exit()s: 0 after
+ * recording its end, 70 after recording a model error); the parent gets
+ * the child's pid, or -errno when fork failed.
+ *
+ * The semantics are those of the Python leader (gpsimd_emu.launch, the
+ * reference: tests compare the two records field by field): each run
+ * claims its cores from the control block and launches them, with
+ * SIGALRM at the run's time limit; a run that faulted, crashed or left a
+ * launch stops the vector after it; a single-core vector's second run is
+ * made only when the first says so; runs that take long get helper
+ * processes (up to parallel - 1).
+ *
+ * Layouts: gpsimd_core_binding and gpsimd_core_report come from abi.h;
+ * the control block's layout is gpsimd_emu.control's, and struct
+ * gl_request is gpsimd_emu.native's ctypes structure: gl_layout() gives
+ * every offset this file uses, which gpsimd_emu.native checks on load.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpsimd_host/abi.h"
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the control block is little-endian; this file writes it natively"
+#endif
+
+#define GL_VERSION 1
+#define GL_MAX_RUNS 4          /* control.MAX_PASSES */
+#define GL_MAX_CORES 8         /* control.MAX_CORES */
+#define EXIT_MODEL_ERROR 70    /* jobs.EXIT_MODEL_ERROR */
+#define CANCELLED (-2)         /* jobs.CANCELLED */
+#define MADV_POPULATE_WRITE_ 23
+
+/* ---- the control block (gpsimd_emu.control) ---------------------------- */
+enum {
+    CB_SIZE = 4096, CB_ERROR_FIELDS = 28, CB_LEADER_DONE = 40, CB_ERROR = 64,
+    CB_ERROR_CAPACITY = 1024, CB_PASSES = 1088, CB_PASS_SIZE = 80, CB_SEM = 40,
+    CB_SLOTS = 1408, CB_SLOT_SIZE = 32, CB_JOBS = 2432, CB_JOB_SIZE = 16, CB_MAX_JOBS = 64,
+};
+enum { SLOT_STARTED = 1, SLOT_DONE = 2, SLOT_BIND_FAILED = 3 };
+enum { PASS_RUNNING = 1, PASS_DONE = 2, PASS_SKIPPED = 3 };
+enum { JOB_RUNNING = 1, JOB_EXITED = 2 };
+
+/* ---- the request (gpsimd_emu.native.Request) --------------------------- */
+struct gl_run {
+    int64_t index, second, ordered, poison;
+    int64_t nfills;                      /* entries of fills */
+    int64_t fills[GL_MAX_CORES][2];      /* [image offset, bytes] */
+};
+
+struct gl_request {
+    int64_t version;                     /* GL_VERSION */
+    int64_t image_fd, size;              /* the image memfd and its bytes */
+    int64_t ncores, nruns;
+    int64_t parallel, spread_now;
+    double spread_after, timeout;        /* seconds */
+    int64_t binding_size, bindings_at;   /* bytes; image offset */
+    int64_t args_at, arg_len, page, desc_len;
+    int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
+    int64_t zygote;                      /* the parent's pid */
+    int64_t scan_at, scan_nbytes, scan_itemsize;   /* itemsize 0: no scan */
+    int64_t oom_first;                   /* oom_score_adj 1000 */
+    struct gl_run runs[GL_MAX_RUNS];
+    void *launchers[GL_MAX_RUNS][GL_MAX_CORES];   /* int (*)(void), per copy */
+    void *binders[GL_MAX_RUNS][GL_MAX_CORES];     /* gpsimd_bind_core, per copy */
+    char join_path[512];                 /* cgroup.procs to join, or "" */
+};
+
+typedef int (*launcher_fn)(void);
+typedef int (*binder_fn)(const gpsimd_core_binding *);
+
+struct job { int index, run, pid; };
+
+/* The state of this process (a fork of the zygote: one vector's leader,
+ * or a helper forked from it). */
+static const struct gl_request *R;
+static unsigned char *image, *cb;
+static gpsimd_core_binding bindings[GL_MAX_RUNS][GL_MAX_CORES];
+static unsigned char *arg_stream, *out_desc;
+static int jobs_n;                       /* process records used */
+static struct job helping[CB_MAX_JOBS];
+static int nhelping;
+static struct job whole[GL_MAX_RUNS];
+static int has_whole[GL_MAX_RUNS], whole_done[GL_MAX_RUNS], whole_status[GL_MAX_RUNS];
+static int is_helper;
+static int stop_after = -1;
+static int cur_run = -1, cur_core = -1;  /* where a model error happened */
+
+/* ---- small helpers ------------------------------------------------------- */
+
+static int64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static double mono(void) { return (double)now_ns() * 1e-9; }
+
+static void put32(size_t at, uint32_t v) { memcpy(cb + at, &v, 4); }
+static void put64(size_t at, uint64_t v) { memcpy(cb + at, &v, 8); }
+static uint32_t get32(size_t at) { uint32_t v; memcpy(&v, cb + at, 4); return v; }
+static size_t pass_at(int p) { return CB_PASSES + (size_t)p * CB_PASS_SIZE; }
+static size_t slot_at(int p, int k) { return CB_SLOTS + ((size_t)p * GL_MAX_CORES + k) * CB_SLOT_SIZE; }
+
+/* Make the control page writable or read-only. The page's state is known
+ * after each call (only a launch, which always follows protect(0) and is
+ * followed by protect(1), could change it), so a call that would change
+ * nothing is not made: two mprotect calls per launch, not four. */
+static int cb_writable = 1;               /* as mmap() made it */
+
+static void protect(int writable)
+{
+    if (writable == cb_writable)
+        return;
+    mprotect(cb, CB_SIZE, PROT_READ | (writable ? PROT_WRITE : 0));
+    cb_writable = writable;
+}
+
+static void set_pass(int p, uint32_t state, int64_t t)
+{
+    put32(pass_at(p), state);
+    if (state == PASS_RUNNING)
+        put64(pass_at(p) + 24, (uint64_t)t);
+    else if (state == PASS_DONE || state == PASS_SKIPPED)
+        put64(pass_at(p) + 32, (uint64_t)t);
+}
+
+static void mark_faulted(int p) { put32(pass_at(p) + 4, 1); }
+static int pass_faulted(int p) { return get32(pass_at(p) + 4) != 0; }
+static uint32_t pass_state(int p) { return get32(pass_at(p)); }
+
+static void set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
+                     uint32_t job, int64_t t0, int64_t t1)
+{
+    size_t at = slot_at(p, k);
+    put32(at, state);
+    put32(at + 4, status);
+    put32(at + 8, (uint32_t)bind_rc);
+    put32(at + 12, job);
+    put64(at + 16, (uint64_t)t0);
+    put64(at + 24, (uint64_t)t1);
+}
+
+static void set_job(int j, int pid, int p, int wait_status, uint32_t state)
+{
+    size_t at = CB_JOBS + (size_t)j * CB_JOB_SIZE;
+    put32(at, (uint32_t)pid);
+    put32(at + 4, (uint32_t)p);
+    put32(at + 8, (uint32_t)wait_status);
+    put32(at + 12, state);
+}
+
+/* Record a model error (the first one wins), then end the process. */
+static void model_error(const char *what, int err)
+{
+    char text[CB_ERROR_CAPACITY];
+    int n;
+    if (err)
+        n = snprintf(text, sizeof text, "device model error: OSError: [Errno %d] %s: %s",
+                     err, strerror(err), what);
+    else
+        n = snprintf(text, sizeof text, "device model error: %s", what);
+    if (n < 0)
+        n = 0;
+    if (n > CB_ERROR_CAPACITY)
+        n = CB_ERROR_CAPACITY;
+    if (cb == NULL) {
+        fprintf(stderr, "gpsimd_emu: device model error in a vector's process: %s\n",
+                text + strlen("device model error: "));
+        _exit(EXIT_MODEL_ERROR);
+    }
+    protect(1);
+    if (get32(CB_ERROR_FIELDS + 8) == 0) {
+        memcpy(cb + CB_ERROR, text, (size_t)n);
+        put32(CB_ERROR_FIELDS, (uint32_t)cur_run);
+        put32(CB_ERROR_FIELDS + 4, (uint32_t)cur_core);
+        put32(CB_ERROR_FIELDS + 8, (uint32_t)n);
+    }
+    _exit(EXIT_MODEL_ERROR);
+}
+
+static void *alloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        model_error("MemoryError: the leader's buffers do not fit its memory limit", 0);
+    return p;
+}
+
+/* contain.die_with_parent */
+static void die_with_parent(int parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    pid_t ppid = getppid();
+    if (ppid != parent && !(ppid == 0 && getpid() == 1))
+        _exit(1);
+}
+
+static void set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+
+static void set_alarm(double seconds)
+{
+    struct itimerval t = {{0, 0}, {0, 0}};
+    if (seconds > 0) {
+        t.it_value.tv_sec = (time_t)seconds;
+        t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
+        if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0)
+            t.it_value.tv_usec = 1;
+    }
+    setitimer(ITIMER_REAL, &t, NULL);
+}
+
+static int wait_pid(int pid)
+{
+    int st;
+    for (;;) {
+        if (waitpid(pid, &st, 0) == pid)
+            return st;
+        if (errno != EINTR)
+            return 0;
+    }
+}
+
+static void reap_orphans(void)
+{
+    int st;
+    while (waitpid(-1, &st, WNOHANG) > 0)
+        ;
+}
+
+static gpsimd_core_report *report_of(int p, int k)
+{
+    return (gpsimd_core_report *)(uintptr_t)bindings[p][k].report_host;
+}
+
+/* ---- claiming ------------------------------------------------------------- */
+
+static int claim(int p, int shared)
+{
+    sem_t *sem = (sem_t *)(cb + pass_at(p) + CB_SEM);
+    if (shared)
+        while (sem_wait(sem) != 0)
+            ;
+    int k = -1;
+    uint32_t claimed = get32(pass_at(p) + 8), n = get32(pass_at(p) + 12);
+    if (claimed < n) {
+        put32(pass_at(p) + 8, claimed + 1);
+        k = cb[pass_at(p) + 16 + claimed];
+    }
+    if (shared)
+        sem_post(sem);
+    return k;
+}
+
+static int unclaimed(int p)
+{
+    uint32_t claimed = get32(pass_at(p) + 8), n = get32(pass_at(p) + 12);
+    return n > claimed ? (int)(n - claimed) : 0;
+}
+
+static int left_running(int index, int p)
+{
+    for (int k = 0; k < R->ncores; k++)
+        if (get32(slot_at(p, k)) == SLOT_STARTED && get32(slot_at(p, k) + 12) == (uint32_t)index)
+            return 1;
+    return 0;
+}
+
+/* ---- helpers (gpsimd_emu.jobs) -------------------------------------------- */
+
+static int make_run(const struct gl_run *r, int index);
+static void run_cores(const struct gl_run *r, int index, double deadline, int first);
+
+static void helper_main(const struct gl_run *r, int index, int leader, double deadline,
+                        int is_whole)
+{
+    die_with_parent(leader);
+    set_name("gpsimd-core");
+    is_helper = 1;
+    nhelping = 0;
+    memset(has_whole, 0, sizeof has_whole);
+    memset(whole_done, 0, sizeof whole_done);
+    if (is_whole)
+        make_run(r, index);
+    else
+        run_cores(r, index, deadline, 0);
+    _exit(0);
+}
+
+static void fork_helper(const struct gl_run *r, int is_whole, double deadline)
+{
+    int index = jobs_n;
+    if (index >= CB_MAX_JOBS)
+        return;
+    int p = (int)r->index;
+    protect(1);
+    if (is_whole)                          /* claimed before the fork */
+        set_pass(p, PASS_RUNNING, now_ns());
+    int leader = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        model_error("fork", errno);
+    if (pid == 0)
+        helper_main(r, index, leader, deadline, is_whole);
+    protect(1);
+    set_job(index, pid, p, 0, JOB_RUNNING);
+    jobs_n++;
+    struct job j = {index, p, pid};
+    if (is_whole) {
+        whole[p] = j;
+        has_whole[p] = 1;
+    } else {
+        helping[nhelping++] = j;
+    }
+}
+
+static int whole_running(void)
+{
+    int n = 0;
+    for (int p = 0; p < GL_MAX_RUNS; p++) {
+        if (!has_whole[p] || whole_done[p])
+            continue;
+        int st = 0;
+        pid_t got = waitpid(whole[p].pid, &st, WNOHANG);
+        if (got < 0 && errno == ECHILD) {
+            whole_done[p] = 1;
+            whole_status[p] = 0;
+        } else if (got > 0) {
+            whole_done[p] = 1;
+            whole_status[p] = st;
+        } else {
+            n++;
+        }
+    }
+    return n;
+}
+
+static void maybe_help(const struct gl_run *r, double started, double deadline)
+{
+    if (R->parallel < 2 || nhelping || is_helper)
+        return;
+    if (!(R->spread_now || mono() - started >= R->spread_after))
+        return;
+    int free_ = (int)R->parallel - 1 - whole_running();
+    for (int i = 0; i < R->nruns; i++) {   /* whole runs that need not wait for this one */
+        if (free_ <= 0)
+            break;
+        const struct gl_run *later = &R->runs[i];
+        int q = (int)later->index;
+        if (q > r->index && R->ncores > 1 && !has_whole[q] && pass_state(q) == 0) {
+            fork_helper(later, 1, 0.0);
+            free_--;
+        }
+    }
+    if (!r->ordered) {
+        int n = unclaimed((int)r->index);
+        if (n > free_)
+            n = free_;
+        for (int i = 0; i < n; i++)
+            fork_helper(r, 0, deadline);
+    }
+    protect(0);
+}
+
+static void wait_whole(void)
+{
+    for (int p = 0; p < GL_MAX_RUNS; p++) {
+        if (!has_whole[p])
+            continue;
+        struct job j = whole[p];
+        if (stop_after >= 0 && p > stop_after)
+            kill(j.pid, SIGKILL);
+        int st = whole_done[p] ? whole_status[p] : wait_pid(j.pid);
+        protect(1);
+        if (stop_after >= 0 && p > stop_after) {
+            set_job(j.index, j.pid, p, CANCELLED, JOB_EXITED);
+            continue;
+        }
+        set_job(j.index, j.pid, p, st, JOB_EXITED);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) || left_running(j.index, p)
+                || pass_faulted(p))
+            stop_after = (stop_after < 0 || p < stop_after) ? p : stop_after;
+    }
+    memset(has_whole, 0, sizeof has_whole);
+    memset(whole_done, 0, sizeof whole_done);
+    reap_orphans();
+}
+
+static int wait_helpers(void)
+{
+    int bad = 0;
+    for (int i = 0; i < nhelping; i++) {
+        struct job j = helping[i];
+        int st = wait_pid(j.pid);
+        protect(1);
+        set_job(j.index, j.pid, j.run, st, JOB_EXITED);
+        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) || left_running(j.index, j.run))
+            bad = 1;
+    }
+    nhelping = 0;
+    reap_orphans();
+    return bad;
+}
+
+/* ---- runs (gpsimd_emu.launch) ---------------------------------------------- */
+
+/* Poison a run's private copies, faulting their pages in with one call. */
+static void fill(const struct gl_run *r)
+{
+    int64_t start = r->fills[0][0];
+    int64_t end = r->fills[r->nfills - 1][0] + r->fills[r->nfills - 1][1];
+    if (end - start >= (64 << 10))
+        madvise(image + start, (size_t)(end - start), MADV_POPULATE_WRITE_);
+    for (int i = 0; i < r->nfills; i++)
+        memset(image + r->fills[i][0], (int)r->poison, (size_t)r->fills[i][1]);
+}
+
+static void run_cores(const struct gl_run *r, int index, double deadline, int first)
+{
+    int p = (int)r->index;
+    cur_run = p;
+    cur_core = -1;
+    double remaining = deadline - mono();
+    if (remaining <= 0)
+        kill(getpid(), SIGALRM);
+    set_alarm(remaining > 1e-3 ? remaining : 1e-3);
+    int shared = R->parallel > 1 && !r->ordered;
+    int may_help = R->parallel > 1 && !is_helper;
+    if (r->nfills && first)                /* every copy of the run at once */
+        fill(r);
+    double started = mono();
+    if (may_help && R->spread_now)
+        maybe_help(r, started, deadline);  /* cores known to take long */
+    unsigned char *arg_buf = alloc((size_t)R->arg_len);
+    unsigned char *ret_buf = alloc((size_t)R->desc_len);
+    for (;;) {
+        protect(1);
+        int k = claim(p, shared);
+        if (k < 0)
+            break;
+        cur_core = k;
+        int64_t t0 = now_ns();
+        set_slot(p, k, SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
+        protect(0);
+        gpsimd_core_binding *b = &bindings[p][k];
+        /* fresh argument bytes for each launch (an earlier kernel may have
+           written over them) */
+        memcpy(arg_buf, arg_stream, (size_t)R->arg_len);
+        memcpy(ret_buf, out_desc, (size_t)R->desc_len);
+        b->arg_stream_host = (uint64_t)(uintptr_t)arg_buf;
+        b->retval_host = (uint64_t)(uintptr_t)ret_buf;
+        int rc = ((binder_fn)R->binders[p][k])(b);
+        if (rc != 0) {
+            protect(1);
+            set_slot(p, k, SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, now_ns());
+            mark_faulted(p);
+            continue;
+        }
+        int64_t t1 = now_ns();
+        int status = ((launcher_fn)R->launchers[p][k])();
+        int64_t t2 = now_ns();
+        gpsimd_core_report *report = report_of(p, k);
+        protect(1);
+        int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
+        set_slot(p, k, SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
+        if (!ok)
+            mark_faulted(p);
+        if (may_help)
+            maybe_help(r, started, deadline);
+    }
+    cur_core = -1;
+}
+
+/* 1 when the vector must stop after run r (a fault, a helper's bad end, a
+ * launch that ended the process). */
+static int make_run(const struct gl_run *r, int index)
+{
+    int p = (int)r->index;
+    double start = mono();
+    protect(1);
+    set_pass(p, PASS_RUNNING, now_ns());
+    set_job(index, getpid(), p, 0, JOB_RUNNING);
+    run_cores(r, index, start + R->timeout, 1);
+    int bad = wait_helpers();
+    set_alarm(0);
+    protect(1);
+    set_job(index, getpid(), p, 0, JOB_EXITED);
+    if (bad || left_running(index, p))
+        return 1;
+    set_pass(p, PASS_DONE, now_ns());
+    return pass_faulted(p);
+}
+
+/* After the first run of a single-core vector: has the second run anything
+ * to decide? (launch._Leader._need_second) */
+static int need_second(void)
+{
+    int first = (int)R->runs[0].index;
+    if (pass_faulted(first))
+        return 0;
+    if (report_of(first, 0)->flags & (GPSIMD_REPORT_TCM_USED | GPSIMD_REPORT_EMPTY_USED
+                                      | GPSIMD_REPORT_OUTPUT_READ))
+        return 1;
+    int64_t size = R->scan_itemsize;
+    if (size <= 0)
+        return 1;
+    const unsigned char *at = image + R->scan_at;
+    unsigned char poison = (unsigned char)R->runs[0].poison;
+    for (int64_t i = 0; i + size <= R->scan_nbytes; i += size) {
+        int64_t j = 0;
+        while (j < size && at[i + j] == poison)
+            j++;
+        if (j == size)
+            return 1;
+    }
+    return 0;
+}
+
+static void leader_run(void)
+{
+    const struct gl_run *second = NULL;
+    for (int i = 0; i < R->nruns; i++)
+        if (R->runs[i].second) {
+            second = &R->runs[i];
+            break;
+        }
+    for (int i = 0; i < R->nruns; i++) {
+        const struct gl_run *r = &R->runs[i];
+        int p = (int)r->index;
+        if (has_whole[p])
+            continue;                      /* a helper makes it */
+        if (stop_after >= 0 || (r == second && R->ncores == 1 && !need_second())) {
+            protect(1);
+            set_pass(p, PASS_SKIPPED, now_ns());
+            continue;
+        }
+        int index = jobs_n++;
+        if (make_run(r, index))
+            stop_after = p;
+    }
+    wait_whole();
+}
+
+/* The binding bytes with this process's host addresses (the file offsets
+ * the worker wrote plus the image's base). */
+static void rebase(gpsimd_core_binding *b)
+{
+    uint64_t base = (uint64_t)(uintptr_t)image;
+    b->scratch_host += base;
+    b->dataram_host += base;
+    b->printf_host += base;
+    b->report_host += base;
+    uint32_t n = b->num_regions < GPSIMD_MAX_REGIONS ? b->num_regions : GPSIMD_MAX_REGIONS;
+    for (uint32_t i = 0; i < n; i++)
+        b->regions[i].host += base;
+    if (b->read_map_host)
+        b->read_map_host += base;
+}
+
+static void leader_main(void)
+{
+    die_with_parent((int)R->zygote);
+    set_name("gpsimd-vector");
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    void *mm = mmap(NULL, (size_t)R->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+                    (int)R->image_fd, 0);
+    if (mm == MAP_FAILED)
+        model_error("mmap", errno);
+    close((int)R->image_fd);               /* no descriptor leads back into the image */
+    image = cb = mm;
+    /* nothing of the model's is reachable through an fd */
+    if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
+        for (int fd = 3; fd < (1 << 16); fd++)
+            close(fd);
+    if (R->data_limit > 0) {
+        struct rlimit lim = {(rlim_t)R->data_limit, (rlim_t)R->data_limit};
+        setrlimit(RLIMIT_DATA, &lim);
+    }
+    if (R->binding_size != (int64_t)sizeof(gpsimd_core_binding))
+        model_error("the binding size differs from abi.h's", 0);
+    for (int i = 0; i < R->nruns; i++)
+        for (int k = 0; k < R->ncores; k++) {
+            int p = (int)R->runs[i].index;
+            int64_t at = R->bindings_at + (p * R->ncores + k) * R->binding_size;
+            memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
+            rebase(&bindings[p][k]);
+        }
+    arg_stream = alloc((size_t)R->arg_len);
+    memcpy(arg_stream, image + R->args_at, (size_t)R->arg_len);
+    out_desc = alloc((size_t)R->desc_len);
+    memcpy(out_desc, image + R->args_at + R->page, (size_t)R->desc_len);
+    leader_run();
+    protect(1);
+    put32(CB_LEADER_DONE, 1);
+    _exit(0);
+}
+
+/* ---- the entry points -------------------------------------------------------- */
+
+/* Fork the vector's leader (in its own process group). Returns its pid, or
+ * -errno. The request must stay valid until the call returns. */
+long gl_fork_leader(const struct gl_request *req)
+{
+    if (req->version != GL_VERSION || req->nruns < 1 || req->nruns > GL_MAX_RUNS
+            || req->ncores < 1 || req->ncores > GL_MAX_CORES)
+        return -EINVAL;
+    for (int i = 0; i < req->nruns; i++)
+        if (req->runs[i].index < 0 || req->runs[i].index >= GL_MAX_RUNS
+                || req->runs[i].nfills < 0 || req->runs[i].nfills > GL_MAX_CORES)
+            return -EINVAL;
+    pid_t pid = fork();
+    if (pid < 0)
+        return -errno;
+    if (pid > 0)
+        return pid;
+    R = req;
+    setpgid(0, 0);
+    if (req->join_path[0]) {               /* process-group mode: join the cgroup */
+        int fd = open(req->join_path, O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            char text[24];
+            int n = snprintf(text, sizeof text, "%d", (int)getpid());
+            if (write(fd, text, (size_t)n) < 0) {
+                /* as the Python leader: a failed join leaves the RLIMIT alone */
+            }
+            close(fd);
+        }
+    } else if (req->oom_first) {
+        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            if (write(fd, "1000", 4) < 0) {
+            }
+            close(fd);
+        }
+    }
+    leader_main();
+    _exit(EXIT_MODEL_ERROR);               /* not reached */
+}
+
+/* Offsets and sizes this file relies on, for gpsimd_emu.native to check
+ * against its own structure and gpsimd_emu.control: writes at most n
+ * values to out and returns how many there are. */
+int gl_layout(int64_t *out, int n)
+{
+    const int64_t v[] = {
+        GL_VERSION, (int64_t)sizeof(struct gl_request),
+        offsetof(struct gl_request, spread_after), offsetof(struct gl_request, runs),
+        (int64_t)sizeof(struct gl_run), offsetof(struct gl_request, launchers),
+        offsetof(struct gl_request, binders), offsetof(struct gl_request, join_path),
+        (int64_t)sizeof(gpsimd_core_binding),
+        CB_SIZE, CB_ERROR_FIELDS, CB_LEADER_DONE, CB_ERROR, CB_ERROR_CAPACITY, CB_PASSES,
+        CB_PASS_SIZE, CB_SEM, CB_SLOTS, CB_SLOT_SIZE, CB_JOBS, CB_JOB_SIZE, CB_MAX_JOBS,
+        GL_MAX_RUNS, GL_MAX_CORES, EXIT_MODEL_ERROR, CANCELLED, (int64_t)sizeof(sem_t),
+    };
+    int count = (int)(sizeof v / sizeof v[0]);
+    for (int i = 0; i < count && i < n; i++)
+        out[i] = v[i];
+    return count;
+}

@@ -1,0 +1,166 @@
+"""The native leader: ``leader.c`` (beside this module), the loop of a
+vector's processes (``gpsimd_emu.launch``, ``gpsimd_emu.jobs``) in C, and
+its ctypes binding (stdlib only: the zygote loads it).
+
+Why: a forked Python leader costs about 3 ms per vector before any
+kernel runs (its interpreter's set-up and bookkeeping, and the pages of
+the zygote its objects' reference counts make copy-on-write); the C
+leader does the same work in the forked zygote without running Python.
+The Python leader stays the reference: the zygote uses it when no native
+library is given or it cannot be loaded, and tests compare the records
+the two write, field by field.
+
+The build compiles the library once per build (``gpsimd_device.leader``:
+the flags) and a test run names it (``python -m gpsimd_emu run --leader
+PATH``).
+
+Layout: ``Request`` mirrors ``struct gl_request``; ``NativeLeader``
+checks, on load, every offset ``gl_layout()`` reports against this
+module's structure and ``gpsimd_emu.control``'s layout, and refuses a
+library that disagrees (``NativeError``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import List, Optional, Sequence
+
+from . import abi, control
+from .jobs import CANCELLED, EXIT_MODEL_ERROR
+
+__all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "expected_layout"]
+
+VERSION = 1
+MAX_RUNS = control.MAX_PASSES
+MAX_CORES = control.MAX_CORES
+
+_I64 = ctypes.c_int64
+
+
+class NativeError(Exception):
+    """The native leader library cannot be used (it does not load, or its
+    layout is not this module's); the message says why."""
+
+
+class Run(ctypes.Structure):
+    """``struct gl_run``: one run of a vector (``RunSpec.to_json``) and its
+    fills (``[image offset, bytes]``)."""
+
+    _fields_ = [("index", _I64), ("second", _I64), ("ordered", _I64), ("poison", _I64),
+                ("nfills", _I64), ("fills", (_I64 * 2) * MAX_CORES)]
+
+
+class Request(ctypes.Structure):
+    """``struct gl_request``: what the leader needs (the worker's request,
+    ``DeviceImage.request()`` plus the zygote's fields), the launcher and
+    ``gpsimd_bind_core`` address of every copy of every core."""
+
+    _fields_ = [
+        ("version", _I64), ("image_fd", _I64), ("size", _I64), ("ncores", _I64),
+        ("nruns", _I64), ("parallel", _I64), ("spread_now", _I64),
+        ("spread_after", ctypes.c_double), ("timeout", ctypes.c_double),
+        ("binding_size", _I64), ("bindings_at", _I64), ("args_at", _I64), ("arg_len", _I64),
+        ("page", _I64), ("desc_len", _I64), ("data_limit", _I64), ("zygote", _I64),
+        ("scan_at", _I64), ("scan_nbytes", _I64), ("scan_itemsize", _I64), ("oom_first", _I64),
+        ("runs", Run * MAX_RUNS),
+        ("launchers", (ctypes.c_void_p * MAX_CORES) * MAX_RUNS),
+        ("binders", (ctypes.c_void_p * MAX_CORES) * MAX_RUNS),
+        ("join_path", ctypes.c_char * 512),
+    ]
+
+
+def expected_layout() -> List[int]:
+    """What ``gl_layout()`` must report (its order), from this module and
+    ``gpsimd_emu.control``."""
+    c = control
+    return [
+        VERSION, ctypes.sizeof(Request), Request.spread_after.offset, Request.runs.offset,
+        ctypes.sizeof(Run), Request.launchers.offset, Request.binders.offset,
+        Request.join_path.offset, ctypes.sizeof(abi.GpsimdCoreBinding),
+        c.SIZE, c._ERROR_FIELDS, c._LEADER_DONE, c._ERROR, c.ERROR_CAPACITY, c._PASSES,
+        c._PASS_SIZE, c._SEM_OFFSET, c._SLOTS, c._SLOT.size, c._JOBS, c._JOB.size, c.MAX_JOBS,
+        MAX_RUNS, MAX_CORES, EXIT_MODEL_ERROR, CANCELLED, 32,
+    ]
+
+
+class NativeLeader:
+    """The loaded library.
+
+    Raises (constructor):
+        NativeError: it does not load, or ``gl_layout()`` differs from
+            ``expected_layout()`` (naming the first entry that does).
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        try:
+            lib = ctypes.CDLL(os.path.abspath(path))
+            self._fork = lib.gl_fork_leader
+            layout = lib.gl_layout
+        except (OSError, AttributeError) as e:
+            raise NativeError(f"{path}: cannot load the native leader: {e}") from None
+        self._fork.restype = ctypes.c_long
+        self._fork.argtypes = [ctypes.POINTER(Request)]
+        layout.restype = ctypes.c_int
+        layout.argtypes = [ctypes.POINTER(_I64), ctypes.c_int]
+        want = expected_layout()
+        got = (_I64 * 64)()
+        n = layout(got, 64)
+        if n != len(want) or list(got[:n]) != want:
+            bad = next((i for i in range(max(n, len(want)))
+                        if i >= n or i >= len(want) or got[i] != want[i]), 0)
+            raise NativeError(f"{path}: the native leader was built for another layout "
+                              f"(entry {bad} of gl_layout differs); rebuild it")
+        self._lib = lib
+
+    def fork(self, req: dict, image_fd: int, launchers: Sequence[Sequence[int]],
+             binders: Sequence[Sequence[int]], zygote: int, oom_first: bool = False,
+             join_path: Optional[str] = None) -> int:
+        """Fork the vector's leader; returns its pid (the child never
+        returns). ``req``: the worker's request with ``data_limit`` set
+        (as ``launch.VectorContext.request``); ``launchers[run][core]`` /
+        ``binders[run][core]``: function addresses in each copy.
+
+        Raises:
+            OSError: fork failed.
+            ValueError: the request does not fit the structure (more than
+                4 runs or 8 cores).
+        """
+        r = Request(version=VERSION, image_fd=image_fd, size=int(req["size"]),
+                    ncores=int(req["ncores"]), nruns=len(req["runs"]),
+                    parallel=max(1, int(req.get("parallel", 1))),
+                    spread_now=1 if req.get("spread_now") else 0,
+                    spread_after=float(req.get("spread_after", 0.02)),
+                    timeout=float(req["timeout"]), binding_size=int(req["binding_size"]),
+                    bindings_at=int(req["bindings_at"]), args_at=int(req["args_at"]),
+                    arg_len=int(req["arg_len"]), page=int(req["page"]),
+                    desc_len=int(req["desc_len"]), data_limit=int(req.get("data_limit", 0)),
+                    zygote=zygote, oom_first=1 if oom_first else 0)
+        if not 1 <= r.nruns <= MAX_RUNS or not 1 <= r.ncores <= MAX_CORES:
+            raise ValueError(f"{r.nruns} runs of {r.ncores} cores do not fit the native leader")
+        scan = req.get("scan")
+        if scan:
+            r.scan_at, r.scan_nbytes, r.scan_itemsize = (int(v) for v in scan)
+        for i, run in enumerate(req["runs"]):
+            fills = req["fills"][run["index"]]
+            if len(fills) > MAX_CORES:
+                raise ValueError(f"{len(fills)} fills in run {run['index']}")
+            dst = r.runs[i]
+            dst.index, dst.second = run["index"], 1 if run["second"] else 0
+            dst.ordered, dst.poison = 1 if run["ordered"] else 0, run["poison"]
+            dst.nfills = len(fills)
+            for j, (at, n) in enumerate(fills):
+                dst.fills[j][0], dst.fills[j][1] = at, n
+        for p, row in enumerate(launchers[:MAX_RUNS]):
+            for k, addr in enumerate(row[:MAX_CORES]):
+                r.launchers[p][k] = addr
+        for p, row in enumerate(binders[:MAX_RUNS]):
+            for k, addr in enumerate(row[:MAX_CORES]):
+                r.binders[p][k] = addr
+        if join_path:
+            r.join_path = os.fsencode(join_path)[:511]
+        pid = self._fork(ctypes.byref(r))
+        if pid < 0:
+            raise OSError(-pid, os.strerror(-pid), "fork of the native leader")
+        return pid

@@ -1,0 +1,79 @@
+"""The native leader's binding (``gpsimd_emu.native``): the layout the C
+library reports is this package's, a library built for another layout or
+one that does not load is refused with a message, and a request that does
+not fit the structure is refused before any fork. (That its vectors give
+the results and records of the Python leader is
+tests/integration/test_emu_native.py.)"""
+import ctypes
+import os
+import subprocess
+
+import pytest
+
+import gpsimd_emu
+from gpsimd_device import leader as native_leader
+from gpsimd_device.headers import INCLUDE_DIR
+from gpsimd_emu import abi, control, native
+
+pytestmark = pytest.mark.slow      # (each test compiles)
+
+EMULATOR_DIR = os.path.dirname(os.path.abspath(gpsimd_emu.__file__))
+
+
+@pytest.fixture(scope="module")
+def library(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("leader") / native_leader.LIBRARY_NAME)
+    cmd = native_leader.compile_command("g++", EMULATOR_DIR, INCLUDE_DIR, path)
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""            # -Wall: no warning
+    return path
+
+
+def test_the_library_reports_this_layout(library):
+    leader = native.NativeLeader(library)
+    got = (ctypes.c_int64 * 64)()
+    n = leader._lib.gl_layout(got, 64)
+    values = list(got[:n])
+    assert values == native.expected_layout()
+    # the facts it encodes, one by one, against where they are defined
+    assert values[0] == native.VERSION
+    assert values[1] == ctypes.sizeof(native.Request)
+    assert values[8] == ctypes.sizeof(abi.GpsimdCoreBinding)
+    assert values[9:22] == [4096, 28, 40, 64, 1024, 1088, 80, 40, 1408, 32, 2432, 16, 64]
+    assert (values[9], values[14], values[17], values[19]) == (
+        control.SIZE, control._PASSES, control._SLOTS, control._JOBS)
+    assert values[22:26] == [control.MAX_PASSES, control.MAX_CORES, 70, -2]
+
+
+def test_a_library_of_another_layout_is_refused(tmp_path):
+    src = tmp_path / "other.c"
+    src.write_text("#include <stdint.h>\n"
+                   "long gl_fork_leader(const void *r) { (void)r; return -1; }\n"
+                   "int gl_layout(int64_t *out, int n) { if (n > 1) { out[0] = 1; out[1] = 8; }"
+                   " return 2; }\n")
+    lib = tmp_path / "other.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
+    with pytest.raises(native.NativeError) as err:
+        native.NativeLeader(str(lib))
+    assert str(err.value) == (f"{lib}: the native leader was built for another layout "
+                              f"(entry 1 of gl_layout differs); rebuild it")
+
+
+def test_a_missing_library_is_refused(tmp_path):
+    with pytest.raises(native.NativeError) as err:
+        native.NativeLeader(str(tmp_path / "none.so"))
+    assert str(err.value).startswith(f"{tmp_path / 'none.so'}: cannot load the native leader: ")
+
+
+def test_a_request_that_does_not_fit_is_refused_before_any_fork(library):
+    leader = native.NativeLeader(library)
+    runs = [{"index": i, "second": False, "ordered": False, "poison": 0} for i in range(5)]
+    req = {"size": 4096, "ncores": 8, "runs": runs, "timeout": 1.0, "binding_size": 0,
+           "bindings_at": 0, "args_at": 0, "arg_len": 0, "page": 4096, "desc_len": 0,
+           "fills": [[]] * 5}
+    with pytest.raises(ValueError, match="5 runs of 8 cores do not fit the native leader"):
+        leader.fork(req, -1, [], [], os.getpid())
+    # and the C side checks what it is given too: a bad version forks nothing
+    r = native.Request(version=99, nruns=1, ncores=1)
+    assert leader._fork(ctypes.byref(r)) == -22          # -EINVAL
