@@ -4,6 +4,7 @@ the model's overhead, and the start-up of a library's test run.
 
     python3 bench/emu_overhead.py COLLECTION [--libs K] [--elements E]
                                   [--repeat R] [--no-checks] [--parallel N]
+                                  [--leader native|python|both]
                                   [--startup] [--json OUT]
 
 Per vector (in this process, through ``gpsimd_emu.session.LibrarySession``
@@ -23,6 +24,13 @@ ready while the zygote runs the current one, so the worker and the cores
 use two CPUs at once): *library wall* / vectors (``run_all_vector_ms``)
 and (library wall - every kernel) / vectors (``run_all_overhead_ms``),
 medians over the libraries and repeats.
+
+``--leader``: the vectors' processes run the native leader
+(``gpsimd_emu.native``, compiled here from the collection's
+``runtime_model`` as the build compiles it; the build's own test commands
+use it), the Python leader (``gpsimd_emu.launch``), or ``both`` (the
+default): the two measured side by side, alternating which goes first
+in each repeat, with a figure set for each.
 
 ``--elements E`` rewrites every vector to E elements (same objects, same
 ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
@@ -79,13 +87,28 @@ def _plans(collection, libs, elements):
     return paths, out
 
 
-def measure(collection, libs=None, elements=None, repeat=1, checks=True, parallel=None):
-    """The medians (ms) described in the module text."""
+def native_leader(collection, into):
+    """Compile the collection's native leader into folder ``into``, as the
+    build does; returns its path."""
+    sys.path.insert(0, os.path.join(collection, "runtime_model"))
+    from gpsimd_device import leader
+    target = os.path.join(into, leader.LIBRARY_NAME)
+    root = os.path.join(collection, "runtime_model")
+    subprocess.run(leader.compile_command(os.environ.get("CXX", "g++"),
+                                          os.path.join(root, "gpsimd_emu"),
+                                          os.path.join(root, "include"), target), check=True)
+    return target
+
+
+def measure(collection, libs=None, elements=None, repeat=1, checks=True, parallel=None,
+            leader=None, raw=None):
+    """The medians (ms) described in the module text; ``leader``: the
+    native leader's path (None: the Python leader); ``raw``: (rows,
+    per_library) lists to add this measure's to (medians over all)."""
     TestPlan, LibrarySession, RunOptions = _setup(collection)
     _, docs = _plans(collection, libs, elements)
-    options = RunOptions(checks=checks, parallel=parallel)
-    rows = []
-    per_library = []
+    options = RunOptions(checks=checks, parallel=parallel, leader=leader)
+    rows, per_library = raw if raw is not None else ([], [])
     cwd = os.getcwd()
     os.chdir(collection)
     t_all = time.perf_counter()
@@ -110,12 +133,18 @@ def measure(collection, libs=None, elements=None, repeat=1, checks=True, paralle
                     per_library.append((wall / n, (wall - sum(v.kernel_seconds for v in res.vectors)) / n))
     finally:
         os.chdir(cwd)
+    return summary(rows, per_library, len(docs), elements, checks, options.processes(),
+                   time.perf_counter() - t_all)
+
+
+def summary(rows, per_library, plans, elements, checks, parallel, seconds):
+    """The figures of ``measure`` from its raw rows."""
     med = lambda k: statistics.median(r[k] for r in rows) * 1e3  # noqa: E731
     return {
-        "plans": len(docs), "vectors": len(rows),
+        "plans": plans, "vectors": len(rows),
         "failed": sum(1 for r in rows if r["status"] != "pass"),
         "elements": elements or "as in manifest", "checks": checks,
-        "parallel": options.processes(), "total_s": time.perf_counter() - t_all,
+        "parallel": parallel, "total_s": seconds,
         "vector_wall_ms": med("wall"), "kernel_ms": med("kernel"),
         "overhead_ms": statistics.median(r["wall"] - r["kernel"] for r in rows) * 1e3,
         "run_all_vector_ms": statistics.median(w for w, _ in per_library) * 1e3,
@@ -222,17 +251,29 @@ def main(argv=None):
     p.add_argument("--startup", action="store_true")
     p.add_argument("--json", default=None)
     p.add_argument("--no-checks", dest="checks", action="store_false")
+    p.add_argument("--leader", choices=("native", "python", "both"), default="both")
     a = p.parse_args(argv)
     collection = os.path.abspath(a.collection)
-    out = measure(collection, a.libs, a.elements, a.repeat, a.checks, a.parallel)
-    if a.startup:
-        out["startup"] = startup(collection, a.libs, a.repeat, a.checks)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = native_leader(collection, tmp) if a.leader != "python" else None
+        kinds = {"native": [path], "python": [None], "both": [path, None]}[a.leader]
+        raw = {k: ([], []) for k in kinds}
+        out = {}
+        for i in range(a.repeat):            # side by side, each first in turn
+            for leader in (kinds if i % 2 == 0 else kinds[::-1]):
+                got = measure(collection, a.libs, a.elements, 1, a.checks, a.parallel,
+                              leader=leader, raw=raw[leader])
+                name = "native" if leader else "python"
+                got["total_s"] += out.get(name, {}).get("total_s", 0.0)
+                out[name] = got
+        if a.startup:
+            out["startup"] = startup(collection, a.libs, a.repeat, a.checks)
     out["load_average"] = os.getloadavg()
     print(json.dumps(out, indent=1))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
-    return 0 if out["failed"] == 0 else 1
+    return 0 if all(v["failed"] == 0 for k, v in out.items() if k in ("native", "python")) else 1
 
 
 if __name__ == "__main__":
