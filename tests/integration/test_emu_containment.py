@@ -14,6 +14,7 @@ or only process groups and subreapers) is forced in turn through
 """
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -31,6 +32,9 @@ NAMES = ("gpsimd-sleeper", "gpsimd-spinner", "gpsimd-zygote", "gpsimd-vector", "
 #: has its own server), so ``_ours(session=...)``.
 SERVER_NAMES = ("gpsimd-server", "gpsimd-run")
 MODES = ("pidns", "userns", "pgroup")
+#: A vector's processes: the native leader the build compiled, or the Python one.
+LEADERS = ("native", "python")
+LEADER_LIB = "build/host/emu/libgpsimd_leader.so"
 
 
 #: The project the tests run in: ``_ours`` counts only processes working in
@@ -46,7 +50,7 @@ def hostile(built_project):
     _PROJECT[:] = [os.path.realpath(proj)]
     out = f"build/host/{LIB}"
     proc = run_scons(proj, *BROKEN_OPTIONS, f"{out}/testplan.json", f"{out}/locations.json",
-                     f"{out}/{LIB}.packed.so")
+                     f"{out}/{LIB}.packed.so", LEADER_LIB)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proj, f"{out}/testplan.json"
 
@@ -112,8 +116,9 @@ def _plan_with(proj, path, ops, tmp_path, **vector_changes):
     return out
 
 
-def _cli(plan, *args, env=None):
-    return [sys.executable, "-m", "gpsimd_emu", "run", str(plan), *args]
+def _cli(plan, *args, env=None, leader="python"):
+    more = ["--leader", str(pathlib.Path(_PROJECT[0]) / LEADER_LIB)] if leader == "native" else []
+    return [sys.executable, "-m", "gpsimd_emu", "run", str(plan), *more, *args]
 
 
 def _env(mode=None):
@@ -132,8 +137,10 @@ def _mode_works(mode):
     return subprocess.run([sys.executable, "-c", code], env=_env(mode)).returncode == 0
 
 
+@pytest.mark.parametrize("leader", LEADERS)
 @pytest.mark.parametrize("mode", MODES)
-def test_forked_sleeper_dies_with_its_vector_and_a_pipe_reader_is_not_kept(hostile, tmp_path, mode):
+def test_forked_sleeper_dies_with_its_vector_and_a_pipe_reader_is_not_kept(hostile, tmp_path, mode,
+                                                                           leader):
     if not _mode_works(mode):
         pytest.skip(f"this machine cannot make the {mode} mode")
     proj, path = hostile
@@ -141,7 +148,8 @@ def test_forked_sleeper_dies_with_its_vector_and_a_pipe_reader_is_not_kept(hosti
     before = _ours()
     start = time.monotonic()
     # stdout is a pipe read to its end: a surviving sleeper would hold it 90 s
-    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "2"),
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "2",
+                               leader=leader),
                           cwd=str(proj), env=_env(mode), capture_output=True, text=True,
                           timeout=60)
     took = time.monotonic() - start
@@ -152,11 +160,12 @@ def test_forked_sleeper_dies_with_its_vector_and_a_pipe_reader_is_not_kept(hosti
     assert _left_over(before) == {}
 
 
-def _start_spinning(hostile, tmp_path, mode=None):
+def _start_spinning(hostile, tmp_path, mode=None, leader="python"):
     proj, path = hostile
     plan = _plan_with(proj, path, {"fork_sleeper"}, tmp_path)
     before = _ours()
-    proc = subprocess.Popen(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "60"),
+    proc = subprocess.Popen(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "60",
+                                 leader=leader),
                             cwd=str(proj), env=_env(mode), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30
@@ -167,8 +176,9 @@ def _start_spinning(hostile, tmp_path, mode=None):
     return proc, before
 
 
+@pytest.mark.parametrize("leader", LEADERS)
 @pytest.mark.parametrize("mode", ("pidns", "userns"))
-def test_kill_9_of_the_emulator_leaves_nothing_spinning(hostile, tmp_path, mode):
+def test_kill_9_of_the_emulator_leaves_nothing_spinning(hostile, tmp_path, mode, leader):
     """With a PID namespace (root: pidns; else userns), SIGKILL of the
     emulator ends everything: each process dies with its parent and the
     namespace with the zygote, its PID 1. (In process-group mode a child
@@ -176,7 +186,7 @@ def test_kill_9_of_the_emulator_leaves_nothing_spinning(hostile, tmp_path, mode)
     tree; there the subreapers sweep it whenever they get to run.)"""
     if not _mode_works(mode):
         pytest.skip(f"this machine cannot make the {mode} mode")
-    proc, before = _start_spinning(hostile, tmp_path, mode)
+    proc, before = _start_spinning(hostile, tmp_path, mode, leader)
     proc.kill()
     proc.communicate(timeout=10)
     assert _left_over(before) == {}
@@ -197,11 +207,12 @@ def test_sigterm_and_sigint_stop_the_run_at_once(hostile, tmp_path, sig):
     assert not (tmp_path / "r.json").exists()
 
 
-def test_memory_limit_is_a_named_fault(hostile, tmp_path):
+@pytest.mark.parametrize("leader", LEADERS)
+def test_memory_limit_is_a_named_fault(hostile, tmp_path, leader):
     proj, path = hostile
     plan = _plan_with(proj, path, {"memory_hog", "fd_forger"}, tmp_path)
     proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "256M",
-                               "--timeout", "20"),
+                               "--timeout", "20", leader=leader),
                           cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=120)
     lines = proc.stdout.splitlines()
     assert "FAIL broken_hostile::memory_hog[n10] (?): core 0 exceeded the 256 MiB memory limit" \
@@ -285,7 +296,8 @@ torch::Tensor shm_hog(const torch::Tensor& x) {
 """
 
 
-def test_memory_cgroup_bounds_what_rlimits_cannot(built_project, tmp_path):
+@pytest.mark.parametrize("leader", LEADERS)
+def test_memory_cgroup_bounds_what_rlimits_cannot(built_project, tmp_path, leader):
     sys.path.insert(0, str(ROOT / "runtime_model"))
     from gpsimd_emu import contain
     from gpsimd_emu.session import LibrarySession, RunOptions
@@ -304,12 +316,16 @@ def test_memory_cgroup_bounds_what_rlimits_cannot(built_project, tmp_path):
             "expected": {"values": [2] * 10}}]}]}]}
     (proj / "cg.yaml").write_text(json.dumps(manifest))
     out = "build/host/cg_hog"
-    proc = run_scons(proj, "MANIFEST=cg.yaml", f"{out}/testplan.json", f"{out}/cg_hog.packed.so")
+    proc = run_scons(proj, "MANIFEST=cg.yaml", f"{out}/testplan.json", f"{out}/cg_hog.packed.so",
+                     LEADER_LIB)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     plan = TestPlan.load(str(proj / out / "testplan.json"))
-    with LibrarySession(plan, root=str(proj), options=RunOptions(memory=256 << 20)) as s:
+    native = str(proj / LEADER_LIB) if leader == "native" else None
+    with LibrarySession(plan, root=str(proj), options=RunOptions(memory=256 << 20,
+                                                                 leader=native)) as s:
         r = s.run_vector("shm_hog", "n10")
         assert s.zygote.ready(10)["cgroup"] is True
+        assert s.zygote.ready(10)["leader"] == leader
     assert (r.status, r.message) == ("fail", "core 0 exceeded the 256 MiB memory limit")
 
 
