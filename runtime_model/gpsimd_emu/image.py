@@ -315,30 +315,44 @@ class DeviceImage:
         b.out_itemsize = self.itemsize
         return b
 
+    def _fills(self) -> List[Tuple[List[int], int, int]]:
+        """``(offsets, nbytes, poison)`` of the output copies of each
+        private run (contiguous; run 0's with its guard zone: it is judged
+        in run 0 only)."""
+        return [(self._out_at[r.index],
+                 self._out_capacity + (GUARD_BYTES if r.index == 0 else 0), r.poison)
+                for r in self.runs if r.private]
+
+    def poison_outputs(self) -> None:
+        """Fill every private run's output copies with that run's poison.
+        The worker does it before the vector's processes start (they then
+        only read or overwrite those pages: a leader that faulted them in
+        cost each vector about 1 ms on the zygote's side of the pipeline);
+        they are charged to the worker (``prefilled_bytes``)."""
+        u8 = self.file.u8
+        for offsets, n, poison in self._fills():
+            for at in offsets:
+                u8[at:at + n] = poison
+
     def request(self) -> dict:
-        """What a vector's process needs besides the file: the runs, the
-        layout of the bindings and arguments, and the fills of each run's
-        private copies (``[offset, nbytes]`` each, with the guard zone)."""
-        fills = []
-        for r in self.runs:
-            # the guard zone is judged in run 0 only
-            n = self._out_capacity + (GUARD_BYTES if r.index == 0 else 0)
-            fills.append([[at, n] for at in self._out_at[r.index]] if r.private else [])
+        """What a vector's process needs besides the file: the runs and the
+        layout of the bindings and arguments."""
         scan = None
         if self.checks and self.num_cores == 1 and self.itemsize in (1, 2, 4, 8):
             scan = [self._out_at[0][0], self.out_nbytes, self.itemsize]
         return {"runs": [r.to_json() for r in self.runs], "ncores": self.num_cores,
                 "bindings_at": self._bindings_at, "binding_size": _BINDING,
                 "args_at": self._args_at, "arg_len": len(self.arg_stream),
-                "desc_len": len(self.out_desc), "page": PAGE, "fills": fills,
+                "desc_len": len(self.out_desc), "page": PAGE,
                 "scan": scan, "size": self.file.size}
 
     def prefilled_bytes(self) -> int:
         """Bytes of the file the worker itself touched (inputs of every run,
-        control, bindings, arguments): charged to the worker, not to the
-        vector's processes."""
+        control, bindings, arguments, the poisoned output copies): charged
+        to the worker, not to the vector's processes."""
         return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used))
+                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used)
+                + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
 
     # ---- after the run --------------------------------------------------
 

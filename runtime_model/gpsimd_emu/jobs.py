@@ -180,7 +180,7 @@ def _helper_main(leader, run: dict, index: int, leader_pid: int, deadline: float
         if whole:
             leader.make_run(run, index)
         else:
-            leader.run_cores(run, index, deadline, first=False)
+            leader.run_cores(run, index, deadline)
         code = 0
     except BaseException as e:       # a model bug: recorded, never a hang
         try:

@@ -227,18 +227,10 @@ class _Leader(Helpers):
             pos = self.mm.find(pattern, pos + 1, at + nbytes)
         return False
 
-    def _fill(self, fills, poison: int) -> None:
-        """Poison ``[offset, nbytes]`` ranges of the image (the private
-        copies), faulting their pages in with one call first."""
-        start, end = fills[0][0], fills[-1][0] + fills[-1][1]
-        _populate(self.base + start, end - start)
-        for at, n in fills:
-            ctypes.memset(self.base + at, poison, n)
-
-    def run_cores(self, run: dict, index: int, deadline: float, first: bool = True) -> None:
+    def run_cores(self, run: dict, index: int, deadline: float) -> None:
         """Claim the cores of ``run`` one by one (process record ``index``) and
         launch each, with SIGALRM at ``deadline`` (time.monotonic());
-        ``first``: this process starts the run (poisons its copies). Model
+        (The worker poisoned the run's output copies.) Model
         errors are recorded in the control block and raised again."""
         ctl = self.ctl
         k = -1
@@ -250,9 +242,6 @@ class _Leader(Helpers):
             p = run["index"]
             shared = self.parallel > 1 and not run["ordered"]
             may_help = self.parallel > 1 and not self.is_helper
-            fills = self.req["fills"][p]
-            if fills and first:               # every copy of the run at once
-                self._fill(fills, run["poison"])
             started = time.monotonic()
             if may_help and self.req.get("spread_now"):
                 self._maybe_help(run, started, deadline)   # cores known to take long
@@ -301,18 +290,3 @@ class _Leader(Helpers):
             except BaseException:
                 pass
             raise
-
-
-_MADV_POPULATE_WRITE = 23      # Linux >= 5.14; EINVAL before: the memset faults the pages in
-_libc = None
-
-
-def _populate(addr: int, nbytes: int) -> None:
-    """Fault in ``nbytes`` of shared memory at ``addr`` in one call before
-    they are filled (a quarter faster than page by page for large copies)."""
-    global _libc
-    if nbytes < (64 << 10):
-        return
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.madvise(ctypes.c_void_p(addr), ctypes.c_size_t(nbytes), _MADV_POPULATE_WRITE)

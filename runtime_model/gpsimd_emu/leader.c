@@ -46,12 +46,11 @@
 #error "the control block is little-endian; this file writes it natively"
 #endif
 
-#define GL_VERSION 1
+#define GL_VERSION 2
 #define GL_MAX_RUNS 4          /* control.MAX_PASSES */
 #define GL_MAX_CORES 8         /* control.MAX_CORES */
 #define EXIT_MODEL_ERROR 70    /* jobs.EXIT_MODEL_ERROR */
 #define CANCELLED (-2)         /* jobs.CANCELLED */
-#define MADV_POPULATE_WRITE_ 23
 
 /* ---- the control block (gpsimd_emu.control) ---------------------------- */
 enum {
@@ -65,9 +64,7 @@ enum { JOB_RUNNING = 1, JOB_EXITED = 2 };
 
 /* ---- the request (gpsimd_emu.native.Request) --------------------------- */
 struct gl_run {
-    int64_t index, second, ordered, poison;
-    int64_t nfills;                      /* entries of fills */
-    int64_t fills[GL_MAX_CORES][2];      /* [image offset, bytes] */
+    int64_t index, second, ordered, poison;   /* (the worker poisoned the copies) */
 };
 
 struct gl_request {
@@ -292,7 +289,7 @@ static int left_running(int index, int p)
 /* ---- helpers (gpsimd_emu.jobs) -------------------------------------------- */
 
 static int make_run(const struct gl_run *r, int index);
-static void run_cores(const struct gl_run *r, int index, double deadline, int first);
+static void run_cores(const struct gl_run *r, int index, double deadline);
 
 static void helper_main(const struct gl_run *r, int index, int leader, double deadline,
                         int is_whole)
@@ -306,7 +303,7 @@ static void helper_main(const struct gl_run *r, int index, int leader, double de
     if (is_whole)
         make_run(r, index);
     else
-        run_cores(r, index, deadline, 0);
+        run_cores(r, index, deadline);
     _exit(0);
 }
 
@@ -427,18 +424,7 @@ static int wait_helpers(void)
 
 /* ---- runs (gpsimd_emu.launch) ---------------------------------------------- */
 
-/* Poison a run's private copies, faulting their pages in with one call. */
-static void fill(const struct gl_run *r)
-{
-    int64_t start = r->fills[0][0];
-    int64_t end = r->fills[r->nfills - 1][0] + r->fills[r->nfills - 1][1];
-    if (end - start >= (64 << 10))
-        madvise(image + start, (size_t)(end - start), MADV_POPULATE_WRITE_);
-    for (int i = 0; i < r->nfills; i++)
-        memset(image + r->fills[i][0], (int)r->poison, (size_t)r->fills[i][1]);
-}
-
-static void run_cores(const struct gl_run *r, int index, double deadline, int first)
+static void run_cores(const struct gl_run *r, int index, double deadline)
 {
     int p = (int)r->index;
     cur_run = p;
@@ -449,8 +435,6 @@ static void run_cores(const struct gl_run *r, int index, double deadline, int fi
     set_alarm(remaining > 1e-3 ? remaining : 1e-3);
     int shared = R->parallel > 1 && !r->ordered;
     int may_help = R->parallel > 1 && !is_helper;
-    if (r->nfills && first)                /* every copy of the run at once */
-        fill(r);
     double started = mono();
     if (may_help && R->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
@@ -503,7 +487,7 @@ static int make_run(const struct gl_run *r, int index)
     protect(1);
     set_pass(p, PASS_RUNNING, now_ns());
     set_job(index, getpid(), p, 0, JOB_RUNNING);
-    run_cores(r, index, start + R->timeout, 1);
+    run_cores(r, index, start + R->timeout);
     int bad = wait_helpers();
     set_alarm(0);
     protect(1);
@@ -630,8 +614,7 @@ long gl_fork_leader(const struct gl_request *req)
             || req->ncores < 1 || req->ncores > GL_MAX_CORES)
         return -EINVAL;
     for (int i = 0; i < req->nruns; i++)
-        if (req->runs[i].index < 0 || req->runs[i].index >= GL_MAX_RUNS
-                || req->runs[i].nfills < 0 || req->runs[i].nfills > GL_MAX_CORES)
+        if (req->runs[i].index < 0 || req->runs[i].index >= GL_MAX_RUNS)
             return -EINVAL;
     pid_t pid = fork();
     if (pid < 0)

@@ -31,7 +31,7 @@ from .jobs import CANCELLED, EXIT_MODEL_ERROR
 
 __all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "expected_layout"]
 
-VERSION = 1
+VERSION = 2
 MAX_RUNS = control.MAX_PASSES
 MAX_CORES = control.MAX_CORES
 
@@ -44,11 +44,9 @@ class NativeError(Exception):
 
 
 class Run(ctypes.Structure):
-    """``struct gl_run``: one run of a vector (``RunSpec.to_json``) and its
-    fills (``[image offset, bytes]``)."""
+    """``struct gl_run``: one run of a vector (``RunSpec.to_json``)."""
 
-    _fields_ = [("index", _I64), ("second", _I64), ("ordered", _I64), ("poison", _I64),
-                ("nfills", _I64), ("fills", (_I64 * 2) * MAX_CORES)]
+    _fields_ = [("index", _I64), ("second", _I64), ("ordered", _I64), ("poison", _I64)]
 
 
 class Request(ctypes.Structure):
@@ -143,15 +141,9 @@ class NativeLeader:
         if scan:
             r.scan_at, r.scan_nbytes, r.scan_itemsize = (int(v) for v in scan)
         for i, run in enumerate(req["runs"]):
-            fills = req["fills"][run["index"]]
-            if len(fills) > MAX_CORES:
-                raise ValueError(f"{len(fills)} fills in run {run['index']}")
             dst = r.runs[i]
             dst.index, dst.second = run["index"], 1 if run["second"] else 0
             dst.ordered, dst.poison = 1 if run["ordered"] else 0, run["poison"]
-            dst.nfills = len(fills)
-            for j, (at, n) in enumerate(fills):
-                dst.fills[j][0], dst.fills[j][1] = at, n
         for p, row in enumerate(launchers[:MAX_RUNS]):
             for k, addr in enumerate(row[:MAX_CORES]):
                 r.launchers[p][k] = addr

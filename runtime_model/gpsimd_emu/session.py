@@ -259,6 +259,7 @@ class LibrarySession:
             image.ctl.init(self._nonce, len(image.runs), image.num_cores,
                            [list(r.order) for r in image.runs])
             image.ctl.init_semaphores()
+            image.poison_outputs()
         except BaseException:
             image.close()
             raise

@@ -83,3 +83,34 @@ def test_printf_ring_wraps_from_head():
     assert printf_text(ring, 0, 3) == "DEF"
     assert printf_text(ring, 0, 0) == ""
     assert printf_text(ring, 9, 999) == "ABCDEFGHIJ__"   # clamped to capacity
+
+
+def test_the_worker_poisons_every_private_output_copy_and_counts_it():
+    """DeviceImage.poison_outputs: run 0's copies with their guard zone in
+    POISON_A, run 1's in POISON_B, the shared runs' one copy untouched;
+    prefilled_bytes counts those pages besides what the worker wrote."""
+    from gpsimd_emu import dtypes as dt
+    from gpsimd_emu.image import DeviceImage, PAGE
+    from gpsimd_emu.memory import GUARD_BYTES, POISON_A, POISON_B
+    from gpsimd_emu.vectors import Input
+    x = np.arange(10, dtype=np.float32)
+    image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
+                        dt.by_name("float32"), (10,), 8, abi.SCRATCH_CORE_SIZE)
+    try:
+        assert [r.private for r in image.runs] == [True, True, False, False]
+        image.poison_outputs()
+        u8 = image.file.u8
+        out = ALIGN                          # the output (40 bytes) rounded up
+        for run, poison, n in ((0, POISON_A, out + GUARD_BYTES), (1, POISON_B, out)):
+            for at in image._out_at[run]:
+                assert (u8[at:at + n] == poison).all()
+                assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
+        for run in (2, 3):
+            at = image._out_at[run][0]
+            assert not u8[at:at + out].any()
+        pages = lambda n: -(-n // PAGE) * PAGE  # noqa: E731
+        worker_wrote = (image._bindings_at + pages(4 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
+                        + 2 * PAGE + 4 * (image.hbm.used + image.sbuf.used))
+        assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES) + pages(out))
+    finally:
+        image.close()

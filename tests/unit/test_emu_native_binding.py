@@ -50,8 +50,8 @@ def test_a_library_of_another_layout_is_refused(tmp_path):
     src = tmp_path / "other.c"
     src.write_text("#include <stdint.h>\n"
                    "long gl_fork_leader(const void *r) { (void)r; return -1; }\n"
-                   "int gl_layout(int64_t *out, int n) { if (n > 1) { out[0] = 1; out[1] = 8; }"
-                   " return 2; }\n")
+                   "int gl_layout(int64_t *out, int n) { if (n > 1) { out[0] = %d; out[1] = 8; }"
+                   " return 2; }\n" % native.VERSION)
     lib = tmp_path / "other.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(lib), str(src)], check=True)
     with pytest.raises(native.NativeError) as err:
@@ -70,8 +70,7 @@ def test_a_request_that_does_not_fit_is_refused_before_any_fork(library):
     leader = native.NativeLeader(library)
     runs = [{"index": i, "second": False, "ordered": False, "poison": 0} for i in range(5)]
     req = {"size": 4096, "ncores": 8, "runs": runs, "timeout": 1.0, "binding_size": 0,
-           "bindings_at": 0, "args_at": 0, "arg_len": 0, "page": 4096, "desc_len": 0,
-           "fills": [[]] * 5}
+           "bindings_at": 0, "args_at": 0, "arg_len": 0, "page": 4096, "desc_len": 0}
     with pytest.raises(ValueError, match="5 runs of 8 cores do not fit the native leader"):
         leader.fork(req, -1, [], [], os.getpid())
     # and the C side checks what it is given too: a bad version forks nothing
