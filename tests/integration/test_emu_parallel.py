@@ -6,6 +6,8 @@ stay exact), and the cores of a slow vector do run at the same time.
 
 Parallel runs are forced with ``RunOptions(parallel=N, spread_after=0)``
 (by default a run spreads only after 20 ms, so short kernels never fork).
+Each test runs with the native leader the build compiled and with the
+Python one.
 """
 import json
 import time
@@ -19,6 +21,7 @@ from gpsimd_device.plan import TestPlan
 from gpsimd_emu.session import LibrarySession, RunOptions
 
 SERIAL = dict(parallel=1)
+LEADER = "build/host/emu/libgpsimd_leader.so"
 SPREAD = dict(parallel=8, spread_after=0.0)
 
 PAR_SOURCE = r"""
@@ -79,6 +82,7 @@ def plans(built_project):
                           ((), ("spmd",))):
         targets = [f"build/host/{lib}/{name}" for lib in libs
                    for name in ["testplan.json"] + [f"{lib}_cpu{i}.packed.so" for i in range(8)]]
+        targets.append(LEADER)
         proc = run_scons(proj, *options, *targets)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         for lib in libs:
@@ -91,6 +95,13 @@ def plans(built_project):
     return out
 
 
+@pytest.fixture(params=["native", "python"])
+def leader(request, plans):
+    """RunOptions(leader=...) of either leader."""
+    proj = next(iter(plans.values()))[0]
+    return {"leader": str(proj / LEADER) if request.param == "native" else None}
+
+
 def _run_all(plans, lib, **options):
     proj, plan = plans[lib]
     with LibrarySession(plan, root=str(proj), options=RunOptions(**options)) as s:
@@ -99,19 +110,19 @@ def _run_all(plans, lib, **options):
 
 @pytest.mark.parametrize("lib,checks", [("spmd", True), ("spmd", False), ("broken_spmd", True),
                                         ("broken_spmd", False), ("broken_race", True)])
-def test_results_identical_serial_and_parallel(plans, lib, checks):
+def test_results_identical_serial_and_parallel(plans, lib, checks, leader):
     """(Without checks the cores of a run share one output as on the device,
     so a racy kernel -- broken_race -- may give any result there.)"""
-    serial = _run_all(plans, lib, checks=checks, timeout=10, **SERIAL).to_json()
-    spread = _run_all(plans, lib, checks=checks, timeout=10, **SPREAD).to_json()
+    serial = _run_all(plans, lib, checks=checks, timeout=10, **SERIAL, **leader).to_json()
+    spread = _run_all(plans, lib, checks=checks, timeout=10, **SPREAD, **leader).to_json()
     assert spread == serial
     if lib == "spmd":
         assert serial["failed"] == 0 and serial["passed"] == 16
 
 
-def test_cores_run_at_the_same_time(plans):
-    serial = _timed(plans, checks=False, **SERIAL)
-    spread = _timed(plans, checks=False, **SPREAD)
+def test_cores_run_at_the_same_time(plans, leader):
+    serial = _timed(plans, checks=False, **SERIAL, **leader)
+    spread = _timed(plans, checks=False, **SPREAD, **leader)
     print(f"8 cores x 0.25 s asleep: one after another {serial:.2f} s, spread {spread:.2f} s")
     assert serial > 1.9 and spread < serial / 2
 
@@ -128,8 +139,9 @@ def _timed(plans, **options):
 
 
 @pytest.mark.parametrize("options", [SERIAL, SPREAD], ids=["serial", "spread"])
-def test_time_limit_names_the_core_that_hangs(plans, options):
+def test_time_limit_names_the_core_that_hangs(plans, options, leader):
     proj, plan = plans["par"]
-    with LibrarySession(plan, root=str(proj), options=RunOptions(timeout=1, **options)) as s:
+    with LibrarySession(plan, root=str(proj), options=RunOptions(timeout=1, **options,
+                                                                 **leader)) as s:
         r = s.run_vector("hang5", "n1000")
     assert r.message == "timed out after 1 s (core 5 was running)"
