@@ -11,17 +11,20 @@ starts is inside, is swept after the vector, and dies with the zygote.
 Protocol (one JSON object per message):
 
 * session -> zygote ``{"cmd": "load", "copies": n, "cores": [{"core",
-  "lsp", "name", "path", "packed"}]}`` with the packed payloads' memfds
-  (SCM_RIGHTS); reply ``{"ready": true, "cores": [{"error": str|null,
-  "ops": [...]}], "spawn": mode, "cgroup": bool}``. Each object is loaded
+  "lsp", "name", "path", "packed"}], "leader": path|null}`` with the packed
+  payloads' memfds (SCM_RIGHTS); reply ``{"ready": true, "cores":
+  [{"error": str|null, "ops": [...]}], "spawn": mode, "cgroup": bool,
+  "leader": "native"|"python", "leader_error": str|null}`` (``leader``:
+  the native leader library, ``gpsimd_emu.native``; one that cannot be
+  used leaves the Python leader, and says why). Each object is loaded
   ``n`` times (one copy per run of a vector, so that a process may make
   several runs, each with globals no launch touched); loading runs the
   objects' static initialisers (``dlopen``), and nothing else of theirs.
 * ``{"cmd": "run", ...request}`` with the image memfd: the zygote sets the
-  memory limit, forks the vector's leader (``gpsimd_emu.launch``) into its
-  own process group and the memory cgroup, waits for it (at most every
-  run's time limit plus 2 s), kills and sweeps whatever is left, and
-  replies ``{"wait_status", "timed_out", "elapsed", "oom_kills", "pid"}``.
+  memory limit, forks the vector's leader (the native one, or
+  ``gpsimd_emu.launch``) into its own process group and the memory
+  cgroup, waits for it (at most every run's time limit plus 2 s), kills
+  and sweeps whatever is left, and replies ``{"wait_status", "timed_out", "elapsed", "oom_kills", "pid"}``.
 * end of file: the zygote removes its cgroup and exits.
 
 Inside a PID namespace the zygote joins the memory cgroup itself, at its
