@@ -163,6 +163,63 @@ def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
     return out
 
 
+def check_runs(record: dict, image: DeviceImage) -> None:
+    """Check, from the worker's side, that a record which says the leader
+    finished has every run the leader had to make: each run is done
+    without a fault until the one that stopped the vector (faulted, or
+    left running by a process that ended badly); before it, a run may be
+    skipped only where the leader decides so, a single-core vector's
+    second run when the first left no element holding the poison and its
+    report no flag that asks for it (``launch._Leader._need_second``, made
+    again here from the image).
+
+    Raises:
+        control.RecordError: naming the run that was skipped or never made
+            (a kernel wrote over the record or over the leader's state).
+    """
+    if not record["leader_done"] or record["error"]:
+        return                           # (judged as an early end or a model error)
+    for p, r in enumerate(record["passes"]):
+        if r["state"] == control.PASS_DONE and not r["faulted"]:
+            continue
+        if r["state"] == control.PASS_SKIPPED and p > 0 and image.num_cores == 1 \
+                and image.runs[p].second and not _second_run_needed(image):
+            continue
+        if r["state"] in (control.PASS_SKIPPED, control.PASS_PENDING):
+            what = "skipped" if r["state"] == control.PASS_SKIPPED else "never made"
+            raise control.RecordError(f"run {p} was {what} though every run before it "
+                                      f"ended without a fault")
+        return                           # the run that stopped the vector
+
+
+def _second_run_needed(image: DeviceImage) -> bool:
+    """Does a single-core vector need its second run, by its first run's
+    report flags and output copy?"""
+    if image.report(0, 0).flags & (abi.REPORT_TCM_USED | abi.REPORT_EMPTY_USED
+                                   | abi.REPORT_OUTPUT_READ):
+        return True
+    if image.itemsize not in (1, 2, 4, 8):
+        return True
+    return not bool(image.masks(0)[0].all())
+
+
+def _over_time(record: dict, timeout: float) -> Optional[Tuple[int, int]]:
+    """``(run, core)`` of the longest launch of the first process whose
+    launches in one run took longer together than the run's time limit,
+    which its timer should have ended (a kernel that set a timer of its own,
+    e.g. ``alarm()``); None when there is none."""
+    limit = int(timeout * 1e9) + 1_000_000           # (1 ms: the clocks' rounding)
+    for p, row in enumerate(record["slots"]):
+        per_job: Dict[int, List[Tuple[int, int]]] = {}
+        for k, s in enumerate(row):
+            if s["state"] == control.SLOT_DONE:
+                per_job.setdefault(s["job"], []).append((s["t_end"] - s["t_start"], k))
+        for launches in per_job.values():
+            if sum(d for d, _ in launches) > limit:
+                return p, max(launches)[1]
+    return None
+
+
 def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
               timeout: float, op: Optional[OpPlan] = None) -> Tuple[List[str], bool]:
     """Failures from the way the runs ended and from the core reports.
@@ -254,6 +311,9 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         return [f"the device model process died with {_signal_name(sig)}"], True
     if not rec["leader_done"]:
         return ["the device model process ended early"], True
+    late = _over_time(rec, timeout)
+    if late:
+        return [f"timed out after {timeout:g} s{running_text([late])}"], True
 
     # Faults of the first run that has any (a later one runs only when
     # the earlier ones had none), grouped: identical texts of several cores

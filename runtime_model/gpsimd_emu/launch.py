@@ -87,7 +87,9 @@ def leader_main(ctx: VectorContext) -> None:
     try:
         contain.die_with_parent(ctx.zygote)
         contain.set_name("gpsimd-vector")
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        # (SIGCHLD, SIGALRM: whatever a static initialiser set)
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD,
+                    signal.SIGALRM):
             signal.signal(sig, signal.SIG_DFL)
         req = ctx.request
         mm = mmap.mmap(ctx.image_fd, req["size"], flags=mmap.MAP_SHARED,

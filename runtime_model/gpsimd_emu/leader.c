@@ -255,6 +255,9 @@ static gpsimd_core_report *report_of(int p, int k)
 
 /* ---- claiming ------------------------------------------------------------- */
 
+/* The next core of run p nobody claimed, or -1. What the control block
+ * says is checked before it indexes anything (a kernel may have written
+ * over the page): a count or core out of range is a model error. */
 static int claim(int p, int shared)
 {
     sem_t *sem = (sem_t *)(cb + pass_at(p) + CB_SEM);
@@ -263,9 +266,17 @@ static int claim(int p, int shared)
             ;
     int k = -1;
     uint32_t claimed = get32(pass_at(p) + 8), n = get32(pass_at(p) + 12);
+    if (n > (uint32_t)R->ncores || claimed > n) {
+        cur_core = -1;
+        model_error("the control block was overwritten (a run's claim count)", 0);
+    }
     if (claimed < n) {
         put32(pass_at(p) + 8, claimed + 1);
         k = cb[pass_at(p) + 16 + claimed];
+        if (k >= R->ncores) {
+            cur_core = -1;
+            model_error("the control block was overwritten (a run's core order)", 0);
+        }
     }
     if (shared)
         sem_post(sem);
@@ -571,6 +582,8 @@ static void leader_main(void)
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
+    signal(SIGCHLD, SIG_DFL);              /* (whatever a static initialiser set) */
+    signal(SIGALRM, SIG_DFL);
     void *mm = mmap(NULL, (size_t)R->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
     if (mm == MAP_FAILED)

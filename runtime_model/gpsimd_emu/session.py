@@ -319,7 +319,7 @@ class LibrarySession:
 
     def _outcome(self, p: "_Pending"):
         """The zygote's reply to ``p`` and the validated control block."""
-        from .judge import RunOutcome
+        from .judge import RunOutcome, check_runs
         opts, image = self.options, p.image
         if p.error:
             return RunOutcome(None, False, 0.0, error=p.error, memory=opts.memory)
@@ -334,7 +334,9 @@ class LibrarySession:
                              memory=opts.memory)
         try:
             outcome.record = image.ctl.validate(p.nonce, npasses, image.num_cores)
+            check_runs(outcome.record, image)
         except control.RecordError as e:
+            outcome.record = None
             outcome.record_error = str(e)
         else:   # the run the leader made itself ended as the leader did
             for job in outcome.record["jobs"]:

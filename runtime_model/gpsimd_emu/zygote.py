@@ -196,6 +196,11 @@ class Zygote:
                 if not any(e["error"] for e in entries):
                     self.objects = [first] + _more_copies(msg["cores"], sources,
                                                           int(msg.get("copies", 1)))
+                # what the objects' static initialisers may have changed that
+                # waiting for a vector's leader needs (SIGCHLD ignored: the
+                # kernel would reap it for us, status unknown)
+                for sig in (signal.SIGCHLD, signal.SIGALRM):
+                    signal.signal(sig, signal.SIG_DFL)
                 gc.collect()
                 gc.freeze()
                 self.data_base = contain.data_bytes() + (16 << 20)   # a vector's own start
