@@ -29,7 +29,8 @@ from typing import List, Optional, Sequence
 from . import abi, control
 from .jobs import CANCELLED, EXIT_MODEL_ERROR
 
-__all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "expected_layout"]
+__all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "expected_layout",
+           "function_table"]
 
 VERSION = 2
 MAX_RUNS = control.MAX_PASSES
@@ -49,6 +50,22 @@ class Run(ctypes.Structure):
     _fields_ = [("index", _I64), ("second", _I64), ("ordered", _I64), ("poison", _I64)]
 
 
+#: ``launchers`` / ``binders`` of a request: an address per copy and core.
+FunctionTable = (ctypes.c_void_p * MAX_CORES) * MAX_RUNS
+
+
+def function_table(rows: Sequence[Sequence[int]]) -> "ctypes.Array":
+    """``rows[copy][core]`` (function addresses) as a request's table; the
+    zygote makes each op's once and every vector's request copies it."""
+    if isinstance(rows, FunctionTable):
+        return rows
+    table = FunctionTable()
+    for p, row in enumerate(rows[:MAX_RUNS]):
+        for k, addr in enumerate(row[:MAX_CORES]):
+            table[p][k] = addr
+    return table
+
+
 class Request(ctypes.Structure):
     """``struct gl_request``: what the leader needs (the worker's request,
     ``DeviceImage.request()`` plus the zygote's fields), the launcher and
@@ -62,8 +79,8 @@ class Request(ctypes.Structure):
         ("page", _I64), ("desc_len", _I64), ("data_limit", _I64), ("zygote", _I64),
         ("scan_at", _I64), ("scan_nbytes", _I64), ("scan_itemsize", _I64), ("oom_first", _I64),
         ("runs", Run * MAX_RUNS),
-        ("launchers", (ctypes.c_void_p * MAX_CORES) * MAX_RUNS),
-        ("binders", (ctypes.c_void_p * MAX_CORES) * MAX_RUNS),
+        ("launchers", FunctionTable),
+        ("binders", FunctionTable),
         ("join_path", ctypes.c_char * 512),
     ]
 
@@ -118,7 +135,8 @@ class NativeLeader:
         """Fork the vector's leader; returns its pid (the child never
         returns). ``req``: the worker's request with ``data_limit`` set
         (as ``launch.VectorContext.request``); ``launchers[run][core]`` /
-        ``binders[run][core]``: function addresses in each copy.
+        ``binders[run][core]``: function addresses in each copy (or
+        their ``function_table``).
 
         Raises:
             OSError: fork failed.
@@ -144,12 +162,8 @@ class NativeLeader:
             dst = r.runs[i]
             dst.index, dst.second = run["index"], 1 if run["second"] else 0
             dst.ordered, dst.poison = 1 if run["ordered"] else 0, run["poison"]
-        for p, row in enumerate(launchers[:MAX_RUNS]):
-            for k, addr in enumerate(row[:MAX_CORES]):
-                r.launchers[p][k] = addr
-        for p, row in enumerate(binders[:MAX_RUNS]):
-            for k, addr in enumerate(row[:MAX_CORES]):
-                r.binders[p][k] = addr
+        r.launchers = function_table(launchers)
+        r.binders = function_table(binders)
         if join_path:
             r.join_path = os.fsencode(join_path)[:511]
         pid = self._fork(ctypes.byref(r))

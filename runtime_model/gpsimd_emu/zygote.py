@@ -53,7 +53,7 @@ from typing import List, Optional
 from . import contain
 from .launch import VectorContext, leader_main
 from .loader import LoadError, PackedObject, load_object
-from .native import NativeError, NativeLeader
+from .native import NativeError, NativeLeader, function_table
 
 __all__ = ["main", "MAX_MESSAGE"]
 
@@ -274,14 +274,15 @@ class Zygote:
 
     def _native_addresses(self, op: str) -> tuple:
         """(launchers, binders): the addresses of ``op``'s launcher and of
-        ``gpsimd_bind_core`` in every copy of every core object."""
+        ``gpsimd_bind_core`` in every copy of every core object, as the
+        request's tables (made once per op)."""
         got = self._addresses.get(op)
         if got is None:
             def address(fn) -> int:
                 return ctypes.cast(fn, ctypes.c_void_p).value
             got = self._addresses[op] = (
-                [[address(o.ops[op]) for o in row] for row in self.objects],
-                [[address(o.binder()) for o in row] for row in self.objects])
+                function_table([[address(o.ops[op]) for o in row] for row in self.objects]),
+                function_table([[address(o.binder()) for o in row] for row in self.objects]))
         return got
 
     def _drop_cgroup(self, for_good: bool) -> None:
