@@ -45,7 +45,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 # imports the model (numpy) after the fork.
 from . import contain
 from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, QUIET_ENV,
-                       RUN_SLACK, RunOptions, format_size, parse_size)
+                       RUN_SLACK, RunOptions, format_size, one_blas_thread, parse_size)
 
 
 def _positive(text: str) -> float:
@@ -152,6 +152,7 @@ class Prepared:
 def main(argv: Optional[List[str]] = None) -> int:
     """Run the CLI; returns the exit status (0 all passed, 1 a vector
     failed, 2 unusable plan or unwritable results, 3 the run overran)."""
+    one_blas_thread()      # before the worker imports numpy (settings.one_blas_thread)
     prepared = prepare(argv)
     if isinstance(prepared, int):
         return prepared

@@ -50,6 +50,7 @@ import time
 from typing import Callable, Dict, List, Optional, Tuple
 
 from . import contain
+from .settings import one_blas_thread
 
 __all__ = ["main", "MAX_MESSAGE", "STOP_GRACE"]
 
@@ -409,6 +410,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     control = socket.socket(fileno=int(argv[0]))
     contain.set_name("gpsimd-server")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    one_blas_thread()      # before numpy's import: as the command does
     _preload()
     gc.collect()
     gc.freeze()                          # forked runs do not copy pages the collector writes

@@ -353,6 +353,33 @@ def test_cli_prints_lines_writes_results_and_exit_code(tmp_path, objects):
     assert proc.returncode == 0 and proc.stdout.endswith("fake: 1 passed, 0 failed\n")
 
 
+@needs_cxx
+@pytest.mark.parametrize("given,seen", [
+    ({}, {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}),
+    ({"OMP_NUM_THREADS": "3"}, {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "3",
+                                "MKL_NUM_THREADS": None})])
+def test_cli_references_run_with_one_blas_thread_unless_told(tmp_path, objects, given, seen):
+    # the reference runs in the worker, which imported numpy: what it sees
+    # is what numpy's BLAS was started with (settings.one_blas_thread)
+    p = plan(tmp_path, objects, [op("relu", [vec("good", {"x": tensor([32])})])])
+    (tmp_path / "ref.py").write_text(REFERENCE + (
+        "import json, os\n"
+        "from gpsimd_emu.settings import BLAS_THREADS_ENV\n"
+        "_relu = relu\n"
+        "def relu(x):\n"
+        "    with open('blas.json', 'w') as f:\n"
+        "        json.dump({k: os.environ.get(k) for k in BLAS_THREADS_ENV}, f)\n"
+        "    return _relu(x)\n"))
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    env = {k: v for k, v in os.environ.items() if k not in seen}
+    env.update(given, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+                           "--results", "r.json"], cwd=str(tmp_path), env=env,
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "blas.json").read_text()) == seen
+
+
 def test_cli_unreadable_plan_exits_2(tmp_path):
     (tmp_path / "plan.json").write_text("{not json")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))

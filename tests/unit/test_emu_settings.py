@@ -35,6 +35,16 @@ def test_default_parallel_divides_the_cpus_by_the_build_jobs(monkeypatch):
     assert RunOptions(parallel=0).processes() == 1 and RunOptions(parallel=3).processes() == 3
 
 
+def test_one_blas_thread_unless_the_user_chose():
+    env = {"PATH": "/bin"}
+    assert settings.one_blas_thread(env) is True
+    assert env == {"PATH": "/bin", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                   "MKL_NUM_THREADS": "1"}
+    for name in settings.BLAS_THREADS_ENV:
+        env = {name: "4"}
+        assert settings.one_blas_thread(env) is False and env == {name: "4"}
+
+
 def test_memory_messages():
     assert budget.too_big("inputs", 6 << 30, 4 << 30) == (
         "the vector's inputs need 6 GiB, more than the 4 GiB memory limit (--memory, EMU_MEMORY)")
