@@ -38,7 +38,8 @@ ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
 emulator's default).
 
 ``--startup`` times the CLI (``python -m gpsimd_emu run``, a fresh
-process, as the ninja path and ``EMU_SERVER=0`` run it) on each library's
+process, as the ninja path and ``EMU_SERVER=0`` run it; with ``--leader
+native`` or ``both``, given the native leader as the build's commands are) on each library's
 plan cut to its first vector and to all its vectors; the start-up is the
 intercept of the line through the two (wall = start-up + vectors x
 per-vector), median over the libraries and repeats; it is measured with
@@ -152,9 +153,10 @@ def summary(rows, per_library, plans, elements, checks, parallel, seconds):
     }
 
 
-def startup(collection, libs=None, repeat=3, checks=True):
+def startup(collection, libs=None, repeat=3, checks=True, leader=None):
     """Start-up of the CLI (module text): {"no_pyc_ms", "pyc_ms",
-    "per_vector_ms"}, each a median."""
+    "per_vector_ms"}, each a median; ``leader``: the native leader's path
+    (given to every run as the build's test commands give it), or None."""
     paths, docs = _plans(collection, libs, None)
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -180,6 +182,8 @@ def startup(collection, libs=None, repeat=3, checks=True):
                                "--results", os.path.join(tmp, "r.json")]
                         if not checks:
                             cmd.append("--no-checks")
+                        if leader:
+                            cmd += ["--leader", leader]
                         t0 = time.perf_counter()
                         subprocess.run(cmd, cwd=collection, env=env, check=True,
                                        stdout=subprocess.DEVNULL)
@@ -189,11 +193,11 @@ def startup(collection, libs=None, repeat=3, checks=True):
                     intercepts.append(walls[0] - slope)
             out[f"{label}_ms"] = statistics.median(intercepts) * 1e3
             out[f"{label}_per_vector_ms"] = statistics.median(slopes) * 1e3
-        out.update(_server_startup(collection, docs, tmp, repeat, checks))
+        out.update(_server_startup(collection, docs, tmp, repeat, checks, leader))
     return out
 
 
-def _server_startup(collection, docs, tmp, repeat, checks):
+def _server_startup(collection, docs, tmp, repeat, checks, leader):
     """``startup`` through the emulator server: {"server_ms",
     "server_per_vector_ms"}."""
     import importlib.util
@@ -216,7 +220,8 @@ def _server_startup(collection, docs, tmp, repeat, checks):
             with open(plan, "w") as f:
                 json.dump(doc, f)
             cmd = [sys.executable, "-m", "gpsimd_emu", "run", plan,
-                   "--results", os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"])
+                   "--results", os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"]) + (
+                       ["--leader", leader] if leader else [])
             t0 = time.perf_counter()
             status = emu_server.run(cmd, env, lambda r: None, lambda r: None)
             if status != 0:
@@ -267,7 +272,8 @@ def main(argv=None):
                 got["total_s"] += out.get(name, {}).get("total_s", 0.0)
                 out[name] = got
         if a.startup:
-            out["startup"] = startup(collection, a.libs, a.repeat, a.checks)
+            out["startup"] = startup(collection, a.libs, a.repeat, a.checks,
+                                     path if a.leader != "python" else None)
     out["load_average"] = os.getloadavg()
     print(json.dumps(out, indent=1))
     if a.json:
