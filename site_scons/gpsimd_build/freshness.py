@@ -37,12 +37,16 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from gpsimd_device.atomic import write_if_changed
 
-__all__ = ["FORMAT", "RECORD_NAME", "Record", "library_key", "stat_files", "update_record",
-           "read_record", "stale_input"]
+__all__ = ["FORMAT", "RECORD_NAME", "LEADER_ENTRY", "Record", "library_key", "stat_files",
+           "update_record", "read_record", "stale_input", "stale_entry"]
 
 FORMAT = 3
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
 RECORD_NAME = "inputs.json"
+#: The entry (name and key) of the emulator's native leader library, which
+#: the vectors of every library run under (not a library name: those are
+#: identifiers).
+LEADER_ENTRY = ":native-leader"
 #: ``(size in bytes, mtime in ns)`` of a file.
 Stat = Tuple[int, int]
 
@@ -129,11 +133,17 @@ def stale_input(record: Record, lib, root: str = ".") -> Optional[str]:
     ``"no record of what its objects were built from"``, ``"its manifest
     entry changed since"`` (sources, includes, flags or ops), or
     ``"<path> changed since"`` / ``"<path> is gone since"``."""
-    entry = record.libraries.get(lib.name)
+    return stale_entry(record, lib.name, library_key(lib), root)
+
+
+def stale_entry(record: Record, name: str, key: str, root: str = ".") -> Optional[str]:
+    """``stale_input`` of the record's entry ``name`` (a library, or
+    ``LEADER_ENTRY``), expected to have been recorded with ``key``."""
+    entry = record.libraries.get(name)
     if not entry or not entry[1]:
         return "no record of what its objects were built from"
-    key, paths = entry
-    if key != library_key(lib):
+    recorded, paths = entry
+    if recorded != key:
         return "its manifest entry (sources, includes, cflags or ops) changed since"
     for path in paths:
         try:

@@ -7,6 +7,7 @@ with ``-p gpsimd_pytest`` (installed, the ``pytest11`` entry point loads it
 by the same name: tests/integration/test_install.py).
 """
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -103,6 +104,10 @@ def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, serial)
     proc, junit, page = serial
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
+    # the vectors' processes run the leader the build compiled, as its test commands do
+    assert "gpsimd: the vectors run under the native leader " \
+        "build/host/emu/libgpsimd_leader.so\n" in proc.stdout
+    assert "warning" not in out
     assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, out
     # the failure is the line the SCons test node printed, nothing else
     assert fail in proc.stdout
@@ -192,6 +197,46 @@ def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
 HEADER_KERNEL = KERNEL.replace("#include <torch/torch.h>\n",
                                '#include <torch/torch.h>\n#include "sign.h"\n').replace(
                                    "o[i] = -a[i];", "o[i] = SIGN * a[i];")
+
+
+def test_the_native_leader_is_used_only_as_the_record_vouches_for_it(built, tmp_path):
+    """The leader library is the tool's code: one changed, gone or not
+    vouched for by the record is not run; the Python leader runs the
+    vectors instead, with the same outcomes. One that the record vouches
+    for but that does not load gives the session's warning: the path
+    reached the vectors' processes."""
+    proj, _ = built
+    other = tmp_path / "copy"
+    shutil.copytree(proj, other)
+    rel = "build/host/emu/libgpsimd_leader.so"
+    outcomes = {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}
+
+    def run():
+        proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
+        assert _outcomes(proc.stdout) == outcomes, proc.stdout + proc.stderr
+        return proc
+
+    leader = other / rel
+    leader.write_bytes(leader.read_bytes() + b"\0")             # changed behind the build
+    proc = run()
+    assert (f"gpsimd: the vectors run under the Python leader ({rel} may be out of date: "
+            f"{rel} changed since the last `scons`)\n") in proc.stdout
+    assert "warning" not in proc.stderr
+
+    record_path = other / "build/host/inputs.json"
+    record = json.loads(record_path.read_text())
+    leader.write_bytes(b"not an ELF object")                      # vouched for, but broken
+    st = leader.stat()
+    record["files"][rel] = [st.st_size, st.st_mtime_ns]
+    record_path.write_text(json.dumps(record))
+    proc = run()
+    assert f"gpsimd: the vectors run under the native leader {rel}\n" in proc.stdout
+    assert "the vectors run with the Python leader" in proc.stdout, proc.stdout   # (captured)
+
+    leader.unlink()
+    proc = run()
+    assert (f"gpsimd: the vectors run under the Python leader (no {rel}: `scons` builds it)"
+            "\n") in proc.stdout
 
 
 def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):

@@ -302,6 +302,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
 
     nodes = {}
     inputs = InputsRecord(profile_dir, graph.programs)
+    if leader is not None:
+        inputs.add_leader(leader)
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
     all_schemas: List[Any] = []
     tests: List[LibraryTests] = []

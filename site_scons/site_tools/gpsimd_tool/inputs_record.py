@@ -46,6 +46,11 @@ class InputsRecord:
         runs its vectors on."""
         self.roots[lib.name] = (freshness.library_key(lib), list(roots))
 
+    def add_leader(self, node: Any) -> None:
+        """The native leader library's node (``freshness.LEADER_ENTRY``):
+        a front end runs every library's vectors under it."""
+        self.roots[freshness.LEADER_ENTRY] = (freshness.LEADER_ENTRY, [node])
+
     def save(self) -> None:
         """Record every library whose roots are all done; an error is
         reported on stderr, never raised."""
