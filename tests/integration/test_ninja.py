@@ -42,6 +42,12 @@ def ninja_project(tmp_path_factory, built_project):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert (proj / "build.ninja").exists()
     assert "all libraries: 104 passed, 0 failed" in proc.stdout.splitlines(), proc.stdout
+    # ninja ran on scons's stdout: its own lines, none erased by an escape
+    # sequence (SCons's tool would write "\x1b[2K" even into this pipe)
+    assert "\x1b" not in proc.stdout
+    lines = proc.stdout.splitlines()
+    assert lines[lines.index("Generating: build.ninja") + 1].startswith("ninja -f build.ninja -j")
+    assert "[1/" in proc.stdout
     return proj
 
 

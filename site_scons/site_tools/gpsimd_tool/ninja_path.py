@@ -14,6 +14,11 @@ action, nothing falls back to calling SCons). What ninja needs on top:
 * the summary: a step that writes ``test-summary.txt`` from the results
   and an edge that prints it with ``cat`` on every run, without starting
   Python (:func:`summary`);
+* ninja's own output: SCons's tool would pipe ninja's output through
+  itself and erase each ``[n/N]`` line with an escape sequence, even into
+  a log file; ninja runs on our stdout instead (:func:`load_tool`), so it
+  prints as it does when run by hand (one status line rewritten in a
+  terminal, every line kept in a file or a pipe);
 * no record of outputs, no exit summary: ninja keeps its own log of finished
   commands (``.ninja_log``) and rebuilds an output whose recorded mtime is
   older than its inputs, which is what makes an interrupted ninja build
@@ -24,6 +29,7 @@ import os
 import sys
 from typing import Any, Iterable, List
 
+import SCons.Action
 import SCons.Node
 import SCons.Script
 
@@ -46,7 +52,37 @@ def load_tool(env) -> None:
     argv0 = sys.argv[0]
     if not (os.path.isfile(argv0) and os.access(argv0, os.X_OK)):
         sys.argv[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons.py")
+    asked = env.get("NINJA_DISABLE_AUTO_RUN")
+    env["NINJA_DISABLE_AUTO_RUN"] = True        # ninja runs here, on our stdout
     env.Tool("ninja")
+    ninja_file = env.get("NINJA_FILE")
+    # not when generating only: --disable-execute-ninja, or
+    # NINJA_DISABLE_AUTO_RUN=1 (how ninja's own regeneration of
+    # build.ninja runs scons: a ninja inside it would wait for the outer one)
+    generate_only = any(str(v).lower() in ("1", "true") for v in (
+        asked, SCons.Script.ARGUMENTS.get("NINJA_DISABLE_AUTO_RUN"),
+        SCons.Script.GetOption("disable_execute_ninja")))
+    if ninja_file is not None and not generate_only:
+        env.AddPostAction(ninja_file, SCons.Action.Action(_run_ninja, None))
+
+
+def _run_ninja(target, source, env) -> int:
+    """Run ninja on the ``build.ninja`` just written, as SCons's tool does
+    (``-j`` of this run, ``NINJA_CMD_ARGS`` or ``-n`` under ``scons -n``,
+    the targets of the command line, the commands' environment) but with
+    our stdout and stderr: ninja's own output. Returns its exit status (not
+    0: the build failed; ninja printed why)."""
+    import subprocess
+
+    from SCons.Tool import ninja_tool
+    from SCons.Util import sanitize_shell_env
+    args = ["-f", str(target[0]), f"-j{env.GetOption('num_jobs')}"]
+    args += env.get("NINJA_CMD_ARGS", "-n" if env.GetOption("no_exec") else "").split()
+    args += [str(t) for t in ninja_tool.NINJA_CMDLINE_TARGETS]
+    print("ninja " + " ".join(args), flush=True)
+    sys.stderr.flush()
+    return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args,
+                           env=sanitize_shell_env(env["ENV"]))
 
 #: The construction variables that hold a compile command (rule GPSIMD_CXX).
 _COMPILE_COMS = ("GPSIMD_CXXCOM", "GPSIMD_CXXCICOM", "GPSIMD_CALLGRAPHCOM")
