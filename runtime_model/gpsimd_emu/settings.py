@@ -12,7 +12,8 @@ from typing import Optional
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
-    "JOBS_ENV", "QUIET_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size", "format_size", "default_parallel",
+    "JOBS_ENV", "QUIET_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
+    "format_size", "default_parallel",
 ]
 
 #: Seconds one run of a vector's cores may take (each run: the poisoned
@@ -39,7 +40,6 @@ QUIET_ENV = "GPSIMD_EMU_QUIET"
 #: The thread-count variables of the BLAS libraries numpy may be built
 #: with: OpenBLAS (numpy's wheels), OpenMP builds, MKL.
 BLAS_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-
 
 
 def one_blas_thread(environ=os.environ) -> bool:

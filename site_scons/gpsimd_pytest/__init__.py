@@ -164,7 +164,8 @@ class _Vectors:
     def pytest_report_header(self, config) -> str:
         path, why = self.leader()
         if path:
-            return f"gpsimd: the vectors run under the native leader {os.path.relpath(path, self.root)}"
+            rel = os.path.relpath(path, self.root)
+            return f"gpsimd: the vectors run under the native leader {rel}"
         return f"gpsimd: the vectors run under the Python leader ({why})"
 
     def leader(self) -> Tuple[Optional[str], str]:
