@@ -148,8 +148,16 @@ class _Vectors:
                 name, "current", LibraryResults(name), multicore,
                 checks=not self.config.getoption("gpsimd_no_checks")))
             lib.results.vectors.append(VectorResult.from_json(doc))
-        path = self.config.getoption("gpsimd_report") or os.path.join(
-            self.build_dir, "host", "pytest-report.html")
+        path = self.config.getoption("gpsimd_report")
+        if not path:
+            folder = os.path.join(self.build_dir, "host")
+            if not os.path.isdir(os.path.join(self.root, folder)):
+                # nothing was built there (a typo in --gpsimd-build-dir?):
+                # no folder of ours appears
+                sys.stderr.write(f"gpsimd: no report written: there is no {folder} "
+                                 f"(--gpsimd-report FILE writes it elsewhere)\n")
+                return
+            path = os.path.join(folder, "pytest-report.html")
         try:
             write_report(os.path.join(self.root, path), list(libraries.values()))
         except OSError as e:

@@ -187,6 +187,9 @@ def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert ("FAIL team::negate[inline] (ops.yaml:16:13): no test plan "
             "build/host/team/testplan.json: build it first: `scons team`") in proc.stdout
+    # nothing built there: no folder appears for the report
+    assert not (other / "build").exists()
+    assert "gpsimd: no report written: there is no build/host" in proc.stderr, proc.stderr
     # a manifest with errors: its diagnostics, no traceback
     (other / "ops.yaml").write_text(text.replace("sources:", "soruces:"))
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml")
