@@ -287,6 +287,7 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     env["GPSIMD_LAUNCHER"] = launcher
     if to_ninja:
         ninja.map_compiles(env)
+        ninja.drop_jobs(env)
     progress = None
     if not to_ninja:   # (ninja prints its own [done/total])
         progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("GPSIMD_QUIET")))

@@ -33,7 +33,12 @@ import SCons.Action
 import SCons.Node
 import SCons.Script
 
-__all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary"]
+__all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
+           "drop_jobs"]
+
+#: The environment variable through which the build tells the emulator its
+#: -j (``gpsimd_emu.settings.JOBS_ENV``; the SConstruct sets it).
+JOBS_ENV = "GPSIMD_EMU_JOBS"
 
 
 def wanted() -> bool:
@@ -63,26 +68,60 @@ def load_tool(env) -> None:
         asked, SCons.Script.ARGUMENTS.get("NINJA_DISABLE_AUTO_RUN"),
         SCons.Script.GetOption("disable_execute_ninja")))
     if ninja_file is not None and not generate_only:
-        env.AddPostAction(ninja_file, SCons.Action.Action(_run_ninja, None))
+        # (run under ``scons -n`` too, as ``ninja -n``: as the tool's own action)
+        from SCons.Tool.ninja_tool.Overrides import AlwaysExecAction
+        env.AddPostAction(ninja_file, AlwaysExecAction(_run_ninja, {}))
 
 
 def _run_ninja(target, source, env) -> int:
     """Run ninja on the ``build.ninja`` just written, as SCons's tool does
-    (``-j`` of this run, ``NINJA_CMD_ARGS`` or ``-n`` under ``scons -n``,
-    the targets of the command line, the commands' environment) but with
-    our stdout and stderr: ninja's own output. Returns its exit status (not
-    0: the build failed; ninja printed why)."""
+    (``-j`` of this run or ``NINJA_MAX_JOBS``, ``NINJA_CMD_ARGS`` or ``-n``
+    under ``scons -n``, ``-k 0`` under ``scons -k``, the targets of the
+    command line, the commands' environment) but with our stdout and
+    stderr: ninja's own output. Ninja gets SIGTERM if this process dies
+    (``kill -9`` of scons), and then stops its commands as on Ctrl-C.
+    Returns its exit status (not 0: the build failed; ninja said why)."""
     import subprocess
 
     from SCons.Tool import ninja_tool
     from SCons.Util import sanitize_shell_env
-    args = ["-f", str(target[0]), f"-j{env.GetOption('num_jobs')}"]
+    jobs = env.get("NINJA_MAX_JOBS", env.GetOption("num_jobs"))
+    args = ["-f", str(target[0]), f"-j{jobs}"]
     args += env.get("NINJA_CMD_ARGS", "-n" if env.GetOption("no_exec") else "").split()
+    if env.GetOption("keep_going"):
+        args += ["-k", "0"]
     args += [str(t) for t in ninja_tool.NINJA_CMDLINE_TARGETS]
     print("ninja " + " ".join(args), flush=True)
     sys.stderr.flush()
-    return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args,
-                           env=sanitize_shell_env(env["ENV"]))
+    # the emulator's share of the CPUs for this run's jobs (not in the
+    # commands, where -j would change every command line; a plain `ninja`
+    # run leaves it to the emulator's default)
+    run_env = dict(sanitize_shell_env(env["ENV"]), **{JOBS_ENV: str(jobs)})
+    return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
+                           preexec_fn=_die_with(os.getpid()))
+
+
+def _die_with(parent: int):
+    """A ``preexec_fn``: the child gets SIGTERM when ``parent`` dies
+    (``PR_SET_PDEATHSIG``), and exits if it already has."""
+    import ctypes
+    import signal
+    prctl = ctypes.CDLL(None, use_errno=True).prctl     # (looked up before the fork)
+    pr_set_pdeathsig = 1                                 # <linux/prctl.h>
+
+    def child() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return child
+
+
+def drop_jobs(env) -> None:
+    """Leave ``-j`` out of the ninja commands' environment: SCons's tool
+    exports the commands' environment into every command line, so a
+    ``GPSIMD_EMU_JOBS`` there would make another ``-j`` rebuild
+    everything. :func:`_run_ninja` gives it to ninja's environment."""
+    env["ENV"].pop(JOBS_ENV, None)
 
 #: The construction variables that hold a compile command (rule GPSIMD_CXX).
 _COMPILE_COMS = ("GPSIMD_CXXCOM", "GPSIMD_CXXCICOM", "GPSIMD_CALLGRAPHCOM")
