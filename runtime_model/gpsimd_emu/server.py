@@ -107,6 +107,7 @@ def _take_request(req: dict, out_fd: int, err_fd: int, keep: tuple = ()) -> None
     os.chdir(req["cwd"])
     os.environ.clear()
     os.environ.update(req["env"])
+    one_blas_thread()      # what the references see: as in a command's run
 
 
 def _exit_with(body: Callable[[], int]) -> None:

@@ -135,3 +135,30 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
     assert not [p for p in spare if pathlib.Path(f"/proc/{p}").exists()]
     # closed for good: every later run is left to the shell
     assert emu_server.run(args, env, started, lambda run: None) is None
+
+
+def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_path):
+    """A test run's references use one BLAS thread unless the user set one
+    of the variables, which then reaches them (SConstruct's PASSED_ENV), the
+    same through the server as through the command."""
+    proj = copy_project(tmp_path / "proj")
+    ref = proj / "kernels/relu/reference.py"
+    names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+    seen = {}
+    for given in ({}, {"OMP_NUM_THREADS": "3"}):
+        for server in ("0", "1"):
+            # a new reference each time: the tests run again
+            tag = f"{sorted(given.items())}-{server}"
+            ref.write_text(ref.read_text().split("# blas probe")[0] + (
+                f"# blas probe {tag}\n"
+                "import json as _json, os as _os\n"
+                "with open('blas-seen.json', 'w') as _f:\n"
+                f"    _json.dump({{k: _os.environ.get(k) for k in {names!r}}}, _f)\n"))
+            env = dict.fromkeys(names)
+            env.update(given)
+            run_scons(proj, "-Q", "relu", f"EMU_SERVER={server}", env=env, check=True)
+            seen[tag] = json.loads((proj / "blas-seen.json").read_text())
+    one = dict.fromkeys(names, "1")
+    user = {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": None}
+    assert seen == {"[]-0": one, "[]-1": one,
+                    "[('OMP_NUM_THREADS', '3')]-0": user, "[('OMP_NUM_THREADS', '3')]-1": user}
