@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, Optional
 
@@ -118,6 +119,32 @@ def read_pack(path: str) -> PackedObject:
     except OSError as e:
         raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
     return parse_pack(data, path)
+
+
+#: ELF64 little-endian header (``<elf.h>`` Elf64_Ehdr, 64 bytes) and
+#: program header (Elf64_Phdr, 56 bytes).
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_PHDR = struct.Struct("<IIQQQQQQ")
+
+
+def elf_problem(data: bytes) -> Optional[str]:
+    """What makes ``data`` (a whole ELF64 little-endian file, as the host
+    builds them) unmappable, or None: its program or section header table,
+    or a segment's bytes (``p_offset + p_filesz``), past the end of the
+    file. A truncated object would otherwise be mapped by ``dlopen`` and
+    fault (SIGBUS) when a page past the end is touched. Other ELF classes
+    and byte orders are left to ``dlopen`` (None)."""
+    if len(data) < _EHDR.size or data[4] != 2 or data[5] != 1:
+        return None if len(data) >= _EHDR.size else f"truncated: {len(data)} bytes"
+    (_, _, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize,
+     shnum, _) = _EHDR.unpack_from(data)
+    if phoff + phnum * phentsize > len(data) or shoff + shnum * shentsize > len(data):
+        return f"truncated: {len(data)} bytes, its header tables end further"
+    for i in range(phnum if phentsize >= _PHDR.size else 0):
+        _, _, offset, _, _, filesz, _, _ = _PHDR.unpack_from(data, phoff + i * phentsize)
+        if offset + filesz > len(data):
+            return f"truncated: {len(data)} bytes, segment {i} ends at {offset + filesz}"
+    return None
 
 
 def read_object(path: str, name: Optional[str] = None) -> PackedObject:

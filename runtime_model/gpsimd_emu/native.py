@@ -28,6 +28,7 @@ from typing import List, Optional, Sequence
 
 from . import abi, control
 from .jobs import CANCELLED, EXIT_MODEL_ERROR
+from .loader import elf_problem
 
 __all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "expected_layout",
            "function_table"]
@@ -109,6 +110,13 @@ class NativeLeader:
 
     def __init__(self, path: str):
         self.path = path
+        try:
+            with open(path, "rb") as f:
+                problem = elf_problem(f.read())
+        except OSError as e:
+            raise NativeError(f"{path}: cannot read the native leader: {e.strerror or e}") from None
+        if problem:   # (dlopen would map it, and the first page past the end fault)
+            raise NativeError(f"{path}: not a usable native leader: {problem}")
         try:
             lib = ctypes.CDLL(os.path.abspath(path))
             self._fork = lib.gl_fork_leader

@@ -63,7 +63,21 @@ def test_a_library_of_another_layout_is_refused(tmp_path):
 def test_a_missing_library_is_refused(tmp_path):
     with pytest.raises(native.NativeError) as err:
         native.NativeLeader(str(tmp_path / "none.so"))
-    assert str(err.value).startswith(f"{tmp_path / 'none.so'}: cannot load the native leader: ")
+    assert str(err.value) == (f"{tmp_path / 'none.so'}: cannot read the native leader: "
+                              "No such file or directory")
+
+
+@pytest.mark.parametrize("keep", [40, 4096, -1])
+def test_a_truncated_library_is_refused_before_it_is_mapped(library, tmp_path, keep):
+    # (dlopen would map it and fault with SIGBUS on the first page past the
+    # end: in the zygote, that reads as "the core objects could not be loaded")
+    data = open(library, "rb").read()
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(data[:keep])
+    with pytest.raises(native.NativeError) as err:
+        native.NativeLeader(str(cut))
+    n = len(data[:keep])
+    assert str(err.value).startswith(f"{cut}: not a usable native leader: truncated: {n} bytes")
 
 
 def test_a_request_that_does_not_fit_is_refused_before_any_fork(library):
