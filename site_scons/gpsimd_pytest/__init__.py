@@ -188,17 +188,32 @@ class _Vectors:
             from gpsimd_device.leader import LIBRARY_NAME
             rel = os.path.join(self.build_dir, "host", "emu", LIBRARY_NAME)
             if not os.path.isfile(os.path.join(self.root, rel)):
-                self._leader = (None, f"no {rel}: `scons` builds it")
+                self._leader = (None, f"no {rel}: {self.scons()} builds it")
             else:
                 why = freshness.stale_entry(self._record(), freshness.LEADER_ENTRY,
                                             freshness.LEADER_ENTRY, self.root)
                 if why is None or _ninja_up_to_date(self.root, [rel]):
                     self._leader = (os.path.join(self.root, rel), "")
                 else:
-                    why = ("no record of what it was built from" if why.startswith("no record")
-                           else f"{why} the last `scons`")
+                    why = (f"no record of what it was built from{self._ninja_would('it')}"
+                           if why.startswith("no record") else f"{why} the last `scons`")
                     self._leader = (None, f"{rel} may be out of date: {why}")
         return self._leader
+
+    def scons(self, target: str = "") -> str:
+        """The command that builds ``target`` into this run's build folder
+        (``BUILD_DIR``, the shipped SConstruct's variable, when it is not
+        the default), quoted for a message."""
+        words = ["scons"] + ([] if os.path.normpath(self.build_dir) == "build"
+                             else [f"BUILD_DIR={self.build_dir}"]) + ([target] if target else [])
+        return "`" + " ".join(words) + "`"
+
+    def _ninja_would(self, what: str) -> str:
+        """The end of a "no record" reason when the folder has a
+        ``build.ninja`` (the record is scons's; ninja keeps none)."""
+        if os.path.isfile(os.path.join(self.root, "build.ninja")):
+            return f", and `ninja -n` would rebuild {what}"
+        return ""
 
     def _record(self):
         """The record of what the objects were built from (read once)."""
@@ -221,7 +236,7 @@ class _Vectors:
         from gpsimd_emu.session import LibrarySession
         folder = os.path.join(self.build_dir, "host", lib.name)
         rel = os.path.join(folder, testplan.PLAN_NAME)
-        build = f"build it first: `scons {lib.name}`"
+        build = f"build it first: {self.scons(lib.name)}"
         path = os.path.join(self.root, rel)
         if not os.path.exists(path):
             return None, f"no test plan {rel}: {build}"
@@ -262,9 +277,10 @@ class _Vectors:
         why = freshness.stale_input(self._record(), lib, self.root)
         if why is None:
             return None
-        why = ("no record of what they were built from" if why.startswith("no record")
-               else f"{why} the last `scons`")
-        return None if _ninja_up_to_date(self.root, objects) else why
+        if _ninja_up_to_date(self.root, objects):
+            return None
+        return (f"no record of what they were built from{self._ninja_would('them')}"
+                if why.startswith("no record") else f"{why} the last `scons`")
 
 
 def _ninja_up_to_date(root: str, targets: List[str]) -> bool:

@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -89,6 +90,75 @@ def test_results_rewritten_unchanged_leave_the_next_build_null(ninja_project):
     again = ninja(ninja_project, "-d", "explain")
     dirty = re.findall(r"ninja explain: (\S+) is dirty", again.stderr)
     assert set(dirty) <= {"build/host/.summary-printed"}, again.stderr
+
+
+def test_scons_options_reach_ninja_and_j_is_not_in_the_commands(ninja_project):
+    """Another -j regenerates build.ninja without changing a command (the
+    emulator's share of the CPUs is in ninja's environment, not in each
+    command line); scons -n shows what ninja would do and builds nothing."""
+    other = run_scons(ninja_project, "--experimental=ninja", "-j1")
+    assert other.returncode == 0, other.stdout + other.stderr
+    assert "ninja -f build.ninja -j1\n" in other.stdout
+    assert re.findall(r"^\[\d+/\d+\] (.*)$", other.stdout, re.M) == [
+        "Building build/host/.summary-printed"], other.stdout
+    assert "GPSIMD_EMU_JOBS" not in (ninja_project / "build.ninja").read_text()
+    (ninja_project / RELU).touch()
+    dry = run_scons(ninja_project, "--experimental=ninja", "-n")
+    assert dry.returncode == 0, dry.stdout + dry.stderr
+    assert "ninja -f build.ninja -j2 -n\n" in dry.stdout
+    assert "CXX build/host/relu/obj/kernels/relu/relu.o" in dry.stdout
+    assert "CXX build/host/relu/obj/kernels/relu/relu.o" in ninja(ninja_project, "-n").stdout
+    ninja(ninja_project)
+
+
+@pytest.mark.slow
+def test_kill_9_of_scons_stops_the_ninja_it_runs(tmp_path):
+    """``kill -9`` of scons alone while its ninja builds: ninja gets
+    SIGTERM and stops its commands; nothing of the build is left."""
+    proj = copy_project(tmp_path / "proj")
+    log = tmp_path / "scons.log"
+    with open(log, "w") as out:
+        scons = subprocess.Popen([sys.executable, "-m", "SCons", "-j2", "--experimental=ninja"],
+                                 cwd=str(proj), stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and "[3/" not in log.read_text():
+        assert scons.poll() is None, log.read_text()
+        time.sleep(0.01)
+    os.kill(scons.pid, signal.SIGKILL)
+    scons.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        left = subprocess.run(["pgrep", "-s", str(scons.pid)], capture_output=True,
+                              text=True).stdout.split()
+        if not left:
+            break
+        time.sleep(0.05)
+    assert not left, subprocess.run(["ps", "-o", "pid,args", "-s", str(scons.pid)],
+                                    capture_output=True, text=True).stdout
+    assert "ninja: build stopped: interrupted by user." in log.read_text()
+
+
+def test_the_pytest_plugin_asks_ninja_about_the_leader(ninja_project):
+    """After a ninja build the record (scons's) has no entry for the native
+    leader: ``ninja -n`` vouches for it, and a changed leader.c is named as
+    what ninja would rebuild."""
+    def header():
+        paths = [str(ninja_project / "site_scons"), str(ninja_project / "runtime_model")]
+        proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpsimd_pytest",
+                               "--gpsimd-manifest", "ops.yaml", "--collect-only"],
+                              cwd=str(ninja_project), capture_output=True, text=True, timeout=300,
+                              env=dict(os.environ, PYTHONPATH=os.pathsep.join(paths)))
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        return [line for line in proc.stdout.splitlines() if line.startswith("gpsimd:")]
+    rel = "build/host/emu/libgpsimd_leader.so"
+    assert header() == [f"gpsimd: the vectors run under the native leader {rel}"]
+    (ninja_project / "runtime_model/gpsimd_emu/leader.c").touch()
+    assert header() == [f"gpsimd: the vectors run under the Python leader ({rel} may be out of "
+                        "date: no record of what it was built from, and `ninja -n` would "
+                        "rebuild it)"]
+    ninja(ninja_project)
+    assert header() == [f"gpsimd: the vectors run under the native leader {rel}"]
 
 
 def test_headers_come_from_depfiles(ninja_project):

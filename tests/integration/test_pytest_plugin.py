@@ -190,6 +190,13 @@ def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
     # nothing built there: no folder appears for the report
     assert not (other / "build").exists()
     assert "gpsimd: no report written: there is no build/host" in proc.stderr, proc.stderr
+    # another build folder: the messages say how to build into it
+    proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA", "--gpsimd-build-dir", "out")
+    assert ("FAIL team::negate[inline] (ops.yaml:16:13): no test plan "
+            "out/host/team/testplan.json: build it first: `scons BUILD_DIR=out team`"
+            ) in proc.stdout, proc.stdout
+    assert ("gpsimd: the vectors run under the Python leader (no "
+            "out/host/emu/libgpsimd_leader.so: `scons BUILD_DIR=out` builds it)") in proc.stdout
     # a manifest with errors: its diagnostics, no traceback
     (other / "ops.yaml").write_text(text.replace("sources:", "soruces:"))
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml")
