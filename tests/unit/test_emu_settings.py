@@ -1,6 +1,12 @@
 """Run settings (gpsimd_emu.settings) and memory-limit messages
 (gpsimd_emu.budget)."""
+import ast
+import re
+import sys
+
 import pytest
+
+from conftest import ROOT
 
 from gpsimd_device.plan import VectorPlan
 from gpsimd_emu import budget, settings
@@ -64,3 +70,16 @@ def test_declared_input_bytes_reads_shapes_and_npy_headers(tmp_path):
         "z": {"kind": "tensor", "dtype": "no_such_dtype", "shape": [7]}},
         "output": {"dtype": "float32"}, "expected": {"values": [1]}}, "vector")
     assert budget.declared_input_bytes(v, str(tmp_path)) == 4000 + 15 * 8
+
+
+def test_the_build_names_the_same_variables():
+    """One fact, one place: the build side spells the emulator's variables
+    as ``gpsimd_emu.settings`` does (checked, not imported: the SConstruct
+    and the tool run before the model is importable)."""
+    sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
+    from gpsimd_tool import ninja_path
+    assert ninja_path.JOBS_ENV == settings.JOBS_ENV
+    text = (ROOT / "SConstruct").read_text()
+    assert f'env["ENV"]["{settings.JOBS_ENV}"]' in text
+    passed = ast.literal_eval(re.search(r"^PASSED_ENV = (\(.*?\))$", text, re.M | re.S).group(1))
+    assert set(settings.BLAS_THREADS_ENV) <= set(passed)
