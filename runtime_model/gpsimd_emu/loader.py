@@ -133,9 +133,14 @@ def elf_problem(data: bytes) -> Optional[str]:
     or a segment's bytes (``p_offset + p_filesz``), past the end of the
     file. A truncated object would otherwise be mapped by ``dlopen`` and
     fault (SIGBUS) when a page past the end is touched. Other ELF classes
-    and byte orders are left to ``dlopen`` (None)."""
-    if len(data) < _EHDR.size or data[4] != 2 or data[5] != 1:
-        return None if len(data) >= _EHDR.size else f"truncated: {len(data)} bytes"
+    and byte orders, and what is not ELF at all, are left to ``dlopen``
+    (None)."""
+    if not data.startswith(_ELF_MAGIC):
+        return None
+    if len(data) < _EHDR.size:
+        return f"truncated: {len(data)} bytes"
+    if data[4] != 2 or data[5] != 1:
+        return None
     (_, _, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize,
      shnum, _) = _EHDR.unpack_from(data)
     if phoff + phnum * phentsize > len(data) or shoff + shnum * shentsize > len(data):

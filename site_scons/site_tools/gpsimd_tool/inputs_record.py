@@ -9,7 +9,11 @@ the graph: the nodes without a builder (kernel and shape sources, the
 headers SCons's scanner found, the runtime's sources, generated texts such
 as the LSP sources and the plan), except the programs the commands run
 (the compiler, Python: not what an object is built *from*, and absolute
-paths). A source's size and time are those SCons saw when it first looked
+paths) and the files outside the project (an installed tool's own
+sources, e.g. the native leader's: the record, an output, holds no
+absolute path; the runtime's are mirrored into the build folder and
+recorded there). The native leader is an entry of its own
+(``freshness.LEADER_ENTRY``). A source's size and time are those SCons saw when it first looked
 at the file in this run (its memoized ``stat``), so a file edited while
 the build ran is recorded as it was before: the front end then sees a
 change and asks for another build, never the reverse. Libraries not
@@ -62,6 +66,9 @@ class InputsRecord:
                 leaves: Set[Any] = set()
                 for node in roots:
                     leaves |= _leaves(node, memo, skip)
+                # (a file outside the project, e.g. an installed tool's own
+                # source, has an absolute path: no output holds one)
+                leaves = {n for n in leaves if not os.path.isabs(n.path)}
                 for node in leaves:
                     st = node.stat()             # SCons's, from when it first looked
                     if st is not None:
