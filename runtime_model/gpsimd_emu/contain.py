@@ -36,7 +36,7 @@ import time
 from typing import Callable, List, Optional
 
 __all__ = [
-    "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill_group",
+    "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill_group",
     "enter_namespace", "sweep_namespace", "MemoryCgroup", "limit_data", "data_bytes",
 ]
 
@@ -49,7 +49,8 @@ CLONE_NEWPID = 0x20000000
 _libc = None
 
 
-def _c():
+def libc():
+    """The C library (``ctypes.CDLL(None)``), loaded once."""
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
@@ -58,17 +59,19 @@ def _c():
 
 def _prctl(option: int, arg: int) -> bool:
     try:
-        return _c().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
+        return libc().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
     except (AttributeError, OSError):
         return False
 
 
-def die_with_parent(parent: int) -> None:
-    """Ask for SIGKILL when our parent dies (``PR_SET_PDEATHSIG``); exit at
-    once (status 1) if ``parent``, the pid that forked us, is already gone.
-    (As PID 1 of a new namespace our parent is outside it: ``getppid()``
-    is 0 and cannot be compared.)"""
-    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """Ask for signal ``sig`` (default SIGKILL) when our parent dies
+    (``PR_SET_PDEATHSIG``); exit at once (status 1) if ``parent``, the pid
+    that forked us, is already gone. (As PID 1 of a new namespace our
+    parent is outside it: ``getppid()`` is 0 and cannot be compared.) Safe
+    between ``fork`` and ``exec`` (a ``preexec_fn``) once :func:`libc` was
+    called before the fork."""
+    _prctl(PR_SET_PDEATHSIG, sig)
     ppid = os.getppid()
     if ppid != parent and not (ppid == 0 and os.getpid() == 1):
         os._exit(1)
@@ -84,7 +87,7 @@ def set_name(name: str) -> None:
     """The process name ``ps`` and ``/proc/PID/comm`` show (15 bytes kept)."""
     buf = ctypes.create_string_buffer(name.encode()[:15])
     try:
-        _c().prctl(PR_SET_NAME, buf, 0, 0, 0)
+        libc().prctl(PR_SET_NAME, buf, 0, 0, 0)
     except (AttributeError, OSError):
         pass
 
@@ -170,7 +173,7 @@ def enter_namespace(keep_out: tuple = (), on_exit: Optional[Callable[[], None]] 
     tries = {"pidns": [CLONE_NEWPID], "userns": [CLONE_NEWUSER | CLONE_NEWPID],
              "pgroup": []}.get(forced, [CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID])
     for flags in tries:
-        if _c().unshare(flags) != 0:
+        if libc().unshare(flags) != 0:
             continue
         outside = os.getpid()
         pid = os.fork()

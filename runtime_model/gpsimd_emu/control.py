@@ -34,6 +34,8 @@ import struct
 import time
 from typing import List, Optional
 
+from .contain import libc as _c
+
 __all__ = [
     "SIZE", "MAX_PASSES", "MAX_CORES", "MAX_JOBS", "MAGIC", "ControlBlock", "RecordError",
     "SLOT_IDLE", "SLOT_STARTED", "SLOT_DONE", "SLOT_BIND_FAILED",
@@ -70,15 +72,6 @@ _JOB = struct.Struct("<iIiI")              # 16 bytes
 assert _JOBS + MAX_JOBS * _JOB.size <= SIZE
 assert _HEADER.size == 48 and _HEADER.size <= _ERROR
 assert _PASS.size == 40 and _SEM_OFFSET + 32 <= _PASS_SIZE and _PASSES % 16 == 0
-
-_libc = None
-
-
-def _c():
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
 
 
 def now_ns() -> int:

@@ -26,6 +26,7 @@ action, nothing falls back to calling SCons). What ninja needs on top:
 """
 
 import os
+import signal
 import sys
 from typing import Any, Iterable, List
 
@@ -97,23 +98,11 @@ def _run_ninja(target, source, env) -> int:
     # commands, where -j would change every command line; a plain `ninja`
     # run leaves it to the emulator's default)
     run_env = dict(sanitize_shell_env(env["ENV"]), **{JOBS_ENV: str(jobs)})
+    from gpsimd_emu import contain
+    contain.libc()                      # (loaded before the fork)
+    me = os.getpid()
     return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
-                           preexec_fn=_die_with(os.getpid()))
-
-
-def _die_with(parent: int):
-    """A ``preexec_fn``: the child gets SIGTERM when ``parent`` dies
-    (``PR_SET_PDEATHSIG``), and exits if it already has."""
-    import ctypes
-    import signal
-    prctl = ctypes.CDLL(None, use_errno=True).prctl     # (looked up before the fork)
-    pr_set_pdeathsig = 1                                 # <linux/prctl.h>
-
-    def child() -> None:
-        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
-        if os.getppid() != parent:
-            os._exit(1)
-    return child
+                           preexec_fn=lambda: contain.die_with_parent(me, signal.SIGTERM))
 
 
 def drop_jobs(env) -> None:
