@@ -31,6 +31,7 @@ test run outlives it.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import select
@@ -69,8 +70,10 @@ def _count(text: str) -> int:
     return value
 
 
+@functools.lru_cache(maxsize=None)
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of ``python -m gpsimd_emu``."""
+    """The argument parser of ``python -m gpsimd_emu`` (made once: the
+    emulator server makes it before it forks its runs)."""
     p = argparse.ArgumentParser(prog="python -m gpsimd_emu",
                                 description="Run GPSIMD custom-op test plans on the device model.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -107,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "coherence / argument-dtype / race checks (faster; crashes, "
                           "timeouts, the memory limit and the runtime's own faults are still "
                           "reported)")
-    run.add_argument("--quiet", action="store_true", default=os.environ.get(QUIET_ENV) == "1",
+    run.add_argument("--quiet", action="store_true", default=None,
                      help="print only failures and passes with warnings, no summary line "
                           f"(default when ${QUIET_ENV} is 1)")
     return p
@@ -159,34 +162,59 @@ def main(argv: Optional[List[str]] = None) -> int:
     return supervise(prepared, lambda: fork_worker(prepared))
 
 
-def prepare(argv: Optional[List[str]], remove_outputs: bool = True) -> Union[Prepared, int]:
-    """Parse ``argv``, read the plan and its locations, and (with
-    ``remove_outputs``, given ``--failed-results``) remove both results
-    files; an exit status (2, with the reason on stderr) when one of
-    those fails."""
+def prepare(argv: Optional[List[str]], remove_outputs: bool = True,
+            say: Optional[Callable[[str], None]] = None) -> Union[Prepared, int]:
+    """``parse`` then ``load``: the run's arguments, read and checked, or
+    an exit status (2, with the reason given to ``say``: stderr by
+    default)."""
+    args = parse(argv, remove_outputs, say)
+    return args if isinstance(args, int) else load(args, say)
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def parse(argv: Optional[List[str]], remove_outputs: bool = True,
+          say: Optional[Callable[[str], None]] = None) -> Union[argparse.Namespace, int]:
+    """Parse ``argv`` and (with ``remove_outputs``, given ``--failed-results``)
+    remove both results files, so that no results file from before this
+    run is left whatever happens next; an exit status (2, the reason given
+    to ``say``) when a file cannot be removed. Raises SystemExit (argparse)
+    for a bad argument."""
+    say = say or _stderr
     args = build_parser().parse_args(argv)
-    try:
-        plan = TestPlan.load(args.plan)
-    except PlanError as e:
-        print(f"gpsimd_emu: {e}", file=sys.stderr)
-        return 2
-    if args.locations:
-        try:
-            plan = plan.with_locations(read_locations(args.locations))
-        except (OSError, ValueError) as e:
-            print(f"gpsimd_emu: cannot read locations {args.locations}: {e}", file=sys.stderr)
-            return 2
-    outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
+    if args.quiet is None:      # read now: the parser is made once, maybe in another environment
+        args.quiet = os.environ.get(QUIET_ENV) == "1"
     if args.failed_results and remove_outputs:
-        for path in outputs:
+        for path in (args.results, args.failed_results):
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
             except OSError as e:
-                print(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})",
-                      file=sys.stderr)
+                say(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})")
                 return 2
+    return args
+
+
+def load(args: argparse.Namespace,
+         say: Optional[Callable[[str], None]] = None) -> Union[Prepared, int]:
+    """Read the plan and its locations named by ``args`` (``parse``); an
+    exit status (2, the reason given to ``say``) when one cannot be read."""
+    say = say or _stderr
+    try:
+        plan = TestPlan.load(args.plan)
+    except PlanError as e:
+        say(f"gpsimd_emu: {e}")
+        return 2
+    if args.locations:
+        try:
+            plan = plan.with_locations(read_locations(args.locations))
+        except (OSError, ValueError) as e:
+            say(f"gpsimd_emu: cannot read locations {args.locations}: {e}")
+            return 2
+    outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
     options = RunOptions(timeout=args.timeout, stack_scale=args.stack_scale, checks=args.checks,
                          memory=args.memory, parallel=args.parallel, leader=args.leader)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK

@@ -74,6 +74,7 @@ def _preload() -> None:
     for package in (gpsimd_device, sys.modules[__package__]):
         for info in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{package.__name__}.{info.name}")
+    sys.modules[f"{__package__}.__main__"].build_parser()    # made once (cached)
 
 
 def _reset(server: int) -> None:
@@ -165,16 +166,22 @@ def _spare(sock: socket.socket, server: int) -> None:
             return 0                   # the server ended: the worker and zygote die with us
         req = json.loads(data)
         _take_request(req, fds[0], fds[1], keep=(mine.fileno(),))
-        prepared = cli.prepare(list(req["argv"]))
-        if isinstance(prepared, int):   # no run: the worker is not needed
+        args = cli.parse(list(req["argv"]))     # the results files are removed first
+        if isinstance(args, int):       # no run: the worker is not needed
             _end(worker)
-            return prepared
-        start: Callable[[], int] = lambda: worker   # noqa: E731
-        try:
+            return args
+        try:                            # the worker reads the plan as this process does
             socket.send_fds(mine, [data], [1, 2])
+            sent = True
         except OSError:                 # the worker is gone: fork another
             _end(worker)
-            start = lambda: cli.fork_worker(prepared)   # noqa: E731
+            sent = False
+        prepared = cli.load(args)
+        if isinstance(prepared, int):
+            _end(worker)
+            return prepared
+        start: Callable[[], int] = (lambda: worker) if sent else \
+            (lambda: cli.fork_worker(prepared))   # noqa: E731
         mine.close()
         return cli.supervise(prepared, start)
     _exit_with(body)
@@ -197,7 +204,8 @@ def _spare_worker(sock: socket.socket, supervisor: int) -> None:
         req = json.loads(data)
         zygote = zygote_client.prespawned_fd()
         _take_request(req, fds[0], fds[1], keep=() if zygote is None else (zygote,))
-        prepared = cli.prepare(list(req["argv"]), remove_outputs=False)
+        # (a plan that cannot be read: the spare run says so, and ends us)
+        prepared = cli.prepare(list(req["argv"]), remove_outputs=False, say=lambda m: None)
         if isinstance(prepared, int):
             return prepared
         return cli.run_worker(prepared)

@@ -162,3 +162,41 @@ def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_pa
     user = {"OPENBLAS_NUM_THREADS": None, "OMP_NUM_THREADS": "3", "MKL_NUM_THREADS": None}
     assert seen == {"[]-0": one, "[]-1": one,
                     "[('OMP_NUM_THREADS', '3')]-0": user, "[('OMP_NUM_THREADS', '3')]-1": user}
+
+
+def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_project, capfd):
+    """The server makes the command's argument parser once, before any
+    request: ``$GPSIMD_EMU_QUIET`` is still the request's; and a spare run,
+    whose worker reads the plan beside it, says why a plan cannot be read
+    once, as the command does."""
+    proj, _ = built_project
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
+    env["PYTHONPATH"] = str(ROOT / "runtime_model")
+    plan = "build/host/elementwise/testplan.json"
+    args = [sys.executable, "-m", "gpsimd_emu", "run", plan, "--results", "r.json"]
+    runs = []
+    cwd = os.getcwd()
+    os.chdir(proj)
+    try:
+        assert emu_server.run(args, env, runs.append, lambda run: None) == 0
+        loud = capfd.readouterr().out
+        assert loud.count("PASS elementwise::") == 24 and "elementwise: 24 passed, 0 failed" in loud
+        # another environment (a forked run), quiet: no line for a pass
+        assert emu_server.run(args, dict(env, GPSIMD_EMU_QUIET="1"), runs.append,
+                              lambda run: None) == 0
+        assert capfd.readouterr().out == ""
+        # the server's environment again: the spare run, and a plan that is not there
+        for name in ("r.json", "r.failed.json"):
+            (proj / name).write_text("{}")
+        status = emu_server.run(args[:4] + ["missing.json", "--results", "r.json",
+                                            "--failed-results", "r.failed.json"],
+                                env, runs.append, lambda run: None)
+        got = capfd.readouterr()
+        assert [r.spare for r in runs] == [True, False, True]
+        assert status == 2 and got.out == ""
+        assert got.err.count("gpsimd_emu: ") == 1 and "missing.json" in got.err, got.err
+        # the results files were removed before the plan was read
+        assert not (proj / "r.json").exists() and not (proj / "r.failed.json").exists()
+    finally:
+        os.chdir(cwd)
+        emu_server.close()
