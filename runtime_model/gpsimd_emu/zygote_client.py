@@ -200,22 +200,33 @@ class ZygoteClient:
         if self.pid is None:
             return
         deadline = time.monotonic() + 1.0
-        while True:
-            try:
-                got, _ = os.waitpid(self.pid, os.WNOHANG)
-            except ChildProcessError:
-                break
-            if got:
-                break
-            if time.monotonic() > deadline:
+        try:
+            ended = os.pidfd_open(self.pid)     # readable once it ended
+        except (AttributeError, OSError):
+            ended = None
+        try:
+            while True:
                 try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                try:
-                    os.waitpid(self.pid, 0)
+                    got, _ = os.waitpid(self.pid, os.WNOHANG)
                 except ChildProcessError:
-                    pass
-                break
-            time.sleep(0.001)
+                    break
+                if got:
+                    break
+                if time.monotonic() > deadline:
+                    try:
+                        os.kill(self.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    try:
+                        os.waitpid(self.pid, 0)
+                    except ChildProcessError:
+                        pass
+                    break
+                if ended is not None:
+                    select.select([ended], [], [], max(0.0, deadline - time.monotonic()))
+                else:
+                    time.sleep(0.001)
+        finally:
+            if ended is not None:
+                os.close(ended)
         self.pid = None
