@@ -38,8 +38,9 @@ ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
 emulator's default).
 
 ``--startup`` times the CLI (``python -m gpsimd_emu run``, a fresh
-process, as the ninja path and ``EMU_SERVER=0`` run it; with ``--leader
-native`` or ``both``, given the native leader as the build's commands are) on each library's
+process that runs its vectors itself, as ``EMU_SERVER=0`` runs it; with
+``--leader native`` or ``both``, given the native leader as the build's
+commands are) on each library's
 plan cut to its first vector and to all its vectors; the start-up is the
 intercept of the line through the two (wall = start-up + vectors x
 per-vector), median over the libraries and repeats; it is measured with
@@ -47,6 +48,10 @@ per-vector), median over the libraries and repeats; it is measured with
 (bytecode cached), each reported. ``server_ms``: the same through the
 build's emulator server (``gpsimd_tool/emu_server.py``, as the SCons path
 runs a test: the server started once before the timing, bytecode cached).
+``ninja_server_ms``: the same command as a ninja build's test step runs it
+(its parent is a process named ``ninja``: this one, renamed for the
+time), handed to the server that the first steps started
+(``gpsimd_emu.handoff``; warmed up before the timing, bytecode cached).
 """
 
 import argparse
@@ -153,47 +158,65 @@ def summary(rows, per_library, plans, elements, checks, parallel, seconds):
     }
 
 
+def _command(plan, tmp, checks, leader):
+    """``python -m gpsimd_emu run`` of ``plan`` as the build's test commands run it."""
+    return [sys.executable, "-m", "gpsimd_emu", "run", plan, "--results",
+            os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"]) + (
+                ["--leader", leader] if leader else [])
+
+
+def _intercepts(docs, tmp, repeat, run):
+    """Start-up and per-vector slope (ms, medians over libraries and
+    repeats): ``run(plan_path)`` times one run (seconds) of each library's
+    plan cut to its first vector and of the whole plan."""
+    intercepts, slopes = [], []
+    for _ in range(repeat):
+        for doc in docs:
+            n_all = sum(len(o["vectors"]) for o in doc["ops"])
+            one = dict(doc, ops=[dict(doc["ops"][0], vectors=doc["ops"][0]["vectors"][:1])])
+            walls = []
+            for d in (one, doc):
+                plan = os.path.join(tmp, "plan.json")
+                with open(plan, "w") as f:
+                    json.dump(d, f)
+                walls.append(run(plan))
+            slope = (walls[1] - walls[0]) / max(1, n_all - 1)
+            slopes.append(slope)
+            intercepts.append(walls[0] - slope)
+    return statistics.median(intercepts) * 1e3, statistics.median(slopes) * 1e3
+
+
+def _env(collection, bytecode):
+    env = dict(os.environ, PYTHONPATH=os.path.join(collection, "runtime_model"))
+    env.pop("GPSIMD_EMU_SERVER", None)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
 def startup(collection, libs=None, repeat=3, checks=True, leader=None):
     """Start-up of the CLI (module text): {"no_pyc_ms", "pyc_ms",
-    "per_vector_ms"}, each a median; ``leader``: the native leader's path
-    (given to every run as the build's test commands give it), or None."""
+    "per_vector_ms", "server_ms", "ninja_server_ms", ...}, each a median;
+    ``leader``: the native leader's path (given to every run as the
+    build's test commands give it), or None."""
     paths, docs = _plans(collection, libs, None)
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, env_change in (("no_pyc", {"PYTHONDONTWRITEBYTECODE": "1"}),
-                                  ("pyc", {"PYTHONDONTWRITEBYTECODE": None})):
-            env = dict(os.environ, PYTHONPATH=os.path.join(collection, "runtime_model"))
-            for k, v in env_change.items():
-                if v is None:
-                    env.pop(k, None)
-                else:
-                    env[k] = v
-            intercepts, slopes = [], []
-            for _ in range(repeat + (label == "pyc")):   # pyc: one run first to write them
-                for doc in docs:
-                    n_all = sum(len(o["vectors"]) for o in doc["ops"])
-                    one = dict(doc, ops=[dict(doc["ops"][0], vectors=doc["ops"][0]["vectors"][:1])])
-                    walls = []
-                    for d in (one, doc):
-                        plan = os.path.join(tmp, "plan.json")
-                        with open(plan, "w") as f:
-                            json.dump(d, f)
-                        cmd = [sys.executable, "-m", "gpsimd_emu", "run", plan,
-                               "--results", os.path.join(tmp, "r.json")]
-                        if not checks:
-                            cmd.append("--no-checks")
-                        if leader:
-                            cmd += ["--leader", leader]
-                        t0 = time.perf_counter()
-                        subprocess.run(cmd, cwd=collection, env=env, check=True,
-                                       stdout=subprocess.DEVNULL)
-                        walls.append(time.perf_counter() - t0)
-                    slope = (walls[1] - walls[0]) / max(1, n_all - 1)
-                    slopes.append(slope)
-                    intercepts.append(walls[0] - slope)
-            out[f"{label}_ms"] = statistics.median(intercepts) * 1e3
-            out[f"{label}_per_vector_ms"] = statistics.median(slopes) * 1e3
+        for label, bytecode in (("no_pyc", False), ("pyc", True)):
+            env = dict(_env(collection, bytecode), GPSIMD_EMU_SERVER="0")
+
+            def run(plan):
+                t0 = time.perf_counter()
+                subprocess.run(_command(plan, tmp, checks, leader), cwd=collection, env=env,
+                               check=True, stdout=subprocess.DEVNULL)
+                return time.perf_counter() - t0
+            if bytecode:
+                run(paths[0])          # its bytecode written
+            out[f"{label}_ms"], out[f"{label}_per_vector_ms"] = _intercepts(docs, tmp, repeat, run)
         out.update(_server_startup(collection, docs, tmp, repeat, checks, leader))
+        out.update(_ninja_startup(collection, docs, tmp, repeat, checks, leader))
     return out
 
 
@@ -206,44 +229,75 @@ def _server_startup(collection, docs, tmp, repeat, checks, leader):
                                    "emu_server.py"))
     emu_server = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(emu_server)
-    env = dict(os.environ, PYTHONPATH=os.path.join(collection, "runtime_model"))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env = _env(collection, True)
     cwd = os.getcwd()
     out_fd = os.dup(1)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.chdir(collection)
     os.dup2(devnull, 1)                  # the runs write to our stdout
-    intercepts, slopes = [], []
     try:
-        def run(doc):
-            plan = os.path.join(tmp, "plan.json")
-            with open(plan, "w") as f:
-                json.dump(doc, f)
-            cmd = [sys.executable, "-m", "gpsimd_emu", "run", plan,
-                   "--results", os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"]) + (
-                       ["--leader", leader] if leader else [])
+        def run(plan):
             t0 = time.perf_counter()
-            status = emu_server.run(cmd, env, lambda r: None, lambda r: None)
+            status = emu_server.run(_command(plan, tmp, checks, leader), env, lambda r: None,
+                                    lambda r: None)
             if status != 0:
                 raise RuntimeError(f"the server's run failed: {status}")
             return time.perf_counter() - t0
-        run(docs[0])                     # the server up, its bytecode written
-        for _ in range(repeat):
-            for doc in docs:
-                n_all = sum(len(o["vectors"]) for o in doc["ops"])
-                one = dict(doc, ops=[dict(doc["ops"][0], vectors=doc["ops"][0]["vectors"][:1])])
-                w1, w2 = run(one), run(doc)
-                slope = (w2 - w1) / max(1, n_all - 1)
-                slopes.append(slope)
-                intercepts.append(w1 - slope)
+        doc = docs[0]
+        with open(os.path.join(tmp, "plan.json"), "w") as f:
+            json.dump(doc, f)
+        run(os.path.join(tmp, "plan.json"))   # the server up, its bytecode written
+        ms, per_vector = _intercepts(docs, tmp, repeat, run)
     finally:
         os.dup2(out_fd, 1)
         os.close(out_fd)
         os.close(devnull)
         os.chdir(cwd)
         emu_server.close()
-    return {"server_ms": statistics.median(intercepts) * 1e3,
-            "server_per_vector_ms": statistics.median(slopes) * 1e3}
+    return {"server_ms": ms, "server_per_vector_ms": per_vector}
+
+
+def _ninja_startup(collection, docs, tmp, repeat, checks, leader):
+    """``startup`` as a ninja build's test steps run (``gpsimd_emu.handoff``):
+    each a command whose parent is a process named ``ninja`` (this one,
+    renamed for the time), handed to the server the first ones started
+    (warmed up before the timing; bytecode cached): {"ninja_server_ms",
+    "ninja_server_per_vector_ms"}."""
+    import ctypes
+    libc = ctypes.CDLL(None)
+    with open("/proc/self/comm", "rb") as f:
+        name = f.read().strip()
+    log = os.path.join(tmp, "handoff.log")
+    env = dict(_env(collection, True), GPSIMD_EMU_HANDOFF_LOG=log)
+    libc.prctl(15, b"ninja", 0, 0, 0)
+    try:
+        def run(plan):
+            t0 = time.perf_counter()
+            subprocess.run(_command(plan, tmp, checks, leader), cwd=collection, env=env,
+                           check=True, stdout=subprocess.DEVNULL)
+            return time.perf_counter() - t0
+        deadline = time.monotonic() + 60
+        while True:                                   # until a run is served
+            if os.path.exists(log):
+                with open(log) as f:
+                    if "served" in f.read():
+                        break
+            if time.monotonic() > deadline:
+                raise RuntimeError("no run was handed to a ninja server")
+            doc = docs[0]
+            one = dict(doc, ops=[dict(doc["ops"][0], vectors=doc["ops"][0]["vectors"][:1])])
+            with open(os.path.join(tmp, "plan.json"), "w") as f:
+                json.dump(one, f)
+            run(os.path.join(tmp, "plan.json"))
+        os.unlink(log)
+        ms, per_vector = _intercepts(docs, tmp, repeat, run)
+        with open(log) as f:
+            served = f.read().count("served")
+        if served != 2 * repeat * len(docs):
+            raise RuntimeError(f"only {served} runs were handed to the ninja server")
+    finally:
+        libc.prctl(15, name, 0, 0, 0)
+    return {"ninja_server_ms": ms, "ninja_server_per_vector_ms": per_vector}
 
 
 def main(argv=None):

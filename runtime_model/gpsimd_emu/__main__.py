@@ -19,6 +19,10 @@ With ``--failed-results F``, the results file is the proof of a passing run
 (what the build's test node is): both files are removed first, and a run in
 which a vector failed writes its results to ``F`` instead.
 
+A ninja build's test step hands its run to that ninja run's emulator
+server when there is one (``gpsimd_emu.handoff``, first thing: the same
+output, results and exit status); else, or when the server says so:
+
 Processes: this one (stdlib only) is the subreaper of the whole run; it
 forks the worker (numpy: inputs, references, judging), which starts the
 zygote (``gpsimd_emu.zygote``) that forks each vector. Each dies with its
@@ -29,6 +33,16 @@ test run outlives it.
 """
 
 from __future__ import annotations
+
+if __name__ == "__main__":      # a ninja step: its build's server may run it (before any import)
+    import os as _os
+    import sys as _sys
+    from .handoff import hand_off as _hand_off
+    _status = _hand_off(_sys.argv[1:])
+    if _status is not None:     # (nothing of this process is left to finalise)
+        _sys.stdout.flush()
+        _sys.stderr.flush()
+        _os._exit(_status)
 
 import argparse
 import functools

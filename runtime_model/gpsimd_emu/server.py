@@ -31,6 +31,16 @@ comes); else it is forked for the request. On the run socket the server
 sends ``{"pid": n, "spare": bool}`` once forked and ``{"status": s}`` (a
 wait status) once the child ended; when the build's end of the run
 socket closes first (the build gave up on it), the child gets SIGTERM.
+(What the forked processes do: ``gpsimd_emu.server_runs``.)
+
+A ninja build's server (``python -m gpsimd_emu.server --ninja PID.START
+--start-fd FD``, started by the first test step of that ninja run:
+``gpsimd_emu.handoff``, which also holds its protocol) serves the same
+runs to connections on an abstract socket instead, one request per
+connection, the connection being the run socket. It starts idle: the
+first request is answered ``here`` and starts loading the model in a
+thread (``Server._start_warming``), answering ``here`` until that is
+done; it ends, as above, when the ninja process (a pidfd) ends.
 """
 
 from __future__ import annotations
@@ -46,16 +56,16 @@ import os
 import select
 import socket
 import sys
+import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import contain
+from . import contain, handoff, server_runs
+from .server_runs import MAX_MESSAGE
 from .settings import one_blas_thread
 
 __all__ = ["main", "MAX_MESSAGE", "STOP_GRACE"]
 
-#: Largest request (bytes): argv and the environment.
-MAX_MESSAGE = 1 << 20
 #: Seconds a run has to end after SIGTERM when the build is gone.
 STOP_GRACE = 2.0
 
@@ -77,184 +87,95 @@ def _preload() -> None:
     sys.modules[f"{__package__}.__main__"].build_parser()    # made once (cached)
 
 
-def _reset(server: int) -> None:
-    """What every process the server forks does first: its name, default
-    signal handling, and death with the server."""
-    contain.set_name("gpsimd-run")
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.set_wakeup_fd(-1)
-    contain.die_with_parent(server)
-
-
-def _close_from_3(keep: tuple = ()) -> None:
-    """Close every descriptor from 3 on but those in ``keep``."""
-    low = 3
-    for fd in sorted(keep):
-        os.closerange(low, fd)
-        low = fd + 1
-    os.closerange(low, 1 << 16)
-
-
-def _take_request(req: dict, out_fd: int, err_fd: int, keep: tuple = ()) -> None:
-    """Become the request's process: stdin /dev/null, its stdout and
-    stderr, nothing else of the server's (but ``keep``), its directory
-    and environment."""
-    null = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(null, 0)
-    os.dup2(out_fd, 1)
-    os.dup2(err_fd, 2)
-    _close_from_3(keep)
-    os.chdir(req["cwd"])
-    os.environ.clear()
-    os.environ.update(req["env"])
-    one_blas_thread()      # what the references see: as in a command's run
-
-
-def _exit_with(body: Callable[[], int]) -> None:
-    """Run ``body`` and exit with its status: never returns."""
-    code = 2
-    try:
-        code = body()
-    except SystemExit as e:             # argparse: a bad argument
-        code = e.code if isinstance(e.code, int) else 2
-    except BaseException:               # a model bug: say so, never a silent exit
-        import traceback
-        traceback.print_exc()
-    finally:
+def _close(fds) -> None:
+    for fd in fds:
         try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
-
-
-def _child(req: dict, out_fd: int, err_fd: int, server: int) -> None:
-    """A run forked for its request: ``python -m gpsimd_emu run``'s main."""
-    def body() -> int:
-        _reset(server)
-        _take_request(req, out_fd, err_fd)
-        from .__main__ import main as cli_main
-        return cli_main(list(req["argv"]))
-    _exit_with(body)
-
-
-def _spare(sock: socket.socket, server: int) -> None:
-    """A spare run: forked before its request, it forks its worker at
-    once, which starts its zygote (``zygote_client.prespawn``); then it
-    waits on ``sock`` for the request (as the server got it, with its
-    stdout and stderr), hands it on to the worker and supervises the run
-    as ``main`` does. The worker and the zygote are its descendants, as
-    in a run started for its request. Used only for requests whose
-    environment is the server's (the zygote's is)."""
-    def body() -> int:
-        _reset(server)
-        _close_from_3((sock.fileno(),))
-        from . import __main__ as cli
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        me = os.getpid()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        worker = os.fork()
-        if worker == 0:
-            sock.close()
-            mine.close()
-            _spare_worker(theirs, me)
-        theirs.close()
-        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
-        if not data or len(fds) != 2:
-            return 0                   # the server ended: the worker and zygote die with us
-        req = json.loads(data)
-        _take_request(req, fds[0], fds[1], keep=(mine.fileno(),))
-        args = cli.parse(list(req["argv"]))     # the results files are removed first
-        if isinstance(args, int):       # no run: the worker is not needed
-            _end(worker)
-            return args
-        try:                            # the worker reads the plan as this process does
-            socket.send_fds(mine, [data], [1, 2])
-            sent = True
-        except OSError:                 # the worker is gone: fork another
-            _end(worker)
-            sent = False
-        prepared = cli.load(args)
-        if isinstance(prepared, int):
-            _end(worker)
-            return prepared
-        start: Callable[[], int] = (lambda: worker) if sent else \
-            (lambda: cli.fork_worker(prepared))   # noqa: E731
-        mine.close()
-        return cli.supervise(prepared, start)
-    _exit_with(body)
-
-
-def _spare_worker(sock: socket.socket, supervisor: int) -> None:
-    """A spare run's worker (``_spare``): starts its zygote, waits for the
-    request and runs it as the CLI's worker does."""
-    def body() -> int:
-        contain.die_with_parent(supervisor)
-        from . import __main__ as cli
-        from . import zygote_client
-        try:
-            zygote_client.prespawn()
+            os.close(fd)
         except OSError:
-            pass                        # the session starts one itself
-        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
-        if not data or len(fds) != 2:
-            return 0
-        req = json.loads(data)
-        zygote = zygote_client.prespawned_fd()
-        _take_request(req, fds[0], fds[1], keep=() if zygote is None else (zygote,))
-        # (a plan that cannot be read: the spare run says so, and ends us)
-        prepared = cli.prepare(list(req["argv"]), remove_outputs=False, say=lambda m: None)
-        if isinstance(prepared, int):
-            return prepared
-        return cli.run_worker(prepared)
-    _exit_with(body)
+            pass
 
 
-def _send(sock: socket.socket, obj: dict) -> None:
+def _request_of(req):
+    """``req`` (decoded) when it is a request (a dict with ``argv``,
+    ``cwd`` and ``env``), or why it is not one (str)."""
     try:
-        sock.send(json.dumps(obj).encode())
+        argv, cwd, env = req["argv"], req["cwd"], req["env"]
+    except (ValueError, KeyError, TypeError) as e:
+        return str(e) or type(e).__name__
+    if not (isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)):
+        return "bad request"
+    return req
+
+
+def _json(message: dict) -> bytes:
+    return json.dumps(message).encode()
+
+
+def _reply(sock: socket.socket, message: dict, encode: Callable[[dict], bytes] = _json) -> None:
+    try:
+        sock.send(encode(message))
     except OSError:
         pass                            # the build is gone: nothing to tell
 
 
 class Server:
-    """The serving loop (``main`` runs it): ``runs`` maps a child's pid
-    to the server's end of its run socket."""
+    """The serving loop (``main`` runs it): requests come on the build's
+    ``control`` socket (the SCons path), or as connections to ``listener``
+    (a ninja build's server: ``handoff``); ``watch``, a pidfd, ends the
+    loop when that process (ninja) ends. ``runs`` maps a child's pid to
+    the server's end of its run socket. ``ready``: the model is loaded
+    (else a request is answered ``here``, and the first one starts the
+    loading in a thread, ``_warm``); ``env``, ``fingerprint``: what a
+    listener's request must match for the spare run, and at all."""
 
-    def __init__(self, control: socket.socket):
-        self.control = control
+    def __init__(self, control: Optional[socket.socket] = None, *,
+                 listener: Optional[socket.socket] = None, watch: Optional[int] = None,
+                 ready: bool = True, env: Optional[dict] = None,
+                 fingerprint: Optional[str] = None):
+        self.control, self.listener, self.watch = control, listener, watch
+        self.ready, self.env, self.fingerprint = ready, env, fingerprint
         self.runs: Dict[int, socket.socket] = {}
+        #: how each run's messages are written (JSON; ``handoff``'s marshal)
+        self.formats: Dict[int, Callable[[dict], bytes]] = {}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.stopping = False
         #: the spare run waiting for a request: (pid, its socket)
         self.spare: Optional[Tuple[int, socket.socket]] = None
+        self._warm: Optional[threading.Thread] = None
 
     def serve(self) -> None:
-        """Serve until the control socket's end of file or SIGTERM."""
+        """Serve until the control socket's end of file, the watched
+        process's end, or SIGTERM."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
-        self._make_spare()
+        if self.ready:
+            self._make_spare()
+        sources = [x for x in (self.control, self.listener, self.watch) if x is not None]
         while not self.stopping:
-            watched: List = [self.control, self.wake_r] + list(self.runs.values())
+            watched: List = [self.wake_r] + sources + list(self.runs.values())
             try:
                 ready, _, _ = select.select(watched, [], [])
             except InterruptedError:
                 continue
+            if self.watch is not None and self.watch in ready:
+                return                              # ninja ended
             if self.wake_r in ready:
                 try:
                     while os.read(self.wake_r, 64):
                         pass
                 except BlockingIOError:
                     pass
+            if self._warm is not None and not self._warm.is_alive():
+                self._warmed()
             self._reap()
             for pid, sock in list(self.runs.items()):
                 if sock in ready and self._gone(sock):
-                    _kill(pid, signal.SIGTERM)     # the build gave up on this run
-            if self.control in ready and not self._request():
+                    server_runs.kill(pid, signal.SIGTERM)     # the build gave up on this run
+            if self.control is not None and self.control in ready and not self._request():
                 return
+            if self.listener is not None and self.listener in ready:
+                self._accept()
 
     def _on_term(self, *_) -> None:
         self.stopping = True
@@ -266,44 +187,106 @@ class Server:
         except (ConnectionResetError, OSError):
             return False
         if not data:
-            for fd in fds:
-                os.close(fd)
+            _close(fds)
             return False
         if len(fds) != 3:
-            for fd in fds:
-                os.close(fd)
+            _close(fds)
             return True
         run_sock = socket.socket(fileno=fds[0])
         try:
-            req = json.loads(data)
-            argv, cwd, env = req["argv"], req["cwd"], req["env"]
-            if not (isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)):
-                raise ValueError("bad request")
-        except (ValueError, KeyError, TypeError) as e:
-            _send(run_sock, {"error": f"bad request: {e}"})
+            req = _request_of(json.loads(data))
+        except ValueError as e:
+            req = str(e)
+        if isinstance(req, str):
+            _reply(run_sock, {"error": f"bad request: {req}"})
             run_sock.close()
-            os.close(fds[1])
-            os.close(fds[2])
+            _close(fds[1:])
             return True
+        self._start(run_sock, data, req, fds[1], fds[2], req.get("spare") is True)
+        return True
+
+    def _accept(self) -> None:
+        """Serve one connection to the listener (``handoff``'s protocol)."""
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        fds: List[int] = []
+        try:
+            if handoff.peer_uid(conn) != os.getuid():
+                conn.close()
+                return
+            conn.settimeout(2.0)        # (a client sends its request at once)
+            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
+            conn.settimeout(None)
+        except OSError:
+            _close(fds)
+            conn.close()
+            return
+        req = _request_of(handoff.decode(data)) if len(fds) == 2 else "no stdout and stderr"
+        why = None
+        if isinstance(req, str):
+            why = req
+        elif req.get("fingerprint") != self.fingerprint:
+            why = "another version of the model"
+        elif not self.ready:
+            self._start_warming()
+            why = "the server is loading the model"
+        if why is not None:
+            _reply(conn, {"here": why}, handoff.encode)
+            conn.close()
+            _close(fds)
+            return
+        self._start(conn, json.dumps(req).encode(), req, fds[0], fds[1], req["env"] == self.env,
+                    handoff.encode)
+
+    def _start(self, run_sock: socket.socket, data: bytes, req: dict, out_fd: int,
+               err_fd: int, same_env: bool, encode: Callable[[dict], bytes] = _json) -> None:
+        """Start the request's run (``data``: its JSON; the spare run when
+        ``same_env``), tell ``run_sock`` its pid (messages in ``encode``'s
+        format, as is the status later), and make the next spare run."""
         spare_pid = self.spare[0] if self.spare is not None else None
-        pid = self._to_spare(data, req.get("spare") is True, fds[1], fds[2])
+        pid = self._to_spare(data, same_env, out_fd, err_fd)
         if pid is None:
             sys.stdout.flush()
             sys.stderr.flush()
             me = os.getpid()
             pid = os.fork()
             if pid == 0:
-                _child(req, fds[1], fds[2], me)
-        os.close(fds[1])
-        os.close(fds[2])
+                server_runs.child(req, out_fd, err_fd, me)
+        _close((out_fd, err_fd))
         self.runs[pid] = run_sock
-        _send(run_sock, {"pid": pid, "spare": pid == spare_pid})
+        self.formats[pid] = encode
+        _reply(run_sock, {"pid": pid, "spare": pid == spare_pid}, encode)
         if self.spare is None:
             self._make_spare()
-        return True
+
+    def _start_warming(self) -> None:
+        """Load the model in a thread (``_preload``); the loop goes on
+        answering, and ``_warmed`` runs once it is done."""
+        if self._warm is not None:
+            return
+
+        def warm() -> None:
+            try:
+                _preload()
+            finally:
+                os.write(self.wake_w, b"w")
+
+        self._warm = threading.Thread(target=warm, name="preload", daemon=True)
+        self._warm.start()
+
+    def _warmed(self) -> None:
+        """The model is loaded: serve (no thread is left when runs fork)."""
+        self._warm.join()
+        self._warm = None
+        gc.collect()
+        gc.freeze()                      # forked runs do not copy pages the collector writes
+        self.ready = True
+        self._make_spare()
 
     def _make_spare(self) -> None:
-        """Fork the next spare run (``_spare``)."""
+        """Fork the next spare run (``server_runs.spare``)."""
         try:
             mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         except OSError:
@@ -319,7 +302,7 @@ class Server:
             return
         if pid == 0:
             mine.close()
-            _spare(theirs, me)
+            server_runs.spare(theirs, me)
         theirs.close()
         self.spare = (pid, mine)
 
@@ -361,8 +344,9 @@ class Server:
             if not pid:
                 return
             sock = self.runs.pop(pid, None)
+            encode = self.formats.pop(pid, _json)
             if sock is not None:
-                _send(sock, {"status": status})
+                _reply(sock, {"status": status}, encode)
                 sock.close()
             elif self.spare is not None and self.spare[0] == pid:
                 self.spare[1].close()   # the spare died waiting: another one next time
@@ -374,15 +358,15 @@ class Server:
             pid, sock = self.spare
             self.spare = None
             sock.close()
-            _end(pid)                   # its worker and zygote die with it
+            server_runs.end(pid)                   # its worker and zygote die with it
         for pid in list(self.runs):
-            _kill(pid, signal.SIGTERM)
+            server_runs.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         while self.runs and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.01)
         for pid in list(self.runs):
-            _kill(pid, signal.SIGKILL)
+            server_runs.kill(pid, signal.SIGKILL)
         while self.runs:
             try:
                 pid, _ = os.waitpid(-1, 0)
@@ -393,28 +377,17 @@ class Server:
                 sock.close()
 
 
-def _end(pid: int) -> None:
-    """Kill child ``pid`` and reap it."""
-    _kill(pid, signal.SIGKILL)
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
-
-
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except OSError:
-        pass
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """``python -m gpsimd_emu.server FD``: serve the control socket ``FD``
-    until its other end closes."""
+    until its other end closes. ``python -m gpsimd_emu.server --ninja
+    PID.START --start-fd FD``: a ninja build's server (``handoff``), on
+    its abstract socket, until that ninja process ends."""
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--ninja"]:
+        return _main_ninja(argv)
     if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: python -m gpsimd_emu.server FD", file=sys.stderr)
+        print("usage: python -m gpsimd_emu.server FD | --ninja PID.START --start-fd FD",
+              file=sys.stderr)
         return 2
     control = socket.socket(fileno=int(argv[0]))
     contain.set_name("gpsimd-server")
@@ -428,6 +401,49 @@ def main(argv: Optional[List[str]] = None) -> int:
         server.serve()
     finally:
         server.stop()
+    return 0
+
+
+def _main_ninja(argv: List[str]) -> int:
+    """The ninja build's server (``main``): 0 when it served until ninja
+    ended, or when it is not needed (ninja is gone, another server has
+    the name); 2 for bad arguments."""
+    try:
+        pid, start = (int(x) for x in argv[1].split("."))
+        if argv[2] != "--start-fd" or len(argv) != 4:
+            raise ValueError(argv)
+        start_lock = socket.socket(fileno=int(argv[3]))    # held for life: "being started"
+    except (IndexError, ValueError, OSError):
+        print("usage: python -m gpsimd_emu.server --ninja PID.START --start-fd FD",
+              file=sys.stderr)
+        return 2
+    contain.set_name("gpsimd-server")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    env = dict(os.environ)              # as the steps' commands have it (before BLAS's)
+    try:
+        watch = os.pidfd_open(pid)
+    except OSError:
+        return 0
+    stat = handoff._proc_stat(pid)
+    if stat is None or stat[2] != start:  # (checked once the pidfd holds the process)
+        return 0
+    print_ = handoff.fingerprint()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+    try:
+        listener.bind(handoff.server_name((pid, start), print_))
+        listener.listen(64)
+    except OSError:
+        return 0
+    one_blas_thread()      # before numpy's import: as the command does
+    server = Server(listener=listener, watch=watch, ready=False, env=env, fingerprint=print_)
+    try:
+        server.serve()
+    finally:
+        listener.close()
+        server.stop()
+        start_lock.close()
+    if server._warm is not None:         # ninja ended while the model loaded
+        os._exit(0)
     return 0
 
 

@@ -164,7 +164,8 @@ def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_pa
                     "[('OMP_NUM_THREADS', '3')]-0": user, "[('OMP_NUM_THREADS', '3')]-1": user}
 
 
-def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_project, capfd):
+def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_project, capfd,
+                                                                      monkeypatch):
     """The server makes the command's argument parser once, before any
     request: ``$GPSIMD_EMU_QUIET`` is still the request's; and a spare run,
     whose worker reads the plan beside it, says why a plan cannot be read
@@ -175,6 +176,7 @@ def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_proje
     plan = "build/host/elementwise/testplan.json"
     args = [sys.executable, "-m", "gpsimd_emu", "run", plan, "--results", "r.json"]
     runs = []
+    monkeypatch.setattr(emu_server, "_server", None)   # (another test closed this process's)
     cwd = os.getcwd()
     os.chdir(proj)
     try:

@@ -92,6 +92,49 @@ def test_results_rewritten_unchanged_leave_the_next_build_null(ninja_project):
     assert set(dirty) <= {"build/host/.summary-printed"}, again.stderr
 
 
+def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_path):
+    """The test steps of one ninja run hand their runs to one emulator
+    server (gpsimd_emu.handoff), started by the first, gone when ninja
+    ends; the results are the same bytes. With scons EMU_SERVER=0 (ninja's
+    $GPSIMD_EMU_SERVER=0) none is started."""
+    from test_emu_handoff import _servers
+    results = sorted((ninja_project / "build/host").glob("*/test-results.json"))
+    before = {p: p.read_bytes() for p in results}
+    log = tmp_path / "handoff.log"
+    env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
+    for p in results:
+        p.unlink()
+    proc = subprocess.Popen([NINJA], cwd=str(ninja_project), env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out, _ = proc.communicate(timeout=900)
+    assert proc.returncode == 0, out
+    assert out.splitlines()[-1] == "all libraries: 104 passed, 0 failed"
+    assert {p: p.read_bytes() for p in results} == before
+    lines = log.read_text().splitlines()
+    # (how many runs were served depends on the machine's speed)
+    assert len(lines) == 8 and lines.count("here: no server yet; started one") == 1, lines
+    deadline = time.monotonic() + 5
+    while _servers(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert _servers(proc.pid) == []
+    log.unlink()
+    for p in results:
+        p.unlink()
+    # (scons passes ninja its commands' environment, not ours: no log there)
+    off = subprocess.Popen([sys.executable, "-m", "SCons", "-j2", "--experimental=ninja",
+                            "EMU_SERVER=0"], cwd=str(ninja_project), text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    seen = set()
+    while off.poll() is None:
+        seen.update(_servers(None, cwd=str(ninja_project)))
+        time.sleep(0.01)
+    out = off.stdout.read()
+    assert off.returncode == 0, out
+    assert "all libraries: 104 passed, 0 failed" in out.splitlines()
+    assert {p: p.read_bytes() for p in results} == before
+    assert seen == set()
+
+
 def test_scons_options_reach_ninja_and_j_is_not_in_the_commands(ninja_project):
     """Another -j regenerates build.ninja without changing a command (the
     emulator's share of the CPUs is in ninja's environment, not in each

@@ -79,6 +79,8 @@ def test_the_build_names_the_same_variables():
     sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
     from gpsimd_tool import ninja_path
     assert ninja_path.JOBS_ENV == settings.JOBS_ENV
+    from gpsimd_emu import handoff
+    assert ninja_path.SERVER_ENV == handoff.SERVER_ENV
     text = (ROOT / "SConstruct").read_text()
     assert f'env["ENV"]["{settings.JOBS_ENV}"]' in text
     passed = ast.literal_eval(re.search(r"^PASSED_ENV = (\(.*?\))$", text, re.M | re.S).group(1))

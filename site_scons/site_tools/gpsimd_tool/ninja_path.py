@@ -40,6 +40,9 @@ __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate
 #: The environment variable through which the build tells the emulator its
 #: -j (``gpsimd_emu.settings.JOBS_ENV``; the SConstruct sets it).
 JOBS_ENV = "GPSIMD_EMU_JOBS"
+#: ``0`` turns off the ninja build's emulator server
+#: (``gpsimd_emu.handoff.SERVER_ENV``; ``EMU_SERVER=0``).
+SERVER_ENV = "GPSIMD_EMU_SERVER"
 
 
 def wanted() -> bool:
@@ -78,7 +81,8 @@ def _run_ninja(target, source, env) -> int:
     """Run ninja on the ``build.ninja`` just written, as SCons's tool does
     (``-j`` of this run or ``NINJA_MAX_JOBS``, ``NINJA_CMD_ARGS`` or ``-n``
     under ``scons -n``, ``-k 0`` under ``scons -k``, the targets of the
-    command line, the commands' environment) but with our stdout and
+    command line, the commands' environment, with ``EMU_SERVER=0`` as
+    ``$GPSIMD_EMU_SERVER``) but with our stdout and
     stderr: ninja's own output. Ninja gets SIGTERM if this process dies
     (``kill -9`` of scons), and then stops its commands as on Ctrl-C.
     Returns its exit status (not 0: the build failed; ninja said why)."""
@@ -98,6 +102,8 @@ def _run_ninja(target, source, env) -> int:
     # commands, where -j would change every command line; a plain `ninja`
     # run leaves it to the emulator's default)
     run_env = dict(sanitize_shell_env(env["ENV"]), **{JOBS_ENV: str(jobs)})
+    if not env.get("EMU_SERVER", True):     # (gpsimd_emu.handoff: the test steps' server)
+        run_env[SERVER_ENV] = "0"
     from gpsimd_emu import contain
     contain.libc()                      # (loaded before the fork)
     me = os.getpid()

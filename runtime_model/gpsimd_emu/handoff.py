@@ -1,0 +1,305 @@
+"""Handing a test run to its ninja build's emulator server: the client
+side, imported first by ``python -m gpsimd_emu`` (standard library only,
+nothing else of the package, no numpy).
+
+On the ninja path every test step is a command of its own; started cold,
+each pays a Python interpreter, numpy and its library's zygote (about
+0.2 s) before its first vector. A ninja build's test steps therefore share
+one emulator server (``gpsimd_emu.server --ninja``, the server the SCons
+path uses, listening on a socket) whose life is that ninja process's:
+
+* **started by the build**: the first test step that finds none starts it
+  (``start_server``) and runs its own vectors itself. The server waits
+  idle (an interpreter, no numpy), so that a ninja run with one test step,
+  the edit loop, pays nothing more; a second step's request makes it load
+  the model, and it serves the steps that come once that is done. A step
+  that finds no server ready runs its vectors itself, as before.
+* **ended with it**: the server watches that ninja process (a pidfd) and,
+  when it ends, however it ends (``kill -9`` included), ends every run
+  still going as the SCons path's server does when scons dies.
+* **relied on by no step**: whatever fails (no server, another version of
+  the model, a refusal), the step runs its vectors itself. The command
+  line, output, results and exit status are those of the command.
+
+The scope is found from the process tree (``find_ninja``): the step's
+parent, or its grandparent under a shell, named ``ninja``; a run started in
+any other way (by hand, by scons with ``EMU_SERVER=0``) runs itself.
+``$GPSIMD_EMU_SERVER=0`` turns the hand-off off.
+
+Protocol (``SOCK_SEQPACKET``, the abstract socket ``server_name``; each
+message a dict in ``marshal``'s format, which costs the command no import;
+both sides first check that the other is of the same user,
+``SO_PEERCRED``): the client sends ``{"argv", "cwd", "env",
+"fingerprint"}`` with its stdout and stderr (SCM_RIGHTS); the server
+answers ``{"here": reason}`` (not taken: run it yourself) or ``{"pid": n,
+"spare": bool}`` and, once the run ended, ``{"status": wait status}``. While the run goes on, SIGINT, SIGTERM and
+SIGHUP received by the client are sent on to the run (which stops as the
+command does), and the client ends as the run ended, by the same signal
+if it was one. If the client dies, the server sees its socket close and
+ends the run (SIGTERM).
+"""
+
+from __future__ import annotations
+
+# (a command's start-up is what this saves: only modules that cost no
+# import time, no json, socket, signal or typing, which import re and enum)
+import _signal as signal
+import _socket as socket
+import binascii
+import marshal
+import os
+import struct
+import sys
+
+__all__ = ["SERVER_ENV", "find_ninja", "fingerprint", "server_name", "hand_off",
+           "start_server", "peer_uid", "MAX_REPLY"]
+
+#: ``0``: never hand a run to a server (the README's ``EMU_SERVER=0``).
+SERVER_ENV = "GPSIMD_EMU_SERVER"
+#: Diagnostics: a file each command appends one line to, saying whether
+#: its run was handed off (``served pid=N``) or why not (``here: ...``).
+LOG_ENV = "GPSIMD_EMU_HANDOFF_LOG"
+#: Largest reply (bytes) the server sends.
+MAX_REPLY = 1 << 12
+#: Names of the processes that may stand between ninja and the step.
+_SHELLS = ("sh", "bash", "dash", "zsh")
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
+
+
+def _proc_stat(pid: int) -> "tuple[str, int, int] | None":
+    """(comm, parent pid, start time in clock ticks) of ``pid`` from
+    ``/proc/PID/stat``, or None when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    head, _, tail = text.rpartition(")")
+    comm = head.partition("(")[2]
+    fields = tail.split()
+    try:
+        return comm, int(fields[1]), int(fields[19])    # fields 4 and 22 of proc(5)
+    except (IndexError, ValueError):
+        return None
+
+
+def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
+    """(pid, start time) of the ninja process this process (or ``pid``)
+    runs under: its parent, or the parent of a shell between them; None
+    when there is none."""
+    current = os.getppid() if pid is None else pid
+    for _ in range(3):
+        stat = _proc_stat(current)
+        if stat is None:
+            return None
+        comm, parent, start = stat
+        if comm == "ninja":
+            return current, start
+        if comm not in _SHELLS:
+            return None
+        current = parent
+    return None
+
+
+def fingerprint() -> str:
+    """What a server must share with a command to run it as the command
+    would: the interpreter, ``sys.path`` (``PYTHONPATH`` included) and the
+    size and time of every file of ``gpsimd_emu`` and ``gpsimd_device`` (a
+    model edited during the ninja run is not the server's)."""
+    parts = [sys.executable, repr(sys.flags), *sys.path]
+    for package in ("gpsimd_emu", "gpsimd_device"):
+        folder = os.path.join(_RUNTIME_MODEL, package)
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        for name in names:
+            if name.endswith((".py", ".c", ".h")):
+                try:
+                    st = os.stat(os.path.join(folder, name))
+                except OSError:
+                    continue
+                parts.append(f"{package}/{name}:{st.st_size}:{st.st_mtime_ns}")
+    return "\n".join(parts)
+
+
+def server_name(ninja: "tuple[int, int]", print_: "str | None" = None) -> bytes:
+    """The abstract socket name of the server for the ninja process
+    ``ninja`` (pid, start time: a pid used again is another name), this
+    user and this ``fingerprint`` (its CRC: another version of the model
+    has another server; the server compares the whole text)."""
+    crc = binascii.crc32((fingerprint() if print_ is None else print_).encode())
+    return f"\0gpsimd-emu/{os.getuid()}/{ninja[0]}.{ninja[1]}/{crc:08x}".encode()
+
+
+def peer_uid(sock) -> int:
+    """The user id of the process at the other end of ``sock`` (a
+    ``socket.socket`` or ``_socket.socket``)."""
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)[1]
+
+
+def _log(line: str) -> None:
+    path = os.environ.get(LOG_ENV)
+    if path:
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(line + "\n")
+        except OSError:
+            pass
+
+
+def start_server(ninja: "tuple[int, int]", name: bytes) -> bool:
+    """Start the server for ``ninja`` unless one is being started or runs
+    (the name ``name + b"/start"``, bound here and held by the server for
+    its life, decides): True when this call started it. The server is
+    started in a session of its own (ninja's Ctrl-C and its process-group
+    kills do not reach it) and is not this process's child (a command's
+    supervising process ends its own descendants), with stdin, stdout and
+    stderr on ``/dev/null``."""
+    lock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        lock.bind(name + b"/start")
+    except OSError:
+        lock.close()
+        return False
+    try:
+        os.set_inheritable(lock.fileno(), True)
+        argv = [sys.executable] + (["-B"] if sys.flags.dont_write_bytecode else []) + [
+            "-m", "gpsimd_emu.server", "--ninja", f"{ninja[0]}.{ninja[1]}",
+            "--start-fd", str(lock.fileno())]
+        env = dict(os.environ)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        middle = os.fork()
+        if middle == 0:         # (the server is orphaned at once: adopted by init)
+            code = 1
+            try:
+                os.posix_spawn(sys.executable, argv, env, setsid=True, file_actions=[
+                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
+                    (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
+                code = 0
+            finally:
+                os._exit(code)
+        _, status = os.waitpid(middle, 0)
+        return os.waitstatus_to_exitcode(status) == 0
+    except OSError:
+        return False
+    finally:
+        lock.close()
+
+
+class _Forward:
+    """SIGINT, SIGTERM and SIGHUP: sent on to the run once its pid is
+    known; the first one received is kept (``caught``)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.pid: "int | None" = None
+        self.caught: "int | None" = None
+        self.old = {s: signal.signal(s, self._on) for s in self.SIGNALS}
+
+    def _on(self, sig, frame) -> None:
+        if self.caught is None:
+            self.caught = sig
+        if self.pid is not None:
+            try:
+                os.kill(self.pid, sig)
+            except OSError:
+                pass
+
+    def restore(self) -> None:
+        for s, old in self.old.items():
+            signal.signal(s, old)
+
+
+def encode(message: dict) -> bytes:
+    """A message of the protocol (module text)."""
+    return marshal.dumps(message)
+
+
+def decode(data: bytes) -> "dict | None":
+    """The message in ``data``, or None when it is not one."""
+    try:
+        message = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _recv(sock) -> "dict | None":
+    """One reply, or None at end of file or for one that is not ours."""
+    try:
+        data = sock.recv(MAX_REPLY)
+    except OSError:
+        return None
+    return decode(data) if data else None
+
+
+def hand_off(argv: "list[str]") -> "int | None":
+    """Run ``python -m gpsimd_emu`` with ``argv`` through its ninja
+    build's server: the run's exit status, or None when this process
+    must run it itself (no server for it; nothing was started). When the
+    run ended by a signal, this process ends by the same signal."""
+    if not argv or argv[0] != "run":
+        return None
+    ninja = find_ninja()
+    if ninja is None:
+        return None
+    if os.environ.get(SERVER_ENV) == "0":
+        _log(f"here: turned off (${SERVER_ENV}=0)")
+        return None
+    print_ = fingerprint()
+    name = server_name(ninja, print_)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        try:
+            sock.connect(name)
+        except OSError:
+            started = start_server(ninja, name)
+            _log("here: no server yet" + ("; started one" if started else ""))
+            return None
+        if peer_uid(sock) != os.getuid():
+            _log("here: the server is another user's")
+            return None
+        request = encode({"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ),
+                          "fingerprint": print_})
+        forward = _Forward()
+        try:
+            try:
+                sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                          struct.pack("2i", 1, 2))])
+            except OSError as e:
+                _log(f"here: the request could not be sent ({e})")
+                return None
+            first = _recv(sock)
+            if first is None or "pid" not in first:
+                reason = (first or {}).get("here", "no answer")
+                _log(f"here: {reason}")
+                if forward.caught is not None:      # stopped before anything started
+                    forward.restore()
+                    os.kill(os.getpid(), forward.caught)
+                return None
+            forward.pid = int(first["pid"])
+            _log(f"served pid={forward.pid} spare={bool(first.get('spare'))}")
+            if forward.caught is not None:
+                forward._on(forward.caught, None)
+            last = _recv(sock)
+        finally:
+            forward.restore()
+        if last is None or "status" not in last:
+            print("gpsimd_emu: the emulator server ended during the run", file=sys.stderr,
+                  flush=True)
+            return 1
+        status = int(last["status"])
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            return 128 + sig
+        return os.waitstatus_to_exitcode(status)
+    finally:
+        sock.close()

@@ -1,0 +1,293 @@
+"""A ninja build's emulator server (``gpsimd_emu.handoff``, ``python -m
+gpsimd_emu.server --ninja``): a test step's run handed to it gives the
+command's output, results and exit status; it is started idle by the
+first step, loads the model only when a second one comes, forwards
+Ctrl-C, and ends with its ninja process, ``kill -9`` included.
+
+The steps run under ``FakeNinja``, a process named ``ninja`` that runs
+the commands it is sent, one at a time, as ninja runs a step (the real
+ninja: ``test_ninja.py``)."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+from test_emu_containment import _left_over, _ours, _plan_with, hostile  # noqa: F401
+
+_FAKE_NINJA = r'''
+import ctypes, json, subprocess, sys
+ctypes.CDLL(None).prctl(15, b"ninja", 0, 0, 0)
+for line in sys.stdin:
+    req = json.loads(line)
+    p = subprocess.Popen(req["cmd"], cwd=req["cwd"], env=req["env"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    print(json.dumps({"pid": p.pid}), flush=True)
+    out, err = p.communicate()
+    print(json.dumps({"rc": p.returncode, "out": out, "err": err}), flush=True)
+'''
+
+
+class FakeNinja:
+    """A process named ``ninja`` running the commands sent to it."""
+
+    def __init__(self, tmp_path):
+        script = tmp_path / "fake_ninja.py"
+        script.write_text(_FAKE_NINJA)
+        self.proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+
+    def start(self, cmd, cwd, env) -> int:
+        """Start ``cmd``; the pid of its process."""
+        self.proc.stdin.write(json.dumps({"cmd": cmd, "cwd": str(cwd), "env": env}) + "\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())["pid"]
+
+    def result(self) -> dict:
+        """{"rc", "out", "err"} of the command started last."""
+        return json.loads(self.proc.stdout.readline())
+
+    def run(self, cmd, cwd, env) -> dict:
+        self.start(cmd, cwd, env)
+        return self.result()
+
+    def servers(self):
+        """Pids of the live servers scoped to this ninja."""
+        return _servers(self.proc.pid)
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
+def _servers(ninja_pid, cwd=None):
+    """Live servers scoped to ``ninja_pid`` (or to any ninja, working in
+    ``cwd``)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                words = f.read().split(b"\0")
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rsplit(")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/comm") as f:
+                name = f.read().strip()
+        except OSError:
+            continue
+        # (its forked runs have its command line, and their own name)
+        if state != "Z" and name == "gpsimd-server" and b"--ninja" in words:
+            if ninja_pid is not None:
+                scope = words[words.index(b"--ninja") + 1]
+                if scope.split(b".")[0] != str(ninja_pid).encode():
+                    continue
+            elif _cwd(pid) != cwd:
+                continue
+            found.append(int(pid))
+    return found
+
+
+def _gone(pids, wait=5.0):
+    """Wait until none of ``pids`` is alive (zombies count as gone); the
+    ones left."""
+    deadline = time.monotonic() + wait
+    while True:
+        left = [p for p in pids if os.path.exists(f"/proc/{p}") and not _zombie(p)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.02)
+
+
+def _cwd(pid):
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return None
+
+
+def _descendants(pid):
+    """Pids of every live descendant of ``pid`` (``/proc``)."""
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except OSError:
+            continue
+        found.update(kids)
+        todo.extend(kids)
+    return found
+
+
+def _zombie(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _log_lines(log):
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def _env(log, runtime_model=ROOT / "runtime_model", **more):
+    env = dict(os.environ, PYTHONPATH=str(runtime_model), GPSIMD_EMU_HANDOFF_LOG=str(log))
+    env.pop("GPSIMD_EMU_SERVER", None)
+    env.update(more)
+    return env
+
+
+def _cmd(*args):
+    return [sys.executable, "-m", "gpsimd_emu", "run", *args]
+
+
+def _warm(ninja, cwd, env, log, timeout=60.0):
+    """Send cheap runs until one is served (the server loaded the model)."""
+    deadline = time.monotonic() + timeout
+    while not any(line.startswith("served") for line in _log_lines(log)):
+        assert time.monotonic() < deadline, _log_lines(log)
+        assert ninja.run(_cmd("missing.json", "--results", "none.json"), cwd, env)["rc"] == 2
+        time.sleep(0.05)
+
+
+def test_a_served_run_is_the_command_and_the_server_ends_with_ninja(built_project, tmp_path):
+    proj, _ = built_project
+    log = tmp_path / "handoff.log"
+    env = _env(log)
+    results = tmp_path / "r.json"
+    plan = "build/host/elementwise/testplan.json"
+    cases = {
+        "pass": (_cmd(plan, "--results", str(results), "--locations",
+                      "build/host/elementwise/locations.json"), 0),
+        "fail": (_cmd(plan, "--results", str(results), "--memory", "4K"), 1),
+        "no plan": (_cmd("missing.json", "--results", str(results)), 2),
+    }
+    ninja = FakeNinja(tmp_path)
+    try:
+        first = ninja.run(_cmd("missing.json", "--results", "none.json"), proj, env)
+        assert first["rc"] == 2 and "missing.json" in first["err"]
+        assert _log_lines(log) == ["here: no server yet; started one"]
+        _warm(ninja, proj, env, log)
+        servers = ninja.servers()
+        assert len(servers) == 1
+        for name, (cmd, rc) in cases.items():
+            results.unlink(missing_ok=True)
+            alone = ninja.run(cmd, proj, dict(env, GPSIMD_EMU_SERVER="0"))
+            assert _log_lines(log)[-1] == "here: turned off ($GPSIMD_EMU_SERVER=0)"
+            alone_results = results.read_bytes() if results.exists() else None
+            results.unlink(missing_ok=True)
+            served = ninja.run(cmd, proj, env)
+            assert _log_lines(log)[-1].startswith("served pid="), name
+            assert served == alone and served["rc"] == rc, (name, served, alone)
+            assert (results.read_bytes() if results.exists() else None) == alone_results, name
+        assert "PASS elementwise::" in served["out"] or name == "no plan"
+        assert ninja.servers() == servers
+    finally:
+        ninja.close()
+    assert _gone(servers) == []
+
+
+def test_a_lone_step_leaves_an_idle_server_that_never_loads_the_model(built_project, tmp_path):
+    """The edit loop (one test step per ninja run) pays for no model load."""
+    proj, _ = built_project
+    log = tmp_path / "handoff.log"
+    ninja = FakeNinja(tmp_path)
+    try:
+        got = ninja.run(_cmd("build/host/relu/testplan.shaped.json", "--results",
+                             str(tmp_path / "r.json")), proj, _env(log))
+        assert got["rc"] == 0 and "relu: 10 passed, 0 failed" in got["out"]
+        deadline = time.monotonic() + 10
+        while not ninja.servers():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        (server,) = ninja.servers()
+        time.sleep(0.5)
+        with open(f"/proc/{server}/maps") as f:
+            assert "numpy" not in f.read()
+    finally:
+        ninja.close()
+    assert _gone([server]) == []
+
+
+def test_another_version_of_the_model_gets_its_own_server(built_project, tmp_path):
+    proj, _ = built_project
+    model = tmp_path / "runtime_model"
+    shutil.copytree(ROOT / "runtime_model", model,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    log = tmp_path / "handoff.log"
+    env = _env(log, model)
+    ninja = FakeNinja(tmp_path)
+    try:
+        _warm(ninja, proj, env, log)
+        old = ninja.servers()
+        settings = model / "gpsimd_emu" / "settings.py"
+        settings.write_text(settings.read_text() + "\n")        # edited during the build
+        got = ninja.run(_cmd("missing.json", "--results", "none.json"), proj, env)
+        assert got["rc"] == 2
+        assert _log_lines(log)[-1] == "here: no server yet; started one"
+        deadline = time.monotonic() + 10
+        while len(ninja.servers()) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        both = ninja.servers()
+    finally:
+        ninja.close()
+    assert set(old) < set(both) and _gone(both) == []
+
+
+def _served_spinner(hostile, tmp_path):  # noqa: F811
+    """A ninja with a warm server and a served run spinning in a kernel:
+    (ninja, the step's pid, the server's pids, processes before)."""
+    proj, path = hostile
+    log = tmp_path / "handoff.log"
+    env = _env(log)
+    plan = _plan_with(proj, path, {"fork_sleeper"}, tmp_path)
+    ninja = FakeNinja(tmp_path)
+    _warm(ninja, proj, env, log)
+    before = _ours()
+    step = ninja.start(_cmd(str(plan), "--results", str(tmp_path / "r.json"), "--timeout",
+                            "60"), proj, env)
+    deadline = time.monotonic() + 30
+    while not {"gpsimd-spinner", "gpsimd-sleeper"} <= set(_ours().values()):
+        assert time.monotonic() < deadline, "the kernel never started"
+        time.sleep(0.02)
+    assert _log_lines(log)[-1].startswith("served pid=")
+    return ninja, step, ninja.servers(), before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_step_stops_its_served_run_as_the_command(hostile, tmp_path,  # noqa: F811
+                                                                   sig):
+    ninja, step, servers, before = _served_spinner(hostile, tmp_path)
+    try:
+        start = time.monotonic()
+        os.kill(step, sig)
+        got = ninja.result()
+        assert got["rc"] == -sig, got          # ended by the same signal, as the command
+        assert time.monotonic() - start < 10
+        # (the server's next spare run has a zygote of its own, idle)
+        spare = {p for s in servers for p in _descendants(s)}
+        assert {p: n for p, n in _left_over(before).items() if p not in spare} == {}
+        assert not (tmp_path / "r.json").exists()
+        assert ninja.servers() == servers      # the server lives on for the next steps
+    finally:
+        ninja.close()
+    assert _gone(servers) == []
+
+
+def test_kill_9_of_ninja_ends_the_server_and_its_runs(hostile, tmp_path):  # noqa: F811
+    ninja, step, servers, before = _served_spinner(hostile, tmp_path)
+    ninja.proc.kill()
+    ninja.proc.wait()
+    assert _gone(servers) == []
+    assert _gone([step]) == []                 # the step's run ended: the step did too
+    assert _left_over(before) == {}
