@@ -149,6 +149,7 @@ class Server:
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
+        contain.become_subreaper()      # orphans of its runs come back here to be reaped
         if self.ready:
             self._make_spare()
         sources = [x for x in (self.control, self.listener, self.watch) if x is not None]
@@ -335,8 +336,10 @@ class Server:
 
     def _reap(self) -> None:
         """Wait for every ended run and tell the build its status (and
-        for a spare run that died waiting)."""
-        while self.runs or self.spare is not None:
+        for a spare run that died waiting); reap every other ended child
+        (the server is a subreaper: a killed spare run's worker and zygote
+        come back to it)."""
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -375,6 +378,7 @@ class Server:
             sock = self.runs.pop(pid, None)
             if sock is not None:
                 sock.close()
+        contain.sweep(limit=STOP_GRACE)           # what came back to us: none left behind
 
 
 def main(argv: Optional[List[str]] = None) -> int:
