@@ -1,0 +1,91 @@
+"""The client side of a ninja step's hand-off (gpsimd_emu.handoff): how
+the ninja process is found, what names its server, the messages, and
+that a command not under ninja, or with the hand-off turned off, runs
+itself. (Served runs, signals and the server's end: the integration tests
+``test_emu_handoff.py`` and ``test_ninja.py``.)"""
+import os
+import socket
+import subprocess
+import sys
+
+from conftest import ROOT
+
+from gpsimd_emu import handoff
+
+
+_PROBE = (f"import sys; sys.path.insert(0, {str(ROOT / 'runtime_model')!r}); "
+          "from gpsimd_emu import handoff; print(handoff.find_ninja())")
+
+
+def _under(name, through_shell=False):
+    """(pid of a process named ``name``, what ``find_ninja`` finds in its
+    child, or in the child of a shell it runs)."""
+    cmd = repr([sys.executable, "-c", _PROBE])
+    if through_shell:    # (ninja runs `/bin/sh -c "$cmd"`; `true;` keeps the shell there)
+        cmd = repr(["/bin/sh", "-c", 'true; "$0" -c "$1"', sys.executable, _PROBE])
+    script = (f"import ctypes, os, subprocess; ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0); "
+              f"print(os.getpid()); print(subprocess.run({cmd}, capture_output=True, "
+              "text=True).stdout, end='')")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    return int(out[0]), eval(out[1])
+
+
+def test_the_ninja_above_is_found_through_a_shell_and_only_there():
+    for shell in (False, True):
+        pid, found = _under("ninja", shell)
+        assert found is not None and found[0] == pid and found[1] > 0, shell
+    # a parent of another name (scons, a terminal): none
+    assert _under("scons")[1] is None
+    assert _under("scons", True)[1] is None
+
+
+def test_proc_stat_reads_a_name_with_spaces_and_parentheses():
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a (b) c)', 0, 0, 0); "
+                              "print(flush=True); sys.stdin.read()"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        child.stdout.readline()             # (named)
+        comm, parent, start = handoff._proc_stat(child.pid)
+        assert comm == "a (b) c)" and parent == os.getpid() and start > 0
+    finally:
+        child.communicate(b"")
+    assert handoff._proc_stat(child.pid) is None       # gone
+
+
+def test_the_server_name_carries_user_ninja_and_version():
+    name = handoff.server_name((1234, 5678), "print")
+    assert name.startswith(b"\0gpsimd-emu/%d/1234.5678/" % os.getuid())
+    assert name != handoff.server_name((1234, 5678), "print2")
+    assert name != handoff.server_name((1234, 5679), "print")
+    assert len(name) < 108                              # sun_path
+    # the fingerprint: this interpreter, sys.path and the model's files
+    text = handoff.fingerprint()
+    assert sys.executable in text and "gpsimd_emu/handoff.py:" in text
+    assert "gpsimd_device/plan.py:" in text
+
+
+def test_messages_round_trip_and_garbage_is_no_message():
+    message = {"argv": ["run", "p.json"], "cwd": "/x", "env": {"A": "1"}, "fingerprint": "f"}
+    assert handoff.decode(handoff.encode(message)) == message
+    for junk in (b"", b"\x00\x01garbage", handoff.encode(["not", "a", "dict"])):
+        assert handoff.decode(junk) is None
+
+
+def test_peer_uid_is_the_other_ends_user():
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    with a, b:
+        assert handoff.peer_uid(a) == os.getuid()
+
+
+def test_not_under_ninja_or_turned_off_the_command_runs_itself(tmp_path, monkeypatch):
+    log = tmp_path / "log"
+    monkeypatch.setenv(handoff.LOG_ENV, str(log))
+    assert handoff.hand_off(["run", "plan.json"]) is None      # (pytest is not ninja)
+    assert not log.exists()
+    monkeypatch.setattr(handoff, "find_ninja", lambda: (os.getpid(), 1))
+    monkeypatch.setenv(handoff.SERVER_ENV, "0")
+    assert handoff.hand_off(["run", "plan.json"]) is None
+    assert log.read_text() == "here: turned off ($GPSIMD_EMU_SERVER=0)\n"
+    assert handoff.hand_off(["--help"]) is None                 # not a run
