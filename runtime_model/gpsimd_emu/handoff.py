@@ -30,13 +30,22 @@ Protocol (``SOCK_SEQPACKET``, the abstract socket ``server_name``; each
 message a dict in ``marshal``'s format, which costs the command no import;
 both sides first check that the other is of the same user,
 ``SO_PEERCRED``): the client sends ``{"argv", "cwd", "env",
-"fingerprint"}`` with its stdout and stderr (SCM_RIGHTS); the server
-answers ``{"here": reason}`` (not taken: run it yourself) or ``{"pid": n,
-"spare": bool}`` and, once the run ended, ``{"status": wait status}``. While the run goes on, SIGINT, SIGTERM and
+"umask", "fingerprint"}`` with the write ends of two pipes (one when
+its stdout and stderr are one file, as under ninja), which the run takes
+as its stdout and stderr and the client copies to its own (``_Relay``:
+ninja's pipe never reaches the server, so a server that stops with the
+request queued cannot hold it open); the server answers ``{"here":
+reason}`` (not taken: run it yourself) or ``{"pid": n, "spare": bool}``
+and, once the run ended, ``{"status": wait status}``. A server that does
+not answer within ``FIRST_REPLY_TIMEOUT`` makes the step fail with a
+message; one that does not report a run's end within ``STATUS_GRACE``
+after the run ended, too. While the run goes on, SIGINT, SIGTERM and
 SIGHUP received by the client are sent on to the run (which stops as the
 command does), and the client ends as the run ended, by the same signal
 if it was one. If the client dies, the server sees its socket close and
-ends the run (SIGTERM).
+ends the run (SIGTERM); a signal that comes before the server named the
+run ends the client at once (the server then starts nothing: it drops a
+request whose client is gone).
 """
 
 from __future__ import annotations
@@ -48,11 +57,14 @@ import _socket as socket
 import binascii
 import marshal
 import os
+import select
 import struct
 import sys
+import time
 
-__all__ = ["SERVER_ENV", "find_ninja", "fingerprint", "server_name", "hand_off",
-           "start_server", "peer_uid", "MAX_REPLY"]
+__all__ = ["SERVER_ENV", "find_ninja", "fingerprint", "include_dir", "server_name",
+           "hand_off", "start_server", "peer_uid", "peer_pid", "encode", "decode", "MAX_REPLY",
+           "FIRST_REPLY_TIMEOUT"]
 
 #: ``0``: never hand a run to a server (the README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -61,6 +73,13 @@ SERVER_ENV = "GPSIMD_EMU_SERVER"
 LOG_ENV = "GPSIMD_EMU_HANDOFF_LOG"
 #: Largest reply (bytes) the server sends.
 MAX_REPLY = 1 << 12
+#: Seconds a step waits for the server's first answer (it comes in
+#: milliseconds: a server that is stopped, or a process of the same user
+#: that holds its name, makes the step fail with a message, not hang).
+FIRST_REPLY_TIMEOUT = 10.0
+#: Seconds the server has to report a run's end once the run has ended.
+STATUS_GRACE = 2.0
+_TIMEOUT = getattr(socket, "timeout", TimeoutError)
 #: Names of the processes that may stand between ninja and the step.
 _SHELLS = ("sh", "bash", "dash", "zsh")
 
@@ -103,25 +122,51 @@ def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
     return None
 
 
+def include_dir() -> str:
+    """The folder of the device headers the model reads its facts from at
+    import (``gpsimd_device.headers.INCLUDE_DIR``, found the same way
+    without importing it)."""
+    package = os.path.join(_RUNTIME_MODEL, "gpsimd_device")
+    for candidate in (os.path.join(package, "include"), os.path.join(_RUNTIME_MODEL, "include")):
+        if os.path.isdir(os.path.join(candidate, "gpsimd_host")):
+            return candidate
+    return os.path.join(_RUNTIME_MODEL, "include")
+
+
+def _stat_line(path: str, label: str) -> "str | None":
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{label}:{st.st_size}:{st.st_mtime_ns}"
+
+
 def fingerprint() -> str:
     """What a server must share with a command to run it as the command
-    would: the interpreter, ``sys.path`` (``PYTHONPATH`` included) and the
-    size and time of every file of ``gpsimd_emu`` and ``gpsimd_device`` (a
-    model edited during the ninja run is not the server's)."""
+    would: the interpreter, ``sys.path`` (``PYTHONPATH`` included), the
+    size and time of every file of ``gpsimd_emu`` and ``gpsimd_device``
+    and of the device headers they read at import (a model or a header
+    edited during the ninja run is not the server's), and of numpy's and
+    ml_dtypes' ``__init__.py`` (an upgrade)."""
     parts = [sys.executable, repr(sys.flags), *sys.path]
-    for package in ("gpsimd_emu", "gpsimd_device"):
-        folder = os.path.join(_RUNTIME_MODEL, package)
+    folders = [(os.path.join(_RUNTIME_MODEL, p), p) for p in ("gpsimd_emu", "gpsimd_device")]
+    folders.append((os.path.join(include_dir(), "gpsimd_host"), "gpsimd_host"))
+    for folder, label in folders:
         try:
             names = sorted(os.listdir(folder))
         except OSError:
             names = []
         for name in names:
             if name.endswith((".py", ".c", ".h")):
-                try:
-                    st = os.stat(os.path.join(folder, name))
-                except OSError:
-                    continue
-                parts.append(f"{package}/{name}:{st.st_size}:{st.st_mtime_ns}")
+                line = _stat_line(os.path.join(folder, name), f"{label}/{name}")
+                if line:
+                    parts.append(line)
+    for package in ("numpy", "ml_dtypes"):
+        for entry in sys.path:
+            line = _stat_line(os.path.join(entry or ".", package, "__init__.py"), package)
+            if line:
+                parts.append(line)
+                break
     return "\n".join(parts)
 
 
@@ -134,11 +179,20 @@ def server_name(ninja: "tuple[int, int]", print_: "str | None" = None) -> bytes:
     return f"\0gpsimd-emu/{os.getuid()}/{ninja[0]}.{ninja[1]}/{crc:08x}".encode()
 
 
+def _peer(sock) -> "tuple[int, int, int]":
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)
+
+
 def peer_uid(sock) -> int:
     """The user id of the process at the other end of ``sock`` (a
     ``socket.socket`` or ``_socket.socket``)."""
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)[1]
+    return _peer(sock)[1]
+
+
+def peer_pid(sock) -> int:
+    """The pid of the process at the other end of ``sock``."""
+    return _peer(sock)[0]
 
 
 def _log(line: str) -> None:
@@ -192,28 +246,35 @@ def start_server(ninja: "tuple[int, int]", name: bytes) -> bool:
 
 
 class _Forward:
-    """SIGINT, SIGTERM and SIGHUP: sent on to the run once its pid is
-    known; the first one received is kept (``caught``)."""
+    """SIGINT, SIGTERM and SIGHUP (those not ignored): sent on to the run
+    once its pid is known; before that, this process ends by the signal
+    at once (the server, seeing its socket close, then starts nothing, or
+    ends what it started)."""
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
     def __init__(self):
         self.pid: "int | None" = None
-        self.caught: "int | None" = None
-        self.old = {s: signal.signal(s, self._on) for s in self.SIGNALS}
+        self.old = {}
+        for s in self.SIGNALS:
+            if signal.getsignal(s) != signal.SIG_IGN:
+                self.old[s] = signal.signal(s, self._on)
 
     def _on(self, sig, frame) -> None:
-        if self.caught is None:
-            self.caught = sig
-        if self.pid is not None:
-            try:
-                os.kill(self.pid, sig)
-            except OSError:
-                pass
+        if self.pid is None:
+            self.restore()
+            signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+            return
+        try:
+            os.kill(self.pid, sig)
+        except OSError:
+            pass
 
     def restore(self) -> None:
         for s, old in self.old.items():
             signal.signal(s, old)
+        self.old = {}
 
 
 def encode(message: dict) -> bytes:
@@ -237,6 +298,100 @@ def _recv(sock) -> "dict | None":
     except OSError:
         return None
     return decode(data) if data else None
+
+
+class _Relay:
+    """The run's output, through pipes of this process: the run gets
+    their write ends, and what it writes is copied to this process's
+    stdout and stderr (one pipe when both are the same file, as under
+    ninja, so that their order is kept). A server that stops with the
+    request in its queue then holds these pipes, never ninja's: the step
+    can end and ninja sees its output end."""
+
+    def __init__(self):
+        self.pipes = {}                 # read end -> fd it is copied to
+        self.ends = []                  # write ends, for the run
+        same = os.path.sameopenfile(1, 2) if _open(1) and _open(2) else False
+        for target in ((1,) if same else (1, 2)):
+            r, w = os.pipe()
+            self.pipes[r] = target
+            self.ends.append(w)
+        if same:
+            self.ends.append(self.ends[0])
+
+    def close_ends(self) -> None:
+        for fd in set(self.ends):
+            os.close(fd)
+        self.ends = []
+
+    def close(self) -> None:
+        self.close_ends()
+        for fd in self.pipes:
+            os.close(fd)
+        self.pipes = {}
+
+    def copy(self, fd: int) -> bool:
+        """Copy what pipe ``fd`` holds; False at its end of file."""
+        data = os.read(fd, 1 << 16)
+        if not data:
+            return False
+        target = self.pipes[fd]
+        while data:
+            try:
+                data = data[os.write(target, data):]
+            except OSError:             # (stdout gone: the run's output is dropped)
+                break
+        return True
+
+    def wait(self, sock, timeout: "float | None", ended: "int | None" = None):
+        """Copy output until a message comes on ``sock`` (returned, None at
+        its end of file), ``timeout`` seconds pass (``_TIMEOUT`` raised),
+        or pidfd ``ended`` is readable (``False`` returned)."""
+        poll = select.poll()
+        watched = {sock.fileno(): "sock", **{fd: "pipe" for fd in self.pipes}}
+        if ended is not None:
+            watched[ended] = "ended"
+        for fd in watched:
+            poll.register(fd, select.POLLIN)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready = poll.poll(None if left is None else left * 1000)
+            if not ready:
+                raise _TIMEOUT()
+            for fd, _ in ready:
+                kind = watched.get(fd)
+                if kind == "pipe" and not self.copy(fd):
+                    poll.unregister(fd)
+                    del watched[fd]
+                elif kind == "sock":
+                    return _recv(sock)
+                elif kind == "ended":
+                    return False
+
+    def drain(self, seconds: float) -> None:
+        """Copy what is left, until every pipe ends or ``seconds`` pass."""
+        poll = select.poll()
+        for fd in self.pipes:
+            poll.register(fd, select.POLLIN)
+        deadline = time.monotonic() + seconds
+        live = set(self.pipes)
+        while live:
+            ready = poll.poll(max(0.0, deadline - time.monotonic()) * 1000)
+            if not ready:
+                return
+            for fd, _ in ready:
+                if not self.copy(fd):
+                    poll.unregister(fd)
+                    live.discard(fd)
+
+
+def _open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
 
 
 def hand_off(argv: "list[str]") -> "int | None":
@@ -265,34 +420,56 @@ def hand_off(argv: "list[str]") -> "int | None":
         if peer_uid(sock) != os.getuid():
             _log("here: the server is another user's")
             return None
+        mask = os.umask(0o022)
+        os.umask(mask)
         request = encode({"argv": list(argv), "cwd": os.getcwd(), "env": dict(os.environ),
-                          "fingerprint": print_})
+                          "umask": mask, "fingerprint": print_})
         forward = _Forward()
+        relay = _Relay()
         try:
             try:
                 sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                          struct.pack("2i", 1, 2))])
+                                          struct.pack(f"{len(relay.ends)}i", *relay.ends))])
             except OSError as e:
                 _log(f"here: the request could not be sent ({e})")
                 return None
-            first = _recv(sock)
-            if first is None or "pid" not in first:
-                reason = (first or {}).get("here", "no answer")
-                _log(f"here: {reason}")
-                if forward.caught is not None:      # stopped before anything started
-                    forward.restore()
-                    os.kill(os.getpid(), forward.caught)
+            relay.close_ends()
+            try:
+                first = relay.wait(sock, FIRST_REPLY_TIMEOUT)
+            except _TIMEOUT:
+                # (it may still start the run: nothing is run here, the step fails)
+                print(f"gpsimd_emu: the emulator server of this ninja run (pid "
+                      f"{peer_pid(sock)}) did not answer within {FIRST_REPLY_TIMEOUT:g} s; "
+                      f"nothing was run (${SERVER_ENV}=0 runs each step by itself)",
+                      file=sys.stderr, flush=True)
+                _log("failed: no answer")
+                return 1
+            if not first or "pid" not in first:
+                _log(f"here: {(first or {}).get('here', 'no answer')}")
                 return None
             forward.pid = int(first["pid"])
             _log(f"served pid={forward.pid} spare={bool(first.get('spare'))}")
-            if forward.caught is not None:
-                forward._on(forward.caught, None)
-            last = _recv(sock)
+            try:
+                ended = os.pidfd_open(forward.pid)
+            except (AttributeError, OSError):
+                ended = None
+            try:
+                last = relay.wait(sock, None, ended)
+                if last is False:           # the run ended: its status comes now
+                    try:
+                        last = relay.wait(sock, STATUS_GRACE)
+                    except _TIMEOUT:
+                        last = None         # (a server that was stopped)
+            finally:
+                if ended is not None:
+                    os.close(ended)
+            relay.drain(STATUS_GRACE)
         finally:
             forward.restore()
+            relay.close()
         if last is None or "status" not in last:
-            print("gpsimd_emu: the emulator server ended during the run", file=sys.stderr,
-                  flush=True)
+            print("gpsimd_emu: the emulator server of this ninja run ended, or stopped "
+                  "answering, during the run", file=sys.stderr, flush=True)
             return 1
         status = int(last["status"])
         if os.WIFSIGNALED(status):

@@ -224,6 +224,10 @@ class Server:
             _close(fds)
             conn.close()
             return
+        if self._gone(conn):           # the step gave up (or died) before an answer
+            _close(fds)
+            conn.close()
+            return
         req = _request_of(handoff.decode(data)) if len(fds) == 2 else "no stdout and stderr"
         why = None
         if isinstance(req, str):

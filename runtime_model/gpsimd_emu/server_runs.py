@@ -54,6 +54,8 @@ def _take_request(req: dict, out_fd: int, err_fd: int, keep: tuple = ()) -> None
     os.dup2(err_fd, 2)
     _close_from_3(keep)
     os.chdir(req["cwd"])
+    if isinstance(req.get("umask"), int):       # (a ninja step's: gpsimd_emu.handoff)
+        os.umask(req["umask"])
     os.environ.clear()
     os.environ.update(req["env"])
     one_blas_thread()      # what the references see: as in a command's run

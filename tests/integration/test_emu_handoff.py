@@ -239,9 +239,19 @@ def test_another_version_of_the_model_gets_its_own_server(built_project, tmp_pat
             assert time.monotonic() < deadline
             time.sleep(0.02)
         both = ninja.servers()
+        # a device header the model reads at import, edited: another again
+        abi = model / "include" / "gpsimd_host" / "abi.h"
+        abi.write_text(abi.read_text() + "\n")
+        ninja.run(_cmd("missing.json", "--results", "none.json"), proj, env)
+        assert _log_lines(log)[-1] == "here: no server yet; started one"
+        deadline = time.monotonic() + 10
+        while len(ninja.servers()) < 3:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        every = ninja.servers()
     finally:
         ninja.close()
-    assert set(old) < set(both) and _gone(both) == []
+    assert set(old) < set(both) < set(every) and _gone(every) == []
 
 
 def _served_spinner(hostile, tmp_path):  # noqa: F811
@@ -291,3 +301,84 @@ def test_kill_9_of_ninja_ends_the_server_and_its_runs(hostile, tmp_path):  # noq
     assert _gone(servers) == []
     assert _gone([step]) == []                 # the step's run ended: the step did too
     assert _left_over(before) == {}
+
+
+def test_a_stopped_server_fails_the_step_with_a_message_and_never_hangs_it(built_project,
+                                                                          tmp_path):
+    """A server that does not answer (stopped, or a process of the same
+    user holding its name): the step says so and fails after
+    FIRST_REPLY_TIMEOUT, or ends at once on a signal; the request it gave
+    up on is never run when the server goes on."""
+    from gpsimd_emu.handoff import FIRST_REPLY_TIMEOUT
+    proj, _ = built_project
+    log = tmp_path / "handoff.log"
+    env = _env(log)
+    results = tmp_path / "r.json"
+    cmd = _cmd("build/host/relu/testplan.shaped.json", "--results", str(results))
+    ninja = FakeNinja(tmp_path)
+    try:
+        _warm(ninja, proj, env, log)
+        (server,) = ninja.servers()
+        os.kill(server, signal.SIGSTOP)
+        try:
+            start = time.monotonic()
+            got = ninja.run(cmd, proj, env)
+            took = time.monotonic() - start
+            assert got["rc"] == 1 and got["out"] == "", got
+            assert f"gpsimd_emu: the emulator server of this ninja run (pid {server}) did not " \
+                   f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run" in got["err"]
+            assert FIRST_REPLY_TIMEOUT <= took < FIRST_REPLY_TIMEOUT + 5
+            step = ninja.start(cmd, proj, env)            # Ctrl-C while it waits: ends at once
+            time.sleep(0.5)
+            start = time.monotonic()
+            os.kill(step, signal.SIGINT)
+            assert ninja.result()["rc"] == -signal.SIGINT
+            assert time.monotonic() - start < 2
+        finally:
+            os.kill(server, signal.SIGCONT)
+        time.sleep(1.0)
+        assert not results.exists()                        # neither request was run
+        got = ninja.run(cmd, proj, env)                    # and it serves the next step
+        assert got["rc"] == 0 and "relu: 10 passed, 0 failed" in got["out"]
+        assert _log_lines(log)[-1].startswith("served pid=")
+    finally:
+        ninja.close()
+    assert _gone([server]) == []
+
+
+def test_a_server_stopped_during_a_run_does_not_hang_its_step(hostile, tmp_path):  # noqa: F811
+    ninja, step, servers, before = _served_spinner(hostile, tmp_path)
+    try:
+        os.kill(servers[0], signal.SIGSTOP)
+        try:
+            os.kill(step, signal.SIGINT)                  # forwarded: the run ends
+            got = ninja.result()
+            assert got["rc"] == 1, got
+            assert "the emulator server of this ninja run ended, or stopped answering, " \
+                   "during the run" in got["err"]
+        finally:
+            os.kill(servers[0], signal.SIGCONT)
+    finally:
+        ninja.close()
+    assert _gone(servers) == []
+    assert _left_over(before) == {}
+
+
+def test_the_step_umask_reaches_its_served_run(built_project, tmp_path):
+    proj, _ = built_project
+    log = tmp_path / "handoff.log"
+    env = _env(log)
+    ninja = FakeNinja(tmp_path)
+    modes = {}
+    try:
+        _warm(ninja, proj, env, log)
+        for server in ("0", "1"):
+            results = tmp_path / f"r{server}.json"
+            cmd = ["/bin/sh", "-c", 'umask 077; exec "$@"', "sh",
+                   *_cmd("build/host/relu/testplan.shaped.json", "--results", str(results))]
+            assert ninja.run(cmd, proj, dict(env, GPSIMD_EMU_SERVER=server))["rc"] == 0
+            modes[server] = results.stat().st_mode & 0o777
+        assert _log_lines(log)[-1].startswith("served pid=")
+    finally:
+        ninja.close()
+    assert modes == {"0": 0o600, "1": 0o600}

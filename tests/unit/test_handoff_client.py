@@ -89,3 +89,14 @@ def test_not_under_ninja_or_turned_off_the_command_runs_itself(tmp_path, monkeyp
     assert handoff.hand_off(["run", "plan.json"]) is None
     assert log.read_text() == "here: turned off ($GPSIMD_EMU_SERVER=0)\n"
     assert handoff.hand_off(["--help"]) is None                 # not a run
+
+
+def test_the_fingerprint_covers_the_headers_the_model_reads():
+    """One fact, one place: handoff finds the device headers where
+    gpsimd_device.headers does (without importing it)."""
+    from gpsimd_device import headers
+    assert handoff.include_dir() == headers.INCLUDE_DIR
+    text = handoff.fingerprint()
+    for name in ("abi.h", "dtypes.h", "faults.h"):
+        assert f"gpsimd_host/{name}:" in text
+    assert "\nnumpy:" in text and "\nml_dtypes:" in text
