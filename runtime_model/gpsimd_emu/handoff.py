@@ -54,17 +54,16 @@ from __future__ import annotations
 # import time, no json, socket, signal or typing, which import re and enum)
 import _signal as signal
 import _socket as socket
-import binascii
-import marshal
 import os
 import select
 import struct
 import sys
 import time
 
-__all__ = ["SERVER_ENV", "find_ninja", "fingerprint", "include_dir", "server_name",
-           "hand_off", "start_server", "peer_uid", "peer_pid", "encode", "decode", "MAX_REPLY",
-           "FIRST_REPLY_TIMEOUT"]
+from .scope import decode, encode, find_ninja, fingerprint, peer_pid, peer_uid, server_name
+
+__all__ = ["SERVER_ENV", "LOG_ENV", "hand_off", "start_server", "MAX_REPLY",
+           "FIRST_REPLY_TIMEOUT", "STATUS_GRACE"]
 
 #: ``0``: never hand a run to a server (the README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -80,121 +79,6 @@ FIRST_REPLY_TIMEOUT = 10.0
 #: Seconds the server has to report a run's end once the run has ended.
 STATUS_GRACE = 2.0
 _TIMEOUT = getattr(socket, "timeout", TimeoutError)
-#: Names of the processes that may stand between ninja and the step.
-_SHELLS = ("sh", "bash", "dash", "zsh")
-
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
-
-
-def _proc_stat(pid: int) -> "tuple[str, int, int] | None":
-    """(comm, parent pid, start time in clock ticks) of ``pid`` from
-    ``/proc/PID/stat``, or None when it is gone or unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            text = f.read().decode("utf-8", "replace")
-    except OSError:
-        return None
-    head, _, tail = text.rpartition(")")
-    comm = head.partition("(")[2]
-    fields = tail.split()
-    try:
-        return comm, int(fields[1]), int(fields[19])    # fields 4 and 22 of proc(5)
-    except (IndexError, ValueError):
-        return None
-
-
-def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
-    """(pid, start time) of the ninja process this process (or ``pid``)
-    runs under: its parent, or the parent of a shell between them; None
-    when there is none."""
-    current = os.getppid() if pid is None else pid
-    for _ in range(3):
-        stat = _proc_stat(current)
-        if stat is None:
-            return None
-        comm, parent, start = stat
-        if comm == "ninja":
-            return current, start
-        if comm not in _SHELLS:
-            return None
-        current = parent
-    return None
-
-
-def include_dir() -> str:
-    """The folder of the device headers the model reads its facts from at
-    import (``gpsimd_device.headers.INCLUDE_DIR``, found the same way
-    without importing it)."""
-    package = os.path.join(_RUNTIME_MODEL, "gpsimd_device")
-    for candidate in (os.path.join(package, "include"), os.path.join(_RUNTIME_MODEL, "include")):
-        if os.path.isdir(os.path.join(candidate, "gpsimd_host")):
-            return candidate
-    return os.path.join(_RUNTIME_MODEL, "include")
-
-
-def _stat_line(path: str, label: str) -> "str | None":
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{label}:{st.st_size}:{st.st_mtime_ns}"
-
-
-def fingerprint() -> str:
-    """What a server must share with a command to run it as the command
-    would: the interpreter, ``sys.path`` (``PYTHONPATH`` included), the
-    size and time of every file of ``gpsimd_emu`` and ``gpsimd_device``
-    and of the device headers they read at import (a model or a header
-    edited during the ninja run is not the server's), and of numpy's and
-    ml_dtypes' ``__init__.py`` (an upgrade)."""
-    parts = [sys.executable, repr(sys.flags), *sys.path]
-    folders = [(os.path.join(_RUNTIME_MODEL, p), p) for p in ("gpsimd_emu", "gpsimd_device")]
-    folders.append((os.path.join(include_dir(), "gpsimd_host"), "gpsimd_host"))
-    for folder, label in folders:
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            names = []
-        for name in names:
-            if name.endswith((".py", ".c", ".h")):
-                line = _stat_line(os.path.join(folder, name), f"{label}/{name}")
-                if line:
-                    parts.append(line)
-    for package in ("numpy", "ml_dtypes"):
-        for entry in sys.path:
-            line = _stat_line(os.path.join(entry or ".", package, "__init__.py"), package)
-            if line:
-                parts.append(line)
-                break
-    return "\n".join(parts)
-
-
-def server_name(ninja: "tuple[int, int]", print_: "str | None" = None) -> bytes:
-    """The abstract socket name of the server for the ninja process
-    ``ninja`` (pid, start time: a pid used again is another name), this
-    user and this ``fingerprint`` (its CRC: another version of the model
-    has another server; the server compares the whole text)."""
-    crc = binascii.crc32((fingerprint() if print_ is None else print_).encode())
-    return f"\0gpsimd-emu/{os.getuid()}/{ninja[0]}.{ninja[1]}/{crc:08x}".encode()
-
-
-def _peer(sock) -> "tuple[int, int, int]":
-    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)
-
-
-def peer_uid(sock) -> int:
-    """The user id of the process at the other end of ``sock`` (a
-    ``socket.socket`` or ``_socket.socket``)."""
-    return _peer(sock)[1]
-
-
-def peer_pid(sock) -> int:
-    """The pid of the process at the other end of ``sock``."""
-    return _peer(sock)[0]
-
-
 def _log(line: str) -> None:
     path = os.environ.get(LOG_ENV)
     if path:
@@ -275,20 +159,6 @@ class _Forward:
         for s, old in self.old.items():
             signal.signal(s, old)
         self.old = {}
-
-
-def encode(message: dict) -> bytes:
-    """A message of the protocol (module text)."""
-    return marshal.dumps(message)
-
-
-def decode(data: bytes) -> "dict | None":
-    """The message in ``data``, or None when it is not one."""
-    try:
-        message = marshal.loads(data)
-    except (ValueError, EOFError, TypeError):
-        return None
-    return message if isinstance(message, dict) else None
 
 
 def _recv(sock) -> "dict | None":

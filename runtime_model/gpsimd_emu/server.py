@@ -60,7 +60,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import contain, handoff, server_runs
+from . import contain, scope, server_runs
 from .server_runs import MAX_MESSAGE
 from .settings import one_blas_thread
 
@@ -121,7 +121,7 @@ def _reply(sock: socket.socket, message: dict, encode: Callable[[dict], bytes] =
 class Server:
     """The serving loop (``main`` runs it): requests come on the build's
     ``control`` socket (the SCons path), or as connections to ``listener``
-    (a ninja build's server: ``handoff``); ``watch``, a pidfd, ends the
+    (a ninja build's server: ``ninja_server``, ``handoff``); ``watch``, a pidfd, ends the
     loop when that process (ninja) ends. ``runs`` maps a child's pid to
     the server's end of its run socket. ``ready``: the model is loaded
     (else a request is answered ``here``, and the first one starts the
@@ -178,6 +178,11 @@ class Server:
             if self.listener is not None and self.listener in ready:
                 self._accept()
 
+    @property
+    def loading(self) -> bool:
+        """Is the model being loaded (``_start_warming``) right now?"""
+        return self._warm is not None
+
     def _on_term(self, *_) -> None:
         self.stopping = True
 
@@ -214,7 +219,7 @@ class Server:
             return
         fds: List[int] = []
         try:
-            if handoff.peer_uid(conn) != os.getuid():
+            if scope.peer_uid(conn) != os.getuid():
                 conn.close()
                 return
             conn.settimeout(2.0)        # (a client sends its request at once)
@@ -228,7 +233,7 @@ class Server:
             _close(fds)
             conn.close()
             return
-        req = _request_of(handoff.decode(data)) if len(fds) == 2 else "no stdout and stderr"
+        req = _request_of(scope.decode(data)) if len(fds) == 2 else "no stdout and stderr"
         why = None
         if isinstance(req, str):
             why = req
@@ -238,12 +243,12 @@ class Server:
             self._start_warming()
             why = "the server is loading the model"
         if why is not None:
-            _reply(conn, {"here": why}, handoff.encode)
+            _reply(conn, {"here": why}, scope.encode)
             conn.close()
             _close(fds)
             return
         self._start(conn, json.dumps(req).encode(), req, fds[0], fds[1], req["env"] == self.env,
-                    handoff.encode)
+                    scope.encode)
 
     def _start(self, run_sock: socket.socket, data: bytes, req: dict, out_fd: int,
                err_fd: int, same_env: bool, encode: Callable[[dict], bytes] = _json) -> None:
@@ -392,7 +397,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     its abstract socket, until that ninja process ends."""
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--ninja"]:
-        return _main_ninja(argv)
+        from .ninja_server import main as ninja_main
+        return ninja_main(argv)
     if len(argv) != 1 or not argv[0].isdigit():
         print("usage: python -m gpsimd_emu.server FD | --ninja PID.START --start-fd FD",
               file=sys.stderr)
@@ -409,49 +415,6 @@ def main(argv: Optional[List[str]] = None) -> int:
         server.serve()
     finally:
         server.stop()
-    return 0
-
-
-def _main_ninja(argv: List[str]) -> int:
-    """The ninja build's server (``main``): 0 when it served until ninja
-    ended, or when it is not needed (ninja is gone, another server has
-    the name); 2 for bad arguments."""
-    try:
-        pid, start = (int(x) for x in argv[1].split("."))
-        if argv[2] != "--start-fd" or len(argv) != 4:
-            raise ValueError(argv)
-        start_lock = socket.socket(fileno=int(argv[3]))    # held for life: "being started"
-    except (IndexError, ValueError, OSError):
-        print("usage: python -m gpsimd_emu.server --ninja PID.START --start-fd FD",
-              file=sys.stderr)
-        return 2
-    contain.set_name("gpsimd-server")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    env = dict(os.environ)              # as the steps' commands have it (before BLAS's)
-    try:
-        watch = os.pidfd_open(pid)
-    except OSError:
-        return 0
-    stat = handoff._proc_stat(pid)
-    if stat is None or stat[2] != start:  # (checked once the pidfd holds the process)
-        return 0
-    print_ = handoff.fingerprint()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
-    try:
-        listener.bind(handoff.server_name((pid, start), print_))
-        listener.listen(64)
-    except OSError:
-        return 0
-    one_blas_thread()      # before numpy's import: as the command does
-    server = Server(listener=listener, watch=watch, ready=False, env=env, fingerprint=print_)
-    try:
-        server.serve()
-    finally:
-        listener.close()
-        server.stop()
-        start_lock.close()
-    if server._warm is not None:         # ninja ended while the model loaded
-        os._exit(0)
     return 0
 
 

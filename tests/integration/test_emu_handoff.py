@@ -19,6 +19,7 @@ import pytest
 
 from conftest import ROOT
 from test_emu_containment import _left_over, _ours, _plan_with, hostile  # noqa: F401
+from test_emu_server import _descendants
 
 _FAKE_NINJA = r'''
 import ctypes, json, subprocess, sys
@@ -59,6 +60,14 @@ class FakeNinja:
     def servers(self):
         """Pids of the live servers scoped to this ninja."""
         return _servers(self.proc.pid)
+
+    def wait_servers(self, n, wait=10.0):
+        """The servers scoped to this ninja, once there are ``n``."""
+        deadline = time.monotonic() + wait
+        while len(self.servers()) < n:
+            assert time.monotonic() < deadline, self.servers()
+            time.sleep(0.02)
+        return self.servers()
 
     def close(self):
         if self.proc.poll() is None:
@@ -110,21 +119,6 @@ def _cwd(pid):
         return os.readlink(f"/proc/{pid}/cwd")
     except OSError:
         return None
-
-
-def _descendants(pid):
-    """Pids of every live descendant of ``pid`` (``/proc``)."""
-    found, todo = set(), [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            with open(f"/proc/{parent}/task/{parent}/children") as f:
-                kids = [int(k) for k in f.read().split()]
-        except OSError:
-            continue
-        found.update(kids)
-        todo.extend(kids)
-    return found
 
 
 def _zombie(pid):
@@ -205,11 +199,7 @@ def test_a_lone_step_leaves_an_idle_server_that_never_loads_the_model(built_proj
         got = ninja.run(_cmd("build/host/relu/testplan.shaped.json", "--results",
                              str(tmp_path / "r.json")), proj, _env(log))
         assert got["rc"] == 0 and "relu: 10 passed, 0 failed" in got["out"]
-        deadline = time.monotonic() + 10
-        while not ninja.servers():
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        (server,) = ninja.servers()
+        (server,) = ninja.wait_servers(1)
         time.sleep(0.5)
         with open(f"/proc/{server}/maps") as f:
             assert "numpy" not in f.read()
@@ -234,21 +224,13 @@ def test_another_version_of_the_model_gets_its_own_server(built_project, tmp_pat
         got = ninja.run(_cmd("missing.json", "--results", "none.json"), proj, env)
         assert got["rc"] == 2
         assert _log_lines(log)[-1] == "here: no server yet; started one"
-        deadline = time.monotonic() + 10
-        while len(ninja.servers()) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        both = ninja.servers()
+        both = ninja.wait_servers(2)
         # a device header the model reads at import, edited: another again
         abi = model / "include" / "gpsimd_host" / "abi.h"
         abi.write_text(abi.read_text() + "\n")
         ninja.run(_cmd("missing.json", "--results", "none.json"), proj, env)
         assert _log_lines(log)[-1] == "here: no server yet; started one"
-        deadline = time.monotonic() + 10
-        while len(ninja.servers()) < 3:
-            assert time.monotonic() < deadline
-            time.sleep(0.02)
-        every = ninja.servers()
+        every = ninja.wait_servers(3)
     finally:
         ninja.close()
     assert set(old) < set(both) < set(every) and _gone(every) == []

@@ -1,4 +1,5 @@
-"""The client side of a ninja step's hand-off (gpsimd_emu.handoff): how
+"""The client side of a ninja step's hand-off (gpsimd_emu.handoff,
+gpsimd_emu.scope): how
 the ninja process is found, what names its server, the messages, and
 that a command not under ninja, or with the hand-off turned off, runs
 itself. (Served runs, signals and the server's end: the integration tests
@@ -10,11 +11,11 @@ import sys
 
 from conftest import ROOT
 
-from gpsimd_emu import handoff
+from gpsimd_emu import handoff, scope
 
 
 _PROBE = (f"import sys; sys.path.insert(0, {str(ROOT / 'runtime_model')!r}); "
-          "from gpsimd_emu import handoff; print(handoff.find_ninja())")
+          "from gpsimd_emu import scope; print(scope.find_ninja())")
 
 
 def _under(name, through_shell=False):
@@ -47,36 +48,36 @@ def test_proc_stat_reads_a_name_with_spaces_and_parentheses():
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     try:
         child.stdout.readline()             # (named)
-        comm, parent, start = handoff._proc_stat(child.pid)
+        comm, parent, start = scope.proc_stat(child.pid)
         assert comm == "a (b) c)" and parent == os.getpid() and start > 0
     finally:
         child.communicate(b"")
-    assert handoff._proc_stat(child.pid) is None       # gone
+    assert scope.proc_stat(child.pid) is None       # gone
 
 
 def test_the_server_name_carries_user_ninja_and_version():
-    name = handoff.server_name((1234, 5678), "print")
+    name = scope.server_name((1234, 5678), "print")
     assert name.startswith(b"\0gpsimd-emu/%d/1234.5678/" % os.getuid())
-    assert name != handoff.server_name((1234, 5678), "print2")
-    assert name != handoff.server_name((1234, 5679), "print")
+    assert name != scope.server_name((1234, 5678), "print2")
+    assert name != scope.server_name((1234, 5679), "print")
     assert len(name) < 108                              # sun_path
     # the fingerprint: this interpreter, sys.path and the model's files
-    text = handoff.fingerprint()
+    text = scope.fingerprint()
     assert sys.executable in text and "gpsimd_emu/handoff.py:" in text
     assert "gpsimd_device/plan.py:" in text
 
 
 def test_messages_round_trip_and_garbage_is_no_message():
     message = {"argv": ["run", "p.json"], "cwd": "/x", "env": {"A": "1"}, "fingerprint": "f"}
-    assert handoff.decode(handoff.encode(message)) == message
-    for junk in (b"", b"\x00\x01garbage", handoff.encode(["not", "a", "dict"])):
-        assert handoff.decode(junk) is None
+    assert scope.decode(scope.encode(message)) == message
+    for junk in (b"", b"\x00\x01garbage", scope.encode(["not", "a", "dict"])):
+        assert scope.decode(junk) is None
 
 
 def test_peer_uid_is_the_other_ends_user():
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     with a, b:
-        assert handoff.peer_uid(a) == os.getuid()
+        assert scope.peer_uid(a) == os.getuid()
 
 
 def test_not_under_ninja_or_turned_off_the_command_runs_itself(tmp_path, monkeypatch):
@@ -95,8 +96,8 @@ def test_the_fingerprint_covers_the_headers_the_model_reads():
     """One fact, one place: handoff finds the device headers where
     gpsimd_device.headers does (without importing it)."""
     from gpsimd_device import headers
-    assert handoff.include_dir() == headers.INCLUDE_DIR
-    text = handoff.fingerprint()
+    assert scope.include_dir() == headers.INCLUDE_DIR
+    text = scope.fingerprint()
     for name in ("abi.h", "dtypes.h", "faults.h"):
         assert f"gpsimd_host/{name}:" in text
     assert "\nnumpy:" in text and "\nml_dtypes:" in text
