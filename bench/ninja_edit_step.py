@@ -15,9 +15,11 @@ the step's wall time (ms), median and every run, for both.
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 _FAKE_NINJA = ("import ctypes, subprocess, sys, time; "
@@ -33,13 +35,12 @@ def main(argv=None):
     p.add_argument("--leader", default=None)
     p.add_argument("--repeat", type=int, default=10)
     a = p.parse_args(argv)
+    tmp = tempfile.mkdtemp()
     cmd = [sys.executable, "-m", "gpsimd_emu", "run", a.plan, "--results",
-           os.path.join(os.path.abspath(a.root), ".ninja_edit_step.json"), "--quiet"] + (
+           os.path.join(tmp, "results.json"), "--quiet"] + (
                ["--leader", a.leader] if a.leader else [])
     walls = {"0": [], "1": []}
-    log = os.path.join(os.path.abspath(a.root), ".ninja_edit_step.log")
-    if os.path.exists(log):
-        os.unlink(log)
+    log = os.path.join(tmp, "handoff.log")
     for i in range(a.repeat):
         for server in (("1", "0") if i % 2 else ("0", "1")):
             env = dict(os.environ, GPSIMD_EMU_SERVER=server,
@@ -56,7 +57,7 @@ def main(argv=None):
               f"{sorted(round(w) for w in walls[server])}")
     with open(log) as f:
         lines = f.read().splitlines()
-    os.unlink(log)
+    shutil.rmtree(tmp)
     print(f"steps: {lines.count('here: no server yet; started one')} started a server, "
           f"{sum(x.startswith('here: turned off') for x in lines)} with it turned off")
     print(f"load average {os.getloadavg()}")
