@@ -48,7 +48,6 @@ import argparse
 import functools
 import json
 import os
-import select
 import signal
 import sys
 import time
@@ -327,30 +326,11 @@ def _end_all(worker: Optional[int]) -> None:
 def _wait(pid: int, limit: float) -> Optional[int]:
     """The wait status of child ``pid``, or None after killing it when it
     ran longer than ``limit`` seconds."""
-    deadline = time.monotonic() + limit
-    pidfd = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
-    try:
-        while True:
-            got, status = os.waitpid(pid, os.WNOHANG)
-            if got:
-                return status
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-                return None
-            if pidfd is not None:
-                select.select([pidfd], [], [], remaining)
-            else:
-                time.sleep(0.01)
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
+    status = contain.wait_until(pid, time.monotonic() + limit, poll=0.01)
+    if status is None:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return status
 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:

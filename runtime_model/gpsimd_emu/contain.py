@@ -31,12 +31,14 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import select
 import signal
 import time
 from typing import Callable, List, Optional
 
 __all__ = [
     "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill_group",
+    "wait_until",
     "enter_namespace", "sweep_namespace", "MemoryCgroup", "limit_data", "data_bytes",
 ]
 
@@ -107,6 +109,38 @@ def children() -> List[int]:
         except (OSError, ValueError):
             pass
     return out
+
+
+def wait_until(pid: int, deadline: float, poll: float = 0.001) -> Optional[int]:
+    """The wait status of child ``pid`` once it has ended (reaped), or None
+    when ``deadline`` (``time.monotonic()``) comes first (it is left
+    running, not reaped). Waits on a pidfd where the kernel has them, else
+    polls every ``poll`` seconds.
+
+    Raises:
+        ChildProcessError: ``pid`` is not a child of this process.
+    """
+    pidfd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            pidfd = os.pidfd_open(pid)
+        except OSError:
+            pidfd = None
+    try:
+        while True:
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got:
+                return status
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            if pidfd is not None:
+                select.select([pidfd], [], [], remaining)
+            else:
+                time.sleep(min(poll, remaining))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def kill_group(pid: int) -> None:

@@ -43,7 +43,6 @@ import ctypes
 import gc
 import json
 import os
-import select
 import signal
 import socket
 import sys
@@ -321,39 +320,17 @@ def _wait(pid: int, deadline: float) -> tuple:
     """(wait status, timed out) of the leader; kills its process group
     (and so, as its namespace's PID 1, every process of the vector) at the
     deadline."""
-    pidfd = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
-    timed_out = False
+    status = contain.wait_until(pid, deadline, poll=0.0005)
+    if status is not None:
+        contain.kill_group(pid)         # whatever stayed in its group
+        return status, False
+    contain.kill_group(pid)
     try:
-        while True:
-            got, st = os.waitpid(pid, os.WNOHANG)
-            if got:
-                contain.kill_group(pid)     # whatever stayed in its group
-                return st, timed_out
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                contain.kill_group(pid)
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                _, st = os.waitpid(pid, 0)
-                return st, timed_out
-            if pidfd is not None:
-                try:
-                    select.select([pidfd], [], [], remaining)
-                except InterruptedError:
-                    pass
-            else:
-                time.sleep(0.0005)
-    finally:
-        if pidfd is not None:
-            os.close(pidfd)
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    _, status = os.waitpid(pid, 0)
+    return status, True
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Optional, Sequence, Tuple
 
+from . import contain
 from .cores import CoreSpec
 
 __all__ = ["ZygoteClient", "ZygoteError", "prespawn", "prespawned_fd"]
@@ -199,34 +200,13 @@ class ZygoteClient:
             pass
         if self.pid is None:
             return
-        deadline = time.monotonic() + 1.0
         try:
-            ended = os.pidfd_open(self.pid)     # readable once it ended
-        except (AttributeError, OSError):
-            ended = None
-        try:
-            while True:
+            if contain.wait_until(self.pid, time.monotonic() + 1.0) is None:
                 try:
-                    got, _ = os.waitpid(self.pid, os.WNOHANG)
-                except ChildProcessError:
-                    break
-                if got:
-                    break
-                if time.monotonic() > deadline:
-                    try:
-                        os.kill(self.pid, signal.SIGKILL)
-                    except OSError:
-                        pass
-                    try:
-                        os.waitpid(self.pid, 0)
-                    except ChildProcessError:
-                        pass
-                    break
-                if ended is not None:
-                    select.select([ended], [], [], max(0.0, deadline - time.monotonic()))
-                else:
-                    time.sleep(0.001)
-        finally:
-            if ended is not None:
-                os.close(ended)
+                    os.kill(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                os.waitpid(self.pid, 0)
+        except ChildProcessError:
+            pass
         self.pid = None
