@@ -1,41 +1,208 @@
-"""A ninja build's emulator server (``python -m gpsimd_emu.server --ninja
-PID.START --start-fd FD``): started idle by the first test step of that
-ninja run (``gpsimd_emu.handoff.start_server``, which hands it ``FD``, the
-bound ``.../start`` name it holds for its life), it listens on the
-abstract socket ``scope.server_name`` and serves the steps' runs with
-``gpsimd_emu.server.Server`` until the ninja process ``PID`` (whose start
-time must be ``START``: a pid used again is another process) ends.
+"""A ninja build's emulator server: what the process that
+``gpsimd_emu.handoff.start_server`` forks off a step of that ninja run
+(the prestart step, which has it load the model at once, or the first
+test step, which starts it idle) goes on to run (``serve``): it listens
+on the abstract socket ``scope.server_name`` and serves the steps' runs
+(``NinjaServer``: ``gpsimd_emu.server.Server`` with connections instead
+of a control socket) until the ninja process (whose start time must be
+the one the step saw: a pid used again is another process) ends.
+
+The server is a fork of the step's interpreter, not a new one: the same
+interpreter, flags, ``sys.path`` and environment as the test steps'
+commands (so the same ``scope.fingerprint``), and one Python start-up
+less (about 50 ms) before it can load the model. Its name (``comm``) is
+``gpsimd-server``; its command line is still the step's.
+
+Loading: the model (``server._preload``: numpy and every module a run
+imports, 0.15-0.3 s) loads in a thread at nice ``LOAD_NICE``, so that
+the build's own steps (the compile beside which the prestart step runs)
+come first; the loop goes on answering meanwhile. A request that comes
+while it loads waits for it (``LOAD_WAIT`` seconds at most, then it is
+answered ``here``: its step runs its vectors itself); one whose step is
+gone by then is dropped.
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import os
 import signal
 import socket
-import sys
-from typing import List
+import threading
+import time
+from typing import List, Optional, Tuple
 
 from . import contain, scope
-from .server import Server
+from . import server as base
+from .server import MAX_MESSAGE, Server, _close, _reply, _request_of
 from .settings import one_blas_thread
 
-__all__ = ["main"]
+__all__ = ["serve", "NinjaServer", "LOAD_WAIT", "LOAD_NICE"]
+
+#: Seconds a step's request waits for the model being loaded (it takes
+#: 0.15-0.3 s; ``handoff.FIRST_REPLY_TIMEOUT`` is longer) before it is
+#: answered ``here``.
+LOAD_WAIT = 5.0
+#: The nice value (setpriority(2), of the loading thread alone) at which
+#: the model loads.
+LOAD_NICE = 10
 
 
-def main(argv: List[str]) -> int:
-    """``python -m gpsimd_emu.server --ninja PID.START --start-fd FD``
-    (``argv``, from ``--ninja`` on): 0 when it served until ninja ended, or
-    when it is not needed (ninja is gone, another server has the name); 2
-    for bad arguments."""
-    try:
-        pid, start = (int(x) for x in argv[1].split("."))
-        if argv[2] != "--start-fd" or len(argv) != 4:
-            raise ValueError(argv)
-        start_lock = socket.socket(fileno=int(argv[3]))    # held for life: "being started"
-    except (IndexError, ValueError, OSError):
-        print("usage: python -m gpsimd_emu.server --ninja PID.START --start-fd FD",
-              file=sys.stderr)
-        return 2
+class NinjaServer(Server):
+    """The server of one ninja run: requests are connections to
+    ``listener`` (``handoff``'s protocol: one request per connection, the
+    connection being the run socket, messages in ``scope.encode``'s
+    format); ``watch``, a pidfd, ends the loop when that process (ninja)
+    ends; ``env``, ``fingerprint``: what a request must match for the
+    spare run, and at all. It starts with the model not loaded
+    (``start_loading``); ``waiting``: the requests that wait for it,
+    each (connection, its two descriptors, the request, the monotonic
+    time it is answered ``here`` at)."""
+
+    def __init__(self, listener: socket.socket, watch: int, env: dict, fingerprint: str):
+        super().__init__(ready=False)
+        self.listener, self.watch = listener, watch
+        self.env, self.fingerprint = env, fingerprint
+        self._loader: Optional[threading.Thread] = None
+        self.waiting: List[Tuple[socket.socket, List[int], dict, float]] = []
+
+    @property
+    def loading(self) -> bool:
+        """Is the model being loaded (``start_loading``) right now?"""
+        return self._loader is not None
+
+    def _sources(self) -> List:
+        return [self.listener, self.watch] + [w[0] for w in self.waiting]
+
+    def _timeout(self) -> Optional[float]:
+        if not self.waiting:
+            return None
+        return max(0.0, min(w[3] for w in self.waiting) - time.monotonic())
+
+    def _handle(self, ready: List) -> bool:
+        if self.watch in ready:
+            return False                          # ninja ended
+        if self._loader is not None and not self._loader.is_alive():
+            self._loaded()
+        if self.waiting:
+            self._serve_waiting(ready)
+        if self.listener in ready:
+            self._accept()
+        return True
+
+    def start_loading(self) -> None:
+        """Load the model in a thread (``server._preload``), unless it is
+        loaded or loading; ``_loaded`` runs once it is done."""
+        if self._loader is not None or self.ready:
+            return
+
+        def load() -> None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOAD_NICE)
+            except (AttributeError, OSError):
+                pass
+            try:
+                base._preload()
+            finally:
+                os.write(self.wake_w, b"w")
+
+        self._loader = threading.Thread(target=load, name="preload", daemon=True)
+        self._loader.start()
+
+    def _loaded(self) -> None:
+        """The model is loaded: serve (no thread is left when runs fork)."""
+        self._loader.join()
+        self._loader = None
+        gc.collect()
+        gc.freeze()                      # forked runs do not copy pages the collector writes
+        self.ready = True
+        self._make_spare()
+
+    def _accept(self) -> None:
+        """Take one connection to the listener."""
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        fds: List[int] = []
+        try:
+            if scope.peer_uid(conn) != os.getuid():
+                conn.close()
+                return
+            conn.settimeout(2.0)        # (a client sends its request at once)
+            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
+            conn.settimeout(None)
+        except OSError:
+            _close(fds)
+            conn.close()
+            return
+        message = scope.decode(data)
+        if isinstance(message, dict) and message.get("prestart") is True:
+            # (handoff.prestart: test steps are coming; nothing to answer)
+            if message.get("fingerprint") == self.fingerprint:
+                self.start_loading()
+            _close(fds)
+            conn.close()
+            return
+        if self._gone(conn):           # the step gave up (or died) before an answer
+            _close(fds)
+            conn.close()
+            return
+        req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
+        if isinstance(req, str) or req.get("fingerprint") != self.fingerprint:
+            why = req if isinstance(req, str) else "another version of the model"
+            _reply(conn, {"here": why}, scope.encode)
+            conn.close()
+            _close(fds)
+        elif not self.ready:
+            self.start_loading()
+            self.waiting.append((conn, fds, req, time.monotonic() + LOAD_WAIT))
+        else:
+            self._serve(conn, fds, req)
+
+    def _serve(self, conn: socket.socket, fds: List[int], req: dict) -> None:
+        self._start(conn, json.dumps(req).encode(), req, fds[0], fds[1], req["env"] == self.env,
+                    scope.encode)
+
+    def _serve_waiting(self, ready: List) -> None:
+        """The waiting requests: dropped when their step is gone (its
+        connection readable: a step sends nothing more), served once the
+        model is loaded, answered ``here`` once ``LOAD_WAIT`` has passed."""
+        now = time.monotonic()
+        left = []
+        for conn, fds, req, deadline in self.waiting:
+            if conn in ready:
+                _close(fds)
+                conn.close()
+            elif self.ready:
+                self._serve(conn, fds, req)
+            elif now >= deadline:
+                _reply(conn, {"here": "the server is still loading the model"}, scope.encode)
+                _close(fds)
+                conn.close()
+            else:
+                left.append((conn, fds, req, deadline))
+        self.waiting = left
+
+    def stop(self) -> None:
+        """``Server.stop``; a waiting request's step sees its connection
+        close, and runs its vectors itself."""
+        for conn, fds, _, _ in self.waiting:
+            _close(fds)
+            conn.close()
+        self.waiting = []
+        super().stop()
+
+
+def serve(ninja: Tuple[int, int], load: bool) -> int:
+    """Serve the ninja process ``ninja`` (pid, start time) until it ends
+    (the caller holds the bound ``.../start`` name, "being started", for
+    as long); ``load``: start loading the model at once. Returns 0, also
+    when the server is not needed (ninja is gone, another server has the
+    name); never returns while the model is being loaded (``os._exit``:
+    no finalising with the loading thread alive)."""
+    pid, start = ninja
     contain.set_name("gpsimd-server")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     env = dict(os.environ)              # as the steps' commands have it (before BLAS's)
@@ -54,13 +221,14 @@ def main(argv: List[str]) -> int:
     except OSError:
         return 0
     one_blas_thread()      # before numpy's import: as the command does
-    server = Server(listener=listener, watch=watch, ready=False, env=env, fingerprint=print_)
+    server = NinjaServer(listener, watch, env, print_)
+    if load:
+        server.start_loading()
     try:
         server.serve()
     finally:
         listener.close()
         server.stop()
-        start_lock.close()
     if server.loading:                   # ninja ended while the model loaded: no finalising
         os._exit(0)
     return 0

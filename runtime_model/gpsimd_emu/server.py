@@ -33,14 +33,10 @@ wait status) once the child ended; when the build's end of the run
 socket closes first (the build gave up on it), the child gets SIGTERM.
 (What the forked processes do: ``gpsimd_emu.server_runs``.)
 
-A ninja build's server (``python -m gpsimd_emu.server --ninja PID.START
---start-fd FD``, started by the first test step of that ninja run:
-``gpsimd_emu.handoff``, which also holds its protocol) serves the same
-runs to connections on an abstract socket instead, one request per
-connection, the connection being the run socket. It starts idle: the
-first request is answered ``here`` and starts loading the model in a
-thread (``Server._start_warming``), answering ``here`` until that is
-done; it ends, as above, when the ninja process (a pidfd) ends.
+A ninja build's server (``gpsimd_emu.ninja_server``, forked off a step of
+that ninja run by ``gpsimd_emu.handoff``, which also holds its protocol)
+serves the same runs to connections on an abstract socket instead, and
+loads the model when a step first needs it.
 """
 
 from __future__ import annotations
@@ -56,15 +52,14 @@ import os
 import select
 import socket
 import sys
-import threading
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
-from . import contain, scope, server_runs
+from . import contain, server_runs
 from .server_runs import MAX_MESSAGE
 from .settings import one_blas_thread
 
-__all__ = ["main", "MAX_MESSAGE", "STOP_GRACE"]
+__all__ = ["main", "Server", "MAX_MESSAGE", "STOP_GRACE"]
 
 #: Seconds a run has to end after SIGTERM when the build is gone.
 STOP_GRACE = 2.0
@@ -120,20 +115,15 @@ def _reply(sock: socket.socket, message: dict, encode: Callable[[dict], bytes] =
 
 class Server:
     """The serving loop (``main`` runs it): requests come on the build's
-    ``control`` socket (the SCons path), or as connections to ``listener``
-    (a ninja build's server: ``ninja_server``, ``handoff``); ``watch``, a pidfd, ends the
-    loop when that process (ninja) ends. ``runs`` maps a child's pid to
-    the server's end of its run socket. ``ready``: the model is loaded
-    (else a request is answered ``here``, and the first one starts the
-    loading in a thread, ``_warm``); ``env``, ``fingerprint``: what a
-    listener's request must match for the spare run, and at all."""
+    ``control`` socket (the SCons path; a ninja build's server,
+    ``ninja_server.NinjaServer``, takes connections to a listener
+    instead). ``runs`` maps a child's pid to the server's end of its run
+    socket; ``ready``: the model is loaded (the spare run is made only
+    then)."""
 
-    def __init__(self, control: Optional[socket.socket] = None, *,
-                 listener: Optional[socket.socket] = None, watch: Optional[int] = None,
-                 ready: bool = True, env: Optional[dict] = None,
-                 fingerprint: Optional[str] = None):
-        self.control, self.listener, self.watch = control, listener, watch
-        self.ready, self.env, self.fingerprint = ready, env, fingerprint
+    def __init__(self, control: Optional[socket.socket] = None, *, ready: bool = True):
+        self.control = control
+        self.ready = ready
         self.runs: Dict[int, socket.socket] = {}
         #: how each run's messages are written (JSON; ``handoff``'s marshal)
         self.formats: Dict[int, Callable[[dict], bytes]] = {}
@@ -141,47 +131,46 @@ class Server:
         self.stopping = False
         #: the spare run waiting for a request: (pid, its socket)
         self.spare: Optional[Tuple[int, socket.socket]] = None
-        self._warm: Optional[threading.Thread] = None
 
     def serve(self) -> None:
-        """Serve until the control socket's end of file, the watched
-        process's end, or SIGTERM."""
+        """Serve until the control socket's end of file (or what
+        ``_handle`` says), or SIGTERM."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         contain.become_subreaper()      # orphans of its runs come back here to be reaped
         if self.ready:
             self._make_spare()
-        sources = [x for x in (self.control, self.listener, self.watch) if x is not None]
         while not self.stopping:
-            watched: List = [self.wake_r] + sources + list(self.runs.values())
+            watched: List = [self.wake_r] + self._sources() + list(self.runs.values())
             try:
-                ready, _, _ = select.select(watched, [], [])
+                ready, _, _ = select.select(watched, [], [], self._timeout())
             except InterruptedError:
                 continue
-            if self.watch is not None and self.watch in ready:
-                return                              # ninja ended
             if self.wake_r in ready:
                 try:
                     while os.read(self.wake_r, 64):
                         pass
                 except BlockingIOError:
                     pass
-            if self._warm is not None and not self._warm.is_alive():
-                self._warmed()
             self._reap()
             for pid, sock in list(self.runs.items()):
                 if sock in ready and self._gone(sock):
                     server_runs.kill(pid, signal.SIGTERM)     # the build gave up on this run
-            if self.control is not None and self.control in ready and not self._request():
+            if not self._handle(ready):
                 return
-            if self.listener is not None and self.listener in ready:
-                self._accept()
 
-    @property
-    def loading(self) -> bool:
-        """Is the model being loaded (``_start_warming``) right now?"""
-        return self._warm is not None
+    def _sources(self) -> List:
+        """What the loop waits on besides its wake-up pipe and the runs."""
+        return [self.control]
+
+    def _timeout(self) -> Optional[float]:
+        """Seconds the loop may wait at most (None: no limit)."""
+        return None
+
+    def _handle(self, ready: List) -> bool:
+        """Serve what ``ready`` (of ``_sources``) holds; False: stop."""
+        return not (self.control in ready and not self._request())
 
     def _on_term(self, *_) -> None:
         self.stopping = True
@@ -211,45 +200,6 @@ class Server:
         self._start(run_sock, data, req, fds[1], fds[2], req.get("spare") is True)
         return True
 
-    def _accept(self) -> None:
-        """Serve one connection to the listener (``handoff``'s protocol)."""
-        try:
-            conn, _ = self.listener.accept()
-        except OSError:
-            return
-        fds: List[int] = []
-        try:
-            if scope.peer_uid(conn) != os.getuid():
-                conn.close()
-                return
-            conn.settimeout(2.0)        # (a client sends its request at once)
-            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
-            conn.settimeout(None)
-        except OSError:
-            _close(fds)
-            conn.close()
-            return
-        if self._gone(conn):           # the step gave up (or died) before an answer
-            _close(fds)
-            conn.close()
-            return
-        req = _request_of(scope.decode(data)) if len(fds) == 2 else "no stdout and stderr"
-        why = None
-        if isinstance(req, str):
-            why = req
-        elif req.get("fingerprint") != self.fingerprint:
-            why = "another version of the model"
-        elif not self.ready:
-            self._start_warming()
-            why = "the server is loading the model"
-        if why is not None:
-            _reply(conn, {"here": why}, scope.encode)
-            conn.close()
-            _close(fds)
-            return
-        self._start(conn, json.dumps(req).encode(), req, fds[0], fds[1], req["env"] == self.env,
-                    scope.encode)
-
     def _start(self, run_sock: socket.socket, data: bytes, req: dict, out_fd: int,
                err_fd: int, same_env: bool, encode: Callable[[dict], bytes] = _json) -> None:
         """Start the request's run (``data``: its JSON; the spare run when
@@ -270,30 +220,6 @@ class Server:
         _reply(run_sock, {"pid": pid, "spare": pid == spare_pid}, encode)
         if self.spare is None:
             self._make_spare()
-
-    def _start_warming(self) -> None:
-        """Load the model in a thread (``_preload``); the loop goes on
-        answering, and ``_warmed`` runs once it is done."""
-        if self._warm is not None:
-            return
-
-        def warm() -> None:
-            try:
-                _preload()
-            finally:
-                os.write(self.wake_w, b"w")
-
-        self._warm = threading.Thread(target=warm, name="preload", daemon=True)
-        self._warm.start()
-
-    def _warmed(self) -> None:
-        """The model is loaded: serve (no thread is left when runs fork)."""
-        self._warm.join()
-        self._warm = None
-        gc.collect()
-        gc.freeze()                      # forked runs do not copy pages the collector writes
-        self.ready = True
-        self._make_spare()
 
     def _make_spare(self) -> None:
         """Fork the next spare run (``server_runs.spare``)."""
@@ -392,16 +318,11 @@ class Server:
 
 def main(argv: Optional[List[str]] = None) -> int:
     """``python -m gpsimd_emu.server FD``: serve the control socket ``FD``
-    until its other end closes. ``python -m gpsimd_emu.server --ninja
-    PID.START --start-fd FD``: a ninja build's server (``handoff``), on
-    its abstract socket, until that ninja process ends."""
+    until its other end closes. (A ninja build's server is forked off a
+    step instead: ``ninja_server``.)"""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["--ninja"]:
-        from .ninja_server import main as ninja_main
-        return ninja_main(argv)
     if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: python -m gpsimd_emu.server FD | --ninja PID.START --start-fd FD",
-              file=sys.stderr)
+        print("usage: python -m gpsimd_emu.server FD", file=sys.stderr)
         return 2
     control = socket.socket(fileno=int(argv[0]))
     contain.set_name("gpsimd-server")
