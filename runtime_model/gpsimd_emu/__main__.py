@@ -19,6 +19,10 @@ With ``--failed-results F``, the results file is the proof of a passing run
 (what the build's test node is): both files are removed first, and a run in
 which a vector failed writes its results to ``F`` instead.
 
+``python -m gpsimd_emu prestart STAMP``: a ninja build's step before its
+test steps: starts that ninja run's emulator server loading the model,
+writes the empty file ``STAMP`` and exits 0 (``gpsimd_emu.handoff``).
+
 A ninja build's test step hands its run to that ninja run's emulator
 server when there is one (``gpsimd_emu.handoff``, first thing: the same
 output, results and exit status); else, or when the server says so:
@@ -37,8 +41,9 @@ from __future__ import annotations
 if __name__ == "__main__":      # a ninja step: its build's server may run it (before any import)
     import os as _os
     import sys as _sys
-    from .handoff import hand_off as _hand_off
-    _status = _hand_off(_sys.argv[1:])
+    from .handoff import hand_off as _hand_off, prestart as _prestart
+    _status = (_prestart(_sys.argv[1:]) if _sys.argv[1:2] == ["prestart"]
+               else _hand_off(_sys.argv[1:]))
     if _status is not None:     # (nothing of this process is left to finalise)
         _sys.stdout.flush()
         _sys.stderr.flush()

@@ -5,15 +5,19 @@ nothing else of the package, no numpy).
 On the ninja path every test step is a command of its own; started cold,
 each pays a Python interpreter, numpy and its library's zygote (about
 0.2 s) before its first vector. A ninja build's test steps therefore share
-one emulator server (``gpsimd_emu.server --ninja``, the server the SCons
+one emulator server (``gpsimd_emu.ninja_server``, the server the SCons
 path uses, listening on a socket) whose life is that ninja process's:
 
-* **started by the build**: the first test step that finds none starts it
-  (``start_server``) and runs its own vectors itself. The server waits
-  idle (an interpreter, no numpy), so that a ninja run with one test step,
-  the edit loop, pays nothing more; a second step's request makes it load
-  the model, and it serves the steps that come once that is done. A step
-  that finds no server ready runs its vectors itself, as before.
+* **started by the build**: the ninja path's prestart step (``prestart``,
+  ``python -m gpsimd_emu prestart STAMP``, which every test step needs
+  order-only and which runs when a source a test depends on changed: in
+  the edit loop beside the kernel's compile) starts it loading the model
+  at once, so that the edit loop's one test step is served. Without it
+  (a header edited, the stamp up to date), the first test step that finds
+  no server starts one idle (an interpreter, no numpy) and runs its own
+  vectors; a second step's request makes it load the model. A request
+  that comes while the model loads waits for it (``server.LOAD_WAIT``
+  at most); a step that finds no server runs its vectors itself.
 * **ended with it**: the server watches that ninja process (a pidfd) and,
   when it ends, however it ends (``kill -9`` included), ends every run
   still going as the SCons path's server does when scons dies.
@@ -62,7 +66,7 @@ import time
 
 from .scope import decode, encode, find_ninja, fingerprint, peer_pid, peer_uid, server_name
 
-__all__ = ["SERVER_ENV", "LOG_ENV", "hand_off", "start_server", "MAX_REPLY",
+__all__ = ["SERVER_ENV", "LOG_ENV", "hand_off", "prestart", "start_server", "MAX_REPLY",
            "FIRST_REPLY_TIMEOUT", "STATUS_GRACE"]
 
 #: ``0``: never hand a run to a server (the README's ``EMU_SERVER=0``).
@@ -89,14 +93,17 @@ def _log(line: str) -> None:
             pass
 
 
-def start_server(ninja: "tuple[int, int]", name: bytes) -> bool:
+def start_server(ninja: "tuple[int, int]", name: bytes, load: bool = False) -> bool:
     """Start the server for ``ninja`` unless one is being started or runs
     (the name ``name + b"/start"``, bound here and held by the server for
-    its life, decides): True when this call started it. The server is
-    started in a session of its own (ninja's Ctrl-C and its process-group
-    kills do not reach it) and is not this process's child (a command's
-    supervising process ends its own descendants), with stdin, stdout and
-    stderr on ``/dev/null``."""
+    its life, decides): True when this call started it; ``load``: it
+    loads the model at once (else it starts idle). The server is a fork
+    of this process (``ninja_server.serve``: this interpreter, as the
+    test steps' commands start it), in a session of its own (ninja's
+    Ctrl-C and its process-group kills do not reach it), not this
+    process's child (a command's supervising process ends its own
+    descendants), with stdin, stdout and stderr on ``/dev/null`` and no
+    other descriptor of this process's."""
     lock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         lock.bind(name + b"/start")
@@ -104,20 +111,15 @@ def start_server(ninja: "tuple[int, int]", name: bytes) -> bool:
         lock.close()
         return False
     try:
-        os.set_inheritable(lock.fileno(), True)
-        argv = [sys.executable] + (["-B"] if sys.flags.dont_write_bytecode else []) + [
-            "-m", "gpsimd_emu.server", "--ninja", f"{ninja[0]}.{ninja[1]}",
-            "--start-fd", str(lock.fileno())]
-        env = dict(os.environ)
         sys.stdout.flush()
         sys.stderr.flush()
         middle = os.fork()
         if middle == 0:         # (the server is orphaned at once: adopted by init)
             code = 1
             try:
-                os.posix_spawn(sys.executable, argv, env, setsid=True, file_actions=[
-                    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDWR, 0),
-                    (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)])
+                os.setsid()
+                if os.fork() == 0:
+                    _become_server(ninja, lock, load)
                 code = 0
             finally:
                 os._exit(code)
@@ -127,6 +129,63 @@ def start_server(ninja: "tuple[int, int]", name: bytes) -> bool:
         return False
     finally:
         lock.close()
+
+
+def _become_server(ninja: "tuple[int, int]", lock, load: bool) -> None:
+    """The forked server's life (``start_server``); never returns."""
+    code = 1
+    try:
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        keep = lock.fileno()            # (held until the _exit below)
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 20)
+        from .ninja_server import serve
+        code = serve(ninja, load)
+    finally:
+        os._exit(code)
+
+
+def prestart(argv: "list[str]") -> int:
+    """``python -m gpsimd_emu prestart STAMP`` (``argv``: ``["prestart",
+    STAMP]``): under ninja, start this ninja run's server loading the
+    model (``start_server(load=True)``), or ask the one that runs to load
+    it, so that the test steps after this one are served; then write the
+    empty file ``STAMP`` (ninja's record that this step ran). Not under
+    ninja, or with ``$GPSIMD_EMU_SERVER=0``, only the file is written.
+    Nothing waits for the server: the exit status is 0 (2 for bad
+    arguments, 1 when ``STAMP`` cannot be written, with a message)."""
+    if len(argv) != 2 or argv[0] != "prestart":
+        print("usage: python -m gpsimd_emu prestart STAMP", file=sys.stderr)
+        return 2
+    ninja = find_ninja()
+    if ninja is not None and os.environ.get(SERVER_ENV) != "0":
+        print_ = fingerprint()
+        name = server_name(ninja, print_)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            sock.connect(name)
+        except OSError:
+            started = start_server(ninja, name, load=True)
+            _log("prestart: " + ("started a server" if started else "a server is being started"))
+        else:
+            if peer_uid(sock) == os.getuid():
+                try:
+                    sock.send(encode({"prestart": True, "fingerprint": print_}))
+                    _log("prestart: asked the server to load the model")
+                except OSError:
+                    pass
+        finally:
+            sock.close()
+    try:
+        fd = os.open(argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
+        os.close(fd)
+        os.utime(argv[1])               # (an empty file truncated again keeps its time)
+    except OSError as e:
+        print(f"gpsimd_emu prestart: cannot write {argv[1]}: {e.strerror}", file=sys.stderr)
+        return 1
+    return 0
 
 
 class _Forward:
