@@ -113,6 +113,10 @@ def add_builders(env):
                         "--failed-results ${TARGET.base}.failed.json "
                         "--locations $GPSIMD_LOCATIONS $GPSIMD_LEADER_ARGS $GPSIMD_EMU_FLAGS"),
         GPSIMD_LEADER_ARGS=[],   # ["--leader", <the native leader>] (leader_node)
+        # the ninja path's step before the test steps: their server, loading
+        # (gpsimd_emu.handoff.prestart; run as the test command runs, so
+        # that the server it starts is the one the test steps find)
+        GPSIMD_PRESTARTCOM="$PYTHON -m gpsimd_emu prestart $TARGET",
         # the emulator's native leader (gpsimd_emu.native), with the host compiler
         GPSIMD_LEADERCOM=("$GPSIMD_CXX " + " ".join(native_leader.COMPILE_FLAGS)
                           + " -I $GPSIMD_LEADER_INCLUDE -o $TARGET $SOURCE"),
@@ -151,6 +155,7 @@ def add_builders(env):
         "GpsimdStackReport": SCons.Builder.Builder(
             action=act("GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+        "GpsimdPrestart": SCons.Builder.Builder(action=act("GPSIMD_PRESTARTCOM", None)),
         "GpsimdLeader": SCons.Builder.Builder(
             action=act("GPSIMD_LEADERCOM", "$GPSIMD_LEADERCOMSTR"), source_scanner=cscan),
         # (its first source lists the artifacts; the others are the artifacts)

@@ -404,6 +404,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         env.Alias("schemas", env.GpsimdPrint(f"{profile_dir}/.schemas-printed", all_schemas))
     else:
         env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
+    if to_ninja and all_results:
+        ninja.prestart(env, graph, profile_dir, all_results)
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)

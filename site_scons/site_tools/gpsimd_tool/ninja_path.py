@@ -14,6 +14,8 @@ action, nothing falls back to calling SCons). What ninja needs on top:
 * the summary: a step that writes ``test-summary.txt`` from the results
   and an edge that prints it with ``cat`` on every run, without starting
   Python (:func:`summary`);
+* the prestart step, which starts the emulator server the test steps
+  hand their runs to as the ninja run begins (:func:`prestart`);
 * ninja's own output: SCons's tool would pipe ninja's output through
   itself and erase each ``[n/N]`` line with an escape sequence, even into
   a log file; ninja runs on our stdout instead (:func:`load_tool`), so it
@@ -35,7 +37,7 @@ import SCons.Node
 import SCons.Script
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
-           "drop_jobs"]
+           "drop_jobs", "made_from", "prestart"]
 
 #: The environment variable through which the build tells the emulator its
 #: -j (``gpsimd_emu.settings.JOBS_ENV``; the SConstruct sets it).
@@ -175,6 +177,41 @@ def summary(env, results: List[Any], profile_dir: str, libraries: int,
         + [a for name in multicore for a in ("--multicore", name)])[:1]
     printed = env.GpsimdPrint(f"{profile_dir}/.summary-printed", text)
     return text + printed
+
+
+def made_from(nodes) -> List[Any]:
+    """The files no step makes that ``nodes`` are made from: their sources
+    and explicit dependencies, and theirs, down to the files without a
+    builder (kernel sources, test plans, references, the model, the
+    programs the commands run), each once, sorted. (Headers are implicit
+    dependencies, found by scanning or by ninja's depfiles: not among
+    them.)"""
+    out, seen, todo = [], set(), list(nodes)
+    while todo:
+        node = todo.pop()
+        for child in list(node.sources) + list(node.depends):
+            if child in seen:
+                continue
+            seen.add(child)
+            if child.has_builder():
+                todo.append(child)
+            else:
+                out.append(child)
+    return sorted(out, key=str)
+
+
+def prestart(env, graph, profile_dir: str, results: List[Any]) -> Any:
+    """The prestart step (``gpsimd_emu.handoff.prestart``): it starts the
+    ninja run's emulator server loading the model as the run begins, so
+    that the first test step is served. Every test node in ``results``
+    needs it, order-only; its inputs are the files no step makes that the
+    tests are made from (:func:`made_from`), so it runs, beside the
+    compiles, when a test is to run again, and not in a null build.
+    Returns its node."""
+    node = graph.uses(env.GpsimdPrestart(f"{profile_dir}/.emu-prestart", made_from(results)),
+                      "$PYTHON")
+    env.Requires(results, node)
+    return node
 
 
 def build_library_files() -> List[str]:
