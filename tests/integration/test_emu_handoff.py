@@ -1,8 +1,9 @@
-"""A ninja build's emulator server (``gpsimd_emu.handoff``, ``python -m
-gpsimd_emu.server --ninja``): a test step's run handed to it gives the
+"""A ninja build's emulator server (``gpsimd_emu.handoff``,
+``gpsimd_emu.ninja_server``): a test step's run handed to it gives the
 command's output, results and exit status; it is started idle by the
-first step, loads the model only when a second one comes, forwards
-Ctrl-C, and ends with its ninja process, ``kill -9`` included.
+first step, loads the model only when a second one comes (or at once,
+started by the prestart step, and then the first test step is served),
+forwards Ctrl-C, and ends with its ninja process, ``kill -9`` included.
 
 The steps run under ``FakeNinja``, a process named ``ninja`` that runs
 the commands it is sent, one at a time, as ninja runs a step (the real
@@ -11,6 +12,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -75,31 +77,50 @@ class FakeNinja:
             self.proc.wait(timeout=30)
 
 
+def _listening_names():
+    """{socket inode: abstract name} of the listening Unix sockets whose
+    name is a ninja build's emulator server's (``scope.server_name``)."""
+    names = {}
+    with open("/proc/net/unix") as f:
+        next(f)
+        for line in f:
+            fields = line.split()
+            # (Flags 00010000: accepting connections)
+            if len(fields) == 8 and fields[3] == "00010000" and \
+                    fields[7].startswith("@gpsimd-emu/") and not fields[7].endswith("/start"):
+                names[fields[6]] = fields[7]
+    return names
+
+
 def _servers(ninja_pid, cwd=None):
     """Live servers scoped to ``ninja_pid`` (or to any ninja, working in
-    ``cwd``)."""
+    ``cwd``): the processes named ``gpsimd-server`` that hold a listening
+    socket named for that ninja (a server is a fork of a step, with the
+    step's command line)."""
+    names = _listening_names()
     found = []
     for pid in os.listdir("/proc"):
         if not pid.isdigit():
             continue
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                words = f.read().split(b"\0")
             with open(f"/proc/{pid}/stat") as f:
                 state = f.read().rsplit(")", 1)[1].split()[0]
             with open(f"/proc/{pid}/comm") as f:
                 name = f.read().strip()
+            if state == "Z" or name != "gpsimd-server":
+                continue
+            held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
         except OSError:
             continue
-        # (its forked runs have its command line, and their own name)
-        if state != "Z" and name == "gpsimd-server" and b"--ninja" in words:
-            if ninja_pid is not None:
-                scope = words[words.index(b"--ninja") + 1]
-                if scope.split(b".")[0] != str(ninja_pid).encode():
-                    continue
-            elif _cwd(pid) != cwd:
+        scopes = [names[i].split("/")[2] for i in names if f"socket:[{i}]" in held]
+        if not scopes:
+            continue            # (the SCons path's server, on its control socket)
+        if ninja_pid is not None:
+            if scopes[0].split(".")[0] != str(ninja_pid):
                 continue
-            found.append(int(pid))
+        elif _cwd(pid) != cwd:
+            continue
+        found.append(int(pid))
     return found
 
 
@@ -364,3 +385,145 @@ def test_the_step_umask_reaches_its_served_run(built_project, tmp_path):
     finally:
         ninja.close()
     assert modes == {"0": 0o600, "1": 0o600}
+
+
+def _maps_numpy(pid):
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            return "numpy" in f.read()
+    except OSError:
+        return False
+
+
+def test_the_prestart_step_loads_the_model_and_the_first_step_is_served(built_project,
+                                                                       tmp_path):
+    """``python -m gpsimd_emu prestart STAMP`` (the ninja path's step
+    before the test steps): writes the empty STAMP, starts the server
+    loading the model with no test step asking, and the first test step
+    is served, with the command's output, results and status."""
+    proj, _ = built_project
+    log = tmp_path / "handoff.log"
+    env = _env(log)
+    stamp = tmp_path / "stamp"
+    stamp.write_text("old")
+    results = tmp_path / "r.json"
+    cmd = _cmd("build/host/relu/testplan.shaped.json", "--results", str(results))
+    alone = subprocess.run(cmd, cwd=proj, env=dict(env, GPSIMD_EMU_SERVER="0"),
+                           capture_output=True, text=True)
+    alone_results = results.read_bytes()
+    results.unlink()
+    ninja = FakeNinja(tmp_path)
+    try:
+        got = ninja.run([sys.executable, "-m", "gpsimd_emu", "prestart", str(stamp)], proj, env)
+        assert got == {"rc": 0, "out": "", "err": ""}
+        assert stamp.read_bytes() == b""
+        assert _log_lines(log) == ["prestart: started a server"]
+        (server,) = ninja.wait_servers(1)
+        deadline = time.monotonic() + 30
+        while not _maps_numpy(server):           # loading, with no step asking
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        served = ninja.run(cmd, proj, env)
+        assert _log_lines(log)[1:] == [l for l in _log_lines(log)[1:] if l.startswith("served")]
+        assert len(_log_lines(log)) == 2 and _log_lines(log)[1].endswith("spare=True")
+        assert served == {"rc": alone.returncode, "out": alone.stdout, "err": alone.stderr}
+        assert served["rc"] == 0 and results.read_bytes() == alone_results
+        # a second prestart in the same ninja run asks the server that runs
+        assert ninja.run([sys.executable, "-m", "gpsimd_emu", "prestart", str(stamp)], proj,
+                         env)["rc"] == 0
+        assert _log_lines(log)[-1] == "prestart: asked the server to load the model"
+        assert ninja.servers() == [server]
+    finally:
+        ninja.close()
+    assert _gone([server]) == []
+
+
+def test_a_step_that_comes_while_the_model_loads_waits_and_is_served(built_project, tmp_path):
+    """The second step of a ninja run with no prestart step makes the idle
+    server load the model: it waits for that (no second interpreter and
+    numpy started beside the loading one) and is served."""
+    proj, _ = built_project
+    log = tmp_path / "handoff.log"
+    env = _env(log)
+    cmd = _cmd("build/host/relu/testplan.shaped.json", "--results", str(tmp_path / "r.json"))
+    ninja = FakeNinja(tmp_path)
+    try:
+        assert ninja.run(cmd, proj, env)["rc"] == 0
+        (server,) = ninja.wait_servers(1)
+        assert not _maps_numpy(server)
+        got = ninja.run(cmd, proj, env)
+        assert got["rc"] == 0 and "relu: 10 passed, 0 failed" in got["out"]
+        assert _log_lines(log)[0] == "here: no server yet; started one"
+        assert _log_lines(log)[1].startswith("served pid="), _log_lines(log)
+    finally:
+        ninja.close()
+    assert _gone([server]) == []
+
+
+_SLOW_SERVER = r'''
+import os, socket, sys, time
+from gpsimd_emu import ninja_server, server
+ninja_server.LOAD_WAIT = float(sys.argv[2])
+server._preload = lambda: time.sleep(float(sys.argv[3]))      # a load that takes long
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+listener.bind(b"\0" + sys.argv[1].encode())
+listener.listen(8)
+srv = ninja_server.NinjaServer(listener, os.pidfd_open(os.getppid()), dict(os.environ), "print")
+print("listening", flush=True)
+try:
+    srv.serve()
+finally:
+    srv.stop()
+'''
+
+
+def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gone(tmp_path):
+    """While the model loads, requests wait: one still waiting after
+    LOAD_WAIT is answered ``here`` (its step runs itself), one whose step
+    is gone is dropped (never run), and one that is still there when the
+    load ends is served."""
+    from gpsimd_emu import scope
+    name = f"gpsimd-test/{os.getpid()}/{time.monotonic_ns()}"
+    env = _env(tmp_path / "log")
+    srv = subprocess.Popen([sys.executable, "-c", _SLOW_SERVER, name, "1.0", "1.8"], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    clients = []
+    try:
+        assert srv.stdout.readline() == "listening\n"
+
+        def request(results):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            sock.connect(b"\0" + name.encode())
+            r, w = os.pipe()
+            message = scope.encode({"argv": ["run", "missing.json", "--results", str(results)],
+                                    "cwd": str(tmp_path), "env": env, "umask": 0o022,
+                                    "fingerprint": "print"})
+            socket.send_fds(sock, [message], [w, w])
+            os.close(w)
+            clients.append((sock, r))
+            return sock, r
+
+        start = time.monotonic()
+        late, late_out = request(tmp_path / "late.json")
+        assert scope.decode(late.recv(4096)) == {"here": "the server is still loading the model"}
+        assert 0.9 < time.monotonic() - start < 2.0
+        time.sleep(0.3)
+        gone, gone_out = request(tmp_path / "gone.json")
+        kept, kept_out = request(tmp_path / "kept.json")
+        time.sleep(0.3)
+        gone.close()                            # the step gave up while it waited
+        first = scope.decode(kept.recv(4096))   # the load ended (1.8 s): served
+        assert set(first) == {"pid", "spare"} and first["spare"] is True
+        assert 1.7 < time.monotonic() - start < 2.3
+        status = scope.decode(kept.recv(4096))["status"]
+        assert os.waitstatus_to_exitcode(status) == 2
+        assert b"missing.json" in os.read(kept_out, 1 << 16)
+        time.sleep(0.5)
+        assert os.read(gone_out, 1 << 16) == b""    # never run: its pipe closed, nothing written
+        assert os.read(late_out, 1 << 16) == b""
+    finally:
+        for sock, r in clients:
+            sock.close()
+            os.close(r)
+        srv.terminate()
+        srv.wait(timeout=10)

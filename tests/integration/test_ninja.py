@@ -135,6 +135,59 @@ def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_p
     assert seen == set()
 
 
+def _query(proj, target):
+    """``ninja -t query TARGET``: (its inputs, its order-only inputs)."""
+    lines = ninja(proj, "-t", "query", target).stdout.splitlines()
+    inputs = lines[lines.index("  input: GENERATED_CMD") + 1:lines.index("  outputs:")]
+    return ({x.strip() for x in inputs if not x.strip().startswith("|")},
+            {x.strip()[3:] for x in inputs if x.strip().startswith("|| ")})
+
+
+def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_project,
+                                                                          tmp_path):
+    """The edit loop (``ninja relu`` after a kernel edit): the prestart
+    step, which every test step needs order-only and whose inputs are the
+    sources the tests depend on, runs beside the compile and starts the
+    ninja run's server loading the model; the one test step is then
+    served, with the same results. A null build runs neither."""
+    prestart = "build/host/.emu-prestart"
+    for lib in ("relu", "spmd", "elementwise"):
+        _, order_only = _query(ninja_project, f"build/host/{lib}/test-results.json")
+        assert order_only == {prestart}, lib
+    inputs, _ = _query(ninja_project, prestart)
+    assert {RELU, "kernels/relu/shape.cpp", "kernels/relu/reference.py",
+            "build/host/relu/testplan.json", "build/host/relu/wrapper.cpp",
+            "runtime_model/src/tensor.cpp", "runtime_model/gpsimd_emu/leader.c",
+            "runtime_model/gpsimd_emu/session.py", "runtime_model/gpsimd_device/plan.py",
+            "build/host/lsp/lsp_fll_load_cpu0.cpp"} <= inputs
+    assert not any(p.endswith((".o", ".so", ".a", ".json.d")) for p in inputs)
+    assert (ninja_project / prestart).read_bytes() == b""
+    results = ninja_project / "build/host/relu/test-results.json"
+    before = results.read_bytes()
+    src = ninja_project / RELU
+    good = src.read_text()
+    log = tmp_path / "handoff.log"
+    env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
+    try:
+        src.write_text(good + "\nvolatile int gpsimd_test_edit = 1;\n")
+        proc = subprocess.run([NINJA, "-d", "explain", "relu"], cwd=str(ninja_project), env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "relu: 10 passed, 0 failed" in proc.stdout
+        assert f"output {prestart} older than most recent input {RELU}" in proc.stderr
+        lines = log.read_text().splitlines()
+        assert lines[0] == "prestart: started a server", lines
+        assert len(lines) == 2 and lines[1].startswith("served pid=") and \
+            lines[1].endswith("spare=True"), lines
+    finally:
+        src.write_text(good)
+    ninja(ninja_project, "relu")
+    assert results.read_bytes() == before
+    null = ninja(ninja_project, "-d", "explain", "relu")
+    assert "no work to do" in null.stdout and "is dirty" not in null.stderr, null.stderr
+    ninja(ninja_project)                # (the summary, for the tests after this one)
+
+
 def test_scons_options_reach_ninja_and_j_is_not_in_the_commands(ninja_project):
     """Another -j regenerates build.ninja without changing a command (the
     emulator's share of the CPUs is in ninja's environment, not in each

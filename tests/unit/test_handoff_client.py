@@ -101,3 +101,33 @@ def test_the_fingerprint_covers_the_headers_the_model_reads():
     for name in ("abi.h", "dtypes.h", "faults.h"):
         assert f"gpsimd_host/{name}:" in text
     assert "\nnumpy:" in text and "\nml_dtypes:" in text
+
+
+def test_prestart_not_under_ninja_or_turned_off_only_writes_its_stamp(tmp_path, monkeypatch,
+                                                                      capsys):
+    log = tmp_path / "log"
+    monkeypatch.setenv(handoff.LOG_ENV, str(log))
+    stamp = tmp_path / "stamp"
+    stamp.write_text("left by an older step")
+    os.utime(stamp, (1, 1))
+    assert handoff.prestart(["prestart", str(stamp)]) == 0      # (pytest is not ninja)
+    assert stamp.read_bytes() == b"" and stamp.stat().st_mtime > 1
+    assert not log.exists()
+    started = []
+    monkeypatch.setattr(handoff, "find_ninja", lambda: (os.getpid(), 1))
+    monkeypatch.setattr(handoff, "start_server", lambda *a, **k: started.append((a, k)))
+    monkeypatch.setenv(handoff.SERVER_ENV, "0")
+    os.utime(stamp, (1, 1))
+    assert handoff.prestart(["prestart", str(stamp)]) == 0
+    assert stamp.stat().st_mtime > 1 and started == [] and not log.exists()
+    monkeypatch.delenv(handoff.SERVER_ENV)
+    assert handoff.prestart(["prestart", str(stamp)]) == 0       # no server yet: started
+    assert len(started) == 1 and started[0][1] == {"load": True}
+    assert log.read_text() == "prestart: a server is being started\n"   # (the stub said no)
+    capsys.readouterr()
+    assert handoff.prestart(["prestart"]) == 2
+    assert capsys.readouterr().err == "usage: python -m gpsimd_emu prestart STAMP\n"
+    missing = tmp_path / "no" / "stamp"
+    assert handoff.prestart(["prestart", str(missing)]) == 1
+    assert capsys.readouterr().err == (f"gpsimd_emu prestart: cannot write {missing}: "
+                                       "No such file or directory\n")
