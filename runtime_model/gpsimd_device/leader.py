@@ -9,24 +9,32 @@ from __future__ import annotations
 import os
 from typing import List
 
-__all__ = ["SOURCE_NAME", "LIBRARY_NAME", "COMPILE_FLAGS", "source_path", "compile_command"]
+__all__ = ["SOURCE_NAMES", "LIBRARY_NAME", "COMPILE_FLAGS", "SOURCE_PREFIX", "LINK_FLAGS", "source_paths", "compile_command"]
 
-#: The C source, in the ``gpsimd_emu`` package's folder.
-SOURCE_NAME = "leader.c"
+#: The C sources, in the ``gpsimd_emu`` package's folder (with their
+#: header ``leader.h``): the leader, and the native zygote, the program the
+#: library also is (``gpsimd_emu.native``).
+SOURCE_NAMES = ("leader.c", "native_zygote.c")
 #: The library's file name in ``<build>/<profile>/emu/``.
 LIBRARY_NAME = "libgpsimd_leader.so"
-#: After the host C/C++ compiler (``-x c``: a C++ driver compiles it as
-#: C); the caller adds ``-I`` the runtime's headers (``gpsimd_host/abi.h``).
-COMPILE_FLAGS = ("-x", "c", "-std=c11", "-O2", "-fPIC", "-shared", "-Wall")
+#: After the host C/C++ compiler; the caller adds ``-I`` the runtime's
+#: headers (``gpsimd_host/abi.h``). ``-e gl_entry``: the library's entry
+#: point when the dynamic loader runs it as a program (the native zygote).
+COMPILE_FLAGS = ("-std=c11", "-O2", "-fPIC", "-shared", "-Wall", "-Wl,-e,gl_entry")
+#: Before each source: a C++ driver compiles it as C (g++ applies one
+#: ``-x c`` to the first file only).
+SOURCE_PREFIX = ("-x", "c")
+#: After the sources (it loads the core objects).
+LINK_FLAGS = ("-ldl",)
 
 
-def source_path(emulator_dir: str) -> str:
-    """The source's path in the ``gpsimd_emu`` folder ``emulator_dir``."""
-    return os.path.join(emulator_dir, SOURCE_NAME)
+def source_paths(emulator_dir: str) -> List[str]:
+    """The sources' paths in the ``gpsimd_emu`` folder ``emulator_dir``."""
+    return [os.path.join(emulator_dir, name) for name in SOURCE_NAMES]
 
 
 def compile_command(compiler: str, emulator_dir: str, include_dir: str,
                     target: str) -> List[str]:
     """The whole command (argv) that writes the library to ``target``."""
-    return [compiler, *COMPILE_FLAGS, "-I", include_dir, "-o", target,
-            source_path(emulator_dir)]
+    sources = [a for p in source_paths(emulator_dir) for a in (*SOURCE_PREFIX, p)]
+    return [compiler, *COMPILE_FLAGS, "-I", include_dir, "-o", target, *sources, *LINK_FLAGS]

@@ -41,16 +41,11 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
+#include "leader.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the control block is little-endian; this file writes it natively"
 #endif
-
-#define GL_VERSION 2
-#define GL_MAX_RUNS 4          /* control.MAX_PASSES */
-#define GL_MAX_CORES 8         /* control.MAX_CORES */
-#define EXIT_MODEL_ERROR 70    /* jobs.EXIT_MODEL_ERROR */
-#define CANCELLED (-2)         /* jobs.CANCELLED */
 
 /* ---- the control block (gpsimd_emu.control) ---------------------------- */
 enum {
@@ -61,29 +56,6 @@ enum {
 enum { SLOT_STARTED = 1, SLOT_DONE = 2, SLOT_BIND_FAILED = 3 };
 enum { PASS_RUNNING = 1, PASS_DONE = 2, PASS_SKIPPED = 3 };
 enum { JOB_RUNNING = 1, JOB_EXITED = 2 };
-
-/* ---- the request (gpsimd_emu.native.Request) --------------------------- */
-struct gl_run {
-    int64_t index, second, ordered, poison;   /* (the worker poisoned the copies) */
-};
-
-struct gl_request {
-    int64_t version;                     /* GL_VERSION */
-    int64_t image_fd, size;              /* the image memfd and its bytes */
-    int64_t ncores, nruns;
-    int64_t parallel, spread_now;
-    double spread_after, timeout;        /* seconds */
-    int64_t binding_size, bindings_at;   /* bytes; image offset */
-    int64_t args_at, arg_len, page, desc_len;
-    int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
-    int64_t zygote;                      /* the parent's pid */
-    int64_t scan_at, scan_nbytes, scan_itemsize;   /* itemsize 0: no scan */
-    int64_t oom_first;                   /* oom_score_adj 1000 */
-    struct gl_run runs[GL_MAX_RUNS];
-    void *launchers[GL_MAX_RUNS][GL_MAX_CORES];   /* int (*)(void), per copy */
-    void *binders[GL_MAX_RUNS][GL_MAX_CORES];     /* gpsimd_bind_core, per copy */
-    char join_path[512];                 /* cgroup.procs to join, or "" */
-};
 
 typedef int (*launcher_fn)(void);
 typedef int (*binder_fn)(const gpsimd_core_binding *);
@@ -107,14 +79,14 @@ static int cur_run = -1, cur_core = -1;  /* where a model error happened */
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static int64_t now_ns(void)
+int64_t gl_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static double mono(void) { return (double)now_ns() * 1e-9; }
+static double mono(void) { return (double)gl_now_ns() * 1e-9; }
 
 static void put32(size_t at, uint32_t v) { memcpy(cb + at, &v, 4); }
 static void put64(size_t at, uint64_t v) { memcpy(cb + at, &v, 8); }
@@ -208,7 +180,7 @@ static void *alloc(size_t n)
 }
 
 /* contain.die_with_parent */
-static void die_with_parent(int parent)
+void gl_die_with_parent(int parent)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
     pid_t ppid = getppid();
@@ -216,7 +188,7 @@ static void die_with_parent(int parent)
         _exit(1);
 }
 
-static void set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
+void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
 static void set_alarm(double seconds)
 {
@@ -305,8 +277,8 @@ static void run_cores(const struct gl_run *r, int index, double deadline);
 static void helper_main(const struct gl_run *r, int index, int leader, double deadline,
                         int is_whole)
 {
-    die_with_parent(leader);
-    set_name("gpsimd-core");
+    gl_die_with_parent(leader);
+    gl_set_name("gpsimd-core");
     is_helper = 1;
     nhelping = 0;
     memset(has_whole, 0, sizeof has_whole);
@@ -326,7 +298,7 @@ static void fork_helper(const struct gl_run *r, int is_whole, double deadline)
     int p = (int)r->index;
     protect(1);
     if (is_whole)                          /* claimed before the fork */
-        set_pass(p, PASS_RUNNING, now_ns());
+        set_pass(p, PASS_RUNNING, gl_now_ns());
     int leader = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -457,7 +429,7 @@ static void run_cores(const struct gl_run *r, int index, double deadline)
         if (k < 0)
             break;
         cur_core = k;
-        int64_t t0 = now_ns();
+        int64_t t0 = gl_now_ns();
         set_slot(p, k, SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
         protect(0);
         gpsimd_core_binding *b = &bindings[p][k];
@@ -470,13 +442,13 @@ static void run_cores(const struct gl_run *r, int index, double deadline)
         int rc = ((binder_fn)R->binders[p][k])(b);
         if (rc != 0) {
             protect(1);
-            set_slot(p, k, SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, now_ns());
+            set_slot(p, k, SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, gl_now_ns());
             mark_faulted(p);
             continue;
         }
-        int64_t t1 = now_ns();
+        int64_t t1 = gl_now_ns();
         int status = ((launcher_fn)R->launchers[p][k])();
-        int64_t t2 = now_ns();
+        int64_t t2 = gl_now_ns();
         gpsimd_core_report *report = report_of(p, k);
         protect(1);
         int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
@@ -496,7 +468,7 @@ static int make_run(const struct gl_run *r, int index)
     int p = (int)r->index;
     double start = mono();
     protect(1);
-    set_pass(p, PASS_RUNNING, now_ns());
+    set_pass(p, PASS_RUNNING, gl_now_ns());
     set_job(index, getpid(), p, 0, JOB_RUNNING);
     run_cores(r, index, start + R->timeout);
     int bad = wait_helpers();
@@ -505,7 +477,7 @@ static int make_run(const struct gl_run *r, int index)
     set_job(index, getpid(), p, 0, JOB_EXITED);
     if (bad || left_running(index, p))
         return 1;
-    set_pass(p, PASS_DONE, now_ns());
+    set_pass(p, PASS_DONE, gl_now_ns());
     return pass_faulted(p);
 }
 
@@ -549,7 +521,7 @@ static void leader_run(void)
             continue;                      /* a helper makes it */
         if (stop_after >= 0 || (r == second && R->ncores == 1 && !need_second())) {
             protect(1);
-            set_pass(p, PASS_SKIPPED, now_ns());
+            set_pass(p, PASS_SKIPPED, gl_now_ns());
             continue;
         }
         int index = jobs_n++;
@@ -577,8 +549,8 @@ static void rebase(gpsimd_core_binding *b)
 
 static void leader_main(void)
 {
-    die_with_parent((int)R->zygote);
-    set_name("gpsimd-vector");
+    gl_die_with_parent((int)R->zygote);
+    gl_set_name("gpsimd-vector");
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
@@ -672,6 +644,8 @@ int gl_layout(int64_t *out, int n)
         CB_SIZE, CB_ERROR_FIELDS, CB_LEADER_DONE, CB_ERROR, CB_ERROR_CAPACITY, CB_PASSES,
         CB_PASS_SIZE, CB_SEM, CB_SLOTS, CB_SLOT_SIZE, CB_JOBS, CB_JOB_SIZE, CB_MAX_JOBS,
         GL_MAX_RUNS, GL_MAX_CORES, EXIT_MODEL_ERROR, CANCELLED, (int64_t)sizeof(sem_t),
+        GL_RUN_MAGIC, GL_OP_NAME, (int64_t)sizeof(struct gl_zygote_run),
+        offsetof(struct gl_zygote_run, op), offsetof(struct gl_zygote_run, request),
     };
     int count = (int)(sizeof v / sizeof v[0]);
     for (int i = 0; i < count && i < n; i++)

@@ -119,7 +119,10 @@ def add_builders(env):
         GPSIMD_PRESTARTCOM="$PYTHON -m gpsimd_emu prestart $TARGET",
         # the emulator's native leader (gpsimd_emu.native), with the host compiler
         GPSIMD_LEADERCOM=("$GPSIMD_CXX " + " ".join(native_leader.COMPILE_FLAGS)
-                          + " -I $GPSIMD_LEADER_INCLUDE -o $TARGET $SOURCE"),
+                          + " -I $GPSIMD_LEADER_INCLUDE -o $TARGET " + " ".join(
+                              " ".join(native_leader.SOURCE_PREFIX) + f" ${{SOURCES[{i}]}}"
+                              for i in range(len(native_leader.SOURCE_NAMES)))
+                          + " " + " ".join(native_leader.LINK_FLAGS)),
         GPSIMD_LEADERCOMSTR="CC       $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
@@ -169,7 +172,7 @@ def leader_node(env, graph, profile_dir: str, include: str) -> Any:
     """The emulator's native leader library (``<profile>/emu/``), compiled
     once per build with the runtime's headers ``include`` (abi.h); every
     test run loads it (``GPSIMD_LEADER_ARGS``)."""
-    source = env.File(native_leader.source_path(layout.emulator_dir()))
+    source = [env.File(p) for p in native_leader.source_paths(layout.emulator_dir())]
     return graph.uses(env.GpsimdLeader(f"{profile_dir}/emu/{native_leader.LIBRARY_NAME}", source,
                                        GPSIMD_LEADER_INCLUDE=include,
                                        CPPPATH=[env.Dir(include)]), "$GPSIMD_CXX")[0]
