@@ -30,14 +30,18 @@ from . import abi, control
 from .jobs import CANCELLED, EXIT_MODEL_ERROR
 from .loader import elf_problem
 
-__all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "expected_layout",
-           "function_table"]
+__all__ = ["VERSION", "NativeError", "NativeLeader", "Request", "Run", "ZygoteRun",
+           "RUN_MAGIC", "OP_NAME", "ZYGOTE_ENV", "expected_layout", "function_table",
+           "request_struct", "run_message", "read_run", "dynamic_loader", "become_zygote"]
 
 VERSION = 2
 MAX_RUNS = control.MAX_PASSES
 MAX_CORES = control.MAX_CORES
 
 _I64 = ctypes.c_int64
+#: ``0``: the zygote does not become the native zygote (it forks each
+#: vector's native leader itself, from Python).
+ZYGOTE_ENV = "GPSIMD_EMU_NATIVE_ZYGOTE"
 
 
 class NativeError(Exception):
@@ -86,6 +90,20 @@ class Request(ctypes.Structure):
     ]
 
 
+#: ``GL_RUN_MAGIC`` ("GLZYRUN1") and ``GL_OP_NAME`` of leader.h.
+RUN_MAGIC = int.from_bytes(b"GLZYRUN1", "little")
+OP_NAME = 256
+
+
+class ZygoteRun(ctypes.Structure):
+    """``struct gl_zygote_run``: one vector sent to a zygote that runs the
+    native leader (with the image memfd): the worker's part of its
+    request; the zygote fills in its own (``run_message``)."""
+
+    _fields_ = [("magic", _I64), ("memory", _I64), ("image_total", _I64),
+                ("prefilled", _I64), ("op", ctypes.c_char * OP_NAME), ("request", Request)]
+
+
 def expected_layout() -> List[int]:
     """What ``gl_layout()`` must report (its order), from this module and
     ``gpsimd_emu.control``."""
@@ -97,6 +115,8 @@ def expected_layout() -> List[int]:
         c.SIZE, c._ERROR_FIELDS, c._LEADER_DONE, c._ERROR, c.ERROR_CAPACITY, c._PASSES,
         c._PASS_SIZE, c._SEM_OFFSET, c._SLOTS, c._SLOT.size, c._JOBS, c._JOB.size, c.MAX_JOBS,
         MAX_RUNS, MAX_CORES, EXIT_MODEL_ERROR, CANCELLED, 32,
+        RUN_MAGIC, OP_NAME, ctypes.sizeof(ZygoteRun), ZygoteRun.op.offset,
+        ZygoteRun.request.offset,
     ]
 
 
@@ -151,30 +171,151 @@ class NativeLeader:
             ValueError: the request does not fit the structure (more than
                 4 runs or 8 cores).
         """
-        r = Request(version=VERSION, image_fd=image_fd, size=int(req["size"]),
-                    ncores=int(req["ncores"]), nruns=len(req["runs"]),
-                    parallel=max(1, int(req.get("parallel", 1))),
-                    spread_now=1 if req.get("spread_now") else 0,
-                    spread_after=float(req.get("spread_after", 0.02)),
-                    timeout=float(req["timeout"]), binding_size=int(req["binding_size"]),
-                    bindings_at=int(req["bindings_at"]), args_at=int(req["args_at"]),
-                    arg_len=int(req["arg_len"]), page=int(req["page"]),
-                    desc_len=int(req["desc_len"]), data_limit=int(req.get("data_limit", 0)),
-                    zygote=zygote, oom_first=1 if oom_first else 0)
-        if not 1 <= r.nruns <= MAX_RUNS or not 1 <= r.ncores <= MAX_CORES:
-            raise ValueError(f"{r.nruns} runs of {r.ncores} cores do not fit the native leader")
-        scan = req.get("scan")
-        if scan:
-            r.scan_at, r.scan_nbytes, r.scan_itemsize = (int(v) for v in scan)
-        for i, run in enumerate(req["runs"]):
-            dst = r.runs[i]
-            dst.index, dst.second = run["index"], 1 if run["second"] else 0
-            dst.ordered, dst.poison = 1 if run["ordered"] else 0, run["poison"]
+        r = request_struct(req)
+        r.data_limit = int(req.get("data_limit", 0))
+        return self.fork_request(r, image_fd, launchers, binders, zygote, oom_first, join_path)
+
+    def fork_request(self, r: "Request", image_fd: int, launchers: Sequence[Sequence[int]],
+                     binders: Sequence[Sequence[int]], zygote: int, oom_first: bool = False,
+                     join_path: Optional[str] = None) -> int:
+        """``fork`` of a request already in its structure (the worker's
+        part, ``request_struct``, and ``data_limit``); fills in the
+        zygote's part.
+
+        Raises:
+            OSError: fork failed.
+        """
+        r.image_fd, r.zygote, r.oom_first = image_fd, zygote, 1 if oom_first else 0
         r.launchers = function_table(launchers)
         r.binders = function_table(binders)
-        if join_path:
-            r.join_path = os.fsencode(join_path)[:511]
+        r.join_path = os.fsencode(join_path)[:511] if join_path else b""
         pid = self._fork(ctypes.byref(r))
         if pid < 0:
             raise OSError(-pid, os.strerror(-pid), "fork of the native leader")
         return pid
+
+    @property
+    def runs_as_zygote(self) -> bool:
+        """Can the library run as the native zygote here (its program
+        entry exists for this machine)?"""
+        fn = getattr(self._lib, "gl_zygote_supported", None)
+        if fn is None:
+            return False
+        fn.restype = ctypes.c_int
+        return bool(fn())
+
+
+def request_struct(req: dict) -> Request:
+    """The worker's part of a vector's request (``DeviceImage.request()``
+    and the session's fields: ``timeout``, ``parallel``, ``spread_*``) in
+    a ``Request``; the zygote's fields are 0.
+
+    Raises:
+        ValueError: more than 4 runs or 8 cores.
+    """
+    r = Request(version=VERSION, image_fd=-1, size=int(req["size"]),
+                ncores=int(req["ncores"]), nruns=len(req["runs"]),
+                parallel=max(1, int(req.get("parallel", 1))),
+                spread_now=1 if req.get("spread_now") else 0,
+                spread_after=float(req.get("spread_after", 0.02)),
+                timeout=float(req["timeout"]), binding_size=int(req["binding_size"]),
+                bindings_at=int(req["bindings_at"]), args_at=int(req["args_at"]),
+                arg_len=int(req["arg_len"]), page=int(req["page"]),
+                desc_len=int(req["desc_len"]))
+    if not 1 <= r.nruns <= MAX_RUNS or not 1 <= r.ncores <= MAX_CORES:
+        raise ValueError(f"{r.nruns} runs of {r.ncores} cores do not fit the native leader")
+    scan = req.get("scan")
+    if scan:
+        r.scan_at, r.scan_nbytes, r.scan_itemsize = (int(v) for v in scan)
+    for i, run in enumerate(req["runs"]):
+        dst = r.runs[i]
+        dst.index, dst.second = run["index"], 1 if run["second"] else 0
+        dst.ordered, dst.poison = 1 if run["ordered"] else 0, run["poison"]
+    return r
+
+
+def run_message(req: dict) -> bytes:
+    """A vector for a zygote with the native leader (``ZygoteRun``): the
+    worker's request dict (``request_struct`` and ``op``, ``memory``,
+    ``image_total``, ``prefilled``) as the bytes of one message.
+
+    Raises:
+        ValueError: it does not fit (runs, cores, an op name of 256 bytes).
+    """
+    op = os.fsencode(req["op"])
+    if len(op) >= OP_NAME:
+        raise ValueError(f"op name of {len(op)} bytes (at most {OP_NAME - 1})")
+    return bytes(ZygoteRun(magic=RUN_MAGIC, memory=int(req["memory"]),
+                           image_total=int(req["image_total"]),
+                           prefilled=int(req["prefilled"]), op=op,
+                           request=request_struct(req)))
+
+
+def read_run(data: bytes) -> "Optional[ZygoteRun]":
+    """The ``ZygoteRun`` a message holds, or None when it is not one."""
+    if len(data) != ctypes.sizeof(ZygoteRun):
+        return None
+    m = ZygoteRun.from_buffer_copy(data)
+    return m if m.magic == RUN_MAGIC else None
+
+
+def dynamic_loader(executable: str) -> Optional[str]:
+    """The program interpreter (``PT_INTERP``: the dynamic loader) of the
+    ELF file ``executable``, or None (not ELF, static, unreadable). The
+    native zygote is the leader library run by it
+    (``ld.so libgpsimd_leader.so gl-zygote ...``)."""
+    import struct
+    try:
+        with open(executable, "rb") as f:
+            head = f.read(64)
+            if len(head) < 64 or head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None             # (64-bit little-endian only)
+            phoff, = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+            for i in range(phnum):
+                kind, _, offset, _, _, filesz = struct.unpack_from("<IIQQQQ", table,
+                                                                    i * phentsize)
+                if kind == 3:           # PT_INTERP
+                    f.seek(offset)
+                    path = f.read(filesz).rstrip(b"\0")
+                    return os.fsdecode(path) if path else None
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def become_zygote(leader: NativeLeader, sock: int, parent: int, mode: str, copies: int,
+                  data: Sequence[int], cgroup: "Optional[Sequence]", inside: bool,
+                  objects: Sequence) -> None:
+    """Replace the calling process (the Python zygote, set up, its first
+    copies checked) with the native zygote (``native_zygote.c``: the
+    library ``leader`` run by the dynamic loader), which loads ``copies``
+    copies of every object again and serves the socket ``sock``
+    (``ZygoteRun`` messages) as ``gpsimd_emu.zygote`` does. ``parent``:
+    the pid it dies with; ``mode``: the containment mode; ``data``:
+    (MIN_DATA, the data slack) in bytes; ``cgroup``: (version, path) or
+    None; ``inside``: the zygote is in that cgroup; ``objects``: per core
+    object (its payload's fd, its name), or (None, its path) for a plain
+    ``.so``. Returns only when it cannot (no entry for this machine, no
+    dynamic loader, the exec failed), with nothing changed."""
+    import sys
+    loader = dynamic_loader(sys.executable)
+    if loader is None or not leader.runs_as_zygote:
+        return
+    args = [loader, leader.path, "gl-zygote", str(sock), str(parent), mode, str(copies),
+            str(data[0]), str(data[1]), str(cgroup[0] if cgroup else 0),
+            cgroup[1] if cgroup else "-", "1" if inside else "0", str(len(objects))]
+    keep = [sock]
+    for fd, name in objects:
+        args += ["-1" if fd is None else str(fd), name]
+        if fd is not None:
+            keep.append(fd)
+    try:
+        for fd in keep:
+            os.set_inheritable(fd, True)
+        os.execv(loader, args)
+    except OSError:
+        for fd in keep:
+            os.set_inheritable(fd, False)

@@ -329,6 +329,9 @@ class LibrarySession:
         except (ZygoteError, OSError) as e:
             self._zygote_error = f"the device model process failed: {e}"
             return RunOutcome(None, False, 0.0, error=self._zygote_error, memory=opts.memory)
+        if "error" in reply:            # (the zygote could not take the vector)
+            return RunOutcome(None, False, 0.0, error=f"the device model process failed: "
+                              f"{reply['error']}", memory=opts.memory)
         outcome = RunOutcome(reply.get("wait_status"), bool(reply.get("timed_out")),
                              float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),
                              memory=opts.memory)

@@ -27,6 +27,12 @@ Protocol (one JSON object per message):
   and sweeps whatever is left, and replies ``{"wait_status", "timed_out", "elapsed", "oom_kills", "pid"}``.
 * end of file: the zygote removes its cgroup and exits.
 
+With the native leader, a vector is a ``native.ZygoteRun`` message instead
+(``run_native``), and the zygote, once it has replied to the load,
+replaces itself with the native zygote (``native_zygote.c``, through
+``_become_native``), which loads the copies itself and serves those
+messages in C, from a process with no interpreter in it.
+
 Inside a PID namespace the zygote joins the memory cgroup itself, at its
 start, so that a leader is born in it (moving a process into a cgroup
 costs about 0.5 ms, and 5-20 ms the first time or after a pause); the
@@ -52,13 +58,17 @@ from typing import List, Optional
 from . import contain
 from .launch import VectorContext, leader_main
 from .loader import LoadError, PackedObject, load_object
-from .native import NativeError, NativeLeader, function_table
+from .native import (ZYGOTE_ENV, NativeError, NativeLeader, become_zygote, function_table,
+                     read_run)
 
 __all__ = ["main", "MAX_MESSAGE"]
 
 MAX_MESSAGE = 1 << 16   # = zygote_client.MAX_MESSAGE
 #: Bytes a vector's cores get at least for their own allocations.
 MIN_DATA = 64 << 20
+#: Bytes beyond the zygote's own private data (``VmData``, once loaded)
+#: that a vector's processes start with, before their own allocations.
+DATA_SLACK = 16 << 20
 
 
 class _PeerGone(Exception):
@@ -174,6 +184,9 @@ class Zygote:
                 return
             if not data:
                 return
+            if data[:1] != b"{":        # (a vector for the native leader: ZygoteRun)
+                _send(self.sock, self.run_native(data, fds))
+                continue
             msg = json.loads(data)
             cmd = msg.get("cmd")
             if cmd == "load":
@@ -193,6 +206,8 @@ class Zygote:
                                   "leader": "native" if self.native else "python",
                                   "leader_error": self.native_error})
                 if not any(e["error"] for e in entries):
+                    if self.native is not None:         # returns only when it cannot
+                        self._become_native(msg["cores"], sources, int(msg.get("copies", 1)))
                     self.objects = [first] + _more_copies(msg["cores"], sources,
                                                           int(msg.get("copies", 1)))
                 # what the objects' static initialisers may have changed that
@@ -204,7 +219,7 @@ class Zygote:
                 # start, it would take 4-5 ms of the first vector's time to
                 # free a few cycles)
                 gc.freeze()
-                self.data_base = contain.data_bytes() + (16 << 20)   # a vector's own start
+                self.data_base = contain.data_bytes() + DATA_SLACK   # a vector's own start
                 if self.inside and self.cgroup is not None:
                     self.baseline = self.cgroup.usage()
             elif cmd == "run":
@@ -223,27 +238,10 @@ class Zygote:
         if self.native is None:
             launchers = [[o.ops[op] for o in row] for row in self.objects]
             binders = [[o.binder() for o in row] for row in self.objects]
-        limit = int(req["memory"])
-        extra = max(MIN_DATA, limit - int(req["image_total"]))
-        oom0 = 0
-        limited = False
-        if self.cgroup is not None:
-            memory_cap = max(MIN_DATA, limit - int(req["prefilled"])) + self.baseline
-            try:
-                # (below what is charged now, a limit would fail, or on
-                # cgroup v2 reclaim and OOM-kill the zygote itself)
-                if self.inside and self.cgroup.usage() >= memory_cap:
-                    raise OSError("charged above the limit")
-                self.cgroup.set_limit(memory_cap)
-                oom0 = self.cgroup.oom_kills()
-                limited = True
-            except OSError:
-                self._drop_cgroup(for_good=False)
-        if not limited:                     # RLIMIT_DATA only: shared out among the jobs
-            extra = max(MIN_DATA, extra // max(1, int(req.get("parallel", 1))))
-        req["data_limit"] = self.data_base + extra     # RLIMIT_DATA of the vector's processes
-        join = self.cgroup.join if limited and not self.inside else None
-        inside = limited and self.inside
+        data_limit, limited, oom0, join, inside = self._limit(
+            int(req["memory"]), int(req["image_total"]), int(req["prefilled"]),
+            int(req.get("parallel", 1)))
+        req["data_limit"] = data_limit          # RLIMIT_DATA of the vector's processes
         cap = float(req["timeout"]) * len(req["runs"]) + 2.0
         start = time.monotonic()
         sys.stdout.flush()
@@ -259,19 +257,89 @@ class Zygote:
             if pid == 0:
                 try:
                     os.setpgid(0, 0)
-                    if join is not None:
-                        join()
+                    if join:
+                        self.cgroup.join()
                     elif inside:
                         contain.prefer_for_oom()
                 finally:
                     leader_main(ctx)
         os.close(image_fd)
+        return self._end(pid, start, cap, limited, oom0)
+
+    def run_native(self, data: bytes, fds: List[int]) -> dict:
+        """Run one vector sent as a ``ZygoteRun`` (``data``; ``fds``: the
+        image memfd), as ``run`` does: the zygote with the native leader,
+        when it did not become the native zygote. Returns the reply."""
+        image_fd = fds[0] if fds else -1
+        for fd in fds[1:]:
+            os.close(fd)
+        m = read_run(data)
+        if m is None or self.native is None or image_fd < 0:
+            if image_fd >= 0:
+                os.close(image_fd)
+            return {"error": "a request the zygote cannot read"}
+        r = m.request
+        r.data_limit, limited, oom0, join, inside = self._limit(
+            m.memory, m.image_total, m.prefilled, r.parallel)
+        cap = r.timeout * r.nruns + 2.0
+        start = time.monotonic()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        launchers, binders = self._native_addresses(m.op.decode("utf-8", "replace"))
+        pid = self.native.fork_request(r, image_fd, launchers, binders, os.getpid(),
+                                       oom_first=inside,
+                                       join_path=self.cgroup.procs_path() if join else None)
+        os.close(image_fd)
+        return self._end(pid, start, cap, limited, oom0)
+
+    def _limit(self, limit: int, image_total: int, prefilled: int, parallel: int) -> tuple:
+        """A vector's memory limit (bytes: ``--memory``, the image's, what
+        the worker wrote into it): the cgroup's set where there is one.
+        Returns (RLIMIT_DATA of its processes, limited by the cgroup, the
+        cgroup's OOM kills so far, its leader joins the cgroup, the
+        zygote is inside it)."""
+        extra = max(MIN_DATA, limit - image_total)
+        oom0 = 0
+        limited = False
+        if self.cgroup is not None:
+            memory_cap = max(MIN_DATA, limit - prefilled) + self.baseline
+            try:
+                # (below what is charged now, a limit would fail, or on
+                # cgroup v2 reclaim and OOM-kill the zygote itself)
+                if self.inside and self.cgroup.usage() >= memory_cap:
+                    raise OSError("charged above the limit")
+                self.cgroup.set_limit(memory_cap)
+                oom0 = self.cgroup.oom_kills()
+                limited = True
+            except OSError:
+                self._drop_cgroup(for_good=False)
+        if not limited:                     # RLIMIT_DATA only: shared out among the jobs
+            extra = max(MIN_DATA, extra // max(1, parallel))
+        return (self.data_base + extra, limited, oom0, limited and not self.inside,
+                limited and self.inside)
+
+    def _end(self, pid: int, start: float, cap: float, limited: bool, oom0: int) -> dict:
+        """Wait for the leader ``pid`` (at most ``cap`` seconds from
+        ``start``), sweep what the vector left: the reply."""
         status, timed_out = _wait(pid, start + cap)
         elapsed = time.monotonic() - start
         self._sweep()
         oom = self.cgroup.oom_kills() - oom0 if limited and self.cgroup is not None else 0
         return {"wait_status": status, "timed_out": timed_out, "elapsed": elapsed,
                 "oom_kills": oom, "pid": pid, "spawn": self.mode}
+
+    def _become_native(self, specs: List[dict], sources: list, copies: int) -> None:
+        """Become the native zygote (``native.become_zygote``), unless
+        ``$GPSIMD_EMU_NATIVE_ZYGOTE=0``; returns only when it does not."""
+        if os.environ.get(ZYGOTE_ENV) == "0":
+            return
+        cg = self.cgroup
+        sys.stdout.flush()
+        sys.stderr.flush()
+        become_zygote(self.native, self.sock.fileno(), self.parent, self.mode, copies,
+                      (MIN_DATA, DATA_SLACK), (cg.version, cg.path) if cg else None,
+                      self.inside, [(fd, spec["name"] if fd is not None else spec["path"])
+                                    for spec, fd in zip(specs, sources)])
 
     def _native_addresses(self, op: str) -> tuple:
         """(launchers, binders): the addresses of ``op``'s launcher and of

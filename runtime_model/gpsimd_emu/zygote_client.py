@@ -2,7 +2,9 @@
 small process (``python -S -I``: no site, no numpy), hand it the core
 objects, send it vectors and read its replies (one JSON message each, over
 a ``SOCK_SEQPACKET`` socket pair; the image memfd rides along as
-SCM_RIGHTS).
+SCM_RIGHTS). A vector for a zygote that runs the native leader (its load
+reply says so) is a ``native.ZygoteRun`` instead of JSON: the native
+zygote reads it in C.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import time
 from typing import Optional, Sequence, Tuple
 
-from . import contain
+from . import contain, native
 from .cores import CoreSpec
 
 __all__ = ["ZygoteClient", "ZygoteError", "prespawn", "prespawned_fd"]
@@ -175,7 +177,13 @@ class ZygoteClient:
         Raises:
             ZygoteError: it is gone, or the request is too large.
         """
-        data = json.dumps(dict(request, cmd="run")).encode()
+        if self._ready is not None and self._ready.get("leader") == "native":
+            try:                        # (the native zygote's message: native.ZygoteRun)
+                data = native.run_message(request)
+            except ValueError as e:
+                raise ZygoteError(f"cannot take the request: {e}") from None
+        else:
+            data = json.dumps(dict(request, cmd="run")).encode()
         if len(data) > MAX_MESSAGE:
             raise ZygoteError(f"a request of {len(data)} bytes (at most {MAX_MESSAGE})")
         try:
