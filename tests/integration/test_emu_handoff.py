@@ -514,7 +514,7 @@ def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gon
         gone.close()                            # the step gave up while it waited
         first = scope.decode(kept.recv(4096))   # the load ended (1.8 s): served
         assert set(first) == {"pid", "spare"} and first["spare"] is True
-        assert 1.7 < time.monotonic() - start < 2.3
+        assert 1.7 < time.monotonic() - start < 4.0     # (after the load, never "here")
         status = scope.decode(kept.recv(4096))["status"]
         assert os.waitstatus_to_exitcode(status) == 2
         assert b"missing.json" in os.read(kept_out, 1 << 16)

@@ -18,7 +18,7 @@ from conftest import ROOT
 from test_emu_checks import LIBS, broken  # noqa: F401  (the fixture)
 
 from gpsimd_device.plan import TestPlan
-from gpsimd_emu import session as session_mod
+from gpsimd_emu import native, session as session_mod
 from gpsimd_emu.session import LibrarySession, RunOptions
 
 LEADER = "build/host/emu/libgpsimd_leader.so"
@@ -109,3 +109,87 @@ def test_an_unusable_library_falls_back_with_a_warning(proj, tmp_path):
     assert warning[0].startswith(f"gpsimd_emu: warning: {bad}: cannot load the native leader: ")
     assert warning[0].endswith("; the vectors run with the Python leader")
     assert json.loads((tmp_path / "r.json").read_text())["passed"] == 16
+
+
+@pytest.mark.parametrize("lib", LIBS + ("spmd", "streams"))
+def test_the_native_zygote_gives_the_python_zygotes_results_and_records(proj, lib,
+                                                                        monkeypatch):
+    """With the native leader the zygote becomes the native zygote
+    (``native_zygote.c``: the leader library run as a program); it gives
+    the results and records of the Python zygote forking the same leader
+    (``$GPSIMD_EMU_NATIVE_ZYGOTE=0``), faults, crashes, races and memory
+    limits included."""
+    c = _run(proj, lib, True, checks=True, parallel=1)
+    monkeypatch.setenv(native.ZYGOTE_ENV, "0")
+    py = _run(proj, lib, True, checks=True, parallel=1)
+    assert c == py
+    assert len(c[1]) == len(c[0]["vectors"])
+
+
+def _zygote_of(s):
+    """(the program, whether libpython is mapped, the name) of a session's zygote."""
+    pid = None
+    for p in [s.zygote.pid] + sorted(_descendants_of(s.zygote.pid)):
+        if _comm(p) == "gpsimd-zygote":
+            pid = p
+    with open(f"/proc/{pid}/maps") as f:
+        maps = f.read()
+    return os.readlink(f"/proc/{pid}/exe"), "libpython" in maps or "/python3" in maps, _comm(pid)
+
+
+def _comm(pid):
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
+def _descendants_of(root):
+    out, todo = set(), [root]
+    while todo:
+        parent = todo.pop()
+        for p in os.listdir("/proc"):
+            if p.isdigit() and _ppid(int(p)) == parent and int(p) not in out:
+                out.add(int(p))
+                todo.append(int(p))
+    return out
+
+
+def test_the_native_zygote_holds_no_interpreter_and_refuses_what_it_cannot_read(proj,
+                                                                              monkeypatch):
+    """The native zygote is the dynamic loader's program (no Python mapped,
+    so a vector's fork copies the objects' pages alone); a message it
+    cannot read is answered with an error, the vector fails with it, and
+    the next vector runs. With ``$GPSIMD_EMU_NATIVE_ZYGOTE=0`` the zygote
+    stays Python and reads the same messages."""
+    import socket
+    plan = TestPlan.load(str(_plan(proj, "spmd")))
+    op, vector = plan.ops[0], plan.ops[0].vectors[0]
+    for env, program in (("1", native.dynamic_loader(sys.executable)), ("0", None)):
+        monkeypatch.setenv(native.ZYGOTE_ENV, env)
+        opts = RunOptions(timeout=2, leader=str(proj / LEADER))
+        with LibrarySession(plan, root=str(proj), options=opts) as s:
+            assert s.run_vector(op, vector).status == "pass"
+            exe, python, name = _zygote_of(s)
+            assert name == "gpsimd-zygote"
+            if program:
+                assert os.path.realpath(exe) == os.path.realpath(program) and not python
+            else:
+                assert os.path.realpath(exe) == os.path.realpath(sys.executable) and python
+            r, w = os.pipe()
+            socket.send_fds(s.zygote.sock, [b"\x00" * 40], [r])
+            os.close(r)
+            os.close(w)
+            got = s.zygote.receive(10)
+            assert got == {"error": "a request the native zygote cannot read"} if program \
+                else got == {"error": "a request the zygote cannot read"}
+            assert s.run_vector(op, vector).status == "pass"

@@ -27,7 +27,7 @@ INSTALLED = {
     "site_scons/site_tools": ("gpsimd_build/site_tools", (".py",)),
     "schema": ("gpsimd_build/schema", (".json",)),
     "runtime_model/gpsimd_device": ("gpsimd_device", (".py",)),
-    "runtime_model/gpsimd_emu": ("gpsimd_emu", (".py",)),
+    "runtime_model/gpsimd_emu": ("gpsimd_emu", (".py", ".c", ".h")),
     "runtime_model/include": ("gpsimd_device/include", (".h", ".hpp")),
     "runtime_model/src": ("gpsimd_device/src", (".cpp", ".h")),
     "site_scons/gpsimd_pytest": ("gpsimd_pytest", (".py",)),

@@ -44,6 +44,52 @@ def test_the_library_reports_this_layout(library):
     assert (values[9], values[14], values[17], values[19]) == (
         control.SIZE, control._PASSES, control._SLOTS, control._JOBS)
     assert values[22:26] == [control.MAX_PASSES, control.MAX_CORES, 70, -2]
+    # the native zygote's message: struct gl_zygote_run (leader.h)
+    assert values[27:] == [int.from_bytes(b"GLZYRUN1", "little"), 256,
+                           ctypes.sizeof(native.ZygoteRun), 32, 32 + 256]
+    assert leader.runs_as_zygote
+
+
+def test_a_run_message_is_the_worker_s_part_of_the_request():
+    req = {"size": 1 << 20, "ncores": 8, "runs": [
+        {"index": 0, "second": False, "ordered": False, "poison": 0xA5},
+        {"index": 3, "second": True, "ordered": True, "poison": 0x5A}],
+        "parallel": 2, "spread_now": True, "spread_after": 0.25, "timeout": 9.5,
+        "binding_size": ctypes.sizeof(abi.GpsimdCoreBinding), "bindings_at": 8192,
+        "args_at": 12288, "arg_len": 96, "page": 4096, "desc_len": 48,
+        "scan": [65536, 4000, 4], "op": "spmd_relu", "memory": 1 << 30,
+        "image_total": 3 << 20, "prefilled": 1 << 20}
+    data = native.run_message(req)
+    assert len(data) == ctypes.sizeof(native.ZygoteRun)
+    m = native.read_run(data)
+    assert (m.magic, m.memory, m.image_total, m.prefilled, m.op) == (
+        native.RUN_MAGIC, 1 << 30, 3 << 20, 1 << 20, b"spmd_relu")
+    r = m.request
+    assert (r.version, r.image_fd, r.size, r.ncores, r.nruns, r.parallel, r.spread_now,
+            r.spread_after, r.timeout) == (native.VERSION, -1, 1 << 20, 8, 2, 2, 1, 0.25, 9.5)
+    assert (r.bindings_at, r.args_at, r.arg_len, r.page, r.desc_len) == (8192, 12288, 96,
+                                                                        4096, 48)
+    assert (r.scan_at, r.scan_nbytes, r.scan_itemsize) == (65536, 4000, 4)
+    assert [(x.index, x.second, x.ordered, x.poison) for x in r.runs[:2]] == [
+        (0, 0, 0, 0xA5), (3, 1, 1, 0x5A)]
+    # the zygote's own part is left to it
+    assert (r.data_limit, r.zygote, r.oom_first, r.join_path) == (0, 0, 0, b"")
+    assert native.read_run(data[:-1]) is None and native.read_run(b"{}") is None
+    with pytest.raises(ValueError):
+        native.run_message(dict(req, op="x" * 256))
+
+
+def test_the_dynamic_loader_is_the_interpreter_s_program_interpreter(tmp_path):
+    import sys
+    loader = native.dynamic_loader(sys.executable)
+    with open("/proc/self/maps") as f:
+        mapped = {line.split()[-1] for line in f if "/" in line}
+    assert loader is not None and os.path.realpath(loader) in {os.path.realpath(m)
+                                                               for m in mapped}
+    text = tmp_path / "text"
+    text.write_text("not an ELF file")
+    assert native.dynamic_loader(str(text)) is None
+    assert native.dynamic_loader(str(tmp_path / "none")) is None
 
 
 def test_a_library_of_another_layout_is_refused(tmp_path):
