@@ -8,15 +8,15 @@ each pays a Python interpreter, numpy and its library's zygote (about
 one emulator server (``gpsimd_emu.ninja_server``, the server the SCons
 path uses, listening on a socket) whose life is that ninja process's:
 
-* **started by the build**: the ninja path's prestart step (``prestart``,
-  ``python -m gpsimd_emu prestart STAMP``, which every test step needs
-  order-only and which runs when a source a test depends on changed: in
-  the edit loop beside the kernel's compile) starts it loading the model
+* **started by the build**: a library's prestart step (``prestart``,
+  ``python -m gpsimd_emu prestart STAMP``, which the library's test step
+  needs order-only and which runs when a source that test depends on
+  changed: in the edit loop beside the kernel's compile) starts it loading the model
   at once, so that the edit loop's one test step is served. Without it
   (a header edited, the stamp up to date), the first test step that finds
   no server starts one idle (an interpreter, no numpy) and runs its own
   vectors; a second step's request makes it load the model. A request
-  that comes while the model loads waits for it (``server.LOAD_WAIT``
+  that comes while the model loads waits for it (``ninja_server.LOAD_WAIT``
   at most); a step that finds no server runs its vectors itself.
 * **ended with it**: the server watches that ninja process (a pidfd) and,
   when it ends, however it ends (``kill -9`` included), ends every run
@@ -99,8 +99,10 @@ def start_server(ninja: "tuple[int, int]", name: bytes, load: bool = False) -> b
     its life, decides): True when this call started it; ``load``: it
     loads the model at once (else it starts idle). The server is a fork
     of this process (``ninja_server.serve``: this interpreter, as the
-    test steps' commands start it), in a session of its own (ninja's
-    Ctrl-C and its process-group kills do not reach it), not this
+    test steps' commands start it), in a process group of its own
+    (ninja's Ctrl-C and its process-group kills do not reach it) but in
+    ninja's session (so in its scheduler autogroup, where the loading
+    thread's nice value ranks it behind the build's steps), not this
     process's child (a command's supervising process ends its own
     descendants), with stdin, stdout and stderr on ``/dev/null`` and no
     other descriptor of this process's."""
@@ -117,7 +119,7 @@ def start_server(ninja: "tuple[int, int]", name: bytes, load: bool = False) -> b
         if middle == 0:         # (the server is orphaned at once: adopted by init)
             code = 1
             try:
-                os.setsid()
+                os.setpgid(0, 0)
                 if os.fork() == 0:
                     _become_server(ninja, lock, load)
                 code = 0
@@ -154,8 +156,10 @@ def prestart(argv: "list[str]") -> int:
     it, so that the test steps after this one are served; then write the
     empty file ``STAMP`` (ninja's record that this step ran). Not under
     ninja, or with ``$GPSIMD_EMU_SERVER=0``, only the file is written.
-    Nothing waits for the server: the exit status is 0 (2 for bad
-    arguments, 1 when ``STAMP`` cannot be written, with a message)."""
+    Nothing waits for the server, and no test step relies on this one:
+    the exit status is 0, also when ``STAMP`` cannot be written (a
+    warning says so; ninja runs the step again next time), 2 for bad
+    arguments."""
     if len(argv) != 2 or argv[0] != "prestart":
         print("usage: python -m gpsimd_emu prestart STAMP", file=sys.stderr)
         return 2
@@ -183,8 +187,8 @@ def prestart(argv: "list[str]") -> int:
         os.close(fd)
         os.utime(argv[1])               # (an empty file truncated again keeps its time)
     except OSError as e:
-        print(f"gpsimd_emu prestart: cannot write {argv[1]}: {e.strerror}", file=sys.stderr)
-        return 1
+        print(f"gpsimd_emu prestart: warning: cannot write {argv[1]}: {e.strerror}",
+              file=sys.stderr)
     return 0
 
 

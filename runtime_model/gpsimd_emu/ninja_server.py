@@ -19,7 +19,8 @@ the build's own steps (the compile beside which the prestart step runs)
 come first; the loop goes on answering meanwhile. A request that comes
 while it loads waits for it (``LOAD_WAIT`` seconds at most, then it is
 answered ``here``: its step runs its vectors itself); one whose step is
-gone by then is dropped.
+gone by then is dropped. A server whose model's files changed while it
+loaded serves no step.
 """
 
 from __future__ import annotations
@@ -66,6 +67,10 @@ class NinjaServer(Server):
         self.env, self.fingerprint = env, fingerprint
         self._loader: Optional[threading.Thread] = None
         self.waiting: List[Tuple[socket.socket, List[int], dict, float]] = []
+        #: the model's files as they were before it loaded (``_loaded``
+        #: compares), and whether they changed meanwhile
+        self._files = scope.fingerprint()
+        self.stale = False
 
     @property
     def loading(self) -> bool:
@@ -117,7 +122,11 @@ class NinjaServer(Server):
         gc.collect()
         gc.freeze()                      # forked runs do not copy pages the collector writes
         self.ready = True
-        self._make_spare()
+        # (a file edited while it loaded: what it imported may be either
+        # version; it serves no step, each runs its own vectors)
+        self.stale = scope.fingerprint() != self._files
+        if not self.stale:
+            self._make_spare()
 
     def _accept(self) -> None:
         """Take one connection to the listener."""
@@ -150,8 +159,10 @@ class NinjaServer(Server):
             conn.close()
             return
         req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
-        if isinstance(req, str) or req.get("fingerprint") != self.fingerprint:
-            why = req if isinstance(req, str) else "another version of the model"
+        why = req if isinstance(req, str) else (
+            "another version of the model" if req.get("fingerprint") != self.fingerprint
+            else "the model changed while the server loaded it" if self.stale else None)
+        if why is not None:
             _reply(conn, {"here": why}, scope.encode)
             conn.close()
             _close(fds)
@@ -175,8 +186,13 @@ class NinjaServer(Server):
             if conn in ready:
                 _close(fds)
                 conn.close()
-            elif self.ready:
+            elif self.ready and not self.stale:
                 self._serve(conn, fds, req)
+            elif self.ready:
+                _reply(conn, {"here": "the model changed while the server loaded it"},
+                       scope.encode)
+                _close(fds)
+                conn.close()
             elif now >= deadline:
                 _reply(conn, {"here": "the server is still loading the model"}, scope.encode)
                 _close(fds)

@@ -419,6 +419,13 @@ def test_the_prestart_step_loads_the_model_and_the_first_step_is_served(built_pr
         assert stamp.read_bytes() == b""
         assert _log_lines(log) == ["prestart: started a server"]
         (server,) = ninja.wait_servers(1)
+        # in ninja's session (its scheduler autogroup) but not in its process group
+        assert os.getsid(server) == os.getsid(ninja.proc.pid)
+        assert os.getpgid(server) not in (os.getpgid(ninja.proc.pid), os.getpgid(0))
+        if os.path.exists(f"/proc/{server}/autogroup"):
+            with open(f"/proc/{server}/autogroup") as a, \
+                    open(f"/proc/{ninja.proc.pid}/autogroup") as b:
+                assert a.read().split()[0] == b.read().split()[0]
         deadline = time.monotonic() + 30
         while not _maps_numpy(server):           # loading, with no step asking
             assert time.monotonic() < deadline
@@ -525,5 +532,59 @@ def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gon
         for sock, r in clients:
             sock.close()
             os.close(r)
+        srv.terminate()
+        srv.wait(timeout=10)
+
+
+_EDITING_SERVER = r'''
+import os, pathlib, socket, sys, time
+from gpsimd_emu import ninja_server, scope, server
+settings = pathlib.Path(server.__file__).with_name("settings.py")
+def load():                              # a model file edited while the model loads
+    time.sleep(0.3)
+    settings.write_text(settings.read_text() + "\n")
+server._preload = load
+listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+listener.bind(b"\0" + sys.argv[1].encode())
+listener.listen(8)
+srv = ninja_server.NinjaServer(listener, os.pidfd_open(os.getppid()), dict(os.environ),
+                               "print")
+srv.start_loading()
+print("listening", flush=True)
+try:
+    srv.serve()
+finally:
+    srv.stop()
+'''
+
+
+def test_a_server_whose_model_changed_while_it_loaded_serves_no_step(tmp_path):
+    """What it imported may be either version: every step is answered
+    ``here`` (and runs its own vectors), the one waiting too."""
+    from gpsimd_emu import scope
+    model = tmp_path / "runtime_model"
+    shutil.copytree(ROOT / "runtime_model", model,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    name = f"gpsimd-test/{os.getpid()}/{time.monotonic_ns()}"
+    env = _env(tmp_path / "log", model)
+    srv = subprocess.Popen([sys.executable, "-c", _EDITING_SERVER, name], env=env,
+                           stdout=subprocess.PIPE, text=True)
+    try:
+        assert srv.stdout.readline() == "listening\n"
+        for _ in range(2):                 # (while it loads, and after)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            sock.connect(b"\0" + name.encode())
+            r, w = os.pipe()
+            socket.send_fds(sock, [scope.encode({"argv": ["run", "x.json"], "cwd": "/",
+                                                 "env": env, "fingerprint": "print"})],
+                            [w, w])
+            os.close(w)
+            sock.settimeout(10)
+            assert scope.decode(sock.recv(4096)) == {
+                "here": "the model changed while the server loaded it"}
+            assert os.read(r, 100) == b""      # nothing was run
+            sock.close()
+            os.close(r)
+    finally:
         srv.terminate()
         srv.wait(timeout=10)

@@ -145,42 +145,59 @@ def _query(proj, target):
 
 def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_project,
                                                                           tmp_path):
-    """The edit loop (``ninja relu`` after a kernel edit): the prestart
-    step, which every test step needs order-only and whose inputs are the
-    sources the tests depend on, runs beside the compile and starts the
-    ninja run's server loading the model; the one test step is then
-    served, with the same results. A null build runs neither."""
-    prestart = "build/host/.emu-prestart"
+    """The edit loop (``ninja relu`` after a kernel edit): the library's
+    prestart step, which its test step needs order-only and whose inputs
+    are the sources that test depends on, runs beside the compile and
+    starts the ninja run's server loading the model; the one test step is
+    then served, with the same results. Another library's edit leaves
+    relu's prestart alone; a null build runs none."""
+    prestart = "build/host/relu/.emu-prestart"
     for lib in ("relu", "spmd", "elementwise"):
         _, order_only = _query(ninja_project, f"build/host/{lib}/test-results.json")
-        assert order_only == {prestart}, lib
+        assert order_only == {f"build/host/{lib}/.emu-prestart"}, lib
     inputs, _ = _query(ninja_project, prestart)
     assert {RELU, "kernels/relu/shape.cpp", "kernels/relu/reference.py",
             "build/host/relu/testplan.json", "build/host/relu/wrapper.cpp",
             "runtime_model/src/tensor.cpp", "runtime_model/gpsimd_emu/leader.c",
+            "runtime_model/gpsimd_emu/native_zygote.c",
             "runtime_model/gpsimd_emu/session.py", "runtime_model/gpsimd_device/plan.py",
-            "build/host/lsp/lsp_fll_load_cpu0.cpp"} <= inputs
+            "build/host/lsp/lsp_fll_load_cpu_single.cpp"} <= inputs
     assert not any(p.endswith((".o", ".so", ".a", ".json.d")) for p in inputs)
+    assert not any("elementwise" in p or "spmd" in p for p in inputs)
     assert (ninja_project / prestart).read_bytes() == b""
     results = ninja_project / "build/host/relu/test-results.json"
     before = results.read_bytes()
     src = ninja_project / RELU
     good = src.read_text()
+    other = ninja_project / "kernels/elementwise/elementwise.cpp"
+    other_text = other.read_text()
     log = tmp_path / "handoff.log"
     env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
-    try:
-        src.write_text(good + "\nvolatile int gpsimd_test_edit = 1;\n")
-        proc = subprocess.run([NINJA, "-d", "explain", "relu"], cwd=str(ninja_project), env=env,
+
+    def run(*args):
+        proc = subprocess.run([NINJA, "-d", "explain", *args], cwd=str(ninja_project), env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
+        return proc
+    try:
+        src.write_text(good + "\nvolatile int gpsimd_test_edit = 1;\n")
+        proc = run("relu")
         assert "relu: 10 passed, 0 failed" in proc.stdout
         assert f"output {prestart} older than most recent input {RELU}" in proc.stderr
         lines = log.read_text().splitlines()
         assert lines[0] == "prestart: started a server", lines
         assert len(lines) == 2 and lines[1].startswith("served pid=") and \
             lines[1].endswith("spare=True"), lines
+        log.unlink()
+        other.write_text(other_text + "\n// another library's edit\n")
+        assert "no work to do" in run("relu").stdout and not log.exists()
+        proc = run("elementwise")
+        assert "elementwise: 24 passed, 0 failed" in proc.stdout
+        assert log.read_text().splitlines()[0] == "prestart: started a server"
+        assert log.read_text().splitlines()[1].startswith("served pid=")
     finally:
         src.write_text(good)
+        other.write_text(other_text)
     ninja(ninja_project, "relu")
     assert results.read_bytes() == before
     null = ninja(ninja_project, "-d", "explain", "relu")

@@ -127,7 +127,11 @@ def test_prestart_not_under_ninja_or_turned_off_only_writes_its_stamp(tmp_path, 
     capsys.readouterr()
     assert handoff.prestart(["prestart"]) == 2
     assert capsys.readouterr().err == "usage: python -m gpsimd_emu prestart STAMP\n"
+    # (a stamp that cannot be written fails no step: no test relies on it)
     missing = tmp_path / "no" / "stamp"
-    assert handoff.prestart(["prestart", str(missing)]) == 1
-    assert capsys.readouterr().err == (f"gpsimd_emu prestart: cannot write {missing}: "
+    assert handoff.prestart(["prestart", str(missing)]) == 0
+    assert capsys.readouterr().err == (f"gpsimd_emu prestart: warning: cannot write {missing}: "
                                        "No such file or directory\n")
+    (tmp_path / "dir").mkdir()
+    assert handoff.prestart(["prestart", str(tmp_path / "dir")]) == 0
+    assert capsys.readouterr().err.endswith(": Is a directory\n")

@@ -373,6 +373,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
                 GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
                 "$PYTHON")
             env.Depends(results, emu_sources + [leader])
+            if to_ninja:        # (its server loading as the run begins)
+                ninja.prestart(env, graph, lib_dir, results)
             env.Alias(f"test-{lib.name}", results)
             all_results += results
             tests.append(LibraryTests(lib.name, results[0]))
@@ -404,8 +406,6 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
         env.Alias("schemas", env.GpsimdPrint(f"{profile_dir}/.schemas-printed", all_schemas))
     else:
         env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
-    if to_ninja and all_results:
-        ninja.prestart(env, graph, profile_dir, all_results)
     if profile.runs_tests:
         env.Alias("test", all_results)
         env.Alias("stack-report", all_stack)

@@ -200,15 +200,16 @@ def made_from(nodes) -> List[Any]:
     return sorted(out, key=str)
 
 
-def prestart(env, graph, profile_dir: str, results: List[Any]) -> Any:
-    """The prestart step (``gpsimd_emu.handoff.prestart``): it starts the
-    ninja run's emulator server loading the model as the run begins, so
-    that the first test step is served. Every test node in ``results``
-    needs it, order-only; its inputs are the files no step makes that the
-    tests are made from (:func:`made_from`), so it runs, beside the
-    compiles, when a test is to run again, and not in a null build.
-    Returns its node."""
-    node = graph.uses(env.GpsimdPrestart(f"{profile_dir}/.emu-prestart", made_from(results)),
+def prestart(env, graph, lib_dir: str, results: List[Any]) -> Any:
+    """A library's prestart step (``gpsimd_emu.handoff.prestart``,
+    ``<lib_dir>/.emu-prestart``): it starts the ninja run's emulator
+    server loading the model as the run begins, so that the library's
+    test step (``results``, which needs it order-only) is served. Its
+    inputs are the files no step makes that the test is made from
+    (:func:`made_from`), so it runs, beside the compiles, exactly when
+    that test is to run again and is among the targets, and not in a null
+    build. Returns its node."""
+    node = graph.uses(env.GpsimdPrestart(f"{lib_dir}/.emu-prestart", made_from(results)),
                       "$PYTHON")
     env.Requires(results, node)
     return node
