@@ -296,6 +296,28 @@ def test_build_ninja_regenerates_when_the_manifest_changes(ninja_project):
     ninja(ninja_project)
 
 
+def test_scons_after_ninja_regenerated_build_ninja_does_not_wait_for_itself(ninja_project):
+    """Once ninja has regenerated build.ninja (its log records it), a
+    manifest edit and ``scons --experimental=ninja``: scons writes
+    build.ninja and runs ninja, which finds it older than the manifest in
+    its log and regenerates it with a scons of its own; that scons must
+    not wait for the build folder's lock its grandparent holds (it hung
+    there for ever)."""
+    manifest = ninja_project / "ops.yaml"
+    text = manifest.read_text()
+    try:
+        manifest.write_text(text + "\n# first edit\n")
+        assert "Regenerating build.ninja" in ninja(ninja_project).stdout
+        manifest.write_text(text + "\n# second edit\n")
+        proc = run_scons(ninja_project, "--experimental=ninja", "-Q", timeout=300)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "waiting for the build folder" not in proc.stderr
+        assert "all libraries: 104 passed, 0 failed" in proc.stdout.splitlines()
+    finally:
+        manifest.write_text(text)
+    ninja(ninja_project)
+
+
 def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, built_project):
     """Issue 10's guarantee on the ninja path: BRK, kill -9 of the whole group
     while relu links, revert: the next ninja build equals a clean build."""

@@ -7,7 +7,10 @@ exclusive ``flock`` on ``<BUILD_DIR>/.gpsimd-lock`` for the life of the
 process: a second build of the same folder waits, saying which process holds
 it (or, with ``wait=False``, stops at once). The kernel releases the lock when
 its holder exits or dies, so a killed build never leaves a stale lock;
-builds of different folders do not wait for each other.
+builds of different folders do not wait for each other. A build started by
+the build that holds the lock (ninja's regeneration of ``build.ninja``
+under ``scons --experimental=ninja``, which holds it while its ninja
+runs) goes on without it: that build waits for this one.
 """
 
 import fcntl
@@ -25,6 +28,26 @@ _HELD = {}
 class LockBusy(Exception):
     """Another process holds the build folder's lock (``wait=False``); the
     message names it."""
+
+
+def _ancestor(text: str) -> bool:
+    """Is the process the lock file ``text`` names (``process PID (...)``)
+    an ancestor of this one?"""
+    words = text.split()
+    if len(words) < 2 or words[0] != "process" or not words[1].isdigit():
+        return False
+    holder, pid = int(words[1]), os.getppid()
+    for _ in range(64):
+        if pid == holder:
+            return True
+        if pid <= 1:
+            return False
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                pid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return False
+    return False
 
 
 def _holder(fd: int) -> str:
@@ -54,6 +77,10 @@ def acquire(build_dir: str, wait: bool = True, say=None) -> None:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         holder = _holder(fd)
+        if _ancestor(holder):           # (it waits for us: waiting would never end)
+            os.close(fd)
+            _HELD[key] = None
+            return
         if not wait:
             os.close(fd)
             raise LockBusy(f"the build folder {build_dir} is in use by {holder}") from None
@@ -71,7 +98,8 @@ def release_all() -> None:
     """Release every lock of this process (tests; exit does it anyway)."""
     for fd in _HELD.values():
         try:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         except OSError:
             pass
     _HELD.clear()
