@@ -64,7 +64,7 @@ static struct object objects[GL_MAX_RUNS][GL_MAX_CORES];
 static int ncopies, ncores;
 
 static struct {
-    int sock, parent, version, inside, has_memsw;
+    int sock, parent, version, inside, has_memsw, gone;
     const char *mode, *path;
     int64_t min_data, data_base, baseline, limit;   /* limit: -1 none set */
 } Z;
@@ -344,7 +344,7 @@ static int64_t data_bytes(void)
 static void reply(const char *text)
 {
     if (send(Z.sock, text, strlen(text), MSG_NOSIGNAL) < 0)
-        _exit(0);                        /* the worker is gone */
+        Z.gone = 1;                      /* the worker is gone: as at end of file */
 }
 
 static void reply_error(const char *what)
@@ -375,7 +375,12 @@ static void run(struct gl_zygote_run *m, int image_fd)
     }
     for (int i = 0; i < r->nruns; i++) {
         int64_t p = r->runs[i].index;
-        for (int k = 0; p >= 0 && p < ncopies && k < r->ncores; k++) {
+        if (p < 0 || p >= ncopies) {
+            close(image_fd);
+            reply_error("a request of a run the zygote holds no copy of the objects for");
+            return;
+        }
+        for (int k = 0; k < r->ncores; k++) {
             r->launchers[p][k] = launcher_of(&objects[p][k], m->op);
             r->binders[p][k] = objects[p][k].binder;
             if (r->launchers[p][k] == NULL) {
@@ -492,7 +497,7 @@ static int zygote_main(int argc, char **argv)
     Z.data_base = data_bytes() + slack;
     if (Z.inside && Z.version)
         Z.baseline = cg_usage();
-    for (;;) {
+    while (!Z.gone) {
         struct gl_zygote_run m;
         char control[CMSG_SPACE(16 * sizeof(int))];
         struct iovec io = {&m, sizeof m};

@@ -21,6 +21,7 @@ visited, or whose objects failed, keep the entries of their last
 recording.
 """
 
+import gc
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Set, Tuple
@@ -57,11 +58,32 @@ class InputsRecord:
 
     def save(self) -> None:
         """Record every library whose roots are all done; an error is
-        reported on stderr, never raised."""
+        reported on stderr, never raised. A library whose entry is already
+        the one this run would write (its key, and every file it names as
+        big and as old as recorded, with its roots up to date: what the
+        graph below them is made of is what it was) is left as it is,
+        without walking its graph (a null build's case: 0.6 s at 5,000
+        ops)."""
+        # (the collector off: a full collection would walk every object of
+        # SCons's graph, 0.4 s at 5,000 ops, to find no garbage of ours)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._save()
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _save(self) -> None:
         skip = {id(n) for n in self._programs()}
         memo: Dict[int, Set[Any]] = {}
         done, stats = {}, {}
+        old = freshness.read_record(self.path)
+        now: Dict[str, Any] = {}
         for name, (key, roots) in self.roots.items():
+            if roots and all(n.get_state() == SCons.Node.up_to_date for n in roots) and \
+                    _recorded(old, name, key, now):
+                continue
             if roots and all(n.get_state() in _DONE for n in roots):
                 leaves: Set[Any] = set()
                 for node in roots:
@@ -82,6 +104,25 @@ class InputsRecord:
         except OSError as e:
             sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
                              "the pytest plugin will ask for another build\n")
+
+
+def _recorded(record: Any, name: str, key: str, now: Dict[str, Any]) -> bool:
+    """Is ``record``'s entry ``name`` recorded with ``key``, naming files
+    that are all as big and as old as it says (``now``: the stats looked
+    at so far, by path)?"""
+    entry = record.libraries.get(name)
+    if not entry or entry[0] != key or not entry[1]:
+        return False
+    for path in entry[1]:
+        if path not in now:
+            try:
+                st = os.stat(path)
+                now[path] = (st.st_size, st.st_mtime_ns)
+            except OSError:
+                now[path] = None
+        if now[path] is None or tuple(record.files.get(path, ())) != now[path]:
+            return False
+    return True
 
 
 def _leaves(root: Any, memo: Dict[int, Set[Any]], skip: Set[int]) -> Set[Any]:

@@ -19,18 +19,21 @@ action not predicted (a changed command line) joins it. ``done`` never
 passes ``total``.
 
 ``quiet`` (``QUIET=1``): action lines are not printed at all.
+
+:class:`Timer`: with ``scons --debug=time``, the tool's own steps' times.
 """
 
 import os
 import sys
 import threading
+import time
 from typing import Any, Dict, List, Optional
 
 import SCons.Node
 import SCons.Script
 import SCons.Util
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "Timer"]
 
 
 class Progress:
@@ -161,3 +164,29 @@ class Progress:
             if st.st_size != size or int(st.st_mtime) != int(stamp):
                 return True
         return False
+
+
+class Timer:
+    """With ``scons --debug=time``, how long each of this tool's own steps
+    took, printed as SCons prints its own times (seconds)."""
+
+    def __init__(self):
+        self.on = "time" in (SCons.Script.GetOption("debug") or ())
+        self.t = time.perf_counter()
+
+    def lap(self, what: str) -> None:
+        if self.on:
+            now = time.perf_counter()
+            print(f"gpsimd: {what}: {now - self.t:.3f} seconds")
+            self.t = now
+
+    def timed(self, fn, what: str):
+        """``fn`` (no arguments), timed like :meth:`lap` when it runs."""
+        if not self.on:
+            return fn
+
+        def run():
+            self.t = time.perf_counter()
+            fn()
+            self.lap(what)
+        return run
