@@ -23,7 +23,8 @@ full   (N in ``--full-n``) full build from clean at -j2, this tree and the
        of the actions by kind
        (``bench/scons_wrap.py``), SCons's own CPU and peak RSS, results.
 null   null build of the real SConstruct against the floor, alternating,
-       ``--null-runs`` each (min and median), and the reading phase
+       ``--null-runs`` each (min, median, and the median of each run over
+       the floor run after it), and the reading phase
        (``scons -h``) of both. Needs a built tree: built first (-j2,
        reported as ``prepare``) when the full phase did not build it.
 loop   ``bench/loop.py``: the ninja path's null build against plain ninja,
@@ -185,6 +186,9 @@ def measure_null(cwd, runs):
     return {"real_s": min(real), "floor_s": min(floor), "ratio": min(real) / min(floor),
             "real_median_s": statistics.median(real), "floor_median_s": statistics.median(floor),
             "ratio_median": statistics.median(real) / statistics.median(floor),
+            # each run against the floor run just after it: the drift of the
+            # machine's speed between pairs cancels
+            "ratio_pairs_median": statistics.median(r / f for r, f in zip(real, floor)),
             "real_runs": [round(x, 3) for x in real], "floor_runs": [round(x, 3) for x in floor],
             "read_s": min(read), "floor_read_s": min(fread), "scons_maxrss_mb": max(rss),
             "foreign_load_median": statistics.median(loads)}
@@ -276,7 +280,7 @@ def report(results):
         nl = r.get("null")
         if nl:
             lines.append(f"  null build: {nl['real_s']:.2f} s vs floor {nl['floor_s']:.2f} s = "
-                         f"{nl['ratio']:.2f}x (medians {nl['ratio_median']:.2f}x); reading "
+                         f"{nl['ratio']:.2f}x (medians {nl['ratio_median']:.2f}x, pairs {nl['ratio_pairs_median']:.2f}x); reading "
                          f"{nl['read_s']:.2f} s vs {nl['floor_read_s']:.2f} s; load "
                          f"{nl['foreign_load_median']:.2f}")
         lp = r.get("loop")

@@ -425,7 +425,9 @@ def test_the_prestart_step_loads_the_model_and_the_first_step_is_served(built_pr
         if os.path.exists(f"/proc/{server}/autogroup"):
             with open(f"/proc/{server}/autogroup") as a, \
                     open(f"/proc/{ninja.proc.pid}/autogroup") as b:
-                assert a.read().split()[0] == b.read().split()[0]
+                # empty when the task's group is a cgroup's, not an
+                # autogroup (the kernel prints nothing then, as in CI)
+                assert a.read().split()[:1] == b.read().split()[:1]
         deadline = time.monotonic() + 30
         while not _maps_numpy(server):           # loading, with no step asking
             assert time.monotonic() < deadline
