@@ -101,7 +101,7 @@ def native_leader(collection, into):
     target = os.path.join(into, leader.LIBRARY_NAME)
     root = os.path.join(collection, "runtime_model")
     subprocess.run(leader.compile_command(os.environ.get("CXX", "g++"),
-                                          os.path.join(root, "gpsimd_emu"),
+                                          leader.source_paths(os.path.join(root, "gpsimd_emu")),
                                           os.path.join(root, "include"), target), check=True)
     return target
 

@@ -33,8 +33,10 @@ def source_paths(emulator_dir: str) -> List[str]:
     return [os.path.join(emulator_dir, name) for name in SOURCE_NAMES]
 
 
-def compile_command(compiler: str, emulator_dir: str, include_dir: str,
+def compile_command(compiler: str, sources: List[str], include_dir: str,
                     target: str) -> List[str]:
-    """The whole command (argv) that writes the library to ``target``."""
-    sources = [a for p in source_paths(emulator_dir) for a in (*SOURCE_PREFIX, p)]
-    return [compiler, *COMPILE_FLAGS, "-I", include_dir, "-o", target, *sources, *LINK_FLAGS]
+    """The whole command (argv) that writes the library to ``target`` from
+    ``sources`` (:func:`source_paths`, or the build's ``${SOURCES[i]}``:
+    the build's command line is this one)."""
+    return [compiler, *COMPILE_FLAGS, "-I", include_dir, "-o", target,
+            *(a for p in sources for a in (*SOURCE_PREFIX, p)), *LINK_FLAGS]

@@ -157,30 +157,17 @@ class NativeLeader:
                               f"(entry {bad} of gl_layout differs); rebuild it")
         self._lib = lib
 
-    def fork(self, req: dict, image_fd: int, launchers: Sequence[Sequence[int]],
+    def fork(self, r: "Request", image_fd: int, launchers: Sequence[Sequence[int]],
              binders: Sequence[Sequence[int]], zygote: int, oom_first: bool = False,
              join_path: Optional[str] = None) -> int:
         """Fork the vector's leader; returns its pid (the child never
-        returns). ``req``: the worker's request with ``data_limit`` set
-        (as ``launch.VectorContext.request``); ``launchers[run][core]`` /
-        ``binders[run][core]``: function addresses in each copy (or
-        their ``function_table``).
-
-        Raises:
-            OSError: fork failed.
-            ValueError: the request does not fit the structure (more than
-                4 runs or 8 cores).
-        """
-        r = request_struct(req)
-        r.data_limit = int(req.get("data_limit", 0))
-        return self.fork_request(r, image_fd, launchers, binders, zygote, oom_first, join_path)
-
-    def fork_request(self, r: "Request", image_fd: int, launchers: Sequence[Sequence[int]],
-                     binders: Sequence[Sequence[int]], zygote: int, oom_first: bool = False,
-                     join_path: Optional[str] = None) -> int:
-        """``fork`` of a request already in its structure (the worker's
-        part, ``request_struct``, and ``data_limit``); fills in the
-        zygote's part.
+        returns). ``r``: the worker's part of the request
+        (:func:`request_struct`, or a ``ZygoteRun``'s) with ``data_limit``
+        set; this fills in the zygote's part: ``image_fd``, ``zygote``
+        (its pid), ``oom_first``, ``launchers[run][core]`` /
+        ``binders[run][core]`` (function addresses in each copy, or their
+        ``function_table``) and ``join_path`` (the cgroup's
+        ``cgroup.procs``, or None).
 
         Raises:
             OSError: fork failed.

@@ -170,7 +170,7 @@ static ssize_t read_small(const char *path, char *text, size_t size)
     return n;
 }
 
-/* ---- the memory cgroup (gpsimd_emu.contain.MemoryCgroup) ------------------ */
+/* ---- the memory cgroup (gpsimd_emu.cgroup.MemoryCgroup) ------------------- */
 
 static int cg_write(const char *file, long long value)
 {
@@ -233,7 +233,7 @@ static int64_t cg_oom_kills(void)
     return cg_read(Z.version == 1 ? "memory.oom_control" : "memory.events", "oom_kill");
 }
 
-/* Zygote._drop_cgroup(for_good=False) */
+/* Zygote._drop_cgroup(for_good=False); outside the cgroup, its removal */
 static void cg_drop(void)
 {
     if (Z.inside) {
@@ -430,12 +430,9 @@ static void run(struct gl_zygote_run *m, int image_fd)
         reply_error(why);
         return;
     }
-    int status = 0, timed_out = 0;
-    if (wait_until((pid_t)pid, start + cap, &status) == 0) {
-        kill_group((pid_t)pid);          /* whatever stayed in its group */
-    } else {
-        timed_out = 1;
-        kill_group((pid_t)pid);
+    int status = 0, timed_out = wait_until((pid_t)pid, start + cap, &status) != 0;
+    kill_group((pid_t)pid);              /* whatever stayed in its group */
+    if (timed_out) {
         kill((pid_t)pid, SIGKILL);
         while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR)
             ;
@@ -535,8 +532,7 @@ static int zygote_main(int argc, char **argv)
     }
     sweep();
     if (Z.version && !Z.inside)
-        for (int i = 0; i < 50 && rmdir(Z.path) != 0 && errno == EBUSY; i++)
-            usleep(10000);
+        cg_drop();
     return 0;
 }
 

@@ -48,6 +48,9 @@ LOAD_WAIT = 5.0
 #: The nice value (setpriority(2), of the loading thread alone) at which
 #: the model loads.
 LOAD_NICE = 10
+#: The answer to a step while the server's model is not the step's own
+#: (``NinjaServer.stale``).
+STALE = "the model changed while the server loaded it"
 
 
 class NinjaServer(Server):
@@ -159,13 +162,8 @@ class NinjaServer(Server):
             conn.close()
             return
         req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
-        why = req if isinstance(req, str) else (
-            "another version of the model" if req.get("fingerprint") != self.fingerprint
-            else "the model changed while the server loaded it" if self.stale else None)
-        if why is not None:
-            _reply(conn, {"here": why}, scope.encode)
-            conn.close()
-            _close(fds)
+        if isinstance(req, str) or req.get("fingerprint") != self.fingerprint:
+            _here(conn, fds, req if isinstance(req, str) else "another version of the model")
         elif not self.ready:
             self.start_loading()
             self.waiting.append((conn, fds, req, time.monotonic() + LOAD_WAIT))
@@ -173,6 +171,11 @@ class NinjaServer(Server):
             self._serve(conn, fds, req)
 
     def _serve(self, conn: socket.socket, fds: List[int], req: dict) -> None:
+        """Run ``req`` with the loaded model (answered ``here`` if it is
+        :data:`STALE`)."""
+        if self.stale:
+            _here(conn, fds, STALE)
+            return
         self._start(conn, json.dumps(req).encode(), req, fds[0], fds[1], req["env"] == self.env,
                     scope.encode)
 
@@ -186,17 +189,10 @@ class NinjaServer(Server):
             if conn in ready:
                 _close(fds)
                 conn.close()
-            elif self.ready and not self.stale:
-                self._serve(conn, fds, req)
             elif self.ready:
-                _reply(conn, {"here": "the model changed while the server loaded it"},
-                       scope.encode)
-                _close(fds)
-                conn.close()
+                self._serve(conn, fds, req)
             elif now >= deadline:
-                _reply(conn, {"here": "the server is still loading the model"}, scope.encode)
-                _close(fds)
-                conn.close()
+                _here(conn, fds, "the server is still loading the model")
             else:
                 left.append((conn, fds, req, deadline))
         self.waiting = left
@@ -209,6 +205,14 @@ class NinjaServer(Server):
             conn.close()
         self.waiting = []
         super().stop()
+
+
+def _here(conn: socket.socket, fds: List[int], why: str) -> None:
+    """Answer a step ``here`` (it runs its vectors itself, saying ``why``)
+    and let go of its connection and descriptors."""
+    _reply(conn, {"here": why}, scope.encode)
+    _close(fds)
+    conn.close()
 
 
 def serve(ninja: Tuple[int, int], load: bool) -> int:

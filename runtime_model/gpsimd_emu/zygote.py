@@ -20,15 +20,16 @@ Protocol (one JSON object per message):
   ``n`` times (one copy per run of a vector, so that a process may make
   several runs, each with globals no launch touched); loading runs the
   objects' static initialisers (``dlopen``), and nothing else of theirs.
-* ``{"cmd": "run", ...request}`` with the image memfd: the zygote sets the
-  memory limit, forks the vector's leader (the native one, or
-  ``gpsimd_emu.launch``) into its own process group and the memory
+* ``{"cmd": "run", ...request}`` with the image memfd (the Python leader):
+  the zygote sets the
+  memory limit, forks the vector's leader (``gpsimd_emu.launch``) into
+  its own process group and the memory
   cgroup, waits for it (at most every run's time limit plus 2 s), kills
   and sweeps whatever is left, and replies ``{"wait_status", "timed_out", "elapsed", "oom_kills", "pid"}``.
 * end of file: the zygote removes its cgroup and exits.
 
 With the native leader, a vector is a ``native.ZygoteRun`` message instead
-(``run_native``), and the zygote, once it has replied to the load,
+(``run_native``; a ``run`` command is answered ``{"error"}``), and the zygote, once it has replied to the load,
 replaces itself with the native zygote (``native_zygote.c``, through
 ``_become_native``), which loads the copies itself and serves those
 messages in C, from a process with no interpreter in it.
@@ -56,6 +57,7 @@ import time
 from typing import List, Optional
 
 from . import contain
+from .cgroup import MemoryCgroup
 from .launch import VectorContext, leader_main
 from .loader import LoadError, PackedObject, load_object
 from .native import (ZYGOTE_ENV, NativeError, NativeLeader, become_zygote, function_table,
@@ -164,7 +166,7 @@ class Zygote:
         self.objects: list = []
         self.mode = "pgroup"
         self.data_base = 0
-        self.cgroup: Optional[contain.MemoryCgroup] = None
+        self.cgroup: Optional[MemoryCgroup] = None
         #: the zygote is in its memory cgroup itself (its forks are born in
         #: it: no migration per vector, which costs 0.5 ms and, the first
         #: time or after a pause, 5-20 ms); ``baseline``: what it has charged
@@ -222,7 +224,7 @@ class Zygote:
                 self.data_base = contain.data_bytes() + DATA_SLACK   # a vector's own start
                 if self.inside and self.cgroup is not None:
                     self.baseline = self.cgroup.usage()
-            elif cmd == "run":
+            elif cmd == "run" and self.native is None:
                 reply = self.run(msg, fds[0] if fds else -1)
                 for fd in fds[1:]:
                     os.close(fd)
@@ -230,14 +232,15 @@ class Zygote:
             else:
                 for fd in fds:
                     os.close(fd)
-                _send(self.sock, {"error": f"unknown command {cmd!r}"})
+                _send(self.sock, {"error": "a vector for the native leader is a ZygoteRun"
+                                  if cmd == "run" else f"unknown command {cmd!r}"})
 
     def run(self, req: dict, image_fd: int) -> dict:
-        """Run one vector (module text); returns the reply."""
+        """Run one vector with the Python leader (module text); returns the
+        reply."""
         op = req["op"]
-        if self.native is None:
-            launchers = [[o.ops[op] for o in row] for row in self.objects]
-            binders = [[o.binder() for o in row] for row in self.objects]
+        launchers = [[o.ops[op] for o in row] for row in self.objects]
+        binders = [[o.binder() for o in row] for row in self.objects]
         data_limit, limited, oom0, join, inside = self._limit(
             int(req["memory"]), int(req["image_total"]), int(req["prefilled"]),
             int(req.get("parallel", 1)))
@@ -246,23 +249,17 @@ class Zygote:
         start = time.monotonic()
         sys.stdout.flush()
         sys.stderr.flush()
-        if self.native is not None:
-            launchers, binders = self._native_addresses(op)
-            pid = self.native.fork(req, image_fd, launchers, binders, os.getpid(),
-                                   oom_first=inside,
-                                   join_path=self.cgroup.procs_path() if join else None)
-        else:
-            ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
-            pid = os.fork()
-            if pid == 0:
-                try:
-                    os.setpgid(0, 0)
-                    if join:
-                        self.cgroup.join()
-                    elif inside:
-                        contain.prefer_for_oom()
-                finally:
-                    leader_main(ctx)
+        ctx = VectorContext(req, image_fd, launchers, binders, os.getpid())
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.setpgid(0, 0)
+                if join:
+                    self.cgroup.join()
+                elif inside:
+                    contain.prefer_for_oom()
+            finally:
+                leader_main(ctx)
         os.close(image_fd)
         return self._end(pid, start, cap, limited, oom0)
 
@@ -286,7 +283,7 @@ class Zygote:
         sys.stdout.flush()
         sys.stderr.flush()
         launchers, binders = self._native_addresses(m.op.decode("utf-8", "replace"))
-        pid = self.native.fork_request(r, image_fd, launchers, binders, os.getpid(),
+        pid = self.native.fork(r, image_fd, launchers, binders, os.getpid(),
                                        oom_first=inside,
                                        join_path=self.cgroup.procs_path() if join else None)
         os.close(image_fd)
@@ -409,7 +406,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     # the cgroup is made before the namespace: its name carries a pid of
     # the host's (the process that stays outside, relaying), so that two
     # zygotes never share one and a dead one's is recognised
-    cgroup = contain.MemoryCgroup.create()
+    cgroup = MemoryCgroup.create()
     mode = contain.enter_namespace(keep_out=(fd,), on_exit=cgroup.close if cgroup else None)
     contain.set_name("gpsimd-zygote")
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE):

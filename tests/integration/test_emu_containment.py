@@ -299,10 +299,10 @@ torch::Tensor shm_hog(const torch::Tensor& x) {
 @pytest.mark.parametrize("leader", LEADERS)
 def test_memory_cgroup_bounds_what_rlimits_cannot(built_project, tmp_path, leader):
     sys.path.insert(0, str(ROOT / "runtime_model"))
-    from gpsimd_emu import contain
+    from gpsimd_emu.cgroup import MemoryCgroup
     from gpsimd_emu.session import LibrarySession, RunOptions
     from gpsimd_device.plan import TestPlan
-    cg = contain.MemoryCgroup.create("-probe")
+    cg = MemoryCgroup.create("-probe")
     if cg is None:
         pytest.skip("no memory cgroup can be made here")
     cg.close()

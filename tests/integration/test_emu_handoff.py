@@ -469,21 +469,29 @@ def test_a_step_that_comes_while_the_model_loads_waits_and_is_served(built_proje
     assert _gone([server]) == []
 
 
-_SLOW_SERVER = r'''
-import os, socket, sys, time
-from gpsimd_emu import ninja_server, server
-ninja_server.LOAD_WAIT = float(sys.argv[2])
-server._preload = lambda: time.sleep(float(sys.argv[3]))      # a load that takes long
+# A NinjaServer of the test's own, on the abstract socket argv[1], its
+# ninja the test process (after what a script sets up; START: it loads at once).
+_SERVE = r'''
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 listener.bind(b"\0" + sys.argv[1].encode())
 listener.listen(8)
 srv = ninja_server.NinjaServer(listener, os.pidfd_open(os.getppid()), dict(os.environ), "print")
+if START:
+    srv.start_loading()
 print("listening", flush=True)
 try:
     srv.serve()
 finally:
     srv.stop()
 '''
+
+_SLOW_SERVER = r'''
+import os, socket, sys, time
+from gpsimd_emu import ninja_server, server
+ninja_server.LOAD_WAIT = float(sys.argv[2])
+server._preload = lambda: time.sleep(float(sys.argv[3]))      # a load that takes long
+START = False
+''' + _SERVE
 
 
 def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gone(tmp_path):
@@ -546,18 +554,8 @@ def load():                              # a model file edited while the model l
     time.sleep(0.3)
     settings.write_text(settings.read_text() + "\n")
 server._preload = load
-listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-listener.bind(b"\0" + sys.argv[1].encode())
-listener.listen(8)
-srv = ninja_server.NinjaServer(listener, os.pidfd_open(os.getppid()), dict(os.environ),
-                               "print")
-srv.start_loading()
-print("listening", flush=True)
-try:
-    srv.serve()
-finally:
-    srv.stop()
-'''
+START = True
+''' + _SERVE
 
 
 def test_a_server_whose_model_changed_while_it_loaded_serves_no_step(tmp_path):

@@ -23,7 +23,8 @@ EMULATOR_DIR = os.path.dirname(os.path.abspath(gpsimd_emu.__file__))
 @pytest.fixture(scope="module")
 def library(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("leader") / native_leader.LIBRARY_NAME)
-    cmd = native_leader.compile_command("g++", EMULATOR_DIR, INCLUDE_DIR, path)
+    cmd = native_leader.compile_command("g++", native_leader.source_paths(EMULATOR_DIR),
+                                        INCLUDE_DIR, path)
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""            # -Wall: no warning
@@ -132,7 +133,7 @@ def test_a_request_that_does_not_fit_is_refused_before_any_fork(library):
     req = {"size": 4096, "ncores": 8, "runs": runs, "timeout": 1.0, "binding_size": 0,
            "bindings_at": 0, "args_at": 0, "arg_len": 0, "page": 4096, "desc_len": 0}
     with pytest.raises(ValueError, match="5 runs of 8 cores do not fit the native leader"):
-        leader.fork(req, -1, [], [], os.getpid())
+        native.request_struct(req)
     # and the C side checks what it is given too: a bad version forks nothing
     r = native.Request(version=99, nruns=1, ncores=1)
     assert leader._fork(ctypes.byref(r)) == -22          # -EINVAL

@@ -118,11 +118,9 @@ def add_builders(env):
         # that the server it starts is the one the test steps find)
         GPSIMD_PRESTARTCOM="$PYTHON -m gpsimd_emu prestart $TARGET",
         # the emulator's native leader (gpsimd_emu.native), with the host compiler
-        GPSIMD_LEADERCOM=("$GPSIMD_CXX " + " ".join(native_leader.COMPILE_FLAGS)
-                          + " -I $GPSIMD_LEADER_INCLUDE -o $TARGET " + " ".join(
-                              " ".join(native_leader.SOURCE_PREFIX) + f" ${{SOURCES[{i}]}}"
-                              for i in range(len(native_leader.SOURCE_NAMES)))
-                          + " " + " ".join(native_leader.LINK_FLAGS)),
+        GPSIMD_LEADERCOM=" ".join(native_leader.compile_command(
+            "$GPSIMD_CXX", [f"${{SOURCES[{i}]}}" for i in range(len(native_leader.SOURCE_NAMES))],
+            "$GPSIMD_LEADER_INCLUDE", "$TARGET")),
         GPSIMD_LEADERCOMSTR="CC       $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",

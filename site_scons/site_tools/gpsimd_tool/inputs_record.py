@@ -21,7 +21,6 @@ visited, or whose objects failed, keep the entries of their last
 recording.
 """
 
-import gc
 import os
 import sys
 from typing import Any, Callable, Dict, Iterable, List, Set, Tuple
@@ -30,6 +29,8 @@ import SCons.Node
 import SCons.Node.FS
 
 from gpsimd_build import freshness
+
+from . import collector
 
 __all__ = ["InputsRecord"]
 
@@ -64,15 +65,8 @@ class InputsRecord:
         graph below them is made of is what it was) is left as it is,
         without walking its graph (a null build's case: 0.6 s at 5,000
         ops)."""
-        # (the collector off: a full collection would walk every object of
-        # SCons's graph, 0.4 s at 5,000 ops, to find no garbage of ours)
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector.paused():
             self._save()
-        finally:
-            if enabled:
-                gc.enable()
 
     def _save(self) -> None:
         skip = {id(n) for n in self._programs()}
