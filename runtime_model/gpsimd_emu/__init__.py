@@ -7,7 +7,7 @@ does, poisoned private outputs per core, and per-dtype comparisons with a
 numpy reference. CLI: ``python -m gpsimd_emu run PLAN --results OUT``; API:
 ``gpsimd_emu.session.LibrarySession``.
 
-Modules: ``__main__`` (CLI, the supervising process), ``session`` (a
+Modules: ``__main__`` (``python -m``: the hand-off, then the CLI), ``cli`` (the command line, the supervising process), ``session`` (a
 library session: run and judge a vector), ``settings`` (``RunOptions``),
 ``budget`` (the memory limit), ``vectors`` (inputs, references), ``image``
 (a vector's device memory and runs), ``memory`` (buffers, the image memfd),

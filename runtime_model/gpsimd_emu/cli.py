@@ -1,5 +1,7 @@
 """Command line of the device model (ARCHITECTURE.md "Emulator results"):
-the supervising process of a test run.
+the supervising process of a test run (``python -m gpsimd_emu``, whose
+``__main__`` first offers a ninja step's run to its build's server, and
+the ``gpsimd-emu`` command run it).
 
 ``python -m gpsimd_emu run PLAN.json --results OUT.json [--failed-results F.json]
 [--timeout S] [--memory SIZE] [--parallel N] [--root DIR] [--stack-scale N]
@@ -37,17 +39,6 @@ test run outlives it.
 """
 
 from __future__ import annotations
-
-if __name__ == "__main__":      # a ninja step: its build's server may run it (before any import)
-    import os as _os
-    import sys as _sys
-    from .handoff import hand_off as _hand_off, prestart as _prestart
-    _status = (_prestart(_sys.argv[1:]) if _sys.argv[1:2] == ["prestart"]
-               else _hand_off(_sys.argv[1:]))
-    if _status is not None:     # (nothing of this process is left to finalise)
-        _sys.stdout.flush()
-        _sys.stderr.flush()
-        _os._exit(_status)
 
 import argparse
 import functools
@@ -366,6 +357,3 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
         return 2
     return 0 if results.ok else 1
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -21,7 +21,7 @@ it, e.g. PEP 538's ``LC_CTYPE``), with three descriptors (SCM_RIGHTS):
 the *run socket* (one end of a new socket pair of the build's), and the
 run's stdout and stderr. A child of the server takes them as its fds 1
 and 2, the ``cwd`` and the environment ``env``, and runs what
-``gpsimd_emu.__main__.main(argv)`` runs (the same code as the command,
+``gpsimd_emu.cli.main(argv)`` runs (the same code as the command,
 with its supervising process, worker, zygote and containment), exiting
 with its status. That child is the *spare run* when the request says its
 environment is the server's: forked ahead of its request, it has forked
@@ -68,7 +68,7 @@ STOP_GRACE = 2.0
 def _preload() -> None:
     """Import what a run imports (every module of the model and of the
     device facts, numpy, ``numpy.random`` and ml_dtypes), so that a
-    forked run finds it done. (``shapes`` and ``__main__``'s ``main`` included; importing a
+    forked run finds it done. (``shapes`` and ``cli``'s ``main`` included; importing a
     module runs nothing of a test plan's.)"""
     import importlib
     import pkgutil
@@ -79,7 +79,7 @@ def _preload() -> None:
     for package in (gpsimd_device, sys.modules[__package__]):
         for info in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{package.__name__}.{info.name}")
-    sys.modules[f"{__package__}.__main__"].build_parser()    # made once (cached)
+    sys.modules[f"{__package__}.cli"].build_parser()    # made once (cached)
 
 
 def _close(fds) -> None:

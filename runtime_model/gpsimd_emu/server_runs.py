@@ -84,7 +84,7 @@ def child(req: dict, out_fd: int, err_fd: int, server: int) -> None:
     def body() -> int:
         _reset(server)
         _take_request(req, out_fd, err_fd)
-        from .__main__ import main as cli_main
+        from .cli import main as cli_main
         return cli_main(list(req["argv"]))
     _exit_with(body)
 
@@ -100,7 +100,7 @@ def spare(sock: socket.socket, server: int) -> None:
     def body() -> int:
         _reset(server)
         _close_from_3((sock.fileno(),))
-        from . import __main__ as cli
+        from . import cli
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         me = os.getpid()
         sys.stdout.flush()
@@ -142,7 +142,7 @@ def _spare_worker(sock: socket.socket, supervisor: int) -> None:
     request and runs it as the CLI's worker does."""
     def body() -> int:
         contain.die_with_parent(supervisor)
-        from . import __main__ as cli
+        from . import cli
         from . import zygote_client
         try:
             zygote_client.prespawn()

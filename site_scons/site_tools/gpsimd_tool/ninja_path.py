@@ -36,6 +36,10 @@ import SCons.Action
 import SCons.Node
 import SCons.Script
 
+# (imported while the tool loads: SCons restores sys.path afterwards, and
+# without an installed package gpsimd_emu is found only through it)
+from gpsimd_emu import client
+
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
            "drop_jobs", "made_from", "prestart"]
 
@@ -106,11 +110,8 @@ def _run_ninja(target, source, env) -> int:
     run_env = dict(sanitize_shell_env(env["ENV"]), **{JOBS_ENV: str(jobs)})
     if not env.get("EMU_SERVER", True):     # (gpsimd_emu.handoff: the test steps' server)
         run_env[SERVER_ENV] = "0"
-    from gpsimd_emu import contain
-    contain.libc()                      # (loaded before the fork)
-    me = os.getpid()
     return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
-                           preexec_fn=lambda: contain.die_with_parent(me, signal.SIGTERM))
+                           preexec_fn=client.tied_to_me(signal.SIGTERM))
 
 
 def drop_jobs(env) -> None:
