@@ -1,34 +1,58 @@
 """Writing a file whole or not at all: the one way every step of the build
 and of the emulator writes an output (test results, plans, packs, reports,
 records), so that a build killed at any moment leaves each file either as
-it was or complete, never a part, and no temporary file behind."""
+it was or complete, never a part; and never through a link someone else
+planted: the temporary file has an unpredictable name and is created
+exclusively (``tempfile.mkstemp``: ``O_CREAT|O_EXCL``, which refuses a
+symbolic link in its place), and the rename replaces whatever entry has
+the final name (a planted link included) without following it."""
 
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Union
 
-__all__ = ["write_atomically", "write_if_changed"]
+__all__ = ["write_atomically", "write_if_changed", "umask"]
+
+
+def umask() -> int:
+    """This process's umask (``/proc/self/status``; elsewhere set and
+    restored, which is not thread-safe, as ``os.umask`` is the only way)."""
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = False) -> None:
     """Write ``data`` (bytes, or text written as UTF-8) to ``path`` through a
-    temporary file in the same folder (``<path>.tmp<pid>``) renamed over it;
-    the temporary file is removed if writing fails, whatever the exception.
-    With ``make_folder``, the folder is created first when missing.
+    temporary file in the same folder (``.<name>.<random>.tmp``, made
+    exclusively, with the mode a new file gets: ``0o666`` less the umask)
+    renamed over it; the temporary file is removed if writing fails,
+    whatever the exception. A symbolic or hard link at ``path`` is
+    replaced, never written through. With ``make_folder``, the folder is
+    created first when missing.
 
     Raises:
         OSError: the file cannot be written (the message names the path).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
-    if make_folder:
-        folder = os.path.dirname(path)
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
+    folder = os.path.dirname(path)
+    if make_folder and folder:
+        os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                               dir=folder or ".")
     try:
-        with open(tmp, "wb") as f:
+        with os.fdopen(fd, "wb") as f:
+            os.fchmod(f.fileno(), 0o666 & ~umask())
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
@@ -51,8 +75,9 @@ def write_if_changed(path: str, data: Union[bytes, str]) -> bool:
     if isinstance(data, str):
         data = data.encode("utf-8")
     try:
-        with open(path, "rb") as f:
-            if f.read() == data:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as f:
+            if os.fstat(f.fileno()).st_nlink == 1 and f.read() == data:
                 return False
     except OSError:
         pass

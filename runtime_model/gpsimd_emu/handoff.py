@@ -58,6 +58,7 @@ from __future__ import annotations
 # import time, no json, socket, signal or typing, which import re and enum)
 import _signal as signal
 import _socket as socket
+import errno
 import os
 import select
 import struct
@@ -183,9 +184,15 @@ def prestart(argv: "list[str]") -> int:
         finally:
             sock.close()
     try:
-        fd = os.open(argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o666)
-        os.close(fd)
-        os.utime(argv[1])               # (an empty file truncated again keeps its time)
+        # (a link planted in its place is refused: O_NOFOLLOW, one link)
+        fd = os.open(argv[1], os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o666)
+        try:
+            if os.fstat(fd).st_nlink != 1:
+                raise OSError(errno.EMLINK, "a hard link this step did not make")
+            os.ftruncate(fd, 0)
+            os.utime(fd)                # (an empty file truncated again keeps its time)
+        finally:
+            os.close(fd)
     except OSError as e:
         print(f"gpsimd_emu prestart: warning: cannot write {argv[1]}: {e.strerror}",
               file=sys.stderr)

@@ -10,7 +10,6 @@ code never asks which profile it holds.
 """
 
 import atexit
-import gc
 import json
 import os
 import sys
@@ -19,13 +18,13 @@ from typing import Any, Dict, List, Optional
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import codegen, layout, testplan
+from gpsimd_build import buildfolder, codegen, layout, testplan
 from gpsimd_device.atomic import write_if_changed
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
 
-from . import emu_server, integrity, lock, manifest_cache, ninja_path as ninja, signals
+from . import collector, emu_server, integrity, lock, manifest_cache, ninja_path as ninja, signals
 from .builders import leader_node
 from .inputs_record import InputsRecord
 from .progress import Progress, Timer
@@ -203,12 +202,19 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     the build ends, the truth about the results it was asked for is printed
     (``gpsimd_tool.summary``).
     """
+    # (the graph's objects all stay alive: made with the collector off, then
+    # frozen, so that the build's own collections never rescan them)
+    with collector.paused(freeze=True):
+        return _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign)
+
+
+def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
+    """:func:`GpsimdCollection`'s work."""
     timer = Timer()
-    # the graph is many objects that all stay alive: the cyclic collector would
-    # only rescan them (2-3 s of a null build at 5,000 ops); they are frozen
-    # once made, so that the build's own collections never scan them
-    collecting = gc.isenabled()
-    gc.disable()
+    try:        # (before anything is read from it or written to it)
+        buildfolder.check(build_dir)
+    except buildfolder.UnsafeBuildFolder as err:
+        _stop(f"scons: {err}")
     allow = env.get("ALLOW_PATHS", "")
     collection = manifest_cache.load(build_dir, manifest, ".", [allow])
     cached = collection is not None
@@ -232,6 +238,8 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
             lock.acquire(build_dir, wait=wait_for_lock)
         except lock.LockBusy as err:
             _stop(f"scons: {err} (BUILD_LOCK=wait waits for it)")
+        except lock.UnsafeLock as err:
+            _stop(f"scons: {err}")
         except OSError as err:
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
     if sconsign and (building or os.path.isdir(build_dir)):
@@ -422,7 +430,4 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
                 tests, profile_dir, len(collection.libraries),
                 collection=[(lib.name, lib.multicore) for lib in collection.libraries],
                 checks="--no-checks" not in env.get("GPSIMD_EMU_FLAGS", [])).at_exit)
-    gc.freeze()
-    if collecting:
-        gc.enable()
     return nodes

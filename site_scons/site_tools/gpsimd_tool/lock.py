@@ -13,11 +13,14 @@ under ``scons --experimental=ninja``, which holds it while its ninja
 runs) goes on without it: that build waits for this one.
 """
 
+import errno
 import fcntl
 import os
+import stat
 import sys
 import time
-__all__ = ["LOCK_NAME", "LockBusy", "acquire"]
+
+__all__ = ["LOCK_NAME", "LockBusy", "UnsafeLock", "acquire"]
 
 LOCK_NAME = ".gpsimd-lock"
 
@@ -28,6 +31,11 @@ _HELD = {}
 class LockBusy(Exception):
     """Another process holds the build folder's lock (``wait=False``); the
     message names it."""
+
+
+class UnsafeLock(Exception):
+    """The lock's path holds a link or a file this build did not make; the
+    message says which and what to do."""
 
 
 def _ancestor(text: str) -> bool:
@@ -65,6 +73,8 @@ def acquire(build_dir: str, wait: bool = True, say=None) -> None:
 
     Raises:
         LockBusy: ``wait`` is False and another process holds it.
+        UnsafeLock: the lock's path is a symbolic link, a hard link, not a
+            regular file, or another user's file (never written through).
         OSError: the folder or the lock file cannot be created.
     """
     key = os.path.realpath(build_dir)
@@ -72,7 +82,23 @@ def acquire(build_dir: str, wait: bool = True, say=None) -> None:
         return
     os.makedirs(build_dir, exist_ok=True)
     path = os.path.join(build_dir, LOCK_NAME)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    # (a link planted in its place is refused, not followed: O_NOFOLLOW for
+    # a symbolic link, the link count and the owner for a hard one)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise UnsafeLock(f"{path} is a symbolic link, which this build did not make: "
+                             f"remove it (and see who made it)") from None
+        raise
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_uid != os.geteuid():
+        os.close(fd)
+        why = ("is not a regular file" if not stat.S_ISREG(st.st_mode) else
+               f"has {st.st_nlink} hard links" if st.st_nlink != 1 else
+               f"is owned by uid {st.st_uid}")
+        raise UnsafeLock(f"{path} {why}, which this build did not make: remove it "
+                         f"(and see who made it)")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -1,0 +1,165 @@
+"""Nothing the build writes follows a link it did not make: whole-or-nothing
+writes, the build folder's lock, and the build folder itself (owned by
+another user, writable by others). The cases that need another user run
+as root and plant as uid 65534 with ``setpriv`` (no account is made)."""
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from conftest import ROOT, run_scons
+
+from gpsimd_build import buildfolder
+from gpsimd_device.atomic import umask, write_atomically, write_if_changed
+
+sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
+from gpsimd_tool import lock  # noqa: E402
+
+NOBODY = 65534
+VICTIM = b"the victim's own bytes\n"
+
+as_root = pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                             reason="needs root and setpriv (util-linux) to act as another user")
+
+
+@pytest.fixture
+def victim(tmp_path):
+    path = tmp_path / "victim.txt"
+    path.write_bytes(VICTIM)
+    return path
+
+
+def test_a_symlink_at_the_target_is_replaced_not_written_through(tmp_path, victim):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").symlink_to(victim)
+    write_atomically(str(out / "results.json"), b"{}")
+    assert victim.read_bytes() == VICTIM
+    assert not (out / "results.json").is_symlink()
+    assert (out / "results.json").read_bytes() == b"{}"
+    assert sorted(os.listdir(out)) == ["results.json"]      # no temporary file left
+
+
+def test_a_hard_link_at_the_target_is_replaced_not_written_through(tmp_path, victim):
+    target = tmp_path / "plan.json"
+    os.link(victim, target)
+    write_atomically(str(target), "new")
+    assert victim.read_bytes() == VICTIM
+    assert target.read_bytes() == b"new" and os.stat(target).st_nlink == 1
+
+
+def test_write_if_changed_replaces_a_link_even_to_the_same_bytes(tmp_path, victim):
+    target = tmp_path / "same.txt"
+    target.symlink_to(victim)
+    assert write_if_changed(str(target), VICTIM) is True
+    assert not target.is_symlink() and target.read_bytes() == VICTIM
+    assert write_if_changed(str(target), VICTIM) is False       # now ours: kept as it is
+
+
+def test_the_written_file_has_the_mode_a_new_file_gets(tmp_path):
+    old = os.umask(0o027)
+    try:
+        assert umask() == 0o027
+        write_atomically(str(tmp_path / "f"), b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(os.stat(tmp_path / "f").st_mode) == 0o640
+
+
+def test_a_failed_write_leaves_no_temporary_file(tmp_path):
+    with pytest.raises(TypeError):
+        write_atomically(str(tmp_path / "f"), 12345)      # not bytes: the write fails
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_the_lock_refuses_a_planted_link(tmp_path, victim, kind):
+    build = tmp_path / "build"
+    build.mkdir()
+    planted = build / lock.LOCK_NAME
+    (planted.symlink_to if kind == "symlink" else lambda v: os.link(v, planted))(victim)
+    try:
+        with pytest.raises(lock.UnsafeLock, match="which this build did not make"):
+            lock.acquire(str(build))
+    finally:
+        lock.release_all()
+    assert victim.read_bytes() == VICTIM
+
+
+def test_a_folder_of_our_own_is_accepted(tmp_path):
+    buildfolder.check(str(tmp_path / "not" / "yet" / "made"))
+    (tmp_path / "b").mkdir()
+    buildfolder.check(str(tmp_path / "b"))
+
+
+def test_a_folder_writable_by_others_is_refused_unless_sticky(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder) as err:
+        buildfolder.check(str(shared / "build"))
+    assert str(err.value).startswith(f"the build folder {shared} is writable by every user "
+                                     f"(mode 777)")
+    assert f"chmod o-w {shared}" in str(err.value)
+    shared.chmod(0o1777)                # /tmp's mode: others cannot replace our entries
+    buildfolder.check(str(shared / "build"))
+
+
+def test_a_file_as_build_folder_is_refused(tmp_path):
+    (tmp_path / "f").write_text("")
+    with pytest.raises(buildfolder.UnsafeBuildFolder, match="is not a folder"):
+        buildfolder.check(str(tmp_path / "f"))
+
+
+@as_root
+def test_a_folder_owned_by_another_user_is_refused_and_so_is_one_above(tmp_path):
+    theirs = tmp_path / "theirs"
+    (theirs / "mine").mkdir(parents=True)
+    os.chown(theirs, NOBODY, NOBODY)
+    with pytest.raises(buildfolder.UnsafeBuildFolder) as err:
+        buildfolder.check(str(theirs))
+    assert str(err.value).startswith(f"the build folder {theirs} is owned by uid {NOBODY}")
+    assert "not by you (uid 0" in str(err.value)
+    # root's own folder below it: stops there (root-owned), as git stops at a
+    # trusted owner; a user's folder below another user's is checked up to it
+    buildfolder.check(str(theirs / "mine"))
+
+
+def _planted_by_another_user():
+    """A folder ``/tmp/<random>/shared_build`` that uid 65534 owns, with
+    their ``.gpsimd-lock`` symlink to a root-owned victim next to it.
+    Returns (top, build, victim)."""
+    top = tempfile.mkdtemp(prefix="gpsimd-planted-", dir="/tmp")
+    os.chmod(top, 0o755)
+    victim = os.path.join(top, "victim.txt")
+    with open(victim, "wb") as f:
+        f.write(VICTIM)
+    build = os.path.join(top, "shared_build")
+    os.mkdir(build)
+    os.chown(build, NOBODY, NOBODY)
+    subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+                    "ln", "-s", victim, os.path.join(build, ".gpsimd-lock")], check=True)
+    assert os.lstat(os.path.join(build, ".gpsimd-lock")).st_uid == NOBODY
+    return top, build, victim
+
+
+@as_root
+def test_scons_as_root_refuses_a_build_folder_another_user_planted_a_link_in():
+    top, build, victim = _planted_by_another_user()
+    try:
+        proc = run_scons(ROOT, f"BUILD_DIR={build}", "-n", timeout=120)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert (f"scons: the build folder {build} is owned by uid {NOBODY}"
+                in proc.stderr), proc.stderr
+        proc = run_scons(ROOT, f"BUILD_DIR={build}", timeout=120)
+        assert proc.returncode == 2 and "is owned by uid" in proc.stderr
+        with open(victim, "rb") as f:
+            assert f.read() == VICTIM
+        assert sorted(os.listdir(build)) == [".gpsimd-lock"]        # nothing written there
+    finally:
+        shutil.rmtree(top)
