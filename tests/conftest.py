@@ -68,6 +68,14 @@ def copy_project(dest: pathlib.Path) -> pathlib.Path:
     return dest
 
 
+def copy_built(built: pathlib.Path, dest: pathlib.Path) -> pathlib.Path:
+    """A test's own copy of a built project (sources, outputs, SCons's
+    database, times kept), for a test that changes it: the shared one
+    stays as it was built."""
+    shutil.copytree(built, dest, symlinks=True)
+    return dest
+
+
 def run_scons(cwd, *args, check=False, timeout=900, env=None):
     """Run scons in ``cwd`` with this interpreter; return the CompletedProcess.
 

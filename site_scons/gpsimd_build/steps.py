@@ -23,9 +23,10 @@ steps that are not a compiler, linker or archiver run this module:
     gpsimd_emu.shapes registration``) against the manifest's facts
     (``gpsimd_build.regcheck``): each mismatch one located line on stderr,
     exit status 1; OUT is written only when they agree;
-``python -m gpsimd_build.steps digests -o OUT LIST``
+``python -m gpsimd_build.steps digests -o OUT --base DIR LIST``
     prints and writes one SHA-256 per artifact named in the file ``LIST``
-    (one path per line), sorted by path (``scons digests``);
+    (one path per line, relative to ``DIR``, BUILD_DIR, and so printed:
+    the same text for any BUILD_DIR), sorted by path (``scons digests``);
 ``python -m gpsimd_build.steps summary -o OUT --all N RESULTS...``
     writes the summary of the passing results files given (one line per
     library, then ``all libraries: N passed, M failed`` when they are all
@@ -124,7 +125,7 @@ def _digests(args: argparse.Namespace) -> None:
     lines = []
     for path in paths:
         h = hashlib.sha256()
-        with open(path, "rb") as f:
+        with open(os.path.join(args.base, path), "rb") as f:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 h.update(chunk)
         lines.append(f"{h.hexdigest()}  {path}")
@@ -186,6 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
     cr.set_defaults(run=_check_registration)
     dg = sub.add_parser("digests", help="one SHA-256 per artifact")
     dg.add_argument("-o", "--output", required=True)
+    dg.add_argument("--base", default=".", help="the folder the listed paths are relative to")
     dg.add_argument("list", help="a file naming one artifact per line")
     dg.set_defaults(run=_digests)
     sm = sub.add_parser("summary", help="the summary of passing results files")

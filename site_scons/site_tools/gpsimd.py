@@ -55,7 +55,7 @@ for _p in _ROOTS + (_HERE,):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from gpsimd_tool import builders, graph, ninja_path  # noqa: E402
+from gpsimd_tool import builders, cache, graph, ninja_path  # noqa: E402
 
 
 def exists(env):
@@ -71,6 +71,9 @@ def generate(env):
     if not env.get("AR"):   # the host runtime is an archive
         env.Tool("ar")
     builders.add_builders(env)
+    # a CacheDir (the SConstruct's or anyone's) keyed independently of
+    # where BUILD_DIR and the project are (SCons's public CACHEDIR_CLASS)
+    env["CACHEDIR_CLASS"] = cache.RelocatableCacheDir
     env.AddMethod(graph.GpsimdCollection, "GpsimdCollection")
     if ninja_path.wanted():   # `scons --experimental=ninja`: the ninja fast path
         ninja_path.load_tool(env)

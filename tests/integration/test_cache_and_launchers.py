@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from conftest import PROGRESS, copy_project, run_scons
+from conftest import PROGRESS, copy_built, copy_project, run_scons
 
 STEP = re.compile(r"^" + PROGRESS + r"(CXX|LINK|AR) ", re.M)
 
@@ -77,13 +77,15 @@ def test_two_builds_sharing_a_cache_at_once(tmp_path, reference_digests):
         assert digests(p) == reference_digests
 
 
-def test_switching_the_launcher_relinks_and_retests_nothing(built_project):
+@pytest.mark.skipif(shutil.which("ccache") is None or shutil.which("distcc") is None,
+                    reason="needs ccache and distcc (apt-get install ccache distcc)")
+def test_switching_the_launcher_relinks_and_retests_nothing(built_project, tmp_path):
     """Without a launcher one compile writes the object and its call graph;
     with one (ccache and distcc do not bring the .ci file back) the call
     graph is a compile of its own. Switching recompiles, but every object and
     call graph is the same bytes (-gno-record-gcc-switches), so no link, pack,
     stack report or test runs again, and the digests do not move."""
-    proj, _ = built_project
+    proj = copy_built(built_project[0], tmp_path / "p")
     before = digests(proj)
     # (one launcher to another changes nothing: the launcher is not in any signature)
     for launcher, recompiles in (("ccache", True), ("distcc", False), ("", True)):
@@ -164,3 +166,49 @@ def test_distcc_compiles_remotely_with_identical_bytes(tmp_path, distccd, refere
     served = log.read_text().count("COMPILE_OK")
     assert served == compiles, log.read_text()[-2000:]
     assert digests(proj) == reference_digests
+
+
+def _small_manifest(proj, libraries=("relu", "spmd")):
+    import yaml
+    doc = yaml.safe_load((proj / "ops.yaml").read_text())
+    doc["libraries"] = [lib for lib in doc["libraries"] if lib["name"] in libraries]
+    (proj / "small.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return "MANIFEST=small.yaml"
+
+
+BUILT = re.compile(r"^" + PROGRESS + r"(CXX|LINK|AR|PACK) +(\S+)", re.M)
+
+
+def test_artifacts_and_the_cache_do_not_depend_on_where_build_dir_is(tmp_path):
+    """Issue 25 case 7: two BUILD_DIRs, one relative inside the project and
+    one absolute outside it, give the same digests (printed relative to
+    BUILD_DIR), no output holds either name, and a CacheDir filled by one
+    serves every compile, link and pack of the other (another clone, at
+    another path, included)."""
+    proj = copy_project(tmp_path / "a")
+    small = _small_manifest(proj)
+    cache = tmp_path / "cache"
+    outside = tmp_path / "elsewhere" / "bB"
+    first = run_scons(proj, "-Q", small, "BUILD_DIR=bA", f"CACHE_DIR={cache}", "digests")
+    assert first.returncode == 0, first.stdout + first.stderr
+    built = sorted(t for _, t in BUILT.findall(first.stdout))
+    assert len(built) == 38 and not any("Retrieved" in l for l in first.stdout.splitlines())
+    other = copy_project(tmp_path / "clone" / "deeper")
+    _small_manifest(other)
+    second = run_scons(other, "-Q", small, f"BUILD_DIR={outside}", f"CACHE_DIR={cache}",
+                       "digests")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert BUILT.findall(second.stdout) == [], second.stdout      # nothing compiled or linked
+    retrieved = sorted(re.findall(r"Retrieved `(\S+)' from cache", second.stdout))
+    objects = sorted(str(p.relative_to(proj / "bA")) for p in (proj / "bA").rglob("*")
+                     if p.suffix in (".o", ".so", ".a"))
+    assert len(objects) == 54
+    assert [os.path.relpath(p, outside) for p in retrieved
+            if p.endswith((".o", ".so", ".a"))] == objects
+    a = (proj / "bA/host/digests.txt").read_text()
+    assert a.splitlines()[0].endswith("  host/lsp/lsp_fll_load_cpu0.o")
+    assert (outside / "host/digests.txt").read_text() == a
+    for path in (proj / "bA").rglob("*"):
+        if path.suffix in (".o", ".so", ".a"):
+            data = path.read_bytes()
+            assert b"bA/" not in data and str(tmp_path).encode() not in data, path

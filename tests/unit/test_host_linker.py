@@ -40,7 +40,19 @@ def test_an_unknown_linker_is_an_error(gold_on_path):
 
 
 def test_the_choice_lands_in_the_link_flags(gold_on_path):
-    link = HostProfile().construction_vars("/top", "", "auto")["GPSIMD_LINKFLAGS"]
+    link = HostProfile().construction_vars("/top", "build", "", "auto")["GPSIMD_LINKFLAGS"]
     assert link == list(HOST_LINKFLAGS) + ["-fuse-ld=gold"]
-    bfd = HostProfile().construction_vars("/top", "", "bfd")["GPSIMD_LINKFLAGS"]
+    bfd = HostProfile().construction_vars("/top", "build", "", "bfd")["GPSIMD_LINKFLAGS"]
     assert bfd == list(HOST_LINKFLAGS) + ["-fuse-ld=bfd"]
+
+
+def test_the_prefix_maps_name_the_project_and_any_build_folder_alike():
+    from gpsimd_build.profiles.base import prefix_maps
+    assert prefix_maps("/top", "bA") == ["-ffile-prefix-map=/top=.",
+                                         "-ffile-prefix-map=/top/bA/=build/",
+                                         "-ffile-prefix-map=bA/=build/"]
+    assert prefix_maps("/top", "/tmp/x/bB") == ["-ffile-prefix-map=/top=.",
+                                                "-ffile-prefix-map=/tmp/x/bB/=build/"]
+    assert prefix_maps("/top", ".") == ["-ffile-prefix-map=/top=."]
+    flags = HostProfile().construction_vars("/top", "out/b")["GPSIMD_PREFIXFLAGS"]
+    assert flags == prefix_maps("/top", "out/b")

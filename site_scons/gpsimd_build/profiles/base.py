@@ -13,6 +13,7 @@ them as SCons users expect.
 """
 
 import abc
+import os
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Mapping, Optional, Protocol, Sequence, Tuple
 
@@ -43,6 +44,29 @@ class WrapperDialect:
 
 DEVICE_DIALECT = WrapperDialect(fnptr_cast="uint32_t", switch_back='asm("j switchBack");')
 HOST_DIALECT = WrapperDialect(fnptr_cast="uintptr_t", switch_back="switchBack();")
+
+
+#: What BUILD_DIR is called in every output (debug information,
+#: ``__FILE__``), whatever its name and place, so that two builds of the
+#: same sources into different folders give the same bytes.
+BUILD_PREFIX = "build"
+
+
+def prefix_maps(top: str, build_dir: str) -> List[str]:
+    """The compiler's ``-ffile-prefix-map`` flags that make outputs
+    independent of where the project and BUILD_DIR are: ``top`` (absolute)
+    becomes ``.``, ``build_dir`` (as the graph names it: relative to
+    ``top`` when inside it, else absolute) and its absolute path become
+    :data:`BUILD_PREFIX`. GCC and Clang apply the last map that matches, so
+    BUILD_DIR's come after ``top``'s."""
+    maps = [f"-ffile-prefix-map={top}=."]
+    absolute = os.path.normpath(os.path.join(top, build_dir))
+    if absolute != os.path.normpath(top):
+        maps.append(f"-ffile-prefix-map={absolute}/={BUILD_PREFIX}/")
+        relative = os.path.normpath(build_dir)
+        if not os.path.isabs(relative):
+            maps.append(f"-ffile-prefix-map={relative}/={BUILD_PREFIX}/")
+    return maps
 
 
 class ProfileError(Exception):
@@ -110,10 +134,12 @@ class Profile(abc.ABC):
         return None
 
     @abc.abstractmethod
-    def construction_vars(self, top: str, launcher: str = "",
+    def construction_vars(self, top: str, build_dir: str, launcher: str = "",
                           linker: str = "auto") -> Dict[str, Any]:
         """The commands and flags of this target as construction variables
         (``top``: the project root, mapped to ``.`` in debug info;
+        ``build_dir``: BUILD_DIR as the graph names it, relative to ``top``
+        or absolute, mapped to :data:`BUILD_PREFIX` (:func:`prefix_maps`);
         ``launcher``: the compiler launcher in use, "" for none;
         ``linker``: the ``LINKER`` option, ``auto``, ``gold`` or ``bfd``,
         for a profile whose toolchain lets the build choose)."""

@@ -33,7 +33,7 @@ from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec
 from gpsimd_device.pack import pack_metadata
 from gpsimd_device.versions import VERSIONS
 
-from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared
+from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared, prefix_maps
 
 __all__ = ["GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
            "linker_flags", "lsp_source", "runtime_files"]
@@ -140,7 +140,7 @@ class HostProfile(Profile):
     def configure(cls, environ: Mapping[str, str], cxx: str) -> "HostProfile":
         return cls(cxx=cxx or "g++")
 
-    def construction_vars(self, top: str, launcher: str = "",
+    def construction_vars(self, top: str, build_dir: str, launcher: str = "",
                           linker: str = "auto") -> Dict[str, Any]:
         self.launcher = launcher
         compile_ = ("$GPSIMD_CXX $GPSIMD_CXXFLAGS $GPSIMD_DEBUGFLAGS $( $GPSIMD_PREFIXFLAGS $) "
@@ -149,7 +149,7 @@ class HostProfile(Profile):
             "GPSIMD_CXX": self.cxx,
             "GPSIMD_CXXFLAGS": list(HOST_CXXFLAGS),
             "GPSIMD_DEBUGFLAGS": [],
-            "GPSIMD_PREFIXFLAGS": [f"-ffile-prefix-map={top}=."],
+            "GPSIMD_PREFIXFLAGS": prefix_maps(top, build_dir),
             "GPSIMD_CXXCOM": f"$( $GPSIMD_LAUNCHER $) {compile_} -o $TARGET -c $SOURCE",
             # the object and GCC's call graph with frame sizes in one compile
             "GPSIMD_CXXCICOM": f"{compile_} -fcallgraph-info=su -o $TARGET -c $SOURCE",
@@ -158,8 +158,10 @@ class HostProfile(Profile):
             "GPSIMD_CALLGRAPHCOM": f"{compile_} -fcallgraph-info=su -o ${{TARGETS[1]}} -S $SOURCE",
             "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS) + linker_flags(linker),
             # the sources end with the runtime archive, the one archive:
-            # --whole-archive changes nothing for the objects before it
-            "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -o $TARGET "
+            # --whole-archive changes nothing for the objects before it;
+            # the soname is the file's name (without one, the linker names
+            # the base symbol version after the output's path: BUILD_DIR)
+            "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -Wl,-soname,${TARGET.file} -o $TARGET "
                                "-Wl,--whole-archive $SOURCES -Wl,--no-whole-archive"),
             "GPSIMD_STRIP": self.strip,
         }

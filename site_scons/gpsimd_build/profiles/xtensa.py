@@ -64,7 +64,7 @@ class XtensaProfile(Profile):
                 f"-mlsp={r}/lsp_fll_load_cpus/{lsp.name}",
                 "-lxmem", "-lhal", "-lc++-e", "-lm", "-lgcc", f"{r}/neuron/libcweak.a"]
 
-    def construction_vars(self, top: str, launcher: str = "",
+    def construction_vars(self, top: str, build_dir: str, launcher: str = "",
                           linker: str = "auto") -> Dict[str, Any]:
         # (the vendor's xt-clang++ links: ``linker`` does not apply)
         return {

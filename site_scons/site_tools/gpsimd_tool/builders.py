@@ -104,7 +104,7 @@ def add_builders(env):
                         "$GPSIMD_PACK_MEMBERS"),
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
                         "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
-        GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET $SOURCE",
+        GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET --base $GPSIMD_BUILD_DIR $SOURCE",
         GPSIMD_SUMMARYCOM="$GPSIMD_STEP summary -o $TARGET --all $GPSIMD_LIBRARIES $SOURCES",
         GPSIMD_EMU_FLAGS=[],   # e.g. ["--no-checks", "--timeout", "5"] (SConstruct)
         # the results file exists only after a run in which every vector

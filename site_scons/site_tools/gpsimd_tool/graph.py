@@ -267,11 +267,13 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         env["ENV"]["GPSIMD_EMU_QUIET"] = "1"
     launcher = env.get("CXX_LAUNCHER") or ""
     try:
-        env.Replace(**profile.construction_vars(env.Dir("#").abspath, launcher,
+        env.Replace(**profile.construction_vars(env.Dir("#").abspath, env.Dir(build_dir).path,
+                                                launcher,
                                                 env.get("LINKER") or "auto"))
     except ProfileError as err:
         _stop(f"scons: {err}")
     env["GPSIMD_LAUNCHER"] = launcher
+    env["GPSIMD_BUILD_DIR"] = env.Dir(build_dir).path
     if to_ninja:
         ninja.map_compiles(env)
         ninja.drop_jobs(env)
@@ -378,8 +380,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         # collection's database never overwrites it
         env.Alias("compiledb", env.CompilationDatabase(f"{build_dir}/compile_commands.json"))
     # `scons digests`: computed and printed every time, never from a cache
-    listing = graph.text(f"{profile_dir}/artifacts.txt",
-                         "".join(f"{n.path}\n" for n in sorted(artifacts, key=lambda n: n.path)))
+    # (named from BUILD_DIR: the same text for any BUILD_DIR)
+    top = env.Dir(build_dir)
+    listing = graph.text(f"{profile_dir}/artifacts.txt", "".join(sorted(
+        f"{n.get_path(top)}\n" for n in artifacts)))
     digests = graph.uses(env.GpsimdDigests(f"{profile_dir}/digests.txt", [listing] + artifacts),
                          "$PYTHON")
     env.AlwaysBuild(digests)

@@ -1,0 +1,98 @@
+"""A build cache keyed independently of where BUILD_DIR is.
+
+SCons's ``CacheDir`` keys each target on its build signature and its path
+(``File.get_cachedir_bsig``), and a command's signature names the paths it
+runs on, so a cache filled by a build into ``bA`` serves nothing to a build
+into ``/tmp/elsewhere/bB``, although the outputs are the same bytes (the
+compiler maps BUILD_DIR to one name, ``gpsimd_build.profiles.base.
+prefix_maps``). :class:`RelocatableCacheDir`, set as ``$CACHEDIR_CLASS``
+(SCons's public ``CacheDir(path, custom_class=...)`` hook), keys a target
+of ours on:
+
+* its command's signature with BUILD_DIR, as the graph names it and as an
+  absolute path, and then the project's folder, replaced by fixed tokens
+  (so that another clone at another path is served too);
+* each input's path (relocated the same way) and content signature,
+  sorted by path;
+* its own path relative to BUILD_DIR.
+
+A target of an environment without ``$GPSIMD_BUILD_DIR`` keeps SCons's own
+key. Everything else (where the cache is, how files are copied in and out)
+is SCons's.
+"""
+
+import hashlib
+import os
+import re
+
+import SCons.CacheDir
+
+__all__ = ["RelocatableCacheDir", "relocatable_key"]
+
+_TOKEN = b"<BUILD_DIR>"
+_TOP = b"<TOP>"
+_PREFIX = b"gpsimd-cache-key-1\0"
+#: Each target's key, once computed (its inputs' signatures are final then).
+_KEYS = {}
+
+
+class _Keyed:
+    """What ``CacheDir.cachepath`` asks of a node: its key."""
+
+    def __init__(self, key: str):
+        self.key = key
+
+    def get_cachedir_bsig(self) -> str:
+        return self.key
+
+
+def _relocation(env):
+    """A function that replaces BUILD_DIR's names (as the graph names it
+    and absolute) and then the project top's absolute path, where a path
+    starts, by fixed tokens; or None without ``$GPSIMD_BUILD_DIR``."""
+    base = env.get("GPSIMD_BUILD_DIR") if env is not None else None
+    if not base:
+        return None
+    start = rb"(?:^|(?<=[\0\s'\"=:,(])|(?<=-I))"
+    end = rb"(?=/|$|[\0\s'\",)])"
+    names = sorted({os.path.normpath(base), env.Dir(base).abspath}, key=len, reverse=True)
+    build = re.compile(start + b"(?:" + b"|".join(re.escape(n.encode()) for n in names)
+                       + b")" + end)
+    top = re.compile(start + re.escape(env.Dir("#").abspath.encode()) + end)
+    return lambda text: top.sub(_TOP, build.sub(_TOKEN, text))
+
+
+def relocatable_key(node):
+    """The cache key of ``node`` (hex SHA-256), or None when its environment
+    does not name ``$GPSIMD_BUILD_DIR`` (SCons's own key is then used)."""
+    if not node.has_builder():      # (a source: never in the cache)
+        return None
+    key = _KEYS.get(node)
+    if key is not None:
+        return key
+    executor = node.get_executor()
+    if executor is None:
+        # (released once the node was built: SCons asks again only whether
+        # an input that exists is in the cache; no key of a target matches)
+        return hashlib.sha256(b"released\0" + node.get_abspath().encode()).hexdigest()
+    relocated = _relocation(node.get_build_env())
+    if relocated is None:
+        return None
+    h = hashlib.sha256(_PREFIX)
+    h.update(relocated(executor.get_contents()))
+    inputs = sorted((relocated(child.get_abspath().encode()), child.get_cachedir_csig())
+                    for child in node.children())
+    for path, csig in inputs:
+        h.update(b"\0" + path + b"\0" + str(csig).encode())
+    h.update(b"\0target\0" + relocated(node.get_abspath().encode()))
+    key = _KEYS[node] = h.hexdigest()
+    return key
+
+
+class RelocatableCacheDir(SCons.CacheDir.CacheDir):
+    """SCons's CacheDir with :func:`relocatable_key` as the key of our
+    targets."""
+
+    def cachepath(self, node):
+        key = relocatable_key(node)
+        return super().cachepath(node if key is None else _Keyed(key))
