@@ -49,6 +49,7 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Union
 
+from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
 
 # Only what the supervising process needs is imported here; the worker
@@ -92,6 +93,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--failed-results",
                      help="where a failing run writes its results (the --results file is then "
                           "only written by a passing run)")
+    run.add_argument("--record-failures", metavar="FILE",
+                     help="a run that fails exits 0 once the failure is recorded: its results "
+                          "in --failed-results, or, when it has none, its exit status in FILE "
+                          "(a ninja build's test step: its summary step reports them and sets "
+                          "the build's status; an interrupt still ends the run by its signal)")
     run.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
                      help=f"seconds each run of a vector's cores may take (default "
                           f"{DEFAULT_TIMEOUT:g})")
@@ -165,10 +171,30 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run the CLI; returns the exit status (0 all passed, 1 a vector
     failed, 2 unusable plan or unwritable results, 3 the run overran)."""
     one_blas_thread()      # before the worker imports numpy (settings.one_blas_thread)
-    prepared = prepare(argv)
+    args = parse(argv)
+    if isinstance(args, int):
+        return args
+    prepared = load(args)
     if isinstance(prepared, int):
-        return prepared
-    return supervise(prepared, lambda: fork_worker(prepared))
+        return settle(args, prepared)
+    return settle(args, supervise(prepared, lambda: fork_worker(prepared)))
+
+
+def settle(args: argparse.Namespace, status: int) -> int:
+    """The exit status of a run that ended with ``status``: with
+    ``--record-failures FILE``, a failure (1, 2 or 3) is 0 once recorded
+    (results in ``--failed-results``, else ``exit status N`` written to
+    FILE); 0 and an interrupt (128 + signal) are kept."""
+    if not args.record_failures or status not in (1, 2, 3):
+        return status
+    if status != 1 or not (args.failed_results and os.path.exists(args.failed_results)):
+        try:
+            write_atomically(args.record_failures, f"exit status {status}\n")
+        except OSError as e:
+            print(f"gpsimd_emu: cannot write {args.record_failures}: {e.strerror}",
+                  file=sys.stderr)
+            return status
+    return 0
 
 
 def prepare(argv: Optional[List[str]], remove_outputs: bool = True,
@@ -196,14 +222,16 @@ def parse(argv: Optional[List[str]], remove_outputs: bool = True,
     if args.quiet is None:      # read now: the parser is made once, maybe in another environment
         args.quiet = os.environ.get(QUIET_ENV) == "1"
     if args.failed_results and remove_outputs:
-        for path in (args.results, args.failed_results):
+        for path in (args.results, args.failed_results, args.record_failures):
+            if path is None:
+                continue
             try:
                 os.unlink(path)
             except FileNotFoundError:
                 pass
             except OSError as e:
                 say(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})")
-                return 2
+                return settle(args, 2)
     return args
 
 

@@ -129,11 +129,11 @@ def spare(sock: socket.socket, server: int) -> None:
         prepared = cli.load(args)
         if isinstance(prepared, int):
             end(worker)
-            return prepared
+            return cli.settle(args, prepared)
         start: Callable[[], int] = (lambda: worker) if sent else \
             (lambda: cli.fork_worker(prepared))   # noqa: E731
         mine.close()
-        return cli.supervise(prepared, start)
+        return cli.settle(args, cli.supervise(prepared, start))
     _exit_with(body)
 
 

@@ -27,14 +27,21 @@ steps that are not a compiler, linker or archiver run this module:
     prints and writes one SHA-256 per artifact named in the file ``LIST``
     (one path per line, relative to ``DIR``, BUILD_DIR, and so printed:
     the same text for any BUILD_DIR), sorted by path (``scons digests``);
-``python -m gpsimd_build.steps summary -o OUT --all N RESULTS...``
-    writes the summary of the passing results files given (one line per
-    library, then ``all libraries: N passed, M failed`` when they are all
-    ``N`` libraries of the collection, else ``total: ...``) for a build
-    driven by ninja, which prints it with ``cat``; with ``--report PAGE``
-    (and ``--multicore LIB`` per multicore library) also the HTML report
-    of those results (``gpsimd_build.report``; each library's section kept
-    in ``.report-cache`` beside it), written on every run of the step.
+``python -m gpsimd_build.steps summary -o OUT --all N [--since STAMP] RESULTS...``
+    a ninja build's summary: one line per library whose passing results
+    file is given, in a state of ``gpsimd_build.results_summary`` (a
+    failed run's ``.failed.json`` or a run's failure record ``.error.txt``
+    when there are no passing results; results made before ``STAMP``, made
+    as the ninja run began, were not run in this build), then ``all
+    libraries: N passed, M failed`` when they are all ``N`` libraries of
+    the collection, else ``total: ...``; written to OUT, which ninja
+    prints with ``cat``. With ``--report PAGE`` (and ``--multicore LIB``
+    per multicore library) also the HTML report of those results
+    (``gpsimd_build.report``; each library's section kept in
+    ``.report-cache`` beside it), written on every run of the step. When a
+    vector failed or a library has no current results, the step prints
+    the summary itself and exits 1 (ninja then prints no other summary,
+    and its own status is 1).
 
 Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
 success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
@@ -42,6 +49,7 @@ success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
 
 import argparse
 import os
+import stat
 import sys
 from typing import List, Optional
 
@@ -134,28 +142,73 @@ def _digests(args: argparse.Namespace) -> None:
     write_atomically(args.output, text.encode("utf-8"))
 
 
-def _summary(args: argparse.Namespace) -> None:
-    from gpsimd_device.results import LibraryResults, counts_text
-    passed = failed = checked = 0
-    lines, entries = [], []
-    for path in args.results:
-        res = LibraryResults.load(path)
-        passed += res.passed
-        failed += res.failed
-        checked += res.checked
-        lines.append(res.summary_line())
-        entries.append((res.library, "current", path, res.library in args.multicore))
-    label = "all libraries" if len(args.results) == args.all else "total"
-    lines.append(f"{label}: {counts_text(passed, failed, checked)}")
-    write_atomically(args.output, ("\n".join(lines) + "\n").encode("utf-8"))
+def _library_state(path: str, since_ns: int):
+    """``(name, state, results, results path or None)`` of the library whose
+    passing results file is ``path`` (``<lib>/test-results.json``), for a
+    ninja build's summary step: the passing results, else a failed run's
+    (``.failed.json``), else a run's record of its failure without results
+    (``.error.txt``, ``gpsimd_emu run --record-failures``); made at or after
+    ``since_ns`` (this run's start) or not (``gpsimd_build.results_summary``)."""
+    from gpsimd_device.results import LibraryResults, ResultsError
+
+    from . import results_summary as states
+    base = path[:-len(".json")] if path.endswith(".json") else path
+    name = os.path.basename(os.path.dirname(path))
+
+    def made(candidate):
+        """The file's mtime (ns) when it is a regular file, else None."""
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            return None
+        return st.st_mtime_ns if stat.S_ISREG(st.st_mode) else None
+
+    for candidate, older in ((path, states.KEPT), (base + ".error.txt", None),
+                             (base + ".failed.json", states.STALE)):
+        mtime = made(candidate)
+        if mtime is None:
+            continue
+        if older is None:           # a record of a run without results
+            if mtime >= since_ns:
+                return name, states.NO_RESULTS, None, None
+            continue
+        try:
+            res = LibraryResults.load(candidate)
+        except ResultsError:
+            return name, states.UNREADABLE, None, None
+        state = states.RUN if mtime >= since_ns else older
+        return res.library, state, (res if state in states.COUNTED else None), candidate
+    return name, states.NOT_RUN, None, None
+
+
+def _summary(args: argparse.Namespace) -> int:
+    from . import results_summary as states
+    since = 0
+    if args.since:
+        try:
+            since = os.stat(args.since).st_mtime_ns
+        except OSError:
+            since = 0
+    found = [_library_state(path, since) for path in args.results]
+    lines = states.summary_lines(((n, st, res) for n, st, res, _ in found),
+                                 len(args.results) == args.all)
+    text = "\n".join(lines) + "\n"
+    write_atomically(args.output, text.encode("utf-8"))
     if args.report:
         # always written, unchanged or not: it is an output of this step,
         # and ninja, which compares times, would otherwise run the step on
         # every build after results were rewritten with the same content
         from .report import render_from_files
         cache = os.path.join(os.path.dirname(args.report) or ".", ".report-cache")
+        entries = [(n, states.report_state(st), p, n in args.multicore)
+                   for n, st, _, p in found]
         write_atomically(args.report,
                          render_from_files(entries, True, lines[-1], cache).encode("utf-8"))
+    ok = all(st in states.COUNTED and res.failed == 0 for _, st, res, _ in found)
+    if not ok:      # (the step fails: ninja's edge that prints the summary does not run)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    return 0 if ok else 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -194,6 +247,9 @@ def build_parser() -> argparse.ArgumentParser:
     sm.add_argument("-o", "--output", required=True)
     sm.add_argument("--all", type=int, required=True, help="libraries in the collection")
     sm.add_argument("--report", help="also write the HTML report of the results here")
+    sm.add_argument("--since", metavar="STAMP",
+                    help="a file made as this ninja run began: results made before it were "
+                         "not run in this build")
     sm.add_argument("--multicore", action="append", default=[],
                     help="a multicore library (its vectors are drawn in the report)")
     sm.add_argument("results", nargs="*")
@@ -205,7 +261,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Run one step; returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
-        args.run(args)
+        status = args.run(args)
     except _CheckFailed:
         return 1
     except OSError as e:
@@ -215,7 +271,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (ValueError, KeyError) as e:  # incl. ResultsError
         print(f"gpsimd: {args.step}: {e}", file=sys.stderr)
         return 1
-    return 0
+    return status or 0
 
 
 if __name__ == "__main__":

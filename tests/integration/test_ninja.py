@@ -70,8 +70,10 @@ def test_same_bytes_and_results_as_the_scons_path(ninja_project, built_project):
 def test_a_null_build_runs_only_the_summary_print(ninja_project):
     proc = ninja(ninja_project, "-d", "explain")
     dirty = re.findall(r"ninja explain: (\S+) is dirty", proc.stderr)
-    assert set(dirty) <= {"build/host/.summary-printed"}, proc.stderr
-    assert proc.stdout.splitlines()[-1] == "all libraries: 104 passed, 0 failed"
+    assert set(dirty) <= {"build/host/.summary-printed", "build/host/.run-begun"}, proc.stderr
+    assert proc.stdout.splitlines()[-2:] == [
+        "streams: 12 passed, 0 failed (not run in this build)",
+        "all libraries: 104 passed, 0 failed"]
     assert "python" not in proc.stdout.lower()
     # no step falls back to calling SCons
     text = (ninja_project / "build.ninja").read_text()
@@ -89,7 +91,7 @@ def test_results_rewritten_unchanged_leave_the_next_build_null(ninja_project):
     assert "build/host/test-summary.txt is dirty" in first.stderr, first.stderr
     again = ninja(ninja_project, "-d", "explain")
     dirty = re.findall(r"ninja explain: (\S+) is dirty", again.stderr)
-    assert set(dirty) <= {"build/host/.summary-printed"}, again.stderr
+    assert set(dirty) <= {"build/host/.summary-printed", "build/host/.run-begun"}, again.stderr
 
 
 def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_path):
@@ -154,7 +156,7 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     prestart = "build/host/relu/.emu-prestart"
     for lib in ("relu", "spmd", "elementwise"):
         _, order_only = _query(ninja_project, f"build/host/{lib}/test-results.json")
-        assert order_only == {f"build/host/{lib}/.emu-prestart"}, lib
+        assert order_only == {f"build/host/{lib}/.emu-prestart", "build/host/.run-begun"}, lib
     inputs, _ = _query(ninja_project, prestart)
     assert {RELU, "kernels/relu/shape.cpp", "kernels/relu/reference.py",
             "build/host/relu/testplan.json", "build/host/relu/wrapper.cpp",
@@ -190,7 +192,8 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
             lines[1].endswith("spare=True"), lines
         log.unlink()
         other.write_text(other_text + "\n// another library's edit\n")
-        assert "no work to do" in run("relu").stdout and not log.exists()
+        steps = re.findall(r"^\[\d+/\d+\] (.*)$", run("relu").stdout, re.M)
+        assert steps == ["Building build/host/.run-begun"] and not log.exists()
         proc = run("elementwise")
         assert "elementwise: 24 passed, 0 failed" in proc.stdout
         assert log.read_text().splitlines()[0] == "prestart: started a server"
@@ -201,7 +204,10 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     ninja(ninja_project, "relu")
     assert results.read_bytes() == before
     null = ninja(ninja_project, "-d", "explain", "relu")
-    assert "no work to do" in null.stdout and "is dirty" not in null.stderr, null.stderr
+    # (only the edge that marks each run's start)
+    assert re.findall(r"^\[\d+/\d+\] (.*)$", null.stdout, re.M) == [
+        "Building build/host/.run-begun"], null.stdout
+    assert "is dirty" not in null.stderr, null.stderr
     ninja(ninja_project)                # (the summary, for the tests after this one)
 
 
@@ -213,7 +219,7 @@ def test_scons_options_reach_ninja_and_j_is_not_in_the_commands(ninja_project):
     assert other.returncode == 0, other.stdout + other.stderr
     assert "ninja -f build.ninja -j1\n" in other.stdout
     assert re.findall(r"^\[\d+/\d+\] (.*)$", other.stdout, re.M) == [
-        "Building build/host/.summary-printed"], other.stdout
+        "Building build/host/.run-begun", "Building build/host/.summary-printed"], other.stdout
     assert "GPSIMD_EMU_JOBS" not in (ninja_project / "build.ninja").read_text()
     (ninja_project / RELU).touch()
     dry = run_scons(ninja_project, "--experimental=ninja", "-n")
@@ -342,3 +348,77 @@ def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, 
     run_scons(scons_proj, "-Q", "digests")
     digests, _ = digests_and_results(ninja_project)
     assert digests == (scons_proj / "build/host/digests.txt").read_text()
+
+
+def _small(proj):
+    import yaml
+    doc = yaml.safe_load((proj / "ops.yaml").read_text())
+    doc["libraries"] = [lib for lib in doc["libraries"] if lib["name"] in ("relu", "spmd")]
+    (proj / "small.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    return "MANIFEST=small.yaml"
+
+
+@pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "k0"])
+def test_the_summary_is_true_after_pass_fail_fix(tmp_path, keep_going):
+    """Issue 25 case 1: a failing vector on the ninja path, with or without
+    -k: the test step records the failure and exits 0, the summary step
+    still runs, prints the summary, writes test-summary.txt and the report,
+    and fails the build; a null build says which results it did not run."""
+    proj = copy_project(tmp_path / "p")
+    proc = run_scons(proj, "--experimental=ninja", _small(proj))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines()[-4:-1] == [
+        "relu: 10 passed, 0 failed", "spmd: 16 passed, 0 failed",
+        "all libraries: 26 passed, 0 failed"], proc.stdout
+    args = ["-k", "0"] if keep_going else []
+    summary = proj / "build/host/test-summary.txt"
+    report = proj / "build/host/report.html"
+    src = proj / RELU
+    good = src.read_text()
+    src.write_text(good.replace(GOOD, BROKEN, 1))
+    failing = ["relu: 4 passed, 6 failed", "spmd: 16 passed, 0 failed (not run in this build)",
+               "all libraries: 20 passed, 6 failed"]
+    for _ in range(2):          # (a failing library runs again, as on the SCons path)
+        before = report.stat().st_mtime_ns
+        proc = ninja(proj, *args, check=False)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        lines = proc.stdout.splitlines()
+        end = lines.index("all libraries: 20 passed, 6 failed")
+        assert lines[end - 2:end + 1] == failing, proc.stdout
+        assert summary.read_text().splitlines() == failing
+        assert report.stat().st_mtime_ns > before
+        assert 'data-library="relu" data-state="current"' in report.read_text()
+        assert (proj / "build/host/relu/test-results.failed.json").exists()
+        assert not (proj / "build/host/relu/test-results.json").exists()
+    src.write_text(good)
+    proc = ninja(proj, *args)
+    assert proc.stdout.splitlines()[-3:] == [
+        "relu: 10 passed, 0 failed", "spmd: 16 passed, 0 failed (not run in this build)",
+        "all libraries: 26 passed, 0 failed"], proc.stdout
+    proc = ninja(proj, *args)
+    assert proc.stdout.splitlines()[-3:] == [
+        "relu: 10 passed, 0 failed (not run in this build)",
+        "spmd: 16 passed, 0 failed (not run in this build)",
+        "all libraries: 26 passed, 0 failed"], proc.stdout
+    # the file holds what the last summary step wrote
+    assert summary.read_text().splitlines()[0] == "relu: 10 passed, 0 failed"
+
+
+def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
+    """A test step whose run ends without results (here: a folder where its
+    results go cannot be removed, exit status 2) records it and exits 0;
+    the summary names it and fails the build."""
+    proj = copy_project(tmp_path / "p")
+    proc = run_scons(proj, "--experimental=ninja", _small(proj))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (proj / "build/host/relu/test-results.json").unlink()
+    (proj / "build/host/relu/test-results.failed.json").mkdir()
+    proc = ninja(proj, "-k", "0", check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (proj / "build/host/relu/test-results.error.txt").read_text() == "exit status 2\n"
+    lines = proc.stdout.splitlines()
+    end = lines.index("all libraries: 16 passed, 0 failed")
+    assert lines[end - 2:end + 1] == [
+        "relu: the test run failed without results (see above)",
+        "spmd: 16 passed, 0 failed (not run in this build)",
+        "all libraries: 16 passed, 0 failed"], proc.stdout

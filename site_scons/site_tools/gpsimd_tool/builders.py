@@ -111,7 +111,9 @@ def add_builders(env):
         # passed; a failed run leaves its results in <lib>/test-results.failed.json
         GPSIMD_TESTCOM=("$PYTHON -m gpsimd_emu run $SOURCE --results $TARGET "
                         "--failed-results ${TARGET.base}.failed.json "
-                        "--locations $GPSIMD_LOCATIONS $GPSIMD_LEADER_ARGS $GPSIMD_EMU_FLAGS"),
+                        "--locations $GPSIMD_LOCATIONS $GPSIMD_LEADER_ARGS $GPSIMD_EMU_FLAGS"
+                        " $GPSIMD_TEST_RECORD"),
+        GPSIMD_TEST_RECORD=[],   # the ninja path's (ninja_path.record_failures)
         GPSIMD_LEADER_ARGS=[],   # ["--leader", <the native leader>] (leader_node)
         # the ninja path's step before the test steps: their server, loading
         # (gpsimd_emu.handoff.prestart; run as the test command runs, so

@@ -277,6 +277,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if to_ninja:
         ninja.map_compiles(env)
         ninja.drop_jobs(env)
+        ninja.record_failures(env)
     progress = None
     if not to_ninja:   # (ninja prints its own [done/total])
         progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("GPSIMD_QUIET")))

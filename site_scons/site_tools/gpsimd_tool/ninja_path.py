@@ -11,9 +11,13 @@ action, nothing falls back to calling SCons). What ninja needs on top:
   name (references, ``.npy``), the JSON Schema, the build library or the
   host runtime's sources change (``NINJA_REGENERATE_DEPS``; the generated
   texts, e.g. test plans, are written at generation time);
-* the summary: a step that writes ``test-summary.txt`` from the results
-  and an edge that prints it with ``cat`` on every run, without starting
-  Python (:func:`summary`);
+* the summary: test steps that record a failure and exit 0
+  (:func:`record_failures`), a step that writes ``test-summary.txt`` and
+  the report from the results, prints the summary and fails when a vector
+  failed, and an edge that prints it with ``cat`` on every run, without
+  starting Python, when it passed; an edge that begins every run marks
+  the run's start, so that the summary tells what this run made
+  (:func:`summary`);
 * the prestart step, which starts the emulator server the test steps
   hand their runs to as the ninja run begins (:func:`prestart`);
 * ninja's own output: SCons's tool would pipe ninja's output through
@@ -36,11 +40,14 @@ import SCons.Action
 import SCons.Node
 import SCons.Script
 
+from gpsimd_build import results_summary as states
+
 # (imported while the tool loads: SCons restores sys.path afterwards, and
 # without an installed package gpsimd_emu is found only through it)
 from gpsimd_emu import client
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
+           "record_failures",
            "drop_jobs", "made_from", "prestart"]
 
 #: The environment variable through which the build tells the emulator its
@@ -166,17 +173,37 @@ def regenerate_on(env, paths: Iterable[str]) -> None:
     env["NINJA_REGENERATE_DEPS"] = sorted(set(scripts) | {p for p in paths if p})
 
 
+def record_failures(env) -> None:
+    """A ninja build's test step records a failure and exits 0
+    (``gpsimd_emu run --record-failures``), so that ninja, with or without
+    ``-k``, still runs the summary step, which reports it and fails."""
+    env["GPSIMD_TEST_RECORD"] = ["--record-failures", "${TARGET.base}.error.txt"]
+
+
 def summary(env, results: List[Any], profile_dir: str, libraries: int,
             multicore: Iterable[str] = ()) -> List[Any]:
     """The summary step (``test-summary.txt`` and ``report.html`` from every
-    results file; ``multicore``: the multicore libraries' names) and the
-    edge that prints it on every run (``cat``; its output is never made, so
-    ninja always runs it). Returns the nodes to build by default."""
+    results file; ``multicore``: the multicore libraries' names), the edge
+    that prints it on every run (``cat``; its output is never made, so
+    ninja always runs it; a summary older than the run's start is printed
+    with its results marked as not run in this build), and the edge that
+    begins every run, before the test steps and the summary step: it marks
+    when the run began (``.run-start``), so that the summary tells results
+    this run made from those an earlier run made. Returns the nodes to
+    build by default."""
+    stamp = f"{profile_dir}/.run-start"
+    begin = env.Command(f"{profile_dir}/.run-begun", [], f"touch {stamp}")
     text = env.GpsimdSummary(
         [f"{profile_dir}/test-summary.txt", f"{profile_dir}/report.html"], results,
-        GPSIMD_LIBRARIES=[str(libraries), "--report", f"{profile_dir}/report.html"]
+        GPSIMD_LIBRARIES=[str(libraries), "--since", stamp,
+                          "--report", f"{profile_dir}/report.html"]
         + [a for name in multicore for a in ("--multicore", name)])[:1]
-    printed = env.GpsimdPrint(f"{profile_dir}/.summary-printed", text)
+    env.Requires(list(results) + text, begin)
+    # (a summary older than this run's start is an earlier run's: its
+    # results were not run in this build, and it says so)
+    printed = env.Command(f"{profile_dir}/.summary-printed", text,
+                          f"if [ {stamp} -nt $SOURCE ]; then sed -E {states.as_kept_sed()} "
+                          f"$SOURCE; else cat $SOURCE; fi")
     return text + printed
 
 

@@ -2,17 +2,21 @@
 whose results this build was asked for.
 
 Printed at exit, whatever happened (a failed library, an interrupt, a null
-build), from the state SCons left each test node in:
+build), from the state SCons left each test node in, as a state of the one
+table (``gpsimd_build.results_summary``):
 
-* built or up to date in this run: the numbers of its results file
+* built in this run: ``RUN``, with the numbers of its results file
   (``test-results.json``, written only by a passing run) or, for a run
   that failed, of ``test-results.failed.json`` written by that run (the
-  emulator removes both when it starts);
-* its test run failed in this run and wrote no results: said so;
+  emulator removes both when it starts); ``CACHED`` when SCons retrieved
+  the results from a ``CacheDir`` instead;
+* up to date in this run: ``KEPT`` (results of an earlier build, still
+  those of these sources);
+* its test run failed in this run and wrote no results: ``NO_RESULTS``;
 * not run to its end in this run (the build stopped earlier or was
-  interrupted): ``stale`` when results of an earlier build exist, ``not
-  run`` when none do; their old numbers are never shown, and the totals
-  count only current results.
+  interrupted): ``STALE`` when results of an earlier build exist,
+  ``NOT_RUN`` when none do; their old numbers are never shown, and the
+  totals count only current results.
 
 When the whole collection was asked for, the same text is written to
 ``<BUILD_DIR>/<profile>/test-summary.txt`` (atomically).
@@ -38,7 +42,8 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import SCons.Node
 
 from gpsimd_device.atomic import write_atomically, write_if_changed
-from gpsimd_device.results import LibraryResults, ResultsError, counts_text
+from gpsimd_build import results_summary as states
+from gpsimd_device.results import LibraryResults, ResultsError
 
 __all__ = ["LibraryTests", "summary_lines", "Summary"]
 
@@ -71,57 +76,39 @@ def _written_since(path: str, start_ns: int) -> bool:
 
 def _library_states(libraries: Sequence[LibraryTests], failed_runs: Sequence[str] = (),
                     start_ns: int = 0) -> List[Tuple[LibraryTests, str, Optional[LibraryResults]]]:
-    """``(library, state, results)`` per library (see the module docstring):
-    state ``current`` (results of this build), ``unreadable``, ``no
-    results`` (its run failed without results), ``stale`` or ``not run``;
-    results only for ``current``."""
+    """``(library, state, results)`` per library: a state of
+    ``gpsimd_build.results_summary`` from the state SCons left its test node
+    in (module docstring); results for the counted states."""
     out = []
     for lib in libraries:
         state = lib.node.get_state()
         if state in (SCons.Node.executed, SCons.Node.up_to_date):
             res = _numbers(lib.node.abspath)
-            out.append((lib, "current" if res else "unreadable", res))
+            how = (states.KEPT if state == SCons.Node.up_to_date else
+                   states.CACHED if lib.node.cached else states.RUN)
+            out.append((lib, how if res else states.UNREADABLE, res))
         elif state == SCons.Node.failed and _written_since(lib.failed_path, start_ns):
             res = _numbers(lib.failed_path)
-            out.append((lib, "current" if res else "unreadable", res))
+            out.append((lib, states.RUN if res else states.UNREADABLE, res))
         elif state == SCons.Node.failed and lib.node.path in failed_runs:
-            out.append((lib, "no results", None))
+            out.append((lib, states.NO_RESULTS, None))
         else:
             old = os.path.exists(lib.node.abspath) or os.path.exists(lib.failed_path)
-            out.append((lib, "stale" if old else "not run", None))
+            out.append((lib, states.STALE if old else states.NOT_RUN, None))
     return out
 
 
 def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
                   failed_runs: Sequence[str] = (), start_ns: int = 0,
-                  states=None) -> List[str]:
-    """One line per library (see the module docstring) and the totals:
-    ``all libraries: N passed, M failed`` (then ``, K CHECKED (no
-    reference)`` when checks-only vectors ran: never counted as passed) when ``everything`` was asked for,
-    else ``total: N passed, M failed``. ``failed_runs``: paths of the test
-    nodes whose run ended with an error in this build (not an interrupt);
-    ``start_ns``: when this build started (``time.time_ns()``); ``states``:
-    ``_library_states`` when already known."""
-    passed = failed = checked = 0
-    lines = []
-    for lib, state, res in states or _library_states(libraries, failed_runs, start_ns):
-        if state == "unreadable":
-            lines.append(f"{lib.name}: no results (the results file cannot be read)")
-        elif state == "no results":
-            lines.append(f"{lib.name}: the test run failed without results (see above)")
-        elif state == "stale":
-            lines.append(f"{lib.name}: stale (results of an earlier build; this build did not "
-                         "run its tests)")
-        elif state == "not run":
-            lines.append(f"{lib.name}: not run")
-        else:
-            passed += res.passed
-            failed += res.failed
-            checked += res.checked
-            lines.append(f"{lib.name}: {counts_text(res.passed, res.failed, res.checked)}")
-    lines.append(f"{'all libraries' if everything else 'total'}: "
-                 f"{counts_text(passed, failed, checked)}")
-    return lines
+                  states_=None) -> List[str]:
+    """The summary's lines (``gpsimd_build.results_summary``).
+    ``failed_runs``: paths of the test nodes whose run ended with an error
+    in this build (not an interrupt); ``start_ns``: when this build started
+    (``time.time_ns()``); ``states_``: ``_library_states`` when already
+    known."""
+    return states.summary_lines(
+        ((lib.name, state, res) for lib, state, res in
+         states_ or _library_states(libraries, failed_runs, start_ns)), everything)
 
 
 class Summary:
@@ -177,8 +164,8 @@ class Summary:
             failed_runs = [] if signals.interrupted() else [
                 str(f.node) for f in SCons.Script.GetBuildFailures()
                 if getattr(f, "errstr", "") != "Build interrupted."]
-            states = _library_states(wanted, failed_runs, self.start_ns)
-            lines = summary_lines(wanted, everything, states=states)
+            found = _library_states(wanted, failed_runs, self.start_ns)
+            lines = summary_lines(wanted, everything, states_=found)
             text = "\n".join(lines) + "\n"
             sys.stdout.write(text)
             sys.stdout.flush()
@@ -191,25 +178,26 @@ class Summary:
             sys.stderr.write(f"scons: the test summary could not be made: {e}\n")
             return
         try:
-            self.write_report(states, lines[-1])
+            self.write_report(found, lines[-1])
         except Exception as e:  # noqa: BLE001 - at exit: report, never a traceback
             sys.stderr.write(f"scons: the test report could not be written: {e}\n")
 
-    def _report_entries(self, states) -> List[Tuple[str, str, Optional[str], bool]]:
+    def _report_entries(self, found) -> List[Tuple[str, str, Optional[str], bool]]:
         """``(name, state, results file or None, multicore)`` per library of
         the collection: this build's state, or ``stale``/``not run`` from
         the files an earlier build left."""
-        by_name = {lib.name: (state, lib) for lib, state, _ in states}
+        by_name = {lib.name: (state, lib) for lib, state, _ in found}
         out = []
         for name, multicore in self.collection:
             state, lib = by_name.get(name, (None, None))
             passed = os.path.join(self.profile_dir, name, "test-results.json")
             failed = os.path.join(self.profile_dir, name, "test-results.failed.json")
-            if state == "current":
+            if state in states.COUNTED:
                 ok = lib.node.get_state() in (SCons.Node.executed, SCons.Node.up_to_date)
-                out.append((name, state, passed if ok else failed, multicore))
+                out.append((name, states.report_state(state), passed if ok else failed,
+                            multicore))
                 continue
-            if state in ("unreadable", "no results"):
+            if state in (states.UNREADABLE, states.NO_RESULTS):
                 out.append((name, "no results", None, multicore))
                 continue
             old = [p for p in (passed, failed) if os.path.exists(p)]
@@ -217,11 +205,11 @@ class Summary:
             out.append((name, "stale" if newest else "not run", newest, multicore))
         return out
 
-    def write_report(self, states, totals: str) -> None:
+    def write_report(self, found, totals: str) -> None:
         """Write ``report.html`` unless the key of what it shows is unchanged
         (module docstring)."""
         from gpsimd_build import report
-        entries = self._report_entries(states)
+        entries = self._report_entries(found)
         code = os.stat(report.__file__)   # a new renderer renders again
         key = hashlib.sha256(repr((self.checks, totals, code.st_size, code.st_mtime_ns)).encode())
         for name, state, path, multicore in entries:

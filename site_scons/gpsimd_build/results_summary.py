@@ -1,0 +1,112 @@
+"""The summary of a build's test results: one table of states, on every
+path (``scons``, a ninja build's summary step, the report). Stdlib only.
+
+===============  ===============================================  =========
+state            line                                             in totals
+===============  ===============================================  =========
+``RUN``          ``lib: N passed, M failed``                      yes
+``KEPT``         ``lib: N passed, M failed (not run in this         yes
+                 build)``
+``CACHED``       ``lib: N passed, M failed (cached)``             yes
+``STALE``        ``lib: stale``                                   no
+``NOT_RUN``      ``lib: not run``                                 no
+``NO_RESULTS``   ``lib: the test run failed without results       no
+                 (see above)``
+``UNREADABLE``   ``lib: no results (the results file cannot be     no
+                 read)``
+===============  ===============================================  =========
+
+``RUN``: results for these sources, made by this build; ``KEPT``: results
+still current for these sources, made by an earlier build (a null build);
+``CACHED``: served from a build cache (``CACHE_DIR``), not run on this
+machine; ``STALE``: results exist, but of other sources (this build did not
+get to run the tests again: it stopped or was interrupted before);
+``NOT_RUN``: no results at all. After the libraries' lines, the totals of
+the counted states: ``all libraries: N passed, M failed`` when the whole
+collection was asked for, else ``total: N passed, M failed`` (then ``, K
+CHECKED (no reference)`` when checks-only vectors ran; those are never
+counted as passed).
+"""
+
+from typing import Iterable, List, Optional, Tuple
+
+from gpsimd_device.results import LibraryResults, counts_text
+
+__all__ = ["RUN", "KEPT", "CACHED", "STALE", "NOT_RUN", "NO_RESULTS", "UNREADABLE", "COUNTED",
+           "library_line", "summary_lines", "report_state", "as_kept_sed"]
+
+RUN = "run"
+KEPT = "kept"
+CACHED = "cached"
+STALE = "stale"
+NOT_RUN = "not run"
+NO_RESULTS = "no results"
+UNREADABLE = "unreadable"
+#: The states whose numbers are shown and counted in the totals.
+COUNTED = (RUN, KEPT, CACHED)
+
+_SUFFIX = {RUN: "", KEPT: " (not run in this build)", CACHED: " (cached)"}
+_TOTALS = ("all libraries", "total")
+_TEXT = {STALE: "stale", NOT_RUN: "not run",
+         NO_RESULTS: "the test run failed without results (see above)",
+         UNREADABLE: "no results (the results file cannot be read)"}
+
+
+def library_line(name: str, state: str, results: Optional[LibraryResults]) -> str:
+    """A library's line (the table above); ``results`` for a counted state.
+
+    Raises:
+        ValueError: an unknown state, or a counted state without results.
+    """
+    if state in COUNTED:
+        if results is None:
+            raise ValueError(f"{name}: state {state} needs its results")
+        return (f"{name}: {counts_text(results.passed, results.failed, results.checked)}"
+                f"{_SUFFIX[state]}")
+    if state not in _TEXT:
+        raise ValueError(f"{name}: unknown state {state!r}")
+    return f"{name}: {_TEXT[state]}"
+
+
+def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
+                  everything: bool) -> List[str]:
+    """One line per ``(name, state, results)`` and the totals line
+    (``all libraries: ...`` when ``everything`` was asked for, else
+    ``total: ...``)."""
+    passed = failed = checked = 0
+    lines = []
+    for name, state, res in entries:
+        lines.append(library_line(name, state, res))
+        if state in COUNTED:
+            passed += res.passed
+            failed += res.failed
+            checked += res.checked
+    lines.append(f"{_TOTALS[0] if everything else _TOTALS[1]}: "
+                 f"{counts_text(passed, failed, checked)}")
+    return lines
+
+
+def report_state(state: str) -> str:
+    """The report's word for a state (``gpsimd_build.report``): ``current``
+    for a counted state, ``no results`` for a failed or unreadable one,
+    else the state itself."""
+    if state in COUNTED:
+        return "current"
+    if state in (NO_RESULTS, UNREADABLE):
+        return "no results"
+    return state
+
+
+def _ere(text: str) -> str:
+    return "".join("\\" + c if c in "\\.[]()*+?{}|^$" else c for c in text)
+
+
+def as_kept_sed() -> str:
+    """The arguments of a ``sed -E`` command (no ``$`` in them, so that
+    they pass through SCons's and ninja's quoting as they are) that turns
+    the ``RUN`` lines of a summary into ``KEPT`` lines, leaving every
+    other line as it is: how a ninja build that ran no summary step prints
+    the summary of an earlier run."""
+    kept, cached = _ere(_SUFFIX[KEPT].strip()), _ere(_SUFFIX[CACHED].strip())
+    return (f"-e '/^({'|'.join(_TOTALS)}): /b' -e '/ ({kept}|{cached})/b' "
+            f"-e '/: [0-9]+ passed, [0-9]+ failed/s/.*/&{_SUFFIX[KEPT]}/'")
