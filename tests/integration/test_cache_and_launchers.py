@@ -189,20 +189,27 @@ def test_artifacts_and_the_cache_do_not_depend_on_where_build_dir_is(tmp_path):
     small = _small_manifest(proj)
     cache = tmp_path / "cache"
     outside = tmp_path / "elsewhere" / "bB"
-    first = run_scons(proj, "-Q", small, "BUILD_DIR=bA", f"CACHE_DIR={cache}", "digests")
+    first = run_scons(proj, "-Q", small, "BUILD_DIR=bA", f"CACHE_DIR={cache}", "all", "digests")
     assert first.returncode == 0, first.stdout + first.stderr
     built = sorted(t for _, t in BUILT.findall(first.stdout))
     assert len(built) == 38 and not any("Retrieved" in l for l in first.stdout.splitlines())
+    assert first.stdout.splitlines()[-3:] == ["relu: 10 passed, 0 failed",
+                                              "spmd: 16 passed, 0 failed",
+                                              "all libraries: 26 passed, 0 failed"]
     other = copy_project(tmp_path / "clone" / "deeper")
     _small_manifest(other)
     second = run_scons(other, "-Q", small, f"BUILD_DIR={outside}", f"CACHE_DIR={cache}",
-                       "digests")
+                       "all", "digests")
     assert second.returncode == 0, second.stdout + second.stderr
+    # (the test plans name the objects' paths: the tests run again)
+    assert second.stdout.splitlines()[-3:] == ["relu: 10 passed, 0 failed",
+                                               "spmd: 16 passed, 0 failed",
+                                               "all libraries: 26 passed, 0 failed"]
     assert BUILT.findall(second.stdout) == [], second.stdout      # nothing compiled or linked
     retrieved = sorted(re.findall(r"Retrieved `(\S+)' from cache", second.stdout))
     objects = sorted(str(p.relative_to(proj / "bA")) for p in (proj / "bA").rglob("*")
                      if p.suffix in (".o", ".so", ".a"))
-    assert len(objects) == 54
+    assert len(objects) == 55
     assert [os.path.relpath(p, outside) for p in retrieved
             if p.endswith((".o", ".so", ".a"))] == objects
     a = (proj / "bA/host/digests.txt").read_text()
@@ -212,3 +219,14 @@ def test_artifacts_and_the_cache_do_not_depend_on_where_build_dir_is(tmp_path):
         if path.suffix in (".o", ".so", ".a"):
             data = path.read_bytes()
             assert b"bA/" not in data and str(tmp_path).encode() not in data, path
+    # the same folder again, from the cache: results too, and the summary
+    # says where they came from
+    shutil.rmtree(proj / "bA")
+    for f in proj.glob(".sconsign*"):
+        f.unlink()
+    third = run_scons(proj, "-Q", small, "BUILD_DIR=bA", f"CACHE_DIR={cache}")
+    assert third.returncode == 0, third.stdout + third.stderr
+    assert "Retrieved `bA/host/relu/test-results.json' from cache" in third.stdout
+    assert third.stdout.splitlines()[-3:] == ["relu: 10 passed, 0 failed (cached)",
+                                              "spmd: 16 passed, 0 failed (cached)",
+                                              "all libraries: 26 passed, 0 failed"]

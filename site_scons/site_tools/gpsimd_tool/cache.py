@@ -27,7 +27,7 @@ import re
 
 import SCons.CacheDir
 
-__all__ = ["RelocatableCacheDir", "relocatable_key"]
+__all__ = ["RelocatableCacheDir", "relocatable_key", "retrieved"]
 
 _TOKEN = b"<BUILD_DIR>"
 _TOP = b"<TOP>"
@@ -89,10 +89,26 @@ def relocatable_key(node):
     return key
 
 
+#: The targets this build retrieved from the cache (their absolute paths).
+_RETRIEVED = set()
+
+
+def retrieved(node) -> bool:
+    """Did this build retrieve ``node`` from the cache? (SCons's own flag,
+    ``Node.cached``, is cleared once the node is built.)"""
+    return node.get_abspath() in _RETRIEVED
+
+
 class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     """SCons's CacheDir with :func:`relocatable_key` as the key of our
-    targets."""
+    targets, which notes what it retrieved (:func:`retrieved`)."""
 
     def cachepath(self, node):
         key = relocatable_key(node)
         return super().cachepath(node if key is None else _Keyed(key))
+
+    def retrieve(self, node) -> bool:
+        done = super().retrieve(node)
+        if done:
+            _RETRIEVED.add(node.get_abspath())
+        return done

@@ -9,7 +9,7 @@ table (``gpsimd_build.results_summary``):
   (``test-results.json``, written only by a passing run) or, for a run
   that failed, of ``test-results.failed.json`` written by that run (the
   emulator removes both when it starts); ``CACHED`` when SCons retrieved
-  the results from a ``CacheDir`` instead;
+  the results from a ``CacheDir`` instead (``cache.retrieved``);
 * up to date in this run: ``KEPT`` (results of an earlier build, still
   those of these sources);
 * its test run failed in this run and wrote no results: ``NO_RESULTS``;
@@ -40,6 +40,8 @@ import hashlib
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import SCons.Node
+
+from . import cache
 
 from gpsimd_device.atomic import write_atomically, write_if_changed
 from gpsimd_build import results_summary as states
@@ -85,7 +87,7 @@ def _library_states(libraries: Sequence[LibraryTests], failed_runs: Sequence[str
         if state in (SCons.Node.executed, SCons.Node.up_to_date):
             res = _numbers(lib.node.abspath)
             how = (states.KEPT if state == SCons.Node.up_to_date else
-                   states.CACHED if lib.node.cached else states.RUN)
+                   states.CACHED if cache.retrieved(lib.node) else states.RUN)
             out.append((lib, how if res else states.UNREADABLE, res))
         elif state == SCons.Node.failed and _written_since(lib.failed_path, start_ns):
             res = _numbers(lib.failed_path)
