@@ -63,6 +63,11 @@ def busy_s() -> float:
     return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
 
 
+#: The ninja path's files, in the build folder (relative to the project).
+NINJA_FILE = os.path.join("build", "build.ninja")
+NINJA_LOG = os.path.join("build", ".ninja", ".ninja_log")
+
+
 def ninja_bin() -> str:
     import ninja
     return os.path.join(ninja.BIN_DIR, "ninja")
@@ -95,7 +100,7 @@ def scons_cmd(*args):
 def plain_ninja(cwd: str) -> str:
     """Write ``plain.ninja``: ``build.ninja`` without the edge (and its
     continuation lines) whose outputs include ``build.ninja``."""
-    with open(os.path.join(cwd, "build.ninja")) as f:
+    with open(os.path.join(cwd, NINJA_FILE)) as f:
         lines = f.read().split("\n")
     out, skip = [], False
     for line in lines:
@@ -116,7 +121,7 @@ def ninja_log_commands(cwd: str, offset: int):
     """The commands ninja ran since byte ``offset`` of its log: a list of
     (output, milliseconds), one per command (an edge with several outputs
     is counted once)."""
-    path = os.path.join(cwd, ".ninja", ".ninja_log")
+    path = os.path.join(cwd, NINJA_LOG)
     with open(path) as f:
         f.seek(offset)
         text = f.read()
@@ -135,7 +140,7 @@ def ninja_log_commands(cwd: str, offset: int):
 
 def log_size(cwd: str) -> int:
     try:
-        return os.path.getsize(os.path.join(cwd, ".ninja", ".ninja_log"))
+        return os.path.getsize(os.path.join(cwd, NINJA_LOG))
     except OSError:
         return 0
 
@@ -151,7 +156,7 @@ def edit_kernel(cwd: str, lib: str, k: int) -> None:
 def prepare_ninja(src: str, dst: str) -> dict:
     """A copy of ``src``'s sources built by the ninja path (once)."""
     res = {}
-    if not os.path.exists(os.path.join(dst, "build.ninja")):
+    if not os.path.exists(os.path.join(dst, NINJA_FILE)):
         if os.path.exists(dst):
             shutil.rmtree(dst)
         os.makedirs(dst)
@@ -176,12 +181,12 @@ def measure(collection: str, ninja_dir: str, lib: str, edits: int, null_runs: in
     res = {"collection": collection, "lib": lib}
     res["prepare_ninja"] = prepare_ninja(collection, ninja_dir)
     plain = plain_ninja(ninja_dir)
-    run([nj], ninja_dir)                  # settle (nothing to build)
+    run([nj, "-f", NINJA_FILE], ninja_dir)      # settle (nothing to build)
     run(scons_cmd(), collection)          # settle the plain path
     # -- null builds ---------------------------------------------------------
     ours, theirs, loads = [], [], []
     for _ in range(null_runs):
-        w, f, out = run([nj], ninja_dir)
+        w, f, out = run([nj, "-f", NINJA_FILE], ninja_dir)
         ours.append(w)
         loads.append(f)
         w, f, _ = run([nj, "-f", plain], ninja_dir)
@@ -204,7 +209,7 @@ def measure(collection: str, ninja_dir: str, lib: str, edits: int, null_runs: in
         for where in (collection, ninja_dir):
             edit_kernel(where, lib, k)
         off = log_size(ninja_dir)
-        w, f, out = run([nj, "-j1", lib], ninja_dir)
+        w, f, out = run([nj, "-f", NINJA_FILE, "-j1", lib], ninja_dir)
         cmds = ninja_log_commands(ninja_dir, off)
         row["ninja_j1_s"], row["ninja_j1_load"] = w, f
         row["commands_s"] = sum(ms for _, ms in cmds) / 1000
@@ -222,7 +227,7 @@ def measure(collection: str, ninja_dir: str, lib: str, edits: int, null_runs: in
         k2 = k + 5
         for where in (collection, ninja_dir):
             edit_kernel(where, lib, k2)
-        w, f, out = run([nj, lib], ninja_dir)
+        w, f, out = run([nj, "-f", NINJA_FILE, lib], ninja_dir)
         row["ninja_default_j_s"] = w
         w, f, out = run(scons_cmd(lib), collection)
         row["scons_default_j_s"], row["scons_default_j_load"] = w, f

@@ -53,10 +53,10 @@ def main(argv=None):
             with open(kernel, "a") as f:
                 f.write(f"// edit {stamp}\n")
             t0 = time.perf_counter()
-            subprocess.run(["ninja", "-j2", f"test-{a.lib}"], stdout=subprocess.DEVNULL,
+            subprocess.run(["ninja", "-f", "build/build.ninja", "-j2", f"test-{a.lib}"], stdout=subprocess.DEVNULL,
                            env=dict(os.environ, GPSIMD_EMU_SERVER=server), check=True)
             wall = (time.perf_counter() - t0) * 1e3
-            got = _entries(".ninja/.ninja_log", since)
+            got = _entries("build/.ninja/.ninja_log", since)
             test = next((v for k, v in got.items() if k.endswith("test-results.json")), None)
             compile_ = next((v for k, v in got.items() if k.endswith(f"{a.lib}.o")), None)
             if test is None or compile_ is None:

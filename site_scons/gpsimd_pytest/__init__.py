@@ -192,7 +192,7 @@ class _Vectors:
             else:
                 why = freshness.stale_entry(self._record(), freshness.LEADER_ENTRY,
                                             freshness.LEADER_ENTRY, self.root)
-                if why is None or _ninja_up_to_date(self.root, [rel]):
+                if why is None or _ninja_up_to_date(self.root, self._ninja_file(), [rel]):
                     self._leader = (os.path.join(self.root, rel), "")
                 else:
                     why = (f"no record of what it was built from{self._ninja_would('it')}"
@@ -211,9 +211,14 @@ class _Vectors:
     def _ninja_would(self, what: str) -> str:
         """The end of a "no record" reason when the folder has a
         ``build.ninja`` (the record is scons's; ninja keeps none)."""
-        if os.path.isfile(os.path.join(self.root, "build.ninja")):
-            return f", and `ninja -n` would rebuild {what}"
+        if os.path.isfile(self._ninja_file()):
+            return (f", and `ninja -f {os.path.join(self.build_dir, 'build.ninja')} -n` "
+                    f"would rebuild {what}")
         return ""
+
+    def _ninja_file(self) -> str:
+        """The build folder's ``build.ninja`` (``scons --experimental=ninja``)."""
+        return os.path.join(self.root, self.build_dir, "build.ninja")
 
     def _record(self):
         """The record of what the objects were built from (read once)."""
@@ -277,18 +282,18 @@ class _Vectors:
         why = freshness.stale_input(self._record(), lib, self.root)
         if why is None:
             return None
-        if _ninja_up_to_date(self.root, objects):
+        if _ninja_up_to_date(self.root, self._ninja_file(), objects):
             return None
         return (f"no record of what they were built from{self._ninja_would('them')}"
                 if why.startswith("no record") else f"{why} the last `scons`")
 
 
-def _ninja_up_to_date(root: str, targets: List[str]) -> bool:
-    """Does ``ninja -n`` in ``root`` (with a ``build.ninja``) find nothing to
-    do for ``targets``? False without ninja, or on any error."""
+def _ninja_up_to_date(root: str, ninja_file: str, targets: List[str]) -> bool:
+    """Does ``ninja -f ninja_file -n`` in ``root`` find nothing to do for
+    ``targets``? False without the file or ninja, or on any error."""
     import shutil
     import subprocess
-    if not targets or not os.path.isfile(os.path.join(root, "build.ninja")):
+    if not targets or not os.path.isfile(ninja_file):
         return False
     exe = shutil.which("ninja")
     if exe is None:
@@ -298,7 +303,7 @@ def _ninja_up_to_date(root: str, targets: List[str]) -> bool:
         except ImportError:
             return False
     try:
-        proc = subprocess.run([exe, "-n", *targets], cwd=root, capture_output=True, text=True,
+        proc = subprocess.run([exe, "-f", ninja_file, "-n", *targets], cwd=root, capture_output=True, text=True,
                               timeout=120)
     except (OSError, subprocess.SubprocessError):
         return False

@@ -55,7 +55,7 @@ for _p in _ROOTS + (_HERE,):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from gpsimd_tool import builders, cache, graph, ninja_path  # noqa: E402
+from gpsimd_tool import builders, cache, graph  # noqa: E402
 
 
 def exists(env):
@@ -75,7 +75,5 @@ def generate(env):
     # where BUILD_DIR and the project are (SCons's public CACHEDIR_CLASS)
     env["CACHEDIR_CLASS"] = cache.RelocatableCacheDir
     env.AddMethod(graph.GpsimdCollection, "GpsimdCollection")
-    if ninja_path.wanted():   # `scons --experimental=ninja`: the ninja fast path
-        ninja_path.load_tool(env)
     if "CompilationDatabase" not in env["BUILDERS"]:
         env.Tool("compilation_db")

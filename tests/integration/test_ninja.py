@@ -14,13 +14,15 @@ import pytest
 from conftest import copy_project, run_scons
 
 NINJA = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
+#: ninja on the default build folder's build.ninja (each folder has its own)
+NINJA_F = [NINJA, "-f", "build/build.ninja"]
 RELU = "kernels/relu/relu.cpp"
 GOOD = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
 BROKEN = "t_out_acc[i] = t_in_acc[i];"
 
 
 def ninja(proj, *args, check=True):
-    proc = subprocess.run([NINJA, *args], cwd=str(proj), capture_output=True, text=True,
+    proc = subprocess.run([*NINJA_F, *args], cwd=str(proj), capture_output=True, text=True,
                           timeout=900)
     if check:
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -41,13 +43,15 @@ def ninja_project(tmp_path_factory, built_project):
     proj = copy_project(tmp_path_factory.mktemp("ninja"))
     proc = run_scons(proj, "--experimental=ninja")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert (proj / "build.ninja").exists()
+    assert (proj / "build/build.ninja").exists() and not (proj / "build.ninja").exists()
+    assert (proj / "build/.ninja/.ninja_log").exists() and not (proj / ".ninja").exists()
     assert "all libraries: 104 passed, 0 failed" in proc.stdout.splitlines(), proc.stdout
     # ninja ran on scons's stdout: its own lines, none erased by an escape
     # sequence (SCons's tool would write "\x1b[2K" even into this pipe)
     assert "\x1b" not in proc.stdout
     lines = proc.stdout.splitlines()
-    assert lines[lines.index("Generating: build.ninja") + 1].startswith("ninja -f build.ninja -j")
+    assert lines[lines.index("Generating: build/build.ninja") + 1].startswith(
+        "ninja -f build/build.ninja -j")
     assert "[1/" in proc.stdout
     return proj
 
@@ -76,7 +80,7 @@ def test_a_null_build_runs_only_the_summary_print(ninja_project):
         "all libraries: 104 passed, 0 failed"]
     assert "python" not in proc.stdout.lower()
     # no step falls back to calling SCons
-    text = (ninja_project / "build.ninja").read_text()
+    text = (ninja_project / "build/build.ninja").read_text()
     assert not re.search(r"^build [^\n]*: (TEMPLATE|SCONS)\b", text, re.M)
 
 
@@ -106,7 +110,7 @@ def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_p
     env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
     for p in results:
         p.unlink()
-    proc = subprocess.Popen([NINJA], cwd=str(ninja_project), env=env, text=True,
+    proc = subprocess.Popen(NINJA_F, cwd=str(ninja_project), env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     out, _ = proc.communicate(timeout=900)
     assert proc.returncode == 0, out
@@ -177,7 +181,7 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
 
     def run(*args):
-        proc = subprocess.run([NINJA, "-d", "explain", *args], cwd=str(ninja_project), env=env,
+        proc = subprocess.run([*NINJA_F, "-d", "explain", *args], cwd=str(ninja_project), env=env,
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return proc
@@ -217,14 +221,14 @@ def test_scons_options_reach_ninja_and_j_is_not_in_the_commands(ninja_project):
     command line); scons -n shows what ninja would do and builds nothing."""
     other = run_scons(ninja_project, "--experimental=ninja", "-j1")
     assert other.returncode == 0, other.stdout + other.stderr
-    assert "ninja -f build.ninja -j1\n" in other.stdout
+    assert "ninja -f build/build.ninja -j1\n" in other.stdout
     assert re.findall(r"^\[\d+/\d+\] (.*)$", other.stdout, re.M) == [
         "Building build/host/.run-begun", "Building build/host/.summary-printed"], other.stdout
-    assert "GPSIMD_EMU_JOBS" not in (ninja_project / "build.ninja").read_text()
+    assert "GPSIMD_EMU_JOBS" not in (ninja_project / "build/build.ninja").read_text()
     (ninja_project / RELU).touch()
     dry = run_scons(ninja_project, "--experimental=ninja", "-n")
     assert dry.returncode == 0, dry.stdout + dry.stderr
-    assert "ninja -f build.ninja -j2 -n\n" in dry.stdout
+    assert "ninja -f build/build.ninja -j2 -n\n" in dry.stdout
     assert "CXX build/host/relu/obj/kernels/relu/relu.o" in dry.stdout
     assert "CXX build/host/relu/obj/kernels/relu/relu.o" in ninja(ninja_project, "-n").stdout
     ninja(ninja_project)
@@ -274,7 +278,7 @@ def test_the_pytest_plugin_asks_ninja_about_the_leader(ninja_project):
     assert header() == [f"gpsimd: the vectors run under the native leader {rel}"]
     (ninja_project / "runtime_model/gpsimd_emu/leader.c").touch()
     assert header() == [f"gpsimd: the vectors run under the Python leader ({rel} may be out of "
-                        "date: no record of what it was built from, and `ninja -n` would "
+                        "date: no record of what it was built from, and `ninja -f build/build.ninja -n` would "
                         "rebuild it)"]
     ninja(ninja_project)
     assert header() == [f"gpsimd: the vectors run under the native leader {rel}"]
@@ -296,7 +300,7 @@ def test_build_ninja_regenerates_when_the_manifest_changes(ninja_project):
     assert old in text
     manifest.write_text(text.replace(old, old.replace("[77]", "[78]"), 2))   # grad and x
     proc = ninja(ninja_project)
-    assert "Regenerating build.ninja" in proc.stdout + proc.stderr
+    assert "Regenerating build/build.ninja" in proc.stdout + proc.stderr
     assert "PASS relu::relu_backward[n77]" in proc.stdout
     manifest.write_text(text)
     ninja(ninja_project)
@@ -313,7 +317,7 @@ def test_scons_after_ninja_regenerated_build_ninja_does_not_wait_for_itself(ninj
     text = manifest.read_text()
     try:
         manifest.write_text(text + "\n# first edit\n")
-        assert "Regenerating build.ninja" in ninja(ninja_project).stdout
+        assert "Regenerating build/build.ninja" in ninja(ninja_project).stdout
         manifest.write_text(text + "\n# second edit\n")
         proc = run_scons(ninja_project, "--experimental=ninja", "-Q", timeout=300)
         assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -332,7 +336,7 @@ def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, 
     src.write_text(good.replace(GOOD, BROKEN, 1))
     log = ninja_project / "ninja.log"
     with open(log, "w") as out:
-        child = subprocess.Popen([NINJA, "-j2"], cwd=str(ninja_project), stdout=out,
+        child = subprocess.Popen([*NINJA_F, "-j2"], cwd=str(ninja_project), stdout=out,
                                  stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and child.poll() is None:
@@ -422,3 +426,32 @@ def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
         "relu: the test run failed without results (see above)",
         "spmd: 16 passed, 0 failed (not run in this build)",
         "all libraries: 16 passed, 0 failed"], proc.stdout
+
+
+def test_each_build_folder_has_its_own_ninja_file_and_state(tmp_path):
+    """Issue 25 case 2: the ninja path's files live in BUILD_DIR; two build
+    folders are independent, and after `scons --experimental=ninja`, ninja
+    from another terminal, with another -j and without a TTY, runs nothing
+    but the summary's two edges."""
+    proj = copy_project(tmp_path / "p")
+    small = _small(proj)
+    for b in ("bN1", "bN2"):
+        proc = run_scons(proj, "--experimental=ninja", small, f"BUILD_DIR={b}")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert f"ninja -f {b}/build.ninja -j2\n" in proc.stdout
+    assert not (proj / "build.ninja").exists() and not (proj / ".ninja").exists()
+    one = (proj / "bN1/build.ninja").read_text()
+    assert "bN1/" in one and "bN2/" not in one
+    assert "builddir = bN1/.ninja" in one
+    for b in ("bN1", "bN2"):
+        assert (proj / b / ".ninja/.ninja_log").exists()
+        for args in ([], ["-j1"]):
+            proc = subprocess.run([NINJA, "-f", f"{b}/build.ninja", "-d", "explain", *args],
+                                  cwd=str(proj), capture_output=True, text=True, timeout=300,
+                                  stdin=subprocess.DEVNULL,
+                                  env={"PATH": os.environ["PATH"]})
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert re.findall(r"^\[\d+/\d+\] (.*)$", proc.stdout, re.M) == [
+                f"Building {b}/host/.run-begun", f"Building {b}/host/.summary-printed"], \
+                proc.stdout + proc.stderr
+            assert proc.stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed"

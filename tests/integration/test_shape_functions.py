@@ -337,14 +337,14 @@ def test_the_ninja_path_gives_the_same_results_summary_and_schemas(tmp_path):
     gen = run_scons(projs["ninja"], "MANIFEST=checked.yaml", "--experimental=ninja")
     assert gen.returncode == 0, gen.stdout + gen.stderr
     assert _lines(gen, "all libraries") == [summary]
-    null = subprocess.run([ninja_bin], cwd=projs["ninja"], capture_output=True, text=True,
+    null = subprocess.run([ninja_bin, "-f", "build/build.ninja"], cwd=projs["ninja"], capture_output=True, text=True,
                           timeout=600)
     assert null.returncode == 0 and null.stdout.splitlines()[-1] == summary, null.stdout
     for name in ("relu/test-results.json", "relu/testplan.shaped.json", "test-summary.txt"):
         assert (projs["ninja"] / "build/host" / name).read_text() == \
             (projs["scons"] / "build/host" / name).read_text(), name
     want = run_scons(projs["scons"], "-Q", "MANIFEST=checked.yaml", "schemas")
-    got = subprocess.run([ninja_bin, "schemas"], cwd=projs["ninja"], capture_output=True,
+    got = subprocess.run([ninja_bin, "-f", "build/build.ninja", "schemas"], cwd=projs["ninja"], capture_output=True,
                          text=True, timeout=600)
     assert want.returncode == 0 and got.returncode == 0, got.stdout + got.stderr
     schemas = [l for l in want.stdout.splitlines() if l.startswith("my_ops::")]

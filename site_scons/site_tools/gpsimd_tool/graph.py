@@ -215,6 +215,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         buildfolder.check(build_dir)
     except buildfolder.UnsafeBuildFolder as err:
         _stop(f"scons: {err}")
+    if ninja.wanted() and not env.get("GENERATING_NINJA"):
+        # `scons --experimental=ninja`: the ninja fast path, its files in
+        # the build folder (known only here)
+        ninja.load_tool(env, build_dir)
     allow = env.get("ALLOW_PATHS", "")
     collection = manifest_cache.load(build_dir, manifest, ".", [allow])
     cached = collection is not None

@@ -1,6 +1,7 @@
 """The ninja fast path: the same graph, run by ninja (``scons
---experimental=ninja``, SCons's own ninja tool, which writes ``build.ninja``
-from the graph and runs ninja; then plain ``ninja`` for the edit loop).
+--experimental=ninja``, SCons's own ninja tool, which writes
+``<BUILD_DIR>/build.ninja`` from the graph and runs ninja; then ``ninja -f
+<BUILD_DIR>/build.ninja`` for the edit loop).
 
 Every action of the graph is already a command line (no Python function
 action, nothing falls back to calling SCons). What ninja needs on top:
@@ -66,11 +67,17 @@ def wanted() -> bool:
         return False
 
 
-def load_tool(env) -> None:
-    """Load SCons's ninja tool into ``env``. It regenerates build.ninja by
-    re-running ``sys.argv[0]``; under ``python -m SCons`` that is not a
-    program, so it becomes this package's ``scons.py``, which the tool runs
-    with this Python."""
+def load_tool(env, build_dir: str) -> None:
+    """Load SCons's ninja tool into ``env``, its files in ``build_dir``:
+    ``<build_dir>/build.ninja`` (``ninja -f`` it; the paths in it stay
+    relative to the project's folder) and ninja's own state, its
+    ``builddir`` (``.ninja_log``, ``.ninja_deps``), in
+    ``<build_dir>/.ninja``, so that two build folders never share them. It
+    regenerates build.ninja by re-running ``sys.argv[0]``; under ``python
+    -m SCons`` that is not a program, so it becomes this package's
+    ``scons.py``, which the tool runs with this Python."""
+    env["NINJA_FILE_NAME"] = os.path.join(build_dir, "build.ninja")
+    env["NINJA_DIR"] = os.path.join(build_dir, ".ninja")
     argv0 = sys.argv[0]
     if not (os.path.isfile(argv0) and os.access(argv0, os.X_OK)):
         sys.argv[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons.py")
