@@ -1,6 +1,6 @@
 """SCons tool ``gpsimd``: builds a GPSIMD custom-op collection from a manifest.
 
-One builder per graph stage (DESIGN.md "The graph for one library"):
+One builder per graph stage (ARCHITECTURE.md):
 
 ==================  ===============================================  ==========
 builder             target                                           source
@@ -56,6 +56,7 @@ for _p in _ROOTS + (_HERE,):
         sys.path.insert(0, _p)
 
 from gpsimd_tool import builders, cache, graph  # noqa: E402
+from gpsimd_tool import options as command_line  # noqa: E402  (a tool's "options" is a hook of SCons)
 
 
 def exists(env):
@@ -71,9 +72,8 @@ def generate(env):
     if not env.get("AR"):   # the host runtime is an archive
         env.Tool("ar")
     builders.add_builders(env)
+    command_line.apply(env)     # the command line's options (scons -h)
     # a CacheDir (the SConstruct's or anyone's) keyed independently of
     # where BUILD_DIR and the project are (SCons's public CACHEDIR_CLASS)
     env["CACHEDIR_CLASS"] = cache.RelocatableCacheDir
     env.AddMethod(graph.GpsimdCollection, "GpsimdCollection")
-    if "CompilationDatabase" not in env["BUILDERS"]:
-        env.Tool("compilation_db")

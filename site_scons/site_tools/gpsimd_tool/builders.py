@@ -14,17 +14,18 @@ No action is a Python function: every one is a command line, so the same
 graph runs under ninja.
 """
 
+import json
 import os
 import sys
-from typing import Any
+from typing import Any, List, Tuple
 
 import SCons.Action
 import SCons.Builder
 import SCons.Scanner.C
-import SCons.Tool.compilation_db
 
 from gpsimd_build import layout
 from gpsimd_device import leader as native_leader
+from gpsimd_device.atomic import write_atomically
 
 from .signature import SignedCommand
 
@@ -55,7 +56,7 @@ def _pack_emitter(target, source, env):
 
 def _object_ci_emitter(target, source, env):
     """The object and, beside it, GCC's call graph (``<obj without .o>.ci``)."""
-    target, source = _compilation_db_emitter(target, source, env)
+    target, source = _compiles_emitter(target, source, env)
     obj = str(target[0])
     return [target[0], (obj[:-2] if obj.endswith(".o") else obj) + ".ci"], source
 
@@ -65,24 +66,37 @@ def _callgraph_emitter(target, source, env):
     return [base + ".ci", base + ".s"], source
 
 
-def _compilation_db_emitter(target, source, env):
-    """Record each compile for SCons's compilation_db tool.
+#: Every compile of the graph: ``(object, source, env)``, the compile
+#: database's entries (:func:`_write_compile_db`).
+COMPILES: List[Tuple[Any, Any, Any]] = []
 
-    compilation_db only hooks SCons's own Object builders; its entries list
-    is the one place it reads, so our compiles join it with the same
-    (target, source, env, action) shape its own emitters use.
-    """
-    entries = vars(SCons.Tool.compilation_db).get("__COMPILATION_DB_ENTRIES")
-    if entries is not None and "CompilationDatabase" in env["BUILDERS"]:
-        entries.append((target[0], source[0], env, _COMPILE_DB))
+
+def _compiles_emitter(target, source, env):
+    """Note each compile for the compile database."""
+    COMPILES.append((target[0], source[0], env))
     return target, source
+
+
+def _write_compile_db(target, source, env) -> None:
+    """Write ``compile_commands.json`` (the JSON Compilation Database
+    format clangd and other tools read, as SCons's compilation_db tool
+    writes it: ``command``, ``directory``, ``file``, ``output``, sorted
+    keys, four-space indent) from every compile of the graph."""
+    top = env.Dir("#").get_abspath()
+    entries = []
+    for obj, src, compile_env in COMPILES:
+        entries.append({
+            "command": compile_env.subst("$GPSIMD_CXXCOM", target=[obj], source=[src]),
+            "directory": top,
+            "file": (src if src.is_derived() else src.srcnode()).get_path(),
+            "output": obj.get_path(),
+        })
+    write_atomically(str(target[0]), json.dumps(entries, sort_keys=True, indent=4) + "\n")
 
 
 # ---- builders -----------------------------------------------------------------
 
 _COMPILE = SignedCommand("GPSIMD_CXXCOM", "$GPSIMD_CXXCOMSTR")
-#: What compile_commands.json records: the command itself, not its short line.
-_COMPILE_DB = SCons.Action.Action("$GPSIMD_CXXCOM")
 
 
 def add_builders(env):
@@ -126,6 +140,7 @@ def add_builders(env):
         GPSIMD_LEADERCOMSTR="CC       $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
+        GPSIMD_COMPILEDBCOMSTR="COMPDB   $TARGET",
         GPSIMD_ARCOMSTR="AR       $TARGET",
         GPSIMD_PACKCOMSTR="PACK     $GPSIMD_PACK_LABEL",
         GPSIMD_PACK_LABEL="${TARGETS[0]}",
@@ -140,7 +155,7 @@ def add_builders(env):
     env.Append(BUILDERS={
         "GpsimdObject": SCons.Builder.Builder(
             action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
-            emitter=_compilation_db_emitter),
+            emitter=_compiles_emitter),
         "GpsimdObjectCI": SCons.Builder.Builder(
             action=act("GPSIMD_CXXCICOM", "$GPSIMD_CXXCOMSTR"), suffix=".o", src_suffix=".cpp",
             source_scanner=cscan, emitter=_object_ci_emitter),
@@ -165,6 +180,8 @@ def add_builders(env):
         "GpsimdDigests": SCons.Builder.Builder(action=act("GPSIMD_DIGESTSCOM", None)),
         "GpsimdSummary": SCons.Builder.Builder(action=act("GPSIMD_SUMMARYCOM", None)),
         "GpsimdPrint": SCons.Builder.Builder(action=SCons.Action.Action("cat $SOURCES", None)),
+        "GpsimdCompileDb": SCons.Builder.Builder(
+            action=SCons.Action.Action(_write_compile_db, "$GPSIMD_COMPILEDBCOMSTR")),
     })
 
 

@@ -2,8 +2,7 @@
 
 Loads the manifest (``gpsimd_build.manifest``), picks the target profile
 plug-in (``gpsimd_build.profiles``), lets it build what every library shares,
-then wires each library through the same stages (DESIGN.md "The graph for
-one library"): wrapper, one compile per translation unit, one link per
+then wires each library through the same stages (ARCHITECTURE.md): wrapper, one compile per translation unit, one link per
 linker spec, packing, version metadata, and where the profile runs tests,
 call graphs, the stack report, the test plan and the test node. The graph
 code never asks which profile it holds.
@@ -24,7 +23,8 @@ from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
 
-from . import collector, emu_server, integrity, lock, manifest_cache, ninja_path as ninja, signals
+from . import (collector, emu_server, integrity, lock, manifest_cache, ninja_path as ninja,
+               options, signals)
 from .builders import leader_node
 from .inputs_record import InputsRecord
 from .progress import Progress, Timer
@@ -147,7 +147,7 @@ def _source_stem(src: str) -> str:
 
 
 def _wrapper_text(lib, dialect) -> str:
-    """The library's wrapper.cpp (build-front-end.txt §3-4)."""
+    """The library's wrapper.cpp (the Neuron SDK's build driver, build_custom_op.py)."""
     return codegen.emit_wrapper([codegen.WrapperOp(
         function=op.function, arg_types=tuple(a.type for a in op.schema.arguments),
         return_types=tuple(r.type for r in op.schema.returns), stack_size=op.stack_size)
@@ -180,9 +180,16 @@ def _stop(message: str) -> None:
     SCons.Script.Exit(2)
 
 
-def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
-                     wait_for_lock=True, sconsign=True) -> Dict[str, Dict[str, List]]:
+def GpsimdCollection(env, manifest=None, build_dir=None, toolchain=None,
+                     wait_for_lock=None, sconsign=True,
+                     known_arguments=()) -> Dict[str, Dict[str, List]]:
     """Load ``manifest`` and add every library's nodes to the graph.
+
+    ``manifest``, ``build_dir``, ``toolchain`` and ``wait_for_lock``
+    default to the command line's options (``MANIFEST``, ``BUILD_DIR``,
+    ``TOOLCHAIN``, ``BUILD_LOCK``: ``gpsimd_tool.options``); a command-line
+    argument that no option reads stops SCons with exit status 2 unless
+    ``known_arguments`` names it (an SConstruct's own variables).
 
     ``toolchain`` names the target profile: ``host`` (build, then run every
     vector on the emulator) or ``xtensa`` (the vendor driver's commands;
@@ -204,6 +211,14 @@ def GpsimdCollection(env, manifest, build_dir="build", toolchain="host",
     """
     # (the graph's objects all stay alive: made with the collector off, then
     # frozen, so that the build's own collections never rescan them)
+    strange = options.unknown(env, known_arguments)
+    if strange:
+        _stop("scons: unknown option(s): " + ", ".join(strange) + " (see `scons -h`)")
+    manifest = env.get("MANIFEST", "ops.yaml") if manifest is None else manifest
+    build_dir = env.get("BUILD_DIR", "build") if build_dir is None else build_dir
+    toolchain = env.get("TOOLCHAIN", "host") if toolchain is None else toolchain
+    if wait_for_lock is None:
+        wait_for_lock = env.get("BUILD_LOCK", "wait") == "wait"
     with collector.paused(freeze=True):
         return _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign)
 
@@ -262,13 +277,11 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     signals.install(env, server=server)
     if server:
         emu_server.configure(env.subst("$PYTHON"))
-    # built files are compared by their recorded signatures (integrity.py);
-    # sources keep the decider the SConstruct chose
-    env.decide_target = integrity.decide_built
+    # built files are compared by their recorded signatures (integrity.py),
+    # sources by content (FAST: timestamp first)
+    env.Decider(integrity.decider(bool(env.get("FAST"))))
     env["ENV"]["PATH"] = os.environ.get("PATH", env["ENV"].get("PATH", ""))
     env["ENV"]["PYTHONPATH"] = _PYTHONPATH
-    if env.get("GPSIMD_QUIET"):   # no PASS lines (out of the test command's signature)
-        env["ENV"]["GPSIMD_EMU_QUIET"] = "1"
     launcher = env.get("CXX_LAUNCHER") or ""
     try:
         env.Replace(**profile.construction_vars(env.Dir("#").abspath, env.Dir(build_dir).path,
@@ -326,12 +339,12 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             members.append((f"{lib_dir}/{name}", so, spec))
         linked = [so for _, so, _ in members]
         if "-g" in lib.cflags:
-            # build-front-end.txt §5d: the user's -g skips the pack step
+            # the Neuron SDK's build driver, build_custom_op.py: the user's -g skips the pack step
             loadable = list(linked)
         else:
             loadable = profile.package(graph, members, lib.name)
         cores = [(spec.core, spec.name, obj.path) for (_, _, spec), obj in zip(members, loadable)]
-        # build-front-end.txt §1: the version metadata, with every library.
+        # the Neuron SDK's build driver, build_custom_op.py: the version metadata, with every library.
         versions = [graph.text(f"{lib_dir}/versions.json", versions_json(lib.name, profile.name))]
         all_loadable += loadable
         all_versions += versions
@@ -383,7 +396,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if not to_ninja:   # under ninja: ninja -t compdb
         # in the build folder, where clangd looks (build/), so that another
         # collection's database never overwrites it
-        env.Alias("compiledb", env.CompilationDatabase(f"{build_dir}/compile_commands.json"))
+        db = env.GpsimdCompileDb(f"{build_dir}/compile_commands.json", [])
+        env.AlwaysBuild(db)
+        env.NoCache(db)
+        env.Alias("compiledb", db)
     # `scons digests`: computed and printed every time, never from a cache
     # (named from BUILD_DIR: the same text for any BUILD_DIR)
     top = env.Dir(build_dir)

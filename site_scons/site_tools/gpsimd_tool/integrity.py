@@ -20,7 +20,7 @@ whose bytes differ, is deleted, so SCons rebuilds it and everything that
 depends on it.
 
 Because every built file is known to hold what was recorded,
-:func:`decide_built` (``env.decide_target``) can compare recorded signatures
+:func:`decide_built` (the graph's decider, :func:`decider`) can compare recorded signatures
 instead of hashing built files on every run (sources keep content
 signatures): a null build reads no built file.
 """
@@ -141,8 +141,22 @@ class OutputRecord:
 CURRENT: Optional[OutputRecord] = None
 
 
+def decider(fast: bool):
+    """The decider of the graph's environment (SCons's public
+    ``env.Decider``): a built dependency by :func:`decide_built`, a source
+    by content (``FAST``: by timestamp, then content), as SCons's own
+    ``content`` and ``content-timestamp`` deciders do."""
+    def decide(dependency, target, prev_ni, repo_node=None) -> bool:
+        if dependency.has_builder():
+            return decide_built(dependency, target, prev_ni, repo_node)
+        if fast:
+            return dependency.changed_timestamp_then_content(target, prev_ni, repo_node)
+        return dependency.changed_content(target, prev_ni, repo_node)
+    return decide
+
+
 def decide_built(dependency, target, prev_ni, repo_node=None) -> bool:
-    """``env.decide_target``: has a built dependency changed since ``target``
+    """Has a built dependency changed since ``target``
     was built (``prev_ni`` is what the target's build recorded of it)?
 
     A dependency rebuilt in this run is compared by content (its signature

@@ -43,6 +43,8 @@ import SCons.Script
 
 from gpsimd_build import results_summary as states
 
+from .options import JOBS_ENV
+
 # (imported while the tool loads: SCons restores sys.path afterwards, and
 # without an installed package gpsimd_emu is found only through it)
 from gpsimd_emu import client
@@ -51,9 +53,6 @@ __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate
            "record_failures",
            "drop_jobs", "made_from", "prestart"]
 
-#: The environment variable through which the build tells the emulator its
-#: -j (``gpsimd_emu.settings.JOBS_ENV``; the SConstruct sets it).
-JOBS_ENV = "GPSIMD_EMU_JOBS"
 #: ``0`` turns off the ninja build's emulator server
 #: (``gpsimd_emu.handoff.SERVER_ENV``; ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"

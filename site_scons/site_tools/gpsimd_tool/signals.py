@@ -8,20 +8,20 @@ only scons, which would then wait for a test run to finish its vectors.
 
 :func:`install` sets ``$SPAWN`` to :func:`spawn`, which runs each action
 exactly as SCons's own POSIX spawn does (``sh -c``) and keeps the running
-ones in a set, and chains a handler in front of SCons's own (wrapping
-``Jobs._setup_sig_handler``) that sends the same signal to every running
-action first: to the shell and to the command it started (``/bin/sh`` is
-dash on Debian, which forks the command instead of replacing itself). The emulator, on SIGTERM or SIGINT, kills every process of its
-run and exits at once; a run the emulator server forked (``emu_server``)
-gets the signal itself.
+ones in a set, and sets a wakeup fd (``signal.set_wakeup_fd``) that a
+thread reads: every SIGINT, SIGTERM or SIGHUP the process gets is sent on
+to every running action at once, whatever handler SCons has installed (it
+installs its own when the build starts): to the shell and to the command
+it started (``/bin/sh`` is dash on Debian, which forks the command instead
+of replacing itself). The emulator, on SIGTERM or SIGINT, kills every
+process of its run and exits at once; a run the emulator server forked
+(``emu_server``) gets the signal itself.
 """
 
 import os
 import signal
 import subprocess
 import threading
-
-import SCons.Taskmaster.Job
 
 from . import emu_server
 
@@ -112,17 +112,23 @@ def _signal(proc, sig: int) -> None:
             pass
 
 
-def _chain_handlers() -> None:
-    for signum in _SIGNALS:
-        scons_handler = signal.getsignal(signum)
-        if not callable(scons_handler):
+def _watch(fd: int) -> None:
+    """The forwarding thread: each signal number the wakeup fd receives
+    (``signal.set_wakeup_fd``: written by the interpreter whenever a signal
+    with a Python handler arrives, whichever handler SCons has installed)
+    is forwarded to the running actions."""
+    while True:
+        try:
+            data = os.read(fd, 64)
+        except InterruptedError:
             continue
-
-        def handler(s, frame, scons_handler=scons_handler, pid=os.getpid()):
-            if os.getpid() == pid:
-                _forward(s)
-            scons_handler(s, frame)
-        signal.signal(signum, handler)
+        except OSError:
+            return
+        if not data:
+            return
+        for signum in data:
+            if signum in _SIGNALS:
+                _forward(signum)
 
 
 _installed = False
@@ -130,19 +136,21 @@ _installed = False
 
 def install(env, server: bool = True) -> None:
     """Use :func:`spawn` (:func:`spawn_with_server` with ``server``) for
-    ``env``'s actions and forward stop signals to the running ones (the
-    handler chain is installed once per process)."""
+    ``env``'s actions and forward stop signals to the running ones: a
+    wakeup fd and a thread that reads it, set up once per process from
+    the main thread (SCons installs its own handlers when the build
+    starts; the wakeup fd is not a handler, so it stays in place)."""
     global _installed
     env["SPAWN"] = spawn_with_server if server else spawn
     if _installed:
         return
     _installed = True
-    jobs = SCons.Taskmaster.Job.Jobs
-    original = getattr(jobs, "_setup_sig_handler", None)
-    if original is None:   # another SCons: actions still stop, only later
+    read, write = os.pipe()             # (close-on-exec: no action inherits them)
+    os.set_blocking(write, False)
+    try:
+        signal.set_wakeup_fd(write, warn_on_full_buffer=False)
+    except ValueError:                  # not the main thread: actions still stop, only later
+        os.close(read)
+        os.close(write)
         return
-
-    def setup(self, original=original):
-        original(self)
-        _chain_handlers()
-    jobs._setup_sig_handler = setup
+    threading.Thread(target=_watch, args=(read,), name="gpsimd-signals", daemon=True).start()

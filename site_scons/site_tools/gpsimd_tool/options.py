@@ -1,0 +1,131 @@
+"""A build's options (``scons NAME=value``, ``scons -h`` lists them),
+defined once here and read by the tool into every environment that loads
+it: an SConstruct of another project that says ``tools=["gpsimd"]`` gets
+the same options, with the same meaning, as the project's own.
+
+:func:`apply` (the tool's ``generate``) reads the command line's
+arguments into the environment (``env["MANIFEST"]``, ``env["QUIET"]``...),
+and sets what they mean for SCons: the environment the actions see, the
+quiet and verbose output, the emulator's flags, the default ``-j``, the
+build cache. :func:`unknown` names the arguments no option reads.
+"""
+
+import os
+import sys
+from typing import Iterable, List
+
+import SCons.Script
+from SCons.Script import BoolVariable, EnumVariable, PathVariable, Variables
+
+__all__ = ["PASSED_ENV", "PASSED_ENV_PREFIXES", "JOBS_ENV", "QUIET_ENV", "apply", "unknown"]
+
+#: What the actions see of the shell's environment: PATH and the settings
+#: of the tools they may run (compiler launchers, OpenBLAS and the BLAS
+#: thread counts a test run's references use: one thread unless one of
+#: those is set), not the whole environment.
+PASSED_ENV = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
+              "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+PASSED_ENV_PREFIXES = ("CCACHE_", "DISTCC_", "ICECC_")
+#: The emulator's share of the CPUs: the build's -j, in the actions'
+#: environment (not in a command: -j never re-runs a test); the emulator
+#: spells it so too (``gpsimd_emu.settings.JOBS_ENV``, checked by a test).
+JOBS_ENV = "GPSIMD_EMU_JOBS"
+#: ``1``: the emulator prints no PASS lines (``gpsimd_emu.settings.QUIET_ENV``).
+QUIET_ENV = "GPSIMD_EMU_QUIET"
+
+
+def _variables(env) -> Variables:
+    """Every option, with its help text and default (an option the
+    environment already holds, such as ``CXX``, defaults to its value)."""
+    vars = Variables(None, SCons.Script.ARGUMENTS)
+    vars.Add("MANIFEST", "the op-collection manifest to build", "ops.yaml")
+    vars.Add(PathVariable("BUILD_DIR", "directory that receives every output",
+                          "build", PathVariable.PathAccept))
+    vars.Add(EnumVariable("TOOLCHAIN", "target profile: host (build and emulate) or xtensa (the "
+                          "vendor toolchain)", "host", allowed_values=("host", "xtensa")))
+    vars.Add(PathVariable("CACHE_DIR", "share build results through SCons's CacheDir at this "
+                          "path (off when empty)", "", PathVariable.PathAccept))
+    vars.Add(EnumVariable("CXX_LAUNCHER", "run compiles through this launcher; it never changes "
+                          "a build signature, so switching it rebuilds nothing", "",
+                          allowed_values=("", "ccache", "distcc", "icecc")))
+    vars.Add(BoolVariable("FAST", "trust file timestamps and cached header scans (faster null "
+                          "builds; misses an edit that keeps a file's size and timestamp, or a "
+                          "header newly added on the include path)", False))
+    vars.Add(BoolVariable("VERBOSE", "print full command lines instead of one short line per "
+                          "action", False))
+    vars.Add(BoolVariable("QUIET", "print only failures, warnings and the summary (no action "
+                          "lines, no PASS lines); changes no result, so switching it re-runs "
+                          "nothing", False))
+    vars.Add(BoolVariable("EMU_CHECKS", "run the emulator's checks (write sets, poison, "
+                          "multicore rules, coherence, argument dtypes); 0 runs as the device "
+                          "does, faster", True))
+    vars.Add(BoolVariable("EMU_SERVER", "fork each library's test run from one emulator process "
+                          "started by the build (no interpreter and numpy start per library); "
+                          "changes no result", True))
+    vars.Add("ALLOW_PATHS", "folders outside the project the manifests may name (sources, "
+             "includes, .npy and reference files), separated by '" + os.pathsep + "'; see "
+             "README 'Trust model'", "")
+    vars.Add("EMU_TIMEOUT", "seconds each run of a test vector's cores may take (empty: the "
+             "emulator's default, 60)", "")
+    vars.Add("EMU_MEMORY", "memory a test vector may use as a whole, its device image and what "
+             "its cores allocate, e.g. 512M or 8G (empty: the emulator's default, 4G)", "")
+    vars.Add("EMU_PARALLEL", "processes a test vector's cores may use at once; 0 runs them one "
+             "after another (empty: the CPUs divided by the jobs of -j)", "")
+    vars.Add("CXX", "the host profile's C++ compiler", env.get("CXX") or "g++")
+    vars.Add(EnumVariable("LINKER", "the host profile's linker: gold, bfd, or auto (gold when "
+                          "ld.gold is on PATH: it links about 2.7x faster than bfd)", "auto",
+                          allowed_values=("auto", "gold", "bfd")))
+    vars.Add(EnumVariable("BUILD_LOCK", "a second build of the same BUILD_DIR waits for the "
+                          "first (wait) or stops at once (fail)", "wait",
+                          allowed_values=("wait", "fail")))
+    return vars
+
+
+def apply(env) -> None:
+    """Read the options into ``env`` and set what they mean (module text).
+    A bad value stops SCons with its own message (``scons: *** ...``)."""
+    vars = _variables(env)
+    vars.Update(env)
+    env["GPSIMD_OPTIONS"] = sorted(vars.keys())
+    SCons.Script.Help(vars.GenerateHelpText(env))
+    for key, value in os.environ.items():
+        if key in PASSED_ENV or key.startswith(PASSED_ENV_PREFIXES):
+            env["ENV"][key] = value
+    # QUIET: no action lines (the tool's progress), none of SCons's own
+    # messages (-Q -s), and no PASS lines (the emulator's quiet mode, in the
+    # environment: out of the test command's signature)
+    env["GPSIMD_QUIET"] = env["QUIET"]
+    if env["QUIET"]:
+        SCons.Script.SetOption("no_progress", True)
+        SCons.Script.SetOption("silent", True)
+        env["ENV"][QUIET_ENV] = "1"
+    if env["VERBOSE"]:
+        for key in list(env.Dictionary()):
+            if key.startswith("GPSIMD_") and key.endswith("COMSTR"):
+                env[key] = None
+    # passed to `python -m gpsimd_emu run`: part of the test command, so
+    # switching one re-runs the tests
+    env["GPSIMD_EMU_FLAGS"] = ([] if env["EMU_CHECKS"] else ["--no-checks"]) + (
+        ["--timeout", env["EMU_TIMEOUT"]] if env["EMU_TIMEOUT"] else []) + (
+        ["--memory", env["EMU_MEMORY"]] if env["EMU_MEMORY"] else []) + (
+        ["--parallel", env["EMU_PARALLEL"]] if env["EMU_PARALLEL"] else [])
+    # as ninja does: the machine's cores unless -j/--jobs is given
+    if not any(a == "-j" or a.startswith(("-j", "--jobs")) for a in
+               sys.argv[1:] + os.environ.get("SCONSFLAGS", "").split()):
+        SCons.Script.SetOption("num_jobs", len(os.sched_getaffinity(0))
+                               if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    env["ENV"][JOBS_ENV] = str(SCons.Script.GetOption("num_jobs"))
+    if env["CACHE_DIR"]:
+        env.CacheDir(env["CACHE_DIR"])     # (keyed by $CACHEDIR_CLASS: gpsimd_tool.cache)
+    if env["FAST"]:         # the opt-in shortcut: header scans kept between runs
+        SCons.Script.SetOption("implicit_cache", 1)
+
+
+def unknown(env, known: Iterable[str] = ()) -> List[str]:
+    """The command line's arguments that neither an option nor ``known``
+    (an SConstruct's own variables) reads, sorted; SCons's ninja tool's own
+    (``NINJA_*``, ``__NINJA_*``, passed when it regenerates build.ninja)
+    are known."""
+    names = set(env.get("GPSIMD_OPTIONS", ())) | set(known)
+    return sorted(k for k in SCons.Script.ARGUMENTS
+                  if k not in names and not k.lstrip("_").startswith("NINJA_"))
