@@ -181,7 +181,7 @@ def manifest_text(n_ops: int, elements: int, shape_override=None) -> str:
             name = op_name(l, kk)
             n = shape_override if shape_override else elements + 8 * kk + (l % 7)
             dims = [n]
-            if n > 65535:     # device-api.md Limits: a dimension is at most 65535
+            if n > 65535:     # docs/kernel-api.md, Limits: a dimension is at most 65535
                 r = next(r for r in range(2, n + 1) if n % r == 0 and n // r <= 65535)
                 dims = [r, n // r]
             out.append(f'      - schema: "bench::{name}(Tensor x) -> Tensor"\n'

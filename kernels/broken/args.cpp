@@ -1,5 +1,5 @@
 // Deliberately broken SINGLE-CORE kernels: argument and result dtypes
-// (customop-marshalling.txt §4 "the dual dispatch can disagree", §6.4
+// (the device ABI (gpsimd_host/abi.h) "the dual dispatch can disagree", §6.4
 // utypes.hpp:65).
 #include <stdint.h>
 #include <torch/torch.h>

@@ -1,5 +1,5 @@
 // Deliberately broken SINGLE-CORE kernels: capacity and allocator misuse
-// (device-api.md "Accessors and memory", "Limits"; customop-marshalling.txt
+// (docs/kernel-api.md "Accessors and memory", "Limits"; the device ABI (gpsimd_host/abi.h)
 // §6.4 for the dataram staging of the writeback).
 #include <stdint.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
 // Deliberately broken MULTICORE kernels (kernels/broken/ops.yaml, never in
 // the default build): each shows one defect class the device hides and the
-// emulator reports (device-api.md "A known defect class worth catching",
+// emulator reports (docs/kernel-api.md "A known defect class worth catching",
 // "Accessors and memory", "get_dst_tensor", "Limits").
 #include <stdint.h>
 #include <stdlib.h>
@@ -63,7 +63,7 @@ torch::Tensor idle_core(const torch::Tensor& x) {
     return out;
 }
 
-// A standard accessor in multicore mode (device-api.md: undefined, races).
+// A standard accessor in multicore mode (docs/kernel-api.md: undefined, races).
 torch::Tensor std_accessor_multicore(const torch::Tensor& x) {
     torch::Tensor out = get_dst_tensor();
     auto a = x.accessor<float, 1>();
@@ -72,7 +72,7 @@ torch::Tensor std_accessor_multicore(const torch::Tensor& x) {
     return out;
 }
 
-// A read stream accessor in multicore mode (device-api.md: single-core only).
+// A read stream accessor in multicore mode (docs/kernel-api.md: single-core only).
 torch::Tensor stream_multicore(const torch::Tensor& x) {
     torch::Tensor out = get_dst_tensor();
     auto xs = x.read_stream_accessor<float>();
@@ -90,7 +90,7 @@ torch::Tensor no_dst_tensor(const torch::Tensor& x) {
 }
 
 // Three 1 MiB tensors on each core: the per-core HBM scratch window of a
-// multicore object is 2 MiB (device-api.md "Limits").
+// multicore object is 2 MiB (docs/kernel-api.md "Limits").
 torch::Tensor hbm_window(const torch::Tensor& x) {
     torch::Tensor out = get_dst_tensor();
     torch::Tensor keep[3];

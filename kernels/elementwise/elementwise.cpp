@@ -1,4 +1,4 @@
-// Element-wise operations of the device tensor library (device-api.md
+// Element-wise operations of the device tensor library (docs/kernel-api.md
 // "Element-wise operations"): every function in its allocating form op(...)
 // and its op_out(result, ...) form. Shapes must match (no broadcasting), so
 // every op here works for any rank up to 8. Single-core.

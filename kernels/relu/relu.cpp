@@ -1,5 +1,5 @@
 // ReLU forward and backward, single-core, standard accessors: the shape of
-// the public "Custom C++ Operators" example (device-api.md "Accessors").
+// the public "Custom C++ Operators" example (docs/kernel-api.md "Accessors").
 #include <stdint.h>
 #include <stdlib.h>
 #include <torch/torch.h>

@@ -1,4 +1,4 @@
-// One op per scalar argument type of the device ABI (build-front-end.txt §7):
+// One op per scalar argument type of the device ABI (the Neuron SDK's build driver, build_custom_op.py):
 // Scalar -> const at::Scalar&, int -> int, long long -> long long.
 #include <stdint.h>
 #include <torch/torch.h>

@@ -1,7 +1,7 @@
 // Multicore (SPMD) ops: each of the eight cores writes its own, mutually
 // exclusive slice of the output it claims with get_dst_tensor(), moving data
 // only through TCM accessors (the one accessor allowed in multicore mode,
-// device-api.md). The split gives the first `numel % count` cores one extra
+// docs/kernel-api.md). The split gives the first `numel % count` cores one extra
 // element each, so every element is written exactly once for any numel.
 #include <stdint.h>
 #include <stdio.h>
@@ -85,7 +85,7 @@ torch::Tensor spmd_axpy(const torch::Tensor& t_x, const torch::Tensor& t_y,
 
 // out[i] = x[i] * cpu_count + cpu_id of the core that owns element i: shows
 // which core wrote what. Each core prints its slice; only core 0's printf
-// reaches the user (device-api.md "printf").
+// reaches the user (docs/kernel-api.md "printf").
 torch::Tensor spmd_owner(const torch::Tensor& t_in) {
     torch::Tensor t_out = get_dst_tensor();
     const Slice s = my_slice(t_in.numel());

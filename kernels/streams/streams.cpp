@@ -1,4 +1,4 @@
-// Stream accessors, the TCM accessor and the TCM pool (device-api.md
+// Stream accessors, the TCM accessor and the TCM pool (docs/kernel-api.md
 // "Accessors and memory"). Single-core: stream accessors are single-core
 // only. Each active stream holds 4 KiB of the 16 KiB TCM pool.
 #include <stdint.h>

@@ -2,7 +2,7 @@
 
 A small, stdlib-only package that the build library (``gpsimd_build``, on
 the SCons side) and the device model (``gpsimd_emu``) both import, and that
-imports neither (DESIGN.md "Layout"). What it holds:
+imports neither (ARCHITECTURE.md). What it holds:
 
 ==================  ==========================================================
 module              holds
@@ -15,7 +15,7 @@ module              holds
 ``lsp``             the linker specs (LSPs) of the cores and object names
 ``faults``          fault kinds (read from ``gpsimd_host/faults.h``)
 ``pack``            the host pack format, writer and reader
-``versions``        the driver's version metadata (build-front-end.txt §1)
+``versions``        the driver's version metadata (the Neuron SDK's build driver, build_custom_op.py)
 ``plan``            the test plan the build writes and the emulator reads
 ``results``         the results the emulator writes and the build reads
 ==================  ==========================================================

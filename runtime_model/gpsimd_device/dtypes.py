@@ -1,6 +1,6 @@
 """The dtype table, read from ``gpsimd_host/dtypes.h`` (the X-macro
 ``GPSIMD_DTYPES``) and the ISA dtype enum of ``gpsimd_host/abi.h``
-(``GPSIMD_ISA_DTYPES``, customop-marshalling.txt §2).
+(``GPSIMD_ISA_DTYPES``, the device ABI (gpsimd_host/abi.h)).
 
 One :class:`DType` per element type a tensor may hold; see the header for
 what each column means and where its values come from (torch's
@@ -26,7 +26,7 @@ class DType:
 
     Attributes:
         name: manifest / numpy / ml_dtypes name, e.g. ``"bfloat16"``.
-        isa: ISA dtype enum value, descriptor byte +2 (customop-marshalling.txt §2).
+        isa: ISA dtype enum value, descriptor byte +2 (the device ABI (gpsimd_host/abi.h)).
         isa_name: its enum name, e.g. ``"BFLOAT16"``.
         scalar_type: the ``c10::ScalarType`` member, e.g. ``"BFloat16"``.
         itemsize: bytes per element.

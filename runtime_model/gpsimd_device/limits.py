@@ -3,19 +3,19 @@
 Each value is the ``#define GPSIMD_<NAME>`` of that header (the C++ runtime
 uses the same lines), with its source:
 
-* cores and windows (device-api.md "Limits", build-front-end.txt §6):
+* cores and windows (docs/kernel-api.md, Limits, the Neuron SDK's build driver, build_custom_op.py):
   ``NUM_CORES`` 8; per-core HBM scratch window ``SCRATCH_BASE`` 0x84000000 +
   i x ``SCRATCH_CORE_SIZE`` (2 MiB) multicore, ``SCRATCH_SINGLE_SIZE``
   (32 MiB) single-core; dataram/TCM window ``DATARAM_BASE`` 0x80000 of
   ``DATARAM_SIZE`` 64 KiB, of which the ``TCM_POOL_SIZE`` 16 KiB pool, 4 KiB
   (``STREAM_TCM_BYTES``) per active stream accessor; ``PRINTF_CAPACITY``
   128 KiB;
-* a library (device-api.md "Limits", build-front-end.txt §3c/§4): at most
+* a library (docs/kernel-api.md, Limits, the Neuron SDK's build driver, build_custom_op.py/§4): at most
   ``MAX_OPS_PER_LIBRARY`` 10 ops, op names shorter than ``MAX_NAME_LENGTH``
   32 characters, the library name ``RESERVED_LIBRARY_NAME`` ("builtin")
   reserved, launcher stack ``DEFAULT_STACK_SIZE`` 4196 bytes by default and
   at most ``MAX_STACK_SIZE`` (400 KB);
-* a tensor (device-api.md "Limits", customop-marshalling.txt §2 shape
+* a tensor (docs/kernel-api.md, Limits, the device ABI (gpsimd_host/abi.h) shape
   forms): at most ``MAX_DIMS_4D`` 4 dimensions of up to ``MAX_DIM_SIZE_4D``
   (2**32 - 1) each (INLINE_4D), or at most ``MAX_DIMS`` 8 dimensions of at
   most ``MAX_DIM_SIZE`` 65535 each (INLINE_8D); in both cases at most

@@ -1,6 +1,6 @@
 """The per-core linker specs (LSPs) and the names of linked objects.
 
-build-front-end.txt §6: a multicore library is linked eight times, once per
+the Neuron SDK's build driver, build_custom_op.py: a multicore library is linked eight times, once per
 core against ``lsp_fll_load_cpu<i>`` (scratch window origin ``0x84000000 +
 i * 0x200000``, 2 MiB), into ``<base>_cpu<i>.so`` (the ``xxx_cpuX.so``
 naming contract); a single-core library once against

@@ -1,7 +1,7 @@
 """The host pack format: what ``<base>.packed.so`` holds on the host profile.
 
 On the device, ``xt-pkg-loadlib -e lib_func`` turns each linked object into
-a packed and a stripped object (build-front-end.txt §5d). On the host the
+a packed and a stripped object (the Neuron SDK's build driver, build_custom_op.py). On the host the
 stripped object is ``strip --strip-unneeded`` of the linked one, and the
 packed object is a small container around the same bytes, so that the
 emulator loads only what was packed, for the core it was packed for, and
@@ -20,7 +20,7 @@ offset   size  field
 28       4     reserved, 0
 32       M     metadata, UTF-8 JSON with sorted keys, no spaces:
                ``entry`` ("lib_func"), ``library``, ``lsp``, ``core``
-               (0..7 or null), ``versions`` (build-front-end.txt §1)
+               (0..7 or null), ``versions`` (the Neuron SDK's build driver, build_custom_op.py)
 32+M..   pad   zero bytes up to a multiple of 16
 ..       P     payload: the stripped ELF shared object
 =======  ====  ===================================================
@@ -41,7 +41,7 @@ FORMAT_VERSION = 1
 HEADER = struct.Struct("<8sIIQII")
 HEADER_SIZE = HEADER.size  # 32 bytes
 ALIGN = 16
-#: The entry name of the packer (build-front-end.txt §5d: -e lib_func).
+#: The entry name of the packer (the Neuron SDK's build driver, build_custom_op.py: -e lib_func).
 ENTRY = "lib_func"
 REQUIRED_KEYS = ("core", "entry", "library", "lsp", "versions")
 _ELF_MAGIC = b"\x7fELF"

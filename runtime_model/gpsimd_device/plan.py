@@ -205,7 +205,7 @@ class OpPlan:
     @property
     def function(self) -> str:
         """The kernel function's name: what the generated ``get_func_name``
-        returns for this op (build-front-end.txt §4)."""
+        returns for this op (the Neuron SDK's build driver, build_custom_op.py)."""
         return self.kernel or self.name
 
     def to_json(self) -> Dict[str, Any]:

@@ -80,7 +80,7 @@ class TensorSpec:
     in elements, or None for the shape of ``values``/``npy``), exactly one
     of ``random``, ``values`` (nested list) or ``npy`` (a path relative to
     the root), and ``location`` ``"hbm"`` or ``"sbuf"`` (the descriptor's
-    storage arm, customop-marshalling.txt §2)."""
+    storage arm, the device ABI (gpsimd_host/abi.h))."""
 
     name: str
     dtype: Any

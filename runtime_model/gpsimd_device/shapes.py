@@ -15,7 +15,7 @@ What lives here:
 * :data:`SCHEMA_TYPES`: which schema argument types each kind may stand
   for. The public developer guide gives shape and kernel functions the
   Python-level types ``torch::Tensor``, ``torch::Scalar``, ``double`` and
-  ``int64_t``; the shipped code generator (build-front-end.txt §3a) hands a
+  ``int64_t``; the shipped code generator (the Neuron SDK's build driver, build_custom_op.py) hands a
   kernel ``float`` for ``float``, ``int`` for ``int`` and ``long long`` for
   ``long long``. Both spellings are accepted; :data:`TYPE_NOTES` says where
   they disagree, for messages;

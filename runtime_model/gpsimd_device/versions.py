@@ -1,4 +1,4 @@
-"""Version metadata the vendor driver pins (build-front-end.txt §1:
+"""Version metadata the vendor driver pins (the Neuron SDK's build driver, build_custom_op.py:
 ``__version__`` and the ``versions`` dict, "metadata the host build
 reads"): written with every built library (``versions.json``) and into
 every host pack's metadata."""

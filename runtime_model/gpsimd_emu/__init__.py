@@ -2,7 +2,7 @@
 
 Runs the ops of a host-built custom-op library against an emulated device:
 HBM, the 48-byte argument descriptors and the argument stream of
-customop-marshalling.txt §2, per-core objects loaded as the device loader
+the device ABI (gpsimd_host/abi.h), per-core objects loaded as the device loader
 does, poisoned private outputs per core, and per-dtype comparisons with a
 numpy reference. CLI: ``python -m gpsimd_emu run PLAN --results OUT``; API:
 ``gpsimd_emu.session.LibrarySession``.
@@ -19,7 +19,7 @@ namespaces, subreaper, cgroups), ``judge`` (how the runs ended), ``checks``
 ``dtypes``, ``abi``/``binding`` (bytes of abi.h).
 
 This package imports only the standard library, numpy and ml_dtypes; never
-SCons nor the build library (DESIGN.md "Layout").
+SCons nor the build library (ARCHITECTURE.md).
 """
 
 __version__ = "0.1.0"

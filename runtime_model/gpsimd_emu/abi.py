@@ -3,7 +3,7 @@
 Everything the model hands to the C++ runtime is built here:
 
 * the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
-  (customop-marshalling.txt §2): location @0, shape type @1, ISA dtype @2,
+  (the device ABI (gpsimd_host/abi.h)): location @0, shape type @1, ISA dtype @2,
   shape union @8 (16 bytes), storage union @24 (16 bytes; HBM arm: u64 addr
   @24, u32 num_elem @32; SBUF arm: u32 addr @24, u32 num_elem @28,
   u8 num_partitions @32, u32 num_elem_per_block @36), reserved @40;
@@ -62,7 +62,7 @@ SCRATCH_CORE_SIZE = _limits.SCRATCH_CORE_SIZE           #: 2 MiB, multicore
 SCRATCH_SINGLE_SIZE = _limits.SCRATCH_SINGLE_SIZE       #: 32 MiB, single-core
 PRINTF_CAPACITY = _limits.PRINTF_CAPACITY               #: 128 KiB printf ring
 NUM_CORES = _limits.NUM_CORES
-DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE         #: bytes (build-front-end.txt §3c)
+DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE         #: bytes (the Neuron SDK's build driver, build_custom_op.py)
 LSP_SINGLE = _limits.LSP_SINGLE                         #: gpsimd_lsp_info.core_id, single-core LSP
 REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bit
 REGION_OUTPUT = _ABI["REGION_OUTPUT"]                   #: the output copy (reads tracked)
@@ -82,7 +82,7 @@ REPORT_OUTPUT_READ = _ABI["REPORT_OUTPUT_READ"]         #: it read never-written
 REPORT_OUTPUT_UNTRACKED = _ABI["REPORT_OUTPUT_UNTRACKED"]  #: an accessor / raw pointer on the output
 #: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
 CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() storage with the poison
-CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: device-api.md multicore rules
+CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: docs/kernel-api.md multicore rules
 CHECK_COHERENCE = _ABI["CHECK_COHERENCE"]               #: stream coherence policies
 CHECK_ARG_DTYPE = _ABI["CHECK_ARG_DTYPE"]               #: customop_next_* vs the descriptor dtype
 CHECK_POISON_TCM = _ABI["CHECK_POISON_TCM"]             #: poison the dataram window at each launch
@@ -92,7 +92,7 @@ CHECK_ALL = _ABI["CHECK_ALL"]
 _U16_MAX = 0xFFFF
 _U32_MAX = 0xFFFFFFFF
 _U64_MAX = 0xFFFFFFFFFFFFFFFF
-_MAX_RANK = _limits.MAX_DIMS    # device-api.md "Limits"; abi.h out_of_line.ndim <= 8
+_MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8
 
 
 class Location:
@@ -168,7 +168,7 @@ def choose_shape_form(shape: Sequence[int]) -> int:
     rank is the count of leading non-zero slots). A 0-D shape is INLINE_4D.
 
     Raises:
-        ValueError: rank > 8 (device-api.md "Limits") or a negative dim.
+        ValueError: rank > 8 (docs/kernel-api.md, Limits) or a negative dim.
     """
     dims = _check_dims(shape)
     if len(dims) <= 4 and all(0 < d <= _U32_MAX for d in dims):
@@ -206,7 +206,7 @@ def pack_descriptor(
     num_partitions: int = 0,
     num_elem_per_block: int = 0,
 ) -> bytes:
-    """Encode one 48-byte descriptor (customop-marshalling.txt §2).
+    """Encode one 48-byte descriptor (the device ABI (gpsimd_host/abi.h)).
 
     Args:
         dtype: ISA dtype enum value (e.g. 10 for float32).

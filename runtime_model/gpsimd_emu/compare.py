@@ -1,8 +1,7 @@
 """Comparing an op's output with the expected array.
 
 Floating types are compared in float64 with numpy's ``assert_allclose`` rule
-``|actual - expected| <= atol + rtol * |expected|`` (DESIGN.md "Models to
-learn from"), NaN equal to NaN and an infinity equal only to the same
+``|actual - expected| <= atol + rtol * |expected|`` (ARCHITECTURE.md), NaN equal to NaN and an infinity equal only to the same
 infinity; integer types are compared exactly. Tolerances default per dtype
 (``gpsimd_emu.dtypes``).
 """

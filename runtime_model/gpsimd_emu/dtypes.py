@@ -19,7 +19,7 @@ __all__ = ["DType", "DTYPES", "by_name", "by_isa", "by_numpy", "names", "ISA"]
 
 
 class _IsaEnum:
-    """ISA dtype enum values (customop-marshalling.txt §2) as attributes,
+    """ISA dtype enum values (the device ABI (gpsimd_host/abi.h)) as attributes,
     ``ISA.FP32 == 10``: plain ints, as they appear at descriptor byte +2."""
 
     def __init__(self, table: Dict[str, int]):

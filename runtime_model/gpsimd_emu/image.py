@@ -79,7 +79,7 @@ class DeviceImage:
         num_cores: 1 (single-core) or 8.
         scratch_size: bytes of each core's scratch window.
         out_location: ``"hbm"`` (default) or ``"sbuf"``: the storage arm
-            of the output descriptor (customop-marshalling.txt §2, §6.1).
+            of the output descriptor (the device ABI (gpsimd_host/abi.h)).
         checks: True: the runs of ``runs_for`` with checks; False: one run
             as the device does.
         stack_scale: the bindings' ``stack_scale``.
@@ -179,7 +179,7 @@ class DeviceImage:
         self.file = ImageFile(at)
         try:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
-            # customop-marshalling.txt §6.1: SBUF storage is an offset from the
+            # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
             self.arenas = [(Arena(HBM_BASE, capacity, backing=(self.file, h)),
                             Arena(SBUF_WINDOW_BASE, sbuf_capacity, backing=(self.file, sb)))

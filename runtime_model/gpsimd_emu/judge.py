@@ -96,7 +96,7 @@ _ARG_INDEX = re.compile(r"argument index (\d+)")
 
 def name_arguments(message: str, op: Optional[OpPlan]) -> str:
     """``message`` with every ``argument index N`` of the runtime (which knows
-    positions only, customop-marshalling.txt §2.1) followed by the schema
+    positions only, the device ABI (gpsimd_host/abi.h)) followed by the schema
     argument it is: ``argument index 1 (alpha: Scalar)``. Indices past the
     op's arguments (the ``curr_arg_ < num`` guard) are left as they are."""
     args = op.args if op is not None else ()
@@ -361,7 +361,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
       e.g. stream coherence under INCOHERENT_VERBOSE), and how many more
       did not fit the 1024-byte buffer;
     * a printf ring that wrapped: more than ``abi.PRINTF_CAPACITY`` (128 KiB)
-      printed, the oldest bytes dropped (device-api.md "Limits").
+      printed, the oldest bytes dropped (docs/kernel-api.md, Limits).
     """
     grouped: Dict[str, List[int]] = {}
     for k in range(image.num_cores):
@@ -373,7 +373,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
             texts.append(f"printf output wrapped: {r.printf_total} bytes printed, the "
                          f"{abi.PRINTF_CAPACITY}-byte buffer kept the last {abi.PRINTF_CAPACITY} "
                          f"(the oldest {r.printf_total - abi.PRINTF_CAPACITY} dropped; "
-                         f"device-api.md \"Limits\")")
+                         f"docs/kernel-api.md \"Limits\")")
         for t in texts:
             nums = grouped.setdefault(t, [])
             if _core_no(cores, k) not in nums:

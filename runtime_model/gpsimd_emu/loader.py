@@ -3,13 +3,13 @@
 The host pack format is ``gpsimd_device.pack`` (its reader and writer).
 
 A plain (unpacked) ELF ``.so`` is accepted too: with ``-g`` in the user's
-cflags no pack step exists (build-front-end.txt §5d GOTCHA).
+cflags no pack step exists (the Neuron SDK's build driver, build_custom_op.py GOTCHA).
 
 Loading: the payload goes to a ``memfd`` and is ``dlopen``-ed through
 ``/proc/self/fd/N`` with ``RTLD_LOCAL``, so every core object has its own copy
 of the runtime's state (ARCHITECTURE.md "Build outputs"). Ops are registered
 through the generated trio ``get_func_cnt`` / ``get_func_name`` /
-``get_func_ptr`` (build-front-end.txt §4), whose C++ symbols are
+``get_func_ptr`` (the Neuron SDK's build driver, build_custom_op.py), whose C++ symbols are
 ``_Z12get_func_cntv``, ``_Z13get_func_namei``, ``_Z12get_func_ptri``.
 """
 
@@ -248,7 +248,7 @@ class CoreObject:
         """Check the object was linked with linker spec ``lsp`` for ``core``
         (None = single-core): name, core id, scratch size (2 MiB multicore,
         32 MiB single) and, multicore, origin ``0x84000000 + core * 2 MiB``
-        (device-api.md "Limits"). Also checks the pack metadata's ``lsp`` and
+        (docs/kernel-api.md, Limits). Also checks the pack metadata's ``lsp`` and
         ``core`` when present. Returns the info.
 
         Raises:

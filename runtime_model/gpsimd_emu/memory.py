@@ -11,16 +11,16 @@ mmap (tests, tools).
 * HBM: ``Arena`` objects with a device base address and a 64-byte aligned
   bump allocator. Inputs (and the out-of-line dims and scalar payloads) live
   in one arena at ``HBM_BASE`` = 0x1_0000_0000, so device addresses need 64
-  bits as on the device (customop-marshalling.txt §2 QUIRK).
+  bits as on the device (the device ABI (gpsimd_host/abi.h) QUIRK).
 * The output of a vector gets one private ``Arena`` per core (and per pass),
   all at the *same* device address but with different host backing: each
   core of a multicore run writes its own copy, poisoned beforehand, so the
-  model can tell which core wrote which element (DESIGN.md "The emulator").
+  model can tell which core wrote which element (ARCHITECTURE.md).
   Each copy carries a guard zone past the end of the output that is *not*
   part of the region given to the runtime; a write landing there is an
   out-of-range write.
 * Per core (``CoreMemory``): the scratch window (2 MiB multicore, 32 MiB
-  single; device-api.md "Limits"), the 64 KiB dataram, the 128 KiB printf
+  single; docs/kernel-api.md, Limits), the 64 KiB dataram, the 128 KiB printf
   ring and the ``gpsimd_core_report``, all host-backed and passed in the
   binding (abi.h).
 """
@@ -46,7 +46,7 @@ __all__ = [
 #: truncated to 32 bits is caught.
 HBM_BASE = 0x1_0000_0000
 #: Device address of the model's SBUF window (the ``_sbuf_window`` base of
-#: customop-marshalling.txt §6.1, passed as ``sbuf_window_base`` in the
+#: the device ABI (gpsimd_host/abi.h), passed as ``sbuf_window_base`` in the
 #: binding). A tensor placed in SBUF has a u32 *offset* from this base in
 #: the descriptor's SBUF arm (§2); the runtime adds the base. HOST-MODEL: the
 #: spec gives no value; 0x2_0000_0000 keeps SBUF apart from the HBM arena

@@ -2,7 +2,7 @@
 merge, as pure functions of arrays.
 
 Each core runs against a private copy of the output filled with a poison
-byte (DESIGN.md "The emulator"; ``memory.POISON_A``). An element counts as
+byte (ARCHITECTURE.md; ``memory.POISON_A``). An element counts as
 written by a core when any of its bytes differs from the poison. A value that
 happens to equal the poison is caught by a second run with the complement
 poison (``memory.POISON_B``): the written mask of a core is the OR of both

@@ -43,7 +43,7 @@ class Input:
             ``int``/``float`` (as the device sees it, e.g. rounded to
             float32) for a scalar.
         location: ``"hbm"`` (default) or ``"sbuf"``: the storage arm of its
-            descriptor (customop-marshalling.txt §2 location byte +0);
+            descriptor (the device ABI (gpsimd_host/abi.h) location byte +0);
             scalars are always in HBM.
     """
 
@@ -207,7 +207,7 @@ LOCATIONS = ("hbm", "sbuf")
 
 def location_of(loc: Any, what: str) -> str:
     """A plan tensor's or output's ``location``: ``"hbm"`` (the default) or
-    ``"sbuf"`` (customop-marshalling.txt §2 location enum).
+    ``"sbuf"`` (the device ABI (gpsimd_host/abi.h) location enum).
 
     Raises:
         PlanError: any other value.

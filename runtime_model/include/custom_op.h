@@ -1,7 +1,7 @@
 /*
  * custom_op.h -- the runtime device calls a kernel may use
- * (device-api.md "Headers a kernel includes"; build-front-end.txt §7;
- * customop-marshalling.txt §4 and §6.4 for the call shapes).  C++ linkage:
+ * (docs/kernel-api.md "Headers a kernel includes"; the Neuron SDK's build driver, build_custom_op.py;
+ * the device ABI (gpsimd_host/abi.h) for the call shapes).  C++ linkage:
  * the device's neuron_translate is _Z16neuron_translatePvy, i.e.
  * neuron_translate(void*, unsigned long long).
  *

@@ -1,6 +1,6 @@
 /*
  * stack_switch.hpp -- the launcher half of the stack-switch handoff
- * (build-front-end.txt §3c: stack_switch.hpp:4 switched_stack,
+ * (the Neuron SDK's build driver, build_custom_op.py: stack_switch.hpp:4 switched_stack,
  * stack_switch.hpp:16 STACK_SIZE, stack_switch.hpp:20
  * switch_stack_or_call_wrapper).
  *

@@ -5,11 +5,11 @@
  * (torch::neuron::tcm_malloc/tcm_free) and the staging area
  * (neuron_dataram_*), neuron_memcpy, and get_cpu_id/get_cpu_count.
  *
- * Memory map (device-api.md "Limits", abi.h):
+ * Memory map (docs/kernel-api.md "Limits", abi.h):
  *   dataram window [0x80000, 0x90000), 64 KiB, host backing binding.dataram_host:
- *     [0, 16 KiB)   TCM pool      (device-api.md: "16 KB per core")
+ *     [0, 16 KiB)   TCM pool      (docs/kernel-api.md: "16 KB per core")
  *     [16, 64 KiB)  dataram staging for neuron_dataram_allocate (§6.4)
- *   scratch window: origin/size from this object's LSP (build-front-end.txt §6),
+ *   scratch window: origin/size from this object's LSP (the Neuron SDK's build driver, build_custom_op.py),
  *     host backing binding.scratch_host.
  */
 #include <string.h>
@@ -238,10 +238,10 @@ using namespace gpsimd_rt;
 
 /* ---- custom_op.h ----------------------------------------------------------- */
 
-/* customop-marshalling.txt §3/§4: the context every neuron_translate takes. */
+/* the device ABI (gpsimd_host/abi.h)/§4: the context every neuron_translate takes. */
 void* neuron_translate_ctx() { return &core(); }
 
-/* customop-marshalling.txt §4 (_Z16neuron_translatePvy). */
+/* the device ABI (gpsimd_host/abi.h) (_Z16neuron_translatePvy). */
 void* neuron_translate(void* ctx, unsigned long long hbm_addr) {
     if (ctx != &core())
         gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "neuron_translate: ctx %p is not neuron_translate_ctx()", ctx);
@@ -250,7 +250,7 @@ void* neuron_translate(void* ctx, unsigned long long hbm_addr) {
     return host;
 }
 
-/* device-api.md "Limits" (per-core scratch window); custom_op.h. */
+/* docs/kernel-api.md "Limits" (per-core scratch window); custom_op.h. */
 uint64_t neuron_hbm_allocate(size_t nbytes) {
     require_bound("neuron_hbm_allocate");
     CoreState& c = core();
@@ -292,7 +292,7 @@ int dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
 }
 }  // namespace gpsimd_rt
 
-/* customop-marshalling.txt §6.4 (neuron_dataram_allocate(want, &stage, align)):
+/* the device ABI (gpsimd_host/abi.h) (neuron_dataram_allocate(want, &stage, align)):
  * staging the kernel may read before filling (poisoned under the checks). */
 int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
     const int rc = dataram_allocate(nbytes, ptr, alignment);
@@ -303,7 +303,7 @@ int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
     return rc;
 }
 
-/* customop-marshalling.txt §6.4 (neuron_dataram_deallocate(stage)). */
+/* the device ABI (gpsimd_host/abi.h) (neuron_dataram_deallocate(stage)). */
 int neuron_dataram_deallocate(void* ptr) {
     require_bound("neuron_dataram_deallocate");
     char* base = dataram_host() + GPSIMD_TCM_POOL_SIZE;
@@ -315,14 +315,14 @@ int neuron_dataram_deallocate(void* ptr) {
     return 0;
 }
 
-/* customop-marshalling.txt §6.4 (neuron_dataram_max_free_space(&bytes, ...)). */
+/* the device ABI (gpsimd_host/abi.h) (neuron_dataram_max_free_space(&bytes, ...)). */
 int neuron_dataram_max_free_space(uint32_t* nbytes, uint32_t alignment) {
     require_bound("neuron_dataram_max_free_space");
     *nbytes = uint32_t(core().dataram.largest_free(alignment ? alignment : 4));
     return 0;
 }
 
-/* customop-marshalling.txt §6.4: HBM -> dataram. */
+/* the device ABI (gpsimd_host/abi.h): HBM -> dataram. */
 int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
     const void* src = translate_range(hbm_src, nbytes, "neuron_memcpy (HBM source)");
     note_output_read(src, nbytes);
@@ -330,7 +330,7 @@ int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
     return 0;
 }
 
-/* customop-marshalling.txt §6.4: dataram -> HBM. */
+/* the device ABI (gpsimd_host/abi.h): dataram -> HBM. */
 int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
     void* dst = translate_range(hbm_dst, nbytes, "neuron_memcpy (HBM destination)");
     if (nbytes) memmove(dst, dataram_src, nbytes);
@@ -339,13 +339,13 @@ int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
 
 /* ---- neuron-utils.hpp --------------------------------------------------- */
 
-/* device-api.md "Headers a kernel includes": 0 .. count-1. */
+/* docs/kernel-api.md "Headers a kernel includes": 0 .. count-1. */
 uint32_t get_cpu_id() {
     require_bound("get_cpu_id");
     return core().binding.core_id;
 }
 
-/* device-api.md: 8 multicore, 1 single-core. */
+/* docs/kernel-api.md: 8 multicore, 1 single-core. */
 uint32_t get_cpu_count() {
     require_bound("get_cpu_count");
     return core().binding.core_count;
@@ -379,7 +379,7 @@ void* tcm_allocate(size_t nbytes, bool record_null) {
 namespace torch {
 namespace neuron {
 
-/* device-api.md "Accessors and memory": null when the 16 KiB pool is exhausted. */
+/* docs/kernel-api.md "Accessors and memory": null when the 16 KiB pool is exhausted. */
 void* tcm_malloc(size_t nbytes) {
     require_bound("tcm_malloc");
     void* p = tcm_allocate(nbytes, true);
@@ -390,7 +390,7 @@ void* tcm_malloc(size_t nbytes) {
     return p;
 }
 
-/* device-api.md: tcm_free of a pointer not from tcm_malloc is undefined on
+/* docs/kernel-api.md: tcm_free of a pointer not from tcm_malloc is undefined on
  * the device; the host model faults on it and on a double free (named by
  * its device address in the dataram window, 0x80000 + pool offset). */
 void tcm_free(void* ptr) {

@@ -4,7 +4,7 @@
  * gpsimd_bind_core and gpsimd_linker_spec_info.
  *
  * gpsimd_bind_core checks the binding against this object's linker spec
- * (build-front-end.txt §6: a core must be given its own object; DESIGN.md
+ * (the Neuron SDK's build driver, build_custom_op.py: a core must be given its own object; ARCHITECTURE.md
  * "so a core can check that it was given its own object"), copies it, and
  * resets every per-launch state.
  */

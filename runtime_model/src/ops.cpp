@@ -1,5 +1,5 @@
 /*
- * ops.cpp -- the element-wise operations of device-api.md ("Element-wise
+ * ops.cpp -- the element-wise operations of docs/kernel-api.md ("Element-wise
  * operations (no broadcasting; shapes must match)"); rules in
  * torch/detail/ops.h.  Computation goes element by element through double
  * (floating results) or int64 with two's-complement wrap (integral results
@@ -146,7 +146,7 @@ using namespace gpsimd_rt;
 
 namespace at {
 
-/* device-api.md "Element-wise operations": unary forms. */
+/* docs/kernel-api.md "Element-wise operations": unary forms. */
 #define GPSIMD_UNARY_DEF_(name, fd, fi)                                                     \
     Tensor name(const Tensor& self) {                                                       \
         Tensor holder;                                                                      \
@@ -223,7 +223,7 @@ static Tensor& bitwise_impl(const char* op, bool is_and, Tensor* out, const Oper
     check_integral(op, a);
     check_integral(op, b);
     TensorImpl* r = prepare(op, out, holder, a, b, tensor_dtype(a, b));
-    /* the scalar is cast to the tensor dtype first (device-api.md) */
+    /* the scalar is cast to the tensor dtype first (docs/kernel-api.md) */
     const ScalarType td = tensor_dtype(a, b);
     Operand bb = b;
     if (!b.t) {

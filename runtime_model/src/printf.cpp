@@ -1,5 +1,5 @@
 /*
- * printf.cpp -- printf capture (device-api.md "Limits": "printf works ...
+ * printf.cpp -- printf capture (docs/kernel-api.md "Limits": "printf works ...
  * the output buffer holds at most 128 KB and drops the oldest data when
  * full").
  *
@@ -110,7 +110,7 @@ using namespace gpsimd_rt;
 
 extern "C" {
 
-/* device-api.md "printf works". */
+/* docs/kernel-api.md "printf works". */
 int vprintf(const char* __restrict fmt, va_list ap) { return format_and_append(fmt, ap); }
 
 int printf(const char* __restrict fmt, ...) {

@@ -1,6 +1,6 @@
 /*
  * stack_switch.cpp -- the host form of the stack-switch handoff
- * (build-front-end.txt §3c; stack_switch.hpp).
+ * (the Neuron SDK's build driver, build_custom_op.py; stack_switch.hpp).
  *
  * On the device, switch_stack_or_call_wrapper moves the core onto the
  * kernel's stack (when the default on-core stack is too small) and the
@@ -176,7 +176,7 @@ static void trampoline() {
 
 using namespace gpsimd_rt;
 
-/* stack_switch.hpp:20 / build-front-end.txt §3c: the launcher body. */
+/* stack_switch.hpp:20 / the Neuron SDK's build driver, build_custom_op.py: the launcher body. */
 int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) {
     CoreState& c = core();
     if (g_in_launch)
@@ -234,7 +234,7 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     return GPSIMD_STATUS_OK;
 }
 
-/* stack_switch.hpp / build-front-end.txt §3c(i): leave the switched stack. */
+/* stack_switch.hpp / the Neuron SDK's build driver, build_custom_op.py(i): leave the switched stack. */
 void switchBack() {
     if (!g_in_launch) gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "switchBack() outside a launch");
     return_to_launcher();

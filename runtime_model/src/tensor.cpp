@@ -1,6 +1,6 @@
 /*
  * tensor.cpp -- the out-of-line part of the tensor library of
- * torch/torch.h (device-api.md "torch::Tensor members", "Tensor factories",
+ * torch/torch.h (docs/kernel-api.md "torch::Tensor members", "Tensor factories",
  * "Accessors and memory", "Limits"): TensorImpl lifetime, the checks behind
  * accessors and the TCM accessor, fill_, the factories.
  */
@@ -196,7 +196,7 @@ using namespace gpsimd_rt;
 namespace c10 {
 namespace detail {
 
-/* device-api.md "Accessors and memory" (host-model bounds check). */
+/* docs/kernel-api.md "Accessors and memory" (host-model bounds check). */
 void fault_out_of_range(const char* kind_prefix, const char* type_name, int rank, int64_t offset,
                         int64_t count, int64_t numel) {
     if (rank > 0)
@@ -214,7 +214,7 @@ void fault_undefined_tensor(const char* what) {
     gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "%s() on an undefined tensor", what);
 }
 
-/* device-api.md: the standard and stream accessors are single-core only
+/* docs/kernel-api.md: the standard and stream accessors are single-core only
  * ("in multicore mode it is undefined behaviour (races)"); the TCM accessor
  * is the only one allowed in multicore mode. */
 static void check_single_core_accessor(const char* kind, const char* type_name, int rank) {
@@ -224,10 +224,10 @@ static void check_single_core_accessor(const char* kind, const char* type_name, 
     else snprintf(what, sizeof what, "%s<%s>", kind, type_name);
     gpsimd_fault(GPSIMD_FAULT_MULTICORE,
                  "%s used in multicore mode: only the TCM accessor is allowed there, the standard and stream "
-                 "accessors race between cores (device-api.md \"Accessors and memory\")", what);
+                 "accessors race between cores (docs/kernel-api.md \"Accessors and memory\")", what);
 }
 
-/* device-api.md: accessor<T,N>() -- T must match the dtype, N the rank. */
+/* docs/kernel-api.md: accessor<T,N>() -- T must match the dtype, N the rank. */
 void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_name, int rank) {
     if (shape_call_active()) {
         char what[96];
@@ -243,7 +243,7 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
                      int(impl->ndim));
 }
 
-/* device-api.md "Stream accessors": T must match the dtype. */
+/* docs/kernel-api.md "Stream accessors": T must match the dtype. */
 void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name, const char* kind) {
     if (shape_call_active()) {
         char what[96];
@@ -265,7 +265,7 @@ static const char* policy_name(AccessorCoherencePolicy p) {
     return "unknown";
 }
 
-/* device-api.md "Stream accessors": safe use is many read streams, or one
+/* docs/kernel-api.md "Stream accessors": safe use is many read streams, or one
  * write stream, per tensor at a time.  Opening a stream that breaks this is
  * a COHERENCE fault under COHERENT (the default), a warning under
  * INCOHERENT_VERBOSE, nothing under INCOHERENT_QUIET.  Open streams are
@@ -312,7 +312,7 @@ void fault_stream_closed(const char* kind, const char* type_name) {
     gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s<%s> used after close()", kind, type_name);
 }
 
-/* device-api.md "TCM accessor": tensor_to_tcm / tcm_to_tensor of n
+/* docs/kernel-api.md "TCM accessor": tensor_to_tcm / tcm_to_tensor of n
  * elements at flattened offset. */
 void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm, size_t offset,
                   size_t n, bool to_tcm) {
@@ -354,7 +354,7 @@ static int64_t wrap_dim(const TensorImpl* p, int64_t d, const char* what) {
     return w;
 }
 
-/* device-api.md "torch::Tensor members". */
+/* docs/kernel-api.md "torch::Tensor members". */
 int64_t Tensor::size(int64_t d) const {
     const TensorImpl* p = impl("size");
     return p->sizes[wrap_dim(p, d, "size")];
@@ -365,7 +365,7 @@ int64_t Tensor::stride(int64_t d) const {
     return p->strides[wrap_dim(p, d, "stride")];
 }
 
-/* device-api.md "torch::Tensor members": fill_(Scalar). */
+/* docs/kernel-api.md "torch::Tensor members": fill_(Scalar). */
 Tensor& Tensor::fill_(const Scalar& v) {
     forbid_in_shape_call("fill_()");
     fill_elements(impl("fill_"), v);
@@ -384,7 +384,7 @@ ConstTcmAccessor::~ConstTcmAccessor() {
     if (--impl_->refcount == 0) c10::detail::destroy_tensor_impl(impl_);
 }
 
-/* ---- factories (device-api.md "Tensor factories") ---------------------- */
+/* ---- factories (docs/kernel-api.md "Tensor factories") ---------------------- */
 
 static ScalarType required_dtype(const char* who, const TensorOptions& o) {
     /* a shape function runs with the host's PyTorch, whose default is float32 */
@@ -394,7 +394,7 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
     return o.dtype().toScalarType();
 }
 
-/* device-api.md "Tensor factories": uninitialised.  Under
+/* docs/kernel-api.md "Tensor factories": uninitialised.  Under
  * GPSIMD_CHECK_POISON_EMPTY the storage is filled with the binding's poison
  * byte (the same byte as the pass's output copies), so an element never
  * written that reaches the output through the copy path (§6.4) is seen by

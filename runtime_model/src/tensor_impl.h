@@ -14,7 +14,7 @@
 namespace gpsimd_rt {
 
 /* A tensor over storage the kernel does not own (Q7Deleter::delete_nothing,
- * customop-marshalling.txt §3): descriptor inputs and the output. */
+ * the device ABI (gpsimd_host/abi.h)): descriptor inputs and the output. */
 at::Tensor make_borrowed_tensor(c10::ScalarType dtype, const int64_t* sizes, int ndim, void* host,
                                 uint64_t device_addr);
 

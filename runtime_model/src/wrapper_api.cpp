@@ -1,6 +1,6 @@
 /*
  * wrapper_api.cpp -- the customop_* marshalling entries and get_dst_tensor
- * (customop-marshalling.txt §0-§7; libneuroncustomop.a(wrapper_api.o) on
+ * (the device ABI (gpsimd_host/abi.h)§7; libneuroncustomop.a(wrapper_api.o) on
  * the device).
  *
  * The three file-local globals of §1: the ArgParser (one cursor over the
@@ -31,7 +31,7 @@ using c10::ScalarType;
 
 /* ---- ISA dtype -> ScalarType (§3 "isa_to_torch_dtype", internal linkage) --
  * FP32R (11) has no torch type: the spec's ISA enum keeps it distinct from
- * FP32 (10), device-api.md lists no such creatable dtype, and the spec gives
+ * FP32 (10), docs/kernel-api.md lists no such creatable dtype, and the spec gives
  * no table row or bit layout for it, so a descriptor carrying it fails with
  * the table's default-case trap, "Unknown ScalarType", like INVALID (0). */
 static const char* isa_dtype_name(uint8_t d) {
@@ -183,7 +183,7 @@ class UTensor {
         if (d_.dtype != want && check_enabled(GPSIMD_CHECK_ARG_DTYPE))
             gpsimd_fault(GPSIMD_FAULT_DTYPE,
                          "%s reads %s as %s (%s), but its descriptor dtype is %s%s%s%s: the device would "
-                         "reinterpret the bytes silently (customop-marshalling.txt §4)",
+                         "reinterpret the bytes silently (the device ABI (gpsimd_host/abi.h))",
                          entry, ctx_, ctype, isa_dtype_name(want), isa_dtype_name(d_.dtype),
                          torch_name(d_.dtype) ? " (" : "", torch_name(d_.dtype) ? torch_name(d_.dtype) : "",
                          torch_name(d_.dtype) ? ")" : "");
@@ -254,7 +254,7 @@ class UTensor {
             gpsimd_fault(GPSIMD_FAULT_DATARAM,
                          "UTensor::copy: no dataram for the staging buffer: the kernel holds %llu of the %u bytes "
                          "of dataram staging in %zu block(s) (largest free block %u bytes, an element is %zu; "
-                         "customop-marshalling.txt §6.4)",
+                         "the device ABI (gpsimd_host/abi.h))",
                          (unsigned long long)core().dataram.used(), GPSIMD_DATARAM_SIZE - GPSIMD_TCM_POOL_SIZE,
                          core().dataram.live_blocks(), free_bytes, es);
         void* stage = nullptr;
@@ -378,7 +378,7 @@ using namespace gpsimd_rt;
 
 /* §5.1 customop_setup(bool). */
 void customop_setup(bool has_return) {
-    (void)has_return;  /* always true from the codegen (build-front-end.txt §3b) */
+    (void)has_return;  /* always true from the codegen (the Neuron SDK's build driver, build_custom_op.py) */
     if (!core().bound) gpsimd_fault(GPSIMD_FAULT_BINDING, "customop_setup: the core is not bound");
     init_dma_queue();
     get_dst_tensor_called = false;
@@ -462,13 +462,13 @@ at::Tensor get_dst_tensor() {
 void customop_return_tensor(at::Tensor& t) {
     if (get_dst_tensor_called) return;
     UTensor out(output_descriptor("customop_return_tensor"), -1, 0);
-    /* device-api.md "get_dst_tensor": required in multicore mode; without
+    /* docs/kernel-api.md "get_dst_tensor": required in multicore mode; without
      * it every core would copy a whole result over the same output. */
     if (core().binding.core_count > 1 && check_enabled(GPSIMD_CHECK_MULTICORE))
         gpsimd_fault(GPSIMD_FAULT_MULTICORE,
                      "multicore op returned a result without calling get_dst_tensor(): in multicore mode each "
                      "core must write its own part of the output it claims with get_dst_tensor(), or every core "
-                     "copies a whole result over the same output (device-api.md \"get_dst_tensor\")");
+                     "copies a whole result over the same output (docs/kernel-api.md \"get_dst_tensor\")");
     if (!t.defined())
         gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "customop_return_tensor: the kernel returned an undefined tensor");
     out.copy(t);

@@ -1,6 +1,6 @@
 """Code generation of a library's ``wrapper.cpp``.
 
-The text follows ``build-front-end.txt`` §3 (per op: forward declaration,
+The text follows ``the Neuron SDK's build driver, build_custom_op.py`` §3 (per op: forward declaration,
 ``<fn>_wrapper()``, ``<fn>_stack_switch()``) and §4 (banner, include,
 registration trio ``get_func_cnt`` / ``get_func_name`` / ``get_func_ptr``).
 The host and device texts differ only in the two places named by
@@ -19,7 +19,7 @@ from gpsimd_device import limits as _limits
 from .profiles import WrapperDialect
 
 #: Schema type -> (C++ parameter type of the kernel, marshalling entry that
-#: pulls the argument), build-front-end.txt §3a/§3b and §7.
+#: pulls the argument), the Neuron SDK's build driver, build_custom_op.py/§3b and §7.
 ARG_TYPE_MAP = {
     "Tensor": ("const at::Tensor&", "customop_next_tensor()"),
     "Scalar": ("const at::Scalar&", "customop_next_scalar()"),
@@ -29,11 +29,11 @@ ARG_TYPE_MAP = {
 }
 
 #: Default launcher stack in bytes: STACK_SIZE in stack_switch.hpp:16
-#: (build-front-end.txt §3c). When an op keeps it, the launcher omits the
+#: (the Neuron SDK's build driver, build_custom_op.py). When an op keeps it, the launcher omits the
 #: second argument of switch_stack_or_call_wrapper, exactly like the driver.
 DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE
 
-#: An op name must be shorter than this (build-front-end.txt §4).
+#: An op name must be shorter than this (the Neuron SDK's build driver, build_custom_op.py).
 MAX_FUNCTION_NAME_LENGTH = _limits.MAX_NAME_LENGTH
 
 BANNER = "// WARNING: AUTO GENERATED DO NOT EDIT\n"
@@ -51,7 +51,7 @@ class WrapperOp:
     ``function`` is the kernel function's C++ name: the wrapper declares
     and calls it, names ``<function>_wrapper``/``<function>_stack_switch``
     after it, and ``get_func_name`` returns it, as the device loader's
-    function list holds kernel names (build-front-end.txt §3-4; the op name
+    function list holds kernel names (the Neuron SDK's build driver, build_custom_op.py; the op name
     torch calls may differ: it lives in the shape source's ``m.def``),
     ``arg_types`` the schema's argument types in order (each a key of
     :data:`ARG_TYPE_MAP`), ``return_types`` the schema's return types, and
@@ -65,7 +65,7 @@ class WrapperOp:
 
 
 def _check(op: WrapperOp) -> None:
-    # The checks of build-front-end.txt §3a (return) and §4 (name length);
+    # The checks of the Neuron SDK's build driver, build_custom_op.py (return) and §4 (name length);
     # the manifest reports them with a location first, these keep codegen
     # honest when called directly.
     if len(op.function) >= MAX_FUNCTION_NAME_LENGTH:

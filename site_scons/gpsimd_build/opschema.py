@@ -6,12 +6,12 @@ An op of a GPSIMD custom-op library is declared by a PyTorch schema string::
     ns::scale(Tensor x, float s, int n, long long k) -> Tensor
 
 The shipped driver split such strings on ``', '`` and ``' '``
-(build-front-end.txt §2), so it broke on any other spacing and could not read
+(the Neuron SDK's build driver, build_custom_op.py), so it broke on any other spacing and could not read
 ``long long`` although its code generator supports it (§3a).  This module is
 a real parser instead: a tokenizer that gives every token its 1-based column,
 then a recursive-descent parser over the grammar below, then a validation
 pass that keeps only what the device ABI can express (§3a, §4, §7;
-device-api.md "Kernel signature").
+docs/kernel-api.md "Kernel signature").
 
 The grammar accepts the whole PyTorch schema type language, so that a valid
 PyTorch schema that the device cannot run gets a message saying *what* is
@@ -109,14 +109,14 @@ __all__ = [
     "parse_schema",
 ]
 
-#: The argument types of the device ABI, in the order of build-front-end.txt
+#: The argument types of the device ABI, in the order of the Neuron SDK's build driver, build_custom_op.py
 #: §3a (Tensor -> const at::Tensor&, Scalar -> const at::Scalar&, int, float,
 #: long long).
 SUPPORTED_TYPES: Tuple[str, ...] = ("Tensor", "Scalar", "int", "float", "long long")
 
-#: Op names must be SHORTER than this (build-front-end.txt §4: the driver
+#: Op names must be SHORTER than this (the Neuron SDK's build driver, build_custom_op.py: the driver
 #: raises "CustomOp function name is too long ... Must be less than 32
-#: characters." when ``len(funcname) >= 32``; device-api.md "Limits").
+#: characters." when ``len(funcname) >= 32``; docs/kernel-api.md, Limits).
 MAX_NAME_LENGTH = _limits.MAX_NAME_LENGTH
 
 #: ``OpSchemaError.kind`` of a text that is not a well-formed schema.
@@ -127,7 +127,7 @@ UNSUPPORTED = "unsupported"
 
 #: C++ keywords and alternative tokens (C++20): none may name an argument or
 #: an op, because the kernel is declared as a C++ function
-#: ``at::Tensor <op>(<type> <arg>, ...)`` (build-front-end.txt §3a, §7).
+#: ``at::Tensor <op>(<type> <arg>, ...)`` (the Neuron SDK's build driver, build_custom_op.py).
 CPP_KEYWORDS = frozenset(
     """
     alignas alignof and and_eq asm auto bitand bitor bool break case catch
@@ -144,7 +144,7 @@ CPP_KEYWORDS = frozenset(
 )
 
 #: Names an op may not have because the generated wrapper.cpp already uses
-#: them at global scope (build-front-end.txt §3b-§4: the local ``output``
+#: them at global scope (the Neuron SDK's build driver, build_custom_op.py§4: the local ``output``
 #: that receives the kernel's result, the registration trio, the stack-switch
 #: pieces, the namespaces of the kernel headers).
 WRAPPER_RESERVED_NAMES = frozenset(
@@ -192,7 +192,7 @@ _PYTORCH_TYPES = {
 }
 
 # C/C++/numpy spellings people write in a schema (the public docs describe
-# double/int64_t at the Python level; device-api.md "Kernel signature").
+# double/int64_t at the Python level; docs/kernel-api.md "Kernel signature").
 _FOREIGN_TYPES = {
     "double": "float",
     "int64_t": "long long",
@@ -339,7 +339,7 @@ class OpSchema:
                 PyTorch that the device ABI cannot express (a type outside
                 ``SUPPORTED_TYPES``, a default value, ``*``, not exactly one
                 ``Tensor`` return, an op name of ``MAX_NAME_LENGTH`` or more
-                characters: build-front-end.txt §3a, §4, §7).
+                characters: the Neuron SDK's build driver, build_custom_op.py).
             TypeError: if ``text`` is not a ``str``.
         """
         schema = _parse(text)

@@ -27,7 +27,7 @@ from gpsimd_device.shapes import SCHEMA_TYPES, Registration, RegisteredOp, accep
 
 __all__ = ["MAX_REGISTRATIONS", "manifest_facts", "check_registration", "check_text"]
 
-#: Functions one custom-op library may register (device-api.md "Limits").
+#: Functions one custom-op library may register (docs/kernel-api.md, Limits).
 MAX_REGISTRATIONS = 10
 RESERVED = "builtin"
 

@@ -6,7 +6,7 @@ and of the host runtime is also compiled with GCC's
 node per function (its static frame in bytes, and whether it also allocates
 dynamically) and one edge per call. This module merges those graphs and
 walks, for each op, every call chain that starts at ``<fn>_wrapper`` (the
-function the launcher runs on the switched stack, build-front-end.txt §3c),
+function the launcher runs on the switched stack, the Neuron SDK's build driver, build_custom_op.py),
 and reports the deepest one against the op's stack size (4196 bytes unless
 the manifest says otherwise). What it cannot see is named in the report:
 calls to functions with no ``.ci`` (libc, libstdc++), indirect calls,

@@ -1,7 +1,6 @@
 """Build steps that are our own code, as command lines.
 
-Every action of the graph is a command line (DESIGN.md "The graph for one
-library"), so that the same graph runs under SCons and under ninja. The
+Every action of the graph is a command line (ARCHITECTURE.md), so that the same graph runs under SCons and under ninja. The
 steps that are not a compiler, linker or archiver run this module:
 
 ``python -m gpsimd_build.steps pack --strip STRIP --library L --member LSP CORE LINKED PACKED STRIPPED ...``

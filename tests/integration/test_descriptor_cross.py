@@ -1,5 +1,5 @@
 """Descriptor round trip between the Python device model and the host C++
-runtime, at the byte level (customop-marshalling.txt §2-§4, §6).
+runtime, at the byte level (the device ABI (gpsimd_host/abi.h)§4, §6).
 
 For EVERY storage dtype of the ISA enum (14: FP32R has no storage type), both
 storage arms (HBM: u64 address + count; SBUF: u32 offset from the

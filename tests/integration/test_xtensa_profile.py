@@ -1,4 +1,4 @@
-"""TOOLCHAIN=xtensa issues the driver's exact commands (build-front-end.txt §5).
+"""TOOLCHAIN=xtensa issues the driver's exact commands (the Neuron SDK's build driver, build_custom_op.py).
 
 The vendor tools cannot run here: stand-ins (tests/standin/xt_standin.py)
 record the argv of every call beside the file it writes, and each recorded
@@ -15,7 +15,7 @@ from conftest import action_lines, ROOT, copy_project, run_scons
 from gpsimd_build.codegen import WrapperOp, emit_wrapper
 from gpsimd_build.profiles import DEVICE_DIALECT
 
-# build-front-end.txt §5b (CC_OPT), §5c (LINK_OPT + LINKING_LIBS), §5d (STRIP_OPT),
+# the Neuron SDK's build driver, build_custom_op.py (CC_OPT), §5c (LINK_OPT + LINKING_LIBS), §5d (STRIP_OPT),
 # written out from the spec text, not from the code under test.
 CC = ("xt-clang++ -g -std=c++14 -stdlib=libc++-e -fno-jump-tables -Os -Wall -Werror "
       "-Wno-c99-designator -mcoproc -MMD -MP -fpic -mlongcalls -c "

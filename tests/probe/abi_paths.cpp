@@ -1,6 +1,6 @@
 // Test kernels of the marshalling ABI paths and guards, run through the whole
 // emulator pipeline by tests/test_emu_abi_paths.py
-// (customop-marshalling.txt §2.1, §4, §6; build-front-end.txt §3c).
+// (the device ABI (gpsimd_host/abi.h); the Neuron SDK's build driver, build_custom_op.py).
 #include <stdint.h>
 #include <string.h>
 #include <torch/torch.h>
@@ -25,7 +25,7 @@ torch::Tensor dst_inplace(const torch::Tensor& x, const torch::Scalar& a) {
     return torch::zeros({1}, torch::kInt);
 }
 
-// Every argument type of build-front-end.txt §3a in one op:
+// Every argument type of the Neuron SDK's build driver, build_custom_op.py in one op:
 // out = x * f + (k + m + s), float32.
 torch::Tensor all_types(const torch::Tensor& x, int k, long long m, float f, const torch::Scalar& s) {
     const double shift = double(k) + double(m) + s.toDouble();

@@ -1,4 +1,4 @@
-// Test kernels of the descriptor round trip (customop-marshalling.txt §2-§4,
+// Test kernels of the descriptor round trip (the device ABI (gpsimd_host/abi.h)§4,
 // §6): what the host runtime decoded from the 48-byte descriptor of its
 // input, for every ISA dtype, both storage arms and all three shape forms.
 //

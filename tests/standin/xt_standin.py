@@ -4,7 +4,7 @@
 Invoked under either name, it records its argv as JSON in
 ``<output>.argv.json`` beside each file it is asked to write, and writes
 small placeholder outputs, so a build with TOOLCHAIN=xtensa can run here and
-its commands can be compared with build-front-end.txt §5 token by token.
+its commands can be compared with the Neuron SDK's build driver, build_custom_op.py token by token.
 """
 import json
 import os

@@ -1,4 +1,4 @@
-"""wrapper.cpp codegen against texts written from build-front-end.txt §3-4."""
+"""wrapper.cpp codegen against texts written from the Neuron SDK's build driver, build_custom_op.py"""
 import difflib
 import pathlib
 

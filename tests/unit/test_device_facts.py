@@ -16,7 +16,7 @@ from gpsimd_device.results import LibraryResults, VectorResult
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# customop-marshalling.txt §2, enum NEURON_ISA_TPB_DTYPE, as the spec prints it
+# the device ABI (gpsimd_host/abi.h), enum NEURON_ISA_TPB_DTYPE
 SPEC_ISA = {"INVALID": 0, "UINT64": 1, "INT8": 2, "UINT8": 3, "INT16": 4, "UINT16": 5,
             "BFLOAT16": 6, "FP16": 7, "INT32": 8, "UINT32": 9, "FP32": 10, "FP32R": 11,
             "INT64": 12, "FP8_EXP3": 13, "FP8_EXP4": 14, "FP8_EXP5": 15}
@@ -70,7 +70,7 @@ def test_limits_are_the_documented_numbers():
 
 
 def test_tensor_shape_limits_two_forms():
-    # device-api.md "Limits" (corrected): rank <= 4 with u32 dimensions
+    # docs/kernel-api.md, Limits (corrected): rank <= 4 with u32 dimensions
     # (INLINE_4D), or rank <= 8 with dimensions <= 65535 (INLINE_8D)
     assert (limits.MAX_DIMS_4D, limits.MAX_DIM_SIZE_4D) == (4, 2 ** 32 - 1)
     assert [limits.max_dim_size(r) for r in range(9)] == [2 ** 32 - 1] * 5 + [65535] * 4

@@ -42,6 +42,28 @@ def test_readme_and_docs_point_nowhere_outside_the_repository():
     assert "(docs/kernel-api.md)" in README and "(docs/shape-functions.md)" in README
 
 
+def test_no_file_cites_a_document_outside_the_repository():
+    """Code, tests and docs cite what a user can reach: this repository's
+    own files and public documents by title, never the design notes or
+    specification files the project was written from."""
+    import subprocess
+    root = DOCS.parent
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout.split()
+    outside = ("DESIGN.md", "build-front-end.txt", "customop-marshalling.txt", "device-api.md",
+               "shared/spec")
+    citing = sorted(f"{name}: {word}" for name in files if name != "tests/unit/test_docs.py"
+                    for text in [_text(root / name)] for word in outside if word in text)
+    assert citing == []
+
+
+def _text(path):
+    try:
+        return path.read_text(encoding="utf-8")
+    except (UnicodeDecodeError, OSError):
+        return ""
+
+
 def test_kernel_api_limits_are_those_of_abi_h():
     import re
     from gpsimd_device.dtypes import DTYPES

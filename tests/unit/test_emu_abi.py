@@ -192,7 +192,7 @@ def test_python_and_c_agree_on_every_size_and_offset(tmp_path):
     for line in out.splitlines():
         *key, value = line.split()
         facts[tuple(key)] = int(value)
-    # The descriptor (customop-marshalling.txt §2).
+    # The descriptor (the device ABI (gpsimd_host/abi.h)).
     t = "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR"
     assert facts[(t, "sizeof")] == abi.DESCRIPTOR_SIZE == 48
     assert facts[("arg_tensor_t", "framework_shape")] == 8

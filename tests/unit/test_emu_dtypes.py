@@ -5,7 +5,7 @@ import pytest
 
 from gpsimd_emu import dtypes as dt
 
-# customop-marshalling.txt §2 / abi.h enum NEURON_ISA_TPB_DTYPE
+# the device ABI (gpsimd_host/abi.h) / abi.h enum NEURON_ISA_TPB_DTYPE
 EXPECTED = {
     "float32": (10, np.float32, 4), "float16": (7, np.float16, 2),
     "bfloat16": (6, ml_dtypes.bfloat16, 2), "int8": (2, np.int8, 1),

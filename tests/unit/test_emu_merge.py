@@ -45,7 +45,7 @@ def test_clean_partition_merges_each_element_from_its_writer():
 
 def test_known_spmd_defect_holes_and_overlap_reported_precisely():
     # numel 1001 on 8 cores: partition 125, last core gets 126 but starts at
-    # 126 * 7 = 882 (the public-example bug of device-api.md).
+    # 126 * 7 = 882 (the public-example bug of docs/kernel-api.md).
     n, count = 1001, 8
     outs = []
     for cpu in range(count):

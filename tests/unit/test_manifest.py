@@ -83,7 +83,7 @@ BAD_CASES = {
     "op_name_too_long": [
         "7:15: $.libraries[0].ops[0].name: op name 'a_function_name_of_32_characters' is too "
         "long (32 characters); CustomOp function names must be less than 32 characters "
-        "(build-front-end.txt §4)",
+        "(the Neuron SDK's build driver, build_custom_op.py)",
         "13:22: $.libraries[0].ops[1].schema: invalid op schema: op name "
         "'an_op_name_of_exactly_32_characters' is too long (35 characters); CustomOp function "
         "names must be less than 32 characters",
@@ -116,7 +116,7 @@ BAD_CASES = {
     ],
     "too_many_dims": [
         f"10:67: {V}.inputs.x.shape[8]: a tensor has at most 8 dimensions "
-        "(device-api.md Limits); this shape has 9",
+        "(docs/kernel-api.md, Limits); this shape has 9",
     ],
     "dim_too_large": [
         f"10:55: {V}.inputs.x.shape[4]: dimension 65536 is larger than 65535, the largest "
@@ -128,14 +128,14 @@ BAD_CASES = {
         "largest a tensor dimension may be (docs/kernel-api.md, Limits)",
         "14:42: $.libraries[0].ops[0].vectors[1].inputs.x.shape: shape [65536, 65536] has "
         "4294967296 elements; a descriptor counts at most 4294967295 (its 32-bit num_elem, "
-        "customop-marshalling.txt §2)",
+        "the device ABI (gpsimd_host/abi.h))",
     ],
     "too_many_ops": [
-        "66:9: $.libraries[0].ops[10]: a library has at most 10 ops (device-api.md Limits); "
+        "66:9: $.libraries[0].ops[10]: a library has at most 10 ops (docs/kernel-api.md, Limits); "
         "this one has 11",
     ],
     "builtin_library": [
-        "3:11: $.libraries[0].name: library name 'builtin' is reserved (device-api.md Limits)",
+        "3:11: $.libraries[0].name: library name 'builtin' is reserved (docs/kernel-api.md, Limits)",
     ],
     "empty": [
         "1:1: $: empty document (the file holds no YAML value)",
@@ -254,7 +254,7 @@ BAD_CASES = {
         "4:9: $.defaults.rtol: rtol must not be negative, got -1",
         "5:11: $.defaults.cflags: expected a list, got a string ('-O2')",
         "6:15: $.defaults.stack_size: stack_size 500000 is larger than 409600 bytes, "
-        "the 400 KB the device allows (device-api.md Limits)",
+        "the 400 KB the device allows (docs/kernel-api.md, Limits)",
     ],
     "defaults_missing_include": [
         "3:33: $.defaults.includes[1]: include directory '../kernels/nowhere' not found"
@@ -331,10 +331,10 @@ BAD_CASES = {
     ],
     "builtin_in_include": [
         f"{BAD}/inc/builtin.yaml:3:11: $.libraries[0].name: library name 'builtin' is "
-        "reserved (device-api.md Limits)",
+        "reserved (docs/kernel-api.md, Limits)",
         f"{BAD}/inc/builtin.yaml:7:90: "
         "$.libraries[0].ops[0].vectors[0].inputs.x.shape[8]: a tensor has at most 8 "
-        "dimensions (device-api.md Limits); this shape has 9",
+        "dimensions (docs/kernel-api.md, Limits); this shape has 9",
     ],
 }
 
@@ -498,7 +498,7 @@ def test_op_level_checks(case):
         f"{path}:7:15: $.libraries[0].ops[0].name: op name 'switch' is a reserved C++ keyword; "
         "the kernel is a C++ function of that name",
         f"{path}:8:21: $.libraries[0].ops[0].stack_size: stack_size 500000 is larger than "
-        "409600 bytes, the 400 KB the device allows (device-api.md Limits)",
+        "409600 bytes, the 400 KB the device allows (docs/kernel-api.md, Limits)",
         f"{path}:10:13: $.libraries[0].ops[0].vectors[0]: {CHECKS_ONLY_NEEDS_SHAPE}",
         f"{path}:11:31: $.libraries[0].ops[0].vectors[0].inputs.x.npy: .npy file 'a.npy' not "
         "found (resolved to manifests/case/a.npy)",

@@ -175,7 +175,7 @@ def test_model_rejects_what_the_device_cannot_express(make):
 TYPE_MSG = "type '{t}' is not supported by the device ABI; " + SUPPORTED_LIST
 
 ERRORS = [
-    # -- the old driver's errors (build-front-end.txt §2, §3a, §4, §8) ------
+    # -- the old driver's errors (the Neuron SDK's build driver, build_custom_op.py) ------
     # l65 "no ::" -- the namespace is optional now; a single ':' is a typo.
     ("ns:f(Tensor x) -> Tensor", "syntax", 3, "expected '::' after namespace 'ns', found ':'"),
     # l71 missing '('

@@ -5,7 +5,7 @@
  *
  * Two kinds of fact live here:
  *
- *  1. Facts of the device ABI, from the spec (customop-marshalling.txt §2):
+ *  1. Facts of the device ABI (the Neuron SDK's libneuroncustomop.a, whose customop_* entries read them):
  *     the 48-byte argument descriptor NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR,
  *     its location / shape-type / ISA-dtype enums with their numeric values,
  *     the two storage arms at +24.  These are requirements.
@@ -30,7 +30,7 @@ extern "C" {
 
 #define GPSIMD_HOST_ABI_VERSION 2u  /* 2: tcm_poison, read_map_host, out_itemsize */
 
-/* ---- Device ABI enums (customop-marshalling.txt §2, DWARF enums) ------- */
+/* ---- Device ABI enums (gpsimd_host/abi.h, DWARF enums) ------- */
 
 enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION {
     NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_INVALID = 0,
@@ -67,7 +67,7 @@ enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE {
     NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_TENSOR = 1
 };
 
-/* ---- The 48-byte descriptor (customop-marshalling.txt §2) -------------- */
+/* ---- The 48-byte descriptor (the device ABI (gpsimd_host/abi.h)) -------------- */
 
 /* HOST-MODEL: the shape union is 16 bytes at +8 (spec); its members are ours.
  * Inline forms store the dimensions left-aligned; unused slots are 0, and the
@@ -134,19 +134,19 @@ typedef struct {
 
 #define GPSIMD_ARG_STREAM_ARGS_OFFSET 40u
 
-/* ---- Device memory map (device-api.md "Limits") ------------------------ */
+/* ---- Device memory map (docs/kernel-api.md "Limits") ------------------------ */
 #define GPSIMD_DATARAM_BASE      0x80000u     /* dataram/TCM window [0x80000, 0x90000) */
 #define GPSIMD_DATARAM_SIZE      0x10000u     /* 64 KiB                                */
-#define GPSIMD_TCM_POOL_SIZE     0x4000u      /* 16 KiB per core (device-api.md)       */
+#define GPSIMD_TCM_POOL_SIZE     0x4000u      /* 16 KiB per core (docs/kernel-api.md)       */
 #define GPSIMD_STREAM_TCM_BYTES  0x1000u      /* 4 KiB per active stream accessor      */
 #define GPSIMD_SCRATCH_BASE      0x84000000u  /* core i: BASE + i * 2 MiB (multicore)  */
 #define GPSIMD_SCRATCH_CORE_SIZE 0x200000u    /* 2 MiB per core, multicore             */
 #define GPSIMD_SCRATCH_SINGLE_SIZE 0x2000000u /* 32 MiB, single-core                   */
 #define GPSIMD_PRINTF_CAPACITY   0x20000u     /* 128 KiB, oldest data dropped          */
-#define GPSIMD_NUM_CORES         8u          /* SPMD cores (build-front-end.txt §6, NUM_CPUS) */
-#define GPSIMD_DEFAULT_STACK_SIZE 4196u       /* stack_switch.hpp:16, build-front-end.txt §3c */
+#define GPSIMD_NUM_CORES         8u          /* SPMD cores (build_custom_op.py's NUM_CPUS) */
+#define GPSIMD_DEFAULT_STACK_SIZE 4196u       /* stack_switch.hpp:16, the Neuron SDK's build driver, build_custom_op.py */
 
-/* ---- Limits of a library and its tensors (device-api.md "Limits") ------
+/* ---- Limits of a library and its tensors (docs/kernel-api.md "Limits") ------
  * Python reads every `#define GPSIMD_<NAME> <number>u` of this header
  * (gpsimd_device.limits); the manifest checks, the JSON Schema (tested) and
  * the runtime use these values. */
@@ -276,11 +276,11 @@ typedef struct {
  * what the device does (the device gives a wrong answer or hangs where these
  * fault).  The model sets GPSIMD_CHECK_ALL unless run with --no-checks. */
 #define GPSIMD_CHECK_POISON_EMPTY 1u  /* fill torch::empty() storage with `poison`             */
-#define GPSIMD_CHECK_MULTICORE    2u  /* device-api.md multicore rules: standard/stream accessor
+#define GPSIMD_CHECK_MULTICORE    2u  /* docs/kernel-api.md multicore rules: standard/stream accessor
                                          in multicore mode, no get_dst_tensor (MULTICORE fault) */
 #define GPSIMD_CHECK_COHERENCE    4u  /* stream coherence policy (COHERENCE fault / warning)   */
 #define GPSIMD_CHECK_ARG_DTYPE    8u  /* customop_next_int/longlong/float vs the descriptor
-                                         dtype (customop-marshalling.txt §4 GOTCHA; DTYPE)     */
+                                         dtype (the device ABI (gpsimd_host/abi.h) GOTCHA; DTYPE)     */
 #define GPSIMD_CHECK_POISON_TCM  16u  /* fill what tcm_malloc and neuron_dataram_allocate hand
                                          the kernel with `tcm_poison`                           */
 #define GPSIMD_CHECK_READS       32u  /* record reads of never-written output elements in the

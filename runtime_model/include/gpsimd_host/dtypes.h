@@ -13,7 +13,7 @@
  *
  * Columns:
  *   name      manifest / numpy / ml_dtypes name
- *   isa       NEURON_ISA_TPB_DTYPE_<isa> (customop-marshalling.txt §2, abi.h)
+ *   isa       NEURON_ISA_TPB_DTYPE_<isa> (the device ABI (gpsimd_host/abi.h))
  *   st        c10::ScalarType member (torch/detail/scalar_type.h)
  *   c10       its numeric value (PyTorch's where PyTorch has the type)
  *   ctype     the C++ element type of one value

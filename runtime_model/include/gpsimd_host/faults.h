@@ -34,7 +34,7 @@
     X(INTERNAL,           18)  /* host resource failure (mmap, ...)                           */ \
     X(SEGV,               19)  /* invalid memory access (SIGSEGV/SIGBUS) on the wrapper stack */ \
     X(TCM_NULL,           20)  /* dereference of the null a failed tcm_malloc returned        */ \
-    X(MULTICORE,          21)  /* device-api.md multicore rule (accessor kind, get_dst_tensor) */ \
+    X(MULTICORE,          21)  /* docs/kernel-api.md multicore rule (accessor kind, get_dst_tensor) */ \
     X(COHERENCE,          22)  /* stream accessors incoherent under the COHERENT policy       */ \
     X(SHAPE_FUNCTION,     23)  /* a shape function used tensor data or a device call          */
 

@@ -2,9 +2,9 @@
  * gpsimd_host/lsp.h -- the host form of a core's linker spec (LSP).
  *
  * On the device, `-mlsp=lsp_fll_load_cpu<i|_single>` fixes the core's HBM
- * scratch window at link time (build-front-end.txt §5c/§6: origin
+ * scratch window at link time (the Neuron SDK's build driver, build_custom_op.py/§6: origin
  * 0x84000000 + i * 0x200000, 2 MiB per core multicore; 32 MiB single-core).
- * On the host (DESIGN.md "Two target profiles"), each core object is linked
+ * On the host (ARCHITECTURE.md), each core object is linked
  * with one tiny generated translation unit that DEFINES the constant
  * declared below; the runtime (libneuroncustomop.a) only DECLARES it, so a
  * core object carries its own identity and gpsimd_bind_core() can check it.

@@ -1,5 +1,5 @@
 /*
- * neuron/neuron-utils.hpp -- the multicore API of device-api.md ("Headers a
+ * neuron/neuron-utils.hpp -- the multicore API of docs/kernel-api.md ("Headers a
  * kernel includes").  Values come from the core binding (abi.h
  * gpsimd_core_binding.core_id / core_count).
  */

@@ -1,6 +1,6 @@
 /*
  * neuron/wrapper_api.h -- what the generated wrapper.cpp includes
- * (build-front-end.txt §3b/§4, wrapper_api.h:3-24; customop-marshalling.txt
+ * (the Neuron SDK's build driver, build_custom_op.py/§4, wrapper_api.h:3-24; the device ABI (gpsimd_host/abi.h)
  * §0 entry inventory).  The customop_* entries have C++ linkage, as in the
  * shipped wrapper_api.o.
  */
@@ -37,7 +37,7 @@ typedef int (*wrapper_fn)();
  * The generated wrapper pulls its arguments inside one call expression,
  *     at::Tensor output = axpy( customop_next_tensor(), customop_next_tensor(),
  *                               customop_next_scalar() );
- * and relies on them being evaluated left to right (build-front-end.txt §3b:
+ * and relies on them being evaluated left to right (the Neuron SDK's build driver, build_custom_op.py:
  * "arg #k of the kernel is fed by the k-th customop_next_<type>() call").
  * C++ leaves that order unspecified; the device compiler (clang) goes left
  * to right, but g++ on x86-64/aarch64 evaluates call arguments RIGHT TO

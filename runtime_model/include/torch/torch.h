@@ -1,6 +1,6 @@
 /*
  * torch/torch.h -- the tensor library a GPSIMD kernel compiles against
- * (device-api.md "Headers a kernel includes"): a host implementation of the
+ * (docs/kernel-api.md "Headers a kernel includes"): a host implementation of the
  * small part of ATen/c10 the device offers, at the level of PyTorch 1.12,
  * C++14.  Anything outside that subset is simply not declared, so a kernel
  * that uses it fails to compile.
@@ -60,7 +60,7 @@ using c10::COHERENT;
 using c10::INCOHERENT_VERBOSE;
 using c10::INCOHERENT_QUIET;
 
-/* device-api.md "Accessors and memory": the core's 16 KiB TCM pool (the
+/* docs/kernel-api.md "Accessors and memory": the core's 16 KiB TCM pool (the
  * first 16 KiB of the dataram window).  tcm_malloc returns nullptr when the
  * pool cannot fit nbytes; tcm_free of a pointer not from tcm_malloc, or a
  * second tcm_free of the same pointer, is a GPSIMD_FAULT_TCM fault. */
@@ -69,7 +69,7 @@ void tcm_free(void* ptr);
 }  // namespace neuron
 }  // namespace torch
 
-/* device-api.md / customop-marshalling.txt §6.2: the op's output tensor,
+/* docs/kernel-api.md / the device ABI (gpsimd_host/abi.h): the op's output tensor,
  * writable, over the output descriptor's storage.  Once called, the value
  * the kernel returns is ignored (the one-claim protocol). */
 at::Tensor get_dst_tensor();

@@ -12,12 +12,12 @@ located at ``FILE:LINE:COL`` with its document path (see
    the rest of the file).
 2. JSON Schema (``schema/ops.schema.json``, draft 2020-12): shapes and types,
    unknown keys (with a "did you mean"), required keys, enums, the limits of
-   ``device-api.md`` "Limits" (at most 10 ops per library, at most 8
+   ``docs/kernel-api.md`` "Limits" (at most 10 ops per library, at most 8
    dimensions of at most 65535 each). All errors are collected.
 3. Semantic checks, each run when the nodes it reads passed the schema: op schemas parse (:func:`gpsimd_build.opschema.parse_schema`),
-   op names are shorter than 32 characters (``build-front-end.txt`` §4) and
+   op names are shorter than 32 characters (``the Neuron SDK's build driver, build_custom_op.py`` §4) and
    unique in their library, library names are unique and not ``builtin``
-   (device-api.md "Limits"), vector names are unique in their op, vector
+   (docs/kernel-api.md, Limits), vector names are unique in their op, vector
    inputs name exactly the schema's arguments with the right kind (tensor for
    ``Tensor``, scalar for ``Scalar``/``int``/``float``/``long long``),
    referenced files exist, literal values fit their shape and dtype, every

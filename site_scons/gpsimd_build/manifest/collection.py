@@ -62,8 +62,7 @@ def load_manifest(path: _PathLike, *, root: _PathLike = ".",
     checks, cross-file rules: a library name used twice anywhere is reported
     at each place), at most :data:`MAX_DIAGNOSTICS_PER_FILE` per file. A
     YAML syntax problem ends the checks of its file only. Limits:
-    build-front-end.txt §2-§4 (op schemas, 32-char op names), device-api.md
-    "Limits" (10 ops, ``builtin``, 8 dims of at most 65535), and the reading
+    the Neuron SDK's build driver, build_custom_op.py§4 (op schemas, 32-char op names), docs/kernel-api.md, Limits (10 ops, ``builtin``, 8 dims of at most 65535), and the reading
     bounds of README "Limits of the manifest reader".
 
     The result's ``reads`` lists every filesystem fact the validation

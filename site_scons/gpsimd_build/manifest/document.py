@@ -299,7 +299,7 @@ class _ManifestFile(_OpChecks, _FileChecks):
         name = lib["name"] if name_ok else "?"
         if name_ok and name in RESERVED_LIBRARY_NAMES:
             self.error(path + ("name",),
-                       f"library name '{shown(name)}' is reserved (device-api.md Limits)")
+                       f"library name '{shown(name)}' is reserved (docs/kernel-api.md, Limits)")
         sources: List[str] = []
         if self.usable(lib, "sources", path + ("sources",), list):
             sources = self.existing_paths(path + ("sources",), lib["sources"], "source file",

@@ -161,7 +161,7 @@ class _InputChecks:
             if math.prod(shape) > MAX_ELEMENTS:
                 self.error(path + ("shape",), f"shape {list(shape)} has {math.prod(shape)} "
                            f"elements; a descriptor counts at most {MAX_ELEMENTS} (its 32-bit "
-                           "num_elem, customop-marshalling.txt §2)")
+                           "num_elem, the device ABI (gpsimd_host/abi.h))")
                 return None, dtype
         if "values" in value:
             if not self.clean(path + ("values",)) or \

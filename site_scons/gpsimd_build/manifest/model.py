@@ -71,7 +71,7 @@ class TensorInput:
     npy: Optional[str]
     location: Location
     #: where the host places the tensor: "hbm" or "sbuf" (manifest key
-    #: ``location``; customop-marshalling.txt §2 storage arms, §6.1).
+    #: ``location``; the device ABI (gpsimd_host/abi.h) storage arms, §6.1).
     memory: str = "hbm"
 
 
@@ -134,7 +134,7 @@ class Op:
     """One op of a library: ``name`` is the op name (what ``m.def``
     registers, torch calls and messages use), ``kernel`` the kernel
     function's C++ name (what the generated wrapper calls and
-    ``get_func_name`` returns, build-front-end.txt §3-4; ``kernel:``, else
+    ``get_func_name`` returns, the Neuron SDK's build driver, build_custom_op.py; ``kernel:``, else
     the third argument of the op's ``m.def`` in the shape sources, else the
     op name; both shorter than 32 characters, §4), ``schema`` the parsed
     schema, ``schema_text`` the schema as written or, when ``schema_derived``,

@@ -38,15 +38,15 @@ SCALAR_ARG_TYPES: Dict[str, Optional[str]] = {
 #: Default (rtol, atol) of a vector by its output dtype (the dtype table).
 DEFAULT_TOLERANCES: Dict[str, Tuple[float, float]] = _dtypes.TOLERANCES
 
-#: Default launcher stack, bytes (STACK_SIZE of stack_switch.hpp, build-front-end.txt §3c).
+#: Default launcher stack, bytes (STACK_SIZE of stack_switch.hpp, the Neuron SDK's build driver, build_custom_op.py).
 DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE
-#: Largest stack_size, bytes: "-DSTACK_SIZE=N up to 400 KB" (device-api.md Limits).
+#: Largest stack_size, bytes: "-DSTACK_SIZE=N up to 400 KB" (docs/kernel-api.md, Limits).
 MAX_STACK_SIZE = _limits.MAX_STACK_SIZE
-#: At most 10 functions per library (device-api.md Limits).
+#: At most 10 functions per library (docs/kernel-api.md, Limits).
 MAX_OPS_PER_LIBRARY = _limits.MAX_OPS_PER_LIBRARY
-#: At most 8 dimensions per tensor (device-api.md Limits).
+#: At most 8 dimensions per tensor (docs/kernel-api.md, Limits).
 MAX_DIMS = _limits.MAX_DIMS
-#: Each dimension of a tensor of rank 5..8 at most 65535 (device-api.md Limits).
+#: Each dimension of a tensor of rank 5..8 at most 65535 (docs/kernel-api.md, Limits).
 MAX_DIM_SIZE = _limits.MAX_DIM_SIZE
 #: Ranks up to 4 may have dimensions up to MAX_DIM_SIZE_4D (2**32 - 1).
 MAX_DIMS_4D = _limits.MAX_DIMS_4D
@@ -55,7 +55,7 @@ MAX_DIM_SIZE_4D = _limits.MAX_DIM_SIZE_4D
 #: would silently become an infinity.
 FLOAT_MAX = _dtypes.FLOAT_MAX
 #: Elements of one tensor: the descriptor's num_elem is a uint32
-#: (customop-marshalling.txt §2, +32 HBM / +28 SBUF).
+#: (the device ABI (gpsimd_host/abi.h), +32 HBM / +28 SBUF).
 MAX_ELEMENTS = _limits.MAX_ELEMENTS
 #: Deepest chain of ``include:`` (a guard, far beyond any real tree).
 MAX_INCLUDE_DEPTH = 64
@@ -69,7 +69,7 @@ MAX_SCHEMA_CHARS = 2048
 #: stop with one more line saying so (a generated file gone wrong can hold
 #: thousands).
 MAX_DIAGNOSTICS_PER_FILE = 1000
-#: Library names the device reserves (device-api.md Limits).
+#: Library names the device reserves (docs/kernel-api.md, Limits).
 RESERVED_LIBRARY_NAMES: Tuple[str, ...] = (_limits.RESERVED_LIBRARY_NAME,)
 
 _FLOAT32_MAX = FLOAT_MAX["float32"]

@@ -197,10 +197,10 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
     if kind == "maxItems":
         count = len(value) if isinstance(value, list) else 0
         if key == "shape":
-            message = (f"a tensor has at most {expect} dimensions (device-api.md Limits); "
+            message = (f"a tensor has at most {expect} dimensions (docs/kernel-api.md, Limits); "
                        f"this shape has {count}")
         elif key == "ops":
-            message = (f"a library has at most {expect} ops (device-api.md Limits); "
+            message = (f"a library has at most {expect} ops (docs/kernel-api.md, Limits); "
                        f"this one has {count}")
         else:
             message = f"at most {expect} items allowed, got {count}"
@@ -219,7 +219,7 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
                        "dimension may be (docs/kernel-api.md, Limits)")
         elif key == "stack_size":
             message = (f"stack_size {value} is larger than {expect} bytes, the 400 KB "
-                       "the device allows (device-api.md Limits)")
+                       "the device allows (docs/kernel-api.md, Limits)")
         else:
             message = f"{value} is larger than the maximum {expect}"
         return [doc.diagnostic(path, message)]
@@ -248,7 +248,7 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
 
 def _name_too_long(name: str) -> str:
     return (f"op name '{shown(name)}' is too long ({len(name)} characters); CustomOp function "
-            f"names must be less than {MAX_NAME_LENGTH} characters (build-front-end.txt §4)")
+            f"names must be less than {MAX_NAME_LENGTH} characters (the Neuron SDK's build driver, build_custom_op.py)")
 
 
 def _without_values(document: Any) -> Tuple[Any, List[Tuple[DocPath, str]]]:

@@ -131,7 +131,7 @@ class _OpChecks(_InputChecks):
         """(the op's kernel function name, whether ``kernel:`` gives it):
         ``kernel:``, else the third argument of the op's ``m.def`` in the
         shape sources, else the op name. It must be a C++ function name the
-        generated wrapper can declare (build-front-end.txt §3a, §4). None
+        generated wrapper can declare (the Neuron SDK's build driver, build_custom_op.py). None
         after reporting."""
         if "kernel" in op:
             if not self.usable(op, "kernel", path + ("kernel",), str):
@@ -155,7 +155,7 @@ class _OpChecks(_InputChecks):
         elif len(kernel) >= MAX_NAME_LENGTH:
             self.error(where, f"{what} is too long ({len(kernel)} characters); CustomOp "
                               f"function names must be less than {MAX_NAME_LENGTH} characters "
-                              "(build-front-end.txt §4)")
+                              "(the Neuron SDK's build driver, build_custom_op.py)")
         elif kernel in CPP_KEYWORDS:
             self.error(where, f"{what} is a reserved C++ keyword; the kernel is a C++ function "
                               "of that name")

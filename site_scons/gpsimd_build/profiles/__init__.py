@@ -8,7 +8,7 @@ it holds. Two ship with the project:
   linked with the project's own runtime (``runtime_model/``), which the
   emulator loads and runs;
 * ``xtensa`` (:mod:`.xtensa`): the vendor driver's exact commands
-  (build-front-end.txt §5); nothing runs.
+  (the Neuron SDK's build driver, build_custom_op.py); nothing runs.
 
 A third profile is a new module with a class implementing the interface,
 registered in :data:`PROFILES`.
@@ -29,7 +29,7 @@ from .base import (DEVICE_DIALECT, HOST_DIALECT, Graph, Profile, ProfileError, S
 from .host import HOST_CXXFLAGS, HOST_LINKFLAGS, HostProfile, lsp_source  # noqa: F401
 from .xtensa import XTENSA_COMMON_FLAGS, XtensaProfile  # noqa: F401
 
-#: Cores of the SPMD model (build-front-end.txt §6, NUM_CPUS = 8).
+#: Cores of the SPMD model (the Neuron SDK's build driver, build_custom_op.py: NUM_CPUS = 8).
 NUM_CPUS = len(MULTICORE_LSPS)
 
 #: Profile name -> class.

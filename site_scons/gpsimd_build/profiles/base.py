@@ -29,7 +29,7 @@ class WrapperDialect:
 
     ``fnptr_cast``: the type the launcher casts ``<fn>_wrapper`` to. The
     device is a 32-bit core, so the driver casts to ``uint32_t``
-    (build-front-end.txt §3c); a 64-bit host would truncate the pointer, so
+    (the Neuron SDK's build driver, build_custom_op.py); a 64-bit host would truncate the pointer, so
     the host casts to ``uintptr_t``.
 
     ``switch_back``: the statement that ends a wrapper that ran on a switched
@@ -126,7 +126,7 @@ class Profile(abc.ABC):
 
     def missing_program(self, which) -> Optional[str]:
         """The first of ``programs`` that ``which(name)`` does not find, as the
-        driver's own message (build-front-end.txt §1: "Could not find
+        driver's own message (the Neuron SDK's build driver, build_custom_op.py: "Could not find
         xt-clang++"), or None."""
         for program in self.programs:
             if not which(program):

@@ -1,7 +1,7 @@
 """The ``host`` profile: shared objects for this machine, linked with the
 project's own runtime (``runtime_model/src``, archived as
 ``libneuroncustomop.a``) and a generated per-core linker-spec object, which
-the emulator loads and runs (DESIGN.md "Two target profiles").
+the emulator loads and runs (ARCHITECTURE.md).
 
 A runtime outside the project (an installed package, another checkout's
 tool) is compiled from a mirror in ``<profile dir>/runtime/include`` and
@@ -38,12 +38,12 @@ from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared, prefix_map
 __all__ = ["GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
            "linker_flags", "lsp_source", "runtime_files"]
 
-#: Host compile flags: the device's (build-front-end.txt §5b) where they mean
+#: Host compile flags: the device's (the Neuron SDK's build driver, build_custom_op.py) where they mean
 #: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
 #: -fstack-clash-protection makes every frame larger than a page probe its
 #: pages in order, so a kernel with a huge local array (a 1 MiB frame) hits
 #: the launcher's guard page below the wrapper stack and is reported as a
-#: stack overflow (device-api.md "Overflow is a device error") instead of
+#: stack overflow (docs/kernel-api.md "Overflow is a device error") instead of
 #: jumping past the guard into unrelated memory; -no-integrated-cpp
 #: preprocesses as a separate pass, exactly as distcc does before it sends
 #: the preprocessed text away, so the debug line table (and so every byte of

@@ -1,5 +1,5 @@
 """The ``xtensa`` profile: the vendor driver's exact commands
-(build-front-end.txt §5): compile (CC_OPT, §5b), link once per linker spec
+(the Neuron SDK's build driver, build_custom_op.py): compile (CC_OPT, §5b), link once per linker spec
 with ``-mlsp=`` (LINK_OPT + LINKING_LIBS, §5c), strip and pack with
 ``xt-pkg-loadlib -e lib_func`` (STRIP_OPT, §5d); the same environment knobs
 (``Q7_CORE``, ``NEURON_CUSTOM_OP``, ``Q7_TOOLS``, §5a) and output names.
@@ -17,7 +17,7 @@ __all__ = ["XTENSA_TOOLS_DEFAULT", "NEURON_CUSTOM_OP_DEFAULT", "XTENSA_COMMON_FL
 
 XTENSA_TOOLS_DEFAULT = "/opt/aws/neuron/gpsimd/tools/{core}/config"
 NEURON_CUSTOM_OP_DEFAULT = "/opt/aws/neuron/gpsimd/custom_op"
-#: CC_OPT / LINK_OPT common part (build-front-end.txt §5b, §5c).
+#: CC_OPT / LINK_OPT common part (the Neuron SDK's build driver, build_custom_op.py).
 XTENSA_COMMON_FLAGS = ("-g", "-std=c++14", "-stdlib=libc++-e", "-fno-jump-tables",
                        "-Os", "-Wall", "-Werror", "-Wno-c99-designator", "-mcoproc")
 
@@ -53,7 +53,7 @@ class XtensaProfile(Profile):
         return [f"--xtensa-core={self.core}", f"--xtensa-system={self.system}"]
 
     def inc(self) -> List[str]:
-        """INC of build-front-end.txt §5b (line 41)."""
+        """INC of the Neuron SDK's build driver, build_custom_op.py (line 41)."""
         r = self.root
         return [f"-I{r}", f"-I{r}/torch/include", f"-I{r}/c10/include"]
 
@@ -95,5 +95,5 @@ class XtensaProfile(Profile):
 
     def package(self, graph: Graph, members: Sequence[Tuple[str, Any, LinkerSpec]],
                 library: str) -> List[Any]:
-        """``xt-pkg-loadlib`` once per core (build-front-end.txt §5d)."""
+        """``xt-pkg-loadlib`` once per core (the Neuron SDK's build driver, build_custom_op.py)."""
         return [graph.vendor_pack(base, linked) for base, linked, _ in members]

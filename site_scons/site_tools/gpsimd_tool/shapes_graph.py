@@ -1,5 +1,5 @@
 """The shape-function nodes of a library with ``shape_sources``
-(DESIGN.md "The graph for one library"; docs/shape-functions.md).
+(ARCHITECTURE.md; docs/shape-functions.md).
 
 Under ``<BUILD_DIR>/<profile>/<lib>/shapes/``:
 

@@ -1,11 +1,11 @@
 /*
  * torch/detail/ops.h -- the tensor factories and the element-wise operations
- * of device-api.md ("Tensor factories", "Element-wise operations").
+ * of docs/kernel-api.md ("Tensor factories", "Element-wise operations").
  *
  * Factories: the dtype must be given (a TensorOptions without one faults
  * with GPSIMD_FAULT_BAD_ARGUMENT); storage comes from the core's HBM scratch
  * window (neuron_hbm_allocate) and is freed with the last handle.  At most 8
- * dims, each at most 65535 (device-api.md "Limits"), else GPSIMD_FAULT_SHAPE.
+ * dims, each at most 65535 (docs/kernel-api.md "Limits"), else GPSIMD_FAULT_SHAPE.
  *
  * Element-wise: no broadcasting (mismatched shapes fault), no type
  * promotion between tensor operands (mismatched dtypes fault).  The

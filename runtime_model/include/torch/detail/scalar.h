@@ -1,6 +1,6 @@
 /*
  * torch/detail/scalar.h -- c10::Scalar, the boxed number a kernel receives
- * for a `Scalar` schema argument (customop-marshalling.txt §4: "builds a
+ * for a `Scalar` schema argument (the device ABI (gpsimd_host/abi.h): "builds a
  * boxed c10::Scalar with its own dtype tag") and passes to fill_/full/ops.
  *
  * A Scalar holds either a double (floating) or an int64 (integral).

@@ -3,8 +3,8 @@
  * element types, the TypeMeta returned by Tensor::dtype(), and the C type ->
  * ScalarType traits used by accessors.
  *
- * Follows device-api.md "Limits" (the dtypes a kernel may create) and
- * customop-marshalling.txt §2 (the 16-value NEURON_ISA_TPB_DTYPE enum the
+ * Follows docs/kernel-api.md "Limits" (the dtypes a kernel may create) and
+ * the device ABI (gpsimd_host/abi.h) (the 16-value NEURON_ISA_TPB_DTYPE enum the
  * runtime maps onto these types, see isa_to_torch_dtype in the runtime).
  *
  * Deliberately absent: kDouble (the device has no float64) and kBool; a
@@ -24,7 +24,7 @@ namespace c10 {
 
 /* ScalarType -- values of the PyTorch enum where PyTorch has the type
  * (Byte..Float, BFloat16, Float8_e5m2, UInt16..UInt64), our own values for
- * the two IEEE-style fp8 formats PyTorch lacks (device-api.md: "the ISA
+ * the two IEEE-style fp8 formats PyTorch lacks (docs/kernel-api.md: "the ISA
  * dtype enum ... incl. three fp8 formats"). */
 enum class ScalarType : int8_t {
     Byte = 0,          /* uint8   ISA UINT8    */

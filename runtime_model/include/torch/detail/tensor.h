@@ -1,10 +1,10 @@
 /*
  * torch/detail/tensor.h -- at::Tensor and what it needs: IntArrayRef,
  * TensorOptions, the refcounted TensorImpl, the standard accessor and the
- * TCM accessor (device-api.md "torch::Tensor members", "Accessors and
+ * TCM accessor (docs/kernel-api.md "torch::Tensor members", "Accessors and
  * memory").
  *
- * customop-marshalling.txt §3 builds a tensor as the chain
+ * the device ABI (gpsimd_host/abi.h) builds a tensor as the chain
  *   Q7PtrType -> UniqueQ7Ptr{deleter} -> NeuronStorageImpl -> NeuronTensorImpl.
  * The host collapses the chain into one TensorImpl (no views exist on the
  * device API, so storage is never shared): it records the storage's device
@@ -31,13 +31,13 @@
 
 namespace c10 {
 
-/* device-api.md "Limits": at most 8 dimensions (the size of each is
+/* docs/kernel-api.md "Limits": at most 8 dimensions (the size of each is
  * checked by the runtime's factories: gpsimd_host/abi.h GPSIMD_MAX_DIM*). */
 constexpr size_t kMaxTensorDims = 8;
 
 struct TensorImpl;
 
-/* device-api.md "Accessors and memory": the per-tensor coherence policy of
+/* docs/kernel-api.md "Accessors and memory": the per-tensor coherence policy of
  * the stream accessors.  Under the model's checks (abi.h
  * GPSIMD_CHECK_COHERENCE) a read stream opened while a write stream is open
  * on the same tensor, or a write stream while any stream is open, is a
@@ -113,7 +113,7 @@ class IntArrayRef {
     size_t size_;
 };
 
-/* TensorOptions -- only the dtype matters (device-api.md "Tensor
+/* TensorOptions -- only the dtype matters (docs/kernel-api.md "Tensor
  * factories": dtype must be given; other options ignored). */
 class TensorOptions {
  public:
@@ -161,7 +161,7 @@ class ImplRef {
     TensorImpl* p_;
 };
 
-/* Stream accessors (device-api.md "Stream accessors"): sequential access,
+/* Stream accessors (docs/kernel-api.md "Stream accessors"): sequential access,
  * one element at a time, each active stream holding 4 KiB of the TCM pool
  * (when the pool is full the stream still works: on the device it is then
  * just slow).  Reading or writing past the end is a GPSIMD_FAULT_OUT_OF_RANGE
@@ -239,7 +239,7 @@ class AccessorBase {
 };
 }  // namespace detail
 
-/* Standard accessor (device-api.md "Accessors and memory"): chained
+/* Standard accessor (docs/kernel-api.md "Accessors and memory"): chained
  * operator[]; T is const-qualified for a read-only accessor. */
 template <typename T, size_t N>
 class TensorAccessor : public detail::AccessorBase<T> {
@@ -283,7 +283,7 @@ using c10::WriteStreamAccessor;
 
 class Tensor;
 
-/* TCM accessor, read-only form (device-api.md: tcm_accessor() is read-only
+/* TCM accessor, read-only form (docs/kernel-api.md: tcm_accessor() is read-only
  * from a const tensor): only tensor_to_tcm.  Offsets index the tensor as if
  * flattened; [offset, offset + n) must lie in [0, numel). */
 class ConstTcmAccessor {
@@ -315,7 +315,7 @@ class TcmAccessor : public ConstTcmAccessor {
     }
 };
 
-/* at::Tensor -- an intrusive refcounted handle (device-api.md "torch::Tensor
+/* at::Tensor -- an intrusive refcounted handle (docs/kernel-api.md "torch::Tensor
  * members").  Read-only access from a const Tensor: accessor() returns
  * TensorAccessor<const T,N>, tcm_accessor() a ConstTcmAccessor, and fill_ is
  * non-const. */
