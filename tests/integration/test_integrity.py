@@ -98,13 +98,15 @@ def built(tmp_path):
     return proj
 
 
-def interrupt(proj, sig, pattern=None, delay=None):
-    """Start `scons -j2` in its own process group and send ``sig`` to the
-    whole group when its output shows ``pattern`` (or after ``delay`` s)."""
+def interrupt(proj, sig, pattern=None, delay=None, command=None):
+    """Start `scons -j2` (or ``command``) in its own process group and send
+    ``sig`` to the whole group when its output shows ``pattern`` (or after
+    ``delay`` s)."""
     log = proj / "interrupted.log"
     with open(log, "w") as out:
-        child = subprocess.Popen([sys.executable, "-m", "SCons", "-j2"], cwd=str(proj),
-                                 stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        child = subprocess.Popen(command or [sys.executable, "-m", "SCons", "-j2"],
+                                 cwd=str(proj), stdout=out, stderr=subprocess.STDOUT,
+                                 start_new_session=True)
     deadline = time.monotonic() + (delay if delay is not None else 120)
     while time.monotonic() < deadline and child.poll() is None:
         if pattern and re.search(pattern, log.read_text(), re.M):
@@ -266,3 +268,48 @@ def test_randomized_kills_then_edits_equal_clean_builds(built, clean):
         set_state(built, state)
         build(built)
         assert outcome(built) == clean(state), (point, sig, target, state)
+
+
+def test_randomized_kills_on_the_ninja_path_then_edits_equal_clean_builds(tmp_path, clean):
+    """Issue 25: the interruption guarantee on the ninja path. Kill points
+    in compile, link, pack and test of `ninja -f build/build.ninja`, SIGKILL
+    or SIGINT to the whole group, each followed by an edit or a revert; the
+    next ninja run equals a clean SCons build of the sources it sees
+    (digests and results), and its summary is true."""
+    ninja = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
+    proj = make_project(tmp_path / "p")
+    proc = run_scons(proj, "-Q", "--experimental=ninja")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    command = [ninja, "-f", "build/build.ninja", "-j2"]
+    rounds = int(os.environ.get("GPSIMD_KILL_ROUNDS", "3"))
+    rng = random.Random(int(os.environ.get("GPSIMD_KILL_SEED", "25")))
+    points = [r"build/host/relu/obj/", r"build/host/spmd/obj/", r"\.so\b",
+              r"packed\.so", r"test-results\.json"] + [None]
+    state = "good"
+    for _ in range(rounds):
+        target = rng.choice([s for s in ("good", "broken", "comment") if s != state])
+        set_state(proj, target)
+        point = rng.choice(points)
+        sig = rng.choice([signal.SIGKILL, signal.SIGINT])
+        interrupt(proj, sig, point, delay=None if point else rng.uniform(0.3, 4.0),
+                  command=command)
+        state = rng.choice([target, state])    # keep the edit, or revert it
+        set_state(proj, state)
+        run = subprocess.run(command + ["-k", "0"], cwd=str(proj), capture_output=True,
+                             text=True, timeout=900)
+        lines = run.stdout.splitlines()
+        want = clean(state)[1]
+        passed = sum((ok or failed)["passed"] for ok, failed in want.values())
+        total = [l for l in lines if l.startswith("all libraries: ")]
+        assert total and total[-1].startswith(f"all libraries: {passed} passed"), \
+            (point, sig, target, state, run.stdout[-2000:])
+        assert (run.returncode == 0) == (state != "broken"), (point, sig, state)
+        digests = subprocess.run(command + ["build/host/digests.txt"], cwd=str(proj),
+                                 capture_output=True, text=True, timeout=900)
+        assert digests.returncode == 0, digests.stdout + digests.stderr
+        results = {lib: tuple(json.loads(p.read_text()) if p.exists() else None
+                              for p in (proj / "build/host" / lib / "test-results.json",
+                                        proj / "build/host" / lib / "test-results.failed.json"))
+                   for lib in LIBS}
+        got = ((proj / "build/host/digests.txt").read_text().splitlines(), results)
+        assert got == clean(state), (point, sig, target, state)
