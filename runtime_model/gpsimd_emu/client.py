@@ -1,21 +1,41 @@
-"""The part of the emulator the build side may import (stdlib only).
+"""The part of the emulator the front ends may import (stdlib only).
 
-The SCons tool and the build library start the emulator as commands
-(``python -m gpsimd_emu``, ``python -m gpsimd_emu.server``) and never
+The SCons tool, the build library and the pytest plugin start the
+emulator as commands (``python -m gpsimd_emu``, ``python -m
+gpsimd_emu.server``, ``python -m gpsimd_emu.vector_service``) and never
 import its model; what they need in-process lives here, and
 ``tests/unit/test_layers.py`` fails on any other import of ``gpsimd_emu``
 from ``site_scons/``.
+
+* :func:`tied_to_me`: a child that dies with this process;
+* :class:`VectorClient`: a library's vectors, one request at a time, each
+  bounded in time, in a process of their own (the pytest plugin).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import select
 import signal
-from typing import Callable
+import subprocess
+import sys
+import time
+from typing import Callable, List, Optional
 
 from . import contain
+from .settings import DEFAULT_TIMEOUT
 
-__all__ = ["tied_to_me"]
+__all__ = ["tied_to_me", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
+
+#: The most runs of its cores one vector makes (two against private
+#: poisoned outputs, two against a shared one in fixed orders).
+RUNS_PER_VECTOR = 4
+#: Seconds a request may take beyond one more time limit (for the
+#: reference, the inputs and the judging): for the first request, the
+#: service's start (an interpreter, numpy, the library's zygote), on a
+#: loaded machine.
+START_SLACK = 10.0
 
 
 def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
@@ -26,3 +46,112 @@ def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
     contain.libc()
     me = os.getpid()
     return lambda: contain.die_with_parent(me, sig)
+
+
+class VectorClient:
+    """The vectors of one test plan, run in a process of their own
+    (``python -m gpsimd_emu.vector_service``, in its own process group and
+    dying with this process), one request at a time. A request that takes
+    longer than ``timeout`` seconds for each of :data:`RUNS_PER_VECTOR`
+    runs and one more (the reference, inputs and judging), plus
+    :data:`START_SLACK` (a reference that never returns, say), ends the
+    service's whole group; the next request starts a new one.
+
+    ``argv``: the service's arguments after the plan (``--root``,
+    ``--timeout``, ``--no-checks``, ``--leader``); ``env``: its
+    environment (default: this process's).
+    """
+
+    def __init__(self, plan: str, argv: List[str], timeout: float,
+                 env: Optional[dict] = None):
+        self.plan = plan
+        self.argv = list(argv)
+        self.limit = timeout * (RUNS_PER_VECTOR + 1) + START_SLACK
+        self.env = env
+        self._proc: Optional[subprocess.Popen] = None
+        self._buffer = b""
+
+    def run(self, op: str, vector: str) -> dict:
+        """The result of one vector (``VectorResult.to_json``), or ``{"error":
+        TEXT}`` when the service failed to give one: it overran
+        (``timed out after N s``), died, or could not read the plan."""
+        proc = self._proc or self._start()
+        if isinstance(proc, dict):
+            return proc
+        try:
+            proc.stdin.write((json.dumps({"op": op, "vector": vector}) + "\n").encode())
+            proc.stdin.flush()
+        except OSError:
+            return self._lost("ended before the request")
+        return self._reply(time.monotonic() + self.limit)
+
+    def close(self) -> None:
+        """End the service (end of its input, then its whole group)."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pass
+        self._kill(proc)                # (and whatever is left of its group)
+
+    def _start(self):
+        self._buffer = b""
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "gpsimd_emu.vector_service", self.plan, *self.argv],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env,
+            start_new_session=True, preexec_fn=tied_to_me(signal.SIGKILL))
+        first = self._reply(time.monotonic() + self.limit)
+        if "ready" in first:
+            return self._proc
+        self._proc = None
+        return first
+
+    def _reply(self, deadline: float) -> dict:
+        proc = self._proc
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self._kill(proc)
+                self._proc = None
+                return {"error": f"timed out after {self.limit:g} s (a reference or the "
+                                 f"emulator that never returns?); its processes were ended"}
+            ready, _, _ = select.select([proc.stdout], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(proc.stdout.fileno(), 1 << 20)
+            if not chunk:
+                return self._lost("ended")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        try:
+            return json.loads(line)
+        except ValueError:
+            return self._lost(f"answered {line[:200]!r}")
+
+    def _lost(self, what: str) -> dict:
+        proc, self._proc = self._proc, None
+        self._kill(proc)
+        status = proc.returncode if proc is not None else None
+        return {"error": f"the emulator's process {what} (exit status {status}) without a "
+                         f"result"}
+
+    @staticmethod
+    def _kill(proc) -> None:
+        if proc is None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        for stream in (proc.stdin, proc.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass

@@ -124,9 +124,9 @@ class _Vectors:
         return None
 
     def pytest_sessionfinish(self, session) -> None:
-        for s, _ in self.sessions.values():
-            if s is not None:
-                s.close()
+        for client, _ in self.sessions.values():
+            if client is not None:
+                client.close()
         self.sessions.clear()
         if hasattr(self.config, "workerinput"):    # an xdist worker: to the controller
             self.config.workeroutput["gpsimd_results"] = self.results
@@ -163,11 +163,19 @@ class _Vectors:
         except OSError as e:
             sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
 
-    def options(self):
-        from gpsimd_emu.settings import RunOptions
-        timeout = self.config.getoption("gpsimd_timeout")
-        return RunOptions(checks=not self.config.getoption("gpsimd_no_checks"),
-                          leader=self.leader()[0], **({"timeout": timeout} if timeout else {}))
+    def client(self, plan: str):
+        """The emulator's client for the test plan at ``plan``
+        (``gpsimd_emu.client.VectorClient``: the vectors run in a process
+        of their own, each request bounded in time, as under scons)."""
+        from gpsimd_emu.client import DEFAULT_TIMEOUT, VectorClient
+        timeout = self.config.getoption("gpsimd_timeout") or DEFAULT_TIMEOUT
+        argv = ["--root", self.root, "--timeout", repr(float(timeout))]
+        if self.config.getoption("gpsimd_no_checks"):
+            argv.append("--no-checks")
+        leader = self.leader()[0]
+        if leader:
+            argv += ["--leader", leader]
+        return VectorClient(plan, argv, timeout)
 
     def pytest_report_header(self, config) -> str:
         path, why = self.leader()
@@ -229,7 +237,7 @@ class _Vectors:
         return self._inputs
 
     def session_for(self, lib) -> Tuple[Optional[object], Optional[str]]:
-        """``(LibrarySession, None)`` for manifest library ``lib``, or
+        """``(VectorClient, None)`` for manifest library ``lib``, or
         ``(None, why it cannot run)``; made once per library."""
         if lib.name not in self.sessions:
             self.sessions[lib.name] = self._open(lib)
@@ -238,7 +246,6 @@ class _Vectors:
     def _open(self, lib):
         from gpsimd_build import testplan
         from gpsimd_device.plan import PlanError, TestPlan
-        from gpsimd_emu.session import LibrarySession
         folder = os.path.join(self.build_dir, "host", lib.name)
         rel = os.path.join(folder, testplan.PLAN_NAME)
         build = f"build it first: {self.scons(lib.name)}"
@@ -265,11 +272,7 @@ class _Vectors:
                           + ([rel] if lib.shape_sources else []))
         if why:
             return None, f"the objects of {lib.name} may be out of date ({why}): {build}"
-        plan = plan.with_locations(testplan.plan_locations(lib))
-        try:
-            return LibrarySession(plan, root=self.root, options=self.options()), None
-        except OSError as e:
-            return None, f"cannot start the device model: {e}"
+        return self.client(os.path.join(self.root, rel)), None
 
     def _stale(self, lib, objects: List[str]) -> Optional[str]:
         """Why the library's core objects may not be those of its manifest
@@ -358,11 +361,15 @@ class Vector(pytest.Item):
         from gpsimd_device.results import VectorResult, format_line
         lib = self.parent.library
         plugin = self.config.pluginmanager.get_plugin("gpsimd-vectors")
-        session, problem = plugin.session_for(lib)
-        if session is None:
-            result = VectorResult(self.op, self.vector, self.where, "fail", problem)
+        client, problem = plugin.session_for(lib)
+        doc = {"error": problem} if client is None else client.run(self.op, self.vector)
+        if "error" in doc:
+            result = VectorResult(self.op, self.vector, self.where, "fail", doc["error"])
         else:
-            result = session.run_vector(self.op, self.vector)
+            result = VectorResult.from_json(doc)
+            result.where = self.where       # (the manifest's place of it as it is now)
+            result.elements = int(doc.get("elements") or 0)
+            result.printf = str(doc.get("printf") or "")
         plugin.results.append([list(self.order), lib.name, lib.multicore, result.to_json()])
         line = format_line(lib.name, result)
         self.user_properties += [("where", result.where),

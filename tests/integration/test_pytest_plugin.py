@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -359,3 +360,33 @@ def test_a_library_with_shape_functions_runs_its_shaped_plan(tmp_path):
     proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "-k", "relu_forward")
     got = {k: v for k, v in _outcomes(proc.stdout).items() if k.startswith("ops.yaml::relu::")}
     assert got and set(got.values()) == {"PASSED"}, proc.stdout
+
+
+def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_path):
+    """Issue 26: the plugin runs its vectors through the emulator's client,
+    in a process of their own, so a hung reference fails its vector once
+    its time is up (and its processes are ended) instead of hanging pytest;
+    the next vector runs in a new process."""
+    proj = tmp_path / "hang_repo"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src/negate.cpp").write_text(KERNEL)
+    (proj / "ref.py").write_text("import numpy as np\n\ndef negate(x):\n    return -x\n")
+    (proj / "ops.yaml").write_text(MANIFEST.replace("numpy:negative", "ref.py:negate"))
+    (proj / "SConstruct").write_text(SCONSTRUCT)
+    proc = run_scons(proj, env=_env())
+    assert proc.returncode == 2, proc.stdout + proc.stderr    # [wrong] fails
+    (proj / "ref.py").write_text("import numpy as np\n\ndef negate(x):\n"
+                                 "    if x.size == 11:\n        while True:\n            pass\n"
+                                 "    return -x\n")
+    start = time.monotonic()
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "--gpsimd-timeout", "0.5")
+    took = time.monotonic() - start
+    assert _outcomes(proc.stdout) == {IDS[0]: "FAILED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, \
+        proc.stdout
+    assert ("FAIL team::negate[n11] (ops.yaml:9:13): timed out after 12.5 s (a reference or "
+            "the emulator that never returns?); its processes were ended") in proc.stdout, \
+        proc.stdout
+    assert took < 60, took
+    spinning = subprocess.run(["pgrep", "-f", "gpsimd_emu.vector_service"],
+                              capture_output=True, text=True).stdout.split()
+    assert spinning == []

@@ -3,9 +3,10 @@ module (function-level ones included) of the project's packages.
 
 - ``gpsimd_device`` (device facts) imports neither side;
 - ``gpsimd_emu`` (the emulator) never imports the build side;
-- the build side (``gpsimd_build``, the SCons tool ``gpsimd_tool``)
-  imports of ``gpsimd_emu`` only its client, ``gpsimd_emu.client``, which
-  with everything it imports is stdlib only;
+- the front ends (``gpsimd_build``, the SCons tool ``gpsimd_tool``, the
+  pytest plugin ``gpsimd_pytest``) import of ``gpsimd_emu`` only its
+  client, ``gpsimd_emu.client``, which with everything it imports is
+  stdlib only;
 - no package has an import cycle.
 """
 
@@ -36,9 +37,10 @@ FORBIDDEN = {
     "gpsimd_pytest": {"gpsimd_tool", "SCons"},
 }
 
-#: The only module of gpsimd_emu the build side may import.
+#: The only module of gpsimd_emu the front ends may import.
 CLIENT = "gpsimd_emu.client"
-BUILD_SIDE = ("gpsimd_build", "gpsimd_tool")
+#: The front ends: the build library, the SCons tool, the pytest plugin.
+BUILD_SIDE = ("gpsimd_build", "gpsimd_tool", "gpsimd_pytest")
 
 
 def modules(packages):
