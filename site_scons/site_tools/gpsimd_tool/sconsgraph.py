@@ -1,0 +1,109 @@
+"""The ``Graph`` interface the target profiles build with
+(``gpsimd_build.profiles.base.Graph``), on SCons builders: one method per
+kind of node (a compile, a link, a pack, a generated text...), each
+recording the programs its command runs as explicit dependencies."""
+
+from typing import Any, Dict, List, Optional
+
+from gpsimd_device.atomic import write_if_changed
+
+from .progress import Progress
+
+__all__ = ["SConsGraph"]
+
+
+class SConsGraph:
+    """The ``Graph`` a profile builds through (``gpsimd_build.profiles.base``):
+    each method adds one node with this tool's builders and returns it.
+
+    Text that is a pure function of the manifest (``wrapper.cpp``, the test
+    plan, the version metadata, the linker-spec sources: :meth:`text`) is
+    written while the graph is read, when it differs from what is on disk,
+    and is a source of the graph, not a target: no Python action runs for
+    it, and the same graph runs under ninja. ``write`` False (``-h``,
+    ``-c``): nothing is written."""
+
+    def __init__(self, env, write: bool = True, progress: Optional[Progress] = None):
+        self.env = env
+        self.write = write
+        self.progress = progress
+        self._programs: Dict[str, List[Any]] = {}
+
+    def uses(self, nodes, *programs: str) -> Any:
+        """Make ``nodes`` depend on the programs their command runs (e.g.
+        ``"$GPSIMD_CXX"``), resolved once on PATH: a new compiler rebuilds
+        what it compiled. (SCons's own implicit command dependencies find
+        the same file by substituting every node's command, which costs a
+        null build more than the rest of its walk.) Every action node passes
+        here: it is counted for the ``[done/total]`` of its line. Returns
+        ``nodes``."""
+        if self.progress is not None:
+            self.progress.add(nodes)
+        deps = []
+        for program in programs:
+            if program not in self._programs:
+                name = self.env.subst(program)
+                found = self.env.WhereIs(name, path=self.env["ENV"].get("PATH")) if name else None
+                self._programs[program] = [self.env.File(found)] if found else []
+            deps += self._programs[program]
+        if deps:
+            for node in [nodes] if hasattr(nodes, "add_dependency") else nodes:
+                node.add_dependency(deps)
+        return nodes
+
+    def programs(self) -> List[Any]:
+        """The nodes of the programs the commands run (see :meth:`uses`)."""
+        return [n for nodes in self._programs.values() for n in nodes]
+
+    def source(self, path: str) -> Any:
+        return self.env.File(path)
+
+    def dir_path(self, path: str) -> str:
+        return self.env.Dir(path).path
+
+    def compile(self, target: str, source: Any, **vars: Any) -> Any:
+        return self.uses(self.env.GpsimdObject(target, source, **vars)[0], "$GPSIMD_CXX")
+
+    def compile_with_callgraph(self, target: str, source: Any, **vars: Any):
+        obj, ci = self.uses(self.env.GpsimdObjectCI(target, source, **vars), "$GPSIMD_CXX")
+        return obj, ci
+
+    def callgraph(self, target: str, source: Any, **vars: Any) -> Any:
+        return self.uses(self.env.GpsimdCallGraph(target, source, **vars)[0], "$GPSIMD_CXX")
+
+    def depends(self, node: Any, on: Any) -> None:
+        self.env.Depends(node, on)
+
+    def archive(self, target: str, objects) -> Any:
+        return self.uses(self.env.GpsimdArchive(target, list(objects))[0], "$AR")
+
+    def text(self, target: str, text: str) -> Any:
+        node = self.env.File(target)
+        if self.write:
+            write_if_changed(node.abspath, text)
+        return node
+
+    def link(self, target: str, sources, **vars: Any) -> Any:
+        return self.uses(self.env.GpsimdLink(target, list(sources), **vars)[0], "$GPSIMD_CXX")
+
+    def host_pack(self, members) -> List[Any]:
+        targets, sources, args = [], [], []
+        for i, (base, linked, metadata) in enumerate(members):
+            core = metadata["core"]
+            targets += [base + ".packed.so", base + ".stripped.so"]
+            sources.append(linked)
+            args.append(f"--member {metadata['lsp']} {'none' if core is None else core} "
+                        f"${{SOURCES[{i}]}} ${{TARGETS[{2 * i}]}} ${{TARGETS[{2 * i + 1}]}}")
+        first = members[0][0]
+        if len(members) > 1 and first.endswith("_cpu0"):
+            first = first[:-1] + f"[0-{len(members) - 1}]"
+        label = first + ".packed.so"
+        nodes = self.uses(self.env.GpsimdPack(targets, sources,
+                                              GPSIMD_LIBRARY=members[0][2]["library"],
+                                              GPSIMD_PACK_MEMBERS=" ".join(args),
+                                              GPSIMD_PACK_LABEL=label),
+                          "$GPSIMD_STRIP", "$PYTHON")
+        return nodes[0::2]
+
+    def vendor_pack(self, base: str, linked: Any) -> Any:
+        return self.uses(self.env.GpsimdVendorPack(base, linked), "$GPSIMD_PACKER")[0]
