@@ -1,4 +1,4 @@
-"""The emulator's checks (README.md "Checks"), each shown by a deliberately
+"""The emulator's checks (docs/checks.md), each shown by a deliberately
 broken kernel of kernels/broken/ (built once per session with
 ``scons -k MANIFEST=kernels/broken/ops.yaml EMU_TIMEOUT=2 EMU_MEMORY=256M test``) and asserted
 exactly: which library, op and vector, which core, which offsets, which

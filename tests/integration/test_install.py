@@ -53,9 +53,11 @@ libraries:
             expected: {values: [1, 0, -2.5]}
 """
 
-#: The SConstruct README gives for another project, as it is written there.
-SCONSTRUCT = re.search(r"## Using the tool from another SCons project\n.*?```python\n(.*?)```",
-                       (ROOT / "README.md").read_text(encoding="utf-8"), re.S).group(1)
+#: The SConstruct docs/other-projects.md gives for another project, as it is
+#: written there.
+SCONSTRUCT = re.search(r"# Using the tool from another SCons project\n.*?```python\n(.*?)```",
+                       (ROOT / "docs" / "other-projects.md").read_text(encoding="utf-8"),
+                       re.S).group(1)
 
 
 def _files(folder, suffixes):

@@ -10,9 +10,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
-def test_readme_gives_the_default_compiler_flags():
-    assert f"with `{' '.join(HOST_CXXFLAGS)}`" in README
-    assert f"linked with\n`{' '.join(HOST_LINKFLAGS)}`" in README
+def test_the_manifest_doc_gives_the_default_compiler_flags():
+    text = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
+    assert f"with `{' '.join(HOST_CXXFLAGS)}`" in text
+    assert f"linked with\n`{' '.join(HOST_LINKFLAGS)}`" in text
 
 
 

@@ -259,12 +259,12 @@ def test_a_glob_has_a_bound_on_matches_and_on_entries(proj, monkeypatch):
     monkeypatch.setattr(mpaths, "MAX_GLOB_MATCHES", 5)
     assert errors(path) == [f"{path}:2:11: $.include[0]: include pattern 'teams/*/ops.yaml' "
                             "matches more than the most a pattern may match (MAX_GLOB_MATCHES, "
-                            "MAX_GLOB_ENTRIES in README); narrow it"]
+                            "MAX_GLOB_ENTRIES in docs/manifest.md); narrow it"]
     monkeypatch.setattr(mpaths, "MAX_GLOB_MATCHES", 1000)
     monkeypatch.setattr(mpaths, "MAX_GLOB_ENTRIES", 4)
     assert errors(path) == [f"{path}:2:11: $.include[0]: include pattern 'teams/*/ops.yaml' "
                             "walks more directory entries than the includes of a collection may "
-                            "examine (MAX_GLOB_MATCHES, MAX_GLOB_ENTRIES in README); narrow it"]
+                            "examine (MAX_GLOB_MATCHES, MAX_GLOB_ENTRIES in docs/manifest.md); narrow it"]
 
 
 # ---------------------------------------------------------------------------
@@ -679,13 +679,13 @@ def test_the_last_net_turns_any_exception_into_a_located_line(proj, monkeypatch,
 
 
 # ---------------------------------------------------------------------------
-# Every limit is a named constant, documented in README with its value
+# Every limit is a named constant, documented in docs/manifest.md with its value
 # ---------------------------------------------------------------------------
 
-def test_every_limit_is_in_the_readme_with_its_value():
+def test_every_limit_is_in_the_manifest_doc_with_its_value():
     from gpsimd_build import yamlloc
     from gpsimd_build.manifest import probes, rules
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    readme = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
     shown_as = {
         "MAX_MANIFEST_BYTES": (yamlloc.MAX_MANIFEST_BYTES, f"{MAX_MANIFEST_BYTES >> 20} MiB"),
         "MAX_DEPTH": (yamlloc.MAX_DEPTH, f"{MAX_DEPTH} nested"),

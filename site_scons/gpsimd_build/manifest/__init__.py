@@ -57,7 +57,7 @@ with every default filled in, and every path a normalised POSIX path relative
 to ``root`` (the directory SCons runs in), so a build does not depend on
 where the project sits.
 
-Bounds and trust (README "Trust model", "Limits of the manifest reader"):
+Bounds and trust (docs/manifest.md "Trust model", "Limits of the manifest reader"):
 reading is bounded whatever the file (size, depth, nodes, number length,
 paths, globs, reference files, ``.npy`` headers, problems per file); every
 path a manifest names must resolve inside the root or an allowed folder;

@@ -33,7 +33,7 @@ def load_manifest(path: _PathLike, *, root: _PathLike = ".",
     POSIX paths relative to ``root``. Files the manifests name must exist
     and be regular files (include directories: directories).
 
-    Trust rule (README "Trust model"): every path a manifest names must
+    Trust rule (docs/manifest.md "Trust model"): every path a manifest names must
     resolve, after symlinks, inside ``root`` or inside an allowed folder: one
     listed in the top manifest's ``allow_paths:`` or in ``allow_paths``
     here (a string of paths separated by ``os.pathsep``, as the SConstruct
@@ -63,7 +63,7 @@ def load_manifest(path: _PathLike, *, root: _PathLike = ".",
     at each place), at most :data:`MAX_DIAGNOSTICS_PER_FILE` per file. A
     YAML syntax problem ends the checks of its file only. Limits:
     the Neuron SDK's build driver, build_custom_op.py§4 (op schemas, 32-char op names), docs/kernel-api.md, Limits (10 ops, ``builtin``, 8 dims of at most 65535), and the reading
-    bounds of README "Limits of the manifest reader".
+    bounds of docs/manifest.md "Limits of the manifest reader".
 
     The result's ``reads`` lists every filesystem fact the validation
     depended on (:func:`~.reads.reads_still_hold` re-checks them).

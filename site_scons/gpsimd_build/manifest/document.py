@@ -267,7 +267,7 @@ class _ManifestFile(_OpChecks, _FileChecks):
             self.error(path, f"include pattern '{shown(written)}' " + (
                 "matches more than the most a pattern may match" if problem == "matches" else
                 "walks more directory entries than the includes of a collection may "
-                "examine") + " (MAX_GLOB_MATCHES, MAX_GLOB_ENTRIES in README); narrow it")
+                "examine") + " (MAX_GLOB_MATCHES, MAX_GLOB_ENTRIES in docs/manifest.md); narrow it")
             return []
         matches = []
         for absolute, kind in found:

@@ -19,7 +19,7 @@ from .rules import DTYPES
 
 _MODULE_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
-#: The rule a path outside the project breaks (README "Trust model").
+#: The rule a path outside the project breaks (docs/manifest.md "Trust model").
 OUTSIDE_RULE = ("a manifest names only paths inside the project root, or inside a folder "
                 "listed in the top manifest's allow_paths or in ALLOW_PATHS=")
 

@@ -1,6 +1,6 @@
 """Where a manifest may point, and include globs that always end.
 
-:class:`PathPolicy` is the trust rule for paths (README "Trust model"):
+:class:`PathPolicy` is the trust rule for paths (docs/manifest.md "Trust model"):
 every path a manifest names (``include:``, ``sources``, ``includes``,
 ``.npy`` files, reference ``.py`` files) must resolve, after symlinks,
 inside the project's root or inside a folder the top manifest's

@@ -64,7 +64,7 @@ def _variables(env) -> Variables:
                           "changes no result", True))
     vars.Add("ALLOW_PATHS", "folders outside the project the manifests may name (sources, "
              "includes, .npy and reference files), separated by '" + os.pathsep + "'; see "
-             "README 'Trust model'", "")
+             "docs/manifest.md 'Trust model'", "")
     vars.Add("EMU_TIMEOUT", "seconds each run of a test vector's cores may take (empty: the "
              "emulator's default, 60)", "")
     vars.Add("EMU_MEMORY", "memory a test vector may use as a whole, its device image and what "
