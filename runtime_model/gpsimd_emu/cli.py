@@ -98,6 +98,10 @@ def build_parser() -> argparse.ArgumentParser:
                           "in --failed-results, or, when it has none, its exit status in FILE "
                           "(a ninja build's test step: its summary step reports them and sets "
                           "the build's status; an interrupt still ends the run by its signal)")
+    run.add_argument("--stale", metavar="FILE", action="append", default=[],
+                     help="a file this run makes out of date, removed as it starts (a ninja "
+                          "build's summary and report: an interrupted run leaves none that "
+                          "is not true)")
     run.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
                      help=f"seconds each run of a vector's cores may take (default "
                           f"{DEFAULT_TIMEOUT:g})")
@@ -222,7 +226,7 @@ def parse(argv: Optional[List[str]], remove_outputs: bool = True,
     if args.quiet is None:      # read now: the parser is made once, maybe in another environment
         args.quiet = os.environ.get(QUIET_ENV) == "1"
     if args.failed_results and remove_outputs:
-        for path in (args.results, args.failed_results, args.record_failures):
+        for path in (args.results, args.failed_results, args.record_failures, *args.stale):
             if path is None:
                 continue
             try:

@@ -102,9 +102,15 @@ class VectorClient:
 
     def _start(self):
         self._buffer = b""
+        # (the model this process would import: the folder that holds this
+        # package first on its path, whatever is installed)
+        env = dict(os.environ if self.env is None else self.env)
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get(
+            "PYTHONPATH", "").split(os.pathsep) if p])
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "gpsimd_emu.vector_service", self.plan, *self.argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=self.env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
             start_new_session=True, preexec_fn=tied_to_me(signal.SIGKILL))
         first = self._reply(time.monotonic() + self.limit)
         if "ready" in first:

@@ -2,15 +2,26 @@
 
 Every file the build writes in ``BUILD_DIR`` (ours, the compiler's, the
 linker's, SCons's database, ninja's) is written by whoever runs the build,
-root included. Another user who can create entries in that folder can
-plant a symbolic or hard link where an output will be written, and have
-the build overwrite any file its user may write; or plant a file the build
-reads back (its cached manifest is a pickle). Our own writes refuse links
+root included. Another user who can create entries in that folder, or in a
+folder inside it, or replace a folder or link on the way to it, can plant a
+symbolic or hard link where an output will be written, and have the build
+overwrite any file its user may write; or plant a file the build reads back
+(its cached manifest is a pickle). Our own writes refuse links
 (``gpsimd_device.atomic``, the lock), but the other tools' do not, so the
 real protection is the folder, as git's ``safe.directory`` check is for a
-repository: :func:`check` refuses a build folder that, or any folder above
-it up to the first one owned by root or carrying the sticky bit, is owned
-by another user or writable by others.
+repository: :func:`check` refuses
+
+* a build folder owned by another user (root excepted) or writable by
+  others (``o+w``, sticky or not);
+* a folder inside it owned by another user or writable by others, and a
+  symbolic link inside it owned by another user;
+* on the way to it, as written and as the links resolve, a folder owned by
+  another user or writable by others without the sticky bit, or a
+  symbolic link owned by another user, up to the first folder owned by
+  root or carrying the sticky bit.
+
+Call it before anything is read from the folder and again once the folder
+exists (a folder made in between by someone else is then seen).
 """
 
 import os
@@ -32,52 +43,91 @@ def _owner(uid: int) -> str:
         return f"uid {uid}"
 
 
-def check(build_dir: str) -> None:
-    """Check ``build_dir`` (which need not exist yet: its first existing
-    folder is checked, then each folder above it) before anything is read
-    from or written to it.
+def _planted(what: str, path: str, uid: int, me: int) -> UnsafeBuildFolder:
+    return UnsafeBuildFolder(
+        f"{what} {path} is owned by {_owner(uid)}, not by you ({_owner(me)}): that user could "
+        f"plant links there that this build would write through. Build into a folder of your "
+        f"own (BUILD_DIR=...), or give this one to yourself (chown)")
 
-    Walks the real path upwards (symbolic links resolved) and stops after
-    the first folder owned by root or carrying the sticky bit (``/tmp``:
-    others can make entries there, but not replace ours), or at ``/``.
+
+def _open_to_all(what: str, path: str, mode: int) -> UnsafeBuildFolder:
+    return UnsafeBuildFolder(
+        f"{what} {path} is writable by every user (mode {stat.S_IMODE(mode):o}): another user "
+        f"could plant links there that this build would write through. Take that right away "
+        f"(chmod o-w {path}), or build into a folder of your own")
+
+
+def _walk_up(path: str, me: int, first: str, depth: int = 0) -> None:
+    """Check ``path`` and the folders above it, as written (a symbolic link
+    on the way is checked, and where it leads too), up to the first folder
+    owned by root or carrying the sticky bit. ``first``: how to name
+    ``path`` itself (the build folder is held to the strict rule)."""
+    strict = first == "the build folder"
+    what = first
+    while True:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            if st.st_uid not in (me, 0):
+                raise _planted(f"{what}, a symbolic link,", path, st.st_uid, me)
+            if depth < 8:           # (where it leads: resolved whole, so no link is left)
+                _walk_up(os.path.realpath(path), me, what, depth + 1)
+        elif stat.S_ISDIR(st.st_mode):
+            sticky = bool(st.st_mode & stat.S_ISVTX)
+            if st.st_uid not in (me, 0):
+                raise _planted(what, path, st.st_uid, me)
+            if st.st_mode & stat.S_IWOTH and (strict or not sticky):
+                raise _open_to_all(what, path, st.st_mode)
+            if not strict and (st.st_uid == 0 or sticky):
+                return
+        else:
+            raise UnsafeBuildFolder(f"{what} {path} is not a folder")
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path, strict, what = parent, False, "the folder above the build folder,"
+
+
+def _walk_down(top: str, me: int) -> None:
+    """Check every folder and symbolic link inside ``top`` (files are not
+    read: only a folder's owner may make entries in it)."""
+    todo = [top]
+    while todo:
+        folder = todo.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.is_symlink():
+                uid = entry.stat(follow_symlinks=False).st_uid
+                if uid not in (me, 0):
+                    raise _planted("a symbolic link in the build folder,", entry.path, uid, me)
+            elif entry.is_dir(follow_symlinks=False):
+                st = entry.stat(follow_symlinks=False)
+                if st.st_uid not in (me, 0):
+                    raise _planted("a folder in the build folder,", entry.path, st.st_uid, me)
+                if st.st_mode & stat.S_IWOTH:
+                    raise _open_to_all("a folder in the build folder,", entry.path, st.st_mode)
+                todo.append(entry.path)
+
+
+def check(build_dir: str) -> None:
+    """Check ``build_dir`` (which need not exist yet: then its first
+    existing folder is checked as the folder above it) and everything
+    inside it (module text).
 
     Raises:
-        UnsafeBuildFolder: a folder on the way is owned by a user other
-            than this process's effective user and root, or is writable by
-            others (``o+w``) without the sticky bit; or ``build_dir`` is
-            not a folder. The message names the folder, the owner or mode,
-            and the fix.
+        UnsafeBuildFolder: the message names the folder or link, its owner
+            or mode, and the fix.
     """
     me = os.geteuid()
-    path = os.path.realpath(os.path.abspath(build_dir))
+    path = os.path.abspath(build_dir)
+    first = "the build folder"
     while not os.path.lexists(path):
         parent = os.path.dirname(path)
         if parent == path:
             return
-        path = parent
-    first = True
-    while True:
-        st = os.stat(path)
-        if not stat.S_ISDIR(st.st_mode):
-            raise UnsafeBuildFolder(f"the build folder {build_dir} is not a folder ({path})")
-        sticky = bool(st.st_mode & stat.S_ISVTX)
-        what = "the build folder" if first else f"{path}, a folder above the build folder,"
-        where = path if first else f"{build_dir} ({path} is above it)"
-        if st.st_uid not in (me, 0):
-            raise UnsafeBuildFolder(
-                f"{what} {path} is owned by {_owner(st.st_uid)}, not by you "
-                f"({_owner(me)}): that user could plant links there that this build would "
-                f"write through. Build into a folder of your own (BUILD_DIR=...), or "
-                f"give this one to yourself (chown)")
-        if st.st_mode & stat.S_IWOTH and not sticky:
-            raise UnsafeBuildFolder(
-                f"{what} {path} is writable by every user (mode "
-                f"{stat.S_IMODE(st.st_mode):o}): another user could plant links there that "
-                f"this build would write through. Take that right away (chmod o-w "
-                f"{path}), or build into a folder of your own instead of {where}")
-        if st.st_uid == 0 or sticky:
-            return
-        parent = os.path.dirname(path)
-        if parent == path:
-            return
-        path, first = parent, False
+        path, first = parent, "the folder above the build folder,"
+    _walk_up(path, me, first)
+    if first == "the build folder":
+        _walk_down(os.path.realpath(path), me)

@@ -382,6 +382,11 @@ def test_the_summary_is_true_after_pass_fail_fix(tmp_path, keep_going):
     src.write_text(good.replace(GOOD, BROKEN, 1))
     failing = ["relu: 4 passed, 6 failed", "spmd: 16 passed, 0 failed (not run in this build)",
                "all libraries: 20 passed, 6 failed"]
+    # a run that stops after the test step, before the summary step (as an
+    # interrupt would): it leaves no summary or report of the old results
+    ninja(proj, "build/host/relu/test-results.json")
+    assert not summary.exists() and not report.exists()
+    report.write_text("")               # (for the times compared below)
     for _ in range(2):          # (a failing library runs again, as on the SCons path)
         before = report.stat().st_mtime_ns
         proc = ninja(proj, *args, check=False)

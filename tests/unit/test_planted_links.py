@@ -12,7 +12,7 @@ import tempfile
 
 import pytest
 
-from conftest import ROOT, run_scons
+from conftest import ROOT, copy_project, run_scons
 
 from gpsimd_build import buildfolder
 from gpsimd_device.atomic import umask, write_atomically, write_if_changed
@@ -97,23 +97,37 @@ def test_a_folder_of_our_own_is_accepted(tmp_path):
     buildfolder.check(str(tmp_path / "b"))
 
 
-def test_a_folder_writable_by_others_is_refused_unless_sticky(tmp_path):
+def test_a_folder_writable_by_others_is_refused_unless_sticky_above_it(tmp_path):
     shared = tmp_path / "shared"
     shared.mkdir()
     shared.chmod(0o777)
     with pytest.raises(buildfolder.UnsafeBuildFolder) as err:
         buildfolder.check(str(shared / "build"))
-    assert str(err.value).startswith(f"the build folder {shared} is writable by every user "
-                                     f"(mode 777)")
+    assert str(err.value).startswith(f"the folder above the build folder, {shared} is "
+                                     f"writable by every user (mode 777)")
     assert f"chmod o-w {shared}" in str(err.value)
-    shared.chmod(0o1777)                # /tmp's mode: others cannot replace our entries
+    shared.chmod(0o1777)                # /tmp's mode: others cannot replace our entries...
     buildfolder.check(str(shared / "build"))
+    # ...but they can make new ones: the build folder itself may not be so
+    with pytest.raises(buildfolder.UnsafeBuildFolder, match=r"^the build folder .* is "
+                       r"writable by every user \(mode 1777\)"):
+        buildfolder.check(str(shared))
 
 
 def test_a_file_as_build_folder_is_refused(tmp_path):
     (tmp_path / "f").write_text("")
     with pytest.raises(buildfolder.UnsafeBuildFolder, match="is not a folder"):
         buildfolder.check(str(tmp_path / "f"))
+
+
+def test_a_folder_inside_the_build_folder_writable_by_others_is_refused(tmp_path):
+    inner = tmp_path / "b" / "host" / "relu"
+    inner.mkdir(parents=True)
+    buildfolder.check(str(tmp_path / "b"))
+    inner.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^a folder in the build folder, {inner} is writable by every"):
+        buildfolder.check(str(tmp_path / "b"))
 
 
 @as_root
@@ -125,9 +139,42 @@ def test_a_folder_owned_by_another_user_is_refused_and_so_is_one_above(tmp_path)
         buildfolder.check(str(theirs))
     assert str(err.value).startswith(f"the build folder {theirs} is owned by uid {NOBODY}")
     assert "not by you (uid 0" in str(err.value)
-    # root's own folder below it: stops there (root-owned), as git stops at a
-    # trusted owner; a user's folder below another user's is checked up to it
-    buildfolder.check(str(theirs / "mine"))
+    with pytest.raises(buildfolder.UnsafeBuildFolder, match=f"^the folder above the build "
+                       f"folder, {theirs} is owned by uid {NOBODY}"):
+        buildfolder.check(str(theirs / "mine"))     # they could rename it away
+
+
+@as_root
+def test_links_and_folders_of_another_user_on_the_way_or_inside_are_refused(tmp_path):
+    mine = tmp_path / "mine"
+    (mine / "host").mkdir(parents=True)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    # a link another user owns, to a folder of ours: they could point it elsewhere
+    link = theirs / "l"
+    link.symlink_to(mine)
+    os.lchown(link, NOBODY, NOBODY)
+    sticky = tmp_path / "sticky"
+    sticky.mkdir()
+    sticky.chmod(0o1777)
+    (sticky / "l").symlink_to(mine)
+    os.lchown(sticky / "l", NOBODY, NOBODY)
+    for planted in (link, sticky / "l"):
+        with pytest.raises(buildfolder.UnsafeBuildFolder,
+                           match=f"^the build folder, a symbolic link, {planted} is owned by"):
+            buildfolder.check(str(planted))
+    # a folder of theirs inside ours, and a link of theirs inside ours
+    os.chown(mine / "host", NOBODY, NOBODY)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^a folder in the build folder, {mine}/host is owned by"):
+        buildfolder.check(str(mine))
+    os.chown(mine / "host", 0, 0)
+    (mine / "host" / "obj").symlink_to(tmp_path)
+    os.lchown(mine / "host" / "obj", NOBODY, NOBODY)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^a symbolic link in the build folder, {mine}/host/obj is owned"):
+        buildfolder.check(str(mine))
 
 
 def _planted_by_another_user():
@@ -163,3 +210,21 @@ def test_scons_as_root_refuses_a_build_folder_another_user_planted_a_link_in():
         assert sorted(os.listdir(build)) == [".gpsimd-lock"]        # nothing written there
     finally:
         shutil.rmtree(top)
+
+
+@as_root
+def test_every_spelling_of_build_dir_is_checked_and_the_project_is_no_build_folder(tmp_path):
+    """'#name' is SCons's spelling of the project's name/: checked as such;
+    BUILD_DIR=. (or a folder above the project) is refused."""
+    proj = copy_project(tmp_path / "p")
+    (proj / "theirs").mkdir()
+    os.chown(proj / "theirs", NOBODY, NOBODY)
+    for spelling in ("theirs", "#theirs", "./theirs", str(proj / "theirs")):
+        proc = run_scons(proj, f"BUILD_DIR={spelling}", "-n", timeout=120)
+        assert proc.returncode == 2, (spelling, proc.stdout + proc.stderr)
+        assert "is owned by uid 65534" in proc.stderr, (spelling, proc.stderr)
+    for spelling in (".", "#", "..", str(proj)):
+        proc = run_scons(proj, f"BUILD_DIR={spelling}", "-n", timeout=120)
+        assert proc.returncode == 2, (spelling, proc.stdout + proc.stderr)
+        assert "holds the project's folder" in proc.stderr, (spelling, proc.stderr)
+    assert os.listdir(proj / "theirs") == []

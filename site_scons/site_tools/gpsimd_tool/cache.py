@@ -53,6 +53,7 @@ def _relocation(env):
     base = env.get("GPSIMD_BUILD_DIR") if env is not None else None
     if not base:
         return None
+    base = str(base)
     start = rb"(?:^|(?<=[\0\s'\"=:,(])|(?<=-I))"
     end = rb"(?=/|$|[\0\s'\",)])"
     names = sorted({os.path.normpath(base), env.Dir(base).abspath}, key=len, reverse=True)

@@ -78,6 +78,15 @@ def _building() -> bool:
     return not (get("help") or get("no_exec") or get("question") or get("clean"))
 
 
+def _check_folder(build_dir: str) -> None:
+    """Stop (exit status 2) when the build folder is not safe to build in
+    (``gpsimd_build.buildfolder``)."""
+    try:
+        buildfolder.check(build_dir)
+    except buildfolder.UnsafeBuildFolder as err:
+        _stop(f"scons: {err}")
+
+
 def _stop(message: str) -> None:
     sys.stderr.write(message.rstrip("\n") + "\n")
     SCons.Script.Exit(2)
@@ -129,10 +138,15 @@ def GpsimdCollection(env, manifest=None, build_dir=None, toolchain=None,
 def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     """:func:`GpsimdCollection`'s work."""
     timer = Timer()
-    try:        # (before anything is read from it or written to it)
-        buildfolder.check(build_dir)
-    except buildfolder.UnsafeBuildFolder as err:
-        _stop(f"scons: {err}")
+    # BUILD_DIR as SCons reads it ('#out' is the project's out/), relative to
+    # the project when inside it, else absolute
+    build_dir = env.Dir(build_dir).path
+    top = env.Dir("#").get_abspath()
+    real, real_top = os.path.realpath(os.path.join(top, build_dir)), os.path.realpath(top)
+    if real_top == real or real_top.startswith(real.rstrip(os.sep) + os.sep):
+        _stop(f"scons: BUILD_DIR={build_dir} holds the project's folder {top}: give the "
+              f"build a folder of its own (the default is build)")
+    _check_folder(build_dir)        # (before anything is read from it or written to it)
     if ninja.wanted() and not env.get("GENERATING_NINJA"):
         # `scons --experimental=ninja`: the ninja fast path, its files in
         # the build folder (known only here)
@@ -164,6 +178,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             _stop(f"scons: {err}")
         except OSError as err:
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
+        _check_folder(build_dir)    # (again, now that it exists: made by us, not another)
     if sconsign and (building or os.path.isdir(build_dir)):
         env.SConsignFile(os.path.join(build_dir, ".sconsign"))
     if building and not cached:
@@ -193,11 +208,11 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     except ProfileError as err:
         _stop(f"scons: {err}")
     env["GPSIMD_LAUNCHER"] = launcher
-    env["GPSIMD_BUILD_DIR"] = env.Dir(build_dir).path
+    env["GPSIMD_BUILD_DIR"] = env.Dir(build_dir)      # (a node: quoted in commands)
     if to_ninja:
         ninja.map_compiles(env)
         ninja.drop_jobs(env)
-        ninja.record_failures(env)
+        ninja.record_failures(env, f"{build_dir}/{profile.name}")
     progress = None
     if not to_ninja:   # (ninja prints its own [done/total])
         progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("GPSIMD_QUIET")))

@@ -179,11 +179,16 @@ def regenerate_on(env, paths: Iterable[str]) -> None:
     env["NINJA_REGENERATE_DEPS"] = sorted(set(scripts) | {p for p in paths if p})
 
 
-def record_failures(env) -> None:
+def record_failures(env, profile_dir: str) -> None:
     """A ninja build's test step records a failure and exits 0
     (``gpsimd_emu run --record-failures``), so that ninja, with or without
-    ``-k``, still runs the summary step, which reports it and fails."""
-    env["GPSIMD_TEST_RECORD"] = ["--record-failures", "${TARGET.base}.error.txt"]
+    ``-k``, still runs the summary step, which reports it and fails; and
+    it removes the summary and the report as it starts (``--stale``): a
+    run interrupted before the summary step leaves no summary that is not
+    true (the next run makes them again)."""
+    env["GPSIMD_TEST_RECORD"] = ["--record-failures", "${TARGET.base}.error.txt"] + [
+        a for name in ("test-summary.txt", "report.html")
+        for a in ("--stale", f"{profile_dir}/{name}")]
 
 
 def summary(env, results: List[Any], profile_dir: str, libraries: int,
