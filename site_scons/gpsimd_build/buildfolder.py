@@ -111,10 +111,11 @@ def _walk_down(top: str, me: int) -> None:
                 todo.append(entry.path)
 
 
-def check(build_dir: str) -> None:
+def check(build_dir: str, inside: bool = True) -> None:
     """Check ``build_dir`` (which need not exist yet: then its first
-    existing folder is checked as the folder above it) and everything
-    inside it (module text).
+    existing folder is checked as the folder above it) and, with
+    ``inside``, every folder and link inside it (module text; about 11 us
+    a folder).
 
     Raises:
         UnsafeBuildFolder: the message names the folder or link, its owner
@@ -129,5 +130,5 @@ def check(build_dir: str) -> None:
             return
         path, first = parent, "the folder above the build folder,"
     _walk_up(path, me, first)
-    if first == "the build folder":
+    if inside and first == "the build folder":
         _walk_down(os.path.realpath(path), me)

@@ -78,11 +78,11 @@ def _building() -> bool:
     return not (get("help") or get("no_exec") or get("question") or get("clean"))
 
 
-def _check_folder(build_dir: str) -> None:
+def _check_folder(build_dir: str, inside: bool = True) -> None:
     """Stop (exit status 2) when the build folder is not safe to build in
-    (``gpsimd_build.buildfolder``)."""
+    (``gpsimd_build.buildfolder``; ``inside``: what is in it too)."""
     try:
-        buildfolder.check(build_dir)
+        buildfolder.check(build_dir, inside)
     except buildfolder.UnsafeBuildFolder as err:
         _stop(f"scons: {err}")
 
@@ -146,7 +146,9 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if real_top == real or real_top.startswith(real.rstrip(os.sep) + os.sep):
         _stop(f"scons: BUILD_DIR={build_dir} holds the project's folder {top}: give the "
               f"build a folder of its own (the default is build)")
-    _check_folder(build_dir)        # (before anything is read from it or written to it)
+    # before anything is read from it or written to it (what is read, the
+    # manifest cache, lies in the folder itself), and again, whole, once held
+    _check_folder(build_dir, inside=False)
     if ninja.wanted() and not env.get("GENERATING_NINJA"):
         # `scons --experimental=ninja`: the ninja fast path, its files in
         # the build folder (known only here)
