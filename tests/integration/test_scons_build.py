@@ -4,7 +4,7 @@ import re
 
 import yaml
 
-from conftest import run_scons
+from conftest import copy_built, run_scons
 
 
 def test_full_build_passes_every_vector(built_project):
@@ -115,8 +115,8 @@ libraries:
 """
 
 
-def test_wrong_reference_fails_the_build_and_names_the_vector(built_project):
-    proj, _ = built_project
+def test_wrong_reference_fails_the_build_and_names_the_vector(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "wrong_reference.py").write_text(
         "import numpy as np\n\n\ndef relu_forward(x):\n"
         "    return np.maximum(x, np.float32(0)) + np.float32(1)\n")
@@ -147,8 +147,8 @@ def test_wrong_reference_fails_the_build_and_names_the_vector(built_project):
     assert run_scons(proj, "MANIFEST=wrongref.yaml").returncode != 0
 
 
-def test_a_reference_that_kills_the_emulator_fails_the_build(built_project):
-    proj, _ = built_project
+def test_a_reference_that_kills_the_emulator_fails_the_build(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "exit_reference.py").write_text("import os\n\n\ndef relu_forward(x):\n    os._exit(0)\n")
     (proj / "exitref.yaml").write_text(WRONG_REF_MANIFEST.replace("wrongref", "exitref")
                                        .replace("wrong_reference.py", "exit_reference.py"))
@@ -159,8 +159,8 @@ def test_a_reference_that_kills_the_emulator_fails_the_build(built_project):
     assert not (proj / "build/host/exitref/test-results.json").exists()
 
 
-def test_malformed_manifest_gives_a_located_error(built_project):
-    proj, _ = built_project
+def test_malformed_manifest_gives_a_located_error(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "bad.yaml").write_text(
         "version: 1\nlibraries:\n  - name: bad\n    sources: 5\n    ops: []\n")
     proc = run_scons(proj, "MANIFEST=bad.yaml")
@@ -170,8 +170,8 @@ def test_malformed_manifest_gives_a_located_error(built_project):
     assert not (proj / "build/host/bad").exists()
 
 
-def test_malformed_schema_string_gives_the_column(built_project):
-    proj, _ = built_project
+def test_malformed_schema_string_gives_the_column(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "badschema.yaml").write_text(
         "version: 1\nlibraries:\n  - name: badschema\n    sources: [kernels/relu/relu.cpp]\n"
         "    ops:\n      - schema: \"my_ops::relu_forward(Tensor x y) -> Tensor\"\n"
@@ -185,16 +185,19 @@ def test_malformed_schema_string_gives_the_column(built_project):
     assert "Traceback" not in proc.stdout + proc.stderr
 
 
-def test_build_dir_with_a_space(built_project):
-    proj, _ = built_project
+def test_build_dir_with_a_space(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     proc = run_scons(proj, "BUILD_DIR=out dir", "test-relu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert re.search(r"^relu: \d+ passed, 0 failed$", proc.stdout, re.M)
     assert (proj / "out dir/host/relu/test-results.json").is_file()
 
 
-def test_a_kernel_the_sources_do_not_define_is_a_link_error(built_project):
-    proj, _ = built_project
+def test_a_kernel_the_sources_do_not_define_is_a_link_error(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
+    # (the manifest names a reference; it was another test's file in the shared project)
+    (proj / "wrong_reference.py").write_text(
+        "import numpy as np\n\n\ndef relu_forward(x):\n    return np.maximum(x, 0)\n")
     (proj / "nokernel.yaml").write_text(
         WRONG_REF_MANIFEST.replace("wrongref", "nokernel")
         .replace("my_ops::relu_forward(Tensor x) -> Tensor", "my_ops::twice(Tensor x, float s) -> Tensor")
@@ -209,8 +212,8 @@ def test_a_kernel_the_sources_do_not_define_is_a_link_error(built_project):
     assert not (proj / "build/host/nokernel/nokernel.so").exists()
 
 
-def test_a_wrong_shaped_reference_is_named_as_the_suspect(built_project):
-    proj, _ = built_project
+def test_a_wrong_shaped_reference_is_named_as_the_suspect(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "shape_reference.py").write_text(
         "import numpy as np\n\n\ndef relu_forward(x):\n    return np.zeros(7, dtype=np.float32)\n")
     (proj / "shaperef.yaml").write_text(WRONG_REF_MANIFEST.replace("wrongref", "shaperef")

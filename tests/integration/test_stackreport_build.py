@@ -17,9 +17,9 @@ def test_shipped_collection_reports_every_op_without_warning(built_project):
     assert "WARNING" not in proc.stdout
 
 
-def test_a_one_mebibyte_frame_is_reported(built_project):
-    from conftest import run_scons
-    proj, _ = built_project
+def test_a_one_mebibyte_frame_is_reported(built_project, tmp_path):
+    from conftest import copy_built, run_scons
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     proc = run_scons(proj, "MANIFEST=kernels/broken/ops.yaml", "stack-report")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     warnings = [l for l in proc.stdout.splitlines() if l.startswith("WARNING: ")]
