@@ -33,7 +33,12 @@ from typing import Iterable, List, Optional, Tuple
 from gpsimd_device.results import LibraryResults, counts_text
 
 __all__ = ["RUN", "KEPT", "CACHED", "STALE", "NOT_RUN", "NO_RESULTS", "UNREADABLE", "COUNTED",
-           "library_line", "summary_lines", "report_state", "as_kept_sed"]
+           "library_line", "summary_lines", "report_state", "as_kept_sed", "SUMMARY_FILE",
+           "REPORT_FILE"]
+
+#: The summary's and the report's files in ``<BUILD_DIR>/<profile>/``.
+SUMMARY_FILE = "test-summary.txt"
+REPORT_FILE = "report.html"
 
 RUN = "run"
 KEPT = "kept"

@@ -162,21 +162,23 @@ def _library_state(path: str, since_ns: int):
             return None
         return st.st_mtime_ns if stat.S_ISREG(st.st_mode) else None
 
-    for candidate, older in ((path, states.KEPT), (base + ".error.txt", None),
-                             (base + ".failed.json", states.STALE)):
-        mtime = made(candidate)
-        if mtime is None:
-            continue
-        if older is None:           # a record of a run without results
-            if mtime >= since_ns:
-                return name, states.NO_RESULTS, None, None
-            continue
+    def loaded(candidate, mtime, older):
         try:
             res = LibraryResults.load(candidate)
         except ResultsError:
             return name, states.UNREADABLE, None, None
         state = states.RUN if mtime >= since_ns else older
         return res.library, state, (res if state in states.COUNTED else None), candidate
+
+    mtime = made(path)
+    if mtime is not None:
+        return loaded(path, mtime, states.KEPT)
+    mtime = made(base + ".error.txt")           # a run of this build without results
+    if mtime is not None and mtime >= since_ns:
+        return name, states.NO_RESULTS, None, None
+    mtime = made(base + ".failed.json")
+    if mtime is not None:
+        return loaded(base + ".failed.json", mtime, states.STALE)
     return name, states.NOT_RUN, None, None
 
 

@@ -59,13 +59,17 @@ def outcome(proj):
     after `scons digests` (which builds what is missing first)."""
     proc = run_scons(proj, "-Q", "-k", "digests")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    digests = (proj / "build/host/digests.txt").read_text().splitlines()
+    return (proj / "build/host/digests.txt").read_text().splitlines(), results_of(proj)
+
+
+def results_of(proj):
+    """{lib: (passed results, failed results)}, None for a file not there."""
     results = {}
     for lib in LIBS:
         d = proj / "build/host" / lib
         results[lib] = tuple(json.loads(p.read_text()) if p.exists() else None
                              for p in (d / "test-results.json", d / "test-results.failed.json"))
-    return digests, results
+    return results
 
 
 def build(proj, *args):
@@ -248,24 +252,34 @@ def test_no_output_holds_the_absolute_project_path(built):
     assert hits == []
 
 
+def kill_rounds(proj, rng, points, delays, command=None, rounds=4):
+    """Kill rounds: each an edit (another source state), an interrupt at one
+    of ``points`` (None: after a delay drawn from ``delays``), SIGKILL or
+    SIGINT, then the edit kept or reverted; yields ``(point, sig, target,
+    state)`` with the sources in ``state``, for the caller's recovery
+    build. ``GPSIMD_KILL_ROUNDS`` rounds (default ``rounds``)."""
+    state = "good"
+    for _ in range(int(os.environ.get("GPSIMD_KILL_ROUNDS", str(rounds)))):
+        target = rng.choice([s for s in ("good", "broken", "comment") if s != state])
+        set_state(proj, target)
+        point = rng.choice(points)
+        sig = rng.choice([signal.SIGKILL, signal.SIGINT])
+        interrupt(proj, sig, point, delay=None if point else rng.uniform(*delays),
+                  command=command)
+        state = rng.choice([target, state])    # keep the edit, or revert it
+        set_state(proj, state)
+        yield point, sig, target, state
+
+
 def test_randomized_kills_then_edits_equal_clean_builds(built, clean):
     """Kill points in compile, link, pack and test, SIGKILL or SIGINT, each
     followed by an edit or a revert; every recovery build equals a clean
     build of the sources it sees."""
-    rounds = int(os.environ.get("GPSIMD_KILL_ROUNDS", "4"))
     rng = random.Random(int(os.environ.get("GPSIMD_KILL_SEED", "10")))
     points = [r"^" + PROGRESS + p for p in (
         r"CXX +build/host/relu/obj/", r"CXX +build/host/spmd/obj/", r"LINK +", r"PACK +",
         r"TEST +relu ", r"TEST +spmd ")] + [None]
-    state = "good"
-    for _ in range(rounds):
-        target = rng.choice([s for s in ("good", "broken", "comment") if s != state])
-        set_state(built, target)
-        point = rng.choice(points)
-        sig = rng.choice([signal.SIGKILL, signal.SIGINT])
-        interrupt(built, sig, point, delay=None if point else rng.uniform(0.5, 6.0))
-        state = rng.choice([target, state])    # keep the edit, or revert it
-        set_state(built, state)
+    for point, sig, target, state in kill_rounds(built, rng, points, (0.5, 6.0)):
         build(built)
         assert outcome(built) == clean(state), (point, sig, target, state)
 
@@ -281,20 +295,11 @@ def test_randomized_kills_on_the_ninja_path_then_edits_equal_clean_builds(tmp_pa
     proc = run_scons(proj, "-Q", "--experimental=ninja")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     command = [ninja, "-f", "build/build.ninja", "-j2"]
-    rounds = int(os.environ.get("GPSIMD_KILL_ROUNDS", "3"))
     rng = random.Random(int(os.environ.get("GPSIMD_KILL_SEED", "25")))
     points = [r"build/host/relu/obj/", r"build/host/spmd/obj/", r"\.so\b",
               r"packed\.so", r"test-results\.json"] + [None]
-    state = "good"
-    for _ in range(rounds):
-        target = rng.choice([s for s in ("good", "broken", "comment") if s != state])
-        set_state(proj, target)
-        point = rng.choice(points)
-        sig = rng.choice([signal.SIGKILL, signal.SIGINT])
-        interrupt(proj, sig, point, delay=None if point else rng.uniform(0.3, 4.0),
-                  command=command)
-        state = rng.choice([target, state])    # keep the edit, or revert it
-        set_state(proj, state)
+    for point, sig, target, state in kill_rounds(proj, rng, points, (0.3, 4.0), command,
+                                                     rounds=3):
         run = subprocess.run(command + ["-k", "0"], cwd=str(proj), capture_output=True,
                              text=True, timeout=900)
         lines = run.stdout.splitlines()
@@ -307,9 +312,5 @@ def test_randomized_kills_on_the_ninja_path_then_edits_equal_clean_builds(tmp_pa
         digests = subprocess.run(command + ["build/host/digests.txt"], cwd=str(proj),
                                  capture_output=True, text=True, timeout=900)
         assert digests.returncode == 0, digests.stdout + digests.stderr
-        results = {lib: tuple(json.loads(p.read_text()) if p.exists() else None
-                              for p in (proj / "build/host" / lib / "test-results.json",
-                                        proj / "build/host" / lib / "test-results.failed.json"))
-                   for lib in LIBS}
-        got = ((proj / "build/host/digests.txt").read_text().splitlines(), results)
+        got = ((proj / "build/host/digests.txt").read_text().splitlines(), results_of(proj))
         assert got == clean(state), (point, sig, target, state)

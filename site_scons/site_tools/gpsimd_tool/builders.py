@@ -126,8 +126,8 @@ def add_builders(env):
         GPSIMD_TESTCOM=("$PYTHON -m gpsimd_emu run $SOURCE --results $TARGET "
                         "--failed-results ${TARGET.base}.failed.json "
                         "--locations $GPSIMD_LOCATIONS $GPSIMD_LEADER_ARGS $GPSIMD_EMU_FLAGS"
-                        " $GPSIMD_TEST_RECORD"),
-        GPSIMD_TEST_RECORD=[],   # the ninja path's (ninja_path.record_failures)
+                        " $GPSIMD_TEST_NINJA_ARGS"),
+        GPSIMD_TEST_NINJA_ARGS=[],   # the ninja path's (ninja_path.record_failures)
         GPSIMD_LEADER_ARGS=[],   # ["--leader", <the native leader>] (leader_node)
         # the ninja path's step before the test steps: their server, loading
         # (gpsimd_emu.handoff.prestart; run as the test command runs, so

@@ -21,6 +21,7 @@ key. Everything else (where the cache is, how files are copied in and out)
 is SCons's.
 """
 
+import functools
 import hashlib
 import os
 import re
@@ -54,13 +55,20 @@ def _relocation(env):
     if not base:
         return None
     base = str(base)
+    return _relocator(os.path.normpath(base), env.Dir(base).abspath, env.Dir("#").abspath)
+
+
+@functools.lru_cache(maxsize=None)
+def _relocator(relative: str, absolute: str, top: str):
+    """:func:`_relocation`'s function for one BUILD_DIR and project (its
+    regular expressions compiled once, not for each target)."""
     start = rb"(?:^|(?<=[\0\s'\"=:,(])|(?<=-I))"
     end = rb"(?=/|$|[\0\s'\",)])"
-    names = sorted({os.path.normpath(base), env.Dir(base).abspath}, key=len, reverse=True)
+    names = sorted({relative, absolute}, key=len, reverse=True)
     build = re.compile(start + b"(?:" + b"|".join(re.escape(n.encode()) for n in names)
                        + b")" + end)
-    top = re.compile(start + re.escape(env.Dir("#").abspath.encode()) + end)
-    return lambda text: top.sub(_TOP, build.sub(_TOKEN, text))
+    top_re = re.compile(start + re.escape(top.encode()) + end)
+    return lambda text: top_re.sub(_TOP, build.sub(_TOKEN, text))
 
 
 def relocatable_key(node):

@@ -217,7 +217,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         ninja.record_failures(env, f"{build_dir}/{profile.name}")
     progress = None
     if not to_ninja:   # (ninja prints its own [done/total])
-        progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("GPSIMD_QUIET")))
+        progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("QUIET")))
         progress.install(env)
     graph = SConsGraph(env, write=not (SCons.Script.GetOption("help")
                                        or SCons.Script.GetOption("clean")), progress=progress)

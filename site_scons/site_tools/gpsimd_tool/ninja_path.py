@@ -186,8 +186,8 @@ def record_failures(env, profile_dir: str) -> None:
     it removes the summary and the report as it starts (``--stale``): a
     run interrupted before the summary step leaves no summary that is not
     true (the next run makes them again)."""
-    env["GPSIMD_TEST_RECORD"] = ["--record-failures", "${TARGET.base}.error.txt"] + [
-        a for name in ("test-summary.txt", "report.html")
+    env["GPSIMD_TEST_NINJA_ARGS"] = ["--record-failures", "${TARGET.base}.error.txt"] + [
+        a for name in (states.SUMMARY_FILE, states.REPORT_FILE)
         for a in ("--stale", f"{profile_dir}/{name}")]
 
 
@@ -205,9 +205,9 @@ def summary(env, results: List[Any], profile_dir: str, libraries: int,
     stamp = f"{profile_dir}/.run-start"
     begin = env.Command(f"{profile_dir}/.run-begun", [], f"touch {stamp}")
     text = env.GpsimdSummary(
-        [f"{profile_dir}/test-summary.txt", f"{profile_dir}/report.html"], results,
+        [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"], results,
         GPSIMD_LIBRARIES=[str(libraries), "--since", stamp,
-                          "--report", f"{profile_dir}/report.html"]
+                          "--report", f"{profile_dir}/{states.REPORT_FILE}"]
         + [a for name in multicore for a in ("--multicore", name)])[:1]
     env.Requires(list(results) + text, begin)
     # (a summary older than this run's start is an earlier run's: its

@@ -94,7 +94,6 @@ def apply(env) -> None:
     # QUIET: no action lines (the tool's progress), none of SCons's own
     # messages (-Q -s), and no PASS lines (the emulator's quiet mode, in the
     # environment: out of the test command's signature)
-    env["GPSIMD_QUIET"] = env["QUIET"]
     if env["QUIET"]:
         SCons.Script.SetOption("no_progress", True)
         SCons.Script.SetOption("silent", True)

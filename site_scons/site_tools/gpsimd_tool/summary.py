@@ -172,7 +172,7 @@ class Summary:
             sys.stdout.write(text)
             sys.stdout.flush()
             if everything:
-                write_atomically(os.path.join(self.profile_dir, "test-summary.txt"),
+                write_atomically(os.path.join(self.profile_dir, states.SUMMARY_FILE),
                                  text.encode("utf-8"))
         except BrokenPipeError:   # `scons | head`: the reader has gone
             return
@@ -218,7 +218,7 @@ class Summary:
             st = os.stat(path) if path else None
             key.update(repr((name, state, path, multicore, st and (st.st_size, st.st_mtime_ns)))
                        .encode())
-        page = os.path.join(self.profile_dir, "report.html")
+        page = os.path.join(self.profile_dir, states.REPORT_FILE)
         key_path = os.path.join(self.profile_dir, ".report-key")
         digest = key.hexdigest().encode()
         try:
