@@ -95,6 +95,30 @@ def run_scons(cwd, *args, check=False, timeout=900, env=None):
     return proc
 
 
+def build_zygote(dest: pathlib.Path, emulator_dir=None, include_dir=None) -> str:
+    """Compile the emulator's program (``gpsimd-zygote``) into folder
+    ``dest`` as the build does (``gpsimd_build.zygote_recipe``), from
+    this checkout's sources or those of ``emulator_dir`` and
+    ``include_dir``; its path."""
+    from gpsimd_build import zygote_recipe
+    from gpsimd_device import zygote
+    emulator_dir = emulator_dir or str(ROOT / "runtime_model" / "gpsimd_emu")
+    include_dir = include_dir or str(ROOT / "runtime_model" / "include")
+    path = str(dest / zygote.PROGRAM_NAME)
+    cmd = zygote_recipe.compile_command(
+        "g++", zygote_recipe.c_sources(zygote.source_paths(emulator_dir, include_dir)),
+        include_dir, path, zygote.source_digest(emulator_dir, include_dir))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr     # -Wall: no warning
+    return path
+
+
+@pytest.fixture(scope="session")
+def zygote_program(tmp_path_factory) -> str:
+    """The emulator's program, compiled once for the session."""
+    return build_zygote(tmp_path_factory.mktemp("zygote"))
+
+
 @pytest.fixture(scope="session")
 def built_project(tmp_path_factory):
     """A copy of the project with the shipped collection built and tested once."""

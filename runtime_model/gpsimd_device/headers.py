@@ -64,7 +64,7 @@ def _text(name: str) -> str:
 
 
 _DEFINE = re.compile(r'^[ \t]*#define[ \t]+GPSIMD_(\w+)[ \t]+'
-                     r'(0[xX][0-9A-Fa-f]+|\d+|"[^"\n]*")(?:[uU](?:[lL]{1,2})?)?[ \t]*$', re.M)
+                     r'(0[xX][0-9A-Fa-f]+|-?\d+|"[^"\n]*")(?:[uU](?:[lL]{1,2})?)?[ \t]*$', re.M)
 
 
 @functools.lru_cache(maxsize=None)

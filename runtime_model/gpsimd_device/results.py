@@ -73,6 +73,9 @@ class VectorResult:
             when present.
         kernel_seconds: seconds the cores' launchers took in all runs (not
             in the JSON; benchmarks).
+        output: what the cores wrote to stdout and stderr, each ``{"core",
+            "stream" ("stdout"/"stderr"), "bytes" (written), "text" (kept:
+            the first and last 32 KiB)}``; in the JSON when not empty.
     """
 
     op: str
@@ -87,6 +90,7 @@ class VectorResult:
     warnings: List[str] = field(default_factory=list)
     layout: Optional[Dict[str, Any]] = None
     kernel_seconds: float = 0.0
+    output: List[Dict[str, Any]] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -109,16 +113,20 @@ class VectorResult:
                "warnings": list(self.warnings)}
         if self.layout is not None:
             doc["layout"] = self.layout
+        if self.output:
+            doc["output"] = [dict(o) for o in self.output]
         return doc
 
     @classmethod
     def from_json(cls, d: Dict[str, Any]) -> "VectorResult":
         """The inverse of ``to_json`` (``elements`` and ``printf`` are not kept)."""
-        layout = d.get("layout")
+        layout, output = d.get("layout"), d.get("output")
         return cls(str(d.get("op", "?")), str(d.get("vector", "?")), str(d.get("where", "?")),
                    str(d.get("status", "fail")), str(d.get("message", "")), d.get("max_abs_err"),
                    d.get("mismatches"), warnings=[str(w) for w in d.get("warnings") or []],
-                   layout=layout if isinstance(layout, dict) else None)
+                   layout=layout if isinstance(layout, dict) else None,
+                   output=[o for o in output if isinstance(o, dict)]
+                   if isinstance(output, list) else [])
 
 
 @dataclass

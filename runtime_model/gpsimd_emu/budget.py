@@ -6,7 +6,7 @@ Two checks happen before memory is allocated for a vector: the inputs its
 plan declares (shapes and dtypes, ``.npy`` headers) before they are made,
 and the whole device image (``DeviceImage.plan``) before it is laid out.
 While the cores run, the limit holds for everything they allocate too
-(``gpsimd_emu.zygote``: a memory cgroup, ``RLIMIT_DATA``).
+(the zygote, ``zygote.c``: a memory cgroup, ``RLIMIT_DATA``).
 """
 
 from __future__ import annotations

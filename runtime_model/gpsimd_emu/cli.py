@@ -31,7 +31,8 @@ output, results and exit status); else, or when the server says so:
 
 Processes: this one (stdlib only) is the subreaper of the whole run; it
 forks the worker (numpy: inputs, references, judging), which starts the
-zygote (``gpsimd_emu.zygote``) that forks each vector. Each dies with its
+zygote (the ``gpsimd-zygote`` program the build made,
+``gpsimd_emu.zygote_client``) that forks each vector inside its sandbox. Each dies with its
 parent. On SIGINT, SIGTERM or SIGHUP this process kills the worker, kills
 and reaps every descendant left, and ends with the same signal; when the
 worker ends, whatever descendant is left is killed too: no process of a
@@ -55,6 +56,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 # Only what the supervising process needs is imported here; the worker
 # imports the model (numpy) after the fork.
 from . import contain
+from .zygote_client import default_zygote, program_problem
 from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, QUIET_ENV,
                        RUN_SLACK, RunOptions, format_size, one_blas_thread, parse_size)
 
@@ -117,10 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="JSON {op: {vector: 'FILE:LINE:COL'}} naming where each vector is "
                           "written; kept out of the plan so that moving a vector's lines "
                           "does not re-run its tests")
-    run.add_argument("--leader", metavar="LIBRARY",
-                     help="the native leader library the build compiled (gpsimd_emu.native): "
-                          "a vector's processes then run no Python (default: the Python "
-                          "leader)")
+    run.add_argument("--zygote", metavar="PROGRAM",
+                     help="the gpsimd-zygote program the build made, which runs every vector "
+                          "(default: emu/gpsimd-zygote beside the plan's library folder)")
     run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
                      help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
     run.add_argument("--no-checks", dest="checks", action="store_false",
@@ -256,8 +257,13 @@ def load(args: argparse.Namespace,
             say(f"gpsimd_emu: cannot read locations {args.locations}: {e}")
             return 2
     outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
+    zygote = args.zygote or default_zygote(args.plan)
+    problem = program_problem(zygote)
+    if problem:
+        say(f"gpsimd_emu: cannot run {args.plan}: {problem}; build it: scons {zygote}")
+        return 2
     options = RunOptions(timeout=args.timeout, stack_scale=args.stack_scale, checks=args.checks,
-                         memory=args.memory, parallel=args.parallel, leader=args.leader)
+                         memory=args.memory, parallel=args.parallel, zygote=zygote)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
     return Prepared(args, plan, options, outputs, limit)
 

@@ -58,7 +58,7 @@ class VectorClient:
     service's whole group; the next request starts a new one.
 
     ``argv``: the service's arguments after the plan (``--root``,
-    ``--timeout``, ``--no-checks``, ``--leader``); ``env``: its
+    ``--timeout``, ``--no-checks``, ``--zygote``); ``env``: its
     environment (default: this process's).
     """
 

@@ -1,26 +1,26 @@
 """The control block: how a vector's processes tell the model what happened
-(stdlib and ctypes only; the zygote's processes and the numpy worker both
-use it).
+(stdlib and ctypes only).
 
 It is the first page of the vector's device image (a memfd the worker
 creates, ``gpsimd_emu.image``), so no file descriptor carries results: a
 kernel writing to every descriptor it can find reaches nothing the model
-reads. The runner makes the page read-only around each launch
+reads. The leader makes the page read-only around each launch
 (``mprotect``), and the worker checks what it reads (``validate``): a magic
 and the request's nonce, every state, index and count in range; anything
 else fails that vector as a corrupt record, naming the field.
 
-Layout (little-endian)::
+Layout: the ``GPSIMD_ZY_CB_*`` offsets of ``gpsimd_host/zygote.h`` (read
+here, written by ``leader.c``); the fields, little-endian::
 
-    header   0   magic b"GPSIMDCB", nonce u64, version u32, npasses u32,
-                 ncores u32, error_pass i32, error_core i32, error_len u32,
-                 leader_done u32, spread u32
-    error    64  1024 bytes of UTF-8 (a model error in a vector process)
-    passes 1088  MAX_PASSES x 80: state u32, faulted u32, claimed u32,
-                 ncores u32, order u8[8], t_start u64, t_end u64, sem_t (32)
-    slots  1408  MAX_PASSES x 8 cores x 32: state u32, status u32,
-                 bind_rc i32, job u32, t_start u64, t_end u64 (CLOCK_MONOTONIC ns)
-    jobs   2432  MAX_JOBS x 16: pid i32, pass u32, wait_status i32, state u32
+    header   magic b"GPSIMDCB", nonce u64, version u32, npasses u32,
+             ncores u32, error_pass i32, error_core i32, error_len u32,
+             leader_done u32, spread u32
+    error    UTF-8 text (a model error in a vector process)
+    passes   per run: state u32, faulted u32, claimed u32, ncores u32,
+             order u8[8], t_start u64, t_end u64, then its sem_t
+    slots    per run and core: state u32, status u32, bind_rc i32, job u32,
+             t_start u64, t_end u64 (CLOCK_MONOTONIC ns)
+    jobs     per process: pid i32, pass u32, wait_status i32, state u32
 
 A pass's cores are claimed in its ``order`` under a process-shared POSIX
 semaphore (``sem_init``), so that several processes may share a pass.
@@ -32,7 +32,9 @@ import ctypes
 import mmap
 import struct
 import time
-from typing import List, Optional
+from typing import List
+
+from gpsimd_device.headers import defines
 
 from .contain import libc as _c
 
@@ -40,38 +42,46 @@ __all__ = [
     "SIZE", "MAX_PASSES", "MAX_CORES", "MAX_JOBS", "MAGIC", "ControlBlock", "RecordError",
     "SLOT_IDLE", "SLOT_STARTED", "SLOT_DONE", "SLOT_BIND_FAILED",
     "PASS_PENDING", "PASS_RUNNING", "PASS_DONE", "PASS_SKIPPED",
-    "JOB_RUNNING", "JOB_EXITED",
+    "JOB_RUNNING", "JOB_EXITED", "EXIT_MODEL_ERROR", "CANCELLED", "ZY",
 ]
 
-SIZE = 4096
-MAX_PASSES = 4
-MAX_CORES = 8
-MAX_JOBS = 64
-MAGIC = b"GPSIMDCB"
-VERSION = 1
-ERROR_CAPACITY = 1024
+#: Every ``GPSIMD_ZY_*`` number of ``gpsimd_host/zygote.h`` (the one
+#: definition of the zygote's formats), without the prefix.
+ZY = {k[3:]: v for k, v in defines("zygote.h").items() if k.startswith("ZY_")}
 
-SLOT_IDLE, SLOT_STARTED, SLOT_DONE, SLOT_BIND_FAILED = 0, 1, 2, 3
-PASS_PENDING, PASS_RUNNING, PASS_DONE, PASS_SKIPPED = 0, 1, 2, 3
-JOB_RUNNING, JOB_EXITED = 1, 2
+SIZE = ZY["CB_SIZE"]
+MAX_PASSES = ZY["MAX_RUNS"]
+MAX_CORES = ZY["MAX_CORES"]
+MAX_JOBS = ZY["MAX_JOBS"]
+MAGIC = b"GPSIMDCB"
+VERSION = ZY["CB_VERSION"]
+ERROR_CAPACITY = ZY["CB_ERROR_CAPACITY"]
+EXIT_MODEL_ERROR = ZY["EXIT_MODEL_ERROR"]
+CANCELLED = ZY["CANCELLED"]
+
+SLOT_IDLE, SLOT_STARTED, SLOT_DONE, SLOT_BIND_FAILED = (
+    0, ZY["SLOT_STARTED"], ZY["SLOT_DONE"], ZY["SLOT_BIND_FAILED"])
+PASS_PENDING, PASS_RUNNING, PASS_DONE, PASS_SKIPPED = (
+    0, ZY["PASS_RUNNING"], ZY["PASS_DONE"], ZY["PASS_SKIPPED"])
+JOB_RUNNING, JOB_EXITED = ZY["JOB_RUNNING"], ZY["JOB_EXITED"]
 
 _HEADER = struct.Struct("<8sQIIIiiIII")
-_ERROR_FIELDS = 28                         # error_pass, error_core, error_len
-_LEADER_DONE = 40
-_ERROR = 64
-_PASSES = _ERROR + ERROR_CAPACITY          # 1088
-_PASS = struct.Struct("<IIII8sQQ")         # 40 bytes, then the sem_t
-_PASS_SIZE = 80
-_SEM_OFFSET = 40                           # 8-byte aligned; sem_t is 32 bytes (glibc)
-_SLOTS = _PASSES + MAX_PASSES * _PASS_SIZE  # 1408
-_SLOT = struct.Struct("<IIiIQQ")           # 32 bytes
-_CLAIMED = struct.Struct("<II")             # claimed, ncores (at +8 of a pass record)
-_U32 = struct.Struct("<I")
-_JOBS = _SLOTS + MAX_PASSES * MAX_CORES * _SLOT.size   # 2432
-_JOB = struct.Struct("<iIiI")              # 16 bytes
+_ERROR_FIELDS = ZY["CB_ERROR_FIELDS"]      # error_pass, error_core, error_len
+_LEADER_DONE = ZY["CB_LEADER_DONE"]
+_ERROR = ZY["CB_ERROR"]
+_PASSES = ZY["CB_PASSES"]
+_PASS = struct.Struct("<IIII8sQQ")         # then the sem_t
+_PASS_SIZE = ZY["CB_PASS_SIZE"]
+_SEM_OFFSET = ZY["CB_SEM"]
+_SLOTS = ZY["CB_SLOTS"]
+_SLOT = struct.Struct("<IIiIQQ")
+_JOBS = ZY["CB_JOBS"]
+_JOB = struct.Struct("<iIiI")
+assert _SLOT.size == ZY["CB_SLOT_SIZE"] and _JOB.size == ZY["CB_JOB_SIZE"]
+assert _HEADER.size <= _ERROR and _PASS.size <= _SEM_OFFSET
+assert _PASSES == _ERROR + ERROR_CAPACITY and _SLOTS == _PASSES + MAX_PASSES * _PASS_SIZE
+assert _JOBS == _SLOTS + MAX_PASSES * MAX_CORES * _SLOT.size
 assert _JOBS + MAX_JOBS * _JOB.size <= SIZE
-assert _HEADER.size == 48 and _HEADER.size <= _ERROR
-assert _PASS.size == 40 and _SEM_OFFSET + 32 <= _PASS_SIZE and _PASSES % 16 == 0
 
 
 def now_ns() -> int:
@@ -96,7 +106,8 @@ class ControlBlock:
         self.buf = memoryview(buf)[offset:offset + SIZE]
         self.base = base + offset if base else 0
 
-    # ---- writing (the worker before the run, the vector's processes during it)
+    # ---- writing (the worker, before the run; the vector's processes write
+    # the rest: leader.c)
 
     def init(self, nonce: int, npasses: int, ncores: int,
              orders: List[List[int]]) -> None:
@@ -124,64 +135,6 @@ class ControlBlock:
         if self.base:
             prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
             _c().mprotect(ctypes.c_void_p(self.base), SIZE, prot)
-
-    def claim(self, p: int, shared: bool = True) -> Optional[int]:
-        """The next core of pass ``p`` not yet claimed by any process, or
-        None when every core of it has been. ``shared``: other processes
-        may claim cores of this pass at the same time (the semaphore)."""
-        if not shared:
-            return self._claim(p)
-        sem = ctypes.c_void_p(self._sem(p))
-        while _c().sem_wait(sem) != 0:
-            pass
-        try:
-            return self._claim(p)
-        finally:
-            _c().sem_post(sem)
-
-    def _claim(self, p: int) -> Optional[int]:
-        at = _PASSES + p * _PASS_SIZE
-        claimed, n = _CLAIMED.unpack_from(self.buf, at + 8)
-        if claimed >= n:
-            return None
-        _U32.pack_into(self.buf, at + 8, claimed + 1)
-        return self.buf[at + 16 + claimed]
-
-    def unclaimed(self, p: int) -> int:
-        """Cores of pass ``p`` no process has claimed yet."""
-        _, _, claimed, n, _, _, _ = _PASS.unpack_from(self.buf, _PASSES + p * _PASS_SIZE)
-        return max(0, n - claimed)
-
-    def set_pass(self, p: int, state: int, t: int = 0) -> None:
-        """Pass ``p`` starts running (``t`` its start) or ends (``t`` its end)."""
-        at = _PASSES + p * _PASS_SIZE
-        struct.pack_into("<I", self.buf, at, state)
-        if state == PASS_RUNNING:
-            struct.pack_into("<Q", self.buf, at + 24, t)
-        elif state in (PASS_DONE, PASS_SKIPPED):
-            struct.pack_into("<Q", self.buf, at + 32, t)
-
-    def mark_faulted(self, p: int) -> None:
-        struct.pack_into("<I", self.buf, _PASSES + p * _PASS_SIZE + 4, 1)
-
-    def set_slot(self, p: int, k: int, state: int, status: int = 0, bind_rc: int = 0,
-                 job: int = 0, t_start: int = 0, t_end: int = 0) -> None:
-        _SLOT.pack_into(self.buf, _SLOTS + (p * MAX_CORES + k) * _SLOT.size,
-                        state, status, bind_rc, job, t_start, t_end)
-
-    def set_job(self, j: int, pid: int, p: int, wait_status: int, state: int) -> None:
-        _JOB.pack_into(self.buf, _JOBS + j * _JOB.size, pid, p, wait_status, state)
-
-    def set_error(self, p: int, k: int, text: str) -> None:
-        """Record a model error (the first one wins)."""
-        if self.error_len:
-            return
-        data = text.encode("utf-8", errors="replace")[:ERROR_CAPACITY]
-        self.buf[_ERROR:_ERROR + len(data)] = data
-        struct.pack_into("<iiI", self.buf, _ERROR_FIELDS, p, k, len(data))
-
-    def set_leader_done(self) -> None:
-        struct.pack_into("<I", self.buf, _LEADER_DONE, 1)
 
     # ---- reading -------------------------------------------------------
 

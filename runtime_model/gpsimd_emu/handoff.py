@@ -39,7 +39,7 @@ its stdout and stderr are one file, as under ninja), which the run takes
 as its stdout and stderr and the client copies to its own (``_Relay``:
 ninja's pipe never reaches the server, so a server that stops with the
 request queued cannot hold it open); the server answers ``{"here":
-reason}`` (not taken: run it yourself) or ``{"pid": n, "spare": bool}``
+reason}`` (not taken: run it yourself) or ``{"pid": n}``
 and, once the run ended, ``{"status": wait status}``. A server that does
 not answer within ``FIRST_REPLY_TIMEOUT`` makes the step fail with a
 message; one that does not report a run's end within ``STATUS_GRACE``
@@ -388,7 +388,7 @@ def hand_off(argv: "list[str]") -> "int | None":
                 _log(f"here: {(first or {}).get('here', 'no answer')}")
                 return None
             forward.pid = int(first["pid"])
-            _log(f"served pid={forward.pid} spare={bool(first.get('spare'))}")
+            _log(f"served pid={forward.pid}")
             try:
                 ended = os.pidfd_open(forward.pid)
             except (AttributeError, OSError):

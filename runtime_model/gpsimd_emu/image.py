@@ -9,7 +9,7 @@ that go on at the same time cannot see each other's writes to an input),
 the outputs (each with a guard zone), and per core the scratch window,
 dataram, printf ring, report and read map. A binding's host pointers are
 *offsets into the file*: each process that maps the image adds its own base
-(``gpsimd_emu.launch``). The worker only writes the inputs, the arguments
+(``leader.c``). The worker only writes the inputs, the arguments
 and the bindings; the vector's processes poison what they use, so that
 what a vector touches is charged to its memory cgroup.
 """

@@ -20,7 +20,7 @@ from . import abi, control
 from .budget import exceeded
 from .cores import CoreSpec
 from .image import DeviceImage
-from .launch import CANCELLED, EXIT_MODEL_ERROR
+from .control import CANCELLED, EXIT_MODEL_ERROR
 from .merge import cores_text
 
 __all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "report_text",
@@ -170,7 +170,7 @@ def check_runs(record: dict, image: DeviceImage) -> None:
     left running by a process that ended badly); before it, a run may be
     skipped only where the leader decides so, a single-core vector's
     second run when the first left no element holding the poison and its
-    report no flag that asks for it (``launch._Leader._need_second``, made
+    report no flag that asks for it (``leader.c``'s ``need_second``, made
     again here from the image).
 
     Raises:

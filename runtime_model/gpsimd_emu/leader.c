@@ -1,25 +1,17 @@
-/* The native leader of a vector: what gpsimd_emu.launch and gpsimd_emu.jobs
- * do in a vector's processes, in C, so that a vector costs one fork of the
- * zygote and no Python in the forked process.
+/* A vector's processes (gpsimd-zygote's third source): the zygote fills
+ * one struct gl_request and calls gl_fork_leader(); the child never
+ * returns (it makes every run of the vector's cores and _exit()s: 0 after
+ * recording its end, GPSIMD_ZY_EXIT_MODEL_ERROR after recording a model
+ * error); the parent gets the child's pid, or -errno when fork failed.
  *
- * The zygote (gpsimd_emu.zygote, through gpsimd_emu.native) fills one
- * struct gl_request and calls gl_fork_leader(): the child never returns
- * (it makes every run of the vector's cores and _exit()s: 0 after
- * recording its end, 70 after recording a model error); the parent gets
- * the child's pid, or -errno when fork failed.
- *
- * The semantics are those of the Python leader (gpsimd_emu.launch, the
- * reference: tests compare the two records field by field): each run
- * claims its cores from the control block and launches them, with
- * SIGALRM at the run's time limit; a run that faulted, crashed or left a
- * launch stops the vector after it; a single-core vector's second run is
- * made only when the first says so; runs that take long get helper
- * processes (up to parallel - 1).
- *
- * Layouts: gpsimd_core_binding and gpsimd_core_report come from abi.h;
- * the control block's layout is gpsimd_emu.control's, and struct
- * gl_request is gpsimd_emu.native's ctypes structure: gl_layout() gives
- * every offset this file uses, which gpsimd_emu.native checks on load.
+ * Each run claims its cores from the control block (gpsimd_host/zygote.h)
+ * and launches them, with SIGALRM at the run's time limit; a run that
+ * faulted, crashed or left a launch stops the vector after it; a
+ * single-core vector's second run is made only when the first says so
+ * (need_second; gpsimd_emu.judge.check_runs decides it again from the
+ * image, so that a kernel cannot forge a skip); runs that take long get
+ * helper processes (up to parallel - 1). What a core writes to stdout and
+ * stderr goes to pipes of its own, which the zygote drains and bounds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -41,21 +33,36 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
+#include "gpsimd_host/zygote.h"
 #include "leader.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the control block is little-endian; this file writes it natively"
 #endif
 
-/* ---- the control block (gpsimd_emu.control) ---------------------------- */
+/* ---- the control block (gpsimd_host/zygote.h) --------------------------- */
 enum {
-    CB_SIZE = 4096, CB_ERROR_FIELDS = 28, CB_LEADER_DONE = 40, CB_ERROR = 64,
-    CB_ERROR_CAPACITY = 1024, CB_PASSES = 1088, CB_PASS_SIZE = 80, CB_SEM = 40,
-    CB_SLOTS = 1408, CB_SLOT_SIZE = 32, CB_JOBS = 2432, CB_JOB_SIZE = 16, CB_MAX_JOBS = 64,
+    CB_SIZE = GPSIMD_ZY_CB_SIZE, CB_ERROR_FIELDS = GPSIMD_ZY_CB_ERROR_FIELDS,
+    CB_LEADER_DONE = GPSIMD_ZY_CB_LEADER_DONE, CB_ERROR = GPSIMD_ZY_CB_ERROR,
+    CB_ERROR_CAPACITY = GPSIMD_ZY_CB_ERROR_CAPACITY, CB_PASSES = GPSIMD_ZY_CB_PASSES,
+    CB_PASS_SIZE = GPSIMD_ZY_CB_PASS_SIZE, CB_SEM = GPSIMD_ZY_CB_SEM,
+    CB_SLOTS = GPSIMD_ZY_CB_SLOTS, CB_SLOT_SIZE = GPSIMD_ZY_CB_SLOT_SIZE,
+    CB_JOBS = GPSIMD_ZY_CB_JOBS, CB_JOB_SIZE = GPSIMD_ZY_CB_JOB_SIZE,
+    CB_MAX_JOBS = GPSIMD_ZY_MAX_JOBS,
 };
-enum { SLOT_STARTED = 1, SLOT_DONE = 2, SLOT_BIND_FAILED = 3 };
-enum { PASS_RUNNING = 1, PASS_DONE = 2, PASS_SKIPPED = 3 };
-enum { JOB_RUNNING = 1, JOB_EXITED = 2 };
+enum {
+    SLOT_STARTED = GPSIMD_ZY_SLOT_STARTED, SLOT_DONE = GPSIMD_ZY_SLOT_DONE,
+    SLOT_BIND_FAILED = GPSIMD_ZY_SLOT_BIND_FAILED,
+};
+enum {
+    PASS_RUNNING = GPSIMD_ZY_PASS_RUNNING, PASS_DONE = GPSIMD_ZY_PASS_DONE,
+    PASS_SKIPPED = GPSIMD_ZY_PASS_SKIPPED,
+};
+enum { JOB_RUNNING = GPSIMD_ZY_JOB_RUNNING, JOB_EXITED = GPSIMD_ZY_JOB_EXITED };
+#define EXIT_MODEL_ERROR GPSIMD_ZY_EXIT_MODEL_ERROR
+#define CANCELLED GPSIMD_ZY_CANCELLED
+_Static_assert(CB_JOBS + CB_MAX_JOBS * CB_JOB_SIZE <= CB_SIZE, "the control block's page");
+_Static_assert(CB_SEM + sizeof(sem_t) <= CB_PASS_SIZE, "a pass record holds its semaphore");
 
 typedef int (*launcher_fn)(void);
 typedef int (*binder_fn)(const gpsimd_core_binding *);
@@ -65,6 +72,7 @@ struct job { int index, run, pid; };
 /* The state of this process (a fork of the zygote: one vector's leader,
  * or a helper forked from it). */
 static const struct gl_request *R;
+static const struct gz_vector *V;    /* &R->v */
 static unsigned char *image, *cb;
 static gpsimd_core_binding bindings[GL_MAX_RUNS][GL_MAX_CORES];
 static unsigned char *arg_stream, *out_desc;
@@ -238,14 +246,14 @@ static int claim(int p, int shared)
             ;
     int k = -1;
     uint32_t claimed = get32(pass_at(p) + 8), n = get32(pass_at(p) + 12);
-    if (n > (uint32_t)R->ncores || claimed > n) {
+    if (n > (uint32_t)V->ncores || claimed > n) {
         cur_core = -1;
         model_error("the control block was overwritten (a run's claim count)", 0);
     }
     if (claimed < n) {
         put32(pass_at(p) + 8, claimed + 1);
         k = cb[pass_at(p) + 16 + claimed];
-        if (k >= R->ncores) {
+        if (k >= V->ncores) {
             cur_core = -1;
             model_error("the control block was overwritten (a run's core order)", 0);
         }
@@ -263,7 +271,7 @@ static int unclaimed(int p)
 
 static int left_running(int index, int p)
 {
-    for (int k = 0; k < R->ncores; k++)
+    for (int k = 0; k < V->ncores; k++)
         if (get32(slot_at(p, k)) == SLOT_STARTED && get32(slot_at(p, k) + 12) == (uint32_t)index)
             return 1;
     return 0;
@@ -271,10 +279,10 @@ static int left_running(int index, int p)
 
 /* ---- helpers (gpsimd_emu.jobs) -------------------------------------------- */
 
-static int make_run(const struct gl_run *r, int index);
-static void run_cores(const struct gl_run *r, int index, double deadline);
+static int make_run(const struct gz_run *r, int index);
+static void run_cores(const struct gz_run *r, int index, double deadline);
 
-static void helper_main(const struct gl_run *r, int index, int leader, double deadline,
+static void helper_main(const struct gz_run *r, int index, int leader, double deadline,
                         int is_whole)
 {
     gl_die_with_parent(leader);
@@ -290,7 +298,7 @@ static void helper_main(const struct gl_run *r, int index, int leader, double de
     _exit(0);
 }
 
-static void fork_helper(const struct gl_run *r, int is_whole, double deadline)
+static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
 {
     int index = jobs_n;
     if (index >= CB_MAX_JOBS)
@@ -338,19 +346,19 @@ static int whole_running(void)
     return n;
 }
 
-static void maybe_help(const struct gl_run *r, double started, double deadline)
+static void maybe_help(const struct gz_run *r, double started, double deadline)
 {
-    if (R->parallel < 2 || nhelping || is_helper)
+    if (V->parallel < 2 || nhelping || is_helper)
         return;
-    if (!(R->spread_now || mono() - started >= R->spread_after))
+    if (!(V->spread_now || mono() - started >= (double)V->spread_after_ns * 1e-9))
         return;
-    int free_ = (int)R->parallel - 1 - whole_running();
-    for (int i = 0; i < R->nruns; i++) {   /* whole runs that need not wait for this one */
+    int free_ = (int)V->parallel - 1 - whole_running();
+    for (int i = 0; i < V->nruns; i++) {   /* whole runs that need not wait for this one */
         if (free_ <= 0)
             break;
-        const struct gl_run *later = &R->runs[i];
+        const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
-        if (q > r->index && R->ncores > 1 && !has_whole[q] && pass_state(q) == 0) {
+        if (q > r->index && V->ncores > 1 && !has_whole[q] && pass_state(q) == 0) {
             fork_helper(later, 1, 0.0);
             free_--;
         }
@@ -407,7 +415,19 @@ static int wait_helpers(void)
 
 /* ---- runs (gpsimd_emu.launch) ---------------------------------------------- */
 
-static void run_cores(const struct gl_run *r, int index, double deadline)
+/* Core k's stdout and stderr: its own pipes (at fds 3 + 2k and 4 + 2k,
+ * where leader_main put them), which the zygote drains. */
+static void to_core_output(int k)
+{
+    static int current = -1;
+    if (k == current)
+        return;
+    dup2(3 + 2 * k, 1);
+    dup2(4 + 2 * k, 2);
+    current = k;
+}
+
+static void run_cores(const struct gz_run *r, int index, double deadline)
 {
     int p = (int)r->index;
     cur_run = p;
@@ -416,13 +436,13 @@ static void run_cores(const struct gl_run *r, int index, double deadline)
     if (remaining <= 0)
         kill(getpid(), SIGALRM);
     set_alarm(remaining > 1e-3 ? remaining : 1e-3);
-    int shared = R->parallel > 1 && !r->ordered;
-    int may_help = R->parallel > 1 && !is_helper;
+    int shared = V->parallel > 1 && !r->ordered;
+    int may_help = V->parallel > 1 && !is_helper;
     double started = mono();
-    if (may_help && R->spread_now)
+    if (may_help && V->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
-    unsigned char *arg_buf = alloc((size_t)R->arg_len);
-    unsigned char *ret_buf = alloc((size_t)R->desc_len);
+    unsigned char *arg_buf = alloc((size_t)V->arg_len);
+    unsigned char *ret_buf = alloc((size_t)V->desc_len);
     for (;;) {
         protect(1);
         int k = claim(p, shared);
@@ -435,8 +455,8 @@ static void run_cores(const struct gl_run *r, int index, double deadline)
         gpsimd_core_binding *b = &bindings[p][k];
         /* fresh argument bytes for each launch (an earlier kernel may have
            written over them) */
-        memcpy(arg_buf, arg_stream, (size_t)R->arg_len);
-        memcpy(ret_buf, out_desc, (size_t)R->desc_len);
+        memcpy(arg_buf, arg_stream, (size_t)V->arg_len);
+        memcpy(ret_buf, out_desc, (size_t)V->desc_len);
         b->arg_stream_host = (uint64_t)(uintptr_t)arg_buf;
         b->retval_host = (uint64_t)(uintptr_t)ret_buf;
         int rc = ((binder_fn)R->binders[p][k])(b);
@@ -446,9 +466,11 @@ static void run_cores(const struct gl_run *r, int index, double deadline)
             mark_faulted(p);
             continue;
         }
+        to_core_output(k);
         int64_t t1 = gl_now_ns();
         int status = ((launcher_fn)R->launchers[p][k])();
         int64_t t2 = gl_now_ns();
+        fflush(NULL);                      /* what the core's stdio holds is the core's */
         gpsimd_core_report *report = report_of(p, k);
         protect(1);
         int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
@@ -463,14 +485,14 @@ static void run_cores(const struct gl_run *r, int index, double deadline)
 
 /* 1 when the vector must stop after run r (a fault, a helper's bad end, a
  * launch that ended the process). */
-static int make_run(const struct gl_run *r, int index)
+static int make_run(const struct gz_run *r, int index)
 {
     int p = (int)r->index;
     double start = mono();
     protect(1);
     set_pass(p, PASS_RUNNING, gl_now_ns());
     set_job(index, getpid(), p, 0, JOB_RUNNING);
-    run_cores(r, index, start + R->timeout);
+    run_cores(r, index, start + (double)V->timeout_ns * 1e-9);
     int bad = wait_helpers();
     set_alarm(0);
     protect(1);
@@ -485,18 +507,18 @@ static int make_run(const struct gl_run *r, int index)
  * to decide? (launch._Leader._need_second) */
 static int need_second(void)
 {
-    int first = (int)R->runs[0].index;
+    int first = (int)V->runs[0].index;
     if (pass_faulted(first))
         return 0;
     if (report_of(first, 0)->flags & (GPSIMD_REPORT_TCM_USED | GPSIMD_REPORT_EMPTY_USED
                                       | GPSIMD_REPORT_OUTPUT_READ))
         return 1;
-    int64_t size = R->scan_itemsize;
+    int64_t size = V->scan_itemsize;
     if (size <= 0)
         return 1;
-    const unsigned char *at = image + R->scan_at;
-    unsigned char poison = (unsigned char)R->runs[0].poison;
-    for (int64_t i = 0; i + size <= R->scan_nbytes; i += size) {
+    const unsigned char *at = image + V->scan_at;
+    unsigned char poison = (unsigned char)V->runs[0].poison;
+    for (int64_t i = 0; i + size <= V->scan_nbytes; i += size) {
         int64_t j = 0;
         while (j < size && at[i + j] == poison)
             j++;
@@ -508,18 +530,18 @@ static int need_second(void)
 
 static void leader_run(void)
 {
-    const struct gl_run *second = NULL;
-    for (int i = 0; i < R->nruns; i++)
-        if (R->runs[i].second) {
-            second = &R->runs[i];
+    const struct gz_run *second = NULL;
+    for (int i = 0; i < V->nruns; i++)
+        if (V->runs[i].second) {
+            second = &V->runs[i];
             break;
         }
-    for (int i = 0; i < R->nruns; i++) {
-        const struct gl_run *r = &R->runs[i];
+    for (int i = 0; i < V->nruns; i++) {
+        const struct gz_run *r = &V->runs[i];
         int p = (int)r->index;
         if (has_whole[p])
             continue;                      /* a helper makes it */
-        if (stop_after >= 0 || (r == second && R->ncores == 1 && !need_second())) {
+        if (stop_after >= 0 || (r == second && V->ncores == 1 && !need_second())) {
             protect(1);
             set_pass(p, PASS_SKIPPED, gl_now_ns());
             continue;
@@ -556,33 +578,41 @@ static void leader_main(void)
     signal(SIGHUP, SIG_DFL);
     signal(SIGCHLD, SIG_DFL);              /* (whatever a static initialiser set) */
     signal(SIGALRM, SIG_DFL);
-    void *mm = mmap(NULL, (size_t)R->size, PROT_READ | PROT_WRITE, MAP_SHARED,
+    void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
     if (mm == MAP_FAILED)
         model_error("mmap", errno);
     close((int)R->image_fd);               /* no descriptor leads back into the image */
     image = cb = mm;
-    /* nothing of the model's is reachable through an fd */
-    if (syscall(SYS_close_range, 3, ~0U, 0) != 0)
-        for (int fd = 3; fd < (1 << 16); fd++)
+    /* the cores' output pipes to fds 3.., then nothing of the model's is
+       reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
+    int nfds = 2 * (int)V->ncores;
+    for (int i = 0; i < nfds; i++)
+        if (dup2(R->out[i], 3 + i) < 0)
+            model_error("dup2 of an output pipe", errno);
+    if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
+        for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
+    to_core_output(0);
+    sb_drop_all_caps();
+
     if (R->data_limit > 0) {
         struct rlimit lim = {(rlim_t)R->data_limit, (rlim_t)R->data_limit};
         setrlimit(RLIMIT_DATA, &lim);
     }
-    if (R->binding_size != (int64_t)sizeof(gpsimd_core_binding))
+    if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         model_error("the binding size differs from abi.h's", 0);
-    for (int i = 0; i < R->nruns; i++)
-        for (int k = 0; k < R->ncores; k++) {
-            int p = (int)R->runs[i].index;
-            int64_t at = R->bindings_at + (p * R->ncores + k) * R->binding_size;
+    for (int i = 0; i < V->nruns; i++)
+        for (int k = 0; k < V->ncores; k++) {
+            int p = (int)V->runs[i].index;
+            int64_t at = V->bindings_at + (p * V->ncores + k) * V->binding_size;
             memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
             rebase(&bindings[p][k]);
         }
-    arg_stream = alloc((size_t)R->arg_len);
-    memcpy(arg_stream, image + R->args_at, (size_t)R->arg_len);
-    out_desc = alloc((size_t)R->desc_len);
-    memcpy(out_desc, image + R->args_at + R->page, (size_t)R->desc_len);
+    arg_stream = alloc((size_t)V->arg_len);
+    memcpy(arg_stream, image + V->args_at, (size_t)V->arg_len);
+    out_desc = alloc((size_t)V->desc_len);
+    memcpy(out_desc, image + V->args_at + V->page, (size_t)V->desc_len);
     leader_run();
     protect(1);
     put32(CB_LEADER_DONE, 1);
@@ -593,13 +623,13 @@ static void leader_main(void)
 
 /* Fork the vector's leader (in its own process group). Returns its pid, or
  * -errno. The request must stay valid until the call returns. */
-long gl_fork_leader(const struct gl_request *req)
+long gl_fork_leader(struct gl_request *req)
 {
-    if (req->version != GL_VERSION || req->nruns < 1 || req->nruns > GL_MAX_RUNS
-            || req->ncores < 1 || req->ncores > GL_MAX_CORES)
+    const struct gz_vector *v = &req->v;
+    if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > GL_MAX_CORES)
         return -EINVAL;
-    for (int i = 0; i < req->nruns; i++)
-        if (req->runs[i].index < 0 || req->runs[i].index >= GL_MAX_RUNS)
+    for (int i = 0; i < v->nruns; i++)
+        if (v->runs[i].index < 0 || v->runs[i].index >= GL_MAX_RUNS)
             return -EINVAL;
     pid_t pid = fork();
     if (pid < 0)
@@ -607,6 +637,7 @@ long gl_fork_leader(const struct gl_request *req)
     if (pid > 0)
         return pid;
     R = req;
+    V = &req->v;
     setpgid(0, 0);
     if (req->join_path[0]) {               /* process-group mode: join the cgroup */
         int fd = open(req->join_path, O_WRONLY | O_CLOEXEC);
@@ -628,27 +659,4 @@ long gl_fork_leader(const struct gl_request *req)
     }
     leader_main();
     _exit(EXIT_MODEL_ERROR);               /* not reached */
-}
-
-/* Offsets and sizes this file relies on, for gpsimd_emu.native to check
- * against its own structure and gpsimd_emu.control: writes at most n
- * values to out and returns how many there are. */
-int gl_layout(int64_t *out, int n)
-{
-    const int64_t v[] = {
-        GL_VERSION, (int64_t)sizeof(struct gl_request),
-        offsetof(struct gl_request, spread_after), offsetof(struct gl_request, runs),
-        (int64_t)sizeof(struct gl_run), offsetof(struct gl_request, launchers),
-        offsetof(struct gl_request, binders), offsetof(struct gl_request, join_path),
-        (int64_t)sizeof(gpsimd_core_binding),
-        CB_SIZE, CB_ERROR_FIELDS, CB_LEADER_DONE, CB_ERROR, CB_ERROR_CAPACITY, CB_PASSES,
-        CB_PASS_SIZE, CB_SEM, CB_SLOTS, CB_SLOT_SIZE, CB_JOBS, CB_JOB_SIZE, CB_MAX_JOBS,
-        GL_MAX_RUNS, GL_MAX_CORES, EXIT_MODEL_ERROR, CANCELLED, (int64_t)sizeof(sem_t),
-        GL_RUN_MAGIC, GL_OP_NAME, (int64_t)sizeof(struct gl_zygote_run),
-        offsetof(struct gl_zygote_run, op), offsetof(struct gl_zygote_run, request),
-    };
-    int count = (int)(sizeof v / sizeof v[0]);
-    for (int i = 0; i < count && i < n; i++)
-        out[i] = v[i];
-    return count;
 }

@@ -5,21 +5,21 @@ The host pack format is ``gpsimd_device.pack`` (its reader and writer).
 A plain (unpacked) ELF ``.so`` is accepted too: with ``-g`` in the user's
 cflags no pack step exists (the Neuron SDK's build driver, build_custom_op.py GOTCHA).
 
-Loading: the payload goes to a ``memfd`` and is ``dlopen``-ed through
-``/proc/self/fd/N`` with ``RTLD_LOCAL``, so every core object has its own copy
-of the runtime's state (ARCHITECTURE.md "Build outputs"). Ops are registered
-through the generated trio ``get_func_cnt`` / ``get_func_name`` /
-``get_func_ptr`` (the Neuron SDK's build driver, build_custom_op.py), whose C++ symbols are
-``_Z12get_func_cntv``, ``_Z13get_func_namei``, ``_Z12get_func_ptri``.
+Loading: the payload goes to a ``memfd`` (``payload_fd``), which the
+zygote (``zygote.c``) ``dlopen``-s through ``/proc/self/fd/N`` with
+``RTLD_LOCAL``, so every core object has its own copy of the runtime's
+state (ARCHITECTURE.md "Build outputs"), and registers its ops through the
+generated trio ``get_func_cnt`` / ``get_func_name`` / ``get_func_ptr``
+(the Neuron SDK's build driver, build_custom_op.py); ``check_lsp`` checks
+what it reports of the object's linker spec.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import struct
-from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional
+from dataclasses import dataclass
+from typing import Any, Dict, Optional
 
 from gpsimd_device import pack as _pack
 
@@ -27,8 +27,8 @@ from . import abi
 
 __all__ = [
     "MAGIC", "FORMAT_VERSION", "HEADER_SIZE", "ENTRY", "LoadError",
-    "PackedObject", "LspInfo", "CoreObject",
-    "parse_pack", "read_pack", "read_object", "payload_fd", "load_object", "make_pack",
+    "PackedObject", "LspInfo", "check_lsp",
+    "parse_pack", "read_pack", "read_object", "payload_fd", "make_pack",
 ]
 
 MAGIC = _pack.MAGIC
@@ -38,7 +38,6 @@ HEADER_SIZE = _pack.HEADER_SIZE
 ENTRY = _pack.ENTRY
 _ELF_MAGIC = b"\x7fELF"
 
-LAUNCHER = ctypes.CFUNCTYPE(ctypes.c_int)   # wrapper_fn: int (*)()
 
 
 class LoadError(Exception):
@@ -177,143 +176,40 @@ def read_object(path: str, name: Optional[str] = None) -> PackedObject:
     return PackedObject(name, obj.metadata, obj.payload, True, path)
 
 
-@dataclass
-class CoreObject:
-    """A loaded core object.
+def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
+              core: Optional[int]) -> None:
+    """Check a core object was linked with linker spec ``lsp`` for ``core``
+    (None = single-core): the pack metadata's ``lsp`` and ``core`` when
+    present, then ``info`` (what its ``gpsimd_linker_spec_info()`` gave,
+    read by the zygote): name, core id, scratch size (2 MiB multicore,
+    32 MiB single) and, multicore, origin ``0x84000000 + core * 2 MiB``
+    (docs/kernel-api.md, Limits).
 
-    Attributes:
-        obj: the verified object it came from.
-        lib: the ``ctypes.CDLL`` handle (RTLD_LOCAL).
-        fd: the memfd holding the payload (kept open while loaded), or None
-            for a plain ``.so`` loaded from its path.
-        ops: op name -> launcher (``int (*)()``, returns ``gpsimd_status``),
-            filled by ``register_ops``.
+    Raises:
+        LoadError: naming the expected and the actual value.
     """
-
-    obj: PackedObject
-    lib: ctypes.CDLL
-    fd: Optional[int] = None
-    ops: Dict[str, Callable[[], int]] = field(default_factory=dict)
-
-    @property
-    def path(self) -> str:
-        """The object's name for messages (as the plan spells it)."""
-        return self.obj.path
-
-    def register_ops(self) -> Dict[str, Callable[[], int]]:
-        """Register ops as the device loader's ``register_funcs`` does: call
-        ``get_func_cnt()``, then ``get_func_name(i)`` and ``get_func_ptr(i)``
-        for each i. Returns (and stores) {name: launcher}.
-
-        Raises:
-            LoadError: a symbol is missing, a name is null or duplicated, or
-                a pointer is null.
-        """
-        cnt = self._sym("_Z12get_func_cntv", ctypes.c_int, [])
-        name_of = self._sym("_Z13get_func_namei", ctypes.c_char_p, [ctypes.c_int])
-        ptr_of = self._sym("_Z12get_func_ptri", ctypes.c_void_p, [ctypes.c_int])
-        n = cnt()
-        if n < 0:
-            raise LoadError(f"{self.path}: get_func_cnt() returned {n}")
-        ops: Dict[str, Callable[[], int]] = {}
-        for i in range(n):
-            raw = name_of(i)
-            if raw is None:
-                raise LoadError(f"{self.path}: get_func_name({i}) returned null")
-            name = raw.decode("utf-8", errors="replace")
-            addr = ptr_of(i)
-            if not addr:
-                raise LoadError(f"{self.path}: get_func_ptr({i}) ({name}) returned null")
-            if name in ops:
-                raise LoadError(f"{self.path}: op {name!r} registered twice")
-            ops[name] = LAUNCHER(addr)
-        self.ops = ops
-        return ops
-
-    def lsp_info(self) -> LspInfo:
-        """The object's linker spec, from ``gpsimd_linker_spec_info()``.
-
-        Raises:
-            LoadError: the symbol is missing or returns null.
-        """
-        fn = self._sym("gpsimd_linker_spec_info", ctypes.POINTER(abi.GpsimdLspInfo), [])
-        p = fn()
-        if not p:
-            raise LoadError(f"{self.path}: gpsimd_linker_spec_info() returned null")
-        info = p.contents
-        return LspInfo(info.core_id, info.scratch_origin, info.scratch_size,
-                       info.name.decode("utf-8", errors="replace"))
-
-    def check_lsp(self, lsp: str, core: Optional[int]) -> LspInfo:
-        """Check the object was linked with linker spec ``lsp`` for ``core``
-        (None = single-core): name, core id, scratch size (2 MiB multicore,
-        32 MiB single) and, multicore, origin ``0x84000000 + core * 2 MiB``
-        (docs/kernel-api.md, Limits). Also checks the pack metadata's ``lsp`` and
-        ``core`` when present. Returns the info.
-
-        Raises:
-            LoadError: naming the expected and the actual value.
-        """
-        meta = self.obj.metadata
-        if meta:
-            if meta.get("lsp") != lsp or meta.get("core") != core:
-                raise LoadError(f"{self.path}: pack metadata says lsp {meta.get('lsp')!r} "
-                                f"core {meta.get('core')}, the plan says {lsp!r} core {core}")
-        info = self.lsp_info()
-        want_id = abi.LSP_SINGLE if core is None else core
-        want_size = abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE
-        problems = []
-        if info.name != lsp:
-            problems.append(f"name {info.name!r} (expected {lsp!r})")
-        if info.core_id != want_id:
-            problems.append(f"core_id {info.core_id:#x} (expected {want_id:#x})")
-        if info.scratch_size != want_size:
-            problems.append(f"scratch_size {info.scratch_size:#x} (expected {want_size:#x})")
-        if core is not None and info.scratch_origin != abi.scratch_origin(core):
-            problems.append(f"scratch_origin {info.scratch_origin:#x} "
-                            f"(expected {abi.scratch_origin(core):#x})")
-        if problems:
-            raise LoadError(f"{self.path}: wrong linker spec for "
-                            f"{'single-core' if core is None else f'core {core}'}: "
-                            + ", ".join(problems))
-        return info
-
-    def bind_core(self, binding: abi.GpsimdCoreBinding) -> int:
-        """Call ``gpsimd_bind_core(&binding)``; returns its int (0 = bound).
-
-        Raises:
-            LoadError: the symbol is missing.
-        """
-        return self.binder()(ctypes.addressof(binding))
-
-    def binder(self) -> Callable[[Any], int]:
-        """The ctypes function ``gpsimd_bind_core`` (looked up once), to call
-        with the binding's address (an int).
-
-        Raises:
-            LoadError: the symbol is missing.
-        """
-        fn = self.__dict__.get("_binder")
-        if fn is None:
-            fn = self.__dict__["_binder"] = self._sym(
-                "gpsimd_bind_core", ctypes.c_int, [ctypes.c_void_p])
-        return fn
-
-    def _sym(self, name, restype, argtypes):
-        try:
-            fn = getattr(self.lib, name)
-        except AttributeError:
-            raise LoadError(f"{self.path}: symbol {name} not found") from None
-        fn.restype = restype
-        fn.argtypes = argtypes
-        return fn
-
-    def close(self) -> None:
-        """Close the memfd (the library stays mapped: dlclose is unsafe with
-        C++ static state)."""
-        if self.fd is not None:
-            os.close(self.fd)
-            self.fd = None
+    meta = obj.metadata
+    if meta and (meta.get("lsp") != lsp or meta.get("core") != core):
+        raise LoadError(f"{obj.path}: pack metadata says lsp {meta.get('lsp')!r} "
+                        f"core {meta.get('core')}, the plan says {lsp!r} core {core}")
+    if info is None:
+        return
+    want_id = abi.LSP_SINGLE if core is None else core
+    want_size = abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE
+    problems = []
+    if info.name != lsp:
+        problems.append(f"name {info.name!r} (expected {lsp!r})")
+    if info.core_id != want_id:
+        problems.append(f"core_id {info.core_id:#x} (expected {want_id:#x})")
+    if info.scratch_size != want_size:
+        problems.append(f"scratch_size {info.scratch_size:#x} (expected {want_size:#x})")
+    if core is not None and info.scratch_origin != abi.scratch_origin(core):
+        problems.append(f"scratch_origin {info.scratch_origin:#x} "
+                        f"(expected {abi.scratch_origin(core):#x})")
+    if problems:
+        raise LoadError(f"{obj.path}: wrong linker spec for "
+                        f"{'single-core' if core is None else f'core {core}'}: "
+                        + ", ".join(problems))
 
 
 def payload_fd(obj: PackedObject) -> int:
@@ -331,24 +227,3 @@ def payload_fd(obj: PackedObject) -> int:
         return fd
     except OSError as e:
         raise LoadError(f"{obj.path}: cannot create a memfd: {e}") from None
-
-
-def load_object(obj: PackedObject, fd: Optional[int] = None) -> CoreObject:
-    """``dlopen`` a core object with ``RTLD_LOCAL``: a pack through its memfd
-    (``fd`` from ``payload_fd``, or a new one), a plain ``.so`` from its path.
-
-    Raises:
-        LoadError: dlopen failed (message gives the loader's error).
-    """
-    mode = getattr(os, "RTLD_LOCAL", 0) | getattr(os, "RTLD_NOW", 2)
-    if obj.packed:
-        if fd is None:
-            fd = payload_fd(obj)
-        where = f"/proc/self/fd/{fd}"
-    else:
-        where = os.path.abspath(obj.file or obj.path)
-    try:
-        lib = ctypes.CDLL(where, mode=mode)
-    except OSError as e:
-        raise LoadError(f"{obj.path}: cannot load: {e}") from None
-    return CoreObject(obj, lib, fd if obj.packed else None)

@@ -26,7 +26,6 @@ loaded serves no step.
 from __future__ import annotations
 
 import gc
-import json
 import os
 import signal
 import socket
@@ -58,8 +57,7 @@ class NinjaServer(Server):
     ``listener`` (``handoff``'s protocol: one request per connection, the
     connection being the run socket, messages in ``scope.encode``'s
     format); ``watch``, a pidfd, ends the loop when that process (ninja)
-    ends; ``env``, ``fingerprint``: what a request must match for the
-    spare run, and at all. It starts with the model not loaded
+    ends; ``fingerprint``: what a request must match. It starts with the model not loaded
     (``start_loading``); ``waiting``: the requests that wait for it,
     each (connection, its two descriptors, the request, the monotonic
     time it is answered ``here`` at)."""
@@ -128,8 +126,6 @@ class NinjaServer(Server):
         # (a file edited while it loaded: what it imported may be either
         # version; it serves no step, each runs its own vectors)
         self.stale = scope.fingerprint() != self._files
-        if not self.stale:
-            self._make_spare()
 
     def _accept(self) -> None:
         """Take one connection to the listener."""
@@ -176,8 +172,7 @@ class NinjaServer(Server):
         if self.stale:
             _here(conn, fds, STALE)
             return
-        self._start(conn, json.dumps(req).encode(), req, fds[0], fds[1], req["env"] == self.env,
-                    scope.encode)
+        self._start(conn, req, fds[0], fds[1], scope.encode)
 
     def _serve_waiting(self, ready: List) -> None:
         """The waiting requests: dropped when their step is gone (its

@@ -14,21 +14,15 @@ does; the build then ends and closes the socket); SIGTERM ends it as end
 of file does.
 
 Protocol: the build sends one JSON object per run, ``{"argv": [...],
-"cwd": str, "env": {str: str}, "spare": bool}`` (``argv``: the arguments
-after ``python -m gpsimd_emu``; ``spare``: ``env`` is the one the server
-was started with, as the build gave it, before Python's start-up changed
-it, e.g. PEP 538's ``LC_CTYPE``), with three descriptors (SCM_RIGHTS):
+"cwd": str, "env": {str: str}}`` (``argv``: the arguments after ``python
+-m gpsimd_emu``), with three descriptors (SCM_RIGHTS):
 the *run socket* (one end of a new socket pair of the build's), and the
 run's stdout and stderr. A child of the server takes them as its fds 1
 and 2, the ``cwd`` and the environment ``env``, and runs what
 ``gpsimd_emu.cli.main(argv)`` runs (the same code as the command,
 with its supervising process, worker, zygote and containment), exiting
-with its status. That child is the *spare run* when the request says its
-environment is the server's: forked ahead of its request, it has forked
-its worker, which has started its zygote (the zygote's interpreter
-start-up and imports, about 50 ms, are then behind it when the request
-comes); else it is forked for the request. On the run socket the server
-sends ``{"pid": n, "spare": bool}`` once forked and ``{"status": s}`` (a
+with its status. On the run socket the server sends ``{"pid": n}`` once
+forked and ``{"status": s}`` (a
 wait status) once the child ended; when the build's end of the run
 socket closes first (the build gave up on it), the child gets SIGTERM.
 (What the forked processes do: ``gpsimd_emu.server_runs``.)
@@ -53,7 +47,7 @@ import select
 import socket
 import sys
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional
 
 from . import contain, server_runs
 from .server_runs import MAX_MESSAGE
@@ -118,8 +112,7 @@ class Server:
     ``control`` socket (the SCons path; a ninja build's server,
     ``ninja_server.NinjaServer``, takes connections to a listener
     instead). ``runs`` maps a child's pid to the server's end of its run
-    socket; ``ready``: the model is loaded (the spare run is made only
-    then)."""
+    socket; ``ready``: the model is loaded."""
 
     def __init__(self, control: Optional[socket.socket] = None, *, ready: bool = True):
         self.control = control
@@ -129,8 +122,6 @@ class Server:
         self.formats: Dict[int, Callable[[dict], bytes]] = {}
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.stopping = False
-        #: the spare run waiting for a request: (pid, its socket)
-        self.spare: Optional[Tuple[int, socket.socket]] = None
 
     def serve(self) -> None:
         """Serve until the control socket's end of file (or what
@@ -139,8 +130,6 @@ class Server:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         contain.become_subreaper()      # orphans of its runs come back here to be reaped
-        if self.ready:
-            self._make_spare()
         while not self.stopping:
             watched: List = [self.wake_r] + self._sources() + list(self.runs.values())
             try:
@@ -197,67 +186,23 @@ class Server:
             run_sock.close()
             _close(fds[1:])
             return True
-        self._start(run_sock, data, req, fds[1], fds[2], req.get("spare") is True)
+        self._start(run_sock, req, fds[1], fds[2])
         return True
 
-    def _start(self, run_sock: socket.socket, data: bytes, req: dict, out_fd: int,
-               err_fd: int, same_env: bool, encode: Callable[[dict], bytes] = _json) -> None:
-        """Start the request's run (``data``: its JSON; the spare run when
-        ``same_env``), tell ``run_sock`` its pid (messages in ``encode``'s
-        format, as is the status later), and make the next spare run."""
-        spare_pid = self.spare[0] if self.spare is not None else None
-        pid = self._to_spare(data, same_env, out_fd, err_fd)
-        if pid is None:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            me = os.getpid()
-            pid = os.fork()
-            if pid == 0:
-                server_runs.child(req, out_fd, err_fd, me)
-        _close((out_fd, err_fd))
-        self.runs[pid] = run_sock
-        self.formats[pid] = encode
-        _reply(run_sock, {"pid": pid, "spare": pid == spare_pid}, encode)
-        if self.spare is None:
-            self._make_spare()
-
-    def _make_spare(self) -> None:
-        """Fork the next spare run (``server_runs.spare``)."""
-        try:
-            mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        except OSError:
-            return
+    def _start(self, run_sock: socket.socket, req: dict, out_fd: int, err_fd: int,
+               encode: Callable[[dict], bytes] = _json) -> None:
+        """Fork the request's run and tell ``run_sock`` its pid (messages in
+        ``encode``'s format, as is the status later)."""
         sys.stdout.flush()
         sys.stderr.flush()
         me = os.getpid()
-        try:
-            pid = os.fork()
-        except OSError:
-            mine.close()
-            theirs.close()
-            return
+        pid = os.fork()
         if pid == 0:
-            mine.close()
-            server_runs.spare(theirs, me)
-        theirs.close()
-        self.spare = (pid, mine)
-
-    def _to_spare(self, data: bytes, same_env: bool, out_fd: int,
-                  err_fd: int) -> Optional[int]:
-        """Hand the request to the spare run; its pid, or None when there
-        is none, the request's environment is not the server's, or it is
-        gone."""
-        if self.spare is None or not same_env:
-            return None
-        pid, sock = self.spare
-        self.spare = None
-        try:
-            socket.send_fds(sock, [data], [out_fd, err_fd])
-        except OSError:
-            return None                  # it died (reaped by _reap)
-        finally:
-            sock.close()
-        return pid
+            server_runs.child(req, out_fd, err_fd, me)
+        _close((out_fd, err_fd))
+        self.runs[pid] = run_sock
+        self.formats[pid] = encode
+        _reply(run_sock, {"pid": pid}, encode)
 
     @staticmethod
     def _gone(sock: socket.socket) -> bool:
@@ -270,10 +215,9 @@ class Server:
             return True
 
     def _reap(self) -> None:
-        """Wait for every ended run and tell the build its status (and
-        for a spare run that died waiting); reap every other ended child
-        (the server is a subreaper: a killed spare run's worker and zygote
-        come back to it)."""
+        """Wait for every ended run and tell the build its status; reap
+        every other ended child (the server is a subreaper: a killed run's
+        worker and zygote come back to it)."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -286,17 +230,9 @@ class Server:
             if sock is not None:
                 _reply(sock, {"status": status}, encode)
                 sock.close()
-            elif self.spare is not None and self.spare[0] == pid:
-                self.spare[1].close()   # the spare died waiting: another one next time
-                self.spare = None
 
     def stop(self) -> None:
         """End every run left: SIGTERM, then SIGKILL after ``STOP_GRACE``."""
-        if self.spare is not None:
-            pid, sock = self.spare
-            self.spare = None
-            sock.close()
-            server_runs.end(pid)                   # its worker and zygote die with it
         for pid in list(self.runs):
             server_runs.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE

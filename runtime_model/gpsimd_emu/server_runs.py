@@ -1,25 +1,21 @@
-"""What a run the emulator server forks does (``gpsimd_emu.server``): a
-run forked for its request (``child``), and the spare run (``spare``,
-with its worker ``_spare_worker``) forked ahead of its request, whose
-worker has started its zygote already. Each takes its request's stdout,
-stderr, directory and environment (``_take_request``) and then runs what
-``python -m gpsimd_emu run`` runs, with its supervising process, worker,
-zygote and containment, exiting with its status.
+"""What a run the emulator server forks for a request does
+(``gpsimd_emu.server``): it takes the request's stdout, stderr, directory
+and environment (``_take_request``) and then runs what ``python -m
+gpsimd_emu run`` runs, with its supervising process, worker, zygote and
+containment, exiting with its status.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
-import socket
 import sys
 from typing import Callable
 
 from . import contain
 from .settings import one_blas_thread
 
-__all__ = ["child", "spare", "end", "kill", "MAX_MESSAGE"]
+__all__ = ["child", "end", "kill", "MAX_MESSAGE"]
 
 #: Largest request (bytes): argv and the environment.
 MAX_MESSAGE = 1 << 20
@@ -86,79 +82,6 @@ def child(req: dict, out_fd: int, err_fd: int, server: int) -> None:
         _take_request(req, out_fd, err_fd)
         from .cli import main as cli_main
         return cli_main(list(req["argv"]))
-    _exit_with(body)
-
-
-def spare(sock: socket.socket, server: int) -> None:
-    """A spare run: forked before its request, it forks its worker at
-    once, which starts its zygote (``zygote_client.prespawn``); then it
-    waits on ``sock`` for the request (as the server got it, with its
-    stdout and stderr), hands it on to the worker and supervises the run
-    as ``main`` does. The worker and the zygote are its descendants, as
-    in a run started for its request. Used only for requests whose
-    environment is the server's (the zygote's is)."""
-    def body() -> int:
-        _reset(server)
-        _close_from_3((sock.fileno(),))
-        from . import cli
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        me = os.getpid()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        worker = os.fork()
-        if worker == 0:
-            sock.close()
-            mine.close()
-            _spare_worker(theirs, me)
-        theirs.close()
-        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
-        if not data or len(fds) != 2:
-            return 0                   # the server ended: the worker and zygote die with us
-        req = json.loads(data)
-        _take_request(req, fds[0], fds[1], keep=(mine.fileno(),))
-        args = cli.parse(list(req["argv"]))     # the results files are removed first
-        if isinstance(args, int):       # no run: the worker is not needed
-            end(worker)
-            return args
-        try:                            # the worker reads the plan as this process does
-            socket.send_fds(mine, [data], [1, 2])
-            sent = True
-        except OSError:                 # the worker is gone: fork another
-            end(worker)
-            sent = False
-        prepared = cli.load(args)
-        if isinstance(prepared, int):
-            end(worker)
-            return cli.settle(args, prepared)
-        start: Callable[[], int] = (lambda: worker) if sent else \
-            (lambda: cli.fork_worker(prepared))   # noqa: E731
-        mine.close()
-        return cli.settle(args, cli.supervise(prepared, start))
-    _exit_with(body)
-
-
-def _spare_worker(sock: socket.socket, supervisor: int) -> None:
-    """A spare run's worker (``_spare``): starts its zygote, waits for the
-    request and runs it as the CLI's worker does."""
-    def body() -> int:
-        contain.die_with_parent(supervisor)
-        from . import cli
-        from . import zygote_client
-        try:
-            zygote_client.prespawn()
-        except OSError:
-            pass                        # the session starts one itself
-        data, fds, _, _ = socket.recv_fds(sock, MAX_MESSAGE, 2)
-        if not data or len(fds) != 2:
-            return 0
-        req = json.loads(data)
-        zygote = zygote_client.prespawned_fd()
-        _take_request(req, fds[0], fds[1], keep=() if zygote is None else (zygote,))
-        # (a plan that cannot be read: the spare run says so, and ends us)
-        prepared = cli.prepare(list(req["argv"]), remove_outputs=False, say=lambda m: None)
-        if isinstance(prepared, int):
-            return prepared
-        return cli.run_worker(prepared)
     _exit_with(body)
 
 

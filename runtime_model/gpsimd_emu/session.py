@@ -6,7 +6,8 @@ plugin::
         result = s.run_vector("relu_forward", "small")   # VectorResult
 
 The session reads and verifies the plan's core objects (``prepare_cores``)
-and starts a zygote (``gpsimd_emu.zygote``) that loads them once; each
+and starts the zygote (``gpsimd-zygote``, through
+``gpsimd_emu.zygote_client``), which loads them once in its sandbox; each
 vector then:
 
 1. checks the inputs its plan declares, then the whole device image,
@@ -14,7 +15,8 @@ vector then:
 2. makes the inputs and the expected output (``gpsimd_emu.vectors``);
 3. lays out the device image in a memfd (``gpsimd_emu.image``) and sends
    it to the zygote, which forks the vector's processes (containment,
-   memory limit, time limits: ``gpsimd_emu.zygote``, ``gpsimd_emu.launch``);
+   memory limit, time limits, what the cores write: ``zygote.c``,
+   ``leader.c``);
 4. reads the control block (validated) and judges the runs
    (``gpsimd_emu.judge``) and the outputs (``gpsimd_emu.checks``).
 
@@ -34,7 +36,7 @@ from gpsimd_device.results import CHECKED, LibraryResults, VectorResult
 from . import abi, control
 from .cores import CoreSpec, prepare_cores
 from .settings import RunOptions
-from .zygote_client import ZygoteClient, ZygoteError
+from .zygote_client import ZygoteClient, ZygoteError, program_problem
 
 __all__ = ["LibrarySession", "RunOptions", "ZygoteClient", "ZygoteError"]
 
@@ -68,12 +70,15 @@ class LibrarySession:
         self.core_error = core_error
         self.zygote: Optional[ZygoteClient] = None
         self._zygote_error: Optional[str] = None
-        self._leader_warned = False
+        self._load_checked: Optional[List[Optional[str]]] = None
         if not core_error and self.cores:
             from .runs import runs_for     # stdlib only: numpy loads meanwhile
+            problem = program_problem(self.options.zygote)
             try:
+                if problem:
+                    raise OSError(problem)
                 copies = len(runs_for(len(self.cores), self.options.checks))
-                self.zygote = ZygoteClient(self.cores, copies, leader=self.options.leader)
+                self.zygote = ZygoteClient(self.options.zygote, self.cores, copies)
             except OSError as e:
                 self._zygote_error = f"cannot start the device model process: {e}"
         self._nonce = int.from_bytes(os.urandom(8), "little")
@@ -145,24 +150,49 @@ class LibrarySession:
         if self._zygote_error:
             return self._zygote_error
         try:
-            ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
+            ready = self.ready()
         except ZygoteError as e:
             self._zygote_error = (f"the core objects could not be loaded: the device model "
                                   f"process {e} (a static initialiser of a core object?)")
             return self._zygote_error
-        if ready.get("leader_error") and not self._leader_warned:
-            self._leader_warned = True
-            print(f"gpsimd_emu: warning: {ready['leader_error']}; the vectors run with the "
-                  f"Python leader", file=sys.stderr, flush=True)
-        for spec, entry in zip(self.cores, ready["cores"]):
-            if entry["error"]:
-                return entry["error"]
+        for spec, entry, problem in zip(self.cores, ready["cores"], self._load_checked):
+            if problem:
+                return problem
             if op.function not in entry["ops"]:
                 kernel = f"kernel {op.function!r} of op {op.name!r}" if op.function != op.name \
                     else f"op {op.name!r}"
                 return (f"{spec.path}: {kernel} is not registered (get_func_name gives "
                         f"{', '.join(entry['ops']) or 'nothing'})")
         return None
+
+    def ready(self) -> dict:
+        """The zygote's ready message (``zygote_client.ZygoteClient.ready``),
+        its objects checked as the device loader checks them; what their
+        static initialisers wrote is printed once, to stderr.
+
+        Raises:
+            ZygoteError: the zygote died or did not answer.
+        """
+        ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
+        if self._load_checked is None:
+            from .loader import LoadError, LspInfo, check_lsp
+            checked = []
+            for spec, entry in zip(self.cores, ready["cores"]):
+                try:
+                    info = LspInfo(*entry["lsp"]) if "lsp" in entry else None
+                    check_lsp(spec.obj, info, spec.lsp, spec.core)
+                    if "error" in entry:
+                        raise LoadError(entry["error"])
+                    checked.append(None)
+                except LoadError as e:
+                    checked.append(str(e))
+            self._load_checked = checked
+            if self.zygote.load_output:
+                sys.stderr.write(f"gpsimd_emu: {self.plan.library}: what the core objects "
+                                 f"wrote while loading:\n")
+                sys.stderr.write(self.zygote.load_output.decode("utf-8", "replace"))
+                sys.stderr.flush()
+        return ready
 
     def run_vector(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str], *,
                    patch_image: Optional[Callable] = None) -> VectorResult:
@@ -294,6 +324,9 @@ class LibrarySession:
                 self._slow_ops[p.op.name] = result.kernel_seconds / launches > opts.spread_after
             if opts.checks:
                 result.warnings = warnings_of(image, self.cores)
+            result.output = p.output
+            result.warnings += [_output_warning(o) for o in p.output
+                                if o["bytes"] > 2 * control.ZY["OUTPUT_KEEP"]]
             comparison = None
             if not fatal:
                 more, comparison, layout = judge_output(image, self.cores, outcome, p.expected,
@@ -332,6 +365,7 @@ class LibrarySession:
         if "error" in reply:            # (the zygote could not take the vector)
             return RunOutcome(None, False, 0.0, error=f"the device model process failed: "
                               f"{reply['error']}", memory=opts.memory)
+        p.output = reply.get("output", [])
         outcome = RunOutcome(reply.get("wait_status"), bool(reply.get("timed_out")),
                              float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),
                              memory=opts.memory)
@@ -358,6 +392,7 @@ class _Pending:
         self.request, self.nonce = request, nonce
         self.expected, self.rtol, self.atol, self.shape = expected, rtol, atol, shape
         self.error: Optional[str] = None
+        self.output: List[dict] = []     # what the cores wrote (ZygoteClient.receive)
 
 
 def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
@@ -372,3 +407,15 @@ def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
         return None
     return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
             f"(give output.shape to fix it, or check the reference)")
+
+
+def _output_warning(o: dict) -> str:
+    """``core 0 wrote 2.0 GiB to stdout (64 KiB kept)``."""
+    def size(n: float) -> str:
+        for unit in ("bytes", "KiB", "MiB", "GiB"):
+            if n < 1024 or unit == "GiB":
+                return f"{n:.0f} {unit}" if unit in ("bytes", "KiB") else f"{n:.1f} {unit}"
+            n /= 1024
+        return ""
+    kept = 2 * control.ZY["OUTPUT_KEEP"]
+    return f"core {o['core']}: wrote {size(o['bytes'])} to {o['stream']} ({size(kept)} kept)"

@@ -121,8 +121,9 @@ class RunOptions:
             default (``default_parallel()``); 0 or 1: one after another.
         spread_after: seconds a run of cores goes on in one process before
             further processes take its remaining cores (0: at once).
-        leader: path of the native leader library (``gpsimd_emu.native``),
-            or None: each vector's processes run the Python leader.
+        zygote: path of the ``gpsimd-zygote`` program the build made
+            (``<BUILD_DIR>/host/emu/gpsimd-zygote``; ``gpsimd_device.zygote``),
+            which runs every vector; None: the vectors fail, saying so.
     """
 
     timeout: float = DEFAULT_TIMEOUT
@@ -131,7 +132,7 @@ class RunOptions:
     memory: int = DEFAULT_MEMORY
     parallel: Optional[int] = None
     spread_after: float = SPREAD_AFTER
-    leader: Optional[str] = None
+    zygote: Optional[str] = None
 
     def processes(self) -> int:
         """The number of processes the cores of a vector may use at once (>= 1)."""

@@ -4,7 +4,7 @@ end that runs vectors one by one (the pytest plugin) starts through
 and kills this process's group when it is over.
 
 ``python -m gpsimd_emu.vector_service PLAN [--root DIR] [--timeout S]
-[--no-checks] [--leader LIBRARY]``: opens the plan's library session
+[--no-checks] [--zygote PROGRAM]``: opens the plan's library session
 (``gpsimd_emu.session.LibrarySession``), writes ``{"ready": true}`` on
 stdout, then reads one request per line on stdin, ``{"op": NAME,
 "vector": NAME}``, and answers each with one line, the vector's result
@@ -53,7 +53,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--root", default=".")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
     p.add_argument("--no-checks", dest="checks", action="store_false")
-    p.add_argument("--leader")
+    p.add_argument("--zygote")
     args = p.parse_args(argv)
     _keep_answers()
     one_blas_thread()
@@ -63,7 +63,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _answer({"error": str(e)})
         return 2
     from .session import LibrarySession
-    options = RunOptions(timeout=args.timeout, checks=args.checks, leader=args.leader)
+    options = RunOptions(timeout=args.timeout, checks=args.checks, zygote=args.zygote)
     with LibrarySession(plan, root=args.root, options=options) as session:
         _answer({"ready": True})
         for line in sys.stdin:

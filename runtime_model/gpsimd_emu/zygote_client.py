@@ -1,96 +1,98 @@
-"""The worker's side of a zygote (``gpsimd_emu.zygote``): start it as a
-small process (``python -S -I``: no site, no numpy), hand it the core
-objects, send it vectors and read its replies (one JSON message each, over
-a ``SOCK_SEQPACKET`` socket pair; the image memfd rides along as
-SCM_RIGHTS). A vector for a zygote that runs the native leader (its load
-reply says so) is a ``native.ZygoteRun`` instead of JSON: the native
-zygote reads it in C.
+"""The worker's side of the zygote (stdlib and ctypes only): start
+``gpsimd-zygote`` (the program the build compiles from ``zygote.c``,
+``sandbox.c`` and ``leader.c``; ``gpsimd_device.zygote``) with one end of
+a ``SOCK_SEQPACKET`` socket pair and the core objects, read its ready
+message, send it vectors (a ``Vector``, the image memfd riding along as
+SCM_RIGHTS) and read its replies (one JSON object each, with a memfd of
+what the cores wrote when they wrote anything).
+
+The message's layout is ``struct gz_vector`` of ``gpsimd_host/zygote.h``,
+built here from the header's X-macros, so that it is written once.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
 import signal
 import socket
-import sys
 import time
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
-from . import contain, native
+from gpsimd_device import zygote as program
+from gpsimd_device.headers import INCLUDE_DIR, xmacro_rows
+
+from . import contain
+from .control import ZY
 from .cores import CoreSpec
 
-__all__ = ["ZygoteClient", "ZygoteError", "prespawn", "prespawned_fd"]
+__all__ = ["ZygoteClient", "ZygoteError", "Vector", "vector_message", "program_problem",
+           "default_zygote"]
 
-_RUNTIME_MODEL = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: Largest message either side sends (requests are a few KiB).
+#: Largest reply the zygote sends (its output goes in a memfd).
 MAX_MESSAGE = 1 << 16
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_I64 = ctypes.c_int64
 
 
-#: A zygote started ahead of its library (``prespawn``): (socket, pid).
-_prespawned: Optional[Tuple[socket.socket, int]] = None
+class _Run(ctypes.Structure):
+    _fields_ = [(name, _I64) for (name,) in xmacro_rows("zygote.h", "GPSIMD_ZY_RUN_FIELDS")]
 
 
-def _spawn() -> Tuple[socket.socket, int]:
-    """Start a zygote (this process's child): (our end of its socket, pid).
+class Vector(ctypes.Structure):
+    """``struct gz_vector``: one vector for the zygote."""
 
-    Raises:
-        OSError: the process or the socket could not be made.
-    """
-    parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        os.set_inheritable(child.fileno(), True)
-        code = (f"import sys; sys.path.insert(0, {_RUNTIME_MODEL!r}); "
-                "from gpsimd_emu.zygote import main; sys.exit(main())")
-        # -I ignores PYTHON* variables: pass on "no bytecode" (-B) as it is here
-        flags = ["-S", "-I"] + (["-B"] if sys.flags.dont_write_bytecode else [])
-        pid = os.posix_spawn(sys.executable,
-                             [sys.executable, *flags, "-c", code,
-                              str(child.fileno()), str(os.getpid())], os.environ)
-    except BaseException:
-        parent.close()
-        raise
-    finally:
-        child.close()
-    return parent, pid
+    _fields_ = ([(name, _I64) for (name,) in xmacro_rows("zygote.h", "GPSIMD_ZY_VECTOR_FIELDS")]
+                + [("runs", _Run * ZY["MAX_RUNS"]), ("op", ctypes.c_char * ZY["OP_NAME"])])
 
 
-def prespawn() -> None:
-    """Start the next ``ZygoteClient``'s zygote now, before its library is
-    known (the emulator server's spare run: the zygote's interpreter
-    start-up and imports, about 50 ms, happen before the request). It is
-    this process's child, as one started by the client is.
+def vector_message(req: dict) -> bytes:
+    """The worker's request dict (``DeviceImage.request()`` and the
+    session's ``op``, ``timeout``, ``parallel``, ``spread_after``,
+    ``spread_now``, ``memory``, ``image_total``, ``prefilled``) as the
+    bytes of one ``Vector``.
 
     Raises:
-        OSError: the process or the socket could not be made.
+        ValueError: it does not fit (runs, cores, an op name of 256 bytes).
     """
-    global _prespawned
-    if _prespawned is None:
-        _prespawned = _spawn()
+    op = os.fsencode(req["op"])
+    runs = req["runs"]
+    if len(op) >= ZY["OP_NAME"]:
+        raise ValueError(f"op name of {len(op)} bytes (at most {ZY['OP_NAME'] - 1})")
+    if not 1 <= len(runs) <= ZY["MAX_RUNS"] or not 1 <= int(req["ncores"]) <= ZY["MAX_CORES"]:
+        raise ValueError(f"{len(runs)} runs of {req['ncores']} cores do not fit the zygote")
+    v = Vector(magic=ZY["MAGIC"], op=op, nruns=len(runs),
+               spread_after_ns=int(float(req.get("spread_after", 0.02)) * 1e9),
+               timeout_ns=int(float(req["timeout"]) * 1e9),
+               parallel=max(1, int(req.get("parallel", 1))),
+               spread_now=1 if req.get("spread_now") else 0)
+    for name in ("memory", "image_total", "prefilled", "size", "ncores", "binding_size",
+                 "bindings_at", "args_at", "arg_len", "page", "desc_len"):
+        setattr(v, name, int(req[name]))
+    if req.get("scan"):
+        v.scan_at, v.scan_nbytes, v.scan_itemsize = (int(x) for x in req["scan"])
+    for i, run in enumerate(runs):
+        v.runs[i].index, v.runs[i].poison = int(run["index"]), int(run["poison"])
+        v.runs[i].second, v.runs[i].ordered = int(bool(run["second"])), int(bool(run["ordered"]))
+    return bytes(v)
 
 
-def prespawned_fd() -> Optional[int]:
-    """The descriptor of the prespawned zygote's socket, if there is one."""
-    return None if _prespawned is None else _prespawned[0].fileno()
+def default_zygote(plan_path: str) -> str:
+    """Where the build puts the program beside a plan it wrote:
+    ``<BUILD_DIR>/<profile>/<lib>/testplan.json`` ->
+    ``<BUILD_DIR>/<profile>/emu/gpsimd-zygote``."""
+    return os.path.join(os.path.dirname(os.path.dirname(plan_path)) or ".", "emu",
+                        program.PROGRAM_NAME)
 
 
-def _take_prespawned() -> Optional[Tuple[socket.socket, int]]:
-    """The prespawned zygote, if it is still there (else None, and it is
-    reaped)."""
-    global _prespawned
-    got, _prespawned = _prespawned, None
-    if got is None:
-        return None
-    sock, pid = got
-    try:
-        alive = os.waitpid(pid, os.WNOHANG)[0] == 0
-    except ChildProcessError:
-        alive = False
-    if alive:
-        return got
-    sock.close()
-    return None
+def program_problem(path: Optional[str]) -> Optional[str]:
+    """Why ``path`` cannot serve as this emulator's zygote, or None."""
+    if not path:
+        return "no zygote program was given (the build makes one: " \
+               f"<BUILD_DIR>/host/emu/{program.PROGRAM_NAME})"
+    return program.program_problem(path, _HERE, INCLUDE_DIR)
 
 
 class ZygoteError(Exception):
@@ -98,49 +100,64 @@ class ZygoteError(Exception):
     completes "the device model process ..." ("died with SIGSEGV")."""
 
 
+def _read_fd(fd: int) -> bytes:
+    try:
+        return os.pread(fd, os.fstat(fd).st_size, 0)
+    finally:
+        os.close(fd)
+
+
 class ZygoteClient:
-    """A zygote process serving one library's core objects.
+    """A zygote serving one library's core objects (``copies`` of each).
 
     Raises (constructor):
         OSError: the process or the socket could not be made.
     """
 
-    def __init__(self, cores: Sequence[CoreSpec], copies: int = 1, memory_cgroup: bool = True,
-                 leader: Optional[str] = None):
+    def __init__(self, path: str, cores: Sequence[CoreSpec], copies: int = 1):
         self._ready: Optional[dict] = None
-        self.sock, self.pid = _take_prespawned() or _spawn()
-        specs, fds = [], []
+        #: what the objects' static initialisers wrote (kept by the zygote)
+        self.load_output = b""
+        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(len(cores))]
+        keep = [child.fileno()]
         for c in cores:
-            packed = c.obj.packed
-            specs.append({"core": c.core, "lsp": c.lsp, "name": c.path, "packed": packed,
-                          "metadata": c.obj.metadata,
-                          "path": None if packed else os.path.abspath(c.obj.file or c.obj.path)})
-            if packed:
-                fds.append(c.fd)
-        socket.send_fds(self.sock, [json.dumps({
-            "cmd": "load", "cores": specs, "copies": copies, "memory_cgroup": memory_cgroup,
-            "leader": os.path.abspath(leader) if leader else None}).encode()], fds)
+            if c.obj.packed:
+                argv += [str(c.fd), c.path]
+                keep.append(c.fd)
+            else:
+                argv += ["-1", os.path.abspath(c.obj.file or c.obj.path)]
+        try:
+            for fd in keep:
+                os.set_inheritable(fd, True)
+            self.pid: Optional[int] = os.posix_spawn(path, argv, os.environ)
+        except BaseException:
+            self.sock.close()
+            raise
+        finally:
+            for fd in keep[1:]:
+                os.set_inheritable(fd, False)
+            child.close()
 
-    def _recv(self, timeout: float) -> dict:
+    def _recv(self, timeout: float) -> tuple:
         ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
         if not ready:
             raise ZygoteError(f"gave no answer within {timeout:g} s")
         try:
-            data = self.sock.recv(MAX_MESSAGE)
+            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
         except OSError as e:
             raise ZygoteError(str(e)) from None
         if not data:
+            for fd in fds:
+                os.close(fd)
             raise ZygoteError(self._death())
-        try:
-            return json.loads(data)
-        except ValueError:
-            raise ZygoteError("an unreadable answer") from None
+        return data, fds
 
     def _death(self) -> str:
         if self.pid is None:
             return "is gone"
         try:
-            got, st = os.waitpid(self.pid, 0)
+            _, st = os.waitpid(self.pid, 0)
         except ChildProcessError:
             return "is gone"
         self.pid = None
@@ -153,51 +170,69 @@ class ZygoteClient:
         return f"exited with status {os.WEXITSTATUS(st)}"
 
     def ready(self, timeout: float) -> dict:
-        """The zygote's load reply (waits for it the first time).
+        """The ready message (waits for it the first time): ``{"mode",
+        "cgroup", "missing", "cores": [...]}`` (``zygote.c``).
 
         Raises:
             ZygoteError: it died or did not answer within ``timeout`` s.
         """
         if self._ready is None:
-            self._ready = self._recv(timeout)
+            data, fds = self._recv(timeout)
+            texts = [_read_fd(fd) for fd in fds]
+            if data != b"R" or not texts:
+                raise ZygoteError("sent something else than its ready message")
+            try:
+                self._ready = json.loads(texts[0])
+            except ValueError:
+                raise ZygoteError("an unreadable ready message") from None
+            self.load_output = texts[1] if len(texts) > 1 else b""
         return self._ready
-
-    def run(self, request: dict, image_fd: int, timeout: float) -> dict:
-        """Send a vector and wait for the reply.
-
-        Raises:
-            ZygoteError: it died or did not answer within ``timeout`` s.
-        """
-        self.send(request, image_fd)
-        return self.receive(timeout)
 
     def send(self, request: dict, image_fd: int) -> None:
         """Queue a vector (the zygote runs them in the order sent).
 
         Raises:
-            ZygoteError: it is gone, or the request is too large.
+            ZygoteError: it is gone, or the request does not fit.
         """
-        if self._ready is not None and self._ready.get("leader") == "native":
-            try:                        # (the native zygote's message: native.ZygoteRun)
-                data = native.run_message(request)
-            except ValueError as e:
-                raise ZygoteError(f"cannot take the request: {e}") from None
-        else:
-            data = json.dumps(dict(request, cmd="run")).encode()
-        if len(data) > MAX_MESSAGE:
-            raise ZygoteError(f"a request of {len(data)} bytes (at most {MAX_MESSAGE})")
+        try:
+            data = vector_message(request)
+        except ValueError as e:
+            raise ZygoteError(f"cannot take the request: {e}") from None
         try:
             socket.send_fds(self.sock, [data], [image_fd])
         except OSError as e:
             raise ZygoteError(str(e)) from None
 
     def receive(self, timeout: float) -> dict:
-        """The reply to the oldest vector sent and not yet answered.
+        """The reply to the oldest vector sent and not yet answered; its
+        ``output`` a list of ``{"core", "stream", "bytes", "text"}`` (the
+        kept text: at most ``GPSIMD_ZY_OUTPUT_KEEP`` bytes from the start
+        and as many from the end).
 
         Raises:
             ZygoteError: it died or did not answer within ``timeout`` s.
         """
-        return self._recv(timeout)
+        data, fds = self._recv(timeout)
+        kept = _read_fd(fds[0]) if fds else b""
+        for fd in fds[1:]:
+            os.close(fd)
+        try:
+            reply = json.loads(data)
+        except ValueError:
+            raise ZygoteError("an unreadable answer") from None
+        output: List[dict] = []
+        at = 0
+        for core, fd, total, head, tail in reply.get("output", ()):
+            text = kept[at:at + head]
+            if tail:
+                if total > head + tail:
+                    text += f"\n[... {total - head - tail} bytes dropped ...]\n".encode()
+                text += kept[at + head:at + head + tail]
+            at += head + tail
+            output.append({"core": core, "stream": "stdout" if fd == 1 else "stderr",
+                           "bytes": total, "text": text.decode("utf-8", "replace")})
+        reply["output"] = output
+        return reply
 
     def close(self) -> None:
         """End the zygote (closing its socket), and wait for it; kill it if

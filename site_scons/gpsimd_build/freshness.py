@@ -37,16 +37,16 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from gpsimd_device.atomic import write_if_changed
 
-__all__ = ["FORMAT", "RECORD_NAME", "LEADER_ENTRY", "Record", "library_key", "stat_files",
+__all__ = ["FORMAT", "RECORD_NAME", "ZYGOTE_ENTRY", "Record", "library_key", "stat_files",
            "update_record", "read_record", "stale_input", "stale_entry"]
 
 FORMAT = 3
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
 RECORD_NAME = "inputs.json"
-#: The entry (name and key) of the emulator's native leader library, which
+#: The entry (name and key) of the emulator's program (gpsimd-zygote), which
 #: the vectors of every library run under (not a library name: those are
 #: identifiers).
-LEADER_ENTRY = ":native-leader"
+ZYGOTE_ENTRY = ":zygote"
 #: ``(size in bytes, mtime in ns)`` of a file.
 Stat = Tuple[int, int]
 
@@ -138,7 +138,7 @@ def stale_input(record: Record, lib, root: str = ".") -> Optional[str]:
 
 def stale_entry(record: Record, name: str, key: str, root: str = ".") -> Optional[str]:
     """``stale_input`` of the record's entry ``name`` (a library, or
-    ``LEADER_ENTRY``), expected to have been recorded with ``key``."""
+    ``ZYGOTE_ENTRY``), expected to have been recorded with ``key``."""
     entry = record.libraries.get(name)
     if not entry or not entry[1]:
         return "no record of what its objects were built from"

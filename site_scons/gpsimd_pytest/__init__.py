@@ -34,10 +34,10 @@ left alone), in manifest order whatever the order they ran in; under
 xdist, each worker hands its results to the controlling process
 (``workeroutput``), which writes it.
 
-The vectors' processes run the native leader the build compiled
-(``<BUILD_DIR>/host/emu/libgpsimd_leader.so``, as the build's test commands
-do) when the record vouches for it as for a library's objects; else the
-Python leader (the same results, slower). The header says which, and why.
+The vectors run in the emulator's program the build made
+(``<BUILD_DIR>/host/emu/gpsimd-zygote``, as the build's test commands do),
+when the record vouches for it as for a library's objects; else every
+vector fails, saying to build it. The header says which.
 
 Options: ``--gpsimd-manifest FILE``, ``--gpsimd-build-dir DIR``,
 ``--gpsimd-timeout S``, ``--gpsimd-no-checks``, ``--gpsimd-allow-paths
@@ -112,8 +112,8 @@ class _Vectors:
         self.sessions: Dict[str, Tuple[Optional[object], Optional[str]]] = {}
         #: the record of what each library's objects were built from (read once)
         self._inputs = None
-        #: (the native leader's path or None, why not), decided once
-        self._leader: Optional[Tuple[Optional[str], str]] = None
+        #: (the emulator program's path or None, why not), decided once
+        self._zygote: Optional[Tuple[Optional[str], str]] = None
         #: [order, library, multicore, result JSON] of each vector run here
         #: (and, in xdist's controlling process, by the workers)
         self.results: List[list] = []
@@ -172,41 +172,38 @@ class _Vectors:
         argv = ["--root", self.root, "--timeout", repr(float(timeout))]
         if self.config.getoption("gpsimd_no_checks"):
             argv.append("--no-checks")
-        leader = self.leader()[0]
-        if leader:
-            argv += ["--leader", leader]
+        argv += ["--zygote", self.zygote()[0]]
         return VectorClient(plan, argv, timeout)
 
     def pytest_report_header(self, config) -> str:
-        path, why = self.leader()
+        path, why = self.zygote()
         if path:
-            rel = os.path.relpath(path, self.root)
-            return f"gpsimd: the vectors run under the native leader {rel}"
-        return f"gpsimd: the vectors run under the Python leader ({why})"
+            return f"gpsimd: the vectors run in {os.path.relpath(path, self.root)}"
+        return f"gpsimd: the vectors cannot run: {why}"
 
-    def leader(self) -> Tuple[Optional[str], str]:
-        """``(path, "")`` of the native leader library the last ``scons``
-        built (``<BUILD_DIR>/host/emu/``, as the build's test commands run
-        it: ``gpsimd_emu.native``) when the record vouches for it as it
-        does for a library's objects (or ``ninja -n`` does); else ``(None,
-        why not)``, and the vectors run under the Python leader: the same
-        results, about 3 ms more per vector."""
-        if self._leader is None:
+    def zygote(self) -> Tuple[Optional[str], str]:
+        """``(path, "")`` of the emulator's program the last ``scons``
+        built (``<BUILD_DIR>/host/emu/gpsimd-zygote``, as the build's test
+        commands run it) when the record vouches for it as it does for a
+        library's objects (or ``ninja -n`` does); else ``(None, why not and
+        the command that builds it)``."""
+        if self._zygote is None:
             from gpsimd_build import freshness
-            from gpsimd_device.leader import LIBRARY_NAME
-            rel = os.path.join(self.build_dir, "host", "emu", LIBRARY_NAME)
+            from gpsimd_device.zygote import PROGRAM_NAME
+            rel = os.path.join(self.build_dir, "host", "emu", PROGRAM_NAME)
+            build = f"build it first: {self.scons(rel)}"
             if not os.path.isfile(os.path.join(self.root, rel)):
-                self._leader = (None, f"no {rel}: {self.scons()} builds it")
+                self._zygote = (None, f"no {rel}: {build}")
             else:
-                why = freshness.stale_entry(self._record(), freshness.LEADER_ENTRY,
-                                            freshness.LEADER_ENTRY, self.root)
+                why = freshness.stale_entry(self._record(), freshness.ZYGOTE_ENTRY,
+                                            freshness.ZYGOTE_ENTRY, self.root)
                 if why is None or _ninja_up_to_date(self.root, self._ninja_file(), [rel]):
-                    self._leader = (os.path.join(self.root, rel), "")
+                    self._zygote = (os.path.join(self.root, rel), "")
                 else:
                     why = (f"no record of what it was built from{self._ninja_would('it')}"
                            if why.startswith("no record") else f"{why} the last `scons`")
-                    self._leader = (None, f"{rel} may be out of date: {why}")
-        return self._leader
+                    self._zygote = (None, f"{rel} may be out of date ({why}): {build}")
+        return self._zygote
 
     def scons(self, target: str = "") -> str:
         """The command that builds ``target`` into this run's build folder
@@ -272,6 +269,8 @@ class _Vectors:
                           + ([rel] if lib.shape_sources else []))
         if why:
             return None, f"the objects of {lib.name} may be out of date ({why}): {build}"
+        if self.zygote()[0] is None:
+            return None, self.zygote()[1]
         return self.client(os.path.join(self.root, rel)), None
 
     def _stale(self, lib, objects: List[str]) -> Optional[str]:

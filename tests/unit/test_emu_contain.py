@@ -1,5 +1,6 @@
 """Process containment helpers (gpsimd_emu.contain): a subreaper sweeps
-every descendant, a child dies with its parent, the namespace modes."""
+every descendant, a child dies with its parent. (The vectors' sandbox is
+the zygote's: tests/integration/test_emu_sandbox.py.)"""
 import os
 import signal
 import subprocess
@@ -66,25 +67,3 @@ time.sleep(60)
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _alive(child)
-
-
-def test_enter_namespace_gives_a_known_mode_and_relays_the_end():
-    code = f"""
-import os, sys
-sys.path.insert(0, {RUNTIME_MODEL!r})
-from gpsimd_emu import contain
-mode = contain.enter_namespace()
-print(mode, os.getpid(), flush=True)
-os.kill(os.getpid(), 15) if mode == "pgroup" else sys.exit(7)
-"""
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
-    mode, pid = out.stdout.split()
-    assert mode in ("pidns", "userns", "pgroup")
-    if mode == "pgroup":
-        assert out.returncode == -signal.SIGTERM
-    else:
-        assert pid == "1" and out.returncode == 7      # PID 1 inside; its end relayed
-    forced = dict(os.environ, GPSIMD_EMU_CONTAIN="pgroup")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=forced,
-                         timeout=30)
-    assert out.stdout.split()[0] == "pgroup"

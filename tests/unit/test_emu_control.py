@@ -21,25 +21,27 @@ def _block(npasses=2, ncores=8, nonce=42):
     return mm, ctl
 
 
-def test_a_fresh_record_validates_and_claims_follow_the_order():
+def test_a_fresh_record_validates():
     mm, ctl = _block()
     rec = ctl.validate(42, 2, 8)
     assert rec["error"] is None and not rec["leader_done"] and rec["jobs"] == []
-    assert [ctl.claim(1) for _ in range(9)] == [7, 6, 5, 4, 3, 2, 1, 0, None]
-    assert [ctl.claim(0, shared=False) for _ in range(3)] == [0, 1, 2]
-    assert ctl.unclaimed(0) == 5
+    assert [p["order"] for p in rec["passes"]] == [list(range(8)), list(range(8))[::-1]]
+    assert [p["state"] for p in rec["passes"]] == [control.PASS_PENDING] * 2
 
 
 def test_what_a_run_writes_reads_back():
+    # (as leader.c writes it, at the offsets of gpsimd_host/zygote.h)
     mm, ctl = _block()
-    ctl.set_pass(0, control.PASS_RUNNING, 100)
-    ctl.set_slot(0, 3, control.SLOT_DONE, status=1, job=2, t_start=10, t_end=30)
-    ctl.set_job(2, 1234, 0, 0, control.JOB_EXITED)
-    ctl.set_pass(0, control.PASS_DONE, 200)
-    ctl.mark_faulted(0)
-    ctl.set_error(0, 3, "device model error: boom")
-    ctl.set_error(1, 1, "a second error is not kept")
-    ctl.set_leader_done()
+    struct.pack_into("<IIII", mm, control._PASSES, control.PASS_DONE, 1, 8, 8)
+    struct.pack_into("<QQ", mm, control._PASSES + 24, 100, 200)
+    struct.pack_into("<IIiIQQ", mm, control._SLOTS + 3 * control._SLOT.size,
+                     control.SLOT_DONE, 1, 0, 2, 10, 30)
+    struct.pack_into("<iIiI", mm, control._JOBS + 2 * control._JOB.size, 1234, 0, 0,
+                     control.JOB_EXITED)
+    text = b"device model error: boom"
+    mm[control._ERROR:control._ERROR + len(text)] = text
+    struct.pack_into("<iiI", mm, control._ERROR_FIELDS, 0, 3, len(text))
+    struct.pack_into("<I", mm, control._LEADER_DONE, 1)
     rec = ctl.validate(42, 2, 8)
     assert rec["passes"][0]["state"] == control.PASS_DONE and rec["passes"][0]["faulted"] == 1
     assert (rec["passes"][0]["t_start"], rec["passes"][0]["t_end"]) == (100, 200)
@@ -52,11 +54,12 @@ def test_what_a_run_writes_reads_back():
 @pytest.mark.parametrize("offset,data,field", [
     (0, b"XXXXXXXX", "magic"),
     (8, struct.pack("<Q", 7), "another run"),
-    (40, struct.pack("<I", 9), "leader state"),
-    (1408, struct.pack("<I", 77), "run 0, core 0"),
-    (1408 + 32 * 9 + 8, struct.pack("<i", 0) + struct.pack("<I", 999), "run 1, core 1"),
-    (1088, struct.pack("<I", 42), "run 0: its pass record"),
-    (2432, struct.pack("<iIiI", 5, 3, 0, 2), "process record 0"),
+    (control._LEADER_DONE, struct.pack("<I", 9), "leader state"),
+    (control._SLOTS, struct.pack("<I", 77), "run 0, core 0"),
+    (control._SLOTS + control._SLOT.size * (control.MAX_CORES + 1) + 8,
+     struct.pack("<i", 0) + struct.pack("<I", 999), "run 1, core 1"),
+    (control._PASSES, struct.pack("<I", 42), "run 0: its pass record"),
+    (control._JOBS, struct.pack("<iIiI", 5, 3, 0, 2), "process record 0"),
 ])
 def test_garbage_is_a_named_record_error(offset, data, field):
     mm, ctl = _block()
@@ -73,7 +76,7 @@ def test_protect_makes_the_page_read_only_in_this_process():
         faulthandler.disable()          # (the crash is the test's: no traceback printed)
         ctl.protect(False)
         try:
-            ctl.set_leader_done()       # SIGSEGV: the page is read-only
+            struct.pack_into("<I", mm, control._LEADER_DONE, 1)   # SIGSEGV: read-only
         finally:
             os._exit(0)
     _, st = os.waitpid(pid, 0)

@@ -24,7 +24,8 @@ import SCons.Builder
 import SCons.Scanner.C
 
 from gpsimd_build import layout
-from gpsimd_device import leader as native_leader
+from gpsimd_build import zygote_recipe
+from gpsimd_device import zygote
 from gpsimd_device.atomic import write_atomically
 
 from .signature import SignedCommand
@@ -125,19 +126,20 @@ def add_builders(env):
         # passed; a failed run leaves its results in <lib>/test-results.failed.json
         GPSIMD_TESTCOM=("$PYTHON -m gpsimd_emu run $SOURCE --results $TARGET "
                         "--failed-results ${TARGET.base}.failed.json "
-                        "--locations $GPSIMD_LOCATIONS $GPSIMD_LEADER_ARGS $GPSIMD_EMU_FLAGS"
+                        "--locations $GPSIMD_LOCATIONS --zygote $GPSIMD_ZYGOTE $GPSIMD_EMU_FLAGS"
                         " $GPSIMD_TEST_NINJA_ARGS"),
         GPSIMD_TEST_NINJA_ARGS=[],   # the ninja path's (ninja_path.record_failures)
-        GPSIMD_LEADER_ARGS=[],   # ["--leader", <the native leader>] (leader_node)
         # the ninja path's step before the test steps: their server, loading
         # (gpsimd_emu.handoff.prestart; run as the test command runs, so
         # that the server it starts is the one the test steps find)
         GPSIMD_PRESTARTCOM="$PYTHON -m gpsimd_emu prestart $TARGET",
-        # the emulator's native leader (gpsimd_emu.native), with the host compiler
-        GPSIMD_LEADERCOM=" ".join(native_leader.compile_command(
-            "$GPSIMD_CXX", [f"${{SOURCES[{i}]}}" for i in range(len(native_leader.SOURCE_NAMES))],
-            "$GPSIMD_LEADER_INCLUDE", "$TARGET")),
-        GPSIMD_LEADERCOMSTR="CC       $TARGET",
+        # the emulator's native program (gpsimd_device.zygote), with the host compiler
+        GPSIMD_ZYGOTECOM=" ".join(zygote_recipe.compile_command(
+            "$GPSIMD_CXX", [f"${{GPSIMD_ZYGOTE_SOURCES[{i}]}}" for i in range(
+                len(zygote_recipe.c_sources(list(zygote.SOURCE_NAMES))))],
+            "$GPSIMD_ZYGOTE_INCLUDE", "$TARGET",
+            "$GPSIMD_ZYGOTE_DIGEST")),
+        GPSIMD_ZYGOTECOMSTR="CC       $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",
         GPSIMD_COMPILEDBCOMSTR="COMPDB   $TARGET",
@@ -174,8 +176,8 @@ def add_builders(env):
             action=act("GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
         "GpsimdPrestart": SCons.Builder.Builder(action=act("GPSIMD_PRESTARTCOM", None)),
-        "GpsimdLeader": SCons.Builder.Builder(
-            action=act("GPSIMD_LEADERCOM", "$GPSIMD_LEADERCOMSTR"), source_scanner=cscan),
+        "GpsimdZygote": SCons.Builder.Builder(
+            action=act("GPSIMD_ZYGOTECOM", "$GPSIMD_ZYGOTECOMSTR"), source_scanner=cscan),
         # (its first source lists the artifacts; the others are the artifacts)
         "GpsimdDigests": SCons.Builder.Builder(action=act("GPSIMD_DIGESTSCOM", None)),
         "GpsimdSummary": SCons.Builder.Builder(action=act("GPSIMD_SUMMARYCOM", None)),
@@ -185,11 +187,16 @@ def add_builders(env):
     })
 
 
-def leader_node(env, graph, profile_dir: str, include: str) -> Any:
-    """The emulator's native leader library (``<profile>/emu/``), compiled
-    once per build with the runtime's headers ``include`` (abi.h); every
-    test run loads it (``GPSIMD_LEADER_ARGS``)."""
-    source = [env.File(p) for p in native_leader.source_paths(layout.emulator_dir())]
-    return graph.uses(env.GpsimdLeader(f"{profile_dir}/emu/{native_leader.LIBRARY_NAME}", source,
-                                       GPSIMD_LEADER_INCLUDE=include,
-                                       CPPPATH=[env.Dir(include)]), "$GPSIMD_CXX")[0]
+def zygote_node(env, graph, profile_dir: str, include: str) -> Any:
+    """The emulator's native program (``<profile>/emu/gpsimd-zygote``),
+    compiled once per build folder with the runtime's headers ``include``;
+    every test run starts it (``--zygote``). Its sources are every file it
+    is built from, whose digest it carries."""
+    paths = zygote.source_paths(layout.emulator_dir(), include)
+    compiled = zygote_recipe.c_sources(paths)
+    return graph.uses(env.GpsimdZygote(
+        f"{profile_dir}/emu/{zygote.PROGRAM_NAME}", [env.File(p) for p in paths],
+        GPSIMD_ZYGOTE_INCLUDE=include, CPPPATH=[env.Dir(include)],
+        GPSIMD_ZYGOTE_SOURCES=[env.File(p) for p in compiled],
+        GPSIMD_ZYGOTE_DIGEST=zygote.source_digest(layout.emulator_dir(), include)),
+        "$GPSIMD_CXX")[0]

@@ -144,11 +144,10 @@ def _recv(sock: socket.socket) -> Optional[dict]:
 class ServerRun:
     """A run the server forked (what ``signals`` signals: ``pid``, the
     run's supervising process, which stops its whole run on SIGINT or
-    SIGTERM; ``spare``: it was the server's spare run)."""
+    SIGTERM)."""
 
-    def __init__(self, pid: int, spare: bool = False):
+    def __init__(self, pid: int):
         self.pid = pid
-        self.spare = spare
 
 
 def run(args: List[str], env: Dict[str, str],
@@ -166,8 +165,7 @@ def run(args: List[str], env: Dict[str, str],
         return None
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
-        request = json.dumps({"argv": words[3:], "cwd": os.getcwd(), "env": env,
-                              "spare": env == server.env}).encode()
+        request = json.dumps({"argv": words[3:], "cwd": os.getcwd(), "env": env}).encode()
         try:
             with server.send_lock:
                 socket.send_fds(server.sock, [request], [theirs.fileno(), 1, 2])
@@ -178,7 +176,7 @@ def run(args: List[str], env: Dict[str, str],
         first = _recv(mine)
         if not first or "pid" not in first:
             return None                  # the server is gone: nothing started
-        handle = ServerRun(int(first["pid"]), bool(first.get("spare")))
+        handle = ServerRun(int(first["pid"]))
         started(handle)
         try:
             last = _recv(mine)

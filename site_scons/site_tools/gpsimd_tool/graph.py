@@ -24,7 +24,7 @@ from gpsimd_device.versions import versions_json
 
 from . import (collector, emu_server, integrity, lock, manifest_cache, ninja_path as ninja,
                options, signals)
-from .builders import leader_node
+from .builders import zygote_node
 from .inputs_record import InputsRecord
 from .progress import Progress, Timer
 from .sconsgraph import SConsGraph
@@ -226,12 +226,12 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     artifacts: List[Any] = list(shared.all())
     scan_base = [env.Dir(shared.include)] if shared.include else []
     emu_sources = sorted((f for d in _EMU_SOURCES for f in env.Dir(d).glob("*.py")), key=str)
-    leader = leader_node(env, graph, profile_dir, shared.include) if profile.runs_tests else None
+    program = zygote_node(env, graph, profile_dir, shared.include) if profile.runs_tests else None
 
     nodes = {}
     inputs = InputsRecord(profile_dir, graph.programs)
-    if leader is not None:
-        inputs.add_leader(leader)
+    if program is not None:
+        inputs.add_zygote(program)
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
     all_schemas: List[Any] = []
     tests: List[LibraryTests] = []
@@ -296,10 +296,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             results = graph.uses(env.GpsimdTest(
                 f"{lib_dir}/test-results.json",
                 plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
-                GPSIMD_LOCATIONS=locations[0], GPSIMD_LEADER_ARGS=["--leader", leader],
+                GPSIMD_LOCATIONS=locations[0], GPSIMD_ZYGOTE=program,
                 GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
                 "$PYTHON")
-            env.Depends(results, emu_sources + [leader])
+            env.Depends(results, emu_sources + [program])
             if to_ninja:        # (its server loading as the run begins)
                 ninja.prestart(env, graph, lib_dir, results)
             env.Alias(f"test-{lib.name}", results)

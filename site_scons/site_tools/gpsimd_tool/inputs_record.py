@@ -10,10 +10,10 @@ headers SCons's scanner found, the runtime's sources, generated texts such
 as the LSP sources and the plan), except the programs the commands run
 (the compiler, Python: not what an object is built *from*, and absolute
 paths) and the files outside the project (an installed tool's own
-sources, e.g. the native leader's: the record, an output, holds no
+sources, e.g. the emulator's program's: the record, an output, holds no
 absolute path; the runtime's are mirrored into the build folder and
-recorded there). The native leader is an entry of its own
-(``freshness.LEADER_ENTRY``). A source's size and time are those SCons saw when it first looked
+recorded there). The emulator's program is an entry of its own
+(``freshness.ZYGOTE_ENTRY``). A source's size and time are those SCons saw when it first looked
 at the file in this run (its memoized ``stat``), so a file edited while
 the build ran is recorded as it was before: the front end then sees a
 change and asks for another build, never the reverse. Libraries not
@@ -52,10 +52,10 @@ class InputsRecord:
         runs its vectors on."""
         self.roots[lib.name] = (freshness.library_key(lib), list(roots))
 
-    def add_leader(self, node: Any) -> None:
-        """The native leader library's node (``freshness.LEADER_ENTRY``):
+    def add_zygote(self, node: Any) -> None:
+        """The emulator's program's node (``freshness.ZYGOTE_ENTRY``):
         a front end runs every library's vectors under it."""
-        self.roots[freshness.LEADER_ENTRY] = (freshness.LEADER_ENTRY, [node])
+        self.roots[freshness.ZYGOTE_ENTRY] = (freshness.ZYGOTE_ENTRY, [node])
 
     def save(self) -> None:
         """Record every library whose roots are all done; an error is

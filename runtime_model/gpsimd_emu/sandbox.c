@@ -1,0 +1,407 @@
+/* The sandbox of a library run's vectors, made once by the zygote at its
+ * start (zygote.c), in the manner of Bazel's linux-sandbox: the zygote
+ * becomes PID 1 of a new PID namespace (root), or of one inside a new
+ * user namespace (anyone, where the distribution allows it), with its
+ * own network namespace (no interface: no socket of any build or
+ * service is reachable) and mount namespace, in which the whole file
+ * system is read-only, /proc is a fresh one that shows the namespace's
+ * processes only, and the working directory is an empty private tmpfs
+ * (emptied between vectors: sb_fresh_workdir). The memory cgroup of the
+ * vectors is made before the namespaces (its name carries a pid of the
+ * host's) and its files are kept open, then /sys/fs/cgroup is detached.
+ * Then: no_new_privs, an empty capability bounding set, a seccomp filter
+ * that refuses AF_UNIX sockets and io_uring, and of every capability the
+ * zygote keeps CAP_SYS_ADMIN alone (to refresh the working directory);
+ * a vector's processes drop that too (sb_drop_all_caps).
+ *
+ * The process that called stays outside the namespace, relays its end
+ * as its own and removes the cgroup. Where no PID namespace can be made,
+ * the mode is "pgroup": each vector its own process group and the
+ * zygote a subreaper; sb.missing says what is then not contained (the
+ * run prints it once). GPSIMD_EMU_CONTAIN forces a mode (tests).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/mount.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "leader.h"
+
+struct sandbox SB;
+
+static void note(const char *what, int err)
+{
+    size_t n = strlen(SB.missing);
+    snprintf(SB.missing + n, sizeof SB.missing - n, "%s%s (%s)", n ? "; " : "", what,
+             strerror(err));
+}
+
+/* ---- the memory cgroup ---------------------------------------------------- */
+
+static int write_text(int dir, const char *file, const char *text)
+{
+    int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = write(fd, text, strlen(text));
+    close(fd);
+    return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Remove gpsimd-emu-<pid> cgroups under base whose process is gone (a run
+ * that was SIGKILLed could not remove its own). */
+static void remove_stale(const char *base)
+{
+    DIR *d = opendir(base);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strncmp(e->d_name, "gpsimd-emu-", 11) != 0)
+            continue;
+        char proc[64], path[1400];
+        snprintf(proc, sizeof proc, "/proc/%ld", strtol(e->d_name + 11, NULL, 10));
+        if (access(proc, F_OK) == 0)
+            continue;
+        snprintf(path, sizeof path, "%s/%s", base, e->d_name);
+        rmdir(path);
+    }
+    closedir(d);
+}
+
+/* gpsimd-emu-<pid> under this process's memory cgroup (v1 "memory", or
+ * v2 with the controller delegated); SB.cg_version 0 when none can be. */
+static void cgroup_create(void)
+{
+    char text[4096], bases[2][400] = {"", ""};
+    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return;
+    text[n] = 0;
+    for (char *line = text; line && *line;) {        /* "id:controllers:path" */
+        char *end = strchr(line, '\n'), *c1 = strchr(line, ':');
+        if (end)
+            *end = 0;
+        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (c2 && c2 - c1 == 1 && c1 - line == 1 && line[0] == '0')
+            snprintf(bases[1], sizeof bases[1], "/sys/fs/cgroup%s", c2 + 1);
+        else if (c2 && memmem(c1, (size_t)(c2 - c1), "memory", 6))
+            snprintf(bases[0], sizeof bases[0], "/sys/fs/cgroup/memory%s", c2 + 1);
+        line = end ? end + 1 : NULL;
+    }
+    for (int version = 1; version <= 2 && !SB.cg_version; version++) {
+        const char *base = bases[version - 1];
+        if (!base[0])
+            continue;
+        if (version == 2) {
+            char ctl[1100], list[512] = "";
+            snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", base);
+            int c = open(ctl, O_RDONLY | O_CLOEXEC);
+            ssize_t m = c < 0 ? -1 : read(c, list, sizeof list - 1);
+            if (c >= 0)
+                close(c);
+            if (m <= 0 || strstr(list, "memory") == NULL)
+                continue;
+        }
+        remove_stale(base);
+        snprintf(SB.cg_path, sizeof SB.cg_path, "%s/gpsimd-emu-%d", base, (int)getpid());
+        if (mkdir(SB.cg_path, 0755) != 0 && errno != EEXIST)
+            continue;
+        SB.cg_dir = open(SB.cg_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        SB.cg_version = SB.cg_dir >= 0 ? version : 0;
+        if (SB.cg_version && sb_cg_set_limit((int64_t)1 << 40) != 0)
+            sb_cg_remove();
+    }
+}
+
+/* The cgroup's files a limit is written to, opened once (the mount is
+ * detached from the namespace after this). */
+static void cgroup_open(void)
+{
+    const char *names[3] = {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", NULL};
+    if (SB.cg_version == 2) {
+        names[0] = "memory.max";
+        names[1] = "memory.swap.max";
+    }
+    for (int i = 0; i < 2; i++)
+        SB.cg_fds[i] = openat(SB.cg_dir, names[i], O_WRONLY | O_CLOEXEC);
+    SB.cg_fds[2] = openat(SB.cg_dir, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+}
+
+static int write_number(int fd, int64_t value)
+{
+    char text[32];
+    int n = snprintf(text, sizeof text, "%lld", (long long)value);
+    return fd >= 0 && pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
+}
+
+int sb_cg_set_limit(int64_t bytes)
+{
+    if (SB.cg_fds[0] < 0)
+        cgroup_open();
+    if (bytes == SB.cg_limit)
+        return 0;
+    int rc;
+    if (SB.cg_version == 1) {
+        if (SB.cg_fds[1] >= 0 && write_number(SB.cg_fds[1], -1) != 0)
+            return -1;
+        rc = write_number(SB.cg_fds[0], bytes);
+        if (rc == 0 && SB.cg_fds[1] >= 0)
+            rc = write_number(SB.cg_fds[1], bytes);
+    } else {
+        rc = write_number(SB.cg_fds[0], bytes);
+        if (rc == 0)
+            write_number(SB.cg_fds[1], 0);
+    }
+    if (rc == 0)
+        SB.cg_limit = bytes;
+    return rc;
+}
+
+/* The value of line "key N" of a cgroup file, or of a one-number file
+ * (key NULL); 0 when it cannot be read. */
+int64_t sb_cg_read(const char *file, const char *key)
+{
+    char text[4096];
+    int fd = openat(SB.cg_dir, file, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return 0;
+    text[n] = 0;
+    if (key == NULL)
+        return strtoll(text, NULL, 10);
+    size_t len = strlen(key);
+    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (strncmp(line, key, len) == 0 && line[len] == ' ')
+            return strtoll(line + len + 1, NULL, 10);
+    return 0;
+}
+
+/* Stop limiting through the cgroup (it cannot hold the limit asked). */
+void sb_cg_remove(void)
+{
+    if (SB.cg_inside) {
+        sb_cg_set_limit((int64_t)1 << 40);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        if (SB.cg_fds[i] >= 0)
+            close(SB.cg_fds[i]);
+    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_fds[2] = -1;
+    for (int i = 0; i < 50 && rmdir(SB.cg_path) != 0 && errno == EBUSY; i++)
+        usleep(10000);
+    SB.cg_version = 0;
+}
+
+/* ---- namespaces ------------------------------------------------------------ */
+
+/* Wait for the zygote (pid) and end as it ended, its cgroup removed. */
+static void relay(pid_t pid)
+{
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGHUP, SIG_DFL);
+    int st = 0;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            _exit(1);
+    if (SB.cg_version)
+        for (int i = 0; i < 50 && rmdir(SB.cg_path) != 0 && errno == EBUSY; i++)
+            usleep(10000);
+    if (WIFSIGNALED(st)) {
+        signal(WTERMSIG(st), SIG_DFL);
+        kill(getpid(), WTERMSIG(st));
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
+static void map_ids(uid_t uid, gid_t gid)
+{
+    char text[64];
+    write_text(AT_FDCWD, "/proc/self/setgroups", "deny");
+    snprintf(text, sizeof text, "%d %d 1", (int)uid, (int)uid);
+    write_text(AT_FDCWD, "/proc/self/uid_map", text);
+    snprintf(text, sizeof text, "%d %d 1", (int)gid, (int)gid);
+    write_text(AT_FDCWD, "/proc/self/gid_map", text);
+}
+
+static int mount_workdir(void)
+{
+    char opts[64];
+    snprintf(opts, sizeof opts, "size=%d,mode=0700", GPSIMD_ZY_WORKDIR_BYTES);
+    if (mount("gpsimd-work", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
+        return -1;
+    return chdir("/tmp");
+}
+
+/* In the new mount namespace: the file system read-only, /sys/fs/cgroup
+ * gone, a fresh /proc of this PID namespace, the private working
+ * directory. */
+static void make_mounts(void)
+{
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        note("a private mount namespace", errno);
+        return;
+    }
+    if (SB.cg_version) {
+        cgroup_open();
+        if (umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {   /* (locked in a user namespace) */
+            note("the memory cgroup (it cannot be hidden here)", errno);
+            for (int i = 0; i < 3; i++)
+                close(SB.cg_fds[i]);
+            SB.cg_version = SB.cg_inside = 0;            /* (the relay removes it) */
+        }
+    }
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (syscall(SYS_mount_setattr, -1, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)
+        note("a read-only file system", errno);
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "subset=pid,hidepid=invisible") != 0)
+        note("a /proc of the vectors' processes only", errno);
+    if (mount_workdir() != 0) {
+        note("a private working directory", errno);
+        if (chdir("/") != 0) {
+        }
+    } else {
+        SB.workdir = 1;
+    }
+}
+
+/* An empty working directory for the next vector: a fresh tmpfs when the
+ * last one wrote anything into it. */
+void sb_fresh_workdir(void)
+{
+    struct statfs s;
+    if (!SB.workdir || (statfs("/tmp", &s) == 0 && s.f_files - s.f_ffree <= 1))
+        return;
+    if (chdir("/") != 0 || umount2("/tmp", MNT_DETACH) != 0 || mount_workdir() != 0)
+        SB.workdir = 0;
+}
+
+/* ---- privileges ------------------------------------------------------------- */
+
+static int set_caps(uint32_t keep)
+{
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct d[2] = {{keep, keep, 0}, {0, 0, 0}};
+    return (int)syscall(SYS_capset, &h, d);
+}
+
+void sb_drop_all_caps(void)
+{
+    set_caps(0);
+}
+
+/* socket(AF_UNIX) and io_uring refused (EACCES), any other ABI's calls
+ * (a 32-bit socketcall) too. */
+static int install_filter(void)
+{
+#if defined(__x86_64__)
+#define SB_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define SB_ARCH AUDIT_ARCH_AARCH64
+#endif
+#ifdef SB_ARCH
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_ARCH, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 5, 0),      /* x32 */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 4, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 2),
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 1, 0),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+    };
+    struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
+    return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+#else
+    errno = ENOSYS;
+    return -1;
+#endif
+}
+
+static void lock_down(void)
+{
+    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    for (int cap = 0; cap <= 63; cap++)
+        if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
+            break;
+    if (install_filter() != 0)
+        note("a filter of the vectors' system calls", errno);
+    set_caps(1u << CAP_SYS_ADMIN);
+}
+
+/* ---- the entry -------------------------------------------------------------- */
+
+void sb_enter(int parent, int relay_closes)
+{
+    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_fds[2] = -1;
+    SB.cg_limit = -1;
+    SB.mode = "pgroup";
+    cgroup_create();
+    const char *forced = getenv("GPSIMD_EMU_CONTAIN");
+    int tries[2] = {CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID};
+    uid_t uid = getuid();
+    gid_t gid = getgid();
+    for (int i = 0; i < 2; i++) {
+        const char *mode = i == 0 ? "pidns" : "userns";
+        if (forced && *forced && strcmp(forced, mode) != 0)
+            continue;
+        if (unshare(tries[i]) != 0)
+            continue;
+        if (tries[i] & CLONE_NEWUSER)
+            map_ids(uid, gid);
+        pid_t outside = getpid();
+        pid_t pid = fork();
+        if (pid < 0)
+            _exit(1);
+        if (pid > 0) {
+            close(relay_closes);         /* (the worker sees the zygote's end) */
+            relay(pid);
+        }
+        gl_die_with_parent(outside);
+        SB.mode = mode;
+        /* (joined once: a vector's leader is born in it; a move costs 5-20 ms) */
+        SB.cg_inside = SB.cg_version && write_text(SB.cg_dir, "cgroup.procs", "0") == 0;
+        if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
+            note("network and mount namespaces", errno);
+        else
+            make_mounts();
+        lock_down();
+        return;
+    }
+    (void)parent;
+    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    note("a PID namespace (the vectors' processes share the machine's view: "
+         "network, file system, processes)", EPERM);
+    lock_down();
+}

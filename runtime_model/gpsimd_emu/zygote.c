@@ -1,0 +1,727 @@
+/* gpsimd-zygote: the one executor of a library run's vectors, started by
+ * the worker (gpsimd_emu.zygote_client) as
+ *
+ *     gpsimd-zygote SOCK PARENT COPIES N [FD NAME]...
+ *
+ * SOCK: its end of a SOCK_SEQPACKET socket pair; PARENT: the pid it dies
+ * with; COPIES: copies of each core object (one per run of a vector, each
+ * with globals no launch touched); then per core object its payload's
+ * memfd and name, or -1 and the path of a plain .so.
+ *
+ * It makes the sandbox (sandbox.c), loads every copy of every object
+ * (their static initialisers run inside it, with what they write kept up
+ * to GPSIMD_ZY_OUTPUT_KEEP bytes), checks the first copy as the device
+ * loader does, and sends the ready message: one byte "R" with a memfd
+ * holding the JSON {"ready": true, "mode", "cgroup", "missing",
+ * "cores": [{"error": text} | {"ops": [names], "lsp": [core_id,
+ * scratch_origin, scratch_size, name]}]} and the load output's memfd.
+ *
+ * Then per message (a struct gz_vector with the image memfd): the memory
+ * limit (cgroup and RLIMIT_DATA), the leader (leader.c), the wait (every
+ * run's time limit plus GPSIMD_ZY_KILL_GRACE_MS) while it drains what
+ * each core writes to stdout and stderr, the sweep of whatever the vector
+ * left, and the reply: {"wait_status", "timed_out", "elapsed",
+ * "oom_kills", "pid", "output": [[core, fd, total, head, tail]...]}, with
+ * a memfd of the kept bytes when any core wrote; or {"error": text}.
+ * At end of file: the sweep, exit 0 (the relay removes the cgroup).
+ *
+ * Built by the host profile (gpsimd_build.zygote_recipe) with
+ * -DGZ_SOURCE_DIGEST, which the worker reads from the file and compares
+ * with the digest of its own sources before it starts it.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gpsimd_host/abi.h"
+#include "leader.h"
+
+#ifndef GZ_SOURCE_DIGEST
+#define GZ_SOURCE_DIGEST none
+#endif
+#define GZ_TEXT(x) #x
+#define GZ_STRING(x) GZ_TEXT(x)
+/* (read from the file by the worker: the marker and 64 hex digits) */
+__attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING(GZ_SOURCE_DIGEST);
+
+#define KEEP GPSIMD_ZY_OUTPUT_KEEP
+
+/* ---- text (JSON) ----------------------------------------------------------- */
+
+struct text { char *s; size_t n, cap; };
+
+static void put(struct text *t, const char *fmt, ...)
+{
+    va_list ap;
+    for (;;) {
+        va_start(ap, fmt);
+        int n = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
+        va_end(ap);
+        if (n >= 0 && t->s && t->n + (size_t)n < t->cap) {
+            t->n += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap + (size_t)(n > 0 ? n : 0)) * 2 + 256;
+        char *s = realloc(t->s, cap);
+        if (s == NULL)
+            _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
+        t->s = s;
+        t->cap = cap;
+    }
+}
+
+static void put_string(struct text *t, const char *s)
+{
+    put(t, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            put(t, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7f)
+            put(t, "\\u%04x", c);        /* (bytes beyond ASCII as Latin-1) */
+        else
+            put(t, "%c", c);
+    }
+    put(t, "\"");
+}
+
+static void put_bytes(struct text *t, const char *data, size_t n)
+{
+    if (t->n + n + 1 > t->cap) {
+        size_t cap = (t->n + n) * 2 + 256;
+        char *s = realloc(t->s, cap);
+        if (s == NULL)
+            _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
+        t->s = s;
+        t->cap = cap;
+    }
+    memcpy(t->s + t->n, data, n);
+    t->n += n;
+}
+
+static int memfd_of(const char *name, const void *data, size_t n)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    for (size_t done = 0; fd >= 0 && done < n;) {
+        ssize_t w = write(fd, (const char *)data + done, n - done);
+        if (w <= 0) {
+            close(fd);
+            return -1;
+        }
+        done += (size_t)w;
+    }
+    return fd;
+}
+
+static int sock, gone;
+
+static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
+{
+    char control[CMSG_SPACE(4 * sizeof(int))] = {0};
+    struct iovec io = {(void *)msg, n};
+    struct msghdr h = {0};
+    h.msg_iov = &io;
+    h.msg_iovlen = 1;
+    if (nfds > 0) {
+        h.msg_control = control;
+        h.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
+        struct cmsghdr *c = CMSG_FIRSTHDR(&h);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+        memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
+    }
+    if (sendmsg(sock, &h, MSG_NOSIGNAL) < 0)
+        gone = 1;                        /* the worker is gone: as at end of file */
+}
+
+static void reply_error(const char *what)
+{
+    struct text t = {0};
+    put(&t, "{\"error\": ");
+    put_string(&t, what);
+    put(&t, "}");
+    send_fds(t.s, t.n, NULL, 0);
+    free(t.s);
+}
+
+/* ---- the objects ------------------------------------------------------------ */
+
+struct object {                          /* one copy of one core object */
+    void *binder;                        /* gpsimd_bind_core */
+    int nops;
+    char **names;                        /* get_func_name(i) */
+    void **launchers;                    /* get_func_ptr(i) */
+};
+
+static struct object objects[GL_MAX_RUNS][GL_MAX_CORES];
+static int ncopies, ncores;
+
+static int copy_into(int to, int from_fd, const char *path)
+{
+    int from = from_fd >= 0 ? from_fd : open(path, O_RDONLY | O_CLOEXEC);
+    char buf[1 << 16];
+    off_t at = 0;
+    ssize_t n = from < 0 ? -1 : 0;
+    while (from >= 0 && (n = pread(from, buf, sizeof buf, at)) > 0) {
+        for (ssize_t done = 0; done < n;) {
+            ssize_t w = write(to, buf + done, (size_t)(n - done));
+            if (w < 0) {
+                n = -1;
+                break;
+            }
+            done += w;
+        }
+        if (n < 0)
+            break;
+        at += n;
+    }
+    if (from >= 0 && from != from_fd)
+        close(from);
+    return n < 0 ? -1 : 0;
+}
+
+/* Load copy c of object k: copy 0 from its payload's fd (or its path),
+ * the others from a memfd of their own (another file: another copy of the
+ * runtime's state). For copy 0, what the device loader checks goes into
+ * entry (the ready message's "cores" item); a later copy that does not
+ * load has no ops (a vector that needs it fails, saying so). */
+static void load(int c, int k, int fd, const char *name, struct text *entry)
+{
+    char where[64], why[1024];
+    const char *what = where;
+    if (c == 0 && fd < 0) {
+        what = name;                     /* a plain .so: its path */
+    } else if (c == 0) {
+        snprintf(where, sizeof where, "/proc/self/fd/%d", fd);
+    } else {
+        const char *base = strrchr(name, '/');
+        int own = memfd_create(base ? base + 1 : name, MFD_CLOEXEC);
+        if (own < 0 || copy_into(own, fd, name) != 0) {
+            if (own >= 0)
+                close(own);
+            return;
+        }
+        /* (own stays open: dlopen takes a name it has loaded already for
+           that object, and a closed fd's number, hence its name, comes back) */
+        snprintf(where, sizeof where, "/proc/self/fd/%d", own);
+    }
+    /* (what the static initialisers write goes to the load output's
+       memfd, at most KEEP bytes of it) */
+    struct rlimit fsize, small;
+    getrlimit(RLIMIT_FSIZE, &fsize);
+    small = (struct rlimit){KEEP, fsize.rlim_max};
+    fflush(NULL);
+    setrlimit(RLIMIT_FSIZE, &small);
+    void *h = dlopen(what, RTLD_NOW | RTLD_LOCAL);
+    fflush(NULL);
+    setrlimit(RLIMIT_FSIZE, &fsize);
+    why[0] = 0;
+    if (h == NULL) {
+        snprintf(why, sizeof why, "%s: cannot load: %s", name, dlerror());
+    } else if (c == 0) {
+        const gpsimd_lsp_info *(*lsp)(void) =
+            (const gpsimd_lsp_info *(*)(void))dlsym(h, "gpsimd_linker_spec_info");
+        const gpsimd_lsp_info *info = lsp ? lsp() : NULL;
+        if (lsp == NULL)
+            snprintf(why, sizeof why, "%s: symbol gpsimd_linker_spec_info not found", name);
+        else if (info == NULL)
+            snprintf(why, sizeof why, "%s: gpsimd_linker_spec_info() returned null", name);
+        else {
+            char lsp_name[sizeof info->name + 1] = {0};
+            memcpy(lsp_name, info->name, sizeof info->name);
+            put(entry, "{\"lsp\": [%u, %llu, %llu, ", info->core_id,
+                (unsigned long long)info->scratch_origin, (unsigned long long)info->scratch_size);
+            put_string(entry, lsp_name);
+            put(entry, "], ");
+        }
+    }
+    struct object *o = &objects[c][k];
+    int (*cnt)(void) = NULL;
+    const char *(*name_of)(int) = NULL;
+    void *(*ptr_of)(int) = NULL;
+    if (h != NULL && !why[0]) {
+        static const char *const syms[] = {"_Z12get_func_cntv", "_Z13get_func_namei",
+                                           "_Z12get_func_ptri", "gpsimd_bind_core"};
+        void *got[4];
+        for (int i = 0; i < 4 && !why[0]; i++)
+            if ((got[i] = dlsym(h, syms[i])) == NULL)
+                snprintf(why, sizeof why, "%s: symbol %s not found", name, syms[i]);
+        if (!why[0]) {
+            cnt = (int (*)(void))got[0];
+            name_of = (const char *(*)(int))got[1];
+            ptr_of = (void *(*)(int))got[2];
+            o->binder = got[3];
+        }
+    }
+    int n = cnt ? cnt() : 0;
+    if (cnt && n < 0)
+        snprintf(why, sizeof why, "%s: get_func_cnt() returned %d", name, n);
+    if (!why[0] && n > 0) {
+        o->names = calloc((size_t)n, sizeof *o->names);
+        o->launchers = calloc((size_t)n, sizeof *o->launchers);
+        if (o->names == NULL || o->launchers == NULL)
+            snprintf(why, sizeof why, "%s: no memory for %d ops", name, n);
+    }
+    for (int i = 0; i < n && !why[0]; i++) {
+        const char *s = name_of(i);
+        void *p = s ? ptr_of(i) : NULL;
+        if (s == NULL)
+            snprintf(why, sizeof why, "%s: get_func_name(%d) returned null", name, i);
+        else if (p == NULL)
+            snprintf(why, sizeof why, "%s: get_func_ptr(%d) (%s) returned null", name, i, s);
+        for (int j = 0; j < i && !why[0]; j++)
+            if (strcmp(o->names[j], s) == 0)
+                snprintf(why, sizeof why, "%s: op '%s' registered twice", name, s);
+        if (!why[0]) {
+            o->names[i] = strdup(s);
+            o->launchers[i] = p;
+        }
+    }
+    o->nops = why[0] ? 0 : n;
+    if (c != 0)
+        return;
+    if (why[0]) {                        /* (after the "lsp" when there is one) */
+        put(entry, entry->n ? "\"error\": " : "{\"error\": ");
+        put_string(entry, why);
+        put(entry, "}");
+        return;
+    }
+    put(entry, "\"ops\": [");
+    for (int i = 0; i < o->nops; i++) {
+        put(entry, i ? ", " : "");
+        put_string(entry, o->names[i]);
+    }
+    put(entry, "]}");
+}
+
+static void *launcher_of(const struct object *o, const char *op)
+{
+    for (int i = 0; i < o->nops; i++)
+        if (strcmp(o->names[i], op) == 0)
+            return o->launchers[i];
+    return NULL;
+}
+
+/* ---- what the cores write ---------------------------------------------------- */
+
+struct stream {                          /* a core's stdout or stderr */
+    int fd;                              /* the pipe's read end, or -1 */
+    int64_t total;
+    char head[KEEP], tail[KEEP];         /* the first bytes, a ring of the last */
+};
+static struct stream streams[2 * GL_MAX_CORES];
+
+static void keep(struct stream *s, const char *data, size_t n)
+{
+    size_t h = s->total < KEEP ? KEEP - (size_t)s->total : 0;
+    if (h > n)
+        h = n;
+    memcpy(s->head + s->total, data, h);
+    for (size_t i = h; i < n; i++)       /* (the ring's position is the total) */
+        s->tail[(size_t)(s->total + (int64_t)i) % KEEP] = data[i];
+    s->total += (int64_t)n;
+}
+
+static void drain(struct stream *s)
+{
+    static char buf[1 << 16];
+    while (s->fd >= 0) {
+        ssize_t n = read(s->fd, buf, sizeof buf);
+        if (n > 0) {
+            keep(s, buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n == 0) {                    /* every writer is gone */
+            close(s->fd);
+            s->fd = -1;
+        }
+        return;
+    }
+}
+
+/* ---- processes ----------------------------------------------------------------- */
+
+static double mono(void) { return (double)gl_now_ns() * 1e-9; }
+
+/* Wait for the leader, draining the streams: 0 with its status, or -1 at
+ * the deadline (left running). */
+static int wait_vector(pid_t pid, double deadline, int *status, int nstreams)
+{
+    int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    int rc = -1;
+    for (;;) {
+        pid_t got = waitpid(pid, status, WNOHANG);
+        if (got == pid) {
+            rc = 0;
+            break;
+        }
+        if (got < 0 && errno != EINTR)
+            break;
+        double left = deadline - mono();
+        if (left <= 0)
+            break;
+        struct pollfd p[1 + 2 * GL_MAX_CORES];
+        int n = 0, which[2 * GL_MAX_CORES];
+        if (pidfd >= 0)
+            p[n++] = (struct pollfd){pidfd, POLLIN, 0};
+        for (int i = 0; i < nstreams; i++)
+            if (streams[i].fd >= 0) {
+                which[n - (pidfd >= 0)] = i;
+                p[n++] = (struct pollfd){streams[i].fd, POLLIN, 0};
+            }
+        int ms = pidfd >= 0 ? (int)(left * 1000) + 1 : 1;
+        if (poll(p, (nfds_t)n, ms) > 0)
+            for (int j = pidfd >= 0; j < n; j++)
+                if (p[j].revents)
+                    drain(&streams[which[j - (pidfd >= 0)]]);
+    }
+    if (pidfd >= 0)
+        close(pidfd);
+    return rc;
+}
+
+/* the children of this process (one thread: its own list) */
+static int children(pid_t *out, int max)
+{
+    char path[64], text[8192];
+    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    int count = 0;
+    text[n > 0 ? n : 0] = 0;
+    for (char *s = text; *s && count < max;) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s)
+            break;
+        out[count++] = (pid_t)v;
+        s = end;
+    }
+    return count;
+}
+
+/* Kill and reap whatever the vector left: in a namespace, every other
+ * process of it; else (a subreaper) the children, and what comes back. */
+static void sweep(void)
+{
+    int st;
+    if (strcmp(SB.mode, "pgroup") != 0) {
+        kill(-1, SIGKILL);
+        while (waitpid(-1, &st, 0) > 0 || errno == EINTR)
+            ;
+        return;
+    }
+    double deadline = mono() + 5.0;
+    for (;;) {
+        pid_t pids[512];
+        int n = children(pids, 512);
+        for (int i = 0; i < n; i++) {
+            killpg(pids[i], SIGKILL);
+            kill(pids[i], SIGKILL);
+        }
+        int reaped = 0;
+        while (waitpid(-1, &st, WNOHANG) > 0)
+            reaped++;
+        if ((n == 0 && reaped == 0) || mono() > deadline)
+            return;
+        if (n && !reaped)
+            nanosleep(&(struct timespec){0, 1000000}, NULL);
+    }
+}
+
+/* VmData of /proc/self/status: what RLIMIT_DATA counts */
+static int64_t data_bytes(void)
+{
+    char text[8192];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    text[n > 0 ? n : 0] = 0;
+    char *at = strstr(text, "\nVmData:");
+    return at ? strtoll(at + 8, NULL, 10) * 1024 : 0;
+}
+
+static int64_t cg_usage(void)
+{
+    return sb_cg_read(SB.cg_version == 1 ? "memory.usage_in_bytes" : "memory.current", NULL);
+}
+
+static int64_t cg_oom_kills(void)
+{
+    return sb_cg_read(SB.cg_version == 1 ? "memory.oom_control" : "memory.events", "oom_kill");
+}
+
+/* ---- one vector ------------------------------------------------------------------ */
+
+static int64_t data_base, baseline;
+
+static void send_reply(int status, int timed_out, double elapsed, long long oom, long pid)
+{
+    struct text t = {0}, kept = {0};
+    put(&t, "{\"wait_status\": %d, \"timed_out\": %s, \"elapsed\": %.9f, \"oom_kills\": %lld, "
+        "\"pid\": %ld, \"output\": [", status, timed_out ? "true" : "false", elapsed, oom, pid);
+    int first = 1;
+    for (int i = 0; i < 2 * ncores; i++) {
+        struct stream *s = &streams[i];
+        if (s->total == 0)
+            continue;
+        size_t head = s->total < KEEP ? (size_t)s->total : KEEP;
+        size_t tail = s->total > 2 * KEEP ? KEEP : (size_t)(s->total - (int64_t)head);
+        put(&t, "%s[%d, %d, %lld, %zu, %zu]", first ? "" : ", ", i / 2, 1 + i % 2,
+            (long long)s->total, head, tail);
+        first = 0;
+        put_bytes(&kept, s->head, head);
+        for (size_t j = 0; j < tail; j++)
+            put_bytes(&kept, &s->tail[(size_t)(s->total - (int64_t)tail + (int64_t)j) % KEEP], 1);
+    }
+    put(&t, "]}");
+    int fd = kept.n ? memfd_of("gpsimd-output", kept.s, kept.n) : -1;
+    send_fds(t.s, t.n, &fd, fd >= 0);
+    if (fd >= 0)
+        close(fd);
+    free(t.s);
+    free(kept.s);
+}
+
+static void run(struct gz_vector *m, int image_fd)
+{
+    static struct gl_request r;
+    char why[512];
+    memset(&r, 0, sizeof r);
+    r.v = *m;
+    r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
+    const struct gz_vector *v = &r.v;
+    if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
+        close(image_fd);
+        reply_error("a request of more runs or cores than the zygote holds");
+        return;
+    }
+    for (int i = 0; i < v->nruns; i++) {
+        int64_t p = v->runs[i].index;
+        if (p < 0 || p >= ncopies) {
+            close(image_fd);
+            reply_error("a request of a run the zygote holds no copy of the objects for");
+            return;
+        }
+        for (int k = 0; k < v->ncores; k++) {
+            r.launchers[p][k] = launcher_of(&objects[p][k], v->op);
+            r.binders[p][k] = objects[p][k].binder;
+            if (r.launchers[p][k] == NULL) {
+                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s "
+                         "(it did not load again)", (long long)p, k, v->op);
+                close(image_fd);
+                reply_error(why);
+                return;
+            }
+        }
+    }
+    int64_t limit = v->memory, extra = limit - v->image_total, oom0 = 0;
+    if (extra < GPSIMD_ZY_MIN_DATA)
+        extra = GPSIMD_ZY_MIN_DATA;
+    int limited = 0;
+    if (SB.cg_version) {
+        int64_t cap = limit - v->prefilled;
+        cap = (cap < GPSIMD_ZY_MIN_DATA ? GPSIMD_ZY_MIN_DATA : cap) + baseline;
+        /* (below what is charged now, a limit would fail, or on cgroup v2
+           reclaim and OOM-kill the zygote itself) */
+        if ((SB.cg_inside && cg_usage() >= cap) || sb_cg_set_limit(cap) != 0) {
+            sb_cg_remove();
+        } else {
+            oom0 = cg_oom_kills();
+            limited = 1;
+        }
+    }
+    if (!limited) {                      /* RLIMIT_DATA only: shared out among the jobs */
+        extra /= v->parallel > 1 ? v->parallel : 1;
+        if (extra < GPSIMD_ZY_MIN_DATA)
+            extra = GPSIMD_ZY_MIN_DATA;
+    }
+    r.image_fd = image_fd;
+    r.data_limit = data_base + extra;
+    r.zygote = getpid();
+    r.oom_first = limited && SB.cg_inside;
+    if (limited && !SB.cg_inside)
+        snprintf(r.join_path, sizeof r.join_path, "%s/cgroup.procs", SB.cg_path);
+    int nstreams = 2 * (int)v->ncores;
+    for (int i = 0; i < nstreams; i++) {
+        int ends[2];
+        streams[i].total = 0;
+        streams[i].fd = -1;
+        r.out[i] = -1;
+        if (pipe2(ends, O_CLOEXEC) != 0)
+            continue;
+        /* (above the fds the leader moves them to: 3 .. 3 + 2 * cores) */
+        streams[i].fd = fcntl(ends[0], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
+        r.out[i] = fcntl(ends[1], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
+        close(ends[0]);
+        close(ends[1]);
+        fcntl(streams[i].fd, F_SETFL, O_NONBLOCK);
+    }
+    double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
+        + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = mono();
+    long pid = gl_fork_leader(&r);
+    close(image_fd);
+    for (int i = 0; i < nstreams; i++)
+        if (r.out[i] >= 0)
+            close(r.out[i]);
+    int status = 0, timed_out = 0;
+    if (pid >= 0) {
+        timed_out = wait_vector((pid_t)pid, start + cap, &status, nstreams) != 0;
+        killpg((pid_t)pid, SIGKILL);     /* whatever stayed in its group */
+        if (timed_out) {
+            kill((pid_t)pid, SIGKILL);
+            while (waitpid((pid_t)pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        }
+    }
+    double elapsed = mono() - start;
+    sweep();
+    for (int i = 0; i < nstreams; i++) {  /* (every writer is gone: to the end) */
+        drain(&streams[i]);
+        if (streams[i].fd >= 0)
+            close(streams[i].fd);
+        streams[i].fd = -1;
+    }
+    for (int i = nstreams; i < 2 * ncores; i++)
+        streams[i].total = 0;
+    sb_fresh_workdir();
+    if (pid < 0) {
+        snprintf(why, sizeof why, "fork of the vector's leader: %s", strerror((int)-pid));
+        reply_error(why);
+        return;
+    }
+    long long oom = limited && SB.cg_version ? (long long)(cg_oom_kills() - oom0) : 0;
+    send_reply(status, timed_out, elapsed, oom, pid);
+}
+
+/* ---- the program --------------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    if (argc < 5 || argc != 5 + 2 * atoi(argv[4])) {
+        fprintf(stderr, "usage: %s SOCK PARENT COPIES N [FD NAME]...\n", argv[0]);
+        return 2;
+    }
+    sock = atoi(argv[1]);
+    int parent = atoi(argv[2]);
+    ncopies = atoi(argv[3]);
+    ncores = atoi(argv[4]);
+    if (ncopies < 1 || ncopies > GL_MAX_RUNS || ncores < 1 || ncores > GL_MAX_CORES) {
+        fprintf(stderr, "gpsimd-zygote: %d copies of %d objects (at most %d of %d)\n",
+                ncopies, ncores, GL_MAX_RUNS, GL_MAX_CORES);
+        return 2;
+    }
+    gl_die_with_parent(parent);
+    gl_set_name("gpsimd-zygote");
+    struct rlimit none = {0, 0};
+    setrlimit(RLIMIT_CORE, &none);       /* a crashing kernel leaves no core file */
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN);
+    /* from here what this process writes (the objects' static
+       initialisers, its own messages) goes to a memfd, the first KEEP
+       bytes of it, which the worker prints */
+    int out = memfd_create("gpsimd-load-output", MFD_CLOEXEC);
+    if (out >= 0) {
+        fflush(NULL);
+        dup2(out, 1);
+        dup2(out, 2);
+    }
+    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (null >= 0 && null != 0) {
+        dup2(null, 0);
+        close(null);
+    }
+    sb_enter(parent, sock);
+    struct text ready = {0}, entry = {0};
+    put(&ready, "{\"ready\": true, \"mode\": \"%s\", \"cgroup\": %s, \"missing\": ", SB.mode,
+        SB.cg_version ? "true" : "false");
+    put_string(&ready, SB.missing);
+    put(&ready, ", \"cores\": [");
+    for (int c = 0; c < ncopies; c++)
+        for (int k = 0; k < ncores; k++) {
+            entry.n = 0;
+            load(c, k, atoi(argv[5 + 2 * k]), argv[6 + 2 * k], &entry);
+            if (c == 0)
+                put(&ready, "%s%.*s", k ? ", " : "", (int)entry.n, entry.s);
+        }
+    put(&ready, "]}");
+    for (int k = 0; k < ncores; k++)
+        if (atoi(argv[5 + 2 * k]) >= 0)
+            close(atoi(argv[5 + 2 * k]));
+    fflush(NULL);
+    /* what the objects' static initialisers may have changed that waiting
+       for a vector's leader needs */
+    signal(SIGCHLD, SIG_DFL);
+    signal(SIGALRM, SIG_DFL);
+    data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
+    if (SB.cg_inside && SB.cg_version)
+        baseline = cg_usage();
+    int fds[2] = {memfd_of("gpsimd-ready", ready.s, ready.n), out};
+    send_fds("R", 1, fds, out >= 0 ? 2 : 1);
+    close(fds[0]);
+    free(ready.s);
+    free(entry.s);
+    while (!gone) {
+        struct gz_vector m;
+        char control[CMSG_SPACE(16 * sizeof(int))];
+        struct iovec io = {&m, sizeof m};
+        struct msghdr h = {0};
+        h.msg_iov = &io;
+        h.msg_iovlen = 1;
+        h.msg_control = control;
+        h.msg_controllen = sizeof control;
+        ssize_t n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;                       /* end of file: the worker is done */
+        int image_fd = -1;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
+            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+                continue;
+            int nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+            int *got = (int *)CMSG_DATA(c);
+            for (int i = 0; i < nfd; i++) {
+                if (image_fd < 0)
+                    image_fd = got[i];
+                else
+                    close(got[i]);
+            }
+        }
+        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || image_fd < 0
+                || (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+            if (image_fd >= 0)
+                close(image_fd);
+            reply_error("a request the zygote cannot read");
+            continue;
+        }
+        run(&m, image_fd);
+    }
+    sweep();
+    if (SB.cg_version && !SB.cg_inside)
+        sb_cg_remove();
+    return 0;
+}

@@ -1,0 +1,121 @@
+"""The emulator's program, ``gpsimd-zygote``, against its one definition
+(``gpsimd_host/zygote.h``): the message the worker builds from the
+header's X-macros has the C structure's size and offsets (a C program
+compiled from the same header says them), the program carries the digest
+of its sources and is refused when it was built from others, and it
+refuses what it cannot read."""
+import ctypes
+import json
+import os
+import socket
+import subprocess
+
+import pytest
+
+from conftest import build_zygote
+from gpsimd_device.headers import INCLUDE_DIR
+from gpsimd_emu import abi, control, zygote_client
+from gpsimd_emu.zygote_client import Vector, vector_message
+
+pytestmark = pytest.mark.slow      # (the tests compile)
+
+_PROBE = r"""
+#include <semaphore.h>
+#include <stddef.h>
+#include <stdio.h>
+#include "gpsimd_host/abi.h"
+#include "gpsimd_host/zygote.h"
+int main(void) {
+    printf("{\"vector\": %zu, \"runs\": %zu, \"op\": %zu, \"run\": %zu, \"timeout_ns\": %zu,"
+           " \"sem_t\": %zu, \"binding\": %zu}\n",
+           sizeof(struct gz_vector), offsetof(struct gz_vector, runs),
+           offsetof(struct gz_vector, op), sizeof(struct gz_run),
+           offsetof(struct gz_vector, timeout_ns), sizeof(sem_t), sizeof(gpsimd_core_binding));
+    return 0;
+}
+"""
+
+
+def test_the_message_is_the_c_structure(tmp_path):
+    src = tmp_path / "probe.c"
+    src.write_text(_PROBE)
+    subprocess.run(["gcc", "-I", INCLUDE_DIR, "-o", str(tmp_path / "probe"), str(src)],
+                   check=True)
+    c = json.loads(subprocess.run([str(tmp_path / "probe")], capture_output=True,
+                                  text=True, check=True).stdout)
+    assert c["vector"] == ctypes.sizeof(Vector)
+    assert (c["runs"], c["op"], c["timeout_ns"]) == (Vector.runs.offset, Vector.op.offset,
+                                                      Vector.timeout_ns.offset)
+    assert c["run"] * control.MAX_PASSES == Vector.runs.size
+    # the control block's semaphore fits its pass record; the binding is abi.py's
+    assert control._SEM_OFFSET + c["sem_t"] <= control._PASS_SIZE
+    assert c["binding"] == ctypes.sizeof(abi.GpsimdCoreBinding)
+
+
+def test_a_vector_message_holds_the_request():
+    req = {"size": 1 << 20, "ncores": 8, "runs": [
+        {"index": 0, "second": False, "ordered": False, "poison": 0xA5},
+        {"index": 3, "second": True, "ordered": True, "poison": 0x5A}],
+        "parallel": 2, "spread_now": True, "spread_after": 0.25, "timeout": 9.5,
+        "binding_size": ctypes.sizeof(abi.GpsimdCoreBinding), "bindings_at": 8192,
+        "args_at": 12288, "arg_len": 96, "page": 4096, "desc_len": 48,
+        "scan": [65536, 4000, 4], "op": "spmd_relu", "memory": 1 << 30,
+        "image_total": 3 << 20, "prefilled": 1 << 20}
+    v = Vector.from_buffer_copy(vector_message(req))
+    assert (v.magic, v.memory, v.image_total, v.prefilled, v.op) == (
+        control.ZY["MAGIC"], 1 << 30, 3 << 20, 1 << 20, b"spmd_relu")
+    assert (v.size, v.ncores, v.nruns, v.parallel, v.spread_now, v.spread_after_ns,
+            v.timeout_ns) == (1 << 20, 8, 2, 2, 1, 250_000_000, 9_500_000_000)
+    assert (v.bindings_at, v.args_at, v.arg_len, v.page, v.desc_len) == (8192, 12288, 96,
+                                                                        4096, 48)
+    assert (v.scan_at, v.scan_nbytes, v.scan_itemsize) == (65536, 4000, 4)
+    assert [(r.index, r.second, r.ordered, r.poison) for r in v.runs[:2]] == [
+        (0, 0, 0, 0xA5), (3, 1, 1, 0x5A)]
+    with pytest.raises(ValueError, match="op name of 256 bytes"):
+        vector_message(dict(req, op="x" * 256))
+    runs = [dict(req["runs"][0], index=i) for i in range(5)]
+    with pytest.raises(ValueError, match="5 runs of 8 cores do not fit the zygote"):
+        vector_message(dict(req, runs=runs))
+
+
+def test_a_program_of_other_sources_is_refused(zygote_program, tmp_path):
+    assert zygote_client.program_problem(zygote_program) is None
+    # the same program built from sources one byte away
+    emu = tmp_path / "emu"
+    emu.mkdir()
+    here = os.path.dirname(zygote_client.__file__)
+    for name in ("zygote.c", "sandbox.c", "leader.c", "leader.h"):
+        text = open(os.path.join(here, name)).read()
+        (emu / name).write_text(text + ("\n" if name == "leader.c" else ""))
+    other = build_zygote(tmp_path, str(emu), INCLUDE_DIR)
+    assert zygote_client.program_problem(other) == (
+        f"{other} was built from other sources than this emulator's")
+    assert zygote_client.program_problem(str(tmp_path / "none")) == (
+        f"{tmp_path / 'none'} does not exist")
+    assert "no zygote program was given" in zygote_client.program_problem(None)
+
+
+def test_the_program_refuses_what_it_cannot_read(zygote_program, tmp_path):
+    proc = subprocess.run([zygote_program, "3"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "usage:" in proc.stderr
+    # an object that does not load: its error in the ready message; a
+    # message that is not a vector: an error reply, and the next is served
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"\x7fELF not really")
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    os.set_inheritable(theirs.fileno(), True)
+    proc = subprocess.Popen([zygote_program, str(theirs.fileno()), str(os.getpid()), "1", "1",
+                             "-1", str(bad)], pass_fds=[theirs.fileno()])
+    theirs.close()
+    data, fds, _, _ = socket.recv_fds(mine, 1 << 16, 4)
+    ready = json.loads(os.pread(fds[0], 1 << 20, 0))
+    for fd in fds:
+        os.close(fd)
+    assert data == b"R" and ready["ready"] is True
+    assert ready["cores"][0]["error"].startswith(f"{bad}: cannot load: ")
+    r, w = os.pipe()
+    for _ in range(2):
+        socket.send_fds(mine, [b"\x00" * 40], [r])
+        assert json.loads(mine.recv(1 << 16)) == {"error": "a request the zygote cannot read"}
+    mine.close()
+    assert proc.wait(timeout=10) == 0
