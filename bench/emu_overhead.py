@@ -4,7 +4,6 @@ the model's overhead, and the start-up of a library's test run.
 
     python3 bench/emu_overhead.py COLLECTION [--libs K] [--elements E]
                                   [--repeat R] [--no-checks] [--parallel N]
-                                  [--leader native|python|both]
                                   [--startup] [--json OUT]
 
 Per vector (in this process, through ``gpsimd_emu.session.LibrarySession``
@@ -25,12 +24,11 @@ use two CPUs at once): *library wall* / vectors (``run_all_vector_ms``)
 and (library wall - every kernel) / vectors (``run_all_overhead_ms``),
 medians over the libraries and repeats.
 
-``--leader``: the vectors' processes run the native leader
-(``gpsimd_emu.native``, compiled here from the collection's
-``runtime_model`` as the build compiles it; the build's own test commands
-use it), the Python leader (``gpsimd_emu.launch``), or ``both`` (the
-default): the two measured side by side, alternating which goes first
-in each repeat, with a figure set for each.
+The vectors run in the executor of the collection's ``runtime_model``,
+compiled here as the build compiles it: ``gpsimd-zygote``
+(``gpsimd_device.zygote``), or, for a checkout from before it (da31ac5
+and earlier), its native leader library (``gpsimd_device.leader``), so
+that two checkouts can be measured side by side.
 
 ``--elements E`` rewrites every vector to E elements (same objects, same
 ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
@@ -38,9 +36,8 @@ ops): with E = 8 the kernel's work is nil. ``--no-checks`` runs as
 emulator's default).
 
 ``--startup`` times the CLI (``python -m gpsimd_emu run``, a fresh
-process that runs its vectors itself, as ``EMU_SERVER=0`` runs it; with
-``--leader native`` or ``both``, given the native leader as the build's
-commands are) on each library's
+process that runs its vectors itself, as ``EMU_SERVER=0`` runs it, given
+the executor as the build's commands are) on each library's
 plan cut to its first vector and to all its vectors; the start-up is the
 intercept of the line through the two (wall = start-up + vectors x
 per-vector), median over the libraries and repeats; it is measured with
@@ -93,27 +90,39 @@ def _plans(collection, libs, elements):
     return paths, out
 
 
-def native_leader(collection, into):
-    """Compile the collection's native leader into folder ``into``, as the
-    build does; returns its path."""
-    sys.path.insert(0, os.path.join(collection, "runtime_model"))
-    from gpsimd_device import leader
-    target = os.path.join(into, leader.LIBRARY_NAME)
+def executor(collection, into):
+    """Compile the collection's executor into folder ``into``, as the
+    build does: ``("zygote", path)``, or ``("leader", path)`` for a
+    checkout from before the program (its native leader library)."""
     root = os.path.join(collection, "runtime_model")
-    subprocess.run(leader.compile_command(os.environ.get("CXX", "g++"),
-                                          leader.source_paths(os.path.join(root, "gpsimd_emu")),
-                                          os.path.join(root, "include"), target), check=True)
-    return target
+    sys.path.insert(0, root)
+    include, emu = os.path.join(root, "include"), os.path.join(root, "gpsimd_emu")
+    cxx = os.environ.get("CXX", "g++")
+    if os.path.exists(os.path.join(root, "gpsimd_device", "zygote.py")):
+        from gpsimd_device import zygote
+        target = os.path.join(into, zygote.PROGRAM_NAME)
+        sources = [p for p in zygote.source_paths(emu, include) if p.endswith(".c")]
+        cmd = [cxx, "-std=c11", "-O2", "-Wall",
+               f"-DGZ_SOURCE_DIGEST={zygote.source_digest(emu, include)}", "-I", include,
+               "-o", target, *(a for p in sources for a in ("-x", "c", p)), "-ldl"]
+        kind = "zygote"
+    else:
+        from gpsimd_device import leader
+        target = os.path.join(into, leader.LIBRARY_NAME)
+        cmd = leader.compile_command(cxx, leader.source_paths(emu), include, target)
+        kind = "leader"
+    subprocess.run(cmd, check=True)
+    return kind, target
 
 
-def measure(collection, libs=None, elements=None, repeat=1, checks=True, parallel=None,
-            leader=None, raw=None):
-    """The medians (ms) described in the module text; ``leader``: the
-    native leader's path (None: the Python leader); ``raw``: (rows,
-    per_library) lists to add this measure's to (medians over all)."""
+def measure(collection, program, libs=None, elements=None, repeat=1, checks=True,
+            parallel=None, raw=None):
+    """The medians (ms) described in the module text; ``program``: the
+    executor (``executor``); ``raw``: (rows, per_library) lists to add
+    this measure's to (medians over all)."""
     TestPlan, LibrarySession, RunOptions = _setup(collection)
     _, docs = _plans(collection, libs, elements)
-    options = RunOptions(checks=checks, parallel=parallel, leader=leader)
+    options = RunOptions(checks=checks, parallel=parallel, **{program[0]: program[1]})
     rows, per_library = raw if raw is not None else ([], [])
     cwd = os.getcwd()
     os.chdir(collection)
@@ -158,11 +167,11 @@ def summary(rows, per_library, plans, elements, checks, parallel, seconds):
     }
 
 
-def _command(plan, tmp, checks, leader):
+def _command(plan, tmp, checks, program):
     """``python -m gpsimd_emu run`` of ``plan`` as the build's test commands run it."""
     return [sys.executable, "-m", "gpsimd_emu", "run", plan, "--results",
-            os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"]) + (
-                ["--leader", leader] if leader else [])
+            os.path.join(tmp, "r.json")] + ([] if checks else ["--no-checks"]) + [
+                f"--{program[0]}", program[1]]
 
 
 def _intercepts(docs, tmp, repeat, run):
@@ -196,11 +205,11 @@ def _env(collection, bytecode):
     return env
 
 
-def startup(collection, libs=None, repeat=3, checks=True, leader=None):
+def startup(collection, program, libs=None, repeat=3, checks=True):
     """Start-up of the CLI (module text): {"no_pyc_ms", "pyc_ms",
     "per_vector_ms", "server_ms", "ninja_server_ms", ...}, each a median;
-    ``leader``: the native leader's path (given to every run as the
-    build's test commands give it), or None."""
+    ``program``: the executor (``executor``), given to every run as the
+    build's test commands give it."""
     paths, docs = _plans(collection, libs, None)
     out = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -209,18 +218,18 @@ def startup(collection, libs=None, repeat=3, checks=True, leader=None):
 
             def run(plan):
                 t0 = time.perf_counter()
-                subprocess.run(_command(plan, tmp, checks, leader), cwd=collection, env=env,
+                subprocess.run(_command(plan, tmp, checks, program), cwd=collection, env=env,
                                check=True, stdout=subprocess.DEVNULL)
                 return time.perf_counter() - t0
             if bytecode:
                 run(paths[0])          # its bytecode written
             out[f"{label}_ms"], out[f"{label}_per_vector_ms"] = _intercepts(docs, tmp, repeat, run)
-        out.update(_server_startup(collection, docs, tmp, repeat, checks, leader))
-        out.update(_ninja_startup(collection, docs, tmp, repeat, checks, leader))
+        out.update(_server_startup(collection, docs, tmp, repeat, checks, program))
+        out.update(_ninja_startup(collection, docs, tmp, repeat, checks, program))
     return out
 
 
-def _server_startup(collection, docs, tmp, repeat, checks, leader):
+def _server_startup(collection, docs, tmp, repeat, checks, program):
     """``startup`` through the emulator server: {"server_ms",
     "server_per_vector_ms"}."""
     import importlib.util
@@ -238,7 +247,7 @@ def _server_startup(collection, docs, tmp, repeat, checks, leader):
     try:
         def run(plan):
             t0 = time.perf_counter()
-            status = emu_server.run(_command(plan, tmp, checks, leader), env, lambda r: None,
+            status = emu_server.run(_command(plan, tmp, checks, program), env, lambda r: None,
                                     lambda r: None)
             if status != 0:
                 raise RuntimeError(f"the server's run failed: {status}")
@@ -257,7 +266,7 @@ def _server_startup(collection, docs, tmp, repeat, checks, leader):
     return {"server_ms": ms, "server_per_vector_ms": per_vector}
 
 
-def _ninja_startup(collection, docs, tmp, repeat, checks, leader):
+def _ninja_startup(collection, docs, tmp, repeat, checks, program):
     """``startup`` as a ninja build's test steps run (``gpsimd_emu.handoff``):
     each a command whose parent is a process named ``ninja`` (this one,
     renamed for the time), handed to the server the first ones started
@@ -273,7 +282,7 @@ def _ninja_startup(collection, docs, tmp, repeat, checks, leader):
     try:
         def run(plan):
             t0 = time.perf_counter()
-            subprocess.run(_command(plan, tmp, checks, leader), cwd=collection, env=env,
+            subprocess.run(_command(plan, tmp, checks, program), cwd=collection, env=env,
                            check=True, stdout=subprocess.DEVNULL)
             return time.perf_counter() - t0
         deadline = time.monotonic() + 60
@@ -310,30 +319,26 @@ def main(argv=None):
     p.add_argument("--startup", action="store_true")
     p.add_argument("--json", default=None)
     p.add_argument("--no-checks", dest="checks", action="store_false")
-    p.add_argument("--leader", choices=("native", "python", "both"), default="both")
     a = p.parse_args(argv)
     collection = os.path.abspath(a.collection)
     with tempfile.TemporaryDirectory() as tmp:
-        path = native_leader(collection, tmp) if a.leader != "python" else None
-        kinds = {"native": [path], "python": [None], "both": [path, None]}[a.leader]
-        raw = {k: ([], []) for k in kinds}
+        program = executor(collection, tmp)
+        raw = ([], [])
         out = {}
-        for i in range(a.repeat):            # side by side, each first in turn
-            for leader in (kinds if i % 2 == 0 else kinds[::-1]):
-                got = measure(collection, a.libs, a.elements, 1, a.checks, a.parallel,
-                              leader=leader, raw=raw[leader])
-                name = "native" if leader else "python"
-                got["total_s"] += out.get(name, {}).get("total_s", 0.0)
-                out[name] = got
+        for _ in range(a.repeat):
+            got = measure(collection, program, a.libs, a.elements, 1, a.checks, a.parallel,
+                          raw=raw)
+            got["total_s"] += out.get("vectors", {}).get("total_s", 0.0)
+            out["vectors"] = got
+        out["executor"] = program[0]
         if a.startup:
-            out["startup"] = startup(collection, a.libs, a.repeat, a.checks,
-                                     path if a.leader != "python" else None)
+            out["startup"] = startup(collection, program, a.libs, a.repeat, a.checks)
     out["load_average"] = os.getloadavg()
     print(json.dumps(out, indent=1))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(out, f, indent=1)
-    return 0 if all(v["failed"] == 0 for k, v in out.items() if k in ("native", "python")) else 1
+    return 0 if out["vectors"]["failed"] == 0 else 1
 
 
 if __name__ == "__main__":

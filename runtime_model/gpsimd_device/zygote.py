@@ -16,7 +16,7 @@ import os
 from typing import Optional
 
 __all__ = ["PROGRAM_NAME", "SOURCE_NAMES", "HEADER_NAMES", "MARKER", "source_paths",
-           "source_digest", "program_digest", "program_problem"]
+           "source_digest", "program_digest", "default_path", "program_problem"]
 
 #: The program's file name in ``<BUILD_DIR>/<profile>/emu/``.
 PROGRAM_NAME = "gpsimd-zygote"
@@ -62,6 +62,14 @@ def program_digest(path: str) -> Optional[str]:
         return None
     digest = data[at + len(MARKER):at + len(MARKER) + 64]
     return digest.decode("ascii", "replace") if len(digest) == 64 else None
+
+
+def default_path(plan_path: str) -> str:
+    """Where the build puts the program beside a plan it wrote:
+    ``<BUILD_DIR>/<profile>/<lib>/testplan.json`` ->
+    ``<BUILD_DIR>/<profile>/emu/gpsimd-zygote``."""
+    return os.path.join(os.path.dirname(os.path.dirname(plan_path)) or ".", "emu",
+                        PROGRAM_NAME)
 
 
 def program_problem(path: str, emulator_dir: str, include_dir: str) -> Optional[str]:

@@ -55,9 +55,12 @@ from gpsimd_device.plan import PlanError, TestPlan
 
 # Only what the supervising process needs is imported here; the worker
 # imports the model (numpy) after the fork.
+from gpsimd_device import zygote as program
+from gpsimd_device.headers import INCLUDE_DIR
+
 from . import contain
-from .zygote_client import default_zygote, program_problem
 from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, QUIET_ENV,
+                       VERBOSE_ENV,
                        RUN_SLACK, RunOptions, format_size, one_blas_thread, parse_size)
 
 
@@ -257,8 +260,9 @@ def load(args: argparse.Namespace,
             say(f"gpsimd_emu: cannot read locations {args.locations}: {e}")
             return 2
     outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
-    zygote = args.zygote or default_zygote(args.plan)
-    problem = program_problem(zygote)
+    zygote = args.zygote or program.default_path(args.plan)
+    problem = program.program_problem(zygote, os.path.dirname(os.path.abspath(__file__)),
+                                      INCLUDE_DIR)
     if problem:
         say(f"gpsimd_emu: cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
@@ -371,6 +375,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
     """The worker: run every vector, print the lines, write the results."""
     from .session import LibrarySession
     library = plan.library
+    verbose = os.environ.get(VERBOSE_ENV) == "1"
 
     def show(r) -> None:
         from gpsimd_device.results import format_line
@@ -381,6 +386,12 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
             for line in r.printf.rstrip("\n").split("\n"):
                 print(prefix + line, file=sys.stderr)
         print(format_line(library, r), flush=True)
+        if r.output and (verbose or not r.passed or r.warnings):
+            for o in r.output:
+                prefix = f"[{library}::{r.op}[{r.vector}] core {o['core']} {o['stream']}] "
+                for line in o["text"].rstrip("\n").split("\n"):
+                    print(prefix + line, file=sys.stderr)
+            sys.stderr.flush()
 
     with LibrarySession(plan, root=args.root, options=options) as session:
         results = session.run_all(show)

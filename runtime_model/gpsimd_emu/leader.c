@@ -489,6 +489,7 @@ static int make_run(const struct gz_run *r, int index)
 {
     int p = (int)r->index;
     double start = mono();
+    sb_run_dir(p);
     protect(1);
     set_pass(p, PASS_RUNNING, gl_now_ns());
     set_job(index, getpid(), p, 0, JOB_RUNNING);

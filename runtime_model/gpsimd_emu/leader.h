@@ -46,6 +46,7 @@ int sb_cg_set_limit(int64_t bytes);
 int64_t sb_cg_read(const char *file, const char *key);
 void sb_cg_remove(void);
 void sb_fresh_workdir(void);
+void sb_run_dir(int p);
 void sb_drop_all_caps(void);
 
 #endif

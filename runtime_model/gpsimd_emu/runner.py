@@ -73,7 +73,8 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
                root: str = ".", timeout: float = DEFAULT_TIMEOUT,
                stack_scale: int = DEFAULT_STACK_SCALE,
                patch_image: Optional[Callable[[DeviceImage], None]] = None,
-               checks: bool = True, options: Optional[RunOptions] = None) -> VectorResult:
+               checks: bool = True, zygote: Optional[str] = None,
+               options: Optional[RunOptions] = None) -> VectorResult:
     """Run one vector on every core and judge it (``LibrarySession.run_vector``).
 
     Args:
@@ -83,8 +84,8 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
             caller closes them (their zygote ends with them).
         core_error: a problem with the core objects: the vector fails with it.
         root: directory plan paths are relative to.
-        timeout, stack_scale, checks: see ``RunOptions`` (ignored when
-            ``options`` is given).
+        timeout, stack_scale, checks, zygote: see ``RunOptions`` (ignored
+            when ``options`` is given).
         patch_image: fault injection for tests (``LibrarySession.run_vector``).
 
     Returns:
@@ -92,7 +93,8 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
         objects or the kernel.
     """
     if options is None:
-        options = RunOptions(timeout=timeout, stack_scale=stack_scale, checks=checks)
+        options = RunOptions(timeout=timeout, stack_scale=stack_scale, checks=checks,
+                             zygote=zygote)
     key = (tuple(id(c) for c in cores), core_error, root, options)
     session = _SESSIONS.get(key)
     if session is None:
@@ -113,15 +115,16 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
 def run_plan(plan: TestPlan, *, root: str = ".", timeout: float = DEFAULT_TIMEOUT,
              stack_scale: int = DEFAULT_STACK_SCALE,
              on_result: Optional[Callable[[VectorResult], None]] = None,
-             checks: bool = True, options: Optional[RunOptions] = None) -> LibraryResults:
+             checks: bool = True, zygote: Optional[str] = None,
+             options: Optional[RunOptions] = None) -> LibraryResults:
     """Run every vector of every op of a plan (``LibrarySession.run_all``).
 
     Args:
         plan: the plan (``load_plan``).
         root: directory the plan's relative paths are resolved against
             (where SCons runs: the project top).
-        timeout, stack_scale, checks: see ``RunOptions`` (ignored when
-            ``options`` is given).
+        timeout, stack_scale, checks, zygote: see ``RunOptions`` (ignored
+            when ``options`` is given).
         on_result: called with each ``VectorResult`` as soon as it is known
             (the CLI prints its line).
 
@@ -129,6 +132,7 @@ def run_plan(plan: TestPlan, *, root: str = ".", timeout: float = DEFAULT_TIMEOU
         The ``LibraryResults``.
     """
     if options is None:
-        options = RunOptions(timeout=timeout, stack_scale=stack_scale, checks=checks)
+        options = RunOptions(timeout=timeout, stack_scale=stack_scale, checks=checks,
+                             zygote=zygote)
     with LibrarySession(plan, root=root, options=options) as session:
         return session.run_all(on_result)

@@ -251,13 +251,30 @@ static void map_ids(uid_t uid, gid_t gid)
     write_text(AT_FDCWD, "/proc/self/gid_map", text);
 }
 
+/* A fresh tmpfs on /tmp with a folder per run of a vector (sb_run_dir):
+ * the runs of one vector do not see each other's files either. */
 static int mount_workdir(void)
 {
-    char opts[64];
+    char opts[64], dir[32];
     snprintf(opts, sizeof opts, "size=%d,mode=0700", GPSIMD_ZY_WORKDIR_BYTES);
     if (mount("gpsimd-work", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
         return -1;
+    for (int p = 0; p < GL_MAX_RUNS; p++) {
+        snprintf(dir, sizeof dir, "/tmp/run%d", p);
+        if (mkdir(dir, 0700) != 0)
+            return -1;
+    }
     return chdir("/tmp");
+}
+
+/* The working directory of run p of a vector (in a vector's process). */
+void sb_run_dir(int p)
+{
+    char dir[32];
+    snprintf(dir, sizeof dir, "/tmp/run%d", p);
+    if (SB.workdir && chdir(dir) != 0) {
+        /* (left where it was: the run still runs, its files not private) */
+    }
 }
 
 /* In the new mount namespace: the file system read-only, /sys/fs/cgroup
@@ -298,7 +315,7 @@ static void make_mounts(void)
 void sb_fresh_workdir(void)
 {
     struct statfs s;
-    if (!SB.workdir || (statfs("/tmp", &s) == 0 && s.f_files - s.f_ffree <= 1))
+    if (!SB.workdir || (statfs("/tmp", &s) == 0 && s.f_files - s.f_ffree <= 1 + GL_MAX_RUNS))
         return;
     if (chdir("/") != 0 || umount2("/tmp", MNT_DETACH) != 0 || mount_workdir() != 0)
         SB.workdir = 0;

@@ -167,8 +167,9 @@ class LibrarySession:
 
     def ready(self) -> dict:
         """The zygote's ready message (``zygote_client.ZygoteClient.ready``),
-        its objects checked as the device loader checks them; what their
-        static initialisers wrote is printed once, to stderr.
+        its objects checked as the device loader checks them; what the
+        sandbox lacks here and what the objects' static initialisers wrote
+        are printed once, to stderr.
 
         Raises:
             ZygoteError: the zygote died or did not answer.
@@ -187,6 +188,9 @@ class LibrarySession:
                 except LoadError as e:
                     checked.append(str(e))
             self._load_checked = checked
+            if ready.get("missing"):
+                print(f"gpsimd_emu: {self.plan.library}: the vectors are not contained here: "
+                      f"{ready['missing']}", file=sys.stderr, flush=True)
             if self.zygote.load_output:
                 sys.stderr.write(f"gpsimd_emu: {self.plan.library}: what the core objects "
                                  f"wrote while loading:\n")

@@ -12,7 +12,7 @@ from typing import Optional
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
-    "JOBS_ENV", "QUIET_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
+    "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
     "format_size", "default_parallel",
 ]
 
@@ -37,6 +37,9 @@ JOBS_ENV = "GPSIMD_EMU_JOBS"
 #: Environment variable through which the build asks for quiet output
 #: (``--quiet``; not part of the test command, so switching it re-runs nothing).
 QUIET_ENV = "GPSIMD_EMU_QUIET"
+#: ``1``: what a vector's cores wrote is printed under every line, not
+#: only under a failure's or a warning's (``VERBOSE=1``; not in the command).
+VERBOSE_ENV = "GPSIMD_EMU_VERBOSE"
 #: The thread-count variables of the BLAS libraries numpy may be built
 #: with: OpenBLAS (numpy's wheels), OpenMP builds, MKL.
 BLAS_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")

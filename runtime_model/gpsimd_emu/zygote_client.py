@@ -28,8 +28,7 @@ from . import contain
 from .control import ZY
 from .cores import CoreSpec
 
-__all__ = ["ZygoteClient", "ZygoteError", "Vector", "vector_message", "program_problem",
-           "default_zygote"]
+__all__ = ["ZygoteClient", "ZygoteError", "Vector", "vector_message", "program_problem"]
 
 #: Largest reply the zygote sends (its output goes in a memfd).
 MAX_MESSAGE = 1 << 16
@@ -79,16 +78,10 @@ def vector_message(req: dict) -> bytes:
     return bytes(v)
 
 
-def default_zygote(plan_path: str) -> str:
-    """Where the build puts the program beside a plan it wrote:
-    ``<BUILD_DIR>/<profile>/<lib>/testplan.json`` ->
-    ``<BUILD_DIR>/<profile>/emu/gpsimd-zygote``."""
-    return os.path.join(os.path.dirname(os.path.dirname(plan_path)) or ".", "emu",
-                        program.PROGRAM_NAME)
-
-
 def program_problem(path: Optional[str]) -> Optional[str]:
-    """Why ``path`` cannot serve as this emulator's zygote, or None."""
+    """Why ``path`` cannot serve as this emulator's zygote, or None
+    (stdlib only: the CLI's supervising process asks before any import of
+    the model)."""
     if not path:
         return "no zygote program was given (the build makes one: " \
                f"<BUILD_DIR>/host/emu/{program.PROGRAM_NAME})"
@@ -118,6 +111,7 @@ class ZygoteClient:
         self._ready: Optional[dict] = None
         #: what the objects' static initialisers wrote (kept by the zygote)
         self.load_output = b""
+        path = os.path.abspath(path)     # (its working directory will not be ours)
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(len(cores))]
         keep = [child.fileno()]

@@ -64,6 +64,7 @@ tr.fail td.status {{ background: #f8d0d0; }}
 tr.checked td.status {{ background: #dde8f8; }}
 .message {{ white-space: pre-wrap; font-family: monospace; font-size: 12px; }}
 .warning {{ color: #8a5a00; font-family: monospace; font-size: 12px; }}
+.output pre {{ max-height: 20em; overflow: auto; font-size: 12px; }}
 .strip {{ position: relative; width: {STRIP_WIDTH}px; height: 20px; background: #fff;
           border: 1px solid #888; margin: 4px 0 0; overflow: hidden; }}
 .faults {{ position: relative; width: {STRIP_WIDTH}px; height: 10px; margin: 2px 0 4px;
@@ -213,6 +214,10 @@ def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
     name = f"{lib.name}::{r.op}[{r.vector}]"
     detail = f'<div class="message">{_e(r.message)}</div>' if r.message else ""
     detail += "".join(f'<div class="warning">warning: {_e(w)}</div>' for w in r.warnings)
+    detail += "".join(
+        f'<details class="output"><summary>core {_e(o.get("core"))} {_e(o.get("stream"))}: '
+        f'{_e(o.get("bytes"))} bytes</summary><pre>{_e(o.get("text"))}</pre></details>'
+        for o in r.output)
     row = (f'<tr class="vector {_e(r.status)}" data-vector="{_e(name)}">'
            f"<td>{_e(r.op)}</td><td>{_e(r.vector)}</td><td>{_e(r.where)}</td>"
            f'<td class="status">{_e(r.status.upper())}</td>'

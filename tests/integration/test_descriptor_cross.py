@@ -166,7 +166,7 @@ def test_round_trip(probe, name, form, location):
     vec = {"name": f"{name}-{form}-{location}", "where": "test", "inputs": {"x": x},
            "output": {"dtype": "int64", "shape": [13], "location": location},
            "expected": {"values": _describe_expected(name, shape, arr)}, "rtol": 0, "atol": 0}
-    r = run_vector("probe", describe_op, V(vec), cores, root=str(proj), patch_image=capture)
+    r = run_vector("probe", describe_op, V(vec), cores, root=str(proj), zygote=str(proj / "build/host/emu/gpsimd-zygote"), patch_image=capture)
     assert (r.status, r.message) == ("pass", "")
 
     # Python -> bytes: the argument stream header and both descriptors
@@ -184,7 +184,7 @@ def test_round_trip(probe, name, form, location):
     vec = {"name": f"echo-{name}-{form}-{location}", "where": "test", "inputs": {"x": x},
            "output": {"dtype": name, "shape": shape, "location": location},
            "expected": {"values": _plain(arr)}, "rtol": 0, "atol": 0}
-    r = run_vector("probe", echo_op, V(vec), cores, root=str(proj), patch_image=capture)
+    r = run_vector("probe", echo_op, V(vec), cores, root=str(proj), zygote=str(proj / "build/host/emu/gpsimd-zygote"), patch_image=capture)
     assert (r.status, r.message, r.mismatches) == ("pass", "", 0)
     _check_descriptor(seen["out"], name, form, shape, location,
                       lambda a: in_range <= a < in_range + (1 << 32))
@@ -196,7 +196,7 @@ def test_zero_sized_dimension_is_out_of_line(probe):
     vec = {"name": "empty", "where": "test", "inputs": {"x": x},
            "output": {"dtype": "int64", "shape": [13]},
            "expected": {"values": [27, 2, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0]}, "rtol": 0, "atol": 0}
-    r = run_vector("probe", plan.ops[0], V(vec), cores, root=str(proj))
+    r = run_vector("probe", plan.ops[0], V(vec), cores, root=str(proj), zygote=str(proj / "build/host/emu/gpsimd-zygote"))
     assert (r.status, r.message) == ("pass", "")
 
 

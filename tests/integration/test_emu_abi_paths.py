@@ -76,7 +76,8 @@ def _run(libs, op_name, inputs, expected, out=None, patch=None, lib="abi_paths")
                                 "output": {"dtype": "float32", "shape": None, **(out or {})},
                                 "expected": {"values": np.asarray(expected).tolist()},
                                 "rtol": 0, "atol": 0}, "vector")
-    r = run_vector(lib, op, vec, cores, root=str(proj), patch_image=patch)
+    r = run_vector(lib, op, vec, cores, root=str(proj), patch_image=patch,
+                   zygote=str(proj / "build/host/emu/gpsimd-zygote"))
     return r, format_line(lib, r)
 
 

@@ -255,7 +255,8 @@ def _vector(proj, lib, op_name, checks):
     assert error is None
     try:
         op = next(o for o in plan.ops if o.name == op_name)
-        return run_vector(lib, op, op.vectors[0], cores, root=str(proj), timeout=20, checks=checks)
+        return run_vector(lib, op, op.vectors[0], cores, root=str(proj), timeout=20, checks=checks,
+                          zygote=str(proj / "build/host/emu/gpsimd-zygote"))
     finally:
         for c in cores:
             c.close()
@@ -299,7 +300,7 @@ def test_emu_checks_option_reaches_the_test_command(broken):
                      "EMU_TIMEOUT=3", "test-broken_args")
     line = next(l for l in proc.stdout.splitlines() if "-m gpsimd_emu run" in l)
     assert line.endswith("--locations build/host/broken_args/locations.json "
-                         "--leader build/host/emu/libgpsimd_leader.so --no-checks --timeout 3")
+                         "--zygote build/host/emu/gpsimd-zygote --no-checks --timeout 3")
 
 
 @pytest.mark.parametrize("itemsize", [1, 2, 4, 8, 3])

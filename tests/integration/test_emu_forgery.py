@@ -1,11 +1,12 @@
 """Kernels that reach into the model (a hostile kernel runs in the model's
-own processes): each is caught by the worker's own checks, with either
-leader. A kernel that forges "the second run was skipped" in the control
-block, or writes over the native leader's state so that it skips it, fails
+own processes): each is caught by the worker's own checks. A kernel that
+forges "the second run was skipped" in the control block (at the offsets
+of gpsimd_host/zygote.h), or writes over the leader's state so that it
+skips it, fails
 as a corrupt record (the worker decides for itself whether the second run
 was needed); one that cancels its run's timer fails as timed out (the
 worker compares the launches' times with the limit); one that rewrites a
-run's core order fails (the native leader checks every index it reads); a
+run's core order fails (the leader checks every index it reads); a
 static initialiser that ignores SIGCHLD in the zygote changes nothing."""
 import json
 import subprocess
@@ -17,7 +18,7 @@ from conftest import run_scons
 from gpsimd_device.plan import TestPlan
 from gpsimd_emu.session import LibrarySession, RunOptions
 
-LEADER = "build/host/emu/libgpsimd_leader.so"
+ZYGOTE = "build/host/emu/gpsimd-zygote"
 
 COMMON = r"""
 #include <dlfcn.h>
@@ -28,6 +29,7 @@ COMMON = r"""
 #include <sys/mman.h>
 #include <sys/time.h>
 #include <time.h>
+#include "gpsimd_host/zygote.h"
 #include <unistd.h>
 #include <custom_op.h>
 #include <torch/torch.h>
@@ -60,12 +62,10 @@ uint64_t now_ns() {
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1000000000ull + t.tv_nsec;
 }
-int leader_of(struct dl_phdr_info* info, size_t, void* data) {
-    if (info->dlpi_name && strstr(info->dlpi_name, "libgpsimd_leader")) {
-        *(uintptr_t*)data = info->dlpi_addr;
-        return 1;
-    }
-    return 0;
+// the program's load address (the first object dl_iterate_phdr names)
+int program_of(struct dl_phdr_info* info, size_t, void* data) {
+    *(uintptr_t*)data = info->dlpi_addr;
+    return 1;
 }
 }  // namespace
 """
@@ -77,24 +77,23 @@ torch::Tensor forge_skip(const torch::Tensor& x) {
     unsigned char* cb = control_block(out);
     mprotect(cb, 4096, PROT_READ | PROT_WRITE);
     const uint64_t t = now_ns();
-    const uint32_t done = 2, skipped = 3, exited = 2, one = 1;
-    memcpy(cb + 1408, &done, 4);           // slot (0, 0)
-    memcpy(cb + 1408 + 24, &t, 8);
-    memcpy(cb + 1088, &done, 4);           // pass 0
-    memcpy(cb + 1088 + 32, &t, 8);
-    memcpy(cb + 1088 + 80, &skipped, 4);   // pass 1
-    memcpy(cb + 2432 + 12, &exited, 4);    // job 0
-    memcpy(cb + 40, &one, 4);              // leader_done
+    const uint32_t done = GPSIMD_ZY_SLOT_DONE, skipped = GPSIMD_ZY_PASS_SKIPPED,
+                   exited = GPSIMD_ZY_JOB_EXITED, one = 1;
+    const size_t pass0 = GPSIMD_ZY_CB_PASSES, pass1 = pass0 + GPSIMD_ZY_CB_PASS_SIZE;
+    memcpy(cb + GPSIMD_ZY_CB_SLOTS, &done, 4);             // slot (0, 0): done at t
+    memcpy(cb + GPSIMD_ZY_CB_SLOTS + 24, &t, 8);
+    memcpy(cb + pass0, &done, 4);                          // pass 0: done at t
+    memcpy(cb + pass0 + 32, &t, 8);
+    memcpy(cb + pass1, &skipped, 4);                       // pass 1: skipped
+    memcpy(cb + GPSIMD_ZY_CB_JOBS + 12, &exited, 4);       // job 0: exited
+    memcpy(cb + GPSIMD_ZY_CB_LEADER_DONE, &one, 4);
     _exit(0);
 }
-// the native leader's stop_after (STOP_AFTER: its offset) set to run 0
+// the leader's stop_after (STOP_AFTER: its offset in the program) set to run 0
 torch::Tensor scribble_stop(const torch::Tensor& x) {
     uintptr_t base = 0;
-    dl_iterate_phdr(leader_of, &base);
-    Dl_info where;                         // (the native zygote: the leader is the program)
-    void* entry = dlsym(RTLD_DEFAULT, "gl_fork_leader");
-    if (!base && entry && dladdr(entry, &where)) base = (uintptr_t)where.dli_fbase;
-    if (base) *(int*)(base + STOP_AFTER) = 0;
+    dl_iterate_phdr(program_of, &base);
+    *(int*)(base + STOP_AFTER) = 0;
     return sneaky(x);
 }
 // run 1's first core made 200
@@ -102,7 +101,7 @@ torch::Tensor forge_order(const torch::Tensor& x) {
     torch::Tensor out = sneaky(x);
     unsigned char* cb = control_block(out);
     mprotect(cb, 4096, PROT_READ | PROT_WRITE);
-    cb[1088 + 80 + 16] = 200;
+    cb[GPSIMD_ZY_CB_PASSES + GPSIMD_ZY_CB_PASS_SIZE + 16] = 200;   // pass 1's order[0]
     return out;
 }
 // cancels its run's timer, then takes 1.5 s (the limit: 1 s)
@@ -141,9 +140,9 @@ def forgery(built_project):
     """(project, {library: TestPlan}) with the forgery and ctor_sigchld libraries built."""
     proj, _ = built_project
     out = {}
-    # the offset of the native leader's stop_after (a local symbol: nm)
-    assert run_scons(proj, LEADER).returncode == 0
-    nm = subprocess.run(["nm", str(proj / LEADER)], capture_output=True, text=True, check=True)
+    # the offset of the leader's stop_after (a local symbol: nm)
+    assert run_scons(proj, ZYGOTE).returncode == 0
+    nm = subprocess.run(["nm", str(proj / ZYGOTE)], capture_output=True, text=True, check=True)
     (offset,) = [int(line.split()[0], 16) for line in nm.stdout.splitlines()
                  if line.split()[-1] == "stop_after"]
     (proj / "probe").mkdir(exist_ok=True)
@@ -163,43 +162,33 @@ def forgery(built_project):
     (proj / "forgery.yaml").write_text(json.dumps(manifest))
     for lib in ("forgery", "ctor_sigchld"):
         proc = run_scons(proj, "MANIFEST=forgery.yaml", f"build/host/{lib}/testplan.json",
-                         f"build/host/{lib}/{lib}.packed.so", LEADER)
+                         f"build/host/{lib}/{lib}.packed.so", ZYGOTE)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         out[lib] = TestPlan.load(str(proj / f"build/host/{lib}/testplan.json"))
     return proj, out
 
 
-def _results(forgery, lib, leader, capfd=None):
+def _results(forgery, lib):
     proj, plans = forgery
-    options = RunOptions(timeout=1, leader=str(proj / LEADER) if leader == "native" else None)
+    options = RunOptions(timeout=1, zygote=str(proj / ZYGOTE))
     with LibrarySession(plans[lib], root=str(proj), options=options) as s:
         return {v.op: (v.status, v.message) for v in s.run_all().vectors}
 
 
-@pytest.mark.parametrize("leader", ["native", "python"])
-def test_a_forged_skip_and_a_cancelled_timer_fail(forgery, leader):
-    got = _results(forgery, "forgery", leader)
+def test_a_forged_skip_and_a_cancelled_timer_fail(forgery):
+    got = _results(forgery, "forgery")
     assert got["forge_skip"] == ("fail", CORRUPT)
     assert got["own_timer"] == ("fail", "timed out after 1 s (core 0 was running)")
-    # the native leader's state written over: it skips the second run, which
-    # the worker does not accept; the Python leader's is elsewhere: the second
-    # run shows what the kernel does
-    if leader == "native":
-        assert got["scribble_stop"] == ("fail", CORRUPT)
-    else:
-        assert got["scribble_stop"][0] == "fail"
-        assert "never-written TCM" in got["scribble_stop"][1]
-    # the order byte: the native leader does not index its tables with it (it
-    # records a model error; the worker rejects the record by the byte
-    # itself); the Python leader records its error for core 200
-    why = {"native": "run 1: its pass record is out of range",
-           "python": "its error entry is out of range"}[leader]
+    # the leader's state written over: it skips the second run, which the
+    # worker does not accept
+    assert got["scribble_stop"] == ("fail", CORRUPT)
+    # the order byte: the leader does not index its tables with it (it
+    # records a model error; the worker rejects the record by the byte itself)
     assert got["forge_order"] == (
-        "fail", f"the vector's processes left no valid record of the run ({why}): a kernel "
-                f"wrote over the model's memory")
+        "fail", "the vector's processes left no valid record of the run (run 1: its pass "
+                "record is out of range): a kernel wrote over the model's memory")
 
 
-@pytest.mark.parametrize("leader", ["native", "python"])
-def test_a_static_initialiser_that_ignores_sigchld_changes_nothing(forgery, leader, capfd):
-    assert _results(forgery, "ctor_sigchld", leader) == {"plain": ("pass", "")}
+def test_a_static_initialiser_that_ignores_sigchld_changes_nothing(forgery, capfd):
+    assert _results(forgery, "ctor_sigchld") == {"plain": ("pass", "")}
     assert "Traceback" not in capfd.readouterr().err

@@ -21,7 +21,6 @@ import pytest
 
 from conftest import ROOT
 from test_emu_containment import _left_over, _ours, _plan_with, hostile  # noqa: F401
-from test_emu_server import _descendants
 
 _FAKE_NINJA = r'''
 import ctypes, json, subprocess, sys
@@ -268,7 +267,8 @@ def _served_spinner(hostile, tmp_path):  # noqa: F811
     _warm(ninja, proj, env, log)
     before = _ours()
     step = ninja.start(_cmd(str(plan), "--results", str(tmp_path / "r.json"), "--timeout",
-                            "60"), proj, env)
+                            "60", "--zygote", str(proj / "build/host/emu/gpsimd-zygote")),
+                       proj, env)
     deadline = time.monotonic() + 30
     while not {"gpsimd-spinner", "gpsimd-sleeper"} <= set(_ours().values()):
         assert time.monotonic() < deadline, "the kernel never started"
@@ -287,9 +287,7 @@ def test_a_signal_to_the_step_stops_its_served_run_as_the_command(hostile, tmp_p
         got = ninja.result()
         assert got["rc"] == -sig, got          # ended by the same signal, as the command
         assert time.monotonic() - start < 10
-        # (the server's next spare run has a zygote of its own, idle)
-        spare = {p for s in servers for p in _descendants(s)}
-        assert {p: n for p, n in _left_over(before).items() if p not in spare} == {}
+        assert _left_over(before) == {}
         assert not (tmp_path / "r.json").exists()
         assert ninja.servers() == servers      # the server lives on for the next steps
     finally:
@@ -434,7 +432,7 @@ def test_the_prestart_step_loads_the_model_and_the_first_step_is_served(built_pr
             time.sleep(0.02)
         served = ninja.run(cmd, proj, env)
         assert _log_lines(log)[1:] == [l for l in _log_lines(log)[1:] if l.startswith("served")]
-        assert len(_log_lines(log)) == 2 and _log_lines(log)[1].endswith("spare=True")
+        assert len(_log_lines(log)) == 2 and _log_lines(log)[1].startswith("served pid=")
         assert served == {"rc": alone.returncode, "out": alone.stdout, "err": alone.stderr}
         assert served["rc"] == 0 and results.read_bytes() == alone_results
         # a second prestart in the same ninja run asks the server that runs
@@ -530,7 +528,7 @@ def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gon
         time.sleep(0.3)
         gone.close()                            # the step gave up while it waited
         first = scope.decode(kept.recv(4096))   # the load ended (1.8 s): served
-        assert set(first) == {"pid", "spare"} and first["spare"] is True
+        assert set(first) == {"pid"}
         assert 1.7 < time.monotonic() - start < 4.0     # (after the load, never "here")
         status = scope.decode(kept.recv(4096))["status"]
         assert os.waitstatus_to_exitcode(status) == 2

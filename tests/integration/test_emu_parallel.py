@@ -6,8 +6,7 @@ stay exact), and the cores of a slow vector do run at the same time.
 
 Parallel runs are forced with ``RunOptions(parallel=N, spread_after=0)``
 (by default a run spreads only after 20 ms, so short kernels never fork).
-Each test runs with the native leader the build compiled and with the
-Python one.
+The vectors run in the emulator's program the build made.
 """
 import json
 import time
@@ -21,7 +20,7 @@ from gpsimd_device.plan import TestPlan
 from gpsimd_emu.session import LibrarySession, RunOptions
 
 SERIAL = dict(parallel=1)
-LEADER = "build/host/emu/libgpsimd_leader.so"
+ZYGOTE = "build/host/emu/gpsimd-zygote"
 SPREAD = dict(parallel=8, spread_after=0.0)
 
 PAR_SOURCE = r"""
@@ -82,7 +81,7 @@ def plans(built_project):
                           ((), ("spmd",))):
         targets = [f"build/host/{lib}/{name}" for lib in libs
                    for name in ["testplan.json"] + [f"{lib}_cpu{i}.packed.so" for i in range(8)]]
-        targets.append(LEADER)
+        targets.append(ZYGOTE)
         proc = run_scons(proj, *options, *targets)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         for lib in libs:
@@ -95,11 +94,11 @@ def plans(built_project):
     return out
 
 
-@pytest.fixture(params=["native", "python"])
-def leader(request, plans):
-    """RunOptions(leader=...) of either leader."""
+@pytest.fixture
+def leader(plans):
+    """RunOptions(zygote=...): the program the build made."""
     proj = next(iter(plans.values()))[0]
-    return {"leader": str(proj / LEADER) if request.param == "native" else None}
+    return {"zygote": str(proj / ZYGOTE)}
 
 
 def _run_all(plans, lib, **options):

@@ -99,9 +99,17 @@ def plan(tmp_path, objects, ops, multicore=False, cores=None):
     return {"format": 1, "library": "fake", "multicore": multicore, "cores": cores, "ops": ops}
 
 
+_ZYGOTE: list = []
+
+
+@pytest.fixture(autouse=True)
+def _zygote(zygote_program):
+    _ZYGOTE[:] = [zygote_program]
+
+
 def run_plan(plan, **kw):
     """Run a plan given in its JSON form, read as the emulator reads a file."""
-    return runner.run_plan(TestPlan.from_json(plan), **kw)
+    return runner.run_plan(TestPlan.from_json(plan), zygote=_ZYGOTE[0], **kw)
 
 
 def by_name(results):

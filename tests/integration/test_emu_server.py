@@ -85,7 +85,7 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         with open(f"/proc/{run.pid}/stat") as f:
             ppid = int(f.read().rsplit(")", 1)[1].split()[1])
         with open(f"/proc/{ppid}/comm") as f:
-            seen.append((name, f.read().strip(), ppid, run.spare))
+            seen.append((name, f.read().strip(), ppid))
 
     results = tmp_path / "r.json"
     args = [sys.executable, "-m", "gpsimd_emu", "run", "build/host/elementwise/testplan.json",
@@ -98,25 +98,22 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         server = emu_server._server
         assert status == 0
         assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
-        # the first run was the spare (its worker and zygote started ahead)
-        assert seen == [("gpsimd-run", "gpsimd-server", server.proc.pid, True)]
+        # the run was the server's child
+        assert seen == [("gpsimd-run", "gpsimd-server", server.proc.pid)]
         # a bad plan: the command's own error and exit status
         assert emu_server.run(args[:4] + ["missing.json", "--results", str(results)], env,
                               started, lambda run: None) == 2
         # another PYTHONPATH is not this server's: left to the shell
         assert emu_server.run(args, dict(env, PYTHONPATH="/elsewhere"), started,
                               lambda run: None) is None
-        # another environment with this PYTHONPATH: a run forked for it (not
-        # the spare, whose zygote has the server's), the same results
+        # another environment with this PYTHONPATH: a run forked for it, the
+        # same results
         results.unlink()
         assert emu_server.run(args, dict(env, GPSIMD_TEST_EXTRA="1"), started,
                               lambda run: None) == 0
-        assert seen[-1][3] is False
         assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
-        # between runs, a spare run waits with its worker and zygote started
-        spare = _descendants(server.proc.pid)
-        names = sorted(spare.values())     # (+ "python3": the namespace's relay, if any)
-        assert names.count("gpsimd-run") == 2 and "gpsimd-zygote" in names, spare
+        # between runs, nothing of a run is left under the server
+        assert _descendants(server.proc.pid) == {}
         # a request the server cannot read is answered, and the server lives on
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         socket.send_fds(server.sock, [b"{not json"], [theirs.fileno(), 1, 2])
@@ -129,10 +126,6 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
         emu_server.close()
     assert server.proc.returncode == 0
     assert not pathlib.Path(f"/proc/{server.proc.pid}").exists()
-    deadline = time.monotonic() + 3            # (the spare's zygote dies with its worker)
-    while any(pathlib.Path(f"/proc/{p}").exists() for p in spare) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert not [p for p in spare if pathlib.Path(f"/proc/{p}").exists()]
     # closed for good: every later run is left to the shell
     assert emu_server.run(args, env, started, lambda run: None) is None
 
@@ -167,9 +160,8 @@ def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_pa
 def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_project, capfd,
                                                                       monkeypatch):
     """The server makes the command's argument parser once, before any
-    request: ``$GPSIMD_EMU_QUIET`` is still the request's; and a spare run,
-    whose worker reads the plan beside it, says why a plan cannot be read
-    once, as the command does."""
+    request: ``$GPSIMD_EMU_QUIET`` is still the request's; and a run says
+    why a plan cannot be read once, as the command does."""
     proj, _ = built_project
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
     env["PYTHONPATH"] = str(ROOT / "runtime_model")
@@ -187,14 +179,14 @@ def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_proje
         assert emu_server.run(args, dict(env, GPSIMD_EMU_QUIET="1"), runs.append,
                               lambda run: None) == 0
         assert capfd.readouterr().out == ""
-        # the server's environment again: the spare run, and a plan that is not there
+        # the server's environment again, and a plan that is not there
         for name in ("r.json", "r.failed.json"):
             (proj / name).write_text("{}")
         status = emu_server.run(args[:4] + ["missing.json", "--results", "r.json",
                                             "--failed-results", "r.failed.json"],
                                 env, runs.append, lambda run: None)
         got = capfd.readouterr()
-        assert [r.spare for r in runs] == [True, False, True]
+        assert len(runs) == 3
         assert status == 2 and got.out == ""
         assert got.err.count("gpsimd_emu: ") == 1 and "missing.json" in got.err, got.err
         # the results files were removed before the plan was read

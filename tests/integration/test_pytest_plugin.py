@@ -105,9 +105,8 @@ def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, serial)
     proc, junit, page = serial
     out = proc.stdout + proc.stderr
     assert proc.returncode == 1, out
-    # the vectors' processes run the leader the build compiled, as its test commands do
-    assert "gpsimd: the vectors run under the native leader " \
-        "build/host/emu/libgpsimd_leader.so\n" in proc.stdout
+    # the vectors run in the program the build made, as its test commands do
+    assert "gpsimd: the vectors run in build/host/emu/gpsimd-zygote\n" in proc.stdout
     assert "warning" not in out
     assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, out
     # the failure is the line the SCons test node printed, nothing else
@@ -196,8 +195,8 @@ def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
     assert ("FAIL team::negate[inline] (ops.yaml:16:13): no test plan "
             "out/host/team/testplan.json: build it first: `scons BUILD_DIR=out team`"
             ) in proc.stdout, proc.stdout
-    assert ("gpsimd: the vectors run under the Python leader (no "
-            "out/host/emu/libgpsimd_leader.so: `scons BUILD_DIR=out` builds it)") in proc.stdout
+    assert ("gpsimd: the vectors cannot run: no out/host/emu/gpsimd-zygote: build it first: "
+            "`scons BUILD_DIR=out out/host/emu/gpsimd-zygote`") in proc.stdout
     # a manifest with errors: its diagnostics, no traceback
     (other / "ops.yaml").write_text(text.replace("sources:", "soruces:"))
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml")
@@ -210,44 +209,44 @@ HEADER_KERNEL = KERNEL.replace("#include <torch/torch.h>\n",
                                    "o[i] = -a[i];", "o[i] = SIGN * a[i];")
 
 
-def test_the_native_leader_is_used_only_as_the_record_vouches_for_it(built, tmp_path):
-    """The leader library is the tool's code: one changed, gone or not
-    vouched for by the record is not run; the Python leader runs the
-    vectors instead, with the same outcomes. One that the record vouches
-    for but that does not load gives the session's warning: the path
-    reached the vectors' processes."""
+def test_the_emulator_program_runs_only_as_the_record_vouches_for_it(built, tmp_path):
+    """The emulator's program is the tool's code: one changed or gone
+    since the last scons is not run, and every vector fails saying how to
+    build it; one the record vouches for but that is not this emulator's
+    (built from other sources) fails every vector, saying so."""
     proj, _ = built
     other = tmp_path / "copy"
     shutil.copytree(proj, other)
-    rel = "build/host/emu/libgpsimd_leader.so"
-    outcomes = {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}
+    rel = "build/host/emu/gpsimd-zygote"
+    build = f"build it first: `scons {rel}`"
 
     def run():
         proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
-        assert _outcomes(proc.stdout) == outcomes, proc.stdout + proc.stderr
+        assert _outcomes(proc.stdout) == {i: "FAILED" for i in IDS}, proc.stdout + proc.stderr
         return proc
 
-    leader = other / rel
-    leader.write_bytes(leader.read_bytes() + b"\0")             # changed behind the build
+    program = other / rel
+    good = program.read_bytes()
+    program.write_bytes(good + b"\0")                           # changed behind the build
     proc = run()
-    assert (f"gpsimd: the vectors run under the Python leader ({rel} may be out of date: "
-            f"{rel} changed since the last `scons`)\n") in proc.stdout
-    assert "warning" not in proc.stderr
+    why = f"{rel} may be out of date ({rel} changed since the last `scons`): {build}"
+    assert f"gpsimd: the vectors cannot run: {why}\n" in proc.stdout
+    assert f"FAIL team::negate[inline] (ops.yaml:16:13): {why}" in proc.stdout
 
     record_path = other / "build/host/inputs.json"
     record = json.loads(record_path.read_text())
-    leader.write_bytes(b"not an ELF object")                      # vouched for, but broken
-    st = leader.stat()
+    program.write_bytes(good.replace(b"GPSIMD-ZYGOTE-DIGEST:", b"GPSIMD-ZYGOTE-DIGEST:0"))
+    st = program.stat()                                          # vouched for, other sources
     record["files"][rel] = [st.st_size, st.st_mtime_ns]
     record_path.write_text(json.dumps(record))
     proc = run()
-    assert f"gpsimd: the vectors run under the native leader {rel}\n" in proc.stdout
-    assert "the vectors run with the Python leader" in proc.stdout, proc.stdout   # (captured)
+    assert f"gpsimd: the vectors run in {rel}\n" in proc.stdout
+    assert (f"{other / rel} was built from other sources than this emulator's"
+            in proc.stdout), proc.stdout
 
-    leader.unlink()
+    program.unlink()
     proc = run()
-    assert (f"gpsimd: the vectors run under the Python leader (no {rel}: `scons` builds it)"
-            "\n") in proc.stdout
+    assert f"gpsimd: the vectors cannot run: no {rel}: {build}\n" in proc.stdout
 
 
 def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):

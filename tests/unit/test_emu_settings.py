@@ -80,6 +80,7 @@ def test_the_build_names_the_same_variables():
     from gpsimd_tool import ninja_path, options
     assert options.JOBS_ENV == settings.JOBS_ENV and ninja_path.JOBS_ENV is options.JOBS_ENV
     assert options.QUIET_ENV == settings.QUIET_ENV
+    assert options.VERBOSE_ENV == settings.VERBOSE_ENV
     from gpsimd_emu import handoff
     assert ninja_path.SERVER_ENV == handoff.SERVER_ENV
     assert set(settings.BLAS_THREADS_ENV) <= set(options.PASSED_ENV)

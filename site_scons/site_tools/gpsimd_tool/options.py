@@ -32,6 +32,9 @@ PASSED_ENV_PREFIXES = ("CCACHE_", "DISTCC_", "ICECC_")
 JOBS_ENV = "GPSIMD_EMU_JOBS"
 #: ``1``: the emulator prints no PASS lines (``gpsimd_emu.settings.QUIET_ENV``).
 QUIET_ENV = "GPSIMD_EMU_QUIET"
+#: ``1``: the emulator prints what every vector's cores wrote
+#: (``gpsimd_emu.settings.VERBOSE_ENV``).
+VERBOSE_ENV = "GPSIMD_EMU_VERBOSE"
 
 
 def _variables(env) -> Variables:
@@ -99,6 +102,7 @@ def apply(env) -> None:
         SCons.Script.SetOption("silent", True)
         env["ENV"][QUIET_ENV] = "1"
     if env["VERBOSE"]:
+        env["ENV"][VERBOSE_ENV] = "1"
         for key in list(env.Dictionary()):
             if key.startswith("GPSIMD_") and key.endswith("COMSTR"):
                 env[key] = None

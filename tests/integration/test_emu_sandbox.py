@@ -1,0 +1,196 @@
+"""A kernel sees only its vector (the zygote's sandbox, ``sandbox.c``): it
+cannot write to the source tree or to another library's results, reach
+a listening abstract Unix socket or a TCP port on the machine, remount the
+file system, enter another namespace or keep a capability; its working
+directory is private and empty for each vector; and what it writes to
+stdout and stderr is bounded (the build log stays small, the results keep
+the first and last 32 KiB and say how much was written).
+
+Each probe is a value of the kernel's output (1: contained), so the
+vector passes only when every probe held; the test then checks the victim
+files' bytes itself. Run as the machine allows: root gets the PID,
+network and mount namespaces; the header of an uncontained run says what
+is missing (tested with ``GPSIMD_EMU_CONTAIN=pgroup``).
+"""
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from conftest import copy_built, run_scons
+
+PROBES = r"""
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
+
+namespace {
+int blocked_fopen(const char* path) {
+    FILE* f = fopen(path, "w");
+    if (f == nullptr) return 1;
+    fputs("written by a kernel\n", f);
+    fclose(f);
+    return 0;
+}
+int blocked_abstract() {
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    if (s < 0) return 1;
+    struct sockaddr_un a = {};
+    a.sun_family = AF_UNIX;
+    memcpy(a.sun_path + 1, ABSTRACT, sizeof ABSTRACT - 1);
+    int rc = connect(s, (struct sockaddr*)&a, offsetof(struct sockaddr_un, sun_path) + sizeof ABSTRACT);
+    close(s);
+    return rc != 0;
+}
+int blocked_tcp() {
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0) return 1;
+    struct sockaddr_in a = {};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(PORT);
+    a.sin_addr.s_addr = htonl(0x7f000001);
+    int rc = connect(s, (struct sockaddr*)&a, sizeof a);
+    close(s);
+    return rc != 0;
+}
+int no_capabilities() {
+    FILE* f = fopen("/proc/self/status", "r");
+    char line[256];
+    int none = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "CapEff:", 7) == 0) none = strtoull(line + 7, nullptr, 16) == 0;
+    if (f) fclose(f);
+    return none;
+}
+int empty_cwd() {
+    DIR* d = opendir(".");
+    int n = 0;
+    for (struct dirent* e; d && (e = readdir(d));)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    if (d) closedir(d);
+    return d != nullptr && n == 0;
+}
+}  // namespace
+
+torch::Tensor probe(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    float r[8];
+    r[0] = empty_cwd();                      // before it writes there
+    r[1] = blocked_fopen(PROJECT "/kernels/PWNED_by_kernel.txt");
+    r[2] = blocked_fopen(PROJECT "/build/host/relu/test-results.json");
+    r[3] = blocked_abstract();
+    r[4] = blocked_tcp();
+    r[5] = mount(nullptr, "/", nullptr, MS_REMOUNT | MS_BIND, nullptr) != 0;
+    int ns = open("/proc/1/ns/mnt", O_RDONLY);
+    r[6] = no_capabilities() && (ns < 0 || setns(ns, 0) != 0);
+    r[7] = !blocked_fopen("scratch.txt");    // its own directory is writable
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof r);
+    for (int i = 0; i < 8; i++) buf[i] = r[i] + 0.0f * x.numel();
+    out.tcm_accessor().tcm_to_tensor<float>(buf, 0, 8);
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
+// 1 GiB to stdout and to stderr, with a line at each end of each
+torch::Tensor flood(const torch::Tensor& x) {
+    static char block[1 << 20];
+    memset(block, 'x', sizeof block);
+    for (int fd = 1; fd <= 2; fd++) {
+        dprintf(fd, "first line of fd %d\n", fd);
+        for (int i = 0; i < 1024; i++)
+            if (write(fd, block, sizeof block) != (ssize_t)sizeof block) break;
+        dprintf(fd, "\nlast line of fd %d\n", fd);
+    }
+    return torch::mul(x, 2.0f);
+}
+"""
+
+
+def _vector(name, n, expected):
+    return {"name": name, "inputs": {"x": {"dtype": "float32", "shape": [n], "values": [1] * n}},
+            "expected": {"values": expected}}
+
+
+@pytest.fixture(scope="module")
+def sandboxed(built_project, tmp_path_factory):
+    """(project copy, an abstract socket and a TCP port listening, the
+    results of the sandbox library run through scons)."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("sandbox") / "proj")
+    name = f"gpsimd-test-{os.getpid()}"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + name)
+    listener.listen(8)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    tcp.bind(("127.0.0.1", 0))
+    tcp.listen(8)
+    (proj / "probe").mkdir()
+    (proj / "probe" / "sandbox.cpp").write_text(
+        f'#define PROJECT "{proj}"\n#define ABSTRACT "{name}"\n'
+        f'#define PORT {tcp.getsockname()[1]}\n' + PROBES)
+    manifest = {"version": 1, "libraries": [{
+        "name": "sandbox", "sources": ["probe/sandbox.cpp"],
+        "ops": [{"schema": "t::probe(Tensor x) -> Tensor",
+                 "vectors": [_vector("first", 8, [1] * 8), _vector("second", 8, [1] * 8)]},
+                {"schema": "t::flood(Tensor x) -> Tensor",
+                 "vectors": [_vector("n4", 4, [2] * 4)]}]}]}
+    (proj / "sandbox.yaml").write_text(json.dumps(manifest))
+    victim = (proj / "build/host/relu/test-results.json").read_bytes()
+    proc = run_scons(proj, "MANIFEST=sandbox.yaml", "test-sandbox")
+    yield proj, proc, victim
+    listener.close()
+    tcp.close()
+
+
+def test_a_kernel_reaches_nothing_outside_its_vector(sandboxed):
+    proj, proc, victim = sandboxed
+    lines = proc.stdout.splitlines()
+    assert any(l.startswith("PASS sandbox::probe[first]") for l in lines), proc.stdout
+    assert any(l.startswith("PASS sandbox::probe[second]") for l in lines), proc.stdout
+    assert not (proj / "kernels/PWNED_by_kernel.txt").exists()
+    assert (proj / "build/host/relu/test-results.json").read_bytes() == victim
+    assert not (proj / "scratch.txt").exists()
+
+
+def test_what_a_kernel_writes_is_bounded(sandboxed):
+    proj, proc, _ = sandboxed
+    log = len(proc.stdout) + len(proc.stderr)
+    assert log < 1 << 20, log
+    res = json.loads((proj / "build/host/sandbox/test-results.json").read_text())
+    (flood,) = [v for v in res["vectors"] if v["op"] == "flood"]
+    assert flood["status"] == "pass"
+    by_stream = {o["stream"]: o for o in flood["output"]}
+    for fd, stream in ((1, "stdout"), (2, "stderr")):
+        o = by_stream[stream]
+        total = len(f"first line of fd {fd}\n") + (1 << 30) + len(f"\nlast line of fd {fd}\n")
+        assert (o["core"], o["bytes"]) == (0, total)
+        assert o["text"].startswith(f"first line of fd {fd}\nxxx")
+        assert o["text"].endswith(f"xxx\nlast line of fd {fd}\n")
+        assert f"\n[... {total - (64 << 10)} bytes dropped ...]\n" in o["text"]
+        assert f"core 0: wrote 1.0 GiB to {stream} (64 KiB kept)" in flood["warnings"]
+    # the vectors that wrote nothing carry no output
+    assert all("output" not in v for v in res["vectors"] if v["op"] == "probe")
+
+
+def test_an_uncontained_run_says_what_is_missing(sandboxed):
+    proj, _, _ = sandboxed
+    env = dict(os.environ, GPSIMD_EMU_CONTAIN="pgroup")
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run",
+                           "build/host/sandbox/testplan.json", "--results", "r.json"],
+                          cwd=str(proj), env=env, capture_output=True, text=True, timeout=120)
+    assert ("gpsimd_emu: sandbox: the vectors are not contained here: a PID namespace "
+            "(the vectors' processes share the machine's view: network, file system, "
+            "processes) (Operation not permitted)") in proc.stderr.splitlines(), proc.stderr
+    # without the namespaces, the probes that needed them fail, and say so
+    assert "FAIL sandbox::probe[first]" in proc.stdout
