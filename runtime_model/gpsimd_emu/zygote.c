@@ -5,8 +5,8 @@
  *
  * SOCK: its end of a SOCK_SEQPACKET socket pair; PARENT: the pid it dies
  * with; COPIES: copies of each core object (one per run of a vector, each
- * with globals no launch touched); then per core object its payload's
- * memfd and name, or -1 and the path of a plain .so.
+ * with globals no launch touched); then per core object a descriptor of
+ * its payload (a memfd, or the plain .so opened) and its name.
  *
  * It makes the sandbox (sandbox.c), loads every copy of every object
  * (their static initialisers run inside it, with what they write kept up
@@ -174,13 +174,12 @@ struct object {                          /* one copy of one core object */
 static struct object objects[GL_MAX_RUNS][GL_MAX_CORES];
 static int ncopies, ncores;
 
-static int copy_into(int to, int from_fd, const char *path)
+static int copy_into(int to, int from)
 {
-    int from = from_fd >= 0 ? from_fd : open(path, O_RDONLY | O_CLOEXEC);
     char buf[1 << 16];
     off_t at = 0;
-    ssize_t n = from < 0 ? -1 : 0;
-    while (from >= 0 && (n = pread(from, buf, sizeof buf, at)) > 0) {
+    ssize_t n;
+    while ((n = pread(from, buf, sizeof buf, at)) > 0) {
         for (ssize_t done = 0; done < n;) {
             ssize_t w = write(to, buf + done, (size_t)(n - done));
             if (w < 0) {
@@ -193,8 +192,6 @@ static int copy_into(int to, int from_fd, const char *path)
             break;
         at += n;
     }
-    if (from >= 0 && from != from_fd)
-        close(from);
     return n < 0 ? -1 : 0;
 }
 
@@ -207,14 +204,12 @@ static void load(int c, int k, int fd, const char *name, struct text *entry)
 {
     char where[64], why[1024];
     const char *what = where;
-    if (c == 0 && fd < 0) {
-        what = name;                     /* a plain .so: its path */
-    } else if (c == 0) {
+    if (c == 0) {
         snprintf(where, sizeof where, "/proc/self/fd/%d", fd);
     } else {
         const char *base = strrchr(name, '/');
         int own = memfd_create(base ? base + 1 : name, MFD_CLOEXEC);
-        if (own < 0 || copy_into(own, fd, name) != 0) {
+        if (own < 0 || copy_into(own, fd) != 0) {
             if (own >= 0)
                 close(own);
             return;
@@ -669,8 +664,7 @@ int main(int argc, char **argv)
         }
     put(&ready, "]}");
     for (int k = 0; k < ncores; k++)
-        if (atoi(argv[5 + 2 * k]) >= 0)
-            close(atoi(argv[5 + 2 * k]));
+        close(atoi(argv[5 + 2 * k]));
     fflush(NULL);
     /* what the objects' static initialisers may have changed that waiting
        for a vector's leader needs */

@@ -114,14 +114,15 @@ class ZygoteClient:
         path = os.path.abspath(path)     # (its working directory will not be ours)
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(len(cores))]
-        keep = [child.fileno()]
-        for c in cores:
-            if c.obj.packed:
-                argv += [str(c.fd), c.path]
-                keep.append(c.fd)
-            else:
-                argv += ["-1", os.path.abspath(c.obj.file or c.obj.path)]
+        keep, opened = [child.fileno()], []
         try:
+            for c in cores:             # (a plain .so by a descriptor too: in the
+                fd = c.fd               # sandbox, its path may be hidden)
+                if not c.obj.packed:
+                    fd = os.open(c.obj.file or c.obj.path, os.O_RDONLY | os.O_CLOEXEC)
+                    opened.append(fd)
+                argv += [str(fd), c.path]
+                keep.append(fd)
             for fd in keep:
                 os.set_inheritable(fd, True)
             self.pid: Optional[int] = os.posix_spawn(path, argv, os.environ)
@@ -131,6 +132,8 @@ class ZygoteClient:
         finally:
             for fd in keep[1:]:
                 os.set_inheritable(fd, False)
+            for fd in opened:
+                os.close(fd)
             child.close()
 
     def _recv(self, timeout: float) -> tuple:

@@ -65,10 +65,12 @@ class FakeNinja:
     def wait_servers(self, n, wait=10.0):
         """The servers scoped to this ninja, once there are ``n``."""
         deadline = time.monotonic() + wait
-        while len(self.servers()) < n:
-            assert time.monotonic() < deadline, self.servers()
+        while True:
+            found = self.servers()
+            if len(found) >= n:
+                return found
+            assert time.monotonic() < deadline, found
             time.sleep(0.02)
-        return self.servers()
 
     def close(self):
         if self.proc.poll() is None:

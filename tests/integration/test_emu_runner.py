@@ -341,7 +341,7 @@ def test_cli_prints_lines_writes_results_and_exit_code(tmp_path, objects):
                                  op("faulty", [vec("bad", {"x": tensor([32])})])])
     (tmp_path / "plan.json").write_text(json.dumps(p))
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
-    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--zygote", _ZYGOTE[0],
                            "--results", "out/results.json", "--timeout", "20"],
                           cwd=str(tmp_path), env=env, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
@@ -355,7 +355,7 @@ def test_cli_prints_lines_writes_results_and_exit_code(tmp_path, objects):
     # all passing -> exit 0
     p["ops"] = p["ops"][:1]
     (tmp_path / "plan.json").write_text(json.dumps(p))
-    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--zygote", _ZYGOTE[0],
                            "--results", "r.json"], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stdout.endswith("fake: 1 passed, 0 failed\n")
@@ -381,7 +381,7 @@ def test_cli_references_run_with_one_blas_thread_unless_told(tmp_path, objects, 
     (tmp_path / "plan.json").write_text(json.dumps(p))
     env = {k: v for k, v in os.environ.items() if k not in seen}
     env.update(given, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
-    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--zygote", _ZYGOTE[0],
                            "--results", "r.json"], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
@@ -391,7 +391,7 @@ def test_cli_references_run_with_one_blas_thread_unless_told(tmp_path, objects, 
 def test_cli_unreadable_plan_exits_2(tmp_path):
     (tmp_path / "plan.json").write_text("{not json")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
-    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json",
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--zygote", _ZYGOTE[0],
                            "--results", "r.json"], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True)
     assert proc.returncode == 2

@@ -135,7 +135,7 @@ def sandboxed(built_project, tmp_path_factory):
     tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     tcp.bind(("127.0.0.1", 0))
     tcp.listen(8)
-    (proj / "probe").mkdir()
+    (proj / "probe").mkdir(exist_ok=True)
     (proj / "probe" / "sandbox.cpp").write_text(
         f'#define PROJECT "{proj}"\n#define ABSTRACT "{name}"\n'
         f'#define PORT {tcp.getsockname()[1]}\n' + PROBES)
