@@ -102,14 +102,14 @@ def executor(collection, into):
         from gpsimd_device import zygote
         target = os.path.join(into, zygote.PROGRAM_NAME)
         sources = [p for p in zygote.source_paths(emu, include) if p.endswith(".c")]
-        cmd = [cxx, "-std=c11", "-O2", "-Wall",
+        cmd = [cxx, "-std=c11", "-O2", "-Wall", "-pthread",
                f"-DGZ_SOURCE_DIGEST={zygote.source_digest(emu, include)}", "-I", include,
                "-o", target, *(a for p in sources for a in ("-x", "c", p)), "-ldl"]
         kind = "zygote"
     else:
         from gpsimd_device import leader
         target = os.path.join(into, leader.LIBRARY_NAME)
-        cmd = leader.compile_command(cxx, leader.source_paths(emu), include, target)
+        cmd = leader.compile_command(cxx, emu, include, target)     # (da31ac5's signature)
         kind = "leader"
     subprocess.run(cmd, check=True)
     return kind, target

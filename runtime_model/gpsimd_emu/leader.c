@@ -589,7 +589,7 @@ static void leader_main(void)
        reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
     for (int i = 0; i < nfds; i++)
-        if (dup2(R->out[i], 3 + i) < 0)
+        if (R->out[i] >= 0 && dup2(R->out[i], 3 + i) < 0)
             model_error("dup2 of an output pipe", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)

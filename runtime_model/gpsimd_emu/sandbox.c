@@ -31,6 +31,7 @@
 #include <linux/filter.h>
 #include <linux/mount.h>
 #include <linux/seccomp.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -49,6 +50,28 @@
 #include "leader.h"
 
 struct sandbox SB;
+/* the thread that moves the zygote into its cgroup (a move costs 5-20 ms
+ * of waiting: it goes on while the objects load) */
+static pthread_t joiner;
+static int joining;
+
+static int write_text(int dir, const char *file, const char *text);
+
+static void *join_cgroup(void *unused)
+{
+    (void)unused;
+    SB.cg_inside = write_text(SB.cg_dir, "cgroup.procs", "0") == 0;
+    return NULL;
+}
+
+/* The zygote is in its cgroup (or it will not be): call before the first
+ * vector. */
+void sb_joined(void)
+{
+    if (joining)
+        pthread_join(joiner, NULL);
+    joining = 0;
+}
 
 static void note(const char *what, int err)
 {
@@ -290,6 +313,7 @@ static void make_mounts(void)
         cgroup_open();
         if (umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {   /* (locked in a user namespace) */
             note("the memory cgroup (it cannot be hidden here)", errno);
+            sb_joined();                 /* (its files closed before the remount) */
             for (int i = 0; i < 3; i++)
                 close(SB.cg_fds[i]);
             SB.cg_version = SB.cg_inside = 0;            /* (the relay removes it) */
@@ -407,8 +431,8 @@ void sb_enter(int parent, int relay_closes)
         }
         gl_die_with_parent(outside);
         SB.mode = mode;
-        /* (joined once: a vector's leader is born in it; a move costs 5-20 ms) */
-        SB.cg_inside = SB.cg_version && write_text(SB.cg_dir, "cgroup.procs", "0") == 0;
+        /* (joined once: a vector's leader is born in it) */
+        joining = SB.cg_version && pthread_create(&joiner, NULL, join_cgroup, NULL) == 0;
         if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
             note("network and mount namespaces", errno);
         else

@@ -318,7 +318,7 @@ static void *launcher_of(const struct object *o, const char *op)
 /* ---- what the cores write ---------------------------------------------------- */
 
 struct stream {                          /* a core's stdout or stderr */
-    int fd;                              /* the pipe's read end, or -1 */
+    int fd, out;                         /* the pipe's read end (non-blocking), write end */
     int64_t total;
     char head[KEEP], tail[KEEP];         /* the first bytes, a ring of the last */
 };
@@ -335,22 +335,32 @@ static void keep(struct stream *s, const char *data, size_t n)
     s->total += (int64_t)n;
 }
 
+/* What the pipe holds now. (The zygote keeps the write ends for the
+ * next vectors: the pipes are made once, and never end.) */
 static void drain(struct stream *s)
 {
     static char buf[1 << 16];
-    while (s->fd >= 0) {
-        ssize_t n = read(s->fd, buf, sizeof buf);
-        if (n > 0) {
+    for (ssize_t n; s->fd >= 0;)
+        if ((n = read(s->fd, buf, sizeof buf)) > 0)
             keep(s, buf, (size_t)n);
+        else if (n == 0 || errno != EINTR)
+            return;
+}
+
+/* A pipe per core and stream, made once (above the fds the leader moves
+ * them to: 3 .. 3 + 2 * cores). */
+static void make_pipes(void)
+{
+    for (int i = 0; i < 2 * ncores; i++) {
+        int ends[2];
+        streams[i].fd = streams[i].out = -1;
+        if (pipe2(ends, O_CLOEXEC) != 0)
             continue;
-        }
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n == 0) {                    /* every writer is gone */
-            close(s->fd);
-            s->fd = -1;
-        }
-        return;
+        streams[i].fd = fcntl(ends[0], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
+        streams[i].out = fcntl(ends[1], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
+        close(ends[0]);
+        close(ends[1]);
+        fcntl(streams[i].fd, F_SETFL, O_NONBLOCK);
     }
 }
 
@@ -561,27 +571,14 @@ static void run(struct gz_vector *m, int image_fd)
     if (limited && !SB.cg_inside)
         snprintf(r.join_path, sizeof r.join_path, "%s/cgroup.procs", SB.cg_path);
     int nstreams = 2 * (int)v->ncores;
-    for (int i = 0; i < nstreams; i++) {
-        int ends[2];
+    for (int i = 0; i < 2 * ncores; i++) {
         streams[i].total = 0;
-        streams[i].fd = -1;
-        r.out[i] = -1;
-        if (pipe2(ends, O_CLOEXEC) != 0)
-            continue;
-        /* (above the fds the leader moves them to: 3 .. 3 + 2 * cores) */
-        streams[i].fd = fcntl(ends[0], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
-        r.out[i] = fcntl(ends[1], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
-        close(ends[0]);
-        close(ends[1]);
-        fcntl(streams[i].fd, F_SETFL, O_NONBLOCK);
+        r.out[i] = streams[i].out;
     }
     double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
         + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = mono();
     long pid = gl_fork_leader(&r);
     close(image_fd);
-    for (int i = 0; i < nstreams; i++)
-        if (r.out[i] >= 0)
-            close(r.out[i]);
     int status = 0, timed_out = 0;
     if (pid >= 0) {
         timed_out = wait_vector((pid_t)pid, start + cap, &status, nstreams) != 0;
@@ -594,14 +591,8 @@ static void run(struct gz_vector *m, int image_fd)
     }
     double elapsed = mono() - start;
     sweep();
-    for (int i = 0; i < nstreams; i++) {  /* (every writer is gone: to the end) */
+    for (int i = 0; i < nstreams; i++)   /* (every writer is gone: what is left) */
         drain(&streams[i]);
-        if (streams[i].fd >= 0)
-            close(streams[i].fd);
-        streams[i].fd = -1;
-    }
-    for (int i = nstreams; i < 2 * ncores; i++)
-        streams[i].total = 0;
     sb_fresh_workdir();
     if (pid < 0) {
         snprintf(why, sizeof why, "fork of the vector's leader: %s", strerror((int)-pid));
@@ -670,6 +661,8 @@ int main(int argc, char **argv)
        for a vector's leader needs */
     signal(SIGCHLD, SIG_DFL);
     signal(SIGALRM, SIG_DFL);
+    make_pipes();
+    sb_joined();
     data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
     if (SB.cg_inside && SB.cg_version)
         baseline = cg_usage();
