@@ -320,9 +320,12 @@ static void *launcher_of(const struct object *o, const char *op)
 struct stream {                          /* a core's stdout or stderr */
     int fd, out;                         /* the pipe's read end (non-blocking), write end */
     int64_t total;
-    char head[KEEP], tail[KEEP];         /* the first bytes, a ring of the last */
+    char *head, *tail;                   /* the first bytes, a ring of the last */
 };
 static struct stream streams[2 * GL_MAX_CORES];
+/* (apart from the counts: pages a vector that writes nothing never touches,
+   so that they are not copied at its fork) */
+static char kept_bytes[2 * GL_MAX_CORES][2][KEEP];
 
 static void keep(struct stream *s, const char *data, size_t n)
 {
@@ -354,6 +357,8 @@ static void make_pipes(void)
     for (int i = 0; i < 2 * ncores; i++) {
         int ends[2];
         streams[i].fd = streams[i].out = -1;
+        streams[i].head = kept_bytes[i][0];
+        streams[i].tail = kept_bytes[i][1];
         if (pipe2(ends, O_CLOEXEC) != 0)
             continue;
         streams[i].fd = fcntl(ends[0], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
@@ -519,6 +524,13 @@ static void run(struct gz_vector *m, int image_fd)
     r.v = *m;
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
+    static int joined;
+    if (!joined) {                       /* (the move went on while the worker got ready) */
+        sb_joined();
+        if (SB.cg_inside && SB.cg_version)
+            baseline = cg_usage();
+        joined = 1;
+    }
     if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
         close(image_fd);
         reply_error("a request of more runs or cores than the zygote holds");
@@ -662,10 +674,7 @@ int main(int argc, char **argv)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGALRM, SIG_DFL);
     make_pipes();
-    sb_joined();
     data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
-    if (SB.cg_inside && SB.cg_version)
-        baseline = cg_usage();
     int fds[2] = {memfd_of("gpsimd-ready", ready.s, ready.n), out};
     send_fds("R", 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);

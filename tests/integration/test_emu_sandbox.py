@@ -179,6 +179,9 @@ def test_what_a_kernel_writes_is_bounded(sandboxed):
         assert o["text"].endswith(f"xxx\nlast line of fd {fd}\n")
         assert f"\n[... {total - (64 << 10)} bytes dropped ...]\n" in o["text"]
         assert f"core 0: wrote 1.0 GiB to {stream} (64 KiB kept)" in flood["warnings"]
+    # printed under the line of a vector with warnings, as kept
+    assert "[sandbox::flood[n4] core 0 stdout] first line of fd 1" in proc.stderr
+    assert "[sandbox::flood[n4] core 0 stderr] last line of fd 2" in proc.stderr
     # the vectors that wrote nothing carry no output
     assert all("output" not in v for v in res["vectors"] if v["op"] == "probe")
 
