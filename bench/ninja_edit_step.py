@@ -3,7 +3,7 @@
 How long does that step take, with the ninja run's emulator server
 (``gpsimd_emu.handoff``) and without?
 
-    python3 bench/ninja_edit_step.py PLAN [--root DIR] [--leader LIB] [--repeat N]
+    python3 bench/ninja_edit_step.py PLAN [--root DIR] [--zygote PROGRAM] [--repeat N]
                                      [--compile-ms MS]
 
 Runs ``python -m gpsimd_emu run PLAN`` (this interpreter, from ``--root``,
@@ -58,7 +58,8 @@ def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("plan")
     p.add_argument("--root", default=".")
-    p.add_argument("--leader", default=None)
+    p.add_argument("--zygote", default=None,
+                   help="the emulator's program (default: the one beside the plan)")
     p.add_argument("--repeat", type=int, default=10)
     p.add_argument("--compile-ms", type=float, default=400.0)
     a = p.parse_args(argv)
@@ -66,7 +67,7 @@ def main(argv=None):
     tmp = tempfile.mkdtemp()
     cmd = [sys.executable, "-m", "gpsimd_emu", "run", a.plan, "--results",
            os.path.join(tmp, "results.json"), "--quiet"] + (
-               ["--leader", a.leader] if a.leader else [])
+               ["--zygote", a.zygote] if a.zygote else [])
     prestart = [sys.executable, "-m", "gpsimd_emu", "prestart", os.path.join(tmp, "stamp")]
     modes = ("off", "idle", "prestart")
     walls = {m: [] for m in modes}
