@@ -39,6 +39,7 @@ struct sandbox {
     int64_t cg_limit;                    /* -1: none set */
     char cg_path[1100];
     int workdir;                         /* the private working directory is /tmp */
+    int ipc;                             /* the SysV IPC namespace is the zygote's own */
 };
 extern struct sandbox SB;
 void sb_enter(int parent, int relay_closes);

@@ -6,7 +6,8 @@
  * service is reachable) and mount namespace, in which the whole file
  * system is read-only, /proc is a fresh one that shows the namespace's
  * processes only, and the working directory is an empty private tmpfs
- * (emptied between vectors: sb_fresh_workdir). The memory cgroup of the
+ * (emptied between vectors: sb_fresh_workdir); and its own SysV IPC
+ * namespace (emptied between vectors too). The memory cgroup of the
  * vectors is made before the namespaces (its name carries a pid of the
  * host's) and its files are kept open, then /sys/fs/cgroup is detached.
  * Then: no_new_privs, an empty capability bounding set, a seccomp filter
@@ -38,11 +39,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ipc.h>
 #include <sys/mount.h>
+#include <sys/msg.h>
 #include <sys/prctl.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -274,18 +278,30 @@ static void map_ids(uid_t uid, gid_t gid)
     write_text(AT_FDCWD, "/proc/self/gid_map", text);
 }
 
-/* A fresh tmpfs on /tmp with a folder per run of a vector (sb_run_dir):
- * the runs of one vector do not see each other's files either. */
+/* The working directory's folders: /tmp and a folder per run of a vector
+ * (sb_run_dir: the runs of one vector do not see each other's files). */
+static const char *const workdirs[1 + GL_MAX_RUNS] = {"/tmp", "/tmp/run0", "/tmp/run1",
+                                                      "/tmp/run2", "/tmp/run3"};
+_Static_assert(GL_MAX_RUNS == 4, "a folder per run");
+/* their change times when they were made: any file made, removed or
+ * renamed in one, or any change to one, changes its ctime (which no
+ * process can set) */
+static struct timespec made[1 + GL_MAX_RUNS];
+
 static int mount_workdir(void)
 {
-    char opts[64], dir[32];
+    char opts[64];
+    struct stat st;
     snprintf(opts, sizeof opts, "size=%d,mode=0700", GPSIMD_ZY_WORKDIR_BYTES);
     if (mount("gpsimd-work", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
         return -1;
-    for (int p = 0; p < GL_MAX_RUNS; p++) {
-        snprintf(dir, sizeof dir, "/tmp/run%d", p);
-        if (mkdir(dir, 0700) != 0)
+    for (int i = 1; i <= GL_MAX_RUNS; i++)
+        if (mkdir(workdirs[i], 0700) != 0)
             return -1;
+    for (int i = 0; i <= GL_MAX_RUNS; i++) {
+        if (stat(workdirs[i], &st) != 0)
+            return -1;
+        made[i] = st.st_ctim;
     }
     return chdir("/tmp");
 }
@@ -334,12 +350,49 @@ static void make_mounts(void)
     }
 }
 
-/* An empty working directory for the next vector: a fresh tmpfs when the
- * last one wrote anything into it. */
+/* SysV IPC objects a vector left in the namespace's own IPC namespace
+ * (none, almost always: three calls), removed. */
+static void clear_ipc(void)
+{
+    struct shm_info shm;
+    struct seminfo sem;
+    struct msginfo msg;
+    int top = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&shm);
+    for (int i = 0; top >= 0 && shm.used_ids > 0 && i <= top; i++) {
+        struct shmid_ds d;
+        int id = shmctl(i, SHM_STAT_ANY, &d);
+        if (id >= 0)
+            shmctl(id, IPC_RMID, NULL);
+    }
+    top = semctl(0, 0, SEM_INFO, &sem);
+    for (int i = 0; top >= 0 && sem.semusz > 0 && i <= top; i++) {
+        struct semid_ds d;
+        int id = semctl(i, 0, SEM_STAT_ANY, &d);
+        if (id >= 0)
+            semctl(id, 0, IPC_RMID);
+    }
+    top = msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&msg);
+    for (int i = 0; top >= 0 && msg.msgpool > 0 && i <= top; i++) {
+        struct msqid_ds d;
+        int id = msgctl(i, MSG_STAT_ANY, &d);
+        if (id >= 0)
+            msgctl(id, IPC_RMID, NULL);
+    }
+}
+
+/* Nothing of the last vector for the next one: its SysV IPC objects
+ * removed, and the working directory's tmpfs made again when anything
+ * in it changed. */
 void sb_fresh_workdir(void)
 {
-    struct statfs s;
-    if (!SB.workdir || (statfs("/tmp", &s) == 0 && s.f_files - s.f_ffree <= 1 + GL_MAX_RUNS))
+    struct stat st;
+    int same = SB.workdir;
+    if (SB.ipc)
+        clear_ipc();
+    for (int i = 0; same && i <= GL_MAX_RUNS; i++)
+        same = stat(workdirs[i], &st) == 0 && st.st_ctim.tv_sec == made[i].tv_sec
+            && st.st_ctim.tv_nsec == made[i].tv_nsec;
+    if (!SB.workdir || same)
         return;
     if (chdir("/") != 0 || umount2("/tmp", MNT_DETACH) != 0 || mount_workdir() != 0)
         SB.workdir = 0;
@@ -433,10 +486,12 @@ void sb_enter(int parent, int relay_closes)
         SB.mode = mode;
         /* (joined once: a vector's leader is born in it) */
         joining = SB.cg_version && pthread_create(&joiner, NULL, join_cgroup, NULL) == 0;
-        if (unshare(CLONE_NEWNS | CLONE_NEWNET) != 0)
-            note("network and mount namespaces", errno);
-        else
+        if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) != 0) {
+            note("network, mount and IPC namespaces", errno);
+        } else {
+            SB.ipc = 1;
             make_mounts();
+        }
         lock_down();
         return;
     }

@@ -1,5 +1,6 @@
 """A kernel sees only its vector (the zygote's sandbox, ``sandbox.c``): it
-cannot write to the source tree or to another library's results, reach
+cannot write to the source tree or to another library's results, see
+the machine's SysV IPC objects or those of an earlier vector, reach
 a listening abstract Unix socket or a TCP port on the machine, remount the
 file system, enter another namespace or keep a capability; its working
 directory is private and empty for each vector; and what it writes to
@@ -12,6 +13,7 @@ files' bytes itself. Run as the machine allows: root gets the PID,
 network and mount namespaces; the header of an uncontained run says what
 is missing (tested with ``GPSIMD_EMU_CONTAIN=pgroup``).
 """
+import ctypes
 import json
 import os
 import socket
@@ -30,6 +32,7 @@ PROBES = r"""
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -103,6 +106,17 @@ torch::Tensor probe(const torch::Tensor& x) {
     return out;
 }
 
+// a SysV segment of the machine's (the test made it) is not there; one this
+// vector makes stays behind it, for the next vector to look for
+float ipc_alone(int leave) {
+    int host = shmget(HOST_KEY, 0, 0) < 0;
+    int mine = leave ? shmget(HOST_KEY + 1, 4096, IPC_CREAT | 0600) >= 0
+                     : shmget(HOST_KEY + 1, 0, 0) < 0;
+    return host && mine;
+}
+torch::Tensor ipc_leave(const torch::Tensor& x) { return torch::mul(x, ipc_alone(1)); }
+torch::Tensor ipc_look(const torch::Tensor& x) { return torch::mul(x, ipc_alone(0)); }
+
 // 1 GiB to stdout and to stderr, with a line at each end of each
 torch::Tensor flood(const torch::Tensor& x) {
     static char block[1 << 20];
@@ -136,21 +150,30 @@ def sandboxed(built_project, tmp_path_factory):
     tcp.bind(("127.0.0.1", 0))
     tcp.listen(8)
     (proj / "probe").mkdir(exist_ok=True)
+    libc = ctypes.CDLL(None, use_errno=True)
+    key = 0x5A000000 | (os.getpid() & 0xFFFF) << 4
+    shm = libc.shmget(key, 4096, 0o1000 | 0o600)          # IPC_CREAT: the machine's own
+    assert shm >= 0, os.strerror(ctypes.get_errno())
     (proj / "probe" / "sandbox.cpp").write_text(
         f'#define PROJECT "{proj}"\n#define ABSTRACT "{name}"\n'
-        f'#define PORT {tcp.getsockname()[1]}\n' + PROBES)
+        f'#define PORT {tcp.getsockname()[1]}\n#define HOST_KEY {key:#x}\n' + PROBES)
     manifest = {"version": 1, "libraries": [{
         "name": "sandbox", "sources": ["probe/sandbox.cpp"],
         "ops": [{"schema": "t::probe(Tensor x) -> Tensor",
                  "vectors": [_vector("first", 8, [1] * 8), _vector("second", 8, [1] * 8)]},
                 {"schema": "t::flood(Tensor x) -> Tensor",
-                 "vectors": [_vector("n4", 4, [2] * 4)]}]}]}
+                 "vectors": [_vector("n4", 4, [2] * 4)]},
+                {"schema": "t::ipc_leave(Tensor x) -> Tensor",
+                 "vectors": [_vector("n4", 4, [1] * 4)]},
+                {"schema": "t::ipc_look(Tensor x) -> Tensor",
+                 "vectors": [_vector("n4", 4, [1] * 4)]}]}]}
     (proj / "sandbox.yaml").write_text(json.dumps(manifest))
     victim = (proj / "build/host/relu/test-results.json").read_bytes()
     proc = run_scons(proj, "MANIFEST=sandbox.yaml", "test-sandbox")
     yield proj, proc, victim
     listener.close()
     tcp.close()
+    libc.shmctl(shm, 0, None)                              # IPC_RMID
 
 
 def test_a_kernel_reaches_nothing_outside_its_vector(sandboxed):
@@ -158,6 +181,9 @@ def test_a_kernel_reaches_nothing_outside_its_vector(sandboxed):
     lines = proc.stdout.splitlines()
     assert any(l.startswith("PASS sandbox::probe[first]") for l in lines), proc.stdout
     assert any(l.startswith("PASS sandbox::probe[second]") for l in lines), proc.stdout
+    # the machine's SysV IPC is not the kernel's, nor one vector's the next's
+    assert any(l.startswith("PASS sandbox::ipc_leave[n4]") for l in lines), proc.stdout
+    assert any(l.startswith("PASS sandbox::ipc_look[n4]") for l in lines), proc.stdout
     assert not (proj / "kernels/PWNED_by_kernel.txt").exists()
     assert (proj / "build/host/relu/test-results.json").read_bytes() == victim
     assert not (proj / "scratch.txt").exists()
