@@ -595,7 +595,6 @@ static void leader_main(void)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
     to_core_output(0);
-    sb_drop_all_caps();
 
     if (R->data_limit > 0) {
         struct rlimit lim = {(rlim_t)R->data_limit, (rlim_t)R->data_limit};

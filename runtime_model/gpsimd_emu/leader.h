@@ -40,6 +40,7 @@ struct sandbox {
     char cg_path[1100];
     int workdir;                         /* the private working directory is /tmp */
     int ipc;                             /* the SysV IPC namespace is the zygote's own */
+    int refresh[2];                      /* to the relay: its answer, the request */
 };
 extern struct sandbox SB;
 void sb_enter(int parent, int relay_closes);
@@ -49,6 +50,5 @@ int64_t sb_cg_read(const char *file, const char *key);
 void sb_cg_remove(void);
 void sb_fresh_workdir(void);
 void sb_run_dir(int p);
-void sb_drop_all_caps(void);
 
 #endif

@@ -11,9 +11,10 @@
  * vectors is made before the namespaces (its name carries a pid of the
  * host's) and its files are kept open, then /sys/fs/cgroup is detached.
  * Then: no_new_privs, an empty capability bounding set, a seccomp filter
- * that refuses AF_UNIX sockets and io_uring, and of every capability the
- * zygote keeps CAP_SYS_ADMIN alone (to refresh the working directory);
- * a vector's processes drop that too (sb_drop_all_caps).
+ * that refuses AF_UNIX sockets and io_uring, and no capability at all,
+ * before any core object is loaded (their static initialisers run in the
+ * zygote). The working directory is made again by the relay below, which
+ * keeps its capabilities outside the PID namespace.
  *
  * The process that called stays outside the namespace, relays its end
  * as its own and removes the cgroup. Where no PID namespace can be made,
@@ -25,6 +26,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dirent.h>
+#include <poll.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/audit.h>
@@ -47,6 +49,7 @@
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -249,18 +252,56 @@ void sb_cg_remove(void)
 /* ---- namespaces ------------------------------------------------------------ */
 
 /* Wait for the zygote (pid) and end as it ended, its cgroup removed. */
-static void relay(pid_t pid)
+static int mount_workdir(void);
+
+/* A fresh working directory in the zygote's mount namespace (the relay
+ * joins it at the first request): the zygote holds no capability, so it
+ * asks the relay, which keeps them outside the PID namespace, out of a
+ * kernel's reach. 1 when done. */
+static int refresh(pid_t pid, int *mnt)
+{
+    if (*mnt < 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+        if ((*mnt = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(*mnt, CLONE_NEWNS) != 0)
+            return 0;
+    }
+    return umount2("/tmp", MNT_DETACH) == 0 && mount_workdir() == 0;
+}
+
+/* Serve the zygote's requests for a fresh working directory (requests:
+ * a byte on `req`; the answer, "1" or "0", on `ack`), wait for its end
+ * and end as it ended, its cgroup removed. */
+static void relay(pid_t pid, int req, int ack, int cg_parent)
 {
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);
     signal(SIGHUP, SIG_DFL);
-    int st = 0;
+    int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
+    for (char c; ended >= 0;) {
+        struct pollfd p[2] = {{ended, POLLIN, 0}, {req, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents)
+            break;
+        if (p[1].revents & POLLIN && read(req, &c, 1) == 1) {
+            if (write(ack, refresh(pid, &mnt) ? "1" : "0", 1) != 1)
+                break;
+        } else if (p[1].revents) {
+            break;                       /* (the zygote's end closed: it is ending) */
+        }
+    }
+    close(req);                          /* (a request now reads "not done") */
+    close(ack);
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             _exit(1);
-    if (SB.cg_version)
-        for (int i = 0; i < 50 && rmdir(SB.cg_path) != 0 && errno == EBUSY; i++)
+    if (SB.cg_version) {                 /* (by its parent's fd: the path may be hidden here) */
+        const char *name = strrchr(SB.cg_path, '/') + 1;
+        for (int i = 0; i < 50 && unlinkat(cg_parent, name, AT_REMOVEDIR) != 0 && errno == EBUSY;
+             i++)
             usleep(10000);
+    }
     if (WIFSIGNALED(st)) {
         signal(WTERMSIG(st), SIG_DFL);
         kill(getpid(), WTERMSIG(st));
@@ -290,14 +331,20 @@ static struct timespec made[1 + GL_MAX_RUNS];
 
 static int mount_workdir(void)
 {
-    char opts[64];
-    struct stat st;
-    snprintf(opts, sizeof opts, "size=%d,mode=0700", GPSIMD_ZY_WORKDIR_BYTES);
+    char opts[80];
+    snprintf(opts, sizeof opts, "size=%d,nr_inodes=65536,mode=0700", GPSIMD_ZY_WORKDIR_BYTES);
     if (mount("gpsimd-work", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
         return -1;
     for (int i = 1; i <= GL_MAX_RUNS; i++)
         if (mkdir(workdirs[i], 0700) != 0)
             return -1;
+    return 0;
+}
+
+/* The zygote in its (new) working directory, its folders' times noted. */
+static int enter_workdir(void)
+{
+    struct stat st;
     for (int i = 0; i <= GL_MAX_RUNS; i++) {
         if (stat(workdirs[i], &st) != 0)
             return -1;
@@ -314,6 +361,25 @@ void sb_run_dir(int p)
     if (SB.workdir && chdir(dir) != 0) {
         /* (left where it was: the run still runs, its files not private) */
     }
+}
+
+/* At most GPSIMD_ZY_MAX_PIDS processes in this PID namespace (a fork bomb
+ * would take the machine's PIDs): its own pid_max, which Linux keeps per
+ * PID namespace since 6.14 (before, the file is the machine's: not
+ * written). Through the /proc of the machine, before it is replaced. */
+static void limit_pids(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2
+            || major * 1000 + minor < 6014) {
+        note("a bound on the vectors' processes (it needs Linux 6.14)", ENOSYS);
+        return;
+    }
+    char text[16];
+    snprintf(text, sizeof text, "%d", GPSIMD_ZY_MAX_PIDS);
+    if (write_text(AT_FDCWD, "/proc/sys/kernel/pid_max", text) != 0)
+        note("a bound on the vectors' processes", errno);
 }
 
 /* In the new mount namespace: the file system read-only, /sys/fs/cgroup
@@ -341,7 +407,7 @@ static void make_mounts(void)
     if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "subset=pid,hidepid=invisible") != 0)
         note("a /proc of the vectors' processes only", errno);
-    if (mount_workdir() != 0) {
+    if (mount_workdir() != 0 || enter_workdir() != 0) {
         note("a private working directory", errno);
         if (chdir("/") != 0) {
         }
@@ -394,8 +460,10 @@ void sb_fresh_workdir(void)
             && st.st_ctim.tv_nsec == made[i].tv_nsec;
     if (!SB.workdir || same)
         return;
-    if (chdir("/") != 0 || umount2("/tmp", MNT_DETACH) != 0 || mount_workdir() != 0)
-        SB.workdir = 0;
+    char done = '0';
+    if (write(SB.refresh[1], "r", 1) != 1 || read(SB.refresh[0], &done, 1) != 1 || done != '1'
+            || enter_workdir() != 0)
+        SB.workdir = 0;                  /* (the next vectors' runs stay where they are) */
 }
 
 /* ---- privileges ------------------------------------------------------------- */
@@ -405,11 +473,6 @@ static int set_caps(uint32_t keep)
     struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct d[2] = {{keep, keep, 0}, {0, 0, 0}};
     return (int)syscall(SYS_capset, &h, d);
-}
-
-void sb_drop_all_caps(void)
-{
-    set_caps(0);
 }
 
 /* socket(AF_UNIX) and io_uring refused (EACCES), any other ABI's calls
@@ -451,7 +514,8 @@ static void lock_down(void)
             break;
     if (install_filter() != 0)
         note("a filter of the vectors' system calls", errno);
-    set_caps(1u << CAP_SYS_ADMIN);
+    set_caps(0);                         /* (before any object loads: its static
+                                            initialisers run here) */
 }
 
 /* ---- the entry -------------------------------------------------------------- */
@@ -474,14 +538,31 @@ void sb_enter(int parent, int relay_closes)
             continue;
         if (tries[i] & CLONE_NEWUSER)
             map_ids(uid, gid);
+        int req[2], ack[2], cg_parent = -1;
+        if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0)
+            _exit(1);
+        if (SB.cg_version) {
+            char parent_path[sizeof SB.cg_path];
+            snprintf(parent_path, sizeof parent_path, "%s", SB.cg_path);
+            *strrchr(parent_path, '/') = 0;
+            cg_parent = open(parent_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        }
         pid_t outside = getpid();
         pid_t pid = fork();
         if (pid < 0)
             _exit(1);
         if (pid > 0) {
             close(relay_closes);         /* (the worker sees the zygote's end) */
-            relay(pid);
+            close(req[1]);
+            close(ack[0]);
+            relay(pid, req[0], ack[1], cg_parent);
         }
+        close(req[0]);
+        close(ack[1]);
+        if (cg_parent >= 0)
+            close(cg_parent);
+        SB.refresh[0] = ack[0];
+        SB.refresh[1] = req[1];
         gl_die_with_parent(outside);
         SB.mode = mode;
         /* (joined once: a vector's leader is born in it) */
@@ -490,6 +571,7 @@ void sb_enter(int parent, int relay_closes)
             note("network, mount and IPC namespaces", errno);
         } else {
             SB.ipc = 1;
+            limit_pids();
             make_mounts();
         }
         lock_down();

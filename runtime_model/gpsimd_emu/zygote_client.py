@@ -32,6 +32,8 @@ __all__ = ["ZygoteClient", "ZygoteError", "Vector", "vector_message", "program_p
 
 #: Largest reply the zygote sends (its output goes in a memfd).
 MAX_MESSAGE = 1 << 16
+#: Largest ready message read (a library of thousands of ops is well under).
+MAX_READY = 64 << 20
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _I64 = ctypes.c_int64
 
@@ -93,9 +95,12 @@ class ZygoteError(Exception):
     completes "the device model process ..." ("died with SIGSEGV")."""
 
 
-def _read_fd(fd: int) -> bytes:
+def _read_fd(fd: int, limit: int) -> bytes:
+    """At most ``limit`` bytes from the start of memfd ``fd`` (closed):
+    what the zygote sent (its own size, whatever a static initialiser did
+    to the file it wrote to)."""
     try:
-        return os.pread(fd, os.fstat(fd).st_size, 0)
+        return os.pread(fd, limit, 0)
     finally:
         os.close(fd)
 
@@ -175,7 +180,10 @@ class ZygoteClient:
         """
         if self._ready is None:
             data, fds = self._recv(timeout)
-            texts = [_read_fd(fd) for fd in fds]
+            limits = (MAX_READY, ZY["OUTPUT_KEEP"])
+            texts = [_read_fd(fd, limit) for fd, limit in zip(fds, limits)]
+            for fd in fds[2:]:
+                os.close(fd)
             if data != b"R" or not texts:
                 raise ZygoteError("sent something else than its ready message")
             try:
@@ -210,7 +218,7 @@ class ZygoteClient:
             ZygoteError: it died or did not answer within ``timeout`` s.
         """
         data, fds = self._recv(timeout)
-        kept = _read_fd(fds[0]) if fds else b""
+        kept = _read_fd(fds[0], 4 * ZY["MAX_CORES"] * ZY["OUTPUT_KEEP"]) if fds else b""
         for fd in fds[1:]:
             os.close(fd)
         try:

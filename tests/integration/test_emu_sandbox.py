@@ -3,7 +3,8 @@ cannot write to the source tree or to another library's results, see
 the machine's SysV IPC objects or those of an earlier vector, reach
 a listening abstract Unix socket or a TCP port on the machine, remount the
 file system, enter another namespace or keep a capability; its working
-directory is private and empty for each vector; and what it writes to
+directory is private and empty for each vector; its static initialisers,
+which run in the zygote, can do no more; and what it writes to
 stdout and stderr is bounded (the build log stays small, the results keep
 the first and last 32 KiB and say how much was written).
 
@@ -23,6 +24,7 @@ import sys
 import pytest
 
 from conftest import copy_built, run_scons
+from gpsimd_emu import control
 
 PROBES = r"""
 #include <dirent.h>
@@ -36,8 +38,24 @@ PROBES = r"""
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <signal.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
+
+#include <sys/syscall.h>
+
+// a static initialiser runs in the zygote as it loads the object: it tries
+// to make the file system writable again (mount_setattr(2), clearing
+// MOUNT_ATTR_RDONLY), to write into the source tree, and to make the
+// load output it writes to a terabyte long
+struct MountAttr { uint64_t set, clr, propagation, userns_fd; };
+static int ctor_tries = [] {
+    MountAttr rw = {0, 1, 0, 0};
+    syscall(442, -1, "/", 0x8000, &rw, sizeof rw);
+    FILE* f = fopen(PROJECT "/kernels/PWNED_by_a_static_initialiser.txt", "w");
+    if (f) fclose(f);
+    return ftruncate(1, (off_t)1 << 40);
+}();
 
 namespace {
 int blocked_fopen(const char* path) {
@@ -117,6 +135,17 @@ float ipc_alone(int leave) {
 torch::Tensor ipc_leave(const torch::Tensor& x) { return torch::mul(x, ipc_alone(1)); }
 torch::Tensor ipc_look(const torch::Tensor& x) { return torch::mul(x, ipc_alone(0)); }
 
+// a fork bomb of 3,000 processes ends well before (they wait to be swept)
+torch::Tensor forks(const torch::Tensor& x) {
+    int n = 0;
+    for (; n < 3000; n++) {
+        pid_t p = fork();
+        if (p == 0) { pause(); _exit(0); }
+        if (p < 0) break;
+    }
+    return torch::mul(x, n < MAX_PIDS ? 1.0f : 0.0f);
+}
+
 // 1 GiB to stdout and to stderr, with a line at each end of each
 torch::Tensor flood(const torch::Tensor& x) {
     static char block[1 << 20];
@@ -156,7 +185,8 @@ def sandboxed(built_project, tmp_path_factory):
     assert shm >= 0, os.strerror(ctypes.get_errno())
     (proj / "probe" / "sandbox.cpp").write_text(
         f'#define PROJECT "{proj}"\n#define ABSTRACT "{name}"\n'
-        f'#define PORT {tcp.getsockname()[1]}\n#define HOST_KEY {key:#x}\n' + PROBES)
+        f'#define PORT {tcp.getsockname()[1]}\n#define HOST_KEY {key:#x}\n'
+        f'#define MAX_PIDS {control.ZY["MAX_PIDS"]}\n' + PROBES)
     manifest = {"version": 1, "libraries": [{
         "name": "sandbox", "sources": ["probe/sandbox.cpp"],
         "ops": [{"schema": "t::probe(Tensor x) -> Tensor",
@@ -166,6 +196,8 @@ def sandboxed(built_project, tmp_path_factory):
                 {"schema": "t::ipc_leave(Tensor x) -> Tensor",
                  "vectors": [_vector("n4", 4, [1] * 4)]},
                 {"schema": "t::ipc_look(Tensor x) -> Tensor",
+                 "vectors": [_vector("n4", 4, [1] * 4)]},
+                {"schema": "t::forks(Tensor x) -> Tensor",
                  "vectors": [_vector("n4", 4, [1] * 4)]}]}]}
     (proj / "sandbox.yaml").write_text(json.dumps(manifest))
     victim = (proj / "build/host/relu/test-results.json").read_bytes()
@@ -184,7 +216,12 @@ def test_a_kernel_reaches_nothing_outside_its_vector(sandboxed):
     # the machine's SysV IPC is not the kernel's, nor one vector's the next's
     assert any(l.startswith("PASS sandbox::ipc_leave[n4]") for l in lines), proc.stdout
     assert any(l.startswith("PASS sandbox::ipc_look[n4]") for l in lines), proc.stdout
+    # a fork bomb is bounded (the namespace's own pid_max: Linux 6.14 and later)
+    major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    if (major, minor) >= (6, 14):
+        assert any(l.startswith("PASS sandbox::forks[n4]") for l in lines), proc.stdout
     assert not (proj / "kernels/PWNED_by_kernel.txt").exists()
+    assert not (proj / "kernels/PWNED_by_a_static_initialiser.txt").exists()
     assert (proj / "build/host/relu/test-results.json").read_bytes() == victim
     assert not (proj / "scratch.txt").exists()
 

@@ -20,6 +20,7 @@
 #define GPSIMD_ZY_MIN_DATA 67108864    /* bytes a vector's cores get at least (64 MiB) */
 #define GPSIMD_ZY_DATA_SLACK 16777216  /* bytes beyond the zygote's own data (16 MiB) */
 #define GPSIMD_ZY_WORKDIR_BYTES 67108864  /* the private working directory's size */
+#define GPSIMD_ZY_MAX_PIDS 1024        /* processes of a library run's namespace, at most */
 #define GPSIMD_ZY_KILL_GRACE_MS 2000   /* a vector's deadline: every run's limit + this */
 #define GPSIMD_ZY_EXIT_MODEL_ERROR 70  /* a vector's process recorded a model error */
 #define GPSIMD_ZY_CANCELLED -2         /* wait status of a run a fault made unneeded */
