@@ -11,7 +11,7 @@
  * vectors is made before the namespaces (its name carries a pid of the
  * host's) and its files are kept open, then /sys/fs/cgroup is detached.
  * Then: no_new_privs, an empty capability bounding set, a seccomp filter
- * that refuses AF_UNIX sockets and io_uring, and no capability at all,
+ * that refuses every socket and io_uring, and no capability at all,
  * before any core object is loaded (their static initialisers run in the
  * zygote). The working directory is made again by the relay below, which
  * keeps its capabilities outside the PID namespace.
@@ -475,8 +475,10 @@ static int set_caps(uint32_t keep)
     return (int)syscall(SYS_capset, &h, d);
 }
 
-/* socket(AF_UNIX) and io_uring refused (EACCES), any other ABI's calls
- * (a 32-bit socketcall) too. */
+/* No socket at all (socket, socketpair: a Unix datagram pair can connect
+ * to a path, vsock reaches a virtual machine's host, whatever the network
+ * namespace), no io_uring (EACCES), no other ABI's calls (a 32-bit
+ * socketcall). */
 static int install_filter(void)
 {
 #if defined(__x86_64__)
@@ -490,11 +492,10 @@ static int install_filter(void)
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 5, 0),      /* x32 */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 4, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 0, 2),
-        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, args[0])),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AF_UNIX, 1, 0),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 4, 0),      /* x32 */
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 3, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 2, 0),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
     };
