@@ -99,6 +99,25 @@ int no_capabilities() {
     if (f) fclose(f);
     return none;
 }
+// the working directory's tree as it was made: /tmp holds run0..run3 and
+// nothing else, the folders of the runs a single-core vector does not make
+// (run2, run3) are empty
+int pristine_tmp() {
+    int n = 0, others = 0;
+    DIR* d = opendir("/tmp");
+    for (struct dirent* e; d && (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+            (strncmp(e->d_name, "run", 3) == 0 && strlen(e->d_name) == 4 ? n : others)++;
+    if (d) closedir(d);
+    for (const char* run : {"/tmp/run2", "/tmp/run3"}) {
+        DIR* r = opendir(run);
+        for (struct dirent* e; r && (e = readdir(r));)
+            others += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+        if (r) closedir(r);
+        else others++;
+    }
+    return n == 4 && others == 0;
+}
 int empty_cwd() {
     DIR* d = opendir(".");
     int n = 0;
@@ -112,7 +131,7 @@ int empty_cwd() {
 torch::Tensor probe(const torch::Tensor& x) {
     torch::Tensor out = get_dst_tensor();
     float r[8];
-    r[0] = empty_cwd();                      // before it writes there
+    r[0] = empty_cwd() && pristine_tmp();    // before it writes there
     r[1] = blocked_fopen(PROJECT "/kernels/PWNED_by_kernel.txt");
     r[2] = blocked_fopen(PROJECT "/build/host/relu/test-results.json");
     r[3] = blocked_abstract();
@@ -126,6 +145,15 @@ torch::Tensor probe(const torch::Tensor& x) {
     out.tcm_accessor().tcm_to_tensor<float>(buf, 0, 8);
     torch::neuron::tcm_free(buf);
     return out;
+}
+
+// leaves the working directory's tree changed but with as many inodes as
+// it had: a folder removed, a file made
+torch::Tensor scramble(const torch::Tensor& x) {
+    rmdir("/tmp/run3");
+    FILE* f = fopen("/tmp/run2/left_behind", "w");
+    if (f) fclose(f);
+    return torch::mul(x, 2.0f);
 }
 
 // a SysV segment of the machine's (the test made it) is not there; one this
@@ -193,7 +221,9 @@ def sandboxed(built_project, tmp_path_factory):
         f'#define MAX_PIDS {control.ZY["MAX_PIDS"]}\n' + PROBES)
     manifest = {"version": 1, "libraries": [{
         "name": "sandbox", "sources": ["probe/sandbox.cpp"],
-        "ops": [{"schema": "t::probe(Tensor x) -> Tensor",
+        "ops": [{"schema": "t::scramble(Tensor x) -> Tensor",
+                 "vectors": [_vector("n4", 4, [2] * 4)]},
+                {"schema": "t::probe(Tensor x) -> Tensor",
                  "vectors": [_vector("first", 8, [1] * 8), _vector("second", 8, [1] * 8)]},
                 {"schema": "t::flood(Tensor x) -> Tensor",
                  "vectors": [_vector("n4", 4, [2] * 4)]},
