@@ -414,12 +414,7 @@ def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
 
 
 def _output_warning(o: dict) -> str:
-    """``core 0 wrote 2.0 GiB to stdout (64 KiB kept)``."""
-    def size(n: float) -> str:
-        for unit in ("bytes", "KiB", "MiB", "GiB"):
-            if n < 1024 or unit == "GiB":
-                return f"{n:.0f} {unit}" if unit in ("bytes", "KiB") else f"{n:.1f} {unit}"
-            n /= 1024
-        return ""
-    kept = 2 * control.ZY["OUTPUT_KEEP"]
-    return f"core {o['core']}: wrote {size(o['bytes'])} to {o['stream']} ({size(kept)} kept)"
+    """``core 0: wrote 2.0 GiB to stdout (64 KiB kept)``."""
+    from .settings import format_size
+    kept = format_size(2 * control.ZY["OUTPUT_KEEP"])
+    return f"core {o['core']}: wrote {format_size(o['bytes'])} to {o['stream']} ({kept} kept)"

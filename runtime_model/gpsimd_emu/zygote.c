@@ -504,8 +504,10 @@ static void send_reply(int status, int timed_out, double elapsed, long long oom,
             (long long)s->total, head, tail);
         first = 0;
         put_bytes(&kept, s->head, head);
-        for (size_t j = 0; j < tail; j++)
-            put_bytes(&kept, &s->tail[(size_t)(s->total - (int64_t)tail + (int64_t)j) % KEEP], 1);
+        size_t at = (size_t)(s->total - (int64_t)tail) % KEEP;    /* (the ring: two slices) */
+        size_t first = tail < KEEP - at ? tail : KEEP - at;
+        put_bytes(&kept, s->tail + at, first);
+        put_bytes(&kept, s->tail, tail - first);
     }
     put(&t, "]}");
     int fd = kept.n ? memfd_of("gpsimd-output", kept.s, kept.n) : -1;
