@@ -11,6 +11,7 @@ both sides compute the digest and neither imports the other.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from typing import Optional
@@ -35,8 +36,11 @@ def source_paths(emulator_dir: str, include_dir: str) -> list:
             + [os.path.join(include_dir, n) for n in HEADER_NAMES])
 
 
+@functools.lru_cache(maxsize=4)
 def source_digest(emulator_dir: str, include_dir: str) -> str:
-    """SHA-256 (hex) of the sources' names and bytes.
+    """SHA-256 (hex) of the sources' names and bytes (once per process: a
+    test run's supervising process checks the program, and its worker, a
+    fork, again).
 
     Raises:
         OSError: a source cannot be read.
