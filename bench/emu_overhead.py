@@ -48,7 +48,7 @@ runs a test: the server started once before the timing, bytecode cached).
 ``ninja_server_ms``: the same command as a ninja build's test step runs it
 (its parent is a process named ``ninja``: this one, renamed for the
 time), handed to the server that the first steps started
-(``gpsimd_emu.handoff``; warmed up before the timing, bytecode cached).
+(``gpsimd_emu.client.served``; warmed up before the timing, bytecode cached).
 """
 
 import argparse
@@ -233,11 +233,15 @@ def _server_startup(collection, docs, tmp, repeat, checks, program):
     """``startup`` through the emulator server: {"server_ms",
     "server_per_vector_ms"}."""
     import importlib.util
+    import inspect
+    sys.path.insert(0, os.path.join(collection, "runtime_model"))   # (its client)
     spec = importlib.util.spec_from_file_location(
         "emu_server", os.path.join(collection, "site_scons", "site_tools", "gpsimd_tool",
                                    "emu_server.py"))
     emu_server = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(emu_server)
+    # (one "started" callback; before the one server design, "ended" too)
+    callbacks = [lambda r: None] * (len(inspect.signature(emu_server.run).parameters) - 2)
     env = _env(collection, True)
     cwd = os.getcwd()
     out_fd = os.dup(1)
@@ -247,8 +251,8 @@ def _server_startup(collection, docs, tmp, repeat, checks, program):
     try:
         def run(plan):
             t0 = time.perf_counter()
-            status = emu_server.run(_command(plan, tmp, checks, program), env, lambda r: None,
-                                    lambda r: None)
+            status = emu_server.run(_command(plan, tmp, checks, program), env,
+                                    *callbacks)
             if status != 0:
                 raise RuntimeError(f"the server's run failed: {status}")
             return time.perf_counter() - t0
@@ -267,7 +271,7 @@ def _server_startup(collection, docs, tmp, repeat, checks, program):
 
 
 def _ninja_startup(collection, docs, tmp, repeat, checks, program):
-    """``startup`` as a ninja build's test steps run (``gpsimd_emu.handoff``):
+    """``startup`` as a ninja build's test steps run (``gpsimd_emu.client``):
     each a command whose parent is a process named ``ninja`` (this one,
     renamed for the time), handed to the server the first ones started
     (warmed up before the timing; bytecode cached): {"ninja_server_ms",
@@ -277,7 +281,8 @@ def _ninja_startup(collection, docs, tmp, repeat, checks, program):
     with open("/proc/self/comm", "rb") as f:
         name = f.read().strip()
     log = os.path.join(tmp, "handoff.log")
-    env = dict(_env(collection, True), GPSIMD_EMU_HANDOFF_LOG=log)
+    env = dict(_env(collection, True), GPSIMD_EMU_SERVER_LOG=log,
+               GPSIMD_EMU_HANDOFF_LOG=log)        # (the name before the one server design)
     libc.prctl(15, b"ninja", 0, 0, 0)
     try:
         def run(plan):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The edit loop on the ninja path: a ninja run with a single test step.
 How long does that step take, with the ninja run's emulator server
-(``gpsimd_emu.handoff``) and without?
+(``gpsimd_emu.client.served``) and without?
 
     python3 bench/ninja_edit_step.py PLAN [--root DIR] [--zygote PROGRAM] [--repeat N]
                                      [--compile-ms MS]
@@ -75,7 +75,7 @@ def main(argv=None):
     for i in range(a.repeat):
         for mode in modes[i % 3:] + modes[:i % 3]:
             env = dict(os.environ, GPSIMD_EMU_SERVER="0" if mode == "off" else "1",
-                       GPSIMD_EMU_HANDOFF_LOG=log)
+                       GPSIMD_EMU_SERVER_LOG=log)
             model = os.path.join(os.path.abspath(a.root), "runtime_model")
             if os.path.isdir(model):           # (a checkout: its model, not an installed one)
                 env["PYTHONPATH"] = model

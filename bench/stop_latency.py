@@ -13,7 +13,7 @@ waits until the spinner runs, sends the signal (SIGINT to the whole
 process group, as a terminal's Ctrl-C does; SIGTERM to the ``scons``
 process only, as ``kill PID`` or a CI runner does; SIGKILL to the
 ``scons`` process only, which nothing can forward: the emulator server
-sees its control socket close), and measures, in
+sees scons end through a pidfd), and measures, in
 seconds from the signal: until ``scons`` exits, and until no process of
 the test run (``gpsimd-*`` names) is left. Prints the medians and maxima
 and the machine's load average.

@@ -23,10 +23,10 @@ which a vector failed writes its results to ``F`` instead.
 
 ``python -m gpsimd_emu prestart STAMP``: a ninja build's step before its
 test steps: starts that ninja run's emulator server loading the model,
-writes the empty file ``STAMP`` and exits 0 (``gpsimd_emu.handoff``).
+writes the empty file ``STAMP`` and exits 0 (``gpsimd_emu.client.served``).
 
 A ninja build's test step hands its run to that ninja run's emulator
-server when there is one (``gpsimd_emu.handoff``, first thing: the same
+server when there is one (``gpsimd_emu.client.served``, first thing: the same
 output, results and exit status); else, or when the server says so:
 
 Processes: this one (stdlib only) is the subreaper of the whole run; it

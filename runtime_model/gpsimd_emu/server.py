@@ -1,69 +1,67 @@
-"""The emulator server: one process per build that has the model imported
-(numpy included) and forks a test run (``python -m gpsimd_emu run``) per
-request, so that a library's test run does not pay for a Python
-interpreter and numpy each time (about 0.2 s of a run's start-up).
+"""The emulator server: one process per build (a scons process, or a ninja
+process) that has the model imported (numpy included) and forks a test
+run (what ``python -m gpsimd_emu run`` runs) per request, so that a
+library's test run does not pay for a Python interpreter and numpy each
+time (about 0.2 s of a run's start-up). Its clients: ``gpsimd_emu.client``
+(``served``: the protocol and who starts it; ``protocol``: the names).
 
-Started by the build (the SCons tool: ``gpsimd_tool/emu_server.py``) as
-``python -m gpsimd_emu.server FD`` with one end of a ``SOCK_SEQPACKET``
-socket pair, the *control socket*; it lives exactly as long as the build
-holds the other end: at end of file (the build ended, or was killed) it
-sends SIGTERM to every run still going, SIGKILL to those left after
-``STOP_GRACE`` seconds, reaps them and exits. It ignores SIGINT (Ctrl-C
-reaches the runs themselves, which stop as ``python -m gpsimd_emu run``
-does; the build then ends and closes the socket); SIGTERM ends it as end
-of file does.
+``python -m gpsimd_emu.server NAME PID START [--load]``, started by
+``client.served.start_server`` with the interpreter, environment and
+directory of the build's test commands: it binds the abstract socket
+``NAME`` (``protocol.server_name``), then forks and its first process
+exits (0: serving; 3: the name is taken or process ``PID`` with start
+time ``START`` is gone), so that the server is no client's child. It
+serves until that process ends (a pidfd: ``kill -9`` included), until
+the served process asks it to stop, or SIGTERM; then it sends SIGTERM to
+every run still going, SIGKILL to those left after ``STOP_GRACE``
+seconds, reaps them and exits. It ignores SIGINT (Ctrl-C reaches the
+runs through their clients). Its name (``comm``) is ``gpsimd-server``;
+each run's is ``gpsimd-run``.
 
-Protocol: the build sends one JSON object per run, ``{"argv": [...],
-"cwd": str, "env": {str: str}}`` (``argv``: the arguments after ``python
--m gpsimd_emu``), with three descriptors (SCM_RIGHTS):
-the *run socket* (one end of a new socket pair of the build's), and the
-run's stdout and stderr. A child of the server takes them as its fds 1
-and 2, the ``cwd`` and the environment ``env``, and runs what
-``gpsimd_emu.cli.main(argv)`` runs (the same code as the command,
-with its supervising process, worker, zygote and containment), exiting
-with its status. On the run socket the server sends ``{"pid": n}`` once
-forked and ``{"status": s}`` (a
-wait status) once the child ended; when the build's end of the run
-socket closes first (the build gave up on it), the child gets SIGTERM.
-(What the forked processes do: ``gpsimd_emu.server_runs``.)
-
-A ninja build's server (``gpsimd_emu.ninja_server``, forked off a step of
-that ninja run by ``gpsimd_emu.handoff``, which also holds its protocol)
-serves the same runs to connections on an abstract socket instead, and
-loads the model when a step first needs it.
+Loading: the model (``_preload``: numpy and every module a run imports,
+0.15-0.3 s) loads in a thread at nice ``LOAD_NICE`` (the build's own
+steps, the compiles beside which it starts, come first) at once with
+``--load``, else at the first request; the loop goes on answering
+meanwhile. A request that comes while it loads waits for it
+(``LOAD_WAIT`` seconds at most, then it is answered ``here``: its client
+runs the command itself); one whose client is gone by then is dropped. A
+server whose model's files changed while it loaded serves no request.
 """
 
 from __future__ import annotations
 
-import signal
-
-if __name__ == "__main__":       # Ctrl-C is the runs' to handle, from the start
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
 import gc
-import json
 import os
 import select
+import signal
 import socket
 import sys
+import threading
 import time
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
-from . import contain, server_runs
-from .server_runs import MAX_MESSAGE
+from . import contain
+from .client.protocol import (MAX_MESSAGE, decode, encode, model_files, peer_pid, peer_uid,
+                              proc_stat)
 from .settings import one_blas_thread
 
-__all__ = ["main", "Server", "MAX_MESSAGE", "STOP_GRACE"]
+__all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "LOAD_NICE", "STALE"]
 
-#: Seconds a run has to end after SIGTERM when the build is gone.
+#: Seconds a run has to end after SIGTERM when the server stops.
 STOP_GRACE = 2.0
+#: Seconds a request waits for the model being loaded before it is
+#: answered ``here`` (``client.served.FIRST_REPLY_TIMEOUT`` is longer).
+LOAD_WAIT = 5.0
+#: The nice value (setpriority(2), of the loading thread alone).
+LOAD_NICE = 10
+#: The answer to a request while the server's model is not the files'.
+STALE = "the model changed while the server loaded it"
 
 
 def _preload() -> None:
     """Import what a run imports (every module of the model and of the
-    device facts, numpy, ``numpy.random`` and ml_dtypes), so that a
-    forked run finds it done. (``shapes`` and ``cli``'s ``main`` included; importing a
-    module runs nothing of a test plan's.)"""
+    device facts, numpy, ``numpy.random`` and ml_dtypes), so that a forked
+    run finds it done (importing a module runs nothing of a plan's)."""
     import importlib
     import pkgutil
 
@@ -84,56 +82,64 @@ def _close(fds) -> None:
             pass
 
 
-def _request_of(req):
-    """``req`` (decoded) when it is a request (a dict with ``argv``,
-    ``cwd`` and ``env``), or why it is not one (str)."""
-    try:
-        argv, cwd, env = req["argv"], req["cwd"], req["env"]
-    except (ValueError, KeyError, TypeError) as e:
-        return str(e) or type(e).__name__
-    if not (isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)):
-        return "bad request"
-    return req
-
-
-def _json(message: dict) -> bytes:
-    return json.dumps(message).encode()
-
-
-def _reply(sock: socket.socket, message: dict, encode: Callable[[dict], bytes] = _json) -> None:
+def _reply(sock: socket.socket, message: dict) -> None:
     try:
         sock.send(encode(message))
     except OSError:
-        pass                            # the build is gone: nothing to tell
+        pass                            # the client is gone: nothing to tell
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except OSError:
+        pass
+
+
+def _request_of(message) -> "dict | str":
+    """``message`` when it is a request, or why it is not one."""
+    if not isinstance(message, dict):
+        return "not a message"
+    argv, cwd, env = message.get("argv"), message.get("cwd"), message.get("env")
+    if not (isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)):
+        return "bad request"
+    return message
 
 
 class Server:
-    """The serving loop (``main`` runs it): requests come on the build's
-    ``control`` socket (the SCons path; a ninja build's server,
-    ``ninja_server.NinjaServer``, takes connections to a listener
-    instead). ``runs`` maps a child's pid to the server's end of its run
-    socket; ``ready``: the model is loaded."""
+    """The serving loop of the process ``served`` (its pid; ``watch``, a
+    pidfd, ends the loop when it ends): requests are connections to
+    ``listener``; ``files``: the model's files as they were when the
+    server started (``protocol.model_files``). ``runs`` maps a run's pid
+    to its connection; ``waiting``: the requests that wait for the model,
+    each (connection, its two descriptors, the request, the monotonic
+    time it is answered ``here`` at)."""
 
-    def __init__(self, control: Optional[socket.socket] = None, *, ready: bool = True):
-        self.control = control
-        self.ready = ready
+    def __init__(self, listener: socket.socket, watch: int, served: int, files: str):
+        self.listener, self.watch, self.served, self.files = listener, watch, served, files
         self.runs: Dict[int, socket.socket] = {}
-        #: how each run's messages are written (JSON; ``handoff``'s marshal)
-        self.formats: Dict[int, Callable[[dict], bytes]] = {}
+        self.waiting: List[Tuple[socket.socket, List[int], dict, float]] = []
+        self.ready = self.stale = self.stopping = False
+        self._loader: Optional[threading.Thread] = None
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-        self.stopping = False
+
+    @property
+    def loading(self) -> bool:
+        return self._loader is not None
 
     def serve(self) -> None:
-        """Serve until the control socket's end of file (or what
-        ``_handle`` says), or SIGTERM."""
+        """Serve until the served process ends, asks to stop, or SIGTERM."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.signal(signal.SIGTERM, self._on_term)
         contain.become_subreaper()      # orphans of its runs come back here to be reaped
         while not self.stopping:
-            watched: List = [self.wake_r] + self._sources() + list(self.runs.values())
+            watched: List = [self.wake_r, self.listener, self.watch, *self.runs.values(),
+                             *(w[0] for w in self.waiting)]
+            timeout = None if not self.waiting else \
+                max(0.0, min(w[3] for w in self.waiting) - time.monotonic())
             try:
-                ready, _, _ = select.select(watched, [], [], self._timeout())
+                ready, _, _ = select.select(watched, [], [], timeout)
             except InterruptedError:
                 continue
             if self.wake_r in ready:
@@ -145,68 +151,126 @@ class Server:
             self._reap()
             for pid, sock in list(self.runs.items()):
                 if sock in ready and self._gone(sock):
-                    server_runs.kill(pid, signal.SIGTERM)     # the build gave up on this run
-            if not self._handle(ready):
+                    _kill(pid, signal.SIGTERM)     # the client gave up on this run
+            if self.watch in ready:
+                return                              # the served process ended
+            if self._loader is not None and not self._loader.is_alive():
+                self._loaded()
+            if self.waiting:
+                self._serve_waiting(ready)
+            if self.listener in ready and not self._accept():
                 return
-
-    def _sources(self) -> List:
-        """What the loop waits on besides its wake-up pipe and the runs."""
-        return [self.control]
-
-    def _timeout(self) -> Optional[float]:
-        """Seconds the loop may wait at most (None: no limit)."""
-        return None
-
-    def _handle(self, ready: List) -> bool:
-        """Serve what ``ready`` (of ``_sources``) holds; False: stop."""
-        return not (self.control in ready and not self._request())
 
     def _on_term(self, *_) -> None:
         self.stopping = True
 
-    def _request(self) -> bool:
-        """Serve one message of the control socket; False at end of file."""
+    def start_loading(self) -> None:
+        """Load the model in a thread (``_preload``), unless it is loaded or
+        loading; ``_loaded`` runs once it is done."""
+        if self._loader is not None or self.ready:
+            return
+
+        def load() -> None:
+            try:
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOAD_NICE)
+            except OSError:
+                pass
+            try:
+                _preload()
+            finally:
+                os.write(self.wake_w, b"w")
+
+        self._loader = threading.Thread(target=load, name="preload", daemon=True)
+        self._loader.start()
+
+    def _loaded(self) -> None:
+        """The model is loaded: serve (no thread is left when runs fork)."""
+        self._loader.join()
+        self._loader = None
+        gc.collect()
+        gc.freeze()                      # forked runs do not copy pages the collector writes
+        self.ready = True
+        # (a file edited while it loaded: what it imported may be either version)
+        self.stale = model_files() != self.files
+
+    def _accept(self) -> bool:
+        """Take one connection to the listener; False: stop serving."""
         try:
-            data, fds, _, _ = socket.recv_fds(self.control, MAX_MESSAGE, 4)
-        except (ConnectionResetError, OSError):
-            return False
-        if not data:
-            _close(fds)
-            return False
-        if len(fds) != 3:
-            _close(fds)
+            conn, _ = self.listener.accept()
+        except OSError:
             return True
-        run_sock = socket.socket(fileno=fds[0])
+        fds: List[int] = []
         try:
-            req = _request_of(json.loads(data))
-        except ValueError as e:
-            req = str(e)
-        if isinstance(req, str):
-            _reply(run_sock, {"error": f"bad request: {req}"})
-            run_sock.close()
-            _close(fds[1:])
+            if peer_uid(conn) != os.getuid():
+                conn.close()
+                return True
+            conn.settimeout(2.0)        # (a client sends its message at once)
+            data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
+            conn.settimeout(None)
+            asker = peer_pid(conn)
+        except OSError:
+            _close(fds)
+            conn.close()
             return True
-        self._start(run_sock, req, fds[1], fds[2])
+        message = decode(data)
+        if isinstance(message, dict) and (message.get("load") is True
+                                          or message.get("stop") is True):
+            _close(fds)
+            conn.close()
+            if message.get("stop") is True:
+                return asker != self.served     # (only the served process stops it)
+            self.start_loading()
+            return True
+        if self._gone(conn):           # the client gave up (or died) before an answer
+            _close(fds)
+            conn.close()
+            return True
+        req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
+        if isinstance(req, str) or req.get("files") != self.files:
+            _here(conn, fds, req if isinstance(req, str) else "another version of the model")
+        elif not self.ready:
+            self.start_loading()
+            self.waiting.append((conn, fds, req, time.monotonic() + LOAD_WAIT))
+        else:
+            self._serve(conn, fds, req)
         return True
 
-    def _start(self, run_sock: socket.socket, req: dict, out_fd: int, err_fd: int,
-               encode: Callable[[dict], bytes] = _json) -> None:
-        """Fork the request's run and tell ``run_sock`` its pid (messages in
-        ``encode``'s format, as is the status later)."""
+    def _serve(self, conn: socket.socket, fds: List[int], req: dict) -> None:
+        """Fork ``req``'s run and tell its client the run's pid."""
+        if self.stale:
+            _here(conn, fds, STALE)
+            return
         sys.stdout.flush()
         sys.stderr.flush()
         me = os.getpid()
         pid = os.fork()
         if pid == 0:
-            server_runs.child(req, out_fd, err_fd, me)
-        _close((out_fd, err_fd))
-        self.runs[pid] = run_sock
-        self.formats[pid] = encode
-        _reply(run_sock, {"pid": pid}, encode)
+            _exit_with(lambda: _run(req, fds, me))
+        _close(fds)
+        self.runs[pid] = conn
+        _reply(conn, {"pid": pid})
+
+    def _serve_waiting(self, ready: List) -> None:
+        """The waiting requests: dropped when their client is gone (its
+        connection readable: a client sends nothing more), served once the
+        model is loaded, answered ``here`` once ``LOAD_WAIT`` has passed."""
+        now = time.monotonic()
+        left = []
+        for conn, fds, req, deadline in self.waiting:
+            if conn in ready:
+                _close(fds)
+                conn.close()
+            elif self.ready:
+                self._serve(conn, fds, req)
+            elif now >= deadline:
+                _here(conn, fds, "the server is still loading the model")
+            else:
+                left.append((conn, fds, req, deadline))
+        self.waiting = left
 
     @staticmethod
     def _gone(sock: socket.socket) -> bool:
-        """Has the build closed its end of this run socket?"""
+        """Has the client closed its end of this connection?"""
         try:
             return sock.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) == b""
         except BlockingIOError:
@@ -215,7 +279,7 @@ class Server:
             return True
 
     def _reap(self) -> None:
-        """Wait for every ended run and tell the build its status; reap
+        """Wait for every ended run and tell its client the status; reap
         every other ended child (the server is a subreaper: a killed run's
         worker and zygote come back to it)."""
         while True:
@@ -226,21 +290,25 @@ class Server:
             if not pid:
                 return
             sock = self.runs.pop(pid, None)
-            encode = self.formats.pop(pid, _json)
             if sock is not None:
-                _reply(sock, {"status": status}, encode)
+                _reply(sock, {"status": status})
                 sock.close()
 
     def stop(self) -> None:
-        """End every run left: SIGTERM, then SIGKILL after ``STOP_GRACE``."""
+        """End every run left (SIGTERM, then SIGKILL after ``STOP_GRACE``);
+        a waiting request's client sees its connection close."""
+        for conn, fds, _, _ in self.waiting:
+            _close(fds)
+            conn.close()
+        self.waiting = []
         for pid in list(self.runs):
-            server_runs.kill(pid, signal.SIGTERM)
+            _kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         while self.runs and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.01)
         for pid in list(self.runs):
-            server_runs.kill(pid, signal.SIGKILL)
+            _kill(pid, signal.SIGKILL)
         while self.runs:
             try:
                 pid, _ = os.waitpid(-1, 0)
@@ -252,26 +320,108 @@ class Server:
         contain.sweep(limit=STOP_GRACE)           # what came back to us: none left behind
 
 
+def _here(conn: socket.socket, fds: List[int], why: str) -> None:
+    """Answer ``here`` (the client runs the command itself, saying ``why``)
+    and let go of the connection and descriptors."""
+    _reply(conn, {"here": why})
+    _close(fds)
+    conn.close()
+
+
+def _run(req: dict, fds: List[int], server: int) -> int:
+    """A forked run: becomes the request's process (its stdout and stderr,
+    stdin ``/dev/null``, nothing else of the server's, its directory,
+    umask and environment, default signals, death with the server) and
+    runs ``python -m gpsimd_emu run``'s main."""
+    contain.set_name("gpsimd-run")
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.set_wakeup_fd(-1)
+    contain.die_with_parent(server)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    os.closerange(3, 1 << 16)
+    os.chdir(req["cwd"])
+    if isinstance(req.get("umask"), int):
+        os.umask(req["umask"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    one_blas_thread()      # what the references see: as in a command's run
+    from .cli import main as cli_main
+    return cli_main(list(req["argv"]))
+
+
+def _exit_with(body: Callable[[], int]) -> None:
+    """Run ``body`` and exit with its status: never returns."""
+    code = 2
+    try:
+        code = body()
+    except SystemExit as e:             # argparse: a bad argument
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException:               # a model bug: say so, never a silent exit
+        import traceback
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m gpsimd_emu.server FD``: serve the control socket ``FD``
-    until its other end closes. (A ninja build's server is forked off a
-    step instead: ``ninja_server``.)"""
+    """``python -m gpsimd_emu.server NAME PID START [--load]`` (module
+    text): 0 once serving (in a forked process), 3 when there is nothing
+    to serve, 2 for bad arguments."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or not argv[0].isdigit():
-        print("usage: python -m gpsimd_emu.server FD", file=sys.stderr)
+    load = argv[3:] == ["--load"]
+    if len(argv) not in (3, 4) or not (argv[1].isdigit() and argv[2].isdigit()) or \
+            (len(argv) == 4 and not load) or \
+            not argv[0].startswith(f"gpsimd-emu/{os.getuid()}/{argv[1]}.{argv[2]}/"):
+        print("usage: python -m gpsimd_emu.server NAME PID START [--load]", file=sys.stderr)
         return 2
-    control = socket.socket(fileno=int(argv[0]))
-    contain.set_name("gpsimd-server")
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    one_blas_thread()      # before numpy's import: as the command does
-    _preload()
-    gc.collect()
-    gc.freeze()                          # forked runs do not copy pages the collector writes
-    server = Server(control)
+    pid, start = int(argv[1]), int(argv[2])
+    try:
+        watch = os.pidfd_open(pid)
+    except OSError:
+        return 3
+    stat = proc_stat(pid)
+    if stat is None or stat[2] != start:    # (checked once the pidfd holds the process)
+        return 3
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
+    try:
+        listener.bind(b"\0" + argv[0].encode())
+    except OSError:
+        return 3
+    files = model_files()
+    sys.stdout.flush()
+    listening, told = os.pipe()
+    if os.fork():               # (the client waits for this process's exit, once the
+        os.close(told)          # server listens: the server is no one's child)
+        os._exit(0 if os.read(listening, 1) == b"L" else 3)
+    os.close(listening)
+    listener.listen(64)         # (here: the pid a client's SO_PEERCRED names is the server's)
+    os.write(told, b"L")
+    os.close(told)
+    contain.set_name("gpsimd-server")
+    for low, high in ((3, min(watch, listener.fileno())),
+                      (min(watch, listener.fileno()) + 1, max(watch, listener.fileno())),
+                      (max(watch, listener.fileno()) + 1, 1 << 16)):
+        os.closerange(low, high)    # (what the client's process left open)
+    one_blas_thread()           # before numpy's import: as the command does
+    server = Server(listener, watch, pid, files)
+    if load:
+        server.start_loading()
     try:
         server.serve()
     finally:
+        listener.close()
         server.stop()
+    if server.loading:          # it ended while the model loaded: no finalising
+        os._exit(0)
     return 0
 
 

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
+from .client.protocol import JOBS_ENV, QUIET_ENV, VERBOSE_ENV
+
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
     "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
@@ -31,15 +33,6 @@ DEFAULT_MEMORY = 4 << 30
 #: Seconds a run of cores goes on in one process before more processes
 #: take its remaining cores (so that short kernels never pay for a fork).
 SPREAD_AFTER = 0.02
-#: Environment variable through which the build says how many jobs it runs
-#: at once (not part of the test command, so -j never re-runs a test).
-JOBS_ENV = "GPSIMD_EMU_JOBS"
-#: Environment variable through which the build asks for quiet output
-#: (``--quiet``; not part of the test command, so switching it re-runs nothing).
-QUIET_ENV = "GPSIMD_EMU_QUIET"
-#: ``1``: what a vector's cores wrote is printed under every line, not
-#: only under a failure's or a warning's (``VERBOSE=1``; not in the command).
-VERBOSE_ENV = "GPSIMD_EMU_VERBOSE"
 #: The thread-count variables of the BLAS libraries numpy may be built
 #: with: OpenBLAS (numpy's wheels), OpenMP builds, MKL.
 BLAS_THREADS_ENV = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")

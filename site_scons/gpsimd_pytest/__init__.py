@@ -165,9 +165,9 @@ class _Vectors:
 
     def client(self, plan: str):
         """The emulator's client for the test plan at ``plan``
-        (``gpsimd_emu.client.VectorClient``: the vectors run in a process
+        (``gpsimd_emu.client.vectors.VectorClient``: the vectors run in a process
         of their own, each request bounded in time, as under scons)."""
-        from gpsimd_emu.client import DEFAULT_TIMEOUT, VectorClient
+        from gpsimd_emu.client.vectors import DEFAULT_TIMEOUT, VectorClient
         timeout = self.config.getoption("gpsimd_timeout") or DEFAULT_TIMEOUT
         argv = ["--root", self.root, "--timeout", repr(float(timeout))]
         if self.config.getoption("gpsimd_no_checks"):

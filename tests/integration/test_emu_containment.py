@@ -369,7 +369,7 @@ def _ancestors(pid):
 @pytest.mark.parametrize("server", ["1", "0"])
 def test_kill_9_of_scons_alone_ends_its_test_run(hostile, server):
     """``kill -9`` of scons only (nothing can be forwarded): with the
-    emulator server (the default) the server sees its control socket close
+    emulator server (the default) the server sees scons end (its pidfd)
     and ends the run, so nothing is left; the test run was the server's
     (its processes descend from ``gpsimd-run`` under ``gpsimd-server``).
     Without it (EMU_SERVER=0), the orphaned run goes on alone: this test

@@ -1,5 +1,5 @@
-"""A ninja build's emulator server (``gpsimd_emu.handoff``,
-``gpsimd_emu.ninja_server``): a test step's run handed to it gives the
+"""A ninja build's emulator server (``gpsimd_emu.server``, through
+``gpsimd_emu.client.served``): a test step's run handed to it gives the
 command's output, results and exit status; it is started idle by the
 first step, loads the model only when a second one comes (or at once,
 started by the prestart step, and then the first test step is served),
@@ -80,7 +80,7 @@ class FakeNinja:
 
 def _listening_names():
     """{socket inode: abstract name} of the listening Unix sockets whose
-    name is a ninja build's emulator server's (``scope.server_name``)."""
+    name is an emulator server's (``protocol.server_name``)."""
     names = {}
     with open("/proc/net/unix") as f:
         next(f)
@@ -96,8 +96,7 @@ def _listening_names():
 def _servers(ninja_pid, cwd=None):
     """Live servers scoped to ``ninja_pid`` (or to any ninja, working in
     ``cwd``): the processes named ``gpsimd-server`` that hold a listening
-    socket named for that ninja (a server is a fork of a step, with the
-    step's command line)."""
+    socket named for that ninja."""
     names = _listening_names()
     found = []
     for pid in os.listdir("/proc"):
@@ -115,7 +114,7 @@ def _servers(ninja_pid, cwd=None):
             continue
         scopes = [names[i].split("/")[2] for i in names if f"socket:[{i}]" in held]
         if not scopes:
-            continue            # (the SCons path's server, on its control socket)
+            continue
         if ninja_pid is not None:
             if scopes[0].split(".")[0] != str(ninja_pid):
                 continue
@@ -156,7 +155,7 @@ def _log_lines(log):
 
 
 def _env(log, runtime_model=ROOT / "runtime_model", **more):
-    env = dict(os.environ, PYTHONPATH=str(runtime_model), GPSIMD_EMU_HANDOFF_LOG=str(log))
+    env = dict(os.environ, PYTHONPATH=str(runtime_model), GPSIMD_EMU_SERVER_LOG=str(log))
     env.pop("GPSIMD_EMU_SERVER", None)
     env.update(more)
     return env
@@ -312,7 +311,7 @@ def test_a_stopped_server_fails_the_step_with_a_message_and_never_hangs_it(built
     user holding its name): the step says so and fails after
     FIRST_REPLY_TIMEOUT, or ends at once on a signal; the request it gave
     up on is never run when the server goes on."""
-    from gpsimd_emu.handoff import FIRST_REPLY_TIMEOUT
+    from gpsimd_emu.client.served import FIRST_REPLY_TIMEOUT
     proj, _ = built_project
     log = tmp_path / "handoff.log"
     env = _env(log)
@@ -328,7 +327,7 @@ def test_a_stopped_server_fails_the_step_with_a_message_and_never_hangs_it(built
             got = ninja.run(cmd, proj, env)
             took = time.monotonic() - start
             assert got["rc"] == 1 and got["out"] == "", got
-            assert f"gpsimd_emu: the emulator server of this ninja run (pid {server}) did not " \
+            assert f"gpsimd_emu: the emulator server of this build (pid {server}) did not " \
                    f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run" in got["err"]
             assert FIRST_REPLY_TIMEOUT <= took < FIRST_REPLY_TIMEOUT + 5
             step = ninja.start(cmd, proj, env)            # Ctrl-C while it waits: ends at once
@@ -357,7 +356,7 @@ def test_a_server_stopped_during_a_run_does_not_hang_its_step(hostile, tmp_path)
             os.kill(step, signal.SIGINT)                  # forwarded: the run ends
             got = ninja.result()
             assert got["rc"] == 1, got
-            assert "the emulator server of this ninja run ended, or stopped answering, " \
+            assert "the emulator server of this build ended, or stopped answering, " \
                    "during the run" in got["err"]
         finally:
             os.kill(servers[0], signal.SIGCONT)
@@ -475,10 +474,13 @@ _SERVE = r'''
 listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 listener.bind(b"\0" + sys.argv[1].encode())
 listener.listen(8)
-srv = ninja_server.NinjaServer(listener, os.pidfd_open(os.getppid()), dict(os.environ), "print")
+import json
+from gpsimd_emu.client import protocol
+files = protocol.model_files()
+srv = server.Server(listener, os.pidfd_open(os.getppid()), os.getppid(), files)
 if START:
     srv.start_loading()
-print("listening", flush=True)
+print(json.dumps(files), flush=True)       # (listening)
 try:
     srv.serve()
 finally:
@@ -487,8 +489,8 @@ finally:
 
 _SLOW_SERVER = r'''
 import os, socket, sys, time
-from gpsimd_emu import ninja_server, server
-ninja_server.LOAD_WAIT = float(sys.argv[2])
+from gpsimd_emu import server
+server.LOAD_WAIT = float(sys.argv[2])
 server._preload = lambda: time.sleep(float(sys.argv[3]))      # a load that takes long
 START = False
 ''' + _SERVE
@@ -499,14 +501,14 @@ def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gon
     LOAD_WAIT is answered ``here`` (its step runs itself), one whose step
     is gone is dropped (never run), and one that is still there when the
     load ends is served."""
-    from gpsimd_emu import scope
+    from gpsimd_emu.client import protocol as scope
     name = f"gpsimd-test/{os.getpid()}/{time.monotonic_ns()}"
     env = _env(tmp_path / "log")
     srv = subprocess.Popen([sys.executable, "-c", _SLOW_SERVER, name, "1.0", "1.8"], env=env,
                            stdout=subprocess.PIPE, text=True)
     clients = []
     try:
-        assert srv.stdout.readline() == "listening\n"
+        files = json.loads(srv.stdout.readline())
 
         def request(results):
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -514,7 +516,7 @@ def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gon
             r, w = os.pipe()
             message = scope.encode({"argv": ["run", "missing.json", "--results", str(results)],
                                     "cwd": str(tmp_path), "env": env, "umask": 0o022,
-                                    "fingerprint": "print"})
+                                    "files": files})
             socket.send_fds(sock, [message], [w, w])
             os.close(w)
             clients.append((sock, r))
@@ -548,7 +550,7 @@ def test_a_waiting_request_is_answered_here_after_load_wait_and_dropped_when_gon
 
 _EDITING_SERVER = r'''
 import os, pathlib, socket, sys, time
-from gpsimd_emu import ninja_server, scope, server
+from gpsimd_emu import server
 settings = pathlib.Path(server.__file__).with_name("settings.py")
 def load():                              # a model file edited while the model loads
     time.sleep(0.3)
@@ -561,7 +563,7 @@ START = True
 def test_a_server_whose_model_changed_while_it_loaded_serves_no_step(tmp_path):
     """What it imported may be either version: every step is answered
     ``here`` (and runs its own vectors), the one waiting too."""
-    from gpsimd_emu import scope
+    from gpsimd_emu.client import protocol as scope
     model = tmp_path / "runtime_model"
     shutil.copytree(ROOT / "runtime_model", model,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -570,13 +572,13 @@ def test_a_server_whose_model_changed_while_it_loaded_serves_no_step(tmp_path):
     srv = subprocess.Popen([sys.executable, "-c", _EDITING_SERVER, name], env=env,
                            stdout=subprocess.PIPE, text=True)
     try:
-        assert srv.stdout.readline() == "listening\n"
+        files = json.loads(srv.stdout.readline())
         for _ in range(2):                 # (while it loads, and after)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
             sock.connect(b"\0" + name.encode())
             r, w = os.pipe()
             socket.send_fds(sock, [scope.encode({"argv": ["run", "x.json"], "cwd": "/",
-                                                 "env": env, "fingerprint": "print"})],
+                                                 "env": env, "files": files})],
                             [w, w])
             os.close(w)
             sock.settimeout(10)

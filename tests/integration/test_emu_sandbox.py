@@ -285,7 +285,7 @@ def test_what_a_kernel_writes_is_bounded(sandboxed):
 
 def test_an_uncontained_run_says_what_is_missing(sandboxed):
     proj, _, _ = sandboxed
-    env = dict(os.environ, GPSIMD_EMU_CONTAIN="pgroup")
+    env = dict(os.environ, GPSIMD_EMU_CONTAIN="pgroup", PYTHONPATH=str(proj / "runtime_model"))
     proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run",
                            "build/host/sandbox/testplan.json", "--results", "r.json"],
                           cwd=str(proj), env=env, capture_output=True, text=True, timeout=120)

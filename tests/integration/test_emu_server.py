@@ -1,20 +1,24 @@
-"""The build's emulator server (``gpsimd_emu.server``, started by
-``gpsimd_tool/emu_server.py``): the same results, lines and signatures as
-the ``python -m gpsimd_emu run`` command it replaces, and a lifetime
-exactly that of the build. (Stopping it with signals and ``kill -9``:
+"""The build's emulator server (``gpsimd_emu.server``, through the
+client ``gpsimd_emu.client.served``, as ``gpsimd_tool/emu_server.py``
+uses it): the same results, lines and signatures as the ``python -m
+gpsimd_emu run`` command it replaces, and a lifetime exactly that of the
+build. (Stopping it with signals and ``kill -9``:
 ``test_emu_containment.py``.)"""
 import json
 import os
-import pathlib
 import socket
+import subprocess
 import sys
 import time
 
 from conftest import ROOT, action_lines, copy_project, run_scons
+from test_emu_handoff import _gone
 
 sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
 
 from gpsimd_tool import emu_server  # noqa: E402
+
+from gpsimd_emu.client import protocol, served  # noqa: E402
 
 
 def _results(proj):
@@ -65,28 +69,33 @@ def test_the_server_gives_the_commands_results_lines_and_signatures(tmp_path):
     assert [a for a in action_lines(again.stdout) if a[0] == "TEST"] == []
 
 
-def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_project,
-                                                                          tmp_path):
+def _served_by(pid):
+    """(name, parent's name, parent's pid) of process ``pid``, once it has
+    named itself (a forked run does so first thing)."""
+    deadline = time.monotonic() + 5
+    while True:
+        with open(f"/proc/{pid}/comm") as f:
+            name = f.read().strip()
+        if name != "gpsimd-server" or time.monotonic() > deadline:
+            break
+        time.sleep(0.001)
+    with open(f"/proc/{pid}/stat") as f:
+        ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+    with open(f"/proc/{ppid}/comm") as f:
+        return name, f.read().strip(), ppid
+
+
+def test_a_run_is_forked_by_the_server_which_ends_with_the_build(built_project, tmp_path):
     proj, _ = built_project
-    # as SConstruct passes it: no locale variable, so that the server's
+    # as the tool passes it: no locale variable, so that the server's
     # Python adds LC_CTYPE to its own environment (PEP 538) at start-up
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
     env["PYTHONPATH"] = str(ROOT / "runtime_model")
     seen = []
 
-    def started(run):
-        deadline = time.monotonic() + 5    # (the forked child names itself first thing)
+    def started(pid):
         try:
-            while True:
-                with open(f"/proc/{run.pid}/comm") as f:
-                    name = f.read().strip()
-                if name != "gpsimd-server" or time.monotonic() > deadline:
-                    break
-                time.sleep(0.001)
-            with open(f"/proc/{run.pid}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{ppid}/comm") as f:
-                seen.append((name, f.read().strip(), ppid))
+            seen.append(_served_by(pid))
         except FileNotFoundError:          # (a run that ended at once: a plan not there)
             seen.append(("ended", None, None))
 
@@ -97,40 +106,55 @@ def test_a_run_is_forked_by_the_server_which_ends_with_its_control_socket(built_
     cwd = os.getcwd()
     os.chdir(proj)
     try:
-        status = emu_server.run(args, env, started, lambda run: None)
-        server = emu_server._server
+        status = emu_server.run(args, env, started)
         assert status == 0
         assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
-        # the run was the server's child
-        assert seen == [("gpsimd-run", "gpsimd-server", server.proc.pid)]
+        # the run was the server's child, and the server no one's but init's
+        (name, parent, server), = seen
+        assert (name, parent) == ("gpsimd-run", "gpsimd-server")
+        assert server not in _descendants(os.getpid())
         # a bad plan: the command's own error and exit status
         assert emu_server.run(args[:4] + ["missing.json", "--results", str(results)], env,
-                              started, lambda run: None) == 2
-        # another PYTHONPATH is not this server's: left to the shell
-        assert emu_server.run(args, dict(env, PYTHONPATH="/elsewhere"), started,
-                              lambda run: None) is None
+                              started) == 2
+        # another PYTHONPATH would be another server: one that cannot start
+        # (no model there) takes nothing, and the run is left to the shell
+        assert emu_server.run(args, dict(env, PYTHONPATH="/elsewhere"), started) is None
         # another environment with this PYTHONPATH: a run forked for it, the
         # same results
         results.unlink()
-        assert emu_server.run(args, dict(env, GPSIMD_TEST_EXTRA="1"), started,
-                              lambda run: None) == 0
+        assert emu_server.run(args, dict(env, GPSIMD_TEST_EXTRA="1"), started) == 0
         assert results.read_bytes() == (proj / "build/host/elementwise/test-results.json").read_bytes()
+        assert {s[2] for s in seen if s[2]} == {server}
         # between runs, nothing of a run is left under the server
-        assert _descendants(server.proc.pid) == {}
+        assert _descendants(server) == {}
         # a request the server cannot read is answered, and the server lives on
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        socket.send_fds(server.sock, [b"{not json"], [theirs.fileno(), 1, 2])
-        theirs.close()
-        assert json.loads(mine.recv(4096))["error"].startswith("bad request")
-        mine.close()
-        assert emu_server.run(args, env, started, lambda run: None) == 0
+        name = served.name_for(served.this_process(), sys.executable, env)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        sock.connect(name)
+        socket.send_fds(sock, [b"{not marshal"], [1, 2])
+        assert protocol.decode(sock.recv(4096)) == {"here": "not a message"}
+        sock.close()
+        # only the served process stops it: another's stop is not obeyed
+        stopper = subprocess.run([sys.executable, "-c", _STOP, name.hex()], env=env)
+        assert stopper.returncode == 0
+        assert emu_server.run(args, env, started) == 0
     finally:
         os.chdir(cwd)
         emu_server.close()
-    assert server.proc.returncode == 0
-    assert not pathlib.Path(f"/proc/{server.proc.pid}").exists()
+    assert _gone([server], wait=0) == []   # (close waited for its exit)
     # closed for good: every later run is left to the shell
-    assert emu_server.run(args, env, started, lambda run: None) is None
+    assert emu_server.run(args, env, started) is None
+
+
+_STOP = """
+import socket, sys
+from gpsimd_emu.client import protocol
+sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+sock.connect(bytes.fromhex(sys.argv[1]))
+sock.send(protocol.encode({"stop": True}))
+sock.settimeout(5)
+assert sock.recv(10) == b""     # (closed: the message was taken)
+"""
 
 
 def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_path):
@@ -171,23 +195,22 @@ def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_proje
     plan = "build/host/elementwise/testplan.json"
     args = [sys.executable, "-m", "gpsimd_emu", "run", plan, "--results", "r.json"]
     runs = []
-    monkeypatch.setattr(emu_server, "_server", None)   # (another test closed this process's)
+    monkeypatch.setattr(emu_server, "_closed", False)   # (another test closed this process's)
     cwd = os.getcwd()
     os.chdir(proj)
     try:
-        assert emu_server.run(args, env, runs.append, lambda run: None) == 0
+        assert emu_server.run(args, env, runs.append) == 0
         loud = capfd.readouterr().out
         assert loud.count("PASS elementwise::") == 24 and "elementwise: 24 passed, 0 failed" in loud
         # another environment (a forked run), quiet: no line for a pass
-        assert emu_server.run(args, dict(env, GPSIMD_EMU_QUIET="1"), runs.append,
-                              lambda run: None) == 0
+        assert emu_server.run(args, dict(env, GPSIMD_EMU_QUIET="1"), runs.append) == 0
         assert capfd.readouterr().out == ""
         # the server's environment again, and a plan that is not there
         for name in ("r.json", "r.failed.json"):
             (proj / name).write_text("{}")
         status = emu_server.run(args[:4] + ["missing.json", "--results", "r.json",
                                             "--failed-results", "r.failed.json"],
-                                env, runs.append, lambda run: None)
+                                env, runs.append)
         got = capfd.readouterr()
         assert len(runs) == 3
         assert status == 2 and got.out == ""

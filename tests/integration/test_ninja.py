@@ -100,14 +100,14 @@ def test_results_rewritten_unchanged_leave_the_next_build_null(ninja_project):
 
 def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_path):
     """The test steps of one ninja run hand their runs to one emulator
-    server (gpsimd_emu.handoff), started by the first, gone when ninja
+    server (gpsimd_emu.server), started by the first, gone when ninja
     ends; the results are the same bytes. With scons EMU_SERVER=0 (ninja's
     $GPSIMD_EMU_SERVER=0) none is started."""
     from test_emu_handoff import _servers
     results = sorted((ninja_project / "build/host").glob("*/test-results.json"))
     before = {p: p.read_bytes() for p in results}
     log = tmp_path / "handoff.log"
-    env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
+    env = dict(os.environ, GPSIMD_EMU_SERVER_LOG=str(log))
     for p in results:
         p.unlink()
     proc = subprocess.Popen(NINJA_F, cwd=str(ninja_project), env=env, text=True,
@@ -178,7 +178,7 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     other = ninja_project / "kernels/elementwise/elementwise.cpp"
     other_text = other.read_text()
     log = tmp_path / "handoff.log"
-    env = dict(os.environ, GPSIMD_EMU_HANDOFF_LOG=str(log))
+    env = dict(os.environ, GPSIMD_EMU_SERVER_LOG=str(log))
 
     def run(*args):
         proc = subprocess.run([*NINJA_F, "-d", "explain", *args], cwd=str(ninja_project), env=env,

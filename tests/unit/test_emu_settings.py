@@ -73,15 +73,14 @@ def test_declared_input_bytes_reads_shapes_and_npy_headers(tmp_path):
 
 
 def test_the_build_names_the_same_variables():
-    """One fact, one place: the build side spells the emulator's variables
-    as ``gpsimd_emu.settings`` does (checked, not imported: the tool runs
-    before the model is importable)."""
+    """One fact, one place: the emulator's variables are named once, in its
+    client (``gpsimd_emu.client.protocol``), and the build and the model
+    take those names from there."""
     sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
+    from gpsimd_emu.client import protocol
     from gpsimd_tool import ninja_path, options
-    assert options.JOBS_ENV == settings.JOBS_ENV and ninja_path.JOBS_ENV is options.JOBS_ENV
-    assert options.QUIET_ENV == settings.QUIET_ENV
-    assert options.VERBOSE_ENV == settings.VERBOSE_ENV
-    from gpsimd_emu import handoff
-    assert ninja_path.SERVER_ENV == handoff.SERVER_ENV
+    for name in ("JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV"):
+        assert getattr(options, name) is getattr(settings, name) is getattr(protocol, name)
+    assert ninja_path.JOBS_ENV is protocol.JOBS_ENV and ninja_path.SERVER_ENV is protocol.SERVER_ENV
     assert set(settings.BLAS_THREADS_ENV) <= set(options.PASSED_ENV)
     assert "GPSIMD_EMU" not in (ROOT / "SConstruct").read_text()

@@ -130,7 +130,7 @@ def add_builders(env):
                         " $GPSIMD_TEST_NINJA_ARGS"),
         GPSIMD_TEST_NINJA_ARGS=[],   # the ninja path's (ninja_path.record_failures)
         # the ninja path's step before the test steps: their server, loading
-        # (gpsimd_emu.handoff.prestart; run as the test command runs, so
+        # (gpsimd_emu.client.prestart_step; run as the test command runs, so
         # that the server it starts is the one the test steps find)
         GPSIMD_PRESTARTCOM="$PYTHON -m gpsimd_emu prestart $TARGET",
         # the emulator's native program (gpsimd_device.zygote), with the host compiler

@@ -43,19 +43,14 @@ import SCons.Script
 
 from gpsimd_build import results_summary as states
 
-from .options import JOBS_ENV
-
 # (imported while the tool loads: SCons restores sys.path afterwards, and
 # without an installed package gpsimd_emu is found only through it)
-from gpsimd_emu import client
+from gpsimd_emu.client.protocol import JOBS_ENV, SERVER_ENV
+from gpsimd_emu.client.vectors import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
            "record_failures",
            "drop_jobs", "made_from", "prestart"]
-
-#: ``0`` turns off the ninja build's emulator server
-#: (``gpsimd_emu.handoff.SERVER_ENV``; ``EMU_SERVER=0``).
-SERVER_ENV = "GPSIMD_EMU_SERVER"
 
 
 def wanted() -> bool:
@@ -121,10 +116,10 @@ def _run_ninja(target, source, env) -> int:
     # commands, where -j would change every command line; a plain `ninja`
     # run leaves it to the emulator's default)
     run_env = dict(sanitize_shell_env(env["ENV"]), **{JOBS_ENV: str(jobs)})
-    if not env.get("EMU_SERVER", True):     # (gpsimd_emu.handoff: the test steps' server)
+    if not env.get("EMU_SERVER", True):     # (gpsimd_emu.client: the test steps' server)
         run_env[SERVER_ENV] = "0"
     return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
-                           preexec_fn=client.tied_to_me(signal.SIGTERM))
+                           preexec_fn=tied_to_me(signal.SIGTERM))
 
 
 def drop_jobs(env) -> None:
@@ -240,7 +235,7 @@ def made_from(nodes) -> List[Any]:
 
 
 def prestart(env, graph, lib_dir: str, results: List[Any]) -> Any:
-    """A library's prestart step (``gpsimd_emu.handoff.prestart``,
+    """A library's prestart step (``gpsimd_emu.client.prestart_step``,
     ``<lib_dir>/.emu-prestart``): it starts the ninja run's emulator
     server loading the model as the run begins, so that the library's
     test step (``results``, which needs it order-only) is served. Its

@@ -17,6 +17,9 @@ from typing import Iterable, List
 import SCons.Script
 from SCons.Script import BoolVariable, EnumVariable, PathVariable, Variables
 
+# (the emulator's variables, named once: imported while the tool loads)
+from gpsimd_emu.client.protocol import JOBS_ENV, QUIET_ENV, VERBOSE_ENV
+
 __all__ = ["PASSED_ENV", "PASSED_ENV_PREFIXES", "JOBS_ENV", "QUIET_ENV", "apply", "unknown"]
 
 #: What the actions see of the shell's environment: PATH and the settings
@@ -26,15 +29,6 @@ __all__ = ["PASSED_ENV", "PASSED_ENV_PREFIXES", "JOBS_ENV", "QUIET_ENV", "apply"
 PASSED_ENV = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
               "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 PASSED_ENV_PREFIXES = ("CCACHE_", "DISTCC_", "ICECC_")
-#: The emulator's share of the CPUs: the build's -j, in the actions'
-#: environment (not in a command: -j never re-runs a test); the emulator
-#: spells it so too (``gpsimd_emu.settings.JOBS_ENV``, checked by a test).
-JOBS_ENV = "GPSIMD_EMU_JOBS"
-#: ``1``: the emulator prints no PASS lines (``gpsimd_emu.settings.QUIET_ENV``).
-QUIET_ENV = "GPSIMD_EMU_QUIET"
-#: ``1``: the emulator prints what every vector's cores wrote
-#: (``gpsimd_emu.settings.VERBOSE_ENV``).
-VERBOSE_ENV = "GPSIMD_EMU_VERBOSE"
 
 
 def _variables(env) -> Variables:

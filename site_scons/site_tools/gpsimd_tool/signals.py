@@ -44,8 +44,26 @@ def spawn_with_server(sh, escape, cmd, args, env):
     forked by the server, every other command runs as :func:`spawn` runs
     it; returns the exit status."""
     emu_server.prestart(env)
-    status = emu_server.run(args, env, _started, _ended)
+    runs = []
+
+    def started(pid: int) -> None:
+        runs.append(ServedRun(pid))
+        _started(runs[-1])
+
+    try:
+        status = emu_server.run(args, env, started)
+    finally:
+        for run in runs:
+            _ended(run)
     return _shell(sh, args, env) if status is None else status
+
+
+class ServedRun:
+    """A run the server forked: ``pid``, the run's supervising process,
+    which stops its whole run on SIGINT or SIGTERM."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
 
 
 def _started(run) -> None:
@@ -103,7 +121,7 @@ def _forward(signum: int) -> None:
 def _signal(proc, sig: int) -> None:
     """Send ``sig`` to a running action: a server's run (its supervising
     process stops the whole run), or a shell and the command it started."""
-    pids = [proc.pid] if isinstance(proc, emu_server.ServerRun) else \
+    pids = [proc.pid] if isinstance(proc, ServedRun) else \
         _children(proc.pid) + [proc.pid]     # the shell last: it reparents them
     for pid in pids:
         try:

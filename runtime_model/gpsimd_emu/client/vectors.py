@@ -1,15 +1,7 @@
-"""The part of the emulator the front ends may import (stdlib only).
-
-The SCons tool, the build library and the pytest plugin start the
-emulator as commands (``python -m gpsimd_emu``, ``python -m
-gpsimd_emu.server``, ``python -m gpsimd_emu.vector_service``) and never
-import its model; what they need in-process lives here, and
-``tests/unit/test_layers.py`` fails on any other import of ``gpsimd_emu``
-from ``site_scons/``.
-
-* :func:`tied_to_me`: a child that dies with this process;
-* :class:`VectorClient`: a library's vectors, one request at a time, each
-  bounded in time, in a process of their own (the pytest plugin).
+"""A library's vectors run one at a time, each bounded in time, in a
+process of their own (``python -m gpsimd_emu.vector_service``): what the
+pytest plugin runs its vectors through (:class:`VectorClient`), and
+:func:`tied_to_me`, a child that dies with this process.
 """
 
 from __future__ import annotations
@@ -23,8 +15,8 @@ import sys
 import time
 from typing import Callable, List, Optional
 
-from . import contain
-from .settings import DEFAULT_TIMEOUT
+from .. import contain
+from ..settings import DEFAULT_TIMEOUT
 
 __all__ = ["tied_to_me", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
 

@@ -1,0 +1,20 @@
+"""The emulator's client: the only part of ``gpsimd_emu`` the front ends
+(the SCons tool, the build library, the pytest plugin) import, standard
+library only (``tests/unit/test_layers.py`` checks both).
+
+* ``protocol``: what a server and its clients agree on (names, messages,
+  the environment variables that steer them);
+* ``served``: test runs handed to the build's emulator server, the one
+  path of both build paths (``hand_off``; a ninja step's ``run_step``);
+* ``vectors``: one vector at a time in a process of its own
+  (``VectorClient``, the pytest plugin's path) and ``tied_to_me``.
+
+Importing this package imports ``protocol`` and ``served`` only (a ninja
+step imports it first thing: they cost no import time).
+"""
+
+from .protocol import LOG_ENV, SERVER_ENV
+from .served import hand_off, name_for, run_step, prestart_step, stop_server, this_process
+
+__all__ = ["LOG_ENV", "SERVER_ENV", "hand_off", "name_for", "run_step", "prestart_step",
+           "stop_server", "this_process"]

@@ -1,0 +1,180 @@
+"""What the emulator server (``gpsimd_emu.server``) and its clients
+(``gpsimd_emu.client.served``, the build) agree on: the environment
+variables that steer the emulator (each name defined here only), the process a server serves (``served_by``, ``find_ninja``,
+``proc_stat``), the server's abstract socket name (``server_name``), the
+model's files a server must share with a client (``model_files``), the
+user and pid at the other end of a socket, and the message format
+(``encode``, ``decode``: ``marshal``).
+
+Standard library only, and only modules that cost a command no import
+time (no json, socket, typing, which import re and enum): a ninja test
+step imports this before anything else.
+"""
+
+from __future__ import annotations
+
+import _socket as socket
+import binascii
+import marshal
+import os
+import struct
+
+__all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE", "find_ninja", "served_by", "model_files",
+           "include_dir", "server_key", "server_name", "peer_uid", "peer_pid", "encode",
+           "decode", "proc_stat"]
+
+#: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
+SERVER_ENV = "GPSIMD_EMU_SERVER"
+#: Diagnostics: a file each hand-off appends one line to, saying whether
+#: its run was served (``served pid=N``) or why not (``here: ...``).
+LOG_ENV = "GPSIMD_EMU_SERVER_LOG"
+#: The build's -j, in the test commands' environment (not in a command:
+#: -j never re-runs a test): the emulator's share of the CPUs.
+JOBS_ENV = "GPSIMD_EMU_JOBS"
+#: ``1``: the emulator prints no PASS line (``QUIET=1``; not in the command,
+#: so switching it re-runs nothing).
+QUIET_ENV = "GPSIMD_EMU_QUIET"
+#: ``1``: what a vector's cores wrote is printed under every line, not
+#: only under a failure's or a warning's (``VERBOSE=1``; not in the command).
+VERBOSE_ENV = "GPSIMD_EMU_VERBOSE"
+#: Largest message (bytes): a request's argv and environment.
+MAX_MESSAGE = 1 << 20
+
+#: Names of the processes that may stand between ninja and the step.
+_SHELLS = ("sh", "bash", "dash", "zsh")
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
+
+
+def proc_stat(pid: int) -> "tuple[str, int, int] | None":
+    """(comm, parent pid, start time in clock ticks) of ``pid`` from
+    ``/proc/PID/stat``, or None when it is gone or unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    head, _, tail = text.rpartition(")")
+    comm = head.partition("(")[2]
+    fields = tail.split()
+    try:
+        return comm, int(fields[1]), int(fields[19])    # fields 4 and 22 of proc(5)
+    except (IndexError, ValueError):
+        return None
+
+
+def served_by(pid: int) -> "tuple[int, int] | None":
+    """(pid, start time) of process ``pid``: what names the build a server
+    serves (a pid used again is another process); None when it is gone."""
+    stat = proc_stat(pid)
+    return None if stat is None else (pid, stat[2])
+
+
+def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
+    """(pid, start time) of the ninja process this process (or ``pid``)
+    runs under: its parent, or the parent of a shell between them; None
+    when there is none."""
+    current = os.getppid() if pid is None else pid
+    for _ in range(3):
+        stat = proc_stat(current)
+        if stat is None:
+            return None
+        comm, parent, start = stat
+        if comm == "ninja":
+            return current, start
+        if comm not in _SHELLS:
+            return None
+        current = parent
+    return None
+
+
+def include_dir() -> str:
+    """The folder of the device headers the model reads its facts from at
+    import (``gpsimd_device.headers.INCLUDE_DIR``, found the same way
+    without importing it)."""
+    package = os.path.join(_RUNTIME_MODEL, "gpsimd_device")
+    for candidate in (os.path.join(package, "include"), os.path.join(_RUNTIME_MODEL, "include")):
+        if os.path.isdir(os.path.join(candidate, "gpsimd_host")):
+            return candidate
+    return os.path.join(_RUNTIME_MODEL, "include")
+
+
+def _stat_line(path: str, label: str) -> "str | None":
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return f"{label}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def model_files() -> str:
+    """The size and time of every file of ``gpsimd_emu`` (this copy) and
+    ``gpsimd_device`` and of the device headers they read at import, one
+    line each: a model or a header edited during the build is not a
+    running server's. (numpy's and ml_dtypes' versions are the
+    interpreter's and its path's: ``server_key``.)"""
+    parts = []
+    folders = [(os.path.join(_RUNTIME_MODEL, p), p) for p in ("gpsimd_emu", "gpsimd_device")]
+    folders += [(os.path.join(_PACKAGE_DIR, "client"), "gpsimd_emu/client"),
+                (os.path.join(include_dir(), "gpsimd_host"), "gpsimd_host")]
+    for folder, label in folders:
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            names = []
+        for name in names:
+            if name.endswith((".py", ".c", ".h")):
+                line = _stat_line(os.path.join(folder, name), f"{label}/{name}")
+                if line:
+                    parts.append(line)
+    return "\n".join(parts)
+
+
+def server_key(python: str, env: "dict[str, str]", cwd: str, files: "str | None" = None) -> str:
+    """What a run must share with a server to be run as its command would
+    run: the interpreter ``python``, the ``PYTHON*`` variables of its
+    environment ``env`` (its path and flags), its directory ``cwd`` (the
+    first entry of ``sys.path`` under ``-m``), and the model's ``files``
+    (:func:`model_files`, read when not given)."""
+    flags = sorted((k, v) for k, v in env.items() if k.startswith("PYTHON"))
+    return "\n".join([python, repr(flags), cwd, model_files() if files is None else files])
+
+
+def server_name(served: "tuple[int, int]", key: str) -> bytes:
+    """The abstract socket name of the server for the process ``served``
+    (pid, start time) of this user and ``key`` (``server_key``; its CRC:
+    another version of the model has another server, and the server
+    compares its own files to a request's)."""
+    crc = binascii.crc32(key.encode())
+    return f"\0gpsimd-emu/{os.getuid()}/{served[0]}.{served[1]}/{crc:08x}".encode()
+
+
+def _peer(sock) -> "tuple[int, int, int]":
+    creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", creds)
+
+
+def peer_uid(sock) -> int:
+    """The user id of the process at the other end of ``sock`` (a
+    ``socket.socket`` or ``_socket.socket``)."""
+    return _peer(sock)[1]
+
+
+def peer_pid(sock) -> int:
+    """The pid of the process at the other end of ``sock``."""
+    return _peer(sock)[0]
+
+
+def encode(message: dict) -> bytes:
+    """A message of the protocol (module text)."""
+    return marshal.dumps(message)
+
+
+def decode(data: bytes) -> "dict | None":
+    """The message in ``data``, or None when it is not one."""
+    try:
+        message = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return None
+    return message if isinstance(message, dict) else None
