@@ -40,7 +40,10 @@ steps that are not a compiler, linker or archiver run this module:
     ``.report-cache`` beside it), written on every run of the step. When a
     vector failed or a library has no current results, the step prints
     the summary itself and exits 1 (ninja then prints no other summary,
-    and its own status is 1).
+    and its own status is 1). With ``--inputs SPEC --ninja-dir DIR``, it
+    also records what ninja built each library from
+    (``gpsimd_build.ninjarecord``: the pytest plugin's record, as scons
+    writes it on its own path).
 
 Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
 success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
@@ -205,6 +208,14 @@ def _summary(args: argparse.Namespace) -> int:
                    for n, st, _, p in found]
         write_atomically(args.report,
                          render_from_files(entries, True, lines[-1], cache).encode("utf-8"))
+    if args.inputs:
+        from . import freshness, ninjarecord
+        record = os.path.join(os.path.dirname(args.inputs), freshness.RECORD_NAME)
+        try:
+            ninjarecord.update(args.inputs, args.ninja_dir, record)
+        except OSError as e:
+            sys.stderr.write(f"gpsimd_build: cannot write {record}: {e.strerror} (errno "
+                             f"{e.errno}); the pytest plugin will ask for another build\n")
     ok = all(st in states.COUNTED and res.failed == 0 for _, st, res, _ in found)
     if not ok:      # (the step fails: ninja's edge that prints the summary does not run)
         sys.stdout.write(text)
@@ -253,6 +264,11 @@ def build_parser() -> argparse.ArgumentParser:
                          "not run in this build")
     sm.add_argument("--multicore", action="append", default=[],
                     help="a multicore library (its vectors are drawn in the report)")
+    sm.add_argument("--inputs", metavar="SPEC",
+                    help="also record what ninja built each library from (the spec "
+                         "gpsimd_build.ninjarecord reads; the record is written beside it)")
+    sm.add_argument("--ninja-dir", default=".",
+                    help="ninja's builddir (its .ninja_log and .ninja_deps), with --inputs")
     sm.add_argument("results", nargs="*")
     sm.set_defaults(run=_summary)
     return p

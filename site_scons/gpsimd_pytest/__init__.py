@@ -17,8 +17,9 @@ vectors, saying to build first, when it is missing, is not the plan of
 the manifest as it is now, or when the library's manifest entry (sources,
 includes, ``cflags``, ops) or a file its objects were built from (a
 kernel, a header, a shape source, the runtime), or the objects themselves,
-changed since the last ``scons`` recorded them (``gpsimd_build.freshness``; after a ``ninja``
-build, ``ninja -n`` decides): old objects are never tested as if they were
+changed since the last build recorded them (``gpsimd_build.freshness``;
+``scons`` writes the record, and so does a ``ninja`` run on that path,
+``gpsimd_build.ninjarecord``): old objects are never tested as if they were
 the sources' objects. Each vector runs and is judged by the emulator's
 ``LibrarySession`` (one per library and process), the implementation the
 SCons test node runs through ``python -m gpsimd_emu run``: a failure's
@@ -185,8 +186,8 @@ class _Vectors:
         """``(path, "")`` of the emulator's program the last ``scons``
         built (``<BUILD_DIR>/host/emu/gpsimd-zygote``, as the build's test
         commands run it) when the record vouches for it as it does for a
-        library's objects (or ``ninja -n`` does); else ``(None, why not and
-        the command that builds it)``."""
+        library's objects; else ``(None, why not and the command that
+        builds it)``."""
         if self._zygote is None:
             from gpsimd_build import freshness
             from gpsimd_device.zygote import PROGRAM_NAME
@@ -197,11 +198,11 @@ class _Vectors:
             else:
                 why = freshness.stale_entry(self._record(), freshness.ZYGOTE_ENTRY,
                                             freshness.ZYGOTE_ENTRY, self.root)
-                if why is None or _ninja_up_to_date(self.root, self._ninja_file(), [rel]):
+                if why is None:
                     self._zygote = (os.path.join(self.root, rel), "")
                 else:
-                    why = (f"no record of what it was built from{self._ninja_would('it')}"
-                           if why.startswith("no record") else f"{why} the last `scons`")
+                    why = ("no record of what it was built from" if why.startswith("no record")
+                           else f"{why} the last build")
                     self._zygote = (None, f"{rel} may be out of date ({why}): {build}")
         return self._zygote
 
@@ -212,18 +213,6 @@ class _Vectors:
         words = ["scons"] + ([] if os.path.normpath(self.build_dir) == "build"
                              else [f"BUILD_DIR={self.build_dir}"]) + ([target] if target else [])
         return "`" + " ".join(words) + "`"
-
-    def _ninja_would(self, what: str) -> str:
-        """The end of a "no record" reason when the folder has a
-        ``build.ninja`` (the record is scons's; ninja keeps none)."""
-        if os.path.isfile(self._ninja_file()):
-            return (f", and `ninja -f {os.path.join(self.build_dir, 'build.ninja')} -n` "
-                    f"would rebuild {what}")
-        return ""
-
-    def _ninja_file(self) -> str:
-        """The build folder's ``build.ninja`` (``scons --experimental=ninja``)."""
-        return os.path.join(self.root, self.build_dir, "build.ninja")
 
     def _record(self):
         """The record of what the objects were built from (read once)."""
@@ -265,51 +254,22 @@ class _Vectors:
                 plan = TestPlan.load(os.path.join(self.root, rel))
             except PlanError as e:
                 return None, f"{e}: {build}"
-        why = self._stale(lib, [c.object for c in plan.cores]
-                          + ([rel] if lib.shape_sources else []))
+        why = self._stale(lib)
         if why:
             return None, f"the objects of {lib.name} may be out of date ({why}): {build}"
         if self.zygote()[0] is None:
             return None, self.zygote()[1]
         return self.client(os.path.join(self.root, rel)), None
 
-    def _stale(self, lib, objects: List[str]) -> Optional[str]:
+    def _stale(self, lib) -> Optional[str]:
         """Why the library's core objects may not be those of its manifest
         entry and sources as they are now (``gpsimd_build.freshness``: the
-        record the last ``scons`` wrote), or None. When the record cannot
-        vouch for them and the folder has a ``build.ninja``, ninja is asked
-        instead: no work to do for the objects (``ninja -n``) means they are
-        up to date."""
+        record the last build wrote), or None."""
         from gpsimd_build import freshness
         why = freshness.stale_input(self._record(), lib, self.root)
-        if why is None:
-            return None
-        if _ninja_up_to_date(self.root, self._ninja_file(), objects):
-            return None
-        return (f"no record of what they were built from{self._ninja_would('them')}"
-                if why.startswith("no record") else f"{why} the last `scons`")
-
-
-def _ninja_up_to_date(root: str, ninja_file: str, targets: List[str]) -> bool:
-    """Does ``ninja -f ninja_file -n`` in ``root`` find nothing to do for
-    ``targets``? False without the file or ninja, or on any error."""
-    import shutil
-    import subprocess
-    if not targets or not os.path.isfile(ninja_file):
-        return False
-    exe = shutil.which("ninja")
-    if exe is None:
-        try:
-            import ninja
-            exe = os.path.join(ninja.BIN_DIR, "ninja")
-        except ImportError:
-            return False
-    try:
-        proc = subprocess.run([exe, "-f", ninja_file, "-n", *targets], cwd=root, capture_output=True, text=True,
-                              timeout=120)
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return proc.returncode == 0 and proc.stdout.strip().endswith("ninja: no work to do.")
+        if why is None or why.startswith("no record"):
+            return why
+        return f"{why} the last build"
 
 
 class ManifestFile(pytest.File):

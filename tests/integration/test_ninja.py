@@ -2,6 +2,7 @@
 the same graph gives the same bytes and results as the plain SCons path,
 headers come from depfiles, build.ninja regenerates itself, the summary is
 printed by `cat`, and an interrupted ninja build leaves nothing stale."""
+import json
 import os
 import re
 import signal
@@ -261,10 +262,11 @@ def test_kill_9_of_scons_stops_the_ninja_it_runs(tmp_path):
     assert "ninja: build stopped: interrupted by user." in log.read_text()
 
 
-def test_the_pytest_plugin_asks_ninja_about_the_emulator_program(ninja_project):
-    """After a ninja build the record (scons's) has no entry for the
-    emulator's program: ``ninja -n`` vouches for it, and a changed leader.c
-    is named as what ninja would rebuild."""
+def test_a_ninja_run_records_what_it_built_from_for_the_pytest_plugin(ninja_project):
+    """The summary step writes the inputs record from ninja's logs, as
+    scons does on its path: the emulator's program and each library are
+    vouched for after a ninja run, a changed source (or a header, from
+    ninja's deps log) is named until ninja has rebuilt from it."""
     def header():
         paths = [str(ninja_project / "site_scons"), str(ninja_project / "runtime_model")]
         proc = subprocess.run([sys.executable, "-m", "pytest", "-p", "gpsimd_pytest",
@@ -274,18 +276,30 @@ def test_the_pytest_plugin_asks_ninja_about_the_emulator_program(ninja_project):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         return [line for line in proc.stdout.splitlines() if line.startswith("gpsimd:")]
     rel = "build/host/emu/gpsimd-zygote"
+    record = json.loads((ninja_project / "build/host/inputs.json").read_text())
+    libraries = {p.parent.name for p in (ninja_project / "build/host").glob("*/testplan.json")}
+    assert len(libraries) == 8 and set(record["libraries"]) == {":zygote", *libraries}
+    assert "runtime_model/include/torch/detail/tensor.h" in record["libraries"]["relu"]["files"]
     assert header() == [f"gpsimd: the vectors run in {rel}"]
     (ninja_project / "runtime_model/gpsimd_emu/leader.c").touch()
-    assert header() == [f"gpsimd: the vectors cannot run: {rel} may be out of date (no record "
-                        "of what it was built from, and `ninja -f build/build.ninja -n` would "
-                        f"rebuild it): build it first: `scons {rel}`"]
+    assert header() == [f"gpsimd: the vectors cannot run: {rel} may be out of date "
+                        "(runtime_model/gpsimd_emu/leader.c changed since the last build): "
+                        f"build it first: `scons {rel}`"]
     ninja(ninja_project)
     assert header() == [f"gpsimd: the vectors run in {rel}"]
+    after = json.loads((ninja_project / "build/host/inputs.json").read_text())
+    leader = "runtime_model/gpsimd_emu/leader.c"
+    assert after["files"][leader][1] == (ninja_project / leader).stat().st_mtime_ns
 
 
 def test_headers_come_from_depfiles(ninja_project):
     deps = ninja(ninja_project, "-t", "deps", "build/host/relu/obj/kernels/relu/relu.o").stdout
     assert "(VALID)" in deps and "runtime_model/include/torch/detail/tensor.h" in deps
+    # the inputs record reads ninja's deps log itself, as ninja does
+    from gpsimd_build import ninjarecord
+    read = ninjarecord.read_deps_log(str(ninja_project / "build/.ninja/.ninja_deps"))
+    assert read["build/host/relu/obj/kernels/relu/relu.o"] == \
+        [line.strip() for line in deps.splitlines()[1:] if line.strip()]
     (ninja_project / "runtime_model/include/torch/detail/ops.h").touch()
     dry = ninja(ninja_project, "-n").stdout
     assert "build/host/relu/obj/kernels/relu/relu.o" in dry

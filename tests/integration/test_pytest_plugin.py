@@ -229,7 +229,7 @@ def test_the_emulator_program_runs_only_as_the_record_vouches_for_it(built, tmp_
     good = program.read_bytes()
     program.write_bytes(good + b"\0")                           # changed behind the build
     proc = run()
-    why = f"{rel} may be out of date ({rel} changed since the last `scons`): {build}"
+    why = f"{rel} may be out of date ({rel} changed since the last build): {build}"
     assert f"gpsimd: the vectors cannot run: {why}\n" in proc.stdout
     assert f"FAIL team::negate[inline] (ops.yaml:16:13): {why}" in proc.stdout
 
@@ -264,7 +264,7 @@ def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):
     ok = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert _outcomes(ok.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}
 
-    stale = ("the objects of team may be out of date ({} changed since the last `scons`): "
+    stale = ("the objects of team may be out of date ({} changed since the last build): "
              "build it first: `scons team`")
     (other / "src/sign.h").write_text("#define SIGN 1\n")      # now a wrong kernel
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
@@ -289,7 +289,7 @@ def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}
 
-    # the ninja path: the record is the generating run's; ninja -n decides
+    # the ninja path: its summary step writes the record from ninja's logs
     if importlib.util.find_spec("ninja") is None:
         return
     import ninja
@@ -321,7 +321,7 @@ def test_a_manifest_flag_a_missing_object_or_an_edit_during_the_build_is_never_t
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
     assert ("the objects of team may be out of date (its manifest entry (sources, includes, "
-            "cflags or ops) changed since the last `scons`): build it first: `scons team`"
+            "cflags or ops) changed since the last build): build it first: `scons team`"
             in proc.stdout), proc.stdout
     manifest.write_text(MANIFEST)
     assert _outcomes(pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA").stdout)[IDS[0]] \
@@ -329,7 +329,7 @@ def test_a_manifest_flag_a_missing_object_or_an_edit_during_the_build_is_never_t
     (other / "build/host/team/team.packed.so").unlink()
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert ("the objects of team may be out of date (build/host/team/team.packed.so is gone "
-            "since the last `scons`): build it first: `scons team`") in proc.stdout, proc.stdout
+            "since the last build): build it first: `scons team`") in proc.stdout, proc.stdout
 
     # an edit while the build runs (here: once its test run has started,
     # after the compile read the kernel): recorded as the build saw it
@@ -346,7 +346,7 @@ def test_a_manifest_flag_a_missing_object_or_an_edit_during_the_build_is_never_t
     assert scons.wait(timeout=600) == 2           # (its [wrong] vector fails)
     proc = pytest_in(other, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
-    assert "(src/negate.cpp changed since the last `scons`)" in proc.stdout, proc.stdout
+    assert "(src/negate.cpp changed since the last build)" in proc.stdout, proc.stdout
 
 
 def test_a_library_with_shape_functions_runs_its_shaped_plan(tmp_path):

@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import buildfolder, codegen, layout, testplan
+from gpsimd_build import buildfolder, codegen, layout, ninjarecord, testplan
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
@@ -346,8 +346,11 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         # test line; a library's results come before the next one's compiles)
         default = [n for pair in zip(all_stack, all_results) for n in pair] + all_versions
         if to_ninja:
+            # (what ninja built each library from, recorded by the summary step)
+            spec = graph.text(f"{profile_dir}/{ninjarecord.SPEC_NAME}",
+                              ninja.inputs_spec(inputs.roots, graph.programs()))
             default += ninja.summary(env, all_results, profile_dir, len(collection.libraries),
-                                     [lib.name for lib in libraries if lib.multicore])
+                                     [lib.name for lib in libraries if lib.multicore], spec)
         env.Default(env.Alias("all", default))
     else:
         env.Default(env.Alias("all", all_loadable + all_versions))

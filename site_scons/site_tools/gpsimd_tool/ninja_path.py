@@ -35,12 +35,13 @@ action, nothing falls back to calling SCons). What ninja needs on top:
 import os
 import signal
 import sys
-from typing import Any, Iterable, List
+from typing import Any, Dict, Iterable, List, Tuple
 
 import SCons.Action
 import SCons.Node
 import SCons.Script
 
+from gpsimd_build import ninjarecord
 from gpsimd_build import results_summary as states
 
 # (imported while the tool loads: SCons restores sys.path afterwards, and
@@ -186,8 +187,36 @@ def record_failures(env, profile_dir: str) -> None:
         for a in ("--stale", f"{profile_dir}/{name}")]
 
 
+def inputs_spec(roots: Dict[str, Tuple[str, List[Any]]], programs: Iterable[Any]) -> str:
+    """The text of the inputs spec (``gpsimd_build.ninjarecord``): for each
+    entry of ``roots`` (name -> ``(key, root nodes)``, the inputs record's)
+    every step below its roots with the files no step makes that it reads
+    (its sources and explicit dependencies; the headers come from ninja's
+    deps log), leaving out ``programs`` (the compilers) and files outside
+    the project (absolute paths)."""
+    skip = {id(n) for n in programs}
+    out = {}
+    for name, (key, nodes) in roots.items():
+        steps: Dict[str, List[str]] = {}
+        todo, seen = list(nodes), set()
+        while todo:
+            node = todo.pop()
+            if id(node) in seen or not node.has_builder():
+                continue
+            seen.add(id(node))
+            reads = []
+            for child in list(node.sources) + list(node.depends):
+                if child.has_builder():
+                    todo.append(child)
+                elif id(child) not in skip and not os.path.isabs(child.path):
+                    reads.append(child.path)
+            steps[node.path] = reads
+        out[name] = (key, [n.path for n in nodes], steps)
+    return ninjarecord.spec_text(out)
+
+
 def summary(env, results: List[Any], profile_dir: str, libraries: int,
-            multicore: Iterable[str] = ()) -> List[Any]:
+            multicore: Iterable[str] = (), spec: Any = None) -> List[Any]:
     """The summary step (``test-summary.txt`` and ``report.html`` from every
     results file; ``multicore``: the multicore libraries' names), the edge
     that prints it on every run (``cat``; its output is never made, so
@@ -195,15 +224,19 @@ def summary(env, results: List[Any], profile_dir: str, libraries: int,
     with its results marked as not run in this build), and the edge that
     begins every run, before the test steps and the summary step: it marks
     when the run began (``.run-start``), so that the summary tells results
-    this run made from those an earlier run made. Returns the nodes to
-    build by default."""
+    this run made from those an earlier run made. ``spec``: the inputs
+    spec's node (:func:`inputs_spec`), from which the summary step also
+    writes the inputs record. Returns the nodes to build by default."""
     stamp = f"{profile_dir}/.run-start"
     begin = env.Command(f"{profile_dir}/.run-begun", [], f"touch {stamp}")
+    record = [] if spec is None else ["--inputs", spec.path, "--ninja-dir", env["NINJA_DIR"]]
     text = env.GpsimdSummary(
         [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"], results,
         GPSIMD_LIBRARIES=[str(libraries), "--since", stamp,
                           "--report", f"{profile_dir}/{states.REPORT_FILE}"]
-        + [a for name in multicore for a in ("--multicore", name)])[:1]
+        + [a for name in multicore for a in ("--multicore", name)] + record)[:1]
+    if spec is not None:
+        env.Depends(text, spec)
     env.Requires(list(results) + text, begin)
     # (a summary older than this run's start is an earlier run's: its
     # results were not run in this build, and it says so)

@@ -1,0 +1,95 @@
+"""The inputs record on the ninja path (gpsimd_build.ninjarecord): ninja's
+build and deps logs read as ninja writes them, and a library recorded only
+when ninja holds it up to date, a file edited while its step ran
+included. (With a real ninja: test_ninja.py.)"""
+import json
+import os
+import struct
+
+from gpsimd_build import freshness, ninjarecord
+
+
+def _deps_log(path, records):
+    """A version-4 deps log: ``records`` is a list of (output, [inputs])."""
+    ids, out = {}, [b"# ninjadeps\n", struct.pack("<i", 4)]
+
+    def path_id(p):
+        if p not in ids:
+            data = p.encode()
+            data += b"\0" * (-len(data) % 4)
+            out.append(struct.pack("<I", len(data) + 4) + data
+                       + struct.pack("<I", (~len(ids)) & 0xFFFFFFFF))
+            ids[p] = len(ids)
+        return ids[p]
+
+    for output, inputs in records:
+        o = path_id(output)
+        ins = [path_id(i) for i in inputs]
+        body = struct.pack(f"<iII{len(ins)}i", o, 5, 0, *ins)
+        out.append(struct.pack("<I", len(body) | 0x80000000) + body)
+    path.write_bytes(b"".join(out))
+
+
+def test_the_deps_log_is_read_last_record_wins_and_a_torn_tail_is_dropped(tmp_path):
+    log = tmp_path / ".ninja_deps"
+    _deps_log(log, [("a.o", ["a.cpp", "x.h"]), ("b.o", ["b.cpp"]), ("a.o", ["a.cpp", "y.h"])])
+    assert ninjarecord.read_deps_log(str(log)) == {"a.o": ["a.cpp", "y.h"], "b.o": ["b.cpp"]}
+    whole = log.read_bytes()
+    log.write_bytes(whole[:-3])                      # (ninja killed while writing)
+    assert ninjarecord.read_deps_log(str(log)) == {"a.o": ["a.cpp", "x.h"], "b.o": ["b.cpp"]}
+    log.write_bytes(b"# ninjadeps\n" + struct.pack("<i", 3) + whole[16:])
+    assert ninjarecord.read_deps_log(str(log)) == {}            # another version
+    assert ninjarecord.read_deps_log(str(tmp_path / "none")) == {}
+
+
+def test_the_build_log_gives_each_outputs_last_recorded_time(tmp_path):
+    log = tmp_path / ".ninja_log"
+    log.write_text("# ninja log v7\n0\t5\t100\ta.o\tabc\n1\t9\t200\tb.o\tdef\n"
+                   "2\t8\t300\ta.o\tabc\njunk\n")
+    assert ninjarecord.read_build_log(str(log)) == {"a.o": 300, "b.o": 200}
+    log.write_text("# ninja log v4\n0\t5\t100\ta.o\n")
+    assert ninjarecord.read_build_log(str(log)) == {}
+
+
+def _project(tmp_path):
+    """Sources at time 100, a step ``lib.so`` <- ``a.o`` <- ``a.cpp``
+    (+ ``x.h`` from the deps log) that ninja ran at 200."""
+    for name in ("a.cpp", "x.h", "lib.so", "a.o", "plan.json"):
+        (tmp_path / name).write_text(name)
+        os.utime(tmp_path / name, ns=(100, 100))
+    spec = tmp_path / ninjarecord.SPEC_NAME
+    spec.write_text(ninjarecord.spec_text({"lib": ("KEY", ["lib.so", "plan.json"], {
+        "lib.so": [], "a.o": ["a.cpp", "/usr/include/stdio.h"]})}))
+    ninja_dir = tmp_path / ".ninja"
+    ninja_dir.mkdir()
+    (ninja_dir / ".ninja_log").write_text("# ninja log v7\n0\t1\t200\ta.o\th\n0\t1\t200\tlib.so\th\n")
+    _deps_log(ninja_dir / ".ninja_deps", [("a.o", ["a.cpp", "x.h", "/usr/include/stdio.h"])])
+    return spec, ninja_dir, tmp_path / freshness.RECORD_NAME
+
+
+def test_a_library_ninja_holds_up_to_date_is_recorded_with_its_headers(tmp_path):
+    spec, ninja_dir, record = _project(tmp_path)
+    assert ninjarecord.update(str(spec), str(ninja_dir), str(record), str(tmp_path)) == ["lib"]
+    doc = json.loads(record.read_text())
+    assert doc["libraries"] == {"lib": {"key": "KEY", "files": [
+        "a.cpp", "lib.so", "plan.json", "x.h"]}}       # (no absolute path)
+    assert doc["files"]["x.h"] == [3, 100]
+
+
+def test_a_header_edited_while_its_compile_ran_is_never_recorded_as_built(tmp_path):
+    """x.h's time (250) is after the compile's recorded start (200): the
+    object may hold the old header; the library keeps its old entry."""
+    spec, ninja_dir, record = _project(tmp_path)
+    freshness.update_record(str(record), {"lib": ("KEY", ["a.cpp"])}, {"a.cpp": (5, 1)})
+    before = record.read_bytes()
+    os.utime(tmp_path / "x.h", ns=(250, 250))
+    assert ninjarecord.update(str(spec), str(ninja_dir), str(record), str(tmp_path)) == []
+    assert record.read_bytes() == before
+    # likewise a step ninja has no record of running, and a missing root
+    os.utime(tmp_path / "x.h", ns=(100, 100))
+    (ninja_dir / ".ninja_log").write_text("# ninja log v7\n0\t1\t200\tlib.so\th\n")
+    assert ninjarecord.update(str(spec), str(ninja_dir), str(record), str(tmp_path)) == []
+    (ninja_dir / ".ninja_log").write_text("# ninja log v7\n0\t1\t200\ta.o\th\n0\t1\t200\tlib.so\th\n")
+    (tmp_path / "plan.json").unlink()
+    assert ninjarecord.update(str(spec), str(ninja_dir), str(record), str(tmp_path)) == []
+    assert record.read_bytes() == before
