@@ -10,6 +10,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 
@@ -37,6 +38,48 @@ def pytest_terminal_summary(terminalreporter):
             longrepr = report.longrepr
             reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
             f.write(json.dumps({"test": report.nodeid, "reason": reason}) + "\n")
+
+
+def _stop(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    """A stop signal stops the run: SIGINT even when the shell that started
+    pytest in the background ignores it (Python then never installs its
+    handler), and SIGTERM as SIGINT does, so that pytest unwinds and every
+    fixture's teardown runs (``pytest_unconfigure`` then ends what is left)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _stop)
+
+
+def _descendants(pid: int) -> list:
+    """Every live descendant of ``pid``, parents before children."""
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            with open(f"/proc/{parent}/task/{parent}/children") as f:
+                kids = [int(k) for k in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        out += kids
+        todo += kids
+    return out
+
+
+def pytest_unconfigure(config):
+    """No process of a test outlives the run, however it ended (an
+    interrupted test's servers and kernels included): every descendant of
+    this process left is killed. (An emulator server is no one's child,
+    but it ends with the build or ninja process it serves.)"""
+    for pid in _descendants(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def pytest_collection_modifyitems(config, items):

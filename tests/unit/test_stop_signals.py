@@ -1,0 +1,82 @@
+"""Ctrl-C stops the test run: SIGINT (even when the shell that started
+pytest ignores it, as a background job's does) or SIGTERM to the pytest
+process ends the run within seconds, its fixtures torn down, and no
+process a test started is left (tests/conftest.py)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import ROOT
+
+_CONFTEST = f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("gpsimd_root_conftest", {str(ROOT / 'tests' / 'conftest.py')!r})
+root = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(root)
+pytest_configure = root.pytest_configure
+pytest_unconfigure = root.pytest_unconfigure
+"""
+
+# a test that starts a process (which starts another, in a group of its
+# own), says so, and waits; its fixture's teardown leaves a mark
+_TESTS = """
+import os, pathlib, subprocess, time
+import pytest
+
+@pytest.fixture
+def marked():
+    yield
+    pathlib.Path("torn-down").write_text("yes")
+
+def test_waits(marked):
+    child = subprocess.Popen(["sh", "-c", "setsid sleep 300 & echo $! > grandchild; exec sleep 300"])
+    while not os.path.exists("grandchild") or not pathlib.Path("grandchild").read_text():
+        time.sleep(0.01)
+    pathlib.Path("started").write_text(str(child.pid))
+    time.sleep(300)
+"""
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig):
+    (tmp_path / "conftest.py").write_text(_CONFTEST)
+    (tmp_path / "test_wait.py").write_text(_TESTS)
+
+    def as_a_background_job():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                            "-p", "no:gpsimd_pytest", "-p", "no:randomly", "-n", "0"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           preexec_fn=as_a_background_job, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists():
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.02)
+        child = int((tmp_path / "started").read_text())
+        grandchild = int((tmp_path / "grandchild").read_text())
+        assert _alive(child) and _alive(grandchild)
+        start = time.monotonic()
+        run.send_signal(sig)
+        out, _ = run.communicate(timeout=30)
+        assert time.monotonic() - start < 5, out
+        assert run.returncode == 2 and "KeyboardInterrupt" in out, out
+        assert (tmp_path / "torn-down").read_text() == "yes"
+        assert not _alive(child) and not _alive(grandchild)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
