@@ -20,6 +20,7 @@ One small class per JSON object of the plan, each with its
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Dict, Mapping, Optional, Tuple
 
@@ -192,8 +193,10 @@ class OpPlan:
     """One op: ``name`` (the op name: what torch calls and messages use),
     its ``schema`` text, ``args`` in schema order, launcher ``stack_size``
     in bytes, its vectors, and ``kernel``, the kernel function's name when
-    it differs from the op name ("" otherwise; in the JSON only then).
-    :attr:`function` is what ``get_func_name`` registers."""
+    it differs from the op name ("" otherwise; in the JSON only then), and
+    ``explore``, ``(low, high)``: the finite range ``gpsimd_emu.explore``
+    draws input values from (None: each dtype's whole range; in the JSON
+    only when set). :attr:`function` is what ``get_func_name`` registers."""
 
     name: str
     schema: str = ""
@@ -201,6 +204,7 @@ class OpPlan:
     stack_size: int = DEFAULT_STACK_SIZE
     vectors: Tuple[VectorPlan, ...] = ()
     kernel: str = ""
+    explore: Optional[Tuple[float, float]] = None
 
     @property
     def function(self) -> str:
@@ -214,6 +218,8 @@ class OpPlan:
              "vectors": [v.to_json() for v in self.vectors]}
         if self.kernel and self.kernel != self.name:
             d["kernel"] = self.kernel
+        if self.explore is not None:
+            d["explore"] = {"low": self.explore[0], "high": self.explore[1]}
         return d
 
     @classmethod
@@ -237,9 +243,17 @@ class OpPlan:
         kernel = d.get("kernel") or ""
         if not isinstance(kernel, str):
             raise PlanError(f"{where}.kernel: expected a string, got {kernel!r}")
+        explore = d.get("explore")
+        if explore is not None:
+            explore = need_object(explore, f"{where}.explore")
+            low, high = explore.get("low"), explore.get("high")
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and
+                       math.isfinite(x) for x in (low, high)) or low > high:
+                raise PlanError(f"{where}.explore: expected finite low <= high, got {explore!r}")
+            explore = (float(low), float(high))
         return cls(str(d.get("name", "?")), str(d.get("schema", "")), tuple(parsed), stack,
                    tuple(VectorPlan.from_json(v, f"{where}.vectors[{i}]")
-                         for i, v in enumerate(vectors)), kernel)
+                         for i, v in enumerate(vectors)), kernel, explore)
 
 
 @dataclass(frozen=True)

@@ -75,9 +75,21 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
     return tuple(shape)
 
 
-def _cast(values: np.ndarray, dtype: dt.DType) -> np.ndarray:
+def _cast(values: np.ndarray, dtype: dt.DType, what: str = "values") -> np.ndarray:
+    """``values`` as ``dtype`` (out-of-range values wrap or saturate as
+    numpy casts them).
+
+    Raises:
+        PlanError: numpy has no cast from their dtype (e.g. an ``.npy`` of
+            raw bytes, ``V2``, as ``np.save`` writes an ml_dtypes array).
+    """
+    values = np.asarray(values)
     with np.errstate(all="ignore"):
-        return np.asarray(values).astype(dtype.numpy)
+        try:
+            return values.astype(dtype.numpy)
+        except (ValueError, TypeError):
+            raise PlanError(f"{what}: cannot convert {values.dtype} to {dtype.name} (save the "
+                            "array as float32 or an integer dtype)") from None
 
 
 def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
@@ -171,7 +183,7 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
         if shape is not None and tuple(raw.shape) != shape:
             raise PlanError(f"{what}: {spec.npy} has shape {list(raw.shape)}, "
                             f"the plan says {list(shape)}")
-        data = _cast(raw, dtype)
+        data = _cast(raw, dtype, f"{what}: {spec.npy}")
     return np.ascontiguousarray(data)
 
 

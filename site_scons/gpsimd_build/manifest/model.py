@@ -140,7 +140,9 @@ class Op:
     schema, ``schema_text`` the schema as written or, when ``schema_derived``,
     as derived from the shape function, ``stack_size`` the launcher stack in
     bytes (default 4196, §3c), ``vectors`` its test vectors in manifest
-    order. ``kernel_given``: the manifest wrote ``kernel:``."""
+    order. ``kernel_given``: the manifest wrote ``kernel:``. ``explore``:
+    ``(low, high)``, the finite range ``scons explore`` draws its tensor
+    inputs' values from, or None for each dtype's whole range."""
 
     name: str
     schema: OpSchema
@@ -151,6 +153,7 @@ class Op:
     kernel: str = ""
     schema_derived: bool = False
     kernel_given: bool = False
+    explore: Optional[Tuple[float, float]] = None
 
     @property
     def function(self) -> str:

@@ -116,10 +116,16 @@ class _OpChecks(_InputChecks):
                 vectors.append(self.vector(path + ("vectors", k), vec, library, name or "?",
                                            schema, op_defaults, reference, vector_names,
                                            shapes is not None))
+        explore = None
+        if isinstance(op.get("explore"), dict) and self.clean(path + ("explore",)):
+            explore = (float(op["explore"]["low"]), float(op["explore"]["high"]))
+            if explore[0] > explore[1]:
+                self.error(path + ("explore", "high"),
+                           f"explore: high ({explore[1]:g}) is below low ({explore[0]:g})")
         if schema is None or name is None or kernel is None \
                 or not self.clean(path, except_items_of="vectors"):
             return None
-        return Op(name=name, schema=schema, schema_text=str(schema) if derived else text,
+        return Op(explore=explore, name=name, schema=schema, schema_text=str(schema) if derived else text,
                   stack_size=int(op.get("stack_size", defaults.stack_size
                                         if defaults.stack_size is not None
                                         else DEFAULT_STACK_SIZE)),

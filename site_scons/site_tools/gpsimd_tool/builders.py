@@ -129,6 +129,13 @@ def add_builders(env):
                         "--locations $GPSIMD_LOCATIONS --zygote $GPSIMD_ZYGOTE $GPSIMD_EMU_FLAGS"
                         " $GPSIMD_TEST_NINJA_ARGS"),
         GPSIMD_TEST_NINJA_ARGS=[],   # the ninja path's (ninja_path.record_failures)
+        # `scons explore-<lib>`: a search for a failing input per op (never
+        # up to date: it always runs; gpsimd_emu.explore)
+        GPSIMD_EXPLORECOM=("$PYTHON -m gpsimd_emu.explore $SOURCE --zygote $GPSIMD_ZYGOTE "
+                           "--database ${TARGET.dir}/explore-db --save-dir $GPSIMD_EXPLORE_DIR "
+                           "--save-prefix explore/ --examples $EXPLORE_EXAMPLES "
+                           "--seed $EXPLORE_SEED ${EXPLORE_TIME and '--time-limit ' + "
+                           "EXPLORE_TIME or ''} $GPSIMD_EMU_FLAGS"),
         # the ninja path's step before the test steps: their server, loading
         # (gpsimd_emu.client.prestart_step; run as the test command runs, so
         # that the server it starts is the one the test steps find)
@@ -150,6 +157,7 @@ def add_builders(env):
         # sets the label per node; it is not part of the command)
         GPSIMD_TEST_LABEL="$TARGET",
         GPSIMD_TESTCOMSTR="TEST     $GPSIMD_TEST_LABEL",
+        GPSIMD_EXPLORECOMSTR="EXPLORE  $GPSIMD_TEST_LABEL",
         GPSIMD_STACKCOMSTR="STACK    $TARGET",
     )
     cscan = SCons.Scanner.C.CScanner()
@@ -175,6 +183,8 @@ def add_builders(env):
         "GpsimdStackReport": SCons.Builder.Builder(
             action=act("GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
+        "GpsimdExplore": SCons.Builder.Builder(
+            action=act("GPSIMD_EXPLORECOM", "$GPSIMD_EXPLORECOMSTR")),
         "GpsimdPrestart": SCons.Builder.Builder(action=act("GPSIMD_PRESTARTCOM", None)),
         "GpsimdZygote": SCons.Builder.Builder(
             action=act("GPSIMD_ZYGOTECOM", "$GPSIMD_ZYGOTECOMSTR"), source_scanner=cscan),

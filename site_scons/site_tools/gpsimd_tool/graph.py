@@ -233,6 +233,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if program is not None:
         inputs.add_zygote(program)
     all_results, all_loadable, all_versions, all_stack = [], [], [], []
+    all_explore: List[Any] = []
     all_schemas: List[Any] = []
     tests: List[LibraryTests] = []
     # a command line that names libraries builds the graph of those only
@@ -303,6 +304,17 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             if to_ninja:        # (its server loading as the run begins)
                 ninja.prestart(env, graph, lib_dir, results)
             env.Alias(f"test-{lib.name}", results)
+            # `scons explore-<lib>`: a search for failing inputs (always runs;
+            # a failing example's .npy go to explore/ beside the manifest)
+            explore = graph.uses(env.GpsimdExplore(
+                f"{lib_dir}/.explored", plan_node + loadable, GPSIMD_ZYGOTE=program,
+                GPSIMD_EXPLORE_DIR=env.Dir(os.path.join(os.path.dirname(lib.manifest),
+                                                        "explore")),
+                GPSIMD_TEST_LABEL=lib.name), "$PYTHON")
+            env.Depends(explore, emu_sources + [program])
+            env.AlwaysBuild(explore)
+            env.Alias(f"explore-{lib.name}", explore)
+            all_explore += explore
             all_results += results
             tests.append(LibraryTests(lib.name, results[0]))
             # `scons <lib>`: the inner loop: objects, stack report, tests
@@ -340,6 +352,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         env.AlwaysBuild(env.Alias("schemas", all_schemas, "@cat $SOURCES"))
     if profile.runs_tests:
         env.Alias("test", all_results)
+        env.Alias("explore", all_explore)
         env.Alias("stack-report", all_stack)
         # library by library, each one's stack report before its tests (a
         # report found up to date leaves the progress total before the

@@ -68,6 +68,10 @@ def _variables(env) -> Variables:
              "its cores allocate, e.g. 512M or 8G (empty: the emulator's default, 4G)", "")
     vars.Add("EMU_PARALLEL", "processes a test vector's cores may use at once; 0 runs them one "
              "after another (empty: the CPUs divided by the jobs of -j)", "")
+    vars.Add("EXPLORE_EXAMPLES", "inputs `scons explore` draws per op (gpsimd_emu.explore)", "100")
+    vars.Add("EXPLORE_SEED", "the seed of `scons explore` (the same seed, the same examples "
+             "while the example database under BUILD_DIR holds no failure)", "0")
+    vars.Add("EXPLORE_TIME", "seconds `scons explore` may search one op (empty: no limit)", "")
     vars.Add("CXX", "the host profile's C++ compiler", env.get("CXX") or "g++")
     vars.Add(EnumVariable("LINKER", "the host profile's linker: gold, bfd, or auto (gold when "
                           "ld.gold is on PATH: it links about 2.7x faster than bfd)", "auto",

@@ -1,0 +1,326 @@
+"""Explore: search each op of a library for a failing input, with no
+vector written for it, property-based (Hypothesis is the engine).
+
+``python -m gpsimd_emu.explore PLAN --zygote PROGRAM [--root DIR]
+[--examples N] [--seed S] [--max-elements N] [--time-limit S]
+[--database DIR] [--save-dir DIR] [--save-prefix P] [--timeout S]
+[--memory SIZE] [--parallel N] [--no-checks]`` (``scons explore-<lib>``
+runs it, with the test command's limits): for every op of the
+plan, draws inputs (:func:`inputs_strategy`), runs each as a vector
+through the library's session (``gpsimd_emu.session``: every check of the
+emulator, and the reference compared as a vector's is) and prints one
+line per op:
+
+* ``EXPLORED lib::op: N examples, every check passed``;
+* ``FALSIFIED lib::op: <the FAIL line of the smallest failing example>``,
+  then that example as a YAML vector to paste under the op's ``vectors:``
+  (values written out when they are few and finite, else an ``.npy`` file
+  per input in ``--save-dir``, named ``--save-prefix`` + file name in the
+  YAML, relative to the manifest);
+* ``SKIPPED lib::op: <why>`` for an op this cannot draw for.
+
+What is drawn: each tensor argument's dtype, rank, the reference and the
+scalars come from the op's first vector (an op without one is not
+explored yet); when its tensors share a shape, every
+tensor gets one drawn shape (each dimension from sizes that catch
+partition bugs: 1, primes, counts that do not divide by the core count,
+or any up to the cap; ``--max-elements`` elements at most), else the
+shapes are the vector's and only values are drawn. Values cover the
+dtype's whole range: ±0, subnormals, the largest finite values, ±inf and
+NaN (the comparison counts NaN against NaN as equal), unless the op's
+``explore: {low, high}`` narrows them to finite values in that range.
+
+Deterministic and bounded: ``--examples`` per op (default 100), the seed
+``--seed`` (default 0), failing examples kept in Hypothesis's example
+database ``--database`` and replayed first next time (the line says
+``replayed``), and ``--time-limit`` seconds per op (the line says ``time
+limit``). Exit status: 0 when no op was falsified, 1 when one was, 2 when
+the plan or the program cannot be used or Hypothesis is not installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import math
+import os
+import sys
+import time
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from gpsimd_device.plan import PlanError, TestPlan, VectorPlan
+from gpsimd_device.results import format_line
+from gpsimd_device.zygote import default_path, program_problem
+
+from .dtypes import by_name
+from .settings import DEFAULT_MEMORY, DEFAULT_TIMEOUT, RunOptions, parse_size
+
+__all__ = ["main", "explore_op", "inputs_strategy", "vector_yaml", "PARTITION_SIZES"]
+
+#: Dimension sizes that catch partition bugs: 1, primes, counts that do
+#: not divide by 8 cores, and their neighbours, first (Hypothesis shrinks
+#: towards the front of this list).
+PARTITION_SIZES = (1, 2, 3, 7, 8, 9, 13, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 1001,
+                   1009, 4095, 4096, 4097, 16411)
+#: Values written out in the YAML vector when an input has at most this
+#: many elements, all finite; else an ``.npy`` file.
+INLINE_ELEMENTS = 16
+
+
+class _Falsified(Exception):
+    """An example failed (raised inside the property, so that Hypothesis
+    shrinks it)."""
+
+
+def _elements(dtype_name: str, bounds: Optional[Tuple[float, float]] = None):
+    """The Hypothesis strategy of one element of ``dtype_name`` (numpy
+    values of the dtype's whole range, special values included; with
+    ``bounds``, finite values in ``[low, high]``, the op's ``explore:``),
+    and the numpy dtype it draws in (cast to the device dtype afterwards)."""
+    from hypothesis import strategies as st
+    dt = by_name(dtype_name).numpy
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        low, high = int(info.min), int(info.max)
+        if bounds is not None:
+            low, high = max(low, math.ceil(bounds[0])), min(high, math.floor(bounds[1]))
+        return st.integers(low, max(low, high)), dt
+    if dt.kind == "b":
+        return st.booleans(), np.dtype(bool)
+    width = 16 if dt == np.float16 else 64 if dt == np.float64 else 32
+    drawn = np.dtype(f"float{width}")
+    if bounds is None:      # (bfloat16 and the float8 types are drawn as float32)
+        return st.floats(width=width), drawn
+    # (the bounds as floats of that width, rounded inwards)
+    low, high = drawn.type(bounds[0]), drawn.type(bounds[1])
+    if low < bounds[0]:
+        low = np.nextafter(low, drawn.type(np.inf))
+    if high > bounds[1]:
+        high = np.nextafter(high, drawn.type(-np.inf))
+    return st.floats(float(low), float(max(low, high)), allow_nan=False, allow_infinity=False,
+                     width=width), drawn
+
+
+def inputs_strategy(template: VectorPlan, max_elements: int,
+                    bounds: Optional[Tuple[float, float]] = None):
+    """A strategy of ``{arg: numpy array}`` for the tensor inputs of
+    ``template`` (module text: its dtypes and ranks; one shared shape when
+    its tensors share one, else its shapes; ``bounds``: the op's
+    ``explore:`` range)."""
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+    tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
+    shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
+    shared = len(set(shapes.values())) == 1
+    rank = len(next(iter(shapes.values()))) if shapes else 0
+    dim = st.one_of(st.sampled_from(PARTITION_SIZES), st.integers(1, max_elements))
+    shape_st = st.lists(dim, min_size=rank, max_size=rank).map(tuple).filter(
+        lambda s: math.prod(s) <= max_elements) if shared else st.just(None)
+
+    @st.composite
+    def draw(draw_):
+        shape = draw_(shape_st)
+        out = {}
+        for name, spec in tensors.items():
+            elements, drawn_in = _elements(spec.dtype, bounds)
+            s = shape if shared else shapes[name]
+            arr = draw_(hnp.arrays(drawn_in, s, elements=elements, fill=elements))
+            # (a dtype numpy's .npy cannot hold, bfloat16 or float8, stays
+            # float32: the vector casts it as it casts any input)
+            target = by_name(spec.dtype).numpy
+            out[name] = arr.astype(target) if target.kind in "biuf" else arr
+        return out
+    return draw()
+
+
+def _shape_of(spec) -> List[int]:
+    if spec.shape is not None:
+        return list(spec.shape)
+    if spec.values is not None:
+        return list(np.shape(spec.values))
+    return []
+
+
+def _vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str, folder: str,
+            root: str) -> VectorPlan:
+    """``template`` with ``arrays`` as its tensor inputs (each an ``.npy``
+    file in ``folder``, named relative to ``root``) and no fixed output."""
+    doc = template.to_json()
+    doc["name"] = name
+    doc["output"] = {"dtype": doc["output"].get("dtype"), "shape": None}
+    for arg, arr in arrays.items():
+        path = os.path.join(folder, f"{arg}.npy")
+        np.save(path, arr, allow_pickle=False)
+        doc["inputs"][arg] = {"kind": "tensor", "dtype": doc["inputs"][arg]["dtype"],
+                              "shape": list(arr.shape), "npy": os.path.relpath(path, root)}
+    return VectorPlan.from_json(doc, name)
+
+
+def _yaml_scalar(x) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return repr(float(x))
+
+
+def _yaml_values(v) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_yaml_values(x) for x in v) + "]"
+    return _yaml_scalar(v)
+
+
+def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
+                save_dir: str, prefix: str, stem: str) -> str:
+    """The YAML of a vector with ``arrays`` as its tensor inputs and
+    ``template``'s scalars, ready to paste under an op's ``vectors:`` (the
+    op's reference is the op's own); an input with more than
+    :data:`INLINE_ELEMENTS` elements or one that is not finite is written
+    to ``save_dir/stem.<arg>.npy`` and named ``prefix`` + that file name
+    (a drawn NaN or subnormal is kept exactly)."""
+    lines = [f"- name: {name}", "  inputs:"]
+    for arg, spec in template.inputs.items():
+        if arg not in arrays:
+            lines.append(f"    {arg}: {_yaml_scalar(spec.value)}")
+            continue
+        arr = arrays[arg]
+        dtype, shape = spec.dtype, list(arr.shape)
+        wide = arr.astype(np.float64) if arr.dtype.kind not in "iub" else arr
+        if arr.size <= INLINE_ELEMENTS and bool(np.all(np.isfinite(wide))):
+            values = _yaml_values(wide.tolist() if arr.dtype.kind != "b" else arr.tolist())
+            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, values: {values}}}")
+        else:
+            file = f"{stem}.{arg}.npy"
+            os.makedirs(save_dir, exist_ok=True)
+            np.save(os.path.join(save_dir, file), arr, allow_pickle=False)
+            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, npy: {prefix}{file}}}")
+    return "\n".join(lines) + "\n"
+
+
+def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_elements: int,
+               time_limit: Optional[float], database: Optional[str], work: str, root: str,
+               save_dir: str, save_prefix: str) -> Tuple[str, str]:
+    """Search ``op`` (of ``plan``, run by ``session``) for a failing input:
+    ``(status, text)``, status ``EXPLORED``, ``FALSIFIED`` or ``SKIPPED``,
+    text the printed lines (module text). ``work``: a folder for the
+    drawn inputs' files."""
+    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
+    label = f"{plan.library}::{op.name}"
+    if not op.vectors:
+        return "SKIPPED", f"SKIPPED {label}: no vector to take its dtypes and ranks from"
+    template = op.vectors[0]
+    if template.expected.reference is None:
+        return "SKIPPED", (f"SKIPPED {label}: its vectors give expected values, not a "
+                           "reference, so no drawn input has an expected result")
+    if not any(getattr(v, "kind", None) == "tensor" for v in template.inputs.values()):
+        return "SKIPPED", f"SKIPPED {label}: no tensor input to draw"
+    state = {"count": 0, "failed": None, "start": time.monotonic(), "timed_out": False}
+
+    def run(arrays) -> None:
+        if time_limit is not None and time.monotonic() - state["start"] > time_limit:
+            state["timed_out"] = True
+            return                      # (the limit is reached: no more runs)
+        state["count"] += 1
+        folder = os.path.join(work, op.name)
+        os.makedirs(folder, exist_ok=True)
+        vector = _vector(template, arrays, "explore", folder, root)
+        result = session.run_vector(op, vector)
+        if not result.passed:
+            state["failed"] = (arrays, result)
+            state.setdefault("first_failure", state["count"])
+            raise _Falsified(result.message)
+
+    # (the seed inside the settings: outside, it would turn the database off)
+    prop = hseed(seed)(given(inputs_strategy(template, max_elements, op.explore))(run))
+    prop = settings(max_examples=examples, deadline=None, print_blob=False,
+                    database=DirectoryBasedExampleDatabase(database) if database else None,
+                    suppress_health_check=list(HealthCheck))(prop)
+    held = bool(database) and os.path.isdir(database) and any(os.scandir(database))
+    try:
+        prop()
+    except _Falsified:
+        arrays, result = state["failed"]
+        stem = f"{plan.library}.{op.name}.explored"
+        shapes = "x".join(str(d) for d in next(iter(arrays.values())).shape) or "scalar"
+        name = f"explored_{shapes}"
+        text = vector_yaml(template, arrays, name, save_dir, save_prefix, stem)
+        result = dataclasses.replace(result, vector=name, where="explored")
+        replayed = held and state.get("first_failure") == 1
+        note = " (replayed from the example database)" if replayed else ""
+        return "FALSIFIED", (f"FALSIFIED {label}{note}: {format_line(plan.library, result)}\n"
+                             + "".join("    " + line + "\n" for line in text.splitlines()))
+    limit = " (time limit)" if state["timed_out"] else ""
+    return "EXPLORED", (f"EXPLORED {label}: {state['count']} example"
+                        f"{'' if state['count'] == 1 else 's'}, every check passed{limit}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m gpsimd_emu.explore",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("plan")
+    p.add_argument("--zygote", help="the gpsimd-zygote program (default: the build's)")
+    p.add_argument("--root", default=".")
+    p.add_argument("--examples", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-elements", type=int, default=1 << 15)
+    p.add_argument("--time-limit", type=float, default=None, help="seconds per op")
+    p.add_argument("--database", help="Hypothesis's example database (a folder)")
+    p.add_argument("--save-dir", default=".", help="where the .npy of a failing example go")
+    p.add_argument("--save-prefix", default="", help="their names' prefix in the YAML")
+    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
+    p.add_argument("--memory", type=parse_size, default=DEFAULT_MEMORY)
+    p.add_argument("--parallel", type=int, default=None)
+    p.add_argument("--no-checks", dest="checks", action="store_false")
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """``python -m gpsimd_emu.explore``: the exit status (module text)."""
+    args = build_parser().parse_args(argv)
+    try:
+        import hypothesis  # noqa: F401
+    except ImportError:
+        print("gpsimd_emu explore: needs Hypothesis: python3 -m pip install "
+              "'gpsimd-build[explore]'", file=sys.stderr)
+        return 2
+    from gpsimd_device.headers import INCLUDE_DIR
+    from .session import LibrarySession
+    try:
+        plan = TestPlan.load(args.plan)
+    except PlanError as e:
+        print(f"gpsimd_emu explore: {e}", file=sys.stderr)
+        return 2
+    zygote = args.zygote or default_path(args.plan)
+    problem = program_problem(zygote, os.path.dirname(os.path.abspath(__file__)), INCLUDE_DIR)
+    if problem:
+        print(f"gpsimd_emu explore: {problem}; build it: scons {zygote}", file=sys.stderr)
+        return 2
+    options = RunOptions(timeout=args.timeout, checks=args.checks, zygote=zygote,
+                         memory=args.memory, parallel=args.parallel)
+    work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
+    falsified = errors = 0
+    with LibrarySession(plan, root=args.root, options=options) as session:
+        for op in plan.ops:
+            try:
+                status, text = explore_op(
+                    session, plan, op, examples=args.examples, seed=args.seed,
+                    max_elements=args.max_elements, time_limit=args.time_limit,
+                    database=args.database, work=work, root=args.root, save_dir=args.save_dir,
+                    save_prefix=args.save_prefix)
+            except Exception as e:      # (a model bug, or Hypothesis refusing a strategy)
+                print(f"gpsimd_emu explore: {plan.library}::{op.name}: cannot explore: "
+                      f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
+                errors += 1
+                continue
+            print(text, flush=True)
+            falsified += status == "FALSIFIED"
+    print(f"{plan.library}: {len(plan.ops)} op{'' if len(plan.ops) == 1 else 's'} explored, "
+          f"{falsified} falsified", flush=True)
+    return 2 if errors else 1 if falsified else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""``scons explore-<lib>`` (gpsimd_emu.explore): a search for a failing
+input with no vector that shows the bug. It finds the remainder bug of a
+multicore kernel whose only vector divides evenly over the cores, prints
+the smallest failing example as a vector that, pasted, fails the same way
+under ``scons test-<lib>``; it leaves correct kernels alone (every value
+of the dtype's range, NaN, inf and -0 included); the same seed gives the
+same report; a failure is replayed first from the example database."""
+import re
+import shutil
+
+from conftest import ROOT, copy_built, run_scons
+
+_LIBRARY = """
+  - name: sp
+    multicore: true
+    sources: [sp/spmd.cpp]
+    ops:
+      - schema: "broken::remainder_bug(Tensor x) -> Tensor"
+        reference: sp/reference.py:double
+        vectors:
+          - name: n64
+            inputs:
+              x: {dtype: float32, shape: [64], random: {seed: 3, distribution: normal}}
+"""
+
+_FALSIFIED = (
+    "FALSIFIED sp::remainder_bug: FAIL sp::remainder_bug[explored_1] (explored): core 7: fault "
+    "OUT_OF_RANGE in op remainder_bug: tensor_to_tcm<float> out of range: offset 7, count 1, "
+    "numel 1; elements never written by any core: [0, 1)")
+_EXAMPLE = ["    - name: explored_1", "      inputs:",
+            "        x: {dtype: float32, shape: [1], values: [0.0]}"]
+
+
+def _with_sp(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")
+    (proj / "sp").mkdir()
+    for name in ("spmd.cpp", "reference.py"):
+        shutil.copy(ROOT / "kernels" / "broken" / name, proj / "sp" / name)
+    manifest = proj / "ops.yaml"
+    manifest.write_text(manifest.read_text() + _LIBRARY)
+    assert run_scons(proj, "-Q", "sp").returncode == 0     # its one vector passes
+    return proj
+
+
+def _lines(proc):
+    return [l for l in proc.stdout.splitlines() if not l.startswith(("[", "scons: "))]
+
+
+def test_explore_finds_the_remainder_bug_and_the_example_fails_as_pasted(built_project,
+                                                                        tmp_path):
+    proj = _with_sp(built_project, tmp_path)
+    first = run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=50")
+    assert first.returncode == 2, first.stdout + first.stderr     # (scons: a step failed)
+    assert _lines(first) == [_FALSIFIED, *_EXAMPLE, "", "sp: 1 op explored, 1 falsified"]
+    # the same seed, an empty example database: the same report
+    shutil.rmtree(proj / "build/host/sp/explore-db")
+    assert _lines(run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=50")) == _lines(first)
+    # kept in the database: replayed first, and said so
+    again = _lines(run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=50"))
+    assert again[0] == _FALSIFIED.replace(
+        "sp::remainder_bug:", "sp::remainder_bug (replayed from the example database):", 1)
+    # pasted under the op's vectors (as printed, re-indented), it fails the same way
+    manifest = proj / "ops.yaml"
+    manifest.write_text(manifest.read_text() + "".join(
+        " " * 10 + line[4:] + "\n" for line in _EXAMPLE))
+    test = run_scons(proj, "-Q", "test-sp")
+    assert test.returncode == 2
+    fail = [l for l in test.stdout.splitlines() if l.startswith("FAIL ")]
+    head, tail = _FALSIFIED.split(": ", 1)[1].split(" (explored)")
+    assert len(fail) == 1 and re.fullmatch(
+        re.escape(head) + r" \(ops\.yaml:\d+:\d+\)" + re.escape(tail), fail[0]), fail
+
+
+def test_explore_leaves_correct_kernels_alone(built_project, tmp_path):
+    proj = copy_built(built_project[0], tmp_path / "p")
+    proc = run_scons(proj, "-Q", "explore-elementwise", "EXPLORE_EXAMPLES=40")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = _lines(proc)
+    assert lines[-1] == "elementwise: 6 ops explored, 0 falsified"
+    assert len(lines) == 7 and all(
+        l.startswith("EXPLORED elementwise::") and l.endswith(
+            ": 40 examples, every check passed") for l in lines[:-1]), lines
+    # a time limit ends the search early, and the line says so
+    proc = run_scons(proj, "-Q", "explore-elementwise", "EXPLORE_TIME=0")
+    assert proc.returncode == 0
+    assert all(l.endswith(": 0 examples, every check passed (time limit)")
+               for l in _lines(proc)[:-1]), proc.stdout

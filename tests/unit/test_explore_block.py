@@ -1,0 +1,73 @@
+"""An op's ``explore:`` block (the values ``scons explore`` draws): read
+from the manifest with a located error, carried into the test plan and
+back, and used by the strategy (finite values in the range only)."""
+import math
+
+import numpy as np
+import pytest
+
+from gpsimd_build.manifest import ManifestError, load_manifest
+from gpsimd_build.testplan import op_plan
+from gpsimd_device.plan import OpPlan, PlanError
+
+_MANIFEST = """version: 1
+libraries:
+  - name: lib
+    sources: [k.cpp]
+    ops:
+      - schema: "my_ops::f(Tensor x) -> Tensor"
+        reference: ref.py:f
+        explore: {low: LOW, high: HIGH}
+        vectors:
+          - name: v
+            inputs:
+              x: {dtype: float32, shape: [4], random: {distribution: normal}}
+"""
+
+
+def _load(tmp_path, low, high):
+    (tmp_path / "k.cpp").write_text("")
+    (tmp_path / "ref.py").write_text("def f(x):\n    return x\n")
+    path = tmp_path / "ops.yaml"
+    path.write_text(_MANIFEST.replace("LOW", low).replace("HIGH", high))
+    return load_manifest(str(path), root=str(tmp_path))
+
+
+def test_the_block_is_read_and_carried_into_the_plan(tmp_path):
+    op = _load(tmp_path, "-2.5", "1e3").libraries[0].ops[0]
+    assert op.explore == (-2.5, 1000.0)
+    plan = op_plan(op)
+    assert plan.to_json()["explore"] == {"low": -2.5, "high": 1000.0}
+    assert OpPlan.from_json(plan.to_json(), "op").explore == (-2.5, 1000.0)
+
+
+def test_a_range_upside_down_is_a_located_error(tmp_path):
+    with pytest.raises(ManifestError) as info:
+        _load(tmp_path, "3", "1")
+    assert str(info.value).endswith(
+        "8:33: $.libraries[0].ops[0].explore.high: explore: high (1) is below low (3)")
+
+
+def test_a_plan_with_a_bad_range_is_refused():
+    with pytest.raises(PlanError, match=r"op.explore: expected finite low <= high"):
+        OpPlan.from_json({"name": "f", "explore": {"low": 0, "high": math.inf}}, "op")
+
+
+def test_the_strategy_draws_finite_values_in_the_range_only():
+    from hypothesis import given, settings
+    from gpsimd_device.plan import VectorPlan
+    from gpsimd_emu.explore import inputs_strategy
+    template = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "float32", "shape": [4], "values": [1, 2, 3, 4]},
+        "n": {"kind": "tensor", "dtype": "int8", "shape": [4], "values": [1, 2, 3, 4]}}}, "v")
+    seen = []
+
+    @settings(max_examples=60, database=None)
+    @given(inputs_strategy(template, 64, (-1e15, 1e15)))
+    def draw(arrays):
+        assert arrays["x"].dtype == np.float32 and arrays["n"].dtype == np.int8
+        assert np.all(np.isfinite(arrays["x"])) and np.all(np.abs(arrays["x"]) <= 1e15)
+        assert arrays["x"].shape == arrays["n"].shape     # (one shared shape)
+        seen.append(arrays["x"].size)
+    draw()
+    assert min(seen) == 1 and max(seen) > 1
