@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import io
 import math
 import os
 import sys
@@ -50,6 +51,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
+from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan, VectorPlan
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path, program_problem
@@ -143,6 +145,15 @@ def _shape_of(spec) -> List[int]:
     return []
 
 
+def _save(path: str, arr: np.ndarray) -> None:
+    """``arr`` as the ``.npy`` file ``path``, written whole-or-nothing
+    through a new file (a link planted at ``path`` is replaced, never
+    followed: ``gpsimd_device.atomic``)."""
+    buffer = io.BytesIO()
+    np.save(buffer, arr, allow_pickle=False)
+    write_atomically(path, buffer.getvalue(), make_folder=True)
+
+
 def _vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str, folder: str,
             root: str) -> VectorPlan:
     """``template`` with ``arrays`` as its tensor inputs (each an ``.npy``
@@ -152,7 +163,7 @@ def _vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str, fold
     doc["output"] = {"dtype": doc["output"].get("dtype"), "shape": None}
     for arg, arr in arrays.items():
         path = os.path.join(folder, f"{arg}.npy")
-        np.save(path, arr, allow_pickle=False)
+        _save(path, arr)
         doc["inputs"][arg] = {"kind": "tensor", "dtype": doc["inputs"][arg]["dtype"],
                               "shape": list(arr.shape), "npy": os.path.relpath(path, root)}
     return VectorPlan.from_json(doc, name)
@@ -193,8 +204,7 @@ def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
             lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, values: {values}}}")
         else:
             file = f"{stem}.{arg}.npy"
-            os.makedirs(save_dir, exist_ok=True)
-            np.save(os.path.join(save_dir, file), arr, allow_pickle=False)
+            _save(os.path.join(save_dir, file), arr)
             lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, npy: {prefix}{file}}}")
     return "\n".join(lines) + "\n"
 
@@ -225,7 +235,6 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
             return                      # (the limit is reached: no more runs)
         state["count"] += 1
         folder = os.path.join(work, op.name)
-        os.makedirs(folder, exist_ok=True)
         vector = _vector(template, arrays, "explore", folder, root)
         result = session.run_vector(op, vector)
         if not result.passed:

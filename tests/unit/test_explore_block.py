@@ -71,3 +71,28 @@ def test_the_strategy_draws_finite_values_in_the_range_only():
         seen.append(arrays["x"].size)
     draw()
     assert min(seen) == 1 and max(seen) > 1
+
+
+def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_path):
+    """Few finite values inline; a NaN (or more than 16 values) in an
+    ``.npy`` the vector names, kept exactly, written through no link
+    planted in its place."""
+    from gpsimd_device.plan import VectorPlan
+    from gpsimd_emu.explore import vector_yaml
+    template = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "float32", "shape": [2], "values": [1, 2]},
+        "a": {"kind": "scalar", "type": "Scalar", "dtype": "float32", "value": 1.5}}}, "v")
+    small = {"x": np.array([0.0, -2.5], dtype=np.float32)}
+    assert vector_yaml(template, small, "e", str(tmp_path), "explore/", "lib.op") == (
+        "- name: e\n  inputs:\n    x: {dtype: float32, shape: [2], values: [0.0, -2.5]}\n"
+        "    a: 1.5\n")
+    victim = tmp_path / "victim"
+    victim.write_text("keep")
+    (tmp_path / "lib.op.x.npy").symlink_to(victim)
+    odd = {"x": np.array([np.nan, -0.0], dtype=np.float32)}
+    assert vector_yaml(template, odd, "e", str(tmp_path), "explore/", "lib.op") == (
+        "- name: e\n  inputs:\n    x: {dtype: float32, shape: [2], npy: explore/lib.op.x.npy}\n"
+        "    a: 1.5\n")
+    assert victim.read_text() == "keep" and not (tmp_path / "lib.op.x.npy").is_symlink()
+    saved = np.load(tmp_path / "lib.op.x.npy")
+    assert saved.dtype == np.float32 and np.isnan(saved[0]) and np.signbit(saved[1])
