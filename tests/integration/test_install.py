@@ -9,6 +9,7 @@ the build, so nothing can come from a checkout.
 """
 import json
 import os
+import pathlib
 import re
 import shutil
 import site
@@ -113,6 +114,9 @@ def test_every_source_file_is_installed(venv):
                                                   "gpsimd_pytest")
                  for f in _files(os.path.join(purelib, top), suffixes)}
     assert sorted(installed) == sorted(expected)
+    # the SConstruct gpsimd-build runs
+    assert (ROOT / "site_scons/gpsimd_build/SConstruct").read_bytes() == \
+        (pathlib.Path(purelib) / "gpsimd_build/SConstruct").read_bytes()
 
 
 def test_installed_packages_and_console_script(venv):
@@ -189,6 +193,33 @@ def test_an_outside_project_builds_with_the_installed_copy(venv):
                           cwd=str(proj), capture_output=True, text=True, env=_clean_env())
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "outside: 2 passed, 0 failed" in proc.stdout
+
+    # gpsimd-build: the same build in a folder with no SConstruct (the
+    # folder is the project root), SCons's own lines gone with QUIET=1
+    fresh = tmp / "fresh_repo"
+    (fresh / "src").mkdir(parents=True)
+    (fresh / "src/negate.cpp").write_text(KERNEL)
+    (fresh / "ops.yaml").write_text(MANIFEST)
+    proc = subprocess.run([str(python.parent / "gpsimd-build"), "-j2", "QUIET=1"], cwd=str(fresh),
+                          capture_output=True, text=True, env=_clean_env(), timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["outside: 2 passed, 0 failed",
+                                        "all libraries: 2 passed, 0 failed"], proc.stdout
+    assert (fresh / "build/host/outside/test-results.json").read_bytes() == \
+        (proj / "build/host/outside/test-results.json").read_bytes()
+    # its ninja path: build.ninja regenerates itself from the same SConstruct
+    # (read by SCons from its standard input) when the manifest changes
+    proc = subprocess.run([str(python.parent / "gpsimd-build"), "--experimental=ninja", "-Q",
+                           "BUILD_DIR=bn"], cwd=str(fresh), capture_output=True, text=True,
+                          env=_clean_env(), timeout=900)
+    assert proc.returncode == 0 and "all libraries: 2 passed, 0 failed" in proc.stdout, \
+        proc.stdout + proc.stderr
+    (fresh / "ops.yaml").write_text(MANIFEST.replace("name: n11", "name: n11b"))
+    ninja_env = dict(_clean_env(), PATH=f"{python.parent}{os.pathsep}{_clean_env()['PATH']}")
+    proc = subprocess.run(["ninja", "-f", "bn/build.ninja"], cwd=str(fresh), capture_output=True,
+                          text=True, env=ninja_env, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASS outside::negate[n11b]" in proc.stdout, proc.stdout
 
     # the pytest plugin, loaded by its entry point: the same vectors as items
     pytest_cmd = [str(python), "-m", "pytest", "-p", "no:cacheprovider"]

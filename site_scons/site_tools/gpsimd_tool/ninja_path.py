@@ -35,7 +35,7 @@ action, nothing falls back to calling SCons). What ninja needs on top:
 import os
 import signal
 import sys
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import SCons.Action
 import SCons.Node
@@ -47,6 +47,8 @@ from gpsimd_build import results_summary as states
 # (imported while the tool loads: SCons restores sys.path afterwards, and
 # without an installed package gpsimd_emu is found only through it)
 from gpsimd_emu.client.protocol import JOBS_ENV, SERVER_ENV
+
+from . import scons as scons_launcher
 from gpsimd_emu.client.vectors import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
@@ -74,8 +76,14 @@ def load_tool(env, build_dir: str) -> None:
     env["NINJA_FILE_NAME"] = os.path.join(build_dir, "build.ninja")
     env["NINJA_DIR"] = os.path.join(build_dir, ".ninja")
     argv0 = sys.argv[0]
+    launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons.py")
     if not (os.path.isfile(argv0) and os.access(argv0, os.X_OK)):
-        sys.argv[0] = os.path.join(os.path.dirname(os.path.abspath(__file__)), "scons.py")
+        sys.argv[0] = launcher
+    stdin_sconstruct = _stdin_file()
+    if stdin_sconstruct and SCons.Script.GetOption("file") == ["-"]:
+        # (gpsimd-build: SCons read the SConstruct from its stdin, that
+        # file; the regeneration gives it the file again)
+        sys.argv[0:1] = [launcher, scons_launcher.STDIN_FLAG, stdin_sconstruct]
     asked = env.get("NINJA_DISABLE_AUTO_RUN")
     env["NINJA_DISABLE_AUTO_RUN"] = True        # ninja runs here, on our stdout
     env.Tool("ninja")
@@ -90,6 +98,16 @@ def load_tool(env, build_dir: str) -> None:
         # (run under ``scons -n`` too, as ``ninja -n``: as the tool's own action)
         from SCons.Tool.ninja_tool.Overrides import AlwaysExecAction
         env.AddPostAction(ninja_file, AlwaysExecAction(_run_ninja, {}))
+
+
+def _stdin_file() -> Optional[str]:
+    """The file this process's standard input is, when it is a regular
+    file (Linux ``/proc``); else None."""
+    try:
+        path = os.readlink("/proc/self/fd/0")
+        return path if os.path.isfile(path) else None
+    except OSError:
+        return None
 
 
 def _run_ninja(target, source, env) -> int:
