@@ -75,7 +75,8 @@ def imports(name, path, known):
                 mod = ".".join(base + ([node.module] if node.module else []))
             else:
                 mod = node.module
-            out.add(mod)
+            if mod != name:         # (a package's __init__ importing its own modules)
+                out.add(mod)
             out.update(f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in known)
     return out
 

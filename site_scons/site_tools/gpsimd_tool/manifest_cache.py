@@ -81,7 +81,7 @@ def store(build_dir: str, collection, manifest: str, root: str = ".",
           allow_paths: Iterable[str] = ()) -> Optional[str]:
     """Keep ``collection`` (a validated ``Collection``) for :func:`load`;
     written atomically. Returns an error text instead of raising."""
-    from gpsimd_build.steps import write_atomically
+    from gpsimd_device.atomic import write_atomically
     try:
         data = pickle.dumps({"key": _key(manifest, root, allow_paths),
                              "reads": tuple(collection.reads), "collection": collection},
