@@ -228,5 +228,6 @@ def format_line(library: str, r: VectorResult) -> str:
         return f"{CHECKED_WORDS} {head}: every check passed, nothing compared{tail}"
     if r.passed:
         err = 0.0 if r.max_abs_err is None else r.max_abs_err
-        return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} elements{tail}"
+        noun = "element" if r.elements == 1 else "elements"
+        return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} {noun}{tail}"
     return f"FAIL {head}: {r.message}{tail}"

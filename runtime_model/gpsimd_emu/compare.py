@@ -123,6 +123,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: DType,
         f"expected {format_value(e_flat[i], dtype.is_float)}"
         for i in bad[:MAX_LISTED])
     more = f", ... ({n_bad - MAX_LISTED} more)" if n_bad > MAX_LISTED else ""
-    msg = (f"{n_bad} of {total} elements differ ({tol_text}): {listed}{more}; "
+    counted = "1 element differs" if total == 1 else f"{total} elements differ"
+    msg = (f"{n_bad} of {counted} ({tol_text}): {listed}{more}; "
            f"max_abs_err {max_abs_err:.6g}")
     return Comparison(False, n_bad, total, max_abs_err, msg)
