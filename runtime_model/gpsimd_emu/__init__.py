@@ -12,7 +12,7 @@ CLI), ``cli`` (the command line, the supervising process), ``client``
 (what the front ends import: the server's protocol and client,
 ``VectorClient``), ``server`` (the build's emulator server),
 ``vector_service`` (a plan's vectors on request), ``session`` (a library
-session: run and judge a vector), ``runner`` (functional API),
+session: run and judge a vector),
 ``settings`` (``RunOptions``), ``budget`` (the memory limit), ``vectors``
 (inputs, references), ``image`` (a vector's device memory), ``runs``,
 ``memory`` (buffers, the image memfd), ``control`` (the control block),

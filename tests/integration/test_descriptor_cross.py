@@ -28,7 +28,7 @@ from conftest import ROOT, run_scons
 from gpsimd_emu import abi
 from gpsimd_emu.memory import SBUF_WINDOW_BASE
 from gpsimd_device.plan import VectorPlan
-from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
+from emu_run import load_plan, prepare_cores, run_vector
 
 
 def V(vec):

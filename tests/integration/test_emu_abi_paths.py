@@ -18,7 +18,7 @@ import pytest
 
 from conftest import ROOT, run_scons
 from gpsimd_device.plan import VectorPlan
-from gpsimd_emu.runner import format_line, load_plan, prepare_cores, run_vector
+from emu_run import format_line, load_plan, prepare_cores, run_vector
 
 F32 = np.float32
 

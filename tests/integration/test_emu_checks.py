@@ -36,7 +36,7 @@ import pytest
 from conftest import ROOT, run_scons
 from render import render, rgb
 from gpsimd_emu.merge import written_mask
-from gpsimd_emu.runner import load_plan, prepare_cores, run_vector
+from emu_run import load_plan, prepare_cores, run_vector
 
 LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
         "broken_race", "broken_hostile")

@@ -1,4 +1,5 @@
-"""Running plans (gpsimd_emu.runner and the CLI) against stand-in core objects.
+"""Running plans (tests/emu_run.py over LibrarySession, and the CLI)
+against stand-in core objects.
 
 The stand-in (tests/test_emu_fake_core.cpp) implements the abi.h contract
 without the C++ runtime, with ops that behave and ops that misbehave, so the
@@ -14,10 +15,11 @@ import sys
 import pytest
 
 from gpsimd_device.plan import TestPlan
-from gpsimd_emu import abi, loader, runner
+import emu_run as runner
+from emu_run import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds, fault_name,
+                     format_line, write_results)
+from gpsimd_emu import abi, loader
 from gpsimd_emu.merge import cores_text
-from gpsimd_emu.runner import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds,
-                               fault_name, format_line, write_results)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = os.path.join(ROOT, "runtime_model", "include")

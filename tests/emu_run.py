@@ -1,10 +1,9 @@
-"""Run a test plan on the device model and report per vector: the
-functional interface over ``gpsimd_emu.session.LibrarySession`` (which
-holds the one implementation of running and judging a vector).
-
-Results are ``gpsimd_device.results`` objects: one printed line per vector
-and a JSON file (ARCHITECTURE.md "Emulator results").
-"""
+"""Running a plan's vectors in this process, for the tests: the
+functional helpers over ``gpsimd_emu.session.LibrarySession`` (which holds
+the one implementation of running and judging a vector) that the
+emulator's integration tests call. (Not a way into the product: the build,
+the CLI, ninja steps and the pytest plugin all run vectors through
+``gpsimd_emu.client``.)"""
 
 from __future__ import annotations
 
@@ -15,11 +14,11 @@ from gpsimd_device.faults import FAULT_KINDS, fault_name
 from gpsimd_device.plan import OpPlan, TestPlan, VectorPlan
 from gpsimd_device.results import LibraryResults, VectorResult, format_line
 
-from .cores import CoreSpec, prepare_cores
-from .image import DeviceImage
-from .judge import name_arguments
-from .session import LibrarySession
-from .settings import DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, RunOptions
+from gpsimd_emu.cores import CoreSpec, prepare_cores
+from gpsimd_emu.image import DeviceImage
+from gpsimd_emu.judge import name_arguments
+from gpsimd_emu.session import LibrarySession
+from gpsimd_emu.settings import DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, RunOptions
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "FAULT_KINDS", "VectorResult", "LibraryResults",
