@@ -205,7 +205,8 @@ def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
         else:
             file = f"{stem}.{arg}.npy"
             _save(os.path.join(save_dir, file), arr)
-            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, npy: {prefix}{file}}}")
+            # (the .npy gives the shape: the manifest refuses both)
+            lines.append(f"    {arg}: {{dtype: {dtype}, npy: {prefix}{file}}}")
     return "\n".join(lines) + "\n"
 
 
@@ -310,7 +311,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     options = RunOptions(timeout=args.timeout, checks=args.checks, zygote=zygote,
                          memory=args.memory, parallel=args.parallel)
     work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
-    falsified = errors = 0
+    falsified = errors = skipped = 0
     with LibrarySession(plan, root=args.root, options=options) as session:
         for op in plan.ops:
             try:
@@ -326,8 +327,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                 continue
             print(text, flush=True)
             falsified += status == "FALSIFIED"
-    print(f"{plan.library}: {len(plan.ops)} op{'' if len(plan.ops) == 1 else 's'} explored, "
-          f"{falsified} falsified", flush=True)
+            skipped += status == "SKIPPED"
+    explored = len(plan.ops) - skipped - errors
+    print(f"{plan.library}: {explored} op{'' if explored == 1 else 's'} explored, "
+          f"{falsified} falsified" + (f", {skipped} skipped" if skipped else ""), flush=True)
     return 2 if errors else 1 if falsified else 0
 
 

@@ -85,3 +85,37 @@ def test_explore_leaves_correct_kernels_alone(built_project, tmp_path):
     assert proc.returncode == 0
     assert all(l.endswith(": 0 examples, every check passed (time limit)")
                for l in _lines(proc)[:-1]), proc.stdout
+
+
+def test_a_nan_example_is_saved_as_npy_and_fails_the_same_way_pasted(built_project, tmp_path):
+    """The shipped relu_forward returns 0 for NaN where its numpy reference
+    returns NaN: explore names it, with the input in an .npy file beside
+    the manifest (a NaN cannot be written out), and the pasted vector
+    (which names the file, no shape: the file gives it) fails the same
+    way under scons test-relu."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    proc = run_scons(proj, "-Q", "explore-relu", "EXPLORE_EXAMPLES=50")
+    assert proc.returncode == 2
+    lines = _lines(proc)
+    i = next(k for k, l in enumerate(lines) if l.startswith("FALSIFIED relu::relu_forward"))
+    assert lines[i] == ("FALSIFIED relu::relu_forward: FAIL relu::relu_forward[explored_1] "
+                        "(explored): 1 of 1 element differs (rtol=1.3e-06, atol=1e-05): [0] "
+                        "actual 0 expected nan; max_abs_err inf")
+    example = lines[i + 1:i + 4]
+    assert example == ["    - name: explored_1", "      inputs:",
+                       "        x: {dtype: float32, npy: explore/relu.relu_forward.explored.x.npy}"]
+    saved = proj / "explore/relu.relu_forward.explored.x.npy"
+    import numpy as np
+    assert np.isnan(np.load(saved)).tolist() == [True]
+    manifest = proj / "ops.yaml"
+    text = manifest.read_text()
+    anchor = '      - schema: "my_ops::relu_backward'
+    manifest.write_text(text.replace(anchor, "".join(
+        " " * 10 + line[4:] + "\n" for line in example) + anchor, 1))
+    test = run_scons(proj, "-Q", "test-relu")
+    assert test.returncode == 2, test.stdout + test.stderr
+    fail = [l for l in test.stdout.splitlines() if l.startswith("FAIL ")]
+    assert len(fail) == 1 and re.fullmatch(
+        r"FAIL relu::relu_forward\[explored_1\] \(ops\.yaml:\d+:\d+\): 1 of 1 element differs "
+        r"\(rtol=1\.3e-06, atol=1e-05\): \[0\] actual 0 expected nan; max_abs_err inf", fail[0]), \
+        fail

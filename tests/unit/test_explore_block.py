@@ -91,7 +91,7 @@ def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_pa
     (tmp_path / "lib.op.x.npy").symlink_to(victim)
     odd = {"x": np.array([np.nan, -0.0], dtype=np.float32)}
     assert vector_yaml(template, odd, "e", str(tmp_path), "explore/", "lib.op") == (
-        "- name: e\n  inputs:\n    x: {dtype: float32, shape: [2], npy: explore/lib.op.x.npy}\n"
+        "- name: e\n  inputs:\n    x: {dtype: float32, npy: explore/lib.op.x.npy}\n"
         "    a: 1.5\n")
     assert victim.read_text() == "keep" and not (tmp_path / "lib.op.x.npy").is_symlink()
     saved = np.load(tmp_path / "lib.op.x.npy")

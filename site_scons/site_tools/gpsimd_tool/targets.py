@@ -40,6 +40,9 @@ def help_text(libraries, profile) -> str:
     if profile.runs_tests:
         rows += [("test-<lib>", "one library's test vectors and its results"),
                  ("test", "every library's test vectors"),
+                 ("explore-<lib>", "search each op of one library for a failing input "
+                                   "(docs/explore.md)"),
+                 ("explore", "the same for every library (with -k, past a falsified one)"),
                  ("stack-report", "every library's static stack report")]
     rows += [("schemas", "print every op's schema in canonical form (those derived from "
                          "shape functions too)"),
