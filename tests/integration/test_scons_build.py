@@ -233,8 +233,9 @@ def test_help_lists_the_targets_and_the_libraries(built_project):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout.splitlines()
     targets = out.index("Targets:")
-    assert [l.split()[0] for l in out[targets + 1:targets + 9]] == [
-        "all", "<lib>", "test-<lib>", "test", "stack-report", "schemas", "digests", "compiledb"]
+    assert [l.split()[0] for l in out[targets + 1:targets + 11]] == [
+        "all", "<lib>", "test-<lib>", "test", "explore-<lib>", "explore", "stack-report",
+        "schemas", "digests", "compiledb"]
     libraries = out.index("Libraries (8):")
     assert " ".join(out[libraries + 1:libraries + 3]).split() == [
         "relu", "tcm_eltwise", "spmd", "scalar_args", "half_precision", "elementwise",
@@ -242,6 +243,7 @@ def test_help_lists_the_targets_and_the_libraries(built_project):
     # the xtensa profile's help, without its toolchain on this machine
     proc = run_scons(proj, "-h", "TOOLCHAIN=xtensa")
     assert proc.returncode == 0 and "test-<lib>" not in proc.stdout, proc.stdout + proc.stderr
+    assert "explore-<lib>" not in proc.stdout
     assert re.search(r"^  <lib> +one library: its objects$", proc.stdout, re.M), proc.stdout
 
 
