@@ -54,7 +54,7 @@ import numpy as np
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan, VectorPlan
 from gpsimd_device.results import format_line
-from gpsimd_device.zygote import default_path, program_problem
+from gpsimd_device.zygote import default_path
 
 from .dtypes import by_name
 from .settings import DEFAULT_MEMORY, DEFAULT_TIMEOUT, RunOptions, parse_size
@@ -296,15 +296,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("gpsimd_emu explore: needs Hypothesis: python3 -m pip install "
               "'gpsimd-build[explore]'", file=sys.stderr)
         return 2
-    from gpsimd_device.headers import INCLUDE_DIR
     from .session import LibrarySession
+    from .zygote_client import program_problem
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
         print(f"gpsimd_emu explore: {e}", file=sys.stderr)
         return 2
     zygote = args.zygote or default_path(args.plan)
-    problem = program_problem(zygote, os.path.dirname(os.path.abspath(__file__)), INCLUDE_DIR)
+    problem = program_problem(zygote)
     if problem:
         print(f"gpsimd_emu explore: {problem}; build it: scons {zygote}", file=sys.stderr)
         return 2

@@ -407,10 +407,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     os.write(told, b"L")
     os.close(told)
     contain.set_name("gpsimd-server")
-    for low, high in ((3, min(watch, listener.fileno())),
-                      (min(watch, listener.fileno()) + 1, max(watch, listener.fileno())),
-                      (max(watch, listener.fileno()) + 1, 1 << 16)):
-        os.closerange(low, high)    # (what the client's process left open)
+    low = 3                     # (close what the client's process left open)
+    for keep in sorted((watch, listener.fileno())):
+        os.closerange(low, keep)
+        low = keep + 1
+    os.closerange(low, 1 << 16)
     one_blas_thread()           # before numpy's import: as the command does
     server = Server(listener, watch, pid, files)
     if load:

@@ -268,7 +268,8 @@ def _fail(message: str) -> int:
 
 
 def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dict,
-             start: "bool | None" = None, started=None) -> "int | None":
+             start: "bool | None" = None, started=None,
+             files: "str | None" = None) -> "int | None":
     """Run ``python -m gpsimd_emu`` with ``argv`` (in this directory, with
     the environment ``env`` and this umask) through the server of the
     process ``served``: the run's wait status, or None when the caller
@@ -276,11 +277,12 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
     True starts one loading and hands the run to it, False starts one
     idle (for the next run), None starts none. ``started(pid)`` is called
     once the run's process exists (its supervising process: a SIGINT or
-    SIGTERM to it stops the whole run)."""
+    SIGTERM to it stops the whole run). ``files``: ``protocol.model_files()``
+    when the caller has read them already."""
     if env.get(SERVER_ENV) == "0":
         _log(env, f"here: turned off (${SERVER_ENV}=0)")
         return None
-    files = model_files()
+    files = model_files() if files is None else files
     cwd = os.getcwd()
     name = name_for(served, python, env, files)
     sock = _connect(name)

@@ -24,7 +24,7 @@ import shlex
 import threading
 from typing import Callable, Dict, List, Optional
 
-from gpsimd_emu.client import served
+from gpsimd_emu.client import protocol, served
 
 __all__ = ["run", "command_words", "configure", "prestart", "close"]
 
@@ -34,6 +34,7 @@ _LOCK = threading.Lock()
 _names = set()        # the servers this process started or used
 _closed = False
 _python = None        # the build's $PYTHON (``configure``): start the server early
+_me = None            # (pid, start time) of this process, the one the servers serve
 
 
 def command_words(args: List[str]) -> Optional[List[str]]:
@@ -58,10 +59,18 @@ def configure(python: str) -> None:
     _python = python
 
 
-def _name(python: str, env: Dict[str, str]) -> Optional[bytes]:
-    """The name of the server for ``python`` and ``env``, remembered for
-    :func:`close`; None once closed."""
-    name = served.name_for(served.this_process(), python, env)
+def _this_process():
+    global _me
+    if _me is None:
+        _me = served.this_process()
+    return _me
+
+
+def _name(python: str, env: Dict[str, str], files: Optional[str] = None) -> Optional[bytes]:
+    """The name of the server for ``python`` and ``env`` (and the model's
+    ``files``, read when not given), remembered for :func:`close`; None
+    once closed."""
+    name = served.name_for(_this_process(), python, env, files)
     with _LOCK:
         if _closed:
             return None
@@ -107,8 +116,9 @@ def run(args: List[str], env: Dict[str, str],
     if words is None:
         return None
     env = {str(k): str(v) for k, v in env.items()}
-    if _name(words[0], env) is None:
+    files = protocol.model_files()          # (read once for the name and the request)
+    if _name(words[0], env, files) is None:
         return None
-    status = served.hand_off(words[3:], served.this_process(), words[0], env, start=True,
-                             started=started)
+    status = served.hand_off(words[3:], _this_process(), words[0], env, start=True,
+                             started=started, files=files)
     return None if status is None else os.waitstatus_to_exitcode(status)
