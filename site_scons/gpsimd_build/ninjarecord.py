@@ -35,7 +35,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from . import freshness
 
-__all__ = ["SPEC_NAME", "spec_text", "read_build_log", "read_deps_log", "update"]
+__all__ = ["SPEC_NAME", "spec_text", "read_build_log", "read_deps_log", "current", "update"]
 
 #: The spec's name in ``<BUILD_DIR>/<profile>/``.
 SPEC_NAME = "inputs-spec.json"
@@ -143,28 +143,40 @@ def up_to_date(entry: dict, built: Dict[str, int], deps: Dict[str, List[str]],
             if mtime is None or mtime > started:
                 return None
             files.append(src)
-    return files
+    return list(dict.fromkeys(files))
 
 
-def update(spec_path: str, ninja_dir: str, record_path: str, root: str = ".") -> List[str]:
-    """Record (``freshness.update_record``) every library of the spec at
-    ``spec_path`` that ninja (its logs in ``ninja_dir``) holds up to date;
-    the others keep their entries. Returns the names recorded.
-
-    Raises:
-        OSError: the record cannot be written.
-    """
+def current(spec_path: str, ninja_dir: str,
+            root: str = ".") -> Optional[Dict[str, Tuple[str, List[str]]]]:
+    """{name: (key, the files it is built from)} of every entry of the spec
+    at ``spec_path`` that ninja (its logs in ``ninja_dir``) holds up to
+    date (:func:`up_to_date`); None when the spec cannot be read."""
     libraries = _read_spec(spec_path)
-    if not libraries:
-        return []
+    if libraries is None:
+        return None
     built = read_build_log(os.path.join(ninja_dir, ".ninja_log"))
     deps = read_deps_log(os.path.join(ninja_dir, ".ninja_deps"))
-    done: Dict[str, Tuple[str, Iterable[str]]] = {}
+    done: Dict[str, Tuple[str, List[str]]] = {}
     for name, entry in libraries.items():
         files = up_to_date(entry, built, deps, root)
         if files is not None:
             done[name] = (entry["key"], files)
+    return done
+
+
+def update(spec_path: str, ninja_dir: str, record_path: str, root: str = ".",
+           done: Optional[Dict[str, Tuple[str, List[str]]]] = None) -> List[str]:
+    """Record (``freshness.update_record``) every library of the spec at
+    ``spec_path`` that ninja (its logs in ``ninja_dir``) holds up to date
+    (``done``: :func:`current`'s answer, when the caller has it); the
+    others keep their entries. Returns the names recorded.
+
+    Raises:
+        OSError: the record cannot be written.
+    """
+    if done is None:
+        done = current(spec_path, ninja_dir, root)
     if done:
         stats = freshness.stat_files((p for _, files in done.values() for p in files), root)
         freshness.update_record(record_path, done, stats)
-    return sorted(done)
+    return sorted(done or ())

@@ -426,6 +426,56 @@ def test_the_summary_is_true_after_pass_fail_fix(tmp_path, keep_going):
     assert summary.read_text().splitlines()[0] == "relu: 10 passed, 0 failed"
 
 
+@pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "k0"])
+def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(tmp_path, keep_going):
+    """Issue 25 case 1, a step before the tests fails: the compile's rule
+    runs the summary step as it fails, so the run prints the summary and
+    leaves test-summary.txt true (the library it did not test again is
+    stale), with the SCons path's text. Under -k a test step that runs
+    after the failure removes that summary (no longer current): the file
+    is then absent, never the old "all passed"."""
+    proj = copy_project(tmp_path / "p")
+    small = _small(proj)
+    proc = run_scons(proj, "--experimental=ninja", small)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    summary = proj / "build/host/test-summary.txt"
+    src = proj / RELU
+    good = src.read_text()
+    src.write_text(good.replace(GOOD, GOOD.replace("> 0.0f", "> 0.0f +"), 1))
+    expected = ["relu: stale", "spmd: 16 passed, 0 failed (not run in this build)",
+                "all libraries: 16 passed, 0 failed"]
+    if keep_going:      # (spmd's test step runs again, after relu's compile failed)
+        spmd = proj / "kernels/spmd/spmd.cpp"
+        spmd.write_text(spmd.read_text() + "// edited\n")
+    proc = ninja(proj, *(["-k", "0"] if keep_going else []), check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "error: expected primary-expression" in proc.stdout
+    lines = proc.stdout.splitlines()
+    at = lines.index("relu: stale")
+    if keep_going:      # (spmd: stale, or passed when its test ran before relu's compile)
+        assert lines[at + 1].startswith("spmd: ") and \
+            lines[at + 2].startswith("all libraries: "), proc.stdout
+        assert "spmd: 16 passed, 0 failed" in lines, proc.stdout
+        assert not summary.exists() or summary.read_text().splitlines()[0] == "relu: stale"
+    else:
+        assert lines[at:at + 3] == expected, proc.stdout
+        assert summary.read_text().splitlines() == expected
+        assert 'data-library="relu" data-state="stale"' in \
+            (proj / "build/host/report.html").read_text()
+        # the SCons path's summary of the same edit
+        other = copy_project(tmp_path / "s")
+        assert run_scons(other, _small(other)).returncode == 0
+        (other / RELU).write_text(src.read_text())
+        proc = run_scons(other, _small(other))
+        assert proc.returncode != 0
+        assert proc.stdout.splitlines()[-3:] == expected, proc.stdout
+    src.write_text(good)
+    proc = ninja(proj)
+    assert proc.stdout.splitlines()[-3:-1] == [
+        "relu: 10 passed, 0 failed", "spmd: 16 passed, 0 failed (not run in this build)"], \
+        proc.stdout
+
+
 def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
     """A test step whose run ends without results (here: a folder where its
     results go cannot be removed, exit status 2) records it and exits 0;

@@ -93,3 +93,16 @@ def test_a_header_edited_while_its_compile_ran_is_never_recorded_as_built(tmp_pa
     (tmp_path / "plan.json").unlink()
     assert ninjarecord.update(str(spec), str(ninja_dir), str(record), str(tmp_path)) == []
     assert record.read_bytes() == before
+
+
+def test_current_names_what_ninja_holds_up_to_date_for_the_summary_after_a_failure(tmp_path):
+    """``current``: the entries the summary step of a run that a failed
+    step stopped may still count (their old results are of these
+    sources); an edited source leaves its library out; no spec: None."""
+    spec, ninja_dir, _ = _project(tmp_path)
+    files = ["lib.so", "plan.json", "a.cpp", "x.h"]
+    assert ninjarecord.current(str(spec), str(ninja_dir), str(tmp_path)) == {
+        "lib": ("KEY", files)}
+    os.utime(tmp_path / "a.cpp", ns=(300, 300))
+    assert ninjarecord.current(str(spec), str(ninja_dir), str(tmp_path)) == {}
+    assert ninjarecord.current(str(tmp_path / "none.json"), str(ninja_dir), str(tmp_path)) is None

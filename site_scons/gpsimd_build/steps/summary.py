@@ -1,6 +1,7 @@
 """The ``summary`` step (``gpsimd_build.steps``):
 
 ``python -m gpsimd_build.steps summary -o OUT --all N [--since STAMP] RESULTS...``
+(or ``summary @ARGS``: the arguments one a line in the file ARGS)
     a ninja build's summary: one line per library whose passing results
     file is given, in a state of ``gpsimd_build.results_summary`` (a
     failed run's ``.failed.json`` or a run's failure record ``.error.txt``
@@ -17,7 +18,10 @@
     and its own status is 1). With ``--inputs SPEC --ninja-dir DIR``, it
     also records what ninja built each library from
     (``gpsimd_build.ninjarecord``: the pytest plugin's record, as scons
-    writes it on its own path).
+    writes it on its own path). With ``--after-failure`` (the failure
+    branch of every other step of the ninja file): passing results made
+    before ``STAMP`` count only for the libraries ninja holds up to date
+    (else ``lib: stale``), and the step prints the summary and exits 1.
 """
 
 import argparse
@@ -30,13 +34,18 @@ from gpsimd_device.atomic import write_atomically
 __all__ = ["add_parser", "run"]
 
 
-def _library_state(path: str, since_ns: int):
+def _library_state(path: str, since_ns: int, current=None):
     """``(name, state, results, results path or None)`` of the library whose
     passing results file is ``path`` (``<lib>/test-results.json``), for a
     ninja build's summary step: the passing results, else a failed run's
     (``.failed.json``), else a run's record of its failure without results
     (``.error.txt``, ``gpsimd_emu run --record-failures``); made at or after
-    ``since_ns`` (this run's start) or not (``gpsimd_build.results_summary``)."""
+    ``since_ns`` (this run's start) or not (``gpsimd_build.results_summary``).
+    ``current``: when given, the libraries ninja holds up to date
+    (``gpsimd_build.ninjarecord.current``); passing results made before
+    ``since_ns`` of any other library are of other sources (stale): the
+    summary of a run that a failed step stopped, whose test steps did not
+    all run."""
     from gpsimd_device.results import LibraryResults, ResultsError
 
     from .. import results_summary as states
@@ -61,7 +70,8 @@ def _library_state(path: str, since_ns: int):
 
     mtime = made(path)
     if mtime is not None:
-        return loaded(path, mtime, states.KEPT)
+        return loaded(path, mtime, states.KEPT if current is None or name in current
+                      else states.STALE)
     mtime = made(base + ".error.txt")           # a run of this build without results
     if mtime is not None and mtime >= since_ns:
         return name, states.NO_RESULTS, None, None
@@ -79,7 +89,12 @@ def run(args: argparse.Namespace) -> int:
             since = os.stat(args.since).st_mtime_ns
         except OSError:
             since = 0
-    found = [_library_state(path, since) for path in args.results]
+    current = None
+    if args.inputs:
+        from .. import ninjarecord
+        current = ninjarecord.current(args.inputs, args.ninja_dir)
+    found = [_library_state(path, since, (current or {}) if args.after_failure else None)
+             for path in args.results]
     lines = states.summary_lines(((n, st, res) for n, st, res, _ in found),
                                  len(args.results) == args.all)
     text = "\n".join(lines) + "\n"
@@ -98,11 +113,12 @@ def run(args: argparse.Namespace) -> int:
         from .. import freshness, ninjarecord
         record = os.path.join(os.path.dirname(args.inputs), freshness.RECORD_NAME)
         try:
-            ninjarecord.update(args.inputs, args.ninja_dir, record)
+            ninjarecord.update(args.inputs, args.ninja_dir, record, done=current or {})
         except OSError as e:
             sys.stderr.write(f"gpsimd_build: cannot write {record}: {e.strerror} (errno "
                              f"{e.errno}); the pytest plugin will ask for another build\n")
-    ok = all(st in states.COUNTED and res.failed == 0 for _, st, res, _ in found)
+    ok = not args.after_failure and all(st in states.COUNTED and res.failed == 0
+                                        for _, st, res, _ in found)
     if not ok:      # (the step fails: ninja's edge that prints the summary does not run)
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -110,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    sm = sub.add_parser("summary", help="the summary of passing results files")
+    sm = sub.add_parser("summary", help="the summary of passing results files",
+                        fromfile_prefix_chars="@")
     sm.add_argument("-o", "--output", required=True)
     sm.add_argument("--all", type=int, required=True, help="libraries in the collection")
     sm.add_argument("--report", help="also write the HTML report of the results here")
@@ -124,5 +141,10 @@ def add_parser(sub) -> None:
                          "gpsimd_build.ninjarecord reads; the record is written beside it)")
     sm.add_argument("--ninja-dir", default=".",
                     help="ninja's builddir (its .ninja_log and .ninja_deps), with --inputs")
+    sm.add_argument("--after-failure", action="store_true",
+                    help="a step of this ninja run failed (the rules' failure branch): "
+                         "results made before --since count only for the libraries ninja "
+                         "holds up to date (--inputs), and the step prints the summary and "
+                         "exits 1")
     sm.add_argument("results", nargs="*")
     sm.set_defaults(run=run)

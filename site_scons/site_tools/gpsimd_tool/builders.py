@@ -120,7 +120,8 @@ def add_builders(env):
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
                         "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
         GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET --base $GPSIMD_BUILD_DIR $SOURCE",
-        GPSIMD_SUMMARYCOM="$GPSIMD_STEP summary -o $TARGET --all $GPSIMD_LIBRARIES $SOURCES",
+        # (the ninja path's; its arguments in a file: ninja_path.summary)
+        GPSIMD_SUMMARYCOM="$GPSIMD_STEP summary @$GPSIMD_SUMMARY_ARGS",
         GPSIMD_EMU_FLAGS=[],   # e.g. ["--no-checks", "--timeout", "5"] (SConstruct)
         # the results file exists only after a run in which every vector
         # passed; a failed run leaves its results in <lib>/test-results.failed.json
@@ -192,6 +193,7 @@ def add_builders(env):
         "GpsimdDigests": SCons.Builder.Builder(action=act("GPSIMD_DIGESTSCOM", None)),
         "GpsimdSummary": SCons.Builder.Builder(action=act("GPSIMD_SUMMARYCOM", None)),
         "GpsimdPrint": SCons.Builder.Builder(action=SCons.Action.Action("cat $SOURCES", None)),
+        "GpsimdSummaryPrint": SCons.Builder.Builder(action=act("GPSIMD_SUMMARY_PRINTCOM", None)),
         "GpsimdCompileDb": SCons.Builder.Builder(
             action=SCons.Action.Action(_write_compile_db, "$GPSIMD_COMPILEDBCOMSTR")),
     })

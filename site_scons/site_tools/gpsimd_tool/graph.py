@@ -362,8 +362,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             # (what ninja built each library from, recorded by the summary step)
             spec = graph.text(f"{profile_dir}/{ninjarecord.SPEC_NAME}",
                               ninja.inputs_spec(inputs.roots, graph.programs()))
-            default += ninja.summary(env, all_results, profile_dir, len(collection.libraries),
+            default += ninja.summary(env, graph, all_results, profile_dir,
+                                     len(collection.libraries),
                                      [lib.name for lib in libraries if lib.multicore], spec)
+            ninja.failure_rules(top_env, env.subst("$GPSIMD_STEP"), profile_dir)
         env.Default(env.Alias("all", default))
     else:
         env.Default(env.Alias("all", all_loadable + all_versions))

@@ -18,7 +18,8 @@ action, nothing falls back to calling SCons). What ninja needs on top:
   failed, and an edge that prints it with ``cat`` on every run, without
   starting Python, when it passed; an edge that begins every run marks
   the run's start, so that the summary tells what this run made
-  (:func:`summary`);
+  (:func:`summary`); every other step runs the summary step when it fails
+  (:func:`failure_rules`);
 * the prestart step, which starts the emulator server the test steps
   hand their runs to as the ninja run begins (:func:`prestart`);
 * ninja's own output: SCons's tool would pipe ninja's output through
@@ -33,6 +34,7 @@ action, nothing falls back to calling SCons). What ninja needs on top:
 """
 
 import os
+import shlex
 import signal
 import sys
 from typing import Any, Dict, Iterable, List, Optional, Tuple
@@ -52,7 +54,7 @@ from . import scons as scons_launcher
 from gpsimd_emu.client.vectors import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
-           "record_failures",
+           "failure_rules", "record_failures",
            "drop_jobs", "made_from", "prestart"]
 
 
@@ -168,8 +170,13 @@ def _compile_provider(env, node, action, targets, sources, executor=None):
 def setup(env) -> None:
     """Register the compile rule (depfile, ``deps = gcc``) in ``env``, the
     environment the ninja tool was loaded into."""
+    _rules(env, "")
+
+
+def _rules(env, on_fail: str) -> None:
+    """The compile rule, its command followed by ``on_fail``."""
     from SCons.Tool.ninja_tool.Globals import NINJA_RULES
-    env.NinjaRule("GPSIMD_CXX", "$env$cmd", description="CXX $out", deps="gcc",
+    env.NinjaRule("GPSIMD_CXX", "{ $env$cmd; }" + on_fail if on_fail else "$env$cmd", description="CXX $out", deps="gcc",
                   use_depfile=True)
     env[NINJA_RULES]["GPSIMD_CXX"]["depfile"] = "$depfile"
 
@@ -233,35 +240,74 @@ def inputs_spec(roots: Dict[str, Tuple[str, List[Any]]], programs: Iterable[Any]
     return ninjarecord.spec_text(out)
 
 
-def summary(env, results: List[Any], profile_dir: str, libraries: int,
+#: The summary step's arguments, one a line (``@`` file), in the profile's folder.
+SUMMARY_ARGS = "summary-args.txt"
+
+
+def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
             multicore: Iterable[str] = (), spec: Any = None) -> List[Any]:
     """The summary step (``test-summary.txt`` and ``report.html`` from every
-    results file; ``multicore``: the multicore libraries' names), the edge
-    that prints it on every run (``cat``; its output is never made, so
-    ninja always runs it; a summary older than the run's start is printed
-    with its results marked as not run in this build), and the edge that
-    begins every run, before the test steps and the summary step: it marks
-    when the run began (``.run-start``), so that the summary tells results
-    this run made from those an earlier run made. ``spec``: the inputs
-    spec's node (:func:`inputs_spec`), from which the summary step also
-    writes the inputs record. Returns the nodes to build by default."""
+    results file; ``multicore``: the multicore libraries' names; its
+    arguments in ``SUMMARY_ARGS``, written now), the edge that prints it
+    on every run (``cat``; its output is never made, so ninja always runs
+    it; a summary older than the run's start is printed with its results
+    marked as not run in this build), and the edge that begins every run,
+    before the test steps and the summary step: it marks when the run
+    began (``.run-start``), so that the summary tells results this run
+    made from those an earlier run made. ``spec``: the inputs spec's node
+    (:func:`inputs_spec`), from which the summary step also writes the
+    inputs record. Every other step runs the summary step when it fails
+    (:func:`_failure_rules`). Returns the nodes to build by default."""
     stamp = f"{profile_dir}/.run-start"
     begin = env.Command(f"{profile_dir}/.run-begun", [], f"touch {stamp}")
-    record = [] if spec is None else ["--inputs", spec.path, "--ninja-dir", env["NINJA_DIR"]]
-    text = env.GpsimdSummary(
-        [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"], results,
-        GPSIMD_LIBRARIES=[str(libraries), "--since", stamp,
-                          "--report", f"{profile_dir}/{states.REPORT_FILE}"]
-        + [a for name in multicore for a in ("--multicore", name)] + record)[:1]
+    outputs = [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"]
+    args = ["-o", outputs[0], "--all", str(libraries), "--since", stamp, "--report", outputs[1]]
+    args += [a for name in multicore for a in ("--multicore", name)]
     if spec is not None:
-        env.Depends(text, spec)
+        args += ["--inputs", spec.path, "--ninja-dir", env["NINJA_DIR"]]
+    args_file = graph.text(f"{profile_dir}/{SUMMARY_ARGS}",
+                           "".join(f"{a}\n" for a in args + [str(r) for r in results]))
+    text = env.GpsimdSummary(outputs, results, GPSIMD_SUMMARY_ARGS=args_file)[:1]
+    env.Depends(text, [args_file] + ([spec] if spec is not None else []))
     env.Requires(list(results) + text, begin)
     # (a summary older than this run's start is an earlier run's: its
     # results were not run in this build, and it says so)
-    printed = env.Command(f"{profile_dir}/.summary-printed", text,
-                          f"if [ {stamp} -nt $SOURCE ]; then sed -E {states.as_kept_sed()} "
-                          f"$SOURCE; else cat $SOURCE; fi")
+    env["GPSIMD_SUMMARY_PRINTCOM"] = (f"if [ {stamp} -nt $SOURCE ]; then sed -E "
+                                      f"{states.as_kept_sed()} $SOURCE; else cat $SOURCE; fi")
+    printed = env.GpsimdSummaryPrint(f"{profile_dir}/.summary-printed", text)
+    # (their own rule, without the failure branch; an action that is one
+    # $VARIABLE reaches the ninja tool as the variable's value)
+    for name in ("GPSIMD_SUMMARYCOM", "GPSIMD_SUMMARY_PRINTCOM"):
+        for key in ("$" + name, "${" + name + "}", env[name]):
+            env.NinjaRuleMapping(key, _summary_provider)
     return text + printed
+
+
+def failure_rules(env, step: str, profile_dir: str) -> None:
+    """Every step of the ninja file but the summary's own two (compiles,
+    links, packs, test steps, ...) runs the summary step (``step``: the
+    command of ``gpsimd_build.steps``) with ``--after-failure`` when it
+    fails, then fails: a run that a failed step stops, with or without
+    ``-k``, still prints the summary and leaves ``test-summary.txt``, the
+    report and the inputs record true for what it built (the libraries it
+    did not get to test again are stale), as the SCons path's summary at
+    exit does. ``env``: the environment the ninja tool was loaded into.
+    (The tool's rule for commands, ``GENERATED_CMD``, is replaced through
+    ``env.NinjaRule``, which the tool merges over its own.)"""
+    command = f"{step} summary @{shlex.quote(f'{profile_dir}/{SUMMARY_ARGS}')} --after-failure"
+    on_fail = " || { " + command.replace("$", "$$") + "; exit 1; }"
+    _rules(env, on_fail)
+    env.NinjaRule("GENERATED_CMD", "{ $env$cmd; }" + on_fail, description="Building $out",
+                  pool="local_pool")
+    env.NinjaRule("GPSIMD_SUMMARY", "$env$cmd", description="Building $out", pool="local_pool")
+
+
+def _summary_provider(env, node, action, targets, sources, executor=None):
+    """Rule mapping of the summary's two edges: their own rule, without
+    the failure branch."""
+    _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
+                                                         executor=executor)
+    return "GPSIMD_SUMMARY", variables, deps
 
 
 def made_from(nodes) -> List[Any]:
