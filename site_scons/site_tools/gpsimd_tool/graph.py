@@ -301,6 +301,9 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
                 GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
                 "$PYTHON")
             env.Depends(results, emu_sources + [program])
+            if env.get("RETEST"):   # (run again: neither current nor from the cache)
+                env.AlwaysBuild(results)
+                env.NoCache(results)
             if to_ninja:        # (its server loading as the run begins)
                 ninja.prestart(env, graph, lib_dir, results)
             env.Alias(f"test-{lib.name}", results)

@@ -25,10 +25,11 @@ __all__ = ["PASSED_ENV", "PASSED_ENV_PREFIXES", "JOBS_ENV", "QUIET_ENV", "apply"
 #: What the actions see of the shell's environment: PATH and the settings
 #: of the tools they may run (compiler launchers, OpenBLAS and the BLAS
 #: thread counts a test run's references use: one thread unless one of
-#: those is set), not the whole environment.
+#: those is set), not the whole environment. (``INCLUDE_SERVER_*``:
+#: distcc's pump mode, which ``distcc-pump`` sets for the compiles.)
 PASSED_ENV = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
               "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
-PASSED_ENV_PREFIXES = ("CCACHE_", "DISTCC_", "ICECC_")
+PASSED_ENV_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "ICECC_", "INCLUDE_SERVER_")
 
 
 def _variables(env) -> Variables:
@@ -44,7 +45,7 @@ def _variables(env) -> Variables:
                           "path (off when empty)", "", PathVariable.PathAccept))
     vars.Add(EnumVariable("CXX_LAUNCHER", "run compiles through this launcher; it never changes "
                           "a build signature, so switching it rebuilds nothing", "",
-                          allowed_values=("", "ccache", "distcc", "icecc")))
+                          allowed_values=("", "ccache", "sccache", "distcc", "icecc")))
     vars.Add(BoolVariable("FAST", "trust file timestamps and cached header scans (faster null "
                           "builds; misses an edit that keeps a file's size and timestamp, or a "
                           "header newly added on the include path)", False))
@@ -56,6 +57,10 @@ def _variables(env) -> Variables:
     vars.Add(BoolVariable("EMU_CHECKS", "run the emulator's checks (write sets, poison, "
                           "multicore rules, coherence, argument dtypes); 0 runs as the device "
                           "does, faster", True))
+    vars.Add(BoolVariable("RETEST", "run every test asked for again, even when its results "
+                          "are current or in the build cache (as Bazel's "
+                          "--nocache_test_results); the SCons path's (on the ninja path, "
+                          "remove the results files)", False))
     vars.Add(BoolVariable("EMU_SERVER", "fork each library's test run from one emulator process "
                           "started by the build (no interpreter and numpy start per library); "
                           "changes no result", True))
