@@ -8,11 +8,11 @@ run, every source file they depend on: the kernel and shape sources, every
 header SCons's scanner found, the runtime's sources and headers. The record
 is ``<BUILD_DIR>/<profile>/inputs.json``::
 
-    {"format": 3,
-     "files": {"kernels/relu/relu.cpp": [1234, 1733000000123456789], ...},
+    {"format": 4,
+     "files": {"kernels/relu/relu.cpp": [1234, 1733000000123456789, "<sha256>"], ...},
      "libraries": {"relu": {"key": "<sha256>", "files": ["kernels/relu/relu.cpp", ...]}}}
 
-``files``: ``[size in bytes, mtime in ns]`` of each file, once however
+``files``: ``[size in bytes, mtime in ns, SHA-256 (hex) or null]`` of each file, once however
 many libraries use it (the runtime's are every library's), as SCons saw
 it when it first read it in that run (so an edit made while the build ran
 is seen as a change); the library's own outputs that a front end loads
@@ -24,10 +24,17 @@ sorted paths. A library's entry is replaced whenever it is recorded
 again, so a revert that SCons finds up to date (content signatures) is
 recorded with its new time and the check passes again.
 
-A file that differs in size or time from the record, or is gone, makes the
+A file that differs in size from the record, or is gone, makes the
 library stale: content that changed behind the build is never tested as if
-it had been built. (A file whose size and time were both kept by an edit is
-not noticed, as in SCons's own ``FAST=1``.)
+it had been built. One of the same size whose time differs is compared by
+content with the recorded digest, so that a built tree that travelled (a CI
+artifact, a restored cache, a copy: new times, the same bytes) is still
+current; the digest is recorded only when the file, as the record is
+written, still has the size and time the build saw when it read it (an
+edit made while the build ran leaves the digest out: such a file is then
+stale by time alone). Digests are computed once per size and time: a file
+recorded again unchanged keeps its digest. (A file whose size and time
+were both kept by an edit is not noticed, as in SCons's own ``FAST=1``.)
 """
 
 import hashlib
@@ -40,7 +47,7 @@ from gpsimd_device.atomic import write_if_changed
 __all__ = ["FORMAT", "RECORD_NAME", "ZYGOTE_ENTRY", "Record", "library_key", "stat_files",
            "update_record", "read_record", "stale_input", "stale_entry"]
 
-FORMAT = 3
+FORMAT = 4
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
 RECORD_NAME = "inputs.json"
 #: The entry (name and key) of the emulator's program (gpsimd-zygote), which
@@ -49,13 +56,15 @@ RECORD_NAME = "inputs.json"
 ZYGOTE_ENTRY = ":zygote"
 #: ``(size in bytes, mtime in ns)`` of a file.
 Stat = Tuple[int, int]
+#: ``(size in bytes, mtime in ns, SHA-256 hex or None)`` of a recorded file.
+Recorded = Tuple[int, int, Optional[str]]
 
 
 class Record:
     """The record: ``files`` (path -> :data:`Stat`) and ``libraries``
     (name -> ``(key, sorted paths)``)."""
 
-    def __init__(self, files: Optional[Dict[str, Stat]] = None,
+    def __init__(self, files: Optional[Dict[str, Recorded]] = None,
                  libraries: Optional[Dict[str, Tuple[str, List[str]]]] = None):
         self.files = files or {}
         self.libraries = libraries or {}
@@ -100,7 +109,8 @@ def read_record(path: str) -> Record:
             doc = json.load(f)
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             return Record()
-        files = {str(p): (int(size), int(mtime)) for p, (size, mtime) in doc["files"].items()}
+        files = {str(p): (int(size), int(mtime), None if digest is None else str(digest))
+                 for p, (size, mtime, digest) in doc["files"].items()}
         libraries = {str(name): (str(entry["key"]), [str(p) for p in entry["files"]])
                      for name, entry in doc["libraries"].items()}
         if any(p not in files for _, paths in libraries.values() for p in paths):
@@ -110,12 +120,43 @@ def read_record(path: str) -> Record:
         return Record()
 
 
+def _digest(path: str) -> Optional[str]:
+    """SHA-256 (hex) of the file at ``path``; None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _recorded(path: str, seen: Stat, old: Optional[Recorded]) -> Recorded:
+    """The record's entry of a file the build saw as ``seen``: the digest
+    of ``old`` when that was recorded for the same size and time, else
+    computed now when the file still has them (before and after reading
+    it), else None (module text)."""
+    if old is not None and old[:2] == tuple(seen) and old[2] is not None:
+        return old
+    def now():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return (st.st_size, st.st_mtime_ns)
+    digest = _digest(path) if now() == tuple(seen) else None
+    return (seen[0], seen[1], digest if digest is not None and now() == tuple(seen) else None)
+
+
 def update_record(path: str, libraries: Dict[str, Tuple[str, Iterable[str]]],
-                  stats: Dict[str, Stat]) -> None:
+                  stats: Dict[str, Stat], root: str = ".") -> None:
     """Record ``libraries`` (name -> ``(library_key, the paths its objects
-    and plan were built from)``) with ``stats`` (a path missing from it was
-    gone: left out), keeping the other libraries' entries; written
-    whole-or-nothing, and only when the text changes.
+    and plan were built from)``) with ``stats`` (as the build saw each file;
+    a path missing from it was gone: left out) and each file's digest
+    (module text; ``root``: where relative paths start), keeping the other
+    libraries' entries; written whole-or-nothing, and only when the text
+    changes.
 
     Raises:
         OSError: the record cannot be written.
@@ -123,7 +164,8 @@ def update_record(path: str, libraries: Dict[str, Tuple[str, Iterable[str]]],
     record = read_record(path)
     for name, (key, paths) in libraries.items():
         record.libraries[name] = (key, sorted(p for p in set(paths) if p in stats))
-    record.files.update(stats)
+    for p, seen in stats.items():
+        record.files[p] = _recorded(os.path.join(root, p), seen, record.files.get(p))
     write_if_changed(path, record.to_text())
 
 
@@ -150,6 +192,9 @@ def stale_entry(record: Record, name: str, key: str, root: str = ".") -> Optiona
             st = os.stat(os.path.join(root, path))
         except OSError:
             return f"{path} is gone since"
-        if (st.st_size, st.st_mtime_ns) != record.files[path]:
+        size, mtime, digest = record.files[path]
+        if (st.st_size, st.st_mtime_ns) != (size, mtime) and (
+                st.st_size != size or digest is None
+                or _digest(os.path.join(root, path)) != digest):
             return f"{path} changed since"
     return None

@@ -178,5 +178,5 @@ def update(spec_path: str, ninja_dir: str, record_path: str, root: str = ".",
         done = current(spec_path, ninja_dir, root)
     if done:
         stats = freshness.stat_files((p for _, files in done.values() for p in files), root)
-        freshness.update_record(record_path, done, stats)
+        freshness.update_record(record_path, done, stats, root)
     return sorted(done or ())

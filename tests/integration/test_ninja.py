@@ -281,15 +281,20 @@ def test_a_ninja_run_records_what_it_built_from_for_the_pytest_plugin(ninja_proj
     assert len(libraries) == 8 and set(record["libraries"]) == {":zygote", *libraries}
     assert "runtime_model/include/torch/detail/tensor.h" in record["libraries"]["relu"]["files"]
     assert header() == [f"gpsimd: the vectors run in {rel}"]
-    (ninja_project / "runtime_model/gpsimd_emu/leader.c").touch()
+    leader = "runtime_model/gpsimd_emu/leader.c"
+    text = (ninja_project / leader).read_text()
+    (ninja_project / leader).touch()            # (the same bytes: still current)
+    assert header() == [f"gpsimd: the vectors run in {rel}"]
+    (ninja_project / leader).write_text(text + "/* edited */\n")
     assert header() == [f"gpsimd: the vectors cannot run: {rel} may be out of date "
                         "(runtime_model/gpsimd_emu/leader.c changed since the last build): "
                         f"build it first: `scons {rel}`"]
     ninja(ninja_project)
     assert header() == [f"gpsimd: the vectors run in {rel}"]
     after = json.loads((ninja_project / "build/host/inputs.json").read_text())
-    leader = "runtime_model/gpsimd_emu/leader.c"
     assert after["files"][leader][1] == (ninja_project / leader).stat().st_mtime_ns
+    (ninja_project / leader).write_text(text)    # (the module's project as it was)
+    ninja(ninja_project)
 
 
 def test_headers_come_from_depfiles(ninja_project):

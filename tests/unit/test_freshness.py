@@ -3,8 +3,12 @@
 library stale named: its manifest entry, a changed or missing file."""
 
 import dataclasses
+import hashlib
 import json
+import shutil
 import os
+
+import pytest
 
 from gpsimd_build import freshness
 from gpsimd_build.manifest.model import Library, Location, Op
@@ -17,6 +21,12 @@ def _lib(name="relu", **changes):
     lib = Library(name=name, multicore=False, sources=("k.cpp",), includes=(), cflags=(),
                   ops=(op,), location=loc, manifest="ops.yaml")
     return dataclasses.replace(lib, **changes)
+
+
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path, monkeypatch):
+    """(update_record reads the files, relative to the working directory)"""
+    monkeypatch.chdir(tmp_path)
 
 
 def _stats(tmp_path, *names):
@@ -32,8 +42,10 @@ def test_each_file_once_with_size_and_nanosecond_time(tmp_path):
     freshness.update_record(str(path), {"l1": ("k1", ["b.cpp", "a.h", "gone.h"]),
                                         "l2": ("k2", ["a.h"])}, stats)
     b = (tmp_path / "b.cpp").stat().st_mtime_ns
+    sha = {n: hashlib.sha256((tmp_path / n).read_bytes()).hexdigest() for n in ("a.h", "b.cpp")}
     assert json.loads(path.read_text()) == {
-        "format": 3, "files": {"a.h": [12, 1_733_000_000_123_456_789], "b.cpp": [7, b]},
+        "format": 4, "files": {"a.h": [12, 1_733_000_000_123_456_789, sha["a.h"]],
+                               "b.cpp": [7, b, sha["b.cpp"]]},
         "libraries": {"l1": {"key": "k1", "files": ["a.h", "b.cpp"]},
                       "l2": {"key": "k2", "files": ["a.h"]}}}
 
@@ -66,6 +78,47 @@ def test_the_stats_given_are_recorded_not_the_files_as_they_are_at_the_end(tmp_p
     freshness.update_record(path, {"relu": (freshness.library_key(lib), ["k.cpp"])}, seen)
     assert freshness.stale_input(freshness.read_record(path), lib, str(tmp_path)) == \
         "k.cpp changed since"
+    # an edit of the same size: no digest is recorded (the file is not as
+    # the build saw it), so it is stale by its time alone
+    (tmp_path / "k.cpp").write_text("int k;\n")
+    seen = _stats(tmp_path, "k.cpp")
+    (tmp_path / "k.cpp").write_text("int j;\n")
+    os.unlink(path)
+    freshness.update_record(path, {"relu": (freshness.library_key(lib), ["k.cpp"])}, seen)
+    assert json.loads(open(path).read())["files"]["k.cpp"][2] is None
+    assert freshness.stale_input(freshness.read_record(path), lib, str(tmp_path)) == \
+        "k.cpp changed since"
+
+
+def test_a_tree_that_travelled_is_current_by_content_and_an_edit_is_not(tmp_path):
+    """Issue 29: a built tree copied elsewhere (new times, the same bytes)
+    is current; there an edit that keeps the size is stale; a digest is
+    computed once per size and time (an entry recorded again keeps it)."""
+    a = tmp_path / "a"
+    a.mkdir()
+    (a / "k.cpp").write_text("int k;\n")
+    os.utime(a / "k.cpp", ns=(1, 1_000_000_000))
+    lib = _lib()
+    freshness.update_record(str(a / "inputs.json"), {"relu": (freshness.library_key(lib),
+                                                              ["k.cpp"])}, _stats(a, "k.cpp"), str(a))
+    b = tmp_path / "b"
+    shutil.copytree(a, b)              # (not copy2's times: the copy has new ones)
+    for f in b.iterdir():
+        os.utime(f, ns=(2, 2_000_000_000))
+    record = freshness.read_record(str(b / "inputs.json"))
+    assert freshness.stale_input(record, lib, str(b)) is None
+    (b / "k.cpp").write_text("int j;\n")
+    assert freshness.stale_input(record, lib, str(b)) == "k.cpp changed since"
+    # recorded again with the same size and time: the old digest is kept,
+    # not read again (here the file no longer has them)
+    freshness.update_record(str(a / "inputs.json"), {"relu": (freshness.library_key(lib),
+                                                              ["k.cpp"])}, {"k.cpp": (7, 1)}, str(a))
+    entry = json.loads((a / "inputs.json").read_text())["files"]["k.cpp"]
+    assert entry == [7, 1, None]
+    before = json.loads((b / "inputs.json").read_text())["files"]["k.cpp"]
+    freshness.update_record(str(b / "inputs.json"), {"relu": (freshness.library_key(lib),
+                                                              ["k.cpp"])}, {"k.cpp": tuple(before[:2])}, str(b))
+    assert json.loads((b / "inputs.json").read_text())["files"]["k.cpp"] == before
 
 
 def test_stale_input_names_the_entry_or_the_first_changed_or_missing_file(tmp_path):
@@ -88,6 +141,8 @@ def test_stale_input_names_the_entry_or_the_first_changed_or_missing_file(tmp_pa
     assert freshness.stale_input(record, _lib(ops=(renamed,)), root).startswith("its manifest")
     st = (tmp_path / "k.cpp").stat()
     os.utime(tmp_path / "k.cpp", ns=(st.st_atime_ns, st.st_mtime_ns + 1))   # touched only
+    assert freshness.stale_input(record, lib, root) is None                # (same bytes)
+    (tmp_path / "k.cpp").write_text("int k;\n\n")
     assert freshness.stale_input(record, lib, root) == "k.cpp changed since"
     (tmp_path / "h.h").unlink()
     assert freshness.stale_input(record, lib, root) == "h.h is gone since"
@@ -95,10 +150,10 @@ def test_stale_input_names_the_entry_or_the_first_changed_or_missing_file(tmp_pa
 
 def test_a_damaged_or_foreign_record_vouches_for_nothing(tmp_path):
     path = tmp_path / "inputs.json"
-    for text in ("{", "[]", '{"format": 2, "files": {}, "libraries": {}}', '{"format": 3}',
-                 '{"format": 3, "files": {"a": [1]}, "libraries": {"l": {"key": "k", "files": ["a"]}}}',
-                 '{"format": 3, "files": {}, "libraries": {"l": {"key": "k", "files": ["a"]}}}',
-                 '{"format": 3, "files": {}, "libraries": {"l": ["a"]}}'):
+    for text in ("{", "[]", '{"format": 3, "files": {}, "libraries": {}}', '{"format": 4}',
+                 '{"format": 4, "files": {"a": [1, 2]}, "libraries": {"l": {"key": "k", "files": ["a"]}}}',
+                 '{"format": 4, "files": {}, "libraries": {"l": {"key": "k", "files": ["a"]}}}',
+                 '{"format": 4, "files": {}, "libraries": {"l": ["a"]}}'):
         path.write_text(text)
         record = freshness.read_record(str(path))
         assert record.files == {} and record.libraries == {}, text

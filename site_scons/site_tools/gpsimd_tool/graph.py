@@ -375,8 +375,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if to_ninja:
         files = [f for lib in libraries for f in testplan.plan_files(lib)]
         from gpsimd_build.manifest import SCHEMA_PATH
+        # (and the emulator program's sources: its digest is in its command)
         ninja.regenerate_on(top_env, list(collection.manifests) + files + [SCHEMA_PATH]
-                            + ninja.build_library_files())
+                            + ninja.build_library_files()
+                            + ([s.path for s in program.sources] if program else []))
     SCons.Script.Help(help_text(collection.libraries, profile), append=True)
     timer.lap(f"graph of {len(libraries)} libraries")
     if not to_ninja and building:
