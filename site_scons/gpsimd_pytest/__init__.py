@@ -43,8 +43,13 @@ vector fails, saying to build it. The header says which.
 Options: ``--gpsimd-manifest FILE``, ``--gpsimd-build-dir DIR``,
 ``--gpsimd-timeout S``, ``--gpsimd-no-checks``, ``--gpsimd-allow-paths
 DIRS`` (the SConstruct's ``EMU_TIMEOUT``, ``EMU_CHECKS=0`` and
-``ALLOW_PATHS``), ``--gpsimd-report FILE``. Paths are relative to the
-folder pytest runs in.
+``ALLOW_PATHS``), ``--gpsimd-report FILE``. Paths given are relative to
+the folder pytest runs in; the project's root (what the plans' paths are
+relative to) is the one the build recorded in its folder
+(``gpsimd_build.project_record``), so ``--gpsimd-build-dir DIR`` alone runs
+that build's manifest from any folder. Beside the report go the results
+and the summary, which ``python -m gpsimd_pytest.merge`` merges across
+shards (``gpsimd_pytest.merge``).
 """
 
 import os
@@ -62,8 +67,9 @@ def pytest_addoption(parser) -> None:
     group.addoption("--gpsimd-manifest", metavar="OPS_YAML", default=None,
                     help="collect this manifest's test vectors (one item per vector) and run "
                          "them against the objects scons built")
-    group.addoption("--gpsimd-build-dir", metavar="DIR", default="build",
-                    help="the BUILD_DIR scons built into (default: build)")
+    group.addoption("--gpsimd-build-dir", metavar="DIR", default=None,
+                    help="the BUILD_DIR scons built into (default: build); alone, it also "
+                         "names the project and its manifest, from the build's record")
     group.addoption("--gpsimd-timeout", metavar="S", type=float, default=None,
                     help="seconds each run of a vector's cores may take (default: the "
                          "emulator's, 60)")
@@ -73,24 +79,44 @@ def pytest_addoption(parser) -> None:
                     help="folders outside this one the manifest may name (as ALLOW_PATHS)")
     group.addoption("--gpsimd-report", metavar="FILE", default=None,
                     help="where to write the HTML report of the vectors run (default: "
-                         "<build dir>/host/pytest-report.html)")
+                         "<build dir>/host/pytest-report.html; the results .json and the "
+                         "summary .txt beside it, for python -m gpsimd_pytest.merge)")
 
 
 def pytest_configure(config) -> None:
-    """With ``--gpsimd-manifest``: collect the manifest (alone, unless
-    paths were given too) through :class:`_Vectors`."""
+    """With ``--gpsimd-manifest`` (or ``--gpsimd-build-dir`` alone: the
+    manifest the build recorded): collect the manifest (alone, unless
+    paths were given too) through :class:`_Vectors`. The project's root is
+    the one the build recorded in its folder
+    (``gpsimd_build.project_record``), else the working directory."""
+    from gpsimd_build import project_record
     manifest = config.getoption("gpsimd_manifest")
-    if not manifest:
+    build_opt = config.getoption("gpsimd_build_dir")
+    if not manifest and not build_opt:
         return
-    path = os.path.abspath(os.path.join(str(config.invocation_params.dir), manifest))
+    here = str(config.invocation_params.dir)
+    build_abs = os.path.abspath(os.path.join(here, build_opt or "build"))
+    recorded = project_record.read(build_abs)
+    if manifest:
+        path = os.path.abspath(os.path.join(here, manifest))
+    elif recorded is None:
+        raise pytest.UsageError(f"--gpsimd-build-dir: {build_opt}: no record of a project "
+                                f"({project_record.RECORD_NAME}): build it first, or give "
+                                f"--gpsimd-manifest")
+    else:
+        path = recorded[1]
     if not os.path.isfile(path):
-        raise pytest.UsageError(f"--gpsimd-manifest: {manifest}: no such file")
+        raise pytest.UsageError(f"--gpsimd-manifest: {manifest or path}: no such file")
+    root = recorded[0] if recorded else here
+    build_dir = os.path.relpath(build_abs, root)
+    if build_dir.startswith(".."):
+        build_dir = build_abs
     given = config.args_source == pytest.Config.ArgsSource.ARGS
     if not given:
         config.args[:] = [path]
     elif not any(os.path.abspath(a) == path for a in config.args):
         config.args.append(path)
-    config.pluginmanager.register(_Vectors(config, path), "gpsimd-vectors")
+    config.pluginmanager.register(_Vectors(config, path, root, build_dir), "gpsimd-vectors")
 
 
 class VectorFailed(Exception):
@@ -105,11 +131,13 @@ class _Vectors:
     """The active plugin: collects the manifest, keeps one session per
     library, ends them with the test session."""
 
-    def __init__(self, config, manifest: str):
+    def __init__(self, config, manifest: str, root: str, build_dir: str):
         self.config = config
         self.manifest = manifest
-        self.root = str(config.invocation_params.dir)
-        self.build_dir = config.getoption("gpsimd_build_dir")
+        #: the project's folder (plans' and records' paths are relative to it)
+        self.root = root
+        #: BUILD_DIR, relative to the root (absolute when outside it)
+        self.build_dir = build_dir
         self.sessions: Dict[str, Tuple[Optional[object], Optional[str]]] = {}
         #: the record of what each library's objects were built from (read once)
         self._inputs = None
@@ -140,17 +168,13 @@ class _Vectors:
         self.results += getattr(node, "workeroutput", {}).get("gpsimd_results", [])
 
     def write_report(self) -> None:
-        """The HTML report of the vectors run, in manifest order."""
-        from gpsimd_build.report import ReportLibrary, write_report
-        from gpsimd_device.results import LibraryResults, VectorResult
-        libraries: Dict[str, ReportLibrary] = {}
-        for _, name, multicore, doc in sorted(self.results, key=lambda r: r[0]):
-            lib = libraries.setdefault(name, ReportLibrary(
-                name, "current", LibraryResults(name), multicore,
-                checks=not self.config.getoption("gpsimd_no_checks")))
-            lib.results.vectors.append(VectorResult.from_json(doc))
+        """The report, results and summary of the vectors run, in manifest
+        order (``gpsimd_pytest.merge.write_outputs``)."""
+        from .merge import write_outputs
         path = self.config.getoption("gpsimd_report")
-        if not path:
+        if path:
+            path = os.path.join(str(self.config.invocation_params.dir), path)
+        else:
             folder = os.path.join(self.build_dir, "host")
             if not os.path.isdir(os.path.join(self.root, folder)):
                 # nothing was built there (a typo in --gpsimd-build-dir?):
@@ -158,9 +182,9 @@ class _Vectors:
                 sys.stderr.write(f"gpsimd: no report written: there is no {folder} "
                                  f"(--gpsimd-report FILE writes it elsewhere)\n")
                 return
-            path = os.path.join(folder, "pytest-report.html")
+            path = os.path.join(self.root, folder, "pytest-report.html")
         try:
-            write_report(os.path.join(self.root, path), list(libraries.values()))
+            write_outputs(path, self.results, not self.config.getoption("gpsimd_no_checks"))
         except OSError as e:
             sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
 
@@ -278,12 +302,15 @@ class ManifestFile(pytest.File):
     def collect(self):
         from gpsimd_build.manifest import ManifestError, load_manifest
         vectors = self.config.pluginmanager.get_plugin("gpsimd-vectors")
+        here = os.getcwd()
+        os.chdir(vectors.root)      # (the manifest's paths, as the build read them)
         try:
             collection = load_manifest(os.path.relpath(str(self.path), vectors.root),
-                                       root=vectors.root,
                                        allow_paths=self.config.getoption("gpsimd_allow_paths"))
         except ManifestError as err:
             raise self.CollectError(str(err)) from None
+        finally:
+            os.chdir(here)
         for index, lib in enumerate(collection.libraries):
             yield Library.from_parent(self, name=lib.name, library=lib, index=index)
 

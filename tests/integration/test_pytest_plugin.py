@@ -204,6 +204,83 @@ def test_a_stale_or_missing_build_fails_saying_to_build_first(built, tmp_path):
     assert "Traceback" not in proc.stdout
 
 
+def test_any_working_directory_reads_the_project_from_the_build(built, serial, tmp_path):
+    """Issue 29: the project's root and manifest come from what the build
+    recorded in its folder (``project.json``), not the working directory:
+    from another folder, ``--gpsimd-build-dir`` alone runs the same vectors
+    with the same outcomes and messages; the report goes to the build."""
+    proj, fail = built
+    record = json.loads((proj / "build/project.json").read_text())
+    assert record == {"format": 1, "root": "..", "manifest": "ops.yaml"}
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = pytest_in(elsewhere, "--gpsimd-build-dir", str(proj / "build"), "-rA",
+                     "-p", "no:cacheprovider")
+    # (pytest names the manifest from where it runs: ../../.../ops.yaml)
+    outcomes = {i[i.index("ops.yaml::"):]: o for i, o in _outcomes(proc.stdout).items()}
+    assert outcomes == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, \
+        proc.stdout + proc.stderr
+    assert fail in proc.stdout and "gpsimd: the vectors run in build/host/emu/gpsimd-zygote" \
+        in proc.stdout
+    assert (proj / "build/host/pytest-report.txt").read_text() == \
+        "team: 2 passed, 1 failed\ntotal: 2 passed, 1 failed\n"
+    assert not (elsewhere / "build").exists()
+    proc = pytest_in(elsewhere, "--gpsimd-build-dir", "nowhere", "-p", "no:cacheprovider")
+    assert proc.returncode == 4 and "--gpsimd-build-dir: nowhere: no record of a project" \
+        in proc.stderr, proc.stderr
+
+
+def test_two_shards_cover_every_vector_once_and_merge_to_one_run(built, tmp_path):
+    """Issue 29: pytest-split's shards (``--splits 2 --group i``), each
+    with its own report and JUnit file, cover every vector exactly once;
+    ``python -m gpsimd_pytest.merge`` makes of them the single run's
+    summary, results and report (the same bytes) and JUnit (the same test
+    ids, outcomes, messages and properties)."""
+    pytest.importorskip("pytest_split", reason="pytest-split is not installed "
+                                               "(pip install pytest-split)")
+    proj, _ = built
+    single, junit = tmp_path / "single", tmp_path / "single.xml"
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", f"--gpsimd-report={single}.html",
+                     f"--junitxml={junit}", "-p", "no:cacheprovider")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    one = {ext: (tmp_path / f"single{ext}").read_bytes() for ext in (".html", ".json", ".txt")}
+    assert one[".txt"] == b"team: 2 passed, 1 failed\ntotal: 2 passed, 1 failed\n"
+    files = []
+    for group in (1, 2):
+        out = tmp_path / f"shard{group}"
+        proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "--splits", "2", "--group",
+                         str(group), f"--gpsimd-report={out}/report.html",
+                         f"--junitxml={out}/junit.xml", "-p", "no:cacheprovider")
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        files += [str(out / "report.json"), str(out / "junit.xml")]
+    ran = [json.loads(open(f).read())["vectors"] for f in files[::2]]
+    ids = [f"{r[1]}::{r[3]['op']}[{r[3]['vector']}]" for shard in ran for r in shard]
+    assert sorted(ids) == sorted(i.split("::", 1)[1] for i in IDS) and all(ran)
+    merged = tmp_path / "merged"
+    done = subprocess.run([sys.executable, "-m", "gpsimd_pytest.merge", "-o", str(merged),
+                           *files], capture_output=True, text=True, env=dict(os.environ, **_env()),
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == one[".txt"].decode()
+    for ext, data in one.items():
+        assert (tmp_path / f"merged{ext}").read_bytes() == data, ext
+
+    def cases(path):
+        root = ET.parse(path).getroot()
+        suite = root if root.tag == "testsuite" else next(root.iter("testsuite"))
+        counts = {k: suite.get(k) for k in ("tests", "failures", "errors", "skipped")}
+        return counts, [(c.get("classname"), c.get("name"),
+                         [(e.tag, e.get("message")) for e in c if e.tag != "properties"],
+                         [(p.get("name"), p.get("value")) for p in c.iter("property")])
+                        for c in suite.iter("testcase")]
+    assert cases(tmp_path / "merged.xml") == cases(junit)
+    # a vector in two shards is refused
+    twice = subprocess.run([sys.executable, "-m", "gpsimd_pytest.merge", "-o",
+                            str(tmp_path / "bad"), files[0], files[0]], capture_output=True,
+                           text=True, env=dict(os.environ, **_env()), timeout=120)
+    assert twice.returncode == 2 and "each vector belongs to one shard" in twice.stderr
+
+
 def test_a_built_tree_with_new_times_is_tested_as_built(built, serial, tmp_path):
     """Issue 29 "a built tree travels": a copy with new times on every file
     (as a CI artifact or a restored cache arrives) is current by content:

@@ -17,7 +17,7 @@ from typing import Any, Dict, List
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import buildfolder, codegen, layout, ninjarecord, testplan
+from gpsimd_build import buildfolder, codegen, layout, ninjarecord, project_record, testplan
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
@@ -185,6 +185,12 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         env.SConsignFile(os.path.join(build_dir, ".sconsign"))
     if building and not cached:
         manifest_cache.store(build_dir, collection, manifest, ".", [allow])
+    if building:    # (where the project is, for front ends run elsewhere)
+        try:
+            project_record.write(build_dir, top, manifest)
+        except OSError as err:
+            _stop(f"scons: cannot write {build_dir}/{project_record.RECORD_NAME}: "
+                  f"{err.strerror} (errno {err.errno})")
     to_ninja = ninja.active(env)
     if to_ninja:
         ninja.setup(env)

@@ -1,0 +1,156 @@
+"""The outputs of a plugin run, and one set of them from several runs
+(shards of one test run, e.g. ``pytest-split``'s ``--splits N --group i``
+on several CI jobs).
+
+A run writes, for the vectors it ran, three files with one base name
+(``<BUILD_DIR>/host/pytest-report`` unless ``--gpsimd-report``):
+``.html``, the report (``gpsimd_build.report``); ``.json``, the results
+(``{"format": 1, "checks": bool, "vectors": [[order, library, multicore,
+result], ...]}``, a result as ``gpsimd_device.results.VectorResult.to_json``);
+``.txt``, the summary (one ``lib: N passed, M failed`` line per library,
+then ``total: ...``; ``gpsimd_build.results_summary``). All three are in
+manifest order whatever order the vectors ran in.
+
+``python -m gpsimd_pytest.merge -o BASE FILE...`` merges the shards'
+results files (``.json``) and JUnit files (``.xml``, pytest's
+``--junitxml``) into ``BASE.html``, ``BASE.json``, ``BASE.txt`` and
+``BASE.xml``, the same as one run's in every test id, outcome, message and
+property (the JUnit times, host name and timestamp aside: the times are
+summed, the others the first file's), and prints the summary. A vector in
+two shards is an error (exit status 2), as is a file that cannot be read.
+"""
+
+import argparse
+import json
+import sys
+import xml.etree.ElementTree as ET
+from typing import Dict, List, Sequence, Tuple
+
+__all__ = ["write_outputs", "merge", "main"]
+
+
+def write_outputs(report: str, vectors: Sequence[list], checks: bool) -> List[str]:
+    """Write the report at ``report`` and, beside it (its name without
+    ``.html``), the ``.json`` results and the ``.txt`` summary of
+    ``vectors`` (``[order, library, multicore, result JSON]`` each) from a
+    run with (``checks``) or without the emulator's checks. Returns the
+    summary's lines.
+
+    Raises:
+        OSError: a file cannot be written.
+    """
+    from gpsimd_build import results_summary as states
+    from gpsimd_build.report import ReportLibrary, write_report
+    from gpsimd_device.atomic import write_if_changed
+    from gpsimd_device.results import LibraryResults, VectorResult
+    ordered = sorted(vectors, key=lambda r: list(r[0]))
+    libraries: Dict[str, ReportLibrary] = {}
+    for _, name, multicore, doc in ordered:
+        lib = libraries.setdefault(name, ReportLibrary(name, "current", LibraryResults(name),
+                                                       multicore, checks=checks))
+        lib.results.vectors.append(VectorResult.from_json(doc))
+    lines = states.summary_lines(((n, states.RUN, lib.results) for n, lib in libraries.items()),
+                                 everything=False)
+    base = report[:-len(".html")] if report.endswith(".html") else report
+    write_report(report, list(libraries.values()), totals=lines[-1])
+    write_if_changed(base + ".json", json.dumps(
+        {"format": 1, "checks": checks, "vectors": [list(r) for r in ordered]},
+        sort_keys=True, separators=(",", ":")) + "\n")
+    write_if_changed(base + ".txt", "\n".join(lines) + "\n")
+    return lines
+
+
+def _results(path: str) -> Tuple[bool, List[list]]:
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or doc.get("format") != 1:
+        raise ValueError("not a results file of format 1 (gpsimd_pytest.merge)")
+    return bool(doc["checks"]), [list(v) for v in doc["vectors"]]
+
+
+def _junit(paths: Sequence[str], order: Dict[Tuple[str, str], list]) -> ET.ElementTree:
+    """One JUnit tree of ``paths``' test cases, in manifest order
+    (``order``: ``(library, "op[vector]")`` -> order; others after, as
+    given), with the counts and summed times of a single run."""
+    first, cases = None, []
+    for path in paths:
+        tree = ET.parse(path)
+        suites = [tree.getroot()] if tree.getroot().tag == "testsuite" else \
+            list(tree.getroot().iter("testsuite"))
+        if first is None:
+            first = tree
+        for suite in suites:
+            cases += list(suite.iter("testcase"))
+
+    def key(indexed):
+        i, case = indexed
+        lib = (case.get("classname") or "").rsplit(".", 1)[-1]
+        return (0, order[(lib, case.get("name"))], 0) if (lib, case.get("name")) in order \
+            else (1, [], i)
+    cases = [c for _, c in sorted(enumerate(cases), key=key)]
+    root = first.getroot()
+    suite = root if root.tag == "testsuite" else next(root.iter("testsuite"))
+    for old in list(suite.iter("testcase")):
+        suite.remove(old)
+    suite.extend(cases)
+    suite.set("tests", str(len(cases)))
+    for attr, tag in (("failures", "failure"), ("errors", "error"), ("skipped", "skipped")):
+        suite.set(attr, str(sum(1 for c in cases if c.find(tag) is not None)))
+    suite.set("time", f"{sum(float(c.get('time') or 0) for c in cases):.3f}")
+    return first
+
+
+def merge(paths: Sequence[str], base: str) -> List[str]:
+    """Merge the shards' files ``paths`` (module text) into ``base`` +
+    ``.html``, ``.json``, ``.txt`` (and ``.xml`` when JUnit files are
+    among them). Returns the summary's lines.
+
+    Raises:
+        ValueError: a vector in two shards, a file of another kind.
+        OSError: a file cannot be read or written.
+    """
+    vectors, checks, seen, junit = [], True, {}, []
+    for path in paths:
+        if path.endswith(".xml"):
+            junit.append(path)
+            continue
+        try:
+            shard_checks, shard = _results(path)
+        except (ValueError, KeyError, TypeError) as e:
+            raise ValueError(f"{path}: {e}") from None
+        checks = checks and shard_checks
+        for row in shard:
+            where = (row[1], row[3].get("op"), row[3].get("vector"))
+            if where in seen:
+                raise ValueError(f"{path}: {where[0]}::{where[1]}[{where[2]}] is also in "
+                                 f"{seen[where]}: each vector belongs to one shard")
+            seen[where] = path
+        vectors += shard
+    lines = write_outputs(base + ".html", vectors, checks)
+    if junit:
+        order = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): list(r[0]) for r in vectors}
+        tree = _junit(junit, order)
+        tree.write(base + ".xml", encoding="utf-8", xml_declaration=True)
+    return lines
+
+
+def main(argv=None) -> int:
+    """``python -m gpsimd_pytest.merge -o BASE FILE...`` (module text)."""
+    p = argparse.ArgumentParser(prog="python -m gpsimd_pytest.merge",
+                                description="Merge the shards of a gpsimd pytest run.")
+    p.add_argument("-o", "--output", required=True, metavar="BASE",
+                   help="write BASE.html, BASE.json, BASE.txt (and BASE.xml)")
+    p.add_argument("files", nargs="+", metavar="FILE",
+                   help="each shard's results (.json, beside its report) and JUnit (.xml)")
+    args = p.parse_args(argv)
+    try:
+        lines = merge(args.files, args.output)
+    except (ValueError, OSError, ET.ParseError) as e:
+        print(f"gpsimd_pytest.merge: {e}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
