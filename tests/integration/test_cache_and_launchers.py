@@ -145,6 +145,57 @@ def test_sccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests)
                        env=dict(os.environ, **env), timeout=60)
 
 
+@pytest.fixture
+def redis(tmp_path):
+    """A redis-server of the test's own on 127.0.0.1: its URL."""
+    exe = shutil.which("redis-server")
+    if exe is None:
+        pytest.skip("redis-server is not installed (apt install redis-server)")
+    port = _free_port()
+    server = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                               "--appendonly", "no", "--dir", str(tmp_path)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.05)
+        else:
+            pytest.fail("redis-server did not start listening")
+        yield f"redis://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_ccache_remote_storage_serves_a_clean_clone_elsewhere(tmp_path, redis):
+    """Issue 29: ccache with redis remote storage as a team uses it: a
+    clone at another path, with an empty local ccache folder, gets every
+    compile from the remote, and the same bytes."""
+    def build(proj, local):
+        env = {"CCACHE_DIR": str(tmp_path / local), "CCACHE_REMOTE_STORAGE": redis}
+        proc = run_scons(proj, "-Q", _small_manifest(proj), "CXX_LAUNCHER=ccache", "all",
+                         "digests", env=env)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        stats = subprocess.run(["ccache", "--print-stats"], capture_output=True, text=True,
+                               env=dict(os.environ, **env)).stdout
+        stats = dict(l.split("\t", 1) for l in stats.splitlines() if "\t" in l)
+        compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
+        return proc, compiles, {k: int(v) for k, v in stats.items() if v.strip().isdigit()}
+
+    first, compiles, stats = build(copy_project(tmp_path / "a"), "cc-a")
+    assert compiles > 0 and stats.get("remote_storage_hit", 0) == 0
+    second, again, stats = build(copy_project(tmp_path / "clone" / "b"), "cc-b")
+    assert again == compiles and stats["remote_storage_hit"] == compiles, stats
+    assert stats.get("local_storage_hit", 0) == 0
+    digest_lines = [[l for l in p.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
+                    for p in (first, second)]
+    assert digest_lines[0] and digest_lines[0] == digest_lines[1]
+
+
 def _free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
