@@ -203,51 +203,106 @@ def _free_port():
 
 
 @pytest.fixture
-def distccd(tmp_path):
-    exe = shutil.which("distccd")
-    if exe is None or shutil.which("distcc") is None:
-        pytest.skip("distcc/distccd are not installed")
-    port = _free_port()
-    # distccd's jobs run as an unprivileged user when started as root: the log
-    # must sit where that user can reach it (pytest's tmp_path is root-only)
-    logdir = tempfile.mkdtemp(prefix="distccd-")
+def distcc_farm(tmp_path):
+    """Two distccd servers, each in a network namespace of its own that
+    this test makes (a veth pair: the server's address exists inside its
+    namespace only), as two machines of a compile farm: (DISTCC_HOSTS,
+    the two logs). Needs root (namespaces) and distcc."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make network namespaces (the distcc farm test)")
+    for tool in ("ip", "distccd", "distcc"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (apt install iproute2 distcc)")
+    logdir = tempfile.mkdtemp(prefix="distcc-farm-")
     os.chmod(logdir, 0o755)
-    log = pathlib.Path(logdir) / "distccd.log"
-    log.touch()
-    os.chmod(log, 0o666)
-    cmd = [exe, "--no-detach", "--daemon", "--allow", "127.0.0.1", "--listen", "127.0.0.1",
-           "--port", str(port), "--jobs", "2", "--log-file", str(log)]
-    if os.geteuid() == 0:
-        cmd += ["--user", "nobody"]
-    server = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    else:
-        server.kill()
-        pytest.fail("distccd did not start listening")
-    yield port, log
-    server.terminate()
-    server.wait(timeout=10)
-    shutil.rmtree(logdir, ignore_errors=True)
+    base = 16 + os.getpid() % 200              # (10.<base>.<i>.0/30: one subnet a server)
+    made, servers, hosts, logs = [], [], [], []
+
+    def ip(*args, ns=None):
+        cmd = (["ip", "netns", "exec", ns] if ns else []) + ["ip", *args]
+        subprocess.run(cmd, check=True, capture_output=True, timeout=30)
+    try:
+        for i in (1, 2):
+            ns, host, peer = f"gpsimd-dc{os.getpid()}-{i}", f"gdh{os.getpid()}{i}"[:15], \
+                f"gdn{os.getpid()}{i}"[:15]
+            near, far = f"10.{base}.{i}.1", f"10.{base}.{i}.2"
+            subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+            made.append(ns)
+            ip("link", "add", host, "type", "veth", "peer", "name", peer)
+            ip("link", "set", peer, "netns", ns)
+            ip("addr", "add", f"{near}/30", "dev", host)
+            ip("link", "set", host, "up")
+            ip("addr", "add", f"{far}/30", "dev", peer, ns=ns)
+            ip("link", "set", peer, "up", ns=ns)
+            ip("link", "set", "lo", "up", ns=ns)
+            log = pathlib.Path(logdir) / f"distccd{i}.log"
+            log.touch()
+            os.chmod(log, 0o666)
+            servers.append(subprocess.Popen(
+                ["ip", "netns", "exec", ns, shutil.which("distccd"), "--no-detach", "--daemon",
+                 "--allow", near, "--listen", far, "--port", "3632", "--jobs", "2",
+                 "--log-file", str(log), "--user", "nobody"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            deadline = time.time() + 10
+            while time.time() < deadline:
+                with socket.socket() as s:
+                    s.settimeout(1)
+                    if s.connect_ex((far, 3632)) == 0:
+                        break
+                time.sleep(0.05)
+            else:
+                pytest.fail(f"distccd in {ns} did not start listening")
+            hosts.append(f"{far}/2")
+            logs.append(log)
+        yield " ".join(hosts), logs
+    finally:
+        for server in servers:
+            server.terminate()
+            server.wait(timeout=10)
+        for ns in made:     # (its end of the veth pair goes with it, and so the pair)
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        shutil.rmtree(logdir, ignore_errors=True)
 
 
-def test_distcc_compiles_remotely_with_identical_bytes(tmp_path, distccd, reference_digests):
-    port, log = distccd
+def test_a_distcc_farm_compiles_every_unit_on_both_paths_with_local_bytes(tmp_path,
+                                                                         distcc_farm):
+    """Issue 29: two distccd servers in network namespaces, DISTCC_FALLBACK=0:
+    every compile of a small collection is in the servers' logs, on the
+    SCons path and on the ninja path, and ``digests`` equal a local
+    build's."""
+    hosts, logs = distcc_farm
     proj = copy_project(tmp_path / "p")
-    (tmp_path / "distcc").mkdir()   # distcc creates lock/ and state/ in it, not the folder
-    env = {"DISTCC_HOSTS": f"127.0.0.1:{port}", "DISTCC_FALLBACK": "0",
-           "DISTCC_DIR": str(tmp_path / "distcc")}
-    proc = run_scons(proj, "CXX_LAUNCHER=distcc", env=env)
+    small = _small_manifest(proj)
+    (tmp_path / "distcc").mkdir()
+    env = {"DISTCC_HOSTS": hosts, "DISTCC_FALLBACK": "0", "DISTCC_DIR": str(tmp_path / "distcc")}
+
+    def served():
+        return [log.read_text().count("COMPILE_OK") for log in logs]
+
+    def digest_lines(stdout):
+        return [l for l in stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
+
+    local = run_scons(proj, "-Q", small, "BUILD_DIR=bL", "all", "digests")
+    assert local.returncode == 0, local.stdout + local.stderr
+    proc = run_scons(proj, "-Q", small, "BUILD_DIR=bS", "CXX_LAUNCHER=distcc", "all", "digests",
+                     env=env)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
-    assert compiles > 20
-    served = log.read_text().count("COMPILE_OK")
-    assert served == compiles, log.read_text()[-2000:]
-    assert digests(proj) == reference_digests
+    assert compiles > 20 and sum(served()) == compiles and min(served()) > 0, \
+        (served(), logs[0].read_text()[-2000:])
+    assert digest_lines(proc.stdout) == digest_lines(local.stdout) != []
+    before = sum(served())
+    proc = run_scons(proj, small, "BUILD_DIR=bN", "CXX_LAUNCHER=distcc", "--experimental=ninja",
+                     env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    objects = len(re.findall(r"^\[\d+/\d+\] CXX \S+\.o$", proc.stdout, re.M))
+    assert objects == compiles and sum(served()) - before == objects, proc.stdout
+    ninja = subprocess.run([os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja"), "-f",
+                            "bN/build.ninja", "bN/host/digests.txt"], cwd=proj,
+                           capture_output=True, text=True, timeout=300)
+    assert ninja.returncode == 0, ninja.stdout + ninja.stderr
+    assert (proj / "bN/host/digests.txt").read_text().splitlines() == \
+        digest_lines(local.stdout)
 
 
 def _small_manifest(proj, libraries=("relu", "spmd")):
