@@ -145,7 +145,8 @@ def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_p
 def _query(proj, target):
     """``ninja -t query TARGET``: (its inputs, its order-only inputs)."""
     lines = ninja(proj, "-t", "query", target).stdout.splitlines()
-    inputs = lines[lines.index("  input: GENERATED_CMD") + 1:lines.index("  outputs:")]
+    start = next(i for i, line in enumerate(lines) if line.startswith("  input: "))
+    inputs = lines[start + 1:lines.index("  outputs:")]
     return ({x.strip() for x in inputs if not x.strip().startswith("|")},
             {x.strip()[3:] for x in inputs if x.strip().startswith("|| ")})
 
@@ -436,9 +437,9 @@ def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(tmp_pat
     """Issue 25 case 1, a step before the tests fails: the compile's rule
     runs the summary step as it fails, so the run prints the summary and
     leaves test-summary.txt true (the library it did not test again is
-    stale), with the SCons path's text. Under -k a test step that runs
-    after the failure removes that summary (no longer current): the file
-    is then absent, never the old "all passed"."""
+    stale), with the SCons path's text. Under -k a test step that ends
+    after the failure writes them again, so that they hold its results
+    when ninja stops."""
     proj = copy_project(tmp_path / "p")
     small = _small(proj)
     proc = run_scons(proj, "--experimental=ninja", small)
@@ -461,7 +462,10 @@ def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(tmp_pat
         assert lines[at + 1].startswith("spmd: ") and \
             lines[at + 2].startswith("all libraries: "), proc.stdout
         assert "spmd: 16 passed, 0 failed" in lines, proc.stdout
-        assert not summary.exists() or summary.read_text().splitlines()[0] == "relu: stale"
+        assert summary.read_text().splitlines() == [
+            "relu: stale", "spmd: 16 passed, 0 failed", "all libraries: 16 passed, 0 failed"]
+        assert 'data-library="spmd" data-state="current"' in \
+            (proj / "build/host/report.html").read_text()
     else:
         assert lines[at:at + 3] == expected, proc.stdout
         assert summary.read_text().splitlines() == expected

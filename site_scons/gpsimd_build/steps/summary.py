@@ -21,7 +21,10 @@
     writes it on its own path). With ``--after-failure`` (the failure
     branch of every other step of the ninja file): passing results made
     before ``STAMP`` count only for the libraries ninja holds up to date
-    (else ``lib: stale``), and the step prints the summary and exits 1.
+    (else ``lib: stale``), and the step prints the summary and exits 1;
+    with ``--quiet`` too (a test step that ends after a failure of its
+    run), it writes them again, printing nothing, exit status 0. Writers
+    after a failure take turns (``_after_failure``).
 """
 
 import argparse
@@ -81,7 +84,10 @@ def _library_state(path: str, since_ns: int, current=None):
     return name, states.NOT_RUN, None, None
 
 
-def run(args: argparse.Namespace) -> int:
+def _summarize(args: argparse.Namespace) -> "tuple[str, bool]":
+    """Write the summary, the report and the inputs record; returns the
+    summary's text and whether every library is counted with no failed
+    vector."""
     from .. import results_summary as states
     since = 0
     if args.since:
@@ -117,8 +123,54 @@ def run(args: argparse.Namespace) -> int:
         except OSError as e:
             sys.stderr.write(f"gpsimd_build: cannot write {record}: {e.strerror} (errno "
                              f"{e.errno}); the pytest plugin will ask for another build\n")
-    ok = not args.after_failure and all(st in states.COUNTED and res.failed == 0
-                                        for _, st, res, _ in found)
+    return text, all(st in states.COUNTED and res.failed == 0 for _, st, res, _ in found)
+
+
+def _after_failure(args: argparse.Namespace) -> int:
+    """``--after-failure``: one writer at a time (a lock beside the
+    summary), and a request made while one writes (``.summary-pending``)
+    is served by that writer, again, before it lets go: the last writer
+    has seen every result made before its last request. The failure
+    branch waits for the lock and prints its first summary (exit status
+    1); a test step's (``--quiet``) leaves its request to the writer that
+    holds the lock and prints nothing (exit status 0)."""
+    import fcntl
+    folder = os.path.dirname(args.output) or "."
+    pending = os.path.join(folder, ".summary-pending")
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    os.close(os.open(pending, flags, 0o644))
+    fd = os.open(os.path.join(folder, ".summary-lock"), flags, 0o644)
+    must = not args.quiet       # (the failure branch writes and prints once, itself)
+    printed = args.quiet
+    try:
+        while must or os.path.exists(pending):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | (fcntl.LOCK_NB if args.quiet else 0))
+            except BlockingIOError:
+                break                       # (the writer that holds it serves the request)
+            try:
+                while must or os.path.exists(pending):
+                    must = False
+                    try:
+                        os.unlink(pending)
+                    except FileNotFoundError:
+                        pass
+                    text, _ = _summarize(args)
+                    if not printed:
+                        sys.stdout.write(text)
+                        sys.stdout.flush()
+                        printed = True
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    return 0 if args.quiet else 1
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.after_failure:
+        return _after_failure(args)
+    text, ok = _summarize(args)
     if not ok:      # (the step fails: ninja's edge that prints the summary does not run)
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -146,5 +198,8 @@ def add_parser(sub) -> None:
                          "results made before --since count only for the libraries ninja "
                          "holds up to date (--inputs), and the step prints the summary and "
                          "exits 1")
+    sm.add_argument("--quiet", action="store_true",
+                    help="with --after-failure: a test step's (after a failure of its run): "
+                         "print nothing, exit 0")
     sm.add_argument("results", nargs="*")
     sm.set_defaults(run=run)

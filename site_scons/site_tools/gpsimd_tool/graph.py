@@ -208,6 +208,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     env["GPSIMD_BUILD_DIR"] = env.Dir(build_dir)      # (a node: quoted in commands)
     if to_ninja:
         ninja.map_compiles(env)
+        ninja.map_tests(env)
         ninja.drop_jobs(env)
         ninja.record_failures(env, f"{build_dir}/{profile.name}")
     progress = None

@@ -54,7 +54,7 @@ from . import scons as scons_launcher
 from gpsimd_emu.client.vectors import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
-           "failure_rules", "record_failures",
+           "failure_rules", "map_tests", "record_failures",
            "drop_jobs", "made_from", "prestart"]
 
 
@@ -283,23 +283,51 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
     return text + printed
 
 
+#: Made (touched) by a step's failure branch: a step of this run failed
+#: when it is newer than the run's start (``.run-start``).
+RUN_FAILED = ".run-failed"
+
+
 def failure_rules(env, step: str, profile_dir: str) -> None:
     """Every step of the ninja file but the summary's own two (compiles,
-    links, packs, test steps, ...) runs the summary step (``step``: the
-    command of ``gpsimd_build.steps``) with ``--after-failure`` when it
-    fails, then fails: a run that a failed step stops, with or without
-    ``-k``, still prints the summary and leaves ``test-summary.txt``, the
-    report and the inputs record true for what it built (the libraries it
-    did not get to test again are stale), as the SCons path's summary at
-    exit does. ``env``: the environment the ninja tool was loaded into.
-    (The tool's rule for commands, ``GENERATED_CMD``, is replaced through
-    ``env.NinjaRule``, which the tool merges over its own.)"""
-    command = f"{step} summary @{shlex.quote(f'{profile_dir}/{SUMMARY_ARGS}')} --after-failure"
-    on_fail = " || { " + command.replace("$", "$$") + "; exit 1; }"
+    links, packs, test steps, ...) marks the run as failed
+    (:data:`RUN_FAILED`) and runs the summary step (``step``: the command
+    of ``gpsimd_build.steps``) with ``--after-failure`` when it fails, then
+    fails: a run that a failed step stops still prints the summary and
+    leaves ``test-summary.txt``, the report and the inputs record true for
+    what it built (the libraries it did not get to test again are stale),
+    as the SCons path's summary at exit does. Under ``-k``, a test step
+    that ends after a failure of its run writes them again (``--quiet``;
+    one at a time, coalesced), so that they hold every result when ninja
+    stops. ``env``: the environment the ninja tool was loaded into. (The
+    tool's rule for commands, ``GENERATED_CMD``, is replaced through
+    ``env.NinjaRule``, which the tool merges over its own; test steps get a
+    rule of their own, mapped by :func:`map_tests`.)"""
+    quote = shlex.quote
+    summary = f"{step} summary @{quote(f'{profile_dir}/{SUMMARY_ARGS}')} --after-failure"
+    failed, started = quote(f"{profile_dir}/{RUN_FAILED}"), quote(f"{profile_dir}/.run-start")
+    on_fail = (" || { touch " + failed + "; " + summary + "; exit 1; }").replace("$", "$$")
     _rules(env, on_fail)
     env.NinjaRule("GENERATED_CMD", "{ $env$cmd; }" + on_fail, description="Building $out",
                   pool="local_pool")
+    after = (f"; if [ {failed} -nt {started} ]; then {summary} --quiet; fi").replace("$", "$$")
+    env.NinjaRule("GPSIMD_TEST", "{ $env$cmd; }" + on_fail + after, description="Building $out",
+                  pool="local_pool")
     env.NinjaRule("GPSIMD_SUMMARY", "$env$cmd", description="Building $out", pool="local_pool")
+
+
+def map_tests(env) -> None:
+    """Map ``env``'s test steps to their rule (:func:`failure_rules`)."""
+    for key in ("$GPSIMD_TESTCOM", "${GPSIMD_TESTCOM}", env.get("GPSIMD_TESTCOM")):
+        if isinstance(key, str):
+            env.NinjaRuleMapping(key, _test_provider)
+
+
+def _test_provider(env, node, action, targets, sources, executor=None):
+    """Rule mapping of a test step."""
+    _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
+                                                         executor=executor)
+    return "GPSIMD_TEST", variables, deps
 
 
 def _summary_provider(env, node, action, targets, sources, executor=None):
