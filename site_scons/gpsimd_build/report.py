@@ -42,6 +42,11 @@ MARK_COLOURS = {"hole": "#d62728", "overlap": "#000000", "beyond": "#c8c8c8",
 #: Width of a strip in CSS pixels (every strip has it, so that strips
 #: compare by eye).
 STRIP_WIDTH = 800
+#: The marks that also carry a pattern (stripes in the top and bottom
+#: thirds of the mark, its middle the plain colour), so that the picture
+#: reads without colour vision: a stripe angle and colour each.
+PATTERNED = ("hole", "beyond", "past-end", "fault")
+_HATCH = "repeating-linear-gradient({}deg, {} 0 1px, transparent 1px 4px)"
 
 _STATES = {
     "current": "results of this run",
@@ -74,6 +79,18 @@ tr.checked td.status {{ background: #dde8f8; }}
 .seg.hole {{ background: {MARK_COLOURS["hole"]}; }}
 .seg.beyond {{ background: {MARK_COLOURS["beyond"]}; }}
 .seg.fault {{ background: {MARK_COLOURS["fault"]}; }}
+ """ + "".join(
+    f".seg.pat-{k}, .swatch.pat-{k} {{ background-image: {_HATCH.format(angle, ink)}, "
+    f"{_HATCH.format(angle, ink)}; background-repeat: repeat-x; background-position: top, "
+    f"bottom; background-size: 100% 30%, 100% 30%; }}\n"
+    for k, angle, ink in (("hole", 45, "#fff"), ("beyond", 0, "#666"),
+                          ("past-end", 135, "#000"), ("fault", 90, "#000"))) + f""".axis {{ position: relative; width: {STRIP_WIDTH}px; height: 14px; font-size: 10px;
+         font-family: monospace; color: #444; }}
+.tick {{ position: absolute; top: 0; white-space: nowrap; border-left: 1px solid #888;
+         padding-left: 2px; }}
+.tick.last {{ border-left: none; border-right: 1px solid #888; padding: 0 2px 0 0;
+              transform: translateX(-100%); }}
+.failures {{ border: 1px solid #e0a0a0; background: #fff4f4; padding: 4px 12px; }}
 .end {{ position: absolute; top: 0; bottom: 0; width: 2px; background: #000; }}
 .legend span.swatch {{ display: inline-block; width: 12px; height: 12px;
                        vertical-align: middle; margin: 0 3px 0 10px; border: 1px solid #888; }}
@@ -117,6 +134,7 @@ def _seg(kind: str, a: int, b: int, domain: int, title: str, core: Optional[int]
     left = 100.0 * a / domain
     width = 100.0 * (b - a) / domain
     cls = f"seg {kind}" + (f" core{core % len(CORE_COLOURS)}" if core is not None and fill else "")
+    cls += f" pat-{kind}" if kind in PATTERNED else ""
     data = f' data-core="{core}"' if core is not None else ""
     return (f'<div class="{cls}" data-kind="{kind}"{data} data-range="{a},{b}" '
             f'style="left:{left:.4f}%;width:{width:.4f}%" title="{_e(title)}"></div>')
@@ -166,10 +184,14 @@ def _strip(layout: Dict[str, Any], failed: bool) -> str:
                      f'style="background:{CORE_COLOURS[k % 8]}"></span>core {k}' for k in present)
     shown = {"hole": bool(layout.get("holes")), "overlap": bool(layout.get("overlaps")),
              "beyond": domain > n, "fault": bool(fault_segs)}
-    legend += "".join(f'<span class="swatch" style="background:{MARK_COLOURS[m]}"></span>{label}'
+    legend += "".join(f'<span class="swatch{" pat-" + m if m in PATTERNED else ""}" '
+                      f'style="background-color:{MARK_COLOURS[m]}"></span>{label}'
                       for m, label in (("hole", "hole"), ("overlap", "overlap"),
                                        ("beyond", "past the end"), ("fault", "fault range"))
                       if shown[m])
+    if any(c.get("past_end") for c in cores):
+        legend += ('<span class="swatch pat-past-end" style="background-color:#fff"></span>'
+                   "written past the end")
     words = []
     for k, c in enumerate(cores):
         core = int(c.get("core", k))
@@ -196,10 +218,28 @@ def _strip(layout: Dict[str, Any], failed: bool) -> str:
     return (f'<div class="layout" data-elements="{n}" data-domain="{domain}">'
             f'<div class="strip">{"".join(segs)}</div>'
             f'<div class="faults">{"".join(fault_segs)}</div>'
-            f'<div class="legend">{legend}</div>'
+            f'{_axis(n, domain)}<div class="legend">{legend}</div>'
             f'<details{" open" if failed else ""}><summary>ranges</summary>'
             f'<ul class="ranges">{"".join(f"<li>{_e(w)}</li>" for w in words)}</ul>'
             f"</details></div>")
+
+
+def _axis(n: int, domain: int) -> str:
+    """The element-offset axis under a strip of ``domain`` elements whose
+    output has ``n``: ticks at 0, ``n``, the domain's end when writes or a
+    fault reach past ``n``, and each quarter of ``n``, in that order of
+    precedence, leaving out a tick closer than 6% of the strip to one
+    already placed (so that no two labels overlap)."""
+    placed: List[int] = []
+    for t in (0, n, domain, n // 2, n // 4, 3 * n // 4):
+        if all(abs(t - p) > 0.06 * domain for p in placed):
+            placed.append(t)
+    out = []
+    for t in sorted(placed):
+        last = t == max(placed) and t > 0.9 * domain     # (its label left of the tick)
+        out.append(f'<span class="tick{" last" if last else ""}" data-offset="{t}" '
+                   f'style="left:{100.0 * t / domain:.4f}%">{t}</span>')
+    return f'<div class="axis" title="element offsets">{"".join(out)}</div>'
 
 
 def _number(value: Any) -> str:
@@ -210,6 +250,13 @@ def _number(value: Any) -> str:
     return _e(value)
 
 
+def _anchor(*names: str) -> str:
+    """The element id of a library's section (``lib-<lib>``) or of a
+    vector's row (``v-<lib>--<op>--<vector>``: library and op names are
+    identifiers, so the separators are unambiguous), escaped."""
+    return _e(("lib-" if len(names) == 1 else "v-") + "--".join(names))
+
+
 def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
     name = f"{lib.name}::{r.op}[{r.vector}]"
     detail = f'<div class="message">{_e(r.message)}</div>' if r.message else ""
@@ -218,7 +265,7 @@ def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
         f'<details class="output"><summary>core {_e(o.get("core"))} {_e(o.get("stream"))}: '
         f'{_e(o.get("bytes"))} bytes</summary><pre>{_e(o.get("text"))}</pre></details>'
         for o in r.output)
-    row = (f'<tr class="vector {_e(r.status)}" data-vector="{_e(name)}">'
+    row = (f'<tr class="vector {_e(r.status)}" data-vector="{_e(name)}" id="{_anchor(lib.name, r.op, r.vector)}">'
            f"<td>{_e(r.op)}</td><td>{_e(r.vector)}</td><td>{_e(r.where)}</td>"
            f'<td class="status">{_e(r.status.upper())}</td>'
            f'<td class="num">{_number(r.max_abs_err)}</td>'
@@ -237,7 +284,8 @@ def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
 
 def _library(lib: ReportLibrary) -> str:
     state = _STATES.get(lib.state, lib.state)
-    head = f'<section class="library" data-library="{_e(lib.name)}" data-state="{_e(lib.state)}">'
+    head = (f'<section class="library" id="{_anchor(lib.name)}" '
+            f'data-library="{_e(lib.name)}" data-state="{_e(lib.state)}">')
     res = lib.results
     counts = f"{counts_text(res.passed, res.failed, res.checked)}; " if res is not None else ""
     out = [head, f'<h2>{_e(lib.name)} <span class="state">({_e(counts)}{_e(state)})</span></h2>']
@@ -271,12 +319,27 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
     return _page([_library(lib) for lib in libraries], title, totals)
 
 
+_FAILED_ROW = re.compile(r'<tr class="vector fail" data-vector="([^"]+)" id="([^"]+)">')
+
+
+def _failures(sections: Sequence[str]) -> str:
+    """The list of failed vectors at the top of the page, each a link to
+    its row (read from the sections' rows, so that cached sections need
+    no results file)."""
+    failed = [m.groups() for text in sections for m in _FAILED_ROW.finditer(text)]
+    if not failed:
+        return ""
+    items = "".join(f'<li><a href="#{anchor}">{name}</a></li>' for name, anchor in failed)
+    return (f'<section class="failures"><h2>{len(failed)} failed vector'
+            f'{"" if len(failed) == 1 else "s"}</h2><ul>{items}</ul></section>\n')
+
+
 def _page(sections: Sequence[str], title: str, totals: str) -> str:
     body = "\n".join(sections)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
-            f"<h1>{_e(title)}</h1>\n<p class=\"totals\">{_e(totals)}</p>\n{body}\n"
-            f"</body>\n</html>\n")
+            f"<h1>{_e(title)}</h1>\n<p class=\"totals\">{_e(totals)}</p>\n"
+            f"{_failures(sections)}{body}\n</body>\n</html>\n")
 
 
 _CACHE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")

@@ -44,7 +44,15 @@ def test_report_lists_every_vector_with_its_figures_and_is_static():
     page = render_report(_results())
     assert page == render_report(_results())            # deterministic
     assert "<script" not in page and "src=" not in page and "url(" not in page
-    assert "href=" not in page and "@import" not in page  # nothing outside the page
+    assert "@import" not in page                              # nothing outside the page
+    assert re.findall(r'href="([^"]*)"', page) == ["#v-spmd--remainder_bug--n1001"]
+    # the failures first, each linked to its row; each library an anchor
+    assert page.index('class="failures"') < page.index('class="library"')
+    assert '<h2>1 failed vector</h2><ul><li><a href="#v-spmd--remainder_bug--n1001">' \
+        'spmd::remainder_bug[n1001]</a></li></ul>' in page
+    assert 'id="v-spmd--remainder_bug--n1001"' in page
+    assert re.findall(r'<section class="library" id="([^"]+)"', page) == [
+        "lib-relu", "lib-spmd", "lib-later"]
     rows = re.findall(r'<tr class="vector (\w+)" data-vector="([^"]+)"', page)
     assert rows == [("pass", "relu::relu_forward[n1000]"), ("fail", "spmd::remainder_bug[n1001]"),
                     ("pass", "spmd::double[n8]")]
@@ -71,6 +79,17 @@ def test_strip_segments_are_ranges_not_elements():
                  "core 3: wrote [375, 500); wrote past the end [1001, 1004)",
                  "holes: [875, 882), [946, 1001)", "overlap: [250, 300) by cores 1, 2"):
         assert text in page
+    # the element-offset axis: 0, the quarters of the 1001 elements and
+    # the end (the end of what was written or faulted past it, 1008, is too
+    # close to it to be labelled too)
+    assert re.findall(r'class="tick(?: last)?" data-offset="(\d+)"', page) == [
+        "0", "250", "500", "750", "1001"]
+    # holes, writes past the end, the zone past the end and fault ranges
+    # carry a pattern as well as a colour
+    for kind in ("hole", "past-end", "beyond", "fault"):
+        assert re.search(rf'class="seg {kind}[^"]* pat-{kind}"', page), kind
+        assert f".swatch.pat-{kind} {{ background-image: repeating-linear-gradient" in page
+    assert not re.search(r'class="seg (written|overlap)[^"]* pat-', page)
     # a million elements in eight ranges is eight segments
     big = {"elements": 10 ** 6, "itemsize": 4, "holes": [], "overlaps": [],
            "cores": [{"core": k, "written": [[k * 125000, (k + 1) * 125000]]} for k in range(8)]}
@@ -132,6 +151,15 @@ def test_chromium_draws_each_core_hole_overlap_and_fault_where_the_ranges_say(tm
     fy = fault["y"] + fault["h"] / 2
     assert pic.pixel(at(980), fy) == rgb(MARK_COLOURS["fault"])
     assert pic.pixel(at(900), fy) != rgb(MARK_COLOURS["fault"])   # before the fault range
+    # the hole's pattern: white stripes along its top, its middle plain;
+    # a core's writes have none
+    hole = next(s for s in strip if s["kind"] == "hole" and s["range"] == "946,1001")
+    xs = range(int(hole["x"]) + 1, int(hole["x"] + hole["w"]) - 1)
+    assert (255, 255, 255) in {pic.pixel(x, hole["y"] + 1) for x in xs}
+    assert {pic.pixel(x, y) for x in xs} == {rgb(MARK_COLOURS["hole"])}
+    core0 = next(s for s in strip if s["kind"] == "written" and s["core"] == "0")
+    assert {pic.pixel(x, core0["y"] + 1) for x in range(int(core0["x"]) + 1, int(
+        core0["x"] + core0["w"]) - 1)} == {rgb(CORE_COLOURS[0])}
     # the vector without write sets draws nothing
     assert not [s for s in pic.segs if s["vector"] == "spmd::double[n8]"]
 
