@@ -202,8 +202,9 @@ class _Vectors:
 
     def pytest_report_header(self, config) -> str:
         path, why = self.zygote()
-        if path:
-            return f"gpsimd: the vectors run in {os.path.relpath(path, self.root)}"
+        if path:    # (from where pytest runs)
+            return ("gpsimd: the vectors run in "
+                    f"{os.path.relpath(path, str(config.invocation_params.dir))}")
         return f"gpsimd: the vectors cannot run: {why}"
 
     def zygote(self) -> Tuple[Optional[str], str]:

@@ -485,6 +485,32 @@ def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(tmp_pat
         proc.stdout
 
 
+def test_one_library_s_targets_fail_when_its_vectors_fail(tmp_path):
+    """``ninja relu``, ``ninja test-relu`` and ``ninja test`` do not reach
+    the summary step: the library's verdict edge fails them when a vector
+    failed (its failure branch prints and writes the summary), and passes
+    them once the kernel is fixed."""
+    proj = copy_project(tmp_path / "p")
+    proc = run_scons(proj, "--experimental=ninja", _small(proj))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    src = proj / RELU
+    good = src.read_text()
+    src.write_text(good.replace(GOOD, BROKEN, 1))
+    failing = ["relu: 4 passed, 6 failed", "spmd: 16 passed, 0 failed (not run in this build)",
+               "all libraries: 20 passed, 6 failed"]
+    for target in ("relu", "test-relu", "test"):
+        proc = ninja(proj, target, check=False)
+        assert proc.returncode == 1, (target, proc.stdout + proc.stderr)
+        assert "gpsimd: relu: a vector failed, or its test run ended without results" \
+            in proc.stderr + proc.stdout
+        assert proc.stdout.splitlines()[-4:-1] == failing, (target, proc.stdout)
+        assert (proj / "build/host/test-summary.txt").read_text().splitlines() == failing
+    src.write_text(good)
+    for target in ("relu", "test-relu", "test"):
+        proc = ninja(proj, target)
+        assert "FAIL " not in proc.stdout, proc.stdout
+
+
 def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
     """A test step whose run ends without results (here: a folder where its
     results go cannot be removed, exit status 2) records it and exits 0;

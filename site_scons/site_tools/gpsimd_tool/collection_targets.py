@@ -50,7 +50,7 @@ def add_targets(top_env, libs: Libraries, collection, libraries: List[Any],
     else:
         env.AlwaysBuild(env.Alias("schemas", libs.schemas, "@cat $SOURCES"))
     if profile.runs_tests:
-        env.Alias("test", libs.results)
+        env.Alias("test", libs.results + libs.verdicts)
         env.Alias("explore", libs.explore)
         env.Alias("stack-report", libs.stack)
         # library by library, each one's stack report before its tests (a

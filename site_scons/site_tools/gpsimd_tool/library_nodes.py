@@ -71,6 +71,8 @@ class Libraries:
     stack: List[Any] = field(default_factory=list)
     results: List[Any] = field(default_factory=list)
     explore: List[Any] = field(default_factory=list)
+    #: the ninja path's verdict edges (``ninja_path.verdict``)
+    verdicts: List[Any] = field(default_factory=list)
     schemas: List[Any] = field(default_factory=list)
     tests: List[LibraryTests] = field(default_factory=list)
     #: name -> {"wrapper", "objects", "linked", "loadable", "versions", "results"}
@@ -111,9 +113,10 @@ class Libraries:
         self.versions += versions
         results = []
         if profile.runs_tests:
-            results = self._tests(lib, lib_dir, compile_vars, callgraphs, loadable, cores)
+            results, verdict = self._tests(lib, lib_dir, compile_vars, callgraphs, loadable,
+                                           cores)
             # `scons <lib>`: the inner loop: objects, stack report, tests
-            env.Alias(lib.name, loadable + versions + self.stack[-1:] + results)
+            env.Alias(lib.name, loadable + versions + self.stack[-1:] + results + verdict)
         else:
             env.Alias(lib.name, loadable + versions)
         self.schemas.append(graph.text(f"{lib_dir}/schemas.txt", schemas_text(lib)))
@@ -121,9 +124,10 @@ class Libraries:
         self.nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                                 "loadable": loadable, "versions": versions, "results": results}
 
-    def _tests(self, lib, lib_dir: str, compile_vars, callgraphs, loadable, cores) -> List[Any]:
+    def _tests(self, lib, lib_dir: str, compile_vars, callgraphs, loadable, cores):
         """The stack report, the plan, the test node and the explore node
-        of ``lib``; returns the test node's targets."""
+        of ``lib``; returns the test node's targets and (on the ninja path)
+        its verdict edge's."""
         env, graph = self.env, self.graph
         # the static stack report, from the call graphs of every TU
         ops = [a for op in lib.ops for a in ("--op", (
@@ -158,9 +162,12 @@ class Libraries:
         if env.get("RETEST"):   # (run again: neither current nor from the cache)
             env.AlwaysBuild(results)
             env.NoCache(results)
-        if self.to_ninja:        # (its server loading as the run begins)
+        verdict: List[Any] = []
+        if self.to_ninja:        # (its server loading as the run begins; its verdict)
             ninja.prestart(env, graph, lib_dir, results)
-        env.Alias(f"test-{lib.name}", results)
+            verdict = ninja.verdict(env, lib_dir, lib.name, results)
+            self.verdicts += verdict
+        env.Alias(f"test-{lib.name}", results + verdict)
         # `scons explore-<lib>`: a search for failing inputs (always runs;
         # a failing example's .npy go to explore/ beside the manifest)
         explore = graph.uses(env.GpsimdExplore(
@@ -173,4 +180,4 @@ class Libraries:
         self.explore += explore
         self.results += results
         self.tests.append(LibraryTests(lib.name, results[0]))
-        return results
+        return results, verdict

@@ -54,7 +54,7 @@ from . import scons as scons_launcher
 from gpsimd_emu.client.vectors import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
-           "failure_rules", "map_tests", "record_failures",
+           "failure_rules", "map_tests", "record_failures", "verdict",
            "drop_jobs", "made_from", "prestart"]
 
 
@@ -176,8 +176,10 @@ def setup(env) -> None:
 def _rules(env, on_fail: str) -> None:
     """The compile rule, its command followed by ``on_fail``."""
     from SCons.Tool.ninja_tool.Globals import NINJA_RULES
-    env.NinjaRule("GPSIMD_CXX", "{ $env$cmd; }" + on_fail if on_fail else "$env$cmd", description="CXX $out", deps="gcc",
-                  use_depfile=True)
+    # (the command in a subshell: an `exit` in it still reaches on_fail;
+    # $env, the exports, before it: on_fail needs them too)
+    env.NinjaRule("GPSIMD_CXX", "$env( $cmd )" + on_fail if on_fail else "$env$cmd",
+                  description="CXX $out", deps="gcc", use_depfile=True)
     env[NINJA_RULES]["GPSIMD_CXX"]["depfile"] = "$depfile"
 
 
@@ -308,10 +310,10 @@ def failure_rules(env, step: str, profile_dir: str) -> None:
     failed, started = quote(f"{profile_dir}/{RUN_FAILED}"), quote(f"{profile_dir}/.run-start")
     on_fail = (" || { touch " + failed + "; " + summary + "; exit 1; }").replace("$", "$$")
     _rules(env, on_fail)
-    env.NinjaRule("GENERATED_CMD", "{ $env$cmd; }" + on_fail, description="Building $out",
+    env.NinjaRule("GENERATED_CMD", "$env( $cmd )" + on_fail, description="Building $out",
                   pool="local_pool")
     after = (f"; if [ {failed} -nt {started} ]; then {summary} --quiet; fi").replace("$", "$$")
-    env.NinjaRule("GPSIMD_TEST", "{ $env$cmd; }" + on_fail + after, description="Building $out",
+    env.NinjaRule("GPSIMD_TEST", "$env( $cmd )" + on_fail + after, description="Building $out",
                   pool="local_pool")
     env.NinjaRule("GPSIMD_SUMMARY", "$env$cmd", description="Building $out", pool="local_pool")
 
@@ -336,6 +338,19 @@ def _summary_provider(env, node, action, targets, sources, executor=None):
     _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
                                                          executor=executor)
     return "GPSIMD_SUMMARY", variables, deps
+
+
+def verdict(env, lib_dir: str, name: str, results: List[Any]) -> List[Any]:
+    """The edge that gives ``ninja <lib>``, ``ninja test-<lib>`` and
+    ``ninja test`` the library's verdict: the test step records a failure
+    and exits 0 (:func:`record_failures`), and these targets do not reach
+    the summary step, so this edge (its output is never made: it runs on
+    every such run) fails when the library's passing results file is
+    missing, and its failure branch (:func:`failure_rules`) then prints
+    and writes the summary. Returns its node."""
+    return env.Command(f"{lib_dir}/.verdict", results,
+                       f"test -f $SOURCE || {{ echo 'gpsimd: {name}: a vector failed, or its "
+                       f"test run ended without results (above)' >&2; false; }}")
 
 
 def made_from(nodes) -> List[Any]:
