@@ -198,7 +198,8 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
         log.unlink()
         other.write_text(other_text + "\n// another library's edit\n")
         steps = re.findall(r"^\[\d+/\d+\] (.*)$", run("relu").stdout, re.M)
-        assert steps == ["Building build/host/.run-begun"] and not log.exists()
+        assert steps == ["Building build/host/.run-begun", "Building build/host/relu/.verdict"] \
+            and not log.exists()
         proc = run("elementwise")
         assert "elementwise: 24 passed, 0 failed" in proc.stdout
         assert log.read_text().splitlines()[0] == "prestart: started a server"
@@ -209,9 +210,9 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     ninja(ninja_project, "relu")
     assert results.read_bytes() == before
     null = ninja(ninja_project, "-d", "explain", "relu")
-    # (only the edge that marks each run's start)
+    # (only the edge that marks each run's start, and the library's verdict)
     assert re.findall(r"^\[\d+/\d+\] (.*)$", null.stdout, re.M) == [
-        "Building build/host/.run-begun"], null.stdout
+        "Building build/host/.run-begun", "Building build/host/relu/.verdict"], null.stdout
     assert "is dirty" not in null.stderr, null.stderr
     ninja(ninja_project)                # (the summary, for the tests after this one)
 
