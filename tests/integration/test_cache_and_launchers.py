@@ -305,6 +305,37 @@ def test_a_distcc_farm_compiles_every_unit_on_both_paths_with_local_bytes(tmp_pa
         digest_lines(local.stdout)
 
 
+def test_distcc_pump_s_variables_reach_every_compile_on_both_paths(tmp_path):
+    """Issue 29: distcc's pump mode (``distcc-pump``) gives the compiles
+    ``INCLUDE_SERVER_PORT`` and its kin: the actions' environment keeps
+    them on the SCons path, and ninja's commands inherit them. (A stand-in
+    ``distcc`` on PATH records what each compile sees and runs the
+    compiler: Debian's distcc 3.4 include server itself fails on Python
+    3.11.)"""
+    proj = copy_project(tmp_path / "p")
+    small = _small_manifest(proj, ("relu",))
+    bin_dir, seen = tmp_path / "bin", tmp_path / "seen.txt"
+    bin_dir.mkdir()
+    fake = bin_dir / "distcc"
+    fake.write_text(f'#!/bin/sh\necho "$INCLUDE_SERVER_PORT $INCLUDE_SERVER_PID" >> {seen}\n'
+                    'exec "$@"\n')
+    fake.chmod(0o755)
+    env = {"PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "INCLUDE_SERVER_PORT": str(tmp_path / "socket"), "INCLUDE_SERVER_PID": "4242"}
+    proc = run_scons(proj, "-Q", small, "BUILD_DIR=bS", "CXX_LAUNCHER=distcc", env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
+    assert compiles > 10 and seen.read_text().splitlines() == \
+        [f"{tmp_path / 'socket'} 4242"] * compiles
+    seen.unlink()
+    proc = run_scons(proj, small, "BUILD_DIR=bN", "CXX_LAUNCHER=distcc", "--experimental=ninja",
+                     env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    objects = len(re.findall(r"^\[\d+/\d+\] CXX \S+\.o$", proc.stdout, re.M))
+    assert objects == compiles and seen.read_text().splitlines() == \
+        [f"{tmp_path / 'socket'} 4242"] * compiles
+
+
 def _small_manifest(proj, libraries=("relu", "spmd")):
     import yaml
     doc = yaml.safe_load((proj / "ops.yaml").read_text())
