@@ -325,19 +325,18 @@ def map_tests(env) -> None:
             env.NinjaRuleMapping(key, _test_provider)
 
 
-def _test_provider(env, node, action, targets, sources, executor=None):
-    """Rule mapping of a test step."""
-    _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
-                                                         executor=executor)
-    return "GPSIMD_TEST", variables, deps
+def _provider(rule: str):
+    """A rule mapping: SCons's generic command on the ninja rule ``rule``
+    (test steps: ``GPSIMD_TEST``; the summary's two edges:
+    ``GPSIMD_SUMMARY``, without the failure branch)."""
+    def provide(env, node, action, targets, sources, executor=None):
+        _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
+                                                             executor=executor)
+        return rule, variables, deps
+    return provide
 
 
-def _summary_provider(env, node, action, targets, sources, executor=None):
-    """Rule mapping of the summary's two edges: their own rule, without
-    the failure branch."""
-    _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
-                                                         executor=executor)
-    return "GPSIMD_SUMMARY", variables, deps
+_test_provider, _summary_provider = _provider("GPSIMD_TEST"), _provider("GPSIMD_SUMMARY")
 
 
 def verdict(env, lib_dir: str, name: str, results: List[Any]) -> List[Any]:
