@@ -214,3 +214,11 @@ def test_progress_counts_the_work_of_this_run(proj):
     assert lines[0][1] == 5
     null = run_scons(proj, "-Q")
     assert not PROGRESS.search(null.stdout) and "relu: 10 passed, 0 failed" in null.stdout
+    # the same through a command line's target, an alias (`scons relu`):
+    # its total is predicted from the first line too, not counted up
+    src.write_text(src.read_text() + "volatile int gpsimd_progress_edit2 = 1;\n")
+    proc = run_scons(proj, "-Q", "-j1", "relu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [(int(d), int(t), what) for d, t, what in PROGRESS.findall(proc.stdout)]
+    assert [what for _, _, what in lines] == ["CXX", "LINK", "PACK", "TEST"]
+    assert lines[0][1] == 5 and lines[-1][:2] == (4, 4), lines

@@ -117,9 +117,18 @@ class Progress:
 
     def _reachable(self) -> set:
         """ids of every node this run's targets reach through sources and
-        explicit dependencies (no scanning)."""
+        explicit dependencies (no scanning); a command line's targets are
+        names, looked up as aliases, else as files."""
+        import SCons.Node.Alias
+        import SCons.Node.FS
         seen = set()
-        stack = [n for n in SCons.Script.BUILD_TARGETS if hasattr(n, "sources")]
+        stack = []
+        for target in SCons.Script.BUILD_TARGETS:
+            if isinstance(target, str):     # (a command line's: an alias, else a file)
+                target = (SCons.Node.Alias.default_ans.lookup(target)
+                          or SCons.Node.FS.get_default_fs().Entry(target))
+            if hasattr(target, "sources"):
+                stack.append(target)
         while stack:
             node = stack.pop()
             if id(node) in seen:
