@@ -118,6 +118,15 @@ def action_lines(stdout: str):
     return _ACTION.findall(stdout)
 
 
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (``/proc``)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def copy_project(dest: pathlib.Path) -> pathlib.Path:
     """Copy what a build needs (no build outputs, no VCS data) to ``dest``."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "build", ".sconsign*")

@@ -61,13 +61,16 @@ Recorded = Tuple[int, int, Optional[str]]
 
 
 class Record:
-    """The record: ``files`` (path -> :data:`Stat`) and ``libraries``
-    (name -> ``(key, sorted paths)``)."""
+    """The record: ``files`` (path -> :data:`Recorded`) and ``libraries``
+    (name -> ``(key, sorted paths)``); ``matched``: the files :func:`stale_entry`
+    found equal to the record by content, by (path, size, time), so that a
+    file every library uses (the runtime's) is read once per record."""
 
     def __init__(self, files: Optional[Dict[str, Recorded]] = None,
                  libraries: Optional[Dict[str, Tuple[str, List[str]]]] = None):
         self.files = files or {}
         self.libraries = libraries or {}
+        self.matched: set = set()
 
     def to_text(self) -> str:
         used = {p for _, paths in self.libraries.values() for p in paths}
@@ -193,8 +196,10 @@ def stale_entry(record: Record, name: str, key: str, root: str = ".") -> Optiona
         except OSError:
             return f"{path} is gone since"
         size, mtime, digest = record.files[path]
-        if (st.st_size, st.st_mtime_ns) != (size, mtime) and (
-                st.st_size != size or digest is None
-                or _digest(os.path.join(root, path)) != digest):
+        seen = (path, st.st_size, st.st_mtime_ns)
+        if (st.st_size, st.st_mtime_ns) == (size, mtime) or seen in record.matched:
+            continue
+        if st.st_size != size or digest is None or _digest(os.path.join(root, path)) != digest:
             return f"{path} changed since"
+        record.matched.add(seen)
     return None

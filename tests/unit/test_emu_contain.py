@@ -2,22 +2,14 @@
 every descendant, a child dies with its parent. (The vectors' sandbox is
 the zygote's: tests/integration/test_emu_sandbox.py.)"""
 import os
-import signal
 import subprocess
 import sys
 import time
 
+from conftest import alive
 
 RUNTIME_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "runtime_model")
-
-
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_subreaper_sweep_kills_orphans_that_left_the_process_group():
@@ -42,7 +34,7 @@ print(grandchild, contain.sweep(), flush=True)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
     grandchild, killed = map(int, out.stdout.split())
-    assert killed >= 1 and not _alive(grandchild)
+    assert killed >= 1 and not alive(grandchild)
 
 
 def test_a_child_dies_with_its_parent():
@@ -64,6 +56,6 @@ time.sleep(60)
     p.kill()
     p.wait()
     deadline = time.monotonic() + 5
-    while _alive(child) and time.monotonic() < deadline:
+    while alive(child) and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert not _alive(child)
+    assert not alive(child)

@@ -2,7 +2,6 @@
 pytest ignores it, as a background job's does) or SIGTERM to the pytest
 process ends the run within seconds, its fixtures torn down, and no
 process a test started is left (tests/conftest.py)."""
-import os
 import signal
 import subprocess
 import sys
@@ -10,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+from conftest import ROOT, alive
 
 _CONFTEST = f"""
 import importlib.util
@@ -41,14 +40,6 @@ def test_waits(marked):
 """
 
 
-def _alive(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig):
     (tmp_path / "conftest.py").write_text(_CONFTEST)
@@ -68,14 +59,14 @@ def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig):
             time.sleep(0.02)
         child = int((tmp_path / "started").read_text())
         grandchild = int((tmp_path / "grandchild").read_text())
-        assert _alive(child) and _alive(grandchild)
+        assert alive(child) and alive(grandchild)
         start = time.monotonic()
         run.send_signal(sig)
         out, _ = run.communicate(timeout=30)
         assert time.monotonic() - start < 5, out
         assert run.returncode == 2 and "KeyboardInterrupt" in out, out
         assert (tmp_path / "torn-down").read_text() == "yes"
-        assert not _alive(child) and not _alive(grandchild)
+        assert not alive(child) and not alive(grandchild)
     finally:
         if run.poll() is None:
             run.kill()

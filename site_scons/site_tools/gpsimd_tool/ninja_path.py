@@ -159,14 +159,6 @@ def active(env) -> bool:
     return bool(env.get("GENERATING_NINJA"))
 
 
-def _compile_provider(env, node, action, targets, sources, executor=None):
-    """Rule mapping of a compile: SCons's generic command, with its depfile."""
-    _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
-                                                         executor=executor)
-    variables["depfile"] = str(targets[0]) + ".d"
-    return "GPSIMD_CXX", variables, deps
-
-
 def setup(env) -> None:
     """Register the compile rule (depfile, ``deps = gcc``) in ``env``, the
     environment the ninja tool was loaded into."""
@@ -325,17 +317,21 @@ def map_tests(env) -> None:
             env.NinjaRuleMapping(key, _test_provider)
 
 
-def _provider(rule: str):
+def _provider(rule: str, depfile: bool = False):
     """A rule mapping: SCons's generic command on the ninja rule ``rule``
-    (test steps: ``GPSIMD_TEST``; the summary's two edges:
-    ``GPSIMD_SUMMARY``, without the failure branch)."""
+    (compiles: ``GPSIMD_CXX``, with their depfile; test steps:
+    ``GPSIMD_TEST``; the summary's two edges: ``GPSIMD_SUMMARY``, without
+    the failure branch)."""
     def provide(env, node, action, targets, sources, executor=None):
         _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
                                                              executor=executor)
+        if depfile:
+            variables["depfile"] = str(targets[0]) + ".d"
         return rule, variables, deps
     return provide
 
 
+_compile_provider = _provider("GPSIMD_CXX", depfile=True)
 _test_provider, _summary_provider = _provider("GPSIMD_TEST"), _provider("GPSIMD_SUMMARY")
 
 
