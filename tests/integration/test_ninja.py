@@ -512,6 +512,20 @@ def test_one_library_s_targets_fail_when_its_vectors_fail(tmp_path):
         assert "FAIL " not in proc.stdout, proc.stdout
 
 
+def test_a_pythonpath_that_is_already_the_build_s_reaches_ninja_s_commands(tmp_path):
+    """SCons's ninja tool writes into each command only the variables whose
+    value differs from the scons process's own; with PYTHONPATH already the
+    build's (a checkout used without `pip install`), the commands get it
+    from ninja's environment, so ninja must run with this process's. (The
+    summary step runs under `python -S`: without it, it cannot import.)"""
+    proj = copy_project(tmp_path / "p")
+    roots = os.pathsep.join([str(proj / "runtime_model"), str(proj / "site_scons")])
+    proc = run_scons(proj, "--experimental=ninja", _small(proj), env={"PYTHONPATH": roots})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "all libraries: 26 passed, 0 failed" in proc.stdout.splitlines(), proc.stdout
+    assert "export PYTHONPATH" not in (proj / "build/build.ninja").read_text()
+
+
 def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
     """A test step whose run ends without results (here: a folder where its
     results go cannot be removed, exit status 2) records it and exits 0;

@@ -136,7 +136,13 @@ def _run_ninja(target, source, env) -> int:
     # the emulator's share of the CPUs for this run's jobs (not in the
     # commands, where -j would change every command line; a plain `ninja`
     # run leaves it to the emulator's default)
-    run_env = dict(sanitize_shell_env(env["ENV"]), **{JOBS_ENV: str(jobs)})
+    # (on this process's environment, as a `ninja` run by hand has it: the
+    # tool exports into each command only the variables whose value
+    # differs from this process's, so one equal here, such as a
+    # PYTHONPATH that is already the build's, must reach ninja this way)
+    run_env = dict(os.environ)
+    run_env.update(sanitize_shell_env(env["ENV"]))
+    run_env[JOBS_ENV] = str(jobs)
     if not env.get("EMU_SERVER", True):     # (gpsimd_emu.client: the test steps' server)
         run_env[SERVER_ENV] = "0"
     return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
