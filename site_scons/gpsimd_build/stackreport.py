@@ -1,51 +1,25 @@
-"""Static stack report: the worst frame chain of each op, from the compiler.
+"""Static stack report: the worst frame chain of each op, from the objects.
 
 Every translation unit of a library (user kernels, the generated wrapper)
-and of the host runtime is also compiled with GCC's
-``-fcallgraph-info=su``, which writes a ``.ci`` file: a VCG graph with one
-node per function (its static frame in bytes, and whether it also allocates
-dynamically) and one edge per call. This module merges those graphs and
-walks, for each op, every call chain that starts at ``<fn>_wrapper`` (the
-function the launcher runs on the switched stack, the Neuron SDK's build driver, build_custom_op.py),
-and reports the deepest one against the op's stack size (4196 bytes unless
-the manifest says otherwise). What it cannot see is named in the report:
-calls to functions with no ``.ci`` (libc, libstdc++), indirect calls,
-recursion and dynamic allocation (``alloca``, variable-length arrays).
+and of the host runtime is read for its functions' static frames and calls
+(``gpsimd_build.objgraph``: the one compile's object, under any launcher).
+This module walks, for each op, every call chain that starts at
+``<fn>_wrapper`` (the function the launcher runs on the switched stack, the
+Neuron SDK's build driver, build_custom_op.py), and reports the deepest one
+against the op's stack size (4196 bytes unless the manifest says otherwise).
+What it cannot see is named in the report: calls to functions outside the
+objects (libc, libstdc++), indirect calls, recursion and dynamic allocation
+(``alloca``, variable-length arrays).
 
 The frames are those of the host build: the device compiler's Xtensa frames
 differ, so the figure is an estimate for the device and exact for the
 emulator.
 """
 
-import re
-from dataclasses import dataclass, field
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from dataclasses import dataclass
+from typing import Dict, List, Mapping, Sequence, Set, Tuple
 
-_NODE = re.compile(r'^node:\s*\{\s*title:\s*"((?:[^"\\]|\\.)*)"\s*label:\s*"((?:[^"\\]|\\.)*)"(.*)\}\s*$')
-_EDGE = re.compile(r'^edge:\s*\{\s*sourcename:\s*"((?:[^"\\]|\\.)*)"\s*targetname:\s*"((?:[^"\\]|\\.)*)"')
-_STACK = re.compile(r"(\d+) bytes \(([a-z,]+)\)")
-
-INDIRECT = "__indirect_call"
-
-
-class StackReportError(ValueError):
-    """A ``.ci`` file that cannot be read as GCC's call-graph output."""
-
-
-@dataclass
-class Function:
-    """One function of the merged call graph.
-
-    ``frame``: static frame size in bytes (None when no ``.ci`` defines it);
-    ``dynamic``: the frame also grows at run time (alloca, VLA);
-    ``label``: the demangled name GCC printed.
-    """
-
-    name: str
-    label: str = ""
-    frame: Optional[int] = None
-    dynamic: bool = False
-    callees: Set[str] = field(default_factory=set)
+from .objgraph import INDIRECT, Function
 
 
 @dataclass(frozen=True)
@@ -65,52 +39,6 @@ class Chain:
     unknown: Tuple[str, ...]
     recursive: Tuple[str, ...]
     dynamic: bool
-
-
-def parse_ci(text: str, path: str = "<ci>") -> Dict[str, Function]:
-    """Parse one GCC ``-fcallgraph-info=su`` file into functions by name.
-
-    Raises StackReportError when the text has no ``graph:`` header.
-    """
-    if not text.lstrip().startswith("graph:"):
-        raise StackReportError(f"{path}: not a GCC call-graph (.ci) file")
-    funcs: Dict[str, Function] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        m = _NODE.match(line)
-        if m:
-            name, label, rest = m.group(1), m.group(2).replace("\\n", "\n"), m.group(3)
-            f = funcs.setdefault(name, Function(name))
-            f.label = label.split("\n", 1)[0]
-            s = _STACK.search(label)
-            if s and "ellipse" not in rest:
-                f.frame = int(s.group(1))
-                # GCC's qualifiers: "static"; "dynamic,bounded" (the figure
-                # includes the bounded dynamic part); "dynamic" (unbounded)
-                f.dynamic = s.group(2) == "dynamic"
-            continue
-        m = _EDGE.match(line)
-        if m:
-            src, dst = m.group(1), m.group(2)
-            funcs.setdefault(src, Function(src)).callees.add(dst)
-            funcs.setdefault(dst, Function(dst))
-    return funcs
-
-
-def merge(graphs: Iterable[Dict[str, Function]]) -> Dict[str, Function]:
-    """Merge per-TU graphs: a function defined in several TUs (an inline or
-    template instance) keeps its largest frame and all its calls."""
-    out: Dict[str, Function] = {}
-    for g in graphs:
-        for name, f in g.items():
-            m = out.setdefault(name, Function(name))
-            if f.label and not m.label:
-                m.label = f.label
-            if f.frame is not None:
-                m.frame = f.frame if m.frame is None else max(m.frame, f.frame)
-            m.dynamic = m.dynamic or f.dynamic
-            m.callees |= f.callees
-    return out
 
 
 def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
@@ -147,13 +75,13 @@ def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
                  flags["dynamic"])
 
 
-def short_name(func: Function) -> str:
+def short_name(name: str, label: str) -> str:
     """The function's qualified name without return type and parameters,
-    from GCC's label; the symbol when the label is not a signature (GCC
-    prints ``)`` for some variadic functions)."""
-    label = func.label
+    from its demangled ``label``; the symbol (``name`` without its
+    ``<object>:`` part) when the label is not a signature."""
+    label = label.replace("(anonymous namespace)", "{anonymous}")
     if "(" not in label or label.startswith(")"):
-        return func.name.rsplit(":", 1)[-1]
+        return name.rsplit(":", 1)[-1]
     head = label[: label.index("(")]
     depth, cut = 0, 0
     for i, ch in enumerate(head):       # the last space outside template brackets
@@ -208,16 +136,27 @@ class OpStack:
         return ("WARNING: " + text) if self.over else text
 
 
-def op_report(graph: Dict[str, Function], ops: Sequence[Tuple]) -> List[OpStack]:
+def op_report(graph: Dict[str, Function], ops: Sequence[Tuple],
+              labels: Mapping[str, str] = {}) -> List[OpStack]:
     """One :class:`OpStack` per ``(op, stack_size)`` or ``(op, stack_size,
     kernel function)`` in ``ops`` (the chain starts at the kernel
-    function's wrapper; the line names the op)."""
+    function's wrapper; the line names the op). ``labels``: demangled names
+    (``objgraph.demangle``) of the functions the lines name."""
     out = []
     for item in ops:
         name, stack_size = item[0], item[1]
         function = item[2] if len(item) > 2 else name
         chain = worst_chain(graph, wrapper_symbol(function))
-        labels = tuple(short_name(graph[n]) if n in graph else n for n in chain.path)
-        names = tuple((n, short_name(graph[n])) for n in chain.recursive if n in graph)
-        out.append(OpStack(name, stack_size, chain, labels, names))
+        shown = tuple(short_name(n, labels.get(n, n)) for n in chain.path)
+        names = tuple((n, short_name(n, labels.get(n, n))) for n in chain.recursive)
+        out.append(OpStack(name, stack_size, chain, shown, names))
+    return out
+
+
+def named(graph: Dict[str, Function], ops: Sequence[Tuple]) -> Set[str]:
+    """The functions the report lines of ``ops`` name (to demangle)."""
+    out: Set[str] = set()
+    for r in op_report(graph, ops):
+        out.update(r.chain.path)
+        out.update(r.chain.recursive)
     return out

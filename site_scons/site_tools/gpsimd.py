@@ -13,8 +13,10 @@ GpsimdLink          ``<lib>_cpuI.so`` / ``<lib>.so`` (one per LSP)   objects
 GpsimdPack          ``<base>.packed.so`` + ``<base>.stripped.so``    linked .so
                     of every core of a library, in one action        of each core
 GpsimdVendorPack    the same, by ``xt-pkg-loadlib`` (xtensa)         linked .so
-GpsimdCallGraph     ``<lib>/stack/<src>.ci`` (-fcallgraph-info=su)   .cpp
-GpsimdStackReport   ``<lib>/stack-report.txt``                       .ci files
+GpsimdStackGraph    ``runtime/stack-graph.json`` (the runtime's     objects
+                    functions, read once)
+GpsimdStackReport   ``<lib>/stack-report.txt`` (frames and calls     objects, graph
+                    read from the objects: ``objdump``)
 GpsimdTest          ``<lib>/test-results.json``                      plan, objects
 ==================  ===============================================  ==========
 

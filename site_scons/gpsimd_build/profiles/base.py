@@ -7,7 +7,8 @@ stage), the profile decides which stages a library has on its target and
 with which construction variables. Commands are construction variables
 (``$GPSIMD_CXXCOM`` over ``$GPSIMD_CXX``, ``$GPSIMD_CXXFLAGS``,
 ``$GPSIMD_USER_CFLAGS``, ``$GPSIMD_INCFLAGS``; ``$GPSIMD_LINKCOM``;
-``$GPSIMD_STRIP`` (run by ``$GPSIMD_PACKCOM``); ``$GPSIMD_VENDORPACKCOM``), set by
+``$GPSIMD_STRIP`` (run by ``$GPSIMD_PACKCOM``); ``$GPSIMD_OBJDUMP`` (run by
+``$GPSIMD_STACKCOM``); ``$GPSIMD_VENDORPACKCOM``), set by
 :meth:`Profile.construction_vars`, so that an SConstruct can ``Append`` to
 them as SCons users expect.
 """
@@ -82,10 +83,9 @@ class Graph(Protocol):
     def source(self, path: str) -> Any: ...
     def dir_path(self, path: str) -> str: ...
     def compile(self, target: str, source: Any, **vars: Any) -> Any: ...
-    def compile_with_callgraph(self, target: str, source: Any, **vars: Any) -> Tuple[Any, Any]: ...
-    def callgraph(self, target: str, source: Any, **vars: Any) -> Any: ...
     def depends(self, node: Any, on: Any) -> None: ...
     def archive(self, target: str, objects: Sequence[Any]) -> Any: ...
+    def stack_graph(self, target: str, objects: Sequence[Any]) -> Any: ...
     def text(self, target: str, text: str) -> Any: ...
     def link(self, target: str, sources: Sequence[Any], **vars: Any) -> Any: ...
     def host_pack(self, members: Sequence[Tuple[str, Any, Mapping[str, Any]]]) -> List[Any]: ...
@@ -95,12 +95,13 @@ class Graph(Protocol):
 @dataclass
 class Shared:
     """The nodes a profile builds once for every library (the host runtime,
-    its call graphs, the LSP objects), by name, plus the header folder every
-    compile of a kernel sees first (None: none of ours)."""
+    the LSP objects), by name, the graph of functions every stack report also
+    reads (``stack_graph``: the runtime's), and the header folder every compile of a
+    kernel sees first (None: none of ours)."""
 
     include: Optional[str] = None
     nodes: Dict[str, List[Any]] = field(default_factory=dict)
-    callgraphs: List[Any] = field(default_factory=list)
+    stack_graph: List[Any] = field(default_factory=list)
 
     def all(self) -> List[Any]:
         """Every shared node, in a stable order."""
@@ -155,12 +156,6 @@ class Profile(abc.ABC):
         return {"GPSIMD_USER_CFLAGS": list(cflags),
                 "GPSIMD_INCFLAGS": [f"-I{d}" for d in
                                     ([shared.include] if shared.include else []) + list(includes)]}
-
-    def compile_unit(self, graph: Graph, target: str, source: Any,
-                     vars: Mapping[str, Any]) -> Tuple[Any, Optional[Any]]:
-        """Compile one translation unit: ``(object, call graph or None)``
-        (default: the object alone)."""
-        return graph.compile(target, source, **vars), None
 
     def object_side_effects(self, obj: str) -> List[str]:
         """Files a compile of ``obj`` writes besides it (default: none)."""

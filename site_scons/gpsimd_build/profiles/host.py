@@ -10,11 +10,10 @@ tool) is compiled from a mirror in ``<profile dir>/runtime/include`` and
 Compile: ``$GPSIMD_CXX $GPSIMD_CXXFLAGS -ffile-prefix-map=<top>=.
 $GPSIMD_USER_CFLAGS -I<runtime include> <includes> -o <obj> -c <src>``
 (the prefix map, like a compiler launcher, stays out of the signature, so
-checkouts in different folders share a cache), with
-``-fcallgraph-info=su``: the same compile writes the call graph with frame
-sizes (``<obj without .o>.ci``) for the static stack report. With a compiler
-launcher (ccache, distcc: they do not bring the ``.ci`` file back) the call
-graph is a separate ``-S`` compile of the same flags writing the same file. Link: ``$GPSIMD_CXX
+checkouts in different folders share a cache). The static stack report reads
+its frames and calls from these objects (``gpsimd_build.objgraph``, with
+``$GPSIMD_OBJDUMP``), so each translation unit is compiled once under any
+launcher. Link: ``$GPSIMD_CXX
 $GPSIMD_LINKFLAGS -o <so> -Wl,--whole-archive <objects> <lsp.o> <runtime.a>
 -Wl,--no-whole-archive`` (the runtime archive is the only archive, and
 ``--whole-archive`` does not change how objects are linked), with
@@ -49,9 +48,12 @@ __all__ = ["GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUN
 #: the preprocessed text away, so the debug line table (and so every byte of
 #: an object) is the same whether a compile ran here or through distcc;
 #: -gno-record-gcc-switches keeps the command line out of the debug info, so
-#: an object is the same bytes whether its compile also wrote the call graph
-#: (-fcallgraph-info=su) or not.
-HOST_CXXFLAGS = ("-g", "-gno-record-gcc-switches", "-std=c++14", "-O2", "-Wall", "-Werror",
+#: an object is the same bytes whatever flags outside the signature (a
+#: launcher, the prefix maps) its compile was given; -gno-column-info leaves
+#: columns out of it, which a compile of preprocessed text elsewhere (icecc)
+#: records differently (DW_AT_decl_column, .debug_line).
+HOST_CXXFLAGS = ("-g", "-gno-record-gcc-switches", "-gno-column-info", "-std=c++14", "-O2",
+                 "-Wall", "-Werror",
                  "-fPIC", "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
 #: The runtime keeps line tables only (-g1): linked into every core object,
 #: its full debug info made each object ~0.9 MB (three times the size).
@@ -130,10 +132,11 @@ class HostProfile(Profile):
     runs_tests = True
     builds_shape_library = True
 
-    def __init__(self, cxx: str = "g++", strip: str = "strip"):
+    def __init__(self, cxx: str = "g++", strip: str = "strip", objdump: str = "objdump"):
         self.cxx = cxx
         self.strip = strip
-        self.programs = (cxx, strip)
+        self.objdump = objdump
+        self.programs = (cxx, strip, objdump)
         self.launcher = ""
 
     @classmethod
@@ -151,11 +154,6 @@ class HostProfile(Profile):
             "GPSIMD_DEBUGFLAGS": [],
             "GPSIMD_PREFIXFLAGS": prefix_maps(top, build_dir),
             "GPSIMD_CXXCOM": f"$( $GPSIMD_LAUNCHER $) {compile_} -o $TARGET -c $SOURCE",
-            # the object and GCC's call graph with frame sizes in one compile
-            "GPSIMD_CXXCICOM": f"{compile_} -fcallgraph-info=su -o $TARGET -c $SOURCE",
-            # with a launcher: the call graph alone, from the same flags (-S:
-            # stop after code generation; ${TARGETS[1]} is the .s it leaves)
-            "GPSIMD_CALLGRAPHCOM": f"{compile_} -fcallgraph-info=su -o ${{TARGETS[1]}} -S $SOURCE",
             "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS) + linker_flags(linker),
             # the sources end with the runtime archive, the one archive:
             # --whole-archive changes nothing for the objects before it;
@@ -164,11 +162,13 @@ class HostProfile(Profile):
             "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_LINKFLAGS -Wl,-soname,${TARGET.file} -o $TARGET "
                                "-Wl,--whole-archive $SOURCES -Wl,--no-whole-archive"),
             "GPSIMD_STRIP": self.strip,
+            "GPSIMD_OBJDUMP": self.objdump,
         }
 
     def shared(self, graph: Graph, profile_dir: str) -> Shared:
-        """The runtime archive (``runtime/libneuroncustomop.a``, its objects
-        and call graphs) and one object per linker spec (``lsp/<name>.o``).
+        """The runtime archive (``runtime/libneuroncustomop.a``), its
+        functions' stack graph (``runtime/stack-graph.json``, which every
+        stack report reads) and one object per linker spec (``lsp/<name>.o``).
 
         A runtime outside the project (an installed package, another
         checkout's tool) is first mirrored into ``runtime/include`` and
@@ -187,10 +187,10 @@ class HostProfile(Profile):
         objects: List[Any] = []
         for src in sources:
             stem = os.path.splitext(os.path.basename(src))[0]
-            obj, ci = self.compile_unit(graph, f"{profile_dir}/runtime/obj/{stem}.o",
-                                        graph.source(src), vars)
-            objects.append(obj)
-            shared.callgraphs.append(ci)
+            objects.append(graph.compile(f"{profile_dir}/runtime/obj/{stem}.o",
+                                         graph.source(src), **vars))
+        shared.stack_graph = [graph.stack_graph(f"{profile_dir}/runtime/stack-graph.json",
+                                                objects)]
         shared.nodes["runtime"] = [graph.archive(f"{profile_dir}/runtime/libneuroncustomop.a",
                                                  objects)]
         for spec in MULTICORE_LSPS + (SINGLE_LSP,):
@@ -198,19 +198,6 @@ class HostProfile(Profile):
             shared.nodes[f"lsp:{spec.name}"] = [graph.compile(f"{profile_dir}/lsp/{spec.name}.o",
                                                               cpp, **vars)]
         return shared
-
-    def compile_unit(self, graph: Graph, target: str, source: Any,
-                     vars: Mapping[str, Any]) -> Tuple[Any, Optional[Any]]:
-        """One compile writing the object and its call graph, or, with a
-        compiler launcher, the object and a separate call-graph compile;
-        returns ``(object, .ci)``."""
-        ci = target[:-2] + ".ci" if target.endswith(".o") else target + ".ci"
-        if not self.launcher:
-            return graph.compile_with_callgraph(target, source, **vars)
-        obj = graph.compile(target, source, **vars)
-        callgraph = graph.callgraph(ci, source, **vars)
-        graph.depends(callgraph, obj)   # after its object: a TU that fails is reported once
-        return obj, callgraph
 
     def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,
              shared: Shared) -> Any:

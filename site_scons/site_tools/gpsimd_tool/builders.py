@@ -3,7 +3,7 @@ variables, emitters and the few actions that are Python functions.
 
 Commands are construction variables. What the target profile gives
 (``$GPSIMD_CXXCOM``, ``$GPSIMD_LINKCOM``, ``$GPSIMD_STRIP``,
-``$GPSIMD_VENDORPACKCOM``, ``$GPSIMD_CALLGRAPHCOM`` and their flags) is set by
+``$GPSIMD_OBJDUMP``, ``$GPSIMD_VENDORPACKCOM`` and their flags) is set by
 the graph code from ``Profile.construction_vars``; what is the project's own
 (``$GPSIMD_PACKCOM``, ``$GPSIMD_STACKCOM``, ``$GPSIMD_TESTCOM``) is set here.
 A compiler launcher (``$GPSIMD_LAUNCHER``) and the path prefix map sit in
@@ -15,7 +15,6 @@ graph runs under ninja.
 """
 
 import json
-import os
 import sys
 from typing import Any, List, Tuple
 
@@ -53,18 +52,6 @@ def _pack_emitter(target, source, env):
     if names == [base + ".packed.so", base + ".stripped.so"]:
         return target, source
     return [base + ".packed.so", base + ".stripped.so"], source
-
-
-def _object_ci_emitter(target, source, env):
-    """The object and, beside it, GCC's call graph (``<obj without .o>.ci``)."""
-    target, source = _compiles_emitter(target, source, env)
-    obj = str(target[0])
-    return [target[0], (obj[:-2] if obj.endswith(".o") else obj) + ".ci"], source
-
-
-def _callgraph_emitter(target, source, env):
-    base = os.path.splitext(str(target[0]))[0]
-    return [base + ".ci", base + ".s"], source
 
 
 #: Every compile of the graph: ``(object, source, env)``, the compile
@@ -118,7 +105,10 @@ def add_builders(env):
         GPSIMD_PACKCOM=("$GPSIMD_STEP pack --strip $GPSIMD_STRIP --library $GPSIMD_LIBRARY "
                         "$GPSIMD_PACK_MEMBERS"),
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
-                        "$GPSIMD_STACK_OPS -o $TARGET $SOURCES",
+                        "--objdump $GPSIMD_OBJDUMP $GPSIMD_STACK_OPS -o $TARGET $SOURCES",
+        # the runtime's functions, read once for every library's report
+        GPSIMD_STACKGRAPHCOM="$GPSIMD_STEP stack-report --objdump $GPSIMD_OBJDUMP "
+                             "--graph-out $TARGET $SOURCES",
         GPSIMD_DIGESTSCOM="$GPSIMD_STEP digests -o $TARGET --base $GPSIMD_BUILD_DIR $SOURCE",
         # (the ninja path's; its arguments in a file: ninja_path.summary)
         GPSIMD_SUMMARYCOM="$GPSIMD_STEP summary @$GPSIMD_SUMMARY_ARGS",
@@ -167,9 +157,6 @@ def add_builders(env):
         "GpsimdObject": SCons.Builder.Builder(
             action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
             emitter=_compiles_emitter),
-        "GpsimdObjectCI": SCons.Builder.Builder(
-            action=act("GPSIMD_CXXCICOM", "$GPSIMD_CXXCOMSTR"), suffix=".o", src_suffix=".cpp",
-            source_scanner=cscan, emitter=_object_ci_emitter),
         "GpsimdArchive": SCons.Builder.Builder(action=act("GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
                                                suffix=".a"),
         "GpsimdLink": SCons.Builder.Builder(action=act("GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),
@@ -178,11 +165,10 @@ def add_builders(env):
             action=act("GPSIMD_PACKCOM", "$GPSIMD_PACKCOMSTR")),
         "GpsimdVendorPack": SCons.Builder.Builder(
             action=act("GPSIMD_VENDORPACKCOM", "$GPSIMD_PACKCOMSTR"), emitter=_pack_emitter),
-        "GpsimdCallGraph": SCons.Builder.Builder(
-            action=act("GPSIMD_CALLGRAPHCOM", "$GPSIMD_STACKCOMSTR"),
-            emitter=_callgraph_emitter, source_scanner=cscan),
         "GpsimdStackReport": SCons.Builder.Builder(
             action=act("GPSIMD_STACKCOM", "$GPSIMD_STACKCOMSTR")),
+        "GpsimdStackGraph": SCons.Builder.Builder(
+            action=act("GPSIMD_STACKGRAPHCOM", "$GPSIMD_STACKCOMSTR")),
         "GpsimdTest": SCons.Builder.Builder(action=act("GPSIMD_TESTCOM", "$GPSIMD_TESTCOMSTR")),
         "GpsimdExplore": SCons.Builder.Builder(
             action=act("GPSIMD_EXPLORECOM", "$GPSIMD_EXPLORECOMSTR")),

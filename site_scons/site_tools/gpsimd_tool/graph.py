@@ -7,7 +7,7 @@ emulator server, the decider, the ninja path), lets the profile build what
 every library shares, then wires each library through the same stages
 (``library_nodes``: wrapper, one compile per translation unit, one link per
 linker spec, packing, version metadata, and where the profile runs tests,
-call graphs, the stack report, the test plan and the test node), adds the
+the stack report, the test plan and the test node), adds the
 collection's own targets (``collection_targets``), and at exit saves the
 records and prints the summary. The graph code never asks which profile
 it holds.

@@ -90,15 +90,13 @@ class Libraries:
                             CPPPATH=self._scan_base + [env.Dir(d) for d in lib.includes])
         wrapper = [graph.text(f"{lib_dir}/wrapper.cpp", _wrapper_text(lib, profile.dialect))]
         sources = [(src, _source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
-        objects, callgraphs = [], []
+        objects = []
         for src, stem in sources:
-            obj, ci = profile.compile_unit(graph, f"{lib_dir}/obj/{stem}.o", src, compile_vars)
+            obj = graph.compile(f"{lib_dir}/obj/{stem}.o", src, **compile_vars)
             for extra in profile.object_side_effects(obj.path):
                 env.SideEffect(extra, obj)
                 env.Clean(obj, extra)
             objects.append(obj)
-            if ci is not None:
-                callgraphs.append(ci)
         members = []
         for spec, name in zip(linker_specs(lib.multicore), linked_names(lib.name, lib.multicore)):
             so = profile.link(graph, f"{lib_dir}/{name}.so", objects, spec, shared)
@@ -116,8 +114,7 @@ class Libraries:
         self.versions += versions
         results = []
         if profile.runs_tests:
-            results, verdict = self._tests(lib, lib_dir, compile_vars, callgraphs, loadable,
-                                           cores)
+            results, verdict = self._tests(lib, lib_dir, compile_vars, objects, loadable, cores)
             # `scons <lib>`: the inner loop: objects, stack report, tests
             env.Alias(lib.name, loadable + versions + self.stack[-1:] + results + verdict)
         else:
@@ -127,18 +124,18 @@ class Libraries:
         self.nodes[lib.name] = {"wrapper": wrapper, "objects": objects, "linked": linked,
                                 "loadable": loadable, "versions": versions, "results": results}
 
-    def _tests(self, lib, lib_dir: str, compile_vars, callgraphs, loadable, cores):
+    def _tests(self, lib, lib_dir: str, compile_vars, objects, loadable, cores):
         """The stack report, the plan, the test node and the explore node
         of ``lib``; returns the test node's targets and (on the ninja path)
         its verdict edge's."""
         env, graph = self.env, self.graph
-        # the static stack report, from the call graphs of every TU
+        # the static stack report, from the library's objects and the runtime's graph
         ops = [a for op in lib.ops for a in ("--op", (
             op.name if op.function == op.name else f"{op.name}:{op.function}")
             + f"={op.stack_size}")]
         self.stack += graph.uses(env.GpsimdStackReport(
-            f"{lib_dir}/stack-report.txt", callgraphs + self.shared.callgraphs,
-            GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON")
+            f"{lib_dir}/stack-report.txt", objects + self.shared.stack_graph,
+            GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON", "$GPSIMD_OBJDUMP")
         plan = testplan.library_plan(lib, cores)
         plan_node = [graph.text(f"{lib_dir}/{testplan.PLAN_NAME}", plan.dumps())]
         # where each vector is written: read by the run, not part of its

@@ -157,7 +157,7 @@ def drop_jobs(env) -> None:
     env["ENV"].pop(JOBS_ENV, None)
 
 #: The construction variables that hold a compile command (rule GPSIMD_CXX).
-_COMPILE_COMS = ("GPSIMD_CXXCOM", "GPSIMD_CXXCICOM", "GPSIMD_CALLGRAPHCOM")
+_COMPILE_COMS = ("GPSIMD_CXXCOM",)
 
 
 def active(env) -> bool:

@@ -43,10 +43,8 @@ def _variables(env) -> Variables:
                           "vendor toolchain)", "host", allowed_values=("host", "xtensa")))
     vars.Add(PathVariable("CACHE_DIR", "share build results through SCons's CacheDir at this "
                           "path (off when empty)", "", PathVariable.PathAccept))
-    vars.Add(EnumVariable("CXX_LAUNCHER", "run compiles through this launcher; switching it "
-                          "compiles again (with a launcher the call graph is a compile of its "
-                          "own) but gives the same objects: nothing is linked, packed or tested "
-                          "again", "",
+    vars.Add(EnumVariable("CXX_LAUNCHER", "run compiles through this launcher; it is not part "
+                          "of any signature: switching it rebuilds nothing", "",
                           allowed_values=("", "ccache", "sccache", "distcc", "icecc")))
     vars.Add(BoolVariable("FAST", "trust file timestamps and cached header scans (faster null "
                           "builds; misses an edit that keeps a file's size and timestamp, or a "

@@ -64,15 +64,12 @@ class SConsGraph:
     def compile(self, target: str, source: Any, **vars: Any) -> Any:
         return self.uses(self.env.GpsimdObject(target, source, **vars)[0], "$GPSIMD_CXX")
 
-    def compile_with_callgraph(self, target: str, source: Any, **vars: Any):
-        obj, ci = self.uses(self.env.GpsimdObjectCI(target, source, **vars), "$GPSIMD_CXX")
-        return obj, ci
-
-    def callgraph(self, target: str, source: Any, **vars: Any) -> Any:
-        return self.uses(self.env.GpsimdCallGraph(target, source, **vars)[0], "$GPSIMD_CXX")
-
     def depends(self, node: Any, on: Any) -> None:
         self.env.Depends(node, on)
+
+    def stack_graph(self, target: str, objects) -> Any:
+        return self.uses(self.env.GpsimdStackGraph(target, list(objects))[0], "$PYTHON",
+                         "$GPSIMD_OBJDUMP")
 
     def archive(self, target: str, objects) -> Any:
         return self.uses(self.env.GpsimdArchive(target, list(objects))[0], "$AR")
