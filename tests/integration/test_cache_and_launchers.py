@@ -325,6 +325,95 @@ def test_a_distcc_farm_compiles_every_unit_on_both_paths_with_local_bytes(tmp_pa
         digest_lines(local.stdout)
 
 
+@pytest.fixture
+def icecc_farm(tmp_path):
+    """A one-machine icecc farm, as icecc's own test suite makes one: a
+    scheduler on 127.0.0.1, a daemon that only sends (``--no-remote``) and
+    a second that compiles in a chroot of a compiler environment made here
+    (``icecc-create-env``). Returns (the compiles' environment, the
+    compiling daemon's log, the client's log). Needs root (the daemon
+    chroots) and icecc."""
+    import pwd
+    if os.geteuid() != 0:
+        pytest.skip("needs root: iceccd compiles in a chroot (the icecc farm test)")
+    for tool in ("icecc", "iceccd", "icecc-scheduler", "icecc-create-env"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} is not installed (apt install icecc)")
+    try:
+        user = pwd.getpwnam("icecc")
+    except KeyError:
+        pytest.skip("no icecc user (apt install icecc makes it)")
+    # (outside pytest's folders, which only root may enter: the daemons
+    # drop to the icecc user)
+    run = pathlib.Path(tempfile.mkdtemp(prefix="gpsimd-icecc-"))
+    for sub in ("envs-local", "envs-remote"):
+        (run / sub).mkdir()
+    for path in [run] + list(run.iterdir()):
+        os.chown(path, user.pw_uid, user.pw_gid)
+    net = f"gpsimd{os.getpid()}"
+    env = dict(os.environ, ICECC_TESTS="1", ICECC_TEST_SCHEDULER_PORTS="8767:8769")
+    procs = []
+
+    def start(cmd, **extra):
+        procs.append(subprocess.Popen(cmd, env=dict(env, **extra), stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL, start_new_session=True))
+    try:
+        start(["icecc-scheduler", "-p", "8767", "-n", net, "-l", str(run / "scheduler.log"),
+               "-vvv"])
+        for name, args in (("local", ["--no-remote", "-p", "10248"]), ("remote", ["-p", "10246"])):
+            start(["iceccd", *args, "-m", "2", "-b", str(run / f"envs-{name}"),
+                   "-l", str(run / f"{name}.log"), "-s", "127.0.0.1:8767", "-n", net,
+                   "-N", f"{name}ice", "-vvv"], ICECC_TEST_SOCKET=str(run / f"socket-{name}"))
+        made = subprocess.run(["icecc-create-env", "--gcc", shutil.which("gcc"),
+                               shutil.which("g++")], cwd=run, capture_output=True, text=True,
+                              timeout=120)
+        tarballs = list(run.glob("*.tar.gz"))
+        assert made.returncode == 0 and len(tarballs) == 1, made.stdout + made.stderr
+        # the daemons retry the scheduler every 3 s: wait for both logins
+        log = run / "scheduler.log"
+        deadline = time.time() + 60
+        while not (log.exists() and all(f"login {n}ice protocol" in log.read_text(errors="replace")
+                                        for n in ("local", "remote"))):
+            assert time.time() < deadline, "the icecc daemons did not log in to the scheduler"
+            time.sleep(0.1)
+        yield ({"ICECC_TEST_SOCKET": str(run / "socket-local"), "ICECC_TEST_REMOTEBUILD": "1",
+                "ICECC_PREFERRED_HOST": "remoteice", "ICECC_VERSION": str(tarballs[0]),
+                "ICECC_DEBUG": "debug", "ICECC_LOGFILE": str(run / "client.log")},
+               run / "remote.log", run / "client.log")
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, 15)
+            except ProcessLookupError:
+                pass
+            p.wait(timeout=30)
+        shutil.rmtree(run, ignore_errors=True)
+
+
+def test_an_icecc_farm_compiles_every_unit_remotely_with_local_bytes(tmp_path, icecc_farm):
+    """Issue 29: through icecc, every compile of a small collection runs on
+    the farm's compiling daemon (none falls back to a local build), and
+    ``digests`` equal a local build's: with -gno-column-info the compile of
+    preprocessed text there records the same debug information."""
+    env, remote_log, client_log = icecc_farm
+    proj = copy_project(tmp_path / "p")
+    small = _small_manifest(proj)
+    local = run_scons(proj, "-Q", small, "BUILD_DIR=bL", "all", "digests")
+    assert local.returncode == 0, local.stdout + local.stderr
+    proc = run_scons(proj, "-Q", small, "BUILD_DIR=bI", "CXX_LAUNCHER=icecc", "all", "digests",
+                     env=env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    compiles = len(re.findall(r"^" + PROGRESS + r"CXX ", proc.stdout, re.M))
+    remote = remote_log.read_text(errors="replace").count("Remote compilation completed with "
+                                                          "exit code 0")
+    client = client_log.read_text(errors="replace")
+    assert compiles > 20 and remote == compiles, (remote, compiles, client[-2000:])
+    assert "<building_local>" not in client and "building myself" not in client
+    lines = [[l for l in p.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
+             for p in (local, proc)]
+    assert lines[0] == lines[1] != []
+
+
 def test_distcc_pump_s_variables_reach_every_compile_on_both_paths(tmp_path):
     """Issue 29: distcc's pump mode (``distcc-pump``) gives the compiles
     ``INCLUDE_SERVER_PORT`` and its kin: the actions' environment keeps
