@@ -9,7 +9,7 @@ if __name__ == "__main__":
     import os
     import sys
 
-    from .client import prestart_step, run_step
+    from .client.served import prestart_step, run_step
 
     _status = (prestart_step(sys.argv[1:]) if sys.argv[1:2] == ["prestart"]
                else run_step(sys.argv[1:]))

@@ -23,8 +23,7 @@ little-endian too).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
-from typing import List, Optional, Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 from gpsimd_device import limits as _limits
 from gpsimd_device import lsp as _lsp
@@ -35,13 +34,12 @@ __all__ = [
     "DATARAM_BASE", "DATARAM_SIZE", "TCM_POOL_SIZE", "STREAM_TCM_BYTES",
     "SCRATCH_BASE", "SCRATCH_CORE_SIZE", "SCRATCH_SINGLE_SIZE",
     "PRINTF_CAPACITY", "NUM_CORES", "DEFAULT_STACK_SIZE", "LSP_SINGLE",
-    "REGION_READONLY", "MAX_REGIONS", "STATUS_OK", "STATUS_FAULT",
+    "REGION_READONLY", "MAX_REGIONS", "STATUS_OK",
     "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
     "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "REPORT_TCM_USED", "REPORT_EMPTY_USED",
     "REPORT_OUTPUT_READ", "REPORT_OUTPUT_UNTRACKED", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
-    "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_POISON_TCM", "CHECK_READS", "CHECK_ALL",
-    "Descriptor", "choose_shape_form", "pack_descriptor", "unpack_descriptor",
-    "pack_dims", "unpack_dims", "pack_arg_stream", "unpack_arg_stream",
+    "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_READS", "CHECK_ALL",
+    "choose_shape_form", "pack_descriptor", "pack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
     "check_layout", "scratch_origin", "lsp_name",
 ]
@@ -68,7 +66,6 @@ REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags b
 REGION_OUTPUT = _ABI["REGION_OUTPUT"]                   #: the output copy (reads tracked)
 MAX_REGIONS = _ABI["MAX_REGIONS"]
 STATUS_OK = 0                                           #: enum gpsimd_status
-STATUS_FAULT = 1
 MESSAGE_CAPACITY = _ABI["MESSAGE_CAPACITY"]             #: bytes of gpsimd_core_report.message
 WARNINGS_CAPACITY = _ABI["WARNINGS_CAPACITY"]           #: bytes of gpsimd_core_report.warnings
 #: gpsimd_core_report.flags bits (abi.h GPSIMD_REPORT_*, HOST-MODEL).
@@ -85,7 +82,6 @@ CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() s
 CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: docs/kernel-api.md multicore rules
 CHECK_COHERENCE = _ABI["CHECK_COHERENCE"]               #: stream coherence policies
 CHECK_ARG_DTYPE = _ABI["CHECK_ARG_DTYPE"]               #: customop_next_* vs the descriptor dtype
-CHECK_POISON_TCM = _ABI["CHECK_POISON_TCM"]             #: poison the dataram window at each launch
 CHECK_READS = _ABI["CHECK_READS"]                       #: record reads of never-written output
 CHECK_ALL = _ABI["CHECK_ALL"]
 
@@ -110,8 +106,6 @@ class ShapeForm:
     OUT_OF_LINE = 1
     INLINE_4D = 2
 
-    NAMES = {0: "INLINE_8D", 1: "OUT_OF_LINE", 2: "INLINE_4D"}
-
 
 class ArgType:
     """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE`` (abi.h HOST-MODEL values)."""
@@ -125,39 +119,6 @@ lsp_name = _lsp.lsp_name
 
 
 # ---- the 48-byte descriptor ---------------------------------------------------
-
-@dataclass(frozen=True)
-class Descriptor:
-    """A decoded ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`` (48 bytes, §2).
-
-    Attributes:
-        location: ``Location.HBM`` (2) or ``Location.SBUF`` (1), byte +0.
-        shape_form: a ``ShapeForm`` value, byte +1.
-        dtype: ISA dtype enum value, byte +2 (see ``gpsimd_emu.dtypes``).
-        dims: the dimensions (elements) for the inline forms, decoded as the
-            leading non-zero slots (so ``()`` for a 0-D tensor); ``None`` for
-            the out-of-line form, whose dims live in HBM (``unpack_dims``).
-        shape_addr: out-of-line form: HBM device address of the int64 dims
-            (0 for inline forms).
-        shape_ndim: out-of-line form: number of int64 dims (0 for inline).
-        addr: storage address: u64 HBM device address (HBM arm, +24), or u32
-            offset in the SBUF window (SBUF arm, +24).
-        num_elem: number of elements (+32 HBM arm, +28 SBUF arm).
-        num_partitions: SBUF arm only (+32), else 0.
-        num_elem_per_block: SBUF arm only (+36), else 0.
-    """
-
-    location: int
-    shape_form: int
-    dtype: int
-    dims: Optional[Tuple[int, ...]]
-    addr: int
-    num_elem: int
-    shape_addr: int = 0
-    shape_ndim: int = 0
-    num_partitions: int = 0
-    num_elem_per_block: int = 0
-
 
 def choose_shape_form(shape: Sequence[int]) -> int:
     """The shape form the model uses for ``shape`` (dims in elements).
@@ -202,7 +163,6 @@ def pack_descriptor(
     location: int = Location.HBM,
     form: Optional[int] = None,
     shape_addr: Optional[int] = None,
-    num_elem: Optional[int] = None,
     num_partitions: int = 0,
     num_elem_per_block: int = 0,
 ) -> bytes:
@@ -215,9 +175,8 @@ def pack_descriptor(
             the SBUF window for ``Location.SBUF``.
         location: ``Location.HBM`` (default) or ``Location.SBUF``.
         form: force a ``ShapeForm``; default ``choose_shape_form(shape)``.
-        shape_addr: HBM device address of the dims as int64 (``pack_dims``);
-            required for the out-of-line form, ignored otherwise.
-        num_elem: element count; default the product of ``shape``.
+        shape_addr: HBM device address of the dims (each a little-endian
+            int64); required for the out-of-line form, ignored otherwise.
         num_partitions, num_elem_per_block: SBUF arm fields (u8, u32).
 
     Returns:
@@ -231,8 +190,7 @@ def pack_descriptor(
     dims = _check_dims(shape)
     if form is None:
         form = choose_shape_form(dims)
-    if num_elem is None:
-        num_elem = _num_elem(dims)
+    num_elem = _num_elem(dims)
     if not 0 <= dtype <= 0xFF:
         raise ValueError(f"dtype {dtype} does not fit u8")
     if not 0 <= num_elem <= _U32_MAX:
@@ -278,68 +236,9 @@ def pack_descriptor(
     return bytes(buf)
 
 
-def unpack_descriptor(data: bytes) -> Descriptor:
-    """Decode 48 descriptor bytes (the inverse of ``pack_descriptor``).
-
-    Inline dims are the leading non-zero slots (abi.h). Out-of-line dims are
-    not read (they live in HBM): ``dims`` is None and ``shape_addr`` /
-    ``shape_ndim`` say where they are.
-
-    Raises:
-        ValueError: not 48 bytes, unknown location or shape form, a non-zero
-            slot after a zero slot in an inline shape.
-    """
-    if len(data) != DESCRIPTOR_SIZE:
-        raise ValueError(f"a descriptor is {DESCRIPTOR_SIZE} bytes, got {len(data)}")
-    location, form, dtype = struct.unpack_from("<BBB", data, 0)
-    dims: Optional[Tuple[int, ...]]
-    shape_addr = shape_ndim = 0
-    if form in (ShapeForm.INLINE_4D, ShapeForm.INLINE_8D):
-        slots = struct.unpack_from("<4I" if form == ShapeForm.INLINE_4D else "<8H", data, 8)
-        rank = next((i for i, s in enumerate(slots) if s == 0), len(slots))
-        if any(slots[rank:]):
-            raise ValueError(f"inline shape slots {list(slots)}: non-zero after a zero")
-        dims = tuple(slots[:rank])
-    elif form == ShapeForm.OUT_OF_LINE:
-        shape_addr, shape_ndim = struct.unpack_from("<QI", data, 8)
-        dims = None
-    else:
-        raise ValueError(f"unknown shape form {form}")
-
-    parts = 0
-    per_block = 0
-    if location == Location.HBM:
-        addr, num_elem = struct.unpack_from("<QI", data, 24)
-    elif location == Location.SBUF:
-        addr, num_elem, parts, per_block = struct.unpack_from("<IIB3xI", data, 24)
-    else:
-        raise ValueError(f"unknown location {location}")
-    return Descriptor(location, form, dtype, dims, addr, num_elem,
-                      shape_addr, shape_ndim, parts, per_block)
-
-
-def pack_dims(shape: Sequence[int]) -> bytes:
-    """The out-of-line shape payload: each dim as little-endian int64,
-    ``8 * rank`` bytes (abi.h ``out_of_line``)."""
-    dims = _check_dims(shape)
-    return struct.pack(f"<{len(dims)}q", *dims)
-
-
-def unpack_dims(data: bytes, ndim: int) -> Tuple[int, ...]:
-    """Decode ``ndim`` int64 dims from the first ``8 * ndim`` bytes of ``data``.
-
-    Raises:
-        ValueError: fewer than ``8 * ndim`` bytes.
-    """
-    if len(data) < 8 * ndim:
-        raise ValueError(f"{ndim} dims need {8 * ndim} bytes, got {len(data)}")
-    return struct.unpack_from(f"<{ndim}q", data, 0)
-
-
 # ---- the argument stream ---------------------------------------------------------
 
-def pack_arg_stream(descriptors: Sequence[bytes],
-                    types: Optional[Sequence[int]] = None) -> bytes:
+def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     """The argument stream bytes (abi.h HOST-MODEL layout).
 
     ``+0`` u32 num_args, ``+4`` u32 0, ``+8`` u8 types[32] (one ``ArgType``
@@ -347,50 +246,24 @@ def pack_arg_stream(descriptors: Sequence[bytes],
     order. Length ``40 + 48 * num_args`` bytes.
 
     Args:
-        descriptors: 48-byte descriptors (``pack_descriptor``), schema order.
-        types: one ArgType per descriptor; default all ``ArgType.TENSOR``
-            (every argument, tensor or scalar, is a tensor descriptor, §2).
+        descriptors: 48-byte descriptors (``pack_descriptor``), schema order;
+            each argument is an ``ArgType.TENSOR`` (every argument, tensor
+            or scalar, is a tensor descriptor, §2).
 
     Raises:
-        ValueError: more than 32 arguments, a descriptor not 48 bytes, or
-            ``types`` of another length.
+        ValueError: more than 32 arguments, or a descriptor not 48 bytes.
     """
     n = len(descriptors)
     if n > MAX_ARGS:
         raise ValueError(f"{n} arguments > GPSIMD_MAX_ARGS ({MAX_ARGS})")
-    if types is None:
-        types = [ArgType.TENSOR] * n
-    if len(types) != n:
-        raise ValueError(f"{len(types)} types for {n} descriptors")
     out = bytearray(struct.pack("<II", n, 0))
-    out += bytes(types) + bytes(MAX_ARGS - n)
+    out += bytes([ArgType.TENSOR] * n) + bytes(MAX_ARGS - n)
     assert len(out) == ARG_STREAM_ARGS_OFFSET
     for i, d in enumerate(descriptors):
         if len(d) != DESCRIPTOR_SIZE:
             raise ValueError(f"descriptor {i} is {len(d)} bytes, not {DESCRIPTOR_SIZE}")
         out += d
     return bytes(out)
-
-
-def unpack_arg_stream(data: bytes) -> Tuple[List[int], List[Descriptor]]:
-    """Decode an argument stream into (types, descriptors) (abi.h layout).
-
-    Raises:
-        ValueError: shorter than the header or than its descriptors, or
-            num_args > 32.
-    """
-    if len(data) < ARG_STREAM_ARGS_OFFSET:
-        raise ValueError(f"argument stream of {len(data)} bytes < {ARG_STREAM_ARGS_OFFSET}")
-    n, _ = struct.unpack_from("<II", data, 0)
-    if n > MAX_ARGS:
-        raise ValueError(f"num_args {n} > {MAX_ARGS}")
-    end = ARG_STREAM_ARGS_OFFSET + DESCRIPTOR_SIZE * n
-    if len(data) < end:
-        raise ValueError(f"argument stream of {len(data)} bytes < {end} for {n} args")
-    types = list(data[8:8 + n])
-    descs = [unpack_descriptor(data[o:o + DESCRIPTOR_SIZE])
-             for o in range(ARG_STREAM_ARGS_OFFSET, end, DESCRIPTOR_SIZE)]
-    return types, descs
 
 
 # The ctypes mirrors of the binding structures live in gpsimd_emu.binding.

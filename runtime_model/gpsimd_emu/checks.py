@@ -247,7 +247,6 @@ class _Layout:
 
     def __init__(self, image: DeviceImage, core_ids: Sequence[int]):
         self.core_ids = list(core_ids)
-        self.truncated = False
         self.doc: dict = {"elements": image.num_elem, "itemsize": image.itemsize,
                           "cores": [{"core": c, "written": [], "read_before_write": [],
                                      "past_end": [], "uninit": [], "fault": None}
@@ -267,7 +266,7 @@ class _Layout:
 
     def ranges(self, ranges: Sequence[Tuple[int, int]]) -> List[List[int]]:
         if len(ranges) > LAYOUT_MAX_RANGES:
-            self.truncated = self.doc["truncated"] = True
+            self.doc["truncated"] = True
         return [[int(a), int(b)] for a, b in ranges[:LAYOUT_MAX_RANGES]]
 
     def merge(self, masks: Sequence[np.ndarray], merged) -> None:
@@ -276,6 +275,6 @@ class _Layout:
         self.doc["holes"] = self.ranges(merged.holes)
         over = merged.overlaps[:LAYOUT_MAX_RANGES]
         if len(merged.overlaps) > LAYOUT_MAX_RANGES:
-            self.truncated = self.doc["truncated"] = True
+            self.doc["truncated"] = True
         self.doc["overlaps"] = [{"range": [int(a), int(b)], "cores": list(c)} for (a, b), c in over]
 

@@ -47,7 +47,6 @@ import json
 import os
 import signal
 import sys
-import time
 from typing import Callable, Dict, List, Optional, Union
 
 from gpsimd_device.atomic import write_atomically
@@ -56,12 +55,12 @@ from gpsimd_device.plan import PlanError, TestPlan
 # Only what the supervising process needs is imported here; the worker
 # imports the model (numpy) after the fork.
 from gpsimd_device import zygote as program
-from gpsimd_device.headers import INCLUDE_DIR
 
 from . import contain
 from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, QUIET_ENV,
                        VERBOSE_ENV,
                        RUN_SLACK, RunOptions, format_size, one_blas_thread, parse_size)
+from .zygote_client import program_problem     # (stdlib and ctypes: no model)
 
 
 def _positive(text: str) -> float:
@@ -205,31 +204,19 @@ def settle(args: argparse.Namespace, status: int) -> int:
     return 0
 
 
-def prepare(argv: Optional[List[str]], remove_outputs: bool = True,
-            say: Optional[Callable[[str], None]] = None) -> Union[Prepared, int]:
-    """``parse`` then ``load``: the run's arguments, read and checked, or
-    an exit status (2, with the reason given to ``say``: stderr by
-    default)."""
-    args = parse(argv, remove_outputs, say)
-    return args if isinstance(args, int) else load(args, say)
-
-
-def _stderr(message: str) -> None:
+def say(message: str) -> None:
     print(message, file=sys.stderr)
 
 
-def parse(argv: Optional[List[str]], remove_outputs: bool = True,
-          say: Optional[Callable[[str], None]] = None) -> Union[argparse.Namespace, int]:
-    """Parse ``argv`` and (with ``remove_outputs``, given ``--failed-results``)
-    remove both results files, so that no results file from before this
-    run is left whatever happens next; an exit status (2, the reason given
-    to ``say``) when a file cannot be removed. Raises SystemExit (argparse)
-    for a bad argument."""
-    say = say or _stderr
+def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
+    """Parse ``argv`` and (given ``--failed-results``) remove both results
+    files, so that no results file from before this run is left whatever
+    happens next; an exit status (2, the reason on stderr) when a file
+    cannot be removed. Raises SystemExit (argparse) for a bad argument."""
     args = build_parser().parse_args(argv)
     if args.quiet is None:      # read now: the parser is made once, maybe in another environment
         args.quiet = os.environ.get(QUIET_ENV) == "1"
-    if args.failed_results and remove_outputs:
+    if args.failed_results:
         for path in (args.results, args.failed_results, args.record_failures, *args.stale):
             if path is None:
                 continue
@@ -243,11 +230,9 @@ def parse(argv: Optional[List[str]], remove_outputs: bool = True,
     return args
 
 
-def load(args: argparse.Namespace,
-         say: Optional[Callable[[str], None]] = None) -> Union[Prepared, int]:
+def load(args: argparse.Namespace) -> Union[Prepared, int]:
     """Read the plan and its locations named by ``args`` (``parse``); an
-    exit status (2, the reason given to ``say``) when one cannot be read."""
-    say = say or _stderr
+    exit status (2, the reason on stderr) when one cannot be read."""
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
@@ -261,8 +246,7 @@ def load(args: argparse.Namespace,
             return 2
     outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
     zygote = args.zygote or program.default_path(args.plan)
-    problem = program.program_problem(zygote, os.path.dirname(os.path.abspath(__file__)),
-                                      INCLUDE_DIR)
+    problem = program_problem(zygote)
     if problem:
         say(f"gpsimd_emu: cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
@@ -354,21 +338,14 @@ def _end_all(worker: Optional[int]) -> None:
     """Kill the worker and every descendant left (they are ours to reap:
     this process is their subreaper)."""
     if worker is not None:
-        try:
-            os.kill(worker, signal.SIGKILL)
-        except OSError:
-            pass
+        contain.kill(worker)
     contain.sweep()
 
 
 def _wait(pid: int, limit: float) -> Optional[int]:
     """The wait status of child ``pid``, or None after killing it when it
     ran longer than ``limit`` seconds."""
-    status = contain.wait_until(pid, time.monotonic() + limit, poll=0.01)
-    if status is None:
-        os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    return status
+    return contain.end_within(pid, limit, poll=0.01)
 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:

@@ -25,8 +25,8 @@ import time
 from typing import List, Optional
 
 __all__ = [
-    "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill_group",
-    "wait_until",
+    "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill", "end_within",
+    "wait_until", "signal_name",
 ]
 
 PR_SET_PDEATHSIG = 1
@@ -62,6 +62,14 @@ def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
     ppid = os.getppid()
     if ppid != parent and not (ppid == 0 and os.getpid() == 1):
         os._exit(1)
+
+
+def signal_name(sig: int) -> str:
+    """``SIGSEGV`` for 11; ``signal N`` for a number with no name."""
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
 
 
 def become_subreaper() -> bool:
@@ -128,12 +136,23 @@ def wait_until(pid: int, deadline: float, poll: float = 0.001) -> Optional[int]:
             os.close(pidfd)
 
 
-def kill_group(pid: int) -> None:
-    """SIGKILL the process group ``pid`` leads (nothing if it is gone)."""
+def kill(pid: int, sig: int = signal.SIGKILL, group: bool = False) -> None:
+    """Send ``sig`` to ``pid`` (``group``: to the process group it leads);
+    nothing if it is gone."""
     try:
-        os.killpg(pid, signal.SIGKILL)
+        (os.killpg if group else os.kill)(pid, sig)
     except OSError:
         pass
+
+
+def end_within(pid: int, seconds: float, poll: float = 0.001) -> Optional[int]:
+    """Child ``pid``'s wait status once it ends within ``seconds``; else
+    SIGKILL it, reap it and return None."""
+    status = wait_until(pid, time.monotonic() + seconds, poll)
+    if status is None:
+        kill(pid)
+        os.waitpid(pid, 0)
+    return status
 
 
 def sweep(keep: tuple = (), limit: float = 5.0) -> int:
@@ -146,7 +165,7 @@ def sweep(keep: tuple = (), limit: float = 5.0) -> int:
     while True:
         pids = [p for p in children() if p not in keep]
         for pid in pids:
-            kill_group(pid)
+            kill(pid, group=True)
             try:
                 os.kill(pid, signal.SIGKILL)
                 killed += 1

@@ -29,9 +29,7 @@ semaphore (``sem_init``), so that several processes may share a pass.
 from __future__ import annotations
 
 import ctypes
-import mmap
 import struct
-import time
 from typing import List
 
 from gpsimd_device.headers import defines
@@ -84,11 +82,6 @@ assert _JOBS == _SLOTS + MAX_PASSES * MAX_CORES * _SLOT.size
 assert _JOBS + MAX_JOBS * _JOB.size <= SIZE
 
 
-def now_ns() -> int:
-    """CLOCK_MONOTONIC in nanoseconds (the slots' time base)."""
-    return time.monotonic_ns()
-
-
 class RecordError(ValueError):
     """The control block does not hold a valid record of the run (a kernel
     wrote over it, or the vector's process died before writing it)."""
@@ -98,8 +91,7 @@ class ControlBlock:
     """The control block at ``offset`` of a writable buffer (an mmap of the
     image, or any bytearray in tests).
 
-    ``base`` is the buffer's host address, needed for ``protect`` and the
-    semaphores (0 when the buffer is not a real mapping: no semaphores).
+    ``base`` is the buffer's host address, needed for the semaphores (0 when the buffer is not a real mapping: no semaphores).
     """
 
     def __init__(self, buf, offset: int = 0, base: int = 0):
@@ -130,12 +122,6 @@ class ControlBlock:
             raise RuntimeError("the control block is not in a shared mapping")
         return self.base + _PASSES + p * _PASS_SIZE + _SEM_OFFSET
 
-    def protect(self, writable: bool) -> None:
-        """Make the page writable or read-only in this process."""
-        if self.base:
-            prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
-            _c().mprotect(ctypes.c_void_p(self.base), SIZE, prot)
-
     # ---- reading -------------------------------------------------------
 
     def _header(self):
@@ -144,10 +130,6 @@ class ControlBlock:
     @property
     def npasses(self) -> int:
         return self._header()[3]
-
-    @property
-    def error_len(self) -> int:
-        return self._header()[7]
 
     def pass_record(self, p: int) -> dict:
         state, faulted, claimed, n, order, t0, t1 = _PASS.unpack_from(

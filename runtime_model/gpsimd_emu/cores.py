@@ -1,6 +1,6 @@
 """The core objects of a plan, read and verified once by the worker
 (``prepare_cores``): each packed payload checked (gpsimd_device.pack) and
-put in a memfd that the zygote ``dlopen``s (``gpsimd_emu.zygote``)."""
+put in a memfd that the zygote ``dlopen``s (``zygote.c``)."""
 
 from __future__ import annotations
 

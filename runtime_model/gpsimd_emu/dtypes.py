@@ -13,20 +13,8 @@ import ml_dtypes
 import numpy as np
 
 from gpsimd_device import dtypes as _shared
-from gpsimd_device.dtypes import ISA as _ISA_ENUM
 
-__all__ = ["DType", "DTYPES", "by_name", "by_isa", "by_numpy", "names", "ISA"]
-
-
-class _IsaEnum:
-    """ISA dtype enum values (the device ABI (gpsimd_host/abi.h)) as attributes,
-    ``ISA.FP32 == 10``: plain ints, as they appear at descriptor byte +2."""
-
-    def __init__(self, table: Dict[str, int]):
-        self.__dict__.update(table)
-
-
-ISA = _IsaEnum(_ISA_ENUM)
+__all__ = ["DType", "DTYPES", "by_name", "by_numpy"]
 
 
 @dataclass(frozen=True)
@@ -54,13 +42,7 @@ _TABLE: Tuple[DType, ...] = tuple(_extend(r) for r in _shared.DTYPES.values())
 
 #: name -> DType, in table order.
 DTYPES: Dict[str, DType] = {d.name: d for d in _TABLE}
-_BY_ISA: Dict[int, DType] = {d.isa: d for d in _TABLE}
 _BY_NUMPY: Dict[np.dtype, DType] = {d.numpy: d for d in _TABLE}
-
-
-def names() -> Tuple[str, ...]:
-    """The dtype names, in table order."""
-    return tuple(DTYPES)
 
 
 def by_name(name: str) -> DType:
@@ -73,18 +55,6 @@ def by_name(name: str) -> DType:
         return DTYPES[name]
     except (KeyError, TypeError):
         raise KeyError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
-
-
-def by_isa(value: int) -> DType:
-    """The DType of an ISA dtype enum value.
-
-    Raises:
-        KeyError: not one of the storage types (0 INVALID and 11 FP32R included).
-    """
-    try:
-        return _BY_ISA[int(value)]
-    except KeyError:
-        raise KeyError(f"ISA dtype {value} has no storage type in the model") from None
 
 
 def by_numpy(dtype) -> DType:

@@ -28,7 +28,8 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, CoreMemory, ImageFile, align_up, printf_text)
+                     SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
+                     core_sizes, printf_text)
 from .merge import written_mask
 from .runs import RunSpec, runs_for
 from .vectors import Input
@@ -113,7 +114,7 @@ class DeviceImage:
         copies = sum(num_cores if r.private else 1 for r in runs)
         out_each = align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
-        per_core = CoreMemory.nbytes(scratch_size) - align_up(scratch_size, PAGE)
+        per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
         inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + ALIGN for n in input_nbytes)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
@@ -152,7 +153,7 @@ class DeviceImage:
         in_at: List[Tuple[int, int]] = []
         out_at: List[List[int]] = []
         out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
-        per_core = CoreMemory.nbytes(scratch_size)
+        per_core = core_nbytes(scratch_size)
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
         self._mem_at: List[List[int]] = []
         self._read_map_at: List[List[Optional[int]]] = []
@@ -170,7 +171,7 @@ class DeviceImage:
         self._out_each = out_each
         self._mem_each = per_core + rmap
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
-        sizes = [align_up(n, PAGE) for n in CoreMemory.sizes(scratch_size)]
+        sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         self._part_at = [sum(sizes[:i]) for i in range(4)]
         self._out_capacity = out_capacity
         #: bytes after the output in each copy that no region covers
@@ -181,8 +182,8 @@ class DeviceImage:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
-            self.arenas = [(Arena(HBM_BASE, capacity, backing=(self.file, h)),
-                            Arena(SBUF_WINDOW_BASE, sbuf_capacity, backing=(self.file, sb)))
+            self.arenas = [(Arena(HBM_BASE, capacity, self.file, h),
+                            Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb))
                            for h, sb in in_at]
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, Arena, int, int]] = []
@@ -280,7 +281,7 @@ class DeviceImage:
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
                 self.file.mm[at:at + _BINDING] = template
                 m = self._mem_at[r.index][k]
-                sizes = [align_up(n, PAGE) for n in CoreMemory.sizes(self._scratch_size)]
+                sizes = [align_up(n, PAGE) for n in core_sizes(self._scratch_size)]
                 _CORE_ID.pack_into(self.file.mm, at + _OFF_CORE_ID, k)
                 _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
                 for field, off in zip(_OFF_MEM, (m, m + sizes[0], m + sum(sizes[:2]),
@@ -384,10 +385,6 @@ class DeviceImage:
             return np.zeros((self.num_cores, self.num_elem), dtype=bool)
         raw = self._rows(at, self._mem_each, self.read_map_bytes, self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
-
-    def read_map(self, run: int, core: int) -> np.ndarray:
-        """Core ``core``'s row of ``read_maps(run)``."""
-        return self.read_maps(run)[core]
 
     def modified_inputs(self) -> List[Tuple[str, int]]:
         """Inputs whose bytes changed during the first run: ``(name, bytes

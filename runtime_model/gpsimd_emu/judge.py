@@ -16,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 from gpsimd_device.faults import fault_name
 from gpsimd_device.plan import OpPlan
 
-from . import abi, control
+from . import abi, contain, control
 from .budget import exceeded
 from .cores import CoreSpec
 from .image import DeviceImage
@@ -141,13 +141,6 @@ def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, in
     return out
 
 
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
-
-
 def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
     """Core indices whose launch ended in a ``std::bad_alloc`` (an
     allocation the memory limit refused)."""
@@ -238,7 +231,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         st = outcome.wait_status
         why = outcome.record_error or "no record"
         if st is not None and os.WIFSIGNALED(st):
-            return [f"the device model process died with {_signal_name(os.WTERMSIG(st))}"], True
+            return [f"the device model process died with {contain.signal_name(os.WTERMSIG(st))}"], True
         return [f"the vector's processes left no valid record of the run ({why}): a kernel "
                 f"wrote over the model's memory"], True
 
@@ -286,11 +279,11 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
             if pairs:
                 p, k = pairs[0]
                 detail = report_text(image, k, op, p)
-                msg = f"{core_name(cores, k)} crashed with {_signal_name(sig)}{labels.get(p, '')}"
+                msg = f"{core_name(cores, k)} crashed with {contain.signal_name(sig)}{labels.get(p, '')}"
                 if detail:
                     msg += f" ({detail})"
                 return [msg + _printf_tail(image, k, p)], True
-            return [f"the device model process died with {_signal_name(sig)}"], True
+            return [f"the device model process died with {contain.signal_name(sig)}"], True
         code = os.WEXITSTATUS(st) if os.WIFEXITED(st) else -1
         if pairs:
             p, k = pairs[0]
@@ -308,7 +301,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         pairs = running_cores(rec)
         if sig == signal.SIGKILL and outcome.oom_kills and pairs:
             return [exceeded(core_name(cores, pairs[0][1]), outcome.memory)], True
-        return [f"the device model process died with {_signal_name(sig)}"], True
+        return [f"the device model process died with {contain.signal_name(sig)}"], True
     if not rec["leader_done"]:
         return ["the device model process ended early"], True
     late = _over_time(rec, timeout)

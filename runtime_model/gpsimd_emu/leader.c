@@ -277,7 +277,7 @@ static int left_running(int index, int p)
     return 0;
 }
 
-/* ---- helpers (gpsimd_emu.jobs) -------------------------------------------- */
+/* ---- helpers ---------------------------------------------------------------- */
 
 static int make_run(const struct gz_run *r, int index);
 static void run_cores(const struct gz_run *r, int index, double deadline);
@@ -413,7 +413,7 @@ static int wait_helpers(void)
     return bad;
 }
 
-/* ---- runs (gpsimd_emu.launch) ---------------------------------------------- */
+/* ---- runs -------------------------------------------------------------------- */
 
 /* Core k's stdout and stderr: its own pipes (at fds 3 + 2k and 4 + 2k,
  * where leader_main put them), which the zygote drains. */
@@ -505,7 +505,7 @@ static int make_run(const struct gz_run *r, int index)
 }
 
 /* After the first run of a single-core vector: has the second run anything
- * to decide? (launch._Leader._need_second) */
+ * to decide? (the worker checks the same rule: judge.check_runs) */
 static int need_second(void)
 {
     int first = (int)V->runs[0].index;
@@ -645,7 +645,7 @@ long gl_fork_leader(struct gl_request *req)
             char text[24];
             int n = snprintf(text, sizeof text, "%d", (int)getpid());
             if (write(fd, text, (size_t)n) < 0) {
-                /* as the Python leader: a failed join leaves the RLIMIT alone */
+                /* a failed join leaves the RLIMIT alone */
             }
             close(fd);
         }

@@ -17,7 +17,6 @@ what it reports of the object's linker spec.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 from typing import Any, Dict, Optional
 
@@ -25,17 +24,9 @@ from gpsimd_device import pack as _pack
 
 from . import abi
 
-__all__ = [
-    "MAGIC", "FORMAT_VERSION", "HEADER_SIZE", "ENTRY", "LoadError",
-    "PackedObject", "LspInfo", "check_lsp",
-    "parse_pack", "read_pack", "read_object", "payload_fd", "make_pack",
-]
+__all__ = ["LoadError", "PackedObject", "LspInfo", "check_lsp", "parse_pack", "read_object",
+           "payload_fd"]
 
-MAGIC = _pack.MAGIC
-FORMAT_VERSION = _pack.FORMAT_VERSION
-HEADER_SIZE = _pack.HEADER_SIZE
-#: The entry name of every pack (``xt-pkg-loadlib -e lib_func``, §5d).
-ENTRY = _pack.ENTRY
 _ELF_MAGIC = b"\x7fELF"
 
 
@@ -87,12 +78,6 @@ class LspInfo:
         return None if self.core_id == abi.LSP_SINGLE else self.core_id
 
 
-def make_pack(payload: bytes, metadata: Dict[str, Any]) -> bytes:
-    """A host pack around ``payload`` (``gpsimd_device.pack.pack_bytes``);
-    for tests and hand-made end-to-end runs."""
-    return _pack.pack_bytes(payload, metadata)
-
-
 def parse_pack(data: bytes, path: str = "<bytes>") -> PackedObject:
     """Verify and split a packed object (``gpsimd_device.pack.parse_pack``).
 
@@ -104,51 +89,6 @@ def parse_pack(data: bytes, path: str = "<bytes>") -> PackedObject:
     except _pack.PackError as e:
         raise LoadError(str(e)) from None
     return PackedObject(path, meta, payload, True)
-
-
-def read_pack(path: str) -> PackedObject:
-    """Read and verify a ``.packed.so`` file (see ``parse_pack``).
-
-    Raises:
-        LoadError: unreadable file, or any ``parse_pack`` error.
-    """
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise LoadError(f"{path}: cannot read: {e.strerror or e}") from None
-    return parse_pack(data, path)
-
-
-#: ELF64 little-endian header (``<elf.h>`` Elf64_Ehdr, 64 bytes) and
-#: program header (Elf64_Phdr, 56 bytes).
-_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
-_PHDR = struct.Struct("<IIQQQQQQ")
-
-
-def elf_problem(data: bytes) -> Optional[str]:
-    """What makes ``data`` (a whole ELF64 little-endian file, as the host
-    builds them) unmappable, or None: its program or section header table,
-    or a segment's bytes (``p_offset + p_filesz``), past the end of the
-    file. A truncated object would otherwise be mapped by ``dlopen`` and
-    fault (SIGBUS) when a page past the end is touched. Other ELF classes
-    and byte orders, and what is not ELF at all, are left to ``dlopen``
-    (None)."""
-    if not data.startswith(_ELF_MAGIC):
-        return None
-    if len(data) < _EHDR.size:
-        return f"truncated: {len(data)} bytes"
-    if data[4] != 2 or data[5] != 1:
-        return None
-    (_, _, _, _, _, phoff, shoff, _, _, phentsize, phnum, shentsize,
-     shnum, _) = _EHDR.unpack_from(data)
-    if phoff + phnum * phentsize > len(data) or shoff + shnum * shentsize > len(data):
-        return f"truncated: {len(data)} bytes, its header tables end further"
-    for i in range(phnum if phentsize >= _PHDR.size else 0):
-        _, _, offset, _, _, filesz, _, _ = _PHDR.unpack_from(data, phoff + i * phentsize)
-        if offset + filesz > len(data):
-            return f"truncated: {len(data)} bytes, segment {i} ends at {offset + filesz}"
-    return None
 
 
 def read_object(path: str, name: Optional[str] = None) -> PackedObject:
@@ -170,7 +110,7 @@ def read_object(path: str, name: Optional[str] = None) -> PackedObject:
         raise LoadError(f"{name}: cannot read: {e.strerror or e}") from None
     if data.startswith(_ELF_MAGIC):
         return PackedObject(name, {}, data, False, path)
-    if data.startswith(MAGIC[:len(data)]) and len(data) < len(MAGIC):
+    if data.startswith(_pack.MAGIC[:len(data)]) and len(data) < len(_pack.MAGIC):
         raise LoadError(f"{name}: truncated: {len(data)} bytes")
     obj = parse_pack(data, name)
     return PackedObject(name, obj.metadata, obj.payload, True, path)

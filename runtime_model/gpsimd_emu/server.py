@@ -89,13 +89,6 @@ def _reply(sock: socket.socket, message: dict) -> None:
         pass                            # the client is gone: nothing to tell
 
 
-def _kill(pid: int, sig: int) -> None:
-    try:
-        os.kill(pid, sig)
-    except OSError:
-        pass
-
-
 def _request_of(message) -> "dict | str":
     """``message`` when it is a request, or why it is not one."""
     if not isinstance(message, dict):
@@ -151,7 +144,7 @@ class Server:
             self._reap()
             for pid, sock in list(self.runs.items()):
                 if sock in ready and self._gone(sock):
-                    _kill(pid, signal.SIGTERM)     # the client gave up on this run
+                    contain.kill(pid, signal.SIGTERM)     # the client gave up on this run
             if self.watch in ready:
                 return                              # the served process ended
             if self._loader is not None and not self._loader.is_alive():
@@ -302,13 +295,13 @@ class Server:
             conn.close()
         self.waiting = []
         for pid in list(self.runs):
-            _kill(pid, signal.SIGTERM)
+            contain.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         while self.runs and time.monotonic() < deadline:
             self._reap()
             time.sleep(0.01)
         for pid in list(self.runs):
-            _kill(pid, signal.SIGKILL)
+            contain.kill(pid)
         while self.runs:
             try:
                 pid, _ = os.waitpid(-1, 0)

@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import select
-import signal
 import sys
 import time
 from dataclasses import replace
@@ -42,6 +41,8 @@ from gpsimd_device.atomic import write_atomically
 from gpsimd_device.limits import shape_problem
 from gpsimd_device.plan import OpPlan, OutputSpec, PlanError, ScalarSpec, TestPlan, VectorPlan
 from gpsimd_device.shapes import Registration, RegisteredOp
+
+from . import contain
 
 __all__ = ["CALL_TIMEOUT", "LOAD_TIMEOUT", "read_registration", "shaped_plan", "main"]
 
@@ -53,13 +54,6 @@ CALL_TIMEOUT = 10.0
 
 class StepError(Exception):
     """The step cannot produce its file (message: why)."""
-
-
-def _signal_name(sig: int) -> str:
-    try:
-        return signal.Signals(sig).name
-    except ValueError:
-        return f"signal {sig}"
 
 
 class _Child:
@@ -121,10 +115,7 @@ class _Child:
         return json.loads(line.decode("utf-8"))
 
     def kill(self) -> None:
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except OSError:
-            pass
+        contain.kill(self.pid)
 
     def end(self) -> str:
         """Reap the child; why it ended, or "" for a clean exit."""
@@ -145,7 +136,7 @@ class _Child:
         said = self.errors.decode("utf-8", "replace").strip().splitlines()
         tail = f" ({said[-1][:400]})" if said else ""
         if os.WIFSIGNALED(status):
-            return f"crashed with {_signal_name(os.WTERMSIG(status))}{tail}"
+            return f"crashed with {contain.signal_name(os.WTERMSIG(status))}{tail}"
         if os.WEXITSTATUS(status) != 0:
             return f"exited with status {os.WEXITSTATUS(status)}{tail}"
         return ""

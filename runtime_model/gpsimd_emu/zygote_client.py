@@ -16,9 +16,7 @@ import ctypes
 import json
 import os
 import select
-import signal
 import socket
-import time
 from typing import List, Optional, Sequence
 
 from gpsimd_device import zygote as program
@@ -164,11 +162,7 @@ class ZygoteClient:
             return "is gone"
         self.pid = None
         if os.WIFSIGNALED(st):
-            try:
-                name = signal.Signals(os.WTERMSIG(st)).name
-            except ValueError:
-                name = f"signal {os.WTERMSIG(st)}"
-            return f"died with {name}"
+            return f"died with {contain.signal_name(os.WTERMSIG(st))}"
         return f"exited with status {os.WEXITSTATUS(st)}"
 
     def ready(self, timeout: float) -> dict:
@@ -249,12 +243,7 @@ class ZygoteClient:
         if self.pid is None:
             return
         try:
-            if contain.wait_until(self.pid, time.monotonic() + 1.0) is None:
-                try:
-                    os.kill(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-                os.waitpid(self.pid, 0)
+            contain.end_within(self.pid, 1.0)
         except ChildProcessError:
             pass
         self.pid = None

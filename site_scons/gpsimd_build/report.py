@@ -257,6 +257,13 @@ def _anchor(*names: str) -> str:
     return _e(("lib-" if len(names) == 1 else "v-") + "--".join(names))
 
 
+#: A vector row's opening tag; the list of failures at the top of the page
+#: is read back from it (:data:`_FAILED_ROW`, made from this text).
+_ROW_OPEN = '<tr class="vector {status}" data-vector="{name}" id="{anchor}">'
+_FAILED_ROW = re.compile(re.escape(_ROW_OPEN.format(status="fail", name="NAME", anchor="ANCHOR"))
+                         .replace("NAME", '([^"]+)').replace("ANCHOR", '([^"]+)'))
+
+
 def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
     name = f"{lib.name}::{r.op}[{r.vector}]"
     detail = f'<div class="message">{_e(r.message)}</div>' if r.message else ""
@@ -265,7 +272,8 @@ def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
         f'<details class="output"><summary>core {_e(o.get("core"))} {_e(o.get("stream"))}: '
         f'{_e(o.get("bytes"))} bytes</summary><pre>{_e(o.get("text"))}</pre></details>'
         for o in r.output)
-    row = (f'<tr class="vector {_e(r.status)}" data-vector="{_e(name)}" id="{_anchor(lib.name, r.op, r.vector)}">'
+    row = (_ROW_OPEN.format(status=_e(r.status), name=_e(name),
+                            anchor=_anchor(lib.name, r.op, r.vector)) +
            f"<td>{_e(r.op)}</td><td>{_e(r.vector)}</td><td>{_e(r.where)}</td>"
            f'<td class="status">{_e(r.status.upper())}</td>'
            f'<td class="num">{_number(r.max_abs_err)}</td>'
@@ -317,9 +325,6 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
         totals = "total: " + counts_text(sum(r.passed for r in cur), sum(r.failed for r in cur),
                                          sum(r.checked for r in cur))
     return _page([_library(lib) for lib in libraries], title, totals)
-
-
-_FAILED_ROW = re.compile(r'<tr class="vector fail" data-vector="([^"]+)" id="([^"]+)">')
 
 
 def _failures(sections: Sequence[str]) -> str:

@@ -303,15 +303,12 @@ class ManifestFile(pytest.File):
     def collect(self):
         from gpsimd_build.manifest import ManifestError, load_manifest
         vectors = self.config.pluginmanager.get_plugin("gpsimd-vectors")
-        here = os.getcwd()
-        os.chdir(vectors.root)      # (the manifest's paths, as the build read them)
-        try:
+        try:      # (the manifest's paths relative to the project, as the build read them)
             collection = load_manifest(os.path.relpath(str(self.path), vectors.root),
+                                       root=vectors.root,
                                        allow_paths=self.config.getoption("gpsimd_allow_paths"))
         except ManifestError as err:
             raise self.CollectError(str(err)) from None
-        finally:
-            os.chdir(here)
         for index, lib in enumerate(collection.libraries):
             yield Library.from_parent(self, name=lib.name, library=lib, index=index)
 

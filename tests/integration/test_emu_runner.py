@@ -18,7 +18,8 @@ from gpsimd_device.plan import TestPlan
 import emu_run as runner
 from emu_run import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds, fault_name,
                      format_line, write_results)
-from gpsimd_emu import abi, loader
+from gpsimd_device.pack import pack_bytes
+from gpsimd_emu import abi
 from gpsimd_emu.merge import cores_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -55,7 +56,7 @@ def objects(tmp_path_factory):
     so = d / "fake.so"
     _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE, "lsp_fll_load_cpu_single")
     packed = d / "fake.packed.so"
-    packed.write_bytes(loader.make_pack(so.read_bytes(), {
+    packed.write_bytes(pack_bytes(so.read_bytes(), {
         "entry": "lib_func", "library": "fake", "lsp": "lsp_fll_load_cpu_single", "core": None,
         "versions": {}}))
     out["single"] = (packed, so)
@@ -63,7 +64,7 @@ def objects(tmp_path_factory):
         so = d / f"fake_cpu{i}.so"
         _compile(so, i, abi.scratch_origin(i), abi.SCRATCH_CORE_SIZE, abi.lsp_name(i))
         packed = d / f"fake_cpu{i}.packed.so"
-        packed.write_bytes(loader.make_pack(so.read_bytes(), {
+        packed.write_bytes(pack_bytes(so.read_bytes(), {
             "entry": "lib_func", "library": "fake", "lsp": abi.lsp_name(i), "core": i,
             "versions": {}}))
         out[i] = packed

@@ -2,7 +2,6 @@
 and what the worker accepts; anything else is a corrupt record naming the
 field, never a crash of the model."""
 import mmap
-import os
 import struct
 
 import pytest
@@ -66,18 +65,3 @@ def test_garbage_is_a_named_record_error(offset, data, field):
     mm[offset:offset + len(data)] = data
     with pytest.raises(RecordError, match=field):
         ctl.validate(42, 2, 8)
-
-
-def test_protect_makes_the_page_read_only_in_this_process():
-    mm, ctl = _block()
-    pid = os.fork()
-    if pid == 0:
-        import faulthandler
-        faulthandler.disable()          # (the crash is the test's: no traceback printed)
-        ctl.protect(False)
-        try:
-            struct.pack_into("<I", mm, control._LEADER_DONE, 1)   # SIGSEGV: read-only
-        finally:
-            os._exit(0)
-    _, st = os.waitpid(pid, 0)
-    assert os.WIFSIGNALED(st) and os.WTERMSIG(st) == 11

@@ -27,10 +27,11 @@ def test_hand_written_container_reads(tmp_path):
     assert data.index(ELF) % 16 == 0
     p = tmp_path / "relu_cpu3.packed.so"
     p.write_bytes(data)
-    obj = loader.read_pack(str(p))
+    obj = loader.read_object(str(p))
     assert obj.payload == ELF and obj.packed and obj.metadata["core"] == 3
     assert obj.metadata["lsp"] == "lsp_fll_load_cpu3"
-    assert loader.make_pack(ELF, META) == data
+    from gpsimd_device.pack import pack_bytes
+    assert pack_bytes(ELF, META) == data
 
 
 def test_build_side_writer_matches_reader():

@@ -6,16 +6,21 @@ import numpy as np
 import pytest
 
 from gpsimd_emu import abi
-from gpsimd_emu.memory import (ALIGN, HBM_BASE, Arena, CoreMemory, SharedBuffer,
-                               align_up, printf_text)
+from gpsimd_emu.memory import (ALIGN, HBM_BASE, Arena, ImageFile, align_up, core_nbytes,
+                               core_sizes, printf_text)
 
 
 def test_hbm_base_needs_64_bits():
     assert HBM_BASE == 0x1_0000_0000 and HBM_BASE > 0xFFFFFFFF
 
 
+def _arena(base=HBM_BASE, capacity=1024):
+    image = ImageFile(2 * 4096 + capacity)
+    return Arena(base, capacity, image, 4096), image
+
+
 def test_bump_allocation_is_64_byte_aligned():
-    a = Arena(HBM_BASE, 1024)
+    a, _ = _arena()
     assert a.alloc(3) == HBM_BASE
     assert a.alloc(64) == HBM_BASE + 64
     assert a.alloc(1) == HBM_BASE + 128
@@ -26,55 +31,29 @@ def test_bump_allocation_is_64_byte_aligned():
     assert align_up(65) == 128 and ALIGN == 64
 
 
-def test_write_read_and_host_address():
-    a = Arena(HBM_BASE, 4096)
+def test_an_arena_is_its_part_of_the_image_and_shared_after_fork():
+    a, image = _arena(capacity=4096)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     addr = a.write_array(x)
-    assert np.array_equal(a.read_array(addr, np.float32, (2, 3)), x)
-    host = a.host_addr(addr)
-    assert (ctypes.c_float * 6).from_address(host)[5] == 5.0
-    assert a.read_array(addr, np.float32, ()).shape == ()
+    assert a.file_offset == 4096 and a.host == image.host + 4096
+    assert (ctypes.c_float * 6).from_address(a.host)[5] == 5.0
+    assert image.u8[4096:4096 + 24].tobytes() == x.tobytes()
     with pytest.raises(ValueError, match="outside"):
         a.view(HBM_BASE + 4090, 16)
-
-
-def test_region_describes_arena():
-    a = Arena(HBM_BASE + 0x100000, 256, extra=4096)
-    r = a.region(abi.REGION_READONLY, nbytes=24)
-    assert (r.device_addr, r.size, r.host, r.flags) == (HBM_BASE + 0x100000, 24, a.host, 1)
-    assert len(a.u8) >= 256 + 4096
-
-
-def test_shared_mapping_is_visible_after_fork():
-    buf = SharedBuffer(4096)
-    buf.fill(0xA5)
     pid = os.fork()
     if pid == 0:
-        buf.u8[10:20] = 7
+        a.view(addr, 4)[:] = 7
         os._exit(0)
     os.waitpid(pid, 0)
-    assert list(buf.u8[8:22]) == [0xA5, 0xA5] + [7] * 10 + [0xA5, 0xA5]
+    assert image.u8[4096:4100].tolist() == [7] * 4
+    with pytest.raises(ValueError, match="page-aligned"):
+        Arena(HBM_BASE, 64, image, 100)
 
 
-def test_two_output_copies_share_device_address_not_host():
-    a, b = Arena(HBM_BASE, 64), Arena(HBM_BASE, 64)
-    a.fill(1)
-    b.fill(2)
-    assert a.region().device_addr == b.region().device_addr
-    assert a.host != b.host and a.u8[0] == 1 and b.u8[0] == 2
-
-
-def test_core_memory_sizes_and_report_view():
-    cm = CoreMemory(abi.SCRATCH_CORE_SIZE)
-    assert cm.scratch.size == 0x200000 and cm.dataram.size == 0x10000
-    assert cm.printf.size == 0x20000
-    r = cm.report
-    r.status, r.printf_len, r.printf_head = 1, 5, 0
-    cm.printf.u8[:5] = np.frombuffer(b"hello", np.uint8)
-    assert cm.printf_text() == "hello"
-    cm.reset_report()
-    assert cm.report.status == 0 and cm.report.printf_len == 0
-    cm.close()
+def test_core_sizes():
+    assert core_sizes(abi.SCRATCH_CORE_SIZE)[:3] == (0x200000, 0x10000, 0x20000)
+    assert core_nbytes(abi.SCRATCH_CORE_SIZE) == 0x200000 + 0x10000 + 0x20000 + 4096 * (
+        -(-ctypes.sizeof(abi.GpsimdCoreReport) // 4096))
 
 
 def test_printf_ring_wraps_from_head():

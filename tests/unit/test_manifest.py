@@ -684,7 +684,8 @@ def test_model_paths_are_relative_to_root_not_to_how_the_manifest_was_named(tmp_
     by_relative = load_manifest(f"{GOOD}/minimal.yaml")
     by_absolute = load_manifest(str(ROOT / GOOD / "minimal.yaml"), root=str(ROOT))
     assert by_relative == by_absolute
-    other = load_manifest(f"{GOOD}/minimal.yaml", root="tests")
+    # (a relative path is relative to the root)
+    other = load_manifest("manifests/good/minimal.yaml", root="tests")
     assert other.libraries[0].sources == ("manifests/kernels/relu/relu.cpp",)
     assert other.manifest == "manifests/good/minimal.yaml"
     assert other.libraries[0].ops[0].vectors[0].location.file == "manifests/good/minimal.yaml"
@@ -1140,3 +1141,15 @@ def test_a_manifest_reached_through_two_paths_is_loaded_once(case):
     col = load_manifest(path)
     assert [lib.name for lib in col.libraries] == ["relu"]
     assert col.manifests == (path, "manifests/case/team/ops.yaml", "manifests/case/other.yaml")
+
+
+def test_a_relative_manifest_path_is_relative_to_the_root_not_the_cwd(tmp_path, monkeypatch):
+    """(the pytest plugin loads the manifest from any working directory,
+    without changing it)"""
+    from gpsimd_build.manifest import load_manifest
+    here = load_manifest("ops.yaml", root=str(ROOT))
+    monkeypatch.chdir(tmp_path)
+    there = load_manifest("ops.yaml", root=str(ROOT))
+    assert [l.name for l in there.libraries] == [l.name for l in here.libraries]
+    assert there.libraries[0].sources == here.libraries[0].sources == ("kernels/relu/relu.cpp",)
+    assert there.reads == here.reads

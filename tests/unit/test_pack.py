@@ -32,8 +32,6 @@ def test_build_writes_what_the_model_reads():
     meta = pack.pack_metadata("spmd", "lsp_fll_load_cpu7", 7, profiles.VERSIONS)
     obj = loader.parse_pack(pack.pack_bytes(ELF, meta), "x.packed.so")
     assert obj.packed and obj.payload == ELF and obj.metadata == meta
-    # and the model's own writer agrees with the build's, byte for byte
-    assert loader.make_pack(ELF, meta) == pack.pack_bytes(ELF, meta)
 
 
 def test_damaged_pack_is_rejected_by_the_model():

@@ -9,12 +9,6 @@ library only (``tests/unit/test_layers.py`` checks both).
 * ``vectors``: one vector at a time in a process of its own
   (``VectorClient``, the pytest plugin's path) and ``tied_to_me``.
 
-Importing this package imports ``protocol`` and ``served`` only (a ninja
-step imports it first thing: they cost no import time).
+Importing this package imports nothing; a ninja step imports
+``served`` first thing (it and ``protocol`` cost no import time).
 """
-
-from .protocol import LOG_ENV, SERVER_ENV
-from .served import hand_off, name_for, run_step, prestart_step, stop_server, this_process
-
-__all__ = ["LOG_ENV", "SERVER_ENV", "hand_off", "name_for", "run_step", "prestart_step",
-           "stop_server", "this_process"]

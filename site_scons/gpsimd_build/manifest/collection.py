@@ -24,7 +24,8 @@ def load_manifest(path: _PathLike, *, root: _PathLike = ".",
                   allow_paths: Union[str, Iterable[_PathLike], None] = ()) -> Collection:
     """Load, validate and model the collection whose top manifest is ``path``.
 
-    ``path`` is used as given in diagnostics (``FILE`` of ``FILE:LINE:COL``);
+    ``path`` (relative to ``root`` unless absolute) is used as given in
+    diagnostics (``FILE`` of ``FILE:LINE:COL``);
     an included manifest is named by joining the including manifest's name
     with the include entry (``teams/vision/ops.yaml``). Paths written in a
     manifest (sources, include directories, ``.npy`` files, reference ``.py``
@@ -138,7 +139,7 @@ class _CollectionLoader:
 
     def read(self, display: str) -> Optional["_ManifestFile"]:
         """Read and parse one manifest file; None after reporting why not."""
-        absolute = os.path.abspath(display)
+        absolute = self.io.absolute(display)
         kind = self.io.kind(absolute)
         try:
             if kind == "missing":
@@ -165,7 +166,7 @@ class _CollectionLoader:
         """Load the manifest ``display`` (inheriting ``inherited``), then its
         includes. ``via`` is the including file and include entry (None for
         the top manifest). Returns the file, or None if it could not be read."""
-        real = self.io.real(os.path.abspath(display))
+        real = self.io.real(self.io.absolute(display))
         where = "the top manifest" if via is None else \
             f"included at {via[0].doc.location(via[1])}"
         self._loaded[real] = (None, where)

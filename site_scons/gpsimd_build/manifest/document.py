@@ -52,8 +52,8 @@ class _ManifestFile(_OpChecks, _FileChecks):
         self.policy = policy or PathPolicy(self.io.root_real)
         self.top = top
         self.root_abs = os.path.abspath(root)
-        self.folder_abs = os.path.dirname(os.path.abspath(display))
-        self.model_file = os.path.relpath(os.path.abspath(display),
+        self.folder_abs = os.path.dirname(self.io.absolute(display))
+        self.model_file = os.path.relpath(self.io.absolute(display),
                                           self.root_abs).replace(os.sep, "/")
         self.diagnostics: List[Diagnostic] = []
         self._resolved: Dict[str, Tuple[str, str]] = {}
@@ -219,7 +219,7 @@ class _ManifestFile(_OpChecks, _FileChecks):
             return []
         out: List[Tuple[DocPath, List[str]]] = []
         first: Dict[str, int] = {}
-        me = self.io.real(os.path.abspath(self.display))
+        me = self.io.real(self.io.absolute(self.display))
         for k, written in enumerate(entries):
             path = ("include", k)
             if not self.usable(entries, k, path, str):

@@ -159,6 +159,11 @@ class Recorder:
         """Every fact recorded, in the order first asked."""
         return tuple(self._reads.values())
 
+    def absolute(self, path: str) -> str:
+        """``path`` as an absolute path: a relative one is relative to the
+        root (never to the working directory)."""
+        return os.path.normpath(os.path.join(self.root, path))
+
     def rel(self, absolute: str) -> str:
         """``absolute`` relative to the root, POSIX separators."""
         rel = self._rel.get(absolute)

@@ -25,7 +25,7 @@ host pack container (``gpsimd_device.pack``).
 import glob
 import os
 import shutil
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec

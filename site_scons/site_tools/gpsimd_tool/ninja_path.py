@@ -222,22 +222,29 @@ def inputs_spec(roots: Dict[str, Tuple[str, List[Any]]], programs: Iterable[Any]
     skip = {id(n) for n in programs}
     out = {}
     for name, (key, nodes) in roots.items():
-        steps: Dict[str, List[str]] = {}
-        todo, seen = list(nodes), set()
-        while todo:
-            node = todo.pop()
-            if id(node) in seen or not node.has_builder():
-                continue
-            seen.add(id(node))
-            reads = []
-            for child in list(node.sources) + list(node.depends):
-                if child.has_builder():
-                    todo.append(child)
-                elif id(child) not in skip and not os.path.isabs(child.path):
-                    reads.append(child.path)
-            steps[node.path] = reads
+        steps = {step.path: [c.path for c in reads
+                             if id(c) not in skip and not os.path.isabs(c.path)]
+                 for step, reads in _steps_below(nodes).items()}
         out[name] = (key, [n.path for n in nodes], steps)
     return ninjarecord.spec_text(out)
+
+
+def _steps_below(nodes) -> Dict[Any, List[Any]]:
+    """Every step (a node with a builder) at or below ``nodes``, through
+    sources and explicit dependencies, with the files no step makes that it
+    reads directly (headers, implicit dependencies, are not followed: ninja
+    finds them by depfiles). The one walk of both :func:`inputs_spec` and
+    :func:`made_from`."""
+    steps: Dict[Any, List[Any]] = {}
+    todo = list(nodes)
+    while todo:
+        node = todo.pop()
+        if node in steps or not node.has_builder():
+            continue
+        reads = steps[node] = []
+        for child in list(node.sources) + list(node.depends):
+            (todo if child.has_builder() else reads).append(child)
+    return steps
 
 
 #: The summary step's arguments, one a line (``@`` file), in the profile's folder.
@@ -361,18 +368,7 @@ def made_from(nodes) -> List[Any]:
     programs the commands run), each once, sorted. (Headers are implicit
     dependencies, found by scanning or by ninja's depfiles: not among
     them.)"""
-    out, seen, todo = [], set(), list(nodes)
-    while todo:
-        node = todo.pop()
-        for child in list(node.sources) + list(node.depends):
-            if child in seen:
-                continue
-            seen.add(child)
-            if child.has_builder():
-                todo.append(child)
-            else:
-                out.append(child)
-    return sorted(out, key=str)
+    return sorted({c for reads in _steps_below(nodes).values() for c in reads}, key=str)
 
 
 def prestart(env, graph, lib_dir: str, results: List[Any]) -> Any:
