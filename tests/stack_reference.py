@@ -146,6 +146,8 @@ def compare(top: str, out_dir: str) -> Comparison:
         objs = own + runtime
         ours = objgraph.merge([ours_by_obj[o] for o in objs])
         gcc = merge_gcc([gcc_by_obj[o] for o in objs])
+        for name, f in gcc.items():       # (which are the model's own: the build's mark)
+            f.host_only = name in ours and ours[name].host_only
         with open(path, encoding="utf-8") as f:
             for line in f:
                 m = re.match(r"^(?:WARNING: )?[^:]+::(\S+): worst static stack chain \d+ bytes "

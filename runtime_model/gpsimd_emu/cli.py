@@ -57,31 +57,9 @@ from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device import zygote as program
 
 from . import contain
-from .settings import (DEFAULT_MEMORY, DEFAULT_STACK_SCALE, DEFAULT_TIMEOUT, QUIET_ENV,
-                       VERBOSE_ENV,
-                       RUN_SLACK, RunOptions, format_size, one_blas_thread, parse_size)
+from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
+                       add_run_options, one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
-
-
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be > 0")
-    return value
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be >= 0")
-    return value
 
 
 @functools.lru_cache(maxsize=None)
@@ -106,32 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="a file this run makes out of date, removed as it starts (a ninja "
                           "build's summary and report: an interrupted run leaves none that "
                           "is not true)")
-    run.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
-                     help=f"seconds each run of a vector's cores may take (default "
-                          f"{DEFAULT_TIMEOUT:g})")
-    run.add_argument("--memory", type=_size, default=DEFAULT_MEMORY,
-                     help=f"memory a vector may use as a whole: its device image and what its "
-                          f"cores allocate, e.g. 512M, 8G (default {format_size(DEFAULT_MEMORY)})")
-    run.add_argument("--parallel", type=_count, default=None,
-                     help="processes a vector's cores may use at once (0 or 1: one after "
-                          "another; default: the CPUs divided by $GPSIMD_EMU_JOBS)")
-    run.add_argument("--root", default=".",
-                     help="directory the plan's relative paths start from (default: the current one)")
     run.add_argument("--locations",
                      help="JSON {op: {vector: 'FILE:LINE:COL'}} naming where each vector is "
                           "written; kept out of the plan so that moving a vector's lines "
                           "does not re-run its tests")
-    run.add_argument("--zygote", metavar="PROGRAM",
-                     help="the gpsimd-zygote program the build made, which runs every vector "
-                          "(default: emu/gpsimd-zygote beside the plan's library folder)")
+    add_run_options(run)
     run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
                      help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
-    run.add_argument("--no-checks", dest="checks", action="store_false",
-                     help="run as the device does: cores share one zero-filled output, no "
-                          "poison, no write-set / uninitialised-output / multicore-rule / "
-                          "coherence / argument-dtype / race checks (faster; crashes, "
-                          "timeouts, the memory limit and the runtime's own faults are still "
-                          "reported)")
     run.add_argument("--quiet", action="store_true", default=None,
                      help="print only failures and passes with warnings, no summary line "
                           f"(default when ${QUIET_ENV} is 1)")
@@ -250,8 +209,7 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
     if problem:
         say(f"gpsimd_emu: cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
-    options = RunOptions(timeout=args.timeout, stack_scale=args.stack_scale, checks=args.checks,
-                         memory=args.memory, parallel=args.parallel, zygote=zygote)
+    options = run_options(args, zygote, args.stack_scale)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
     return Prepared(args, plan, options, outputs, limit)
 

@@ -57,7 +57,7 @@ from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
 from .dtypes import by_name
-from .settings import DEFAULT_MEMORY, DEFAULT_TIMEOUT, RunOptions, parse_size
+from .settings import add_run_options, run_options
 
 __all__ = ["main", "explore_op", "inputs_strategy", "vector_yaml", "PARTITION_SIZES"]
 
@@ -271,8 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpsimd_emu.explore",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("plan")
-    p.add_argument("--zygote", help="the gpsimd-zygote program (default: the build's)")
-    p.add_argument("--root", default=".")
+    add_run_options(p)
     p.add_argument("--examples", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-elements", type=int, default=1 << 15)
@@ -280,10 +279,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--database", help="Hypothesis's example database (a folder)")
     p.add_argument("--save-dir", default=".", help="where the .npy of a failing example go")
     p.add_argument("--save-prefix", default="", help="their names' prefix in the YAML")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    p.add_argument("--memory", type=parse_size, default=DEFAULT_MEMORY)
-    p.add_argument("--parallel", type=int, default=None)
-    p.add_argument("--no-checks", dest="checks", action="store_false")
     return p
 
 
@@ -308,8 +303,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if problem:
         print(f"gpsimd_emu explore: {problem}; build it: scons {zygote}", file=sys.stderr)
         return 2
-    options = RunOptions(timeout=args.timeout, checks=args.checks, zygote=zygote,
-                         memory=args.memory, parallel=args.parallel)
+    options = run_options(args, zygote)
     work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
     falsified = errors = skipped = 0
     with LibrarySession(plan, root=args.root, options=options) as session:

@@ -5,6 +5,7 @@ process and the zygote read them without importing the model).
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from .client.protocol import JOBS_ENV, QUIET_ENV, VERBOSE_ENV
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
     "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
-    "format_size", "default_parallel",
+    "format_size", "default_parallel", "add_run_options", "run_options",
 ]
 
 #: Seconds one run of a vector's cores may take (each run: the poisoned
@@ -134,3 +135,59 @@ class RunOptions:
         """The number of processes the cores of a vector may use at once (>= 1)."""
         p = default_parallel() if self.parallel is None else self.parallel
         return max(1, int(p))
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be > 0")
+    return value
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be >= 0")
+    return value
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """The options every entry that runs a plan's vectors takes (``python
+    -m gpsimd_emu run``, ``.explore``, ``.vector_service``): ``--root``,
+    ``--zygote``, ``--timeout``, ``--memory``, ``--parallel``,
+    ``--no-checks``; :func:`run_options` makes their ``RunOptions``."""
+    p.add_argument("--root", default=".",
+                   help="directory the plan's relative paths start from (default: the current one)")
+    p.add_argument("--zygote", metavar="PROGRAM",
+                   help="the gpsimd-zygote program the build made, which runs every vector "
+                        "(default: emu/gpsimd-zygote beside the plan's library folder)")
+    p.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
+                   help=f"seconds each run of a vector's cores may take (default "
+                        f"{DEFAULT_TIMEOUT:g})")
+    p.add_argument("--memory", type=_size, default=DEFAULT_MEMORY,
+                   help=f"memory a vector may use as a whole: its device image and what its "
+                        f"cores allocate, e.g. 512M, 8G (default {format_size(DEFAULT_MEMORY)})")
+    p.add_argument("--parallel", type=_count, default=None,
+                   help="processes a vector's cores may use at once (0 or 1: one after "
+                        "another; default: the CPUs divided by $GPSIMD_EMU_JOBS)")
+    p.add_argument("--no-checks", dest="checks", action="store_false",
+                   help="run as the device does: cores share one zero-filled output, no "
+                        "poison, no write-set / uninitialised-output / multicore-rule / "
+                        "coherence / argument-dtype / race checks (faster; crashes, "
+                        "timeouts, the memory limit and the runtime's own faults are still "
+                        "reported)")
+
+
+def run_options(args: argparse.Namespace, zygote: Optional[str],
+                stack_scale: int = DEFAULT_STACK_SCALE) -> "RunOptions":
+    """The ``RunOptions`` of :func:`add_run_options`' arguments."""
+    return RunOptions(timeout=args.timeout, stack_scale=stack_scale, checks=args.checks,
+                      memory=args.memory, parallel=args.parallel, zygote=zygote)
+

@@ -23,7 +23,7 @@ from typing import List, Optional
 
 from gpsimd_device.plan import PlanError, TestPlan
 
-from .settings import DEFAULT_TIMEOUT, RunOptions, one_blas_thread
+from .settings import add_run_options, one_blas_thread, run_options
 
 __all__ = ["main"]
 
@@ -50,10 +50,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Serve the plan's vectors (module text); returns the exit status."""
     p = argparse.ArgumentParser(prog="python -m gpsimd_emu.vector_service")
     p.add_argument("plan")
-    p.add_argument("--root", default=".")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT)
-    p.add_argument("--no-checks", dest="checks", action="store_false")
-    p.add_argument("--zygote")
+    add_run_options(p)
     args = p.parse_args(argv)
     _keep_answers()
     one_blas_thread()
@@ -63,7 +60,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         _answer({"error": str(e)})
         return 2
     from .session import LibrarySession
-    options = RunOptions(timeout=args.timeout, checks=args.checks, zygote=args.zygote)
+    options = run_options(args, args.zygote)
     with LibrarySession(plan, root=args.root, options=options) as session:
         _answer({"ready": True})
         for line in sys.stdin:

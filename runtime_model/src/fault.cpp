@@ -45,7 +45,7 @@ void report_flag(uint32_t flag) {
 }
 
 /* gpsimd_core_report.warnings: "<text>\n" per warning while it fits. */
-void record_warning(const char* fmt, ...) {
+GPSIMD_HOST_ONLY void record_warning(const char* fmt, ...) {
     gpsimd_core_report* r = core().report;
     if (!r) return;
     char text[512];
@@ -77,7 +77,7 @@ void update_report_counters() {
 using namespace gpsimd_rt;
 
 /* faults.h: stop the op with `kind` and a printf-style message. */
-void gpsimd_fault(uint32_t kind, const char* fmt, ...) {
+GPSIMD_HOST_ONLY void gpsimd_fault(uint32_t kind, const char* fmt, ...) {
     static char message[GPSIMD_MESSAGE_CAPACITY];
     va_list ap;
     va_start(ap, fmt);

@@ -100,9 +100,15 @@ bool check_enabled(uint32_t check);
 /* Set GPSIMD_REPORT_* bits in the report of the running launch. */
 void report_flag(uint32_t flag);
 
+/* The model's own diagnostics, which the device does not run: their code
+ * goes to a section of its own, and the static stack report (the build's
+ * gpsimd_build.objgraph, HOST_ONLY_SECTION) does not charge them to the
+ * device stack.  Never inlined, so that their frames stay apart. */
+#define GPSIMD_HOST_ONLY __attribute__((noinline, section(".text.gpsimd_host_only")))
+
 /* Append one warning ("<text>\n") to the report (warnings.cpp: kept while
  * it fits GPSIMD_WARNINGS_CAPACITY, always counted). */
-void record_warning(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+GPSIMD_HOST_ONLY void record_warning(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 CoreState& core();
 

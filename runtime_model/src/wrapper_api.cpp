@@ -201,7 +201,7 @@ class UTensor {
     /* The runtime copies a result by element count: a returned tensor of
      * another shape (the public examples return 1-D tensors for inputs of
      * any rank) is copied as it is, so this is a warning, not a fault. */
-    void warn_if_other_shape(const at::Tensor& src) const {
+    GPSIMD_HOST_ONLY void warn_if_other_shape(const at::Tensor& src) const {
         int64_t want[c10::kMaxTensorDims];
         const int nd = shape(want);
         const int64_t got_nd = src.dim();

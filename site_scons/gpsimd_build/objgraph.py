@@ -43,6 +43,9 @@ __all__ = ["INDIRECT", "Function", "ObjectGraphError", "read_objects", "parse_ob
 
 #: The callee named for a call through a register or memory.
 INDIRECT = "__indirect_call"
+#: The section of the runtime's own diagnostics, which the device does not
+#: run (``GPSIMD_HOST_ONLY``, runtime_model/src/runtime.h): ``host_only``.
+HOST_ONLY_SECTION = ".text.gpsimd_host_only"
 #: Alignment GCC counts in the static figure of a function that allocates
 #: at run time (alloca, a variable-length array).
 DYNAMIC_SLACK = 16
@@ -55,12 +58,14 @@ class ObjectGraphError(RuntimeError):
 @dataclass
 class Function:
     """One function: ``frame`` in bytes (None: unknown), ``dynamic`` (it
-    also allocates at run time), ``callees`` (names)."""
+    also allocates at run time), ``callees`` (names), ``host_only`` (in
+    :data:`HOST_ONLY_SECTION`)."""
 
     name: str
     frame: Optional[int] = None
     dynamic: bool = False
     callees: Set[str] = field(default_factory=set)
+    host_only: bool = False
 
 
 _FILE = re.compile(r"^(.+):\s+file format (\S+)$")
@@ -279,7 +284,7 @@ def _walk(obj: _Object, fname: str, parts: List[str]) -> Function:
     comes from falling through a call that does not return, which the
     object does not mark)."""
     me = obj.name(fname)
-    fn = Function(me)
+    fn = Function(me, host_only=obj.funcs[fname][0] == HOST_ONLY_SECTION)
     index: Dict[Tuple[str, int], Tuple[str, int]] = {}
     for part in parts:
         sec, start, size = obj.funcs[part]
@@ -372,11 +377,12 @@ def merge(graphs: Sequence[Dict[str, Function]]) -> Dict[str, Function]:
         for name, f in g.items():
             m = out.get(name)
             if m is None:
-                out[name] = Function(name, f.frame, f.dynamic, set(f.callees))
+                out[name] = Function(name, f.frame, f.dynamic, set(f.callees), f.host_only)
                 continue
             m.frame = None if m.frame is None or f.frame is None else max(m.frame, f.frame)
             m.dynamic |= f.dynamic
             m.callees |= f.callees
+            m.host_only |= f.host_only
     return out
 
 
@@ -417,9 +423,10 @@ def demangle(names: Sequence[str], cxxfilt: str = "c++filt") -> Dict[str, str]:
 def dumps(graph: Dict[str, Function]) -> str:
     """A graph as JSON text (sorted: the same graph, the same bytes):
     ``{"functions": {name: {"frame": bytes or null, "dynamic": bool,
-    "callees": [names]}}}``."""
+    "callees": [names], "host_only": bool}}}``."""
     return json.dumps({"functions": {n: {"frame": f.frame, "dynamic": f.dynamic,
-                                         "callees": sorted(f.callees)}
+                                         "callees": sorted(f.callees),
+                                         "host_only": f.host_only}
                                      for n, f in sorted(graph.items())}},
                       sort_keys=True, indent=0) + "\n"
 
@@ -432,7 +439,8 @@ def loads(text: str, path: str = "<graph>") -> Dict[str, Function]:
     """
     try:
         doc = json.loads(text)
-        return {n: Function(n, f["frame"], bool(f["dynamic"]), set(f["callees"]))
+        return {n: Function(n, f["frame"], bool(f["dynamic"]), set(f["callees"]),
+                            bool(f["host_only"]))
                 for n, f in doc["functions"].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ObjectGraphError(f"{path}: not a stack graph ({e})") from None

@@ -48,8 +48,12 @@ STRIP_WIDTH = 800
 PATTERNED = ("hole", "beyond", "past-end", "fault")
 _HATCH = "repeating-linear-gradient({}deg, {} 0 1px, transparent 1px 4px)"
 
+#: The states whose results are shown and counted.
+COUNTED_STATES = ("current", "kept", "cached")
 _STATES = {
     "current": "results of this run",
+    "kept": "not run in this build: its results are still current for its sources",
+    "cached": "cached: results served from the build cache",
     "stale": "stale: results of an earlier build (this build did not run its tests)",
     "not run": "not run",
     "no results": "the test run failed without results",
@@ -105,7 +109,8 @@ class ReportLibrary:
 
     Attributes:
         name: the library name.
-        state: ``"current"``, ``"stale"``, ``"not run"`` or ``"no results"``.
+        state: ``"current"``, ``"kept"``, ``"cached"`` (results shown and
+            counted), ``"stale"``, ``"not run"`` or ``"no results"``.
         results: its results (``None`` when there are none to show).
         multicore: the library runs on eight cores (its vectors get strips).
         checks: whether the run had the emulator's checks; only used when a
@@ -321,7 +326,7 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
         The HTML text; the same input gives the same text.
     """
     if not totals:
-        cur = [lib.results for lib in libraries if lib.state == "current" and lib.results]
+        cur = [lib.results for lib in libraries if lib.state in COUNTED_STATES and lib.results]
         totals = "total: " + counts_text(sum(r.passed for r in cur), sum(r.failed for r in cur),
                                          sum(r.checked for r in cur))
     return _page([_library(lib) for lib in libraries], title, totals)

@@ -93,10 +93,12 @@ def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
 
 def report_state(state: str) -> str:
     """The report's word for a state (``gpsimd_build.report``): ``current``
-    for a counted state, ``no results`` for a failed or unreadable one,
-    else the state itself."""
+    for results of this build's run, ``kept`` for results this build did
+    not run that are still current for their sources, ``cached`` for
+    results served from the build cache, ``no results`` for a failed or
+    unreadable one, else the state itself."""
     if state in COUNTED:
-        return "current"
+        return {RUN: "current", KEPT: "kept", CACHED: "cached"}[state]
     if state in (NO_RESULTS, UNREADABLE):
         return "no results"
     return state

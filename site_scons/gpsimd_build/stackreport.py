@@ -9,7 +9,10 @@ Neuron SDK's build driver, build_custom_op.py), and reports the deepest one
 against the op's stack size (4196 bytes unless the manifest says otherwise).
 What it cannot see is named in the report: calls to functions outside the
 objects (libc, libstdc++), indirect calls, recursion and dynamic allocation
-(``alloca``, variable-length arrays).
+(``alloca``, variable-length arrays). The model's own diagnostics
+(``GPSIMD_HOST_ONLY`` in the runtime: warnings, fault reports), which the
+device does not run, are not charged to the device stack, and the line says
+how many a chain calls.
 
 The frames are those of the host build: the device compiler's Xtensa frames
 differ, so the figure is an estimate for the device and exact for the
@@ -31,7 +34,9 @@ class Chain:
     whose frame is not known; ``recursive``: the functions that call
     themselves again, directly or not (each counted once: the depth of the
     recursion is not); ``dynamic``: a function below the root allocates
-    dynamically.
+    dynamically; ``host_only``: the model's own diagnostics called below
+    the root, whose frames are not charged to the device stack (not
+    followed).
     """
 
     total: int
@@ -39,6 +44,7 @@ class Chain:
     unknown: Tuple[str, ...]
     recursive: Tuple[str, ...]
     dynamic: bool
+    host_only: Tuple[str, ...] = ()
 
 
 def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
@@ -46,6 +52,7 @@ def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
     memo: Dict[str, Tuple[int, Tuple[str, ...]]] = {}
     unknown: Set[str] = set()
     recursive: Set[str] = set()
+    host_only: Set[str] = set()
     flags = {"dynamic": False}
     on_path: Set[str] = set()
 
@@ -56,6 +63,9 @@ def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
             recursive.add(name)
             return 0, ()
         f = graph.get(name)
+        if f is not None and f.host_only and name != root:
+            host_only.add(name)
+            return 0, ()
         if f is None or f.frame is None:
             unknown.add(name)
             return 0, (name,)
@@ -72,7 +82,7 @@ def worst_chain(graph: Dict[str, Function], root: str) -> Chain:
 
     total, path = visit(root)
     return Chain(total, path, tuple(sorted(unknown)), tuple(sorted(recursive)),
-                 flags["dynamic"])
+                 flags["dynamic"], tuple(sorted(host_only)))
 
 
 def short_name(name: str, label: str) -> str:
@@ -91,7 +101,32 @@ def short_name(name: str, label: str) -> str:
             depth -= 1
         elif ch == " " and depth == 0:
             cut = i + 1
-    return head[cut:]
+    return _brief(head[cut:])
+
+
+#: Template arguments longer than this are shown as ``<...>``.
+BRIEF_TEMPLATE = 24
+
+
+def _brief(name: str) -> str:
+    """``name`` with each outermost template argument list longer than
+    :data:`BRIEF_TEMPLATE` characters written ``<...>`` (``std::_Rb_tree<...>::_M_erase``)."""
+    out, i = [], 0
+    while i < len(name):
+        if name[i] != "<" or name[:i].endswith(("operator", "operator<")):
+            out.append(name[i])
+            i += 1
+            continue
+        depth, j = 0, i
+        while j < len(name):
+            depth += {"<": 1, ">": -1}.get(name[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        inner = name[i + 1:j]
+        out.append("<...>" if len(inner) > BRIEF_TEMPLATE else f"<{inner}>")
+        i = j + 1
+    return "".join(out)
 
 
 def wrapper_symbol(function: str) -> str:
@@ -129,6 +164,9 @@ class OpStack:
             notes.append("indirect calls not followed")
         if unseen:
             notes.append(f"{len(unseen)} callee(s) without frame information")
+        if self.chain.host_only:
+            notes.append(f"{len(self.chain.host_only)} host-only diagnostic(s) of the model "
+                         f"not counted")
         text = (f"{library}::{self.op}: worst static stack chain {self.chain.total} bytes "
                 f"of {self.stack_size} ({' -> '.join(self.labels)})")
         if notes:

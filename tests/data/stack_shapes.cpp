@@ -41,3 +41,9 @@ int noreturn_then_more(int a, int b, int c, int d, int e, int f, int n) {
     if (n > 10) die("%d", n);
     return n;
 }
+// the runtime's GPSIMD_HOST_ONLY: the model's own diagnostics
+__attribute__((noinline, section(".text.gpsimd_host_only"))) void diagnose(int n) {
+    char x[512];
+    use(x, n);
+}
+void checked(int n) { if (n < 0) diagnose(n); use(nullptr, n); }

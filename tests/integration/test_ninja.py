@@ -417,6 +417,9 @@ def test_the_summary_is_true_after_pass_fail_fix(tmp_path, keep_going):
         assert summary.read_text().splitlines() == failing
         assert report.stat().st_mtime_ns > before
         assert 'data-library="relu" data-state="current"' in report.read_text()
+        # (spmd was not run by this build: its results, still current, say so)
+        assert 'data-library="spmd" data-state="kept"' in report.read_text()
+        assert "not run in this build: its results are still current" in report.read_text()
         assert (proj / "build/host/relu/test-results.failed.json").exists()
         assert not (proj / "build/host/relu/test-results.json").exists()
     src.write_text(good)

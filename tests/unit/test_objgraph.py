@@ -29,7 +29,7 @@ def compiled(tmp_path_factory):
 def test_every_frame_is_gccs_figure(compiled):
     _, ours, gcc = compiled
     figures = {n: (g.frame, g.dynamic) for n, g in gcc.items() if g.frame is not None}
-    assert len(figures) == 17
+    assert len(figures) == 19
     for name, (frame, dynamic) in figures.items():
         mine = ours[name]
         if name == "_Z8with_vlai":
@@ -62,6 +62,9 @@ def test_calls_are_gccs(compiled):
     ping, pong = statics[1], statics[2]
     assert raw["_Z6mutuali"].callees == {ping}
     assert raw[ping].callees == {pong} and raw[pong].callees == {ping}
+    # the section of the model's own diagnostics marks them
+    assert raw["_Z8diagnosei"].host_only and not raw["_Z7checkedi"].host_only
+    assert raw["_Z7checkedi"].callees == {"_Z8diagnosei", "_Z3usePci"}
     # the cold part of throws() is throws(): its calls, no function of its own
     assert not any(n.endswith(".cold") for n in raw)
     assert "__cxa_throw" in raw["_Z6throwsi"].callees

@@ -43,4 +43,4 @@ def test_a_counted_state_needs_results_and_an_unknown_state_is_refused():
 def test_the_report_words():
     assert [s.report_state(x) for x in (s.RUN, s.KEPT, s.CACHED, s.STALE, s.NOT_RUN,
                                         s.NO_RESULTS, s.UNREADABLE)] == [
-        "current", "current", "current", "stale", "not run", "no results", "no results"]
+        "current", "kept", "cached", "stale", "not run", "no results", "no results"]

@@ -19,7 +19,9 @@ def graph():
         fn("_Z11rec_wrapperv", 32, ["_Z3recRKN2at6TensorE"]),
         fn("_Z3recRKN2at6TensorE", 100, ["_Z3recRKN2at6TensorE", INDIRECT], dynamic=True),
         fn("_Z20customop_next_tensorv", 192),
-    ])
+        fn("_Z12warn_wrapperv", 32, ["_Z4warnv", "k.o:_ZL4leafv"]),
+    ] + [("_Z4warnv", Function("_Z4warnv", 4000, False, {"_Z3bigRKN2at6TensorE"},
+                                host_only=True))])
 
 
 def test_worst_chain_crosses_translation_units(graph):
@@ -45,11 +47,26 @@ def test_report_lines(graph):
     assert sr.named(graph, [("big", 4196), ("rec", 4196)]) == set(labels)
 
 
+def test_host_only_diagnostics_are_not_charged(graph):
+    """(the runtime's GPSIMD_HOST_ONLY functions: the device does not run them)"""
+    chain = sr.worst_chain(graph, "_Z12warn_wrapperv")
+    assert (chain.total, chain.path, chain.host_only) == (32 + 64, ("_Z12warn_wrapperv",
+                                                                    "k.o:_ZL4leafv"), ("_Z4warnv",))
+    line = sr.op_report(graph, [("warn", 4196)], {"_Z12warn_wrapperv": "warn_wrapper()",
+                                                  "k.o:_ZL4leafv": "leaf()"})[0].line("lib")
+    assert line == ("lib::warn: worst static stack chain 96 bytes of 4196 (warn_wrapper -> leaf); "
+                    "1 host-only diagnostic(s) of the model not counted")
+
+
 def test_short_names_from_demangled_labels():
     assert sr.short_name("_ZN9gpsimd_rt12_GLOBAL__N_17prepareEv",
                          "gpsimd_rt::(anonymous namespace)::prepare()") == "gpsimd_rt::{anonymous}::prepare"
     assert sr.short_name("_Z1fIiEvT_", "void f<int>(int)") == "f<int>"
     assert sr.short_name("k.o:helper", "helper") == "helper"     # not a signature: the symbol
+    # long template arguments are elided; operators keep their brackets
+    assert sr.short_name("_ZN", "std::_Rb_tree<unsigned long, std::pair<unsigned long const, "
+                         "unsigned long> >::_M_erase(int)") == "std::_Rb_tree<...>::_M_erase"
+    assert sr.short_name("_ZN", "a::operator<<(int)") == "a::operator<<"
 
 
 def test_wrapper_symbol_is_the_itanium_mangling():
