@@ -51,3 +51,36 @@ def test_outside_sconstruct_builds_and_tests_a_library(tmp_path):
     proc = run_scons(proj, "-Q", "outside")
     assert proc.returncode == 0
     assert (proj / "out/host/outside/outside.packed.so").is_file()
+
+
+def test_a_source_of_an_allowed_folder_outside_the_project(tmp_path):
+    """Issue 28: a source outside the project (an allowed folder) builds to
+    obj/outside/<its path past the ..>, not obj/__/..."""
+    (tmp_path / "vendor").mkdir()
+    (tmp_path / "vendor/negate.cpp").write_text(KERNEL)
+    proj = tmp_path / "ops"
+    proj.mkdir()
+    (proj / "ops.yaml").write_text(textwrap.dedent("""\
+        version: 1
+        allow_paths: [../vendor]
+        libraries:
+          - name: vendored
+            sources: [../vendor/negate.cpp]
+            ops:
+              - schema: "team::negate(Tensor x) -> Tensor"
+                reference: numpy:negative
+                vectors:
+                  - name: n11
+                    inputs:
+                      x: {dtype: float32, shape: [11], random: {distribution: normal}}
+        """))
+    (proj / "SConstruct").write_text(textwrap.dedent(f"""\
+        env = Environment(tools=["default", "gpsimd"],
+                          toolpath=[{str(ROOT / "site_scons/site_tools")!r}])
+        env.GpsimdCollection("ops.yaml")
+        """))
+    proc = run_scons(proj, "test-vendored")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    objects = sorted(str(p.relative_to(proj / "build/host/vendored/obj"))
+                     for p in (proj / "build/host/vendored/obj").rglob("*.o"))
+    assert objects == ["outside/vendor/negate.o", "wrapper.o"]

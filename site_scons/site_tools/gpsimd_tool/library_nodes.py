@@ -29,10 +29,12 @@ __all__ = ["Libraries"]
 
 
 def _source_stem(src: str) -> str:
-    """A source's path below the top without its suffix, '..' made safe."""
-    rel = os.path.normpath(src).replace(os.sep, "/")
-    parts = ["__" if p == ".." else p for p in rel.split("/")]
-    return os.path.splitext("/".join(parts))[0]
+    """A source's path below the top without its suffix; a source outside
+    the top (an allowed folder, ``../aws/relu.cpp``) under ``outside/``
+    (``outside/aws/relu``)."""
+    parts = os.path.normpath(src).replace(os.sep, "/").split("/")
+    inside = [p for p in parts if p != ".."]
+    return os.path.splitext("/".join((["outside"] if len(inside) < len(parts) else []) + inside))[0]
 
 
 def _wrapper_text(lib, dialect) -> str:
