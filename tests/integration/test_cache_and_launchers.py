@@ -17,10 +17,15 @@ from conftest import PROGRESS, copy_built, copy_project, run_scons
 STEP = re.compile(r"^" + PROGRESS + r"(CXX|LINK|AR) ", re.M)
 
 
+def digest_lines(stdout):
+    """The ``scons digests`` lines of a build's output."""
+    return [l for l in stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
+
+
 def digests(proj, *args):
     proc = run_scons(proj, "-Q", "digests", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [l for l in proc.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
+    lines = digest_lines(proc.stdout)
     assert lines
     return lines
 
@@ -211,9 +216,7 @@ def test_ccache_remote_storage_serves_a_clean_clone_elsewhere(tmp_path, redis):
     second, again, stats = build(copy_project(tmp_path / "clone" / "b"), "cc-b")
     assert again == compiles and stats["remote_storage_hit"] == compiles, stats
     assert stats.get("local_storage_hit", 0) == 0
-    digest_lines = [[l for l in p.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
-                    for p in (first, second)]
-    assert digest_lines[0] and digest_lines[0] == digest_lines[1]
+    assert digest_lines(first.stdout) and digest_lines(first.stdout) == digest_lines(second.stdout)
 
 
 def _free_port():
@@ -298,9 +301,6 @@ def test_a_distcc_farm_compiles_every_unit_on_both_paths_with_local_bytes(tmp_pa
 
     def served():
         return [log.read_text().count("COMPILE_OK") for log in logs]
-
-    def digest_lines(stdout):
-        return [l for l in stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
 
     local = run_scons(proj, "-Q", small, "BUILD_DIR=bL", "all", "digests")
     assert local.returncode == 0, local.stdout + local.stderr
@@ -409,9 +409,7 @@ def test_an_icecc_farm_compiles_every_unit_remotely_with_local_bytes(tmp_path, i
     client = client_log.read_text(errors="replace")
     assert compiles > 20 and remote == compiles, (remote, compiles, client[-2000:])
     assert "<building_local>" not in client and "building myself" not in client
-    lines = [[l for l in p.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
-             for p in (local, proc)]
-    assert lines[0] == lines[1] != []
+    assert digest_lines(local.stdout) == digest_lines(proc.stdout) != []
 
 
 def test_distcc_pump_s_variables_reach_every_compile_on_both_paths(tmp_path):

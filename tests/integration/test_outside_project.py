@@ -7,23 +7,27 @@ from conftest import NEGATE_KERNEL, ROOT, run_scons
 KERNEL = NEGATE_KERNEL
 
 
-def test_outside_sconstruct_builds_and_tests_a_library(tmp_path):
-    proj = tmp_path / "team_repo"
-    (proj / "src").mkdir(parents=True)
-    (proj / "src/negate.cpp").write_text(KERNEL)
-    (proj / "manifest.yaml").write_text(textwrap.dedent("""\
-        version: 1
+def _manifest(library: str, source: str, head: str = "") -> str:
+    """A one-library manifest of the negate kernel at ``source``."""
+    return f"version: 1\n{head}" + textwrap.dedent(f"""\
         libraries:
-          - name: outside
-            sources: [src/negate.cpp]
+          - name: {library}
+            sources: [{source}]
             ops:
               - schema: "team::negate(Tensor x) -> Tensor"
                 reference: numpy:negative
                 vectors:
                   - name: n11
                     inputs:
-                      x: {dtype: float32, shape: [11], random: {distribution: normal}}
-        """))
+                      x: {{dtype: float32, shape: [11], random: {{distribution: normal}}}}
+        """)
+
+
+def test_outside_sconstruct_builds_and_tests_a_library(tmp_path):
+    proj = tmp_path / "team_repo"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src/negate.cpp").write_text(KERNEL)
+    (proj / "manifest.yaml").write_text(_manifest("outside", "src/negate.cpp"))
     (proj / "SConstruct").write_text(textwrap.dedent(f"""\
         env = Environment(tools=["default", "gpsimd"],
                           toolpath=[{str(ROOT / "site_scons/site_tools")!r}])
@@ -60,20 +64,8 @@ def test_a_source_of_an_allowed_folder_outside_the_project(tmp_path):
     (tmp_path / "vendor/negate.cpp").write_text(KERNEL)
     proj = tmp_path / "ops"
     proj.mkdir()
-    (proj / "ops.yaml").write_text(textwrap.dedent("""\
-        version: 1
-        allow_paths: [../vendor]
-        libraries:
-          - name: vendored
-            sources: [../vendor/negate.cpp]
-            ops:
-              - schema: "team::negate(Tensor x) -> Tensor"
-                reference: numpy:negative
-                vectors:
-                  - name: n11
-                    inputs:
-                      x: {dtype: float32, shape: [11], random: {distribution: normal}}
-        """))
+    (proj / "ops.yaml").write_text(_manifest("vendored", "../vendor/negate.cpp",
+                                             "allow_paths: [../vendor]\n"))
     (proj / "SConstruct").write_text(textwrap.dedent(f"""\
         env = Environment(tools=["default", "gpsimd"],
                           toolpath=[{str(ROOT / "site_scons/site_tools")!r}])
