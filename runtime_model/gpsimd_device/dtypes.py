@@ -29,6 +29,8 @@ class DType:
         isa: ISA dtype enum value, descriptor byte +2 (the device ABI (gpsimd_host/abi.h)).
         isa_name: its enum name, e.g. ``"BFLOAT16"``.
         scalar_type: the ``c10::ScalarType`` member, e.g. ``"BFloat16"``.
+        ctype: the C++ element type, e.g. ``"c10::BFloat16"`` (how an
+            accessor's type is spelled in the model's fault messages).
         itemsize: bytes per element.
         kind: ``"float"``, ``"int"`` (signed) or ``"uint"``.
         min, max: the value range: integers exactly; floats the largest
@@ -40,6 +42,7 @@ class DType:
     isa: int
     isa_name: str
     scalar_type: str
+    ctype: str
     itemsize: int
     kind: str
     min: float
@@ -69,7 +72,7 @@ ISA_NAMES: Dict[int, str] = {v: k for k, v in ISA.items()}
 
 def _row(cells: Tuple[str, ...]) -> DType:
     try:
-        name, isa, st, _c10, _ctype, size, kind, fmax, rtol, atol = cells
+        name, isa, st, _c10, ctype, size, kind, fmax, rtol, atol = cells
         itemsize = int(size)
         kind = {"FLOAT": "float", "INT": "int", "UINT": "uint"}[kind]
         if kind == "float":
@@ -78,7 +81,8 @@ def _row(cells: Tuple[str, ...]) -> DType:
             low, high = -2 ** (8 * itemsize - 1), 2 ** (8 * itemsize - 1) - 1
         else:
             low, high = 0, 2 ** (8 * itemsize) - 1
-        return DType(name, ISA[isa], isa, st, itemsize, kind, low, high, float(rtol), float(atol))
+        return DType(name, ISA[isa], isa, st, ctype, itemsize, kind, low, high, float(rtol),
+                     float(atol))
     except (ValueError, KeyError) as e:
         raise HeaderError(f"{header_path('dtypes.h')}: bad GPSIMD_DTYPES row {cells}: {e}") from None
 

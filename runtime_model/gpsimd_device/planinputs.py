@@ -13,9 +13,19 @@ from dataclasses import dataclass
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 __all__ = ["Number", "PlanError", "RandomSpec", "TensorSpec", "ScalarSpec", "InputSpec",
-           "input_from_json", "need_object", "opt_number", "opt_shape"]
+           "SCALAR_DTYPES", "SCALAR_ARG_TYPES", "input_from_json", "need_object", "opt_number",
+           "opt_shape"]
 
 Number = Union[int, float]
+
+#: Dtypes a scalar argument may travel as (its 1-element HBM payload).
+SCALAR_DTYPES: Tuple[str, ...] = ("float32", "int32", "int64")
+
+#: Scalar argument types and their default dtype (None: by the value, float32
+#: for a float, int64 for an integer). ``Tensor`` is the only other type.
+SCALAR_ARG_TYPES: Dict[str, Optional[str]] = {
+    "int": "int32", "long long": "int64", "float": "float32", "Scalar": None,
+}
 
 
 class PlanError(Exception):

@@ -23,6 +23,10 @@ keeps at most 256 ranges, ``truncated`` says when one was cut.
 A checks-only vector (no expected result) whose checks pass has status
 ``"checked"``: it is printed and summed as ``CHECKED (no reference)``,
 never as passed; the document then has ``"checked": K``.
+
+Ops that have no vectors are listed in ``"no_vectors": ["op", ...]`` (only
+when there are some): they are summed as ``K ops without vectors``, never
+as passed or failed.
 """
 
 from __future__ import annotations
@@ -135,6 +139,8 @@ class LibraryResults:
 
     library: str
     vectors: List[VectorResult] = field(default_factory=list)
+    #: the plan's ops that have no vectors (nothing ran for them)
+    no_vectors: List[str] = field(default_factory=list)
 
     @property
     def passed(self) -> int:
@@ -164,12 +170,17 @@ class LibraryResults:
                "vectors": [v.to_json() for v in self.vectors]}
         if self.checked:
             doc["checked"] = self.checked
+        if self.no_vectors:
+            doc["no_vectors"] = list(self.no_vectors)
         return doc
 
+    def counts(self) -> str:
+        """The numbers of this library's summary line (:func:`counts_text`)."""
+        return counts_text(self.passed, self.failed, self.checked, len(self.no_vectors))
+
     def summary_line(self) -> str:
-        """``"<lib>: N passed, M failed"``, with ``", K CHECKED (no
-        reference)"`` when checks-only vectors ran."""
-        return f"{self.library}: {counts_text(self.passed, self.failed, self.checked)}"
+        """``"<lib>: N passed, M failed"`` and the other counts."""
+        return f"{self.library}: {self.counts()}"
 
     def dumps(self) -> str:
         """The file text: 2-space indent, one trailing newline."""
@@ -190,8 +201,10 @@ class LibraryResults:
         if not isinstance(d, dict) or d.get("format") != RESULTS_FORMAT \
                 or not isinstance(d.get("vectors"), list):
             raise ResultsError("not a results document of format 1")
+        no_vectors = d.get("no_vectors") or []
         return cls(str(d.get("library") or "?"),
-                   [VectorResult.from_json(v) for v in d["vectors"] if isinstance(v, dict)])
+                   [VectorResult.from_json(v) for v in d["vectors"] if isinstance(v, dict)],
+                   [str(o) for o in no_vectors] if isinstance(no_vectors, list) else [])
 
     @classmethod
     def load(cls, path: str) -> "LibraryResults":
@@ -211,11 +224,15 @@ class LibraryResults:
             raise ResultsError(f"{path}: {e}") from None
 
 
-def counts_text(passed: int, failed: int, checked: int = 0) -> str:
-    """``"N passed, M failed"`` and, when ``checked``, ``", K CHECKED (no
-    reference)"``: the numbers of a summary line."""
+def counts_text(passed: int, failed: int, checked: int = 0, no_vectors: int = 0) -> str:
+    """``"N passed, M failed"``, then ``", K CHECKED (no reference)"`` when
+    ``checked`` and ``", J op(s) without vectors"`` when ``no_vectors``:
+    the numbers of a summary line."""
     text = f"{passed} passed, {failed} failed"
-    return text + (f", {checked} {CHECKED_WORDS}" if checked else "")
+    text += f", {checked} {CHECKED_WORDS}" if checked else ""
+    if no_vectors:
+        text += f", {no_vectors} op{'' if no_vectors == 1 else 's'} without vectors"
+    return text
 
 
 def format_line(library: str, r: VectorResult) -> str:

@@ -4,7 +4,8 @@ vector written for it, property-based (Hypothesis is the engine).
 ``python -m gpsimd_emu.explore PLAN --zygote PROGRAM [--root DIR]
 [--examples N] [--seed S] [--max-elements N] [--time-limit S]
 [--database DIR] [--save-dir DIR] [--save-prefix P] [--timeout S]
-[--memory SIZE] [--parallel N] [--no-checks]`` (``scons explore-<lib>``
+[--shapes LIB] [--record FILE] [--memory SIZE] [--parallel N]
+[--no-checks]`` (``scons explore-<lib>``
 runs it, with the test command's limits): for every op of the
 plan, draws inputs (:func:`inputs_strategy`), runs each as a vector
 through the library's session (``gpsimd_emu.session``: every check of the
@@ -20,15 +21,24 @@ line per op:
 * ``SKIPPED lib::op: <why>`` for an op this cannot draw for.
 
 What is drawn: each tensor argument's dtype, rank, the reference and the
-scalars come from the op's first vector (an op without one is not
-explored yet); when its tensors share a shape, every
-tensor gets one drawn shape (each dimension from sizes that catch
+scalars come from the op's first vector; an op without vectors is probed
+first (``gpsimd_emu.probe``: its kernel's SHAPE and DTYPE faults teach each
+tensor's rank and dtype; scalars are 1) and explored checks-only, its
+output from its shape function (``--shapes``: the library's shape
+library; without one it is ``SKIPPED``). When the tensors share a shape,
+every tensor gets one drawn shape (each dimension from sizes that catch
 partition bugs: 1, primes, counts that do not divide by the core count,
 or any up to the cap; ``--max-elements`` elements at most), else the
-shapes are the vector's and only values are drawn. Values cover the
+shapes are the template's and only values are drawn. Values cover the
 dtype's whole range: ±0, subnormals, the largest finite values, ±inf and
 NaN (the comparison counts NaN against NaN as equal), unless the op's
 ``explore: {low, high}`` narrows them to finite values in that range.
+With a shape library, each drawn input's output comes from the shape
+function, as the runtime allocates it (a fault there fails the example).
+``--examples 0`` runs the probe only (``PROBED lib::op: ...`` lines);
+``--record FILE`` writes what each op's search or probe found (JSON:
+per op ``status``, ``text`` and, after a probe, ``ranks``, ``dtypes``,
+``lessons``, ``runs``, ``problem``), which ``gpsimd-import`` reads.
 
 Deterministic and bounded: ``--examples`` per op (default 100), the seed
 ``--seed`` (default 0), failing examples kept in Hypothesis's example
@@ -43,20 +53,23 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import io
+import json
 import math
 import os
 import sys
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan, VectorPlan
+from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
 from .dtypes import by_name
+from .probe import probe
 from .settings import add_run_options, run_options
 
 __all__ = ["main", "explore_op", "inputs_strategy", "vector_yaml", "PARTITION_SIZES"]
@@ -169,6 +182,51 @@ def _vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str, fold
     return VectorPlan.from_json(doc, name)
 
 
+def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str],
+                  name: str = "probe") -> VectorPlan:
+    """A checks-only vector of ``op`` (no vectors of its own): each tensor
+    argument random with its shape and dtype, each scalar 1 (of its
+    schema type's dtype, ``gpsimd_device.planinputs.SCALAR_ARG_TYPES``)."""
+    inputs = {}
+    for arg in op.args:
+        if arg.type == "Tensor":
+            inputs[arg.name] = {"kind": "tensor", "dtype": dtypes[arg.name],
+                                "shape": list(shapes[arg.name]), "random": {}}
+        else:
+            dtype = SCALAR_ARG_TYPES.get(arg.type) or "float32"
+            inputs[arg.name] = {"kind": "scalar", "type": arg.type, "dtype": dtype,
+                                "value": 1.0 if dtype == "float32" else 1}
+    return VectorPlan.from_json({"name": name, "inputs": inputs, "where": "explored"}, name)
+
+
+def _probed_template(session, op, shaped: Callable, record: Optional[dict]):
+    """``(template, None)``: a vector of ``op`` with the ranks and dtypes
+    the probe learned (``gpsimd_emu.probe``), or ``(None, why)``."""
+    if not op.args:
+        return None, "no vector, and no schema to draw its arguments from"
+    tensors = [a.name for a in op.args if a.type == "Tensor"]
+
+    def run(shapes, dtypes):
+        result = session.run_vector(op, shaped(_blank_vector(op, shapes, dtypes)))
+        return result.passed or result.checked, result.message
+
+    probed = probe(tensors, run)
+    if record is not None:
+        record.update(ranks=probed.ranks, dtypes=probed.dtypes, lessons=probed.lessons,
+                      runs=probed.runs, problem=probed.problem)
+    if probed.problem:
+        return None, f"the probe phase: {probed.problem}"
+    return _blank_vector(op, probed.shapes(), probed.dtypes), None
+
+
+def _probe_text(record: Optional[dict]) -> str:
+    """What the probe learned, in words (``PROBED`` lines)."""
+    if not record or "ranks" not in record:
+        return "its vector gives the ranks and dtypes"
+    return ", ".join(f"{t}: rank {r} {record['dtypes'][t]}" for t, r in record["ranks"].items()) \
+        + f" ({record['runs']} run{'' if record['runs'] == 1 else 's'})"
+
+
 def _yaml_scalar(x) -> str:
     if isinstance(x, (bool, np.bool_)):
         return "true" if x else "false"
@@ -212,22 +270,35 @@ def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
 
 def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_elements: int,
                time_limit: Optional[float], database: Optional[str], work: str, root: str,
-               save_dir: str, save_prefix: str) -> Tuple[str, str]:
+               save_dir: str, save_prefix: str, shaped: Optional[Callable] = None,
+               record: Optional[dict] = None) -> Tuple[str, str]:
     """Search ``op`` (of ``plan``, run by ``session``) for a failing input:
-    ``(status, text)``, status ``EXPLORED``, ``FALSIFIED`` or ``SKIPPED``,
-    text the printed lines (module text). ``work``: a folder for the
-    drawn inputs' files."""
+    ``(status, text)``, status ``EXPLORED``, ``FALSIFIED``, ``SKIPPED`` or
+    (``examples`` 0: the probe only) ``PROBED``, text the printed lines
+    (module text). ``work``: a folder for the drawn inputs' files;
+    ``shaped(vector)``: the vector with its output from the op's shape
+    function (None: the library has none); ``record``: a dict this fills
+    with what the probe learned (``ranks``, ``dtypes``, ``lessons``)."""
     from hypothesis import HealthCheck, given, seed as hseed, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
     label = f"{plan.library}::{op.name}"
-    if not op.vectors:
-        return "SKIPPED", f"SKIPPED {label}: no vector to take its dtypes and ranks from"
-    template = op.vectors[0]
-    if template.expected.reference is None:
-        return "SKIPPED", (f"SKIPPED {label}: its vectors give expected values, not a "
-                           "reference, so no drawn input has an expected result")
+    if shaped is None and (not op.vectors or op.vectors[0].expected.checks_only):
+        return "SKIPPED", (f"SKIPPED {label}: nothing gives the output of a drawn input (no "
+                           "shape function, and no vector with a reference)")
+    shaped = shaped or (lambda vector: vector)     # (outputs from the reference)
+    if op.vectors:
+        template = op.vectors[0]
+        if template.expected.reference is None and not template.expected.checks_only:
+            return "SKIPPED", (f"SKIPPED {label}: its vectors give expected values, not a "
+                               "reference, so no drawn input has an expected result")
+    else:
+        template, why = _probed_template(session, op, shaped, record)
+        if template is None:
+            return "SKIPPED", f"SKIPPED {label}: {why}"
     if not any(getattr(v, "kind", None) == "tensor" for v in template.inputs.values()):
         return "SKIPPED", f"SKIPPED {label}: no tensor input to draw"
+    if examples <= 0:
+        return "PROBED", f"PROBED {label}: {_probe_text(record)}"
     state = {"count": 0, "failed": None, "start": time.monotonic(), "timed_out": False}
 
     def run(arrays) -> None:
@@ -236,9 +307,9 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
             return                      # (the limit is reached: no more runs)
         state["count"] += 1
         folder = os.path.join(work, op.name)
-        vector = _vector(template, arrays, "explore", folder, root)
+        vector = shaped(_vector(template, arrays, "explore", folder, root))
         result = session.run_vector(op, vector)
-        if not result.passed:
+        if not (result.passed or result.checked):
             state["failed"] = (arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
@@ -272,14 +343,32 @@ def build_parser() -> argparse.ArgumentParser:
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("plan")
     add_run_options(p)
-    p.add_argument("--examples", type=int, default=100)
+    p.add_argument("--examples", type=int, default=100, help="per op; 0: the probe phase only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-elements", type=int, default=1 << 15)
     p.add_argument("--time-limit", type=float, default=None, help="seconds per op")
     p.add_argument("--database", help="Hypothesis's example database (a folder)")
     p.add_argument("--save-dir", default=".", help="where the .npy of a failing example go")
     p.add_argument("--save-prefix", default="", help="their names' prefix in the YAML")
+    p.add_argument("--shapes", help="the library's shape library (its outputs' shapes)")
+    p.add_argument("--record", help="write what each op's exploration found here (JSON)")
     return p
+
+
+def _shaper(plan: TestPlan, library: Optional[str]) -> Optional[Callable]:
+    """``shaped(vector)`` for ``explore_op`` from the shape library (None:
+    none given)."""
+    if not library:
+        return None
+    from .shapes import read_registration, shaped_plan
+    registration = read_registration(library)
+    ops = {op.name: op for op in plan.ops}
+
+    def shaped(vector: VectorPlan, op_name: str) -> VectorPlan:
+        one = dataclasses.replace(plan, ops=(dataclasses.replace(ops[op_name],
+                                                                 vectors=(vector,)),))
+        return shaped_plan(one, library, registration).ops[0].vectors[0]
+    return shaped
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -292,10 +381,12 @@ def main(argv: Optional[List[str]] = None) -> int:
               "'gpsimd-build[explore]'", file=sys.stderr)
         return 2
     from .session import LibrarySession
+    from .shapes import StepError
     from .zygote_client import program_problem
     try:
         plan = TestPlan.load(args.plan)
-    except PlanError as e:
+        shaper = _shaper(plan, args.shapes)
+    except (PlanError, StepError) as e:
         print(f"gpsimd_emu explore: {e}", file=sys.stderr)
         return 2
     zygote = args.zygote or default_path(args.plan)
@@ -305,27 +396,37 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     options = run_options(args, zygote)
     work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
-    falsified = errors = skipped = 0
+    counts = {"FALSIFIED": 0, "SKIPPED": 0, "errors": 0}
+    records: Dict[str, dict] = {}
     with LibrarySession(plan, root=args.root, options=options) as session:
         for op in plan.ops:
+            record = records.setdefault(op.name, {})
+            shaped = (lambda v, name=op.name: shaper(v, name)) if shaper else None
             try:
                 status, text = explore_op(
                     session, plan, op, examples=args.examples, seed=args.seed,
                     max_elements=args.max_elements, time_limit=args.time_limit,
                     database=args.database, work=work, root=args.root, save_dir=args.save_dir,
-                    save_prefix=args.save_prefix)
+                    save_prefix=args.save_prefix, shaped=shaped, record=record)
             except Exception as e:      # (a model bug, or Hypothesis refusing a strategy)
-                print(f"gpsimd_emu explore: {plan.library}::{op.name}: cannot explore: "
-                      f"{type(e).__name__}: {e}", file=sys.stderr, flush=True)
-                errors += 1
-                continue
-            print(text, flush=True)
-            falsified += status == "FALSIFIED"
-            skipped += status == "SKIPPED"
-    explored = len(plan.ops) - skipped - errors
-    print(f"{plan.library}: {explored} op{'' if explored == 1 else 's'} explored, "
-          f"{falsified} falsified" + (f", {skipped} skipped" if skipped else ""), flush=True)
-    return 2 if errors else 1 if falsified else 0
+                status, text = "ERROR", (f"gpsimd_emu explore: {plan.library}::{op.name}: "
+                                         f"cannot explore: {type(e).__name__}: {e}")
+                print(text, file=sys.stderr, flush=True)
+                counts["errors"] += 1
+            else:
+                print(text, flush=True)
+                counts[status] = counts.get(status, 0) + 1
+            record.update(status=status, text=text)
+    if args.record:
+        write_atomically(args.record, json.dumps(
+            {"format": 1, "library": plan.library, "ops": records}, indent=1, sort_keys=True)
+            + "\n", make_folder=True)
+    explored = len(plan.ops) - counts["SKIPPED"] - counts["errors"]
+    verb = "probed" if args.examples <= 0 else "explored"
+    print(f"{plan.library}: {explored} op{'' if explored == 1 else 's'} {verb}, "
+          f"{counts['FALSIFIED']} falsified"
+          + (f", {counts['SKIPPED']} skipped" if counts["SKIPPED"] else ""), flush=True)
+    return 2 if counts["errors"] else 1 if counts["FALSIFIED"] else 0
 
 
 if __name__ == "__main__":

@@ -118,7 +118,8 @@ class LibrarySession:
         result as soon as it is known. The next vector is made ready (inputs,
         reference, image) and queued while the zygote runs the current one,
         so the worker and the cores use two CPUs at once."""
-        results = LibraryResults(self.plan.library)
+        results = LibraryResults(self.plan.library,
+                                 no_vectors=[op.name for op in self.plan.ops if not op.vectors])
 
         def done(r: VectorResult) -> None:
             results.vectors.append(r)

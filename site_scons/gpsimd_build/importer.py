@@ -8,14 +8,18 @@ with :mod:`ast` (the file is never run), reads the shape sources it names
 ``m.def``), and prints a manifest for that library: its sources, shape
 sources, ``multicore`` and ``cflags``, and one op per registration (named by
 its op name; the kernel name and the schema come from the registration and
-the shape function when the manifest is loaded) with one vector of the
-right arity and a small input shape.
+the shape function when the manifest is loaded) with vectors of the ranks
+and dtypes its kernel accepts: the library is built and its ops probed
+(``gpsimd_build.import_probe``; ``--no-probe``: no build, and the ops have
+no vectors). A probe that cannot run is a warning on stderr, and the ops
+then have no vectors.
 
 The vectors have no expected result: they are checks-only (every emulator
 check runs, nothing is compared; reported ``CHECKED (no reference)``).
 Paths in the manifest are relative to the folder it is written to (``-o``),
-else to the folder of ``build.py``. Errors are located lines
-``FILE:LINE:COL: message`` on stderr, exit status 1. Stdlib only.
+else to the folder of ``build.py``; that folder is the probe's project root.
+Errors are located lines ``FILE:LINE:COL: message`` on stderr, exit status
+1. Stdlib only (the probe runs SCons as a command).
 """
 
 from __future__ import annotations
@@ -29,15 +33,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from gpsimd_device.shapes import DERIVED_TYPE
 
+from .import_probe import ProbeError, probe_library, vectors_text
 from .shapesrc import scan
 
-__all__ = ["ImportError_", "LoadCall", "find_load_call", "manifest_text", "main"]
+__all__ = ["ImportError_", "LoadCall", "find_load_call", "registered_ops", "manifest_text",
+           "import_build", "main"]
 
 #: custom_op.load's parameters in order (the public developer guide).
 LOAD_PARAMS = ("name", "compute_srcs", "shape_srcs", "build_directory", "multicore",
                "extra_cflags", "verbose")
-#: The input shape of an imported vector's tensors (small, any kernel).
-SMALL_SHAPE = (8,)
+#: A shape function's parameters: ``(name, schema type)`` in order.
+Params = List[Tuple[str, str]]
 #: An imported vector's scalar argument values, by schema type.
 SCALAR_VALUES = {"Scalar": 1.0, "float": 1.0, "int": 1, "long long": 1}
 
@@ -124,19 +130,18 @@ def _flow(items: Sequence[str]) -> str:
     return "[" + ", ".join(_q(i) for i in items) + "]"
 
 
-def manifest_text(call: LoadCall, shape_texts: Dict[str, str], rel) -> str:
-    """The manifest for ``call``; ``shape_texts``: each shape source's text
-    by its path as written; ``rel(path)``: a path as written in build.py,
-    relative to the manifest's folder.
+def registered_ops(call: LoadCall, shape_texts: Dict[str, str]) -> List[Tuple[str, Params]]:
+    """Each op the shape sources register, with its shape function's
+    parameters ``(name, schema type)``; ``shape_texts``: each shape
+    source's text by its path as written.
 
     Raises:
         ImportError_: a shape source registers nothing, or a shape
             function's parameters cannot be read or typed.
     """
-    a = call.args
-    ops: List[Tuple[str, List[Tuple[str, str]]]] = []
+    ops: List[Tuple[str, Params]] = []
     seen = set()
-    for src in a.get("shape_srcs", []):
+    for src in call.args.get("shape_srcs", []):
         s = scan(shape_texts[src])
         functions = s.functions
         for d in s.defs:
@@ -163,16 +168,38 @@ def manifest_text(call: LoadCall, shape_texts: Dict[str, str], rel) -> str:
                 params.append((p.name, t))
             ops.append((d.op, params))
     if not ops:
-        srcs = ", ".join(a.get("shape_srcs", [])) or "none"
+        srcs = ", ".join(call.args.get("shape_srcs", [])) or "none"
         raise ImportError_(f"{call.where()}: its shape sources ({srcs}) register no op "
                            "(NEURON_LIBRARY(<name>, m) { m.def(...); })")
+    return ops
+
+
+_HEADER_PROBED = (
+    "# The vectors have the ranks and dtypes the kernels accepted when probed",
+    "# (`scons explore-<lib> EXPLORE_EXAMPLES=0`) and sizes that expose partition",
+    "# bugs: 1 element, and 999 (no core count divides it). They have no expected",
+    "# result: they run every emulator check and report CHECKED (no reference),",
+    "# never PASS. To compare values, give an op `reference: file.py:function` (a",
+    "# numpy function of the inputs, in the order of the shape function's",
+    "# parameters) or a vector `expected: {values: [...]}`.",
+)
+_HEADER_UNPROBED = (
+    "# The ops have no vectors (not probed): `scons explore-<lib>` searches them for",
+    "# a failing input; add vectors under each op's `vectors:` to test them.",
+)
+
+
+def manifest_text(call: LoadCall, ops: List[Tuple[str, Params]], rel,
+                  probed: Optional[Dict[str, dict]] = None) -> str:
+    """The manifest for ``call`` and its ``ops`` (:func:`registered_ops`);
+    ``rel(path)``: a path as written in build.py, relative to the
+    manifest's folder; ``probed``: the probe's record per op
+    (``gpsimd_build.import_probe``; None: no vectors)."""
+    a = call.args
     lines = [
         f"# Imported from {os.path.basename(call.file)} (custom_op.load at line {call.line}) by",
-        "# `python -m gpsimd_build import`. The vectors have no expected result: they",
-        "# run every emulator check and report CHECKED (no reference), never PASS.",
-        "# To compare values, give an op `reference: file.py:function` (a numpy",
-        "# function of the inputs, in the order of the shape function's parameters)",
-        "# or a vector `expected: {values: [...]}`.",
+        "# `python -m gpsimd_build import`.",
+        *(_HEADER_PROBED if probed is not None else _HEADER_UNPROBED),
         "version: 1",
         "libraries:",
         f"  - name: {_q(a['name'])}",
@@ -184,20 +211,23 @@ def manifest_text(call: LoadCall, shape_texts: Dict[str, str], rel) -> str:
         lines.append(f"    cflags: {_flow(a['extra_cflags'])}")
     lines.append("    ops:")
     for op, params in ops:
-        lines += [f"      - name: {op}", "        vectors:", "          - name: small",
-                  "            inputs:" + ("" if params else " {}")]
-        for name, t in params:
-            if t == "Tensor":
-                shape = ", ".join(str(d) for d in SMALL_SHAPE)
-                value = f"{{dtype: float32, shape: [{shape}], random: {{}}}}"
-            else:
-                value = repr(SCALAR_VALUES[t])
-            lines.append(f"              {name}: {value}")
+        lines.append(f"      - name: {op}")
+        if probed is None:
+            continue
+        vectors, why = vectors_text(params, probed.get(op), SCALAR_VALUES)
+        if why:
+            lines.append(f"        # no vectors: the probe learned nothing ({why})")
+        else:
+            lines += ["        vectors:"] + vectors
     return "\n".join(lines) + "\n"
 
 
-def import_build(path: str, out_dir: Optional[str] = None) -> str:
-    """The manifest text for the ``build.py`` at ``path`` (module text).
+def import_build(path: str, out_dir: Optional[str] = None, probe: bool = True,
+                 build_dir: str = "build", warn=None) -> str:
+    """The manifest text for the ``build.py`` at ``path`` (module text);
+    with ``probe``, the library is built under ``out_dir``/``build_dir``
+    and its ops probed (``gpsimd_build.import_probe``); when that fails,
+    ``warn(message)`` is told and the ops have no vectors.
 
     Raises:
         ImportError_: a located problem.
@@ -219,10 +249,20 @@ def import_build(path: str, out_dir: Optional[str] = None) -> str:
         except OSError as e:
             raise ImportError_(f"{call.where()}: shape source '{src}' cannot be read "
                                f"({e.strerror})") from None
+    ops = registered_ops(call, texts)
 
-    def rel(p: str) -> str:
-        return os.path.relpath(os.path.join(base, p), out_dir).replace(os.sep, "/")
-    return manifest_text(call, texts, rel)
+    def rel_to(folder: str):
+        return lambda p: os.path.relpath(os.path.join(base, p), folder).replace(os.sep, "/")
+    probed = None
+    if probe:
+        try:
+            probed = probe_library(call.args["name"],
+                                   lambda folder: manifest_text(call, ops, rel_to(folder)),
+                                   out_dir, build_dir)
+        except ProbeError as e:
+            (warn or (lambda m: None))(f"{call.where()}: the ops were not probed, so they have "
+                                       f"no vectors: {e}")
+    return manifest_text(call, ops, rel_to(out_dir), probed)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -233,10 +273,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("build_py")
     p.add_argument("-o", "--output", help="write the manifest here (paths relative to its "
                                           "folder) instead of printing it")
+    p.add_argument("--no-probe", action="store_true",
+                   help="write the ops without vectors (no build): `scons explore-<lib>` "
+                        "then searches them")
+    p.add_argument("--build-dir", default="build",
+                   help="BUILD_DIR of the probe's build, relative to the manifest's folder "
+                        "(default: build, gpsimd-build's)")
     args = p.parse_args(argv)
     out_dir = os.path.dirname(args.output) or "." if args.output else None
     try:
-        text = import_build(args.build_py, out_dir)
+        text = import_build(args.build_py, out_dir, probe=not args.no_probe,
+                            build_dir=args.build_dir,
+                            warn=lambda m: print(f"warning: {m}", file=sys.stderr))
     except ImportError_ as e:
         print(str(e), file=sys.stderr)
         return 1

@@ -300,13 +300,17 @@ def _library(lib: ReportLibrary) -> str:
     head = (f'<section class="library" id="{_anchor(lib.name)}" '
             f'data-library="{_e(lib.name)}" data-state="{_e(lib.state)}">')
     res = lib.results
-    counts = f"{counts_text(res.passed, res.failed, res.checked)}; " if res is not None else ""
+    counts = f"{res.counts()}; " if res is not None else ""
     out = [head, f'<h2>{_e(lib.name)} <span class="state">({_e(counts)}{_e(state)})</span></h2>']
     if res is not None and res.vectors:
         out.append("<table><tr><th>op</th><th>vector</th><th>where</th><th>status</th>"
                    "<th>max_abs_err</th><th>mismatches</th><th>message, warnings</th></tr>")
         out += [_vector_rows(lib, r) for r in res.vectors]
         out.append("</table>")
+    if res is not None and res.no_vectors:
+        out.append(f'<p class="no-vectors">without vectors (nothing run; <code>scons '
+                   f'explore-{_e(lib.name)}</code> searches them for a failing input): '
+                   f'{_e(", ".join(res.no_vectors))}</p>')
     out.append("</section>")
     return "\n".join(out)
 
@@ -328,7 +332,8 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
     if not totals:
         cur = [lib.results for lib in libraries if lib.state in COUNTED_STATES and lib.results]
         totals = "total: " + counts_text(sum(r.passed for r in cur), sum(r.failed for r in cur),
-                                         sum(r.checked for r in cur))
+                                         sum(r.checked for r in cur),
+                                         sum(len(r.no_vectors) for r in cur))
     return _page([_library(lib) for lib in libraries], title, totals)
 
 

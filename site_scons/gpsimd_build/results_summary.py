@@ -66,8 +66,7 @@ def library_line(name: str, state: str, results: Optional[LibraryResults]) -> st
     if state in COUNTED:
         if results is None:
             raise ValueError(f"{name}: state {state} needs its results")
-        return (f"{name}: {counts_text(results.passed, results.failed, results.checked)}"
-                f"{_SUFFIX[state]}")
+        return f"{name}: {results.counts()}{_SUFFIX[state]}"
     if state not in _TEXT:
         raise ValueError(f"{name}: unknown state {state!r}")
     return f"{name}: {_TEXT[state]}"
@@ -78,7 +77,7 @@ def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
     """One line per ``(name, state, results)`` and the totals line
     (``all libraries: ...`` when ``everything`` was asked for, else
     ``total: ...``)."""
-    passed = failed = checked = 0
+    passed = failed = checked = no_vectors = 0
     lines = []
     for name, state, res in entries:
         lines.append(library_line(name, state, res))
@@ -86,8 +85,9 @@ def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
             passed += res.passed
             failed += res.failed
             checked += res.checked
+            no_vectors += len(res.no_vectors)
     lines.append(f"{_TOTALS[0] if everything else _TOTALS[1]}: "
-                 f"{counts_text(passed, failed, checked)}")
+                 f"{counts_text(passed, failed, checked, no_vectors)}")
     return lines
 
 

@@ -286,32 +286,38 @@ def test_import_prints_a_manifest_that_builds_and_runs(tmp_path):
     assert got.returncode == 0, got.stderr
     assert got.stdout == (
         "# Imported from build.py (custom_op.load at line 6) by\n"
-        "# `python -m gpsimd_build import`. The vectors have no expected result: they\n"
-        "# run every emulator check and report CHECKED (no reference), never PASS.\n"
-        "# To compare values, give an op `reference: file.py:function` (a numpy\n"
-        "# function of the inputs, in the order of the shape function's parameters)\n"
-        "# or a vector `expected: {values: [...]}`.\n"
+        "# `python -m gpsimd_build import`.\n"
+        "# The vectors have the ranks and dtypes the kernels accepted when probed\n"
+        "# (`scons explore-<lib> EXPLORE_EXAMPLES=0`) and sizes that expose partition\n"
+        "# bugs: 1 element, and 999 (no core count divides it). They have no expected\n"
+        "# result: they run every emulator check and report CHECKED (no reference),\n"
+        "# never PASS. To compare values, give an op `reference: file.py:function` (a\n"
+        "# numpy function of the inputs, in the order of the shape function's\n"
+        "# parameters) or a vector `expected: {values: [...]}`.\n"
         "version: 1\nlibraries:\n  - name: relu\n    multicore: false\n"
         "    sources: [relu.cpp]\n    shape_sources: [shape.cpp]\n    ops:\n"
-        "      - name: relu_forward\n        vectors:\n          - name: small\n"
-        "            inputs:\n              t_in: {dtype: float32, shape: [8], random: {}}\n"
-        "      - name: relu_backward\n        vectors:\n          - name: small\n"
-        "            inputs:\n              t_grad: {dtype: float32, shape: [8], random: {}}\n"
-        "              t_in: {dtype: float32, shape: [8], random: {}}\n"
-        "      - name: tensor_negate\n        vectors:\n          - name: small\n"
-        "            inputs:\n              t_in: {dtype: float32, shape: [8], random: {}}\n")
+        + "".join(f"      - name: {op}\n        vectors:\n" + "".join(
+            f"          - name: {name}\n            inputs:\n" + "".join(
+                f"              {arg}: {{dtype: float32, shape: [{n}], random: {{}}}}\n"
+                for arg in args) for name, n in (("one", 1), ("uneven", 999)))
+            for op, args in (("relu_forward", ["t_in"]), ("relu_backward", ["t_grad", "t_in"]),
+                             ("tensor_negate", ["t_in"]))))
     assert not (proj / "RAN").exists() and not (proj / "mig" / "RAN").exists()
+    # (the probe built the library in the manifest's folder, under build/)
+    assert (proj / "mig/build/host/relu/explore.json").is_file()
     (proj / "mig" / "ops.yaml").write_text(got.stdout)
     proc = run_scons(proj, "MANIFEST=mig/ops.yaml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _lines(proc, "PASS", "FAIL", "CHECKED") == [
-        f"CHECKED (no reference) relu::{op}[small] (mig/ops.yaml:{line}:13): every check "
+        f"CHECKED (no reference) relu::{op}[{name}] (mig/ops.yaml:{line}:13): every check "
         "passed, nothing compared"
-        for op, line in (("relu_forward", 16), ("relu_backward", 21), ("tensor_negate", 27))]
+        for op, name, line in (("relu_forward", "one", 19), ("relu_forward", "uneven", 22),
+                               ("relu_backward", "one", 27), ("relu_backward", "uneven", 31),
+                               ("tensor_negate", "one", 37), ("tensor_negate", "uneven", 40))]
     assert _lines(proc, "all libraries") == [
-        "all libraries: 0 passed, 0 failed, 3 CHECKED (no reference)"]
+        "all libraries: 0 passed, 0 failed, 6 CHECKED (no reference)"]
     assert (proj / "build/host/test-summary.txt").read_text().splitlines()[-1] == \
-        "all libraries: 0 passed, 0 failed, 3 CHECKED (no reference)"
+        "all libraries: 0 passed, 0 failed, 6 CHECKED (no reference)"
 
 
 CHECKED_PASSING = SHAPED[:SHAPED.index("          - name: nested_values")]

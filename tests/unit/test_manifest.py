@@ -691,6 +691,17 @@ def test_model_paths_are_relative_to_root_not_to_how_the_manifest_was_named(tmp_
     assert other.libraries[0].ops[0].vectors[0].location.file == "manifests/good/minimal.yaml"
 
 
+def test_an_op_may_have_no_vectors(tmp_path):
+    # left out or an empty list: the op builds, and its plan has none
+    (tmp_path / "k.cpp").write_text("// a kernel\n")
+    head = ("version: 1\nlibraries:\n  - name: relu\n    sources: [k.cpp]\n    ops:\n"
+            "      - schema: \"my_ops::relu_forward(Tensor x) -> Tensor\"\n")
+    for tail in ("", "        vectors: []\n"):
+        (tmp_path / "ops.yaml").write_text(head + tail)
+        lib = load_manifest("ops.yaml", root=str(tmp_path)).libraries[0]
+        assert [len(op.vectors) for op in lib.ops] == [0]
+
+
 def test_default_tolerances_cover_every_dtype():
     assert set(m.DEFAULT_TOLERANCES) == set(m.DTYPES)
     assert m.DEFAULT_TOLERANCES["float32"] == (1.3e-6, 1e-5)
@@ -1037,7 +1048,8 @@ def _get(doc, path):
 
 #: Keys whose deletion always breaks a generated manifest (inputs' argument
 #: keys "a0".. too: an argument without input).
-_REQUIRED = {"version", "name", "sources", "ops", "schema", "vectors", "dtype", "shape",
+# (an op's vectors may be left out: it then has none, and builds)
+_REQUIRED = {"version", "name", "sources", "ops", "schema", "dtype", "shape",
              "a0", "a1", "a2"}
 _WRONG = {str: 42, list: "text", dict: [1], bool: "yes", int: "x", float: "x"}
 

@@ -4,16 +4,14 @@ state's exact line, which states the totals count, and the report's word."""
 import pytest
 
 from gpsimd_build import results_summary as s
+from gpsimd_device.results import LibraryResults, VectorResult
 
 
-class Numbers:
-    """What a summary reads of a LibraryResults."""
-
-    def __init__(self, passed, failed, checked=0):
-        self.passed, self.failed, self.checked = passed, failed, checked
-
-
-results = Numbers
+def results(passed, failed, checked=0, no_vectors=()):
+    """Results of that many vectors of each status, and ops without vectors."""
+    statuses = ["pass"] * passed + ["fail"] * failed + ["checked"] * checked
+    return LibraryResults("x", [VectorResult("op", f"v{i}", "ops.yaml:1:1", st)
+                                for i, st in enumerate(statuses)], list(no_vectors))
 
 
 def test_every_state_has_its_line_and_only_current_results_are_counted():
@@ -31,6 +29,17 @@ def test_every_state_has_its_line_and_only_current_results_are_counted():
         "all libraries: 10 passed, 3 failed"]
     assert s.summary_lines(entries[3:5], everything=False) == [
         "d: stale", "e: not run", "total: 0 passed, 0 failed"]
+
+
+def test_ops_without_vectors_are_counted_apart_never_as_failed():
+    entries = [("a", s.RUN, results(1, 0, 2, ["relu", "gelu"])),
+               ("b", s.KEPT, results(0, 0, 0, ["axpy"]))]
+    assert s.summary_lines(entries, everything=True) == [
+        "a: 1 passed, 0 failed, 2 CHECKED (no reference), 2 ops without vectors",
+        "b: 0 passed, 0 failed, 1 op without vectors (not run in this build)",
+        "all libraries: 1 passed, 0 failed, 2 CHECKED (no reference), 3 ops without vectors"]
+    assert entries[1][2].ok
+    assert LibraryResults.from_json(entries[0][2].to_json()) == entries[0][2]
 
 
 def test_a_counted_state_needs_results_and_an_unknown_state_is_refused():

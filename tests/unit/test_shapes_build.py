@@ -1,8 +1,10 @@
 """The registration check (gpsimd_build.regcheck) and the import command
 (gpsimd_build.importer) without a compiler: exact located messages."""
+import math
+
 import pytest
 
-from gpsimd_build.importer import ImportError_, find_load_call, manifest_text
+from gpsimd_build.importer import ImportError_, find_load_call, manifest_text, registered_ops
 from gpsimd_build.regcheck import check_registration
 from gpsimd_device.shapes import RegisteredLibrary, RegisteredOp, Registration
 
@@ -91,13 +93,36 @@ def test_import_scalars_and_cflags():
              "torch::Tensor f(const torch::Tensor& x, torch::Scalar a, int64_t n) {\n"
              "  return torch::zeros(x.sizes(), torch::kFloat);\n}\n"
              "NEURON_LIBRARY(ops, m) { m.def(\"axpy\", &f, \"axpy_kernel\"); }\n")
-    text = manifest_text(call, {"s.cpp": shape}, lambda p: p)
-    assert text.split("version: 1\n")[1] == (
-        "libraries:\n  - name: axpy\n    multicore: true\n    sources: [k.cpp]\n"
-        "    shape_sources: [s.cpp]\n    cflags: [\"-DSTACK_SIZE=8192\"]\n    ops:\n"
-        "      - name: axpy\n        vectors:\n          - name: small\n            inputs:\n"
-        "              x: {dtype: float32, shape: [8], random: {}}\n"
+    ops = registered_ops(call, {"s.cpp": shape})
+    assert ops == [("axpy", [("x", "Tensor"), ("a", "Scalar"), ("n", "long long")])]
+    text = manifest_text(call, ops, lambda p: p)
+    head = ("libraries:\n  - name: axpy\n    multicore: true\n    sources: [k.cpp]\n"
+            "    shape_sources: [s.cpp]\n    cflags: [\"-DSTACK_SIZE=8192\"]\n    ops:\n"
+            "      - name: axpy\n")
+    assert text.split("version: 1\n")[1] == head     # (not probed: no vectors)
+    # probed: the ranks and dtypes learned, one element and 999 (no core
+    # count divides it); scalars 1
+    probed = {"axpy": {"ranks": {"x": 3}, "dtypes": {"x": "float16"}, "problem": None}}
+    assert manifest_text(call, ops, lambda p: p, probed).split("version: 1\n")[1] == head + (
+        "        vectors:\n"
+        "          - name: one\n            inputs:\n"
+        "              x: {dtype: float16, shape: [1, 1, 1], random: {}}\n"
+        "              a: 1.0\n              n: 1\n"
+        "          - name: uneven\n            inputs:\n"
+        "              x: {dtype: float16, shape: [3, 9, 37], random: {}}\n"
         "              a: 1.0\n              n: 1\n")
+    # an op the probe learned nothing for has none, and says why
+    failed = {"axpy": {"status": "SKIPPED", "text": "SKIPPED ops::axpy: no schema"}}
+    assert manifest_text(call, ops, lambda p: p, failed).split("version: 1\n")[1] == head + (
+        "        # no vectors: the probe learned nothing (SKIPPED ops::axpy: no schema)\n")
+
+
+def test_imported_shapes_have_the_rank_and_the_count():
+    from gpsimd_build.import_probe import shape_of
+    for rank in range(1, 9):
+        for count in (1, 999):
+            shape = shape_of(rank, count)
+            assert len(shape) == rank and math.prod(shape) == count
 
 
 SHAPE_CPP = """#include "torchneuron/register.h"

@@ -5,10 +5,11 @@ manifest uses them. ``schema/ops.schema.json`` repeats some of them; tests
 keep it equal to these.
 """
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, Tuple
 
 from gpsimd_device import dtypes as _dtypes
 from gpsimd_device import limits as _limits
+from gpsimd_device import planinputs as _planinputs
 
 #: The manifest format this module reads.
 MANIFEST_VERSION = 1
@@ -26,14 +27,10 @@ INTEGER_DTYPES: Dict[str, Tuple[int, int]] = _dtypes.INTEGER_RANGES
 FLOAT8_DTYPES: Tuple[str, ...] = tuple(d.name for d in _dtypes.DTYPES.values()
                                        if d.is_float and d.itemsize == 1)
 
-#: Dtypes a scalar argument may travel as (ARCHITECTURE.md "The test plan").
-SCALAR_DTYPES: Tuple[str, ...] = ("float32", "int32", "int64")
-
-#: Scalar argument types and their default dtype (None: by the value, float32
-#: for a float, int64 for an integer). ``Tensor`` is the only other type.
-SCALAR_ARG_TYPES: Dict[str, Optional[str]] = {
-    "int": "int32", "long long": "int64", "float": "float32", "Scalar": None,
-}
+#: Dtypes a scalar argument may travel as, and scalar argument types with
+#: their default dtype (the plan's contract: ARCHITECTURE.md "The test plan").
+SCALAR_DTYPES = _planinputs.SCALAR_DTYPES
+SCALAR_ARG_TYPES = _planinputs.SCALAR_ARG_TYPES
 
 #: Default (rtol, atol) of a vector by its output dtype (the dtype table).
 DEFAULT_TOLERANCES: Dict[str, Tuple[float, float]] = _dtypes.TOLERANCES

@@ -97,7 +97,6 @@ _LIST_NOUNS = {
     "sources": "a library needs at least one source file",
     "shape_sources": "shape_sources lists at least one file (leave the key out for none)",
     "ops": "a library needs at least one op",
-    "vectors": "an op needs at least one test vector",
 }
 
 

@@ -173,7 +173,9 @@ class Libraries:
         # `scons explore-<lib>`: a search for failing inputs (always runs;
         # a failing example's .npy go to explore/ beside the manifest)
         explore = graph.uses(env.GpsimdExplore(
-            f"{lib_dir}/.explored", plan_node + loadable, GPSIMD_ZYGOTE=self.program,
+            f"{lib_dir}/.explored", plan_node + loadable + ([shapes.library] if shapes else []),
+            GPSIMD_ZYGOTE=self.program,
+            GPSIMD_EXPLORE_SHAPES=["--shapes", shapes.library] if shapes else [],
             GPSIMD_EXPLORE_DIR=env.Dir(os.path.join(os.path.dirname(lib.manifest), "explore")),
             GPSIMD_TEST_LABEL=lib.name), "$PYTHON")
         env.Depends(explore, self.emu_sources + [self.program])

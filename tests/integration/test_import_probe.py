@@ -1,0 +1,97 @@
+"""The importer asks the kernels (gpsimd_build.import_probe and the probe
+phase of gpsimd_emu.explore): a kernel whose accessors are 2-dimensional
+gets rank-2 vectors and passes as printed; AWS-like multicore relu's
+remainder bug, hidden by 8 elements over 8 cores, fails as imported,
+naming core 7; with ``--no-probe`` the ops have no vectors, the build
+reports them as such (never a failure), and ``scons explore`` probes them.
+The samples are laid out like AWS's public ones (``tests/data``)."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from conftest import ROOT
+
+_ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
+    [str(ROOT / "site_scons"), str(ROOT / "runtime_model")]))
+
+
+def _sample(tmp_path, name):
+    folder = tmp_path / name
+    shutil.copytree(ROOT / "tests" / "data" / name, folder)
+    return folder
+
+
+def _import(folder, *args):
+    """``gpsimd-import build.py`` in ``folder``: the manifest printed."""
+    got = subprocess.run([sys.executable, "-m", "gpsimd_build", "import", *args, "build.py"],
+                         cwd=folder, env=_ENV, capture_output=True, text=True, timeout=900)
+    assert got.returncode == 0 and got.stderr == "", got.stdout + got.stderr
+    (folder / "ops.yaml").write_text(got.stdout)
+    return got.stdout
+
+
+def _build(folder, *args):
+    """``gpsimd-build -Q ARGS`` in ``folder`` (the package's SConstruct)."""
+    return subprocess.run([sys.executable, "-m", "gpsimd_build.command", "-Q", "-j2", *args],
+                          cwd=folder, env=_ENV, capture_output=True, text=True, timeout=900)
+
+
+def _lines(proc, *starts):
+    return [l for l in proc.stdout.splitlines() if l.startswith(starts)]
+
+
+def test_a_2d_kernel_gets_rank_2_vectors_and_passes_as_printed(tmp_path):
+    folder = _sample(tmp_path, "aws_relu_2d")
+    text = _import(folder)
+    assert ("      - name: relu_forward\n        vectors:\n"
+            "          - name: one\n            inputs:\n"
+            "              t_in: {dtype: float32, shape: [1, 1], random: {}}\n"
+            "          - name: uneven\n            inputs:\n"
+            "              t_in: {dtype: float32, shape: [27, 37], random: {}}\n") in text
+    assert "t_grad: {dtype: float32, shape: [27, 37], random: {}}" in text
+    record = json.loads((folder / "build/host/relu/explore.json").read_text())["ops"]
+    # (learned from the kernel's own fault: size(1) of a 1-dimensional tensor)
+    assert record["relu_forward"]["ranks"] == {"t_in": 2}
+    assert record["relu_forward"]["lessons"] == [
+        "size(1): dimension out of range for a 1-dimensional tensor"]
+    proc = _build(folder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _lines(proc, "all libraries") == [
+        "all libraries: 0 passed, 0 failed, 4 CHECKED (no reference)"]
+
+
+def test_the_multicore_sample_s_remainder_bug_fails_as_imported_naming_core_7(tmp_path):
+    folder = _sample(tmp_path, "aws_multicore")
+    text = _import(folder)
+    assert "t_in: {dtype: float32, shape: [999], random: {}}" in text
+    proc = _build(folder, "-k")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert _lines(proc, "FAIL relu_mc::relu_forward[uneven]") == [
+        "FAIL relu_mc::relu_forward[uneven] (ops.yaml:22:13): core 7: fault OUT_OF_RANGE in op "
+        "relu_forward: tensor_to_tcm<float> out of range: offset 917, count 131, numel 999; "
+        "elements never written by any core: [868, 999); core 7 wrote nothing"]
+
+
+def test_ops_without_vectors_build_and_explore_probes_them(tmp_path):
+    folder = _sample(tmp_path, "aws_relu_2d")
+    text = _import(folder, "--no-probe")
+    assert text.endswith("    ops:\n      - name: relu_forward\n      - name: relu_backward\n")
+    assert not (folder / "build").exists()          # (no probe: nothing built)
+    proc = _build(folder)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _lines(proc, "relu:", "all libraries") == [
+        "relu: 0 passed, 0 failed, 2 ops without vectors",
+        "relu: 0 passed, 0 failed, 2 ops without vectors",
+        "all libraries: 0 passed, 0 failed, 2 ops without vectors"]
+    report = (folder / "build/host/report.html").read_text()
+    assert "relu_forward, relu_backward</p>" in report and "without vectors" in report
+    proc = _build(folder, "explore-relu", "EXPLORE_EXAMPLES=15")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert _lines(proc, "EXPLORED", "FALSIFIED", "SKIPPED", "relu:") == [
+        "EXPLORED relu::relu_forward: 15 examples, every check passed",
+        "EXPLORED relu::relu_backward: 15 examples, every check passed",
+        "relu: 2 ops explored, 0 falsified"]
+    record = json.loads((folder / "build/host/relu/explore.json").read_text())["ops"]
+    assert record["relu_backward"]["ranks"] == {"t_grad": 2, "t_in": 2}
