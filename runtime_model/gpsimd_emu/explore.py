@@ -37,8 +37,10 @@ With a shape library, each drawn input's output comes from the shape
 function, as the runtime allocates it (a fault there fails the example).
 ``--examples 0`` runs the probe only (``PROBED lib::op: ...`` lines);
 ``--record FILE`` writes what each op's search or probe found (JSON:
-per op ``status``, ``text`` and, after a probe, ``ranks``, ``dtypes``,
-``lessons``, ``runs``, ``problem``), which ``gpsimd-import`` reads.
+per op ``status``, ``text``, a falsified op's ``result`` (the failing
+example's vector result, with its layout) and, after a probe, ``ranks``,
+``dtypes``, ``lessons``, ``runs``, ``problem``), which ``gpsimd-import``
+and the HTML report read.
 
 Deterministic and bounded: ``--examples`` per op (default 100), the seed
 ``--seed`` (default 0), failing examples kept in Hypothesis's example
@@ -329,6 +331,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
         name = f"explored_{shapes}"
         text = vector_yaml(template, arrays, name, save_dir, save_prefix, stem)
         result = dataclasses.replace(result, vector=name, where="explored")
+        if record is not None:      # (the report draws its picture)
+            record["result"] = result.to_json()
         replayed = held and state.get("first_failure") == 1
         note = " (replayed from the example database)" if replayed else ""
         return "FALSIFIED", (f"FALSIFIED {label}{note}: {format_line(plan.library, result)}\n"

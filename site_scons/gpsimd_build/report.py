@@ -122,6 +122,8 @@ class ReportLibrary:
     results: Optional[LibraryResults] = None
     multicore: bool = False
     checks: Optional[bool] = None
+    #: the library's last explore record (``explore.json``), or None
+    explored: Optional[Dict[str, Any]] = None
 
 
 def _e(text: Any) -> str:
@@ -311,8 +313,38 @@ def _library(lib: ReportLibrary) -> str:
         out.append(f'<p class="no-vectors">without vectors (nothing run; <code>scons '
                    f'explore-{_e(lib.name)}</code> searches them for a failing input): '
                    f'{_e(", ".join(res.no_vectors))}</p>')
+    out.append(_explored(lib))
     out.append("</section>")
     return "\n".join(out)
+
+
+def _explored(lib: ReportLibrary) -> str:
+    """The library's last explore (``gpsimd_emu.explore``'s record): a row
+    per op, and a falsified op's smallest example as a vector row (with
+    its picture) and as the YAML to paste; "" when there is none."""
+    ops = lib.explored.get("ops") if isinstance(lib.explored, dict) else None
+    if not isinstance(ops, dict) or not ops:
+        return ""
+    out = [f'<div class="explore"><h3>explore: the last <code>scons explore-{_e(lib.name)}'
+           "</code> (its results are as of that run)</h3><table>"
+           "<tr><th>op</th><th>status</th><th>what it found</th></tr>"]
+    falsified = []
+    for op, rec in ops.items():
+        rec = rec if isinstance(rec, dict) else {}
+        status = str(rec.get("status", "?"))
+        line, _, example = str(rec.get("text", "")).partition("\n")
+        pasted = f"<pre>{_e(example)}</pre>" if example.strip() else ""
+        out.append(f'<tr class="explore {_e(status.lower())}" data-op="{_e(op)}"><td>{_e(op)}'
+                   f'</td><td class="status">{_e(status)}</td><td>{_e(line)}{pasted}</td></tr>')
+        if isinstance(rec.get("result"), dict):
+            falsified.append(VectorResult.from_json(rec["result"]))
+    out.append("</table>")
+    if falsified:
+        out.append("<table><tr><th>op</th><th>example</th><th>where</th><th>status</th>"
+                   "<th>max_abs_err</th><th>mismatches</th><th>message, warnings</th></tr>")
+        out += [_vector_rows(lib, r) for r in falsified]
+        out.append("</table>")
+    return "\n".join(out) + "</div>"
 
 
 def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test report",
@@ -361,7 +393,8 @@ _CACHE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], checks: bool,
-                      totals: str, cache_dir: str, title: str = "GPSIMD test report") -> str:
+                      totals: str, cache_dir: str, title: str = "GPSIMD test report",
+                      records_dir: Optional[str] = None) -> str:
     """The page of :func:`render_report` for libraries given as ``(name,
     state, results path or None, multicore)`` (as :func:`libraries_from_files`),
     each library's section taken from ``cache_dir/<name>.html`` when that
@@ -369,15 +402,19 @@ def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], c
     same state, flags and renderer, else rendered and kept there: after one
     library's edit, one section is rendered and the other results files are
     not read. The same input gives the same text as rendering them all.
-    A cache that cannot be written is only slower."""
+    A cache that cannot be written is only slower. ``records_dir``: where
+    each library's last explore record is (``<name>/explore.json``)."""
     from gpsimd_device.atomic import write_if_changed
     code = os.stat(__file__)
     sections = []
     for entry in entries:
         name, state, path, multicore = entry
         st = os.stat(path) if path and os.path.exists(path) else None
+        record = os.path.join(records_dir, name, EXPLORE_RECORD) if records_dir else None
+        rt = os.stat(record) if record and os.path.exists(record) else None
         key = hashlib.sha256(repr((code.st_size, code.st_mtime_ns, checks, entry,
-                                   st and (st.st_size, st.st_mtime_ns))).encode()).hexdigest()
+                                   st and (st.st_size, st.st_mtime_ns),
+                                   rt and (rt.st_size, rt.st_mtime_ns))).encode()).hexdigest()
         cached = os.path.join(cache_dir, f"{name}.html") if _CACHE_NAME.match(name) else None
         head = f"<!-- {key} -->\n"
         text = None
@@ -392,6 +429,7 @@ def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], c
         if text is None:
             (lib,) = libraries_from_files([entry])
             lib.checks = checks
+            lib.explored = _read_record(record) if rt else None
             text = _library(lib)
             if cached:
                 try:
@@ -411,6 +449,21 @@ def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = ""
     """
     from gpsimd_device.atomic import write_if_changed
     return write_if_changed(path, render_report(libraries, totals=totals))
+
+
+#: Each library's last explore record, in its folder (``gpsimd_emu.explore --record``).
+EXPLORE_RECORD = "explore.json"
+
+
+def _read_record(path: str) -> Optional[Dict[str, Any]]:
+    """An explore record, or None when it cannot be read as one."""
+    import json
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def libraries_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]]

@@ -52,6 +52,17 @@ def test_explore_finds_the_remainder_bug_and_the_example_fails_as_pasted(built_p
     first = run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=50")
     assert first.returncode == 2, first.stdout + first.stderr     # (scons: a step failed)
     assert _lines(first) == [_FALSIFIED, *_EXAMPLE, "", "sp: 1 op explored, 1 falsified"]
+    # the report shows it: the op's row, the example's row and its picture;
+    # the library's tests, not run by this build, are kept
+    report = (proj / "build/host/report.html").read_text()
+    section = report[report.index('id="lib-sp"'):]
+    section = section[:section.index("</section>")]
+    assert '(1 passed, 0 failed; not run in this build: its results are still current' in section
+    assert '<tr class="explore falsified" data-op="remainder_bug">' in section
+    assert ('<tr class="vector fail" data-vector="sp::remainder_bug[explored_1]" '
+            'id="v-sp--remainder_bug--explored_1">') in section
+    assert '<tr class="picture" data-vector="sp::remainder_bug[explored_1]">' in section
+    assert 'href="#v-sp--remainder_bug--explored_1"' in report      # (in the failures list)
     # the same seed, an empty example database: the same report
     shutil.rmtree(proj / "build/host/sp/explore-db")
     assert _lines(run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=50")) == _lines(first)

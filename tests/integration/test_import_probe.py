@@ -95,3 +95,7 @@ def test_ops_without_vectors_build_and_explore_probes_them(tmp_path):
         "relu: 2 ops explored, 0 falsified"]
     record = json.loads((folder / "build/host/relu/explore.json").read_text())["ops"]
     assert record["relu_backward"]["ranks"] == {"t_grad": 2, "t_in": 2}
+    # the report shows the exploration; the tests, not run by it, are kept
+    report = (folder / "build/host/report.html").read_text()
+    assert '<tr class="explore explored" data-op="relu_backward">' in report
+    assert "(0 passed, 0 failed, 2 ops without vectors; not run in this build" in report

@@ -114,7 +114,9 @@ def _summarize(args: argparse.Namespace) -> "tuple[str, bool]":
         entries = [(n, states.report_state(st), p, n in args.multicore)
                    for n, st, _, p in found]
         write_atomically(args.report,
-                         render_from_files(entries, True, lines[-1], cache).encode("utf-8"))
+                         render_from_files(entries, True, lines[-1], cache,
+                                           records_dir=os.path.dirname(args.report) or ".")
+                         .encode("utf-8"))
     if args.inputs:
         from .. import freshness, ninjarecord
         record = os.path.join(os.path.dirname(args.inputs), freshness.RECORD_NAME)

@@ -249,5 +249,6 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             atexit.register(Summary(
                 libs.tests, profile_dir, len(collection.libraries),
                 collection=[(lib.name, lib.multicore) for lib in collection.libraries],
-                checks="--no-checks" not in env.get("GPSIMD_EMU_FLAGS", [])).at_exit)
+                checks="--no-checks" not in env.get("GPSIMD_EMU_FLAGS", []),
+                explore_nodes=libs.explore_by_lib).at_exit)
     return libs.nodes

@@ -73,6 +73,8 @@ class Libraries:
     stack: List[Any] = field(default_factory=list)
     results: List[Any] = field(default_factory=list)
     explore: List[Any] = field(default_factory=list)
+    #: each library's explore node(s), by library name
+    explore_by_lib: Dict[str, List[Any]] = field(default_factory=dict)
     #: the ninja path's verdict edges (``ninja_path.verdict``)
     verdicts: List[Any] = field(default_factory=list)
     schemas: List[Any] = field(default_factory=list)
@@ -182,6 +184,7 @@ class Libraries:
         env.AlwaysBuild(explore)
         env.Alias(f"explore-{lib.name}", explore)
         self.explore += explore
+        self.explore_by_lib[lib.name] = list(explore)
         self.results += results
         self.tests.append(LibraryTests(lib.name, results[0]))
         return results, verdict

@@ -33,6 +33,7 @@ one library's edit only its section is rendered (at 5,000 ops the whole
 page took about a second).
 """
 
+import json
 import os
 import sys
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ from gpsimd_build import results_summary as states
 from gpsimd_device.results import LibraryResults, ResultsError
 
 __all__ = ["LibraryTests", "summary_lines", "Summary"]
+
+#: The last report's entries and totals (for a build that only explores).
+_ENTRIES = ".report-entries.json"
 
 
 @dataclass
@@ -125,7 +129,8 @@ class Summary:
 
     def __init__(self, libraries: Sequence[LibraryTests], profile_dir: str,
                  collection_size: Optional[int] = None, all_aliases=("all", "test"),
-                 collection: Optional[Sequence[Tuple[str, bool]]] = None, checks: bool = True):
+                 collection: Optional[Sequence[Tuple[str, bool]]] = None, checks: bool = True,
+                 explore_nodes: Optional[Dict[str, Sequence[object]]] = None):
         import time
         self.start_ns = time.time_ns()
         self.libraries = list(libraries)
@@ -133,6 +138,8 @@ class Summary:
         self.collection = list(collection if collection is not None
                                else [(lib.name, False) for lib in self.libraries])
         self.checks = checks
+        #: each library's explore node(s) (``scons explore-<lib>``)
+        self.explore_nodes = dict(explore_nodes or {})
         #: libraries in the whole collection (this run's graph may hold fewer)
         self.collection_size = len(self.libraries) if collection_size is None else collection_size
         self.all_aliases = set(all_aliases)
@@ -154,12 +161,23 @@ class Summary:
                 names.add(self.by_path[text].name)
         return [lib for lib in self.libraries if lib.name in names]
 
+    def explored(self, targets: Sequence[str]) -> List[str]:
+        """The libraries the build targets explore (``explore``,
+        ``explore-<lib>``), in collection order."""
+        names = set(self.explore_nodes) if "explore" in targets else \
+            {t[8:] for t in targets if t.startswith("explore-")}
+        return [lib.name for lib in self.libraries if lib.name in names]
+
     def at_exit(self) -> None:
         """Print (and record) the summary; never raises."""
         import SCons.Script
         try:
-            wanted = self.wanted(list(SCons.Script.BUILD_TARGETS))
+            targets = [str(t) for t in SCons.Script.BUILD_TARGETS]
+            wanted = self.wanted(targets)
             if not wanted:
+                explored = self.explored(targets)
+                if explored:
+                    self.explored_report(explored)
                 return
             everything = len(wanted) == self.collection_size
             from . import signals
@@ -228,5 +246,37 @@ class Summary:
         except OSError:
             pass
         write_if_changed(page, report.render_from_files(
-            entries, self.checks, totals, os.path.join(self.profile_dir, ".report-cache")))
+            entries, self.checks, totals, os.path.join(self.profile_dir, ".report-cache"),
+            records_dir=self.profile_dir))
         write_atomically(key_path, digest)
+        write_atomically(os.path.join(self.profile_dir, _ENTRIES),
+                         json.dumps({"entries": entries, "totals": totals}) + "\n")
+
+    def explored_report(self, explored: Sequence[str]) -> None:
+        """After a build that only explored (``scons explore-<lib>``): the
+        report again, with each library's last explore. This build ran no
+        test: results the last report counted are ``kept`` (still current
+        for their sources), or ``stale`` when this build made the library's
+        objects or plan again; the other states stay as they were."""
+        try:
+            with open(os.path.join(self.profile_dir, _ENTRIES), encoding="utf-8") as f:
+                saved = json.load(f)
+            entries = [tuple(e) for e in saved["entries"]]
+            totals = str(saved["totals"])
+        except (OSError, ValueError, KeyError, TypeError):
+            entries, totals = self._report_entries([]), ""
+        from gpsimd_build import report
+        remade = {name for name in explored if any(
+            child.get_state() == SCons.Node.executed
+            for node in self.explore_nodes.get(name, ()) for child in node.children())}
+        entries = [(n, st if st not in report.COUNTED_STATES else
+                    "stale" if n in remade else "kept", p, m) for n, st, p, m in entries]
+        write_if_changed(os.path.join(self.profile_dir, states.REPORT_FILE),
+                         report.render_from_files(
+                             entries, self.checks, totals,
+                             os.path.join(self.profile_dir, ".report-cache"),
+                             records_dir=self.profile_dir))
+        try:        # (the next build renders the page again)
+            os.unlink(os.path.join(self.profile_dir, ".report-key"))
+        except FileNotFoundError:
+            pass
