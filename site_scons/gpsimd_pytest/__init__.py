@@ -40,6 +40,14 @@ The vectors run in the emulator's program the build made
 when the record vouches for it as for a library's objects; else every
 vector fails, saying to build it. The header says which.
 
+With ``--gpsimd-explore``, each op is also an item, ``lib::explore(op)``:
+``scons explore``'s search for a failing input
+(``python -m gpsimd_emu.explore``, run once per library in a process of
+its own that dies with pytest, bounded by the vectors' limits): it passes
+when the op is ``EXPLORED``, fails with the ``FALSIFIED`` line and the
+smallest failing example, and skips when ``SKIPPED``
+(``--gpsimd-explore-examples N``, ``--gpsimd-explore-seed S``).
+
 Options: ``--gpsimd-manifest FILE``, ``--gpsimd-build-dir DIR``,
 ``--gpsimd-timeout S``, ``--gpsimd-no-checks``, ``--gpsimd-allow-paths
 DIRS`` (the SConstruct's ``EMU_TIMEOUT``, ``EMU_CHECKS=0`` and
@@ -77,6 +85,13 @@ def pytest_addoption(parser) -> None:
                     help="run the emulator without its checks (as EMU_CHECKS=0)")
     group.addoption("--gpsimd-allow-paths", metavar="DIRS", default="",
                     help="folders outside this one the manifest may name (as ALLOW_PATHS)")
+    group.addoption("--gpsimd-explore", action="store_true", default=False,
+                    help="also one item per op: `scons explore`'s search for a failing input "
+                         "(EXPLORED passes, FALSIFIED fails with the example, SKIPPED skips)")
+    group.addoption("--gpsimd-explore-examples", metavar="N", type=int, default=100,
+                    help="inputs drawn per op (as EXPLORE_EXAMPLES; default 100)")
+    group.addoption("--gpsimd-explore-seed", metavar="S", type=int, default=0,
+                    help="the search's seed (as EXPLORE_SEED; default 0)")
     group.addoption("--gpsimd-report", metavar="FILE", default=None,
                     help="where to write the HTML report of the vectors run (default: "
                          "<build dir>/host/pytest-report.html; the results .json and the "
@@ -143,6 +158,8 @@ class _Vectors:
         self._inputs = None
         #: (the emulator program's path or None, why not), decided once
         self._zygote: Optional[Tuple[Optional[str], str]] = None
+        #: each library's explore record, or why there is none (made once)
+        self._explored: Dict[str, Tuple[Optional[dict], str]] = {}
         #: [order, library, multicore, result JSON] of each vector run here
         #: (and, in xdist's controlling process, by the workers)
         self.results: List[list] = []
@@ -254,7 +271,54 @@ class _Vectors:
             self.sessions[lib.name] = self._open(lib)
         return self.sessions[lib.name]
 
-    def _open(self, lib):
+    def explored(self, lib) -> Tuple[Optional[dict], str]:
+        """``(record, "")``: what ``python -m gpsimd_emu.explore`` found for
+        each op of ``lib`` (its ``--record``; run once per library, with the
+        build's plan, program and shape library, and its limits), or
+        ``(None, why not)``."""
+        if lib.name not in self._explored:
+            self._explored[lib.name] = self._explore(lib)
+        return self._explored[lib.name]
+
+    def _explore(self, lib) -> Tuple[Optional[dict], str]:
+        import json
+        import tempfile
+        from gpsimd_emu.client.vectors import DEFAULT_TIMEOUT, run_explore
+        plan, why = self._plan(lib)
+        if plan is None:
+            return None, why
+        opt = self.config.getoption
+        folder = os.path.join(self.root, self.build_dir, "host", lib.name)
+        argv = ["--root", self.root, "--zygote", self.zygote()[0],
+                "--examples", str(opt("gpsimd_explore_examples")),
+                "--seed", str(opt("gpsimd_explore_seed")),
+                "--database", os.path.join(folder, "explore-db"),
+                "--save-dir", os.path.join(os.path.dirname(self.manifest), "explore"),
+                "--save-prefix", "explore/", "--timeout",
+                repr(float(opt("gpsimd_timeout") or DEFAULT_TIMEOUT))]
+        if lib.shape_sources:
+            argv += ["--shapes", os.path.join(folder, "shapes", f"{lib.name}_shapes.so")]
+        if opt("gpsimd_no_checks"):
+            argv.append("--no-checks")
+        with tempfile.TemporaryDirectory(prefix="gpsimd-explore-") as tmp:
+            record = os.path.join(tmp, "explore.json")
+            # (bounded: every example is bounded by the timeout; the whole,
+            # by that many of them per op, and an hour at most)
+            limit = min(3600.0, 60.0 + len(lib.ops) * opt("gpsimd_explore_examples") *
+                        float(opt("gpsimd_timeout") or DEFAULT_TIMEOUT))
+            status, output = run_explore(plan, argv + ["--record", record], limit)
+            try:
+                with open(record, encoding="utf-8") as f:
+                    return json.load(f), ""
+            except (OSError, ValueError):
+                tail = "\n".join(output.strip().splitlines()[-10:])
+                return None, f"explore wrote no record (exit status {status}): {tail}"
+
+    def _plan(self, lib) -> Tuple[Optional[str], str]:
+        """``(path, "")`` of the plan the build's test node runs for
+        ``lib`` when it and the objects are those of the manifest and
+        sources as they are now, else ``(None, why and the command that
+        builds it)``."""
         from gpsimd_build import testplan
         from gpsimd_device.plan import PlanError, TestPlan
         folder = os.path.join(self.build_dir, "host", lib.name)
@@ -284,7 +348,11 @@ class _Vectors:
             return None, f"the objects of {lib.name} may be out of date ({why}): {build}"
         if self.zygote()[0] is None:
             return None, self.zygote()[1]
-        return self.client(os.path.join(self.root, rel)), None
+        return os.path.join(self.root, rel), ""
+
+    def _open(self, lib):
+        plan, why = self._plan(lib)
+        return (self.client(plan), None) if plan else (None, why)
 
     def _stale(self, lib) -> Optional[str]:
         """Why the library's core objects may not be those of its manifest
@@ -331,6 +399,10 @@ class Library(pytest.Collector):
                                          vector=v.name, where=str(v.location),
                                          order=(self.index, i, j),
                                          nodeid=f"{self.nodeid}::{op.name}[{v.name}]")
+        if self.config.getoption("gpsimd_explore"):
+            for op in self.library.ops:
+                yield Explored.from_parent(self, name=f"explore({op.name})", op=op.name,
+                                           nodeid=f"{self.nodeid}::explore({op.name})")
 
 
 class Vector(pytest.Item):
@@ -377,3 +449,34 @@ class Vector(pytest.Item):
         line = self.where.rsplit(":", 2)
         lineno = int(line[1]) - 1 if len(line) == 3 and line[1].isdigit() else None
         return self.path, lineno, f"{self.parent.name}::{self.name}"
+
+
+class Explored(pytest.Item):
+    """One op's search for a failing input (``scons explore``'s, through
+    :meth:`_Vectors.explored`): passes when ``EXPLORED``, fails with the
+    smallest failing example when ``FALSIFIED``, skips when ``SKIPPED``."""
+
+    def __init__(self, *, op: str, **kwargs):
+        super().__init__(**kwargs)
+        self.op = op
+
+    def runtest(self) -> None:
+        plugin = self.config.pluginmanager.get_plugin("gpsimd-vectors")
+        record, why = plugin.explored(self.parent.library)
+        if record is None:
+            raise VectorFailed(f"EXPLORE {self.parent.name}::{self.op}: {why}")
+        rec = (record.get("ops") or {}).get(self.op) or {}
+        status, text = rec.get("status"), str(rec.get("text") or "")
+        if status == "SKIPPED":
+            pytest.skip(text)
+        if status != "EXPLORED":
+            raise VectorFailed(text or f"EXPLORE {self.parent.name}::{self.op}: no result")
+        print(text)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, VectorFailed):
+            return excinfo.value.line
+        return super().repr_failure(excinfo, style)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.parent.name}::{self.name}"

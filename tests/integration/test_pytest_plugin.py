@@ -489,3 +489,53 @@ def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_p
     spinning = subprocess.run(["pgrep", "-f", "gpsimd_emu.vector_service"],
                               capture_output=True, text=True).stdout.split()
     assert spinning == []
+
+
+EXPLORED_MANIFEST = """\
+version: 1
+libraries:
+  - name: team
+    sources: [src/negate.cpp]
+    ops:
+      - schema: "team::negate(Tensor x) -> Tensor"
+        reference: numpy:negative
+        vectors:
+          - name: n11
+            inputs:
+              x: {dtype: float32, shape: [11], random: {distribution: normal}}
+  - name: sp
+    multicore: true
+    sources: [sp/spmd.cpp]
+    ops:
+      - schema: "broken::remainder_bug(Tensor x) -> Tensor"
+        reference: sp/reference.py:double
+        vectors:
+          - name: n64
+            inputs:
+              x: {dtype: float32, shape: [64], random: {seed: 3, distribution: normal}}
+"""
+
+
+def test_explore_items_pass_fail_with_the_example_and_are_bounded(tmp_path):
+    """``--gpsimd-explore``: one item per op, ``scons explore``'s search
+    through the emulator's client (a process of its own): a correct kernel's
+    passes, the remainder bug's fails with the smallest example, as
+    ``scons explore`` prints them."""
+    proj = tmp_path / "explore_repo"
+    (proj / "src").mkdir(parents=True)
+    (proj / "sp").mkdir()
+    (proj / "src/negate.cpp").write_text(KERNEL)
+    for name in ("spmd.cpp", "reference.py"):
+        (proj / "sp" / name).write_text((ROOT / "kernels/broken" / name).read_text())
+    (proj / "ops.yaml").write_text(EXPLORED_MANIFEST)
+    (proj / "SConstruct").write_text(SCONSTRUCT)
+    assert run_scons(proj, env=_env()).returncode == 0       # (both vectors pass)
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "--gpsimd-explore",
+                     "--gpsimd-explore-examples", "30", "-rA", "-k", "explore")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert _outcomes(proc.stdout) == {"ops.yaml::team::explore(negate)": "PASSED",
+                                      "ops.yaml::sp::explore(remainder_bug)": "FAILED"}
+    assert "EXPLORED team::negate: 30 examples, every check passed" in proc.stdout
+    assert ("FALSIFIED sp::remainder_bug: FAIL sp::remainder_bug[explored_1] (explored): core 7: "
+            "fault OUT_OF_RANGE in op remainder_bug") in proc.stdout
+    assert "        x: {dtype: float32, shape: [1], values: [0.0]}" in proc.stdout

@@ -1,7 +1,8 @@
 """A library's vectors run one at a time, each bounded in time, in a
 process of their own (``python -m gpsimd_emu.vector_service``): what the
-pytest plugin runs its vectors through (:class:`VectorClient`), and
-:func:`tied_to_me`, a child that dies with this process.
+pytest plugin runs its vectors through (:class:`VectorClient`),
+:func:`run_explore` (a library's explore, for the plugin's explore items),
+and :func:`tied_to_me`, a child that dies with this process.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, List, Optional
+from typing import Callable, List, Optional, Tuple
 
 from .. import contain
 from ..settings import DEFAULT_TIMEOUT
 
-__all__ = ["tied_to_me", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
+__all__ = ["tied_to_me", "run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
 
 #: The most runs of its cores one vector makes (two against private
 #: poisoned outputs, two against a shared one in fixed orders).
@@ -38,6 +39,37 @@ def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
     contain.libc()
     me = os.getpid()
     return lambda: contain.die_with_parent(me, sig)
+
+
+def run_explore(plan: str, argv: List[str], timeout: float) -> Tuple[Optional[int], str]:
+    """Run ``python -m gpsimd_emu.explore PLAN ARGV`` (``scons explore``'s
+    command) in a process group of its own that dies with this process:
+    ``(exit status, its output)``, or ``(None, output so far)`` when it took
+    more than ``timeout`` seconds or this process was interrupted (then
+    re-raised); either way its whole group is ended (SIGKILL)."""
+    proc = subprocess.Popen([sys.executable, "-m", "gpsimd_emu.explore", plan, *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=_model_env(None), start_new_session=True,
+                            preexec_fn=tied_to_me(signal.SIGKILL))
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return None, f"explore took more than {timeout:g} s; its processes were ended"
+    finally:
+        if proc.returncode is None:
+            VectorClient._kill(proc)
+
+
+def _model_env(base: Optional[dict]) -> dict:
+    """``base`` (default: this process's environment) with the folder that
+    holds this package first on ``PYTHONPATH``: a child imports the model
+    this process would, whatever is installed."""
+    env = dict(os.environ if base is None else base)
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get(
+        "PYTHONPATH", "").split(os.pathsep) if p])
+    return env
 
 
 class VectorClient:
@@ -94,12 +126,7 @@ class VectorClient:
 
     def _start(self):
         self._buffer = b""
-        # (the model this process would import: the folder that holds this
-        # package first on its path, whatever is installed)
-        env = dict(os.environ if self.env is None else self.env)
-        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get(
-            "PYTHONPATH", "").split(os.pathsep) if p])
+        env = _model_env(self.env)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "gpsimd_emu.vector_service", self.plan, *self.argv],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
