@@ -30,7 +30,8 @@ from .planinputs import (InputSpec, Number, PlanError, RandomSpec, ScalarSpec, T
 
 __all__ = [
     "PLAN_FORMAT", "PlanError", "RandomSpec", "TensorSpec", "ScalarSpec", "InputSpec",
-    "ReferenceSpec", "ExpectedSpec", "OutputSpec", "VectorPlan", "ArgSpec", "OpPlan",
+    "ReferenceSpec", "ExpectedSpec", "OutputSpec", "VectorPlan", "ExploreSpec", "ArgSpec",
+    "OpPlan",
     "CorePlan", "TestPlan",
 ]
 
@@ -177,6 +178,83 @@ class VectorPlan:
 
 
 @dataclass(frozen=True)
+class ExploreSpec:
+    """What ``scons explore`` draws for an op (the manifest's ``explore:``
+    block; every key optional): tensor values finite in ``[low, high]``;
+    ``dtypes`` by tensor argument (``"*"``: every tensor), used where no
+    vector gives one; at most ``max_elements`` elements per tensor;
+    ``same_shape``: groups of tensor arguments that share one drawn shape
+    (the others keep their vector's); ``scalars``: a scalar argument's
+    ``(low, high)`` range (drawn; the others keep their vector's value);
+    the output's shape ``output_like`` a tensor argument's, of dtype
+    ``output_dtype`` (default that argument's), for an op with neither a
+    shape function nor a reference."""
+
+    low: Optional[float] = None
+    high: Optional[float] = None
+    dtypes: Mapping[str, str] = field(default_factory=dict)
+    max_elements: Optional[int] = None
+    same_shape: Tuple[Tuple[str, ...], ...] = ()
+    scalars: Mapping[str, Tuple[float, float]] = field(default_factory=dict)
+    output_like: Optional[str] = None
+    output_dtype: Optional[str] = None
+
+    @property
+    def bounds(self) -> Optional[Tuple[float, float]]:
+        """``(low, high)``, or None: each dtype's whole range."""
+        return None if self.low is None else (self.low, self.high)
+
+    def dtype_of(self, arg: str) -> Optional[str]:
+        """The dtype the block gives tensor argument ``arg``, or None."""
+        return self.dtypes.get(arg, self.dtypes.get("*"))
+
+    def to_json(self) -> Dict[str, Any]:
+        d: Dict[str, Any] = {}
+        if self.low is not None:
+            d.update(low=self.low, high=self.high)
+        if self.dtypes:
+            d["dtype"] = dict(self.dtypes)
+        if self.max_elements is not None:
+            d["max_elements"] = self.max_elements
+        if self.same_shape:
+            d["same_shape"] = [list(g) for g in self.same_shape]
+        if self.scalars:
+            d["scalars"] = {k: {"low": lo, "high": hi} for k, (lo, hi) in self.scalars.items()}
+        if self.output_like is not None:
+            d["output"] = {"like": self.output_like, "dtype": self.output_dtype}
+        return d
+
+    @classmethod
+    def from_json(cls, d: Any, where: str) -> "ExploreSpec":
+        d = need_object(d, where)
+
+        def finite_range(r: Any, at: str) -> Tuple[float, float]:
+            low, high = r.get("low"), r.get("high")
+            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and
+                       math.isfinite(x) for x in (low, high)) or low > high:
+                raise PlanError(f"{at}: expected finite low <= high, got {r!r}")
+            return float(low), float(high)
+        low = high = None
+        if "low" in d or "high" in d:
+            low, high = finite_range(d, where)
+        dtypes = need_object(d.get("dtype") or {}, f"{where}.dtype")
+        max_elements = d.get("max_elements")
+        if max_elements is not None and (isinstance(max_elements, bool) or
+                                         not isinstance(max_elements, int) or max_elements < 1):
+            raise PlanError(f"{where}.max_elements: expected a positive integer")
+        groups = d.get("same_shape") or []
+        if not isinstance(groups, list) or not all(isinstance(g, list) for g in groups):
+            raise PlanError(f"{where}.same_shape: expected a list of lists of names")
+        scalars = need_object(d.get("scalars") or {}, f"{where}.scalars")
+        output = need_object(d.get("output") or {}, f"{where}.output")
+        return cls(low, high, {str(k): str(v) for k, v in dtypes.items()}, max_elements,
+                   tuple(tuple(str(n) for n in g) for g in groups),
+                   {str(k): finite_range(need_object(v, f"{where}.scalars.{k}"),
+                                         f"{where}.scalars.{k}") for k, v in scalars.items()},
+                   output.get("like"), output.get("dtype"))
+
+
+@dataclass(frozen=True)
 class ArgSpec:
     """One schema argument: ``name`` and ``type`` (``Tensor``, ``Scalar``,
     ``int``, ``float``, ``long long``)."""
@@ -194,9 +272,9 @@ class OpPlan:
     its ``schema`` text, ``args`` in schema order, launcher ``stack_size``
     in bytes, its vectors, and ``kernel``, the kernel function's name when
     it differs from the op name ("" otherwise; in the JSON only then), and
-    ``explore``, ``(low, high)``: the finite range ``gpsimd_emu.explore``
-    draws input values from (None: each dtype's whole range; in the JSON
-    only when set). :attr:`function` is what ``get_func_name`` registers."""
+    ``explore``, what ``gpsimd_emu.explore`` draws (:class:`ExploreSpec`;
+    None: nothing set, in the JSON only when set). :attr:`function` is what
+    ``get_func_name`` registers."""
 
     name: str
     schema: str = ""
@@ -204,7 +282,7 @@ class OpPlan:
     stack_size: int = DEFAULT_STACK_SIZE
     vectors: Tuple[VectorPlan, ...] = ()
     kernel: str = ""
-    explore: Optional[Tuple[float, float]] = None
+    explore: Optional[ExploreSpec] = None
 
     @property
     def function(self) -> str:
@@ -219,7 +297,7 @@ class OpPlan:
         if self.kernel and self.kernel != self.name:
             d["kernel"] = self.kernel
         if self.explore is not None:
-            d["explore"] = {"low": self.explore[0], "high": self.explore[1]}
+            d["explore"] = self.explore.to_json()
         return d
 
     @classmethod
@@ -245,12 +323,7 @@ class OpPlan:
             raise PlanError(f"{where}.kernel: expected a string, got {kernel!r}")
         explore = d.get("explore")
         if explore is not None:
-            explore = need_object(explore, f"{where}.explore")
-            low, high = explore.get("low"), explore.get("high")
-            if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and
-                       math.isfinite(x) for x in (low, high)) or low > high:
-                raise PlanError(f"{where}.explore: expected finite low <= high, got {explore!r}")
-            explore = (float(low), float(high))
+            explore = ExploreSpec.from_json(explore, f"{where}.explore")
         return cls(str(d.get("name", "?")), str(d.get("schema", "")), tuple(parsed), stack,
                    tuple(VectorPlan.from_json(v, f"{where}.vectors[{i}]")
                          for i, v in enumerate(vectors)), kernel, explore)

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import io
 import json
 import math
 import os
@@ -65,27 +64,23 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from gpsimd_device.atomic import write_atomically
-from gpsimd_device.plan import PlanError, TestPlan, VectorPlan
+from gpsimd_device.plan import ExploreSpec, OutputSpec, PlanError, TestPlan, VectorPlan
 from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
 from .dtypes import by_name
-from .probe import probe
+from .explore_example import example_vector, vector_yaml
+from .probe import lesson_of, probe
 from .settings import add_run_options, run_options
 
-__all__ = ["main", "explore_op", "inputs_strategy", "vector_yaml", "PARTITION_SIZES"]
+__all__ = ["main", "explore_op", "inputs_strategy", "PARTITION_SIZES"]
 
 #: Dimension sizes that catch partition bugs: 1, primes, counts that do
 #: not divide by 8 cores, and their neighbours, first (Hypothesis shrinks
 #: towards the front of this list).
 PARTITION_SIZES = (1, 2, 3, 7, 8, 9, 13, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 1001,
                    1009, 4095, 4096, 4097, 16411)
-#: Values written out in the YAML vector when an input has at most this
-#: many elements, all finite; else an ``.npy`` file.
-INLINE_ELEMENTS = 16
-
-
 class _Falsified(Exception):
     """An example failed (raised inside the property, so that Hypothesis
     shrinks it)."""
@@ -121,33 +116,53 @@ def _elements(dtype_name: str, bounds: Optional[Tuple[float, float]] = None):
 
 
 def inputs_strategy(template: VectorPlan, max_elements: int,
-                    bounds: Optional[Tuple[float, float]] = None):
-    """A strategy of ``{arg: numpy array}`` for the tensor inputs of
-    ``template`` (module text: its dtypes and ranks; one shared shape when
-    its tensors share one, else its shapes; ``bounds``: the op's
-    ``explore:`` range)."""
+                    explore: Optional[ExploreSpec] = None):
+    """A strategy of ``{arg: value}`` for ``template``'s tensor inputs (numpy
+    arrays of its dtypes and ranks) and the scalars ``explore`` gives a
+    range (module text; ``explore``: the op's block, ``ExploreSpec``).
+    Tensors of one ``same_shape`` group (default: all, when the template's
+    tensors share a shape) share one drawn shape of at most
+    ``max_elements`` elements (or the block's ``max_elements``); the
+    others keep the template's."""
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
+    explore = explore or ExploreSpec()
+    cap = explore.max_elements or max_elements
     tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
     shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
-    shared = len(set(shapes.values())) == 1
-    rank = len(next(iter(shapes.values()))) if shapes else 0
-    dim = st.one_of(st.sampled_from(PARTITION_SIZES), st.integers(1, max_elements))
-    shape_st = st.lists(dim, min_size=rank, max_size=rank).map(tuple).filter(
-        lambda s: math.prod(s) <= max_elements) if shared else st.just(None)
+    if explore.same_shape:
+        groups = [tuple(n for n in g if n in tensors) for g in explore.same_shape]
+    else:
+        groups = [tuple(tensors)] if len(set(shapes.values())) == 1 else []
+    groups = [g for g in groups if g]
+    group_of = {n: i for i, g in enumerate(groups) for n in g}
+    dim = st.one_of(st.sampled_from(PARTITION_SIZES), st.integers(1, cap))
+
+    def shape_st(rank: int):
+        return st.lists(dim, min_size=rank, max_size=rank).map(tuple).filter(
+            lambda s: math.prod(s) <= cap)
+    scalars = {}
+    for name, (low, high) in explore.scalars.items():
+        spec = template.inputs.get(name)
+        if getattr(spec, "kind", None) == "scalar":
+            integral = spec.type in ("int", "long long") or spec.dtype in ("int32", "int64")
+            scalars[name] = st.integers(math.ceil(low), max(math.ceil(low), math.floor(high))) \
+                if integral else st.floats(low, high, allow_nan=False, allow_infinity=False)
 
     @st.composite
     def draw(draw_):
-        shape = draw_(shape_st)
+        drawn = [draw_(shape_st(len(shapes[g[0]]))) for g in groups]
         out = {}
         for name, spec in tensors.items():
-            elements, drawn_in = _elements(spec.dtype, bounds)
-            s = shape if shared else shapes[name]
+            elements, drawn_in = _elements(spec.dtype, explore.bounds)
+            s = drawn[group_of[name]] if name in group_of else shapes[name]
             arr = draw_(hnp.arrays(drawn_in, s, elements=elements, fill=elements))
             # (a dtype numpy's .npy cannot hold, bfloat16 or float8, stays
             # float32: the vector casts it as it casts any input)
             target = by_name(spec.dtype).numpy
             out[name] = arr.astype(target) if target.kind in "biuf" else arr
+        for name, strategy in scalars.items():
+            out[name] = draw_(strategy)
         return out
     return draw()
 
@@ -158,30 +173,6 @@ def _shape_of(spec) -> List[int]:
     if spec.values is not None:
         return list(np.shape(spec.values))
     return []
-
-
-def _save(path: str, arr: np.ndarray) -> None:
-    """``arr`` as the ``.npy`` file ``path``, written whole-or-nothing
-    through a new file (a link planted at ``path`` is replaced, never
-    followed: ``gpsimd_device.atomic``)."""
-    buffer = io.BytesIO()
-    np.save(buffer, arr, allow_pickle=False)
-    write_atomically(path, buffer.getvalue(), make_folder=True)
-
-
-def _vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str, folder: str,
-            root: str) -> VectorPlan:
-    """``template`` with ``arrays`` as its tensor inputs (each an ``.npy``
-    file in ``folder``, named relative to ``root``) and no fixed output."""
-    doc = template.to_json()
-    doc["name"] = name
-    doc["output"] = {"dtype": doc["output"].get("dtype"), "shape": None}
-    for arg, arr in arrays.items():
-        path = os.path.join(folder, f"{arg}.npy")
-        _save(path, arr)
-        doc["inputs"][arg] = {"kind": "tensor", "dtype": doc["inputs"][arg]["dtype"],
-                              "shape": list(arr.shape), "npy": os.path.relpath(path, root)}
-    return VectorPlan.from_json(doc, name)
 
 
 def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str],
@@ -201,9 +192,22 @@ def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str]
     return VectorPlan.from_json({"name": name, "inputs": inputs, "where": "explored"}, name)
 
 
-def _probed_template(session, op, shaped: Callable, record: Optional[dict]):
+def _output_like(explore: ExploreSpec) -> Callable:
+    """``shaped(vector)`` for an op whose ``explore:`` block gives its
+    output: the shape of tensor argument ``output_like``, its dtype (or
+    ``output_dtype``)."""
+    def shaped(vector: VectorPlan) -> VectorPlan:
+        like = vector.inputs[explore.output_like]
+        return dataclasses.replace(vector, output=OutputSpec(
+            explore.output_dtype or like.dtype, tuple(like.shape)))
+    return shaped
+
+
+def _probed_template(session, op, shaped: Callable, record: Optional[dict],
+                     explore: ExploreSpec):
     """``(template, None)``: a vector of ``op`` with the ranks and dtypes
-    the probe learned (``gpsimd_emu.probe``), or ``(None, why)``."""
+    the probe learned (``gpsimd_emu.probe``; it starts from the dtypes of
+    the op's ``explore:`` block), or ``(None, why)``."""
     if not op.args:
         return None, "no vector, and no schema to draw its arguments from"
     tensors = [a.name for a in op.args if a.type == "Tensor"]
@@ -212,7 +216,8 @@ def _probed_template(session, op, shaped: Callable, record: Optional[dict]):
         result = session.run_vector(op, shaped(_blank_vector(op, shapes, dtypes)))
         return result.passed or result.checked, result.message
 
-    probed = probe(tensors, run)
+    probed = probe(tensors, run, dtypes={t: explore.dtype_of(t) for t in tensors
+                                         if explore.dtype_of(t)})
     if record is not None:
         record.update(ranks=probed.ranks, dtypes=probed.dtypes, lessons=probed.lessons,
                       runs=probed.runs, problem=probed.problem)
@@ -229,47 +234,6 @@ def _probe_text(record: Optional[dict]) -> str:
         + f" ({record['runs']} run{'' if record['runs'] == 1 else 's'})"
 
 
-def _yaml_scalar(x) -> str:
-    if isinstance(x, (bool, np.bool_)):
-        return "true" if x else "false"
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    return repr(float(x))
-
-
-def _yaml_values(v) -> str:
-    if isinstance(v, list):
-        return "[" + ", ".join(_yaml_values(x) for x in v) + "]"
-    return _yaml_scalar(v)
-
-
-def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
-                save_dir: str, prefix: str, stem: str) -> str:
-    """The YAML of a vector with ``arrays`` as its tensor inputs and
-    ``template``'s scalars, ready to paste under an op's ``vectors:`` (the
-    op's reference is the op's own); an input with more than
-    :data:`INLINE_ELEMENTS` elements or one that is not finite is written
-    to ``save_dir/stem.<arg>.npy`` and named ``prefix`` + that file name
-    (a drawn NaN or subnormal is kept exactly)."""
-    lines = [f"- name: {name}", "  inputs:"]
-    for arg, spec in template.inputs.items():
-        if arg not in arrays:
-            lines.append(f"    {arg}: {_yaml_scalar(spec.value)}")
-            continue
-        arr = arrays[arg]
-        dtype, shape = spec.dtype, list(arr.shape)
-        wide = arr.astype(np.float64) if arr.dtype.kind not in "iub" else arr
-        if arr.size <= INLINE_ELEMENTS and bool(np.all(np.isfinite(wide))):
-            values = _yaml_values(wide.tolist() if arr.dtype.kind != "b" else arr.tolist())
-            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, values: {values}}}")
-        else:
-            file = f"{stem}.{arg}.npy"
-            _save(os.path.join(save_dir, file), arr)
-            # (the .npy gives the shape: the manifest refuses both)
-            lines.append(f"    {arg}: {{dtype: {dtype}, npy: {prefix}{file}}}")
-    return "\n".join(lines) + "\n"
-
-
 def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_elements: int,
                time_limit: Optional[float], database: Optional[str], work: str, root: str,
                save_dir: str, save_prefix: str, shaped: Optional[Callable] = None,
@@ -281,12 +245,16 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     ``shaped(vector)``: the vector with its output from the op's shape
     function (None: the library has none); ``record``: a dict this fills
     with what the probe learned (``ranks``, ``dtypes``, ``lessons``)."""
-    from hypothesis import HealthCheck, given, seed as hseed, settings
+    from hypothesis import HealthCheck, given, reject, seed as hseed, settings
     from hypothesis.database import DirectoryBasedExampleDatabase
     label = f"{plan.library}::{op.name}"
+    explore = op.explore or ExploreSpec()
+    if shaped is None and explore.output_like:
+        shaped = _output_like(explore)
     if shaped is None and (not op.vectors or op.vectors[0].expected.checks_only):
         return "SKIPPED", (f"SKIPPED {label}: nothing gives the output of a drawn input (no "
-                           "shape function, and no vector with a reference)")
+                           "shape function, no vector with a reference, and no explore: "
+                           "output: {like: <argument>})")
     shaped = shaped or (lambda vector: vector)     # (outputs from the reference)
     if op.vectors:
         template = op.vectors[0]
@@ -294,7 +262,7 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
             return "SKIPPED", (f"SKIPPED {label}: its vectors give expected values, not a "
                                "reference, so no drawn input has an expected result")
     else:
-        template, why = _probed_template(session, op, shaped, record)
+        template, why = _probed_template(session, op, shaped, record, explore)
         if template is None:
             return "SKIPPED", f"SKIPPED {label}: {why}"
     if not any(getattr(v, "kind", None) == "tensor" for v in template.inputs.values()):
@@ -309,15 +277,17 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
             return                      # (the limit is reached: no more runs)
         state["count"] += 1
         folder = os.path.join(work, op.name)
-        vector = shaped(_vector(template, arrays, "explore", folder, root))
+        vector = shaped(example_vector(template, arrays, "explore", folder, root))
         result = session.run_vector(op, vector)
         if not (result.passed or result.checked):
+            if lesson_of(result.message) is not None:
+                reject()    # (the kernel refuses that rank or dtype: not its bug)
             state["failed"] = (arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
 
     # (the seed inside the settings: outside, it would turn the database off)
-    prop = hseed(seed)(given(inputs_strategy(template, max_elements, op.explore))(run))
+    prop = hseed(seed)(given(inputs_strategy(template, max_elements, explore))(run))
     prop = settings(max_examples=examples, deadline=None, print_blob=False,
                     database=DirectoryBasedExampleDatabase(database) if database else None,
                     suppress_health_check=list(HealthCheck))(prop)
@@ -327,7 +297,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     except _Falsified:
         arrays, result = state["failed"]
         stem = f"{plan.library}.{op.name}.explored"
-        shapes = "x".join(str(d) for d in next(iter(arrays.values())).shape) or "scalar"
+        first = next(a for a in arrays.values() if isinstance(a, np.ndarray))
+        shapes = "x".join(str(d) for d in first.shape) or "scalar"
         name = f"explored_{shapes}"
         text = vector_yaml(template, arrays, name, save_dir, save_prefix, stem)
         result = dataclasses.replace(result, vector=name, where="explored")

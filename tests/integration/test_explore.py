@@ -5,6 +5,7 @@ the smallest failing example as a vector that, pasted, fails the same way
 under ``scons test-<lib>``; it leaves correct kernels alone (every value
 of the dtype's range, NaN, inf and -0 included); the same seed gives the
 same report; a failure is replayed first from the example database."""
+import json
 import re
 import shutil
 
@@ -130,3 +131,35 @@ def test_a_nan_example_is_saved_as_npy_and_fails_the_same_way_pasted(built_proje
         r"FAIL relu::relu_forward\[explored_1\] \(ops\.yaml:\d+:\d+\): 1 of 1 element differs "
         r"\(rtol=1\.3e-06, atol=1e-05\): \[0\] actual 0 expected nan; max_abs_err inf", fail[0]), \
         fail
+
+
+def test_an_op_with_no_vector_and_no_shape_function_is_probed_and_falsified(built_project,
+                                                                           tmp_path):
+    """No vector, no shape function, no reference: the op's ``explore:``
+    block gives the output (``like: x``); the probe learns rank 1 float32
+    (one run); the search finds the remainder bug, checks-only; the build
+    reports the op as having no vectors, never as failed."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    (proj / "sp").mkdir()
+    shutil.copy(ROOT / "kernels" / "broken" / "spmd.cpp", proj / "sp" / "spmd.cpp")
+    manifest = proj / "ops.yaml"
+    manifest.write_text(manifest.read_text() + """
+  - name: sp
+    multicore: true
+    sources: [sp/spmd.cpp]
+    ops:
+      - schema: "broken::remainder_bug(Tensor x) -> Tensor"
+        explore: {output: {like: x}, max_elements: 4096}
+""")
+    built = run_scons(proj, "-Q", "sp")
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert "sp: 0 passed, 0 failed, 1 op without vectors" in built.stdout.splitlines()
+    proc = run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=30")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = _lines(proc)
+    assert lines[0].startswith(
+        "FALSIFIED sp::remainder_bug: FAIL sp::remainder_bug[explored_1] (explored): core 7: "
+        "fault OUT_OF_RANGE in op remainder_bug"), lines
+    assert lines[-1] == "sp: 1 op explored, 1 falsified"
+    record = json.loads((proj / "build/host/sp/explore.json").read_text())["ops"]
+    assert (record["remainder_bug"]["ranks"], record["remainder_bug"]["runs"]) == ({"x": 1}, 1)

@@ -8,7 +8,7 @@ import pytest
 
 from gpsimd_build.manifest import ManifestError, load_manifest
 from gpsimd_build.testplan import op_plan
-from gpsimd_device.plan import OpPlan, PlanError
+from gpsimd_device.plan import ExploreSpec, OpPlan, PlanError, VectorPlan
 
 _MANIFEST = """version: 1
 libraries:
@@ -35,10 +35,10 @@ def _load(tmp_path, low, high):
 
 def test_the_block_is_read_and_carried_into_the_plan(tmp_path):
     op = _load(tmp_path, "-2.5", "1e3").libraries[0].ops[0]
-    assert op.explore == (-2.5, 1000.0)
+    assert op.explore == ExploreSpec(-2.5, 1000.0)
     plan = op_plan(op)
     assert plan.to_json()["explore"] == {"low": -2.5, "high": 1000.0}
-    assert OpPlan.from_json(plan.to_json(), "op").explore == (-2.5, 1000.0)
+    assert OpPlan.from_json(plan.to_json(), "op").explore.bounds == (-2.5, 1000.0)
 
 
 def test_a_range_upside_down_is_a_located_error(tmp_path):
@@ -63,7 +63,7 @@ def test_the_strategy_draws_finite_values_in_the_range_only():
     seen = []
 
     @settings(max_examples=60, database=None)
-    @given(inputs_strategy(template, 64, (-1e15, 1e15)))
+    @given(inputs_strategy(template, 64, ExploreSpec(-1e15, 1e15)))
     def draw(arrays):
         assert arrays["x"].dtype == np.float32 and arrays["n"].dtype == np.int8
         assert np.all(np.isfinite(arrays["x"])) and np.all(np.abs(arrays["x"]) <= 1e15)
@@ -78,7 +78,7 @@ def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_pa
     ``.npy`` the vector names, kept exactly, written through no link
     planted in its place."""
     from gpsimd_device.plan import VectorPlan
-    from gpsimd_emu.explore import vector_yaml
+    from gpsimd_emu.explore_example import vector_yaml
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "x": {"kind": "tensor", "dtype": "float32", "shape": [2], "values": [1, 2]},
         "a": {"kind": "scalar", "type": "Scalar", "dtype": "float32", "value": 1.5}}}, "v")
@@ -96,3 +96,76 @@ def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_pa
     assert victim.read_text() == "keep" and not (tmp_path / "lib.op.x.npy").is_symlink()
     saved = np.load(tmp_path / "lib.op.x.npy")
     assert saved.dtype == np.float32 and np.isnan(saved[0]) and np.signbit(saved[1])
+
+
+_BLOCKS = """version: 1
+defaults:
+  explore: {dtype: float16, max_elements: 512}
+libraries:
+  - name: lib
+    sources: [k.cpp]
+    ops:
+      - schema: "my_ops::f(Tensor g, Tensor x, Tensor w, int k, float a) -> Tensor"
+        explore: BLOCK
+"""
+
+
+def _block(tmp_path, block):
+    (tmp_path / "k.cpp").write_text("")
+    (tmp_path / "ops.yaml").write_text(_BLOCKS.replace("BLOCK", block))
+    return load_manifest("ops.yaml", root=str(tmp_path))
+
+
+def test_the_whole_block_over_the_defaults_into_the_plan_and_back(tmp_path):
+    op = _block(tmp_path, "{dtype: {w: int32}, same_shape: [[g, x]], scalars: {k: {low: -3, "
+                          "high: 9}}, output: {like: x}}").libraries[0].ops[0]
+    # (the op's keys over the manifest's defaults: its dtype, their cap)
+    assert op.explore == ExploreSpec(None, None, {"w": "int32"}, 512, (("g", "x"),),
+                                     {"k": (-3.0, 9.0)}, "x", None)
+    back = OpPlan.from_json(op_plan(op).to_json(), "op").explore
+    assert back == op.explore and back.dtype_of("w") == "int32" and back.dtype_of("g") is None
+    assert _block(tmp_path, "{low: 0, high: 1}").libraries[0].ops[0].explore.dtype_of("g") == \
+        "float16"
+
+
+@pytest.mark.parametrize("block, message", [
+    ("{low: 0}", "9:24: $.libraries[0].ops[0].explore.low: explore: low and high go together "
+                 "(give both)"),
+    ("{same_shape: [[g, q]]}", "9:31: $.libraries[0].ops[0].explore.same_shape: explore: "
+                               "same_shape names 'q', which is not a tensor argument of the op "
+                               "(its tensors: g, w, x)"),
+    ("{scalars: {g: {low: 0, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: explore: "
+                                          "scalars names 'g', which is not a scalar argument of "
+                                          "the op (its scalars: a, k)"),
+    ("{same_shape: [[g, x], [x, w]]}", "9:31: $.libraries[0].ops[0].explore.same_shape: explore: "
+                                       "same_shape names 'x' in more than one group"),
+    ("{scalars: {k: {low: 2, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: explore: "
+                                          "scalars: k: high (1) is below low (2)"),
+])
+def test_a_bad_block_is_a_located_error(tmp_path, block, message):
+    with pytest.raises(ManifestError) as info:
+        _block(tmp_path, block)
+    assert str(info.value).splitlines() == ["ops.yaml:" + message]
+
+
+def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
+    from hypothesis import given, settings
+    from gpsimd_emu.explore import inputs_strategy
+    template = VectorPlan.from_json({"name": "v", "inputs": {
+        "g": {"kind": "tensor", "dtype": "float32", "shape": [2, 3], "random": {}},
+        "x": {"kind": "tensor", "dtype": "float32", "shape": [2, 3], "random": {}},
+        "w": {"kind": "tensor", "dtype": "int32", "shape": [5], "random": {}},
+        "k": {"kind": "scalar", "type": "int", "dtype": "int32", "value": 1},
+        "a": {"kind": "scalar", "type": "float", "dtype": "float32", "value": 0.5}}}, "v")
+    spec = ExploreSpec(max_elements=40, same_shape=(("g", "x"),), scalars={"k": (-3.0, 9.0)})
+    seen = set()
+
+    @settings(max_examples=80, database=None)
+    @given(inputs_strategy(template, 1 << 15, spec))
+    def draw(values):
+        assert values["g"].shape == values["x"].shape and len(values["g"].shape) == 2
+        assert values["g"].size <= 40 and values["w"].shape == (5,)
+        assert isinstance(values["k"], int) and -3 <= values["k"] <= 9 and "a" not in values
+        seen.add(values["g"].shape)
+    draw()
+    assert len(seen) > 3

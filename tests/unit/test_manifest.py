@@ -243,7 +243,7 @@ BAD_CASES = {
     "defaults_unknown_key": [
         "3:3: $.defaults.cflag: unknown key 'cflag' (did you mean 'cflags'?)",
         "7:16: $.libraries[0].defaults.cflags: unknown key 'cflags' (a library's "
-        "defaults give stack_size, rtol, atol; set 'cflags' on the library itself)",
+        "defaults give stack_size, rtol, atol, explore; set 'cflags' on the library itself)",
         "7:31: $.libraries[0].defaults.stack_sise: unknown key 'stack_sise' (did you "
         "mean 'stack_size'?)",
     ],

@@ -18,6 +18,8 @@ class _Defaults:
     stack_size: Optional[int] = None
     rtol: Optional[float] = None
     atol: Optional[float] = None
+    #: an ``explore:`` block (the nearest level's replaces the others whole)
+    explore: Optional[dict] = None
 
     def over(self, base: "_Defaults") -> "_Defaults":
         """These values where set, else ``base``'s (the nearest level wins)."""
@@ -42,6 +44,8 @@ def _show_default(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, tuple):
         return "[" + ", ".join(value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_show_default(v)}" for k, v in value.items()) + "}"
     return repr(value)
 
 

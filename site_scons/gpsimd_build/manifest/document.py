@@ -196,6 +196,8 @@ class _ManifestFile(_OpChecks, _FileChecks):
                 value = given[key]
                 out[key] = tuple(value) if key == "cflags" else \
                     float(value) if key in ("rtol", "atol") else value
+        if isinstance(given.get("explore"), dict) and self.clean(path + ("explore",)):
+            out["explore"] = dict(given["explore"])
         if "includes" in given and self.usable(given, "includes", path + ("includes",), list):
             out["includes"] = tuple(self.existing_paths(
                 path + ("includes",), given["includes"], "include directory", True))

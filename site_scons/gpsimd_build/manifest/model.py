@@ -9,6 +9,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any, Optional, Tuple, Union
 
+from gpsimd_device.plan import ExploreSpec
+
 from ..diagnostics import DiagnosticError, Location
 from ..opschema import OpSchema
 
@@ -141,8 +143,8 @@ class Op:
     as derived from the shape function, ``stack_size`` the launcher stack in
     bytes (default 4196, §3c), ``vectors`` its test vectors in manifest
     order. ``kernel_given``: the manifest wrote ``kernel:``. ``explore``:
-    ``(low, high)``, the finite range ``scons explore`` draws its tensor
-    inputs' values from, or None for each dtype's whole range."""
+    what ``scons explore`` draws (``gpsimd_device.plan.ExploreSpec``: the
+    op's ``explore:`` keys over its defaults'), or None when none is set."""
 
     name: str
     schema: OpSchema
@@ -153,7 +155,7 @@ class Op:
     kernel: str = ""
     schema_derived: bool = False
     kernel_given: bool = False
-    explore: Optional[Tuple[float, float]] = None
+    explore: Optional[ExploreSpec] = None
 
     @property
     def function(self) -> str:

@@ -17,6 +17,8 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 from ..diagnostics import DocPath, shown
 from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_RESERVED_NAMES,
                         OpSchema, OpSchemaError, parse_schema)
+from gpsimd_device.plan import ExploreSpec
+
 from .defaults import _Defaults, _op_with_defaults
 from .model import Expected, Op, ScalarInput, TensorInput, Vector
 from .inputs import _InputChecks
@@ -116,12 +118,7 @@ class _OpChecks(_InputChecks):
                 vectors.append(self.vector(path + ("vectors", k), vec, library, name or "?",
                                            schema, op_defaults, reference, vector_names,
                                            shapes is not None))
-        explore = None
-        if isinstance(op.get("explore"), dict) and self.clean(path + ("explore",)):
-            explore = (float(op["explore"]["low"]), float(op["explore"]["high"]))
-            if explore[0] > explore[1]:
-                self.error(path + ("explore", "high"),
-                           f"explore: high ({explore[1]:g}) is below low ({explore[0]:g})")
+        explore = self.explore_block(path, op, defaults.explore, schema)
         if schema is None or name is None or kernel is None \
                 or not self.clean(path, except_items_of="vectors"):
             return None
@@ -131,6 +128,67 @@ class _OpChecks(_InputChecks):
                                         else DEFAULT_STACK_SIZE)),
                   vectors=tuple(vectors), location=self.location(path),  # type: ignore[arg-type]
                   kernel=kernel, schema_derived=derived, kernel_given=kernel_given)
+
+    def explore_block(self, path: DocPath, op: dict, inherited: Optional[dict],
+                      schema: Any) -> Optional[ExploreSpec]:
+        """The op's ``explore:`` keys over the inherited block (defaults),
+        checked against the op's arguments: an ``ExploreSpec`` or None
+        (none given, or errors reported)."""
+        own = op.get("explore")
+        if own is not None and not (isinstance(own, dict) and self.clean(path + ("explore",))):
+            return None
+        block = {**(inherited or {}), **(own or {})}
+        if not block:
+            return None
+        at = path + ("explore",)
+
+        def where(key: str) -> DocPath:     # (the op's key, else the op's block or the op)
+            return at + (key,) if own and key in own else at if own else path
+        ok = True
+        if ("low" in block) != ("high" in block):
+            self.error(where("low" if "low" in block else "high"),
+                       "explore: low and high go together (give both)")
+            ok = False
+        elif "low" in block and block["low"] > block["high"]:
+            self.error(where("high"), f"explore: high ({block['high']:g}) is below low "
+                                      f"({block['low']:g})")
+            ok = False
+        args = {a.name: a.type for a in schema.arguments} if schema is not None else None
+        if args is not None:
+            tensors = {n for n, t in args.items() if t == "Tensor"}
+            dtypes = block.get("dtype")
+            named = [("dtype", n, tensors) for n in dtypes] if isinstance(dtypes, dict) else []
+            named += [("same_shape", n, tensors) for g in block.get("same_shape", []) for n in g]
+            named += [("scalars", n, set(args) - tensors) for n in block.get("scalars", {})]
+            if "output" in block:
+                named.append(("output", block["output"]["like"], tensors))
+            for key, n, allowed in named:
+                if n not in allowed:
+                    kind = "tensor" if allowed is tensors else "scalar"
+                    have = ", ".join(sorted(allowed)) or "none"
+                    self.error(where(key), f"explore: {key} names '{shown(n)}', which is not a "
+                                           f"{kind} argument of the op (its {kind}s: {have})")
+                    ok = False
+            grouped = [n for g in block.get("same_shape", []) for n in g]
+            for n in sorted({n for n in grouped if grouped.count(n) > 1}):
+                self.error(where("same_shape"), f"explore: same_shape names '{shown(n)}' in "
+                                                "more than one group")
+                ok = False
+        for n, r in block.get("scalars", {}).items():
+            if r["low"] > r["high"]:
+                self.error(where("scalars"), f"explore: scalars: {shown(n)}: high "
+                                             f"({r['high']:g}) is below low ({r['low']:g})")
+                ok = False
+        if not ok:
+            return None
+        dtypes = block.get("dtype") or {}
+        output = block.get("output") or {}
+        return ExploreSpec(
+            block.get("low"), block.get("high"),
+            {"*": dtypes} if isinstance(dtypes, str) else dict(dtypes), block.get("max_elements"),
+            tuple(tuple(g) for g in block.get("same_shape", [])),
+            {n: (float(r["low"]), float(r["high"])) for n, r in block.get("scalars", {}).items()},
+            output.get("like"), output.get("dtype"))
 
     def kernel_name(self, path: DocPath, op: dict, name: Optional[str],
                     shapes: Optional[LibraryShapes]) -> Tuple[Optional[str], bool]:

@@ -1,0 +1,89 @@
+"""The failing example explore found, as a vector: the plan's vector the
+search runs (:func:`example_vector`) and the YAML to paste under the op's
+``vectors:`` (:func:`vector_yaml`), its large or non-finite inputs saved
+as ``.npy`` files (whole-or-nothing, never through a planted link)."""
+
+from __future__ import annotations
+
+import io
+import os
+from typing import Dict
+
+import numpy as np
+
+from gpsimd_device.atomic import write_atomically
+from gpsimd_device.plan import VectorPlan
+
+__all__ = ["INLINE_ELEMENTS", "example_vector", "vector_yaml"]
+
+#: Values written out in the YAML vector when an input has at most this
+#: many elements, all finite; else an ``.npy`` file.
+INLINE_ELEMENTS = 16
+
+
+def _save(path: str, arr: np.ndarray) -> None:
+    """``arr`` as the ``.npy`` file ``path``, written whole-or-nothing
+    through a new file (a link planted at ``path`` is replaced, never
+    followed: ``gpsimd_device.atomic``)."""
+    buffer = io.BytesIO()
+    np.save(buffer, arr, allow_pickle=False)
+    write_atomically(path, buffer.getvalue(), make_folder=True)
+
+
+def example_vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str, folder: str,
+            root: str) -> VectorPlan:
+    """``template`` with ``arrays`` as its tensor inputs (each an ``.npy``
+    file in ``folder``, named relative to ``root``) and no fixed output."""
+    doc = template.to_json()
+    doc["name"] = name
+    doc["output"] = {"dtype": doc["output"].get("dtype"), "shape": None}
+    for arg, arr in arrays.items():
+        if not isinstance(arr, np.ndarray):     # (a drawn scalar)
+            doc["inputs"][arg]["value"] = arr
+            continue
+        path = os.path.join(folder, f"{arg}.npy")
+        _save(path, arr)
+        doc["inputs"][arg] = {"kind": "tensor", "dtype": doc["inputs"][arg]["dtype"],
+                              "shape": list(arr.shape), "npy": os.path.relpath(path, root)}
+    return VectorPlan.from_json(doc, name)
+
+
+def _yaml_scalar(x) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return "true" if x else "false"
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    return repr(float(x))
+
+
+def _yaml_values(v) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_yaml_values(x) for x in v) + "]"
+    return _yaml_scalar(v)
+
+
+def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
+                save_dir: str, prefix: str, stem: str) -> str:
+    """The YAML of a vector with ``arrays`` as its tensor inputs and drawn
+    scalars (else ``template``'s), ready to paste under an op's ``vectors:`` (the
+    op's reference is the op's own); an input with more than
+    :data:`INLINE_ELEMENTS` elements or one that is not finite is written
+    to ``save_dir/stem.<arg>.npy`` and named ``prefix`` + that file name
+    (a drawn NaN or subnormal is kept exactly)."""
+    lines = [f"- name: {name}", "  inputs:"]
+    for arg, spec in template.inputs.items():
+        if not isinstance(arrays.get(arg), np.ndarray):     # (a scalar: drawn, or the template's)
+            lines.append(f"    {arg}: {_yaml_scalar(arrays.get(arg, spec.value))}")
+            continue
+        arr = arrays[arg]
+        dtype, shape = spec.dtype, list(arr.shape)
+        wide = arr.astype(np.float64) if arr.dtype.kind not in "iub" else arr
+        if arr.size <= INLINE_ELEMENTS and bool(np.all(np.isfinite(wide))):
+            values = _yaml_values(wide.tolist() if arr.dtype.kind != "b" else arr.tolist())
+            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, values: {values}}}")
+        else:
+            file = f"{stem}.{arg}.npy"
+            _save(os.path.join(save_dir, file), arr)
+            # (the .npy gives the shape: the manifest refuses both)
+            lines.append(f"    {arg}: {{dtype: {dtype}, npy: {prefix}{file}}}")
+    return "\n".join(lines) + "\n"
