@@ -64,6 +64,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from gpsimd_device.atomic import write_atomically
+from gpsimd_device.limits import MAX_DIMS
 from gpsimd_device.plan import ExploreSpec, OutputSpec, PlanError, TestPlan, VectorPlan
 from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
@@ -122,8 +123,9 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     range (module text; ``explore``: the op's block, ``ExploreSpec``).
     Tensors of one ``same_shape`` group (default: all, when the template's
     tensors share a shape) share one drawn shape of at most
-    ``max_elements`` elements (or the block's ``max_elements``); the
-    others keep the template's."""
+    ``max_elements`` elements (or the block's ``max_elements``), of the
+    template's rank or any rank from 1 to the device's
+    (``gpsimd_device.limits.MAX_DIMS``); the others keep the template's."""
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
     explore = explore or ExploreSpec()
@@ -136,11 +138,21 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
         groups = [tuple(tensors)] if len(set(shapes.values())) == 1 else []
     groups = [g for g in groups if g]
     group_of = {n: i for i, g in enumerate(groups) for n in g}
-    dim = st.one_of(st.sampled_from(PARTITION_SIZES), st.integers(1, cap))
-
-    def shape_st(rank: int):
+    def dims(rank: int, bound: int):
+        dim = st.one_of(st.sampled_from([d for d in PARTITION_SIZES if d <= bound] or [1]),
+                        st.integers(1, bound))
         return st.lists(dim, min_size=rank, max_size=rank).map(tuple).filter(
             lambda s: math.prod(s) <= cap)
+
+    def shape_st(rank: int):
+        """The group's rank first (it shrinks there), or any rank up to the
+        device's, each dimension then at most the rank-th root of the cap
+        (a rank the kernel refuses is rejected: ``explore_op``)."""
+        if rank == 0:
+            return st.just(())
+        other = st.integers(1, MAX_DIMS).flatmap(
+            lambda r: dims(r, max(1, int(cap ** (1.0 / r) + 1e-9))))
+        return st.one_of(dims(rank, cap), other)
     scalars = {}
     for name, (low, high) in explore.scalars.items():
         spec = template.inputs.get(name)
@@ -269,7 +281,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
         return "SKIPPED", f"SKIPPED {label}: no tensor input to draw"
     if examples <= 0:
         return "PROBED", f"PROBED {label}: {_probe_text(record)}"
-    state = {"count": 0, "failed": None, "start": time.monotonic(), "timed_out": False}
+    state = {"count": 0, "rejected": 0, "failed": None, "start": time.monotonic(),
+             "timed_out": False}
 
     def run(arrays) -> None:
         if time_limit is not None and time.monotonic() - state["start"] > time_limit:
@@ -281,7 +294,11 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
         result = session.run_vector(op, vector)
         if not (result.passed or result.checked):
             if lesson_of(result.message) is not None:
-                reject()    # (the kernel refuses that rank or dtype: not its bug)
+                # (the kernel refuses that rank or dtype: not its bug, and
+                # not one of the examples counted)
+                state["count"] -= 1
+                state["rejected"] += 1
+                reject()
             state["failed"] = (arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
@@ -308,6 +325,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
         note = " (replayed from the example database)" if replayed else ""
         return "FALSIFIED", (f"FALSIFIED {label}{note}: {format_line(plan.library, result)}\n"
                              + "".join("    " + line + "\n" for line in text.splitlines()))
+    if record is not None:
+        record["rejected"] = state["rejected"]
     limit = " (time limit)" if state["timed_out"] else ""
     return "EXPLORED", (f"EXPLORED {label}: {state['count']} example"
                         f"{'' if state['count'] == 1 else 's'}, every check passed{limit}")

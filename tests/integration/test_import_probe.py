@@ -99,3 +99,16 @@ def test_ops_without_vectors_build_and_explore_probes_them(tmp_path):
     report = (folder / "build/host/report.html").read_text()
     assert '<tr class="explore explored" data-op="relu_backward">' in report
     assert "(0 passed, 0 failed, 2 ops without vectors; not run in this build" in report
+
+
+def test_a_kernel_that_does_not_build_is_imported_without_vectors_and_a_warning(tmp_path):
+    folder = _sample(tmp_path, "aws_relu_2d")
+    (folder / "relu.cpp").write_text((folder / "relu.cpp").read_text() + "\nnot C++;\n")
+    got = subprocess.run([sys.executable, "-m", "gpsimd_build", "import", "build.py"],
+                         cwd=folder, env=_ENV, capture_output=True, text=True, timeout=900)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.endswith("    ops:\n      - name: relu_forward\n      - name: relu_backward\n")
+    warning = got.stderr.splitlines()
+    assert warning[0] == ("warning: build.py:5:1: the ops were not probed, so they have no "
+                          "vectors: the probe's build failed:")
+    assert any("relu.cpp" in line and "error" in line for line in warning[1:]), got.stderr

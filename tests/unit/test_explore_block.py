@@ -163,9 +163,9 @@ def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
     @settings(max_examples=80, database=None)
     @given(inputs_strategy(template, 1 << 15, spec))
     def draw(values):
-        assert values["g"].shape == values["x"].shape and len(values["g"].shape) == 2
+        assert values["g"].shape == values["x"].shape and 1 <= len(values["g"].shape) <= 8
         assert values["g"].size <= 40 and values["w"].shape == (5,)
         assert isinstance(values["k"], int) and -3 <= values["k"] <= 9 and "a" not in values
         seen.add(values["g"].shape)
     draw()
-    assert len(seen) > 3
+    assert len(seen) > 3 and {len(s) for s in seen} > {2}    # (its rank, and others)
