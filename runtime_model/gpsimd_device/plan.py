@@ -273,8 +273,10 @@ class OpPlan:
     in bytes, its vectors, and ``kernel``, the kernel function's name when
     it differs from the op name ("" otherwise; in the JSON only then), and
     ``explore``, what ``gpsimd_emu.explore`` draws (:class:`ExploreSpec`;
-    None: nothing set, in the JSON only when set). :attr:`function` is what
-    ``get_func_name`` registers."""
+    None: nothing set, in the JSON only when set), and ``reference``, the
+    op's reference when it has no vectors (what explore compares with; in
+    the JSON only when set). :attr:`function` is what ``get_func_name``
+    registers."""
 
     name: str
     schema: str = ""
@@ -283,6 +285,7 @@ class OpPlan:
     vectors: Tuple[VectorPlan, ...] = ()
     kernel: str = ""
     explore: Optional[ExploreSpec] = None
+    reference: Optional[ReferenceSpec] = None
 
     @property
     def function(self) -> str:
@@ -298,6 +301,8 @@ class OpPlan:
             d["kernel"] = self.kernel
         if self.explore is not None:
             d["explore"] = self.explore.to_json()
+        if self.reference is not None:
+            d["reference"] = self.reference.to_json()
         return d
 
     @classmethod
@@ -326,7 +331,9 @@ class OpPlan:
             explore = ExploreSpec.from_json(explore, f"{where}.explore")
         return cls(str(d.get("name", "?")), str(d.get("schema", "")), tuple(parsed), stack,
                    tuple(VectorPlan.from_json(v, f"{where}.vectors[{i}]")
-                         for i, v in enumerate(vectors)), kernel, explore)
+                         for i, v in enumerate(vectors)), kernel, explore,
+                   ReferenceSpec.from_json(d["reference"], f"{where}.reference")
+                   if d.get("reference") is not None else None)
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from gpsimd_device.atomic import write_atomically
-from gpsimd_device.limits import MAX_DIMS
+from gpsimd_device.limits import MAX_DIMS, STREAM_TCM_BYTES, TCM_POOL_SIZE
 from gpsimd_device.plan import ExploreSpec, OutputSpec, PlanError, TestPlan, VectorPlan
 from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
@@ -79,9 +79,14 @@ __all__ = ["main", "explore_op", "inputs_strategy", "PARTITION_SIZES"]
 
 #: Dimension sizes that catch partition bugs: 1, primes, counts that do
 #: not divide by 8 cores, and their neighbours, first (Hypothesis shrinks
-#: towards the front of this list).
+#: towards the front of this list); then the float32 counts around one
+#: stream's TCM buffer and around the TCM pool (``gpsimd_device.limits``),
+#: and a prime past the pool over 4 cores.
 PARTITION_SIZES = (1, 2, 3, 7, 8, 9, 13, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 1001,
-                   1009, 4095, 4096, 4097, 16411)
+                   1009) + tuple(n + d for n in (STREAM_TCM_BYTES // 4, TCM_POOL_SIZE // 4)
+                                 for d in (-1, 0, 1)) + (16411,)
+
+
 class _Falsified(Exception):
     """An example failed (raised inside the property, so that Hypothesis
     shrinks it)."""
@@ -189,9 +194,10 @@ def _shape_of(spec) -> List[int]:
 
 def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str],
                   name: str = "probe") -> VectorPlan:
-    """A checks-only vector of ``op`` (no vectors of its own): each tensor
-    argument random with its shape and dtype, each scalar 1 (of its
-    schema type's dtype, ``gpsimd_device.planinputs.SCALAR_ARG_TYPES``)."""
+    """A vector of ``op`` (no vectors of its own): each tensor argument
+    random with its shape and dtype, each scalar 1 (of its schema type's
+    dtype, ``gpsimd_device.planinputs.SCALAR_ARG_TYPES``), compared with the
+    op's reference when it has one, else checks-only."""
     inputs = {}
     for arg in op.args:
         if arg.type == "Tensor":
@@ -201,7 +207,9 @@ def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str]
             dtype = SCALAR_ARG_TYPES.get(arg.type) or "float32"
             inputs[arg.name] = {"kind": "scalar", "type": arg.type, "dtype": dtype,
                                 "value": 1.0 if dtype == "float32" else 1}
-    return VectorPlan.from_json({"name": name, "inputs": inputs, "where": "explored"}, name)
+    expected = {"reference": op.reference.to_json()} if op.reference is not None else {}
+    return VectorPlan.from_json({"name": name, "inputs": inputs, "expected": expected,
+                                 "where": "explored"}, name)
 
 
 def _output_like(explore: ExploreSpec) -> Callable:
@@ -263,7 +271,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     explore = op.explore or ExploreSpec()
     if shaped is None and explore.output_like:
         shaped = _output_like(explore)
-    if shaped is None and (not op.vectors or op.vectors[0].expected.checks_only):
+    if shaped is None and (op.vectors[0].expected.checks_only if op.vectors
+                           else op.reference is None):
         return "SKIPPED", (f"SKIPPED {label}: nothing gives the output of a drawn input (no "
                            "shape function, no vector with a reference, and no explore: "
                            "output: {like: <argument>})")

@@ -55,7 +55,8 @@ def op_plan(op: Op) -> OpPlan:
     types = {a.name: a.type for a in op.schema.arguments}
     return OpPlan(op.name, str(op.schema), tuple(ArgSpec(a.name, a.type) for a in op.schema.arguments),
                   op.stack_size, tuple(_vector(v, types) for v in op.vectors),
-                  kernel=op.function if op.function != op.name else "", explore=op.explore)
+                  kernel=op.function if op.function != op.name else "", explore=op.explore,
+                  reference=_reference(op.reference) if op.reference is not None else None)
 
 
 #: A library's test plan, in ``<BUILD_DIR>/<profile>/<lib>/``.

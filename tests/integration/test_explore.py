@@ -163,3 +163,27 @@ def test_an_op_with_no_vector_and_no_shape_function_is_probed_and_falsified(buil
     assert lines[-1] == "sp: 1 op explored, 1 falsified"
     record = json.loads((proj / "build/host/sp/explore.json").read_text())["ops"]
     assert (record["remainder_bug"]["ranks"], record["remainder_bug"]["runs"]) == ({"x": 1}, 1)
+
+
+def test_an_op_without_vectors_is_compared_with_its_reference(built_project, tmp_path):
+    """An op with a reference and no vectors: explore compares each drawn
+    input with the reference (the shipped relu returns 0 for NaN where its
+    numpy reference returns NaN), where a checks-only search would pass."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    manifest = proj / "ops.yaml"
+    manifest.write_text(manifest.read_text() + """
+  - name: rn
+    sources: [kernels/relu/relu.cpp]
+    shape_sources: [kernels/relu/shape.cpp]
+    ops:
+      - name: relu_forward
+        reference: kernels/relu/reference.py:relu_forward
+      - name: relu_backward
+""")
+    proc = run_scons(proj, "-Q", "explore-rn", "EXPLORE_EXAMPLES=40")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = _lines(proc)
+    assert lines[0].startswith("FALSIFIED rn::relu_forward: FAIL rn::relu_forward[explored_")
+    assert "expected nan" in lines[0], lines
+    assert "EXPLORED rn::relu_backward: 40 examples, every check passed" in lines
+    assert lines[-1] == "rn: 2 ops explored, 1 falsified"

@@ -156,6 +156,9 @@ class Op:
     schema_derived: bool = False
     kernel_given: bool = False
     explore: Optional[ExploreSpec] = None
+    #: the op's ``reference:`` when it has no vectors (explore compares with
+    #: it); an op with vectors carries it in each vector instead
+    reference: Optional["Reference"] = None
 
     @property
     def function(self) -> str:

@@ -122,7 +122,8 @@ class _OpChecks(_InputChecks):
         if schema is None or name is None or kernel is None \
                 or not self.clean(path, except_items_of="vectors"):
             return None
-        return Op(explore=explore, name=name, schema=schema, schema_text=str(schema) if derived else text,
+        own_reference = reference if not vectors and reference is not _BAD_REFERENCE else None
+        return Op(explore=explore, reference=own_reference, name=name, schema=schema, schema_text=str(schema) if derived else text,
                   stack_size=int(op.get("stack_size", defaults.stack_size
                                         if defaults.stack_size is not None
                                         else DEFAULT_STACK_SIZE)),
