@@ -16,20 +16,19 @@ page says so instead of drawing.
 
 The page is a pure function of its input (no time, no path of the
 machine): the same results give the same bytes. Stdlib only (the build's
-own steps run it under ``python -S``).
+own steps run it under ``python -S``). Reading it from the results files,
+with a cache of sections: ``gpsimd_build.report_files``.
 """
 
-import hashlib
 import html
-import os
 import re
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 from gpsimd_device.results import LibraryResults, VectorResult, counts_text
 
-__all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "ReportLibrary", "render_report",
-           "render_from_files", "write_report", "libraries_from_files"]
+__all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "COUNTED_STATES", "ReportLibrary",
+           "render_report", "library_section", "page"]
 
 #: Fill colour of core ``k``'s elements (``CORE_COLOURS[k % 8]``): eight
 #: hues apart from the marks' red and black.
@@ -297,7 +296,8 @@ def _vector_rows(lib: ReportLibrary, r: VectorResult) -> str:
                   f"{picture}</td></tr>")
 
 
-def _library(lib: ReportLibrary) -> str:
+def library_section(lib: ReportLibrary) -> str:
+    """One library's section of the page (HTML text)."""
     state = _STATES.get(lib.state, lib.state)
     head = (f'<section class="library" id="{_anchor(lib.name)}" '
             f'data-library="{_e(lib.name)}" data-state="{_e(lib.state)}">')
@@ -366,7 +366,7 @@ def render_report(libraries: Sequence[ReportLibrary], title: str = "GPSIMD test 
         totals = "total: " + counts_text(sum(r.passed for r in cur), sum(r.failed for r in cur),
                                          sum(r.checked for r in cur),
                                          sum(len(r.no_vectors) for r in cur))
-    return _page([_library(lib) for lib in libraries], title, totals)
+    return page([library_section(lib) for lib in libraries], title, totals)
 
 
 def _failures(sections: Sequence[str]) -> str:
@@ -381,104 +381,11 @@ def _failures(sections: Sequence[str]) -> str:
             f'{"" if len(failed) == 1 else "s"}</h2><ul>{items}</ul></section>\n')
 
 
-def _page(sections: Sequence[str], title: str, totals: str) -> str:
+def page(sections: Sequence[str], title: str, totals: str) -> str:
+    """The whole page around the libraries' ``sections`` (HTML text)."""
     body = "\n".join(sections)
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f"<title>{_e(title)}</title>\n<style>{_STYLE}</style>\n</head>\n<body>\n"
             f"<h1>{_e(title)}</h1>\n<p class=\"totals\">{_e(totals)}</p>\n"
             f"{_failures(sections)}{body}\n</body>\n</html>\n")
 
-
-_CACHE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
-
-
-def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], checks: bool,
-                      totals: str, cache_dir: str, title: str = "GPSIMD test report",
-                      records_dir: Optional[str] = None) -> str:
-    """The page of :func:`render_report` for libraries given as ``(name,
-    state, results path or None, multicore)`` (as :func:`libraries_from_files`),
-    each library's section taken from ``cache_dir/<name>.html`` when that
-    was rendered from the same results file (same size and ns time), the
-    same state, flags and renderer, else rendered and kept there: after one
-    library's edit, one section is rendered and the other results files are
-    not read. The same input gives the same text as rendering them all.
-    A cache that cannot be written is only slower. ``records_dir``: where
-    each library's last explore record is (``<name>/explore.json``)."""
-    from gpsimd_device.atomic import write_if_changed
-    code = os.stat(__file__)
-    sections = []
-    for entry in entries:
-        name, state, path, multicore = entry
-        st = os.stat(path) if path and os.path.exists(path) else None
-        record = os.path.join(records_dir, name, EXPLORE_RECORD) if records_dir else None
-        rt = os.stat(record) if record and os.path.exists(record) else None
-        key = hashlib.sha256(repr((code.st_size, code.st_mtime_ns, checks, entry,
-                                   st and (st.st_size, st.st_mtime_ns),
-                                   rt and (rt.st_size, rt.st_mtime_ns))).encode()).hexdigest()
-        cached = os.path.join(cache_dir, f"{name}.html") if _CACHE_NAME.match(name) else None
-        head = f"<!-- {key} -->\n"
-        text = None
-        if cached:
-            try:
-                with open(cached, encoding="utf-8") as f:
-                    got = f.read()
-                if got.startswith(head):
-                    text = got[len(head):]
-            except (OSError, UnicodeDecodeError):
-                pass
-        if text is None:
-            (lib,) = libraries_from_files([entry])
-            lib.checks = checks
-            lib.explored = _read_record(record) if rt else None
-            text = _library(lib)
-            if cached:
-                try:
-                    write_if_changed(cached, head + text)
-                except OSError:
-                    pass
-        sections.append(text)
-    return _page(sections, title, totals)
-
-
-def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = "") -> bool:
-    """Render the page and write it to ``path`` (atomically) unless the file
-    already holds exactly it. Returns whether it wrote.
-
-    Raises:
-        OSError: the file cannot be written.
-    """
-    from gpsimd_device.atomic import write_if_changed
-    return write_if_changed(path, render_report(libraries, totals=totals))
-
-
-#: Each library's last explore record, in its folder (``gpsimd_emu.explore --record``).
-EXPLORE_RECORD = "explore.json"
-
-
-def _read_record(path: str) -> Optional[Dict[str, Any]]:
-    """An explore record, or None when it cannot be read as one."""
-    import json
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
-
-
-def libraries_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]]
-                         ) -> List[ReportLibrary]:
-    """``ReportLibrary`` objects from ``(name, state, results path or None,
-    multicore)``; a results file that cannot be read makes the state
-    ``"no results"``."""
-    from gpsimd_device.results import ResultsError
-    out = []
-    for name, state, path, multicore in entries:
-        res = None
-        if path is not None:
-            try:
-                res = LibraryResults.load(path)
-            except ResultsError:
-                state = "no results"
-        out.append(ReportLibrary(name, state, res, multicore))
-    return out

@@ -40,7 +40,8 @@ def write_outputs(report: str, vectors: Sequence[list], checks: bool) -> List[st
         OSError: a file cannot be written.
     """
     from gpsimd_build import results_summary as states
-    from gpsimd_build.report import ReportLibrary, write_report
+    from gpsimd_build.report import ReportLibrary
+    from gpsimd_build.report_files import write_report
     from gpsimd_device.atomic import write_if_changed
     from gpsimd_device.results import LibraryResults, VectorResult
     ordered = sorted(vectors, key=lambda r: list(r[0]))

@@ -5,7 +5,8 @@ import re
 import pytest
 
 from gpsimd_build.report import (CORE_COLOURS, MARK_COLOURS, STRIP_WIDTH, ReportLibrary,
-                                 render_report, write_report)
+                                 render_report)
+from gpsimd_build.report_files import write_report
 from gpsimd_device.results import LibraryResults, VectorResult
 from render import render, rgb
 
@@ -167,7 +168,7 @@ def test_chromium_draws_each_core_hole_overlap_and_fault_where_the_ranges_say(tm
 def test_sections_come_from_the_cache_unless_their_results_changed(tmp_path, monkeypatch):
     """render_from_files gives the page render_report gives, and after one
     library's results change it reads and renders that library only."""
-    from gpsimd_build import report
+    from gpsimd_build import report_files as report
     libs = _results()
     entries = []
     for lib in libs:
@@ -199,3 +200,33 @@ def test_sections_come_from_the_cache_unless_their_results_changed(tmp_path, mon
     assert read == ["relu"]
     assert page == render_report(libs, totals="total: 1 passed, 2 failed")
     assert "1 of 1000 elements differ" in page
+
+
+def test_a_library_s_last_explore_is_shown_and_its_record_renders_the_section_again(tmp_path):
+    """The explore record beside the results (``<lib>/explore.json``): a row
+    per op, a falsified op's example as a vector row with its picture, in
+    the failures list; a new record renders that section again."""
+    import json
+    from gpsimd_build import report_files
+    folder = tmp_path / "sp"
+    folder.mkdir()
+    results = folder / "test-results.json"
+    LibraryResults("sp", [VectorResult("double", "n64", "ops.yaml:9:13", "pass")]).write(
+        str(results))
+    entries = [("sp", "kept", str(results), True)]
+    cache = str(tmp_path / "cache")
+    plain = report_files.render_from_files(entries, True, "t", cache, records_dir=str(tmp_path))
+    assert 'class="explore' not in plain
+    bad = VectorResult("double", "explored_1", "explored", "fail", "core 7: fault OUT_OF_RANGE")
+    bad.layout = LAYOUT
+    (folder / "explore.json").write_text(json.dumps({"format": 1, "library": "sp", "ops": {
+        "double": {"status": "FALSIFIED", "result": bad.to_json(),
+                   "text": "FALSIFIED sp::double: FAIL ...\n    - name: explored_1\n"},
+        "other": {"status": "EXPLORED", "text": "EXPLORED sp::other: 9 examples, every check "
+                                                "passed"}}}))
+    page = report_files.render_from_files(entries, True, "t", cache, records_dir=str(tmp_path))
+    assert '<tr class="explore falsified" data-op="double">' in page
+    assert '<tr class="explore explored" data-op="other">' in page
+    assert "<pre>    - name: explored_1\n</pre>" in page
+    assert '<tr class="picture" data-vector="sp::double[explored_1]">' in page
+    assert 'href="#v-sp--double--explored_1"' in page

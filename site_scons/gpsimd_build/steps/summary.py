@@ -109,7 +109,7 @@ def _summarize(args: argparse.Namespace) -> "tuple[str, bool]":
         # always written, unchanged or not: it is an output of this step,
         # and ninja, which compares times, would otherwise run the step on
         # every build after results were rewritten with the same content
-        from ..report import render_from_files
+        from ..report_files import render_from_files
         cache = os.path.join(os.path.dirname(args.report) or ".", ".report-cache")
         entries = [(n, states.report_state(st), p, n in args.multicore)
                    for n, st, _, p in found]

@@ -228,7 +228,7 @@ class Summary:
     def write_report(self, found, totals: str) -> None:
         """Write ``report.html`` unless the key of what it shows is unchanged
         (module docstring)."""
-        from gpsimd_build import report
+        from gpsimd_build import report, report_files
         entries = self._report_entries(found)
         code = os.stat(report.__file__)   # a new renderer renders again
         key = hashlib.sha256(repr((self.checks, totals, code.st_size, code.st_mtime_ns)).encode())
@@ -245,7 +245,7 @@ class Summary:
                     return
         except OSError:
             pass
-        write_if_changed(page, report.render_from_files(
+        write_if_changed(page, report_files.render_from_files(
             entries, self.checks, totals, os.path.join(self.profile_dir, ".report-cache"),
             records_dir=self.profile_dir))
         write_atomically(key_path, digest)
@@ -265,14 +265,14 @@ class Summary:
             totals = str(saved["totals"])
         except (OSError, ValueError, KeyError, TypeError):
             entries, totals = self._report_entries([]), ""
-        from gpsimd_build import report
+        from gpsimd_build import report, report_files
         remade = {name for name in explored if any(
             child.get_state() == SCons.Node.executed
             for node in self.explore_nodes.get(name, ()) for child in node.children())}
         entries = [(n, st if st not in report.COUNTED_STATES else
                     "stale" if n in remade else "kept", p, m) for n, st, p, m in entries]
         write_if_changed(os.path.join(self.profile_dir, states.REPORT_FILE),
-                         report.render_from_files(
+                         report_files.render_from_files(
                              entries, self.checks, totals,
                              os.path.join(self.profile_dir, ".report-cache"),
                              records_dir=self.profile_dir))
