@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 from typing import Callable, Dict, List, Optional, Tuple
 
 from gpsimd_device.atomic import write_atomically
+from gpsimd_emu.client.process import run_group
 
 from .command import SCONSTRUCT, scons_argv
 
@@ -94,36 +93,20 @@ def probe_library(library: str, manifest_for: Callable[[str], str], root: str,
 
 def _run(args: List[str], root: str) -> Tuple[int, str]:
     """Run the build (SCons reading the packaged SConstruct on its standard
-    input) in a process group of its own, in ``root``: ``(exit status,
-    output)``. On the time limit or an interrupt (Ctrl-C) the whole group
-    gets SIGTERM, then SIGKILL after 5 s; nothing of it is left.
+    input) in ``root``, in a process group of its own
+    (``gpsimd_emu.client.process``: ended whole on the time limit or an
+    interrupt): ``(exit status, output)``.
 
     Raises:
         ProbeError: it cannot start, or the time limit passed.
     """
     try:
-        with open(SCONSTRUCT, "rb") as sconstruct:
-            proc = subprocess.Popen(args, stdin=sconstruct, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, cwd=root, start_new_session=True)
+        status, output = run_group(args, TIMEOUT, cwd=root, stdin_path=SCONSTRUCT)
     except OSError as e:
         raise ProbeError(f"cannot run the build: {e}") from None
-    try:
-        out, _ = proc.communicate(timeout=TIMEOUT)
-        return proc.returncode, out.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired:
-        raise ProbeError(f"the probe's build took more than {TIMEOUT} s") from None
-    finally:
-        if proc.returncode is None:
-            for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, None)):
-                try:
-                    os.killpg(proc.pid, sig)
-                    proc.wait(wait)
-                    break
-                except ProcessLookupError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            proc.stdout.close()
+    if status is None:
+        raise ProbeError(f"the probe's build: {output}")
+    return status, output
 
 
 def vectors_text(params: List[Tuple[str, str]], probed: Optional[dict],

@@ -7,7 +7,9 @@ library only (``tests/unit/test_layers.py`` checks both).
 * ``served``: test runs handed to the build's emulator server, the one
   path of both build paths (``hand_off``; a ninja step's ``run_step``);
 * ``vectors``: one vector at a time in a process of its own
-  (``VectorClient``, the pytest plugin's path) and ``tied_to_me``.
+  (``VectorClient``, the pytest plugin's path) and a library's explore;
+* ``process``: a child in a group of its own, tied to this process,
+  bounded and ended whole (``tied_to_me``, ``run_group``).
 
 Importing this package imports nothing; a ninja step imports
 ``served`` first thing (it and ``protocol`` cost no import time).

@@ -1,8 +1,7 @@
 """A library's vectors run one at a time, each bounded in time, in a
 process of their own (``python -m gpsimd_emu.vector_service``): what the
 pytest plugin runs its vectors through (:class:`VectorClient`),
-:func:`run_explore` (a library's explore, for the plugin's explore items),
-and :func:`tied_to_me`, a child that dies with this process.
+:func:`run_explore` (a library's explore, for the plugin's explore items).
 """
 
 from __future__ import annotations
@@ -14,12 +13,12 @@ import signal
 import subprocess
 import sys
 import time
-from typing import Callable, List, Optional, Tuple
+from typing import List, Optional, Tuple
 
-from .. import contain
 from ..settings import DEFAULT_TIMEOUT
+from .process import end_group, run_group, tied_to_me
 
-__all__ = ["tied_to_me", "run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
+__all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
 
 #: The most runs of its cores one vector makes (two against private
 #: poisoned outputs, two against a shared one in fixed orders).
@@ -31,34 +30,15 @@ RUNS_PER_VECTOR = 4
 START_SLACK = 10.0
 
 
-def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
-    """A ``preexec_fn`` for ``subprocess``: the child gets ``sig`` when the
-    process that calls this dies (``PR_SET_PDEATHSIG``, ``kill -9``
-    included), and exits at once if it already has. The C library is
-    loaded here, before the fork (``contain.libc``)."""
-    contain.libc()
-    me = os.getpid()
-    return lambda: contain.die_with_parent(me, sig)
-
-
 def run_explore(plan: str, argv: List[str], timeout: float) -> Tuple[Optional[int], str]:
     """Run ``python -m gpsimd_emu.explore PLAN ARGV`` (``scons explore``'s
     command) in a process group of its own that dies with this process:
     ``(exit status, its output)``, or ``(None, output so far)`` when it took
     more than ``timeout`` seconds or this process was interrupted (then
     re-raised); either way its whole group is ended (SIGKILL)."""
-    proc = subprocess.Popen([sys.executable, "-m", "gpsimd_emu.explore", plan, *argv],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=_model_env(None), start_new_session=True,
-                            preexec_fn=tied_to_me(signal.SIGKILL))
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace")
-    except subprocess.TimeoutExpired:
-        return None, f"explore took more than {timeout:g} s; its processes were ended"
-    finally:
-        if proc.returncode is None:
-            VectorClient._kill(proc)
+    status, output = run_group([sys.executable, "-m", "gpsimd_emu.explore", plan, *argv],
+                               timeout, env=_model_env(None), grace=0)
+    return status, output if status is not None else f"explore: {output}"
 
 
 def _model_env(base: Optional[dict]) -> dict:
@@ -170,11 +150,7 @@ class VectorClient:
     def _kill(proc) -> None:
         if proc is None:
             return
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-        proc.wait()
+        end_group(proc, grace=0)
         for stream in (proc.stdin, proc.stdout):
             try:
                 stream.close()

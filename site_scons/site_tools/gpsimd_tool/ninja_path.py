@@ -51,7 +51,7 @@ from gpsimd_build import results_summary as states
 from gpsimd_emu.client.protocol import JOBS_ENV, SERVER_ENV
 
 from . import scons as scons_launcher
-from gpsimd_emu.client.vectors import tied_to_me
+from gpsimd_emu.client.process import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
            "failure_rules", "map_tests", "record_failures", "verdict",

@@ -1,0 +1,70 @@
+"""A child process as the front ends start one: in a process group of
+its own, dying with this process (:func:`tied_to_me`), bounded in time,
+and ended whole (SIGTERM to its group, then SIGKILL) whatever happens,
+interrupts included (:func:`run_group`). Standard library only."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from typing import Callable, List, Optional, Tuple
+
+from .. import contain
+
+__all__ = ["tied_to_me", "end_group", "run_group"]
+
+
+def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` for ``subprocess``: the child gets ``sig`` when the
+    process that calls this dies (``PR_SET_PDEATHSIG``, ``kill -9``
+    included), and exits at once if it already has. The C library is
+    loaded here, before the fork (``contain.libc``)."""
+    contain.libc()
+    me = os.getpid()
+    return lambda: contain.die_with_parent(me, sig)
+
+
+def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
+    """End ``proc``'s process group (it leads one): SIGTERM, then SIGKILL
+    after ``grace`` seconds (0: SIGKILL at once); reaps ``proc``."""
+    for sig, wait in (((signal.SIGTERM, grace),) if grace > 0 else ()) + \
+            ((signal.SIGKILL, None),):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    if proc.returncode is None:
+        proc.wait()
+
+
+def run_group(argv: List[str], timeout: float, *, cwd: Optional[str] = None,
+              env: Optional[dict] = None, stdin_path: Optional[str] = None,
+              grace: float = 5.0) -> Tuple[Optional[int], str]:
+    """Run ``argv`` (standard input from ``stdin_path``, else none) in a
+    group of its own tied to this process: ``(exit status, its output)``,
+    standard output and error together as text; ``(None, why)`` when it
+    took more than ``timeout`` seconds. Its group is then ended
+    (:func:`end_group`), as on an interrupt, which is raised again.
+
+    Raises:
+        OSError: it cannot start.
+    """
+    with open(stdin_path or os.devnull, "rb") as stdin:
+        proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, cwd=cwd, env=env,
+                                start_new_session=True, preexec_fn=tied_to_me(signal.SIGKILL))
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return proc.returncode, out.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return None, f"it took more than {timeout:g} s; its processes were ended"
+    finally:
+        if proc.returncode is None:
+            end_group(proc, grace)
+        proc.stdout.close()
