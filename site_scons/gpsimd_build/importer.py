@@ -288,6 +288,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except ImportError_ as e:
         print(str(e), file=sys.stderr)
         return 1
+    except KeyboardInterrupt:       # (the probe's build is ended: client.process)
+        print("gpsimd-import: interrupted; nothing written", file=sys.stderr)
+        return 130
     if args.output:
         try:
             with open(args.output, "w", encoding="utf-8") as f:

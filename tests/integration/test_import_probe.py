@@ -112,3 +112,37 @@ def test_a_kernel_that_does_not_build_is_imported_without_vectors_and_a_warning(
     assert warning[0] == ("warning: build.py:5:1: the ops were not probed, so they have no "
                           "vectors: the probe's build failed:")
     assert any("relu.cpp" in line and "error" in line for line in warning[1:]), got.stderr
+
+
+def _in_folder(folder):
+    """Pids of the processes whose working directory is ``folder``."""
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == str(folder):
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def test_ctrl_c_during_the_probe_ends_its_build_and_writes_nothing(tmp_path):
+    import signal
+    import time
+    folder = _sample(tmp_path, "aws_relu_2d")
+    proc = subprocess.Popen([sys.executable, "-m", "gpsimd_build", "import", "-o", "ops.yaml",
+                             "build.py"], cwd=folder, env=_ENV, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not [p for p in _in_folder(folder) if p != proc.pid]:     # (its build started)
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert err == "gpsimd-import: interrupted; nothing written\n"
+    assert not (folder / "ops.yaml").exists()
+    deadline = time.monotonic() + 30        # (the build's group got SIGTERM, then SIGKILL)
+    while _in_folder(folder):
+        assert time.monotonic() < deadline, _in_folder(folder)
+        time.sleep(0.1)
