@@ -37,10 +37,13 @@ With a shape library, each drawn input's output comes from the shape
 function, as the runtime allocates it (a fault there fails the example).
 ``--examples 0`` runs the probe only (``PROBED lib::op: ...`` lines);
 ``--record FILE`` writes what each op's search or probe found (JSON:
-per op ``status``, ``text``, a falsified op's ``result`` (the failing
-example's vector result, with its layout) and, after a probe, ``ranks``,
-``dtypes``, ``lessons``, ``runs``, ``problem``), which ``gpsimd-import``
-and the HTML report read.
+per op, in the plan's order, ``status``, ``text``, a falsified op's
+``result`` (the failing example's vector result, with its layout) and,
+after a probe, ``ranks``, ``dtypes``, ``lessons``, ``runs``, ``problem``,
+``last_failure`` (the probe's last run's failure that no lesson explains,
+"" when it passed); and ``plan_sha256``, the plan's digest), which
+``gpsimd-import`` and the HTML report read. The probe alone
+(``--examples 0``) needs no Hypothesis.
 
 Deterministic and bounded: ``--examples`` per op (default 100), the seed
 ``--seed`` (default 0), failing examples kept in Hypothesis's example
@@ -54,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -240,7 +244,8 @@ def _probed_template(session, op, shaped: Callable, record: Optional[dict],
                                          if explore.dtype_of(t)})
     if record is not None:
         record.update(ranks=probed.ranks, dtypes=probed.dtypes, lessons=probed.lessons,
-                      runs=probed.runs, problem=probed.problem)
+                      runs=probed.runs, problem=probed.problem,
+                      last_failure=probed.last_message.split("; ")[0][:500])
     if probed.problem:
         return None, f"the probe phase: {probed.problem}"
     return _blank_vector(op, probed.shapes(), probed.dtypes), None
@@ -265,8 +270,6 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     ``shaped(vector)``: the vector with its output from the op's shape
     function (None: the library has none); ``record``: a dict this fills
     with what the probe learned (``ranks``, ``dtypes``, ``lessons``)."""
-    from hypothesis import HealthCheck, given, reject, seed as hseed, settings
-    from hypothesis.database import DirectoryBasedExampleDatabase
     label = f"{plan.library}::{op.name}"
     explore = op.explore or ExploreSpec()
     if shaped is None and explore.output_like:
@@ -288,8 +291,10 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
             return "SKIPPED", f"SKIPPED {label}: {why}"
     if not any(getattr(v, "kind", None) == "tensor" for v in template.inputs.values()):
         return "SKIPPED", f"SKIPPED {label}: no tensor input to draw"
-    if examples <= 0:
+    if examples <= 0:       # (the probe only: no Hypothesis needed)
         return "PROBED", f"PROBED {label}: {_probe_text(record)}"
+    from hypothesis import HealthCheck, given, reject, seed as hseed, settings
+    from hypothesis.database import DirectoryBasedExampleDatabase
     state = {"count": 0, "rejected": 0, "failed": None, "start": time.monotonic(),
              "timed_out": False}
 
@@ -377,12 +382,13 @@ def _shaper(plan: TestPlan, library: Optional[str]) -> Optional[Callable]:
 def main(argv: Optional[List[str]] = None) -> int:
     """``python -m gpsimd_emu.explore``: the exit status (module text)."""
     args = build_parser().parse_args(argv)
-    try:
-        import hypothesis  # noqa: F401
-    except ImportError:
-        print("gpsimd_emu explore: needs Hypothesis: python3 -m pip install "
-              "'gpsimd-build[explore]'", file=sys.stderr)
-        return 2
+    if args.examples > 0:       # (the probe alone runs without it)
+        try:
+            import hypothesis  # noqa: F401
+        except ImportError:
+            print("gpsimd_emu explore: needs Hypothesis: python3 -m pip install "
+                  "'gpsimd-build[explore]'", file=sys.stderr)
+            return 2
     from .session import LibrarySession
     from .shapes import StepError
     from .zygote_client import program_problem
@@ -421,9 +427,13 @@ def main(argv: Optional[List[str]] = None) -> int:
                 counts[status] = counts.get(status, 0) + 1
             record.update(status=status, text=text)
     if args.record:
+        # (in the plan's order, the report's; the plan's digest says which
+        # plan it explored)
+        with open(args.plan, "rb") as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
         write_atomically(args.record, json.dumps(
-            {"format": 1, "library": plan.library, "ops": records}, indent=1, sort_keys=True)
-            + "\n", make_folder=True)
+            {"format": 1, "library": plan.library, "plan_sha256": digest, "ops": records},
+            indent=1) + "\n", make_folder=True)
     explored = len(plan.ops) - counts["SKIPPED"] - counts["errors"]
     verb = "probed" if args.examples <= 0 else "explored"
     print(f"{plan.library}: {explored} op{'' if explored == 1 else 's'} {verb}, "

@@ -21,6 +21,7 @@ from gpsimd_device.atomic import write_atomically
 from gpsimd_emu.client.process import run_group
 
 from .command import SCONSTRUCT, scons_argv
+from .report_files import EXPLORE_RECORD
 
 __all__ = ["ProbeError", "SIZES", "probe_library", "vectors_text", "shape_of"]
 
@@ -72,7 +73,7 @@ def probe_library(library: str, manifest_for: Callable[[str], str], root: str,
         write_atomically(manifest, manifest_for(folder), make_folder=True)
     except OSError as e:
         raise ProbeError(str(e)) from None
-    record = os.path.join(root, build_dir, "host", library, "explore.json")
+    record = os.path.join(root, build_dir, "host", library, EXPLORE_RECORD)
     try:
         os.unlink(record)
     except FileNotFoundError:

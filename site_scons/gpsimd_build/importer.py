@@ -175,17 +175,19 @@ def registered_ops(call: LoadCall, shape_texts: Dict[str, str]) -> List[Tuple[st
 
 
 _HEADER_PROBED = (
-    "# The vectors have the ranks and dtypes the kernels accepted when probed",
-    "# (`scons explore-<lib> EXPLORE_EXAMPLES=0`) and sizes that expose partition",
-    "# bugs: 1 element, and 999 (no core count divides it). They have no expected",
-    "# result: they run every emulator check and report CHECKED (no reference),",
-    "# never PASS. To compare values, give an op `reference: file.py:function` (a",
-    "# numpy function of the inputs, in the order of the shape function's",
-    "# parameters) or a vector `expected: {values: [...]}`.",
+    "# The vectors have the ranks and dtypes the kernels did not refuse when",
+    "# probed (explore's probe; a comment marks an op whose probe failed for",
+    "# another reason) and sizes that expose partition bugs: 1 element, and 999",
+    "# (no core count divides it). They have no expected result: they run every",
+    "# emulator check and report CHECKED (no reference), never PASS. To compare",
+    "# values, give an op `reference: file.py:function` (a numpy function of the",
+    "# inputs, in the order of the shape function's parameters) or a vector",
+    "# `expected: {values: [...]}`.",
 )
 _HEADER_UNPROBED = (
-    "# The ops have no vectors (not probed): `scons explore-<lib>` searches them for",
-    "# a failing input; add vectors under each op's `vectors:` to test them.",
+    "# The ops have no vectors (not probed): `gpsimd-build explore-<lib>` (`scons",
+    "# explore-<lib>` in a checkout) probes them and searches them for a failing",
+    "# input; add vectors under each op's `vectors:` to test them.",
 )
 
 
@@ -198,7 +200,7 @@ def manifest_text(call: LoadCall, ops: List[Tuple[str, Params]], rel,
     a = call.args
     lines = [
         f"# Imported from {os.path.basename(call.file)} (custom_op.load at line {call.line}) by",
-        "# `python -m gpsimd_build import`.",
+        "# gpsimd-import.",
         *(_HEADER_PROBED if probed is not None else _HEADER_UNPROBED),
         "version: 1",
         "libraries:",
@@ -215,9 +217,13 @@ def manifest_text(call: LoadCall, ops: List[Tuple[str, Params]], rel,
         if probed is None:
             continue
         vectors, why = vectors_text(params, probed.get(op), SCALAR_VALUES)
+        failure = (probed.get(op) or {}).get("last_failure")
         if why:
             lines.append(f"        # no vectors: the probe learned nothing ({why})")
         else:
+            if failure:
+                lines.append(f"        # the probe's last run failed ({failure}): these ranks "
+                             "and dtypes are those it did not refuse")
             lines += ["        vectors:"] + vectors
     return "\n".join(lines) + "\n"
 
@@ -262,6 +268,11 @@ def import_build(path: str, out_dir: Optional[str] = None, probe: bool = True,
         except ProbeError as e:
             (warn or (lambda m: None))(f"{call.where()}: the ops were not probed, so they have "
                                        f"no vectors: {e}")
+        for op, rec in (probed or {}).items():
+            if rec.get("last_failure") and warn:
+                warn(f"{call.where()}: op {op}: the probe's last run failed "
+                     f"({rec['last_failure']}); its vectors have the ranks and dtypes the "
+                     "kernel did not refuse")
     return manifest_text(call, ops, rel_to(out_dir), probed)
 
 

@@ -310,7 +310,7 @@ def library_section(lib: ReportLibrary) -> str:
         out += [_vector_rows(lib, r) for r in res.vectors]
         out.append("</table>")
     if res is not None and res.no_vectors:
-        out.append(f'<p class="no-vectors">without vectors (nothing run; <code>scons '
+        out.append(f'<p class="no-vectors">without vectors (nothing run; <code>'
                    f'explore-{_e(lib.name)}</code> searches them for a failing input): '
                    f'{_e(", ".join(res.no_vectors))}</p>')
     out.append(_explored(lib))
@@ -325,8 +325,10 @@ def _explored(lib: ReportLibrary) -> str:
     ops = lib.explored.get("ops") if isinstance(lib.explored, dict) else None
     if not isinstance(ops, dict) or not ops:
         return ""
-    out = [f'<div class="explore"><h3>explore: the last <code>scons explore-{_e(lib.name)}'
-           "</code> (its results are as of that run)</h3><table>"
+    when = ("stale: it explored another plan than this build's (the manifest changed since); "
+            "run it again" if lib.explored.get("stale") else "its results are as of that run")
+    out = [f'<div class="explore"><h3>explore: the last run of <code>explore-{_e(lib.name)}'
+           f"</code> ({_e(when)})</h3><table>"
            "<tr><th>op</th><th>status</th><th>what it found</th></tr>"]
     falsified = []
     for op, rec in ops.items():
@@ -339,10 +341,11 @@ def _explored(lib: ReportLibrary) -> str:
         if isinstance(rec.get("result"), dict):
             falsified.append(VectorResult.from_json(rec["result"]))
     out.append("</table>")
-    if falsified:
+    if falsified:       # (rows of their own class: not in the list of failed vectors)
         out.append("<table><tr><th>op</th><th>example</th><th>where</th><th>status</th>"
                    "<th>max_abs_err</th><th>mismatches</th><th>message, warnings</th></tr>")
-        out += [_vector_rows(lib, r) for r in falsified]
+        out += [_vector_rows(lib, r).replace('<tr class="vector ', '<tr class="example ', 1)
+                for r in falsified]
         out.append("</table>")
     return "\n".join(out) + "</div>"
 

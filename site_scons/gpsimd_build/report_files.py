@@ -41,9 +41,11 @@ def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], c
         st = os.stat(path) if path and os.path.exists(path) else None
         record = os.path.join(records_dir, name, EXPLORE_RECORD) if records_dir else None
         rt = os.stat(record) if record and os.path.exists(record) else None
+        plans = [os.path.join(records_dir, name, p) for p in EXPLORED_PLANS] if rt else []
+        pt = [(os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in plans if os.path.exists(p)]
         key = hashlib.sha256(repr((code.st_size, code.st_mtime_ns, checks, entry,
                                    st and (st.st_size, st.st_mtime_ns),
-                                   rt and (rt.st_size, rt.st_mtime_ns))).encode()).hexdigest()
+                                   rt and (rt.st_size, rt.st_mtime_ns), pt)).encode()).hexdigest()
         cached = os.path.join(cache_dir, f"{name}.html") if _CACHE_NAME.match(name) else None
         head = f"<!-- {key} -->\n"
         text = None
@@ -58,7 +60,7 @@ def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], c
         if text is None:
             (lib,) = libraries_from_files([entry])
             lib.checks = checks
-            lib.explored = _read_record(record) if rt else None
+            lib.explored = _read_record(record, plans) if rt else None
             text = library_section(lib)
             if cached:
                 try:
@@ -82,17 +84,33 @@ def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = ""
 
 #: Each library's last explore record, in its folder (``gpsimd_emu.explore --record``).
 EXPLORE_RECORD = "explore.json"
+#: The plans an explore may have read, in the library's folder (the shaped
+#: one where the library has shape sources): the record is current when it
+#: names the digest of one of them (``gpsimd_build.testplan``).
+EXPLORED_PLANS = ("testplan.shaped.json", "testplan.json")
 
 
-def _read_record(path: str) -> Optional[Dict[str, Any]]:
-    """An explore record, or None when it cannot be read as one."""
+def _read_record(path: str, plans: Sequence[str]) -> Optional[Dict[str, Any]]:
+    """An explore record, or None when it cannot be read as one; marked
+    ``"stale": True`` when it explored none of the ``plans`` as they are
+    now (its ``plan_sha256``)."""
     import json
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
     except (OSError, ValueError):
         return None
-    return doc if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        return None
+    digests = set()
+    for plan in plans:
+        try:
+            with open(plan, "rb") as f:
+                digests.add(hashlib.sha256(f.read()).hexdigest())
+        except OSError:
+            pass
+    doc["stale"] = doc.get("plan_sha256") not in digests
+    return doc
 
 
 def libraries_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]]

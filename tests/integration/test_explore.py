@@ -60,10 +60,11 @@ def test_explore_finds_the_remainder_bug_and_the_example_fails_as_pasted(built_p
     section = section[:section.index("</section>")]
     assert '(1 passed, 0 failed; not run in this build: its results are still current' in section
     assert '<tr class="explore falsified" data-op="remainder_bug">' in section
-    assert ('<tr class="vector fail" data-vector="sp::remainder_bug[explored_1]" '
+    assert ('<tr class="example fail" data-vector="sp::remainder_bug[explored_1]" '
             'id="v-sp--remainder_bug--explored_1">') in section
     assert '<tr class="picture" data-vector="sp::remainder_bug[explored_1]">' in section
-    assert 'href="#v-sp--remainder_bug--explored_1"' in report      # (in the failures list)
+    assert "(its results are as of that run)" in section        # (this plan's)
+    assert 'href="#v-sp--remainder_bug--explored_1"' not in report  # (not a failed vector)
     # the same seed, an empty example database: the same report
     shutil.rmtree(proj / "build/host/sp/explore-db")
     assert _lines(run_scons(proj, "-Q", "explore-sp", "EXPLORE_EXAMPLES=50")) == _lines(first)

@@ -286,14 +286,15 @@ def test_import_prints_a_manifest_that_builds_and_runs(tmp_path):
     assert got.returncode == 0, got.stderr
     assert got.stdout == (
         "# Imported from build.py (custom_op.load at line 6) by\n"
-        "# `python -m gpsimd_build import`.\n"
-        "# The vectors have the ranks and dtypes the kernels accepted when probed\n"
-        "# (`scons explore-<lib> EXPLORE_EXAMPLES=0`) and sizes that expose partition\n"
-        "# bugs: 1 element, and 999 (no core count divides it). They have no expected\n"
-        "# result: they run every emulator check and report CHECKED (no reference),\n"
-        "# never PASS. To compare values, give an op `reference: file.py:function` (a\n"
-        "# numpy function of the inputs, in the order of the shape function's\n"
-        "# parameters) or a vector `expected: {values: [...]}`.\n"
+        "# gpsimd-import.\n"
+        "# The vectors have the ranks and dtypes the kernels did not refuse when\n"
+        "# probed (explore's probe; a comment marks an op whose probe failed for\n"
+        "# another reason) and sizes that expose partition bugs: 1 element, and 999\n"
+        "# (no core count divides it). They have no expected result: they run every\n"
+        "# emulator check and report CHECKED (no reference), never PASS. To compare\n"
+        "# values, give an op `reference: file.py:function` (a numpy function of the\n"
+        "# inputs, in the order of the shape function's parameters) or a vector\n"
+        "# `expected: {values: [...]}`.\n"
         "version: 1\nlibraries:\n  - name: relu\n    multicore: false\n"
         "    sources: [relu.cpp]\n    shape_sources: [shape.cpp]\n    ops:\n"
         + "".join(f"      - name: {op}\n        vectors:\n" + "".join(
@@ -311,9 +312,9 @@ def test_import_prints_a_manifest_that_builds_and_runs(tmp_path):
     assert _lines(proc, "PASS", "FAIL", "CHECKED") == [
         f"CHECKED (no reference) relu::{op}[{name}] (mig/ops.yaml:{line}:13): every check "
         "passed, nothing compared"
-        for op, name, line in (("relu_forward", "one", 19), ("relu_forward", "uneven", 22),
-                               ("relu_backward", "one", 27), ("relu_backward", "uneven", 31),
-                               ("tensor_negate", "one", 37), ("tensor_negate", "uneven", 40))]
+        for op, name, line in (("relu_forward", "one", 20), ("relu_forward", "uneven", 23),
+                               ("relu_backward", "one", 28), ("relu_backward", "uneven", 32),
+                               ("tensor_negate", "one", 38), ("tensor_negate", "uneven", 41))]
     assert _lines(proc, "all libraries") == [
         "all libraries: 0 passed, 0 failed, 6 CHECKED (no reference)"]
     assert (proj / "build/host/test-summary.txt").read_text().splitlines()[-1] == \

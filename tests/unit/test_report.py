@@ -229,4 +229,13 @@ def test_a_library_s_last_explore_is_shown_and_its_record_renders_the_section_ag
     assert '<tr class="explore explored" data-op="other">' in page
     assert "<pre>    - name: explored_1\n</pre>" in page
     assert '<tr class="picture" data-vector="sp::double[explored_1]">' in page
-    assert 'href="#v-sp--double--explored_1"' in page
+    assert '<tr class="example fail" data-vector="sp::double[explored_1]"' in page
+    # (an example is not a failed vector: not in the list at the top)
+    assert 'href="#v-sp--double--explored_1"' not in page
+    # no plan it explored is this build's: marked stale
+    assert "stale: it explored another plan than this build&#x27;s" in page
+
+
+def test_the_explored_plans_are_the_plans_the_build_writes():
+    from gpsimd_build import report_files, testplan
+    assert report_files.EXPLORED_PLANS == (testplan.SHAPED_PLAN_NAME, testplan.PLAN_NAME)

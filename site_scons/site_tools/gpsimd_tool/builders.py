@@ -24,6 +24,7 @@ import SCons.Scanner.C
 
 from gpsimd_build import layout
 from gpsimd_build import zygote_recipe
+from gpsimd_build.report_files import EXPLORE_RECORD
 from gpsimd_device import zygote
 from gpsimd_device.atomic import write_atomically
 
@@ -124,7 +125,7 @@ def add_builders(env):
         # up to date: it always runs; gpsimd_emu.explore); its record,
         # explore.json, says what each op's search (or probe) found
         GPSIMD_EXPLORECOM=("$PYTHON -m gpsimd_emu.explore $SOURCE --zygote $GPSIMD_ZYGOTE "
-                           "--record ${TARGET.dir}/explore.json $GPSIMD_EXPLORE_SHAPES "
+                           f"--record ${{TARGET.dir}}/{EXPLORE_RECORD} $GPSIMD_EXPLORE_SHAPES "
                            "--database ${TARGET.dir}/explore-db --save-dir $GPSIMD_EXPLORE_DIR "
                            "--save-prefix explore/ --examples $EXPLORE_EXAMPLES "
                            "--seed $EXPLORE_SEED ${EXPLORE_TIME and '--time-limit ' + "
