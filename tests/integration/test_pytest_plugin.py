@@ -20,6 +20,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conftest import NEGATE_KERNEL, ROOT, action_lines, run_scons
+from test_explore import _LIBRARY as _SP_LIBRARY
 
 KERNEL = NEGATE_KERNEL
 
@@ -491,29 +492,9 @@ def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_p
     assert spinning == []
 
 
-EXPLORED_MANIFEST = """\
-version: 1
-libraries:
-  - name: team
-    sources: [src/negate.cpp]
-    ops:
-      - schema: "team::negate(Tensor x) -> Tensor"
-        reference: numpy:negative
-        vectors:
-          - name: n11
-            inputs:
-              x: {dtype: float32, shape: [11], random: {distribution: normal}}
-  - name: sp
-    multicore: true
-    sources: [sp/spmd.cpp]
-    ops:
-      - schema: "broken::remainder_bug(Tensor x) -> Tensor"
-        reference: sp/reference.py:double
-        vectors:
-          - name: n64
-            inputs:
-              x: {dtype: float32, shape: [64], random: {seed: 3, distribution: normal}}
-"""
+#: The team library with its first vector only, and explore's library with
+#: the remainder bug (test_explore.py's)
+EXPLORED_MANIFEST = MANIFEST[:MANIFEST.index("          - name: wrong")] + _SP_LIBRARY
 
 
 def test_explore_items_pass_fail_with_the_example_and_are_bounded(tmp_path):
