@@ -139,6 +139,11 @@ def test_the_whole_block_over_the_defaults_into_the_plan_and_back(tmp_path):
                                           "the op (its scalars: a, k)"),
     ("{same_shape: [[g, x], [x, w]]}", "9:31: $.libraries[0].ops[0].explore.same_shape: explore: "
                                        "same_shape names 'x' in more than one group"),
+    ("{low: 0, high: .nan}", "9:33: $.libraries[0].ops[0].explore.high: explore: high must be a "
+                             "finite number, got nan"),
+    ("{scalars: {k: {low: -1e400, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: "
+                                              "explore: scalars.k.low must be a finite number, "
+                                              "got -inf"),
     ("{scalars: {k: {low: 2, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: explore: "
                                           "scalars: k: high (1) is below low (2)"),
 ])

@@ -11,6 +11,7 @@ not fill their shape, nor does a bad ``dtype`` hide a missing ``.npy`` file.
 A model is built only for a node without any error.
 """
 
+import math
 import re
 from typing import Any, Dict, List, Optional, Tuple, Union
 
@@ -146,6 +147,16 @@ class _OpChecks(_InputChecks):
         def where(key: str) -> DocPath:     # (the op's key, else the op's block or the op)
             return at + (key,) if own and key in own else at if own else path
         ok = True
+        ranges = [((k,), block[k]) for k in ("low", "high") if k in block]
+        ranges += [(("scalars", n, k), r[k]) for n, r in block.get("scalars", {}).items()
+                   for k in ("low", "high")]
+        for keys, value in ranges:
+            if not math.isfinite(value):
+                self.error(where(keys[0]), f"explore: {'.'.join(keys)} must be a finite number, "
+                                           f"got {value}")
+                ok = False
+        if not ok:
+            return None
         if ("low" in block) != ("high" in block):
             self.error(where("low" if "low" in block else "high"),
                        "explore: low and high go together (give both)")
