@@ -89,7 +89,9 @@ def serial(built, tmp_path_factory):
 
 
 def pytest_in(proj, *args, env=None):
-    cmd = [sys.executable, "-m", "pytest", "-p", "gpsimd_pytest", *args]
+    # (the vectors in manifest order, whatever shuffling plugin the outer
+    # run has, e.g. pytest-randomly: -x and the shards' split depend on it)
+    cmd = [sys.executable, "-m", "pytest", "-p", "gpsimd_pytest", "-p", "no:randomly", *args]
     full = dict(os.environ, **_env(), **(env or {}))
     return subprocess.run(cmd, cwd=str(proj), capture_output=True, text=True, env=full,
                           timeout=600)

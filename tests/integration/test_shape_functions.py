@@ -249,7 +249,9 @@ def test_scons_schemas_prints_the_derived_schemas(project):
 
 def test_registration_mismatches_are_located_errors(project):
     proj, _ = project
-    proc = run_scons(proj, "MANIFEST=bad.yaml", "build/host/relu/shapes/registration-check.txt")
+    # (a build folder of its own: the module's build stays as it was built)
+    proc = run_scons(proj, "MANIFEST=bad.yaml", "BUILD_DIR=build-bad",
+                     "build-bad/host/relu/shapes/registration-check.txt")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     at = "(bad/shape.cpp:"
     assert _lines(proc, "bad.yaml") == [
@@ -270,7 +272,7 @@ def test_registration_mismatches_are_located_errors(project):
         f"{at}19) registers op 'extra', which the manifest does not list (its ops: "
         "relu_forward, relu_backward, tensor_negate): add it or remove the m.def",
     ]
-    assert not (proj / "build/host/relu/shapes/registration-check.txt").exists()
+    assert not (proj / "build-bad/host/relu/shapes/registration-check.txt").exists()
 
 
 def test_import_prints_a_manifest_that_builds_and_runs(tmp_path):
