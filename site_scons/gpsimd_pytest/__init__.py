@@ -66,6 +66,8 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
+from .failure import VectorFailed, _FailLine
+
 __all__ = ["VectorFailed"]
 
 
@@ -132,14 +134,6 @@ def pytest_configure(config) -> None:
     elif not any(os.path.abspath(a) == path for a in config.args):
         config.args.append(path)
     config.pluginmanager.register(_Vectors(config, path, root, build_dir), "gpsimd-vectors")
-
-
-class VectorFailed(Exception):
-    """A vector failed; ``line`` is its ``FAIL`` line."""
-
-    def __init__(self, line: str):
-        super().__init__(line)
-        self.line = line
 
 
 class _Vectors:
@@ -272,47 +266,13 @@ class _Vectors:
         return self.sessions[lib.name]
 
     def explored(self, lib) -> Tuple[Optional[dict], str]:
-        """``(record, "")``: what ``python -m gpsimd_emu.explore`` found for
-        each op of ``lib`` (its ``--record``; run once per library, with the
-        build's plan, program and shape library, and its limits), or
-        ``(None, why not)``."""
+        """``(record, "")``: what explore found for each op of ``lib`` (run
+        once per library: ``gpsimd_pytest.explore.run``), or ``(None, why
+        not)``."""
         if lib.name not in self._explored:
-            self._explored[lib.name] = self._explore(lib)
+            from .explore import run
+            self._explored[lib.name] = run(self, lib)
         return self._explored[lib.name]
-
-    def _explore(self, lib) -> Tuple[Optional[dict], str]:
-        import json
-        import tempfile
-        from gpsimd_emu.client.vectors import DEFAULT_TIMEOUT, run_explore
-        plan, why = self._plan(lib)
-        if plan is None:
-            return None, why
-        opt = self.config.getoption
-        folder = os.path.join(self.root, self.build_dir, "host", lib.name)
-        argv = ["--root", self.root, "--zygote", self.zygote()[0],
-                "--examples", str(opt("gpsimd_explore_examples")),
-                "--seed", str(opt("gpsimd_explore_seed")),
-                "--database", os.path.join(folder, "explore-db"),
-                "--save-dir", os.path.join(os.path.dirname(self.manifest), "explore"),
-                "--save-prefix", "explore/", "--timeout",
-                repr(float(opt("gpsimd_timeout") or DEFAULT_TIMEOUT))]
-        if lib.shape_sources:
-            argv += ["--shapes", os.path.join(folder, "shapes", f"{lib.name}_shapes.so")]
-        if opt("gpsimd_no_checks"):
-            argv.append("--no-checks")
-        with tempfile.TemporaryDirectory(prefix="gpsimd-explore-") as tmp:
-            record = os.path.join(tmp, "explore.json")
-            # (bounded: every example is bounded by the timeout; the whole,
-            # by that many of them per op, and an hour at most)
-            limit = min(3600.0, 60.0 + len(lib.ops) * opt("gpsimd_explore_examples") *
-                        float(opt("gpsimd_timeout") or DEFAULT_TIMEOUT))
-            status, output = run_explore(plan, argv + ["--record", record], limit)
-            try:
-                with open(record, encoding="utf-8") as f:
-                    return json.load(f), ""
-            except (OSError, ValueError):
-                tail = "\n".join(output.strip().splitlines()[-10:])
-                return None, f"explore wrote no record (exit status {status}): {tail}"
 
     def _plan(self, lib) -> Tuple[Optional[str], str]:
         """``(path, "")`` of the plan the build's test node runs for
@@ -400,12 +360,13 @@ class Library(pytest.Collector):
                                          order=(self.index, i, j),
                                          nodeid=f"{self.nodeid}::{op.name}[{v.name}]")
         if self.config.getoption("gpsimd_explore"):
+            from .explore import ExploredOp
             for op in self.library.ops:
-                yield Explored.from_parent(self, name=f"explore({op.name})", op=op.name,
+                yield ExploredOp.from_parent(self, name=f"explore({op.name})", op=op.name,
                                            nodeid=f"{self.nodeid}::explore({op.name})")
 
 
-class Vector(pytest.Item):
+class Vector(_FailLine, pytest.Item):
     """One test vector, run and judged by the library's session."""
 
     def __init__(self, *, op: str, vector: str, where: str, order: Tuple[int, int, int],
@@ -440,43 +401,8 @@ class Vector(pytest.Item):
             raise VectorFailed(line)
         print(line)
 
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, VectorFailed):
-            return excinfo.value.line
-        return super().repr_failure(excinfo, style)
 
     def reportinfo(self):
         line = self.where.rsplit(":", 2)
         lineno = int(line[1]) - 1 if len(line) == 3 and line[1].isdigit() else None
         return self.path, lineno, f"{self.parent.name}::{self.name}"
-
-
-class Explored(pytest.Item):
-    """One op's search for a failing input (``scons explore``'s, through
-    :meth:`_Vectors.explored`): passes when ``EXPLORED``, fails with the
-    smallest failing example when ``FALSIFIED``, skips when ``SKIPPED``."""
-
-    def __init__(self, *, op: str, **kwargs):
-        super().__init__(**kwargs)
-        self.op = op
-
-    def runtest(self) -> None:
-        plugin = self.config.pluginmanager.get_plugin("gpsimd-vectors")
-        record, why = plugin.explored(self.parent.library)
-        if record is None:
-            raise VectorFailed(f"EXPLORE {self.parent.name}::{self.op}: {why}")
-        rec = (record.get("ops") or {}).get(self.op) or {}
-        status, text = rec.get("status"), str(rec.get("text") or "")
-        if status == "SKIPPED":
-            pytest.skip(text)
-        if status != "EXPLORED":
-            raise VectorFailed(text or f"EXPLORE {self.parent.name}::{self.op}: no result")
-        print(text)
-
-    def repr_failure(self, excinfo, style=None):
-        if isinstance(excinfo.value, VectorFailed):
-            return excinfo.value.line
-        return super().repr_failure(excinfo, style)
-
-    def reportinfo(self):
-        return self.path, None, f"{self.parent.name}::{self.name}"
