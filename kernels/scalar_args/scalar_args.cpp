@@ -24,7 +24,9 @@ torch::Tensor clamp_int(const torch::Tensor& t_x, int lo, int hi) {
     auto out = t_out.accessor<int32_t, 1>();
     for (size_t i = 0; i < n; i++) {
         const int32_t v = x[i];
-        out[i] = v < lo ? lo : (v > hi ? hi : v);
+        // (torch.clamp's order: a lo above hi gives hi)
+        const int32_t above = v < lo ? lo : v;
+        out[i] = above > hi ? hi : above;
     }
     return t_out;
 }

@@ -12,4 +12,6 @@ def tcm_to_fp8(x):
 
 
 def u16_scale(x, k):
-    return ((x.astype(np.uint64) * np.uint64(k)) % 65536).astype(np.uint16)
+    # (int64 holds x * k for any int k; % with a positive modulus is never
+    # negative, as the kernel's unsigned wrap-around)
+    return ((x.astype(np.int64) * np.int64(k)) % 65536).astype(np.uint16)

@@ -20,10 +20,12 @@ line per op:
   YAML, relative to the manifest);
 * ``SKIPPED lib::op: <why>`` for an op this cannot draw for.
 
-What is drawn: each tensor argument's dtype, rank, the reference and the
-scalars come from the op's first vector; an op without vectors is probed
-first (``gpsimd_emu.probe``: its kernel's SHAPE and DTYPE faults teach each
-tensor's rank and dtype; scalars are 1) and explored checks-only, its
+What is drawn: each tensor argument's dtype and rank and the reference
+come from the op's vectors (the first of each set of dtypes); every scalar argument is drawn from its
+dtype's whole range (or the op's ``explore: scalars:`` range); an op
+without vectors is probed first (``gpsimd_emu.probe``: its kernel's SHAPE
+and DTYPE faults teach each tensor's rank and dtype; scalars are 1 in the
+probe) and compared with its reference or explored checks-only, its
 output from its shape function (``--shapes``: the library's shape
 library; without one it is ``SKIPPED``). When the tensors share a shape,
 every tensor gets one drawn shape (each dimension from sizes that catch
@@ -59,7 +61,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import math
 import os
 import sys
 import time
@@ -68,132 +69,21 @@ from typing import Callable, Dict, List, Optional, Tuple
 import numpy as np
 
 from gpsimd_device.atomic import write_atomically
-from gpsimd_device.limits import MAX_DIMS, STREAM_TCM_BYTES, TCM_POOL_SIZE
 from gpsimd_device.plan import ExploreSpec, OutputSpec, PlanError, TestPlan, VectorPlan
 from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
-from .dtypes import by_name
+from .explore_draw import inputs_strategy
 from .explore_example import example_vector, vector_yaml
 from .probe import lesson_of, probe
 from .settings import add_run_options, run_options
 
-__all__ = ["main", "explore_op", "inputs_strategy", "PARTITION_SIZES"]
-
-#: Dimension sizes that catch partition bugs: 1, primes, counts that do
-#: not divide by 8 cores, and their neighbours, first (Hypothesis shrinks
-#: towards the front of this list); then the float32 counts around one
-#: stream's TCM buffer and around the TCM pool (``gpsimd_device.limits``),
-#: and a prime past the pool over 4 cores.
-PARTITION_SIZES = (1, 2, 3, 7, 8, 9, 13, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 1001,
-                   1009) + tuple(n + d for n in (STREAM_TCM_BYTES // 4, TCM_POOL_SIZE // 4)
-                                 for d in (-1, 0, 1)) + (16411,)
-
+__all__ = ["main", "explore_op"]
 
 class _Falsified(Exception):
     """An example failed (raised inside the property, so that Hypothesis
     shrinks it)."""
-
-
-def _elements(dtype_name: str, bounds: Optional[Tuple[float, float]] = None):
-    """The Hypothesis strategy of one element of ``dtype_name`` (numpy
-    values of the dtype's whole range, special values included; with
-    ``bounds``, finite values in ``[low, high]``, the op's ``explore:``),
-    and the numpy dtype it draws in (cast to the device dtype afterwards)."""
-    from hypothesis import strategies as st
-    dt = by_name(dtype_name).numpy
-    if dt.kind in "iu":
-        info = np.iinfo(dt)
-        low, high = int(info.min), int(info.max)
-        if bounds is not None:
-            low, high = max(low, math.ceil(bounds[0])), min(high, math.floor(bounds[1]))
-        return st.integers(low, max(low, high)), dt
-    if dt.kind == "b":
-        return st.booleans(), np.dtype(bool)
-    width = 16 if dt == np.float16 else 64 if dt == np.float64 else 32
-    drawn = np.dtype(f"float{width}")
-    if bounds is None:      # (bfloat16 and the float8 types are drawn as float32)
-        return st.floats(width=width), drawn
-    # (the bounds as floats of that width, rounded inwards)
-    low, high = drawn.type(bounds[0]), drawn.type(bounds[1])
-    if low < bounds[0]:
-        low = np.nextafter(low, drawn.type(np.inf))
-    if high > bounds[1]:
-        high = np.nextafter(high, drawn.type(-np.inf))
-    return st.floats(float(low), float(max(low, high)), allow_nan=False, allow_infinity=False,
-                     width=width), drawn
-
-
-def inputs_strategy(template: VectorPlan, max_elements: int,
-                    explore: Optional[ExploreSpec] = None):
-    """A strategy of ``{arg: value}`` for ``template``'s tensor inputs (numpy
-    arrays of its dtypes and ranks) and the scalars ``explore`` gives a
-    range (module text; ``explore``: the op's block, ``ExploreSpec``).
-    Tensors of one ``same_shape`` group (default: all, when the template's
-    tensors share a shape) share one drawn shape of at most
-    ``max_elements`` elements (or the block's ``max_elements``), of the
-    template's rank or any rank from 1 to the device's
-    (``gpsimd_device.limits.MAX_DIMS``); the others keep the template's."""
-    from hypothesis import strategies as st
-    from hypothesis.extra import numpy as hnp
-    explore = explore or ExploreSpec()
-    cap = explore.max_elements or max_elements
-    tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
-    shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
-    if explore.same_shape:
-        groups = [tuple(n for n in g if n in tensors) for g in explore.same_shape]
-    else:
-        groups = [tuple(tensors)] if len(set(shapes.values())) == 1 else []
-    groups = [g for g in groups if g]
-    group_of = {n: i for i, g in enumerate(groups) for n in g}
-    def dims(rank: int, bound: int):
-        dim = st.one_of(st.sampled_from([d for d in PARTITION_SIZES if d <= bound] or [1]),
-                        st.integers(1, bound))
-        return st.lists(dim, min_size=rank, max_size=rank).map(tuple).filter(
-            lambda s: math.prod(s) <= cap)
-
-    def shape_st(rank: int):
-        """The group's rank first (it shrinks there), or any rank up to the
-        device's, each dimension then at most the rank-th root of the cap
-        (a rank the kernel refuses is rejected: ``explore_op``)."""
-        if rank == 0:
-            return st.just(())
-        other = st.integers(1, MAX_DIMS).flatmap(
-            lambda r: dims(r, max(1, int(cap ** (1.0 / r) + 1e-9))))
-        return st.one_of(dims(rank, cap), other)
-    scalars = {}
-    for name, (low, high) in explore.scalars.items():
-        spec = template.inputs.get(name)
-        if getattr(spec, "kind", None) == "scalar":
-            integral = spec.type in ("int", "long long") or spec.dtype in ("int32", "int64")
-            scalars[name] = st.integers(math.ceil(low), max(math.ceil(low), math.floor(high))) \
-                if integral else st.floats(low, high, allow_nan=False, allow_infinity=False)
-
-    @st.composite
-    def draw(draw_):
-        drawn = [draw_(shape_st(len(shapes[g[0]]))) for g in groups]
-        out = {}
-        for name, spec in tensors.items():
-            elements, drawn_in = _elements(spec.dtype, explore.bounds)
-            s = drawn[group_of[name]] if name in group_of else shapes[name]
-            arr = draw_(hnp.arrays(drawn_in, s, elements=elements, fill=elements))
-            # (a dtype numpy's .npy cannot hold, bfloat16 or float8, stays
-            # float32: the vector casts it as it casts any input)
-            target = by_name(spec.dtype).numpy
-            out[name] = arr.astype(target) if target.kind in "biuf" else arr
-        for name, strategy in scalars.items():
-            out[name] = draw_(strategy)
-        return out
-    return draw()
-
-
-def _shape_of(spec) -> List[int]:
-    if spec.shape is not None:
-        return list(spec.shape)
-    if spec.values is not None:
-        return list(np.shape(spec.values))
-    return []
 
 
 def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str],
@@ -251,6 +141,20 @@ def _probed_template(session, op, shaped: Callable, record: Optional[dict],
     return _blank_vector(op, probed.shapes(), probed.dtypes), None
 
 
+def _templates(vectors) -> List[VectorPlan]:
+    """The vectors a search draws from: the first of each signature (its
+    tensors' and output's dtypes, in the op's order) among those with a
+    reference or checks only (a drawn input has no expected values)."""
+    seen: Dict[tuple, VectorPlan] = {}
+    for vector in vectors:
+        if vector.expected.reference is None and not vector.expected.checks_only:
+            continue
+        key = tuple((k, getattr(v, "dtype", None)) for k, v in vector.inputs.items()
+                    if getattr(v, "kind", None) == "tensor") + (vector.output.dtype,)
+        seen.setdefault(key, vector)
+    return list(seen.values())
+
+
 def _probe_text(record: Optional[dict]) -> str:
     """What the probe learned, in words (``PROBED`` lines)."""
     if not record or "ranks" not in record:
@@ -281,30 +185,30 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
                            "output: {like: <argument>})")
     shaped = shaped or (lambda vector: vector)     # (outputs from the reference)
     if op.vectors:
-        template = op.vectors[0]
-        if template.expected.reference is None and not template.expected.checks_only:
+        templates = _templates(op.vectors)
+        if not templates:
             return "SKIPPED", (f"SKIPPED {label}: its vectors give expected values, not a "
                                "reference, so no drawn input has an expected result")
     else:
         template, why = _probed_template(session, op, shaped, record, explore)
         if template is None:
             return "SKIPPED", f"SKIPPED {label}: {why}"
-    if not any(getattr(v, "kind", None) == "tensor" for v in template.inputs.values()):
-        return "SKIPPED", f"SKIPPED {label}: no tensor input to draw"
+        templates = [template]
     if examples <= 0:       # (the probe only: no Hypothesis needed)
         return "PROBED", f"PROBED {label}: {_probe_text(record)}"
-    from hypothesis import HealthCheck, given, reject, seed as hseed, settings
+    from hypothesis import HealthCheck, given, reject, seed as hseed, settings, strategies as st
     from hypothesis.database import DirectoryBasedExampleDatabase
     state = {"count": 0, "rejected": 0, "failed": None, "start": time.monotonic(),
              "timed_out": False}
 
-    def run(arrays) -> None:
+    def run(drawn) -> None:
+        index, arrays = drawn
         if time_limit is not None and time.monotonic() - state["start"] > time_limit:
             state["timed_out"] = True
             return                      # (the limit is reached: no more runs)
         state["count"] += 1
         folder = os.path.join(work, op.name)
-        vector = shaped(example_vector(template, arrays, "explore", folder, root))
+        vector = shaped(example_vector(templates[index], arrays, "explore", folder, root))
         result = session.run_vector(op, vector)
         if not (result.passed or result.checked):
             if lesson_of(result.message) is not None:
@@ -313,12 +217,15 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
                 state["count"] -= 1
                 state["rejected"] += 1
                 reject()
-            state["failed"] = (arrays, result)
+            state["failed"] = (templates[index], arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
 
     # (the seed inside the settings: outside, it would turn the database off)
-    prop = hseed(seed)(given(inputs_strategy(template, max_elements, explore))(run))
+    # (the first dtype signature first: an example shrinks towards it)
+    drawn = st.sampled_from(range(len(templates))).flatmap(
+        lambda i: inputs_strategy(templates[i], max_elements, explore).map(lambda a: (i, a)))
+    prop = hseed(seed)(given(drawn)(run))
     prop = settings(max_examples=examples, deadline=None, print_blob=False,
                     database=DirectoryBasedExampleDatabase(database) if database else None,
                     suppress_health_check=list(HealthCheck))(prop)
@@ -326,10 +233,10 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     try:
         prop()
     except _Falsified:
-        arrays, result = state["failed"]
+        template, arrays, result = state["failed"]
         stem = f"{plan.library}.{op.name}.explored"
-        first = next(a for a in arrays.values() if isinstance(a, np.ndarray))
-        shapes = "x".join(str(d) for d in first.shape) or "scalar"
+        first = next((a for a in arrays.values() if isinstance(a, np.ndarray)), None)
+        shapes = "scalars" if first is None else "x".join(str(d) for d in first.shape) or "scalar"
         name = f"explored_{shapes}"
         text = vector_yaml(template, arrays, name, save_dir, save_prefix, stem)
         result = dataclasses.replace(result, vector=name, where="explored")

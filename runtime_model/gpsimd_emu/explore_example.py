@@ -6,6 +6,7 @@ as ``.npy`` files (whole-or-nothing, never through a planted link)."""
 from __future__ import annotations
 
 import io
+import math
 import os
 from typing import Dict
 
@@ -53,7 +54,12 @@ def _yaml_scalar(x) -> str:
         return "true" if x else "false"
     if isinstance(x, (int, np.integer)):
         return str(int(x))
-    return repr(float(x))
+    x = float(x)
+    if math.isnan(x):       # (YAML's spellings: `nan` would be read as a string)
+        return ".nan"
+    if math.isinf(x):
+        return ".inf" if x > 0 else "-.inf"
+    return repr(x)
 
 
 def _yaml_values(v) -> str:

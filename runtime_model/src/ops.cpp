@@ -306,7 +306,8 @@ Tensor& pow_out(Tensor& result, const Tensor& self, const Tensor& exponent) {
     return pow_impl(&result, of(self, "pow"), of(exponent, "pow"), h);
 }
 
-/* clamp(self, min, max) = min(max(self, min), max). */
+/* clamp(self, min, max) = min(max(self, min), max); NaN where self or a bound is
+ * NaN (torch.clamp's rule since PyTorch 1.12, and numpy.clip's). */
 static Tensor& clamp_impl(Tensor* out, const Tensor& self, const Scalar& lo, const Scalar& hi, Tensor& holder) {
     Operand a = of(self, "clamp");
     TensorImpl* r = prepare("clamp", out, holder, a, a, a.t->dtype);
@@ -315,7 +316,12 @@ static Tensor& clamp_impl(Tensor* out, const Tensor& self, const Scalar& lo, con
     const double dl = lo.toDouble(), dh = hi.toDouble();
     const int64_t il = lo.toLong(), ih = hi.toLong();
     run(r, a, a, int_math,
-        [dl, dh](double x, double) { return x != x ? x : (x < dl ? dl : x) > dh ? dh : (x < dl ? dl : x); },
+        [dl, dh](double x, double) {
+            if (x != x) return x;
+            if (dl != dl || dh != dh) return dl + dh;   /* a NaN bound: NaN, as torch.clamp */
+            const double y = x < dl ? dl : x;
+            return y > dh ? dh : y;
+        },
         [il, ih](int64_t x, int64_t) { return (x < il ? il : x) > ih ? ih : (x < il ? il : x); });
     return out ? *out : holder;
 }

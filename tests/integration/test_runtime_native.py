@@ -215,7 +215,7 @@ def test_elementwise_operations(build, tmp_path):
     r = scenario(build, "elementwise", tmp_path)
     assert_ok(r)
     x = load(r, "x", np.float32)
-    out = load(r, "out", np.float32).reshape(22, 10)
+    out = load(r, "out", np.float32).reshape(24, 10)
     f = np.float32
     ax1 = np.abs(x) + f(1)
     xi = (x * f(10)).astype(np.int32)
@@ -224,7 +224,9 @@ def test_elementwise_operations(build, tmp_path):
         x + f(0.5) * (x * f(2)), x - f(1.5), x / f(4), x * x, np.power(f(2), x),
         np.log(ax1), np.log2(ax1), np.log10(ax1),
         xi & 0xF, xi | 0x30, ~xi, xi * xi, xi ** 2, xi.astype(np.float32) / f(4), x - f(2) * np.abs(x),
+        np.clip(x, np.nan, 1.5), np.clip(x, -1, np.nan),    # (NaN: torch.clamp's rule too)
     ]
+    assert np.isnan(out[22:]).all()
     for row, want in enumerate(expected):
         np.testing.assert_allclose(out[row], np.asarray(want, dtype=np.float32), rtol=2e-6, atol=1e-6,
                                    err_msg=f"row {row}")

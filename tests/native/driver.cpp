@@ -492,7 +492,7 @@ int main(int argc, char** argv) {
     else if (sc == "tcm_exhaust") probe(2, {10}, NEURON_ISA_TPB_DTYPE_FP32, 3);
     else if (sc == "factories") probe(14, {10}, NEURON_ISA_TPB_DTYPE_FP32, 4);
     else if (sc == "return_input") probe(15, {10}, NEURON_ISA_TPB_DTYPE_FP32, 10);
-    else if (sc == "elementwise") probe(16, {10}, NEURON_ISA_TPB_DTYPE_FP32, 220);
+    else if (sc == "elementwise") probe(16, {10}, NEURON_ISA_TPB_DTYPE_FP32, 240);
     else if (sc == "elementwise_shape") probe(17);
     else if (sc == "streams") probe(18, {10}, NEURON_ISA_TPB_DTYPE_FP32, 10);
     else if (sc == "stream_oor") probe(19);

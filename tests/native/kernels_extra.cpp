@@ -128,7 +128,7 @@ torch::Tensor probe(const torch::Tensor& x, int mode) {
     case 15:  // return an input: written back through the staging copy
         return x;
     case 16: {  // element-wise operations; rows of 10 (x has 10 elements)
-        torch::Tensor out = torch::empty({22, 10}, torch::kFloat);
+        torch::Tensor out = torch::empty({24, 10}, torch::kFloat);
         int row = 0;
         auto put = [&](const torch::Tensor& r) {
             torch::Tensor f = torch::zeros({10}, torch::kFloat);
@@ -167,6 +167,8 @@ torch::Tensor probe(const torch::Tensor& x, int mode) {
         torch::Tensor o = torch::zeros({10}, torch::kFloat);
         torch::sub_out(o, x, torch::abs(x), 2);      // 21: x - 2|x|
         put(o);
+        put(torch::clamp(x, NAN, 1.5));              // 22: a NaN bound gives NaN
+        put(torch::clamp(x, -1, NAN));               // 23
         return out;
     }
     case 18: {  // stream accessors: out = 3 * x

@@ -56,7 +56,7 @@ def test_a_plan_with_a_bad_range_is_refused():
 def test_the_strategy_draws_finite_values_in_the_range_only():
     from hypothesis import given, settings
     from gpsimd_device.plan import VectorPlan
-    from gpsimd_emu.explore import inputs_strategy
+    from gpsimd_emu.explore_draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "x": {"kind": "tensor", "dtype": "float32", "shape": [4], "values": [1, 2, 3, 4]},
         "n": {"kind": "tensor", "dtype": "int8", "shape": [4], "values": [1, 2, 3, 4]}}}, "v")
@@ -86,6 +86,11 @@ def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_pa
     assert vector_yaml(template, small, "e", str(tmp_path), "explore/", "lib.op") == (
         "- name: e\n  inputs:\n    x: {dtype: float32, shape: [2], values: [0.0, -2.5]}\n"
         "    a: 1.5\n")
+    # a drawn non-finite scalar in YAML's spelling (`nan` would read as a string)
+    for value, text in ((math.nan, ".nan"), (math.inf, ".inf"), (-math.inf, "-.inf")):
+        drawn = dict(small, a=value)
+        assert vector_yaml(template, drawn, "e", str(tmp_path), "", "s").endswith(
+            f"    a: {text}\n")
     victim = tmp_path / "victim"
     victim.write_text("keep")
     (tmp_path / "lib.op.x.npy").symlink_to(victim)
@@ -155,7 +160,7 @@ def test_a_bad_block_is_a_located_error(tmp_path, block, message):
 
 def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
     from hypothesis import given, settings
-    from gpsimd_emu.explore import inputs_strategy
+    from gpsimd_emu.explore_draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "g": {"kind": "tensor", "dtype": "float32", "shape": [2, 3], "random": {}},
         "x": {"kind": "tensor", "dtype": "float32", "shape": [2, 3], "random": {}},
@@ -163,14 +168,59 @@ def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
         "k": {"kind": "scalar", "type": "int", "dtype": "int32", "value": 1},
         "a": {"kind": "scalar", "type": "float", "dtype": "float32", "value": 0.5}}}, "v")
     spec = ExploreSpec(max_elements=40, same_shape=(("g", "x"),), scalars={"k": (-3.0, 9.0)})
-    seen = set()
+    seen, a_seen = set(), []
 
-    @settings(max_examples=80, database=None)
+    @settings(max_examples=200, database=None)
     @given(inputs_strategy(template, 1 << 15, spec))
     def draw(values):
         assert values["g"].shape == values["x"].shape and 1 <= len(values["g"].shape) <= 8
         assert values["g"].size <= 40 and values["w"].shape == (5,)
-        assert isinstance(values["k"], int) and -3 <= values["k"] <= 9 and "a" not in values
+        assert isinstance(values["k"], int) and -3 <= values["k"] <= 9
+        # a scalar with no range: all of its dtype, as a Python float exact in float32
+        a = values["a"]
+        assert isinstance(a, float) and (math.isnan(a) or float(np.float32(a)) == a)
         seen.add(values["g"].shape)
+        a_seen.append(a)
     draw()
     assert len(seen) > 3 and {len(s) for s in seen} > {2}    # (its rank, and others)
+    assert any(math.isnan(a) for a in a_seen) and math.inf in a_seen and -math.inf in a_seen
+    assert any(0 < abs(a) < np.finfo(np.float32).tiny for a in a_seen)     # (a subnormal)
+    assert max(abs(a) for a in a_seen if math.isfinite(a)) > 1e30
+
+
+def test_an_int_scalar_with_no_range_is_drawn_from_its_whole_dtype():
+    from hypothesis import given, settings
+    from gpsimd_emu.explore_draw import inputs_strategy
+    template = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "int32", "shape": [3], "random": {}},
+        "k": {"kind": "scalar", "type": "int", "dtype": "int32", "value": 7},
+        "o": {"kind": "scalar", "type": "long long", "dtype": "int64", "value": 7}}}, "v")
+    ks, os_ = [], []
+
+    @settings(max_examples=200, database=None)
+    @given(inputs_strategy(template, 64))
+    def draw(values):
+        assert type(values["k"]) is int and type(values["o"]) is int
+        ks.append(values["k"])
+        os_.append(values["o"])
+    draw()
+    assert min(ks) < 0 and -2 ** 31 <= min(ks) and max(ks) <= 2 ** 31 - 1
+    assert max(abs(o) for o in os_) > 2 ** 31       # (past int32: the payload is int64)
+
+
+def test_the_search_draws_from_each_set_of_dtypes_the_vectors_give():
+    """The first vector of each dtype signature with a reference (or
+    checks only); a vector with expected values gives none."""
+    from gpsimd_emu.explore import _templates
+
+    def vector(name, dtype, expected):
+        return VectorPlan.from_json({"name": name, "inputs": {
+            "x": {"kind": "tensor", "dtype": dtype, "shape": [4], "random": {}},
+            "a": {"kind": "scalar", "type": "float", "dtype": "float32", "value": 1.0}},
+            "expected": expected, "output": {"dtype": dtype}}, name)
+    ref = {"reference": {"file": "ref.py", "function": "f"}}
+    vectors = [vector("v1", "float32", ref), vector("v2", "float32", ref),
+               vector("e", "int32", {"values": [1, 2, 3, 4]}), vector("h", "float16", ref),
+               vector("c", "bfloat16", {})]
+    assert [v.name for v in _templates(vectors)] == ["v1", "h", "c"]
+    assert _templates(vectors[2:3]) == []

@@ -1,0 +1,156 @@
+"""What explore draws: the Hypothesis strategies of an op's inputs
+(:func:`inputs_strategy`: tensors' shapes and values, scalars) from a
+vector of the op and its ``explore:`` block, and the dimension sizes that
+catch partition bugs (:data:`PARTITION_SIZES`). Needs Hypothesis (the
+``[explore]`` extra), imported when a strategy is made."""
+
+from __future__ import annotations
+
+import math
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from gpsimd_device.limits import MAX_DIMS, STREAM_TCM_BYTES, TCM_POOL_SIZE
+from gpsimd_device.plan import ExploreSpec, VectorPlan
+
+from .dtypes import by_name
+
+__all__ = ["inputs_strategy", "PARTITION_SIZES"]
+
+
+#: Dimension sizes that catch partition bugs: 1, primes, counts that do
+#: not divide by 8 cores, and their neighbours, first (Hypothesis shrinks
+#: towards the front of this list); then the float32 counts around one
+#: stream's TCM buffer and around the TCM pool (``gpsimd_device.limits``),
+#: and a prime past the pool over 4 cores.
+PARTITION_SIZES = (1, 2, 3, 7, 8, 9, 13, 15, 16, 17, 31, 33, 63, 64, 65, 127, 129, 1000, 1001,
+                   1009) + tuple(n + d for n in (STREAM_TCM_BYTES // 4, TCM_POOL_SIZE // 4)
+                                 for d in (-1, 0, 1)) + (16411,)
+
+
+def _elements(dtype_name: str, bounds: Optional[Tuple[float, float]] = None):
+    """The Hypothesis strategy of one element of ``dtype_name`` (numpy
+    values of the dtype's whole range, special values included; with
+    ``bounds``, finite values in ``[low, high]``, the op's ``explore:``),
+    and the numpy dtype it draws in (cast to the device dtype afterwards)."""
+    from hypothesis import strategies as st
+    dt = by_name(dtype_name).numpy
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        low, high = int(info.min), int(info.max)
+        if bounds is not None:
+            low, high = max(low, math.ceil(bounds[0])), min(high, math.floor(bounds[1]))
+        return st.integers(low, max(low, high)), dt
+    if dt.kind == "b":
+        return st.booleans(), np.dtype(bool)
+    width = 16 if dt == np.float16 else 64 if dt == np.float64 else 32
+    drawn = np.dtype(f"float{width}")
+    if bounds is None:      # (bfloat16 and the float8 types are drawn as float32)
+        return st.floats(width=width), drawn
+    # (the bounds as floats of that width, rounded inwards)
+    low, high = drawn.type(bounds[0]), drawn.type(bounds[1])
+    if low < bounds[0]:
+        low = np.nextafter(low, drawn.type(np.inf))
+    if high > bounds[1]:
+        high = np.nextafter(high, drawn.type(-np.inf))
+    return st.floats(float(low), float(max(low, high)), allow_nan=False, allow_infinity=False,
+                     width=width), drawn
+
+
+def _scalar(dtype_name: str, bounds: Optional[Tuple[float, float]]):
+    """The strategy of one scalar argument of payload dtype ``dtype_name``
+    (``gpsimd_device.planinputs.SCALAR_DTYPES``), a Python number exact in
+    it: its whole range (``bounds`` None) or ``bounds``, with the edge
+    values (±0, ±1, the bounds, and for float32 NaN, ±inf, the largest
+    finite and the smallest subnormal) half of the time: a scalar is one
+    draw, where a tensor's many elements meet them anyway."""
+    from hypothesis import strategies as st
+    elements, drawn_in = _elements(dtype_name, bounds)
+    if drawn_in.kind in "iu":
+        info = np.iinfo(by_name(dtype_name).numpy)
+        low, high = (int(info.min), int(info.max)) if bounds is None else (
+            max(int(info.min), math.ceil(bounds[0])), min(int(info.max), math.floor(bounds[1])))
+        edges = [v for v in (0, 1, -1, low, high) if low <= v <= high]
+        return st.one_of(st.sampled_from(edges or [low]), elements.map(int))
+    f32 = np.finfo(np.float32)
+    edges = [0.0, -0.0, 1.0, -1.0] + ([math.nan, math.inf, -math.inf, float(f32.max),
+                                       -float(f32.max), float(f32.smallest_subnormal)]
+                                      if bounds is None else list(bounds))
+    edges = [float(np.float32(v)) for v in edges]
+    if bounds is not None:      # (a bound float32 cannot hold exactly is left out)
+        edges = [v for v in edges if bounds[0] <= v <= bounds[1]]
+    drawn = elements.map(lambda x: float(np.float32(x)))
+    return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
+
+
+def inputs_strategy(template: VectorPlan, max_elements: int,
+                    explore: Optional[ExploreSpec] = None):
+    """A strategy of ``{arg: value}`` for ``template``'s tensor inputs (numpy
+    arrays of its dtypes and ranks) and its scalars (Python numbers of the
+    scalar's payload dtype: its whole range, NaN and infinities included
+    for float32, or the range ``explore`` gives it) (module text;
+    ``explore``: the op's block, ``ExploreSpec``).
+    Tensors of one ``same_shape`` group (default: all, when the template's
+    tensors share a shape) share one drawn shape of at most
+    ``max_elements`` elements (or the block's ``max_elements``), of the
+    template's rank or any rank from 1 to the device's
+    (``gpsimd_device.limits.MAX_DIMS``); the others keep the template's."""
+    from hypothesis import strategies as st
+    from hypothesis.extra import numpy as hnp
+    explore = explore or ExploreSpec()
+    cap = explore.max_elements or max_elements
+    tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
+    shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
+    if explore.same_shape:
+        groups = [tuple(n for n in g if n in tensors) for g in explore.same_shape]
+    else:
+        groups = [tuple(tensors)] if len(set(shapes.values())) == 1 else []
+    groups = [g for g in groups if g]
+    group_of = {n: i for i, g in enumerate(groups) for n in g}
+    def dims(rank: int, bound: int):
+        dim = st.one_of(st.sampled_from([d for d in PARTITION_SIZES if d <= bound] or [1]),
+                        st.integers(1, bound))
+        return st.lists(dim, min_size=rank, max_size=rank).map(tuple).filter(
+            lambda s: math.prod(s) <= cap)
+
+    def shape_st(rank: int):
+        """The group's rank first (it shrinks there), or any rank up to the
+        device's, each dimension then at most the rank-th root of the cap
+        (a rank the kernel refuses is rejected: ``explore_op``)."""
+        if rank == 0:
+            return st.just(())
+        other = st.integers(1, MAX_DIMS).flatmap(
+            lambda r: dims(r, max(1, int(cap ** (1.0 / r) + 1e-9))))
+        return st.one_of(dims(rank, cap), other)
+    scalars = {}
+    for name, spec in template.inputs.items():
+        if getattr(spec, "kind", None) != "scalar":
+            continue
+        dtype = spec.dtype or ("float32" if isinstance(spec.value, float) else "int64")
+        scalars[name] = _scalar(dtype, explore.scalars.get(name))
+
+    @st.composite
+    def draw(draw_):
+        drawn = [draw_(shape_st(len(shapes[g[0]]))) for g in groups]
+        out = {}
+        for name, spec in tensors.items():
+            elements, drawn_in = _elements(spec.dtype, explore.bounds)
+            s = drawn[group_of[name]] if name in group_of else shapes[name]
+            arr = draw_(hnp.arrays(drawn_in, s, elements=elements, fill=elements))
+            # (a dtype numpy's .npy cannot hold, bfloat16 or float8, stays
+            # float32: the vector casts it as it casts any input)
+            target = by_name(spec.dtype).numpy
+            out[name] = arr.astype(target) if target.kind in "biuf" else arr
+        for name, strategy in scalars.items():
+            out[name] = draw_(strategy)
+        return out
+    return draw()
+
+
+def _shape_of(spec) -> List[int]:
+    if spec.shape is not None:
+        return list(spec.shape)
+    if spec.values is not None:
+        return list(np.shape(spec.values))
+    return []
