@@ -183,9 +183,11 @@ class ExploreSpec:
     block; every key optional): tensor values finite in ``[low, high]``;
     ``dtypes`` by tensor argument (``"*"``: every tensor), used where no
     vector gives one; at most ``max_elements`` elements per tensor;
-    ``same_shape``: groups of tensor arguments that share one drawn shape
-    (the others keep their vector's); ``scalars``: a scalar argument's
-    ``(low, high)`` range (drawn; the others keep their vector's value);
+    ``same_shape``: groups of tensor arguments that share one drawn shape;
+    ``keep_shape``: tensor arguments that keep their vector's shape (the
+    others draw their dimensions, tied where the vector's sizes are
+    equal); ``scalars``: a scalar argument's ``(low, high)`` range (the
+    others are drawn from their dtype's whole range);
     the output's shape ``output_like`` a tensor argument's, of dtype
     ``output_dtype`` (default that argument's), for an op with neither a
     shape function nor a reference."""
@@ -198,6 +200,7 @@ class ExploreSpec:
     scalars: Mapping[str, Tuple[float, float]] = field(default_factory=dict)
     output_like: Optional[str] = None
     output_dtype: Optional[str] = None
+    keep_shape: Tuple[str, ...] = ()
 
     @property
     def bounds(self) -> Optional[Tuple[float, float]]:
@@ -222,6 +225,8 @@ class ExploreSpec:
             d["scalars"] = {k: {"low": lo, "high": hi} for k, (lo, hi) in self.scalars.items()}
         if self.output_like is not None:
             d["output"] = {"like": self.output_like, "dtype": self.output_dtype}
+        if self.keep_shape:
+            d["keep_shape"] = list(self.keep_shape)
         return d
 
     @classmethod
@@ -247,11 +252,14 @@ class ExploreSpec:
             raise PlanError(f"{where}.same_shape: expected a list of lists of names")
         scalars = need_object(d.get("scalars") or {}, f"{where}.scalars")
         output = need_object(d.get("output") or {}, f"{where}.output")
+        keep = d.get("keep_shape") or []
+        if not isinstance(keep, list):
+            raise PlanError(f"{where}.keep_shape: expected a list of names")
         return cls(low, high, {str(k): str(v) for k, v in dtypes.items()}, max_elements,
                    tuple(tuple(str(n) for n in g) for g in groups),
                    {str(k): finite_range(need_object(v, f"{where}.scalars.{k}"),
                                          f"{where}.scalars.{k}") for k, v in scalars.items()},
-                   output.get("like"), output.get("dtype"))
+                   output.get("like"), output.get("dtype"), tuple(str(n) for n in keep))
 
 
 @dataclass(frozen=True)

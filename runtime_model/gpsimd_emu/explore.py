@@ -20,9 +20,10 @@ line per op:
   YAML, relative to the manifest);
 * ``SKIPPED lib::op: <why>`` for an op this cannot draw for.
 
-What is drawn: each tensor argument's dtype and rank and the reference
-come from the op's vectors (the first of each set of dtypes); every scalar argument is drawn from its
-dtype's whole range (or the op's ``explore: scalars:`` range); an op
+What is drawn (``gpsimd_emu.explore_draw``): each tensor argument's dtype
+and rank and the reference come from the op's vectors (the first of each
+set of dtypes); every scalar argument is drawn from its dtype's whole
+range (or the op's ``explore: scalars:`` range); an op
 without vectors is probed first (``gpsimd_emu.probe``: its kernel's SHAPE
 and DTYPE faults teach each tensor's rank and dtype; scalars are 1 in the
 probe) and compared with its reference or explored checks-only, its
@@ -30,8 +31,9 @@ output from its shape function (``--shapes``: the library's shape
 library; without one it is ``SKIPPED``). When the tensors share a shape,
 every tensor gets one drawn shape (each dimension from sizes that catch
 partition bugs: 1, primes, counts that do not divide by the core count,
-or any up to the cap; ``--max-elements`` elements at most), else the
-shapes are the template's and only values are drawn. Values cover the
+or any up to the cap; ``--max-elements`` elements at most), else each
+tensor draws its dimensions, sizes equal in the vector drawn equal
+(``explore: keep_shape`` keeps a tensor's). Values cover the
 dtype's whole range: ±0, subnormals, the largest finite values, ±inf and
 NaN (the comparison counts NaN against NaN as equal), unless the op's
 ``explore: {low, high}`` narrows them to finite values in that range.

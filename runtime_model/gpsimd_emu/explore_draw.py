@@ -95,7 +95,11 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     tensors share a shape) share one drawn shape of at most
     ``max_elements`` elements (or the block's ``max_elements``), of the
     template's rank or any rank from 1 to the device's
-    (``gpsimd_device.limits.MAX_DIMS``); the others keep the template's."""
+    (``gpsimd_device.limits.MAX_DIMS``); tensors in ``keep_shape`` keep
+    the template's shape; every other tensor keeps its rank and draws its
+    dimensions, one size per distinct size of the template's (so that
+    dimensions equal in the vector stay equal: ``x[m,k]`` and ``w[k,n]``
+    keep one ``k``), each at most the cap's root by the largest such rank."""
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
     explore = explore or ExploreSpec()
@@ -108,6 +112,13 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
         groups = [tuple(tensors)] if len(set(shapes.values())) == 1 else []
     groups = [g for g in groups if g]
     group_of = {n: i for i, g in enumerate(groups) for n in g}
+    tied = [n for n in tensors if n not in group_of and n not in explore.keep_shape]
+    sizes = sorted({d for n in tied for d in shapes[n]})
+    top = max((len(shapes[n]) for n in tied), default=1)
+    bound = max(1, int(cap ** (1.0 / max(1, top)) + 1e-9))
+    # (the template's own size first: an example shrinks back to it)
+    size_st = {d: st.one_of(st.sampled_from([d] + [p for p in PARTITION_SIZES if p <= bound]),
+                            st.integers(1, bound)) for d in sizes if d <= bound}
     def dims(rank: int, bound: int):
         dim = st.one_of(st.sampled_from([d for d in PARTITION_SIZES if d <= bound] or [1]),
                         st.integers(1, bound))
@@ -133,10 +144,12 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     @st.composite
     def draw(draw_):
         drawn = [draw_(shape_st(len(shapes[g[0]]))) for g in groups]
+        size = {d: draw_(size_st[d]) if d in size_st else d for d in sizes}
         out = {}
         for name, spec in tensors.items():
             elements, drawn_in = _elements(spec.dtype, explore.bounds)
-            s = drawn[group_of[name]] if name in group_of else shapes[name]
+            s = drawn[group_of[name]] if name in group_of else tuple(
+                size[d] for d in shapes[name]) if name in tied else shapes[name]
             arr = draw_(hnp.arrays(drawn_in, s, elements=elements, fill=elements))
             # (a dtype numpy's .npy cannot hold, bfloat16 or float8, stays
             # float32: the vector casts it as it casts any input)

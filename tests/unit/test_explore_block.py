@@ -62,7 +62,7 @@ def test_the_strategy_draws_finite_values_in_the_range_only():
         "n": {"kind": "tensor", "dtype": "int8", "shape": [4], "values": [1, 2, 3, 4]}}}, "v")
     seen = []
 
-    @settings(max_examples=60, database=None)
+    @settings(max_examples=60, database=None, derandomize=True)
     @given(inputs_strategy(template, 64, ExploreSpec(-1e15, 1e15)))
     def draw(arrays):
         assert arrays["x"].dtype == np.float32 and arrays["n"].dtype == np.int8
@@ -151,6 +151,12 @@ def test_the_whole_block_over_the_defaults_into_the_plan_and_back(tmp_path):
                                               "got -inf"),
     ("{scalars: {k: {low: 2, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: explore: "
                                           "scalars: k: high (1) is below low (2)"),
+    ("{keep_shape: [w, k]}", "9:31: $.libraries[0].ops[0].explore.keep_shape: explore: "
+                             "keep_shape names 'k', which is not a tensor argument of the op "
+                             "(its tensors: g, w, x)"),
+    ("{same_shape: [[g, x]], keep_shape: [x]}",
+     "9:53: $.libraries[0].ops[0].explore.keep_shape: explore: keep_shape names 'x', which "
+     "same_shape also names"),
 ])
 def test_a_bad_block_is_a_located_error(tmp_path, block, message):
     with pytest.raises(ManifestError) as info:
@@ -158,7 +164,7 @@ def test_a_bad_block_is_a_located_error(tmp_path, block, message):
     assert str(info.value).splitlines() == ["ops.yaml:" + message]
 
 
-def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
+def test_groups_share_a_shape_kept_shapes_stay_scalars_are_drawn_in_range():
     from hypothesis import given, settings
     from gpsimd_emu.explore_draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
@@ -167,10 +173,11 @@ def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
         "w": {"kind": "tensor", "dtype": "int32", "shape": [5], "random": {}},
         "k": {"kind": "scalar", "type": "int", "dtype": "int32", "value": 1},
         "a": {"kind": "scalar", "type": "float", "dtype": "float32", "value": 0.5}}}, "v")
-    spec = ExploreSpec(max_elements=40, same_shape=(("g", "x"),), scalars={"k": (-3.0, 9.0)})
-    seen, a_seen = set(), []
+    spec = ExploreSpec(max_elements=40, same_shape=(("g", "x"),), scalars={"k": (-3.0, 9.0)},
+                       keep_shape=("w",))
+    seen = set()
 
-    @settings(max_examples=200, database=None)
+    @settings(max_examples=200, database=None, derandomize=True)
     @given(inputs_strategy(template, 1 << 15, spec))
     def draw(values):
         assert values["g"].shape == values["x"].shape and 1 <= len(values["g"].shape) <= 8
@@ -180,32 +187,37 @@ def test_groups_share_a_shape_others_keep_theirs_scalars_are_drawn_in_range():
         a = values["a"]
         assert isinstance(a, float) and (math.isnan(a) or float(np.float32(a)) == a)
         seen.add(values["g"].shape)
-        a_seen.append(a)
     draw()
     assert len(seen) > 3 and {len(s) for s in seen} > {2}    # (its rank, and others)
-    assert any(math.isnan(a) for a in a_seen) and math.inf in a_seen and -math.inf in a_seen
-    assert any(0 < abs(a) < np.finfo(np.float32).tiny for a in a_seen)     # (a subnormal)
-    assert max(abs(a) for a in a_seen if math.isfinite(a)) > 1e30
+    # every special value is drawn (find: draws until one is found)
+    from hypothesis import find
+    strategy = inputs_strategy(VectorPlan.from_json({"name": "v", "inputs": {
+        "a": template.to_json()["inputs"]["a"]}}, "v"), 1 << 15, spec)
+    for wanted in (math.isnan, lambda a: a == math.inf, lambda a: a == -math.inf,
+                   lambda a: 0 < abs(a) < np.finfo(np.float32).tiny,    # (a subnormal)
+                   lambda a: math.isfinite(a) and abs(a) > 1e30):
+        find(strategy, lambda v: wanted(v["a"]), settings=settings(max_examples=5000,
+                                                                    database=None))
 
 
 def test_an_int_scalar_with_no_range_is_drawn_from_its_whole_dtype():
-    from hypothesis import given, settings
+    from hypothesis import find, given, settings
     from gpsimd_emu.explore_draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
-        "x": {"kind": "tensor", "dtype": "int32", "shape": [3], "random": {}},
         "k": {"kind": "scalar", "type": "int", "dtype": "int32", "value": 7},
         "o": {"kind": "scalar", "type": "long long", "dtype": "int64", "value": 7}}}, "v")
-    ks, os_ = [], []
+    strategy = inputs_strategy(template, 64)
 
-    @settings(max_examples=200, database=None)
-    @given(inputs_strategy(template, 64))
+    @settings(max_examples=100, database=None, derandomize=True)
+    @given(strategy)
     def draw(values):
         assert type(values["k"]) is int and type(values["o"]) is int
-        ks.append(values["k"])
-        os_.append(values["o"])
+        assert -2 ** 31 <= values["k"] <= 2 ** 31 - 1
     draw()
-    assert min(ks) < 0 and -2 ** 31 <= min(ks) and max(ks) <= 2 ** 31 - 1
-    assert max(abs(o) for o in os_) > 2 ** 31       # (past int32: the payload is int64)
+    once = settings(max_examples=5000, database=None)
+    assert find(strategy, lambda v: v["k"] < 0, settings=once)["k"] == -1
+    assert find(strategy, lambda v: v["k"] == -2 ** 31, settings=once)
+    assert find(strategy, lambda v: v["o"] > 2 ** 31, settings=once)  # (int64: past int32)
 
 
 def test_the_search_draws_from_each_set_of_dtypes_the_vectors_give():
@@ -224,3 +236,24 @@ def test_the_search_draws_from_each_set_of_dtypes_the_vectors_give():
                vector("c", "bfloat16", {})]
     assert [v.name for v in _templates(vectors)] == ["v1", "h", "c"]
     assert _templates(vectors[2:3]) == []
+
+
+def test_tensors_of_other_shapes_draw_their_dimensions_equal_sizes_tied():
+    """x[4,8] and w[8,3]: one drawn size for each of 4, 8 and 3, so the
+    8s stay equal; ranks kept; each at most the cap's square root."""
+    from hypothesis import given, settings
+    from gpsimd_emu.explore_draw import inputs_strategy
+    template = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "float32", "shape": [4, 8], "random": {}},
+        "w": {"kind": "tensor", "dtype": "float32", "shape": [8, 3], "random": {}}}}, "v")
+    seen = set()
+
+    @settings(max_examples=150, database=None, derandomize=True)
+    @given(inputs_strategy(template, 400))
+    def draw(values):
+        (m, k), (k2, n) = values["x"].shape, values["w"].shape
+        assert k == k2 and max(m, k, n) <= 20
+        seen.add((m, k, n))
+    draw()
+    assert len({m for m, _, _ in seen}) > 3 and any(m != n for m, _, n in seen)
+    assert any(m % 8 for m, _, _ in seen)       # (a count that does not divide by 8)
