@@ -92,8 +92,9 @@ def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str]
                   name: str = "probe") -> VectorPlan:
     """A vector of ``op`` (no vectors of its own): each tensor argument
     random with its shape and dtype, each scalar 1 (of its schema type's
-    dtype, ``gpsimd_device.planinputs.SCALAR_ARG_TYPES``), compared with the
-    op's reference when it has one, else checks-only."""
+    dtype, ``gpsimd_device.planinputs.SCALAR_ARG_TYPES``), its output of
+    the first tensor's dtype, compared with the op's reference when it has
+    one, else checks-only."""
     inputs = {}
     for arg in op.args:
         if arg.type == "Tensor":
@@ -104,8 +105,12 @@ def _blank_vector(op, shapes: Dict[str, Tuple[int, ...]], dtypes: Dict[str, str]
             inputs[arg.name] = {"kind": "scalar", "type": arg.type, "dtype": dtype,
                                 "value": 1.0 if dtype == "float32" else 1}
     expected = {"reference": op.reference.to_json()} if op.reference is not None else {}
+    # (the output's dtype as the manifest defaults a vector's: the first
+    # tensor's; a shape function or explore: output: replaces it)
+    first = next((a.name for a in op.args if a.type == "Tensor"), None)
+    output = {"dtype": dtypes[first]} if first is not None else {}
     return VectorPlan.from_json({"name": name, "inputs": inputs, "expected": expected,
-                                 "where": "explored"}, name)
+                                 "output": output, "where": "explored"}, name)
 
 
 def _output_like(explore: ExploreSpec) -> Callable:

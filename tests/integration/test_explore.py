@@ -1,6 +1,7 @@
 """``scons explore-<lib>`` (gpsimd_emu.explore): a search for a failing
 input with no vector that shows the bug. It finds the remainder bug of a
-multicore kernel whose only vector divides evenly over the cores, prints
+multicore kernel whose only vector divides evenly over the cores, and the
+odd-tail bug of a chunked kernel with no vector at all, prints
 the smallest failing example as a vector that, pasted, fails the same way
 under ``scons test-<lib>``; it leaves correct kernels alone (every value
 of the dtype's range, NaN, inf and -0 included); the same seed gives the
@@ -188,3 +189,51 @@ def test_an_op_without_vectors_is_compared_with_its_reference(built_project, tmp
     assert "expected nan" in lines[0], lines
     assert "EXPLORED rn::relu_backward: 40 examples, every check passed" in lines
     assert lines[-1] == "rn: 2 ops explored, 1 falsified"
+
+
+def test_explore_finds_the_odd_tail_bug_of_a_chunked_kernel_with_no_vector(built_project,
+                                                                           tmp_path):
+    """A kernel that doubles in chunks of 16 and copies the tail in pairs:
+    only a count of 16k + odd shows its bug. With no vector written, the
+    search finds it (the smallest example: one element, never written)
+    and leaves the same kernel done right alone; the example, pasted as
+    the op's first vector, fails the same way under scons test-<lib>."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    (proj / "ch").mkdir()
+    for name in ("chunked.cpp", "reference.py"):
+        shutil.copy(ROOT / "tests" / "data" / "chunked" / name, proj / "ch" / name)
+    manifest = proj / "ops.yaml"
+    manifest.write_text(manifest.read_text() + """
+  - name: ch
+    sources: [ch/chunked.cpp]
+    ops:
+      - schema: "chunked::odd_tail_ok(Tensor x) -> Tensor"
+        reference: ch/reference.py:double
+      - schema: "chunked::odd_tail_bug(Tensor x) -> Tensor"
+        reference: ch/reference.py:double
+""")
+    built = run_scons(proj, "-Q", "ch")
+    assert "ch: 0 passed, 0 failed, 2 ops without vectors" in built.stdout.splitlines(), \
+        built.stdout + built.stderr
+    proc = run_scons(proj, "-Q", "explore-ch", "EXPLORE_EXAMPLES=100")
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = _lines(proc)
+    assert lines[0] == "EXPLORED ch::odd_tail_ok: 100 examples, every check passed"
+    assert lines[1] == _TAIL_FALSIFIED, lines
+    assert lines[2:5] == _TAIL_EXAMPLE and lines[-1] == "ch: 2 ops explored, 1 falsified"
+    manifest.write_text(manifest.read_text() + "        vectors:\n" + "".join(
+        " " * 10 + line[4:] + "\n" for line in _TAIL_EXAMPLE))
+    test = run_scons(proj, "-Q", "test-ch")
+    assert test.returncode == 2
+    fail = [l for l in test.stdout.splitlines() if l.startswith("FAIL ")]
+    head, tail = _TAIL_FALSIFIED.split(": ", 1)[1].split(" (explored)")
+    assert len(fail) == 1 and re.fullmatch(
+        re.escape(head) + r" \(ops\.yaml:\d+:\d+\)" + re.escape(tail), fail[0]), fail
+
+
+_TAIL_FALSIFIED = (
+    "FALSIFIED ch::odd_tail_bug: FAIL ch::odd_tail_bug[explored_1] (explored): uninitialised "
+    "elements reached the output through the copy path (the returned tensor, copied by "
+    "customop_return_tensor, was never written there; e.g. torch::empty() storage): [0, 1)")
+_TAIL_EXAMPLE = ["    - name: explored_1", "      inputs:",
+                 "        x: {dtype: float32, shape: [1], values: [0.0]}"]
