@@ -76,3 +76,20 @@ def test_a_source_of_an_allowed_folder_outside_the_project(tmp_path):
     objects = sorted(str(p.relative_to(proj / "build/host/vendored/obj"))
                      for p in (proj / "build/host/vendored/obj").rglob("*.o"))
     assert objects == ["outside/vendor/negate.o", "wrapper.o"]
+    # and a shape source outside it likewise (one rule for both objects)
+    (tmp_path / "vendor/shape.cpp").write_text(textwrap.dedent("""\
+        #include <torch/torch.h>
+        #include "torchneuron/register.h"
+        torch::Tensor negate_shape(torch::Tensor x) {
+            return torch::zeros(x.sizes(), torch::kFloat);
+        }
+        NEURON_LIBRARY(team, m) { m.def("negate", &negate_shape, "negate"); }
+        """))
+    text = (proj / "ops.yaml").read_text()
+    (proj / "ops.yaml").write_text(text.replace(
+        "sources: [../vendor/negate.cpp]",
+        "sources: [../vendor/negate.cpp]\n    shape_sources: [../vendor/shape.cpp]"))
+    proc = run_scons(proj, "test-vendored")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    shapes = proj / "build/host/vendored/shapes/obj"
+    assert [str(p.relative_to(shapes)) for p in shapes.rglob("*.o")] == ["outside/vendor/shape.o"]

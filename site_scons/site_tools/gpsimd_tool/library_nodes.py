@@ -22,19 +22,10 @@ from gpsimd_device.versions import versions_json
 
 from . import ninja_path as ninja
 from .inputs_record import InputsRecord
-from .shapes_graph import schemas_text, shape_nodes
+from .shapes_graph import schemas_text, shape_nodes, source_stem
 from .summary import LibraryTests
 
 __all__ = ["Libraries"]
-
-
-def _source_stem(src: str) -> str:
-    """A source's path below the top without its suffix; a source outside
-    the top (an allowed folder, ``../aws/relu.cpp``) under ``outside/``
-    (``outside/aws/relu``)."""
-    parts = os.path.normpath(src).replace(os.sep, "/").split("/")
-    inside = [p for p in parts if p != ".."]
-    return os.path.splitext("/".join((["outside"] if len(inside) < len(parts) else []) + inside))[0]
 
 
 def _wrapper_text(lib, dialect) -> str:
@@ -93,7 +84,7 @@ class Libraries:
         compile_vars = dict(profile.compile_vars(shared, lib.includes, lib.cflags),
                             CPPPATH=self._scan_base + [env.Dir(d) for d in lib.includes])
         wrapper = [graph.text(f"{lib_dir}/wrapper.cpp", _wrapper_text(lib, profile.dialect))]
-        sources = [(src, _source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
+        sources = [(src, source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
         objects = []
         for src, stem in sources:
             obj = graph.compile(f"{lib_dir}/obj/{stem}.o", src, **compile_vars)

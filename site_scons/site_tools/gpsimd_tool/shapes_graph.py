@@ -84,9 +84,14 @@ class ShapeNodes:
         return self.objects + [self.library] + self.registration + self.check + self.plan
 
 
-def _stem(src: str) -> str:
-    rel = os.path.normpath(src).replace(os.sep, "/")
-    return os.path.splitext("/".join("__" if p == ".." else p for p in rel.split("/")))[0]
+def source_stem(src: str) -> str:
+    """A source's object path stem (kernel and shape objects alike): its
+    path below the top without its suffix; a source outside the top (an
+    allowed folder, ``../aws/relu.cpp``) under ``outside/``
+    (``outside/aws/relu``)."""
+    parts = os.path.normpath(src).replace(os.sep, "/").split("/")
+    inside = [p for p in parts if p != ".."]
+    return os.path.splitext("/".join((["outside"] if len(inside) < len(parts) else []) + inside))[0]
 
 
 def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
@@ -96,7 +101,7 @@ def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
     if not lib.shape_sources or not profile.builds_shape_library:
         return None
     add_shape_builders(env)
-    objects = [graph.compile(f"{lib_dir}/shapes/obj/{_stem(src)}.o", graph.source(src),
+    objects = [graph.compile(f"{lib_dir}/shapes/obj/{source_stem(src)}.o", graph.source(src),
                              **compile_vars) for src in lib.shape_sources]
     so = profile.shape_library(graph, f"{lib_dir}/shapes/{lib.name}_shapes.so", objects, shared)
     registration = graph.uses(env.GpsimdRegistration(f"{lib_dir}/shapes/registration.json", so),
