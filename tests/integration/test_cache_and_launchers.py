@@ -14,6 +14,9 @@ import pytest
 
 from conftest import PROGRESS, copy_built, copy_project, run_scons
 
+# (launchers and their daemons, a farm, two folders: the campaign stage)
+pytestmark = pytest.mark.campaign
+
 STEP = re.compile(r"^" + PROGRESS + r"(CXX|LINK|AR) ", re.M)
 
 

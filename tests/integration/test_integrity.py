@@ -128,6 +128,7 @@ def interrupt(proj, sig, pattern=None, delay=None, command=None):
                          ids=["KILL", "INT", "TERM"])
 @pytest.mark.parametrize("start,edit", [("good", "broken"), ("broken", "good")],
                          ids=["revert-to-good", "restore-broken"])
+@pytest.mark.campaign
 def test_interrupted_link_then_revert_equals_a_clean_build(built, clean, sig, start, edit):
     """Issue 10 cases 1 and 2: BRK (or its revert), killed while relu links,
     then the edit undone: the next build equals a clean build of the sources
@@ -203,6 +204,7 @@ def test_one_build_per_build_folder(built):
     assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
 
 
+@pytest.mark.campaign
 def test_two_builds_at_once_with_an_edit_between_them(built, clean):
     """Two terminals: an edit, a build, the revert, a second build at once.
     Both succeed or fail for their own sources, never spuriously; the end
@@ -221,6 +223,7 @@ def test_two_builds_at_once_with_an_edit_between_them(built, clean):
     assert outcome(built) == clean("good")
 
 
+@pytest.mark.campaign
 def test_a_killed_holder_leaves_no_stale_lock(built):
     holder = subprocess.Popen(
         [sys.executable, "-c", "import fcntl, os, time\n"
@@ -271,6 +274,7 @@ def kill_rounds(proj, rng, points, delays, command=None, rounds=4):
         yield point, sig, target, state
 
 
+@pytest.mark.campaign
 def test_randomized_kills_then_edits_equal_clean_builds(built, clean):
     """Kill points in compile, link, pack and test, SIGKILL or SIGINT, each
     followed by an edit or a revert; every recovery build equals a clean
@@ -284,6 +288,7 @@ def test_randomized_kills_then_edits_equal_clean_builds(built, clean):
         assert outcome(built) == clean(state), (point, sig, target, state)
 
 
+@pytest.mark.campaign
 def test_randomized_kills_on_the_ninja_path_then_edits_equal_clean_builds(tmp_path, clean):
     """Issue 25: the interruption guarantee on the ninja path. Kill points
     in compile, link, pack and test of `ninja -f build/build.ninja`, SIGKILL

@@ -233,6 +233,7 @@ def test_any_working_directory_reads_the_project_from_the_build(built, serial, t
         in proc.stderr, proc.stderr
 
 
+@pytest.mark.campaign
 def test_two_shards_cover_every_vector_once_and_merge_to_one_run(built, tmp_path):
     """Issue 29: pytest-split's shards (``--splits 2 --group i``), each
     with its own report and JUnit file, cover every vector exactly once;

@@ -175,6 +175,7 @@ def _digests(proj):
     return [l for l in proc.stdout.splitlines() if re.match(r"^[0-9a-f]{64}  ", l)]
 
 
+@pytest.mark.campaign
 def test_sigkill_then_rebuild_equals_clean_build(tmp_path):
     p = copy_project(tmp_path / "killed")
     clean = copy_project(tmp_path / "clean")

@@ -28,6 +28,12 @@ def test_readme_has_two_setup_commands_and_ci_runs_the_test_one():
                                  "python3 -m pip install -e '.[test]' && python3 -m pytest -q"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert _setup_commands()[1] in ci
+    # the campaigns the README command leaves out run as CI's second stage,
+    # within its budget, and README says how to run them
+    assert "timeout -s INT -k 30 600 python3 -m pytest -q -m campaign" in ci
+    assert ci.index("timeout -s INT -k 30 600 python3 -m pytest -q -m campaign") > \
+        ci.index(_setup_commands()[1])
+    assert "`python3 -m pytest -q -m campaign`" in README
 
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
