@@ -41,10 +41,11 @@ def ew_pow(x, y):
 
 def ew_axpby(x, y, alpha):
     x, y = x.astype(np.float64), y.astype(np.float64)
-    s = _f(x + alpha * y).astype(np.float64)
+    # (the device's add and sub round alpha * y to float32, then the sum)
+    s = _f(x + _f(alpha * y).astype(np.float64)).astype(np.float64)
     p = _f(_f(x * y).astype(np.float64) / 4).astype(np.float64)
     out = _f(s - p).astype(np.float64)
-    return _f(out - 2 * y)
+    return _f(out - _f(2 * y).astype(np.float64))
 
 
 def ew_bits(a, b, mask):

@@ -1,7 +1,8 @@
 """What a vector's outputs show (``judge_output``), with the checks on:
 
 * writes past the end of the output (guard zones), modified inputs;
-* the SPMD write sets from the private runs (holes, overlaps, idle cores;
+* the SPMD write sets from the private runs (holes, overlaps, idle cores:
+  a problem with holes, else a warning;
   exact: written = changed from the poison in either run,
   ``gpsimd_emu.merge``), and uninitialised elements of a result copied by
   ``customop_return_tensor``;
@@ -79,17 +80,18 @@ def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
 
 def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                  expected: Optional[np.ndarray], rtol: float, atol: float
-                 ) -> Tuple[List[str], Optional[Comparison], Optional[dict]]:
+                 ) -> Tuple[List[str], Optional[Comparison], Optional[dict], List[str]]:
     """Problems the outputs show, the comparison with ``expected`` (None
     when the values mean nothing: elements never written, a race, values
     from never-written memory; or when ``expected`` is None, a checks-only
-    vector) and the layout (None without checks)."""
+    vector), the layout (None without checks) and warnings (cores that
+    wrote nothing while the others wrote every element)."""
     problems: List[str] = []
     if not image.checks:
         if expected is None:
-            return problems, None, None
+            return problems, None, None, []
         actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
-        return problems, compare(actual, expected, image.out_dtype, rtol, atol), None
+        return problems, compare(actual, expected, image.out_dtype, rtol, atol), None, []
     n, size = image.num_elem, image.itemsize
     ncores = image.num_cores
     core_ids = [0 if c.core is None else c.core for c in cores]
@@ -122,9 +124,16 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
             "uninitialised elements reached the output through the copy path (the returned "
             "tensor, copied by customop_return_tensor, was never written there; e.g. "
             f"torch::empty() storage): {format_ranges(merged.holes)}"]
-    if ncores > 1 and n < ncores and merged.idle_cores:
-        # fewer elements than cores: a fair split leaves some cores idle
+    warnings: List[str] = []
+    if ncores > 1 and merged.idle_cores and (not holes or n < ncores):
+        # the other cores wrote every element: not a wrong result (a split
+        # of fewer units than cores, rows say, leaves cores idle); a
+        # warning, and none when the output has fewer elements than cores.
+        # With holes (and enough elements for every core) it stays a
+        # problem: it explains them.
         merge_problems.remove(merged.idle_text)
+        if n >= ncores:
+            warnings.append(f"{merged.idle_text} (the other cores wrote every element)")
     problems += merge_problems
     layout.merge(masks, merged)
 
@@ -136,9 +145,9 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     if race:
         problems.append(race)
     if holes or reads or uninit or race or expected is None:
-        return problems, None, layout.doc
+        return problems, None, layout.doc, warnings
     actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
-    return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc
+    return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc, warnings
 
 
 def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,

@@ -51,7 +51,7 @@ after a probe, ``ranks``, ``dtypes``, ``lessons``, ``runs``, ``problem``,
 
 Deterministic and bounded: ``--examples`` per op (default 100), the seed
 ``--seed`` (default 0), failing examples kept in Hypothesis's example
-database ``--database`` and replayed first next time (the line says
+database ``--database`` (a folder per op) and replayed first next time (the line says
 ``replayed``), and ``--time-limit`` seconds per op (the line says ``time
 limit``). Exit status: 0 when no op was falsified, 1 when one was, 2 when
 the plan or the program cannot be used or Hypothesis is not installed.
@@ -76,7 +76,7 @@ from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
-from .explore_draw import inputs_strategy
+from .explore_draw import inputs_strategy, sweep_inputs
 from .explore_example import example_vector, vector_yaml
 from .probe import lesson_of, probe
 from .settings import add_run_options, run_options
@@ -208,7 +208,7 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     state = {"count": 0, "rejected": 0, "failed": None, "start": time.monotonic(),
              "timed_out": False}
 
-    def run(drawn) -> None:
+    def run(drawn, refuse=None) -> None:
         index, arrays = drawn
         if time_limit is not None and time.monotonic() - state["start"] > time_limit:
             state["timed_out"] = True
@@ -223,29 +223,43 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
                 # not one of the examples counted)
                 state["count"] -= 1
                 state["rejected"] += 1
-                reject()
+                (refuse or reject)()
+                return
             state["failed"] = (templates[index], arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
 
+    # the sweep past the device's buffers, after the search: a quarter of
+    # the examples at most, taken from the search's
+    sweep = sweep_inputs(templates[0], max_elements, explore, seed)[:examples // 4]
+
+    # (one folder per op: the search functions of a library's ops look
+    # alike to Hypothesis, which keys its database by the function, and one
+    # op's failure would be replayed, and called so, for the next)
+    database = os.path.join(database, op.name) if database else None
     # (the seed inside the settings: outside, it would turn the database off)
     # (the first dtype signature first: an example shrinks towards it)
     drawn = st.sampled_from(range(len(templates))).flatmap(
         lambda i: inputs_strategy(templates[i], max_elements, explore).map(lambda a: (i, a)))
-    prop = hseed(seed)(given(drawn)(run))
-    prop = settings(max_examples=examples, deadline=None, print_blob=False,
+    def searched(example) -> None:
+        run(example)
+    prop = hseed(seed)(given(drawn)(searched))
+    prop = settings(max_examples=examples - len(sweep), deadline=None, print_blob=False,
                     database=DirectoryBasedExampleDatabase(database) if database else None,
                     suppress_health_check=list(HealthCheck))(prop)
     held = bool(database) and os.path.isdir(database) and any(os.scandir(database))
     try:
         prop()
+        for arrays in sweep:
+            run((0, arrays), refuse=lambda: None)
     except _Falsified:
         template, arrays, result = state["failed"]
         stem = f"{plan.library}.{op.name}.explored"
         first = next((a for a in arrays.values() if isinstance(a, np.ndarray)), None)
         shapes = "scalars" if first is None else "x".join(str(d) for d in first.shape) or "scalar"
         name = f"explored_{shapes}"
-        text = vector_yaml(template, arrays, name, save_dir, save_prefix, stem)
+        text = vector_yaml(template, arrays, name, save_dir, save_prefix, stem,
+                           order=[a.name for a in op.args])
         result = dataclasses.replace(result, vector=name, where="explored")
         if record is not None:      # (the report draws its picture)
             record["result"] = result.to_json()

@@ -7,7 +7,7 @@ catch partition bugs (:data:`PARTITION_SIZES`). Needs Hypothesis (the
 from __future__ import annotations
 
 import math
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -16,7 +16,7 @@ from gpsimd_device.plan import ExploreSpec, VectorPlan
 
 from .dtypes import by_name
 
-__all__ = ["inputs_strategy", "PARTITION_SIZES"]
+__all__ = ["inputs_strategy", "sweep_inputs", "spread_values", "PARTITION_SIZES", "PAST_LIMITS"]
 
 
 #: Dimension sizes that catch partition bugs: 1, primes, counts that do
@@ -82,6 +82,51 @@ def _scalar(dtype_name: str, bounds: Optional[Tuple[float, float]]):
         edges = [v for v in edges if bounds[0] <= v <= bounds[1]]
     drawn = elements.map(lambda x: float(np.float32(x)))
     return st.one_of(st.sampled_from(edges), drawn) if edges else drawn
+
+
+#: Element counts past the device's buffers (one stream's TCM buffer, the
+#: TCM pool, a prime past it, the default cap): :func:`sweep_inputs` tries
+#: each within the cap after the search, so that no seed misses them.
+PAST_LIMITS = tuple(n for n in PARTITION_SIZES if n > STREAM_TCM_BYTES // 4
+                    and n % 2 == 1) + (1 << 15,)
+
+
+#: Arrays of more elements than this may be drawn as :func:`spread_values`.
+SPREAD_FROM = 64
+
+
+def spread_values(dtype_name: str, shape: Tuple[int, ...],
+                  bounds: Optional[Tuple[float, float]], seed: int) -> np.ndarray:
+    """An array of ``shape`` whose neighbouring elements differ (drawn with
+    numpy's generator from ``seed``: a data-movement bug, an element
+    shifted or dropped, shows in its values): floats normal at a drawn
+    scale (1, 1e3 or 1e30) with a few of the special values (NaN, ±inf,
+    ±0, the largest finite, a subnormal) at random places, or uniform in
+    ``bounds``; integers over the dtype's range (or ``bounds``); booleans
+    at random. Of ``dtype_name``'s numpy dtype (float32 for bfloat16 and
+    the float8 types, as :func:`_elements` draws them)."""
+    rng = np.random.default_rng(seed)
+    target = by_name(dtype_name).numpy
+    if target.kind == "b":
+        return rng.integers(0, 2, size=shape).astype(bool)
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        low, high = (int(info.min), int(info.max)) if bounds is None else (
+            max(int(info.min), math.ceil(bounds[0])), min(int(info.max), math.floor(bounds[1])))
+        return rng.integers(low, max(low, high), size=shape, dtype=target, endpoint=True)
+    width = np.float16 if target == np.float16 else np.float64 if target == np.float64 \
+        else np.float32
+    if bounds is not None:
+        return rng.uniform(bounds[0], bounds[1], size=shape).clip(*bounds).astype(width)
+    with np.errstate(over="ignore"):
+        arr = (rng.standard_normal(size=shape) * (1.0, 1e3, 1e30)[seed % 3]).astype(width)
+    specials = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, np.finfo(width).max,
+                         np.finfo(width).smallest_subnormal], dtype=width)
+    if arr.size and seed % 2:
+        flat = arr.reshape(-1)
+        where = rng.integers(0, flat.size, size=min(3, flat.size))
+        flat[where] = specials[rng.integers(0, len(specials), size=len(where))]
+    return arr
 
 
 def inputs_strategy(template: VectorPlan, max_elements: int,
@@ -150,7 +195,16 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
             elements, drawn_in = _elements(spec.dtype, explore.bounds)
             s = drawn[group_of[name]] if name in group_of else tuple(
                 size[d] for d in shapes[name]) if name in tied else shapes[name]
-            arr = draw_(hnp.arrays(drawn_in, s, elements=elements, fill=elements))
+            # (Hypothesis's arrays, which shrink well but fill most of a
+            # large array with one value; or, past SPREAD_FROM elements,
+            # values that differ from element to element, from a drawn
+            # seed: fewer choices, so a failing example shrinks to them
+            # only where its size, not its values, makes it fail)
+            arrays_st = hnp.arrays(drawn_in, s, elements=elements, fill=elements)
+            if math.prod(s) > SPREAD_FROM:
+                arrays_st = st.one_of(arrays_st, st.integers(0, 2 ** 32 - 1).map(
+                    lambda seed, s=s, dt=spec.dtype: spread_values(dt, s, explore.bounds, seed)))
+            arr = draw_(arrays_st)
             # (a dtype numpy's .npy cannot hold, bfloat16 or float8, stays
             # float32: the vector casts it as it casts any input)
             target = by_name(spec.dtype).numpy
@@ -167,3 +221,37 @@ def _shape_of(spec) -> List[int]:
     if spec.values is not None:
         return list(np.shape(spec.values))
     return []
+
+
+def sweep_inputs(template: VectorPlan, max_elements: int, explore: Optional[ExploreSpec],
+                 seed: int) -> List[Dict[str, object]]:
+    """Inputs past the device's buffers, tried after the search (so that no
+    seed misses them): for each count of :data:`PAST_LIMITS` within the cap,
+    smallest first, every tensor of the shared shape (when the template's
+    tensors share one, or the op's ``same_shape`` groups) of that many
+    elements (``(n, 1, ...)`` at the template's rank) with
+    :func:`spread_values`; the other tensors and the scalars as the
+    template's. Empty when no tensor shares a shape."""
+    explore = explore or ExploreSpec()
+    cap = explore.max_elements or max_elements
+    tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
+    shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
+    if explore.same_shape:
+        grouped = {n for g in explore.same_shape for n in g if n in tensors}
+    else:
+        grouped = set(tensors) if len(set(shapes.values())) == 1 else set()
+    grouped = {n for n in grouped if shapes[n]}      # (a rank-0 tensor has one element)
+    if not grouped:
+        return []
+    out = []
+    for i, n in enumerate(c for c in PAST_LIMITS if c <= cap):
+        inputs: Dict[str, object] = {}
+        for k, (name, spec) in enumerate(tensors.items()):
+            if name not in grouped:
+                continue
+            shape = (n,) + (1,) * (len(shapes[name]) - 1)
+            arr = spread_values(spec.dtype, shape, explore.bounds, seed * 1000 + i * 10 + k)
+            target = by_name(spec.dtype).numpy
+            inputs[name] = arr.astype(target) if target.kind in "biuf" else arr
+        out.append(inputs)
+    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import math
 import os
-from typing import Dict
+from typing import Dict, Sequence
 
 import numpy as np
 
@@ -69,15 +69,19 @@ def _yaml_values(v) -> str:
 
 
 def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
-                save_dir: str, prefix: str, stem: str) -> str:
+                save_dir: str, prefix: str, stem: str, order: Sequence[str] = ()) -> str:
     """The YAML of a vector with ``arrays`` as its tensor inputs and drawn
     scalars (else ``template``'s), ready to paste under an op's ``vectors:`` (the
     op's reference is the op's own); an input with more than
     :data:`INLINE_ELEMENTS` elements or one that is not finite is written
     to ``save_dir/stem.<arg>.npy`` and named ``prefix`` + that file name
-    (a drawn NaN or subnormal is kept exactly)."""
+    (a drawn NaN or subnormal is kept exactly). ``order``: the op's
+    argument names, the order the inputs are written in (the schema's;
+    default the template's)."""
     lines = [f"- name: {name}", "  inputs:"]
-    for arg, spec in template.inputs.items():
+    names = [a for a in order if a in template.inputs] + [
+        a for a in template.inputs if a not in order]
+    for arg, spec in ((a, template.inputs[a]) for a in names):
         if not isinstance(arrays.get(arg), np.ndarray):     # (a scalar: drawn, or the template's)
             lines.append(f"    {arg}: {_yaml_scalar(arrays.get(arg, spec.value))}")
             continue

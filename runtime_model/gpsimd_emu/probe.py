@@ -5,7 +5,8 @@ A kernel says what it accepts only when it is wrong: ``accessor<float,2>
 on a 1-dimensional tensor`` (a SHAPE fault: rank 2 wanted),
 ``accessor<c10::Half> on a float32 tensor`` (a DTYPE fault: float16
 wanted), ``size(1): dimension out of range for a 1-dimensional tensor``
-(a rank above 1 wanted). :func:`probe` runs the kernel on small tensors
+or ``IntArrayRef index 1 out of range (size 1)`` (``sizes()[1]``: a rank
+above 1 wanted). :func:`probe` runs the kernel on small tensors
 (every dimension :data:`PROBE_DIM`), float32 and rank 1 first (or what
 the op's vector gives), and follows each such lesson, all tensors of the
 rank or dtype the fault names at once; when that makes a tensor checked
@@ -44,6 +45,8 @@ _BY_CTYPE: Dict[str, str] = {**{d.ctype: d.name for d in DTYPES.values()}, **CTY
 _SHAPE = re.compile(r"fault SHAPE in op \S+: \w+<([^,<>]+),(\d+)> on a (\d+)-dimensional tensor")
 _DTYPE = re.compile(r"fault DTYPE in op \S+: \w+<([^<>]+)> on a (\w+) tensor")
 _DIM = re.compile(r"\w+\((-?\d+)\): dimension out of range for a (\d+)-dimensional tensor")
+#: ``sizes()[1]`` (or ``strides()[1]``) of a 1-dimensional tensor.
+_INDEX = re.compile(r"IntArrayRef index (\d+) out of range \(size (\d+)\)")
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,11 @@ def lesson_of(message: str) -> Optional[Lesson]:
     if m:
         index, ndim = int(m.group(1)), int(m.group(2))
         want = index + 1 if index >= 0 else -index
+        if ndim < want <= MAX_DIMS:
+            return Lesson("rank", want, ndim, m.group(0), at_least=True)
+    m = _INDEX.search(message)
+    if m:
+        want, ndim = int(m.group(1)) + 1, int(m.group(2))
         if ndim < want <= MAX_DIMS:
             return Lesson("rank", want, ndim, m.group(0), at_least=True)
     return None

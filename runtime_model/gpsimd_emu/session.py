@@ -334,9 +334,10 @@ class LibrarySession:
                                 if o["bytes"] > 2 * control.ZY["OUTPUT_KEEP"]]
             comparison = None
             if not fatal:
-                more, comparison, layout = judge_output(image, self.cores, outcome, p.expected,
-                                                        p.rtol, p.atol)
+                more, comparison, layout, notes = judge_output(
+                    image, self.cores, outcome, p.expected, p.rtol, p.atol)
                 result.layout = layout
+                result.warnings += notes
                 if problems:        # a core faulted: say what was written, compare nothing
                     comparison = None
                 problems += more

@@ -74,7 +74,9 @@ EXPECTED = {
         "fail", "elements written by more than one core: [125, 126) by cores 0-1, [250, 251) by cores 1-2, "
         "[375, 376) by cores 2-3, [500, 501) by cores 3-4, [625, 626) by cores 4-5, [750, 751) by cores 5-6, "
         "[875, 876) by cores 6-7", []),
-    ("broken_spmd", "idle_core"): ("fail", "core 7 wrote nothing", []),
+    # (the other cores wrote every element: not a wrong result, a warning)
+    ("broken_spmd", "idle_core"): ("pass", "", ["core 7 wrote nothing (the other cores wrote "
+                                                "every element)"]),
     # 5. multicore rules; 4. the per-core 2 MiB HBM window; 7. one core crashing
     ("broken_spmd", "std_accessor_multicore"): (
         "fail", f"cores 0-7: fault MULTICORE in op std_accessor_multicore: accessor<float,1> {MC_ACCESSOR}"

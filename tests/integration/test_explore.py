@@ -194,7 +194,8 @@ def test_an_op_without_vectors_is_compared_with_its_reference(built_project, tmp
 def test_explore_finds_the_odd_tail_bug_of_a_chunked_kernel_with_no_vector(built_project,
                                                                            tmp_path):
     """A kernel that doubles in chunks of 16 and copies the tail in pairs:
-    only a count of 16k + odd shows its bug. With no vector written, the
+    only a count of 16k + odd shows its bug; another reads every chunk of
+    4096 after the first one element early. With no vector written, the
     search finds it (the smallest example: one element, never written)
     and leaves the same kernel done right alone; the example, pasted as
     the op's first vector, fails the same way under scons test-<lib>."""
@@ -209,18 +210,30 @@ def test_explore_finds_the_odd_tail_bug_of_a_chunked_kernel_with_no_vector(built
     ops:
       - schema: "chunked::odd_tail_ok(Tensor x) -> Tensor"
         reference: ch/reference.py:double
+      - schema: "chunked::past_pool_bug(Tensor x) -> Tensor"
+        reference: ch/reference.py:double
       - schema: "chunked::odd_tail_bug(Tensor x) -> Tensor"
         reference: ch/reference.py:double
 """)
     built = run_scons(proj, "-Q", "ch")
-    assert "ch: 0 passed, 0 failed, 2 ops without vectors" in built.stdout.splitlines(), \
+    assert "ch: 0 passed, 0 failed, 3 ops without vectors" in built.stdout.splitlines(), \
         built.stdout + built.stderr
     proc = run_scons(proj, "-Q", "explore-ch", "EXPLORE_EXAMPLES=100")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     lines = _lines(proc)
     assert lines[0] == "EXPLORED ch::odd_tail_ok: 100 examples, every check passed"
-    assert lines[1] == _TAIL_FALSIFIED, lines
-    assert lines[2:5] == _TAIL_EXAMPLE and lines[-1] == "ch: 2 ops explored, 1 falsified"
+    i = lines.index(_TAIL_FALSIFIED)
+    assert lines[i + 1:i + 4] == _TAIL_EXAMPLE and lines[-1] == "ch: 3 ops explored, 2 falsified"
+    # the bug past the TCM pool: whatever the seed and however few the
+    # examples, a tensor of more than 4096 elements whose neighbours differ
+    # is tried (element 4096 is its first wrong one)
+    for seed in (0, 1, 2):
+        proc = run_scons(proj, "-Q", "explore-ch", "EXPLORE_EXAMPLES=12", f"EXPLORE_SEED={seed}")
+        past = [l for l in _lines(proc) if l.startswith("FALSIFIED ch::past_pool_bug")]
+        assert len(past) == 1 and re.search(r"\[explored_\d+(x1)*\] \(explored\): \d+ of \d+ "
+                                             r"elements? differs? .*: \[4096\] actual", past[0]), \
+            (seed, _lines(proc))
+        shutil.rmtree(proj / "build/host/ch/explore-db")
     manifest.write_text(manifest.read_text() + "        vectors:\n" + "".join(
         " " * 10 + line[4:] + "\n" for line in _TAIL_EXAMPLE))
     test = run_scons(proj, "-Q", "test-ch")

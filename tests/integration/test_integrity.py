@@ -19,7 +19,7 @@ import time
 import pytest
 import yaml
 
-from conftest import PROGRESS, ROOT, copy_project, run_scons
+from conftest import PROGRESS, ROOT, copy_built, copy_project, run_scons
 
 RELU = "kernels/relu/relu.cpp"
 GOOD_LINE = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
@@ -93,13 +93,19 @@ def clean(tmp_path_factory):
     return get
 
 
-@pytest.fixture
-def built(tmp_path):
-    """A project built completely in the good state."""
-    proj = make_project(tmp_path / "p")
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory):
+    """A project built completely in the good state, once per module."""
+    proj = make_project(tmp_path_factory.mktemp("built") / "p")
     proc = build(proj)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proj
+
+
+@pytest.fixture
+def built(built_once, tmp_path):
+    """The test's own copy of the built project (it changes it)."""
+    return copy_built(built_once, tmp_path / "p")
 
 
 def interrupt(proj, sig, pattern=None, delay=None, command=None):

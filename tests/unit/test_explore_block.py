@@ -86,6 +86,10 @@ def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_pa
     assert vector_yaml(template, small, "e", str(tmp_path), "explore/", "lib.op") == (
         "- name: e\n  inputs:\n    x: {dtype: float32, shape: [2], values: [0.0, -2.5]}\n"
         "    a: 1.5\n")
+    # in the schema's order when given (the template's is the plan's)
+    assert vector_yaml(template, small, "e", str(tmp_path), "", "s", order=["a", "x"]) == (
+        "- name: e\n  inputs:\n    a: 1.5\n"
+        "    x: {dtype: float32, shape: [2], values: [0.0, -2.5]}\n")
     # a drawn non-finite scalar in YAML's spelling (`nan` would read as a string)
     for value, text in ((math.nan, ".nan"), (math.inf, ".inf"), (-math.inf, "-.inf")):
         drawn = dict(small, a=value)
@@ -257,3 +261,34 @@ def test_tensors_of_other_shapes_draw_their_dimensions_equal_sizes_tied():
     draw()
     assert len({m for m, _, _ in seen}) > 3 and any(m != n for m, _, n in seen)
     assert any(m % 8 for m, _, _ in seen)       # (a count that does not divide by 8)
+
+
+def test_spread_values_differ_from_element_to_element_within_the_range():
+    from gpsimd_emu.explore_draw import spread_values
+    a = spread_values("float32", (4097,), None, 2)
+    assert a.dtype == np.float32 and len(np.unique(a)) > 4000
+    assert spread_values("float32", (4097,), None, 2).tobytes() == a.tobytes()    # (seeded)
+    special = spread_values("float32", (64,), None, 1)      # (odd seeds: special values too)
+    assert not np.all(np.isfinite(special)) or np.any(special == 0) or \
+        np.any(np.abs(special) == np.finfo(np.float32).max) or \
+        np.any((special != 0) & (np.abs(special) < np.finfo(np.float32).tiny))
+    b = spread_values("bfloat16", (1000,), (-2.0, 3.0), 5)
+    assert b.dtype == np.float32 and b.min() >= -2.0 and b.max() <= 3.0
+    i = spread_values("int32", (1000,), None, 7)
+    assert i.dtype == np.int32 and i.min() < -2 ** 30 and i.max() > 2 ** 30
+
+
+def test_the_sweep_tries_every_count_past_the_buffers_within_the_cap():
+    from gpsimd_emu.explore_draw import sweep_inputs
+
+    def template(shapes):
+        return VectorPlan.from_json({"name": "v", "inputs": {
+            name: {"kind": "tensor", "dtype": "float32", "shape": s, "random": {}}
+            for name, s in shapes.items()}}, "v")
+    swept = sweep_inputs(template({"x": [8], "y": [8]}), 1 << 15, None, 0)
+    assert [v["x"].shape for v in swept] == [(1025,), (4095,), (4097,), (16411,), (32768,)]
+    assert all(v["x"].shape == v["y"].shape and not np.array_equal(v["x"], v["y"])
+               for v in swept)
+    capped = sweep_inputs(template({"x": [2, 3]}), 1 << 15, ExploreSpec(max_elements=5000), 0)
+    assert [v["x"].shape for v in capped] == [(1025, 1), (4095, 1), (4097, 1)]
+    assert sweep_inputs(template({"x": [4, 8], "w": [8]}), 1 << 15, None, 0) == []

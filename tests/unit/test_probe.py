@@ -93,6 +93,12 @@ def test_lessons_of_the_model_s_messages():
     dim = P.lesson_of("core 0: fault BAD_ARGUMENT in op f: size(1): dimension out of range "
                       "for a 1-dimensional tensor")
     assert (dim.field, dim.want, dim.have, dim.at_least) == ("rank", 2, 1, True)
+    # t.sizes()[1] of a 1-dimensional tensor (the model's fault_array_index)
+    index = P.lesson_of("cores 0-7: fault OUT_OF_RANGE in op rowscale: IntArrayRef index 1 "
+                        "out of range (size 1)")
+    assert (index.field, index.want, index.have, index.at_least) == ("rank", 2, 1, True)
+    assert P.lesson_of("core 0: fault OUT_OF_RANGE in op f: IntArrayRef index 9 out of range "
+                       "(size 2)") is None      # (past the device's 8 dimensions: no lesson)
     assert P.lesson_of("core 0: fault OUT_OF_RANGE in op f: offset 9") is None
 
 
@@ -107,3 +113,16 @@ def test_every_accessor_type_name_of_the_model_maps_to_its_dtype():
         message = f"core 0: fault DTYPE in op f: accessor<{spelled}> on a float16 tensor"
         lesson = P.lesson_of(message)
         assert lesson is not None and lesson.want == by_scalar[scalar], spelled
+
+
+def test_the_lessons_read_the_model_s_own_fault_formats():
+    """The rank lessons parse what the model's C++ prints: its format
+    strings, filled in as printf would, give the lessons above."""
+    source = (ROOT / "runtime_model/src/tensor.cpp").read_text()
+    index = re.search(r'"(IntArrayRef index %zu out of range \(size %zu\))"', source).group(1)
+    dim = re.search(r'"(%s\(%lld\): dimension out of range for a %lld-dimensional tensor)"',
+                    source).group(1)
+    lesson = P.lesson_of(index.replace("%zu", "2", 1).replace("%zu", "1", 1))
+    assert (lesson.want, lesson.have) == (3, 1)
+    lesson = P.lesson_of(dim.replace("%s", "size").replace("%lld", "1", 1).replace("%lld", "1"))
+    assert (lesson.want, lesson.have) == (2, 1)
