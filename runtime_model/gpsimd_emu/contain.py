@@ -24,44 +24,16 @@ import signal
 import time
 from typing import List, Optional
 
+# (the client's, which the front ends use without the rest of the emulator)
+from .client.process import die_with_parent, libc, prctl
+
 __all__ = [
     "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill", "end_within",
     "wait_until", "signal_name",
 ]
 
-PR_SET_PDEATHSIG = 1
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
-
-_libc = None
-
-
-def libc():
-    """The C library (``ctypes.CDLL(None)``), loaded once."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
-
-
-def _prctl(option: int, arg: int) -> bool:
-    try:
-        return libc().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
-    except (AttributeError, OSError):
-        return False
-
-
-def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
-    """Ask for signal ``sig`` (default SIGKILL) when our parent dies
-    (``PR_SET_PDEATHSIG``); exit at once (status 1) if ``parent``, the pid
-    that forked us, is already gone. (As PID 1 of a new namespace our
-    parent is outside it: ``getppid()`` is 0 and cannot be compared.) Safe
-    between ``fork`` and ``exec`` (a ``preexec_fn``) once :func:`libc` was
-    called before the fork."""
-    _prctl(PR_SET_PDEATHSIG, sig)
-    ppid = os.getppid()
-    if ppid != parent and not (ppid == 0 and os.getpid() == 1):
-        os._exit(1)
 
 
 def signal_name(sig: int) -> str:
@@ -75,7 +47,7 @@ def signal_name(sig: int) -> str:
 def become_subreaper() -> bool:
     """Make orphaned descendants our children (``PR_SET_CHILD_SUBREAPER``).
     Returns False where the kernel does not allow it."""
-    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    return prctl(PR_SET_CHILD_SUBREAPER, 1)
 
 
 def set_name(name: str) -> None:

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .client.protocol import JOBS_ENV, QUIET_ENV, VERBOSE_ENV
+from .client.protocol import DEFAULT_TIMEOUT, JOBS_ENV, QUIET_ENV, VERBOSE_ENV
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
@@ -19,9 +19,6 @@ __all__ = [
     "format_size", "default_parallel", "add_run_options", "run_options",
 ]
 
-#: Seconds one run of a vector's cores may take (each run: the poisoned
-#: private pass, its second run, each fixed-order pass) before it is killed.
-DEFAULT_TIMEOUT = 60.0
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
 #: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
 DEFAULT_STACK_SCALE = 16

@@ -5,24 +5,57 @@ interrupts included (:func:`run_group`). Standard library only."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
 from typing import Callable, List, Optional, Tuple
 
-from .. import contain
+__all__ = ["libc", "die_with_parent", "tied_to_me", "end_group", "run_group"]
 
-__all__ = ["tied_to_me", "end_group", "run_group"]
+#: prctl(2)'s option: a signal when the parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+_libc = None
+
+
+def libc():
+    """The C library (``ctypes.CDLL(None)``), loaded once."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc
+
+
+def prctl(option: int, arg: int) -> bool:
+    """``prctl(option, arg)``: True when it succeeded."""
+    try:
+        return libc().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
+    except (AttributeError, OSError):
+        return False
+
+
+def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:
+    """Ask for signal ``sig`` (default SIGKILL) when our parent dies
+    (``PR_SET_PDEATHSIG``); exit at once (status 1) if ``parent``, the pid
+    that forked us, is already gone. (As PID 1 of a new namespace our
+    parent is outside it: ``getppid()`` is 0 and cannot be compared.) Safe
+    between ``fork`` and ``exec`` (a ``preexec_fn``) once :func:`libc` was
+    called before the fork."""
+    prctl(PR_SET_PDEATHSIG, sig)
+    ppid = os.getppid()
+    if ppid != parent and not (ppid == 0 and os.getpid() == 1):
+        os._exit(1)
 
 
 def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
     """A ``preexec_fn`` for ``subprocess``: the child gets ``sig`` when the
     process that calls this dies (``PR_SET_PDEATHSIG``, ``kill -9``
     included), and exits at once if it already has. The C library is
-    loaded here, before the fork (``contain.libc``)."""
-    contain.libc()
+    loaded here, before the fork (:func:`libc`)."""
+    libc()
     me = os.getpid()
-    return lambda: contain.die_with_parent(me, sig)
+    return lambda: die_with_parent(me, sig)
 
 
 def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:

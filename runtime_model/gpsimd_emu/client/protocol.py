@@ -1,6 +1,7 @@
 """What the emulator server (``gpsimd_emu.server``) and its clients
 (``gpsimd_emu.client.served``, the build) agree on: the environment
-variables that steer the emulator (each name defined here only), the process a server serves (``served_by``, ``find_ninja``,
+variables that steer the emulator (each name defined here only), the
+vectors' default time limit, the process a server serves (``served_by``, ``find_ninja``,
 ``proc_stat``), the server's abstract socket name (``server_name``), the
 model's files a server must share with a client (``model_files``), the
 user and pid at the other end of a socket, and the message format
@@ -19,7 +20,8 @@ import marshal
 import os
 import struct
 
-__all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE", "find_ninja", "served_by", "model_files",
+__all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
+           "DEFAULT_TIMEOUT", "find_ninja", "served_by", "model_files",
            "include_dir", "server_key", "server_name", "peer_uid", "peer_pid", "encode",
            "decode", "proc_stat"]
 
@@ -39,6 +41,10 @@ QUIET_ENV = "GPSIMD_EMU_QUIET"
 VERBOSE_ENV = "GPSIMD_EMU_VERBOSE"
 #: Largest message (bytes): a request's argv and environment.
 MAX_MESSAGE = 1 << 20
+#: Seconds one run of a vector's cores may take (each run: the poisoned
+#: private pass, its second run, each fixed-order pass) before it is
+#: killed (``--timeout``, README's ``EMU_TIMEOUT``; ``gpsimd_emu.settings``).
+DEFAULT_TIMEOUT = 60.0
 
 #: Names of the processes that may stand between ninja and the step.
 _SHELLS = ("sh", "bash", "dash", "zsh")

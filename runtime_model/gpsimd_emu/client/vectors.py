@@ -15,7 +15,7 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from ..settings import DEFAULT_TIMEOUT
+from .protocol import DEFAULT_TIMEOUT
 from .process import end_group, run_group, tied_to_me
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
