@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .limits import DEFAULT_STACK_SIZE
 from .planinputs import (InputSpec, Number, PlanError, RandomSpec, ScalarSpec, TensorSpec,
@@ -186,7 +186,8 @@ class ExploreSpec:
     ``same_shape``: groups of tensor arguments that share one drawn shape;
     ``keep_shape``: tensor arguments that keep their vector's shape (the
     others draw their dimensions, tied where the vector's sizes are
-    equal); ``scalars``: a scalar argument's ``(low, high)`` range (the
+    equal); ``shapes``: a tensor argument's dimensions by name (drawn, one
+    size per name across tensors) or fixed size; ``scalars``: a scalar argument's ``(low, high)`` range (the
     others are drawn from their dtype's whole range);
     the output's shape ``output_like`` a tensor argument's, of dtype
     ``output_dtype`` (default that argument's), for an op with neither a
@@ -201,6 +202,7 @@ class ExploreSpec:
     output_like: Optional[str] = None
     output_dtype: Optional[str] = None
     keep_shape: Tuple[str, ...] = ()
+    shapes: Mapping[str, Tuple[Union[str, int], ...]] = field(default_factory=dict)
 
     @property
     def bounds(self) -> Optional[Tuple[float, float]]:
@@ -227,6 +229,8 @@ class ExploreSpec:
             d["output"] = {"like": self.output_like, "dtype": self.output_dtype}
         if self.keep_shape:
             d["keep_shape"] = list(self.keep_shape)
+        if self.shapes:
+            d["shapes"] = {k: list(v) for k, v in self.shapes.items()}
         return d
 
     @classmethod
@@ -255,11 +259,18 @@ class ExploreSpec:
         keep = d.get("keep_shape") or []
         if not isinstance(keep, list):
             raise PlanError(f"{where}.keep_shape: expected a list of names")
+        shapes = need_object(d.get("shapes") or {}, f"{where}.shapes")
+        for k, v in shapes.items():
+            if not isinstance(v, list) or not all(
+                    isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool) and x > 0)
+                    for x in v):
+                raise PlanError(f"{where}.shapes.{k}: expected a list of names and sizes")
         return cls(low, high, {str(k): str(v) for k, v in dtypes.items()}, max_elements,
                    tuple(tuple(str(n) for n in g) for g in groups),
                    {str(k): finite_range(need_object(v, f"{where}.scalars.{k}"),
                                          f"{where}.scalars.{k}") for k, v in scalars.items()},
-                   output.get("like"), output.get("dtype"), tuple(str(n) for n in keep))
+                   output.get("like"), output.get("dtype"), tuple(str(n) for n in keep),
+                   {str(k): tuple(v) for k, v in shapes.items()})
 
 
 @dataclass(frozen=True)

@@ -148,6 +148,21 @@ def _probed_template(session, op, shaped: Callable, record: Optional[dict],
     return _blank_vector(op, probed.shapes(), probed.dtypes), None
 
 
+def _digest(arrays: Dict[str, object]) -> str:
+    """12 hex digits of the example's inputs (names, dtypes, shapes, bytes):
+    its files' names, so that a later example never overwrites the files
+    of one already pasted."""
+    h = hashlib.sha256()
+    for name in sorted(arrays):
+        value = arrays[name]
+        h.update(name.encode() + b"\0")
+        if isinstance(value, np.ndarray):
+            h.update(f"{value.dtype.str}{value.shape}".encode() + value.tobytes())
+        else:
+            h.update(repr(value).encode())
+    return h.hexdigest()[:12]
+
+
 def _templates(vectors) -> List[VectorPlan]:
     """The vectors a search draws from: the first of each signature (its
     tensors' and output's dtypes, in the op's order) among those with a
@@ -254,7 +269,7 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
             run((0, arrays), refuse=lambda: None)
     except _Falsified:
         template, arrays, result = state["failed"]
-        stem = f"{plan.library}.{op.name}.explored"
+        stem = f"{plan.library}.{op.name}.{_digest(arrays)}"
         first = next((a for a in arrays.values() if isinstance(a, np.ndarray)), None)
         shapes = "scalars" if first is None else "x".join(str(d) for d in first.shape) or "scalar"
         name = f"explored_{shapes}"

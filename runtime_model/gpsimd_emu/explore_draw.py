@@ -141,23 +141,35 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     ``max_elements`` elements (or the block's ``max_elements``), of the
     template's rank or any rank from 1 to the device's
     (``gpsimd_device.limits.MAX_DIMS``); tensors in ``keep_shape`` keep
-    the template's shape; every other tensor keeps its rank and draws its
-    dimensions, one size per distinct size of the template's (so that
-    dimensions equal in the vector stay equal: ``x[m,k]`` and ``w[k,n]``
-    keep one ``k``), each at most the cap's root by the largest such rank."""
+    the template's shape; tensors in ``shapes`` have the dimensions it
+    names (one drawn size per name, shared, each at most the cap's root by
+    the largest such rank; a number fixed); every other tensor keeps its
+    rank and draws its dimensions, one size per distinct size of the
+    template's (so that dimensions equal in the vector stay equal:
+    ``x[m,k]`` and ``w[k,n]`` keep one ``k``; a square vector ties its two
+    sizes too, which ``shapes`` undoes), each at most the cap's root by
+    the largest such rank."""
     from hypothesis import strategies as st
     from hypothesis.extra import numpy as hnp
     explore = explore or ExploreSpec()
     cap = explore.max_elements or max_elements
     tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
     shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
+    named = {n: dims for n, dims in explore.shapes.items() if n in tensors}
     if explore.same_shape:
         groups = [tuple(n for n in g if n in tensors) for g in explore.same_shape]
     else:
-        groups = [tuple(tensors)] if len(set(shapes.values())) == 1 else []
+        rest = [n for n in tensors if n not in named]
+        groups = [tuple(rest)] if rest and len({shapes[n] for n in rest}) == 1 else []
     groups = [g for g in groups if g]
     group_of = {n: i for i, g in enumerate(groups) for n in g}
-    tied = [n for n in tensors if n not in group_of and n not in explore.keep_shape]
+    tied = [n for n in tensors if n not in group_of and n not in explore.keep_shape
+            and n not in named]
+    symbols = sorted({d for dims in named.values() for d in dims if isinstance(d, str)})
+    named_top = max((len(dims) for dims in named.values()), default=1)
+    named_bound = max(1, int(cap ** (1.0 / named_top) + 1e-9))
+    symbol_st = st.one_of(st.sampled_from([p for p in PARTITION_SIZES if p <= named_bound]),
+                          st.integers(1, named_bound))
     sizes = sorted({d for n in tied for d in shapes[n]})
     top = max((len(shapes[n]) for n in tied), default=1)
     bound = max(1, int(cap ** (1.0 / max(1, top)) + 1e-9))
@@ -190,11 +202,15 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     def draw(draw_):
         drawn = [draw_(shape_st(len(shapes[g[0]]))) for g in groups]
         size = {d: draw_(size_st[d]) if d in size_st else d for d in sizes}
+        symbol = {name: draw_(symbol_st) for name in symbols}
         out = {}
         for name, spec in tensors.items():
             elements, drawn_in = _elements(spec.dtype, explore.bounds)
-            s = drawn[group_of[name]] if name in group_of else tuple(
-                size[d] for d in shapes[name]) if name in tied else shapes[name]
+            if name in named:
+                s = tuple(symbol[d] if isinstance(d, str) else d for d in named[name])
+            else:
+                s = drawn[group_of[name]] if name in group_of else tuple(
+                    size[d] for d in shapes[name]) if name in tied else shapes[name]
             # (Hypothesis's arrays, which shrink well but fill most of a
             # large array with one value; or, past SPREAD_FROM elements,
             # values that differ from element to element, from a drawn
@@ -240,7 +256,7 @@ def sweep_inputs(template: VectorPlan, max_elements: int, explore: Optional[Expl
         grouped = {n for g in explore.same_shape for n in g if n in tensors}
     else:
         grouped = set(tensors) if len(set(shapes.values())) == 1 else set()
-    grouped = {n for n in grouped if shapes[n]}      # (a rank-0 tensor has one element)
+    grouped = {n for n in grouped if shapes[n] and n not in explore.shapes}  # (rank 0: one element)
     if not grouped:
         return []
     out = []

@@ -116,11 +116,14 @@ def test_a_nan_example_is_saved_as_npy_and_fails_the_same_way_pasted(built_proje
                         "(explored): 1 of 1 element differs (rtol=1.3e-06, atol=1e-05): [0] "
                         "actual 0 expected nan; max_abs_err inf")
     example = lines[i + 1:i + 4]
-    assert example == ["    - name: explored_1", "      inputs:",
-                       "        x: {dtype: float32, npy: explore/relu.relu_forward.explored.x.npy}"]
-    saved = proj / "explore/relu.relu_forward.explored.x.npy"
+    assert example[:2] == ["    - name: explored_1", "      inputs:"]
+    file = re.fullmatch(r"        x: \{dtype: float32, npy: (explore/relu\.relu_forward\."
+                        r"[0-9a-f]{12}\.x\.npy)\}", example[2]).group(1)
+    saved = proj / file
     import numpy as np
     assert np.isnan(np.load(saved)).tolist() == [True]
+    # named by its content (gpsimd_emu.explore._digest): the one file of the op
+    assert [p.name for p in (proj / "explore").glob("relu.relu_forward.*")] == [saved.name]
     manifest = proj / "ops.yaml"
     text = manifest.read_text()
     anchor = '      - schema: "my_ops::relu_backward'
@@ -250,3 +253,47 @@ _TAIL_FALSIFIED = (
     "customop_return_tensor, was never written there; e.g. torch::empty() storage): [0, 1)")
 _TAIL_EXAMPLE = ["    - name: explored_1", "      inputs:",
                  "        x: {dtype: float32, shape: [1], values: [0.0]}"]
+
+
+def test_named_dimensions_find_a_bug_a_square_vector_hides(built_project, tmp_path):
+    """x [m, n] + b [n], wrong only when m != n, with one square vector:
+    its sizes stay tied and the search passes (as documented); with
+    ``explore: shapes: {x: [m, n], b: [n]}`` it is falsified, and the
+    same kernel done right stays clean."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    (proj / "cb").mkdir()
+    for name in ("colbias.cpp", "reference.py"):
+        shutil.copy(ROOT / "tests" / "data" / "colbias" / name, proj / "cb" / name)
+    manifest = proj / "ops.yaml"
+    base = manifest.read_text()
+    library = """
+  - name: cb
+    sources: [cb/colbias.cpp]
+    ops:
+      - schema: "cb::colbias_ok(Tensor x, Tensor b) -> Tensor"
+        reference: cb/reference.py:colbias
+        EXPLORE
+        vectors:
+          - name: sq
+            inputs:
+              x: {dtype: float32, shape: [4, 4], random: {distribution: normal}}
+              b: {dtype: float32, shape: [4], random: {distribution: normal}}
+      - schema: "cb::colbias_mod_bug(Tensor x, Tensor b) -> Tensor"
+        reference: cb/reference.py:colbias
+        EXPLORE
+        vectors:
+          - name: sq
+            inputs:
+              x: {dtype: float32, shape: [4, 4], random: {distribution: normal}}
+              b: {dtype: float32, shape: [4], random: {distribution: normal}}
+"""
+    manifest.write_text(base + library.replace("        EXPLORE\n", ""))
+    proc = run_scons(proj, "-Q", "explore-cb", "EXPLORE_EXAMPLES=40")
+    assert _lines(proc)[-1] == "cb: 2 ops explored, 0 falsified", proc.stdout + proc.stderr
+    manifest.write_text(base + library.replace(
+        "EXPLORE", "explore: {shapes: {x: [m, n], b: [n]}}"))
+    proc = run_scons(proj, "-Q", "explore-cb", "EXPLORE_EXAMPLES=40")
+    lines = _lines(proc)
+    assert lines[0] == "EXPLORED cb::colbias_ok: 40 examples, every check passed", lines
+    assert lines[1].startswith("FALSIFIED cb::colbias_mod_bug: FAIL cb::colbias_mod_bug[explored_")
+    assert lines[-1] == "cb: 2 ops explored, 1 falsified"

@@ -2,6 +2,7 @@
 from the manifest with a located error, carried into the test plan and
 back, and used by the strategy (finite values in the range only)."""
 import math
+import re
 
 import numpy as np
 import pytest
@@ -292,3 +293,62 @@ def test_the_sweep_tries_every_count_past_the_buffers_within_the_cap():
     capped = sweep_inputs(template({"x": [2, 3]}), 1 << 15, ExploreSpec(max_elements=5000), 0)
     assert [v["x"].shape for v in capped] == [(1025, 1), (4095, 1), (4097, 1)]
     assert sweep_inputs(template({"x": [4, 8], "w": [8]}), 1 << 15, None, 0) == []
+
+
+def test_named_dimensions_are_drawn_apart_where_the_vector_ties_them(tmp_path):
+    """A square vector (x [4,4], b [4]) ties m and n by default; ``shapes:
+    {x: [m, n], b: [n]}`` draws them apart, b's one dimension x's second,
+    a number fixed; read from the manifest and carried into the plan."""
+    from hypothesis import given, settings
+    from gpsimd_emu.explore_draw import inputs_strategy
+    template = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "float32", "shape": [4, 4], "random": {}},
+        "b": {"kind": "tensor", "dtype": "float32", "shape": [4], "random": {}},
+        "t": {"kind": "tensor", "dtype": "float32", "shape": [3, 4], "random": {}}}}, "v")
+    op = _block(tmp_path, "{shapes: {x: [m, n], w: [n]}}").libraries[0].ops[0]
+    assert op.explore.shapes == {"x": ("m", "n"), "w": ("n",)}
+    assert OpPlan.from_json(op_plan(op).to_json(), "op").explore == op.explore
+    spec = ExploreSpec(shapes={"x": ("m", "n"), "b": ("n",), "t": (3, "n")})
+    tied, apart = [], []
+
+    @settings(max_examples=100, database=None, derandomize=True)
+    @given(inputs_strategy(template, 1 << 12, ExploreSpec()))
+    def default(values):
+        tied.append(values["x"].shape)
+
+    @settings(max_examples=100, database=None, derandomize=True)
+    @given(inputs_strategy(template, 1 << 12, spec))
+    def named(values):
+        (m, n), (n2,), (three, n3) = values["x"].shape, values["b"].shape, values["t"].shape
+        assert n == n2 == n3 and three == 3 and m * n <= 1 << 12
+        apart.append((m, n))
+    default()
+    named()
+    assert all(m == n for m, n in tied)
+    assert any(m != n for m, n in apart)
+
+
+@pytest.mark.parametrize("block, message", [
+    ("{shapes: {q: [m]}}", "9:27: $.libraries[0].ops[0].explore.shapes: explore: shapes names "
+                           "'q', which is not a tensor argument of the op (its tensors: g, w, x)"),
+    ("{same_shape: [[g, x]], shapes: {x: [m]}}",
+     "9:49: $.libraries[0].ops[0].explore.shapes: explore: shapes names 'x', which same_shape "
+     "or keep_shape also names"),
+    ("{shapes: {x: [m, 0]}}", "9:35: $.libraries[0].ops[0].explore.shapes.x[1]: expected a "
+                              "string, got an integer (0)"),
+])
+def test_a_bad_shapes_key_is_a_located_error(tmp_path, block, message):
+    with pytest.raises(ManifestError) as info:
+        _block(tmp_path, block)
+    assert str(info.value).splitlines() == ["ops.yaml:" + message]
+
+
+def test_an_example_s_files_are_named_by_its_content():
+    """A later example never takes the name of one already pasted."""
+    from gpsimd_emu.explore import _digest
+    a = {"x": np.array([np.nan], dtype=np.float32), "k": 3}
+    assert _digest(a) == _digest({"k": 3, "x": np.array([np.nan], dtype=np.float32)})
+    assert len({_digest(a), _digest(dict(a, k=4)), _digest(dict(a, x=np.zeros(1, np.float32))),
+                _digest(dict(a, x=np.array([np.nan], dtype=np.float64))),
+                _digest(dict(a, x=np.full((1, 1), np.nan, np.float32)))}) == 5
+    assert re.fullmatch(r"[0-9a-f]{12}", _digest(a))

@@ -172,6 +172,7 @@ class _OpChecks(_InputChecks):
             named = [("dtype", n, tensors) for n in dtypes] if isinstance(dtypes, dict) else []
             named += [("same_shape", n, tensors) for g in block.get("same_shape", []) for n in g]
             named += [("keep_shape", n, tensors) for n in block.get("keep_shape", [])]
+            named += [("shapes", n, tensors) for n in block.get("shapes", {})]
             named += [("scalars", n, set(args) - tensors) for n in block.get("scalars", {})]
             if "output" in block:
                 named.append(("output", block["output"]["like"], tensors))
@@ -191,6 +192,11 @@ class _OpChecks(_InputChecks):
                 self.error(where("keep_shape"), f"explore: keep_shape names '{shown(n)}', which "
                                                 "same_shape also names")
                 ok = False
+            for n in sorted((set(grouped) | set(block.get("keep_shape", [])))
+                            & set(block.get("shapes", {}))):
+                self.error(where("shapes"), f"explore: shapes names '{shown(n)}', which "
+                                            "same_shape or keep_shape also names")
+                ok = False
         for n, r in block.get("scalars", {}).items():
             if r["low"] > r["high"]:
                 self.error(where("scalars"), f"explore: scalars: {shown(n)}: high "
@@ -205,7 +211,8 @@ class _OpChecks(_InputChecks):
             {"*": dtypes} if isinstance(dtypes, str) else dict(dtypes), block.get("max_elements"),
             tuple(tuple(g) for g in block.get("same_shape", [])),
             {n: (float(r["low"]), float(r["high"])) for n, r in block.get("scalars", {}).items()},
-            output.get("like"), output.get("dtype"), tuple(block.get("keep_shape", [])))
+            output.get("like"), output.get("dtype"), tuple(block.get("keep_shape", [])),
+            {n: tuple(dims) for n, dims in block.get("shapes", {}).items()})
 
     def kernel_name(self, path: DocPath, op: dict, name: Optional[str],
                     shapes: Optional[LibraryShapes]) -> Tuple[Optional[str], bool]:
