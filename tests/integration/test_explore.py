@@ -44,6 +44,21 @@ def _with_sp(built_project, tmp_path):
     return proj
 
 
+def _paste_and_fail_the_same_way(proj, lib, example, falsified):
+    """Append ``example`` (printed lines, re-indented as the op's other
+    vectors) to the manifest, which ends with the op's ``vectors:``; ``scons test-<lib>`` then fails with ``falsified``'s FAIL line,
+    at the vector's place in the manifest."""
+    manifest = proj / "ops.yaml"
+    manifest.write_text(manifest.read_text() + "".join(
+        " " * 10 + line[4:] + "\n" for line in example))
+    test = run_scons(proj, "-Q", f"test-{lib}")
+    assert test.returncode == 2, test.stdout + test.stderr
+    fail = [l for l in test.stdout.splitlines() if l.startswith("FAIL ")]
+    head, tail = falsified.split(": ", 1)[1].split(" (explored)")
+    assert len(fail) == 1 and re.fullmatch(
+        re.escape(head) + r" \(ops\.yaml:\d+:\d+\)" + re.escape(tail), fail[0]), fail
+
+
 def _lines(proc):
     return [l for l in proc.stdout.splitlines() if not l.startswith(("[", "scons: "))]
 
@@ -74,15 +89,7 @@ def test_explore_finds_the_remainder_bug_and_the_example_fails_as_pasted(built_p
     assert again[0] == _FALSIFIED.replace(
         "sp::remainder_bug:", "sp::remainder_bug (replayed from the example database):", 1)
     # pasted under the op's vectors (as printed, re-indented), it fails the same way
-    manifest = proj / "ops.yaml"
-    manifest.write_text(manifest.read_text() + "".join(
-        " " * 10 + line[4:] + "\n" for line in _EXAMPLE))
-    test = run_scons(proj, "-Q", "test-sp")
-    assert test.returncode == 2
-    fail = [l for l in test.stdout.splitlines() if l.startswith("FAIL ")]
-    head, tail = _FALSIFIED.split(": ", 1)[1].split(" (explored)")
-    assert len(fail) == 1 and re.fullmatch(
-        re.escape(head) + r" \(ops\.yaml:\d+:\d+\)" + re.escape(tail), fail[0]), fail
+    _paste_and_fail_the_same_way(proj, "sp", _EXAMPLE, _FALSIFIED)
 
 
 def test_explore_leaves_correct_kernels_alone(built_project, tmp_path):
@@ -237,14 +244,8 @@ def test_explore_finds_the_odd_tail_bug_of_a_chunked_kernel_with_no_vector(built
                                              r"elements? differs? .*: \[4096\] actual", past[0]), \
             (seed, _lines(proc))
         shutil.rmtree(proj / "build/host/ch/explore-db")
-    manifest.write_text(manifest.read_text() + "        vectors:\n" + "".join(
-        " " * 10 + line[4:] + "\n" for line in _TAIL_EXAMPLE))
-    test = run_scons(proj, "-Q", "test-ch")
-    assert test.returncode == 2
-    fail = [l for l in test.stdout.splitlines() if l.startswith("FAIL ")]
-    head, tail = _TAIL_FALSIFIED.split(": ", 1)[1].split(" (explored)")
-    assert len(fail) == 1 and re.fullmatch(
-        re.escape(head) + r" \(ops\.yaml:\d+:\d+\)" + re.escape(tail), fail[0]), fail
+    manifest.write_text(manifest.read_text() + "        vectors:\n")
+    _paste_and_fail_the_same_way(proj, "ch", _TAIL_EXAMPLE, _TAIL_FALSIFIED)
 
 
 _TAIL_FALSIFIED = (
