@@ -267,19 +267,7 @@ def test_named_dimensions_find_a_bug_a_square_vector_hides(built_project, tmp_pa
         shutil.copy(ROOT / "tests" / "data" / "colbias" / name, proj / "cb" / name)
     manifest = proj / "ops.yaml"
     base = manifest.read_text()
-    library = """
-  - name: cb
-    sources: [cb/colbias.cpp]
-    ops:
-      - schema: "cb::colbias_ok(Tensor x, Tensor b) -> Tensor"
-        reference: cb/reference.py:colbias
-        EXPLORE
-        vectors:
-          - name: sq
-            inputs:
-              x: {dtype: float32, shape: [4, 4], random: {distribution: normal}}
-              b: {dtype: float32, shape: [4], random: {distribution: normal}}
-      - schema: "cb::colbias_mod_bug(Tensor x, Tensor b) -> Tensor"
+    op = """      - schema: "cb::KERNEL(Tensor x, Tensor b) -> Tensor"
         reference: cb/reference.py:colbias
         EXPLORE
         vectors:
@@ -288,6 +276,8 @@ def test_named_dimensions_find_a_bug_a_square_vector_hides(built_project, tmp_pa
               x: {dtype: float32, shape: [4, 4], random: {distribution: normal}}
               b: {dtype: float32, shape: [4], random: {distribution: normal}}
 """
+    library = "\n  - name: cb\n    sources: [cb/colbias.cpp]\n    ops:\n" + "".join(
+        op.replace("KERNEL", kernel) for kernel in ("colbias_ok", "colbias_mod_bug"))
     manifest.write_text(base + library.replace("        EXPLORE\n", ""))
     proc = run_scons(proj, "-Q", "explore-cb", "EXPLORE_EXAMPLES=40")
     assert _lines(proc)[-1] == "cb: 2 ops explored, 0 falsified", proc.stdout + proc.stderr
