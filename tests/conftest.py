@@ -191,9 +191,34 @@ def zygote_program(tmp_path_factory) -> str:
     return build_zygote(tmp_path_factory.mktemp("zygote"))
 
 
+def tree_state(top: pathlib.Path) -> dict:
+    """{relative path: (size, mtime in ns, link target)} of every file and
+    link below ``top``, and ``None`` for each folder (the bytecode caches
+    Python may write left out)."""
+    state = {}
+    for dirpath, dirnames, filenames in os.walk(top):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in dirnames:
+            state[os.path.relpath(os.path.join(dirpath, name), top)] = None
+        for name in filenames:
+            path = os.path.join(dirpath, name)
+            st = os.lstat(path)
+            link = os.readlink(path) if os.path.islink(path) else None
+            state[os.path.relpath(path, top)] = (st.st_size, st.st_mtime_ns, link)
+    return state
+
+
 @pytest.fixture(scope="session")
 def built_project(tmp_path_factory):
-    """A copy of the project with the shipped collection built and tested once."""
+    """A copy of the project with the shipped collection built and tested
+    once: ``(folder, scons's CompletedProcess)``. Tests read it; one that
+    changes it (a build, an edit, a file written) works in its own copy
+    (``copy_built``): at the end of the session, a shared build that any
+    test changed is an error naming what changed."""
     proj = copy_project(tmp_path_factory.mktemp("proj"))
     proc = run_scons(proj)
-    return proj, proc
+    before = tree_state(proj)
+    yield proj, proc
+    after = tree_state(proj)
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    assert not changed, f"a test changed the shared build (use copy_built): {changed[:20]}"

@@ -34,10 +34,10 @@ def digests(proj, *args):
 
 
 @pytest.fixture(scope="module")
-def reference_digests(built_project):
+def reference_digests(built_project, tmp_path_factory):
     proj, proc = built_project
     assert proc.returncode == 0
-    return digests(proj)
+    return digests(copy_built(proj, tmp_path_factory.mktemp("reference") / "p"))
 
 
 def clean(proj):

@@ -24,7 +24,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_scons
+from conftest import ROOT, copy_built, run_scons
 from gpsimd_emu import abi
 from gpsimd_emu.memory import SBUF_WINDOW_BASE
 from gpsimd_device.plan import VectorPlan
@@ -95,9 +95,10 @@ def _describe_expected(name, shape, arr):
 
 
 @pytest.fixture(scope="module")
-def probe(built_project):
-    """The probe library built by scons: (project dir, plan, cores)."""
-    proj, _ = built_project
+def probe(built_project, tmp_path_factory):
+    """The probe library built by scons in this module's copy of the shared
+    build: (project dir, plan, cores)."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("descriptor") / "p")
     (proj / "probe").mkdir(exist_ok=True)
     (proj / "probe" / "describe.cpp").write_text((ROOT / "tests/probe/describe.cpp").read_text())
     one = {"name": "one", "inputs": {"x": {"dtype": "int64", "shape": [1], "values": [5]}},

@@ -16,7 +16,7 @@ import struct
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_scons
+from conftest import ROOT, copy_built, run_scons
 from gpsimd_device.plan import VectorPlan
 from emu_run import format_line, load_plan, prepare_cores, run_vector
 
@@ -24,9 +24,10 @@ F32 = np.float32
 
 
 @pytest.fixture(scope="module")
-def libs(built_project):
-    """{"abi_paths": (plan, cores), "abi_multi": (plan, cores)}, built by scons."""
-    proj, _ = built_project
+def libs(built_project, tmp_path_factory):
+    """{"abi_paths": (plan, cores), "abi_multi": (plan, cores)}, built by scons
+    in this module's copy of the shared build."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("abi_paths") / "p")
     (proj / "probe").mkdir(exist_ok=True)
     (proj / "probe" / "abi_paths.cpp").write_text((ROOT / "tests/probe/abi_paths.cpp").read_text())
     one = {"name": "one", "inputs": {"x": {"dtype": "float32", "shape": [1], "values": [1.5]}},

@@ -33,7 +33,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import ROOT, run_scons
+from conftest import ROOT, copy_built, run_scons
 from render import render, rgb
 from gpsimd_emu.merge import written_mask
 from emu_run import load_plan, prepare_cores, run_vector
@@ -177,11 +177,11 @@ EXPECTED = {
 
 
 @pytest.fixture(scope="session")
-def broken(built_project):
-    """The built_project copy with kernels/broken/ops.yaml built and run once
+def broken(built_project, tmp_path_factory):
+    """A copy of the shared build with kernels/broken/ops.yaml built and run once
     (its ``test`` alias only, so the default collection's outputs stay as
     they are): ``(project, CompletedProcess, {lib: results JSON})``."""
-    proj, _ = built_project
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("broken") / "p")
     proc = run_scons(proj, "-k", *BROKEN_OPTIONS, "test")
     results = {}
     for lib in LIBS:

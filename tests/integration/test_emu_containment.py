@@ -43,9 +43,10 @@ _PROJECT: list = []
 
 
 @pytest.fixture(scope="module")
-def hostile(built_project):
-    """(project, plan path) with broken_hostile's objects and plan built."""
-    proj, _ = built_project
+def hostile(built_project, tmp_path_factory):
+    """(project, plan path) with broken_hostile's objects and plan built, in
+    this module's copy of the shared build."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("hostile") / "p")
     _PROJECT[:] = [os.path.realpath(proj)]
     out = f"build/host/{LIB}"
     proc = run_scons(proj, *BROKEN_OPTIONS, f"{out}/testplan.json", f"{out}/locations.json",

@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from conftest import run_scons
+from conftest import copy_built, run_scons
 
 from gpsimd_device.plan import TestPlan
 from gpsimd_emu.session import LibrarySession, RunOptions
@@ -136,9 +136,10 @@ CORRUPT = ("the vector's processes left no valid record of the run (run 1 was sk
 
 
 @pytest.fixture(scope="module")
-def forgery(built_project):
-    """(project, {library: TestPlan}) with the forgery and ctor_sigchld libraries built."""
-    proj, _ = built_project
+def forgery(built_project, tmp_path_factory):
+    """(project, {library: TestPlan}) with the forgery and ctor_sigchld libraries
+    built, in this module's copy of the shared build."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("forgery") / "p")
     out = {}
     # the offset of the leader's stop_after (a local symbol: nm)
     assert run_scons(proj, ZYGOTE).returncode == 0

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import run_scons
+from conftest import copy_built, run_scons
 from test_emu_checks import BROKEN_OPTIONS
 
 from gpsimd_device.plan import TestPlan
@@ -60,9 +60,10 @@ torch::Tensor hang5(const torch::Tensor& x) {
 
 
 @pytest.fixture(scope="module")
-def plans(built_project):
-    """{library: (project, TestPlan)}: spmd, broken_spmd, broken_race, par."""
-    proj, _ = built_project
+def plans(built_project, tmp_path_factory):
+    """{library: (project, TestPlan)}: spmd, broken_spmd, broken_race, par, built
+    in this module's copy of the shared build."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("parallel") / "p")
     (proj / "probe").mkdir(exist_ok=True)
     (proj / "probe" / "par.cpp").write_text(PAR_SOURCE)
     vec = {"name": "n1000", "inputs": {"x": {"dtype": "float32", "shape": [1000],

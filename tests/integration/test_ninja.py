@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import copy_project, run_scons
+from conftest import copy_built, copy_project, run_scons
 
 NINJA = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
 #: ninja on the default build folder's build.ninja (each folder has its own)
@@ -61,18 +61,25 @@ def ninja_project(tmp_path_factory, built_project):
     return proj
 
 
-def test_same_bytes_and_results_as_the_scons_path(ninja_project, built_project):
-    scons_proj, _ = built_project
-    proc = run_scons(scons_proj, "-Q", "digests")
-    assert proc.returncode == 0
+@pytest.fixture(scope="module")
+def scons_project(built_project, tmp_path_factory):
+    """This module's copy of the shared SCons build, its digests written
+    (``scons -Q digests``)."""
+    proj = copy_built(built_project[0], tmp_path_factory.mktemp("scons") / "p")
+    proc = run_scons(proj, "-Q", "digests")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proj
+
+
+def test_same_bytes_and_results_as_the_scons_path(ninja_project, scons_project):
+    scons_proj = scons_project
     scons_digests = (scons_proj / "build/host/digests.txt").read_text()
     digests, results = digests_and_results(ninja_project)
     assert digests == scons_digests
     for lib, text in results.items():
         assert text == (scons_proj / "build/host" / lib / "test-results.json").read_text(), lib
     # the summary step writes the same report as the SCons path; that one
-    # is of a null build (another collection may have run in the shared
-    # build), which ran no test: its libraries read "kept", not "current"
+    # is of a null build, which ran no test: its libraries read "kept", not "current"
     from gpsimd_build import report
     assert run_scons(scons_proj, "-Q").returncode == 0
     scons_page = (scons_proj / "build/host/report.html").read_text()
@@ -358,7 +365,7 @@ def test_scons_after_ninja_regenerated_build_ninja_does_not_wait_for_itself(ninj
     ninja(ninja_project)
 
 
-def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, built_project):
+def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, scons_project):
     """Issue 10's guarantee on the ninja path: BRK, kill -9 of the whole group
     while relu links, revert: the next ninja build equals a clean build."""
     src = ninja_project / RELU
@@ -378,10 +385,8 @@ def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, 
     src.write_text(good)
     proc = ninja(ninja_project)
     assert "relu: 10 passed, 0 failed" in proc.stdout
-    scons_proj, _ = built_project
-    run_scons(scons_proj, "-Q", "digests")
     digests, _ = digests_and_results(ninja_project)
-    assert digests == (scons_proj / "build/host/digests.txt").read_text()
+    assert digests == (scons_project / "build/host/digests.txt").read_text()
 
 
 def _small(proj):
@@ -559,6 +564,7 @@ def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
         "all libraries: 16 passed, 0 failed"], proc.stdout
 
 
+@pytest.mark.campaign
 def test_each_build_folder_has_its_own_ninja_file_and_state(tmp_path):
     """Issue 25 case 2: the ninja path's files live in BUILD_DIR; two build
     folders are independent, and after `scons --experimental=ninja`, ninja
