@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, action_lines, copy_project, run_scons
+from conftest import ROOT, action_lines, copy_built, run_scons
 from test_emu_handoff import _gone
 
 sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
@@ -50,23 +50,28 @@ def _descendants(pid):
     return found
 
 
-def test_the_server_gives_the_commands_results_lines_and_signatures(tmp_path):
-    proj = copy_project(tmp_path / "proj")
-    without = run_scons(proj, "EMU_SERVER=0", check=True)
+def test_the_server_gives_the_commands_results_lines_and_signatures(built_project, tmp_path):
+    # the shared build ran its tests through the server (the default);
+    # its copy runs them again without it
+    proj = copy_built(built_project[0], tmp_path / "proj")
+    with_server = built_project[1]
     first = _results(proj)
     assert len(first) == 8 and json.loads(first["spmd"])["passed"] == 16
     for p in (proj / "build" / "host").glob("*/test-results.json"):
         p.unlink()
-    with_server = run_scons(proj, check=True)       # the default
+    without = run_scons(proj, "EMU_SERVER=0", check=True)
     assert _results(proj) == first
     assert _lines(with_server.stdout) == _lines(without.stdout)
     assert len(_lines(with_server.stdout)) == 104
     tests = sorted(t for k, t in action_lines(with_server.stdout) if k == "TEST")
     assert tests == sorted(t for k, t in action_lines(without.stdout) if k == "TEST")
     assert len(tests) == 8
-    # the switch changes no command line: nothing runs again
-    again = run_scons(proj, "EMU_SERVER=0", check=True)
-    assert [a for a in action_lines(again.stdout) if a[0] == "TEST"] == []
+    # the switch changes no command line: only the tests whose results were
+    # removed ran without the server, and nothing runs when it is back on
+    assert {k for k, _ in action_lines(without.stdout) if k not in ("PASS", "FAIL")} == \
+        {"TEST"}, without.stdout
+    again = run_scons(proj, "EMU_SERVER=1", check=True)
+    assert action_lines(again.stdout) == [], again.stdout
 
 
 def _served_by(pid):
@@ -163,11 +168,12 @@ assert sock.recv(10) == b""     # (closed: the message was taken)
 """
 
 
-def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_path):
+def test_references_see_the_same_blas_threads_with_and_without_the_server(built_project,
+                                                                         tmp_path):
     """A test run's references use one BLAS thread unless the user set one
     of the variables, which then reaches them (SConstruct's PASSED_ENV), the
     same through the server as through the command."""
-    proj = copy_project(tmp_path / "proj")
+    proj = copy_built(built_project[0], tmp_path / "proj")
     ref = proj / "kernels/relu/reference.py"
     names = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
     seen = {}
@@ -191,11 +197,11 @@ def test_references_see_the_same_blas_threads_with_and_without_the_server(tmp_pa
 
 
 def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_project, capfd,
-                                                                      monkeypatch):
+                                                                      monkeypatch, tmp_path):
     """The server makes the command's argument parser once, before any
     request: ``$GPSIMD_EMU_QUIET`` is still the request's; and a run says
     why a plan cannot be read once, as the command does."""
-    proj, _ = built_project
+    proj = copy_built(built_project[0], tmp_path / "p")     # (it writes its results there)
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "TMPDIR")}
     env["PYTHONPATH"] = str(ROOT / "runtime_model")
     plan = "build/host/elementwise/testplan.json"

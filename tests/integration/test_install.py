@@ -15,7 +15,6 @@ import shutil
 import site
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

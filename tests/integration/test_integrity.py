@@ -185,6 +185,7 @@ def hold_lock(folder):
     return fd
 
 
+@pytest.mark.campaign
 def test_one_build_per_build_folder(built):
     """Issue 10 case 4: a second build of the same folder waits, naming the
     holder; BUILD_LOCK=fail stops at once; another folder does not wait."""

@@ -154,6 +154,7 @@ def test_cflags_edit_recompiles_only_that_library(proj):
     assert rebuilt(proj) == set()
 
 
+@pytest.mark.campaign
 def test_changing_the_compiler_recompiles_everything(proj):
     if not any(os.access(os.path.join(p, "g++-12"), os.X_OK)
                for p in os.environ["PATH"].split(os.pathsep)):

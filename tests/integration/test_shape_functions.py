@@ -5,7 +5,6 @@ out like AWS's public relu sample (``tests/data/aws_like``: a kernel file,
 kernel name in the wrapper, derived schemas, outputs from the shape
 functions, checks-only vectors."""
 import os
-import pathlib
 import shutil
 import subprocess
 import sys
