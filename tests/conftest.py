@@ -53,6 +53,50 @@ def pytest_configure(config):
         signal.signal(signal.SIGINT, signal.default_int_handler)
     if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
         signal.signal(signal.SIGTERM, _stop)
+    _share_compiles(config)
+
+
+#: Set to 0 to compile every unit of every test's build (no ccache).
+SHARE_COMPILES_ENV = "GPSIMD_TEST_CCACHE"
+#: The compilers the session's ccache stands in for.
+_COMPILERS = ("g++", "gcc", "c++", "cc")
+
+
+def _share_compiles(config) -> None:
+    """The tests build many copies of the same sources (each test its own
+    project); with ccache installed, a compile of a unit already compiled
+    in this session is served from a cache of the session's own (an empty
+    folder removed at its end, so no run depends on an earlier one):
+    symbolic links named as the compilers, to ccache, first on ``PATH``
+    (ccache's documented masquerading use). The commands and outputs stay
+    the same bytes (the build maps every path the compiler writes), so a
+    test sees the same build; the launcher tests (campaigns) take the
+    links off their ``PATH`` (:func:`without_shared_compiles`)."""
+    ccache = shutil.which("ccache")
+    if ccache is None or os.environ.get(SHARE_COMPILES_ENV) == "0":
+        return
+    import tempfile
+    top = tempfile.mkdtemp(prefix="gpsimd-tests-ccache-")
+    bindir = os.path.join(top, "bin")
+    os.mkdir(bindir)
+    for name in _COMPILERS:
+        if shutil.which(name):
+            os.symlink(ccache, os.path.join(bindir, name))
+    os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
+    os.environ.update(CCACHE_DIR=os.path.join(top, "cache"), CCACHE_NOHASHDIR="1",
+                      CCACHE_BASEDIR=os.path.realpath(tempfile.gettempdir()))
+    config.add_cleanup(lambda: shutil.rmtree(top, ignore_errors=True))
+
+
+def without_shared_compiles(env: dict) -> dict:
+    """``env`` (an environment) without the session's ccache
+    (:func:`_share_compiles`): its links off ``PATH``, its settings gone."""
+    out = {k: v for k, v in env.items()
+           if k not in ("CCACHE_DIR", "CCACHE_NOHASHDIR", "CCACHE_BASEDIR")}
+    out["PATH"] = os.pathsep.join(
+        d for d in env.get("PATH", "").split(os.pathsep)
+        if not (os.path.basename(os.path.dirname(d)).startswith("gpsimd-tests-ccache-")))
+    return out
 
 
 def _descendants(pid: int) -> list:

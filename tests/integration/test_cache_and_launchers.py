@@ -12,10 +12,31 @@ import time
 
 import pytest
 
-from conftest import PROGRESS, copy_built, copy_project, run_scons
+from conftest import PROGRESS, copy_built, copy_project, run_scons, without_shared_compiles
 
 # (launchers and their daemons, a farm, two folders: the campaign stage)
 pytestmark = pytest.mark.campaign
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _own_launchers():
+    """These tests choose the launchers: the session's ccache, which the
+    suite puts before the compilers on PATH, is off while they run."""
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(without_shared_compiles(saved))
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+@pytest.fixture(scope="module")
+def built_project(_own_launchers, tmp_path_factory):
+    """This module's build of the shipped collection, made as its tests
+    build (without the session's ccache: which ``g++`` is on PATH is an
+    input of the emulator's program)."""
+    proj = copy_project(tmp_path_factory.mktemp("proj"))
+    return proj, run_scons(proj)
 
 STEP = re.compile(r"^" + PROGRESS + r"(CXX|LINK|AR) ", re.M)
 

@@ -34,6 +34,9 @@ def test_readme_has_two_setup_commands_and_ci_runs_the_test_one():
     assert ci.index("timeout -s INT -k 30 600 python3 -m pytest -q -m campaign") > \
         ci.index(_setup_commands()[1])
     assert "`python3 -m pytest -q -m campaign`" in README
+    # the switch of the session's compiler cache (tests/conftest.py) is README's
+    from conftest import SHARE_COMPILES_ENV
+    assert f"`{SHARE_COMPILES_ENV}=0`" in README
 
 
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
