@@ -156,12 +156,7 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
     shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
     named = {n: dims for n, dims in explore.shapes.items() if n in tensors}
-    if explore.same_shape:
-        groups = [tuple(n for n in g if n in tensors) for g in explore.same_shape]
-    else:
-        rest = [n for n in tensors if n not in named]
-        groups = [tuple(rest)] if rest and len({shapes[n] for n in rest}) == 1 else []
-    groups = [g for g in groups if g]
+    groups = shape_groups(shapes, explore)
     group_of = {n: i for i, g in enumerate(groups) for n in g}
     tied = [n for n in tensors if n not in group_of and n not in explore.keep_shape
             and n not in named]
@@ -231,6 +226,20 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
     return draw()
 
 
+def shape_groups(shapes: Dict[str, Tuple[int, ...]],
+                 explore: ExploreSpec) -> List[Tuple[str, ...]]:
+    """The groups of tensors that share one drawn shape, in the search and
+    in the sweep alike (``shapes``: each tensor argument's shape in the
+    template): the op's ``same_shape`` groups, else every tensor that
+    ``explore.shapes`` does not name, when they share the template's shape."""
+    if explore.same_shape:
+        groups = [tuple(n for n in g if n in shapes) for g in explore.same_shape]
+    else:
+        rest = [n for n in shapes if n not in explore.shapes]
+        groups = [tuple(rest)] if rest and len({shapes[n] for n in rest}) == 1 else []
+    return [g for g in groups if g]
+
+
 def _shape_of(spec) -> List[int]:
     if spec.shape is not None:
         return list(spec.shape)
@@ -243,8 +252,8 @@ def sweep_inputs(template: VectorPlan, max_elements: int, explore: Optional[Expl
                  seed: int) -> List[Dict[str, object]]:
     """Inputs past the device's buffers, tried after the search (so that no
     seed misses them): for each count of :data:`PAST_LIMITS` within the cap,
-    smallest first, every tensor of the shared shape (when the template's
-    tensors share one, or the op's ``same_shape`` groups) of that many
+    smallest first, every tensor of a shared shape (:func:`shape_groups`)
+    of that many
     elements (``(n, 1, ...)`` at the template's rank) with
     :func:`spread_values`; the other tensors and the scalars as the
     template's. Empty when no tensor shares a shape."""
@@ -252,11 +261,8 @@ def sweep_inputs(template: VectorPlan, max_elements: int, explore: Optional[Expl
     cap = explore.max_elements or max_elements
     tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
     shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
-    if explore.same_shape:
-        grouped = {n for g in explore.same_shape for n in g if n in tensors}
-    else:
-        grouped = set(tensors) if len(set(shapes.values())) == 1 else set()
-    grouped = {n for n in grouped if shapes[n] and n not in explore.shapes}  # (rank 0: one element)
+    grouped = {n for g in shape_groups(shapes, explore) for n in g
+               if shapes[n] and n not in explore.shapes}          # (rank 0: one element)
     if not grouped:
         return []
     out = []
