@@ -235,6 +235,23 @@ def zygote_program(tmp_path_factory) -> str:
     return build_zygote(tmp_path_factory.mktemp("zygote"))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _temporary_files_in_the_session(tmp_path_factory):
+    """The temporary folder of every process a test starts (``TMPDIR``) is
+    one in the session's base folder, which pytest removes a few runs
+    later: what a compiler killed by a test leaves (its ``.s``, ``.ii``
+    and ``.res`` files) never piles up in the machine's /tmp."""
+    tmp = tmp_path_factory.getbasetemp() / "tmp"
+    tmp.mkdir(exist_ok=True)
+    saved = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(tmp)
+    yield
+    if saved is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = saved
+
+
 def tree_state(top: pathlib.Path) -> dict:
     """{relative path: (size, mtime in ns, link target)} of every file and
     link below ``top``, and ``None`` for each folder (the bytecode caches
