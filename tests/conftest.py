@@ -236,20 +236,23 @@ def zygote_program(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _temporary_files_in_the_session(tmp_path_factory):
+def _temporary_files_in_the_session():
     """The temporary folder of every process a test starts (``TMPDIR``) is
-    one in the session's base folder, which pytest removes a few runs
-    later: what a compiler killed by a test leaves (its ``.s``, ``.ii``
-    and ``.res`` files) never piles up in the machine's /tmp."""
-    tmp = tmp_path_factory.getbasetemp() / "tmp"
-    tmp.mkdir(exist_ok=True)
+    one of the session's own, removed at its end: what a compiler killed
+    by a test leaves (its ``.s``, ``.ii`` and ``.res`` files) never piles
+    up in the machine's. Open to every user, as /tmp is (sticky): a
+    compile farm's daemons run as another user."""
+    import tempfile
+    top = tempfile.mkdtemp(prefix="gpsimd-tests-tmp-")
+    os.chmod(top, 0o1777)
     saved = os.environ.get("TMPDIR")
-    os.environ["TMPDIR"] = str(tmp)
+    os.environ["TMPDIR"] = top
     yield
     if saved is None:
         os.environ.pop("TMPDIR", None)
     else:
         os.environ["TMPDIR"] = saved
+    shutil.rmtree(top, ignore_errors=True)
 
 
 def tree_state(top: pathlib.Path) -> dict:
