@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -60,6 +61,10 @@ def pytest_configure(config):
 SHARE_COMPILES_ENV = "GPSIMD_TEST_CCACHE"
 #: The compilers the session's ccache stands in for.
 _COMPILERS = ("g++", "gcc", "c++", "cc")
+#: The ccache settings of the session and the folder of its links (set by
+#: _share_compiles, taken off again by without_shared_compiles).
+_CCACHE_SETTINGS = ("CCACHE_DIR", "CCACHE_NOHASHDIR", "CCACHE_BASEDIR")
+_SHARED_BINDIR = []
 
 
 def _share_compiles(config) -> None:
@@ -75,27 +80,25 @@ def _share_compiles(config) -> None:
     ccache = shutil.which("ccache")
     if ccache is None or os.environ.get(SHARE_COMPILES_ENV) == "0":
         return
-    import tempfile
     top = tempfile.mkdtemp(prefix="gpsimd-tests-ccache-")
     bindir = os.path.join(top, "bin")
     os.mkdir(bindir)
     for name in _COMPILERS:
         if shutil.which(name):
             os.symlink(ccache, os.path.join(bindir, name))
+    _SHARED_BINDIR[:] = [bindir]
     os.environ["PATH"] = bindir + os.pathsep + os.environ.get("PATH", "")
-    os.environ.update(CCACHE_DIR=os.path.join(top, "cache"), CCACHE_NOHASHDIR="1",
-                      CCACHE_BASEDIR=os.path.realpath(tempfile.gettempdir()))
+    os.environ.update(zip(_CCACHE_SETTINGS, (os.path.join(top, "cache"), "1",
+                                             os.path.realpath(tempfile.gettempdir()))))
     config.add_cleanup(lambda: shutil.rmtree(top, ignore_errors=True))
 
 
 def without_shared_compiles(env: dict) -> dict:
     """``env`` (an environment) without the session's ccache
     (:func:`_share_compiles`): its links off ``PATH``, its settings gone."""
-    out = {k: v for k, v in env.items()
-           if k not in ("CCACHE_DIR", "CCACHE_NOHASHDIR", "CCACHE_BASEDIR")}
-    out["PATH"] = os.pathsep.join(
-        d for d in env.get("PATH", "").split(os.pathsep)
-        if not (os.path.basename(os.path.dirname(d)).startswith("gpsimd-tests-ccache-")))
+    out = {k: v for k, v in env.items() if k not in _CCACHE_SETTINGS}
+    out["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                  if d not in _SHARED_BINDIR)
     return out
 
 
@@ -242,7 +245,6 @@ def _temporary_files_in_the_session():
     by a test leaves (its ``.s``, ``.ii`` and ``.res`` files) never piles
     up in the machine's. Open to every user, as /tmp is (sticky): a
     compile farm's daemons run as another user."""
-    import tempfile
     top = tempfile.mkdtemp(prefix="gpsimd-tests-tmp-")
     os.chmod(top, 0o1777)
     saved = os.environ.get("TMPDIR")
