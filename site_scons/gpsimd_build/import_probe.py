@@ -102,12 +102,12 @@ def _run(args: List[str], root: str) -> Tuple[int, str]:
         ProbeError: it cannot start, or the time limit passed.
     """
     try:
-        status, output = run_group(args, TIMEOUT, cwd=root, stdin_path=SCONSTRUCT)
+        ended = run_group(args, TIMEOUT, cwd=root, stdin_path=SCONSTRUCT)
     except OSError as e:
         raise ProbeError(f"cannot run the build: {e}") from None
-    if status is None:
-        raise ProbeError(f"the probe's build: {output}")
-    return status, output
+    if ended.status is None:
+        raise ProbeError(f"the probe's build: {ended.err}")
+    return ended.status, ended.out
 
 
 def vectors_text(params: List[Tuple[str, str]], probed: Optional[dict],

@@ -34,13 +34,17 @@ translation units' ``static`` helpers stay apart; the others by symbol.
 import bisect
 import json
 import re
-import subprocess
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-__all__ = ["INDIRECT", "Function", "ObjectGraphError", "read_objects", "parse_objdump",
+from gpsimd_emu.client.process import run_group
+
+__all__ = ["TOOL_TIMEOUT", "INDIRECT", "Function", "ObjectGraphError", "read_objects", "parse_objdump",
            "merge", "demangle", "dumps", "loads"]
 
+#: Seconds a binutils program of a step (objdump, c++filt, strip) may run:
+#: one that hangs fails its step, its processes ended, instead of the build.
+TOOL_TIMEOUT = 600.0
 #: The callee named for a call through a register or memory.
 INDIRECT = "__indirect_call"
 #: The section of the runtime's own diagnostics, which the device does not
@@ -390,29 +394,30 @@ def read_objects(paths: Sequence[str], objdump: str = "objdump") -> Dict[str, Fu
     """The merged graph of the objects at ``paths``: one ``objdump`` run.
 
     Raises:
-        ObjectGraphError: objdump is missing or fails, or an object is not
-        x86-64.
+        ObjectGraphError: objdump is missing, fails or runs longer than
+        :data:`TOOL_TIMEOUT`, or an object is not x86-64.
     """
     if not paths:
         return {}
     try:
-        proc = subprocess.run([objdump, "-t", "-d", "-r", "-w", "--no-show-raw-insn", *paths],
-                              capture_output=True, text=True, check=False)
+        ended = run_group([objdump, "-t", "-d", "-r", "-w", "--no-show-raw-insn", *paths],
+                          TOOL_TIMEOUT, apart=True)
     except OSError as e:
         raise ObjectGraphError(f"{objdump}: {e.strerror}") from None
-    if proc.returncode != 0:
-        raise ObjectGraphError(f"{objdump} failed: {proc.stderr.strip()}")
-    return parse_objdump(proc.stdout)
+    if ended.status != 0:
+        raise ObjectGraphError(f"{objdump} failed: {ended.err.strip()}")
+    return parse_objdump(ended.out)
 
 
 def demangle(names: Sequence[str], cxxfilt: str = "c++filt") -> Dict[str, str]:
     """Readable names (``c++filt``) of function names (their ``<object>:``
-    part dropped); a name c++filt cannot run on stays as it is."""
+    part dropped); a name c++filt cannot run on (or in
+    :data:`TOOL_TIMEOUT`) stays as it is."""
     symbols = [n.rsplit(":", 1)[-1] for n in names]
     try:
-        proc = subprocess.run([cxxfilt], input="\n".join(symbols) + "\n", capture_output=True,
-                              text=True, check=False)
-        lines = proc.stdout.splitlines() if proc.returncode == 0 else []
+        ended = run_group([cxxfilt], TOOL_TIMEOUT, text_in="\n".join(symbols) + "\n",
+                          apart=True)
+        lines = ended.out.splitlines() if ended.status == 0 else []
     except OSError:
         lines = []
     if len(lines) != len(symbols):

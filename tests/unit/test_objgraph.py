@@ -108,3 +108,21 @@ def test_other_targets_and_failures_are_named(tmp_path):
         objgraph.read_objects([str(tmp_path / "missing.o")])
     with pytest.raises(objgraph.ObjectGraphError, match="no-such-objdump"):
         objgraph.read_objects([str(tmp_path / "missing.o")], objdump="no-such-objdump")
+
+
+def test_an_objdump_that_hangs_fails_and_a_cxxfilt_that_hangs_changes_no_name(tmp_path,
+                                                                             monkeypatch):
+    """Both tools are bounded by ``TOOL_TIMEOUT``: the graph fails, naming
+    the limit; the names stay as they are."""
+    monkeypatch.setattr(objgraph, "TOOL_TIMEOUT", 0.5)
+    hang = tmp_path / "hang"
+    hang.write_text("#!/bin/sh\nexec sleep 600\n")
+    hang.chmod(0o755)
+    with pytest.raises(objgraph.ObjectGraphError, match=r"it took more than 0\.5 s"):
+        objgraph.read_objects([str(tmp_path / "x.o")], objdump=str(hang))
+    assert objgraph.demangle(["a.o:_Z1fv"], cxxfilt=str(hang)) == {"a.o:_Z1fv": "_Z1fv"}
+
+
+def test_demangle_feeds_cxxfilt_every_name():
+    assert objgraph.demangle(["a.o:_Z1fv", "_ZN1n1gEi"]) == {"a.o:_Z1fv": "f()",
+                                                           "_ZN1n1gEi": "n::g(int)"}

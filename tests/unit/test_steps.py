@@ -4,6 +4,7 @@ import errno
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -132,8 +133,39 @@ def test_step_errors_name_the_path_and_exit_1(tmp_path):
                            str(tmp_path / "out.stripped.so")],
                           capture_output=True, text=True, env=env)
     assert proc.returncode == 1
-    assert proc.stderr.startswith(f"strip: '{tmp_path / 'missing.so'}': No such file")
-    assert proc.stderr.endswith(f"gpsimd: {tmp_path / 'out.stripped.so'}: strip "
-                                f"--strip-unneeded -o {tmp_path / 'out.stripped.so'} "
-                                f"{tmp_path / 'missing.so'} failed (exit status 1)\n")
+    stripped = tmp_path / "out.stripped.so"
+    assert proc.stderr == (f"gpsimd: {stripped}: strip --strip-unneeded -o {stripped} "
+                           f"{tmp_path / 'missing.so'} failed (exit status 1): strip: "
+                           f"'{tmp_path / 'missing.so'}': No such file\n")
     assert os.listdir(tmp_path) == []
+
+
+def _gone(pid: int, within: float = 30.0) -> bool:
+    """Whether process ``pid`` ends (or is a zombie) within ``within`` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except FileNotFoundError:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_a_strip_that_hangs_fails_the_step_and_is_ended_whole(tmp_path, capsys, monkeypatch):
+    """A strip that outlives the time limit fails its step, naming the limit,
+    and its process group (a child it started included) is ended."""
+    from gpsimd_build import objgraph
+    monkeypatch.setattr(objgraph, "TOOL_TIMEOUT", 0.5)
+    (tmp_path / "x.so").write_bytes(ELF)
+    strip = _fake_strip(tmp_path, f'sleep 600 & echo $! > {tmp_path}/child; wait')
+    assert steps.main(["pack", "--strip", strip, "--library", "l", "--member", "s",
+                       "none", str(tmp_path / "x.so"), str(tmp_path / "p.so"),
+                       str(tmp_path / "s.so")]) == 1
+    assert capsys.readouterr().err == (
+        f"gpsimd: {tmp_path / 's.so'}: {strip} --strip-unneeded -o {tmp_path / 's.so'} "
+        f"{tmp_path / 'x.so'} failed (it took more than 0.5 s; its processes were ended)\n")
+    assert _gone(int((tmp_path / "child").read_text()))
+    assert sorted(os.listdir(tmp_path)) == ["child", "fake-strip", "x.so"]

@@ -9,9 +9,9 @@ import ctypes
 import os
 import signal
 import subprocess
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, NamedTuple, Optional
 
-__all__ = ["libc", "die_with_parent", "tied_to_me", "end_group", "run_group"]
+__all__ = ["libc", "die_with_parent", "tied_to_me", "end_group", "Ended", "run_group"]
 
 #: prctl(2)'s option: a signal when the parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -76,28 +76,47 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
         proc.wait()
 
 
+class Ended(NamedTuple):
+    """How a :func:`run_group` child ended: ``status``, its exit status
+    (None: it ran out of time, and ``err`` says so); ``out``, its standard
+    output as text (with its standard error unless asked apart); ``err``,
+    its standard error when asked apart, else ""."""
+    status: Optional[int]
+    out: str
+    err: str
+
+
 def run_group(argv: List[str], timeout: float, *, cwd: Optional[str] = None,
               env: Optional[dict] = None, stdin_path: Optional[str] = None,
-              grace: float = 5.0) -> Tuple[Optional[int], str]:
-    """Run ``argv`` (standard input from ``stdin_path``, else none) in a
-    group of its own tied to this process: ``(exit status, its output)``,
-    standard output and error together as text; ``(None, why)`` when it
-    took more than ``timeout`` seconds. Its group is then ended
-    (:func:`end_group`), as on an interrupt, which is raised again.
+              text_in: Optional[str] = None, apart: bool = False,
+              grace: float = 5.0) -> Ended:
+    """Run ``argv`` in a group of its own tied to this process, with
+    ``text_in`` (UTF-8) or the file ``stdin_path`` (else nothing) on its
+    standard input, and wait at most ``timeout`` seconds; its standard
+    error goes with its output unless ``apart``. Its group is then ended
+    (:func:`end_group`, ``grace`` seconds between SIGTERM and SIGKILL),
+    whether it outlived the time limit or this process was interrupted
+    (the interrupt is raised again).
 
     Raises:
         OSError: it cannot start.
     """
     with open(stdin_path or os.devnull, "rb") as stdin:
-        proc = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, cwd=cwd, env=env,
-                                start_new_session=True, preexec_fn=tied_to_me(signal.SIGKILL))
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if text_in is not None else stdin,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE if apart else subprocess.STDOUT,
+                                cwd=cwd, env=env, start_new_session=True,
+                                preexec_fn=tied_to_me(signal.SIGKILL))
     try:
-        out, _ = proc.communicate(timeout=timeout)
-        return proc.returncode, out.decode("utf-8", "replace")
+        out, err = proc.communicate(None if text_in is None else text_in.encode("utf-8"),
+                                    timeout=timeout)
+        return Ended(proc.returncode, out.decode("utf-8", "replace"),
+                     (err or b"").decode("utf-8", "replace"))
     except subprocess.TimeoutExpired:
-        return None, f"it took more than {timeout:g} s; its processes were ended"
+        return Ended(None, "", f"it took more than {timeout:g} s; its processes were ended")
     finally:
         if proc.returncode is None:
             end_group(proc, grace)
-        proc.stdout.close()
+        for stream in (proc.stdin, proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -33,12 +33,12 @@ START_SLACK = 10.0
 def run_explore(plan: str, argv: List[str], timeout: float) -> Tuple[Optional[int], str]:
     """Run ``python -m gpsimd_emu.explore PLAN ARGV`` (``scons explore``'s
     command) in a process group of its own that dies with this process:
-    ``(exit status, its output)``, or ``(None, output so far)`` when it took
+    ``(exit status, its output)``, or ``(None, why)`` when it took
     more than ``timeout`` seconds or this process was interrupted (then
     re-raised); either way its whole group is ended (SIGKILL)."""
-    status, output = run_group([sys.executable, "-m", "gpsimd_emu.explore", plan, *argv],
-                               timeout, env=_model_env(None), grace=0)
-    return status, output if status is not None else f"explore: {output}"
+    ended = run_group([sys.executable, "-m", "gpsimd_emu.explore", plan, *argv],
+                      timeout, env=_model_env(None), grace=0)
+    return ended.status, ended.out if ended.status is not None else f"explore: {ended.err}"
 
 
 def _model_env(base: Optional[dict]) -> dict:

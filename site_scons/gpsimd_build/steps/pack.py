@@ -3,7 +3,8 @@
 ``python -m gpsimd_build.steps pack --strip STRIP --library L --member LSP CORE LINKED PACKED STRIPPED ...``
     for each ``--member`` (one per core of a library: ``CORE`` 0..7, or
     ``none`` for single-core), runs ``STRIP --strip-unneeded -o STRIPPED
-    LINKED`` (``STRIP``: a program, split like a shell word list), then
+    LINKED`` (``STRIP``: a program, split like a shell word list; what it
+    prints is shown only when it fails; ``objgraph.TOOL_TIMEOUT``), then
     wraps the stripped object into the host pack container
     (``gpsimd_device.pack``), written atomically. One action per library,
     not per core: a Python start-up costs ten strips (BENCHMARKS.md), and
@@ -22,9 +23,10 @@ __all__ = ["add_parser", "run"]
 
 def run(args: argparse.Namespace) -> None:
     import shlex
-    import subprocess
     from gpsimd_device.pack import pack_bytes, pack_metadata
     from gpsimd_device.versions import VERSIONS
+    from gpsimd_emu.client.process import run_group
+    from ..objgraph import TOOL_TIMEOUT
     written: List[str] = []
     try:
         for lsp, core, linked, packed, stripped in args.member:
@@ -32,9 +34,11 @@ def run(args: argparse.Namespace) -> None:
                 raise ValueError(f"core {core!r} of {linked}: a core is 0..7 or none")
             strip = shlex.split(args.strip) + ["--strip-unneeded", "-o", stripped, linked]
             written.append(stripped)
-            status = subprocess.call(strip)
-            if status != 0:
-                raise OSError(0, f"{shlex.join(strip)} failed (exit status {status})", stripped)
+            ended = run_group(strip, TOOL_TIMEOUT)
+            if ended.status != 0:
+                why = (f"exit status {ended.status}" if ended.status is not None else ended.err)
+                said = "".join(f": {line}" for line in ended.out.splitlines() if line.strip())
+                raise OSError(0, f"{shlex.join(strip)} failed ({why}){said}", stripped)
             with open(stripped, "rb") as f:
                 payload = f.read()
             metadata = pack_metadata(args.library, lsp, None if core == "none" else int(core),
