@@ -45,15 +45,33 @@ def _stop(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _stop_workers(signum, frame):
+    """The xdist controller's stop: SIGINT to its workers (its children),
+    which stop their tests as a serial run does, then its own."""
+    for pid in _children(os.getpid()):
+        try:
+            os.kill(pid, signal.SIGINT)
+        except OSError:
+            pass
+    _stop(signum, frame)
+
+
 def pytest_configure(config):
     """A stop signal stops the run: SIGINT even when the shell that started
     pytest in the background ignores it (Python then never installs its
     handler), and SIGTERM as SIGINT does, so that pytest unwinds and every
-    fixture's teardown runs (``pytest_unconfigure`` then ends what is left)."""
-    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _stop)
+    fixture's teardown runs (``pytest_unconfigure`` then ends what is left).
+    Under pytest-xdist, the controlling process passes the stop on to its
+    workers at once (xdist itself would wait 10 s for them)."""
+    controller = config.getoption("dist", "no") != "no" and not hasattr(config, "workerinput")
+    if controller:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, _stop_workers)
+    else:
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+        if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _stop)
     _share_compiles(config)
 
 
@@ -80,6 +98,10 @@ def _share_compiles(config) -> None:
     ccache = shutil.which("ccache")
     if ccache is None or os.environ.get(SHARE_COMPILES_ENV) == "0":
         return
+    if hasattr(config, "workerinput") and "CCACHE_DIR" in os.environ:
+        # an xdist worker: the controlling process's cache, shared
+        _SHARED_BINDIR[:] = [os.path.join(os.path.dirname(os.environ["CCACHE_DIR"]), "bin")]
+        return
     top = tempfile.mkdtemp(prefix="gpsimd-tests-ccache-")
     bindir = os.path.join(top, "bin")
     os.mkdir(bindir)
@@ -102,16 +124,20 @@ def without_shared_compiles(env: dict) -> dict:
     return out
 
 
+def _children(pid: int) -> list:
+    """The live children of ``pid`` (Linux ``/proc``; none elsewhere)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(k) for k in f.read().split()]
+    except (OSError, ValueError):
+        return []
+
+
 def _descendants(pid: int) -> list:
     """Every live descendant of ``pid``, parents before children."""
     out, todo = [], [pid]
     while todo:
-        parent = todo.pop()
-        try:
-            with open(f"/proc/{parent}/task/{parent}/children") as f:
-                kids = [int(k) for k in f.read().split()]
-        except (OSError, ValueError):
-            continue
+        kids = _children(todo.pop())
         out += kids
         todo += kids
     return out

@@ -397,18 +397,39 @@ def _small(proj):
     return "MANIFEST=small.yaml"
 
 
-@pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "k0"])
-def test_the_summary_is_true_after_pass_fail_fix(tmp_path, keep_going):
-    """Issue 25 case 1: a failing vector on the ninja path, with or without
-    -k: the test step records the failure and exits 0, the summary step
-    still runs, prints the summary, writes test-summary.txt and the report,
-    and fails the build; a null build says which results it did not run."""
-    proj = copy_project(tmp_path / "p")
+@pytest.fixture(scope="module")
+def _small_as_built(tmp_path_factory):
+    """The project cut to relu and spmd (:func:`_small`), built on the ninja
+    path once for the module: ``(its folder, a copy of it as built)``."""
+    top = tmp_path_factory.mktemp("small")
+    proj = copy_project(top / "p")
     proc = run_scons(proj, "--experimental=ninja", _small(proj))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.splitlines()[-4:-1] == [
         "relu: 10 passed, 0 failed", "spmd: 16 passed, 0 failed",
         "all libraries: 26 passed, 0 failed"], proc.stdout
+    shutil.copytree(proj, top / "as-built", symlinks=True)
+    return proj, top / "as-built"
+
+
+@pytest.fixture
+def small_ninja(_small_as_built):
+    """The small ninja build, this test's own: restored as built (files,
+    times, ninja's logs) in the folder it was built in, since build.ninja
+    holds absolute paths; the module's tests run one after another."""
+    proj, as_built = _small_as_built
+    shutil.rmtree(proj)
+    shutil.copytree(as_built, proj, symlinks=True)
+    return proj
+
+
+@pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "k0"])
+def test_the_summary_is_true_after_pass_fail_fix(small_ninja, keep_going):
+    """Issue 25 case 1: a failing vector on the ninja path, with or without
+    -k: the test step records the failure and exits 0, the summary step
+    still runs, prints the summary, writes test-summary.txt and the report,
+    and fails the build; a null build says which results it did not run."""
+    proj = small_ninja
     args = ["-k", "0"] if keep_going else []
     summary = proj / "build/host/test-summary.txt"
     report = proj / "build/host/report.html"
@@ -452,17 +473,15 @@ def test_the_summary_is_true_after_pass_fail_fix(tmp_path, keep_going):
 
 
 @pytest.mark.parametrize("keep_going", [False, True], ids=["stop", "k0"])
-def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(tmp_path, keep_going):
+def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(small_ninja, tmp_path,
+                                                                        keep_going):
     """Issue 25 case 1, a step before the tests fails: the compile's rule
     runs the summary step as it fails, so the run prints the summary and
     leaves test-summary.txt true (the library it did not test again is
     stale), with the SCons path's text. Under -k a test step that ends
     after the failure writes them again, so that they hold its results
     when ninja stops."""
-    proj = copy_project(tmp_path / "p")
-    small = _small(proj)
-    proc = run_scons(proj, "--experimental=ninja", small)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proj = small_ninja
     summary = proj / "build/host/test-summary.txt"
     src = proj / RELU
     good = src.read_text()
@@ -504,14 +523,12 @@ def test_a_failed_compile_prints_the_true_summary_as_the_scons_path_does(tmp_pat
         proc.stdout
 
 
-def test_one_library_s_targets_fail_when_its_vectors_fail(tmp_path):
+def test_one_library_s_targets_fail_when_its_vectors_fail(small_ninja):
     """``ninja relu``, ``ninja test-relu`` and ``ninja test`` do not reach
     the summary step: the library's verdict edge fails them when a vector
     failed (its failure branch prints and writes the summary), and passes
     them once the kernel is fixed."""
-    proj = copy_project(tmp_path / "p")
-    proc = run_scons(proj, "--experimental=ninja", _small(proj))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proj = small_ninja
     src = proj / RELU
     good = src.read_text()
     src.write_text(good.replace(GOOD, BROKEN, 1))
@@ -544,13 +561,11 @@ def test_a_pythonpath_that_is_already_the_build_s_reaches_ninja_s_commands(tmp_p
     assert "export PYTHONPATH" not in (proj / "build/build.ninja").read_text()
 
 
-def test_a_test_run_without_results_is_recorded_and_fails_the_summary(tmp_path):
+def test_a_test_run_without_results_is_recorded_and_fails_the_summary(small_ninja):
     """A test step whose run ends without results (here: a folder where its
     results go cannot be removed, exit status 2) records it and exits 0;
     the summary names it and fails the build."""
-    proj = copy_project(tmp_path / "p")
-    proc = run_scons(proj, "--experimental=ninja", _small(proj))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proj = small_ninja
     (proj / "build/host/relu/test-results.json").unlink()
     (proj / "build/host/relu/test-results.failed.json").mkdir()
     proc = ninja(proj, "-k", "0", check=False)

@@ -40,8 +40,9 @@ def test_waits(marked):
 """
 
 
+@pytest.mark.parametrize("workers", ["0", "2"])
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig):
+def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig, workers):
     (tmp_path / "conftest.py").write_text(_CONFTEST)
     (tmp_path / "test_wait.py").write_text(_TESTS)
 
@@ -49,7 +50,7 @@ def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig):
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     run = subprocess.Popen([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                            "-p", "no:gpsimd_pytest", "-p", "no:randomly", "-n", "0"],
+                            "-p", "no:gpsimd_pytest", "-p", "no:randomly", "-n", workers],
                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            preexec_fn=as_a_background_job, text=True)
     try:
