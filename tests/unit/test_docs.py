@@ -25,7 +25,7 @@ def _setup_commands():
 
 def test_readme_has_two_setup_commands_and_ci_runs_the_test_one():
     assert _setup_commands() == ["python3 -m pip install -e . && scons",
-                                 "python3 -m pip install -e '.[test]' && python3 -m pytest -q"]
+                                 "python3 -m pip install -e '.[test]' && python3 -m pytest -q -n auto --dist loadfile"]
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert _setup_commands()[1] in ci
     # the campaigns the README command leaves out run as CI's second stage,

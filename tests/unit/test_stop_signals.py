@@ -1,7 +1,8 @@
 """Ctrl-C stops the test run: SIGINT (even when the shell that started
 pytest ignores it, as a background job's does) or SIGTERM to the pytest
 process ends the run within seconds, its fixtures torn down, and no
-process a test started is left (tests/conftest.py)."""
+process a test started is left (tests/conftest.py), under pytest-xdist
+too (``-n``: the signal goes to the controlling process only)."""
 import signal
 import subprocess
 import sys
@@ -40,8 +41,9 @@ def test_waits(marked):
 """
 
 
-@pytest.mark.parametrize("workers", ["0", "2"])
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize("sig, workers", [(signal.SIGINT, "0"), (signal.SIGTERM, "0"),
+                                          (signal.SIGINT, "1")],
+                         ids=["SIGINT", "SIGTERM", "SIGINT-to-xdist"])
 def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig, workers):
     (tmp_path / "conftest.py").write_text(_CONFTEST)
     (tmp_path / "test_wait.py").write_text(_TESTS)
