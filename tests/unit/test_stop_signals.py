@@ -3,6 +3,7 @@ pytest ignores it, as a background job's does) or SIGTERM to the pytest
 process ends the run within seconds, its fixtures torn down, and no
 process a test started is left (tests/conftest.py), under pytest-xdist
 too (``-n``: the signal goes to the controlling process only)."""
+import os
 import signal
 import subprocess
 import sys
@@ -41,6 +42,18 @@ def test_waits(marked):
 """
 
 
+#: Seconds a stop may take on free CPUs (the issue's bound). A stop is CPU
+#: work (a worker's report of the interrupted test, then two interpreters'
+#: exits under xdist: about 2 s of it on this project's 2-CPU machine), so
+#: where more processes want to run than there are CPUs (the load average,
+#: as in the loaded proof runs) the bound grows in proportion.
+STOP_WITHIN = 5.0
+
+
+def _stop_bound() -> float:
+    return STOP_WITHIN * max(1.0, os.getloadavg()[0] / len(os.sched_getaffinity(0)))
+
+
 @pytest.mark.parametrize("sig, workers", [(signal.SIGINT, "0"), (signal.SIGTERM, "0"),
                                           (signal.SIGINT, "1")],
                          ids=["SIGINT", "SIGTERM", "SIGINT-to-xdist"])
@@ -63,10 +76,11 @@ def test_a_stop_signal_ends_the_run_and_every_process_it_started(tmp_path, sig, 
         child = int((tmp_path / "started").read_text())
         grandchild = int((tmp_path / "grandchild").read_text())
         assert alive(child) and alive(grandchild)
+        bound = _stop_bound()
         start = time.monotonic()
         run.send_signal(sig)
-        out, _ = run.communicate(timeout=30)
-        assert time.monotonic() - start < 5, out
+        out, _ = run.communicate(timeout=30 + bound)
+        assert time.monotonic() - start < bound, out
         assert run.returncode == 2 and "KeyboardInterrupt" in out, out
         assert (tmp_path / "torn-down").read_text() == "yes"
         assert not alive(child) and not alive(grandchild)
