@@ -3,8 +3,9 @@
 Layout: ``tests/unit`` holds tests that need no compiler and take seconds;
 ``tests/integration`` those that run SCons, a compiler or the emulator on
 built objects. Every integration test is marked ``slow`` here, so that
-``pytest -m "not slow"`` answers in seconds; a unit test that starts a
-compiler is marked ``slow`` where it is written.
+``pytest -m "not slow"`` answers in seconds; a unit test that starts
+SCons, a compiler or a pytest run of its own is marked ``slow`` where it
+is written.
 """
 import os
 import pathlib

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import ROOT, SKIPS_ENV
 
+pytestmark = pytest.mark.slow          # (the test starts pytest runs of its own)
+
 CHECK = ROOT / ".ci" / "check_skips.py"
 
 _CONFTEST = f"""

@@ -195,6 +195,7 @@ def _planted_by_another_user():
     return top, build, victim
 
 
+@pytest.mark.slow        # (runs SCons)
 @as_root
 def test_scons_as_root_refuses_a_build_folder_another_user_planted_a_link_in():
     top, build, victim = _planted_by_another_user()
@@ -212,6 +213,7 @@ def test_scons_as_root_refuses_a_build_folder_another_user_planted_a_link_in():
         shutil.rmtree(top)
 
 
+@pytest.mark.slow        # (runs SCons)
 @as_root
 def test_every_spelling_of_build_dir_is_checked_and_the_project_is_no_build_folder(tmp_path):
     """'#name' is SCons's spelling of the project's name/: checked as such;

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import ROOT, alive
 
+pytestmark = pytest.mark.slow          # (each test starts a pytest run of its own)
+
 _CONFTEST = f"""
 import importlib.util
 spec = importlib.util.spec_from_file_location("gpsimd_root_conftest", {str(ROOT / 'tests' / 'conftest.py')!r})
