@@ -143,6 +143,20 @@ def _children(pid: int) -> list:
         return []
 
 
+def processes_in(folder) -> list:
+    """Pids of the live processes whose working directory is ``folder``
+    (a test's own project: other tests' processes run beside it under
+    xdist)."""
+    where, out = os.path.realpath(folder), []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if os.readlink(f"/proc/{pid}/cwd") == where:
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
 def _descendants(pid: int) -> list:
     """Every live descendant of ``pid``, parents before children."""
     out, todo = [], [pid]

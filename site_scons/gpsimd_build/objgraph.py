@@ -39,11 +39,10 @@ from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpsimd_emu.client.process import run_group
 
-__all__ = ["TOOL_TIMEOUT", "INDIRECT", "Function", "ObjectGraphError", "read_objects", "parse_objdump",
-           "merge", "demangle", "dumps", "loads"]
+__all__ = ["TOOL_TIMEOUT", "INDIRECT", "Function", "ObjectGraphError", "read_objects",
+           "parse_objdump", "merge", "demangle", "dumps", "loads"]
 
-#: Seconds a binutils program of a step (objdump, c++filt, strip) may run:
-#: one that hangs fails its step, its processes ended, instead of the build.
+#: Seconds objdump, c++filt or strip may run before its step fails (group ended).
 TOOL_TIMEOUT = 600.0
 #: The callee named for a call through a register or memory.
 INDIRECT = "__indirect_call"
@@ -415,8 +414,7 @@ def demangle(names: Sequence[str], cxxfilt: str = "c++filt") -> Dict[str, str]:
     :data:`TOOL_TIMEOUT`) stays as it is."""
     symbols = [n.rsplit(":", 1)[-1] for n in names]
     try:
-        ended = run_group([cxxfilt], TOOL_TIMEOUT, text_in="\n".join(symbols) + "\n",
-                          apart=True)
+        ended = run_group([cxxfilt], TOOL_TIMEOUT, text_in="\n".join(symbols) + "\n", apart=True)
         lines = ended.out.splitlines() if ended.status == 0 else []
     except OSError:
         lines = []

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import ROOT
+from conftest import ROOT, processes_in
 
 _ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
     [str(ROOT / "site_scons"), str(ROOT / "runtime_model")]))
@@ -129,18 +129,6 @@ def test_a_kernel_that_does_not_build_is_imported_without_vectors_and_a_warning(
     assert any("relu.cpp" in line and "error" in line for line in warning[1:]), got.stderr
 
 
-def _in_folder(folder):
-    """Pids of the processes whose working directory is ``folder``."""
-    out = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            if os.readlink(f"/proc/{pid}/cwd") == str(folder):
-                out.append(int(pid))
-        except OSError:
-            pass
-    return out
-
-
 def test_ctrl_c_during_the_probe_ends_its_build_and_writes_nothing(tmp_path):
     import signal
     import time
@@ -149,7 +137,7 @@ def test_ctrl_c_during_the_probe_ends_its_build_and_writes_nothing(tmp_path):
                              "build.py"], cwd=folder, env=_ENV, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while not [p for p in _in_folder(folder) if p != proc.pid]:     # (its build started)
+    while not [p for p in processes_in(folder) if p != proc.pid]:     # (its build started)
         assert time.monotonic() < deadline and proc.poll() is None
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
@@ -158,6 +146,6 @@ def test_ctrl_c_during_the_probe_ends_its_build_and_writes_nothing(tmp_path):
     assert err == "gpsimd-import: interrupted; nothing written\n"
     assert not (folder / "ops.yaml").exists()
     deadline = time.monotonic() + 30        # (the build's group got SIGTERM, then SIGKILL)
-    while _in_folder(folder):
-        assert time.monotonic() < deadline, _in_folder(folder)
+    while processes_in(folder):
+        assert time.monotonic() < deadline, processes_in(folder)
         time.sleep(0.1)

@@ -18,7 +18,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conftest import NEGATE_KERNEL, ROOT, action_lines, run_scons
+from conftest import NEGATE_KERNEL, ROOT, action_lines, processes_in, run_scons
 from test_explore import _LIBRARY as _SP_LIBRARY
 
 KERNEL = NEGATE_KERNEL
@@ -496,13 +496,11 @@ def _services_in(folder) -> list:
     """Pids of the live vector services working in ``folder`` (other
     tests' run at the same time under xdist)."""
     found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
+    for pid in processes_in(folder):
         try:
             with open(f"/proc/{pid}/cmdline", "rb") as f:
-                argv = f.read().split(b"\0")
-            if b"gpsimd_emu.vector_service" in argv and \
-                    os.readlink(f"/proc/{pid}/cwd") == os.path.realpath(folder):
-                found.append(int(pid))
+                if b"gpsimd_emu.vector_service" in f.read().split(b"\0"):
+                    found.append(pid)
         except OSError:
             pass
     return found
