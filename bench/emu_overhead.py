@@ -102,7 +102,7 @@ def executor(collection, into):
         from gpsimd_device import zygote
         target = os.path.join(into, zygote.PROGRAM_NAME)
         sources = [p for p in zygote.source_paths(emu, include) if p.endswith(".c")]
-        cmd = [cxx, "-std=c11", "-O2", "-Wall", "-pthread",
+        cmd = [cxx, "-std=c11", "-O2", "-Wall",
                f"-DGZ_SOURCE_DIGEST={zygote.source_digest(emu, include)}", "-I", include,
                "-o", target, *(a for p in sources for a in ("-x", "c", p)), "-ldl"]
         kind = "zygote"

@@ -639,16 +639,8 @@ long gl_fork_leader(struct gl_request *req)
     R = req;
     V = &req->v;
     setpgid(0, 0);
-    if (req->join_path[0]) {               /* process-group mode: join the cgroup */
-        int fd = open(req->join_path, O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            char text[24];
-            int n = snprintf(text, sizeof text, "%d", (int)getpid());
-            if (write(fd, text, (size_t)n) < 0) {
-                /* a failed join leaves the RLIMIT alone */
-            }
-            close(fd);
-        }
+    if (req->join_cg) {                  /* process-group mode: join the cgroup */
+        sb_cg_join(SB.cg_dir, req->join_cg);   /* (a failed join leaves the RLIMIT alone) */
     } else if (req->oom_first) {
         int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {

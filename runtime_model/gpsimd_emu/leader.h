@@ -22,7 +22,7 @@ struct gl_request {
     int out[2 * GL_MAX_CORES];           /* per core: stdout's and stderr's pipe (write end) */
     void *launchers[GL_MAX_RUNS][GL_MAX_CORES];   /* int (*)(void), per copy */
     void *binders[GL_MAX_RUNS][GL_MAX_CORES];     /* gpsimd_bind_core, per copy */
-    char join_path[1200];                /* cgroup.procs to join, or "" */
+    int join_cg;                         /* the cgroup version to join (SB.cg_dir), 0: none */
 };
 
 /* leader.c */
@@ -35,7 +35,7 @@ int64_t gl_now_ns(void);
 struct sandbox {
     const char *mode;                    /* "pidns", "userns", "pgroup" */
     char missing[1024];                  /* what is not contained, "" when all is */
-    int cg_version, cg_inside, cg_dir, cg_fds[3];   /* limit, memsw/swap, procs */
+    int cg_version, cg_inside, cg_dir, cg_fds[2];   /* limit, memsw/swap */
     int64_t cg_limit;                    /* -1: none set */
     char cg_path[1100];
     int workdir;                         /* the private working directory is /tmp */
@@ -44,7 +44,7 @@ struct sandbox {
 };
 extern struct sandbox SB;
 void sb_enter(int parent, int relay_closes);
-void sb_joined(void);
+int sb_cg_join(int dir, int version);
 int sb_cg_set_limit(int64_t bytes);
 int64_t sb_cg_read(const char *file, const char *key);
 void sb_cg_remove(void);

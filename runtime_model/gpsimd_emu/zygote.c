@@ -526,12 +526,11 @@ static void run(struct gz_vector *m, int image_fd)
     r.v = *m;
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
-    static int joined;
-    if (!joined) {                       /* (the move went on while the worker got ready) */
-        sb_joined();
+    static int measured;
+    if (!measured) {                     /* (the objects are loaded: what they hold) */
         if (SB.cg_inside && SB.cg_version)
             baseline = cg_usage();
-        joined = 1;
+        measured = 1;
     }
     if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
         close(image_fd);
@@ -582,8 +581,7 @@ static void run(struct gz_vector *m, int image_fd)
     r.data_limit = data_base + extra;
     r.zygote = getpid();
     r.oom_first = limited && SB.cg_inside;
-    if (limited && !SB.cg_inside)
-        snprintf(r.join_path, sizeof r.join_path, "%s/cgroup.procs", SB.cg_path);
+    r.join_cg = limited && !SB.cg_inside ? SB.cg_version : 0;
     int nstreams = 2 * (int)v->ncores;
     for (int i = 0; i < 2 * ncores; i++) {
         streams[i].total = 0;

@@ -10,7 +10,7 @@ from typing import List
 __all__ = ["COMPILE_FLAGS", "SOURCE_PREFIX", "LINK_FLAGS", "c_sources", "compile_command"]
 
 #: After the compiler; the caller adds ``-I`` the runtime's headers.
-COMPILE_FLAGS = ("-std=c11", "-O2", "-Wall", "-pthread")
+COMPILE_FLAGS = ("-std=c11", "-O2", "-Wall")
 #: Before each source: a C++ driver compiles it as C (g++ applies one
 #: ``-x c`` to the first file only).
 SOURCE_PREFIX = ("-x", "c")
