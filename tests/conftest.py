@@ -18,6 +18,8 @@ import tempfile
 
 import pytest
 
+from gpsimd_emu.client.process import children
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 COPIED = ("SConstruct", "ops.yaml", "site_scons", "schema", "kernels", "runtime_model")
 
@@ -58,7 +60,7 @@ def _stop(signum, frame):
 def _stop_workers(signum, frame):
     """The xdist controller's stop: SIGINT to its workers (its children),
     which stop their tests as a serial run does, then its own."""
-    for pid in _children(os.getpid()):
+    for pid in children(os.getpid()):
         try:
             os.kill(pid, signal.SIGINT)
         except OSError:
@@ -134,15 +136,6 @@ def without_shared_compiles(env: dict) -> dict:
     return out
 
 
-def _children(pid: int) -> list:
-    """The live children of ``pid`` (Linux ``/proc``; none elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(k) for k in f.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
 def processes_in(folder) -> list:
     """Pids of the live processes whose working directory is ``folder``
     (a test's own project: other tests' processes run beside it under
@@ -161,7 +154,7 @@ def _descendants(pid: int) -> list:
     """Every live descendant of ``pid``, parents before children."""
     out, todo = [], [pid]
     while todo:
-        kids = _children(todo.pop())
+        kids = children(todo.pop())
         out += kids
         todo += kids
     return out

@@ -22,10 +22,10 @@ import os
 import select
 import signal
 import time
-from typing import List, Optional
+from typing import Optional
 
 # (the client's, which the front ends use without the rest of the emulator)
-from .client.process import die_with_parent, libc, prctl
+from .client.process import children, die_with_parent, libc, prctl
 
 __all__ = [
     "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill", "end_within",
@@ -57,23 +57,6 @@ def set_name(name: str) -> None:
         libc().prctl(PR_SET_NAME, buf, 0, 0, 0)
     except (AttributeError, OSError):
         pass
-
-
-def children() -> List[int]:
-    """Pids of this process's children (every thread's), from
-    ``/proc/self/task/*/children``; [] where that file does not exist."""
-    out: List[int] = []
-    try:
-        tasks = os.listdir("/proc/self/task")
-    except OSError:
-        return out
-    for tid in tasks:
-        try:
-            with open(f"/proc/self/task/{tid}/children") as f:
-                out += [int(p) for p in f.read().split()]
-        except (OSError, ValueError):
-            pass
-    return out
 
 
 def wait_until(pid: int, deadline: float, poll: float = 0.001) -> Optional[int]:
@@ -135,7 +118,7 @@ def sweep(keep: tuple = (), limit: float = 5.0) -> int:
     killed = 0
     deadline = time.monotonic() + limit
     while True:
-        pids = [p for p in children() if p not in keep]
+        pids = [p for p in children(os.getpid()) if p not in keep]
         for pid in pids:
             kill(pid, group=True)
             try:
@@ -155,7 +138,7 @@ def sweep(keep: tuple = (), limit: float = 5.0) -> int:
 def _reap_others(keep: tuple) -> int:
     """Reap exited children that are not in ``keep``; returns how many."""
     n = 0
-    for pid in children():
+    for pid in children(os.getpid()):
         if pid in keep:
             continue
         try:

@@ -19,7 +19,8 @@ sys.path.insert(0, {RUNTIME_MODEL!r})
 from gpsimd_emu import contain
 assert contain.become_subreaper()
 r, w = os.pipe()
-if os.fork() == 0:                       # a child that forks a grandchild and dies
+child = os.fork()
+if child == 0:                           # a child that forks a grandchild and dies
     if os.fork() == 0:
         os.setsid()
         os.write(w, str(os.getpid()).encode() + b"\\n")
@@ -27,8 +28,8 @@ if os.fork() == 0:                       # a child that forks a grandchild and d
         os._exit(0)
     os._exit(0)
 grandchild = int(os.read(r, 64))
-time.sleep(0.1)                          # reparented to us by now
-assert grandchild in contain.children(), contain.children()
+os.waitpid(child, 0)                     # (its orphan is ours once it has ended)
+assert grandchild in contain.children(os.getpid()), contain.children(os.getpid())
 print(grandchild, contain.sweep(), flush=True)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

@@ -11,7 +11,7 @@ import signal
 import subprocess
 from typing import Callable, List, NamedTuple, Optional
 
-__all__ = ["libc", "die_with_parent", "tied_to_me", "end_group", "Ended", "run_group"]
+__all__ = ["libc", "die_with_parent", "tied_to_me", "children", "end_group", "Ended", "run_group"]
 
 #: prctl(2)'s option: a signal when the parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -33,6 +33,23 @@ def prctl(option: int, arg: int) -> bool:
         return libc().prctl(option, ctypes.c_ulong(arg), 0, 0, 0) == 0
     except (AttributeError, OSError):
         return False
+
+
+def children(pid: int) -> List[int]:
+    """Pids of process ``pid``'s live children (every thread's), from
+    ``/proc/PID/task/*/children``; [] where that file does not exist."""
+    out: List[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(p) for p in f.read().split()]
+        except (OSError, ValueError):
+            pass
+    return out
 
 
 def die_with_parent(parent: int, sig: int = signal.SIGKILL) -> None:

@@ -23,6 +23,8 @@ import signal
 import subprocess
 import threading
 
+from gpsimd_emu.client.process import children
+
 from . import emu_server
 
 __all__ = ["install", "spawn"]
@@ -96,15 +98,6 @@ def interrupted() -> bool:
     return _INTERRUPTED.is_set()
 
 
-def _children(pid: int) -> list:
-    """Process ids of ``pid``'s children (Linux ``/proc``; none elsewhere)."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/children") as f:
-            return [int(p) for p in f.read().split()]
-    except (OSError, ValueError):
-        return []
-
-
 def _forward(signum: int) -> None:
     """Send ``signum`` (SIGHUP as SIGTERM) to every running action: to the
     command ``sh -c`` runs as well as to the shell, since dash does not
@@ -122,7 +115,7 @@ def _signal(proc, sig: int) -> None:
     """Send ``sig`` to a running action: a server's run (its supervising
     process stops the whole run), or a shell and the command it started."""
     pids = [proc.pid] if isinstance(proc, ServedRun) else \
-        _children(proc.pid) + [proc.pid]     # the shell last: it reparents them
+        children(proc.pid) + [proc.pid]     # the shell last: it reparents them
     for pid in pids:
         try:
             os.kill(pid, sig)
