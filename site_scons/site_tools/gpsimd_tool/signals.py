@@ -11,9 +11,11 @@ exactly as SCons's own POSIX spawn does (``sh -c``) and keeps the running
 ones in a set, and sets a wakeup fd (``signal.set_wakeup_fd``) that a
 thread reads: every SIGINT, SIGTERM or SIGHUP the process gets is sent on
 to every running action at once, whatever handler SCons has installed (it
-installs its own when the build starts): to the shell and to the command
-it started (``/bin/sh`` is dash on Debian, which forks the command instead
-of replacing itself). The emulator, on SIGTERM or SIGINT, kills every
+installs its own when the build starts). Each action runs in a process
+group of its own, as ninja runs its commands, and the signal goes to the
+whole group: the shell, the command it started (``/bin/sh`` is dash on
+Debian, which forks the command instead of replacing itself) and that
+command's children (a compiler driver's cc1plus). The emulator, on SIGTERM or SIGINT, kills every
 process of its run and exits at once; a run the emulator server forked
 (``emu_server``) gets the signal itself.
 """
@@ -21,9 +23,8 @@ process of its run and exits at once; a run the emulator server forked
 import os
 import signal
 import subprocess
+import sys
 import threading
-
-from gpsimd_emu.client.process import children
 
 from . import emu_server
 
@@ -80,8 +81,13 @@ def _ended(run) -> None:
         _RUNNING.discard(run)
 
 
+#: A process group of its own for each action (``process_group`` is new in
+#: Python 3.11).
+_OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_fn": os.setpgrp}
+
+
 def _shell(sh, args, env):
-    proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True)
+    proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True, **_OWN_GROUP)
     with _LOCK:
         _RUNNING.add(proc)
     if _INTERRUPTED.is_set():        # stopped while it was being started
@@ -99,10 +105,11 @@ def interrupted() -> bool:
 
 
 def _forward(signum: int) -> None:
-    """Send ``signum`` (SIGHUP as SIGTERM) to every running action: to the
-    command ``sh -c`` runs as well as to the shell, since dash does not
-    ``exec`` a command and dies of SIGTERM without passing it on (which
-    would leave, e.g., a test run going until its vector's time limit)."""
+    """Send ``signum`` (SIGHUP as SIGTERM) to every running action's
+    process group: to the command ``sh -c`` runs as well as to the shell,
+    since dash does not ``exec`` a command and dies of SIGTERM without
+    passing it on (which would leave, e.g., a test run going until its
+    vector's time limit)."""
     _INTERRUPTED.set()
     sig = signum if signum != getattr(signal, "SIGHUP", -1) else signal.SIGTERM
     with _LOCK:
@@ -113,14 +120,14 @@ def _forward(signum: int) -> None:
 
 def _signal(proc, sig: int) -> None:
     """Send ``sig`` to a running action: a server's run (its supervising
-    process stops the whole run), or a shell and the command it started."""
-    pids = [proc.pid] if isinstance(proc, ServedRun) else \
-        children(proc.pid) + [proc.pid]     # the shell last: it reparents them
-    for pid in pids:
-        try:
-            os.kill(pid, sig)
-        except OSError:
-            pass
+    process stops the whole run), or a shell's process group."""
+    try:
+        if isinstance(proc, ServedRun):
+            os.kill(proc.pid, sig)
+        else:
+            os.killpg(proc.pid, sig)
+    except OSError:
+        pass
 
 
 def _watch(fd: int) -> None:

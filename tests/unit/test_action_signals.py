@@ -1,0 +1,66 @@
+"""The SCons tool's actions stop with the build: a stop signal scons gets
+is sent to each running action's process group (``gpsimd_tool.signals``),
+so it reaches the command behind ``sh -c`` and that command's own
+children, as ninja stops its commands."""
+
+import os
+import select
+import signal
+import sys
+import threading
+
+import pytest
+
+from conftest import ROOT
+
+sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
+from gpsimd_tool import signals  # noqa: E402
+
+
+@pytest.fixture
+def forwarding():
+    """``signals``, its "interrupted" state restored afterwards."""
+    yield signals
+    signals._INTERRUPTED.clear()
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_reaches_every_process_of_a_running_action(tmp_path, forwarding, sig):
+    fifo = tmp_path / "pids"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    waiter = tmp_path / "waiter.py"
+    waiter.write_text(f"""import os, signal, time
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+with open({str(fifo)!r}, "w") as f:
+    f.write(f"{{os.getpid()}} {{os.getppid()}}")
+time.sleep(600)
+""")
+    # the action's shell starts a command (sh) that starts a child of its
+    # own (the waiter): each waits for ever unless a signal ends it
+    script = f"sh -c '{sys.executable} {waiter}; true'; true"
+    status, started = [], []
+    run = threading.Thread(target=lambda: status.append(
+        forwarding.spawn("/bin/sh", None, None, [script], dict(os.environ))))
+    run.start()
+    try:
+        assert select.select([reader], [], [], 60)[0], "the action's processes never started"
+        started += [int(p) for p in os.read(reader, 100).split()]
+        pidfds = [os.pidfd_open(p) for p in started]
+        forwarding._forward(sig)
+        run.join(60)
+        assert not run.is_alive()
+        assert status == [-sig]
+        for pid, fd in zip(started, pidfds):    # the waiter and the command
+            assert select.select([fd], [], [], 10)[0], f"process {pid} outlived the signal"
+            os.close(fd)
+    finally:
+        os.close(reader)
+        for pid in started:             # (a failed test leaves nothing behind)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        if run.is_alive():
+            forwarding._forward(signal.SIGKILL)
+            run.join()
