@@ -64,27 +64,44 @@ class LibrarySession:
         self.root = root
         self.options = options or RunOptions()
         self._own_cores = cores is None
+        self.zygote: Optional[ZygoteClient] = None
+        self._zygote_error: Optional[str] = None
+        self._load_checked: Optional[List[Optional[str]]] = None
+        # (the zygote makes its sandbox while the objects are read)
+        self._start_zygote(len(plan.cores if cores is None else cores))
         if cores is None:
             cores, core_error = prepare_cores(plan, root)
         self.cores: List[CoreSpec] = list(cores)
         self.core_error = core_error
-        self.zygote: Optional[ZygoteClient] = None
-        self._zygote_error: Optional[str] = None
-        self._load_checked: Optional[List[Optional[str]]] = None
-        if not core_error and self.cores:
-            from .runs import runs_for     # stdlib only: numpy loads meanwhile
-            problem = program_problem(self.options.zygote)
+        if core_error or not self.cores:     # (no vector will run)
+            if self.zygote is not None:
+                self.zygote.close()
+            self.zygote, self._zygote_error = None, None
+        elif self.zygote is not None:
             try:
-                if problem:
-                    raise OSError(problem)
-                copies = len(runs_for(len(self.cores), self.options.checks))
-                self.zygote = ZygoteClient(self.options.zygote, self.cores, copies)
-            except OSError as e:
+                self.zygote.load(self.cores)
+            except (OSError, ZygoteError) as e:
+                self.zygote.close()
+                self.zygote = None
                 self._zygote_error = f"cannot start the device model process: {e}"
         self._nonce = int.from_bytes(os.urandom(8), "little")
         #: ops whose last vector's cores each took longer than spread_after
         #: (their runs get helpers at once)
         self._slow_ops: dict = {}
+
+    def _start_zygote(self, ncores: int) -> None:
+        """Start the zygote for ``ncores`` core objects (none: no zygote)."""
+        if not ncores:
+            return
+        from .runs import runs_for     # stdlib only: numpy loads meanwhile
+        problem = program_problem(self.options.zygote)
+        try:
+            if problem:
+                raise OSError(problem)
+            copies = len(runs_for(ncores, self.options.checks))
+            self.zygote = ZygoteClient(self.options.zygote, ncores, copies)
+        except OSError as e:
+            self._zygote_error = f"cannot start the device model process: {e}"
 
     def __enter__(self) -> "LibrarySession":
         return self

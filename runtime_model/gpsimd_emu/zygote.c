@@ -1,20 +1,23 @@
 /* gpsimd-zygote: the one executor of a library run's vectors, started by
  * the worker (gpsimd_emu.zygote_client) as
  *
- *     gpsimd-zygote SOCK PARENT COPIES N [FD NAME]...
+ *     gpsimd-zygote SOCK PARENT COPIES N
  *
  * SOCK: its end of a SOCK_SEQPACKET socket pair; PARENT: the pid it dies
  * with; COPIES: copies of each core object (one per run of a vector, each
- * with globals no launch touched); then per core object a descriptor of
- * its payload (a memfd, or the plain .so opened) and its name.
+ * with globals no launch touched); N: core objects.
  *
- * It makes the sandbox (sandbox.c), loads every copy of every object
- * (their static initialisers run inside it, with what they write kept up
- * to GPSIMD_ZY_OUTPUT_KEEP bytes), checks the first copy as the device
- * loader does, and sends the ready message: one byte "R" with a memfd
- * holding the JSON {"ready": true, "mode", "cgroup", "missing",
- * "cores": [{"error": text} | {"ops": [names], "lsp": [core_id,
- * scratch_origin, scratch_size, name]}]} and the load output's memfd.
+ * It makes the sandbox (sandbox.c) while the worker reads the objects,
+ * then takes them in one message: their N names, each ending in a NUL,
+ * with a descriptor of each payload (a memfd, or the plain .so opened)
+ * as SCM_RIGHTS. It loads the first copy of every object (their static
+ * initialisers run inside it, with what they write kept up to
+ * GPSIMD_ZY_OUTPUT_KEEP bytes), checks it as the device loader does, and
+ * sends the ready message: one byte "R" with a memfd holding the JSON
+ * {"ready": true, "mode", "cgroup", "missing", "cores": [{"error": text}
+ * | {"ops": [names], "lsp": [core_id, scratch_origin, scratch_size,
+ * name]}]} and the load output's memfd; then it loads the other copies,
+ * while the worker makes its first vector ready.
  *
  * Then per message (a struct gz_vector with the image memfd): the memory
  * limit (cgroup and RLIMIT_DATA), the leader (leader.c), the wait (every
@@ -617,10 +620,45 @@ static void run(struct gz_vector *m, int image_fd)
 
 /* ---- the program --------------------------------------------------------------------- */
 
+/* The objects' message: ncores names (in buf, each ending in a NUL) and
+ * as many descriptors; 0 when it is whole, else -1 (said on stderr, which
+ * the worker reads as the load output). */
+static int receive_objects(char *buf, size_t size, int *fds, const char **names)
+{
+    char control[CMSG_SPACE(GL_MAX_CORES * sizeof(int))];
+    struct iovec io = {buf, size};
+    struct msghdr h = {0};
+    h.msg_iov = &io;
+    h.msg_iovlen = 1;
+    h.msg_control = control;
+    h.msg_controllen = sizeof control;
+    ssize_t n;
+    while ((n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
+        ;
+    int nfds = 0, nnames = 0;            /* (counted past ncores: refused below) */
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, nfds++)
+                memcpy(&fds[nfds < ncores ? nfds : 0], CMSG_DATA(c) + i * sizeof(int),
+                       sizeof(int));
+    for (char *at = buf, *end; n > 0 && at < buf + n; at = end + 1, nnames++) {
+        if ((end = memchr(at, 0, (size_t)(buf + n - at))) == NULL)
+            break;
+        if (nnames < ncores)
+            names[nnames] = at;
+    }
+    if (n <= 0 || nfds != ncores || nnames != ncores || buf[n - 1] != 0
+            || (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+        fprintf(stderr, "gpsimd-zygote: no whole message of %d core objects\n", ncores);
+        return -1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 5 || argc != 5 + 2 * atoi(argv[4])) {
-        fprintf(stderr, "usage: %s SOCK PARENT COPIES N [FD NAME]...\n", argv[0]);
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s SOCK PARENT COPIES N\n", argv[0]);
         return 2;
     }
     sock = atoi(argv[1]);
@@ -653,21 +691,35 @@ int main(int argc, char **argv)
         close(null);
     }
     sb_enter(parent, sock);
+    static char names[GL_MAX_CORES * 4096];
+    int objects[GL_MAX_CORES];
+    const char *name[GL_MAX_CORES];
+    if (receive_objects(names, sizeof names, objects, name) != 0)
+        return 2;
     struct text ready = {0}, entry = {0};
     put(&ready, "{\"ready\": true, \"mode\": \"%s\", \"cgroup\": %s, \"missing\": ", SB.mode,
         SB.cg_version ? "true" : "false");
     put_string(&ready, SB.missing);
     put(&ready, ", \"cores\": [");
-    for (int c = 0; c < ncopies; c++)
-        for (int k = 0; k < ncores; k++) {
-            entry.n = 0;
-            load(c, k, atoi(argv[5 + 2 * k]), argv[6 + 2 * k], &entry);
-            if (c == 0)
-                put(&ready, "%s%.*s", k ? ", " : "", (int)entry.n, entry.s);
-        }
+    for (int k = 0; k < ncores; k++) {
+        entry.n = 0;
+        load(0, k, objects[k], name[k], &entry);
+        put(&ready, "%s%.*s", k ? ", " : "", (int)entry.n, entry.s);
+    }
     put(&ready, "]}");
+    fflush(NULL);
+    int fds[2] = {memfd_of("gpsimd-ready", ready.s, ready.n), out};
+    send_fds("R", 1, fds, out >= 0 ? 2 : 1);
+    close(fds[0]);
+    free(ready.s);
+    /* the other copies load while the worker makes its first vector ready
+       (their static initialisers' output is not kept: copy 0's was) */
+    for (int c = 1; c < ncopies; c++)
+        for (int k = 0; k < ncores; k++)
+            load(c, k, objects[k], name[k], &entry);     /* (no entry: c > 0) */
+    free(entry.s);
     for (int k = 0; k < ncores; k++)
-        close(atoi(argv[5 + 2 * k]));
+        close(objects[k]);
     fflush(NULL);
     /* what the objects' static initialisers may have changed that waiting
        for a vector's leader needs */
@@ -675,11 +727,6 @@ int main(int argc, char **argv)
     signal(SIGALRM, SIG_DFL);
     make_pipes();
     data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
-    int fds[2] = {memfd_of("gpsimd-ready", ready.s, ready.n), out};
-    send_fds("R", 1, fds, out >= 0 ? 2 : 1);
-    close(fds[0]);
-    free(ready.s);
-    free(entry.s);
     while (!gone) {
         struct gz_vector m;
         char control[CMSG_SPACE(16 * sizeof(int))];

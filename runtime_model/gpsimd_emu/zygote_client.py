@@ -1,7 +1,7 @@
 """The worker's side of the zygote (stdlib and ctypes only): start
 ``gpsimd-zygote`` (the program the build compiles from ``zygote.c``,
 ``sandbox.c`` and ``leader.c``; ``gpsimd_device.zygote``) with one end of
-a ``SOCK_SEQPACKET`` socket pair and the core objects, read its ready
+a ``SOCK_SEQPACKET`` socket pair, send it the core objects, read its ready
 message, send it vectors (a ``Vector``, the image memfd riding along as
 SCM_RIGHTS) and read its replies (one JSON object each, with a memfd of
 what the cores wrote when they wrote anything).
@@ -110,34 +110,47 @@ class ZygoteClient:
         OSError: the process or the socket could not be made.
     """
 
-    def __init__(self, path: str, cores: Sequence[CoreSpec], copies: int = 1):
+    def __init__(self, path: str, ncores: int, copies: int = 1):
         self._ready: Optional[dict] = None
         #: what the objects' static initialisers wrote (kept by the zygote)
         self.load_output = b""
         path = os.path.abspath(path)     # (its working directory will not be ours)
         self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(len(cores))]
-        keep, opened = [child.fileno()], []
+        argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(ncores)]
         try:
-            for c in cores:             # (a plain .so by a descriptor too: in the
-                fd = c.fd               # sandbox, its path may be hidden)
-                if not c.obj.packed:
-                    fd = os.open(c.obj.file or c.obj.path, os.O_RDONLY | os.O_CLOEXEC)
-                    opened.append(fd)
-                argv += [str(fd), c.path]
-                keep.append(fd)
-            for fd in keep:
-                os.set_inheritable(fd, True)
+            os.set_inheritable(child.fileno(), True)
             self.pid: Optional[int] = os.posix_spawn(path, argv, os.environ)
         except BaseException:
             self.sock.close()
             raise
         finally:
-            for fd in keep[1:]:
-                os.set_inheritable(fd, False)
+            child.close()
+
+    def load(self, cores: Sequence[CoreSpec]) -> None:
+        """Send the core objects (the zygote makes its sandbox meanwhile):
+        their names and their payloads' descriptors (a plain ``.so`` by a
+        descriptor too: in the sandbox, its path may be hidden).
+
+        Raises:
+            OSError: a plain object cannot be opened.
+            ZygoteError: it is gone.
+        """
+        fds, opened = [], []
+        try:
+            for c in cores:
+                fd = c.fd
+                if not c.obj.packed:
+                    fd = os.open(c.obj.file or c.obj.path, os.O_RDONLY | os.O_CLOEXEC)
+                    opened.append(fd)
+                fds.append(fd)
+            names = b"".join(os.fsencode(c.path) + b"\0" for c in cores)
+            try:
+                socket.send_fds(self.sock, [names], fds)
+            except OSError as e:
+                raise ZygoteError(str(e)) from None
+        finally:
             for fd in opened:
                 os.close(fd)
-            child.close()
 
     def _recv(self, timeout: float) -> tuple:
         ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))

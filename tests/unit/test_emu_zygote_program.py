@@ -104,9 +104,11 @@ def test_the_program_refuses_what_it_cannot_read(zygote_program, tmp_path):
     bad.write_bytes(b"\x7fELF not really")
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     os.set_inheritable(theirs.fileno(), True)
-    proc = subprocess.Popen([zygote_program, str(theirs.fileno()), str(os.getpid()), "1", "1",
-                             "-1", str(bad)], pass_fds=[theirs.fileno()])
+    proc = subprocess.Popen([zygote_program, str(theirs.fileno()), str(os.getpid()), "1", "1"],
+                            pass_fds=[theirs.fileno()])
     theirs.close()
+    with open(bad, "rb") as f:
+        socket.send_fds(mine, [os.fsencode(bad) + b"\0"], [f.fileno()])
     data, fds, _, _ = socket.recv_fds(mine, 1 << 16, 4)
     ready = json.loads(os.pread(fds[0], 1 << 20, 0))
     for fd in fds:
@@ -119,3 +121,24 @@ def test_the_program_refuses_what_it_cannot_read(zygote_program, tmp_path):
         assert json.loads(mine.recv(1 << 16)) == {"error": "a request the zygote cannot read"}
     mine.close()
     assert proc.wait(timeout=10) == 0
+
+
+@pytest.mark.parametrize("names, nfds", [(b"a.so\0", 0), (b"a.so", 1), (b"a.so\0b.so\0", 2),
+                                         (b"", 1)])
+def test_the_program_ends_on_an_objects_message_that_is_not_whole(zygote_program, tmp_path,
+                                                                   names, nfds):
+    """The objects' message must hold one name (ending in a NUL) and one
+    descriptor per object: else the program ends with status 2, before
+    loading anything or answering."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    os.set_inheritable(theirs.fileno(), True)
+    proc = subprocess.Popen([zygote_program, str(theirs.fileno()), str(os.getpid()), "1", "1"],
+                            pass_fds=[theirs.fileno()])
+    theirs.close()
+    r, w = os.pipe()
+    socket.send_fds(mine, [names], [r] * nfds)
+    assert proc.wait(timeout=10) == 2
+    assert mine.recv(1 << 16) == b""     # (no ready message: its end closed)
+    for fd in (r, w):
+        os.close(fd)
+    mine.close()
