@@ -67,10 +67,16 @@ class LibrarySession:
         self.zygote: Optional[ZygoteClient] = None
         self._zygote_error: Optional[str] = None
         self._load_checked: Optional[List[Optional[str]]] = None
+        self._answered = False
         # (the zygote makes its sandbox while the objects are read)
         self._start_zygote(len(plan.cores if cores is None else cores))
         if cores is None:
-            cores, core_error = prepare_cores(plan, root)
+            try:
+                cores, core_error = prepare_cores(plan, root)
+            except BaseException:
+                if self.zygote is not None:
+                    self.zygote.close()
+                raise
         self.cores: List[CoreSpec] = list(cores)
         self.core_error = core_error
         if core_error or not self.cores:     # (no vector will run)
@@ -90,8 +96,9 @@ class LibrarySession:
         self._slow_ops: dict = {}
 
     def _start_zygote(self, ncores: int) -> None:
-        """Start the zygote for ``ncores`` core objects (none: no zygote)."""
-        if not ncores:
+        """Start the zygote for ``ncores`` core objects (none, or more than
+        a zygote holds: no zygote, the plan's error says why)."""
+        if not 0 < ncores <= control.ZY["MAX_CORES"]:
             return
         from .runs import runs_for     # stdlib only: numpy loads meanwhile
         problem = program_problem(self.options.zygote)
@@ -328,8 +335,16 @@ class LibrarySession:
         try:
             self.zygote.send(p.request, p.image.file.fd)
         except ZygoteError as e:
-            self._zygote_error = f"the device model process failed: {e}"
+            self._zygote_error = self._failure(e)
             p.error = self._zygote_error
+
+    def _failure(self, e: ZygoteError) -> str:
+        """What the zygote's failure ``e`` means: before its first answer it
+        was still loading the copies past the first (module ``zygote.c``)."""
+        if self._answered:
+            return f"the device model process failed: {e}"
+        return (f"the core objects could not be loaded: the device model process {e} "
+                f"(a static initialiser of a core object?)")
 
     def _collect(self, p: "_Pending") -> VectorResult:
         """Wait for the vector's end, judge it, release its image."""
@@ -380,11 +395,14 @@ class LibrarySession:
         if p.error:
             return RunOutcome(None, False, 0.0, error=p.error, memory=opts.memory)
         npasses = len(image.runs)
+        first = not self._answered     # (the zygote loads the copies past the first before it)
         try:
-            reply = self.zygote.receive(opts.timeout * npasses + 10.0)
+            reply = self.zygote.receive(opts.timeout * npasses + 10.0
+                                        + (LOAD_SLACK + opts.timeout if first else 0.0))
         except (ZygoteError, OSError) as e:
-            self._zygote_error = f"the device model process failed: {e}"
+            self._zygote_error = self._failure(e)
             return RunOutcome(None, False, 0.0, error=self._zygote_error, memory=opts.memory)
+        self._answered = True
         if "error" in reply:            # (the zygote could not take the vector)
             return RunOutcome(None, False, 0.0, error=f"the device model process failed: "
                               f"{reply['error']}", memory=opts.memory)

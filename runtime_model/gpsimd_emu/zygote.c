@@ -635,6 +635,8 @@ static int receive_objects(char *buf, size_t size, int *fds, const char **names)
     ssize_t n;
     while ((n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
+    if (n <= 0)
+        h.msg_controllen = 0;            /* (nothing came: no descriptor to read) */
     int nfds = 0, nnames = 0;            /* (counted past ncores: refused below) */
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
@@ -712,8 +714,16 @@ int main(int argc, char **argv)
     send_fds("R", 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);
     free(ready.s);
-    /* the other copies load while the worker makes its first vector ready
-       (their static initialisers' output is not kept: copy 0's was) */
+    /* the other copies load while the worker makes its first vector ready;
+       their static initialisers write to a memfd no one reads (copy 0's
+       output was sent: the worker reads it once) */
+    int rest = memfd_create("gpsimd-load-rest", MFD_CLOEXEC);
+    if (rest >= 0) {
+        fflush(NULL);
+        dup2(rest, 1);
+        dup2(rest, 2);
+        close(rest);
+    }
     for (int c = 1; c < ncopies; c++)
         for (int k = 0; k < ncores; k++)
             load(c, k, objects[k], name[k], &entry);     /* (no entry: c > 0) */

@@ -112,6 +112,7 @@ class ZygoteClient:
 
     def __init__(self, path: str, ncores: int, copies: int = 1):
         self._ready: Optional[dict] = None
+        self._ended = "is gone"
         #: what the objects' static initialisers wrote (kept by the zygote)
         self.load_output = b""
         path = os.path.abspath(path)     # (its working directory will not be ours)
@@ -158,6 +159,8 @@ class ZygoteClient:
             raise ZygoteError(f"gave no answer within {timeout:g} s")
         try:
             data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
+        except ConnectionResetError:     # (it died with a message of ours unread)
+            raise ZygoteError(self._death()) from None
         except OSError as e:
             raise ZygoteError(str(e)) from None
         if not data:
@@ -167,16 +170,19 @@ class ZygoteClient:
         return data, fds
 
     def _death(self) -> str:
+        """How it ended (waited for once; the same words each time after)."""
         if self.pid is None:
-            return "is gone"
+            return self._ended
         try:
             _, st = os.waitpid(self.pid, 0)
         except ChildProcessError:
-            return "is gone"
+            return self._ended
         self.pid = None
         if os.WIFSIGNALED(st):
-            return f"died with {contain.signal_name(os.WTERMSIG(st))}"
-        return f"exited with status {os.WEXITSTATUS(st)}"
+            self._ended = f"died with {contain.signal_name(os.WTERMSIG(st))}"
+        else:
+            self._ended = f"exited with status {os.WEXITSTATUS(st)}"
+        return self._ended
 
     def ready(self, timeout: float) -> dict:
         """The ready message (waits for it the first time): ``{"mode",
@@ -212,6 +218,8 @@ class ZygoteClient:
             raise ZygoteError(f"cannot take the request: {e}") from None
         try:
             socket.send_fds(self.sock, [data], [image_fd])
+        except (BrokenPipeError, ConnectionResetError):
+            raise ZygoteError(self._death()) from None
         except OSError as e:
             raise ZygoteError(str(e)) from None
 

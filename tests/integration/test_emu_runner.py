@@ -418,3 +418,59 @@ def test_a_static_initialiser_that_crashes_fails_every_vector_without_traceback(
                         r"with SIG(SEGV|BUS) \(a static initialiser of a core object\?\)",
                         res.vectors[0].message), res.vectors[0].message
     assert res.vectors[1].message == res.vectors[0].message
+
+
+@needs_cxx
+def test_a_static_initialiser_that_crashes_in_a_later_copy_fails_the_vectors_as_a_load(
+        tmp_path, objects):
+    """The zygote answers ready after the first copy of each object and
+    loads the others (one per run of a vector) after it: a crash there
+    still reads as the load's, not as the first vector's."""
+    so = tmp_path / "crash_at_second_load.so"
+    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
+             "lsp_fll_load_cpu_single", "-DCRASH_AT_SECOND_LOAD")
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
+    ops = [op("relu", [vec("a", {"x": tensor([4])}), vec("b", {"x": tensor([4])})])]
+    res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path), timeout=10)
+    assert [r.status for r in res.vectors] == ["fail", "fail"]
+    assert re.fullmatch(r"the core objects could not be loaded: the device model process died "
+                        r"with SIG(SEGV|BUS) \(a static initialiser of a core object\?\)",
+                        res.vectors[0].message), res.vectors[0].message
+    assert res.vectors[1].message == res.vectors[0].message
+
+
+@needs_cxx
+def test_what_a_static_initialiser_writes_is_printed_once_whatever_the_copies(
+        tmp_path, objects, capfd):
+    """Every copy of an object runs its static initialisers; what the first
+    wrote is printed, once (the later copies load while the worker reads
+    it: eight runs, since their order varies)."""
+    so = tmp_path / "print_at_load.so"
+    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
+             "lsp_fll_load_cpu_single", "-DPRINT_AT_LOAD")
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
+    ops = [op("relu", [vec("a", {"x": tensor([4])})])]
+    the_plan = plan(tmp_path, objects, ops, cores=cores)
+    for _ in range(8):
+        res = run_plan(the_plan, root=str(tmp_path), timeout=10)
+        assert [r.status for r in res.vectors] == ["pass"], res.vectors[0].message
+        err = capfd.readouterr().err
+        assert err.count("fake core loaded") == 1, err
+
+
+@needs_cxx
+def test_a_session_that_fails_while_it_reads_the_objects_leaves_no_zygote(
+        tmp_path, objects, monkeypatch):
+    """The zygote starts before the objects are read: whatever reading them
+    raises (a Ctrl-C included), the session ends the zygote and waits for
+    it before the error goes on."""
+    from gpsimd_emu import contain, session
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(session, "prepare_cores", interrupted)
+    before = set(contain.children(os.getpid()))
+    with pytest.raises(KeyboardInterrupt):
+        session.LibrarySession(TestPlan.from_json(plan(tmp_path, objects, [])),
+                               options=session.RunOptions(zygote=_ZYGOTE[0]))
+    assert set(contain.children(os.getpid())) - before == set()

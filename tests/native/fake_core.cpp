@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "gpsimd_host/abi.h"
 
@@ -13,6 +14,18 @@ extern "C" const gpsimd_lsp_info gpsimd_linker_spec = {CORE_ID, 0u, ORIGIN, SIZE
 #ifdef CRASH_AT_LOAD
 // A static initialiser that crashes: dlopen runs it in the emulator's zygote.
 __attribute__((constructor)) static void crash_at_load() { *(volatile int*)16 = 1; }
+#endif
+#ifdef CRASH_AT_SECOND_LOAD
+// Only a second copy's static initialiser crashes (the first marks the
+// zygote's environment, which the copies share).
+__attribute__((constructor)) static void crash_at_second_load() {
+    if (getenv("FAKE_CORE_LOADED")) *(volatile int*)16 = 1;
+    setenv("FAKE_CORE_LOADED", "1", 1);
+}
+#endif
+#ifdef PRINT_AT_LOAD
+// A static initialiser that writes a line (each copy of the object runs it).
+__attribute__((constructor)) static void print_at_load() { printf("fake core loaded\n"); fflush(stdout); }
 #endif
 static gpsimd_core_binding B;
 
