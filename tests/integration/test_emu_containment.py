@@ -358,6 +358,47 @@ def test_sigterm_to_scons_alone_ends_its_test_run(hostile):
     assert _left_over(before, session=proc.pid) == {}
 
 
+def test_a_terminal_that_goes_away_ends_the_build_and_its_test_run(hostile):
+    """The terminal scons runs in goes away (a window closed, an ssh
+    connection lost) while a test runs: its SIGHUP ends the run, and the
+    errors SCons then writes to that terminal (EIO) do not hang the build
+    (they did: the job thread that wrote one died, and scons waited for it
+    for ever, holding the build folder's lock)."""
+    import pty
+    import select
+    proj, _ = hostile
+    before = _ours()
+    pid, master = pty.fork()             # (scons leads a session whose terminal is ours)
+    if pid == 0:
+        os.chdir(str(proj))
+        os.execv(sys.executable, [sys.executable, "-m", "SCons", "-Q",
+                                  "MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=60",
+                                  "EMU_MEMORY=256M", f"test-{LIB}"])
+    ended = os.pidfd_open(pid)
+    try:
+        deadline = time.monotonic() + 60
+        while "gpsimd-spinner" not in {n for p, n in _ours().items() if p not in before}:
+            assert not select.select([ended], [], [], 0)[0], "scons ended before the kernel ran"
+            assert time.monotonic() < deadline, "the kernel never started"
+            while select.select([master], [], [], 0.02)[0]:   # (the terminal never fills)
+                if not os.read(master, 65536):
+                    break
+        os.close(master)
+        master = None
+        start = time.monotonic()
+        assert select.select([ended], [], [], 30)[0], "scons hung once its terminal was gone"
+        took = time.monotonic() - start
+    finally:
+        if master is not None:
+            os.close(master)
+        if not select.select([ended], [], [], 0)[0]:
+            os.killpg(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(ended)
+    print(f"scons ended {took * 1000:.0f} ms after its terminal went away")
+    assert _left_over(before, session=pid) == {}
+
+
 def _ancestors(pid):
     """Names of ``pid``'s ancestors, nearest first."""
     names = []

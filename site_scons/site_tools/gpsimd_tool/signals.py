@@ -18,8 +18,16 @@ Debian, which forks the command instead of replacing itself) and that
 command's children (a compiler driver's cc1plus). The emulator, on SIGTERM or SIGINT, kills every
 process of its run and exits at once; a run the emulator server forked
 (``emu_server``) gets the signal itself.
+
+A terminal that goes away (its window closed, an ssh connection lost: a
+SIGHUP, then every write to it fails with EIO) must not hang the build:
+SCons writes a failed action's error from its job thread, and an
+exception there ends the thread and leaves the build waiting for ever.
+:func:`install` therefore puts ``sys.stdout`` and ``sys.stderr`` behind
+:class:`Tolerant`, which drops what no one can read any more.
 """
 
+import errno
 import os
 import signal
 import subprocess
@@ -28,7 +36,7 @@ import threading
 
 from . import emu_server
 
-__all__ = ["install", "spawn"]
+__all__ = ["install", "spawn", "Tolerant"]
 
 _RUNNING = set()
 _LOCK = threading.Lock()
@@ -149,6 +157,35 @@ def _watch(fd: int) -> None:
                 _forward(signum)
 
 
+class Tolerant:
+    """A text stream whose writes and flushes are dropped once no one can
+    read them (EIO: a terminal that hung up; EPIPE: a closed pipe); every
+    other attribute is the stream's."""
+
+    _GONE = (errno.EIO, errno.EPIPE)
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except OSError as e:
+            if e.errno not in self._GONE:
+                raise
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except OSError as e:
+            if e.errno not in self._GONE:
+                raise
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 _installed = False
 
 
@@ -163,6 +200,7 @@ def install(env, server: bool = True) -> None:
     if _installed:
         return
     _installed = True
+    sys.stdout, sys.stderr = Tolerant(sys.stdout), Tolerant(sys.stderr)
     read, write = os.pipe()             # (close-on-exec: no action inherits them)
     os.set_blocking(write, False)
     try:
