@@ -1,7 +1,8 @@
 """The SCons tool's actions stop with the build: a stop signal scons gets
 is sent to each running action's process group (``gpsimd_tool.signals``),
 so it reaches the command behind ``sh -c`` and that command's own
-children, as ninja stops its commands."""
+children, as ninja stops its commands; an action reads nothing of the
+build's standard input."""
 
 import os
 import select
@@ -64,3 +65,23 @@ time.sleep(600)
         if run.is_alive():
             forwarding._forward(signal.SIGKILL)
             run.join()
+
+
+def test_an_action_reads_nothing_of_the_builds_standard_input(tmp_path):
+    """In a process group of its own an action that read the terminal would
+    be stopped for ever (SIGTTIN): its standard input is /dev/null, as a
+    ninja command's is. Here the build's input is a pipe holding a line."""
+    got = tmp_path / "got"
+    r, w = os.pipe()
+    os.write(w, b"the build's own input\n")
+    os.close(w)
+    saved = os.dup(0)
+    os.dup2(r, 0)
+    try:
+        status = signals.spawn("/bin/sh", None, None,
+                               [f"read line; printf %s \"$line\" > {got}"], dict(os.environ))
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+        os.close(r)
+    assert status == 0 and got.read_text() == ""

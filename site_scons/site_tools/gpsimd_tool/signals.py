@@ -95,7 +95,10 @@ _OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_
 
 
 def _shell(sh, args, env):
-    proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True, **_OWN_GROUP)
+    # (in a group of its own, an action that read the terminal would be
+    # stopped for ever by SIGTTIN: it reads nothing, as ninja's commands)
+    proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True,
+                            stdin=subprocess.DEVNULL, **_OWN_GROUP)
     with _LOCK:
         _RUNNING.add(proc)
     if _INTERRUPTED.is_set():        # stopped while it was being started
