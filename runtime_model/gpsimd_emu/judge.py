@@ -23,8 +23,8 @@ from .image import DeviceImage
 from .control import CANCELLED, EXIT_MODEL_ERROR
 from .merge import cores_text
 
-__all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "report_text",
-           "core_name", "running_cores"]
+__all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "output_warnings",
+           "report_text", "core_name", "running_cores"]
 
 
 @dataclass
@@ -372,3 +372,13 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
             if _core_no(cores, k) not in nums:
                 nums.append(_core_no(cores, k))
     return [f"{cores_text(nums)}: {t}" for t, nums in grouped.items()]
+
+
+def output_warnings(output: List[dict]) -> List[str]:
+    """A warning per stream a core wrote more to than the zygote keeps
+    (``ZygoteClient.receive``'s ``output``), e.g. ``core 0: wrote 2.0 GiB
+    to stdout (64 KiB kept)``."""
+    from .settings import format_size
+    keep = 2 * control.ZY["OUTPUT_KEEP"]
+    return [f"core {o['core']}: wrote {format_size(o['bytes'])} to {o['stream']} "
+            f"({format_size(keep)} kept)" for o in output if o["bytes"] > keep]

@@ -349,7 +349,7 @@ class LibrarySession:
     def _collect(self, p: "_Pending") -> VectorResult:
         """Wait for the vector's end, judge it, release its image."""
         from .checks import judge_output
-        from .judge import judge_run, warnings_of
+        from .judge import judge_run, output_warnings, warnings_of
         opts, image, result = self.options, p.image, p.result
         try:
             outcome = self._outcome(p)
@@ -362,8 +362,7 @@ class LibrarySession:
             if opts.checks:
                 result.warnings = warnings_of(image, self.cores)
             result.output = p.output
-            result.warnings += [_output_warning(o) for o in p.output
-                                if o["bytes"] > 2 * control.ZY["OUTPUT_KEEP"]]
+            result.warnings += output_warnings(p.output)
             comparison = None
             if not fatal:
                 more, comparison, layout, notes = judge_output(
@@ -448,10 +447,3 @@ def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
         return None
     return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
             f"(give output.shape to fix it, or check the reference)")
-
-
-def _output_warning(o: dict) -> str:
-    """``core 0: wrote 2.0 GiB to stdout (64 KiB kept)``."""
-    from .settings import format_size
-    kept = format_size(2 * control.ZY["OUTPUT_KEEP"])
-    return f"core {o['core']}: wrote {format_size(o['bytes'])} to {o['stream']} ({kept} kept)"
