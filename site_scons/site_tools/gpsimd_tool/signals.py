@@ -15,9 +15,9 @@ installs its own when the build starts). Each action runs in a process
 group of its own, as ninja runs its commands, and the signal goes to the
 whole group: the shell, the command it started (``/bin/sh`` is dash on
 Debian, which forks the command instead of replacing itself) and that
-command's children (a compiler driver's cc1plus). The emulator, on SIGTERM or SIGINT, kills every
-process of its run and exits at once; a run the emulator server forked
-(``emu_server``) gets the signal itself.
+command's children (a compiler driver's cc1plus). The emulator, on
+SIGTERM or SIGINT, kills every process of its run and exits at once; a
+run the emulator server forked (``emu_server``) gets the signal itself.
 
 A terminal that goes away (its window closed, an ssh connection lost: a
 SIGHUP, then every write to it fails with EIO) must not hang the build:
