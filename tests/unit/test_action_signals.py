@@ -85,3 +85,60 @@ def test_an_action_reads_nothing_of_the_builds_standard_input(tmp_path):
         os.close(saved)
         os.close(r)
     assert status == 0 and got.read_text() == ""
+
+
+@pytest.mark.parametrize("where", ["job thread", "main thread"])
+def test_ctrl_backslash_ends_the_actions_before_the_build_dies(tmp_path, where):
+    """SIGQUIT (Ctrl-\\), which SCons leaves at its default, would leave
+    the actions (in groups of their own) running after the build folder's
+    lock is gone: the build stops them, waits for every process of their
+    groups, and only then dies of SIGQUIT, even when the build would end
+    first. Actions run in SCons's job
+    threads (``-j2`` and more) or in its main thread (``-j1``)."""
+    import resource
+    import subprocess
+    fifo = tmp_path / "pids"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    waiter = tmp_path / "waiter.py"
+    waiter.write_text(f"""import os, time
+with open({str(fifo)!r}, "w") as f:
+    f.write(f"{{os.getpid()}} {{os.getppid()}}")
+time.sleep(600)
+""")
+    action = f"sh -c '{sys.executable} {waiter}; true'; true"
+    run = "spawn()" if where == "main thread" else \
+        "t = threading.Thread(target=spawn); t.start(); t.join()"
+    build = tmp_path / "build.py"
+    build.write_text(f"""import os, sys, threading
+sys.path.insert(0, {str(ROOT / "site_scons" / "site_tools")!r})
+from gpsimd_tool import signals
+env = {{}}
+signals.install(env, server=False)
+def spawn():
+    env["SPAWN"]("/bin/sh", None, None, [{action!r}], dict(os.environ))
+{run}
+print("the build went on", flush=True)
+""")
+    proc = subprocess.Popen([sys.executable, str(build)], stdout=subprocess.DEVNULL,
+                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+    started = []
+    try:
+        assert select.select([reader], [], [], 60)[0], "the action's processes never started"
+        started += [int(p) for p in os.read(reader, 100).split()]
+        pidfds = [os.pidfd_open(p) for p in started]
+        proc.send_signal(signal.SIGQUIT)
+        proc.wait(timeout=60)
+        assert proc.returncode == -signal.SIGQUIT
+        for pid, fd in zip(started, pidfds):    # gone before the build was
+            assert select.select([fd], [], [], 0)[0], f"process {pid} outlived the build"
+            os.close(fd)
+    finally:
+        os.close(reader)
+        proc.kill()
+        proc.wait()
+        for pid in started:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass

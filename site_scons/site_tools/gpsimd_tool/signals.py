@@ -19,6 +19,15 @@ command's children (a compiler driver's cc1plus). The emulator, on
 SIGTERM or SIGINT, kills every process of its run and exits at once; a
 run the emulator server forked (``emu_server``) gets the signal itself.
 
+Ctrl-\\ (SIGQUIT), which SCons leaves at its default (the process dies),
+would leave the actions, in groups of their own, running after the build
+folder's lock is gone: :func:`install` gives it a handler that stops them
+as SIGTERM does, waits for their groups to be gone (``QUIT_GRACE`` seconds,
+then SIGKILL), and then lets the process die of SIGQUIT. Ctrl-Z (SIGTSTP)
+stops scons alone, as it stops ninja alone: the running actions go on to
+their end (a test run stopped halfway would count its stop against its
+vectors' time limits), and the build goes on at ``fg``.
+
 A terminal that goes away (its window closed, an ssh connection lost: a
 SIGHUP, then every write to it fails with EIO) must not hang the build:
 SCons writes a failed action's error from its job thread, and an
@@ -27,20 +36,26 @@ exception there ends the thread and leaves the build waiting for ever.
 :class:`Tolerant`, which drops what no one can read any more.
 """
 
+import atexit
 import errno
 import os
 import signal
 import subprocess
 import sys
 import threading
+import time
 
 from . import emu_server
 
-__all__ = ["install", "spawn", "Tolerant"]
+__all__ = ["install", "spawn", "Tolerant", "QUIT_GRACE"]
+
+#: Seconds the actions have to end after Ctrl-\ before SIGKILL.
+QUIT_GRACE = 5.0
 
 _RUNNING = set()
 _LOCK = threading.Lock()
 _INTERRUPTED = threading.Event()
+_DEFAULTED = threading.Event()          # (SIGQUIT is back to its default action)
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -141,6 +156,61 @@ def _signal(proc, sig: int) -> None:
         pass
 
 
+def _left(seen: set) -> list:
+    """The actions started so far (``seen`` gathers them) that still have a
+    live process: running, or a process left in their group (a served
+    run: its process). Zombies do not count: an orphan's can wait for
+    PID 1 to reap it, and a zombie writes nothing."""
+    with _LOCK:
+        seen.update(_RUNNING)
+        running = set(_RUNNING)
+    live = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue                    # (gone)
+        if fields[0] != b"Z":
+            live.update((int(entry.name), -int(fields[2])))    # (its pid, minus its group)
+    return [p for p in seen if p in running or
+            (p.pid if isinstance(p, ServedRun) else -p.pid) in live]
+
+
+def _quit(signum, frame) -> None:
+    """The SIGQUIT handler (main thread): back to the default action, so
+    that :func:`_end_quit` (the forwarding thread) can die of it, and a
+    second SIGQUIT ends the process at once; a build that ends meanwhile
+    waits for that death at exit."""
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    atexit.register(threading.Event().wait, 2 * QUIT_GRACE + 2)
+    _DEFAULTED.set()
+
+
+def _end_quit() -> None:
+    """Stop the running actions as SIGTERM does (one started from now on is
+    stopped as it starts), wait until no action has a process left
+    (SIGKILL to those left after ``QUIT_GRACE`` seconds), then die of
+    SIGQUIT, as the process would have without a handler. (It polls: a
+    process group has no descriptor to wait on. The threads that run the
+    actions reap them meanwhile.)"""
+    try:
+        _forward(signal.SIGTERM)
+        seen: set = set()
+        deadline = time.monotonic() + QUIT_GRACE
+        while _left(seen) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for proc in _left(seen):
+            _signal(proc, signal.SIGKILL)
+        while _left(seen) and time.monotonic() < deadline + 1:
+            time.sleep(0.01)
+    finally:
+        # (the handler has run by now unless the main thread is stuck in C code)
+        os.kill(os.getpid(), signal.SIGQUIT if _DEFAULTED.wait(QUIT_GRACE) else signal.SIGKILL)
+
+
 def _watch(fd: int) -> None:
     """The forwarding thread: each signal number the wakeup fd receives
     (``signal.set_wakeup_fd``: written by the interpreter whenever a signal
@@ -158,6 +228,8 @@ def _watch(fd: int) -> None:
         for signum in data:
             if signum in _SIGNALS:
                 _forward(signum)
+            elif signum == signal.SIGQUIT:
+                _end_quit()
 
 
 class Tolerant:
@@ -212,4 +284,5 @@ def install(env, server: bool = True) -> None:
         os.close(read)
         os.close(write)
         return
+    signal.signal(signal.SIGQUIT, _quit)
     threading.Thread(target=_watch, args=(read,), name="gpsimd-signals", daemon=True).start()
