@@ -142,3 +142,65 @@ print("the build went on", flush=True)
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+
+
+def _live_with(marker: bytes) -> list:
+    """Pids of the live (not zombie) processes whose command line holds
+    ``marker``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/cmdline", "rb") as f:
+                line = f.read()
+            with open(f"/proc/{entry.name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if marker in line and state != b"Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_no_action_starts_after_ctrl_backslash(tmp_path):
+    """With ``scons -k`` SCons goes on starting actions after the running
+    ones were stopped: an action being started when the build decided
+    nothing was left would outlive it. Two job threads start actions one
+    after another; at each of five moments, SIGQUIT leaves none behind."""
+    import resource
+    import subprocess
+    marker = f"0.5{os.getpid() % 1000:03d}"
+    build = tmp_path / "build.py"
+    build.write_text(f"""import os, sys, threading
+sys.path.insert(0, {str(ROOT / "site_scons" / "site_tools")!r})
+from gpsimd_tool import signals
+env = {{}}
+signals.install(env, server=False)
+def loop():     # (as scons -k: the next action, and so on, to the graph's end)
+    for _ in range(200):
+        env["SPAWN"]("/bin/sh", None, None, ["sleep {marker}; true"], dict(os.environ))
+threads = [threading.Thread(target=loop, daemon=True) for _ in range(2)]
+for t in threads:
+    t.start()
+print("started", flush=True)
+for t in threads:
+    t.join()
+""")
+    for delay in (0.0, 0.1, 0.25, 0.4, 0.55):
+        proc = subprocess.Popen([sys.executable, str(build)], stdout=subprocess.PIPE,
+                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+        try:
+            assert proc.stdout.readline() == b"started\n"
+            if delay:
+                select.select([], [], [], delay)    # (a moment in the actions' lives)
+            proc.send_signal(signal.SIGQUIT)
+            proc.wait(timeout=60)
+            left = _live_with(f"sleep {marker}".encode())
+            assert proc.returncode == -signal.SIGQUIT and left == [], f"after {delay} s: {left}"
+        finally:
+            proc.kill()
+            proc.wait()
+            proc.stdout.close()
+            for pid in _live_with(f"sleep {marker}".encode()):
+                os.kill(pid, signal.SIGKILL)

@@ -51,6 +51,7 @@ from gpsimd_build import results_summary as states
 from gpsimd_emu.client.protocol import JOBS_ENV, SERVER_ENV
 
 from . import scons as scons_launcher
+from . import signals
 from gpsimd_emu.client.process import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
@@ -119,10 +120,9 @@ def _run_ninja(target, source, env) -> int:
     command line, the commands' environment, with ``EMU_SERVER=0`` as
     ``$GPSIMD_EMU_SERVER``) but with our stdout and
     stderr: ninja's own output. Ninja gets SIGTERM if this process dies
-    (``kill -9`` of scons), and then stops its commands as on Ctrl-C.
+    (``kill -9`` of scons), and then stops its commands as on Ctrl-C;
+    stop signals scons gets reach it, Ctrl-\\ as SIGTERM (``signals.call``).
     Returns its exit status (not 0: the build failed; ninja said why)."""
-    import subprocess
-
     from SCons.Tool import ninja_tool
     from SCons.Util import sanitize_shell_env
     jobs = env.get("NINJA_MAX_JOBS", env.GetOption("num_jobs"))
@@ -145,8 +145,8 @@ def _run_ninja(target, source, env) -> int:
     run_env[JOBS_ENV] = str(jobs)
     if not env.get("EMU_SERVER", True):     # (gpsimd_emu.client: the test steps' server)
         run_env[SERVER_ENV] = "0"
-    return subprocess.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
-                           preexec_fn=tied_to_me(signal.SIGTERM))
+    return signals.call([ninja_tool.NINJA_STATE.ninja_bin_path] + args, env=run_env,
+                        preexec_fn=tied_to_me(signal.SIGTERM))
 
 
 def drop_jobs(env) -> None:

@@ -21,12 +21,16 @@ run the emulator server forked (``emu_server``) gets the signal itself.
 
 Ctrl-\\ (SIGQUIT), which SCons leaves at its default (the process dies),
 would leave the actions, in groups of their own, running after the build
-folder's lock is gone: :func:`install` gives it a handler that stops them
-as SIGTERM does, waits for their groups to be gone (``QUIT_GRACE`` seconds,
-then SIGKILL), and then lets the process die of SIGQUIT. Ctrl-Z (SIGTSTP)
-stops scons alone, as it stops ninja alone: the running actions go on to
-their end (a test run stopped halfway would count its stop against its
-vectors' time limits), and the build goes on at ``fg``.
+folder's lock is gone: :func:`install` gives it a handler (unless the
+process started with it ignored) that stops them as SIGTERM does, lets no
+action start any more (``scons -k`` would go on), waits until no action
+has a live process (``QUIT_GRACE`` seconds, then SIGKILL) and the build's
+emulator servers have exited, and then lets the process die of SIGQUIT.
+Ninja (``--experimental=ninja``) stays in scons's group and is run by
+:func:`call`: it ignores SIGQUIT and gets SIGTERM instead. Ctrl-Z
+(SIGTSTP) stops scons alone, as it stops ninja alone: the running actions
+go on to their end (a test run stopped halfway would count its stop
+against its vectors' time limits), and the build goes on at ``fg``.
 
 A terminal that goes away (its window closed, an ssh connection lost: a
 SIGHUP, then every write to it fails with EIO) must not hang the build:
@@ -45,17 +49,20 @@ import sys
 import threading
 import time
 
+from gpsimd_emu.client.process import libc
+
 from . import emu_server
 
-__all__ = ["install", "spawn", "Tolerant", "QUIT_GRACE"]
+__all__ = ["install", "spawn", "call", "Tolerant", "QUIT_GRACE"]
 
 #: Seconds the actions have to end after Ctrl-\ before SIGKILL.
 QUIT_GRACE = 5.0
 
 _RUNNING = set()
+_STARTING = [0]                         # actions let start and not yet in _RUNNING
 _LOCK = threading.Lock()
 _INTERRUPTED = threading.Event()
-_DEFAULTED = threading.Event()          # (SIGQUIT is back to its default action)
+_QUITTING = threading.Event()           # (SIGQUIT: no action starts any more)
 _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
 
 
@@ -70,32 +77,82 @@ def spawn_with_server(sh, escape, cmd, args, env):
     forked by the server, every other command runs as :func:`spawn` runs
     it; returns the exit status."""
     emu_server.prestart(env)
+    if not _begin():
+        return -signal.SIGTERM
     runs = []
 
     def started(pid: int) -> None:
-        runs.append(ServedRun(pid))
+        runs.append(ByPid(pid))
         _started(runs[-1])
 
     try:
         status = emu_server.run(args, env, started)
     finally:
+        if not runs:
+            _abandon()
         for run in runs:
             _ended(run)
     return _shell(sh, args, env) if status is None else status
 
 
-class ServedRun:
-    """A run the server forked: ``pid``, the run's supervising process,
-    which stops its whole run on SIGINT or SIGTERM."""
+def call(argv, **popen) -> int:
+    """``subprocess.call`` for a command that stays in this process's group
+    (ninja, which puts each of its commands in a group of its own): it is
+    known while it runs, and stop signals reach it by its pid; it ignores
+    SIGQUIT from the terminal, which :func:`_end_quit` turns into SIGTERM.
+    Returns its exit status (``-SIGTERM`` when the build is quitting)."""
+    tie = popen.pop("preexec_fn", None)
+
+    def preexec() -> None:
+        if tie is not None:
+            tie()
+        signal.signal(signal.SIGQUIT, signal.SIG_IGN)
+
+    if not _begin():
+        return -signal.SIGTERM
+    try:
+        proc = subprocess.Popen(argv, preexec_fn=preexec, **popen)
+    except BaseException:
+        _abandon()
+        raise
+    run = ByPid(proc.pid)
+    _started(run)
+    try:
+        return proc.wait()
+    finally:
+        _ended(run)
+
+
+class ByPid:
+    """An action signalled by its pid, not a group: a run the server forked
+    (its supervising process, which stops its whole run on SIGINT or
+    SIGTERM), or ninja (which stops its commands)."""
 
     def __init__(self, pid: int):
         self.pid = pid
 
 
+def _begin() -> bool:
+    """An action is about to start: False (start nothing) once the build
+    quits; else it counts as left (``_left``) until :func:`_started` or
+    :func:`_abandon`."""
+    with _LOCK:
+        if _QUITTING.is_set():
+            return False
+        _STARTING[0] += 1
+        return True
+
+
+def _abandon() -> None:
+    with _LOCK:
+        _STARTING[0] -= 1
+
+
 def _started(run) -> None:
     with _LOCK:
         _RUNNING.add(run)
-    if _INTERRUPTED.is_set():        # stopped while the request was on its way
+        _STARTING[0] -= 1
+    if _INTERRUPTED.is_set():        # stopped while it was being started
         _signal(run, signal.SIGTERM)
 
 
@@ -112,17 +169,19 @@ _OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_
 def _shell(sh, args, env):
     # (in a group of its own, an action that read the terminal would be
     # stopped for ever by SIGTTIN: it reads nothing, as ninja's commands)
-    proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True,
-                            stdin=subprocess.DEVNULL, **_OWN_GROUP)
-    with _LOCK:
-        _RUNNING.add(proc)
-    if _INTERRUPTED.is_set():        # stopped while it was being started
-        _signal(proc, signal.SIGTERM)
+    if not _begin():
+        return -signal.SIGTERM
+    try:
+        proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True,
+                                stdin=subprocess.DEVNULL, **_OWN_GROUP)
+    except BaseException:
+        _abandon()
+        raise
+    _started(proc)
     try:
         return proc.wait()
     finally:
-        with _LOCK:
-            _RUNNING.discard(proc)
+        _ended(proc)
 
 
 def interrupted() -> bool:
@@ -145,10 +204,10 @@ def _forward(signum: int) -> None:
 
 
 def _signal(proc, sig: int) -> None:
-    """Send ``sig`` to a running action: a server's run (its supervising
-    process stops the whole run), or a shell's process group."""
+    """Send ``sig`` to a running action: by its pid (:class:`ByPid`), or to
+    a shell's process group."""
     try:
-        if isinstance(proc, ServedRun):
+        if isinstance(proc, ByPid):
             os.kill(proc.pid, sig)
         else:
             os.killpg(proc.pid, sig)
@@ -158,8 +217,8 @@ def _signal(proc, sig: int) -> None:
 
 def _left(seen: set) -> list:
     """The actions started so far (``seen`` gathers them) that still have a
-    live process: running, or a process left in their group (a served
-    run: its process). Zombies do not count: an orphan's can wait for
+    live process: running, or a process left in their group (:class:`ByPid`:
+    its process). Zombies do not count: an orphan's can wait for
     PID 1 to reap it, and a zombie writes nothing."""
     with _LOCK:
         seen.update(_RUNNING)
@@ -176,39 +235,70 @@ def _left(seen: set) -> list:
         if fields[0] != b"Z":
             live.update((int(entry.name), -int(fields[2])))    # (its pid, minus its group)
     return [p for p in seen if p in running or
-            (p.pid if isinstance(p, ServedRun) else -p.pid) in live]
+            (p.pid if isinstance(p, ByPid) else -p.pid) in live]
+
+
+def _busy(seen: set) -> bool:
+    """Is an action left (``_left``), or one let start and not yet known?"""
+    return bool(_left(seen)) or _STARTING[0] > 0
 
 
 def _quit(signum, frame) -> None:
-    """The SIGQUIT handler (main thread): back to the default action, so
-    that :func:`_end_quit` (the forwarding thread) can die of it, and a
-    second SIGQUIT ends the process at once; a build that ends meanwhile
-    waits for that death at exit."""
+    """The SIGQUIT handler, in the main thread when it next runs Python
+    code (its real work is :func:`_end_quit`'s, in the forwarding thread):
+    no action starts any more, and the running ones get SIGTERM now, even
+    if a second SIGQUIT comes before :func:`_end_quit` runs (without the
+    lock, which the main thread may hold); then a second SIGQUIT ends the
+    process at once."""
+    _QUITTING.set()
+    _INTERRUPTED.set()
+    for proc in list(_RUNNING):
+        _signal(proc, signal.SIGTERM)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
-    atexit.register(threading.Event().wait, 2 * QUIT_GRACE + 2)
-    _DEFAULTED.set()
+
+
+def _default_quit() -> None:
+    """SIGQUIT back to its default action, from any thread (``signal``
+    of the C library: Python's own works in the main thread alone, which
+    may be waiting in C code that a signal to another thread does not
+    interrupt)."""
+    libc().signal(signal.SIGQUIT, None)     # (NULL: SIG_DFL)
 
 
 def _end_quit() -> None:
-    """Stop the running actions as SIGTERM does (one started from now on is
-    stopped as it starts), wait until no action has a process left
-    (SIGKILL to those left after ``QUIT_GRACE`` seconds), then die of
-    SIGQUIT, as the process would have without a handler. (It polls: a
-    process group has no descriptor to wait on. The threads that run the
-    actions reap them meanwhile.)"""
+    """Stop the running actions as SIGTERM does (none starts any more); a
+    second SIGQUIT from now on ends the process at once. Wait until no
+    action has a process left (SIGKILL to those left after
+    ``QUIT_GRACE`` seconds), stop the build's emulator servers and wait
+    for them, then die of SIGQUIT, as the process would have without a
+    handler; a build that ends meanwhile waits for that at exit
+    (:func:`_exit_when_quitting`). (It polls: a process group has no
+    descriptor to wait on. The threads that run the actions reap them
+    meanwhile.)"""
     try:
+        with _LOCK:
+            _QUITTING.set()
         _forward(signal.SIGTERM)
+        _default_quit()
         seen: set = set()
         deadline = time.monotonic() + QUIT_GRACE
-        while _left(seen) and time.monotonic() < deadline:
+        while _busy(seen) and time.monotonic() < deadline:
             time.sleep(0.01)
         for proc in _left(seen):
             _signal(proc, signal.SIGKILL)
-        while _left(seen) and time.monotonic() < deadline + 1:
+        while _busy(seen) and time.monotonic() < deadline + 1:
             time.sleep(0.01)
+        emu_server.close()
     finally:
-        # (the handler has run by now unless the main thread is stuck in C code)
-        os.kill(os.getpid(), signal.SIGQUIT if _DEFAULTED.wait(QUIT_GRACE) else signal.SIGKILL)
+        _default_quit()
+        os.kill(os.getpid(), signal.SIGQUIT)
+
+
+def _exit_when_quitting() -> None:
+    """At exit (``atexit``): a build quitting on SIGQUIT waits for
+    :func:`_end_quit` to end it."""
+    if _QUITTING.is_set():
+        threading.Event().wait(2 * QUIT_GRACE + 2)
 
 
 def _watch(fd: int) -> None:
@@ -284,5 +374,8 @@ def install(env, server: bool = True) -> None:
         os.close(read)
         os.close(write)
         return
-    signal.signal(signal.SIGQUIT, _quit)
+    if signal.getsignal(signal.SIGQUIT) == signal.SIG_DFL:     # (not when started ignoring it)
+        libc()                          # (loaded now: _end_quit needs it)
+        signal.signal(signal.SIGQUIT, _quit)
+        atexit.register(_exit_when_quitting)
     threading.Thread(target=_watch, args=(read,), name="gpsimd-signals", daemon=True).start()
