@@ -87,6 +87,15 @@ def test_an_action_reads_nothing_of_the_builds_standard_input(tmp_path):
     assert status == 0 and got.read_text() == ""
 
 
+def _as_from_a_terminal() -> None:
+    """A ``preexec_fn``: SIGQUIT at its default, as a terminal's job has it
+    (a pytest-xdist worker's children start with it ignored, which the
+    build keeps), and no core file."""
+    import resource
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
 @pytest.mark.parametrize("where", ["job thread", "main thread"])
 def test_ctrl_backslash_ends_the_actions_before_the_build_dies(tmp_path, where):
     """SIGQUIT (Ctrl-\\), which SCons leaves at its default, would leave
@@ -95,7 +104,6 @@ def test_ctrl_backslash_ends_the_actions_before_the_build_dies(tmp_path, where):
     groups, and only then dies of SIGQUIT, even when the build would end
     first. Actions run in SCons's job
     threads (``-j2`` and more) or in its main thread (``-j1``)."""
-    import resource
     import subprocess
     fifo = tmp_path / "pids"
     os.mkfifo(fifo)
@@ -121,7 +129,7 @@ def spawn():
 print("the build went on", flush=True)
 """)
     proc = subprocess.Popen([sys.executable, str(build)], stdout=subprocess.DEVNULL,
-                            preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+                            preexec_fn=_as_from_a_terminal)
     started = []
     try:
         assert select.select([reader], [], [], 60)[0], "the action's processes never started"
@@ -168,7 +176,6 @@ def test_no_action_starts_after_ctrl_backslash(tmp_path):
     ones were stopped: an action being started when the build decided
     nothing was left would outlive it. Two job threads start actions one
     after another; at each of five moments, SIGQUIT leaves none behind."""
-    import resource
     import subprocess
     marker = f"0.5{os.getpid() % 1000:03d}"
     build = tmp_path / "build.py"
@@ -189,7 +196,7 @@ for t in threads:
 """)
     for delay in (0.0, 0.1, 0.25, 0.4, 0.55):
         proc = subprocess.Popen([sys.executable, str(build)], stdout=subprocess.PIPE,
-                                preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_CORE, (0, 0)))
+                                preexec_fn=_as_from_a_terminal)
         try:
             assert proc.stdout.readline() == b"started\n"
             if delay:
