@@ -13,19 +13,15 @@
  * as SCM_RIGHTS. It loads the first copy of every object (their static
  * initialisers run inside it, with what they write kept up to
  * GPSIMD_ZY_OUTPUT_KEEP bytes), checks it as the device loader does, and
- * sends the ready message: one byte "R" with a memfd holding the JSON
- * {"ready": true, "mode", "cgroup", "missing", "cores": [{"error": text}
- * | {"ops": [names], "lsp": [core_id, scratch_origin, scratch_size,
- * name]}]} and the load output's memfd; then it loads the other copies,
- * while the worker makes its first vector ready.
+ * sends the ready message (struct gz_ready and the op names); then it
+ * loads the other copies, while the worker makes its first vector ready.
  *
  * Then per message (a struct gz_vector with the image memfd): the memory
  * limit (cgroup and RLIMIT_DATA), the leader (leader.c), the wait (every
  * run's time limit plus GPSIMD_ZY_KILL_GRACE_MS) while it drains what
  * each core writes to stdout and stderr, the sweep of whatever the vector
- * left, and the reply: {"wait_status", "timed_out", "elapsed",
- * "oom_kills", "pid", "output": [[core, fd, total, head, tail]...]}, with
- * a memfd of the kept bytes when any core wrote; or {"error": text}.
+ * left, and the reply (struct gz_reply, with a memfd of the kept bytes
+ * when any core wrote). Every message's layout is gpsimd_host/zygote.h's.
  * At end of file: the sweep, exit 0 (the relay removes the cgroup).
  *
  * Built by the host profile (gpsimd_build.zygote_recipe) with
@@ -40,7 +36,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,69 +61,25 @@ __attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING
 
 #define KEEP GPSIMD_ZY_OUTPUT_KEEP
 
-/* ---- text (JSON) ----------------------------------------------------------- */
+/* ---- messages ---------------------------------------------------------------- */
 
-struct text { char *s; size_t n, cap; };
-
-static void put(struct text *t, const char *fmt, ...)
+static int write_all(int fd, const void *data, size_t n)
 {
-    va_list ap;
-    for (;;) {
-        va_start(ap, fmt);
-        int n = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->cap - t->n : 0, fmt, ap);
-        va_end(ap);
-        if (n >= 0 && t->s && t->n + (size_t)n < t->cap) {
-            t->n += (size_t)n;
-            return;
-        }
-        size_t cap = (t->cap + (size_t)(n > 0 ? n : 0)) * 2 + 256;
-        char *s = realloc(t->s, cap);
-        if (s == NULL)
-            _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
-        t->s = s;
-        t->cap = cap;
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(fd, (const char *)data + done, n - done);
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
     }
-}
-
-static void put_string(struct text *t, const char *s)
-{
-    put(t, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            put(t, "\\%c", c);
-        else if (c < 0x20 || c >= 0x7f)
-            put(t, "\\u%04x", c);        /* (bytes beyond ASCII as Latin-1) */
-        else
-            put(t, "%c", c);
-    }
-    put(t, "\"");
-}
-
-static void put_bytes(struct text *t, const char *data, size_t n)
-{
-    if (t->n + n + 1 > t->cap) {
-        size_t cap = (t->n + n) * 2 + 256;
-        char *s = realloc(t->s, cap);
-        if (s == NULL)
-            _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
-        t->s = s;
-        t->cap = cap;
-    }
-    memcpy(t->s + t->n, data, n);
-    t->n += n;
+    return 0;
 }
 
 static int memfd_of(const char *name, const void *data, size_t n)
 {
     int fd = memfd_create(name, MFD_CLOEXEC);
-    for (size_t done = 0; fd >= 0 && done < n;) {
-        ssize_t w = write(fd, (const char *)data + done, n - done);
-        if (w <= 0) {
-            close(fd);
-            return -1;
-        }
-        done += (size_t)w;
+    if (fd >= 0 && write_all(fd, data, n) != 0) {
+        close(fd);
+        return -1;
     }
     return fd;
 }
@@ -155,14 +106,14 @@ static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
         gone = 1;                        /* the worker is gone: as at end of file */
 }
 
+static struct gz_reply reply;
+
 static void reply_error(const char *what)
 {
-    struct text t = {0};
-    put(&t, "{\"error\": ");
-    put_string(&t, what);
-    put(&t, "}");
-    send_fds(t.s, t.n, NULL, 0);
-    free(t.s);
+    memset(&reply, 0, sizeof reply);
+    reply.magic = (int64_t)GPSIMD_ZY_MAGIC;
+    snprintf(reply.error, sizeof reply.error, "%s", what[0] ? what : "?");
+    send_fds((const char *)&reply, sizeof reply, NULL, 0);
 }
 
 /* ---- the objects ------------------------------------------------------------ */
@@ -201,9 +152,9 @@ static int copy_into(int to, int from)
 /* Load copy c of object k: copy 0 from its payload's fd (or its path),
  * the others from a memfd of their own (another file: another copy of the
  * runtime's state). For copy 0, what the device loader checks goes into
- * entry (the ready message's "cores" item); a later copy that does not
- * load has no ops (a vector that needs it fails, saying so). */
-static void load(int c, int k, int fd, const char *name, struct text *entry)
+ * entry (the ready message's core k); a later copy that does not load has
+ * no ops (a vector that needs it fails, saying so). */
+static void load(int c, int k, int fd, const char *name, struct gz_core *entry)
 {
     char where[64], why[1024];
     const char *what = where;
@@ -243,12 +194,12 @@ static void load(int c, int k, int fd, const char *name, struct text *entry)
         else if (info == NULL)
             snprintf(why, sizeof why, "%s: gpsimd_linker_spec_info() returned null", name);
         else {
-            char lsp_name[sizeof info->name + 1] = {0};
-            memcpy(lsp_name, info->name, sizeof info->name);
-            put(entry, "{\"lsp\": [%u, %llu, %llu, ", info->core_id,
-                (unsigned long long)info->scratch_origin, (unsigned long long)info->scratch_size);
-            put_string(entry, lsp_name);
-            put(entry, "], ");
+            entry->has_lsp = 1;
+            entry->lsp_core_id = info->core_id;
+            entry->scratch_origin = (int64_t)info->scratch_origin;
+            entry->scratch_size = (int64_t)info->scratch_size;
+            _Static_assert(sizeof info->name < sizeof entry->lsp_name, "a name and a NUL");
+            memcpy(entry->lsp_name, info->name, sizeof info->name);
         }
     }
     struct object *o = &objects[c][k];
@@ -296,18 +247,24 @@ static void load(int c, int k, int fd, const char *name, struct text *entry)
     o->nops = why[0] ? 0 : n;
     if (c != 0)
         return;
-    if (why[0]) {                        /* (after the "lsp" when there is one) */
-        put(entry, entry->n ? "\"error\": " : "{\"error\": ");
-        put_string(entry, why);
-        put(entry, "}");
-        return;
-    }
-    put(entry, "\"ops\": [");
-    for (int i = 0; i < o->nops; i++) {
-        put(entry, i ? ", " : "");
-        put_string(entry, o->names[i]);
-    }
-    put(entry, "]}");
+    snprintf(entry->error, sizeof entry->error, "%s", why);
+    entry->loaded = !why[0];
+    entry->nops = o->nops;
+}
+
+/* The ready message's memfd: the struct, then every core's op names */
+static int ready_fd(const struct gz_ready *ready)
+{
+    int fd = memfd_of("gpsimd-ready", ready, sizeof *ready);
+    for (int k = 0; k < ncores && fd >= 0; k++)
+        for (int i = 0; i < objects[0][k].nops && fd >= 0; i++) {
+            const char *op = objects[0][k].names[i];
+            if (write_all(fd, op, strlen(op) + 1) != 0) {
+                close(fd);
+                fd = -1;
+            }
+        }
+    return fd;
 }
 
 static void *launcher_of(const struct object *o, const char *op)
@@ -493,32 +450,37 @@ static int64_t data_base, baseline;
 
 static void send_reply(int status, int timed_out, double elapsed, long long oom, long pid)
 {
-    struct text t = {0}, kept = {0};
-    put(&t, "{\"wait_status\": %d, \"timed_out\": %s, \"elapsed\": %.9f, \"oom_kills\": %lld, "
-        "\"pid\": %ld, \"output\": [", status, timed_out ? "true" : "false", elapsed, oom, pid);
-    int first = 1;
+    memset(&reply, 0, sizeof reply);
+    reply.magic = (int64_t)GPSIMD_ZY_MAGIC;
+    reply.wait_status = status;
+    reply.timed_out = timed_out;
+    reply.elapsed_ns = (int64_t)(elapsed * 1e9);
+    reply.oom_kills = oom;
+    reply.pid = pid;
+    int fd = -1;
     for (int i = 0; i < 2 * ncores; i++) {
         struct stream *s = &streams[i];
         if (s->total == 0)
             continue;
         size_t head = s->total < KEEP ? (size_t)s->total : KEEP;
         size_t tail = s->total > 2 * KEEP ? KEEP : (size_t)(s->total - (int64_t)head);
-        put(&t, "%s[%d, %d, %lld, %zu, %zu]", first ? "" : ", ", i / 2, 1 + i % 2,
-            (long long)s->total, head, tail);
-        first = 0;
-        put_bytes(&kept, s->head, head);
+        reply.output[reply.noutput++] = (struct gz_output){i / 2, 1 + i % 2, s->total,
+                                                           (int64_t)head, (int64_t)tail};
+        if (fd < 0)
+            fd = memfd_create("gpsimd-output", MFD_CLOEXEC);
         size_t at = (size_t)(s->total - (int64_t)tail) % KEEP;    /* (the ring: two slices) */
         size_t first = tail < KEEP - at ? tail : KEEP - at;
-        put_bytes(&kept, s->tail + at, first);
-        put_bytes(&kept, s->tail, tail - first);
+        if (fd >= 0 && (write_all(fd, s->head, head) || write_all(fd, s->tail + at, first)
+                        || write_all(fd, s->tail, tail - first))) {
+            close(fd);
+            fd = -1;
+            reply.noutput = 0;           /* (no memory for it: said as nothing kept) */
+            break;
+        }
     }
-    put(&t, "]}");
-    int fd = kept.n ? memfd_of("gpsimd-output", kept.s, kept.n) : -1;
-    send_fds(t.s, t.n, &fd, fd >= 0);
+    send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
     if (fd >= 0)
         close(fd);
-    free(t.s);
-    free(kept.s);
 }
 
 static void run(struct gz_vector *m, int image_fd)
@@ -694,26 +656,23 @@ int main(int argc, char **argv)
     }
     sb_enter(parent, sock);
     static char names[GL_MAX_CORES * 4096];
-    int objects[GL_MAX_CORES];
+    int payload[GL_MAX_CORES];
     const char *name[GL_MAX_CORES];
-    if (receive_objects(names, sizeof names, objects, name) != 0)
+    if (receive_objects(names, sizeof names, payload, name) != 0)
         return 2;
-    struct text ready = {0}, entry = {0};
-    put(&ready, "{\"ready\": true, \"mode\": \"%s\", \"cgroup\": %s, \"missing\": ", SB.mode,
-        SB.cg_version ? "true" : "false");
-    put_string(&ready, SB.missing);
-    put(&ready, ", \"cores\": [");
-    for (int k = 0; k < ncores; k++) {
-        entry.n = 0;
-        load(0, k, objects[k], name[k], &entry);
-        put(&ready, "%s%.*s", k ? ", " : "", (int)entry.n, entry.s);
-    }
-    put(&ready, "]}");
+    static struct gz_ready ready;
+    ready.magic = (int64_t)GPSIMD_ZY_MAGIC;
+    ready.cgroup = SB.cg_version != 0;
+    snprintf(ready.mode, sizeof ready.mode, "%s", SB.mode);
+    snprintf(ready.missing, sizeof ready.missing, "%s", SB.missing);
+    for (int k = 0; k < ncores; k++)
+        load(0, k, payload[k], name[k], &ready.cores[k]);
     fflush(NULL);
-    int fds[2] = {memfd_of("gpsimd-ready", ready.s, ready.n), out};
+    int fds[2] = {ready_fd(&ready), out};
+    if (fds[0] < 0)
+        return 2;                        /* (no memory for the ready message) */
     send_fds("R", 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);
-    free(ready.s);
     /* the other copies load while the worker makes its first vector ready;
        their static initialisers write to a memfd no one reads (copy 0's
        output was sent: the worker reads it once) */
@@ -726,10 +685,9 @@ int main(int argc, char **argv)
     }
     for (int c = 1; c < ncopies; c++)
         for (int k = 0; k < ncores; k++)
-            load(c, k, objects[k], name[k], &entry);     /* (no entry: c > 0) */
-    free(entry.s);
+            load(c, k, payload[k], name[k], NULL);       /* (no entry: c > 0) */
     for (int k = 0; k < ncores; k++)
-        close(objects[k]);
+        close(payload[k]);
     fflush(NULL);
     /* what the objects' static initialisers may have changed that waiting
        for a vector's leader needs */

@@ -3,17 +3,17 @@
 ``sandbox.c`` and ``leader.c``; ``gpsimd_device.zygote``) with one end of
 a ``SOCK_SEQPACKET`` socket pair, send it the core objects, read its ready
 message, send it vectors (a ``Vector``, the image memfd riding along as
-SCM_RIGHTS) and read its replies (one JSON object each, with a memfd of
-what the cores wrote when they wrote anything).
+SCM_RIGHTS) and read its replies (a ``Reply`` each, with a memfd of what
+the cores wrote when they wrote anything).
 
-The message's layout is ``struct gz_vector`` of ``gpsimd_host/zygote.h``,
-built here from the header's X-macros, so that it is written once.
+Every message's layout (``struct gz_vector``, ``gz_ready``, ``gz_reply``
+of ``gpsimd_host/zygote.h``) is built here from the header's X-macros,
+so that it is written once.
 """
 
 from __future__ import annotations
 
 import ctypes
-import json
 import os
 import select
 import socket
@@ -26,25 +26,120 @@ from . import contain
 from .control import ZY
 from .cores import CoreSpec
 
-__all__ = ["ZygoteClient", "ZygoteError", "Vector", "vector_message", "program_problem"]
+__all__ = ["ZygoteClient", "ZygoteError", "Vector", "Ready", "Reply", "vector_message",
+           "read_ready", "read_reply", "program_problem"]
 
-#: Largest reply the zygote sends (its output goes in a memfd).
-MAX_MESSAGE = 1 << 16
 #: Largest ready message read (a library of thousands of ops is well under).
 MAX_READY = 64 << 20
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_I64 = ctypes.c_int64
+
+
+def _int64s(macro: str) -> list:
+    """The ``int64_t`` fields of the X-macro ``macro`` of zygote.h."""
+    return [(name, ctypes.c_int64) for (name,) in xmacro_rows("zygote.h", macro)]
+
+
+def _text(size: int) -> type:
+    return ctypes.c_char * size
 
 
 class _Run(ctypes.Structure):
-    _fields_ = [(name, _I64) for (name,) in xmacro_rows("zygote.h", "GPSIMD_ZY_RUN_FIELDS")]
+    _fields_ = _int64s("GPSIMD_ZY_RUN_FIELDS")
 
 
 class Vector(ctypes.Structure):
     """``struct gz_vector``: one vector for the zygote."""
 
-    _fields_ = ([(name, _I64) for (name,) in xmacro_rows("zygote.h", "GPSIMD_ZY_VECTOR_FIELDS")]
-                + [("runs", _Run * ZY["MAX_RUNS"]), ("op", ctypes.c_char * ZY["OP_NAME"])])
+    _fields_ = _int64s("GPSIMD_ZY_VECTOR_FIELDS") + [("runs", _Run * ZY["MAX_RUNS"]),
+                                                     ("op", _text(ZY["OP_NAME"]))]
+
+
+class _Core(ctypes.Structure):
+    _fields_ = _int64s("GPSIMD_ZY_CORE_FIELDS") + [("lsp_name", _text(ZY["LSP_NAME"])),
+                                                   ("error", _text(ZY["TEXT"]))]
+
+
+class Ready(ctypes.Structure):
+    """``struct gz_ready``: the head of the ready message."""
+
+    _fields_ = _int64s("GPSIMD_ZY_READY_FIELDS") + [
+        ("mode", _text(ZY["MODE"])), ("missing", _text(ZY["TEXT"])),
+        ("cores", _Core * ZY["MAX_CORES"])]
+
+
+class _Output(ctypes.Structure):
+    _fields_ = _int64s("GPSIMD_ZY_OUTPUT_FIELDS")
+
+
+class Reply(ctypes.Structure):
+    """``struct gz_reply``: the answer to one vector."""
+
+    _fields_ = _int64s("GPSIMD_ZY_REPLY_FIELDS") + [
+        ("output", _Output * (2 * ZY["MAX_CORES"])), ("error", _text(ZY["TEXT"]))]
+
+
+def _str(raw: bytes, errors: str = "replace") -> str:
+    return raw.decode("utf-8", errors)
+
+
+def read_ready(data: bytes, ncores: int) -> Optional[dict]:
+    """The ready message's memfd bytes as ``{"mode", "cgroup", "missing",
+    "cores": [...]}``, each core ``{"ops": [names]}`` or ``{"error":
+    text}``, with ``"lsp": [core_id, scratch_origin, scratch_size, name]``
+    when the object answered ``gpsimd_linker_spec_info()``; None when it is
+    not a whole ready message of ``ncores`` cores."""
+    size = ctypes.sizeof(Ready)
+    if len(data) < size or not 1 <= ncores <= ZY["MAX_CORES"]:
+        return None
+    head = Ready.from_buffer_copy(data[:size])
+    names = data[size:].split(b"\0")
+    if head.magic != ZY["MAGIC"] or names[-1] != b"":
+        return None
+    cores, at = [], 0
+    for c in head.cores[:ncores]:
+        entry: dict = {}
+        if c.has_lsp:
+            entry["lsp"] = [c.lsp_core_id, c.scratch_origin, c.scratch_size, _str(c.lsp_name)]
+        if c.loaded:
+            entry["ops"] = [_str(n, "surrogateescape") for n in names[at:at + c.nops]]
+            at += c.nops
+        else:
+            entry["error"] = _str(c.error)
+        cores.append(entry)
+    if at != len(names) - 1:
+        return None
+    return {"mode": _str(head.mode), "cgroup": bool(head.cgroup),
+            "missing": _str(head.missing), "cores": cores}
+
+
+def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
+    """A reply and the bytes of its output memfd as ``{"wait_status",
+    "timed_out", "elapsed" (seconds), "oom_kills", "pid", "output"}``, its
+    ``output`` a list of ``{"core", "stream", "bytes", "text"}`` (the kept
+    text: at most ``GPSIMD_ZY_OUTPUT_KEEP`` bytes from the start and as
+    many from the end); ``{"error": text}`` when the vector did not run;
+    None when ``data`` is not a reply."""
+    if len(data) != ctypes.sizeof(Reply):
+        return None
+    r = Reply.from_buffer_copy(data)
+    if r.magic != ZY["MAGIC"] or not 0 <= r.noutput <= 2 * ZY["MAX_CORES"]:
+        return None
+    if r.error:
+        return {"error": _str(r.error)}
+    output: List[dict] = []
+    at = 0
+    for o in r.output[:r.noutput]:
+        text = kept[at:at + o.head]
+        if o.tail:
+            if o.total > o.head + o.tail:
+                text += f"\n[... {o.total - o.head - o.tail} bytes dropped ...]\n".encode()
+            text += kept[at + o.head:at + o.head + o.tail]
+        at += o.head + o.tail
+        output.append({"core": o.core, "stream": "stdout" if o.fd == 1 else "stderr",
+                       "bytes": o.total, "text": _str(text)})
+    return {"wait_status": r.wait_status, "timed_out": bool(r.timed_out),
+            "elapsed": r.elapsed_ns * 1e-9, "oom_kills": r.oom_kills, "pid": r.pid,
+            "output": output}
 
 
 def vector_message(req: dict) -> bytes:
@@ -113,6 +208,7 @@ class ZygoteClient:
     def __init__(self, path: str, ncores: int, copies: int = 1):
         self._ready: Optional[dict] = None
         self._ended = "is gone"
+        self.ncores = ncores
         #: what the objects' static initialisers wrote (kept by the zygote)
         self.load_output = b""
         path = os.path.abspath(path)     # (its working directory will not be ours)
@@ -158,7 +254,7 @@ class ZygoteClient:
         if not ready:
             raise ZygoteError(f"gave no answer within {timeout:g} s")
         try:
-            data, fds, _, _ = socket.recv_fds(self.sock, MAX_MESSAGE, 4)
+            data, fds, _, _ = socket.recv_fds(self.sock, ctypes.sizeof(Reply), 4)
         except ConnectionResetError:     # (it died with a message of ours unread)
             raise ZygoteError(self._death()) from None
         except OSError as e:
@@ -186,7 +282,7 @@ class ZygoteClient:
 
     def ready(self, timeout: float) -> dict:
         """The ready message (waits for it the first time): ``{"mode",
-        "cgroup", "missing", "cores": [...]}`` (``zygote.c``).
+        "cgroup", "missing", "cores": [...]}`` (:func:`read_ready`).
 
         Raises:
             ZygoteError: it died or did not answer within ``timeout`` s.
@@ -199,10 +295,9 @@ class ZygoteClient:
                 os.close(fd)
             if data != b"R" or not texts:
                 raise ZygoteError("sent something else than its ready message")
-            try:
-                self._ready = json.loads(texts[0])
-            except ValueError:
-                raise ZygoteError("an unreadable ready message") from None
+            self._ready = read_ready(texts[0], self.ncores)
+            if self._ready is None:
+                raise ZygoteError("an unreadable ready message")
             self.load_output = texts[1] if len(texts) > 1 else b""
         return self._ready
 
@@ -224,10 +319,8 @@ class ZygoteClient:
             raise ZygoteError(str(e)) from None
 
     def receive(self, timeout: float) -> dict:
-        """The reply to the oldest vector sent and not yet answered; its
-        ``output`` a list of ``{"core", "stream", "bytes", "text"}`` (the
-        kept text: at most ``GPSIMD_ZY_OUTPUT_KEEP`` bytes from the start
-        and as many from the end).
+        """The reply to the oldest vector sent and not yet answered
+        (:func:`read_reply`).
 
         Raises:
             ZygoteError: it died or did not answer within ``timeout`` s.
@@ -236,22 +329,9 @@ class ZygoteClient:
         kept = _read_fd(fds[0], 4 * ZY["MAX_CORES"] * ZY["OUTPUT_KEEP"]) if fds else b""
         for fd in fds[1:]:
             os.close(fd)
-        try:
-            reply = json.loads(data)
-        except ValueError:
-            raise ZygoteError("an unreadable answer") from None
-        output: List[dict] = []
-        at = 0
-        for core, fd, total, head, tail in reply.get("output", ()):
-            text = kept[at:at + head]
-            if tail:
-                if total > head + tail:
-                    text += f"\n[... {total - head - tail} bytes dropped ...]\n".encode()
-                text += kept[at + head:at + head + tail]
-            at += head + tail
-            output.append({"core": core, "stream": "stdout" if fd == 1 else "stderr",
-                           "bytes": total, "text": text.decode("utf-8", "replace")})
-        reply["output"] = output
+        reply = read_reply(data, kept)
+        if reply is None:
+            raise ZygoteError("an unreadable answer")
         return reply
 
     def close(self) -> None:

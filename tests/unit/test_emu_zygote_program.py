@@ -1,6 +1,6 @@
 """The emulator's program, ``gpsimd-zygote``, against its one definition
-(``gpsimd_host/zygote.h``): the message the worker builds from the
-header's X-macros has the C structure's size and offsets (a C program
+(``gpsimd_host/zygote.h``): the messages the worker reads and writes
+through the header's X-macros have the C structures' sizes and offsets (a C program
 compiled from the same header says them), the program carries the digest
 of its sources and is refused when it was built from others, and it
 refuses what it cannot read."""
@@ -15,7 +15,7 @@ import pytest
 from conftest import build_zygote
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_emu import abi, control, zygote_client
-from gpsimd_emu.zygote_client import Vector, vector_message
+from gpsimd_emu.zygote_client import Ready, Reply, Vector, vector_message
 
 pytestmark = pytest.mark.slow      # (the tests compile)
 
@@ -27,10 +27,14 @@ _PROBE = r"""
 #include "gpsimd_host/zygote.h"
 int main(void) {
     printf("{\"vector\": %zu, \"runs\": %zu, \"op\": %zu, \"run\": %zu, \"timeout_ns\": %zu,"
-           " \"sem_t\": %zu, \"binding\": %zu}\n",
+           " \"sem_t\": %zu, \"binding\": %zu, \"ready\": %zu, \"ready_cores\": %zu,"
+           " \"core_error\": %zu, \"reply\": %zu, \"reply_error\": %zu, \"output\": %zu}\n",
            sizeof(struct gz_vector), offsetof(struct gz_vector, runs),
            offsetof(struct gz_vector, op), sizeof(struct gz_run),
-           offsetof(struct gz_vector, timeout_ns), sizeof(sem_t), sizeof(gpsimd_core_binding));
+           offsetof(struct gz_vector, timeout_ns), sizeof(sem_t), sizeof(gpsimd_core_binding),
+           sizeof(struct gz_ready), offsetof(struct gz_ready, cores),
+           offsetof(struct gz_core, error), sizeof(struct gz_reply),
+           offsetof(struct gz_reply, error), sizeof(struct gz_output));
     return 0;
 }
 """
@@ -50,6 +54,11 @@ def test_the_message_is_the_c_structure(tmp_path):
     # the control block's semaphore fits its pass record; the binding is abi.py's
     assert control._SEM_OFFSET + c["sem_t"] <= control._PASS_SIZE
     assert c["binding"] == ctypes.sizeof(abi.GpsimdCoreBinding)
+    # the answers: the ready message's head and a reply
+    assert (c["ready"], c["ready_cores"]) == (ctypes.sizeof(Ready), Ready.cores.offset)
+    assert c["core_error"] == zygote_client._Core.error.offset
+    assert (c["reply"], c["reply_error"]) == (ctypes.sizeof(Reply), Reply.error.offset)
+    assert c["output"] * 2 * control.MAX_CORES == Reply.output.size
 
 
 def test_a_vector_message_holds_the_request():
@@ -110,15 +119,17 @@ def test_the_program_refuses_what_it_cannot_read(zygote_program, tmp_path):
     with open(bad, "rb") as f:
         socket.send_fds(mine, [os.fsencode(bad) + b"\0"], [f.fileno()])
     data, fds, _, _ = socket.recv_fds(mine, 1 << 16, 4)
-    ready = json.loads(os.pread(fds[0], 1 << 20, 0))
+    ready = zygote_client.read_ready(os.pread(fds[0], 1 << 20, 0), 1)
     for fd in fds:
         os.close(fd)
-    assert data == b"R" and ready["ready"] is True
+    assert data == b"R" and ready["mode"] in ("pidns", "userns", "pgroup")
+    assert list(ready["cores"][0]) == ["error"]
     assert ready["cores"][0]["error"].startswith(f"{bad}: cannot load: ")
     r, w = os.pipe()
     for _ in range(2):
         socket.send_fds(mine, [b"\x00" * 40], [r])
-        assert json.loads(mine.recv(1 << 16)) == {"error": "a request the zygote cannot read"}
+        assert zygote_client.read_reply(mine.recv(1 << 16), b"") == {
+            "error": "a request the zygote cannot read"}
     mine.close()
     assert proc.wait(timeout=10) == 0
 

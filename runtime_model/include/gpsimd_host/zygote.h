@@ -39,6 +39,43 @@ struct gz_vector {
     char op[GPSIMD_ZY_OP_NAME];          /* the op's function, NUL-terminated */
 };
 
+/* ---- the zygote's answers ---------------------------------------------------- */
+#define GPSIMD_ZY_TEXT 1024            /* bytes of a text field, its NUL included */
+#define GPSIMD_ZY_LSP_NAME 33          /* gpsimd_lsp_info.name (abi.h) and a NUL */
+#define GPSIMD_ZY_MODE 16              /* "pidns", "userns", "pgroup" */
+/* Ready, once the objects are loaded: one byte "R" with the memfd of a
+ * struct gz_ready followed by each loaded core's op names, every name
+ * ending in a NUL, core after core (nops of each), and the memfd of what
+ * the objects' static initialisers wrote. Every field an int64_t. */
+#define GPSIMD_ZY_READY_FIELDS(X) X(magic) X(cgroup)
+/* loaded: the device loader's checks passed (else error says why);
+   has_lsp: the lsp_* fields hold gpsimd_linker_spec_info()'s answer */
+#define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(lsp_core_id) X(scratch_origin) X(scratch_size) X(nops)
+/* Per vector: a struct gz_reply, with a memfd of the kept output when
+ * noutput > 0 (per output entry, its head bytes then its tail bytes);
+ * error not empty: the vector did not run, and why. elapsed in ns. */
+#define GPSIMD_ZY_REPLY_FIELDS(X) X(magic) X(wait_status) X(timed_out) X(elapsed_ns) X(oom_kills) X(pid) X(noutput)
+/* one stream a core wrote to: fd 1 or 2, bytes written, kept from the start and the end */
+#define GPSIMD_ZY_OUTPUT_FIELDS(X) X(core) X(fd) X(total) X(head) X(tail)
+
+struct gz_core {
+    GPSIMD_ZY_CORE_FIELDS(GPSIMD_ZY_I64)
+    char lsp_name[GPSIMD_ZY_LSP_NAME];
+    char error[GPSIMD_ZY_TEXT];
+};
+struct gz_ready {
+    GPSIMD_ZY_READY_FIELDS(GPSIMD_ZY_I64)
+    char mode[GPSIMD_ZY_MODE];
+    char missing[GPSIMD_ZY_TEXT];        /* what is not contained, "" when all is */
+    struct gz_core cores[GPSIMD_ZY_MAX_CORES];
+};
+struct gz_output { GPSIMD_ZY_OUTPUT_FIELDS(GPSIMD_ZY_I64) };
+struct gz_reply {
+    GPSIMD_ZY_REPLY_FIELDS(GPSIMD_ZY_I64)
+    struct gz_output output[2 * GPSIMD_ZY_MAX_CORES];
+    char error[GPSIMD_ZY_TEXT];
+};
+
 /* ---- the control block: the image's first page (little-endian) ------------ */
 #define GPSIMD_ZY_CB_SIZE 4096
 #define GPSIMD_ZY_CB_VERSION 1
