@@ -193,7 +193,7 @@ def _read_fd(fd: int, limit: int) -> bytes:
     what the zygote sent (its own size, whatever a static initialiser did
     to the file it wrote to)."""
     try:
-        return os.pread(fd, limit, 0)
+        return os.pread(fd, min(limit, os.fstat(fd).st_size), 0)
     finally:
         os.close(fd)
 

@@ -108,19 +108,7 @@ def call(argv, **popen) -> int:
             tie()
         signal.signal(signal.SIGQUIT, signal.SIG_IGN)
 
-    if not _begin():
-        return -signal.SIGTERM
-    try:
-        proc = subprocess.Popen(argv, preexec_fn=preexec, **popen)
-    except BaseException:
-        _abandon()
-        raise
-    run = ByPid(proc.pid)
-    _started(run)
-    try:
-        return proc.wait()
-    finally:
-        _ended(run)
+    return _tracked(argv, True, preexec_fn=preexec, **popen)
 
 
 class ByPid:
@@ -169,19 +157,27 @@ _OWN_GROUP = {"process_group": 0} if sys.version_info >= (3, 11) else {"preexec_
 def _shell(sh, args, env):
     # (in a group of its own, an action that read the terminal would be
     # stopped for ever by SIGTTIN: it reads nothing, as ninja's commands)
+    return _tracked([sh, "-c", " ".join(args)], False, env=env, close_fds=True,
+                    stdin=subprocess.DEVNULL, **_OWN_GROUP)
+
+
+def _tracked(argv, by_pid: bool, **popen) -> int:
+    """Run ``argv`` (``subprocess.Popen`` with ``popen``) and return its exit
+    status, known while it runs (by its pid with ``by_pid``, else by its
+    process group); ``-SIGTERM``, starting nothing, once the build quits."""
     if not _begin():
         return -signal.SIGTERM
     try:
-        proc = subprocess.Popen([sh, "-c", " ".join(args)], env=env, close_fds=True,
-                                stdin=subprocess.DEVNULL, **_OWN_GROUP)
+        proc = subprocess.Popen(argv, **popen)
     except BaseException:
         _abandon()
         raise
-    _started(proc)
+    run = ByPid(proc.pid) if by_pid else proc
+    _started(run)
     try:
         return proc.wait()
     finally:
-        _ended(proc)
+        _ended(run)
 
 
 def interrupted() -> bool:
