@@ -31,6 +31,7 @@ __all__ = ["run", "command_words", "configure", "prestart", "close"]
 #: Characters that make a command line shell syntax (not one plain command).
 _SHELL = set(";|&<>`$(){}*?~!#\n\\'")
 _LOCK = threading.Lock()
+_STOPPING = threading.Lock()  # held while :func:`close` stops the servers
 _names = set()        # the servers this process started or used
 _closed = False
 _python = None        # the build's $PYTHON (``configure``): start the server early
@@ -95,15 +96,19 @@ def prestart(env: Dict[str, str]) -> None:
 
 
 def close() -> None:
-    """End this process's servers and wait for them (at exit; idempotent):
-    no run outlives the build."""
+    """End this process's servers and wait for them (at exit, and when the
+    build quits on SIGQUIT; idempotent): no run outlives the build. A call
+    made while another thread's is stopping them waits for it (the main
+    thread's at exit may be waiting for a server when the quitting thread
+    calls it, and its return ends the process)."""
     global _closed
-    with _LOCK:
-        _closed = True
-        names = list(_names)
-        _names.clear()
-    for name in names:
-        served.stop_server(name)
+    with _STOPPING:
+        with _LOCK:
+            _closed = True
+            names = list(_names)
+            _names.clear()
+        for name in names:
+            served.stop_server(name)
 
 
 def run(args: List[str], env: Dict[str, str],

@@ -76,7 +76,6 @@ def spawn_with_server(sh, escape, cmd, args, env):
     """``$SPAWN`` with the emulator server (``emu_server``): a test run is
     forked by the server, every other command runs as :func:`spawn` runs
     it; returns the exit status."""
-    emu_server.prestart(env)
     if not _begin():
         return -signal.SIGTERM
     runs = []
@@ -86,6 +85,7 @@ def spawn_with_server(sh, escape, cmd, args, env):
         _started(runs[-1])
 
     try:
+        emu_server.prestart(env)    # (after _begin: a quitting build waits for it)
         status = emu_server.run(args, env, started)
     finally:
         if not runs:
