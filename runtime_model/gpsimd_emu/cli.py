@@ -328,8 +328,16 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
                     print(prefix + line, file=sys.stderr)
             sys.stderr.flush()
 
-    with LibrarySession(plan, root=args.root, options=options) as session:
+    session = LibrarySession(plan, root=args.root, options=options)
+    try:
         results = session.run_all(show)
+    except BaseException:
+        session.close()
+        raise
+    # The zygote ends while the results are written, and this process
+    # exits without waiting for it: the supervising process, the subreaper
+    # of the run, reaps it (``supervise``: ``contain.sweep``).
+    session.done_running()
     if not args.quiet:   # (the build prints the summary)
         print(results.summary_line(), flush=True)
     out = args.results if results.ok or not args.failed_results else args.failed_results

@@ -61,7 +61,10 @@ STALE = "the model changed while the server loaded it"
 def _preload() -> None:
     """Import what a run imports (every module of the model and of the
     device facts, numpy, ``numpy.random`` and ml_dtypes), so that a forked
-    run finds it done (importing a module runs nothing of a plan's)."""
+    run finds it done (importing a module runs nothing of a plan's); and
+    compute the digest of the zygote's sources, which every run compares
+    with its program's (a source edited since the server started is
+    another version of the model: ``model_files``)."""
     import importlib
     import pkgutil
 
@@ -71,7 +74,13 @@ def _preload() -> None:
     for package in (gpsimd_device, sys.modules[__package__]):
         for info in pkgutil.iter_modules(package.__path__):
             importlib.import_module(f"{package.__name__}.{info.name}")
-    sys.modules[f"{__package__}.cli"].build_parser()    # made once (cached)
+    # (made once, cached; a first parse compiles argparse's patterns)
+    sys.modules[f"{__package__}.cli"].build_parser().parse_args(
+        ["run", "p.json", "--results", "r.json", "--failed-results", "f.json", "--zygote", "z"])
+    try:
+        sys.modules[f"{__package__}.zygote_client"].source_digest()
+    except OSError:
+        pass                            # (each run says what is wrong)
 
 
 def _close(fds) -> None:

@@ -116,6 +116,13 @@ class LibrarySession:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def done_running(self) -> None:
+        """No vector runs after this: the zygote starts ending now (its
+        exit, about a millisecond, overlaps what the caller does next);
+        :meth:`close` waits for it."""
+        if self.zygote is not None:
+            self.zygote.shut()
+
     def close(self) -> None:
         """End the zygote; close the core objects the session read. Idempotent."""
         if self.zygote is not None:

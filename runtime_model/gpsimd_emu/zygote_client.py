@@ -173,6 +173,17 @@ def vector_message(req: dict) -> bytes:
     return bytes(v)
 
 
+def source_digest() -> str:
+    """The digest of the zygote's sources in this copy of the emulator
+    (``gpsimd_device.zygote.source_digest``: computed once per process, so
+    the server computes it for all the runs it forks).
+
+    Raises:
+        OSError: a source cannot be read.
+    """
+    return program.source_digest(_HERE, INCLUDE_DIR)
+
+
 def program_problem(path: Optional[str]) -> Optional[str]:
     """Why ``path`` cannot serve as this emulator's zygote, or None
     (stdlib only: the CLI's supervising process asks before any import of
@@ -334,13 +345,18 @@ class ZygoteClient:
             raise ZygoteError("an unreadable answer")
         return reply
 
-    def close(self) -> None:
-        """End the zygote (closing its socket), and wait for it; kill it if
-        it does not end within a second. Idempotent."""
+    def shut(self) -> None:
+        """Close the zygote's socket: it ends, without this process waiting
+        (:meth:`close` waits). Idempotent."""
         try:
             self.sock.close()
         except OSError:
             pass
+
+    def close(self) -> None:
+        """End the zygote (:meth:`shut`), and wait for it; kill it if it does
+        not end within a second. Idempotent."""
+        self.shut()
         if self.pid is None:
             return
         try:
