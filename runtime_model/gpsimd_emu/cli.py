@@ -328,24 +328,20 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
                     print(prefix + line, file=sys.stderr)
             sys.stderr.flush()
 
-    session = LibrarySession(plan, root=args.root, options=options)
-    try:
+    with LibrarySession(plan, root=args.root, options=options) as session:
         results = session.run_all(show)
-    except BaseException:
-        session.close()
-        raise
-    # The zygote ends while the results are written, and this process
-    # exits without waiting for it: the supervising process, the subreaper
-    # of the run, reaps it (``supervise``: ``contain.sweep``).
-    session.done_running()
-    if not args.quiet:   # (the build prints the summary)
-        print(results.summary_line(), flush=True)
-    out = args.results if results.ok or not args.failed_results else args.failed_results
-    try:
-        results.write(out)
-    except OSError as e:
-        print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
-              file=sys.stderr)
-        return 2
+        # The zygote ends while the results are written; the session waits
+        # for it at the end of this block (the zygote removes its memory
+        # cgroup once its sandbox has ended: not killed by a sweep).
+        session.done_running()
+        if not args.quiet:   # (the build prints the summary)
+            print(results.summary_line(), flush=True)
+        out = args.results if results.ok or not args.failed_results else args.failed_results
+        try:
+            results.write(out)
+        except OSError as e:
+            print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
+                  file=sys.stderr)
+            return 2
     return 0 if results.ok else 1
 
