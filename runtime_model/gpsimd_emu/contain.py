@@ -8,7 +8,8 @@ What this module gives the supervisor, the servers and the worker
   the call is noticed too;
 * ``become_subreaper`` / ``children`` / ``sweep``: a
   ``PR_SET_CHILD_SUBREAPER`` process inherits every orphaned descendant, so
-  that it can kill and reap whatever a vector left behind;
+  that it can end (SIGTERM, then SIGKILL) and reap whatever a vector left
+  behind;
 * ``wait_until``: a child's end, within a deadline.
 
 The vectors' own containment (namespaces, the memory cgroup, privileges)
@@ -29,7 +30,7 @@ from .client.process import children, die_with_parent, libc, prctl
 
 __all__ = [
     "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill", "end_within",
-    "wait_until", "signal_name",
+    "wait_until", "signal_name", "TERM_GRACE",
 ]
 
 PR_SET_NAME = 15
@@ -110,12 +111,51 @@ def end_within(pid: int, seconds: float, poll: float = 0.001) -> Optional[int]:
     return status
 
 
-def sweep(keep: tuple = (), limit: float = 5.0) -> int:
-    """Kill (SIGKILL, with its process group) and reap every child but
-    ``keep``, again until none is left (a subreaper keeps inheriting
-    orphans while their parents die), for at most ``limit`` seconds.
-    Returns how many processes were killed."""
-    killed = 0
+#: Seconds ``sweep`` gives the children it finds to end on SIGTERM before
+#: SIGKILL: a zygote's relay (``sandbox.c``) then ends the sandbox and
+#: removes its memory cgroup, which a SIGKILL would leave behind.
+TERM_GRACE = 1.0
+
+
+def _ask_to_end(keep: tuple, grace: float) -> set:
+    """SIGTERM every child but ``keep``, those it inherits meanwhile too,
+    and reap them as they end, until none is left or ``grace`` seconds
+    have passed (woken by the children's pidfds, not polling). Returns
+    the pids sent SIGTERM."""
+    deadline = time.monotonic() + grace
+    asked: set = set()
+    while True:
+        pids = [p for p in children(os.getpid()) if p not in keep]
+        for pid in pids:
+            if pid not in asked:
+                kill(pid, signal.SIGTERM)
+                asked.add(pid)
+        _reap_others(keep)
+        pids = [p for p in children(os.getpid()) if p not in keep]
+        remaining = deadline - time.monotonic()
+        if not pids or remaining <= 0:
+            return asked
+        fds = []
+        try:
+            for pid in pids:
+                try:
+                    fds.append(os.pidfd_open(pid))
+                except OSError:
+                    pass
+            if fds:
+                select.select(fds, [], [], remaining)
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+
+def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> int:
+    """End and reap every child but ``keep``: SIGTERM first, for at most
+    ``grace`` seconds (``TERM_GRACE``), then SIGKILL (with its process
+    group), again until none is left (a subreaper keeps inheriting
+    orphans while their parents die), for at most ``limit`` seconds more.
+    Returns how many processes it signalled (SIGTERM, SIGKILL or both)."""
+    ended = _ask_to_end(keep, grace)
     deadline = time.monotonic() + limit
     while True:
         pids = [p for p in children(os.getpid()) if p not in keep]
@@ -123,14 +163,14 @@ def sweep(keep: tuple = (), limit: float = 5.0) -> int:
             kill(pid, group=True)
             try:
                 os.kill(pid, signal.SIGKILL)
-                killed += 1
+                ended.add(pid)
             except OSError:
                 pass
         reaped = _reap_others(keep)
         if not pids and not reaped:
-            return killed
+            return len(ended)
         if time.monotonic() > deadline:
-            return killed
+            return len(ended)
         if pids and not reaped:
             time.sleep(0.001)
 

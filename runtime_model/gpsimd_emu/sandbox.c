@@ -256,14 +256,32 @@ static int refresh(pid_t pid, int *mnt)
     return umount2("/tmp", MNT_DETACH) == 0 && mount_workdir() == 0;
 }
 
+static pid_t sandboxed;                  /* the zygote, PID 1 of the namespace */
+
+static void end_sandbox(int sig)
+{
+    (void)sig;
+    kill(sandboxed, SIGKILL);            /* (its namespace's processes die with it) */
+}
+
 /* Serve the zygote's requests for a fresh working directory (requests:
  * a byte on `req`; the answer, "1" or "0", on `ack`), wait for its end
- * and end as it ended, its cgroup removed. */
-static void relay(pid_t pid, int req, int ack, int cg_parent)
+ * and end as it ended, its cgroup removed. A stop signal (SIGINT,
+ * SIGTERM, SIGHUP), and the death of the worker `parent` (SIGTERM), end
+ * the zygote first: the relay outlives it to remove the cgroup, which a
+ * SIGKILL of the relay would leave behind. */
+static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
 {
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
+    sandboxed = pid;
+    struct sigaction stop = {0};
+    stop.sa_handler = end_sandbox;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+    if (getppid() != parent)             /* (it died before the line above) */
+        end_sandbox(SIGTERM);
     int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
     for (char c; ended >= 0;) {
         struct pollfd p[2] = {{ended, POLLIN, 0}, {req, POLLIN, 0}};
@@ -542,7 +560,7 @@ void sb_enter(int parent, int relay_closes)
             close(relay_closes);         /* (the worker sees the zygote's end) */
             close(req[1]);
             close(ack[0]);
-            relay(pid, req[0], ack[1], cg_parent);
+            relay(pid, req[0], ack[1], cg_parent, parent);
         }
         close(req[0]);
         close(ack[1]);
@@ -564,7 +582,6 @@ void sb_enter(int parent, int relay_closes)
         lock_down();
         return;
     }
-    (void)parent;
     prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
     note("a PID namespace (the vectors' processes share the machine's view: "
          "network, file system, processes)", EPERM);

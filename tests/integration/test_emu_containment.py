@@ -206,6 +206,59 @@ def test_sigterm_and_sigint_stop_the_run_at_once(hostile, tmp_path, sig):
     assert not (tmp_path / "r.json").exists()
 
 
+def _memory_cgroups_of(pids) -> list:
+    """The memory cgroup folders the zygotes ``pids`` made
+    (``gpsimd-emu-<pid>`` below each one's own memory cgroup, cgroup v1
+    or v2) that exist now."""
+    found = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cgroup") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            _, controllers, path = line.split(":", 2)
+            base = ("/sys/fs/cgroup/memory" if "memory" in controllers.split(",") else
+                    "/sys/fs/cgroup" if controllers == "" else None)
+            folder = f"{base}{path.rstrip('/')}/gpsimd-emu-{pid}" if base else None
+            if folder and os.path.isdir(folder):
+                found.append(folder)
+    return found
+
+
+@pytest.mark.parametrize("mode", ("pidns", "userns"))
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_run_stopped_while_a_vector_runs_leaves_no_memory_cgroup(hostile, tmp_path, mode, sig):
+    """The zygote's memory cgroup is removed when the run is stopped as
+    well as when it ends: SIGTERM to the run (its supervising process then
+    ends the worker and the zygote), and SIGKILL of the worker alone (the
+    zygote sees its parent die). The relay outside the namespace outlives
+    the zygote to remove it; a SIGKILL of the relay would leave it for
+    the next run to find."""
+    if not _mode_works(mode):
+        pytest.skip(f"this machine cannot make the {mode} mode")
+    proc, before = _start_spinning(hostile, tmp_path, mode)
+    try:
+        zygotes = [p for p, n in _ours().items() if n == "gpsimd-zygote" and p not in before]
+        made = _memory_cgroups_of(zygotes)
+        if not made:
+            pytest.skip("no memory cgroup can be made here")
+        if sig == signal.SIGTERM:
+            proc.send_signal(sig)
+        else:                       # (the worker: the zygote's parent)
+            worker = {int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[1])
+                      for p in zygotes} - set(zygotes)
+            assert len(worker) == 1, worker
+            os.kill(worker.pop(), sig)
+        proc.communicate(timeout=30)
+        assert _left_over(before) == {}
+        assert [f for f in made if os.path.isdir(f)] == []
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_memory_limit_is_a_named_fault(hostile, tmp_path):
     proj, path = hostile
     plan = _plan_with(proj, path, {"memory_hog", "fd_forger"}, tmp_path)

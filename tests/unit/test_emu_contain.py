@@ -12,30 +12,42 @@ RUNTIME_MODEL = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "runtime_model")
 
 
-def test_subreaper_sweep_kills_orphans_that_left_the_process_group():
+def test_subreaper_sweep_ends_orphans_that_left_the_process_group():
+    """Two orphans of a child that died, in sessions of their own: one
+    ends on SIGTERM (as a zygote's relay does, after its clean-up), the
+    other ignores it and is killed once the grace has passed."""
     code = f"""
-import os, sys, time
+import os, signal, sys, time
 sys.path.insert(0, {RUNTIME_MODEL!r})
 from gpsimd_emu import contain
 assert contain.become_subreaper()
 r, w = os.pipe()
 child = os.fork()
-if child == 0:                           # a child that forks a grandchild and dies
-    if os.fork() == 0:
-        os.setsid()
-        os.write(w, str(os.getpid()).encode() + b"\\n")
-        time.sleep(60)
-        os._exit(0)
+if child == 0:                           # a child that forks two grandchildren and dies
+    for stubborn in (False, True):
+        if os.fork() == 0:
+            os.setsid()
+            if stubborn:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.write(w, str(os.getpid()).encode() + b" ")
+            time.sleep(60)
+            os._exit(0)
     os._exit(0)
-grandchild = int(os.read(r, 64))
-os.waitpid(child, 0)                     # (its orphan is ours once it has ended)
-assert grandchild in contain.children(os.getpid()), contain.children(os.getpid())
-print(grandchild, contain.sweep(), flush=True)
+os.waitpid(child, 0)                     # (its orphans are ours once it has ended)
+orphans = []
+while len(orphans) < 2:
+    orphans += os.read(r, 64).split()
+orphans = [int(p) for p in orphans]
+assert set(orphans) <= set(contain.children(os.getpid())), contain.children(os.getpid())
+t0 = time.monotonic()
+n = contain.sweep(grace=0.5)
+print(*orphans, n, time.monotonic() - t0, flush=True)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert out.returncode == 0, out.stderr
-    grandchild, killed = map(int, out.stdout.split())
-    assert killed >= 1 and not alive(grandchild)
+    *orphans, ended, took = out.stdout.split()
+    assert int(ended) == 2 and not any(alive(int(p)) for p in orphans)
+    assert 0.5 <= float(took) < 10, took         # (the stubborn one had its grace)
 
 
 def test_a_child_dies_with_its_parent():
