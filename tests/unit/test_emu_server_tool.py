@@ -107,3 +107,37 @@ def test_a_quitting_build_starts_no_server(monkeypatch):
     finally:
         signals._QUITTING.clear()
     assert (status, asked) == (-signal.SIGTERM, [])
+
+
+def test_a_stop_signal_ends_the_wait_for_a_server_still_loading(monkeypatch):
+    """A run handed to the server waits while the server loads the model
+    (up to 5 s, then the server answers ``here``); a stop signal to the
+    build ends that wait at once: the run gives up, nothing started (seen:
+    Ctrl-\\ at the first test run took 5 s to end the build)."""
+    import socket
+    from gpsimd_emu.client import protocol, served
+    monkeypatch.setattr(emu_server, "_CANCEL", os.pipe())
+    monkeypatch.setattr(emu_server, "_names", {b"\0other"})    # (no close at exit)
+    monkeypatch.setattr(emu_server, "_closed", False)
+    env = {"PATH": os.environ.get("PATH", "")}
+    args = [sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--results", "r.json"]
+    name = served.name_for(emu_server._this_process(), sys.executable, env,
+                           protocol.model_files())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(name)                 # a server that takes the request and never
+    listener.listen(4)                  # answers, as one still loading the model
+    listener.settimeout(60)
+    got, started = [], []
+    run = threading.Thread(target=lambda: got.append(emu_server.run(args, env, started.append)))
+    run.start()
+    try:
+        conn, _ = listener.accept()
+        assert conn.recv(1 << 16)       # the request came
+        signals._forward(signal.SIGINT)
+        run.join(60)
+        assert (got, started) == ([None], [])
+        assert emu_server.run(args, env, started.append) is None     # and every later one
+    finally:
+        signals._INTERRUPTED.clear()
+        listener.close()
+        run.join(60)

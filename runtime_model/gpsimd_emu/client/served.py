@@ -211,14 +211,14 @@ class _Relay:
                 break
         return True
 
-    def wait(self, sock, timeout: "float | None", ended: "int | None" = None):
+    def wait(self, sock, timeout: "float | None", stop: "int | None" = None):
         """Copy output until a message comes on ``sock`` (returned, None at
         its end of file), ``timeout`` seconds pass (``_TIMEOUT`` raised),
-        or pidfd ``ended`` is readable (``False`` returned)."""
+        or ``stop`` (a pidfd, a pipe) is readable (``False`` returned)."""
         poll = select.poll()
         watched = {sock.fileno(): "sock", **{fd: "pipe" for fd in self.pipes}}
-        if ended is not None:
-            watched[ended] = "ended"
+        if stop is not None:
+            watched[stop] = "stop"
         for fd in watched:
             poll.register(fd, select.POLLIN)
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -234,7 +234,7 @@ class _Relay:
                     del watched[fd]
                 elif kind == "sock":
                     return _recv(sock)
-                elif kind == "ended":
+                elif kind == "stop":
                     return False
 
     def drain(self, seconds: float) -> None:
@@ -269,7 +269,7 @@ def _fail(message: str) -> int:
 
 def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dict,
              start: "bool | None" = None, started=None,
-             files: "str | None" = None) -> "int | None":
+             files: "str | None" = None, cancel: "int | None" = None) -> "int | None":
     """Run ``python -m gpsimd_emu`` with ``argv`` (in this directory, with
     the environment ``env`` and this umask) through the server of the
     process ``served``: the run's wait status, or None when the caller
@@ -278,9 +278,15 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
     idle (for the next run), None starts none. ``started(pid)`` is called
     once the run's process exists (its supervising process: a SIGINT or
     SIGTERM to it stops the whole run). ``files``: ``protocol.model_files()``
-    when the caller has read them already."""
+    when the caller has read them already. ``cancel``: a descriptor that
+    becomes readable when the caller's build stops: a run the server has
+    not started yet (one waiting for the model to load) is given up
+    (None)."""
     if env.get(SERVER_ENV) == "0":
         _log(env, f"here: turned off (${SERVER_ENV}=0)")
+        return None
+    if cancel is not None and select.select([cancel], [], [], 0)[0]:
+        _log(env, "here: the build stops")
         return None
     files = model_files() if files is None else files
     cwd = os.getcwd()
@@ -309,13 +315,16 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
             return None
         relay.close_ends()
         try:
-            first = relay.wait(sock, FIRST_REPLY_TIMEOUT)
+            first = relay.wait(sock, FIRST_REPLY_TIMEOUT, cancel)
         except _TIMEOUT:
             # (it may still start the run: nothing is run here, the run fails)
             _log(env, "failed: no answer")
             return _fail(f"the emulator server of this build (pid {peer_pid(sock)}) did not "
                          f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run "
                          f"(${SERVER_ENV}=0 runs each test by itself)")
+        if first is False:
+            _log(env, "here: the build stops")     # (a run the server starts now, it ends:
+            return None                             # its client is gone)
         if not first or "pid" not in first:
             _log(env, f"here: {(first or {}).get('here', 'no answer')}")
             return None

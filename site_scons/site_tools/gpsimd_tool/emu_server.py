@@ -26,7 +26,7 @@ from typing import Callable, Dict, List, Optional
 
 from gpsimd_emu.client import protocol, served
 
-__all__ = ["run", "command_words", "configure", "prestart", "close"]
+__all__ = ["run", "command_words", "configure", "prestart", "close", "cancel"]
 
 #: Characters that make a command line shell syntax (not one plain command).
 _SHELL = set(";|&<>`$(){}*?~!#\n\\'")
@@ -35,6 +35,10 @@ _STOPPING = threading.Lock()  # held while :func:`close` stops the servers
 _names = set()        # the servers this process started or used
 _closed = False
 _python = None        # the build's $PYTHON (``configure``): start the server early
+#: Readable once the build stops (``cancel``): a run still waiting for the
+#: server to start it gives up.
+_CANCEL = os.pipe()
+os.set_blocking(_CANCEL[1], False)
 _me = None            # (pid, start time) of this process, the one the servers serve
 
 
@@ -111,6 +115,18 @@ def close() -> None:
             served.stop_server(name)
 
 
+def cancel() -> None:
+    """The build stops (SIGINT, SIGTERM, SIGHUP, SIGQUIT): a run handed to
+    a server that has not started it (one waiting for the model to load,
+    up to ``gpsimd_emu.server.LOAD_WAIT`` seconds) gives up at once, and so
+    does every later
+    one (:func:`run` returns None: ``signals`` refuses to start it)."""
+    try:
+        os.write(_CANCEL[1], b"x")
+    except OSError:
+        pass                            # (full: it is readable already)
+
+
 def run(args: List[str], env: Dict[str, str],
         started: Callable[[int], None]) -> Optional[int]:
     """Make the test run ``args`` through the server: its exit status
@@ -125,5 +141,5 @@ def run(args: List[str], env: Dict[str, str],
     if _name(words[0], env, files) is None:
         return None
     status = served.hand_off(words[3:], _this_process(), words[0], env, start=True,
-                             started=started, files=files)
+                             started=started, files=files, cancel=_CANCEL[0])
     return None if status is None else os.waitstatus_to_exitcode(status)

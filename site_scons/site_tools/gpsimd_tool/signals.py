@@ -190,8 +190,10 @@ def _forward(signum: int) -> None:
     process group: to the command ``sh -c`` runs as well as to the shell,
     since dash does not ``exec`` a command and dies of SIGTERM without
     passing it on (which would leave, e.g., a test run going until its
-    vector's time limit)."""
+    vector's time limit). A test run still waiting for the emulator
+    server to start it gives up (``emu_server.cancel``)."""
     _INTERRUPTED.set()
+    emu_server.cancel()
     sig = signum if signum != getattr(signal, "SIGHUP", -1) else signal.SIGTERM
     with _LOCK:
         procs = list(_RUNNING)
