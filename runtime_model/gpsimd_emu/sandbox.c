@@ -256,12 +256,19 @@ static int refresh(pid_t pid, int *mnt)
     return umount2("/tmp", MNT_DETACH) == 0 && mount_workdir() == 0;
 }
 
-static pid_t sandboxed;                  /* the zygote, PID 1 of the namespace */
+/* The zygote, PID 1 of the namespace: its pidfd (never another process,
+ * once it is reaped), or its pid while it is not reaped. */
+static int sandboxed_fd = -1;
+static pid_t sandboxed;
+static volatile sig_atomic_t reaped;
 
 static void end_sandbox(int sig)
 {
-    (void)sig;
-    kill(sandboxed, SIGKILL);            /* (its namespace's processes die with it) */
+    (void)sig;                           /* (its namespace's processes die with it) */
+    if (sandboxed_fd >= 0)
+        syscall(SYS_pidfd_send_signal, sandboxed_fd, SIGKILL, NULL, 0);
+    else if (!reaped)
+        kill(sandboxed, SIGKILL);
 }
 
 /* Serve the zygote's requests for a fresh working directory (requests:
@@ -272,7 +279,9 @@ static void end_sandbox(int sig)
  * SIGKILL of the relay would leave behind. */
 static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
 {
+    int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
     sandboxed = pid;
+    sandboxed_fd = ended;
     struct sigaction stop = {0};
     stop.sa_handler = end_sandbox;
     sigemptyset(&stop.sa_mask);
@@ -282,7 +291,6 @@ static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
     prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
     if (getppid() != parent)             /* (it died before the line above) */
         end_sandbox(SIGTERM);
-    int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
     for (char c; ended >= 0;) {
         struct pollfd p[2] = {{ended, POLLIN, 0}, {req, POLLIN, 0}};
         if (poll(p, 2, -1) < 0 && errno != EINTR)
@@ -301,6 +309,7 @@ static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
     while (waitpid(pid, &st, 0) < 0)
         if (errno != EINTR)
             _exit(1);
+    reaped = 1;
     if (SB.cg_version) {                 /* (by its parent's fd: the path may be hidden here) */
         const char *name = strrchr(SB.cg_path, '/') + 1;
         for (int i = 0; i < 50 && unlinkat(cg_parent, name, AT_REMOVEDIR) != 0 && errno == EBUSY;
