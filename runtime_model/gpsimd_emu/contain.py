@@ -1,4 +1,5 @@
-"""Containment of the processes a test run starts (stdlib and ctypes only).
+"""Containment of the processes a test run starts (stdlib, ctypes and the
+zygote program's name, ``gpsimd_device.zygote``, only).
 
 What this module gives the supervisor, the servers and the worker
 (ARCHITECTURE.md "Processes and containment"):
@@ -24,6 +25,8 @@ import select
 import signal
 import time
 from typing import Optional
+
+from gpsimd_device.zygote import PROGRAM_NAME
 
 # (the client's, which the front ends use without the rest of the emulator)
 from .client.process import children, die_with_parent, libc, prctl
@@ -111,24 +114,37 @@ def end_within(pid: int, seconds: float, poll: float = 0.001) -> Optional[int]:
     return status
 
 
-#: Seconds ``sweep`` gives the children it finds to end on SIGTERM before
-#: SIGKILL: a zygote's relay (``sandbox.c``) then ends the sandbox and
-#: removes its memory cgroup, which a SIGKILL would leave behind.
+#: Seconds ``sweep`` gives a zygote's relay (``sandbox.c``, named as the
+#: program, ``gpsimd_device.zygote.PROGRAM_NAME``) to end on SIGTERM before
+#: SIGKILL: it ends the sandbox and removes its memory cgroup, which a
+#: SIGKILL would leave behind. Every other child is killed at once.
 TERM_GRACE = 1.0
 
 
+def _named(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().rstrip("\n")
+    except OSError:
+        return ""
+
+
 def _ask_to_end(keep: tuple, grace: float) -> set:
-    """SIGTERM every child but ``keep``, those it inherits meanwhile too,
-    and reap them as they end, until none is left or ``grace`` seconds
-    have passed (woken by the children's pidfds, not polling). Returns
-    the pids sent SIGTERM."""
+    """SIGTERM every zygote relay among the children but ``keep`` (those
+    it inherits meanwhile too), SIGKILL the others, and reap them as they
+    end, until none is left or ``grace`` seconds have passed (woken by the
+    children's pidfds, not polling). Returns the pids signalled."""
     deadline = time.monotonic() + grace
     asked: set = set()
     while True:
         pids = [p for p in children(os.getpid()) if p not in keep]
         for pid in pids:
             if pid not in asked:
-                kill(pid, signal.SIGTERM)
+                if _named(pid) == PROGRAM_NAME:
+                    kill(pid, signal.SIGTERM)
+                else:
+                    kill(pid, group=True)
+                    kill(pid)
                 asked.add(pid)
         _reap_others(keep)
         pids = [p for p in children(os.getpid()) if p not in keep]
@@ -150,11 +166,12 @@ def _ask_to_end(keep: tuple, grace: float) -> set:
 
 
 def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> int:
-    """End and reap every child but ``keep``: SIGTERM first, for at most
-    ``grace`` seconds (``TERM_GRACE``), then SIGKILL (with its process
-    group), again until none is left (a subreaper keeps inheriting
-    orphans while their parents die), for at most ``limit`` seconds more.
-    Returns how many processes it signalled (SIGTERM, SIGKILL or both)."""
+    """End and reap every child but ``keep``: a zygote's relay by SIGTERM
+    first, for at most ``grace`` seconds (``TERM_GRACE``), every other
+    child by SIGKILL (with its process group), again until none is left
+    (a subreaper keeps inheriting orphans while their parents die), for
+    at most ``limit`` seconds more. Returns how many processes it
+    signalled."""
     ended = _ask_to_end(keep, grace)
     deadline = time.monotonic() + limit
     while True:

@@ -260,15 +260,17 @@ static int refresh(pid_t pid, int *mnt)
  * once it is reaped), or its pid while it is not reaped. */
 static int sandboxed_fd = -1;
 static pid_t sandboxed;
-static volatile sig_atomic_t reaped;
+static volatile sig_atomic_t reaped, stopped_by;
 
 static void end_sandbox(int sig)
 {
-    (void)sig;                           /* (its namespace's processes die with it) */
-    if (sandboxed_fd >= 0)
+    int saved = errno;
+    stopped_by = sig;                    /* (the relay dies of it, once done) */
+    if (sandboxed_fd >= 0)               /* (its namespace's processes die with it) */
         syscall(SYS_pidfd_send_signal, sandboxed_fd, SIGKILL, NULL, 0);
     else if (!reaped)
         kill(sandboxed, SIGKILL);
+    errno = saved;
 }
 
 /* Serve the zygote's requests for a fresh working directory (requests:
@@ -316,9 +318,10 @@ static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
              i++)
             usleep(10000);
     }
-    if (WIFSIGNALED(st)) {
-        signal(WTERMSIG(st), SIG_DFL);
-        kill(getpid(), WTERMSIG(st));
+    int sig = stopped_by ? stopped_by : WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (sig) {
+        signal(sig, SIG_DFL);
+        kill(getpid(), sig);
     }
     _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }

@@ -19,10 +19,17 @@ from gpsimd_tool import signals  # noqa: E402
 
 
 @pytest.fixture
-def forwarding():
-    """``signals``, its "interrupted" state restored afterwards."""
+def forwarding(monkeypatch):
+    """``signals``, its "interrupted" state restored afterwards, and a
+    cancel of the emulator server's waits (``emu_server.cancel``) of its
+    own: the process's goes on serving the tests that follow."""
+    from gpsimd_tool import emu_server
+    cancel = os.pipe()
+    monkeypatch.setattr(emu_server, "_CANCEL", cancel)
     yield signals
     signals._INTERRUPTED.clear()
+    for fd in cancel:
+        os.close(fd)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -116,7 +116,8 @@ def test_a_stop_signal_ends_the_wait_for_a_server_still_loading(monkeypatch):
     Ctrl-\\ at the first test run took 5 s to end the build)."""
     import socket
     from gpsimd_emu.client import protocol, served
-    monkeypatch.setattr(emu_server, "_CANCEL", os.pipe())
+    cancel = os.pipe()                  # (the process's own goes on serving other tests)
+    monkeypatch.setattr(emu_server, "_CANCEL", cancel)
     monkeypatch.setattr(emu_server, "_names", {b"\0other"})    # (no close at exit)
     monkeypatch.setattr(emu_server, "_closed", False)
     env = {"PATH": os.environ.get("PATH", "")}
@@ -141,3 +142,5 @@ def test_a_stop_signal_ends_the_wait_for_a_server_still_loading(monkeypatch):
         signals._INTERRUPTED.clear()
         listener.close()
         run.join(60)
+        for fd in cancel:
+            os.close(fd)

@@ -120,7 +120,7 @@ def cancel() -> None:
     a server that has not started it (one waiting for the model to load,
     up to ``gpsimd_emu.server.LOAD_WAIT`` seconds) gives up at once, and so
     does every later
-    one (:func:`run` returns None: ``signals`` refuses to start it)."""
+    one (:func:`run` returns None; ``signals`` then starts nothing)."""
     try:
         os.write(_CANCEL[1], b"x")
     except OSError:

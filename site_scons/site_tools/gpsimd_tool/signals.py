@@ -122,10 +122,10 @@ class ByPid:
 
 def _begin() -> bool:
     """An action is about to start: False (start nothing) once the build
-    quits; else it counts as left (``_left``) until :func:`_started` or
-    :func:`_abandon`."""
+    got a stop signal (it would be stopped at once); else it counts as
+    left (``_left``) until :func:`_started` or :func:`_abandon`."""
     with _LOCK:
-        if _QUITTING.is_set():
+        if _QUITTING.is_set() or _INTERRUPTED.is_set():
             return False
         _STARTING[0] += 1
         return True
