@@ -328,12 +328,16 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
                     print(prefix + line, file=sys.stderr)
             sys.stderr.flush()
 
-    with LibrarySession(plan, root=args.root, options=options) as session:
+    session = LibrarySession(plan, root=args.root, options=options)
+    ran = False
+    try:
         results = session.run_all(show)
-        # The zygote ends while the results are written; the session waits
-        # for it at the end of this block (the zygote removes its memory
-        # cgroup once its sandbox has ended: not killed by a sweep).
+        # The zygote ends while the results are written, and under a relay
+        # this process does not wait for it: the supervising process, the
+        # run's subreaper, reaps it (``supervise``), giving the relay the
+        # time to remove the memory cgroup (``contain.sweep``).
         session.done_running()
+        ran = True
         if not args.quiet:   # (the build prints the summary)
             print(results.summary_line(), flush=True)
         out = args.results if results.ok or not args.failed_results else args.failed_results
@@ -343,5 +347,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
             print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
                   file=sys.stderr)
             return 2
+    finally:
+        session.close(wait=not ran)
     return 0 if results.ok else 1
 

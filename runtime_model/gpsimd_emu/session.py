@@ -123,10 +123,11 @@ class LibrarySession:
         if self.zygote is not None:
             self.zygote.shut()
 
-    def close(self) -> None:
-        """End the zygote; close the core objects the session read. Idempotent."""
+    def close(self, wait: bool = True) -> None:
+        """End the zygote (``wait``: ``ZygoteClient.close``); close the core
+        objects the session read. Idempotent."""
         if self.zygote is not None:
-            self.zygote.close()
+            self.zygote.close(wait)
             self.zygote = None
         if self._own_cores:
             for c in self.cores:

@@ -353,11 +353,18 @@ class ZygoteClient:
         except OSError:
             pass
 
-    def close(self) -> None:
+    def close(self, wait: bool = True) -> None:
         """End the zygote (:meth:`shut`), and wait for it; kill it if it does
-        not end within a second. Idempotent."""
+        not end within a second. With ``wait`` False, a zygote under a relay
+        (a PID namespace: any mode but ``pgroup``, in which the zygote
+        removes its memory cgroup itself) is left to end by itself: this
+        process's subreaper reaps it, and gives the relay the time to remove
+        the cgroup (``contain.sweep``). Idempotent."""
         self.shut()
         if self.pid is None:
+            return
+        if not wait and self._ready is not None and self._ready.get("mode") != "pgroup":
+            self.pid = None
             return
         try:
             contain.end_within(self.pid, 1.0)
