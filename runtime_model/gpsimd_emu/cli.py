@@ -328,26 +328,21 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
                     print(prefix + line, file=sys.stderr)
             sys.stderr.flush()
 
-    session = LibrarySession(plan, root=args.root, options=options)
-    ran = False
-    try:
+    with LibrarySession(plan, root=args.root, options=options) as session:
         results = session.run_all(show)
-        # The zygote ends while the results are written, and under a relay
-        # this process does not wait for it: the supervising process, the
-        # run's subreaper, reaps it (``supervise``), giving the relay the
-        # time to remove the memory cgroup (``contain.sweep``).
-        session.done_running()
-        ran = True
-        if not args.quiet:   # (the build prints the summary)
-            print(results.summary_line(), flush=True)
-        out = args.results if results.ok or not args.failed_results else args.failed_results
-        try:
-            results.write(out)
-        except OSError as e:
-            print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
-                  file=sys.stderr)
-            return 2
-    finally:
-        session.close(wait=not ran)
+        # Under a relay this process does not wait for the zygote: it ends
+        # while the results are written, and the supervising process, the
+        # run's subreaper, reaps it, giving the relay the time to remove
+        # the memory cgroup (``supervise``, ``contain.sweep``).
+        session.close(wait=False)
+    if not args.quiet:   # (the build prints the summary)
+        print(results.summary_line(), flush=True)
+    out = args.results if results.ok or not args.failed_results else args.failed_results
+    try:
+        results.write(out)
+    except OSError as e:
+        print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
+              file=sys.stderr)
+        return 2
     return 0 if results.ok else 1
 

@@ -129,67 +129,50 @@ def _named(pid: int) -> str:
         return ""
 
 
-def _ask_to_end(keep: tuple, grace: float) -> set:
-    """SIGTERM every zygote relay among the children but ``keep`` (those
-    it inherits meanwhile too), SIGKILL the others, and reap them as they
-    end, until none is left or ``grace`` seconds have passed (woken by the
-    children's pidfds, not polling). Returns the pids signalled."""
-    deadline = time.monotonic() + grace
-    asked: set = set()
-    while True:
-        pids = [p for p in children(os.getpid()) if p not in keep]
+def _wait_any(pids: list, seconds: float) -> None:
+    """Until one of the children ``pids`` ends (their pidfds), or
+    ``seconds`` pass."""
+    fds = []
+    try:
         for pid in pids:
-            if pid not in asked:
-                if _named(pid) == PROGRAM_NAME:
-                    kill(pid, signal.SIGTERM)
-                else:
-                    kill(pid, group=True)
-                    kill(pid)
-                asked.add(pid)
-        _reap_others(keep)
-        pids = [p for p in children(os.getpid()) if p not in keep]
-        remaining = deadline - time.monotonic()
-        if not pids or remaining <= 0:
-            return asked
-        fds = []
-        try:
-            for pid in pids:
-                try:
-                    fds.append(os.pidfd_open(pid))
-                except OSError:
-                    pass
-            if fds:
-                select.select(fds, [], [], remaining)
-        finally:
-            for fd in fds:
-                os.close(fd)
+            try:
+                fds.append(os.pidfd_open(pid))
+            except OSError:
+                pass
+        select.select(fds, [], [], max(0.0, seconds))
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> int:
-    """End and reap every child but ``keep``: a zygote's relay by SIGTERM
-    first, for at most ``grace`` seconds (``TERM_GRACE``), every other
-    child by SIGKILL (with its process group), again until none is left
-    (a subreaper keeps inheriting orphans while their parents die), for
-    at most ``limit`` seconds more. Returns how many processes it
-    signalled."""
-    ended = _ask_to_end(keep, grace)
-    deadline = time.monotonic() + limit
+    """End and reap every child but ``keep``, again until none is left (a
+    subreaper keeps inheriting orphans while their parents die), for at
+    most ``grace`` + ``limit`` seconds: a zygote's relay gets SIGTERM and
+    ``grace`` seconds (``TERM_GRACE``) to end, every other child (and a
+    relay left after them) SIGKILL, with its process group. Returns how
+    many processes it signalled."""
+    start = time.monotonic()
+    signalled: set = set()
     while True:
+        patient = time.monotonic() - start < grace
         pids = [p for p in children(os.getpid()) if p not in keep]
+        relays = 0
         for pid in pids:
-            kill(pid, group=True)
-            try:
-                os.kill(pid, signal.SIGKILL)
-                ended.add(pid)
-            except OSError:
-                pass
+            if patient and _named(pid) == PROGRAM_NAME:
+                relays += 1
+                if pid not in signalled:
+                    kill(pid, signal.SIGTERM)
+            else:
+                kill(pid, group=True)
+                kill(pid)
+            signalled.add(pid)
         reaped = _reap_others(keep)
-        if not pids and not reaped:
-            return len(ended)
-        if time.monotonic() > deadline:
-            return len(ended)
-        if pids and not reaped:
-            time.sleep(0.001)
+        if (not pids and not reaped) or time.monotonic() - start > grace + limit:
+            return len(signalled)
+        if pids and not reaped:     # (a killed child takes a moment; a relay, its grace)
+            _wait_any(pids, grace - (time.monotonic() - start) if relays == len(pids)
+                      else 0.001)
 
 
 def _reap_others(keep: tuple) -> int:

@@ -1,6 +1,6 @@
 """A library session: the one implementation of "run and judge a vector",
-used by the CLI (``python -m gpsimd_emu run``) and meant for a pytest
-plugin::
+used by the CLI (``python -m gpsimd_emu run``) and the pytest plugin's
+vector service::
 
     with LibrarySession(plan, root=".", options=RunOptions(timeout=5)) as s:
         result = s.run_vector("relu_forward", "small")   # VectorResult
@@ -115,13 +115,6 @@ class LibrarySession:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-    def done_running(self) -> None:
-        """No vector runs after this: the zygote starts ending now (its
-        exit, about a millisecond, overlaps what the caller does next);
-        :meth:`close` waits for it."""
-        if self.zygote is not None:
-            self.zygote.shut()
 
     def close(self, wait: bool = True) -> None:
         """End the zygote (``wait``: ``ZygoteClient.close``); close the core

@@ -345,22 +345,17 @@ class ZygoteClient:
             raise ZygoteError("an unreadable answer")
         return reply
 
-    def shut(self) -> None:
-        """Close the zygote's socket: it ends, without this process waiting
-        (:meth:`close` waits). Idempotent."""
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
     def close(self, wait: bool = True) -> None:
-        """End the zygote (:meth:`shut`), and wait for it; kill it if it does
-        not end within a second. With ``wait`` False, a zygote under a relay
+        """End the zygote (closing its socket), and wait for it; kill it if
+        it does not end within a second. With ``wait`` False, a zygote under a relay
         (a PID namespace: any mode but ``pgroup``, in which the zygote
         removes its memory cgroup itself) is left to end by itself: this
         process's subreaper reaps it, and gives the relay the time to remove
         the cgroup (``contain.sweep``). Idempotent."""
-        self.shut()
+        try:
+            self.sock.close()
+        except OSError:
+            pass
         if self.pid is None:
             return
         if not wait and self._ready is not None and self._ready.get("mode") != "pgroup":

@@ -139,7 +139,7 @@ def test_a_run_is_forked_by_the_server_which_ends_with_the_build(built_project, 
         # between runs, nothing of a run is left under the server
         assert _descendants(server) == {}
         # a request the server cannot read is answered, and the server lives on
-        name = served.name_for(served.this_process(), sys.executable, env)
+        name = served.name_for(protocol.this_process(), sys.executable, env)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sock.connect(name)
         socket.send_fds(sock, [b"{not marshal"], [1, 2])

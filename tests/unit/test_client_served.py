@@ -107,7 +107,7 @@ def test_not_under_ninja_or_turned_off_the_command_runs_itself(tmp_path, monkeyp
 def test_a_server_for_a_process_that_is_gone_is_not_started(tmp_path):
     """The server checks the served process's start time once its pidfd
     holds it: a pid used again is another process, nothing to serve."""
-    me = handoff.this_process()
+    me = scope.this_process()
     name = handoff.name_for((me[0], me[1] + 1), sys.executable, dict(os.environ))
     env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
     assert handoff.start_server(name, sys.executable, env, False) is False

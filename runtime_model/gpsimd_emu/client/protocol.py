@@ -21,7 +21,7 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "find_ninja", "served_by", "model_files",
+           "DEFAULT_TIMEOUT", "find_ninja", "served_by", "this_process", "model_files",
            "include_dir", "server_key", "server_name", "peer_uid", "peer_pid", "encode",
            "decode", "proc_stat"]
 
@@ -75,6 +75,14 @@ def served_by(pid: int) -> "tuple[int, int] | None":
     serves (a pid used again is another process); None when it is gone."""
     stat = proc_stat(pid)
     return None if stat is None else (pid, stat[2])
+
+
+def this_process() -> "tuple[int, int]":
+    """(pid, start time) of this process: what a build served by its own
+    process (scons) names its server by."""
+    me = served_by(os.getpid())
+    assert me is not None                # (this process is alive)
+    return me
 
 
 def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":

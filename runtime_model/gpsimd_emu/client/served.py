@@ -50,10 +50,9 @@ import sys
 import time
 
 from .protocol import (LOG_ENV, SERVER_ENV, decode, encode, find_ninja, model_files, peer_pid,
-                       peer_uid, served_by, server_key, server_name)
+                       peer_uid, server_key, server_name)
 
 __all__ = ["hand_off", "name_for", "start_server", "ask_to_load", "stop_server", "run_step",
-           "this_process",
            "prestart_step", "FIRST_REPLY_TIMEOUT", "STATUS_GRACE", "STOP_WAIT"]
 
 #: Seconds a client waits for the server's first answer (it comes in
@@ -447,11 +446,3 @@ def prestart_step(argv: "list[str]") -> int:
         print(f"gpsimd_emu prestart: warning: cannot write {argv[1]}: {e.strerror}",
               file=sys.stderr)
     return 0
-
-
-def this_process() -> "tuple[int, int]":
-    """(pid, start time) of this process: what a build served by its own
-    process (scons) names its server by."""
-    me = served_by(os.getpid())
-    assert me is not None                # (this process is alive)
-    return me

@@ -67,7 +67,7 @@ def configure(python: str) -> None:
 def _this_process():
     global _me
     if _me is None:
-        _me = served.this_process()
+        _me = protocol.this_process()
     return _me
 
 
