@@ -187,15 +187,6 @@ static void *alloc(size_t n)
     return p;
 }
 
-/* contain.die_with_parent */
-void gl_die_with_parent(int parent)
-{
-    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-    pid_t ppid = getppid();
-    if (ppid != parent && !(ppid == 0 && getpid() == 1))
-        _exit(1);
-}
-
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
 static void set_alarm(double seconds)
@@ -285,7 +276,7 @@ static void run_cores(const struct gz_run *r, int index, double deadline);
 static void helper_main(const struct gz_run *r, int index, int leader, double deadline,
                         int is_whole)
 {
-    gl_die_with_parent(leader);
+    sb_die_with_parent(leader);
     gl_set_name("gpsimd-core");
     is_helper = 1;
     nhelping = 0;
@@ -572,7 +563,7 @@ static void rebase(gpsimd_core_binding *b)
 
 static void leader_main(void)
 {
-    gl_die_with_parent((int)R->zygote);
+    sb_die_with_parent((int)R->zygote);
     gl_set_name("gpsimd-vector");
     signal(SIGINT, SIG_DFL);
     signal(SIGTERM, SIG_DFL);

@@ -53,9 +53,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "leader.h"
+#include "gpsimd_host/zygote.h"
+#include "sandbox.h"
 
 struct sandbox SB;
+
+/* Die (SIGKILL) with the process ``parent`` (contain.die_with_parent): at
+ * once when it is already gone, unless this process is PID 1 of a new
+ * namespace, whose parent is outside it. */
+void sb_die_with_parent(int parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+    pid_t ppid = getppid();
+    if (ppid != parent && !(ppid == 0 && getpid() == 1))
+        _exit(1);
+}
 
 static int write_text(int dir, const char *file, const char *text);
 
@@ -338,13 +350,13 @@ static void map_ids(uid_t uid, gid_t gid)
 
 /* The working directory's folders: /tmp and a folder per run of a vector
  * (sb_run_dir: the runs of one vector do not see each other's files). */
-static const char *const workdirs[1 + GL_MAX_RUNS] = {"/tmp", "/tmp/run0", "/tmp/run1",
-                                                      "/tmp/run2", "/tmp/run3"};
-_Static_assert(GL_MAX_RUNS == 4, "a folder per run");
+static const char *const workdirs[1 + GPSIMD_ZY_MAX_RUNS] = {
+    "/tmp", "/tmp/run0", "/tmp/run1", "/tmp/run2", "/tmp/run3"};
+_Static_assert(GPSIMD_ZY_MAX_RUNS == 4, "a folder per run");
 /* their change times when they were made: any file made, removed or
  * renamed in one, or any change to one, changes its ctime (which no
  * process can set) */
-static struct timespec made[1 + GL_MAX_RUNS];
+static struct timespec made[1 + GPSIMD_ZY_MAX_RUNS];
 
 static int mount_workdir(void)
 {
@@ -352,7 +364,7 @@ static int mount_workdir(void)
     snprintf(opts, sizeof opts, "size=%d,nr_inodes=65536,mode=0700", GPSIMD_ZY_WORKDIR_BYTES);
     if (mount("gpsimd-work", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
         return -1;
-    for (int i = 1; i <= GL_MAX_RUNS; i++)
+    for (int i = 1; i <= GPSIMD_ZY_MAX_RUNS; i++)
         if (mkdir(workdirs[i], 0700) != 0)
             return -1;
     return 0;
@@ -362,7 +374,7 @@ static int mount_workdir(void)
 static int enter_workdir(void)
 {
     struct stat st;
-    for (int i = 0; i <= GL_MAX_RUNS; i++) {
+    for (int i = 0; i <= GPSIMD_ZY_MAX_RUNS; i++) {
         if (stat(workdirs[i], &st) != 0)
             return -1;
         made[i] = st.st_ctim;
@@ -471,7 +483,7 @@ void sb_fresh_workdir(void)
     int same = SB.workdir;
     if (SB.ipc)
         clear_ipc();
-    for (int i = 0; same && i <= GL_MAX_RUNS; i++)
+    for (int i = 0; same && i <= GPSIMD_ZY_MAX_RUNS; i++)
         same = stat(workdirs[i], &st) == 0 && st.st_ctim.tv_sec == made[i].tv_sec
             && st.st_ctim.tv_nsec == made[i].tv_nsec;
     if (!SB.workdir || same)
@@ -580,7 +592,7 @@ void sb_enter(int parent, int relay_closes)
             close(cg_parent);
         SB.refresh[0] = ack[0];
         SB.refresh[1] = req[1];
-        gl_die_with_parent(outside);
+        sb_die_with_parent(outside);
         SB.mode = mode;
         /* (joined once: a vector's leader is born in it) */
         SB.cg_inside = SB.cg_version && sb_cg_join(SB.cg_dir, SB.cg_version);

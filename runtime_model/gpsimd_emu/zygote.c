@@ -50,6 +50,7 @@
 
 #include "gpsimd_host/abi.h"
 #include "leader.h"
+#include "sandbox.h"
 
 #ifndef GZ_SOURCE_DIGEST
 #define GZ_SOURCE_DIGEST none
@@ -634,7 +635,7 @@ int main(int argc, char **argv)
                 ncopies, ncores, GL_MAX_RUNS, GL_MAX_CORES);
         return 2;
     }
-    gl_die_with_parent(parent);
+    sb_die_with_parent(parent);
     gl_set_name("gpsimd-zygote");
     struct rlimit none = {0, 0};
     setrlimit(RLIMIT_CORE, &none);       /* a crashing kernel leaves no core file */

@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from conftest import build_zygote
+from gpsimd_device import zygote as program
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_emu import abi, control, zygote_client
 from gpsimd_emu.zygote_client import Ready, Reply, Vector, vector_message
@@ -93,7 +94,7 @@ def test_a_program_of_other_sources_is_refused(zygote_program, tmp_path):
     emu = tmp_path / "emu"
     emu.mkdir()
     here = os.path.dirname(zygote_client.__file__)
-    for name in ("zygote.c", "sandbox.c", "leader.c", "leader.h"):
+    for name in program.SOURCE_NAMES:
         text = open(os.path.join(here, name)).read()
         (emu / name).write_text(text + ("\n" if name == "leader.c" else ""))
     other = build_zygote(tmp_path, str(emu), INCLUDE_DIR)

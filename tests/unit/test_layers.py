@@ -7,11 +7,16 @@ module (function-level ones included) of the project's packages.
   pytest plugin ``gpsimd_pytest``) import of ``gpsimd_emu`` only its
   client, ``gpsimd_emu.client``, which imports nothing else of the
   emulator, and with everything it imports is stdlib only;
-- no package has an import cycle.
+- no package has an import cycle;
+- the emulator's program (its C sources) stands in layers: the sandbox,
+  then a vector's processes (the leader), then the program's loop; a file
+  includes the headers of its own layer and those below, and calls only
+  their functions.
 """
 
 import ast
 import os
+import re
 import sys
 
 import pytest
@@ -199,3 +204,41 @@ def test_the_walker_sees_function_level_imports_cycles_and_back_doors(tmp_path):
     assert cycles(edges) == [["gpsimd_emu.cli", "gpsimd_emu.server"]]
     assert violations(edges) == [
         "gpsimd_tool.ninja -> gpsimd_emu.contain: the build side imports only gpsimd_emu.client"]
+
+
+#: The program's C layers, lowest first: each one's files and the prefix of
+#: the functions its header declares.
+C_LAYERS = (("sandbox", "sb_"), ("leader", "gl_"), ("zygote", "gz_"))
+
+
+def c_violations(folder, names):
+    """Every include of a local header or call of a layer's function, in
+    the C files ``names`` of ``folder``, that reaches a higher layer, as
+    'file -> what: why'."""
+    rank = {layer: i for i, (layer, _) in enumerate(C_LAYERS)}
+    out = []
+    for name in sorted(names):
+        mine = rank[os.path.splitext(name)[0]]
+        text = open(os.path.join(folder, name), encoding="utf-8").read()
+        for header in re.findall(r'^\s*#\s*include\s+"([a-z_]+)\.h"', text, re.M):
+            if rank.get(header, -1) > mine:
+                out.append(f"{name} -> {header}.h: {C_LAYERS[mine][0]} is below {header}")
+        for layer, prefix in C_LAYERS[mine + 1:]:
+            for call in sorted(set(re.findall(rf"\b({prefix}[a-z_]+)\s*\(", text))):
+                out.append(f"{name} -> {call}: {C_LAYERS[mine][0]} is below {layer}")
+    return out
+
+
+def test_the_program_sources_stand_in_layers():
+    from gpsimd_device import zygote as program
+    assert {os.path.splitext(n)[0] for n in program.SOURCE_NAMES} == {l for l, _ in C_LAYERS}
+    assert c_violations(os.path.join(ROOT, PACKAGES["gpsimd_emu"]), program.SOURCE_NAMES) == []
+
+
+def test_the_c_check_sees_an_include_or_a_call_upwards(tmp_path):
+    (tmp_path / "sandbox.c").write_text('#include "sandbox.h"\n#include "leader.h"\n'
+                                        "void f(void) { gl_set_name(\"x\"); sb_g(); }\n")
+    (tmp_path / "leader.c").write_text('#include "sandbox.h"\nint g(void) { sb_enter(1, 2); }\n')
+    assert c_violations(str(tmp_path), ["sandbox.c", "leader.c"]) == [
+        "sandbox.c -> leader.h: sandbox is below leader",
+        "sandbox.c -> gl_set_name: sandbox is below leader"]

@@ -1,0 +1,30 @@
+/* The sandbox of a library run's vectors (sandbox.c): the namespaces, the
+ * memory cgroup, the privileges and the process ties, made once by the
+ * program (zygote.c) and used by a vector's processes (leader.c). It is
+ * the program's lowest layer: it includes neither of the others' headers. */
+#ifndef GPSIMD_EMU_SANDBOX_H
+#define GPSIMD_EMU_SANDBOX_H
+
+#include <stdint.h>
+
+struct sandbox {
+    const char *mode;                    /* "pidns", "userns", "pgroup" */
+    char missing[1024];                  /* what is not contained, "" when all is */
+    int cg_version, cg_inside, cg_dir, cg_fds[2];   /* limit, memsw/swap */
+    int64_t cg_limit;                    /* -1: none set */
+    char cg_path[1100];
+    int workdir;                         /* the private working directory is /tmp */
+    int ipc;                             /* the SysV IPC namespace is the zygote's own */
+    int refresh[2];                      /* to the relay: its answer, the request */
+};
+extern struct sandbox SB;
+void sb_enter(int parent, int relay_closes);
+void sb_die_with_parent(int parent);
+int sb_cg_join(int dir, int version);
+int sb_cg_set_limit(int64_t bytes);
+int64_t sb_cg_read(const char *file, const char *key);
+void sb_cg_remove(void);
+void sb_fresh_workdir(void);
+void sb_run_dir(int p);
+
+#endif
