@@ -291,7 +291,7 @@ class OpPlan:
     its ``schema`` text, ``args`` in schema order, launcher ``stack_size``
     in bytes, its vectors, and ``kernel``, the kernel function's name when
     it differs from the op name ("" otherwise; in the JSON only then), and
-    ``explore``, what ``gpsimd_emu.explore`` draws (:class:`ExploreSpec`;
+    ``explore``, what ``gpsimd_explore`` draws (:class:`ExploreSpec`;
     None: nothing set, in the JSON only when set), and ``reference``, the
     op's reference when it has no vectors (what explore compares with; in
     the JSON only when set). :attr:`function` is what ``get_func_name``

@@ -157,7 +157,8 @@ def _count(text: str) -> int:
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options every entry that runs a plan's vectors takes (``python
-    -m gpsimd_emu run``, ``.explore``, ``.vector_service``): ``--root``,
+    -m gpsimd_emu run``, ``-m gpsimd_emu.vector_service``, ``-m
+    gpsimd_explore``): ``--root``,
     ``--zygote``, ``--timeout``, ``--memory``, ``--parallel``,
     ``--no-checks``; :func:`run_options` makes their ``RunOptions``."""
     p.add_argument("--root", default=".",

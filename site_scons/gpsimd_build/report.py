@@ -319,7 +319,7 @@ def library_section(lib: ReportLibrary) -> str:
 
 
 def _explored(lib: ReportLibrary) -> str:
-    """The library's last explore (``gpsimd_emu.explore``'s record): a row
+    """The library's last explore (``gpsimd_explore``'s record): a row
     per op, and a falsified op's smallest example as a vector row (with
     its picture) and as the YAML to paste; "" when there is none."""
     ops = lib.explored.get("ops") if isinstance(lib.explored, dict) else None

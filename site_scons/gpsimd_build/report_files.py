@@ -82,7 +82,7 @@ def write_report(path: str, libraries: Sequence[ReportLibrary], totals: str = ""
     return write_if_changed(path, render_report(libraries, totals=totals))
 
 
-#: Each library's last explore record, in its folder (``gpsimd_emu.explore --record``).
+#: Each library's last explore record, in its folder (``gpsimd_explore --record``).
 EXPLORE_RECORD = "explore.json"
 #: The plans an explore may have read, in the library's folder (the shaped
 #: one where the library has shape sources): the record is current when it

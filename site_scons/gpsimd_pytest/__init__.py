@@ -42,7 +42,7 @@ vector fails, saying to build it. The header says which.
 
 With ``--gpsimd-explore``, each op is also an item, ``lib::explore(op)``:
 ``scons explore``'s search for a failing input
-(``python -m gpsimd_emu.explore``, run once per library in a process of
+(``python -m gpsimd_explore``, run once per library in a process of
 its own that dies with pytest, bounded by the vectors' limits): it passes
 when the op is ``EXPLORED``, fails with the ``FALSIFIED`` line and the
 smallest failing example, and skips when ``SKIPPED``

@@ -12,7 +12,7 @@ __all__ = ["run", "ExploredOp"]
 
 
 def run(plugin, lib) -> Tuple[Optional[dict], str]:
-    """``(record, "")``: ``python -m gpsimd_emu.explore`` on ``lib``'s plan (its
+    """``(record, "")``: ``python -m gpsimd_explore`` on ``lib``'s plan (its
     ``--record``), with the build's plan, program, shape library and limits,
     through the client (a process group of its own, bounded); or ``(None,
     why not)``."""

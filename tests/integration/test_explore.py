@@ -1,4 +1,4 @@
-"""``scons explore-<lib>`` (gpsimd_emu.explore): a search for a failing
+"""``scons explore-<lib>`` (gpsimd_explore): a search for a failing
 input with no vector that shows the bug. It finds the remainder bug of a
 multicore kernel whose only vector divides evenly over the cores, and the
 odd-tail bug of a chunked kernel with no vector at all, prints
@@ -129,7 +129,7 @@ def test_a_nan_example_is_saved_as_npy_and_fails_the_same_way_pasted(built_proje
     saved = proj / file
     import numpy as np
     assert np.isnan(np.load(saved)).tolist() == [True]
-    # named by its content (gpsimd_emu.explore._digest): the one file of the op
+    # named by its content (gpsimd_explore.search._digest): the one file of the op
     assert [p.name for p in (proj / "explore").glob("relu.relu_forward.*")] == [saved.name]
     manifest = proj / "ops.yaml"
     text = manifest.read_text()

@@ -1,5 +1,5 @@
 """The importer asks the kernels (gpsimd_build.import_probe and the probe
-phase of gpsimd_emu.explore): a kernel whose accessors are 2-dimensional
+phase of gpsimd_explore): a kernel whose accessors are 2-dimensional
 gets rank-2 vectors and passes as printed; AWS-like multicore relu's
 remainder bug, hidden by 8 elements over 8 cores, fails as imported,
 naming core 7; with ``--no-probe`` the ops have no vectors, the build

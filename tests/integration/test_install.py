@@ -28,6 +28,7 @@ INSTALLED = {
     "schema": ("gpsimd_build/schema", (".json",)),
     "runtime_model/gpsimd_device": ("gpsimd_device", (".py",)),
     "runtime_model/gpsimd_emu": ("gpsimd_emu", (".py", ".c", ".h")),
+    "runtime_model/gpsimd_explore": ("gpsimd_explore", (".py",)),
     "runtime_model/include": ("gpsimd_device/include", (".h", ".hpp")),
     "runtime_model/src": ("gpsimd_device/src", (".cpp", ".h")),
     "site_scons/gpsimd_pytest": ("gpsimd_pytest", (".py",)),
@@ -110,7 +111,7 @@ def test_every_source_file_is_installed(venv):
         expected |= {os.path.join(dest, f) for f in found}
     suffixes = tuple({s for _, ss in INSTALLED.values() for s in ss})
     installed = {os.path.join(top, f) for top in ("gpsimd_build", "gpsimd_device", "gpsimd_emu",
-                                                  "gpsimd_pytest")
+                                                  "gpsimd_explore", "gpsimd_pytest")
                  for f in _files(os.path.join(purelib, top), suffixes)}
     assert sorted(installed) == sorted(expected)
     # the SConstruct gpsimd-build runs

@@ -57,7 +57,7 @@ def test_a_plan_with_a_bad_range_is_refused():
 def test_the_strategy_draws_finite_values_in_the_range_only():
     from hypothesis import given, settings
     from gpsimd_device.plan import VectorPlan
-    from gpsimd_emu.explore_draw import inputs_strategy
+    from gpsimd_explore.draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "x": {"kind": "tensor", "dtype": "float32", "shape": [4], "values": [1, 2, 3, 4]},
         "n": {"kind": "tensor", "dtype": "int8", "shape": [4], "values": [1, 2, 3, 4]}}}, "v")
@@ -79,7 +79,7 @@ def test_an_example_s_values_are_written_out_or_saved_beside_the_manifest(tmp_pa
     ``.npy`` the vector names, kept exactly, written through no link
     planted in its place."""
     from gpsimd_device.plan import VectorPlan
-    from gpsimd_emu.explore_example import vector_yaml
+    from gpsimd_explore.example import vector_yaml
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "x": {"kind": "tensor", "dtype": "float32", "shape": [2], "values": [1, 2]},
         "a": {"kind": "scalar", "type": "Scalar", "dtype": "float32", "value": 1.5}}}, "v")
@@ -171,7 +171,7 @@ def test_a_bad_block_is_a_located_error(tmp_path, block, message):
 
 def test_groups_share_a_shape_kept_shapes_stay_scalars_are_drawn_in_range():
     from hypothesis import given, settings
-    from gpsimd_emu.explore_draw import inputs_strategy
+    from gpsimd_explore.draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "g": {"kind": "tensor", "dtype": "float32", "shape": [2, 3], "random": {}},
         "x": {"kind": "tensor", "dtype": "float32", "shape": [2, 3], "random": {}},
@@ -207,7 +207,7 @@ def test_groups_share_a_shape_kept_shapes_stay_scalars_are_drawn_in_range():
 
 def test_an_int_scalar_with_no_range_is_drawn_from_its_whole_dtype():
     from hypothesis import find, given, settings
-    from gpsimd_emu.explore_draw import inputs_strategy
+    from gpsimd_explore.draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "k": {"kind": "scalar", "type": "int", "dtype": "int32", "value": 7},
         "o": {"kind": "scalar", "type": "long long", "dtype": "int64", "value": 7}}}, "v")
@@ -228,7 +228,7 @@ def test_an_int_scalar_with_no_range_is_drawn_from_its_whole_dtype():
 def test_the_search_draws_from_each_set_of_dtypes_the_vectors_give():
     """The first vector of each dtype signature with a reference (or
     checks only); a vector with expected values gives none."""
-    from gpsimd_emu.explore import _templates
+    from gpsimd_explore.search import _templates
 
     def vector(name, dtype, expected):
         return VectorPlan.from_json({"name": name, "inputs": {
@@ -247,7 +247,7 @@ def test_tensors_of_other_shapes_draw_their_dimensions_equal_sizes_tied():
     """x[4,8] and w[8,3]: one drawn size for each of 4, 8 and 3, so the
     8s stay equal; ranks kept; each at most the cap's square root."""
     from hypothesis import given, settings
-    from gpsimd_emu.explore_draw import inputs_strategy
+    from gpsimd_explore.draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "x": {"kind": "tensor", "dtype": "float32", "shape": [4, 8], "random": {}},
         "w": {"kind": "tensor", "dtype": "float32", "shape": [8, 3], "random": {}}}}, "v")
@@ -265,7 +265,7 @@ def test_tensors_of_other_shapes_draw_their_dimensions_equal_sizes_tied():
 
 
 def test_spread_values_differ_from_element_to_element_within_the_range():
-    from gpsimd_emu.explore_draw import spread_values
+    from gpsimd_explore.draw import spread_values
     a = spread_values("float32", (4097,), None, 2)
     assert a.dtype == np.float32 and len(np.unique(a)) > 4000
     assert spread_values("float32", (4097,), None, 2).tobytes() == a.tobytes()    # (seeded)
@@ -280,7 +280,7 @@ def test_spread_values_differ_from_element_to_element_within_the_range():
 
 
 def test_the_sweep_tries_every_count_past_the_buffers_within_the_cap():
-    from gpsimd_emu.explore_draw import sweep_inputs
+    from gpsimd_explore.draw import sweep_inputs
 
     def template(shapes):
         return VectorPlan.from_json({"name": "v", "inputs": {
@@ -305,7 +305,7 @@ def test_named_dimensions_are_drawn_apart_where_the_vector_ties_them(tmp_path):
     {x: [m, n], b: [n]}`` draws them apart, b's one dimension x's second,
     a number fixed; read from the manifest and carried into the plan."""
     from hypothesis import given, settings
-    from gpsimd_emu.explore_draw import inputs_strategy
+    from gpsimd_explore.draw import inputs_strategy
     template = VectorPlan.from_json({"name": "v", "inputs": {
         "x": {"kind": "tensor", "dtype": "float32", "shape": [4, 4], "random": {}},
         "b": {"kind": "tensor", "dtype": "float32", "shape": [4], "random": {}},
@@ -350,7 +350,7 @@ def test_a_bad_shapes_key_is_a_located_error(tmp_path, block, message):
 
 def test_an_example_s_files_are_named_by_its_content():
     """A later example never takes the name of one already pasted."""
-    from gpsimd_emu.explore import _digest
+    from gpsimd_explore.search import _digest
     a = {"x": np.array([np.nan], dtype=np.float32), "k": 3}
     assert _digest(a) == _digest({"k": 3, "x": np.array([np.nan], dtype=np.float32)})
     assert len({_digest(a), _digest(dict(a, k=4)), _digest(dict(a, x=np.zeros(1, np.float32))),

@@ -2,7 +2,9 @@
 module (function-level ones included) of the project's packages.
 
 - ``gpsimd_device`` (device facts) imports neither side;
-- ``gpsimd_emu`` (the emulator) never imports the build side;
+- ``gpsimd_emu`` (the emulator) never imports the build side, nor
+  Hypothesis, nor ``gpsimd_explore`` (explore, an application of the
+  emulator, which the build runs as a command and never imports);
 - the front ends (``gpsimd_build``, the SCons tool ``gpsimd_tool``, the
   pytest plugin ``gpsimd_pytest``) import of ``gpsimd_emu`` only its
   client, ``gpsimd_emu.client``, which imports nothing else of the
@@ -26,6 +28,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PACKAGES = {
     "gpsimd_device": "runtime_model/gpsimd_device",
     "gpsimd_emu": "runtime_model/gpsimd_emu",
+    "gpsimd_explore": "runtime_model/gpsimd_explore",
     "gpsimd_build": "site_scons/gpsimd_build",
     "gpsimd_pytest": "site_scons/gpsimd_pytest",
     "gpsimd_tool": "site_scons/site_tools/gpsimd_tool",
@@ -33,13 +36,15 @@ PACKAGES = {
 
 #: What each package must never import (top-level names).
 FORBIDDEN = {
-    "gpsimd_device": {"gpsimd_emu", "gpsimd_build", "gpsimd_tool", "gpsimd_pytest", "SCons",
-                      "numpy", "yaml", "jsonschema"},
-    "gpsimd_emu": {"gpsimd_build", "gpsimd_tool", "gpsimd_pytest", "SCons", "yaml",
-                   "jsonschema"},
-    "gpsimd_build": {"gpsimd_tool", "gpsimd_pytest", "SCons"},
-    "gpsimd_tool": {"gpsimd_pytest"},
-    "gpsimd_pytest": {"gpsimd_tool", "SCons"},
+    "gpsimd_device": {"gpsimd_emu", "gpsimd_explore", "gpsimd_build", "gpsimd_tool",
+                      "gpsimd_pytest", "SCons", "numpy", "yaml", "jsonschema"},
+    "gpsimd_emu": {"gpsimd_explore", "gpsimd_build", "gpsimd_tool", "gpsimd_pytest", "SCons",
+                   "yaml", "jsonschema", "hypothesis"},
+    "gpsimd_explore": {"gpsimd_build", "gpsimd_tool", "gpsimd_pytest", "SCons", "yaml",
+                       "jsonschema"},
+    "gpsimd_build": {"gpsimd_explore", "gpsimd_tool", "gpsimd_pytest", "SCons"},
+    "gpsimd_tool": {"gpsimd_explore", "gpsimd_pytest"},
+    "gpsimd_pytest": {"gpsimd_explore", "gpsimd_tool", "SCons"},
 }
 
 #: The only part of gpsimd_emu the front ends may import (a package).

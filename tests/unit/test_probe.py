@@ -1,4 +1,4 @@
-"""The probe phase (gpsimd_emu.probe): what a kernel's faults teach, and
+"""The probe phase (gpsimd_explore.probe): what a kernel's faults teach, and
 that following them settles on what a kernel accepts. The kernels here
 are models of the runtime's accessor checks, with its exact messages
 (runtime_model/src/tensor.cpp); the real kernel is run in
@@ -10,7 +10,7 @@ import pytest
 
 from conftest import ROOT
 from gpsimd_device.dtypes import DTYPES
-from gpsimd_emu import probe as P
+from gpsimd_explore import probe as P
 
 
 def _kernel(wants, order=None, ctypes=None):

@@ -31,12 +31,12 @@ START_SLACK = 10.0
 
 
 def run_explore(plan: str, argv: List[str], timeout: float) -> Tuple[Optional[int], str]:
-    """Run ``python -m gpsimd_emu.explore PLAN ARGV`` (``scons explore``'s
+    """Run ``python -m gpsimd_explore PLAN ARGV`` (``scons explore``'s
     command) in a process group of its own that dies with this process:
     ``(exit status, its output)``, or ``(None, why)`` when it took
     more than ``timeout`` seconds or this process was interrupted (then
     re-raised); either way its whole group is ended (SIGKILL)."""
-    ended = run_group([sys.executable, "-m", "gpsimd_emu.explore", plan, *argv],
+    ended = run_group([sys.executable, "-m", "gpsimd_explore", plan, *argv],
                       timeout, env=_model_env(None), grace=0)
     return ended.status, ended.out if ended.status is not None else f"explore: {ended.err}"
 

@@ -122,9 +122,9 @@ def add_builders(env):
                         " $GPSIMD_TEST_NINJA_ARGS"),
         GPSIMD_TEST_NINJA_ARGS=[],   # the ninja path's (ninja_path.record_failures)
         # `scons explore-<lib>`: a search for a failing input per op (never
-        # up to date: it always runs; gpsimd_emu.explore); its record,
+        # up to date: it always runs; gpsimd_explore); its record,
         # explore.json, says what each op's search (or probe) found
-        GPSIMD_EXPLORECOM=("$PYTHON -m gpsimd_emu.explore $SOURCE --zygote $GPSIMD_ZYGOTE "
+        GPSIMD_EXPLORECOM=("$PYTHON -m gpsimd_explore $SOURCE --zygote $GPSIMD_ZYGOTE "
                            f"--record ${{TARGET.dir}}/{EXPLORE_RECORD} $GPSIMD_EXPLORE_SHAPES "
                            "--database ${TARGET.dir}/explore-db --save-dir $GPSIMD_EXPLORE_DIR "
                            "--save-prefix explore/ --examples $EXPLORE_EXAMPLES "

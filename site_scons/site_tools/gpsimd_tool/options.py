@@ -73,7 +73,7 @@ def _variables(env) -> Variables:
              "its cores allocate, e.g. 512M or 8G (empty: the emulator's default, 4G)", "")
     vars.Add("EMU_PARALLEL", "processes a test vector's cores may use at once; 0 runs them one "
              "after another (empty: the CPUs divided by the jobs of -j)", "")
-    vars.Add("EXPLORE_EXAMPLES", "inputs `scons explore` draws per op (gpsimd_emu.explore)", "100")
+    vars.Add("EXPLORE_EXAMPLES", "inputs `scons explore` draws per op (gpsimd_explore)", "100")
     vars.Add("EXPLORE_SEED", "the seed of `scons explore` (the same seed, the same examples "
              "while the example database under BUILD_DIR holds no failure)", "0")
     vars.Add("EXPLORE_TIME", "seconds `scons explore` may search one op (empty: no limit)", "")

@@ -14,7 +14,7 @@ import numpy as np
 from gpsimd_device.limits import MAX_DIMS, STREAM_TCM_BYTES, TCM_POOL_SIZE
 from gpsimd_device.plan import ExploreSpec, VectorPlan
 
-from .dtypes import by_name
+from gpsimd_emu.dtypes import by_name
 
 __all__ = ["inputs_strategy", "sweep_inputs", "spread_values", "PARTITION_SIZES", "PAST_LIMITS"]
 

@@ -1,7 +1,8 @@
-"""Explore: search each op of a library for a failing input, with no
-vector written for it, property-based (Hypothesis is the engine).
+"""The search (``python -m gpsimd_explore``): each op of a library searched
+for a failing input, with no vector written for it, property-based
+(Hypothesis is the engine).
 
-``python -m gpsimd_emu.explore PLAN --zygote PROGRAM [--root DIR]
+``python -m gpsimd_explore PLAN --zygote PROGRAM [--root DIR]
 [--examples N] [--seed S] [--max-elements N] [--time-limit S]
 [--database DIR] [--save-dir DIR] [--save-prefix P] [--timeout S]
 [--shapes LIB] [--record FILE] [--memory SIZE] [--parallel N]
@@ -20,11 +21,11 @@ line per op:
   YAML, relative to the manifest);
 * ``SKIPPED lib::op: <why>`` for an op this cannot draw for.
 
-What is drawn (``gpsimd_emu.explore_draw``): each tensor argument's dtype
+What is drawn (``gpsimd_explore.draw``): each tensor argument's dtype
 and rank and the reference come from the op's vectors (the first of each
 set of dtypes); every scalar argument is drawn from its dtype's whole
 range (or the op's ``explore: scalars:`` range); an op
-without vectors is probed first (``gpsimd_emu.probe``: its kernel's SHAPE
+without vectors is probed first (``gpsimd_explore.probe``: its kernel's SHAPE
 and DTYPE faults teach each tensor's rank and dtype; scalars are 1 in the
 probe) and compared with its reference or explored checks-only, its
 output from its shape function (``--shapes``: the library's shape
@@ -76,10 +77,10 @@ from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
-from .explore_draw import inputs_strategy, sweep_inputs
-from .explore_example import example_vector, vector_yaml
+from .draw import inputs_strategy, sweep_inputs
+from .example import example_vector, vector_yaml
 from .probe import lesson_of, probe
-from .settings import add_run_options, run_options
+from gpsimd_emu.settings import add_run_options, run_options
 
 __all__ = ["main", "explore_op"]
 
@@ -127,7 +128,7 @@ def _output_like(explore: ExploreSpec) -> Callable:
 def _probed_template(session, op, shaped: Callable, record: Optional[dict],
                      explore: ExploreSpec):
     """``(template, None)``: a vector of ``op`` with the ranks and dtypes
-    the probe learned (``gpsimd_emu.probe``; it starts from the dtypes of
+    the probe learned (``gpsimd_explore.probe``; it starts from the dtypes of
     the op's ``explore:`` block), or ``(None, why)``."""
     if not op.args:
         return None, "no vector, and no schema to draw its arguments from"
@@ -290,7 +291,7 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m gpsimd_emu.explore",
+    p = argparse.ArgumentParser(prog="python -m gpsimd_explore",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("plan")
     add_run_options(p)
@@ -311,7 +312,7 @@ def _shaper(plan: TestPlan, library: Optional[str]) -> Optional[Callable]:
     none given)."""
     if not library:
         return None
-    from .shapes import read_registration, shaped_plan
+    from gpsimd_emu.shapes import read_registration, shaped_plan
     registration = read_registration(library)
     ops = {op.name: op for op in plan.ops}
 
@@ -323,28 +324,28 @@ def _shaper(plan: TestPlan, library: Optional[str]) -> Optional[Callable]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m gpsimd_emu.explore``: the exit status (module text)."""
+    """``python -m gpsimd_explore``: the exit status (module text)."""
     args = build_parser().parse_args(argv)
     if args.examples > 0:       # (the probe alone runs without it)
         try:
             import hypothesis  # noqa: F401
         except ImportError:
-            print("gpsimd_emu explore: needs Hypothesis: python3 -m pip install "
+            print("gpsimd_explore: needs Hypothesis: python3 -m pip install "
                   "'gpsimd-build[explore]'", file=sys.stderr)
             return 2
-    from .session import LibrarySession
-    from .shapes import StepError
-    from .zygote_client import program_problem
+    from gpsimd_emu.session import LibrarySession
+    from gpsimd_emu.shapes import StepError
+    from gpsimd_emu.zygote_client import program_problem
     try:
         plan = TestPlan.load(args.plan)
         shaper = _shaper(plan, args.shapes)
     except (PlanError, StepError) as e:
-        print(f"gpsimd_emu explore: {e}", file=sys.stderr)
+        print(f"gpsimd_explore: {e}", file=sys.stderr)
         return 2
     zygote = args.zygote or default_path(args.plan)
     problem = program_problem(zygote)
     if problem:
-        print(f"gpsimd_emu explore: {problem}; build it: scons {zygote}", file=sys.stderr)
+        print(f"gpsimd_explore: {problem}; build it: scons {zygote}", file=sys.stderr)
         return 2
     options = run_options(args, zygote)
     work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
@@ -361,7 +362,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     database=args.database, work=work, root=args.root, save_dir=args.save_dir,
                     save_prefix=args.save_prefix, shaped=shaped, record=record)
             except Exception as e:      # (a model bug, or Hypothesis refusing a strategy)
-                status, text = "ERROR", (f"gpsimd_emu explore: {plan.library}::{op.name}: "
+                status, text = "ERROR", (f"gpsimd_explore: {plan.library}::{op.name}: "
                                          f"cannot explore: {type(e).__name__}: {e}")
                 print(text, file=sys.stderr, flush=True)
                 counts["errors"] += 1
@@ -384,6 +385,3 @@ def main(argv: Optional[List[str]] = None) -> int:
           + (f", {counts['SKIPPED']} skipped" if counts["SKIPPED"] else ""), flush=True)
     return 2 if counts["errors"] else 1 if counts["FALSIFIED"] else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
