@@ -9,9 +9,10 @@
 * reads of output elements a core had not written itself (the runtime's
   read maps of both private runs: read while still holding that run's
   poison), named with the cores that write them (a cross-core race);
-* elements whose value changes between the two private runs, which differ
-  only in the poison of never-written memory (TCM, dataram staging,
-  ``torch::empty()`` storage): they depend on memory never written;
+* elements written in either private run whose value changes between the
+  two, which differ only in the poison of never-written memory (TCM,
+  dataram staging, ``torch::empty()`` storage, the output itself): they
+  depend on memory never written;
 * elements that differ between the two fixed-order runs (one shared
   output, cores 0..7 and 7..0): the result depends on the order of cores;
 
@@ -45,6 +46,12 @@ __all__ = ["judge_output", "LAYOUT_MAX_RANGES"]
 LAYOUT_MAX_RANGES = 256
 
 RACE = "a cross-core race on the device: cores do not wait for each other"
+#: What an element depends on when a core read it through a standard or
+#: stream accessor or a raw pointer before writing it (multicore: the runs
+#: against a shared zero-filled output tell it from never-written memory).
+OUTPUT_SOURCE = ("output elements read before they were written (through a standard or "
+                 "stream accessor or a raw pointer: an output element holds no defined value "
+                 "until it is written)")
 
 
 def _elements_differ(a: np.ndarray, b: np.ndarray, itemsize: int, n: int) -> np.ndarray:
@@ -188,14 +195,17 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
 
 def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                      layout: "_Layout") -> List[str]:
-    """Elements a core wrote in both private runs with different values:
-    they depend on memory the kernel never wrote (the runs differ only in
-    the poison bytes). Where the output itself may be the source (a read of
-    it before it was written, tracked or through an accessor or pointer the
-    runtime does not follow), a multicore vector keeps only the elements
-    whose fixed-order runs (shared zero-filled output, memory poisoned as
-    in run 1) agree with each other and with run 1: those depend on the
-    memory, not on the output. Grouped by the kind of memory."""
+    """Elements a core wrote in either private run whose values differ
+    between the two: they depend on memory the kernel never wrote (the
+    runs differ only in the poison bytes), whether the value or whether
+    it was written at all. Where the output itself may be the source (a
+    read of it before it was written, tracked or through an accessor or
+    pointer the runtime does not follow), a multicore vector tells the
+    two apart by its fixed-order runs (shared zero-filled output, memory
+    poisoned as in run 1): elements on which both agree with run 1 depend
+    on the memory; those on which both agree with each other but not
+    with run 1 on the output read before it was written (elements on
+    which they disagree are the order check's). Grouped by the source."""
     if not outcome.ran(1):
         return []
     m0, m1 = image.masks(0), image.masks(1)
@@ -204,26 +214,32 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
     if orders:
         same_orders = ~_elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n)
     grouped: Dict[str, Tuple[List[int], np.ndarray]] = {}
+
+    def add(k: int, source: str, elements: np.ndarray) -> None:
+        nums, acc = grouped.setdefault(source, ([], np.zeros(n, dtype=bool)))
+        nums.append(layout.core_ids[k])
+        acc |= elements
+
     for k in range(image.num_cores):
-        both = m0[k] & m1[k]
-        if not both.any():
+        written = m0[k] | m1[k]
+        if not written.any():
             continue
-        differ = both & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k), size, n)
-        if not differ.any():
-            continue
-        flags = image.report(0, k).flags
-        exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
-        if not exact and orders:
-            differ &= same_orders & ~_elements_differ(image.output_bytes(2, 0),
-                                                      image.output_bytes(1, k), size, n)
-            exact = True
+        differ = written & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k),
+                                            size, n)
         if not differ.any():
             continue
         layout.core(k)["uninit"] = layout.ranges(true_ranges(differ))
-        source = _memory_source(image, k, exact)
-        nums, acc = grouped.setdefault(source, ([], np.zeros(n, dtype=bool)))
-        nums.append(layout.core_ids[k])
-        acc |= differ
+        flags = image.report(0, k).flags
+        exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
+        if not exact and orders:
+            from_output = differ & same_orders & _elements_differ(
+                image.output_bytes(2, 0), image.output_bytes(1, k), size, n)
+            differ &= same_orders & ~from_output
+            exact = True
+            if from_output.any() and flags & abi.REPORT_OUTPUT_UNTRACKED:
+                add(k, OUTPUT_SOURCE, from_output)      # (tracked reads: _read_problems')
+        if differ.any():
+            add(k, _memory_source(image, k, exact), differ)
     return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} depend on "
             f"{source}" for source, (nums, acc) in grouped.items()]
 

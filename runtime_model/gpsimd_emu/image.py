@@ -338,14 +338,11 @@ class DeviceImage:
     def request(self) -> dict:
         """What a vector's process needs besides the file: the runs and the
         layout of the bindings and arguments."""
-        scan = None
-        if self.checks and self.num_cores == 1 and self.itemsize in (1, 2, 4, 8):
-            scan = [self._out_at[0][0], self.out_nbytes, self.itemsize]
         return {"runs": [r.to_json() for r in self.runs], "ncores": self.num_cores,
                 "bindings_at": self._bindings_at, "binding_size": _BINDING,
                 "args_at": self._args_at, "arg_len": len(self.arg_stream),
                 "desc_len": len(self.out_desc), "page": PAGE,
-                "scan": scan, "size": self.file.size}
+                "size": self.file.size}
 
     def prefilled_bytes(self) -> int:
         """Bytes of the file the worker itself touched (inputs of every run,

@@ -53,15 +53,12 @@ class RunOutcome:
 
     def ran(self, run: int) -> bool:
         """Did run ``run`` go to its end without a fault, after every
-        earlier run (but a skipped one) did too? (Only such runs are judged,
-        so that runs that happened to go on side by side with a failing one
-        change nothing.)"""
+        earlier run did too? (Only such runs are judged, so that runs that
+        happened to go on side by side with a failing one change nothing.)"""
         if not self.record:
             return False
         for p in range(run + 1):
             r = self.record["passes"][p]
-            if p < run and r["state"] == control.PASS_SKIPPED:
-                continue
             if r["state"] != control.PASS_DONE or r["faulted"]:
                 return False
         return True
@@ -156,15 +153,12 @@ def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
     return out
 
 
-def check_runs(record: dict, image: DeviceImage) -> None:
+def check_runs(record: dict) -> None:
     """Check, from the worker's side, that a record which says the leader
     finished has every run the leader had to make: each run is done
     without a fault until the one that stopped the vector (faulted, or
-    left running by a process that ended badly); before it, a run may be
-    skipped only where the leader decides so, a single-core vector's
-    second run when the first left no element holding the poison and its
-    report no flag that asks for it (``leader.c``'s ``need_second``, made
-    again here from the image).
+    left running by a process that ended badly); no run before it is
+    skipped.
 
     Raises:
         control.RecordError: naming the run that was skipped or never made
@@ -175,25 +169,11 @@ def check_runs(record: dict, image: DeviceImage) -> None:
     for p, r in enumerate(record["passes"]):
         if r["state"] == control.PASS_DONE and not r["faulted"]:
             continue
-        if r["state"] == control.PASS_SKIPPED and p > 0 and image.num_cores == 1 \
-                and image.runs[p].second and not _second_run_needed(image):
-            continue
         if r["state"] in (control.PASS_SKIPPED, control.PASS_PENDING):
             what = "skipped" if r["state"] == control.PASS_SKIPPED else "never made"
             raise control.RecordError(f"run {p} was {what} though every run before it "
                                       f"ended without a fault")
         return                           # the run that stopped the vector
-
-
-def _second_run_needed(image: DeviceImage) -> bool:
-    """Does a single-core vector need its second run, by its first run's
-    report flags and output copy?"""
-    if image.report(0, 0).flags & (abi.REPORT_TCM_USED | abi.REPORT_EMPTY_USED
-                                   | abi.REPORT_OUTPUT_READ):
-        return True
-    if image.itemsize not in (1, 2, 4, 8):
-        return True
-    return not bool(image.masks(0)[0].all())
 
 
 def _over_time(record: dict, timeout: float) -> Optional[Tuple[int, int]]:

@@ -6,11 +6,10 @@
  *
  * Each run claims its cores from the control block (gpsimd_host/zygote.h)
  * and launches them, with SIGALRM at the run's time limit; a run that
- * faulted, crashed or left a launch stops the vector after it; a
- * single-core vector's second run is made only when the first says so
- * (need_second; gpsimd_emu.judge.check_runs decides it again from the
- * image, so that a kernel cannot forge a skip); runs that take long get
- * helper processes (up to parallel - 1). What a core writes to stdout and
+ * faulted, crashed or left a launch stops the vector after it (the runs
+ * after it are recorded as skipped; every other run is made, so that
+ * nothing a kernel writes decides which runs judge it); runs that take
+ * long get helper processes (up to parallel - 1). What a core writes to stdout and
  * stderr goes to pipes of its own, which the zygote drains and bounds.
  */
 #define _GNU_SOURCE
@@ -406,16 +405,19 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
-/* Core k's stdout and stderr: its own pipes (at fds 3 + 2k and 4 + 2k,
- * where leader_main put them), which the zygote drains. */
-static void to_core_output(int k)
+/* Core k's stdout and stderr in run p: its own pipes (at fds 3 + 2k and
+ * 4 + 2k, where leader_main put them), which the zygote drains, in the
+ * vector's first run; /dev/null (at 3 + 2 * ncores) in the runs after it,
+ * so that what a vector's cores wrote is what one run of them wrote. */
+static void to_core_output(int k, int p)
 {
     static int current = -1;
-    if (k == current)
+    int fd = p == (int)V->runs[0].index || R->devnull < 0 ? 3 + 2 * k : 3 + 2 * (int)V->ncores;
+    if (fd == current)
         return;
-    dup2(3 + 2 * k, 1);
-    dup2(4 + 2 * k, 2);
-    current = k;
+    dup2(fd, 1);
+    dup2(fd == 3 + 2 * k ? fd + 1 : fd, 2);
+    current = fd;
 }
 
 static void run_cores(const struct gz_run *r, int index, double deadline)
@@ -457,7 +459,7 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
             mark_faulted(p);
             continue;
         }
-        to_core_output(k);
+        to_core_output(k, p);
         int64_t t1 = gl_now_ns();
         int status = ((launcher_fn)R->launchers[p][k])();
         int64_t t2 = gl_now_ns();
@@ -495,45 +497,14 @@ static int make_run(const struct gz_run *r, int index)
     return pass_faulted(p);
 }
 
-/* After the first run of a single-core vector: has the second run anything
- * to decide? (the worker checks the same rule: judge.check_runs) */
-static int need_second(void)
-{
-    int first = (int)V->runs[0].index;
-    if (pass_faulted(first))
-        return 0;
-    if (report_of(first, 0)->flags & (GPSIMD_REPORT_TCM_USED | GPSIMD_REPORT_EMPTY_USED
-                                      | GPSIMD_REPORT_OUTPUT_READ))
-        return 1;
-    int64_t size = V->scan_itemsize;
-    if (size <= 0)
-        return 1;
-    const unsigned char *at = image + V->scan_at;
-    unsigned char poison = (unsigned char)V->runs[0].poison;
-    for (int64_t i = 0; i + size <= V->scan_nbytes; i += size) {
-        int64_t j = 0;
-        while (j < size && at[i + j] == poison)
-            j++;
-        if (j == size)
-            return 1;
-    }
-    return 0;
-}
-
 static void leader_run(void)
 {
-    const struct gz_run *second = NULL;
-    for (int i = 0; i < V->nruns; i++)
-        if (V->runs[i].second) {
-            second = &V->runs[i];
-            break;
-        }
     for (int i = 0; i < V->nruns; i++) {
         const struct gz_run *r = &V->runs[i];
         int p = (int)r->index;
         if (has_whole[p])
             continue;                      /* a helper makes it */
-        if (stop_after >= 0 || (r == second && V->ncores == 1 && !need_second())) {
+        if (stop_after >= 0) {
             protect(1);
             set_pass(p, PASS_SKIPPED, gl_now_ns());
             continue;
@@ -582,10 +553,12 @@ static void leader_main(void)
     for (int i = 0; i < nfds; i++)
         if (R->out[i] >= 0 && dup2(R->out[i], 3 + i) < 0)
             model_error("dup2 of an output pipe", errno);
+    if (R->devnull >= 0 && dup2(R->devnull, 3 + nfds++) < 0)
+        model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
-    to_core_output(0);
+    to_core_output(0, (int)V->runs[0].index);
 
     if (R->data_limit > 0) {
         struct rlimit lim = {(rlim_t)R->data_limit, (rlim_t)R->data_limit};

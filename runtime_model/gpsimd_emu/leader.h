@@ -21,6 +21,8 @@ struct gl_request {
     int oom_first;                       /* oom_score_adj 1000 */
     int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
     int out[2 * GL_MAX_CORES];           /* per core: stdout's and stderr's pipe (write end) */
+    int devnull;                         /* /dev/null for writing: the cores' output after
+                                            the first run (-1: the pipes then too) */
     void *launchers[GL_MAX_RUNS][GL_MAX_CORES];   /* int (*)(void), per copy */
     void *binders[GL_MAX_RUNS][GL_MAX_CORES];     /* gpsimd_bind_core, per copy */
     int join_cg;                         /* the cgroup version to join (SB.cg_dir), 0: none */

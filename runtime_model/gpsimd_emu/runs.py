@@ -3,11 +3,9 @@
 * run 0: each core against a private copy of the output poisoned with
   ``POISON_A`` (``torch::empty()`` storage with the same byte, the blocks
   of tcm_malloc / neuron_dataram_allocate with ``TCM_POISON_A``);
-* run 1 (``second``): the same with ``POISON_B``, ``TCM_POISON_B``; the
-  vector's process decides after run 0 whether it is needed (multicore
-  always; single-core when run 0 left an element holding the poison or the
-  kernel used TCM, dataram staging, ``torch::empty()`` or read never-written
-  output);
+* run 1: the same with ``POISON_B``, ``TCM_POISON_B``, always (nothing
+  the kernel writes can skip it: an element whose value changes between
+  runs 0 and 1 depends on memory never written);
 * runs 2 and 3 (multicore): every core against one shared, zero-filled
   output, in the orders 0..7 and 7..0 (memory poisoned as in run 1);
 
@@ -24,9 +22,8 @@ from . import abi
 
 __all__ = ["POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "RunSpec", "runs_for"]
 
-#: Poison bytes of the output copies: pass A fills with 0xA5, pass B (run
-#: only to disambiguate) with the complement 0x5A, so no value can equal the
-#: poison in both passes.
+#: Poison bytes of the output copies: pass A fills with 0xA5, pass B with
+#: the complement 0x5A, so no value can equal the poison in both passes.
 POISON_A = 0xA5
 POISON_B = 0x5A
 #: Poison bytes of the dataram/TCM window (abi.h ``tcm_poison``), run A and
@@ -53,7 +50,6 @@ class RunSpec:
             they are claimed; one process at a time runs an ordered run
             (``ordered``), others may be shared by several processes.
         ordered: the order matters (the fixed-order runs).
-        second: the second private run (run only when the first says so).
         checks: the binding's ``GPSIMD_CHECK_*`` bits.
         label: how messages name the run (``" (second run)"``, ...).
     """
@@ -64,13 +60,12 @@ class RunSpec:
     tcm_poison: int
     order: Tuple[int, ...]
     ordered: bool = False
-    second: bool = False
     checks: int = 0
     label: str = ""
 
     def to_json(self) -> dict:
         return {"index": self.index, "private": self.private, "poison": self.poison,
-                "order": list(self.order), "ordered": self.ordered, "second": self.second}
+                "order": list(self.order), "ordered": self.ordered}
 
 
 def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
@@ -79,7 +74,7 @@ def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
     if not checks:
         return [RunSpec(0, False, 0, 0, cores)]
     runs = [RunSpec(0, True, POISON_A, TCM_POISON_A, cores, checks=abi.CHECK_ALL),
-            RunSpec(1, True, POISON_B, TCM_POISON_B, cores, second=True, checks=abi.CHECK_ALL,
+            RunSpec(1, True, POISON_B, TCM_POISON_B, cores, checks=abi.CHECK_ALL,
                     label=" (second run)")]
     if num_cores > 1:
         # memory poisoned as in run 1: an element that matches run 1 in

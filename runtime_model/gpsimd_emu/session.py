@@ -412,7 +412,7 @@ class LibrarySession:
                              memory=opts.memory)
         try:
             outcome.record = image.ctl.validate(p.nonce, npasses, image.num_cores)
-            check_runs(outcome.record, image)
+            check_runs(outcome.record)
         except control.RecordError as e:
             outcome.record = None
             outcome.record_error = str(e)

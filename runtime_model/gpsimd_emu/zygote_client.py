@@ -165,11 +165,9 @@ def vector_message(req: dict) -> bytes:
     for name in ("memory", "image_total", "prefilled", "size", "ncores", "binding_size",
                  "bindings_at", "args_at", "arg_len", "page", "desc_len"):
         setattr(v, name, int(req[name]))
-    if req.get("scan"):
-        v.scan_at, v.scan_nbytes, v.scan_itemsize = (int(x) for x in req["scan"])
     for i, run in enumerate(runs):
         v.runs[i].index, v.runs[i].poison = int(run["index"]), int(run["poison"])
-        v.runs[i].second, v.runs[i].ordered = int(bool(run["second"])), int(bool(run["ordered"]))
+        v.runs[i].ordered = int(bool(run["ordered"]))
     return bytes(v)
 
 

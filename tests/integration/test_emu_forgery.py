@@ -3,8 +3,8 @@ own processes): each is caught by the worker's own checks. A kernel that
 forges "the second run was skipped" in the control block (at the offsets
 of gpsimd_host/zygote.h), or writes over the leader's state so that it
 skips it, fails
-as a corrupt record (the worker decides for itself whether the second run
-was needed); one that cancels its run's timer fails as timed out (the
+as a corrupt record (the worker accepts no skipped run before a fault);
+one that cancels its run's timer fails as timed out (the
 worker compares the launches' times with the limit); one that rewrites a
 run's core order fails (the leader checks every index it reads); a
 static initialiser that ignores SIGCHLD in the zygote changes nothing."""

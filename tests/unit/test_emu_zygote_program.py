@@ -64,12 +64,12 @@ def test_the_message_is_the_c_structure(tmp_path):
 
 def test_a_vector_message_holds_the_request():
     req = {"size": 1 << 20, "ncores": 8, "runs": [
-        {"index": 0, "second": False, "ordered": False, "poison": 0xA5},
-        {"index": 3, "second": True, "ordered": True, "poison": 0x5A}],
+        {"index": 0, "ordered": False, "poison": 0xA5},
+        {"index": 3, "ordered": True, "poison": 0x5A}],
         "parallel": 2, "spread_now": True, "spread_after": 0.25, "timeout": 9.5,
         "binding_size": ctypes.sizeof(abi.GpsimdCoreBinding), "bindings_at": 8192,
         "args_at": 12288, "arg_len": 96, "page": 4096, "desc_len": 48,
-        "scan": [65536, 4000, 4], "op": "spmd_relu", "memory": 1 << 30,
+        "op": "spmd_relu", "memory": 1 << 30,
         "image_total": 3 << 20, "prefilled": 1 << 20}
     v = Vector.from_buffer_copy(vector_message(req))
     assert (v.magic, v.memory, v.image_total, v.prefilled, v.op) == (
@@ -78,9 +78,7 @@ def test_a_vector_message_holds_the_request():
             v.timeout_ns) == (1 << 20, 8, 2, 2, 1, 250_000_000, 9_500_000_000)
     assert (v.bindings_at, v.args_at, v.arg_len, v.page, v.desc_len) == (8192, 12288, 96,
                                                                         4096, 48)
-    assert (v.scan_at, v.scan_nbytes, v.scan_itemsize) == (65536, 4000, 4)
-    assert [(r.index, r.second, r.ordered, r.poison) for r in v.runs[:2]] == [
-        (0, 0, 0, 0xA5), (3, 1, 1, 0x5A)]
+    assert [(r.index, r.ordered, r.poison) for r in v.runs[:2]] == [(0, 0, 0xA5), (3, 1, 0x5A)]
     with pytest.raises(ValueError, match="op name of 256 bytes"):
         vector_message(dict(req, op="x" * 256))
     runs = [dict(req["runs"][0], index=i) for i in range(5)]

@@ -28,8 +28,8 @@
 /* ---- one vector: the worker's message (with the image memfd) -------------- */
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
 /* every field an int64_t; times in nanoseconds, sizes and offsets in bytes */
-#define GPSIMD_ZY_VECTOR_FIELDS(X) X(magic) X(memory) X(image_total) X(prefilled) X(size) X(ncores) X(nruns) X(parallel) X(spread_now) X(spread_after_ns) X(timeout_ns) X(binding_size) X(bindings_at) X(args_at) X(arg_len) X(page) X(desc_len) X(scan_at) X(scan_nbytes) X(scan_itemsize)
-#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(second) X(ordered) X(poison)
+#define GPSIMD_ZY_VECTOR_FIELDS(X) X(magic) X(memory) X(image_total) X(prefilled) X(size) X(ncores) X(nruns) X(parallel) X(spread_now) X(spread_after_ns) X(timeout_ns) X(binding_size) X(bindings_at) X(args_at) X(arg_len) X(page) X(desc_len)
+#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(poison)
 
 #define GPSIMD_ZY_I64(name) int64_t name;
 struct gz_run { GPSIMD_ZY_RUN_FIELDS(GPSIMD_ZY_I64) };
