@@ -538,6 +538,11 @@ static int install_filter(void)
 static void lock_down(void)
 {
     prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
+    /* not dumpable, nor the vectors' processes it forks: a kernel can
+       neither open this process's descriptors through /proc/PID/fd (the
+       cgroup's limit, the socket to the worker) nor take them with
+       pidfd_getfd(2), nor ptrace another vector process */
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
     for (int cap = 0; cap <= 63; cap++)
         if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL)
             break;

@@ -2,7 +2,8 @@
 cannot write to the source tree or to another library's results, see
 the machine's SysV IPC objects or those of an earlier vector, reach
 a listening abstract Unix socket or a TCP port on the machine, remount the
-file system, enter another namespace or keep a capability; its working
+file system, enter another namespace, keep a capability or open the
+zygote's descriptors (``/proc/PID/fd``, ``pidfd_getfd``); its working
 directory is private and empty for each vector; its static initialisers,
 which run in the zygote, can do no more; and what it writes to
 stdout and stderr is bounded (the build log stays small, the results keep
@@ -147,6 +148,24 @@ torch::Tensor probe(const torch::Tensor& x) {
     return out;
 }
 
+// the zygote's descriptors (the cgroup's limit, its socket to the worker)
+// through /proc/PID/fd and pidfd_getfd(2): none opens
+torch::Tensor zygote_fds(const torch::Tensor& x) {
+    const pid_t zygote = getppid();
+    char path[64];
+    int reached = 0;
+    const int pidfd = (int)syscall(SYS_pidfd_open, zygote, 0);
+    for (int fd = 0; fd < 64; fd++) {
+        snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)zygote, fd);
+        const int f = open(path, O_RDONLY);
+        const int g = pidfd >= 0 ? (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0) : -1;
+        reached += (f >= 0) + (g >= 0);
+        if (f >= 0) close(f);
+        if (g >= 0) close(g);
+    }
+    return torch::mul(x, reached == 0 && pidfd >= 0 ? 1.0f : 0.0f);
+}
+
 // leaves the working directory's tree changed but with as many inodes as
 // it had: a folder removed, a file made
 torch::Tensor scramble(const torch::Tensor& x) {
@@ -232,6 +251,8 @@ def sandboxed(built_project, tmp_path_factory):
                 {"schema": "t::ipc_look(Tensor x) -> Tensor",
                  "vectors": [_vector("n4", 4, [1] * 4)]},
                 {"schema": "t::forks(Tensor x) -> Tensor",
+                 "vectors": [_vector("n4", 4, [1] * 4)]},
+                {"schema": "t::zygote_fds(Tensor x) -> Tensor",
                  "vectors": [_vector("n4", 4, [1] * 4)]}]}]}
     (proj / "sandbox.yaml").write_text(json.dumps(manifest))
     victim = (proj / "build/host/relu/test-results.json").read_bytes()
@@ -255,6 +276,8 @@ def test_a_kernel_reaches_nothing_outside_its_vector(sandboxed):
     # the machine's SysV IPC is not the kernel's, nor one vector's the next's
     assert any(l.startswith("PASS sandbox::ipc_leave[n4]") for l in lines), proc.stdout
     assert any(l.startswith("PASS sandbox::ipc_look[n4]") for l in lines), proc.stdout
+    # nor the zygote's descriptors
+    assert any(l.startswith("PASS sandbox::zygote_fds[n4]") for l in lines), proc.stdout
     # a fork bomb is bounded (the namespace's own pid_max: Linux 6.14 and later)
     major, minor = (int(x) for x in os.uname().release.split(".")[:2])
     if (major, minor) >= (6, 14):
