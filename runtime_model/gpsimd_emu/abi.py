@@ -37,8 +37,10 @@ __all__ = [
     "REGION_READONLY", "MAX_REGIONS", "STATUS_OK",
     "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
     "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "REPORT_TCM_USED", "REPORT_EMPTY_USED",
-    "REPORT_OUTPUT_READ", "REPORT_OUTPUT_UNTRACKED", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
-    "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_READS", "CHECK_ALL",
+    "REPORT_OUTPUT_READ", "REPORT_OUTPUT_UNTRACKED", "REPORT_SCRATCH_USED", "REPORT_STACK_POISONED",
+    "REPORT_HEAP_POISONED", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
+    "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_READS", "CHECK_POISON_SCRATCH", "CHECK_POISON_STACK",
+    "CHECK_POISON_HEAP", "CHECK_ALL",
     "choose_shape_form", "pack_descriptor", "pack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
     "check_layout", "scratch_origin", "lsp_name",
@@ -77,12 +79,18 @@ REPORT_TCM_USED = _ABI["REPORT_TCM_USED"]               #: the kernel got tcm_ma
 REPORT_EMPTY_USED = _ABI["REPORT_EMPTY_USED"]           #: the kernel made a torch::empty() tensor
 REPORT_OUTPUT_READ = _ABI["REPORT_OUTPUT_READ"]         #: it read never-written output elements
 REPORT_OUTPUT_UNTRACKED = _ABI["REPORT_OUTPUT_UNTRACKED"]  #: an accessor / raw pointer on the output
+REPORT_SCRATCH_USED = _ABI["REPORT_SCRATCH_USED"]       #: the kernel got a neuron_hbm_allocate block
+REPORT_STACK_POISONED = _ABI["REPORT_STACK_POISONED"]   #: the launch's stack held the tcm_poison
+REPORT_HEAP_POISONED = _ABI["REPORT_HEAP_POISONED"]     #: malloc / new blocks held the tcm_poison
 #: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
 CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() storage with the poison
 CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: docs/kernel-api.md multicore rules
 CHECK_COHERENCE = _ABI["CHECK_COHERENCE"]               #: stream coherence policies
 CHECK_ARG_DTYPE = _ABI["CHECK_ARG_DTYPE"]               #: customop_next_* vs the descriptor dtype
 CHECK_READS = _ABI["CHECK_READS"]                       #: record reads of never-written output
+CHECK_POISON_SCRATCH = _ABI["CHECK_POISON_SCRATCH"]     #: fill neuron_hbm_allocate blocks
+CHECK_POISON_STACK = _ABI["CHECK_POISON_STACK"]         #: fill the launcher stack
+CHECK_POISON_HEAP = _ABI["CHECK_POISON_HEAP"]           #: fill malloc / new blocks (M_PERTURB)
 CHECK_ALL = _ABI["CHECK_ALL"]
 
 _U16_MAX = 0xFFFF

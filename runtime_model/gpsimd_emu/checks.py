@@ -11,7 +11,8 @@
   poison), named with the cores that write them (a cross-core race);
 * elements written in either private run whose value changes between the
   two, which differ only in the poison of never-written memory (TCM,
-  dataram staging, ``torch::empty()`` storage, the output itself): they
+  dataram staging, ``torch::empty()`` storage, HBM scratch, the stack, the
+  heap, the output itself): they
   depend on memory never written;
 * elements that differ between the two fixed-order runs (one shared
   output, cores 0..7 and 7..0): the result depends on the order of cores;
@@ -61,28 +62,39 @@ def _elements_differ(a: np.ndarray, b: np.ndarray, itemsize: int, n: int) -> np.
     return (a[:n * itemsize] != b[:n * itemsize]).reshape(n, itemsize).any(axis=1)
 
 
+#: The never-written memory a core can read, by report flag (abi.h): how a
+#: message names it, and what holds its poison. A use flag says the kernel
+#: got such memory; the stack and the heap are poisoned for every checked
+#: launch (their flags say so), and two runs cannot tell which was read.
+_SOURCES = ((abi.REPORT_TCM_USED, "TCM", "tcm_malloc memory"),
+            (abi.REPORT_EMPTY_USED, "torch::empty() storage", "torch::empty() storage"),
+            (abi.REPORT_SCRATCH_USED, "HBM scratch", "neuron_hbm_allocate blocks"),
+            (abi.REPORT_STACK_POISONED, "stack", "local variables"),
+            (abi.REPORT_HEAP_POISONED, "heap", "malloc / new blocks"))
+
+
+def _listed(words: Sequence[str], last: str) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
 def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
     """What never-written memory core ``k`` used (report flags of run 0);
     ``exact``: the output cannot be the source (nothing of it was read
     before it was written, through the runtime or otherwise)."""
     flags = image.report(0, k).flags
-    tcm = bool(flags & abi.REPORT_TCM_USED)
-    empty = bool(flags & abi.REPORT_EMPTY_USED)
+    used = [(name, what) for bit, name, what in _SOURCES if flags & bit]
     if not exact:
-        return ("never-written memory (their values change with the poison of TCM, "
-                "torch::empty() storage and output elements the kernel read before writing "
-                "them through a standard or stream accessor or a raw pointer)")
-    if tcm and not empty:
-        return ("never-written TCM (their values change with the poison of tcm_malloc "
-                "memory: it was read before the kernel filled it)")
-    if empty and not tcm:
-        return ("never-written torch::empty() storage (their values change with its "
-                "poison: it was read before the kernel filled it)")
-    if tcm and empty:
-        return ("never-written TCM or torch::empty() storage (their values change with "
-                "the poison of both: read before the kernel filled it)")
-    return ("never-written memory (their values change with the poison of memory the "
-            "kernel read before writing it)")
+        whats = [what for _, what in used] + [
+            "output elements the kernel read before writing them through a standard or stream "
+            "accessor or a raw pointer"]
+        return (f"never-written memory (their values change with the poison of "
+                f"{_listed(whats, 'and')})")
+    if not used:
+        return ("never-written memory (their values change with the poison of memory the "
+                "kernel read before writing it)")
+    return (f"never-written {_listed([n for n, _ in used], 'or')} (their values change with "
+            f"the poison of {_listed([w for _, w in used], 'and')}: read before the kernel "
+            f"wrote it)")
 
 
 def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,

@@ -197,6 +197,22 @@ class ZygoteError(Exception):
     completes "the device model process ..." ("died with SIGSEGV")."""
 
 
+#: glibc's per-thread malloc cache hands a freed block back as it was,
+#: without the fill of mallopt(M_PERTURB) that poisons malloc / new memory
+#: under the checks (runtime_model/src/host_entry.cpp): off in the zygote
+#: and the processes it forks (a glibc tunable, read at process start).
+TCACHE_OFF = "glibc.malloc.tcache_count=0"
+
+
+def zygote_environ() -> dict:
+    """The zygote's environment: ours, with ``TCACHE_OFF`` appended to
+    ``GLIBC_TUNABLES`` (the last setting of a tunable wins)."""
+    env = dict(os.environ)
+    tunables = env.get("GLIBC_TUNABLES")
+    env["GLIBC_TUNABLES"] = f"{tunables}:{TCACHE_OFF}" if tunables else TCACHE_OFF
+    return env
+
+
 def _read_fd(fd: int, limit: int) -> bytes:
     """At most ``limit`` bytes from the start of memfd ``fd`` (closed):
     what the zygote sent (its own size, whatever a static initialiser did
@@ -225,7 +241,7 @@ class ZygoteClient:
         argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(ncores)]
         try:
             os.set_inheritable(child.fileno(), True)
-            self.pid: Optional[int] = os.posix_spawn(path, argv, os.environ)
+            self.pid: Optional[int] = os.posix_spawn(path, argv, zygote_environ())
         except BaseException:
             self.sock.close()
             raise

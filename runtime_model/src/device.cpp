@@ -3,7 +3,9 @@
  * custom_op.h: address translation (neuron_translate), the HBM scratch
  * window (neuron_hbm_allocate), the dataram window split into the TCM pool
  * (torch::neuron::tcm_malloc/tcm_free) and the staging area
- * (neuron_dataram_*), neuron_memcpy, and get_cpu_id/get_cpu_count.
+ * (neuron_dataram_*), neuron_memcpy, and get_cpu_id/get_cpu_count.  What
+ * the kernel allocates (scratch, TCM, staging) starts poisoned under the
+ * checks (the binding's tcm_poison).
  *
  * Memory map (docs/kernel-api.md "Limits", abi.h):
  *   dataram window [0x80000, 0x90000), 64 KiB, host backing binding.dataram_host:
@@ -121,7 +123,7 @@ void reset_launch_state() {
         r->printf_total = r->printf_len = r->printf_head = 0;
         r->tcm_peak = r->scratch_peak = r->dataram_peak = 0;
         r->message[0] = '\0';
-        r->flags = 0;
+        r->flags = c.heap_poisoned ? GPSIMD_REPORT_HEAP_POISONED : 0;
         r->warning_count = 0;
         r->warnings[0] = '\0';
     }
@@ -250,8 +252,9 @@ void* neuron_translate(void* ctx, unsigned long long hbm_addr) {
     return host;
 }
 
-/* docs/kernel-api.md "Limits" (per-core scratch window); custom_op.h. */
-uint64_t neuron_hbm_allocate(size_t nbytes) {
+namespace gpsimd_rt {
+/* A block of the scratch window (device address); faults when it is full. */
+uint64_t scratch_allocate(size_t nbytes) {
     require_bound("neuron_hbm_allocate");
     CoreState& c = core();
     uint64_t off = 0;
@@ -264,6 +267,17 @@ uint64_t neuron_hbm_allocate(size_t nbytes) {
                      (unsigned long long)scratch_size(), (unsigned long long)c.scratch.used(),
                      (unsigned long long)c.scratch.largest_free(64));
     return scratch_origin() + off;
+}
+}  // namespace gpsimd_rt
+
+/* docs/kernel-api.md "Limits" (per-core scratch window); custom_op.h: HBM
+ * the kernel may read before filling (poisoned under the checks, like TCM). */
+uint64_t neuron_hbm_allocate(size_t nbytes) {
+    const uint64_t addr = scratch_allocate(nbytes);
+    if (nbytes && check_enabled(GPSIMD_CHECK_POISON_SCRATCH))
+        memset(translate_range(addr, nbytes, "neuron_hbm_allocate"), core().binding.tcm_poison, nbytes);
+    report_flag(GPSIMD_REPORT_SCRATCH_USED);
+    return addr;
 }
 
 /* custom_op.h (host-model extension). */

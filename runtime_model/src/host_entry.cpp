@@ -5,9 +5,11 @@
  *
  * gpsimd_bind_core checks the binding against this object's linker spec
  * (the Neuron SDK's build driver, build_custom_op.py: a core must be given its own object; ARCHITECTURE.md
- * "so a core can check that it was given its own object"), copies it, and
- * resets every per-launch state.
+ * "so a core can check that it was given its own object"), copies it, sets
+ * the heap poison of the process (GPSIMD_CHECK_POISON_HEAP) and resets
+ * every per-launch state.
  */
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,6 +35,23 @@ static int bind_fail(gpsimd_core_report* r, uint32_t kind, int rc, const char* f
         va_end(ap);
     }
     return rc;
+}
+
+/* GPSIMD_CHECK_POISON_HEAP: glibc's mallopt(M_PERTURB, b) makes every
+ * malloc (and so operator new) fill its block with ~b and every free fill
+ * the freed bytes with b (calloc stays zero; b = 0 turns it off), in the
+ * whole process, which runs the bound cores one launch at a time: the run's
+ * tcm_poison reaches malloc'd memory.  (The zygote runs with glibc's
+ * per-thread cache off, GLIBC_TUNABLES glibc.malloc.tcache_count=0: a
+ * block the cache hands back is not perturbed.)  True when it is on. */
+static bool set_heap_poison(const gpsimd_core_binding& b) {
+#ifdef M_PERTURB
+    const int byte = (b.checks & GPSIMD_CHECK_POISON_HEAP) ? (~b.tcm_poison & 0xff) : 0;
+    return mallopt(M_PERTURB, byte) == 1 && byte != 0;
+#else
+    (void)b;
+    return false;
+#endif
 }
 
 /* abi.h: bind this core object before a launch; 0 on success. */
@@ -70,6 +89,7 @@ extern "C" int gpsimd_bind_core(const gpsimd_core_binding* b) {
     c.binding = *b;
     c.report = r;
     c.bound = true;
+    c.heap_poisoned = set_heap_poison(*b);
     setup_read_tracking();
     reset_launch_state();
     return 0;

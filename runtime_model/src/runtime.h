@@ -22,6 +22,15 @@
 
 #pragma GCC visibility push(hidden)
 
+/* 1: the wrapper's calls before the kernel (customop_setup_tagged,
+ * customop_next_*_tagged) are thunks that poison the launcher stack below
+ * the wrapper's frame when they return (stack_switch.cpp), x86-64 only. */
+#if defined(__x86_64__)
+#define GPSIMD_STACK_REFILL 1
+#else
+#define GPSIMD_STACK_REFILL 0
+#endif
+
 namespace gpsimd_rt {
 
 /* First-fit allocator over the offsets [0, size) of a window.  Free blocks
@@ -62,6 +71,10 @@ struct CoreState {
      * below it is the kernel dereferencing that null (TCM_NULL fault). */
     uint64_t tcm_null_request = 0;
     uint64_t tcm_null_in_use = 0;
+    /* malloc / new blocks start filled with the binding's tcm_poison
+     * (GPSIMD_CHECK_POISON_HEAP, set at bind time): every launch reports
+     * GPSIMD_REPORT_HEAP_POISONED. */
+    bool heap_poisoned = false;
     /* Open stream accessors per storage (host pointer of element 0):
      * {read streams, write streams}, for the coherence check. */
     std::map<const void*, std::pair<int, int> > streams;
@@ -76,6 +89,11 @@ struct CoreState {
 /* tcm_malloc's allocator (device.cpp): nbytes of the TCM pool or null;
  * record_null remembers a failure for the TCM_NULL check. */
 void* tcm_allocate(size_t nbytes, bool record_null);
+
+/* The kernel's neuron_hbm_allocate without the poison and the
+ * REPORT_SCRATCH_USED flag: the runtime's own tensors (torch::empty poisons
+ * its storage itself, the other factories fill theirs). */
+uint64_t scratch_allocate(size_t nbytes);
 
 /* The kernel's neuron_dataram_allocate without the REPORT_TCM_USED flag:
  * the runtime's own staging (UTensor::copy) fills what it reads. */

@@ -14,6 +14,16 @@
  *   that the device implements in its own small runtime), so a kernel that
  *   fits its device stack must not overflow the host one.
  *
+ * Under GPSIMD_CHECK_POISON_STACK the stack is filled with the binding's
+ * tcm_poison before the wrapper starts, so that a local variable the kernel
+ * reads before writing holds another value in each checked run (the model
+ * compares them; a fresh mapping would hold zeros every time).  The calls
+ * the wrapper makes before the kernel (customop_setup, customop_next_*)
+ * leave their frames where the kernel's frame will be; on x86-64
+ * (GPSIMD_STACK_REFILL) each of them is a thunk that runs its body and then
+ * fills the stack below the wrapper's frame again, its own frame included,
+ * so the kernel starts on poison only.
+ *
  * A 64 KiB PROT_NONE guard sits below the stack.  While a wrapper runs, a
  * SIGSEGV/SIGBUS handler (on a sigaltstack) turns an access to the guard
  * into a GPSIMD_FAULT_STACK_OVERFLOW fault, an access below the size of a
@@ -61,6 +71,56 @@ static bool g_handlers_installed = false;
 static char g_altstack[64 * 1024] __attribute__((aligned(16)));
 
 bool in_launch() { return g_in_launch; }
+
+}  // namespace gpsimd_rt
+
+/* The poisoned launcher stack [lo, hi) of the running launch and its byte
+ * (lo 0: not poisoned), read by gpsimd_rt_refill_return. */
+extern "C" {
+__attribute__((visibility("hidden"))) uintptr_t gpsimd_rt_refill_lo = 0;
+__attribute__((visibility("hidden"))) uintptr_t gpsimd_rt_refill_hi = 0;
+__attribute__((visibility("hidden"))) unsigned char gpsimd_rt_refill_byte = 0;
+}
+
+#if GPSIMD_STACK_REFILL
+/* Jumped to by a thunk after its body returned, with %rsp at the return
+ * address into the wrapper: fills [lo, %rsp) when %rsp lies in [lo, hi)
+ * (rep stosb; %rax, %rdx and %xmm0 keep the body's result) and returns. */
+__asm__(".text\n.p2align 4\n.hidden gpsimd_rt_refill_return\n"
+        ".type gpsimd_rt_refill_return, @function\n"
+        "gpsimd_rt_refill_return:\n"
+        "\tmovq gpsimd_rt_refill_lo(%rip), %rdi\n"
+        "\ttestq %rdi, %rdi\n\tjz 1f\n"
+        "\tcmpq %rdi, %rsp\n\tjbe 1f\n"
+        "\tcmpq gpsimd_rt_refill_hi(%rip), %rsp\n\tjae 1f\n"
+        "\tmovq %rax, %r8\n"
+        "\tmovq %rsp, %rcx\n\tsubq %rdi, %rcx\n"
+        "\tmovzbl gpsimd_rt_refill_byte(%rip), %eax\n"
+        "\trep stosb\n"
+        "\tmovq %r8, %rax\n"
+        "1:\tret\n"
+        ".size gpsimd_rt_refill_return, .-gpsimd_rt_refill_return\n");
+
+/* The public entry `mangled` (wrapper_api.h, C++ linkage): calls `body`
+ * (wrapper_api.cpp, same arguments in the same registers; %rsp kept
+ * 16-byte aligned) and jumps to gpsimd_rt_refill_return. Its call frame
+ * information lets a C++ exception the body throws unwind through it to
+ * the launcher, as it did before the thunk. */
+#define GPSIMD_REFILL_THUNK(mangled, body)                                              \
+    __asm__(".text\n.p2align 4\n.globl " mangled "\n.type " mangled ", @function\n"   \
+            mangled ":\n\t.cfi_startproc\n\tsubq $8, %rsp\n\t.cfi_adjust_cfa_offset 8\n" \
+            "\tcall " body "@PLT\n\taddq $8, %rsp\n\t.cfi_adjust_cfa_offset -8\n"        \
+            "\tjmp gpsimd_rt_refill_return\n\t.cfi_endproc\n"                            \
+            ".size " mangled ", .-" mangled "\n")
+GPSIMD_REFILL_THUNK("_Z21customop_setup_taggedbj", "gpsimd_rt_customop_setup_tagged");
+GPSIMD_REFILL_THUNK("_Z27customop_next_tensor_taggedj", "gpsimd_rt_customop_next_tensor_tagged");
+GPSIMD_REFILL_THUNK("_Z27customop_next_scalar_taggedj", "gpsimd_rt_customop_next_scalar_tagged");
+GPSIMD_REFILL_THUNK("_Z24customop_next_int_taggedj", "gpsimd_rt_customop_next_int_tagged");
+GPSIMD_REFILL_THUNK("_Z29customop_next_longlong_taggedj", "gpsimd_rt_customop_next_longlong_tagged");
+GPSIMD_REFILL_THUNK("_Z26customop_next_float_taggedj", "gpsimd_rt_customop_next_float_tagged");
+#endif
+
+namespace gpsimd_rt {
 
 void return_to_launcher() {
     setcontext(&g_launcher_ctx);
@@ -206,6 +266,15 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     }
     g_map = static_cast<char*>(map);
     mprotect(g_map, kGuardBytes, PROT_NONE);
+    if (check_enabled(GPSIMD_CHECK_POISON_STACK)) {
+        /* a local variable read before it is written holds the run's byte
+         * (a fresh mapping would give zeros in every run) */
+        memset(g_map + kGuardBytes, c.binding.tcm_poison, bytes);
+        gpsimd_rt_refill_lo = uintptr_t(g_map + kGuardBytes);
+        gpsimd_rt_refill_hi = uintptr_t(g_map + g_map_bytes);
+        gpsimd_rt_refill_byte = c.binding.tcm_poison;
+        report_flag(GPSIMD_REPORT_STACK_POISONED);
+    }
 
     getcontext(&g_wrapper_ctx);
     g_wrapper_ctx.uc_stack.ss_sp = g_map + kGuardBytes;
@@ -221,6 +290,7 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     /* back from switchBack(), a fault, or the trampoline */
     g_in_launch = false;
     switched_stack = false;
+    gpsimd_rt_refill_lo = gpsimd_rt_refill_hi = 0;
     uninstall_handlers();
     munmap(g_map, g_map_bytes);
     g_map = nullptr;

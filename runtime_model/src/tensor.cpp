@@ -100,7 +100,7 @@ at::Tensor make_scratch_tensor(const char* who, const c10::IntArrayRef& sizes, S
     if (shape_call_active()) return at::Tensor(p);   /* a meta tensor: no storage */
     if (p->nbytes) {
         at::Tensor guard(p);  /* the handle owns p from here on */
-        p->device_addr = neuron_hbm_allocate(p->nbytes);
+        p->device_addr = scratch_allocate(p->nbytes);
         p->data = translate_range(p->device_addr, p->nbytes, who);
         p->owns_storage = true;
         p->epoch = core().epoch;

@@ -388,36 +388,50 @@ void customop_setup(bool has_return) {
 
 /* Host model: the tagged forms the wrapper_api.h macros call (neuron/
  * wrapper_api.h "Argument positions"); same entries, argument chosen by
- * textual position. */
-void customop_setup_tagged(bool has_return, unsigned tag) {
+ * textual position.  These are the calls the wrapper makes before the
+ * kernel: where GPSIMD_STACK_REFILL is 1 the entries are thunks
+ * (stack_switch.cpp) that run these bodies and then poison the launcher
+ * stack below the wrapper's frame again, over what they left there. */
+#if GPSIMD_STACK_REFILL
+#define GPSIMD_TAGGED(entry) gpsimd_rt_##entry
+extern "C" {
+#else
+#define GPSIMD_TAGGED(entry) entry
+#endif
+
+void GPSIMD_TAGGED(customop_setup_tagged)(bool has_return, unsigned tag) {
     customop_setup(has_return);
     arg_parser.set_base_tag(tag);
 }
 
-at::Tensor customop_next_tensor_tagged(unsigned tag) {
+at::Tensor GPSIMD_TAGGED(customop_next_tensor_tagged)(unsigned tag) {
     arg_parser.seek_tag(tag, "customop_next_tensor");
     return customop_next_tensor();
 }
 
-at::Scalar customop_next_scalar_tagged(unsigned tag) {
+at::Scalar GPSIMD_TAGGED(customop_next_scalar_tagged)(unsigned tag) {
     arg_parser.seek_tag(tag, "customop_next_scalar");
     return customop_next_scalar();
 }
 
-int customop_next_int_tagged(unsigned tag) {
+int GPSIMD_TAGGED(customop_next_int_tagged)(unsigned tag) {
     arg_parser.seek_tag(tag, "customop_next_int");
     return customop_next_int();
 }
 
-long long customop_next_longlong_tagged(unsigned tag) {
+long long GPSIMD_TAGGED(customop_next_longlong_tagged)(unsigned tag) {
     arg_parser.seek_tag(tag, "customop_next_longlong");
     return customop_next_longlong();
 }
 
-float customop_next_float_tagged(unsigned tag) {
+float GPSIMD_TAGGED(customop_next_float_tagged)(unsigned tag) {
     arg_parser.seek_tag(tag, "customop_next_float");
     return customop_next_float();
 }
+
+#if GPSIMD_STACK_REFILL
+}  /* extern "C" */
+#endif
 
 /* §3 customop_next_tensor. */
 at::Tensor customop_next_tensor() {

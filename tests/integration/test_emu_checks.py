@@ -22,7 +22,9 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   reduce_partials (a read of other cores' output, and order dependence),
   last_writer and neighbour_carry (order dependence), own_readback (the
   control: reading back what a core wrote itself is no race)
-9 uninitialised TCM: tcm_uninit
+9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
+  stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
+  control that zeroes each first, zeroed_partials
 """
 import json
 import os
@@ -39,7 +41,7 @@ from gpsimd_emu.merge import written_mask
 from emu_run import load_plan, prepare_cores, run_vector
 
 LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
-        "broken_race", "broken_hostile")
+        "broken_race", "broken_hostile", "broken_uninit")
 #: What the broken kernels are built and run with (the manifest's header).
 BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
@@ -50,6 +52,10 @@ NEVER = "; elements never written: [0, 10)"
 MC_NEVER = "; elements never written by any core: [0, 64); cores 0-7 wrote nothing"
 MC_ACCESSOR = ("used in multicore mode: only the TCM accessor is allowed there, the standard and "
                "stream accessors race between cores (docs/kernel-api.md \"Accessors and memory\")")
+
+STACK_OR_HEAP = ("cores 0-7: output elements [0, 32) depend on never-written stack or heap (their values "
+                 "change with the poison of local variables and malloc / new blocks: read before the kernel "
+                 "wrote it)")
 
 
 def _hbm_window():
@@ -170,9 +176,20 @@ EXPECTED = {
     ("broken_hostile", "fork_sleeper"): ("fail", "timed out after 2 s (core 0 was running)", []),
     ("broken_hostile", "fd_forger"): ("pass", "", []),
     ("broken_hostile", "tcm_uninit"): (
-        "fail", "core 0: output elements [0, 10) depend on never-written TCM (their values change with the "
-        "poison of tcm_malloc memory: it was read before the kernel filled it)", []),
+        "fail", "core 0: output elements [0, 10) depend on never-written TCM, stack or heap (their values "
+        "change with the poison of tcm_malloc memory, local variables and malloc / new blocks: read before "
+        "the kernel wrote it)", []),
     ("broken_hostile", "memory_hog"): ("fail", "core 0 exceeded the 256 MiB memory limit", []),
+    # 9. never-written HBM scratch, heap and stack: every core's 4 partial sums
+    # (the stack and the heap are poisoned in every launch: both are named)
+    ("broken_uninit", "scratch_uninit"): (
+        "fail", "cores 0-7: output elements [0, 32) depend on never-written HBM scratch, stack or heap (their "
+        "values change with the poison of neuron_hbm_allocate blocks, local variables and malloc / new "
+        "blocks: read before the kernel wrote it)", []),
+    ("broken_uninit", "malloc_uninit"): ("fail", STACK_OR_HEAP, []),
+    ("broken_uninit", "new_uninit"): ("fail", STACK_OR_HEAP, []),
+    ("broken_uninit", "stack_uninit"): ("fail", STACK_OR_HEAP, []),
+    ("broken_uninit", "zeroed_partials"): ("pass", "", []),
 }
 
 

@@ -145,8 +145,8 @@ def relu(x):
 X = [1.5, 2.0, -1.0, -3.0] * 4
 
 NEVER_WRITTEN = ("depend on never-written memory (their values change with the poison of "
-                 "TCM, torch::empty() storage and output elements the kernel read before "
-                 "writing them through a standard or stream accessor or a raw pointer)")
+                 "local variables, malloc / new blocks and output elements the kernel read "
+                 "before writing them through a standard or stream accessor or a raw pointer)")
 
 
 def _vector(reference):
@@ -196,14 +196,17 @@ def test_a_write_set_that_depends_on_unwritten_tcm_fails(results):
     # the negatives are written in the second run only (TCM poison 0xC3)
     assert results["uninit"]["relu_flag"] == (
         "fail", "core 0: output elements [2, 4), [6, 8), [10, 12), [14, 16) depend on "
-                "never-written TCM (their values change with the poison of tcm_malloc "
-                "memory: it was read before the kernel filled it)")
+                "never-written TCM, stack or heap (their values change with the poison of "
+                "tcm_malloc memory, local variables and malloc / new blocks: read before the "
+                "kernel wrote it)")
 
 
 def test_cleared_report_flags_skip_nothing(results):
+    # (the flags it cleared named the TCM; the stack's and the heap's remain)
     assert results["uninit"]["hide_tcm"] == (
-        "fail", "core 0: output elements [0, 16) depend on never-written memory (their values "
-                "change with the poison of memory the kernel read before writing it)")
+        "fail", "core 0: output elements [0, 16) depend on never-written stack or heap (their "
+                "values change with the poison of local variables and malloc / new blocks: "
+                "read before the kernel wrote it)")
 
 
 def test_a_multicore_kernel_adding_into_its_unwritten_slices_fails(results):

@@ -223,6 +223,13 @@ enum gpsimd_status {
 #define GPSIMD_REPORT_OUTPUT_UNTRACKED 128u /* the kernel took a standard or stream accessor,
                                        or a raw pointer (neuron_translate), on the output:
                                        reads through those are not in the read map      */
+#define GPSIMD_REPORT_SCRATCH_USED 256u /* the kernel got a neuron_hbm_allocate block (HBM
+                                       scratch, uninitialised on the device)            */
+#define GPSIMD_REPORT_STACK_POISONED 512u /* the launch ran on a stack filled with
+                                       `tcm_poison` (GPSIMD_CHECK_POISON_STACK): a local
+                                       variable read before it is written holds it      */
+#define GPSIMD_REPORT_HEAP_POISONED 1024u /* malloc / new blocks of the launch start filled
+                                       with `tcm_poison` (GPSIMD_CHECK_POISON_HEAP)     */
 
 typedef struct {
     uint32_t status;            /* gpsimd_status                              */
@@ -258,7 +265,10 @@ typedef struct {
                                    (GPSIMD_CHECK_POISON_EMPTY), and that never-written
                                    elements of the output copy hold (GPSIMD_CHECK_READS) */
     uint8_t  tcm_poison;        /* ABI 2: byte tcm_malloc / neuron_dataram_allocate
-                                   blocks are filled with (GPSIMD_CHECK_POISON_TCM);
+                                   blocks are filled with (GPSIMD_CHECK_POISON_TCM), and
+                                   neuron_hbm_allocate blocks, the launcher stack and
+                                   malloc / new blocks (GPSIMD_CHECK_POISON_SCRATCH,
+                                   _STACK, _HEAP);
                                    another byte than `poison`, so that a value made
                                    from never-written TCM never looks like an
                                    unwritten output element */
@@ -285,7 +295,12 @@ typedef struct {
                                          the kernel with `tcm_poison`                           */
 #define GPSIMD_CHECK_READS       32u  /* record reads of never-written output elements in the
                                          binding's read map (read_map_host)                    */
-#define GPSIMD_CHECK_ALL         63u
+#define GPSIMD_CHECK_POISON_SCRATCH 64u /* fill neuron_hbm_allocate blocks with `tcm_poison`    */
+#define GPSIMD_CHECK_POISON_STACK 128u /* fill the launcher stack with `tcm_poison` before each
+                                         launch                                                 */
+#define GPSIMD_CHECK_POISON_HEAP 256u  /* malloc / new blocks start filled with `tcm_poison`
+                                         (glibc's mallopt(M_PERTURB), set at bind time)        */
+#define GPSIMD_CHECK_ALL         511u
 
 /* Exported by every core object (the host runtime), called by the model:
  *   int gpsimd_bind_core(const gpsimd_core_binding*);   0 on success, else a
