@@ -58,8 +58,9 @@ def _as_float(v) -> float:
 def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
     """``a`` (no bools, no complex) as an array numpy computes the checks
     with: small floats (float16, the ml_dtypes ones) widened to float64,
-    exactly; an object array (Python ints past 64 bits beside others) as
-    float64, past every device dtype's range where it was.
+    exactly; an object array of Python numbers as int64 or uint64 when
+    they are ints that fit (exactly), else as float64 (ints past 64 bits
+    then past every device dtype's range, as they were).
 
     Raises:
         PlanError: an object array of something else than real numbers.
@@ -68,6 +69,12 @@ def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
         for v in a.flat:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
                 raise PlanError(f"{what}s{origin}: {v!r} is not a number")
+        if all(isinstance(v, numbers.Integral) for v in a.flat):
+            for kind in (np.int64, np.uint64):
+                try:
+                    return np.array([int(v) for v in a.flat], dtype=kind).reshape(a.shape)
+                except OverflowError:   # (Python ints: numpy refuses, never wraps)
+                    continue
         return np.array([_as_float(v) for v in a.flat], dtype=np.float64).reshape(a.shape)
     if _device_float(a.dtype) and a.dtype.itemsize < 8:
         return a.astype(np.float64)

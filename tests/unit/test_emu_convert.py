@@ -123,6 +123,11 @@ def test_64_bit_integers_stay_exact():
     # an integral float beside them does not round them (numpy's own list reading would)
     assert expected({"values": [2 ** 63 + 1, 2.0]}, "uint64").tolist() == [2 ** 63 + 1, 2]
     assert expected({"values": [-2 ** 63, 2 ** 63 - 1]}, "int64").tolist() == [-2 ** 63, 2 ** 63 - 1]
+    # Python ints in an object array (a reference's) too, not through float64
+    odd = np.array([2 ** 53 + 1, -3], dtype=object)
+    assert to_dtype(odd, dt.by_name("int64"), "v").tolist() == [2 ** 53 + 1, -3]
+    assert failure(to_dtype, np.array([1, None], dtype=object), I32, "v", "x") == (
+        "vs, from x: None is not a number")
 
 
 def test_64_bit_bounds_as_floats_are_out_of_range_not_saturated():
