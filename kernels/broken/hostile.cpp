@@ -1,13 +1,18 @@
 // Deliberately hostile SINGLE-CORE kernels (kernels/broken/ops.yaml, never
 // in the default build): what a kernel gone wild does to the host, which
 // the emulator must contain (a child that outlives the vector, writes to
-// every file descriptor, memory without bound) or find (TCM read before it
-// was written: zero-filled on the host, garbage on the device).
+// every file descriptor, memory without bound, escape sequences that fake
+// a PASS on the terminal) or find (TCM read before it was written:
+// zero-filled on the host, garbage on the device); and an honest kernel
+// whose vector expects what its integer output cannot hold.
 #include <signal.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
+
+#include <stdexcept>
 
 #include <torch/torch.h>
 
@@ -61,4 +66,29 @@ torch::Tensor memory_hog(const torch::Tensor& x) {
         asm volatile("" : : "r"(p) : "memory");  // kept: the compiler may not drop it
     }
     return torch::mul(x, 2.0f);
+}
+
+// On a terminal: up a line, clear the screen, a PASS line and a summary of
+// its own, then black on black to hide what follows. Written to stderr, to
+// printf and as its exception's message (which the fault message copies).
+torch::Tensor terminal_forger(const torch::Tensor& x) {
+    static const char fake[] =
+        "\x1b[1A\x1b[2J\rPASS broken_hostile::terminal_forger[n10]: max_abs_err 0\n"
+        "total: 1 passed, 0 failed\n\x1b[8m\x1b[30;40m";
+    ssize_t rc = write(2, fake, sizeof fake - 1);
+    (void)rc;
+    printf("%s", fake);
+    if (x.numel() > 0) throw std::runtime_error(fake);
+    return torch::mul(x, 2.0f);
+}
+
+// y = x / 2, int32 (C++ integer division: truncated): right; its vector
+// expects [0.9, 1.9, 2.9], which no int32 holds.
+torch::Tensor halve_int(const torch::Tensor& t_x) {
+    const size_t n = t_x.numel();
+    torch::Tensor t_out = torch::empty({n}, torch::kInt);
+    auto x = t_x.accessor<int32_t, 1>();
+    auto out = t_out.accessor<int32_t, 1>();
+    for (size_t i = 0; i < n; i++) out[i] = x[i] / 2;
+    return t_out;
 }

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from .atomic import write_atomically
+from .printable import visible
 
 __all__ = ["RESULTS_FORMAT", "CHECKED", "CHECKED_WORDS", "ResultsError", "VectorResult",
            "LibraryResults", "counts_text", "format_line"]
@@ -238,13 +239,18 @@ def counts_text(passed: int, failed: int, checked: int = 0, no_vectors: int = 0)
 def format_line(library: str, r: VectorResult) -> str:
     """The printed line of one vector: ``PASS lib::op[vector] (where):
     max_abs_err E over N elements`` or ``FAIL lib::op[vector] (where):
-    message``, followed by ``; warning: W`` for each warning."""
+    message``, followed by ``; warning: W`` for each warning. One line,
+    safe to print: a message or warning copies a kernel's text (an
+    exception's), so its control characters and newlines are made visible
+    (``gpsimd_device.printable.visible``)."""
     head = f"{library}::{r.op}[{r.vector}] ({r.where})"
     tail = "".join(f"; warning: {w}" for w in r.warnings)
     if r.checked:
-        return f"{CHECKED_WORDS} {head}: every check passed, nothing compared{tail}"
-    if r.passed:
+        line = f"{CHECKED_WORDS} {head}: every check passed, nothing compared{tail}"
+    elif r.passed:
         err = 0.0 if r.max_abs_err is None else r.max_abs_err
         noun = "element" if r.elements == 1 else "elements"
-        return f"PASS {head}: max_abs_err {err:.3g} over {r.elements} {noun}{tail}"
-    return f"FAIL {head}: {r.message}{tail}"
+        line = f"PASS {head}: max_abs_err {err:.3g} over {r.elements} {noun}{tail}"
+    else:
+        line = f"FAIL {head}: {r.message}{tail}"
+    return visible(line, newlines=False)

@@ -313,19 +313,19 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
     verbose = os.environ.get(VERBOSE_ENV) == "1"
 
     def show(r) -> None:
+        from gpsimd_device.printable import prefixed
         from gpsimd_device.results import format_line
         if args.quiet and (r.passed or r.checked) and not r.warnings:
             return
-        if r.printf:
-            prefix = f"[{library}::{r.op}[{r.vector}] core 0] "
-            for line in r.printf.rstrip("\n").split("\n"):
-                print(prefix + line, file=sys.stderr)
+        if r.printf:    # (the kernel's text: its control characters made visible)
+            for line in prefixed(f"[{library}::{r.op}[{r.vector}] core 0] ", r.printf):
+                print(line, file=sys.stderr)
         print(format_line(library, r), flush=True)
         if r.output and (verbose or not r.passed or r.warnings):
             for o in r.output:
                 prefix = f"[{library}::{r.op}[{r.vector}] core {o['core']} {o['stream']}] "
-                for line in o["text"].rstrip("\n").split("\n"):
-                    print(prefix + line, file=sys.stderr)
+                for line in prefixed(prefix, o["text"]):
+                    print(line, file=sys.stderr)
             sys.stderr.flush()
 
     with LibrarySession(plan, root=args.root, options=options) as session:

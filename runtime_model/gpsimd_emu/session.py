@@ -218,10 +218,10 @@ class LibrarySession:
                 print(f"gpsimd_emu: {self.plan.library}: the vectors are not contained here: "
                       f"{ready['missing']}", file=sys.stderr, flush=True)
             if self.zygote.load_output:
-                sys.stderr.write(f"gpsimd_emu: {self.plan.library}: what the core objects "
-                                 f"wrote while loading:\n")
-                sys.stderr.write(self.zygote.load_output.decode("utf-8", "replace"))
-                sys.stderr.flush()
+                from gpsimd_device.printable import prefixed    # (the kernels' text)
+                lib, text = self.plan.library, self.zygote.load_output.decode("utf-8", "replace")
+                print(f"gpsimd_emu: {lib}: what the core objects wrote while loading:",
+                      *prefixed(f"[{lib} load] ", text), sep="\n", file=sys.stderr, flush=True)
         return ready
 
     def run_vector(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str], *,

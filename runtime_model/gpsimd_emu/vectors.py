@@ -23,6 +23,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
                                 ScalarSpec, TensorSpec, VectorPlan)
 
 from . import dtypes as dt
+from .convert import to_dtype
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -75,36 +76,34 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
     return tuple(shape)
 
 
-def _cast(values: np.ndarray, dtype: dt.DType, what: str = "values") -> np.ndarray:
-    """``values`` as ``dtype`` (out-of-range values wrap or saturate as
-    numpy casts them).
-
-    Raises:
-        PlanError: numpy has no cast from their dtype (e.g. an ``.npy`` of
-            raw bytes, ``V2``, as ``np.save`` writes an ml_dtypes array).
-    """
-    values = np.asarray(values)
-    with np.errstate(all="ignore"):
-        try:
-            return values.astype(dtype.numpy)
-        except (ValueError, TypeError):
-            raise PlanError(f"{what}: cannot convert {values.dtype} to {dtype.name} (save the "
-                            "array as float32 or an integer dtype)") from None
+def _integral(v: Any) -> Any:
+    return int(v) if isinstance(v, float) and v.is_integer() else v
 
 
 def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
-    """A plan's nested list as an array, exact for 64-bit integers: numpy
-    makes float64 of a list that mixes ints above 2**63 with smaller ones,
-    which would round uint64 values. For an integer dtype the list is read as
-    int64, then uint64; anything else (negative values for uint64, ragged or
-    non-numeric lists) falls back to numpy's own choice, cast later."""
-    if dtype is not None and dtype.is_integer:
-        for kind in (np.int64, np.uint64):
-            try:
-                return np.array(values, dtype=kind)
-            except (OverflowError, ValueError, TypeError):
-                continue
-    return np.asarray(values)
+    """A plan's nested list as an array (``convert.to_dtype`` then checks
+    it against the dtype), exact for 64-bit integers: numpy makes float64
+    of a list that mixes ints above 2**63 with others, or with a float,
+    which would round uint64 values. For an integer dtype such a list, its
+    integral floats taken as the ints they equal, is read as int64, then
+    uint64; one with another value (a fraction, NaN, ±inf) stays float64,
+    to be reported, not truncated.
+
+    Raises:
+        ValueError: a ragged list.
+    """
+    approx = np.asarray(values)
+    if dtype is None or not dtype.is_integer or approx.dtype.kind != "f":
+        return approx
+    ints = np.frompyfunc(_integral, 1, 1)(np.array(values, dtype=object))
+    if not all(isinstance(v, int) for v in ints.flat):
+        return approx
+    for kind in (np.int64, np.uint64):
+        try:
+            return np.array(ints.tolist(), dtype=kind)
+        except OverflowError:       # (Python ints: numpy refuses, never wraps)
+            continue
+    return approx
 
 
 def _load_npy(path: str, root: str, what: str) -> np.ndarray:
@@ -124,9 +123,12 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
             (``mean`` 0, ``std`` 1) or ``integers`` (``low`` 0, ``high``
             inclusive-exclusive, required), drawn with
             ``np.random.default_rng(seed)`` in float64 (int64 for integers)
-            and then cast to the dtype. ``values``: nested list, reshaped to
-            ``shape`` when given. ``npy``: a ``.npy`` path (relative to
-            ``root``), checked against ``shape`` when given.
+            and then converted to the dtype (a float draw for an integer
+            dtype rounded toward zero first). ``values``: nested list,
+            reshaped to ``shape`` when given. ``npy``: a ``.npy`` path
+            (relative to ``root``), checked against ``shape`` when given.
+            Every conversion is ``convert.to_dtype``'s (``values`` as
+            literal values).
         root: directory relative paths are resolved against.
         what: a name for messages.
 
@@ -135,7 +137,8 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
 
     Raises:
         PlanError: unknown dtype or distribution, bad shape, values that do
-            not reshape, npy that cannot be read or has another shape.
+            not reshape, npy that cannot be read or has another shape, a
+            value the dtype cannot hold (``convert.to_dtype``).
     """
     dtype = _dtype(spec.dtype)
     shape = _shape(spec.shape, what)
@@ -166,24 +169,24 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
                                 "(uniform, normal, integers)")
         except (ValueError, TypeError, OverflowError) as e:
             raise PlanError(f"{what}: bad {dist} parameters: {e}") from None
-        data = _cast(raw, dtype)
+        if dtype.is_integer and raw.dtype.kind == "f":
+            raw = np.trunc(raw)
+        data = to_dtype(raw, dtype, f"{what} value", f"its random draw ({dist})")
     elif "values" in sources:
         try:
             raw = _asarray(spec.values, dtype)
-            if raw.dtype == object:
-                raise ValueError("ragged nested list")
             if shape is not None:
                 raw = raw.reshape(shape)
         except ValueError as e:
             raise PlanError(f"{what}: values of shape {list(np.shape(spec.values))} "
                             f"do not fit shape {list(shape or ())}: {e}") from None
-        data = _cast(raw, dtype)
+        data = to_dtype(raw, dtype, f"{what} value", "its values", literal=True)
     else:
         raw = _load_npy(spec.npy, root, what)
         if shape is not None and tuple(raw.shape) != shape:
             raise PlanError(f"{what}: {spec.npy} has shape {list(raw.shape)}, "
                             f"the plan says {list(shape)}")
-        data = _cast(raw, dtype, f"{what}: {spec.npy}")
+        data = to_dtype(raw, dtype, f"{what} value", f"its .npy {spec.npy}")
     return np.ascontiguousarray(data)
 
 
@@ -195,23 +198,17 @@ def make_scalar(spec: ScalarSpec, what: str = "input") -> Tuple[np.ndarray, Any]
     ARCHITECTURE.md). The Python number is the value the device sees.
 
     Raises:
-        PlanError: no/unknown dtype, a non-numeric value, or an integer that
-            does not fit the dtype.
+        PlanError: no/unknown dtype, a non-numeric value, or a value the
+            dtype cannot hold as written (``convert.to_dtype``, a literal:
+            a non-integer or out of range for an integer dtype, past the
+            largest finite float32).
     """
     dtype = _dtype(spec.dtype)
     value = spec.value
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise PlanError(f"{what}: scalar value {value!r} is not a number")
-    if dtype.is_float:
-        arr = np.asarray(value, dtype=np.float64).astype(dtype.numpy)
-        return arr.reshape(()), float(arr)
-    if not float(value).is_integer():
-        raise PlanError(f"{what}: {value!r} is not an integer ({dtype.name})")
-    info = np.iinfo(dtype.numpy)
-    if not info.min <= int(value) <= info.max:
-        raise PlanError(f"{what}: {value!r} does not fit {dtype.name}")
-    arr = np.asarray(int(value), dtype=dtype.numpy).reshape(())
-    return arr, int(value)
+    arr = to_dtype(np.asarray(value), dtype, f"{what} value", literal=True).reshape(())
+    return arr, (float(arr) if dtype.is_float else int(arr))
 
 
 LOCATIONS = ("hbm", "sbuf")
@@ -340,7 +337,8 @@ def _user_frame(e: BaseException, file: Optional[str]) -> str:
 
 def expected_output(vector: VectorPlan, inputs: Sequence[Input],
                     out_dtype: dt.DType, root: str = ".") -> np.ndarray:
-    """The expected output, cast to ``out_dtype`` (C-contiguous).
+    """The expected output, converted to ``out_dtype`` (C-contiguous; by
+    ``convert.to_dtype``, inline ``values`` as literal values).
 
     ``reference``: called with the inputs in schema order (arrays for
     tensors, Python numbers for scalars; each array a private copy), its
@@ -350,8 +348,9 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
 
     Raises:
         PlanError: no expected entry, an import problem, the reference
-            raising (message gives the exception and line), or a result that
-            is not numeric.
+            raising (message gives the exception and line), a result that
+            is not an array of numbers, or a value ``out_dtype`` cannot hold
+            (the message names ``vector.expected.source``).
     """
     exp = vector.expected
     shape = _shape(vector.output.shape, "output")
@@ -366,9 +365,15 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             where = _user_frame(e, ref.file)
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
                             f"{_short_exc(e)}{where}") from None
-        raw = np.asarray(result)
+        try:
+            raw = np.asarray(result)
+        except (ValueError, TypeError) as e:    # (a ragged list, say)
+            raise PlanError(f"{exp.source} returned no array: {_short_exc(e)}") from None
     elif exp.values is not None:
-        raw = _asarray(exp.values, out_dtype)
+        try:
+            raw = _asarray(exp.values, out_dtype)
+        except ValueError as e:
+            raise PlanError(f"{exp.source}: {e}") from None
         if vector.output.source and raw.ndim > 1:   # nested: its shape is meant
             _check_shape_function(vector, raw, out_dtype, True)
         if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
@@ -377,11 +382,11 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raw = _load_npy(exp.npy, root, "expected")
     else:
         raise PlanError("vector has no expected output (reference, values or npy)")
-    if raw.dtype == object or raw.dtype.kind not in "biufcV":
-        raise PlanError(f"expected output is not numeric (dtype {raw.dtype})")
     if vector.output.source:
         _check_shape_function(vector, raw, out_dtype, exp.values is not None)
-    return np.ascontiguousarray(_cast(raw, out_dtype))
+    return np.ascontiguousarray(to_dtype(raw, out_dtype, "expected value", exp.source,
+                                         role="the output's dtype",
+                                         literal=exp.values is not None))
 
 
 def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DType,

@@ -74,6 +74,7 @@ import numpy as np
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import ExploreSpec, OutputSpec, PlanError, TestPlan, VectorPlan
 from gpsimd_device.planinputs import SCALAR_ARG_TYPES
+from gpsimd_device.printable import visible
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
@@ -143,7 +144,8 @@ def _probed_template(session, op, shaped: Callable, record: Optional[dict],
     if record is not None:
         record.update(ranks=probed.ranks, dtypes=probed.dtypes, lessons=probed.lessons,
                       runs=probed.runs, problem=probed.problem,
-                      last_failure=probed.last_message.split("; ")[0][:500])
+                      last_failure=visible(probed.last_message.split("; ")[0][:500],
+                                           newlines=False))   # (a YAML comment's, a warning's)
     if probed.problem:
         return None, f"the probe phase: {probed.problem}"
     return _blank_vector(op, probed.shapes(), probed.dtypes), None
@@ -364,10 +366,10 @@ def main(argv: Optional[List[str]] = None) -> int:
             except Exception as e:      # (a model bug, or Hypothesis refusing a strategy)
                 status, text = "ERROR", (f"gpsimd_explore: {plan.library}::{op.name}: "
                                          f"cannot explore: {type(e).__name__}: {e}")
-                print(text, file=sys.stderr, flush=True)
+                print(visible(text), file=sys.stderr, flush=True)
                 counts["errors"] += 1
             else:
-                print(text, flush=True)
+                print(visible(text), flush=True)    # (a fault's message may hold a kernel's text)
                 counts[status] = counts.get(status, 0) + 1
             record.update(status=status, text=text)
     if args.record:

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
+from gpsimd_device.printable import visible
 from gpsimd_device.results import LibraryResults, VectorResult, counts_text
 
 __all__ = ["CORE_COLOURS", "MARK_COLOURS", "STRIP_WIDTH", "COUNTED_STATES", "ReportLibrary",
@@ -126,7 +127,10 @@ class ReportLibrary:
 
 
 def _e(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+    """``text`` for the page: escaped, and (as it may be a kernel's: a
+    message, what a core wrote) its control characters made visible, as the
+    terminal shows them."""
+    return html.escape(visible(str(text)), quote=True)
 
 
 def _ranges_text(ranges: Iterable[Sequence[int]]) -> str:

@@ -393,10 +393,11 @@ class Vector(_FailLine, pytest.Item):
                                  ("max_abs_err", result.max_abs_err),
                                  ("mismatches", result.mismatches)]
         self.user_properties += [("warning", w) for w in result.warnings]
-        if result.printf:
-            prefix = f"[{lib.name}::{self.op}[{self.vector}] core 0] "
-            for text in result.printf.rstrip("\n").split("\n"):
-                print(prefix + text, file=sys.stderr)
+        if result.printf:       # (the kernel's text: its control characters made visible)
+            from gpsimd_device.printable import prefixed
+            for text in prefixed(f"[{lib.name}::{self.op}[{self.vector}] core 0] ",
+                                 result.printf):
+                print(text, file=sys.stderr)
         if not (result.passed or result.checked):   # (CHECKED: every check passed)
             raise VectorFailed(line)
         print(line)

@@ -6,6 +6,8 @@ from typing import Optional, Tuple
 
 import pytest
 
+from gpsimd_device.printable import visible
+
 from .failure import VectorFailed, _FailLine
 
 __all__ = ["run", "ExploredOp"]
@@ -65,7 +67,7 @@ class ExploredOp(_FailLine, pytest.Item):
         if record is None:
             raise VectorFailed(f"EXPLORE {self.parent.name}::{self.op}: {why}")
         rec = (record.get("ops") or {}).get(self.op) or {}
-        status, text = rec.get("status"), str(rec.get("text") or "")
+        status, text = rec.get("status"), visible(str(rec.get("text") or ""))
         if status == "SKIPPED":
             pytest.skip(text)
         if status != "EXPLORED":

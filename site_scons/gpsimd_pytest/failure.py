@@ -5,9 +5,12 @@ __all__ = ["VectorFailed"]
 
 
 class VectorFailed(Exception):
-    """A vector failed; ``line`` is its ``FAIL`` line."""
+    """A vector failed; ``line`` is its ``FAIL`` line (or explore's text),
+    its control characters made visible (``gpsimd_device.printable``)."""
 
     def __init__(self, line: str):
+        from gpsimd_device.printable import visible
+        line = visible(line)
         super().__init__(line)
         self.line = line
 

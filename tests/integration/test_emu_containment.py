@@ -2,9 +2,10 @@
 emulator's part): a kernel's forked child never outlives the run, a
 killed or interrupted emulator leaves nothing running, the memory limit is
 a named fault and is checked before anything is allocated, a kernel that
-writes to every file descriptor reaches nothing of the model, and an I/O
+writes to every file descriptor reaches nothing of the model, one that
+writes escape sequences cannot fake a PASS on the terminal, and an I/O
 error on the results names the path and the errno and leaves no temporary
-file.
+file; and expected values an integer output cannot hold fail the vector.
 
 The kernels are kernels/broken/hostile.cpp (``broken_hostile``), built
 in the session's project copy; each mode of the zygote's sandbox
@@ -511,3 +512,57 @@ def test_kill_9_of_scons_alone_ends_its_test_run(hostile, server):
     assert left == {}
     if server == "1":
         assert took < 5.0, took
+
+
+#: What terminal_forger writes (hostile.cpp), as the emulator prints it.
+FAKE = ["\\x1b[1A\\x1b[2J\\rPASS broken_hostile::terminal_forger[n10]: max_abs_err 0",
+        "total: 1 passed, 0 failed", "\\x1b[8m\\x1b[30;40m"]
+
+
+def test_a_kernels_escape_sequences_are_printed_visible(hostile, tmp_path):
+    """What a kernel writes to stderr and to printf, and its exception's
+    text in the FAIL line, are printed with their control characters as
+    escapes, each line after its prefix: on a terminal they move no cursor,
+    clear nothing, overwrite no line and hide nothing."""
+    proj, path = hostile
+    plan = _plan_with(proj, path, {"terminal_forger"}, tmp_path)
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "20"),
+                          cwd=str(proj), env=_env(), capture_output=True, timeout=60)
+    both = proc.stdout + proc.stderr
+    assert proc.returncode == 1, both
+    assert b"\x1b" not in both and b"\r" not in both, both
+    out, err = proc.stdout.decode(), proc.stderr.decode()
+    assert out.splitlines() == [
+        "FAIL broken_hostile::terminal_forger[n10] (?): core 0: fault CXX_EXCEPTION in op "
+        "terminal_forger: C++ exception: " + "\\n".join(FAKE) + "; elements never written: [0, 10)",
+        "broken_hostile: 0 passed, 1 failed"], out + err
+    for stream in ("core 0", "core 0 stderr"):
+        prefix = f"[broken_hostile::terminal_forger[n10] {stream}] "
+        assert [line for line in err.splitlines() if line.startswith(prefix)] == [
+            prefix + line for line in FAKE], err
+    # the results keep what the kernel wrote, as it wrote it
+    (vec,) = json.loads((tmp_path / "r.failed.json" if (tmp_path / "r.failed.json").exists()
+                         else tmp_path / "r.json").read_text())["vectors"]
+    assert "\x1b[1A\x1b[2J\rPASS" in vec["message"]
+
+
+@pytest.mark.parametrize("expected,line", [
+    (None, "FAIL broken_hostile::halve_int[n3] (?): expected value 0.9 at [0] is not an int32 (the "
+           "output's dtype), from the vector's expected values (and 2 more)"),
+    ({"reference": {"file": "kernels/broken/reference.py", "module": None, "function": "halve_off"}},
+     "FAIL broken_hostile::halve_int[n3] (?): expected value 0.95 at [0] is not an int32 (the "
+     "output's dtype), from the reference kernels/broken/reference.py:halve_off (and 2 more)"),
+    ({"values": [0, 1, 2]}, "PASS broken_hostile::halve_int[n3] (?): max_abs_err 0 over 3 elements"),
+])
+def test_expected_values_an_int32_output_cannot_hold_fail_the_vector(hostile, tmp_path, expected,
+                                                                    line):
+    """The reviewer's op: int32 x / 2 returns [0, 1, 2] for [1, 3, 5]; an
+    expectation of [0.9, 1.9, 2.9], inline or from a float64 reference, is
+    no longer cast to that and passed (the control: [0, 1, 2] passes)."""
+    proj, path = hostile
+    changes = {} if expected is None else {"expected": expected}
+    plan = _plan_with(proj, path, {"halve_int"}, tmp_path, **changes)
+    proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--timeout", "20"),
+                          cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.stdout.splitlines()[0] == line, proc.stdout + proc.stderr
+    assert proc.returncode == (0 if line.startswith("PASS") else 1)

@@ -444,6 +444,27 @@ def test_what_a_static_initialiser_writes_is_printed_once_whatever_the_copies(
 
 
 @needs_cxx
+def test_what_a_static_initialiser_writes_is_printed_visible_each_line_prefixed(
+        tmp_path, objects, capfd):
+    """What core objects write while loading is the kernels' text: its
+    control characters are printed as escapes, each line after the
+    library's prefix, so that it cannot clear the terminal or hide what
+    follows."""
+    so = tmp_path / "escapes_at_load.so"
+    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
+             "lsp_fll_load_cpu_single", "-DESCAPES_AT_LOAD")
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
+    ops = [op("relu", [vec("a", {"x": tensor([4])})])]
+    res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path), timeout=10)
+    assert [r.status for r in res.vectors] == ["pass"], res.vectors[0].message
+    err = capfd.readouterr().err
+    assert "\x1b" not in err and "\r" not in err, repr(err)
+    assert err.splitlines()[-3:] == [
+        "gpsimd_emu: fake: what the core objects wrote while loading:",
+        "[fake load] \\x1b[2J\\rloaded", "[fake load] \\x1b[8m\\x1b[30;40m"], err
+
+
+@needs_cxx
 def test_a_session_that_fails_while_it_reads_the_objects_leaves_no_zygote(
         tmp_path, objects, monkeypatch):
     """The zygote starts before the objects are read: whatever reading them

@@ -27,6 +27,14 @@ __attribute__((constructor)) static void crash_at_second_load() {
 // A static initialiser that writes a line (each copy of the object runs it).
 __attribute__((constructor)) static void print_at_load() { printf("fake core loaded\n"); fflush(stdout); }
 #endif
+#ifdef ESCAPES_AT_LOAD
+// A static initialiser that writes what a terminal obeys: clear the screen,
+// back to the start of the line, then black on black.
+__attribute__((constructor)) static void escapes_at_load() {
+    printf("\x1b[2J\rloaded\n\x1b[8m\x1b[30;40m\n");
+    fflush(stdout);
+}
+#endif
 static gpsimd_core_binding B;
 
 static gpsimd_core_report* report() { return (gpsimd_core_report*)(uintptr_t)B.report_host; }

@@ -94,10 +94,26 @@ def test_scalars_as_the_device_sees_them():
     arr, v = make_scalar({"kind": "scalar", "type": "long long", "dtype": "int64",
                           "value": 5_000_000_000})
     assert arr.dtype == np.int64 and v == 5_000_000_000 and isinstance(v, int)
-    with pytest.raises(PlanError, match="does not fit int32"):
-        make_scalar({"kind": "scalar", "type": "int", "dtype": "int32", "value": 2 ** 31})
-    with pytest.raises(PlanError, match="not an integer"):
-        make_scalar({"kind": "scalar", "type": "int", "dtype": "int32", "value": 1.5})
+    with pytest.raises(PlanError) as e:
+        make_scalar({"kind": "scalar", "type": "int", "dtype": "int32", "value": 2 ** 31}, "input 'n'")
+    assert str(e.value) == ("input 'n' value 2147483648 is out of range for int32 (its dtype, "
+                            "-2147483648..2147483647)")
+    with pytest.raises(PlanError) as e:
+        make_scalar({"kind": "scalar", "type": "int", "dtype": "int32", "value": 1.5}, "input 'n'")
+    assert str(e.value) == "input 'n' value 1.5 is not an int32 (its dtype)"
+    # an int past 64 bits, and one past float64's range: out of range, no OverflowError
+    for big in (2 ** 64, 10 ** 400):
+        with pytest.raises(PlanError, match=f"^input 'n' value {big} is out of range for int64"):
+            make_scalar({"kind": "scalar", "type": "long long", "dtype": "int64", "value": big},
+                        "input 'n'")
+    # a float written past float32's range is refused, an infinity written is kept
+    with pytest.raises(PlanError) as e:
+        make_scalar({"kind": "scalar", "type": "float", "dtype": "float32", "value": 1e39}, "input 'a'")
+    assert str(e.value) == ("input 'a' value 1e+39 is out of range for float32 (its dtype, largest "
+                            "finite 3.40282e+38; write .inf for an infinity)")
+    arr, v = make_scalar({"kind": "scalar", "type": "float", "dtype": "float32",
+                          "value": float("-inf")})
+    assert v == float("-inf") and arr.dtype == np.float32
 
 
 OP = {"name": "axpy", "args": [{"name": "x", "type": "Tensor"}, {"name": "y", "type": "Tensor"},

@@ -1,0 +1,189 @@
+"""Converting a vector's numbers to a device dtype: the one conversion of
+``gpsimd_emu.vectors`` for inputs and expected outputs alike
+(docs/manifest.md, "Values and dtypes").
+
+An integer dtype holds a value exactly or the vector fails: a non-integral
+value, NaN, ±inf, a value outside the dtype's range, a bool, or a complex
+value with an imaginary part is a ``PlanError`` naming the first such
+element, its index, the dtype and where the values come from; nothing is
+truncated, wrapped or saturated (an integer output is compared exactly, so
+an expected value cast to what a wrong kernel returns would PASS it).
+
+A float dtype rounds each value to its nearest (tolerances are for that),
+as the dtype's own arithmetic does: a value past the largest finite one
+becomes ±inf. Only ``literal`` values, written by hand (a vector's inline
+``values`` and scalar values), must stay finite: ``1e6`` for a float16 is
+an error that says to write ``.inf`` (as the manifest says of an input's
+values). Bools and imaginary parts fail as for integers.
+
+Raw bytes (numpy dtype ``V<n>``, how ``np.save`` writes an ml_dtypes array)
+of the dtype's item size are read as the dtype, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import List, Optional, Tuple
+
+import numpy as np
+
+from gpsimd_device.plan import PlanError
+
+from . import dtypes as dt
+
+__all__ = ["to_dtype"]
+
+
+def _device_float(dtype: np.dtype) -> bool:
+    """True for a numpy float dtype, ml_dtypes' included (kind ``V``)."""
+    if dtype.kind == "f":
+        return True
+    try:
+        return dt.by_numpy(dtype).is_float
+    except KeyError:
+        return False
+
+
+def _article(name: str) -> str:
+    return "an" if name.startswith("int") else "a"     # (int8, uint8, float16)
+
+
+def _as_float(v) -> float:
+    try:
+        return float(v)
+    except OverflowError:       # (an int past float64's range: finite, out of every range)
+        return float(np.finfo(np.float64).max) * (1 if v > 0 else -1)
+
+
+def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
+    """``a`` (no bools, no complex) as an array numpy computes the checks
+    with: small floats (float16, the ml_dtypes ones) widened to float64,
+    exactly; an object array of Python numbers as int64 or uint64 when
+    they are ints that fit (exactly), else as float64 (ints past 64 bits
+    then past every device dtype's range, as they were).
+
+    Raises:
+        PlanError: an object array of something else than real numbers.
+    """
+    if a.dtype.kind == "O":
+        for v in a.flat:
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+                raise PlanError(f"{what}s{origin}: {v!r} is not a number")
+        if all(isinstance(v, numbers.Integral) for v in a.flat):
+            for kind in (np.int64, np.uint64):
+                try:
+                    return np.array([int(v) for v in a.flat], dtype=kind).reshape(a.shape)
+                except OverflowError:   # (Python ints: numpy refuses, never wraps)
+                    continue
+        return np.array([_as_float(v) for v in a.flat], dtype=np.float64).reshape(a.shape)
+    if _device_float(a.dtype) and a.dtype.itemsize < 8:
+        return a.astype(np.float64)
+    return a
+
+
+def _integer_problems(a: np.ndarray, dtype: dt.DType, name: str, limits: str
+                      ) -> List[Tuple[np.ndarray, str]]:
+    """(mask, what is wrong) for each way an element of ``a`` (integers or
+    floats) misses integer ``dtype``."""
+    info = np.iinfo(dtype.numpy)
+    if a.dtype.kind in "iu":        # (a bound past the source's own range is no test)
+        src = np.iinfo(a.dtype)
+        out = np.zeros(a.shape, dtype=bool)
+        if info.min > src.min:
+            out |= a < a.dtype.type(info.min)
+        if info.max < src.max:
+            out |= a > a.dtype.type(info.max)
+        return [(out, f"is out of range for {limits}")]
+    with np.errstate(invalid="ignore"):     # (both bounds powers of two: exact as floats)
+        whole = np.isfinite(a) & (np.trunc(a) == a)
+        inside = (a >= float(info.min)) & (a < float(info.max + 1))
+    return [(~whole, f"is not {name}"), (whole & ~inside, f"is out of range for {limits}")]
+
+
+def _raise_first(problems: List[Tuple[np.ndarray, str]], shown: np.ndarray, what: str,
+                 origin: str) -> None:
+    """Raise the PlanError of the first bad element, if any."""
+    bad = np.zeros(shown.shape, dtype=bool)
+    for mask, _ in problems:
+        bad |= mask
+    flat = bad.reshape(-1)
+    if not flat.any():
+        return
+    i = int(np.argmax(flat))
+    problem = next(text for mask, text in problems if mask.reshape(-1)[i])
+    at = f" at {[int(k) for k in np.unravel_index(i, shown.shape)]}" if shown.ndim else ""
+    count = int(flat.sum())
+    more = f" (and {count - 1} more)" if count > 1 else ""
+    raise PlanError(f"{what} {shown.reshape(-1)[i]}{at} {problem}{origin}{more}")
+
+
+def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *,
+             role: str = "its dtype", literal: bool = False) -> np.ndarray:
+    """``values`` as an array of ``dtype`` (module text: exact for integers,
+    rounded to nearest for floats).
+
+    Args:
+        values: an array (any shape) of bools, integers, floats (numpy's or
+            ml_dtypes'), complex numbers, Python numbers (object), or raw
+            bytes of ``dtype``'s item size.
+        dtype: the device dtype to convert to.
+        what: what one element is, for messages: ``"expected value"``,
+            ``"input 'x' value"``.
+        source: where the values come from, for messages (``"the reference
+            ref.py:f"``, ``"its .npy x.npy"``), or None.
+        role: what ``dtype`` is to them, for messages: ``"its dtype"``,
+            ``"the output's dtype"``.
+        literal: values written by hand: for a float dtype, a finite value
+            that would become infinite is an error too.
+
+    Returns:
+        An array of ``dtype.numpy`` and ``values``' shape (``values`` itself
+        when it already is one).
+
+    Raises:
+        PlanError: a value the dtype cannot hold (module text), e.g.
+            ``expected value 0.9 at [0] is not an int32 (the output's
+            dtype), from the vector's expected values (and 2 more)``; raw
+            bytes of another size; values that are not numbers.
+    """
+    a = np.asarray(values)
+    target = dtype.numpy
+    if a.dtype == target:
+        return a
+    origin = f", from {source}" if source else ""
+    if a.dtype.kind == "V" and not _device_float(a.dtype):      # raw bytes
+        if a.dtype.itemsize == target.itemsize and a.dtype.names is None \
+                and a.dtype.subdtype is None:
+            return a.view(target)
+        raise PlanError(f"{what}s{origin}: cannot convert {a.dtype} to {dtype.name} (save "
+                        "the array as float32 or an integer dtype)")
+    if a.dtype.kind not in "biufcO" and not _device_float(a.dtype):
+        raise PlanError(f"{what}s{origin}: not numbers (numpy dtype {a.dtype})")
+    name = f"{_article(dtype.name)} {dtype.name} ({role})"
+    if dtype.is_integer:
+        info = np.iinfo(target)
+        limits = f"{dtype.name} ({role}, {info.min}..{info.max})"
+    else:
+        limits = (f"{dtype.name} ({role}, largest finite {dtype.max:g}; write .inf for an "
+                  "infinity)")
+    shown, out = a, None
+    problems: List[Tuple[np.ndarray, str]] = []
+    if a.dtype.kind == "b":
+        problems.append((np.ones(a.shape, dtype=bool), f"is a bool, not {name}"))
+    else:
+        if a.dtype.kind == "c":
+            problems.append((a.imag != 0, f"is complex, not {name}"))
+            a = a.real
+        a = _numbers(a, what, origin)
+        if dtype.is_integer:
+            problems += _integer_problems(a, dtype, name, limits)
+        else:
+            with np.errstate(all="ignore"):
+                out = a.astype(target)
+            if literal:
+                problems.append((np.isfinite(a) & ~np.isfinite(out),
+                                 f"is out of range for {limits}"))
+    _raise_first(problems, shown, what, origin)
+    if out is None:     # (checked: every value is exact in the integer dtype)
+        out = a.astype(target)
+    return out

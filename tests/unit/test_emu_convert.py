@@ -1,0 +1,197 @@
+"""Converting a vector's numbers to a device dtype (gpsimd_emu.convert):
+exact for integers or the vector fails naming the value, its index and its
+source; floats rounded, a literal never made infinite."""
+import ml_dtypes
+import numpy as np
+import pytest
+
+from gpsimd_device.plan import TensorSpec, VectorPlan
+from gpsimd_emu import dtypes as dt
+from gpsimd_emu import vectors
+from gpsimd_emu.convert import to_dtype
+from gpsimd_emu.vectors import Input, PlanError
+
+I32 = dt.by_name("int32")
+X = np.array([0, 2, 4], dtype=np.int32)
+#: the reviewer's op: int32 x -> x / 2 (C++ integer division); a kernel returns [0, 1, 2]
+INPUTS = [Input("x", "tensor", I32, X, X)]
+
+
+def expected(exp, dtype="int32", root=".", shape=None):
+    v = VectorPlan.from_json({"name": "v", "inputs": {}, "output": {"dtype": dtype, "shape": shape},
+                              "expected": exp}, "v")
+    return vectors.expected_output(v, INPUTS, dt.by_name(dtype), root)
+
+
+def tensor(spec, root="."):
+    return vectors.make_tensor(TensorSpec.from_json("x", {"kind": "tensor", **spec}, "x"), root,
+                               "input 'x'")
+
+
+def failure(call, *args, **kw):
+    with pytest.raises(PlanError) as e:
+        call(*args, **kw)
+    return str(e.value)
+
+
+@pytest.fixture
+def refs(tmp_path):
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "def off(x): return (x + 0.9) / 2\n"          # float64 [0.45, 1.45, 2.45]
+        "def exact(x): return x / 2\n"                 # float64 [0., 1., 2.]: integral, kept
+        "def wide(x): return x.astype(np.int64) * 1000\n"
+        "def neg(x): return x.astype(np.int64) - 1\n"
+        "def gt(x): return x > 0\n"
+        "def nan(x): return np.where(x > 0, x / 2, np.nan)\n"
+        "def half(x): return 0.5\n"
+        "def cplx(x): return x + 1j\n"
+        "def big(x): return np.float64(x) * 1e6\n"
+        "def tenth(x): return np.full(x.shape, 0.1)\n"
+        "def ragged(x): return [[1, 2], [3]]\n")
+    return str(tmp_path)
+
+
+def test_the_reviewers_vectors_fail_naming_value_index_and_source(refs):
+    assert failure(expected, {"values": [0.9, 1.9, 2.9]}) == (
+        "expected value 0.9 at [0] is not an int32 (the output's dtype), from the vector's "
+        "expected values (and 2 more)")
+    assert failure(expected, {"reference": {"file": "ref.py", "function": "off"}}, root=refs) == (
+        "expected value 0.45 at [0] is not an int32 (the output's dtype), from the reference "
+        "ref.py:off (and 2 more)")
+    # integral floats are exact: kept
+    out = expected({"reference": {"file": "ref.py", "function": "exact"}}, root=refs)
+    assert out.dtype == np.int32 and out.tolist() == [0, 1, 2]
+    assert expected({"values": [0.0, 1.0, 2.0]}).tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("exp,dtype,message", [
+    ({"values": [1, 300]}, "uint8",
+     "expected value 300 at [1] is out of range for uint8 (the output's dtype, 0..255), from the "
+     "vector's expected values"),
+    ({"values": [[1, 2], [-1, 4]]}, "uint32",
+     "expected value -1 at [1, 0] is out of range for uint32 (the output's dtype, 0..4294967295), "
+     "from the vector's expected values"),
+    ({"values": [1, float("nan")]}, "int32",
+     "expected value nan at [1] is not an int32 (the output's dtype), from the vector's expected values"),
+    ({"values": [float("-inf")]}, "int8",
+     "expected value -inf at [0] is not an int8 (the output's dtype), from the vector's expected values"),
+    ({"values": [2 ** 64]}, "uint64",
+     "expected value 18446744073709551616 at [0] is out of range for uint64 (the output's dtype, "
+     "0..18446744073709551615), from the vector's expected values"),
+    ({"reference": {"file": "ref.py", "function": "wide"}}, "int8",
+     "expected value 2000 at [1] is out of range for int8 (the output's dtype, -128..127), from the "
+     "reference ref.py:wide (and 1 more)"),
+    ({"reference": {"file": "ref.py", "function": "neg"}}, "uint16",
+     "expected value -1 at [0] is out of range for uint16 (the output's dtype, 0..65535), from the "
+     "reference ref.py:neg"),
+    ({"reference": {"file": "ref.py", "function": "gt"}}, "int32",
+     "expected value False at [0] is a bool, not an int32 (the output's dtype), from the reference "
+     "ref.py:gt (and 2 more)"),
+    ({"reference": {"file": "ref.py", "function": "gt"}}, "float32",
+     "expected value False at [0] is a bool, not a float32 (the output's dtype), from the reference "
+     "ref.py:gt (and 2 more)"),
+    ({"reference": {"file": "ref.py", "function": "nan"}}, "int32",
+     "expected value nan at [0] is not an int32 (the output's dtype), from the reference ref.py:nan"),
+    ({"reference": {"file": "ref.py", "function": "half"}}, "int32",
+     "expected value 0.5 is not an int32 (the output's dtype), from the reference ref.py:half"),
+    ({"reference": {"file": "ref.py", "function": "cplx"}}, "float32",
+     "expected value 1j at [0] is complex, not a float32 (the output's dtype), from the reference "
+     "ref.py:cplx (and 2 more)"),
+    ({"reference": {"file": "ref.py", "function": "ragged"}}, "float32",
+     "the reference ref.py:ragged returned no array: ValueError: setting an array element with a "
+     "sequence. The requested array has an inhomogeneous shape after 1 dimensions. The detected "
+     "shape was (2,) + inhomogeneous part."),
+])
+def test_a_value_the_output_dtype_cannot_hold_fails_the_vector(refs, exp, dtype, message):
+    assert failure(expected, exp, dtype, root=refs) == message
+
+
+def test_an_expected_npy_is_checked_too(tmp_path):
+    np.save(tmp_path / "e.npy", np.array([1.0, 2.5]))
+    assert failure(expected, {"npy": "e.npy"}, root=str(tmp_path)) == (
+        "expected value 2.5 at [1] is not an int32 (the output's dtype), from the expected .npy e.npy")
+    np.save(tmp_path / "e.npy", np.array([255, 256], dtype=np.int64))
+    assert failure(expected, {"npy": "e.npy"}, "uint8", root=str(tmp_path)) == (
+        "expected value 256 at [1] is out of range for uint8 (the output's dtype, 0..255), from the "
+        "expected .npy e.npy")
+
+
+def test_64_bit_integers_stay_exact():
+    big = [2 ** 64 - 1, 2 ** 63 + 1, 1]
+    assert expected({"values": big}, "uint64").tolist() == big
+    # an integral float beside them does not round them (numpy's own list reading would)
+    assert expected({"values": [2 ** 63 + 1, 2.0]}, "uint64").tolist() == [2 ** 63 + 1, 2]
+    assert expected({"values": [-2 ** 63, 2 ** 63 - 1]}, "int64").tolist() == [-2 ** 63, 2 ** 63 - 1]
+    # Python ints in an object array (a reference's) too, not through float64
+    odd = np.array([2 ** 53 + 1, -3], dtype=object)
+    assert to_dtype(odd, dt.by_name("int64"), "v").tolist() == [2 ** 53 + 1, -3]
+    assert failure(to_dtype, np.array([1, None], dtype=object), I32, "v", "x") == (
+        "vs, from x: None is not a number")
+
+
+def test_64_bit_bounds_as_floats_are_out_of_range_not_saturated():
+    i64, u64 = dt.by_name("int64"), dt.by_name("uint64")
+    assert failure(to_dtype, np.array(2.0 ** 63), i64, "expected value") == (
+        "expected value 9.223372036854776e+18 is out of range for int64 (its dtype, "
+        "-9223372036854775808..9223372036854775807)")
+    assert failure(to_dtype, np.array([2.0 ** 64]), u64, "v", "x") == (
+        "v 1.8446744073709552e+19 at [0] is out of range for uint64 (its dtype, "
+        "0..18446744073709551615), from x")
+    assert failure(to_dtype, np.array([2 ** 64 - 1], dtype=np.uint64), i64, "v") == (
+        "v 18446744073709551615 at [0] is out of range for int64 (its dtype, "
+        "-9223372036854775808..9223372036854775807)")
+    assert failure(to_dtype, np.array([1.5], dtype=ml_dtypes.bfloat16), I32, "v") == (
+        "v 1.5 at [0] is not an int32 (its dtype)")
+
+
+def test_floats_round_and_overflow_to_inf_except_written_values(refs):
+    f16 = dt.by_name("float16")
+    # rounding a float64 reference is what tolerances are for
+    out = expected({"reference": {"file": "ref.py", "function": "tenth"}}, "float16", root=refs)
+    assert out.dtype == np.float16 and out.tolist() == [float(np.float16(0.1))] * 3
+    # a computed value past the largest finite one is the dtype's infinity, as its arithmetic makes
+    out = expected({"reference": {"file": "ref.py", "function": "big"}}, "float16", root=refs)
+    assert out.tolist() == [0.0, float("inf"), float("inf")]
+    # a written one is refused: write .inf
+    assert failure(expected, {"values": [1.0, 1e6]}, "float16") == (
+        "expected value 1000000.0 at [1] is out of range for float16 (the output's dtype, largest "
+        "finite 65504; write .inf for an infinity), from the vector's expected values")
+    assert expected({"values": [float("inf"), 65519.0, float("nan")]}, "float16").tolist()[:2] == [
+        float("inf"), 65504.0]
+    assert to_dtype(np.array([1e6]), f16, "v").tolist() == [float("inf")]
+    assert failure(to_dtype, np.array([300.0]), dt.by_name("float8_e4m3"), "v", literal=True) == (
+        "v 300.0 at [0] is out of range for float8_e4m3 (its dtype, largest finite 240; write .inf "
+        "for an infinity)")
+
+
+def test_inputs_follow_the_same_rule(tmp_path):
+    assert failure(tensor, {"dtype": "int32", "shape": [2], "values": [1, 0.5]}) == (
+        "input 'x' value 0.5 at [1] is not an int32 (its dtype), from its values")
+    assert failure(tensor, {"dtype": "float16", "shape": [1], "values": [7e4]}) == (
+        "input 'x' value 70000.0 at [0] is out of range for float16 (its dtype, largest finite "
+        "65504; write .inf for an infinity), from its values")
+    np.save(tmp_path / "x.npy", np.array([255, 300], dtype=np.int16))
+    assert failure(tensor, {"dtype": "uint8", "npy": "x.npy"}, root=str(tmp_path)) == (
+        "input 'x' value 300 at [1] is out of range for uint8 (its dtype, 0..255), from its .npy x.npy")
+    # a random draw is not wrapped either ...
+    assert failure(tensor, {"dtype": "int8", "shape": [64], "random": {
+        "seed": 1, "distribution": "integers", "low": 0, "high": 1000}}).startswith(
+        "input 'x' value ")
+    assert "is out of range for int8 (its dtype, -128..127), from its random draw (integers)" in \
+        failure(tensor, {"dtype": "int8", "shape": [64], "random": {
+            "seed": 1, "distribution": "integers", "low": 0, "high": 1000}})
+    # ... but a float draw for an integer dtype is rounded toward zero, as documented
+    drawn = tensor({"dtype": "int32", "shape": [50], "random": {
+        "seed": 2, "distribution": "uniform", "low": -5.0, "high": 5.0}})
+    ref = np.trunc(np.random.default_rng(2).uniform(-5.0, 5.0, size=50)).astype(np.int32)
+    assert drawn.dtype == np.int32 and drawn.tolist() == ref.tolist()
+    # raw bytes of the dtype's size (numpy's .npy of an ml_dtypes array) are read bit for bit
+    bf = np.array([1.5, -2.0, 3.0e38], dtype=ml_dtypes.bfloat16)
+    np.save(tmp_path / "b.npy", bf)
+    assert np.load(tmp_path / "b.npy").dtype.kind == "V"
+    got = tensor({"dtype": "bfloat16", "npy": "b.npy"}, root=str(tmp_path))
+    assert got.dtype == ml_dtypes.bfloat16 and got.tobytes() == bf.tobytes()
+    assert failure(tensor, {"dtype": "float32", "npy": "b.npy"}, root=str(tmp_path)) == (
+        "input 'x' values, from its .npy b.npy: cannot convert |V2 to float32 (save the array as "
+        "float32 or an integer dtype)")
