@@ -38,7 +38,6 @@ from .compare import Comparison, compare
 from .cores import CoreSpec
 from .image import DeviceImage
 from .judge import RunOutcome, core_name
-from .memory import POISON_A
 from .merge import cores_text, format_ranges, guard_writes, merge_core_outputs, true_ranges
 
 __all__ = ["judge_output", "LAYOUT_MAX_RANGES"]
@@ -116,16 +115,31 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     core_ids = [0 if c.core is None else c.core for c in cores]
     layout = _Layout(image, core_ids)
 
-    guards = image.copies(0, image.guard_size)[:, image.out_nbytes:]
-    touched = (guards != POISON_A).any(axis=1)      # every core's guard zone at once
-    for k in np.flatnonzero(touched):
-        beyond = guard_writes(guards[k], POISON_A, size, n)
+    # every private run that went to its end, and run 0 (a later run a
+    # fault stopped is not judged): a write that happens in one run only
+    # (a branch on never-written memory) is found too
+    judged = [p for p, r in enumerate(image.runs) if p == 0 or outcome.ran(p)]
+    beyond_of: Dict[int, np.ndarray] = {}
+    for p in (p for p in judged if image.runs[p].private):
+        poison = image.runs[p].poison
+        guards = image.copies(p, image.guard_size)[:, image.out_nbytes:]
+        touched = (guards != poison).any(axis=1)      # every core's guard zone at once
+        for k in np.flatnonzero(touched):
+            mask = beyond_of.setdefault(k, np.zeros(image.guard_size // size, dtype=bool))
+            for a, b in guard_writes(guards[k], poison, size, n):
+                mask[a - n:b - n] = True
+    for k in sorted(beyond_of):
+        beyond = true_ranges(beyond_of[k], offset=n)
         layout.core(k)["past_end"] = layout.ranges(beyond)
         if beyond:
             problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
                             f"elements {format_ranges(beyond)} (the output has {n} elements)")
-    for name, changed in image.modified_inputs():
-        problems.append(f"input {name!r} was modified ({changed} bytes changed)")
+    for name, changed, past in image.modified_inputs(judged):
+        if changed:
+            problems.append(f"input {name!r} was modified ({changed} bytes changed)")
+        if past:
+            problems.append(f"input {name!r} was written past its end ({past} bytes changed "
+                            f"after it)")
 
     second = outcome.ran(1)
     masks = image.masks(0)

@@ -27,7 +27,7 @@ import numpy as np
 from . import abi
 from . import control
 from . import dtypes as dt
-from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, POISON_A, POISON_B, SBUF_PARTITIONS,
+from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, POISON_A, POISON_B, SBUF_PARTITIONS,
                      SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
@@ -116,7 +116,7 @@ class DeviceImage:
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
-        inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + ALIGN for n in input_nbytes)
+        inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
                  + len(runs) * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
         return ImageSize(inputs, copies * out_each, copies, core_memory, other)
@@ -137,9 +137,9 @@ class DeviceImage:
         self.num_elem = int(np.prod(self.out_shape, dtype=np.int64)) if self.out_shape else 1
         self.out_nbytes = self.num_elem * self.itemsize
         in_sbuf = [i.location == "sbuf" for i in inputs]
-        capacity = ALIGN * (2 * len(inputs) + 4)
+        capacity = ALIGN * (3 * len(inputs) + 4)
         capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if not s)
-        sbuf_capacity = ALIGN * (len(inputs) + 1)
+        sbuf_capacity = ALIGN * (2 * len(inputs) + 1)
         sbuf_capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if s)
         out_capacity = align_up(max(self.out_nbytes, 1))
         self.read_map_bytes = (self.num_elem + 7) // 8
@@ -187,12 +187,18 @@ class DeviceImage:
                            for h, sb in in_at]
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, Arena, int, int]] = []
+            #: per input, the bytes after it up to the next allocation (at
+            #: least INPUT_GUARD): ``(sbuf, offset, nbytes)`` in its arena
+            self._input_guards: List[Tuple[bool, int, int]] = []
             descriptors = []
             for inp, sbuf in zip(inputs, in_sbuf):
                 arena = self.sbuf if sbuf else self.hbm
                 addr = arena.write_array(inp.array)
-                self.input_spans.append((inp.name, arena, addr - arena.device_base,
-                                         inp.array.nbytes))
+                off = addr - arena.device_base
+                self.input_spans.append((inp.name, arena, off, inp.array.nbytes))
+                end = off + inp.array.nbytes
+                arena.alloc(INPUT_GUARD)
+                self._input_guards.append((sbuf, end, arena.used - end))
                 descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
             self.arg_stream = abi.pack_arg_stream(descriptors)
             if out_location == "sbuf":
@@ -206,6 +212,10 @@ class DeviceImage:
             for hbm, sbuf in self.arenas[1:]:
                 hbm.u8[:self.hbm.used] = self.input_snapshot
                 sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
+            if checks:
+                for r in self.runs:
+                    for sbuf, off, n in self._input_guards:
+                        self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
             self.write_args()
         except BaseException:
             self.file.close()
@@ -318,10 +328,8 @@ class DeviceImage:
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
-        private run (contiguous; run 0's with its guard zone: it is judged
-        in run 0 only)."""
-        return [(self._out_at[r.index],
-                 self._out_capacity + (GUARD_BYTES if r.index == 0 else 0), r.poison)
+        private run, each with its guard zone (contiguous)."""
+        return [(self._out_at[r.index], self._out_capacity + GUARD_BYTES, r.poison)
                 for r in self.runs if r.private]
 
     def poison_outputs(self) -> None:
@@ -383,16 +391,25 @@ class DeviceImage:
         raw = self._rows(at, self._mem_each, self.read_map_bytes, self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
-    def modified_inputs(self) -> List[Tuple[str, int]]:
-        """Inputs whose bytes changed during the first run: ``(name, bytes
-        changed)``."""
+    def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int]]:
+        """Inputs whose bytes changed, or the bytes after which (up to the
+        next allocation, at least ``INPUT_GUARD``) changed from the run's
+        poison, in any of ``runs`` (each run has its own copy of the
+        inputs): ``(name, bytes changed, bytes written past its end)``,
+        the most of any run."""
         out = []
-        for name, arena, off, n in self.input_spans:
-            snap = self.sbuf_snapshot if arena is self.sbuf else self.input_snapshot
-            now = arena.u8[off:off + n]
-            changed = int(np.count_nonzero(now != snap[off:off + n]))
-            if changed:
-                out.append((name, changed))
+        for (name, arena, off, n), (sbuf, g_at, g_n) in zip(self.input_spans,
+                                                            self._input_guards):
+            snap = self.sbuf_snapshot if sbuf else self.input_snapshot
+            changed = past = 0
+            for p in runs:
+                u8 = self.arenas[p][sbuf].u8
+                changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap[off:off + n])))
+                if self.checks:
+                    past = max(past, int(np.count_nonzero(u8[g_at:g_at + g_n]
+                                                          != self.runs[p].tcm_poison)))
+            if changed or past:
+                out.append((name, changed, past))
         return out
 
     def close(self) -> None:

@@ -57,6 +57,12 @@ from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
 
 #: Bytes of guard zone after each output copy (outside the region).
 GUARD_BYTES = 64 * 1024
+#: Bytes at least after each input, up to the next allocation, that hold
+#: the run's ``tcm_poison`` under the checks: a kernel that reads past an
+#: input gets a value that changes between the runs (a fresh arena would
+#: give zeros, maybe the padding its reference expects), one that writes
+#: there is named.
+INPUT_GUARD = ALIGN
 
 
 def align_up(n: int, align: int = ALIGN) -> int:

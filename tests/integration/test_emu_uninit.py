@@ -15,6 +15,12 @@ output decide whether the second run is made.
 - whether a kernel writes an element depends on a never-written TCM flag
   (the element is written in one run only);
 - a kernel clears the report flags that say it used TCM;
+- a kernel writes past its output, or over its input, only when a stack
+  variable nobody set holds the second run's poison (every run's guard
+  zones and inputs are checked, not the first run's alone);
+- a kernel reads one element past its input (the bytes after each input
+  hold the run's poison: a fresh arena's zeros could be the padding its
+  reference expects), or writes one there;
 - kernels that read back what they wrote themselves pass.
 """
 import json
@@ -30,7 +36,9 @@ ZYGOTE = "build/host/emu/gpsimd-zygote"
 
 SINGLE = r"""
 #include <stdint.h>
+#include <custom_op.h>
 #include <torch/torch.h>
+#include <neuron/neuron-utils.hpp>
 #include "runtime.h"
 
 // out += 2x into an output nobody initialised
@@ -73,6 +81,64 @@ torch::Tensor hide_tcm(const torch::Tensor& x) {
     torch::neuron::tcm_free(buf);
     gpsimd_rt::core().report->flags &= ~(uint32_t)(GPSIMD_REPORT_TCM_USED
         | GPSIMD_REPORT_OUTPUT_READ | GPSIMD_REPORT_EMPTY_USED);
+    return out;
+}
+
+namespace {
+__attribute__((noinline, noipa)) void maybe_set(int* v, bool set) { if (set) *v = 0; }
+float* raw(const torch::Tensor& t) {
+    return (float*)neuron_translate(neuron_translate_ctx(), t.unsafeGetTensorImpl()->device_addr);
+}
+}  // namespace
+
+// 2x, and 4 elements past the output when a stack int nobody set is
+// negative: false with run 0's poison (0x3C3C3C3C), true with run 1's
+torch::Tensor past_end_sometimes(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    int tail;
+    maybe_set(&tail, false);
+    const int64_t n = x.numel();
+    float* o = raw(out);
+    const float* xi = raw(x);
+    for (int64_t i = 0; i < n; i++) o[i] = 2.0f * xi[i];
+    if (tail < 0)
+        for (int64_t i = n; i < n + 4; i++) o[i] = 123.0f;
+    return out;
+}
+
+// the same, but it zeroes its input
+torch::Tensor input_sometimes(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    int tail;
+    maybe_set(&tail, false);
+    const int64_t n = x.numel();
+    float* o = raw(out);
+    float* xi = raw(x);
+    for (int64_t i = 0; i < n; i++) o[i] = 2.0f * xi[i];
+    if (tail < 0)
+        for (int64_t i = 0; i < n; i++) xi[i] = 0.0f;
+    return out;
+}
+
+// a 3-point mean padded with zeros that reads x[n], one past the input
+torch::Tensor smooth3(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const int64_t n = x.numel();
+    const float* p = raw(x);
+    float* o = raw(out);
+    for (int64_t i = 0; i < n; i++)
+        o[i] = ((i > 0 ? p[i - 1] : 0.0f) + p[i] + p[i + 1]) / 3.0f;
+    return out;
+}
+
+// writes one element past its input
+torch::Tensor input_past_end(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const int64_t n = x.numel();
+    float* xi = raw(x);
+    float* o = raw(out);
+    for (int64_t i = 0; i < n; i++) o[i] = 2.0f * xi[i];
+    xi[n] = 1.0f;
     return out;
 }
 
@@ -139,6 +205,9 @@ def double(x):
     return (x * np.float32(2)).astype(np.float32)
 def relu(x):
     return np.maximum(x, np.float32(0)).astype(np.float32)
+def smooth3(x):
+    p = np.concatenate(([0], x, [0])).astype(np.float32)
+    return ((p[:-2] + p[1:-1] + p[2:]) / np.float32(3)).astype(np.float32)
 """
 
 #: 16 elements: positives and negatives alternate in pairs
@@ -149,8 +218,9 @@ NEVER_WRITTEN = ("depend on never-written memory (their values change with the p
                  "before writing them through a standard or stream accessor or a raw pointer)")
 
 
-def _vector(reference):
-    return {"name": "v", "inputs": {"x": {"dtype": "float32", "shape": [len(X)], "values": X}},
+def _vector(reference, location="hbm"):
+    return {"name": "v", "inputs": {"x": {"dtype": "float32", "shape": [len(X)], "values": X,
+                                          "location": location}},
             "expected": {"reference": f"probe/uninit_ref.py:{reference}"}}
 
 
@@ -164,11 +234,14 @@ def results(built_project, tmp_path_factory):
     (proj / "probe" / "multi.cpp").write_text(MULTI)
     (proj / "probe" / "uninit_ref.py").write_text(REFERENCE)
     single = {"add_into": "double", "relu_flag": "relu", "hide_tcm": "double",
-              "read_back": "double"}
+              "read_back": "double", "past_end_sometimes": "double",
+              "input_sometimes": "double", "smooth3": "smooth3", "input_past_end": "double"}
     multi = {"mc_add_into": "double", "mc_read_back": "double"}
     manifest = {"version": 1, "libraries": [
         {"name": "uninit", "sources": ["probe/single.cpp"], "includes": ["runtime_model/src"],
-         "ops": [{"schema": f"t::{op}(Tensor x) -> Tensor", "vectors": [_vector(ref)]}
+         "ops": [{"schema": f"t::{op}(Tensor x) -> Tensor",
+                  "vectors": [_vector(ref)] + ([_vector(ref, "sbuf") | {"name": "sbuf"}]
+                                               if op == "smooth3" else [])}
                  for op, ref in single.items()]},
         {"name": "uninit_mc", "multicore": True, "sources": ["probe/multi.cpp"],
          "ops": [{"schema": f"t::{op}(Tensor x) -> Tensor", "vectors": [_vector(ref)]}
@@ -183,7 +256,8 @@ def results(built_project, tmp_path_factory):
         assert proc.returncode == 0, proc.stdout + proc.stderr
         options = RunOptions(timeout=5, zygote=str(proj / ZYGOTE))
         with LibrarySession(plan, root=str(proj), options=options) as s:
-            out[lib] = {v.op: (v.status, v.message) for v in s.run_all().vectors}
+            out[lib] = {v.op if v.vector == "v" else f"{v.op}[{v.vector}]": (v.status, v.message)
+                        for v in s.run_all().vectors}
     return out
 
 
@@ -219,3 +293,28 @@ def test_a_multicore_kernel_adding_into_its_unwritten_slices_fails(results):
 def test_reading_back_what_a_core_wrote_passes(results):
     assert results["uninit"]["read_back"] == ("pass", "")
     assert results["uninit_mc"]["mc_read_back"] == ("pass", "")
+
+
+def test_a_write_past_the_output_in_the_second_run_only_fails(results):
+    assert results["uninit"]["past_end_sometimes"] == (
+        "fail", "core 0 wrote past the end of the output: elements [16, 20) (the output has 16 "
+                "elements)")
+
+
+def test_an_input_changed_in_the_second_run_only_fails(results):
+    assert results["uninit"]["input_sometimes"] == (
+        "fail", "input 'x' was modified (28 bytes changed)")
+
+
+def test_reading_past_an_input_fails(results):
+    # x[16] is the poison of never-written memory, not a zero that the
+    # reference's padding happens to expect (in HBM and in SBUF)
+    for key in ("smooth3", "smooth3[sbuf]"):
+        status, message = results["uninit"][key]
+        assert (status, message.split(" depend on ")[0]) == (
+            "fail", "core 0: output elements [15, 16)"), key
+
+
+def test_a_write_past_an_input_fails(results):
+    assert results["uninit"]["input_past_end"] == (
+        "fail", "input 'x' was written past its end (4 bytes changed after it)")

@@ -66,7 +66,8 @@ def test_printf_ring_wraps_from_head():
 
 def test_the_worker_poisons_every_private_output_copy_and_counts_it():
     """DeviceImage.poison_outputs: run 0's copies with their guard zone in
-    POISON_A, run 1's in POISON_B, the shared runs' one copy untouched;
+    POISON_A, run 1's with theirs in POISON_B (a write past the output is
+    judged in every private run), the shared runs' one copy untouched;
     prefilled_bytes counts those pages besides what the worker wrote."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
@@ -80,7 +81,7 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         image.poison_outputs()
         u8 = image.file.u8
         out = ALIGN                          # the output (40 bytes) rounded up
-        for run, poison, n in ((0, POISON_A, out + GUARD_BYTES), (1, POISON_B, out)):
+        for run, poison, n in ((0, POISON_A, out + GUARD_BYTES), (1, POISON_B, out + GUARD_BYTES)):
             for at in image._out_at[run]:
                 assert (u8[at:at + n] == poison).all()
                 assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
@@ -90,6 +91,6 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         pages = lambda n: -(-n // PAGE) * PAGE  # noqa: E731
         worker_wrote = (image._bindings_at + pages(4 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
                         + 2 * PAGE + 4 * (image.hbm.used + image.sbuf.used))
-        assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES) + pages(out))
+        assert image.prefilled_bytes() - worker_wrote == 8 * 2 * pages(out + GUARD_BYTES)
     finally:
         image.close()
