@@ -94,7 +94,9 @@ def dump_plan(plan: TestPlan) -> str:
 
 
 def plan_files(library: Library) -> List[str]:
-    """Files a library's test run reads besides its objects: references, .npy.
+    """Files a library's test run reads besides its objects: references
+    (``file.py`` ones, and the local modules each reference imports,
+    ``Reference.imports``), .npy.
 
     Sorted and unique, so they can be declared as dependencies of the node.
     """
@@ -107,8 +109,10 @@ def plan_files(library: Library) -> List[str]:
             exp = v.expected
             if exp is None:
                 continue
-            if exp.reference is not None and exp.reference.file:
-                files.add(exp.reference.file)
+            if exp.reference is not None:
+                if exp.reference.file:
+                    files.add(exp.reference.file)
+                files.update(exp.reference.imports)
             if exp.npy:
                 files.add(exp.npy)
     return sorted(files)

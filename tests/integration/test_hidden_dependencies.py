@@ -7,6 +7,10 @@ ninja path, never a stale PASS.
   in an include folder the library's ``cflags`` give (``-I``,
   ``-isystem``), one behind ``__has_include``. The compiler's depfile
   names each (``gpsimd_tool/depfiles.py``; ninja's ``deps = gcc``).
+* Python modules a reference imports, transitively: a module beside a
+  ``file.py`` reference, a package's modules reached from it, and the
+  modules of a ``module:function`` reference
+  (``gpsimd_build.manifest.imports``).
 """
 import os
 import shutil
@@ -45,12 +49,31 @@ FILES = {
     "kernels/deps/sys/sysh.h": "#define SYS_F 0.5f\n",
     "kernels/deps/inc/inch.h": "#define INC_F 0.25f\n",
     "kernels/deps/opt.h": "#define OPT_F 0.125f\n",
+    "kernels/deps/twice.cpp": (
+        "#include <torch/torch.h>\n\n"
+        "torch::Tensor twice(const torch::Tensor& x) {\n"
+        "    return torch::mul(x, 2.0f);\n"
+        "}\n"),
     "kernels/deps/reference.py": (
         "import numpy as np\n\n\n"
         "def scale_macro(x):\n"
         "    return (x * np.float32(2)).astype(np.float32)\n\n\n"
         "def scale_flags(x):\n"
         "    return (x * np.float32(2) + np.float32(1.875)).astype(np.float32)\n"),
+    # a reference importing a module beside it, which imports a package's module
+    "kernels/deps/pyref.py": (
+        "import helpers\n\n\n"
+        "def twice(x):\n"
+        "    return (x * helpers.FACTOR + helpers.OFFSET).astype(x.dtype)\n"),
+    "kernels/deps/helpers.py": "from refpkg.consts import OFFSET\nFACTOR = 2\n",
+    "kernels/deps/refpkg/__init__.py": "",
+    "kernels/deps/refpkg/consts.py": "OFFSET = 0\n",
+    # a module:function reference, found from the root (namespace packages)
+    "kernels/deps/modref.py": (
+        "from . import modconsts\n\n\n"
+        "def twice(x):\n"
+        "    return (x * modconsts.FACTOR).astype(x.dtype)\n"),
+    "kernels/deps/modconsts.py": "FACTOR = 2\n",
     "deps.yaml": (
         "version: 1\n"
         "libraries:\n"
@@ -69,10 +92,21 @@ FILES = {
         "      - schema: \"deps::scale_flags(Tensor x) -> Tensor\"\n"
         "        reference: kernels/deps/reference.py:scale_flags\n"
         "        vectors:\n"
-        "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n"),
+        "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n"
+        "  - name: py\n"
+        "    sources: [kernels/deps/twice.cpp]\n"
+        "    ops:\n"
+        "      - schema: \"deps::twice(Tensor x) -> Tensor\"\n"
+        "        vectors:\n"
+        "          - name: file\n"
+        "            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}\n"
+        "            expected: {reference: kernels/deps/pyref.py:twice}\n"
+        "          - name: module\n"
+        "            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}\n"
+        "            expected: {reference: \"kernels.deps.modref:twice\"}\n"),
 }
 
-PASSED = "all libraries: 2 passed, 0 failed"
+PASSED = "all libraries: 4 passed, 0 failed"
 #: each edit: (file, old, new, the FAIL line it gives)
 EDITS = {
     "macro": ("kernels/deps/factor.h", "2.0f", "3.0f",
@@ -99,6 +133,18 @@ EDITS = {
                     "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
                     "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
                     "6.875 expected 5.875; max_abs_err 1"),
+    "module": ("kernels/deps/helpers.py", "FACTOR = 2", "FACTOR = 3",
+               "FAIL py::twice[file] (deps.yaml:24:13): 2 of 2 elements differ "
+               "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 expected 6; "
+               "max_abs_err 2"),
+    "package": ("kernels/deps/refpkg/consts.py", "OFFSET = 0", "OFFSET = 1",
+                "FAIL py::twice[file] (deps.yaml:24:13): 2 of 2 elements differ "
+                "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 expected 5; "
+                "max_abs_err 1"),
+    "module_reference": ("kernels/deps/modconsts.py", "FACTOR = 2", "FACTOR = 3",
+                         "FAIL py::twice[module] (deps.yaml:27:13): 2 of 2 elements differ "
+                         "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 "
+                         "expected 6; max_abs_err 2"),
 }
 
 
@@ -191,7 +237,7 @@ def test_only_a_header_no_scanner_found_compiles_once_more_then_nothing(tmp_path
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = proj / "build/host" / freshness.RECORD_NAME
     assert set(freshness.read_record(str(record)).libraries) == {
-        freshness.ZYGOTE_ENTRY, "flags"}
+        freshness.ZYGOTE_ENTRY, "flags", "py"}
     assert _rebuilt(proj) == ["build/host/macro/obj/kernels/deps/macro.o"]
     files = freshness.read_record(str(record)).libraries["macro"][1]
     assert {"kernels/deps/factor.h", "kernels/deps/macro.cpp"} <= set(files)
