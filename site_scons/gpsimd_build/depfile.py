@@ -71,7 +71,8 @@ def prerequisites(text: str) -> List[str]:
     seen = set()
     joined = text.replace("\\\r\n", " ").replace("\\\n", " ")
     for line in joined.splitlines():
-        words = _words(line)
+        # (a line without escapes splits as it stands: most of them)
+        words = _words(line) if "\\" in line or "$" in line else line.split()
         for k, w in enumerate(words):
             if w.endswith(":"):
                 rest = words[k + 1:]

@@ -12,8 +12,8 @@ $GPSIMD_USER_CFLAGS -I<runtime include> <includes> -MD -MF <obj>.d -o <obj>
 -c <src>`` (the prefix map, like a compiler launcher, stays out of the
 signature, so checkouts in different folders share a cache; the depfile
 ``<obj>.d`` names every file the compile read, which the object then
-depends on: ``gpsimd_tool.depfiles``, and ninja's ``deps = gcc``). The static stack report reads
-its frames and calls from these objects (``gpsimd_build.objgraph``, with
+depends on: ``gpsimd_tool.depfiles``, and ninja's ``deps = gcc``). The
+static stack report reads its frames and calls from these objects (``gpsimd_build.objgraph``, with
 ``$GPSIMD_OBJDUMP``), so each translation unit is compiled once under any
 launcher. Link: ``$GPSIMD_CXX
 $GPSIMD_LINKFLAGS -o <so> -Wl,--whole-archive <objects> <lsp.o> <runtime.a>
@@ -36,8 +36,8 @@ from gpsimd_device.versions import VERSIONS
 
 from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared, prefix_maps
 
-__all__ = ["DEPFILE_SUFFIX", "GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
-           "linker_flags", "lsp_source", "runtime_files"]
+__all__ = ["DEPFILE_SUFFIX", "GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS",
+           "RUNTIME_SRC", "HostProfile", "linker_flags", "lsp_source", "runtime_files"]
 
 #: Host compile flags: the device's (the Neuron SDK's build driver, build_custom_op.py) where they mean
 #: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;

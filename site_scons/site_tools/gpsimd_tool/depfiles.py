@@ -2,10 +2,11 @@
 object's dependencies on the SCons path.
 
 SCons's C scanner (``SCons.Scanner.C.CScanner``) finds ``#include "x"``
-and ``#include <x>`` lines in ``CPPPATH``; it cannot see a header a macro
-names (``#include FACTOR_HEADER``), one a flag forces in (``-include``,
-``-imacros``), or one found through an include folder that the library's
-``cflags`` give (``-I``, ``-isystem``, ``-iquote``, ``-idirafter``). The
+and ``#include <x>`` lines in ``CPPPATH`` (the graph gives it the folders
+of a library's ``includes`` and ``cflags``, and makes the files ``cflags``
+force in, ``-include`` and ``-imacros``, explicit dependencies:
+``SConsGraph.compile``); it cannot see a header a macro names
+(``#include FACTOR_HEADER``), nor follow a flag it does not know. The
 compiler knows: each compile writes a depfile (``Profile.depfile``; on the
 host ``-MD -MF <obj>.d``) naming every file it read, which make and ninja
 (``deps = gcc``) rebuild from. Here:

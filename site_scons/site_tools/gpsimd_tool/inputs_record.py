@@ -12,11 +12,11 @@ as the LSP sources and the plan), except the programs the commands run
 paths) and the files outside the project (an installed tool's own
 sources, e.g. the emulator's program's: the record, an output, holds no
 absolute path; the runtime's are mirrored into the build folder and
-recorded there). A library one of whose objects this run compiled
-from a file that was not yet among its dependencies (a header only the
+recorded there). A library one of whose objects this run compiled from
+a file that was not yet among its dependencies (a header only the
 compiler's depfile names, ``depfiles.unseen``) is not recorded: the next
-build compiles that object again, and records it. The emulator's program is an entry of its own
-(``freshness.ZYGOTE_ENTRY``). A source's size and time are those SCons saw when it first looked
+build compiles that object again, and records it. The emulator's program
+is an entry of its own (``freshness.ZYGOTE_ENTRY``). A source's size and time are those SCons saw when it first looked
 at the file in this run (its memoized ``stat``), so a file edited while
 the build ran is recorded as it was before: the front end then sees a
 change and asks for another build, never the reverse. Libraries not
