@@ -217,6 +217,32 @@ def test_an_edit_the_scanners_do_not_see_fails_the_ninja_build(ninja_project, ca
     assert PASSED in proc.stdout.splitlines(), proc.stdout
 
 
+REMOVED = ("FAIL py::twice[file] (deps.yaml:24:13): reference kernels/deps/pyref.py cannot be "
+           "imported: ModuleNotFoundError: No module named 'helpers' "
+           "(at kernels/deps/pyref.py:1)")
+
+
+@pytest.mark.parametrize("path", ["scons", "ninja"])
+def test_a_removed_module_runs_the_test_again(scons_project, ninja_project, path, tmp_path):
+    """The module a reference imports is removed: the test runs again and
+    fails (on the ninja path build.ninja regenerates without it, and the
+    list of the test's files, a source of the test, changes)."""
+    proj = scons_project if path == "scons" else ninja_project
+    helpers = proj / "kernels/deps/helpers.py"
+    kept = tmp_path / "helpers.py"
+    shutil.move(str(helpers), str(kept))
+    try:
+        proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
+        assert proc.returncode != 0 and _fail_lines(proc.stdout) == [REMOVED], proc.stdout
+    finally:
+        shutil.move(str(kept), str(helpers))
+        if path == "ninja":     # (a module that appears is seen once build.ninja
+            os.utime(proj / "kernels/deps/pyref.py")    # regenerates: docs/ninja.md)
+    proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout
+    assert "kernels/deps/helpers.py\n" in (proj / "build/host/py/test-inputs.txt").read_text()
+
+
 def _rebuilt(proj, *args):
     proc = run_scons(proj, "-Q", "--debug=explain", MANIFEST, *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -142,9 +142,11 @@ class Libraries:
             plan_node = shapes.plan
             self.artifacts += shapes.objects + [shapes.library]
         self.inputs.add(lib, loadable + ([shapes.library] + shapes.plan if shapes else []))
+        files = testplan.plan_files(lib)
+        listed = graph.text(f"{lib_dir}/{testplan.FILES_NAME}", "".join(f"{f}\n" for f in files))
         results = graph.uses(env.GpsimdTest(
             f"{lib_dir}/test-results.json",
-            plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
+            plan_node + loadable + [listed] + [env.File(f) for f in files],
             GPSIMD_LOCATIONS=locations[0], GPSIMD_ZYGOTE=self.program,
             GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
             "$PYTHON")
