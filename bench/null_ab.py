@@ -15,22 +15,42 @@ ninja file (``bn/build.ninja`` where it exists, else the old place,
 With ``--edit LIB``, each of ``--edits`` rounds then gives ``LIB``'s kernel
 (``kernels/LIB/LIB.cpp``) a new value of a global, as ``bench/loop.py``
 does (a new object, links, pack and test run), and times ``scons -Q LIB``
-and then ``ninja LIB`` on that edit, in each checkout.
+and then ``ninja LIB`` on that edit, in each checkout. Last, the foreign
+load of the timed runs: the machine's busy CPU time less our commands'
+(``/proc/stat``, as ``bench/loop.py`` measures it), per second.
 """
 
 import argparse
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import time
 
 
+def _busy_s() -> float:
+    """Busy CPU seconds of the whole machine (``/proc/stat``), as
+    ``bench/loop.py`` counts them."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+
+
+#: CPU seconds of the machine's and of our commands, and wall seconds, timed so far.
+_LOAD = {"busy": 0.0, "ours": 0.0, "wall": 0.0}
+
+
 def _run(cmd, cwd):
+    c0, b0 = resource.getrusage(resource.RUSAGE_CHILDREN), _busy_s()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     took = time.perf_counter() - start
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    _LOAD["busy"] += _busy_s() - b0
+    _LOAD["ours"] += (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
+    _LOAD["wall"] += took
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} in {cwd} failed:\n{proc.stdout}\n{proc.stderr}")
     return took
@@ -69,6 +89,8 @@ def main(argv=None) -> int:
     for _, cwd in sides:
         _run(scons, cwd)
         _run(scons + ["--experimental=ninja", "BUILD_DIR=bn"], cwd)
+    for key in _LOAD:           # (the load of the timed runs only)
+        _LOAD[key] = 0.0
     kinds = [("scons", "null build"), ("ninja", "null build")]
     times = {(w, kind): [] for w, _ in sides for kind in kinds}
     for r in range(args.runs):
@@ -89,6 +111,9 @@ def main(argv=None) -> int:
         print(f"{kind[0]} {kind[1]}: old median {statistics.median(old):.3f} s "
               f"(min {min(old):.3f}), new median {statistics.median(new):.3f} s "
               f"(min {min(new):.3f}), new/old {statistics.median(new) / statistics.median(old):.2f}")
+    foreign = max(0.0, _LOAD["busy"] - _LOAD["ours"]) / _LOAD["wall"] if _LOAD["wall"] else 0.0
+    print(f"foreign load during the timed runs: {foreign:.2f} CPUs of "
+          f"{len(os.sched_getaffinity(0))}")
     return 0
 
 
