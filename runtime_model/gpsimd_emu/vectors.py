@@ -24,6 +24,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
 
 from . import dtypes as dt
 from .convert import to_dtype
+from .sourceonly import SourceOnlyLoader, local_folder
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -268,8 +269,9 @@ def _short_exc(e: BaseException) -> str:
 def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     """The reference function ``ref.function`` of ``ref.file`` (imported by
     path under a unique module name, with its directory on ``sys.path``
-    while it loads) or of the importable ``ref.module``.
-    Modules are cached per file/module for the process.
+    while it loads) or of the importable ``ref.module``; the reference and
+    the modules it imports from the project are compiled from their source
+    (:mod:`.sourceonly`). Modules are cached per file/module for the process.
 
     Raises:
         PlanError: the file/module cannot be imported (message gives the
@@ -290,11 +292,13 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                     raise PlanError(f"reference {file}: no such file")
                 stem = os.path.splitext(os.path.basename(full))[0]
                 name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
-                spec = importlib.util.spec_from_file_location(name, full)
+                folder = os.path.dirname(os.path.abspath(full))
+                local_folder(folder)
+                spec = importlib.util.spec_from_file_location(
+                    name, full, loader=SourceOnlyLoader(name, full))
                 if spec is None or spec.loader is None:
                     raise PlanError(f"reference {file}: cannot import")
                 mod = importlib.util.module_from_spec(spec)
-                folder = os.path.dirname(os.path.abspath(full))
                 sys.path.insert(0, folder)
                 sys.modules[name] = mod
                 try:
@@ -308,6 +312,7 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                     except ValueError:
                         pass
             elif module:
+                local_folder(os.curdir)
                 mod = importlib.import_module(module)
             else:
                 raise PlanError("reference needs a file or a module")

@@ -13,8 +13,8 @@ from gpsimd_device.plan import (ArgSpec, CorePlan, ExpectedSpec, OpPlan, OutputS
 
 from .manifest import Expected, Library, Op, Reference, ScalarInput, TensorInput, Vector
 
-__all__ = ["PLAN_NAME", "SHAPED_PLAN_NAME", "library_plan", "op_plan", "plan_locations", "dump_plan",
-           "plan_files"]
+__all__ = ["PLAN_NAME", "SHAPED_PLAN_NAME", "FILES_NAME", "library_plan", "op_plan",
+           "plan_locations", "dump_plan", "plan_files"]
 
 
 def _reference(ref: Reference) -> ReferenceSpec:
@@ -64,6 +64,11 @@ PLAN_NAME = "testplan.json"
 #: The plan with every output from a shape function (a library with shape
 #: sources, on a profile that builds shape libraries): what its test run runs.
 SHAPED_PLAN_NAME = "testplan.shaped.json"
+#: The list of :func:`plan_files`, in ``<BUILD_DIR>/<profile>/<lib>/``: a
+#: source of the test, so that a change of the list itself (a module a
+#: reference imported, removed) runs it again where the command does not
+#: name the files (the ninja path).
+FILES_NAME = "test-inputs.txt"
 
 
 def library_plan(library: Library, cores: Sequence[Tuple[Optional[int], str, str]]) -> TestPlan:
@@ -94,7 +99,9 @@ def dump_plan(plan: TestPlan) -> str:
 
 
 def plan_files(library: Library) -> List[str]:
-    """Files a library's test run reads besides its objects: references, .npy.
+    """Files a library's test run reads besides its objects: references
+    (``file.py`` ones, and the local modules each reference imports,
+    ``Reference.imports``), .npy.
 
     Sorted and unique, so they can be declared as dependencies of the node.
     """
@@ -107,8 +114,10 @@ def plan_files(library: Library) -> List[str]:
             exp = v.expected
             if exp is None:
                 continue
-            if exp.reference is not None and exp.reference.file:
-                files.add(exp.reference.file)
+            if exp.reference is not None:
+                if exp.reference.file:
+                    files.add(exp.reference.file)
+                files.update(exp.reference.imports)
             if exp.npy:
                 files.add(exp.npy)
     return sorted(files)

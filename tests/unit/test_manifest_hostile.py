@@ -576,6 +576,8 @@ def test_an_allowed_outside_file_that_is_not_a_manifest_is_not_echoed(proj):
 # ---------------------------------------------------------------------------
 
 def _reads_project(root):
+    write("k/ref.py", "import helper\ndef f(x):\n    return x\n")
+    write("k/helper.py", "SCALE = 1\n")
     write("teams/a/ops.yaml", TEAM.format(name="a").replace(
         "reference: numpy:negative", "reference: ../../k/ref.py:f").replace(
         "values: [1]}}", "values: [1]}, y: {npy: ../../k/a.npy}}").replace(
@@ -591,7 +593,7 @@ def _reads_project(root):
 def test_reads_list_every_kind_of_fact_with_root_relative_paths(proj):
     col = load_manifest(_reads_project(proj), allow_paths=["k"])
     kinds = {r.kind for r in col.reads}
-    assert kinds == {"file", "kind", "real", "glob", "npy", "reference", "allow"}
+    assert kinds == {"file", "kind", "real", "glob", "npy", "reference", "module", "allow"}
     assert all(isinstance(r, Read) and not r.path.startswith("/") and "\\" not in r.path
                for r in col.reads)
     by_kind = {(r.kind, r.path): r.value for r in col.reads}
@@ -599,13 +601,15 @@ def test_reads_list_every_kind_of_fact_with_root_relative_paths(proj):
     assert by_kind[("kind", "kdir/k.cpp")] == "regular"
     assert by_kind[("glob", "teams")] == ("*/ops.yaml", (("teams/a/ops.yaml", "regular"),), None)
     assert ("file", "teams/a/ops.yaml") in by_kind and ("npy", "k/a.npy") in by_kind
-    assert ("reference", "k/ref.py") in by_kind
+    assert ("reference", "k/ref.py") in by_kind and ("module", "k/helper.py") in by_kind
+    assert by_kind[("kind", "k/helper.py")] == "regular"
+    assert by_kind[("kind", "k/helper")] == "missing"     # (where a package would be)
     assert reads_still_hold(col.reads, ".")
     assert reads_still_hold(col.reads, str(proj))
 
 
 @pytest.mark.parametrize("change", ["file", "kind", "real", "glob", "npy", "reference",
-                                    "allow"])
+                                    "module", "allow"])
 def test_changing_any_fact_makes_reads_not_hold(proj, tmp_path, change):
     col = load_manifest(_reads_project(proj), allow_paths=["k"])
     assert reads_still_hold(col.reads)
@@ -628,6 +632,9 @@ def test_changing_any_fact_makes_reads_not_hold(proj, tmp_path, change):
     elif change == "reference":
         with open("k/ref.py", "a") as f:
             f.write("def g(x):\n    return x\n")
+    elif change == "module":
+        with open("k/helper.py", "a") as f:
+            f.write("SCALE = 2\n")
     elif change == "allow":
         os.rename("k", "k_old")
         os.symlink("k_old", "k")
@@ -684,7 +691,7 @@ def test_the_last_net_turns_any_exception_into_a_located_line(proj, monkeypatch,
 
 def test_every_limit_is_in_the_manifest_doc_with_its_value():
     from gpsimd_build import yamlloc
-    from gpsimd_build.manifest import probes, rules
+    from gpsimd_build.manifest import imports, probes, rules
     readme = (ROOT / "docs" / "manifest.md").read_text(encoding="utf-8")
     shown_as = {
         "MAX_MANIFEST_BYTES": (yamlloc.MAX_MANIFEST_BYTES, f"{MAX_MANIFEST_BYTES >> 20} MiB"),
@@ -702,6 +709,7 @@ def test_every_limit_is_in_the_manifest_doc_with_its_value():
         "MAX_DIAGNOSTICS_PER_FILE": (rules.MAX_DIAGNOSTICS_PER_FILE,
                                      f"{rules.MAX_DIAGNOSTICS_PER_FILE:,} problems"),
         "MAX_INCLUDE_DEPTH": (rules.MAX_INCLUDE_DEPTH, f"{rules.MAX_INCLUDE_DEPTH} nested"),
+        "MAX_MODULES": (imports.MAX_MODULES, f"{imports.MAX_MODULES:,} local modules"),
     }
     for name, (_, text) in shown_as.items():
         assert f"| `{name}` | {text}" in readme, name

@@ -73,7 +73,8 @@ errors in words), ``collection`` (includes, cross-file rules,
 trust rule and kind, reference and ``.npy`` files), ``vectors`` (ops and
 test vectors), ``inputs`` (tensor and scalar inputs, literal values),
 ``defaults`` (the precedence of ``defaults:``), ``probes`` (``.npy``
-headers and reference files, parsed without running them), ``reads`` (the
+headers and reference files, parsed without running them), ``imports``
+(the local modules a reference imports), ``reads`` (the
 one door to the filesystem, and what it saw), ``paths`` (the path policy,
 file kinds, include globs).
 """

@@ -1,6 +1,7 @@
 """The files a manifest names, checked without running them: the trust
-rule and the kind of every path (:meth:`_FileChecks.named_path`), reference
-``.py`` files (their top-level names) and ``.npy`` files (their header,
+rule and the kind of every path (:meth:`_FileChecks.named_path`), references
+(a ``.py`` file's top-level names, and the local modules a reference
+imports: :mod:`.imports`) and ``.npy`` files (their header,
 dtype and shape). A part of :class:`~.document._ManifestFile` (it relies on
 its ``error``, ``resolve``, ``io`` and ``policy``).
 """
@@ -12,6 +13,7 @@ from typing import Optional, Tuple
 from gpsimd_device.limits import shape_problem
 
 from ..diagnostics import DocPath, shown
+from .imports import local_modules
 from .model import Reference
 from .paths import KIND_WORDS
 from .probes import _ITEMSIZE, _NPY_DTYPES
@@ -81,11 +83,31 @@ class _FileChecks:
                 self.error(path, f"reference file '{shown(target)}' defines no "
                                  f"'{shown(function)}'{hint}")
                 return None
-            return Reference(file=relative, module=None, function=function)
+            found = self.imported(path, f"reference file '{shown(target)}'",
+                                  file=self.resolve(target)[0])
+            return None if found is None else \
+                Reference(file=relative, module=None, function=function, imports=found)
         if not _MODULE_RE.fullmatch(target):
             self.error(path, f"'{shown(target)}' is neither a .py file nor a dotted module name")
             return None
-        return Reference(file=None, module=target, function=function)
+        found = self.imported(path, f"reference module '{shown(target)}'", module=target)
+        return None if found is None else \
+            Reference(file=None, module=target, function=function, imports=found)
+
+    def imported(self, path: DocPath, what: str, file: Optional[str] = None,
+                 module: Optional[str] = None) -> Optional[Tuple[str, ...]]:
+        """The local modules the reference ``file`` (absolute) or
+        ``module`` imports (:func:`~.imports.local_modules`, once per load),
+        or None after reporting."""
+        memo = self.io.memo.setdefault("imports", {})
+        key = (file, module)
+        if key not in memo:
+            memo[key] = local_modules(self.io, self.policy, self.io.root, file, module)
+        found, problem = memo[key]
+        if problem is not None:
+            self.error(path, f"{what} {problem}")
+            return None
+        return found
 
     def npy(self, path: DocPath, written: str,
             tensor: bool) -> Optional[Tuple[str, str, Tuple[int, ...]]]:

@@ -27,12 +27,16 @@ class Reference:
     Exactly one of ``file`` (a ``.py`` file, POSIX path relative to the root)
     and ``module`` (a dotted, importable module name such as ``numpy``) is
     set; ``function`` names the function in it. It is called with the inputs
-    in schema order and returns the expected array.
+    in schema order and returns the expected array. ``imports``: the local
+    modules it imports, transitively (root-relative paths, sorted;
+    :func:`~gpsimd_build.manifest.imports.local_modules`): files a test
+    depends on, as on ``file``.
     """
 
     file: Optional[str]
     module: Optional[str]
     function: str
+    imports: Tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

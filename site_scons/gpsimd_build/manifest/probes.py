@@ -1,7 +1,8 @@
 """Reading what a manifest points at, without running it: the header of a
-``.npy`` file (stdlib only: the build side never imports numpy) and the
-names a reference ``.py`` file binds at top level (read with ``ast``).
-Both read within bounds (:data:`MAX_NPY_HEADER_BYTES`,
+``.npy`` file (stdlib only: the build side never imports numpy), the
+names a reference ``.py`` file binds at top level and the imports of a
+Python file (read with ``ast``, once).
+Each reads within bounds (:data:`MAX_NPY_HEADER_BYTES`,
 :data:`MAX_REFERENCE_BYTES`), and every exception the parsing can meet
 becomes a message. The files are opened by
 :class:`~gpsimd_build.manifest.reads.Recorder`, which hands these functions
@@ -11,11 +12,12 @@ their bytes.
 import ast
 import hashlib
 import struct
-from typing import BinaryIO, FrozenSet, Tuple, Union
+from typing import BinaryIO, FrozenSet, Optional, Tuple, Union
 
 from gpsimd_device import dtypes as _dtypes
 
 from ..diagnostics import shown
+from .imports import Import, imports_of
 
 _NPY_DTYPES = {
     "<f4": "float32", "<f2": "float16",
@@ -39,27 +41,47 @@ def top_level_names(source: bytes) -> Union[FrozenSet[str], None, str]:
     the file can bind names the reading cannot see (``from x import *``,
     ``globals()``); a message string when it cannot be parsed. Cached by
     content."""
+    return _parsed(source)[0]
+
+
+def imports(source: bytes) -> Optional[Tuple[Import, ...]]:
+    """Every import of a Python file's text (:func:`~.imports.imports_of`),
+    or None when it cannot be parsed. Cached by content, with
+    :func:`top_level_names` (one parse)."""
+    return _parsed(source)[1]
+
+
+_PARSED: dict = {}
+
+
+def _parsed(source: bytes):
     digest = hashlib.sha256(source).digest()
-    if digest not in _NAMES:
-        if len(_NAMES) >= 256:
-            _NAMES.clear()
-        _NAMES[digest] = _names_of(source)
-    return _NAMES[digest]
+    if digest not in _PARSED:
+        if len(_PARSED) >= 256:
+            _PARSED.clear()
+        _PARSED[digest] = _parse(source)
+    return _PARSED[digest]
 
 
-_NAMES: dict = {}
-
-
-def _names_of(source: bytes):
+def _parse(source: bytes):
+    """``(top_level_names' answer, imports' answer)`` of ``source``."""
     try:
         tree = ast.parse(source)
     except SyntaxError as err:
         where = f"line {err.lineno}: " if err.lineno else ""
-        return f"does not parse: {where}{shown(err.msg, 200)}"
+        return f"does not parse: {where}{shown(err.msg, 200)}", None
     except (ValueError, OverflowError) as err:   # NUL bytes, undecodable text
-        return f"cannot be read ({type(err).__name__})"
+        return f"cannot be read ({type(err).__name__})", None
     except (MemoryError, RecursionError):
-        return "does not parse: nested too deeply for Python's parser"
+        return "does not parse: nested too deeply for Python's parser", None
+    try:
+        found = imports_of(tree)
+    except RecursionError:              # (ast.walk is iterative; kept for safety)
+        found = None
+    return _names_of(tree), found
+
+
+def _names_of(tree):
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -4,8 +4,10 @@ Every file-system access of :func:`~gpsimd_build.manifest.load_manifest`
 goes through a :class:`Recorder`: what a path is (:meth:`Recorder.kind`,
 never opening it), where it resolves (:meth:`Recorder.real`), a manifest's
 bytes, an include glob, a ``.npy`` header, a reference file's top-level
-names. Each answer is also kept as a :class:`Read`, a fact the validation
-depended on, with a root-relative POSIX path:
+names and imports, the imports of a module a reference imports (where
+each module was looked for is a ``kind`` fact: :mod:`.imports`). Each
+answer is also kept as a :class:`Read`, a fact the validation depended
+on, with a root-relative POSIX path:
 
 ==============  ==================  =========================================
 kind            path                value
@@ -18,6 +20,8 @@ kind            path                value
 ``glob``        the pattern's base  (pattern, ((match, kind), ...), problem)
 ``npy``         a ``.npy`` file     SHA-256 of its header, or ``!`` + why not
 ``reference``   a reference ``.py`` SHA-256 of its bytes, or ``!`` + why not
+``module``      a local module a    SHA-256 of its bytes, or ``!`` + why not
+                reference imports
 ``source``      a shape source      SHA-256 of its bytes, or ``!`` + why not
 ``allow``       an allowed root     its real path (root-relative)
 ==============  ==================  =========================================
@@ -38,7 +42,7 @@ from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tu
 
 from ..fileread import MAX_MANIFEST_BYTES, read_regular_file
 from .paths import GlobBudget, PathPolicy, kind_of_path, real_path, walk_glob
-from .probes import MAX_REFERENCE_BYTES, read_npy_header, top_level_names
+from .probes import MAX_REFERENCE_BYTES, imports, read_npy_header, top_level_names
 
 #: Bytes of a shape source the loader reads (``gpsimd_build.shapesrc``).
 MAX_SOURCE_BYTES = 1 << 20
@@ -92,14 +96,17 @@ class _Facts:
         return hashlib.sha256(header).hexdigest(), (descr, shape)
 
     def reference(self, absolute: str, names: bool = True) -> Tuple[str, Any]:
-        """The digest of a reference file and (``names``) its top-level
-        names; the digest alone decides whether the fact still holds."""
+        """The digest of a Python file (a reference, or a module one
+        imports) and (``names``) what its text says: ``(top-level names,
+        imports)`` (:mod:`.probes`); the digest alone decides whether the
+        fact still holds."""
         try:
             data = read_regular_file(absolute, MAX_REFERENCE_BYTES)
         except OSError as err:
             why = err.strerror or str(err)
-            return "!" + why, f"cannot be read ({why})"
-        return hashlib.sha256(data).hexdigest(), top_level_names(data) if names else None
+            return "!" + why, (f"cannot be read ({why})", None)
+        return hashlib.sha256(data).hexdigest(), \
+            (top_level_names(data), imports(data)) if names else None
 
     def source(self, absolute: str) -> Tuple[str, Any]:
         """The digest of a shape source and its text (or why it cannot be
@@ -153,6 +160,9 @@ class Recorder:
         self._reads: Dict[Tuple[str, str, str], Read] = {}
         self._cache: Dict[Tuple[str, str], Any] = {}
         self._rel: Dict[str, str] = {}
+        #: answers a load computes from the facts, kept for that load
+        #: (e.g. each reference's imports, :mod:`.imports`)
+        self.memo: Dict[str, Any] = {}
 
     @property
     def reads(self) -> Tuple[Read, ...]:
@@ -224,10 +234,26 @@ class Recorder:
         """The top-level names of a reference ``.py`` file (see
         :func:`~.probes.top_level_names`): a frozenset, None (cannot tell),
         or a message saying why it cannot be read or parsed."""
-        value, names = self._cached("reference", absolute,
-                                    lambda: self.facts.reference(absolute))
+        value, said = self._cached("reference", absolute,
+                                   lambda: self.facts.reference(absolute))
         self._keep("reference", absolute, value)
-        return names
+        return said[0]
+
+    def reference_imports(self, absolute: str):
+        """The imports of a reference ``.py`` file, as :meth:`module_imports`."""
+        value, said = self._cached("reference", absolute,
+                                   lambda: self.facts.reference(absolute))
+        self._keep("reference", absolute, value)
+        return said[1]
+
+    def module_imports(self, absolute: str):
+        """The imports (:func:`~.imports.imports_of`) of a Python module a
+        reference imports, or None when it cannot be read (a regular file
+        of at most :data:`~.probes.MAX_REFERENCE_BYTES`) or parsed."""
+        value, said = self._cached("reference", absolute,
+                                   lambda: self.facts.reference(absolute))
+        self._keep("module", absolute, value)
+        return said[1]
 
     def source_text(self, absolute: str) -> str:
         """The text of a shape source (a regular file of at most
@@ -275,7 +301,7 @@ def reads_still_hold(reads: Iterable[Read], root: str = ".") -> bool:
                 now = facts.file(absolute)[0]
             elif read.kind == "npy":
                 now = facts.npy(absolute)[0]
-            elif read.kind == "reference":
+            elif read.kind in ("reference", "module"):
                 now = facts.reference(absolute, names=False)[0]
             elif read.kind == "source":
                 now = facts.source(absolute)[0]

@@ -161,6 +161,13 @@ class Profile(abc.ABC):
         """Files a compile of ``obj`` writes besides it (default: none)."""
         return []
 
+    def depfile(self, obj: str) -> Optional[str]:
+        """Where a compile of ``obj`` (a path as the graph names it)
+        writes the compiler's depfile: every file the compile read
+        (``gpsimd_build.depfile``), which the build makes the object
+        depend on; None when its compiles write none (default)."""
+        return None
+
     @abc.abstractmethod
     def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,
              shared: Shared) -> Any:

@@ -8,10 +8,12 @@ tool) is compiled from a mirror in ``<profile dir>/runtime/include`` and
 ``src``, so that no output holds its absolute path.
 
 Compile: ``$GPSIMD_CXX $GPSIMD_CXXFLAGS -ffile-prefix-map=<top>=.
-$GPSIMD_USER_CFLAGS -I<runtime include> <includes> -o <obj> -c <src>``
-(the prefix map, like a compiler launcher, stays out of the signature, so
-checkouts in different folders share a cache). The static stack report reads
-its frames and calls from these objects (``gpsimd_build.objgraph``, with
+$GPSIMD_USER_CFLAGS -I<runtime include> <includes> -MD -MF <obj>.d -o <obj>
+-c <src>`` (the prefix map, like a compiler launcher, stays out of the
+signature, so checkouts in different folders share a cache; the depfile
+``<obj>.d`` names every file the compile read, which the object then
+depends on: ``gpsimd_tool.depfiles``, and ninja's ``deps = gcc``). The
+static stack report reads its frames and calls from these objects (``gpsimd_build.objgraph``, with
 ``$GPSIMD_OBJDUMP``), so each translation unit is compiled once under any
 launcher. Link: ``$GPSIMD_CXX
 $GPSIMD_LINKFLAGS -o <so> -Wl,--whole-archive <objects> <lsp.o> <runtime.a>
@@ -25,7 +27,7 @@ host pack container (``gpsimd_device.pack``).
 import glob
 import os
 import shutil
-from typing import Any, Dict, List, Mapping, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec
@@ -34,8 +36,8 @@ from gpsimd_device.versions import VERSIONS
 
 from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared, prefix_maps
 
-__all__ = ["GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUNTIME_SRC", "HostProfile",
-           "linker_flags", "lsp_source", "runtime_files"]
+__all__ = ["DEPFILE_SUFFIX", "GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS",
+           "RUNTIME_SRC", "HostProfile", "linker_flags", "lsp_source", "runtime_files"]
 
 #: Host compile flags: the device's (the Neuron SDK's build driver, build_custom_op.py) where they mean
 #: the same on the host; -O2 for a fast emulator, -fPIC for a loadable object;
@@ -55,6 +57,8 @@ __all__ = ["GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS", "RUN
 HOST_CXXFLAGS = ("-g", "-gno-record-gcc-switches", "-gno-column-info", "-std=c++14", "-O2",
                  "-Wall", "-Werror",
                  "-fPIC", "-fno-jump-tables", "-fstack-clash-protection", "-no-integrated-cpp")
+#: A compile's depfile is its object's path with this suffix (``-MD -MF``).
+DEPFILE_SUFFIX = ".d"
 #: The runtime keeps line tables only (-g1): linked into every core object,
 #: its full debug info made each object ~0.9 MB (three times the size).
 RUNTIME_DEBUGFLAGS = ("-g1",)
@@ -154,6 +158,10 @@ class HostProfile(Profile):
             "GPSIMD_DEBUGFLAGS": [],
             "GPSIMD_PREFIXFLAGS": prefix_maps(top, build_dir),
             "GPSIMD_CXXCOM": f"$( $GPSIMD_LAUNCHER $) {compile_} -o $TARGET -c $SOURCE",
+            # every file the compile reads, system headers included (-MMD
+            # leaves out those found through -isystem and those a
+            # `#pragma GCC system_header` header includes): self.depfile
+            "GPSIMD_DEPFLAGS": ["-MD", "-MF", "${TARGET}" + DEPFILE_SUFFIX],
             "GPSIMD_LINKFLAGS": list(HOST_LINKFLAGS) + linker_flags(linker),
             # the sources end with the runtime archive, the one archive:
             # --whole-archive changes nothing for the objects before it;
@@ -164,6 +172,10 @@ class HostProfile(Profile):
             "GPSIMD_STRIP": self.strip,
             "GPSIMD_OBJDUMP": self.objdump,
         }
+
+    def depfile(self, obj: str) -> Optional[str]:
+        """``<obj>.d`` (``$GPSIMD_DEPFLAGS``)."""
+        return obj + DEPFILE_SUFFIX
 
     def shared(self, graph: Graph, profile_dir: str) -> Shared:
         """The runtime archive (``runtime/libneuroncustomop.a``), its

@@ -87,7 +87,13 @@ class XtensaProfile(Profile):
 
     def object_side_effects(self, obj: str) -> List[str]:
         """-MMD -MP writes ``<obj without .o>.d`` beside each object."""
-        return [obj[:-2] + ".d" if obj.endswith(".o") else obj + ".d"]
+        return [self.depfile(obj)]
+
+    def depfile(self, obj: str) -> Optional[str]:
+        """``<obj without .o>.d``, the vendor command's -MMD -MP (which
+        leaves out headers found in system folders: ``-isystem``, the
+        toolchain's)."""
+        return obj[:-2] + ".d" if obj.endswith(".o") else obj + ".d"
 
     def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,
              shared: Shared) -> Any:

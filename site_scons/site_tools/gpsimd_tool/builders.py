@@ -28,6 +28,7 @@ from gpsimd_build.report_files import EXPLORE_RECORD
 from gpsimd_device import zygote
 from gpsimd_device.atomic import write_atomically
 
+from . import depfiles
 from .signature import SignedCommand
 
 
@@ -95,8 +96,9 @@ def add_builders(env):
         GPSIMD_LAUNCHER="",
         GPSIMD_USER_CFLAGS=[],
         GPSIMD_INCFLAGS=[],
-        # header dependencies as a depfile: set (-MMD -MF $TARGET.d) for ninja,
-        # which does not scan; SCons scans sources itself
+        # the compiler's depfile of every file a compile read (the
+        # profile's: the host's -MD -MF $TARGET.d), read by the compile's
+        # target scanner (depfiles.py) and by ninja (deps = gcc)
         GPSIMD_DEPFLAGS=[],
         GPSIMD_ARCOM="$AR rcsD $TARGET $SOURCES",
         # our own steps: stdlib-only modules, started without site-packages
@@ -159,7 +161,7 @@ def add_builders(env):
     env.Append(BUILDERS={
         "GpsimdObject": SCons.Builder.Builder(
             action=_COMPILE, suffix=".o", src_suffix=".cpp", source_scanner=cscan,
-            emitter=_compiles_emitter),
+            target_scanner=depfiles.SCANNER, emitter=_compiles_emitter),
         "GpsimdArchive": SCons.Builder.Builder(action=act("GPSIMD_ARCOM", "$GPSIMD_ARCOMSTR"),
                                                suffix=".a"),
         "GpsimdLink": SCons.Builder.Builder(action=act("GPSIMD_LINKCOM", "$GPSIMD_LINKCOMSTR"),

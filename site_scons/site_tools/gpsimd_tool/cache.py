@@ -16,6 +16,11 @@ of ours on:
   sorted by path;
 * its own path relative to BUILD_DIR.
 
+An object is pushed only when its key holds every file its compile read
+(its depfile's, ``depfiles.py``): a header that only the compiler saw (a
+macro's ``#include``, a ``-include``) then never lets a clean build take
+an object compiled against another version of it.
+
 A target of an environment without ``$GPSIMD_BUILD_DIR`` keeps SCons's own
 key. Everything else (where the cache is, how files are copied in and out)
 is SCons's.
@@ -27,6 +32,8 @@ import os
 import re
 
 import SCons.CacheDir
+
+from . import depfiles
 
 __all__ = ["RelocatableCacheDir", "relocatable_key", "retrieved"]
 
@@ -110,7 +117,16 @@ def retrieved(node) -> bool:
 
 class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     """SCons's CacheDir with :func:`relocatable_key` as the key of our
-    targets, which notes what it retrieved (:func:`retrieved`)."""
+    targets, which notes what it retrieved (:func:`retrieved`), and pushes
+    no object whose compile read a file its key does not hold (a header
+    only the compiler's depfile names: ``depfiles.unseen``; the next
+    build compiles it again, with that file among its dependencies, and
+    pushes it then)."""
+
+    def push(self, node):
+        if depfiles.unseen(node):
+            return None
+        return super().push(node)
 
     def cachepath(self, node):
         key = relocatable_key(node)

@@ -25,8 +25,8 @@ from gpsimd_build import buildfolder, layout, project_record
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile
 
-from . import (collector, emu_server, integrity, lock, manifest_cache, ninja_path as ninja,
-               options, signals)
+from . import (collector, depfiles, emu_server, integrity, lock, manifest_cache,
+               ninja_path as ninja, options, signals)
 from .builders import zygote_node
 from .collection_targets import add_targets
 from .inputs_record import InputsRecord
@@ -205,6 +205,9 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     except ProfileError as err:
         _stop(f"scons: {err}")
     env["GPSIMD_LAUNCHER"] = launcher
+    # every file a compile read, from its depfile (read by ninja on its path)
+    env[depfiles.VARIABLE] = depfiles.Depfiles(env, profile.depfile, top, build_dir,
+                                               scan=not to_ninja)
     env["GPSIMD_BUILD_DIR"] = env.Dir(build_dir)      # (a node: quoted in commands)
     if to_ninja:
         ninja.map_compiles(env)

@@ -12,8 +12,11 @@ as the LSP sources and the plan), except the programs the commands run
 paths) and the files outside the project (an installed tool's own
 sources, e.g. the emulator's program's: the record, an output, holds no
 absolute path; the runtime's are mirrored into the build folder and
-recorded there). The emulator's program is an entry of its own
-(``freshness.ZYGOTE_ENTRY``). A source's size and time are those SCons saw when it first looked
+recorded there). A library one of whose objects this run compiled from
+a file that was not yet among its dependencies (a header only the
+compiler's depfile names, ``depfiles.unseen``) is not recorded: the next
+build compiles that object again, and records it. The emulator's program
+is an entry of its own (``freshness.ZYGOTE_ENTRY``). A source's size and time are those SCons saw when it first looked
 at the file in this run (its memoized ``stat``), so a file edited while
 the build ran is recorded as it was before: the front end then sees a
 change and asks for another build, never the reverse. Libraries not
@@ -30,7 +33,7 @@ import SCons.Node.FS
 
 from gpsimd_build import freshness
 
-from . import collector
+from . import collector, depfiles
 
 __all__ = ["InputsRecord"]
 
@@ -71,6 +74,7 @@ class InputsRecord:
     def _save(self) -> None:
         skip = {id(n) for n in self._programs()}
         memo: Dict[int, Set[Any]] = {}
+        unseen: Dict[int, bool] = {}
         done, stats = {}, {}
         old = freshness.read_record(self.path)
         now: Dict[str, Any] = {}
@@ -81,7 +85,9 @@ class InputsRecord:
             if roots and all(n.get_state() in _DONE for n in roots):
                 leaves: Set[Any] = set()
                 for node in roots:
-                    leaves |= _leaves(node, memo, skip)
+                    leaves |= _leaves(node, memo, skip, unseen)
+                if any(unseen[id(node)] for node in roots if id(node) in unseen):
+                    continue        # (not current until the next build: see the docstring)
                 # (a file outside the project, e.g. an installed tool's own
                 # source, has an absolute path: no output holds one)
                 leaves = {n for n in leaves if not os.path.isabs(n.path)}
@@ -119,9 +125,12 @@ def _recorded(record: Any, name: str, key: str, now: Dict[str, Any]) -> bool:
     return True
 
 
-def _leaves(root: Any, memo: Dict[int, Set[Any]], skip: Set[int]) -> Set[Any]:
+def _leaves(root: Any, memo: Dict[int, Set[Any]], skip: Set[int],
+            unseen: Dict[int, bool]) -> Set[Any]:
     """The file nodes without a builder below ``root`` (memoized per node;
-    iterative, so a deep graph cannot exhaust the stack)."""
+    iterative, so a deep graph cannot exhaust the stack); ``unseen`` gets,
+    for each node with a builder, whether a compile at or below it read a
+    file that was not among its dependencies (``depfiles.unseen``)."""
     stack = [(root, False)]
     busy: Set[int] = set()
     while stack:
@@ -143,4 +152,6 @@ def _leaves(root: Any, memo: Dict[int, Set[Any]], skip: Set[int]) -> Set[Any]:
         for c in children:
             out |= memo.get(id(c), set())
         memo[key] = out
+        unseen[key] = any(unseen.get(id(c), False) for c in children) \
+            or bool(depfiles.unseen(node))
     return memo[id(root)]

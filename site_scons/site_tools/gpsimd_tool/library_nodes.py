@@ -73,16 +73,11 @@ class Libraries:
     #: name -> {"wrapper", "objects", "linked", "loadable", "versions", "results"}
     nodes: Dict[str, Dict[str, List[Any]]] = field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        #: where the header scanner starts for every library (the runtime's headers)
-        self._scan_base = [self.env.Dir(self.shared.include)] if self.shared.include else []
-
     def add(self, lib) -> None:
         """Add the nodes of manifest library ``lib``."""
         env, graph, profile, shared = self.env, self.graph, self.profile, self.shared
         lib_dir = f"{self.profile_dir}/{lib.name}"
-        compile_vars = dict(profile.compile_vars(shared, lib.includes, lib.cflags),
-                            CPPPATH=self._scan_base + [env.Dir(d) for d in lib.includes])
+        compile_vars = profile.compile_vars(shared, lib.includes, lib.cflags)
         wrapper = [graph.text(f"{lib_dir}/wrapper.cpp", _wrapper_text(lib, profile.dialect))]
         sources = [(src, source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
         objects = []
@@ -147,9 +142,11 @@ class Libraries:
             plan_node = shapes.plan
             self.artifacts += shapes.objects + [shapes.library]
         self.inputs.add(lib, loadable + ([shapes.library] + shapes.plan if shapes else []))
+        files = testplan.plan_files(lib)
+        listed = graph.text(f"{lib_dir}/{testplan.FILES_NAME}", "".join(f"{f}\n" for f in files))
         results = graph.uses(env.GpsimdTest(
             f"{lib_dir}/test-results.json",
-            plan_node + loadable + [env.File(f) for f in testplan.plan_files(lib)],
+            plan_node + loadable + [listed] + [env.File(f) for f in files],
             GPSIMD_LOCATIONS=locations[0], GPSIMD_ZYGOTE=self.program,
             GPSIMD_TEST_LABEL=f"{lib.name} ({count} vector{'' if count == 1 else 's'})"),
             "$PYTHON")

@@ -6,8 +6,9 @@
 Every action of the graph is already a command line (no Python function
 action, nothing falls back to calling SCons). What ninja needs on top:
 
-* header dependencies from depfiles: compiles get ``-MMD -MF $TARGET.d``
-  and a rule with ``deps = gcc`` (:func:`setup`);
+* header dependencies from depfiles: the profile's compiles write one
+  (the host's ``-MD -MF $TARGET.d``: every file read, system headers
+  too), and their rule has ``deps = gcc`` (:func:`setup`);
 * ``build.ninja`` regenerates by itself when the manifests, the files they
   name (references, ``.npy``), the JSON Schema, the build library or the
   host runtime's sources change (``NINJA_REGENERATE_DEPS``; the generated
@@ -182,11 +183,10 @@ def _rules(env, on_fail: str) -> None:
 
 
 def map_compiles(env) -> None:
-    """Make ``env``'s compiles write depfiles and map them to the compile
-    rule. (An action that is one ``$VARIABLE`` reaches the ninja tool as the
-    variable's value, so the mapping is by value, as the tool's own
-    mappings of ``$CXXCOM`` are.)"""
-    env["GPSIMD_DEPFLAGS"] = ["-MMD", "-MF", "${TARGET}.d"]
+    """Map ``env``'s compiles to the compile rule, its depfile the
+    profile's (``$GPSIMD_DEPFILES``). (An action that is one ``$VARIABLE``
+    reaches the ninja tool as the variable's value, so the mapping is by
+    value, as the tool's own mappings of ``$CXXCOM`` are.)"""
     for name in _COMPILE_COMS:
         for key in ("$" + name, "${" + name + "}", env.get(name)):
             if isinstance(key, str):
@@ -339,7 +339,7 @@ def _provider(rule: str, depfile: bool = False):
         _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
                                                              executor=executor)
         if depfile:
-            variables["depfile"] = str(targets[0]) + ".d"
+            variables["depfile"] = env["GPSIMD_DEPFILES"].depfile_of(str(targets[0]))
         return rule, variables, deps
     return provide
 

@@ -47,8 +47,9 @@ def _variables(env) -> Variables:
                           "of any signature: switching it rebuilds nothing", "",
                           allowed_values=("", "ccache", "sccache", "distcc", "icecc")))
     vars.Add(BoolVariable("FAST", "trust file timestamps and cached header scans (faster null "
-                          "builds; misses an edit that keeps a file's size and timestamp, or a "
-                          "header newly added on the include path)", False))
+                          "builds; misses an edit that keeps a file's size and timestamp, a "
+                          "header newly added on the include path, or one only the compiler's "
+                          "depfile names until its object compiles again)", False))
     vars.Add(BoolVariable("VERBOSE", "print full command lines instead of one short line per "
                           "action", False))
     vars.Add(BoolVariable("QUIET", "print only failures, warnings and the summary (no action "

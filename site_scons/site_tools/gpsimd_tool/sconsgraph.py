@@ -3,8 +3,10 @@
 kind of node (a compile, a link, a pack, a generated text...), each
 recording the programs its command runs as explicit dependencies."""
 
-from typing import Any, Dict, List, Optional
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
+from gpsimd_build.cflags import named_inputs
 from gpsimd_device.atomic import write_if_changed
 
 from .progress import Progress
@@ -28,6 +30,7 @@ class SConsGraph:
         self.write = write
         self.progress = progress
         self._programs: Dict[str, List[Any]] = {}
+        self._inputs: Dict[Any, Tuple[List[Any], List[Any]]] = {}
 
     def uses(self, nodes, *programs: str) -> Any:
         """Make ``nodes`` depend on the programs their command runs (e.g.
@@ -62,7 +65,39 @@ class SConsGraph:
         return self.env.Dir(path).path
 
     def compile(self, target: str, source: Any, **vars: Any) -> Any:
-        return self.uses(self.env.GpsimdObject(target, source, **vars)[0], "$GPSIMD_CXX")
+        """A compile. SCons's C scanner searches the folders its flags
+        add (the library's ``cflags``, ``GPSIMD_USER_CFLAGS``, and the
+        ``-I`` flags of ``Profile.compile_vars``, ``GPSIMD_INCFLAGS``), and
+        the object depends on the files ``cflags`` force in (``-include``,
+        ``-imacros``); the rest of what the compile read comes from its
+        depfile (``depfiles.py``)."""
+        folders, forced = self._flag_inputs(tuple(vars.get("GPSIMD_USER_CFLAGS", ())),
+                                            tuple(vars.get("GPSIMD_INCFLAGS", ())))
+        vars.setdefault("CPPPATH", folders)
+        node = self.uses(self.env.GpsimdObject(target, source, **vars)[0], "$GPSIMD_CXX")
+        if forced:
+            node.add_dependency(forced)
+        depfiles = self.env.get("GPSIMD_DEPFILES")
+        where = depfiles.depfile_of(node.path) if depfiles is not None else None
+        if where:       # (its compile's depfile: depfiles.py; `scons -c` removes it)
+            self.env.Clean(node, where)
+        return node
+
+    def _flag_inputs(self, cflags: Tuple[str, ...],
+                     incflags: Tuple[str, ...]) -> Tuple[List[Any], List[Any]]:
+        """The Dir nodes a compile's flags search, in order, and the File
+        nodes of the files they force in that exist (``gpsimd_build.cflags``;
+        once per pair of flag lists)."""
+        key = (cflags, incflags)
+        found = self._inputs.get(key)
+        if found is None:
+            before, after, forced = named_inputs(cflags)
+            own = [f[2:] for f in incflags if f.startswith("-I")]
+            env = self.env
+            found = self._inputs[key] = (
+                [env.Dir(d) for d in before + own + after],
+                [env.File(f) for f in forced if os.path.isfile(env.File(f).get_abspath())])
+        return found
 
     def depends(self, node: Any, on: Any) -> None:
         self.env.Depends(node, on)

@@ -1,0 +1,287 @@
+"""What a build depends on beyond what SCons's scanners see: an edit to any
+of it re-runs the test, which then FAILs, on the SCons path and on the
+ninja path, never a stale PASS.
+
+* Headers only the compiler finds: one a macro names (``#include
+  FACTOR_HEADER``), one a flag forces in (``-include``, ``-imacros``), one
+  in an include folder the library's ``cflags`` give (``-I``,
+  ``-isystem``), one behind ``__has_include``. The compiler's depfile
+  names each (``gpsimd_tool/depfiles.py``; ninja's ``deps = gcc``).
+* Python modules a reference imports, transitively: a module beside a
+  ``file.py`` reference, a package's modules reached from it, and the
+  modules of a ``module:function`` reference
+  (``gpsimd_build.manifest.imports``).
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import copy_project, run_scons
+
+NINJA = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
+MANIFEST = "MANIFEST=deps.yaml"
+
+FILES = {
+    "kernels/deps/macro.cpp": (
+        "#include <torch/torch.h>\n"
+        "#define FACTOR_HEADER \"factor.h\"\n"
+        "#include FACTOR_HEADER\n\n"
+        "torch::Tensor scale_macro(const torch::Tensor& x) {\n"
+        "    return torch::mul(x, FACTOR_F);\n"
+        "}\n"),
+    "kernels/deps/factor.h": "#define FACTOR_F 2.0f\n",
+    "kernels/deps/flags.cpp": (
+        "#include <torch/torch.h>\n"
+        "#include <sysh.h>\n"                        # (-isystem kernels/deps/sys)
+        "#include \"inch.h\"\n"                      # (-Ikernels/deps/inc)
+        "#if __has_include(\"opt.h\")\n"
+        "#include \"opt.h\"\n"
+        "#else\n"
+        "#define OPT_F 0.0f\n"
+        "#endif\n\n"
+        "torch::Tensor scale_flags(const torch::Tensor& x) {\n"
+        "    return torch::add(torch::mul(x, FORCED_F), SYS_F + INC_F + OPT_F + MAC_F);\n"
+        "}\n"),
+    "kernels/deps/forced.h": "#define FORCED_F 2.0f\n",
+    "kernels/deps/macros.h": "#define MAC_F 1.0f\n",
+    "kernels/deps/sys/sysh.h": "#define SYS_F 0.5f\n",
+    "kernels/deps/inc/inch.h": "#define INC_F 0.25f\n",
+    "kernels/deps/opt.h": "#define OPT_F 0.125f\n",
+    "kernels/deps/twice.cpp": (
+        "#include <torch/torch.h>\n\n"
+        "torch::Tensor twice(const torch::Tensor& x) {\n"
+        "    return torch::mul(x, 2.0f);\n"
+        "}\n"),
+    "kernels/deps/reference.py": (
+        "import numpy as np\n\n\n"
+        "def scale_macro(x):\n"
+        "    return (x * np.float32(2)).astype(np.float32)\n\n\n"
+        "def scale_flags(x):\n"
+        "    return (x * np.float32(2) + np.float32(1.875)).astype(np.float32)\n"),
+    # a reference importing a module beside it, which imports a package's module
+    "kernels/deps/pyref.py": (
+        "import helpers\n\n\n"
+        "def twice(x):\n"
+        "    return (x * helpers.FACTOR + helpers.OFFSET).astype(x.dtype)\n"),
+    "kernels/deps/helpers.py": "from refpkg.consts import OFFSET\nFACTOR = 2\n",
+    "kernels/deps/refpkg/__init__.py": "",
+    "kernels/deps/refpkg/consts.py": "OFFSET = 0\n",
+    # a module:function reference, found from the root (namespace packages)
+    "kernels/deps/modref.py": (
+        "from . import modconsts\n\n\n"
+        "def twice(x):\n"
+        "    return (x * modconsts.FACTOR).astype(x.dtype)\n"),
+    "kernels/deps/modconsts.py": "FACTOR = 2\n",
+    "deps.yaml": (
+        "version: 1\n"
+        "libraries:\n"
+        "  - name: macro\n"
+        "    sources: [kernels/deps/macro.cpp]\n"
+        "    ops:\n"
+        "      - schema: \"deps::scale_macro(Tensor x) -> Tensor\"\n"
+        "        reference: kernels/deps/reference.py:scale_macro\n"
+        "        vectors:\n"
+        "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n"
+        "  - name: flags\n"
+        "    sources: [kernels/deps/flags.cpp]\n"
+        "    cflags: [-include, kernels/deps/forced.h, -imacros, kernels/deps/macros.h,\n"
+        "             -isystem, kernels/deps/sys, -Ikernels/deps/inc]\n"
+        "    ops:\n"
+        "      - schema: \"deps::scale_flags(Tensor x) -> Tensor\"\n"
+        "        reference: kernels/deps/reference.py:scale_flags\n"
+        "        vectors:\n"
+        "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n"
+        "  - name: py\n"
+        "    sources: [kernels/deps/twice.cpp]\n"
+        "    ops:\n"
+        "      - schema: \"deps::twice(Tensor x) -> Tensor\"\n"
+        "        vectors:\n"
+        "          - name: file\n"
+        "            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}\n"
+        "            expected: {reference: kernels/deps/pyref.py:twice}\n"
+        "          - name: module\n"
+        "            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}\n"
+        "            expected: {reference: \"kernels.deps.modref:twice\"}\n"),
+}
+
+PASSED = "all libraries: 4 passed, 0 failed"
+#: each edit: (file, old, new, the FAIL line it gives)
+EDITS = {
+    "macro": ("kernels/deps/factor.h", "2.0f", "3.0f",
+              "FAIL macro::scale_macro[v] (deps.yaml:9:13): 2 of 2 elements differ "
+              "(rtol=1.3e-06, atol=1e-05): [0] actual 3 expected 2, [1] actual 6 expected 4; "
+              "max_abs_err 2"),
+    "include": ("kernels/deps/forced.h", "2.0f", "4.0f",
+                "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
+                "(rtol=1.3e-06, atol=1e-05): [0] actual 5.875 expected 3.875, [1] actual "
+                "9.875 expected 5.875; max_abs_err 4"),
+    "imacros": ("kernels/deps/macros.h", "1.0f", "2.0f",
+                "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
+                "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
+                "6.875 expected 5.875; max_abs_err 1"),
+    "isystem": ("kernels/deps/sys/sysh.h", "0.5f", "1.5f",
+                "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
+                "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
+                "6.875 expected 5.875; max_abs_err 1"),
+    "I": ("kernels/deps/inc/inch.h", "0.25f", "1.25f",
+          "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
+          "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
+          "6.875 expected 5.875; max_abs_err 1"),
+    "has_include": ("kernels/deps/opt.h", "0.125f", "1.125f",
+                    "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
+                    "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
+                    "6.875 expected 5.875; max_abs_err 1"),
+    "module": ("kernels/deps/helpers.py", "FACTOR = 2", "FACTOR = 3",
+               "FAIL py::twice[file] (deps.yaml:24:13): 2 of 2 elements differ "
+               "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 expected 6; "
+               "max_abs_err 2"),
+    "package": ("kernels/deps/refpkg/consts.py", "OFFSET = 0", "OFFSET = 1",
+                "FAIL py::twice[file] (deps.yaml:24:13): 2 of 2 elements differ "
+                "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 expected 5; "
+                "max_abs_err 1"),
+    "module_reference": ("kernels/deps/modconsts.py", "FACTOR = 2", "FACTOR = 3",
+                         "FAIL py::twice[module] (deps.yaml:27:13): 2 of 2 elements differ "
+                         "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 "
+                         "expected 6; max_abs_err 2"),
+}
+
+
+def _project(top):
+    proj = copy_project(top)
+    for path, text in FILES.items():
+        (proj / path).parent.mkdir(parents=True, exist_ok=True)
+        (proj / path).write_text(text)
+    return proj
+
+
+def _edit(proj, path, old, new):
+    text = (proj / path).read_text()
+    assert old in text, (path, old)
+    (proj / path).write_text(text.replace(old, new, 1))
+
+
+def _fail_lines(stdout):
+    return [line for line in stdout.splitlines() if line.startswith("FAIL ")]
+
+
+@pytest.fixture(scope="module")
+def scons_project(tmp_path_factory):
+    proj = _project(tmp_path_factory.mktemp("deps"))
+    proc = run_scons(proj, "-Q", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    return proj
+
+
+def ninja(proj, check=None):
+    proc = subprocess.run([NINJA, "-f", "build/build.ninja"], cwd=str(proj), capture_output=True,
+                          text=True, timeout=900)
+    if check is not None:
+        assert (proc.returncode == 0) == check, proc.stdout + proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def ninja_project(tmp_path_factory):
+    proj = _project(tmp_path_factory.mktemp("deps-ninja"))
+    proc = run_scons(proj, "-Q", "--experimental=ninja", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    return proj
+
+
+@pytest.mark.parametrize("case", list(EDITS))
+def test_an_edit_the_scanners_do_not_see_fails_the_scons_build(scons_project, case):
+    path, old, new, line = EDITS[case]
+    _edit(scons_project, path, old, new)
+    try:
+        proc = run_scons(scons_project, "-Q", MANIFEST)
+        assert proc.returncode != 0, proc.stdout
+        assert _fail_lines(proc.stdout) == [line], proc.stdout
+    finally:
+        _edit(scons_project, path, new, old)
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("case", list(EDITS))
+def test_an_edit_the_scanners_do_not_see_fails_the_ninja_build(ninja_project, case):
+    path, old, new, line = EDITS[case]
+    _edit(ninja_project, path, old, new)
+    try:
+        proc = ninja(ninja_project, check=False)
+        assert _fail_lines(proc.stdout) == [line], proc.stdout
+    finally:
+        _edit(ninja_project, path, new, old)
+    proc = ninja(ninja_project, check=True)
+    assert PASSED in proc.stdout.splitlines(), proc.stdout
+
+
+REMOVED = ("FAIL py::twice[file] (deps.yaml:24:13): reference kernels/deps/pyref.py cannot be "
+           "imported: ModuleNotFoundError: No module named 'helpers' "
+           "(at kernels/deps/pyref.py:1)")
+
+
+@pytest.mark.parametrize("path", ["scons", "ninja"])
+def test_a_removed_module_runs_the_test_again(scons_project, ninja_project, path, tmp_path):
+    """The module a reference imports is removed: the test runs again and
+    fails (on the ninja path build.ninja regenerates without it, and the
+    list of the test's files, a source of the test, changes)."""
+    proj = scons_project if path == "scons" else ninja_project
+    helpers = proj / "kernels/deps/helpers.py"
+    kept = tmp_path / "helpers.py"
+    shutil.move(str(helpers), str(kept))
+    try:
+        proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
+        assert proc.returncode != 0 and _fail_lines(proc.stdout) == [REMOVED], proc.stdout
+    finally:
+        shutil.move(str(kept), str(helpers))
+        if path == "ninja":     # (a module that appears is seen once build.ninja
+            os.utime(proj / "kernels/deps/pyref.py")    # regenerates: docs/ninja.md)
+    proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout
+    assert "kernels/deps/helpers.py\n" in (proj / "build/host/py/test-inputs.txt").read_text()
+
+
+def _rebuilt(proj, *args):
+    proc = run_scons(proj, "-Q", "--debug=explain", MANIFEST, *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return sorted(line.split("`")[1].split("'")[0] for line in proc.stdout.splitlines()
+                  if line.startswith("scons: rebuilding `")
+                  and not line.endswith("locations.json' because"))
+
+
+def test_only_a_header_no_scanner_found_compiles_once_more_then_nothing(tmp_path):
+    """After a clean build, the one object whose compile read a header that
+    neither SCons's C scanner nor the flags name (the macro's) compiles
+    once more, now depending on it; the flags' headers are known from the
+    first build on; then nothing rebuilds. Until then its library is not
+    in the record of inputs (the pytest plugin asks for a build)."""
+    from gpsimd_build import freshness
+    proj = _project(tmp_path / "p")
+    proc = run_scons(proj, "-Q", MANIFEST)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = proj / "build/host" / freshness.RECORD_NAME
+    assert set(freshness.read_record(str(record)).libraries) == {
+        freshness.ZYGOTE_ENTRY, "flags", "py"}
+    assert _rebuilt(proj) == ["build/host/macro/obj/kernels/deps/macro.o"]
+    files = freshness.read_record(str(record)).libraries["macro"][1]
+    assert {"kernels/deps/factor.h", "kernels/deps/macro.cpp"} <= set(files)
+    assert _rebuilt(proj) == []
+
+
+def test_a_clean_build_from_a_cache_never_takes_an_object_of_another_header(tmp_path):
+    """A build cache's key holds what SCons knew before the compile: an
+    object whose compile read a header only the depfile names is not
+    pushed until a build knows it, so a clean build with that header
+    edited compiles, and fails."""
+    proj = _project(tmp_path / "p")
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    proc = run_scons(proj, "-Q", MANIFEST, cache)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    path, old, new, line = EDITS["macro"]
+    _edit(proj, path, old, new)
+    shutil.rmtree(proj / "build")
+    proc = run_scons(proj, "-Q", MANIFEST, cache)
+    assert proc.returncode != 0 and _fail_lines(proc.stdout) == [line], proc.stdout
+    assert "Retrieved `build/host/macro/obj/kernels/deps/macro.o'" not in proc.stdout

@@ -1,0 +1,84 @@
+"""A reference and the project's modules it imports are compiled from
+their source at every run (gpsimd_emu.sourceonly): an edit that keeps a
+file's size within the second of the bytecode cache's record runs the new
+code, where a plain import runs the old; a package outside the project's
+folders keeps its cache; built-in modules keep their precedence."""
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+LOAD = """
+import sys
+from gpsimd_device.plan import ReferenceSpec
+from gpsimd_emu.vectors import load_reference
+f = load_reference(ReferenceSpec({file!r}, None, "f"))
+print(f(1), load_reference(ReferenceSpec(None, "modref", "f"))(1))
+"""
+
+
+def _python(code: str, cwd) -> str:
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)            # (caches are written, as in a build)
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(ROOT, "runtime_model"),
+                                         os.path.join(ROOT, "site_scons")])
+    proc = subprocess.run([sys.executable, "-c", code], cwd=str(cwd), env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip()
+
+
+def _same_second_edit(path, old: str, new: str) -> None:
+    """``old`` -> ``new`` (same length) in ``path``, its time kept to the second."""
+    st = os.stat(path)
+    text = path.read_text()
+    assert len(old) == len(new) and old in text
+    path.write_text(text.replace(old, new))
+    second = st.st_mtime_ns - st.st_mtime_ns % 10**9
+    os.utime(path, ns=(st.st_atime_ns, second + (st.st_mtime_ns + 1) % 10**9))
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k/ref.py").write_text("import helpers\ndef f(x):\n    return x * helpers.F\n")
+    (tmp_path / "k/helpers.py").write_text("F = 2\n")
+    (tmp_path / "modref.py").write_text("from pkg import c\ndef f(x):\n    return x + c.C\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg/c.py").write_text("C = 10\n")
+    for path in ("k/ref.py", "k/helpers.py", "modref.py", "pkg/c.py"):
+        os.utime(tmp_path / path, ns=(10**18, 10**18 + 100))     # (one second for all)
+    return tmp_path
+
+
+def test_an_edit_within_the_cached_second_runs_the_new_code(project):
+    # a plain import writes the caches (as a user's own run of the module would)
+    assert _python("import sys; sys.path.insert(0, 'k'); import helpers, modref; "
+                   "print(helpers.F, modref.f(1))", project) == "2 11"
+    assert _python(LOAD.format(file="k/ref.py"), project) == "2 11"
+    _same_second_edit(project / "k/helpers.py", "F = 2", "F = 3")
+    _same_second_edit(project / "pkg/c.py", "C = 10", "C = 20")
+    # (a plain import still takes the caches: the case this guards against)
+    assert _python("import sys; sys.path.insert(0, 'k'); import helpers, modref; "
+                   "print(helpers.F, modref.f(1))", project) == "2 11"
+    assert _python(LOAD.format(file="k/ref.py"), project) == "3 21"
+
+
+def test_only_the_project_s_folders_are_compiled_from_source(project, tmp_path):
+    builtin = _python("import sys; print(next(n for n in sorted(sys.builtin_module_names) "
+                      "if n not in sys.modules and not n.startswith('_')))", project)
+    (project / f"k/{builtin}.py").write_text("")      # (never shadows the built-in module)
+    (project / "venv").mkdir()
+    (project / "venv/installed.py").write_text("")
+    code = ("import importlib, sys, os\n"
+            "sys.path[:0] = [os.path.abspath('venv'), 'k']\n"
+            "from gpsimd_emu import sourceonly\n"
+            "sourceonly.local_folder('k')\n"
+            f"import helpers, installed, {builtin}\n"
+            "print(type(helpers.__loader__).__name__, type(installed.__loader__).__name__,\n"
+            f"      {builtin}.__spec__.origin)\n")
+    assert _python(code, project) == "SourceOnlyLoader SourceFileLoader built-in"

@@ -1,0 +1,215 @@
+"""The local modules a reference imports (gpsimd_build.manifest.imports):
+exact file sets for each form of import, found where the emulator's
+reference loader finds them (the reference's folder, then the project's
+root), never numpy or the standard library; in the collection's model,
+its reads (the manifest cache) and the test's dependencies."""
+
+import ast
+import os
+import pathlib
+
+import pytest
+
+from gpsimd_build import testplan
+from gpsimd_build.manifest import load_manifest, reads_still_hold
+from gpsimd_build.manifest.imports import MAX_MODULES, Import, imports_of, local_modules
+from gpsimd_build.manifest.paths import PathPolicy
+from gpsimd_build.manifest.reads import Recorder
+
+
+def write(root: pathlib.Path, files: dict) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text)
+
+
+def test_every_form_of_import_is_read():
+    tree = ast.parse(
+        "import numpy as np, a.b\n"
+        "from c import d, e as f\n"
+        "from . import g\n"
+        "from ..h.i import j\n"
+        "from k import *\n"
+        "import importlib\n"
+        "def fn():\n"
+        "    import lazy\n"
+        "    try:\n"
+        "        import maybe\n"
+        "    except ImportError:\n"
+        "        pass\n"
+        "    importlib.import_module('dyn.mod')\n"
+        "    __import__('old')\n"
+        "    importlib.import_module('.rel', 'pkg')\n"
+        "    importlib.import_module(name)\n")
+    assert sorted(imports_of(tree)) == sorted([
+        Import(0, "numpy", ()), Import(0, "a.b", ()), Import(0, "c", ("d", "e")),
+        Import(1, "", ("g",)), Import(2, "h.i", ("j",)), Import(0, "k", ()),
+        Import(0, "importlib", ()), Import(0, "lazy", ()), Import(0, "maybe", ()),
+        Import(0, "dyn.mod", ()), Import(0, "old", ())])
+
+
+#: A project: a reference in kernels/x importing each way.
+PROJECT = {
+    "kernels/x/ref.py": ("import numpy as np\n"
+                         "import helpers, os\n"
+                         "from pkg.mod import thing\n"
+                         "from pkg import inner, missing\n"
+                         "from ns.part import leaf\n"
+                         "import importlib\n"
+                         "def f(x):\n"
+                         "    import lazy\n"
+                         "    importlib.import_module('dyn')\n"
+                         "    return x\n"),
+    # a top-level module: its relative import fails when it runs
+    "kernels/x/helpers.py": "from . import sibling\nFACTOR = 2\n",
+    "kernels/x/sibling.py": "",
+    "kernels/x/lazy.py": "import fastmod\n",
+    "kernels/x/fastmod.cpython-311-x86_64-linux-gnu.so": "not parsed",
+    "kernels/x/dyn.py": "",
+    "kernels/x/unused.py": "",
+    "helpers.py": "",                # the root's: what a later, lazy import finds
+    "pkg/__init__.py": "from .inner import deep\nfrom .. import beyond\n",
+    "pkg/mod.py": "from . import sib2\nfrom .sib2 import y\n",
+    "pkg/sib2.py": "",
+    "pkg/inner/__init__.py": "from ..mod import thing\n",
+    "pkg/inner/deep.py": "",
+    "pkg/unused.py": "",
+    "ns/part/leaf.py": "import helpers\n",     # namespace packages: no __init__
+}
+
+
+@pytest.fixture
+def io(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, PROJECT)
+    return Recorder(str(tmp_path))
+
+
+def found(io, **kw):
+    return local_modules(io, PathPolicy(io.root_real), io.root, **kw)
+
+
+def test_a_reference_file_s_local_modules_transitively(io):
+    import importlib.machinery
+    so = "kernels/x/fastmod.cpython-311-x86_64-linux-gnu.so"
+    expected = {"helpers.py", "kernels/x/dyn.py", "kernels/x/helpers.py", "kernels/x/lazy.py",
+                "ns/part/leaf.py", "pkg/__init__.py", "pkg/inner/__init__.py",
+                "pkg/inner/deep.py", "pkg/mod.py", "pkg/sib2.py"}
+    if os.path.basename(so)[len("fastmod"):] in importlib.machinery.EXTENSION_SUFFIXES:
+        expected.add(so)       # (an extension module: a dependency, not read)
+    assert found(io, file=io.absolute("kernels/x/ref.py")) == (tuple(sorted(expected)), None)
+
+
+def test_a_module_reference_is_found_from_the_root_only(io):
+    assert found(io, module="pkg.mod") == (("pkg/__init__.py", "pkg/inner/__init__.py",
+                                            "pkg/inner/deep.py", "pkg/mod.py", "pkg/sib2.py"),
+                                           None)
+    assert found(io, module="numpy") == ((), None)
+    assert found(io, module="helpers") == (("helpers.py",), None)
+
+
+def test_a_package_wins_over_a_module_and_source_over_bytecode(io, tmp_path):
+    write(tmp_path, {"kernels/y/ref.py": "import both, comp\n",
+                     "kernels/y/both.py": "", "kernels/y/both/__init__.py": "",
+                     "kernels/y/comp.py": "", "kernels/y/comp.pyc": ""})
+    assert found(io, file=io.absolute("kernels/y/ref.py")) == (
+        ("kernels/y/both/__init__.py", "kernels/y/comp.py"), None)
+
+
+def test_a_module_that_leads_outside_the_project_is_not_the_project_s(io, tmp_path):
+    outside = tmp_path.parent / (tmp_path.name + "-outside")
+    outside.mkdir()
+    (outside / "far.py").write_text("")
+    os.symlink(outside / "far.py", tmp_path / "kernels/x/far.py")
+    write(tmp_path, {"kernels/x/r2.py": "import far\n"})
+    assert found(io, file=io.absolute("kernels/x/r2.py")) == ((), None)
+
+
+def test_too_many_local_modules_is_a_problem(io, tmp_path):
+    names = [f"m{k}" for k in range(MAX_MODULES + 1)]
+    write(tmp_path, {f"many/{n}.py": "" for n in names})
+    write(tmp_path, {"many/ref.py": "".join(f"import {n}\n" for n in names)})
+    assert found(io, file=io.absolute("many/ref.py")) == (
+        (), f"imports more than {MAX_MODULES} local modules (MAX_MODULES)")
+
+
+MANIFEST = """\
+version: 1
+libraries:
+  - name: x
+    sources: [kernels/x/k.cpp]
+    ops:
+      - schema: "my_ops::scale(Tensor x) -> Tensor"
+        reference: kernels/x/ref.py:f
+        vectors:
+          - {name: a, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}
+          - name: b
+            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}
+            expected: {reference: "pkg.mod:thing"}
+          - name: c
+            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}
+            expected: {reference: "numpy:negative"}
+"""
+
+
+@pytest.fixture
+def collection(io, tmp_path):
+    write(tmp_path, {"kernels/x/k.cpp": "", "ops.yaml": MANIFEST})
+    return load_manifest("ops.yaml")
+
+
+def test_the_model_and_the_test_s_files_hold_them(collection):
+    (lib,) = collection.libraries
+    refs = [v.expected.reference for v in lib.ops[0].vectors]
+    assert refs[0].imports == found(Recorder("."), file=os.path.abspath("kernels/x/ref.py"))[0]
+    assert refs[1].imports == ("pkg/__init__.py", "pkg/inner/__init__.py",
+                               "pkg/inner/deep.py", "pkg/mod.py", "pkg/sib2.py")
+    assert refs[2].imports == ()
+    assert testplan.plan_files(lib) == sorted(set(refs[0].imports) | {"kernels/x/ref.py"})
+    # the plan the emulator runs is the same text: what a reference imports is not in it
+    assert "imports" not in testplan.library_plan(lib, [(None, "x", "x.so")]).dumps()
+
+
+@pytest.mark.parametrize("change", ["edit", "create", "remove", "package"])
+def test_a_changed_local_module_loads_the_manifest_again(collection, tmp_path, change):
+    assert reads_still_hold(collection.reads)
+    kinds = {r.kind for r in collection.reads}
+    assert {"reference", "module", "kind"} <= kinds
+    if change == "edit":
+        (tmp_path / "pkg/inner/deep.py").write_text("import more\n")
+    elif change == "create":       # (a module now found where none was)
+        (tmp_path / "kernels/x/numpy.py").write_text("")
+    elif change == "remove":
+        os.unlink(tmp_path / "kernels/x/lazy.py")
+    else:                          # (a package now shadows the module)
+        write(tmp_path, {"kernels/x/dyn/__init__.py": ""})
+    assert not reads_still_hold(collection.reads)
+
+
+def test_an_unrelated_file_keeps_the_reads(collection, tmp_path):
+    (tmp_path / "kernels/x/unused.py").write_text("import helpers\n")
+    (tmp_path / "notes.txt").write_text("")
+    assert reads_still_hold(collection.reads)
+
+
+def test_a_module_too_large_to_read_is_a_dependency_whose_imports_are_not_followed(io, tmp_path):
+    from gpsimd_build.manifest.probes import MAX_REFERENCE_BYTES
+    write(tmp_path, {"big/ref.py": "import large\n",
+                     "big/large.py": "import beyond\n" + "#" * MAX_REFERENCE_BYTES + "\n",
+                     "big/beyond.py": ""})
+    assert found(io, file=io.absolute("big/ref.py")) == (("big/large.py",), None)
+
+
+def test_too_many_local_modules_is_a_located_error(io, tmp_path):
+    from gpsimd_build.manifest import ManifestError
+    names = [f"m{k}" for k in range(MAX_MODULES + 1)]
+    write(tmp_path, {f"many/{n}.py": "" for n in names})
+    write(tmp_path, {"many/ref.py": "".join(f"import {n}\n" for n in names)
+                     + "def f(x):\n    return x\n",
+                     "kernels/x/k.cpp": "",
+                     "ops.yaml": MANIFEST.replace("kernels/x/ref.py:f", "many/ref.py:f")})
+    with pytest.raises(ManifestError) as err:
+        load_manifest("ops.yaml")
+    assert str(err.value).splitlines() == [
+        "ops.yaml:7:20: $.libraries[0].ops[0].reference: reference file 'many/ref.py' imports "
+        f"more than {MAX_MODULES} local modules (MAX_MODULES)"]
