@@ -122,7 +122,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     beyond_of: Dict[int, np.ndarray] = {}
     for p in (p for p in judged if image.runs[p].private):
         poison = image.runs[p].poison
-        guards = image.copies(p, image.guard_size)[:, image.out_nbytes:]
+        guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
         touched = (guards != poison).any(axis=1)      # every core's guard zone at once
         for k in np.flatnonzero(touched):
             mask = beyond_of.setdefault(k, np.zeros(image.guard_size // size, dtype=bool))

@@ -27,7 +27,8 @@ import numpy as np
 from . import abi
 from . import control
 from . import dtypes as dt
-from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, POISON_A, POISON_B, SBUF_PARTITIONS,
+from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES, POISON_A,
+                     POISON_B, SBUF_PARTITIONS,
                      SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
@@ -94,8 +95,9 @@ class DeviceImage:
         arg_stream, out_desc: the argument stream and output descriptor
             bytes; ``write_args`` stores them (after a test patched them).
         out_addr, out_nbytes, num_elem, itemsize: the output.
-        guard_size: bytes after each output copy that no region covers
-            (``copies(run, guard_size)`` reads them).
+        guard_size: bytes after each output copy that no region covers;
+            ``guard_of(run)`` of them hold the run's poison
+            (``copies(run, guard_of(run))`` reads them).
 
     What the runs left is read in place: ``copies`` (every core's output of
     a run as one strided view), ``masks``, ``read_maps``, ``report``,
@@ -329,8 +331,14 @@ class DeviceImage:
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
         private run, each with its guard zone (contiguous)."""
-        return [(self._out_at[r.index], self._out_capacity + GUARD_BYTES, r.poison)
+        return [(self._out_at[r.index], self.out_nbytes + self.guard_of(r.index), r.poison)
                 for r in self.runs if r.private]
+
+    def guard_of(self, run: int) -> int:
+        """The bytes after a private run's output copies that hold its
+        poison: ``guard_size`` in run 0, less in the runs after it (the
+        output's rounding and ``LATER_GUARD_BYTES``)."""
+        return self.guard_size - (GUARD_BYTES - LATER_GUARD_BYTES if run else 0)
 
     def poison_outputs(self) -> None:
         """Fill every private run's output copies with that run's poison.

@@ -32,7 +32,7 @@ from . import abi
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN",
-    "POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "GUARD_BYTES",
+    "POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "GUARD_BYTES", "LATER_GUARD_BYTES",
     "ImageFile", "Arena", "core_sizes", "core_nbytes", "align_up", "printf_text",
 ]
 
@@ -55,8 +55,13 @@ ALIGN = 64
 # The poison bytes live with the runs that use them (stdlib-only module).
 from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
 
-#: Bytes of guard zone after each output copy (outside the region).
+#: Bytes of guard zone after each output copy (outside the region) of a
+#: vector's first run, and of the private runs after it (a write past the
+#: output that only a later run makes: a branch on never-written memory;
+#: one page, since filling and judging 64 KiB per core again cost a
+#: multicore vector about 0.35 ms, BENCHMARKS.md).
 GUARD_BYTES = 64 * 1024
+LATER_GUARD_BYTES = 4 * 1024
 #: Bytes at least after each input, up to the next allocation, that hold
 #: the run's ``tcm_poison`` under the checks: a kernel that reads past an
 #: input gets a value that changes between the runs (a fresh arena would

@@ -66,12 +66,13 @@ def test_printf_ring_wraps_from_head():
 
 def test_the_worker_poisons_every_private_output_copy_and_counts_it():
     """DeviceImage.poison_outputs: run 0's copies with their guard zone in
-    POISON_A, run 1's with theirs in POISON_B (a write past the output is
-    judged in every private run), the shared runs' one copy untouched;
+    POISON_A, run 1's with a page of theirs in POISON_B (a write past the
+    output is judged in every private run), the shared runs' one copy
+    untouched;
     prefilled_bytes counts those pages besides what the worker wrote."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import GUARD_BYTES, POISON_A, POISON_B
+    from gpsimd_emu.memory import GUARD_BYTES, LATER_GUARD_BYTES, POISON_A, POISON_B
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
     image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
@@ -81,7 +82,8 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         image.poison_outputs()
         u8 = image.file.u8
         out = ALIGN                          # the output (40 bytes) rounded up
-        for run, poison, n in ((0, POISON_A, out + GUARD_BYTES), (1, POISON_B, out + GUARD_BYTES)):
+        for run, poison, n in ((0, POISON_A, out + GUARD_BYTES),
+                               (1, POISON_B, out + LATER_GUARD_BYTES)):
             for at in image._out_at[run]:
                 assert (u8[at:at + n] == poison).all()
                 assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
@@ -91,6 +93,7 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         pages = lambda n: -(-n // PAGE) * PAGE  # noqa: E731
         worker_wrote = (image._bindings_at + pages(4 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
                         + 2 * PAGE + 4 * (image.hbm.used + image.sbuf.used))
-        assert image.prefilled_bytes() - worker_wrote == 8 * 2 * pages(out + GUARD_BYTES)
+        assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES)
+                                                              + pages(out + LATER_GUARD_BYTES))
     finally:
         image.close()
