@@ -243,6 +243,26 @@ def test_a_removed_module_runs_the_test_again(scons_project, ninja_project, path
     assert "kernels/deps/helpers.py\n" in (proj / "build/host/py/test-inputs.txt").read_text()
 
 
+def test_a_header_removed_with_its_include_builds(scons_project, tmp_path):
+    """The header and the #include that named it are removed: the next
+    build compiles without it (its object's last depfile still names it),
+    and PASSes; restored, it builds again."""
+    source, header = scons_project / "kernels/deps/macro.cpp", scons_project / "kernels/deps/factor.h"
+    text = source.read_text()
+    shutil.move(str(header), str(tmp_path / "factor.h"))
+    source.write_text(text.replace('#define FACTOR_HEADER "factor.h"\n#include FACTOR_HEADER\n',
+                                   "#define FACTOR_F 2.0f\n"))
+    try:
+        proc = run_scons(scons_project, "-Q", MANIFEST)
+        assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), \
+            proc.stdout + proc.stderr
+    finally:
+        shutil.move(str(tmp_path / "factor.h"), str(header))
+        source.write_text(text)
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+
+
 def _rebuilt(proj, *args):
     proc = run_scons(proj, "-Q", "--debug=explain", MANIFEST, *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr

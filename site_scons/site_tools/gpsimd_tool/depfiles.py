@@ -89,13 +89,19 @@ class Depfiles:
         return out
 
     def read(self, obj: Any) -> List[Any]:
-        """The File nodes of :meth:`paths` (the target scanner's answer)."""
+        """The File nodes of :meth:`paths` (the target scanner's answer),
+        but those of files gone since that compile that no builder makes:
+        a header removed with its ``#include`` is no dependency of the
+        next compile (one removed but still included fails that compile,
+        with the compiler's message), where SCons would stop the build for
+        good at a missing dependency."""
         out = []
         for full in self.paths(obj):
             node = self._nodes.get(full)
             if node is None:
                 node = self._nodes[full] = self.env.File(full)
-            out.append(node)
+            if node.has_builder() or os.path.exists(full):
+                out.append(node)
         return out
 
     def unseen(self, obj: Any) -> List[str]:
