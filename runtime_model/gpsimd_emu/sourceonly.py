@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Optional, Set
 
-__all__ = ["SourceOnlyLoader", "local_folder"]
+__all__ = ["SourceOnlyLoader", "local_folder", "forget_local_modules"]
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
@@ -55,6 +55,17 @@ class _LocalFinder:
 
 
 _FINDER = _LocalFinder()
+
+
+def forget_local_modules() -> None:
+    """Drop every project module (one a :class:`SourceOnlyLoader` loaded)
+    from ``sys.modules``, so that the next reference's ``import helpers``
+    finds the ``helpers`` of its own folder, not one an earlier reference
+    of another folder loaded under that name. (A loaded reference keeps
+    the modules it imported: its globals hold them.)"""
+    for name, module in list(sys.modules.items()):
+        if isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
+            del sys.modules[name]
 
 
 def local_folder(folder: str) -> None:

@@ -24,7 +24,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
 
 from . import dtypes as dt
 from .convert import to_dtype
-from .sourceonly import SourceOnlyLoader, local_folder
+from .sourceonly import SourceOnlyLoader, forget_local_modules, local_folder
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -285,6 +285,7 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     mod = _REF_CACHE.get(key)
     label = file or module
     if mod is None:
+        forget_local_modules()      # (another folder's module of the same name)
         try:
             if file:
                 full = _path(file, root)

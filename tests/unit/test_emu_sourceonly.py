@@ -82,3 +82,19 @@ def test_only_the_project_s_folders_are_compiled_from_source(project, tmp_path):
             "print(type(helpers.__loader__).__name__, type(installed.__loader__).__name__,\n"
             f"      {builtin}.__spec__.origin)\n")
     assert _python(code, project) == "SourceOnlyLoader SourceFileLoader built-in"
+
+
+def test_two_references_import_the_modules_of_their_own_folders(tmp_path):
+    """kernels a/ and b/ each hold a ``helpers`` module, with different
+    factors: each reference, loaded in one process, gets its own (the
+    second is not judged against the first's ``helpers``)."""
+    for folder, factor in (("a", 2), ("b", 3)):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "ref.py").write_text(
+            "import helpers\ndef f(x):\n    return x * helpers.F\n")
+        (tmp_path / folder / "helpers.py").write_text(f"F = {factor}\n")
+    assert _python("from gpsimd_device.plan import ReferenceSpec\n"
+                   "from gpsimd_emu.vectors import load_reference\n"
+                   "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
+                   "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
+                   "print(a(1), b(1), a(1))\n", tmp_path) == "2 3 2"
