@@ -40,12 +40,20 @@ def test_every_form_of_import_is_read():
         "    importlib.import_module('dyn.mod')\n"
         "    __import__('old')\n"
         "    importlib.import_module('.rel', 'pkg')\n"
-        "    importlib.import_module(name)\n")
+        "    importlib.import_module('..up', package='pkg.sub')\n"
+        "    importlib.import_module(name='kw')\n"
+        "    importlib.import_module('..above', 'top')\n"
+        "    importlib.import_module(name)\n"
+        "from importlib import import_module as im\n"
+        "im('aliased')\n"
+        "__all__ = ['sub1', 'sub2']\n")
     assert sorted(imports_of(tree)) == sorted([
         Import(0, "numpy", ()), Import(0, "a.b", ()), Import(0, "c", ("d", "e")),
         Import(1, "", ("g",)), Import(2, "h.i", ("j",)), Import(0, "k", ()),
         Import(0, "importlib", ()), Import(0, "lazy", ()), Import(0, "maybe", ()),
-        Import(0, "dyn.mod", ()), Import(0, "old", ())])
+        Import(0, "dyn.mod", ()), Import(0, "old", ()), Import(0, "pkg.rel", ()),
+        Import(0, "pkg.up", ()), Import(0, "kw", ()), Import(0, "importlib", ("import_module",)),
+        Import(0, "aliased", ()), Import(1, "", ("sub1", "sub2"))])
 
 
 #: A project: a reference in kernels/x importing each way.

@@ -16,7 +16,10 @@ under ``try``: a superset of what one run imports): ``import a.b`` (the
 package ``a``'s ``__init__`` and ``a/b``), ``from a import b`` (and
 ``a/b`` when it is a submodule), relative imports in a package (``from .
 import b``, ``from ..c import d``), and ``importlib.import_module("a")`` or
-``__import__("a")`` with a constant name. A name is resolved as Python's
+``__import__("a")`` with a constant name (also a relative one with a
+constant package, and the function under another name), and the
+submodules a package's literal ``__all__`` names (what ``from package
+import *`` imports). A name is resolved as Python's
 path finder does (``importlib.machinery.PathFinder``: in each folder, a
 package ``a/__init__.<suffix>``, then a module ``a.<suffix>``, extension
 modules first, then source, then bytecode; a folder without ``__init__`` is
@@ -24,7 +27,9 @@ a namespace package), through the loader's
 :class:`~gpsimd_build.manifest.reads.Recorder`: each place looked at is a
 fact of the collection's reads, so that a module created, removed or
 edited later loads the manifest again. An import computed at run time
-(``import_module(name)``, a changed ``sys.path``) cannot be seen.
+(``import_module(name)``, a changed ``sys.path``) cannot be seen, nor a
+data file a module reads (``np.load``, ``open``): such files are no
+dependency of the test.
 """
 
 import ast
@@ -53,24 +58,62 @@ class Import(NamedTuple):
 
 
 def imports_of(tree: ast.AST) -> Tuple[Import, ...]:
-    """Every import of the parsed module ``tree``, in the order written."""
+    """Every import of the parsed module ``tree``, in the order written:
+    import statements; calls of ``import_module`` / ``__import__`` (also
+    under another name, ``from importlib import import_module as im``)
+    whose name, and package for a relative name, are constants, given by
+    position or keyword; and a package's literal ``__all__``, which a
+    ``from package import *`` imports as submodules where they are."""
     out: List[Import] = []
+    callers = {"import_module", "__import__"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "importlib":
+            callers.update(a.asname for a in node.names
+                           if a.name == "import_module" and a.asname)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [Import(0, alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             out.append(Import(node.level or 0, node.module or "",
                               tuple(a.name for a in node.names if a.name != "*")))
-        elif isinstance(node, ast.Call) and node.args and \
-                isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+        elif isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else \
                 func.id if isinstance(func, ast.Name) else ""
-            target = node.args[0].value
-            if name in ("import_module", "__import__") and target and \
-                    not target.startswith("."):
-                out.append(Import(0, target, ()))
+            if name in callers:
+                target = _constant(node, 0, "name")
+                if target and target.startswith("."):
+                    target = _absolute(target, _constant(node, 1, "package"))
+                if target:
+                    out.append(Import(0, target, ()))
+        elif isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
+                and isinstance(node.value, (ast.List, ast.Tuple)):
+            names = tuple(e.value for e in node.value.elts
+                          if isinstance(e, ast.Constant) and isinstance(e.value, str))
+            if names:
+                out.append(Import(1, "", names))
     return tuple(out)
+
+
+def _constant(call: ast.Call, position: int, keyword: str) -> Optional[str]:
+    """The constant string argument of ``call`` at ``position`` or named
+    ``keyword``, or None."""
+    arg = call.args[position] if len(call.args) > position else next(
+        (k.value for k in call.keywords if k.arg == keyword), None)
+    return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+
+def _absolute(name: str, package: Optional[str]) -> Optional[str]:
+    """``importlib.import_module``'s resolution of the relative ``name``
+    (``.a``, ``..a``) in ``package``, or None (no package, or above it)."""
+    level = len(name) - len(name.lstrip("."))
+    parts = package.split(".") if package else []
+    if not parts or level > len(parts):
+        return None
+    base = parts[:len(parts) - level + 1]
+    rest = name[level:]
+    return ".".join(base + ([rest] if rest else []))
 
 
 #: A module's packages, innermost first, each as its folders: the chain a
