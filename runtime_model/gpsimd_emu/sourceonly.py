@@ -57,14 +57,26 @@ class _LocalFinder:
 _FINDER = _LocalFinder()
 
 
-def forget_local_modules() -> None:
-    """Drop every project module (one a :class:`SourceOnlyLoader` loaded)
-    from ``sys.modules``, so that the next reference's ``import helpers``
-    finds the ``helpers`` of its own folder, not one an earlier reference
-    of another folder loaded under that name. (A loaded reference keeps
-    the modules it imported: its globals hold them.)"""
+def forget_local_modules(folder: str) -> None:
+    """Before a reference of ``folder`` loads: drop from ``sys.modules``
+    each project module (one a :class:`SourceOnlyLoader` loaded) from
+    another folder whose top-level name ``folder`` holds too (``a.py`` or
+    ``a/``), with its submodules, so that the reference's ``import
+    helpers`` finds the ``helpers`` of its own folder, not one an earlier
+    reference of another folder loaded under that name. (A loaded
+    reference keeps the modules it imported: its globals hold them.
+    Modules no name of ``folder`` shadows stay.)"""
+    folder = os.path.join(os.path.abspath(folder), "")
+    taken = {}
     for name, module in list(sys.modules.items()):
-        if isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
+        if not isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
+            continue
+        top = name.split(".")[0]
+        if top not in taken:
+            base = os.path.join(folder, top)
+            taken[top] = os.path.isdir(base) or os.path.isfile(base + ".py")
+        origin = os.path.abspath(getattr(module, "__file__", "") or "")
+        if taken[top] and not origin.startswith(folder):
             del sys.modules[name]
 
 

@@ -285,7 +285,9 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     mod = _REF_CACHE.get(key)
     label = file or module
     if mod is None:
-        forget_local_modules()      # (another folder's module of the same name)
+        # (another folder's module of a name this reference's folder holds)
+        forget_local_modules(os.path.dirname(os.path.abspath(_path(file, root))) if file
+                             else os.curdir)
         try:
             if file:
                 full = _path(file, root)

@@ -98,3 +98,20 @@ def test_two_references_import_the_modules_of_their_own_folders(tmp_path):
                    "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
                    "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
                    "print(a(1), b(1), a(1))\n", tmp_path) == "2 3 2"
+
+
+def test_a_module_no_other_folder_shadows_stays_loaded(tmp_path):
+    """A reference that imports its module at load and again as it runs
+    (its folder is on sys.path only while it loads) still finds it after a
+    reference of another folder, which has no module of that name, loads."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a/ref.py").write_text("import consts\n"
+                                       "def f(x):\n    import consts\n    return x * consts.F\n")
+    (tmp_path / "a/consts.py").write_text("F = 2\n")
+    (tmp_path / "b/ref.py").write_text("def f(x):\n    return x * 3\n")
+    assert _python("from gpsimd_device.plan import ReferenceSpec\n"
+                   "from gpsimd_emu.vectors import load_reference\n"
+                   "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
+                   "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
+                   "print(a(1), b(1))\n", tmp_path) == "2 3"
