@@ -22,20 +22,14 @@ load of the timed runs: the machine's busy CPU time less our commands'
 
 import argparse
 import os
-import re
 import resource
 import statistics
 import subprocess
 import sys
 import time
 
-
-def _busy_s() -> float:
-    """Busy CPU seconds of the whole machine (``/proc/stat``), as
-    ``bench/loop.py`` counts them."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
+# (bench/ is this script's folder: loop.py's foreign-load measure and edit)
+from loop import busy_s, edit_kernel
 
 
 #: CPU seconds of the machine's and of our commands, and wall seconds, timed so far.
@@ -43,12 +37,12 @@ _LOAD = {"busy": 0.0, "ours": 0.0, "wall": 0.0}
 
 
 def _run(cmd, cwd):
-    c0, b0 = resource.getrusage(resource.RUSAGE_CHILDREN), _busy_s()
+    c0, b0 = resource.getrusage(resource.RUSAGE_CHILDREN), busy_s()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     took = time.perf_counter() - start
     c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    _LOAD["busy"] += _busy_s() - b0
+    _LOAD["busy"] += busy_s() - b0
     _LOAD["ours"] += (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
     _LOAD["wall"] += took
     if proc.returncode != 0:
@@ -61,18 +55,6 @@ def _ninja_cmd(cwd):
     exe = os.path.join(ninja.BIN_DIR, "ninja")
     inside = os.path.join("bn", "build.ninja")
     return [exe, "-f", inside] if os.path.exists(os.path.join(cwd, inside)) else [exe]
-
-
-EDIT_RE = re.compile(r"^volatile int gpsimd_bench_edit = \d+;\n", re.M)
-
-
-def _edit(cwd: str, lib: str, k: int) -> None:
-    """``bench/loop.py``'s edit: the kernel's global gets the value ``k``."""
-    path = os.path.join(cwd, "kernels", lib, f"{lib}.cpp")
-    with open(path) as f:
-        text = EDIT_RE.sub("", f.read())
-    with open(path, "w") as f:
-        f.write(text + f"volatile int gpsimd_bench_edit = {k};\n")
 
 
 def main(argv=None) -> int:
@@ -103,7 +85,7 @@ def main(argv=None) -> int:
         times.update({(w, kind): [] for w, _ in sides for kind in edits})
         for r in range(args.edits):
             for which, cwd in (sides if r % 2 == 0 else sides[::-1]):
-                _edit(cwd, args.edit, r + 1)
+                edit_kernel(cwd, args.edit, r + 1)
                 times[(which, edits[0])].append(_run(scons + [args.edit], cwd))
                 times[(which, edits[1])].append(_run(_ninja_cmd(cwd) + [args.edit], cwd))
     for kind in kinds:
