@@ -32,8 +32,6 @@ def visible(text: str, *, newlines: bool = True) -> str:
     if text.isprintable():
         return text
     keep = "\t\n" if newlines else "\t"
-    if all(ch.isprintable() or ch in keep for ch in text):
-        return text
     return "".join(ch if ch.isprintable() or ch in keep else _shown(ch) for ch in text)
 
 
