@@ -603,9 +603,7 @@ long gl_fork_leader(struct gl_request *req)
     R = req;
     V = &req->v;
     setpgid(0, 0);
-    if (req->join_cg) {                  /* process-group mode: join the cgroup */
-        sb_cg_join(SB.cg_dir, req->join_cg);   /* (a failed join leaves the RLIMIT alone) */
-    } else if (req->oom_first) {
+    if (req->oom_first) {
         int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
         if (fd >= 0) {
             if (write(fd, "1000", 4) < 0) {

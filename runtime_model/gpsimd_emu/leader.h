@@ -25,7 +25,6 @@ struct gl_request {
                                             the first run (-1: the pipes then too) */
     void *launchers[GL_MAX_RUNS][GL_MAX_CORES];   /* int (*)(void), per copy */
     void *binders[GL_MAX_RUNS][GL_MAX_CORES];     /* gpsimd_bind_core, per copy */
-    int join_cg;                         /* the cgroup version to join (SB.cg_dir), 0: none */
 };
 
 /* leader.c */

@@ -17,10 +17,11 @@
  * keeps its capabilities outside the PID namespace.
  *
  * The process that called stays outside the namespace, relays its end
- * as its own and removes the cgroup. Where no PID namespace can be made,
- * the mode is "pgroup": each vector its own process group and the
- * zygote a subreaper; sb.missing says what is then not contained (the
- * run prints it once). GPSIMD_EMU_CONTAIN forces a mode (tests).
+ * as its own and removes the cgroup, in every mode. Where no PID
+ * namespace can be made, the mode is "pgroup": each vector its own
+ * process group and the zygote a subreaper; sb.missing says what is then
+ * not contained (the run prints it once). GPSIMD_EMU_CONTAIN forces a
+ * mode (tests).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -75,7 +76,7 @@ static int write_text(int dir, const char *file, const char *text);
  * calling thread writes "0" to "tasks", which moves it without the
  * kernel's global lock of thread groups (0.3 ms here, where a write to
  * "cgroup.procs" waits 5-20 ms for that lock); 1 when inside. */
-int sb_cg_join(int dir, int version)
+static int sb_cg_join(int dir, int version)
 {
     return write_text(dir, version == 1 ? "tasks" : "cgroup.procs", "0") == 0;
 }
@@ -562,57 +563,58 @@ void sb_enter(int parent, int relay_closes)
     cgroup_create();
     const char *forced = getenv("GPSIMD_EMU_CONTAIN");
     int tries[2] = {CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID};
+    const char *modes[2] = {"pidns", "userns"};
     uid_t uid = getuid();
     gid_t gid = getgid();
     for (int i = 0; i < 2; i++) {
-        const char *mode = i == 0 ? "pidns" : "userns";
-        if (forced && *forced && strcmp(forced, mode) != 0)
-            continue;
-        if (unshare(tries[i]) != 0)
+        if ((forced && *forced && strcmp(forced, modes[i]) != 0) || unshare(tries[i]) != 0)
             continue;
         if (tries[i] & CLONE_NEWUSER)
             map_ids(uid, gid);
-        int req[2], ack[2], cg_parent = -1;
-        if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0)
-            _exit(1);
-        if (SB.cg_version) {
-            char parent_path[sizeof SB.cg_path];
-            snprintf(parent_path, sizeof parent_path, "%s", SB.cg_path);
-            *strrchr(parent_path, '/') = 0;
-            cg_parent = open(parent_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        }
-        pid_t outside = getpid();
-        pid_t pid = fork();
-        if (pid < 0)
-            _exit(1);
-        if (pid > 0) {
-            close(relay_closes);         /* (the worker sees the zygote's end) */
-            close(req[1]);
-            close(ack[0]);
-            relay(pid, req[0], ack[1], cg_parent, parent);
-        }
-        close(req[0]);
-        close(ack[1]);
-        if (cg_parent >= 0)
-            close(cg_parent);
-        SB.refresh[0] = ack[0];
-        SB.refresh[1] = req[1];
-        sb_die_with_parent(outside);
-        SB.mode = mode;
-        /* (joined once: a vector's leader is born in it) */
-        SB.cg_inside = SB.cg_version && sb_cg_join(SB.cg_dir, SB.cg_version);
-        if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) != 0) {
-            note("network, mount and IPC namespaces", errno);
-        } else {
-            SB.ipc = 1;
-            limit_pids();
-            make_mounts();
-        }
-        lock_down();
-        return;
+        SB.mode = modes[i];
+        break;
     }
-    prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-    note("a PID namespace (the vectors' processes share the machine's view: "
-         "network, file system, processes)", EPERM);
+    /* (in every mode: the relay outlives the zygote to remove the cgroup) */
+    int req[2], ack[2], cg_parent = -1;
+    if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0)
+        _exit(1);
+    if (SB.cg_version) {
+        char parent_path[sizeof SB.cg_path];
+        snprintf(parent_path, sizeof parent_path, "%s", SB.cg_path);
+        *strrchr(parent_path, '/') = 0;
+        cg_parent = open(parent_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
+    pid_t outside = getpid();
+    pid_t pid = fork();
+    if (pid < 0)
+        _exit(1);
+    if (pid > 0) {
+        close(relay_closes);             /* (the worker sees the zygote's end) */
+        close(req[1]);
+        close(ack[0]);
+        relay(pid, req[0], ack[1], cg_parent, parent);
+    }
+    close(req[0]);
+    close(ack[1]);
+    if (cg_parent >= 0)
+        close(cg_parent);
+    SB.refresh[0] = ack[0];
+    SB.refresh[1] = req[1];
+    sb_die_with_parent(outside);
+    /* (joined once: a vector's leader is born in it) */
+    SB.cg_inside = SB.cg_version && sb_cg_join(SB.cg_dir, SB.cg_version);
+    if (SB.cg_version && !SB.cg_inside)
+        sb_cg_remove();                  /* (the RLIMIT alone, then) */
+    if (strcmp(SB.mode, "pgroup") == 0) {
+        prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        note("a PID namespace (the vectors' processes share the machine's view: "
+             "network, file system, processes)", EPERM);
+    } else if (unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC) != 0) {
+        note("network, mount and IPC namespaces", errno);
+    } else {
+        SB.ipc = 1;
+        limit_pids();
+        make_mounts();
+    }
     lock_down();
 }

@@ -20,7 +20,6 @@ struct sandbox {
 extern struct sandbox SB;
 void sb_enter(int parent, int relay_closes);
 void sb_die_with_parent(int parent);
-int sb_cg_join(int dir, int version);
 int sb_cg_set_limit(int64_t bytes);
 int64_t sb_cg_read(const char *file, const char *key);
 void sb_cg_remove(void);

@@ -549,7 +549,6 @@ static void run(struct gz_vector *m, int image_fd)
     r.data_limit = data_base + extra;
     r.zygote = getpid();
     r.oom_first = limited && SB.cg_inside;
-    r.join_cg = limited && !SB.cg_inside ? SB.cg_version : 0;
     int nstreams = 2 * (int)v->ncores;
     for (int i = 0; i < 2 * ncores; i++) {
         streams[i].total = 0;
@@ -741,7 +740,5 @@ int main(int argc, char **argv)
         run(&m, image_fd);
     }
     sweep();
-    if (SB.cg_version && !SB.cg_inside)
-        sb_cg_remove();
     return 0;
 }

@@ -361,18 +361,17 @@ class ZygoteClient:
 
     def close(self, wait: bool = True) -> None:
         """End the zygote (closing its socket), and wait for it; kill it if
-        it does not end within a second. With ``wait`` False, a zygote under a relay
-        (a PID namespace: any mode but ``pgroup``, in which the zygote
-        removes its memory cgroup itself) is left to end by itself: this
-        process's subreaper reaps it, and gives the relay the time to remove
-        the cgroup (``contain.sweep``). Idempotent."""
+        it does not end within a second. With ``wait`` False, once it was
+        ready, it is left to end by itself: this process's subreaper reaps
+        it, and gives its relay the time to remove the memory cgroup
+        (``contain.sweep``). Idempotent."""
         try:
             self.sock.close()
         except OSError:
             pass
         if self.pid is None:
             return
-        if not wait and self._ready is not None and self._ready.get("mode") != "pgroup":
+        if not wait and self._ready is not None:
             self.pid = None
             return
         try:

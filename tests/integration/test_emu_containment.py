@@ -228,15 +228,15 @@ def _memory_cgroups_of(pids) -> list:
     return found
 
 
-@pytest.mark.parametrize("mode", ("pidns", "userns"))
+@pytest.mark.parametrize("mode", ("pidns", "userns", "pgroup"))
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_a_run_stopped_while_a_vector_runs_leaves_no_memory_cgroup(hostile, tmp_path, mode, sig):
     """The zygote's memory cgroup is removed when the run is stopped as
     well as when it ends: SIGTERM to the run (its supervising process then
     ends the worker and the zygote), and SIGKILL of the worker alone (the
-    zygote sees its parent die). The relay outside the namespace outlives
-    the zygote to remove it; a SIGKILL of the relay would leave it for
-    the next run to find."""
+    zygote sees its parent die). The relay outside the namespace (in
+    ``pgroup`` mode, outside the zygote) outlives the zygote to remove it;
+    a SIGKILL of the relay would leave it for the next run to find."""
     if not _mode_works(mode):
         pytest.skip(f"this machine cannot make the {mode} mode")
     proc, before = _start_spinning(hostile, tmp_path, mode)
