@@ -33,8 +33,8 @@ from typing import Iterable, List, Optional, Tuple
 from gpsimd_device.results import LibraryResults, counts_text
 
 __all__ = ["RUN", "KEPT", "CACHED", "STALE", "NOT_RUN", "NO_RESULTS", "UNREADABLE", "COUNTED",
-           "library_line", "summary_lines", "report_state", "as_kept_sed", "SUMMARY_FILE",
-           "REPORT_FILE"]
+           "TOTALS", "library_line", "summary_lines", "report_state", "as_kept_sed",
+           "SUMMARY_FILE", "REPORT_FILE"]
 
 #: The summary's and the report's files in ``<BUILD_DIR>/<profile>/``.
 SUMMARY_FILE = "test-summary.txt"
@@ -51,7 +51,8 @@ UNREADABLE = "unreadable"
 COUNTED = (RUN, KEPT, CACHED)
 
 _SUFFIX = {RUN: "", KEPT: " (not run in this build)", CACHED: " (cached)"}
-_TOTALS = ("all libraries", "total")
+#: The totals line's first words: the whole collection asked for, or not.
+TOTALS = ("all libraries", "total")
 _TEXT = {STALE: "stale", NOT_RUN: "not run",
          NO_RESULTS: "the test run failed without results (see above)",
          UNREADABLE: "no results (the results file cannot be read)"}
@@ -86,7 +87,7 @@ def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
             failed += res.failed
             checked += res.checked
             no_vectors += len(res.no_vectors)
-    lines.append(f"{_TOTALS[0] if everything else _TOTALS[1]}: "
+    lines.append(f"{TOTALS[0] if everything else TOTALS[1]}: "
                  f"{counts_text(passed, failed, checked, no_vectors)}")
     return lines
 
@@ -115,5 +116,5 @@ def as_kept_sed() -> str:
     other line as it is: how a ninja build that ran no summary step prints
     the summary of an earlier run."""
     kept, cached = _ere(_SUFFIX[KEPT].strip()), _ere(_SUFFIX[CACHED].strip())
-    return (f"-e '/^({'|'.join(_TOTALS)}): /b' -e '/ ({kept}|{cached})/b' "
+    return (f"-e '/^({'|'.join(TOTALS)}): /b' -e '/ ({kept}|{cached})/b' "
             f"-e '/: [0-9]+ passed, [0-9]+ failed/s/.*/&{_SUFFIX[KEPT]}/'")

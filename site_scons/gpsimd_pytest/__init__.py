@@ -170,8 +170,8 @@ class _Vectors:
         self.sessions.clear()
         if hasattr(self.config, "workerinput"):    # an xdist worker: to the controller
             self.config.workeroutput["gpsimd_results"] = self.results
-        elif self.results:
-            self.write_report()
+        elif self.results or getattr(self.config.option, "splits", None):
+            self.write_report()     # (a shard writes its files even with no vector: merge)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node, error) -> None:
@@ -194,8 +194,11 @@ class _Vectors:
                                  f"(--gpsimd-report FILE writes it elsewhere)\n")
                 return
             path = os.path.join(self.root, folder, "pytest-report.html")
+        splits = getattr(self.config.option, "splits", None)    # (pytest-split's shards)
+        shard = (int(self.config.option.group), int(splits)) if splits else None
         try:
-            write_outputs(path, self.results, not self.config.getoption("gpsimd_no_checks"))
+            write_outputs(path, self.results, not self.config.getoption("gpsimd_no_checks"),
+                          shard)
         except OSError as e:
             sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
 

@@ -17,24 +17,29 @@ results files (``.json``) and JUnit files (``.xml``, pytest's
 ``BASE.xml``, the same as one run's in every test id, outcome, message and
 property (the JUnit times, host name and timestamp aside: the times are
 summed, the others the first file's), and prints the summary. A vector in
-two shards is an error (exit status 2), as is a file that cannot be read.
+two shards is an error (exit status 2), as is a file that cannot be read,
+and, for pytest-split's shards (each run's results say which it was,
+``"shard": [group, splits]``), a shard missing or given twice.
 """
 
 import argparse
 import json
 import sys
 import xml.etree.ElementTree as ET
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 __all__ = ["write_outputs", "merge", "main"]
 
 
-def write_outputs(report: str, vectors: Sequence[list], checks: bool) -> List[str]:
+def write_outputs(report: str, vectors: Sequence[list], checks: bool,
+                  shard: Optional[Tuple[int, int]] = None) -> List[str]:
     """Write the report at ``report`` and, beside it (its name without
     ``.html``), the ``.json`` results and the ``.txt`` summary of
     ``vectors`` (``[order, library, multicore, result JSON]`` each) from a
-    run with (``checks``) or without the emulator's checks. Returns the
-    summary's lines.
+    run with (``checks``) or without the emulator's checks; ``shard``:
+    ``(group, splits)`` of a run that is one of pytest-split's shards
+    (``--splits N --group i``), kept in the results (``"shard"``) for
+    :func:`merge`. Returns the summary's lines.
 
     Raises:
         OSError: a file cannot be written.
@@ -54,19 +59,53 @@ def write_outputs(report: str, vectors: Sequence[list], checks: bool) -> List[st
                                  everything=False)
     base = report[:-len(".html")] if report.endswith(".html") else report
     write_report(report, list(libraries.values()), totals=lines[-1])
-    write_if_changed(base + ".json", json.dumps(
-        {"format": 1, "checks": checks, "vectors": [list(r) for r in ordered]},
-        sort_keys=True, separators=(",", ":")) + "\n")
+    doc = {"format": 1, "checks": checks, "vectors": [list(r) for r in ordered]}
+    if shard is not None:
+        doc["shard"] = list(shard)
+    write_if_changed(base + ".json", json.dumps(doc, sort_keys=True, separators=(",", ":"))
+                     + "\n")
     write_if_changed(base + ".txt", "\n".join(lines) + "\n")
     return lines
 
 
-def _results(path: str) -> Tuple[bool, List[list]]:
+def _results(path: str) -> Tuple[bool, List[list], Optional[Tuple[int, int]]]:
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     if not isinstance(doc, dict) or doc.get("format") != 1:
         raise ValueError("not a results file of format 1 (gpsimd_pytest.merge)")
-    return bool(doc["checks"]), [list(v) for v in doc["vectors"]]
+    shard = doc.get("shard")
+    return (bool(doc["checks"]), [list(v) for v in doc["vectors"]],
+            None if shard is None else (int(shard[0]), int(shard[1])))
+
+
+def _check_shards(shards: Dict[str, Optional[Tuple[int, int]]]) -> None:
+    """Every shard of a pytest-split run is there, once: a missing one
+    would leave its vectors, failures included, counted nowhere.
+
+    Raises:
+        ValueError: a shard missing or given twice, shards of different
+            splits, or a shard merged with a run that was not split.
+    """
+    split = {path: s for path, s in shards.items() if s is not None}
+    if not split:
+        return
+    if len(split) != len(shards):
+        whole = next(p for p, s in shards.items() if s is None)
+        raise ValueError(f"{whole} is not a shard (no --splits), the others are")
+    counts = {n for _, n in split.values()}
+    if len(counts) > 1:
+        raise ValueError(f"the shards are of different splits ({sorted(counts)})")
+    (n,) = counts
+    seen: Dict[int, str] = {}
+    for path, (group, _) in split.items():
+        if group in seen:
+            raise ValueError(f"{path}: shard {group} of {n} is also {seen[group]}")
+        seen[group] = path
+    missing = [g for g in range(1, n + 1) if g not in seen]
+    if missing:
+        raise ValueError(f"shard{'s' if len(missing) > 1 else ''} "
+                         f"{', '.join(map(str, missing))} of {n} missing (--splits {n}): "
+                         f"their vectors would be counted nowhere")
 
 
 def _junit(paths: Sequence[str], order: Dict[Tuple[str, str], list]) -> ET.ElementTree:
@@ -110,14 +149,14 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
         ValueError: a vector in two shards, a file of another kind.
         OSError: a file cannot be read or written.
     """
-    vectors, checks, seen, junit = [], True, {}, []
+    vectors, checks, seen, junit, shards = [], True, {}, [], {}
     for path in paths:
         if path.endswith(".xml"):
             junit.append(path)
             continue
         try:
-            shard_checks, shard = _results(path)
-        except (ValueError, KeyError, TypeError) as e:
+            shard_checks, shard, shards[path] = _results(path)
+        except (ValueError, KeyError, TypeError, IndexError) as e:
             raise ValueError(f"{path}: {e}") from None
         checks = checks and shard_checks
         for row in shard:
@@ -127,6 +166,7 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
                                  f"{seen[where]}: each vector belongs to one shard")
             seen[where] = path
         vectors += shard
+    _check_shards(shards)
     lines = write_outputs(base + ".html", vectors, checks)
     if junit:
         order = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): list(r[0]) for r in vectors}

@@ -92,6 +92,44 @@ def test_explore_finds_the_remainder_bug_and_the_example_fails_as_pasted(built_p
     _paste_and_fail_the_same_way(proj, "sp", _EXAMPLE, _FALSIFIED)
 
 
+def _sp_section(proj):
+    report = (proj / "build/host/report.html").read_text()
+    section = report[report.index('id="lib-sp"'):]
+    state = re.search(r'<span class="state">([^<]*)</span>', section[:section.index("</h2>")])
+    totals = re.search(r'<p class="totals">([^<]*)</p>', report).group(1)
+    return (state.group(1)[1:-1] if state else section[:200]), totals
+
+
+def test_a_build_that_only_explores_keeps_results_only_while_their_test_is_current(
+        built_project, tmp_path):
+    """The report of ``scons explore-sp`` shows sp's passing results as
+    kept (current) only while SCons holds its test node up to date: after
+    its kernel was rebuilt by a build that ran no test, or its reference
+    was edited (neither of which the explore itself made again), they are
+    stale, and the totals no longer count them."""
+    proj = _with_sp(built_project, tmp_path)
+    explore = ("-Q", "explore-sp", "EXPLORE_EXAMPLES=5")
+    run_scons(proj, *explore)
+    kept = ("1 passed, 0 failed; not run in this build: its results are still current for "
+            "its sources")
+    stale = "1 passed, 0 failed; stale: results of an earlier build (this build did not run its tests)"
+    assert _sp_section(proj) == (kept, "total: 1 passed, 0 failed")
+    reference = proj / "sp" / "reference.py"
+    reference.write_text(reference.read_text() + "\n# edited\n")
+    run_scons(proj, *explore)
+    assert _sp_section(proj) == (stale, "total: 0 passed, 0 failed")
+    assert run_scons(proj, "-Q", "sp").returncode == 0     # current again
+    run_scons(proj, *explore)
+    assert _sp_section(proj)[0] == kept
+    kernel = proj / "sp" / "spmd.cpp"
+    kernel.write_text(kernel.read_text().replace("return", "return /* edited */", 1) + "\n"
+                      "int gpsimd_edited_marker = 1;\n")
+    packed = run_scons(proj, "-Q", "build/host/sp/sp_cpu0.packed.so")   # no test run
+    assert packed.returncode == 0, packed.stdout + packed.stderr
+    run_scons(proj, *explore)
+    assert _sp_section(proj) == (stale, "total: 0 passed, 0 failed")
+
+
 def test_explore_leaves_correct_kernels_alone(built_project, tmp_path):
     proj = copy_built(built_project[0], tmp_path / "p")
     proc = run_scons(proj, "-Q", "explore-elementwise", "EXPLORE_EXAMPLES=40")

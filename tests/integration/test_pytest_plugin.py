@@ -282,6 +282,13 @@ def test_two_shards_cover_every_vector_once_and_merge_to_one_run(built, tmp_path
                             str(tmp_path / "bad"), files[0], files[0]], capture_output=True,
                            text=True, env=dict(os.environ, **_env()), timeout=120)
     assert twice.returncode == 2 and "each vector belongs to one shard" in twice.stderr
+    # a shard missing (its failure with it) is refused, not merged into a pass
+    alone = subprocess.run([sys.executable, "-m", "gpsimd_pytest.merge", "-o",
+                            str(tmp_path / "alone"), files[0]], capture_output=True,
+                           text=True, env=dict(os.environ, **_env()), timeout=120)
+    assert (alone.returncode, alone.stdout, alone.stderr) == (
+        2, "", "gpsimd_pytest.merge: shard 2 of 2 missing (--splits 2): their vectors would be "
+               "counted nowhere\n")
 
 
 def test_a_built_tree_with_new_times_is_tested_as_built(built, serial, tmp_path):

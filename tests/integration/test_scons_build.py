@@ -148,6 +148,35 @@ def test_wrong_reference_fails_the_build_and_names_the_vector(built_project, tmp
     assert run_scons(proj, "MANIFEST=wrongref.yaml").returncode != 0
 
 
+IGNORE_ERRORS_REFUSED = (
+    "scons: -i (--ignore-errors) is refused for a build that runs tests: SCons would exit 0 "
+    "with failed vectors; use -k (--keep-going), which builds and tests everything it can and "
+    "still fails\n")
+
+
+def test_ignore_errors_is_refused_where_it_would_pass_a_failed_vector(built_project, tmp_path):
+    """``scons -i`` takes a failed test for a built one and exits 0: with a
+    failing vector it printed ``wrongref: no results`` and ``all libraries:
+    1 passed, 0 failed`` and exited 0. Refused, on both paths, wherever
+    tests or explores would run; a build of objects alone still takes it."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    (proj / "wrong_reference.py").write_text(
+        "import numpy as np\n\n\ndef relu_forward(x):\n"
+        "    return np.maximum(x, np.float32(0)) + np.float32(1)\n")
+    (proj / "wrongref.yaml").write_text(WRONG_REF_MANIFEST)
+    for targets in ((), ("wrongref",), ("test-wrongref",), ("explore-wrongref",),
+                    ("--experimental=ninja",)):
+        proc = run_scons(proj, "-Q", "-i", "MANIFEST=wrongref.yaml", *targets)
+        assert (proc.returncode, proc.stderr) == (2, IGNORE_ERRORS_REFUSED), targets
+        assert "FAIL" not in proc.stdout and "passed" not in proc.stdout, targets
+    objects = run_scons(proj, "-Q", "-i", "MANIFEST=wrongref.yaml",
+                        "build/host/wrongref/wrongref.packed.so")
+    assert objects.returncode == 0, objects.stdout + objects.stderr
+    assert not (proj / "build/host/wrongref/test-results.failed.json").exists()
+    proc = run_scons(proj, "-Q", "-k", "MANIFEST=wrongref.yaml")
+    assert proc.returncode == 2 and "all libraries: 1 passed, 1 failed\n" in proc.stdout
+
+
 def test_a_reference_that_kills_the_emulator_fails_the_build(built_project, tmp_path):
     proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "exit_reference.py").write_text("import os\n\n\ndef relu_forward(x):\n    os._exit(0)\n")

@@ -236,6 +236,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         libs.add(lib)
     add_targets(top_env, libs, collection, libraries, build_dir)
     timer.lap(f"graph of {len(libraries)} libraries")
+    _refuse_ignored_errors(libs, building, to_ninja)
     if not to_ninja and building:
         record = integrity.OutputRecord(build_dir)
         outputs = _outputs(env.Dir(profile_dir))
@@ -255,3 +256,23 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
                 checks="--no-checks" not in env.get("GPSIMD_EMU_FLAGS", []),
                 explore_nodes=libs.explore_by_lib).at_exit)
     return libs.nodes
+
+
+def _refuse_ignored_errors(libs, building: bool, to_ninja: bool) -> None:
+    """Stop a build run with ``-i`` (``--ignore-errors``) that would run
+    tests or explores, on either path: SCons then takes a failed test (or
+    a failed ninja run) for a built one and exits 0 whatever failed,
+    which would make every failure a pass to whoever reads the exit
+    status. ``-k`` builds and tests all it can and still fails."""
+    if not (building and SCons.Script.GetOption("ignore_errors")):
+        return
+    # (what the command line asks for; on the ninja path BUILD_TARGETS and
+    # the defaults are the ninja file, whose run builds the command line's
+    # targets, by default everything)
+    targets = [str(t) for t in (SCons.Script.COMMAND_LINE_TARGETS
+                                or (["all"] if to_ninja else SCons.Script.BUILD_TARGETS))]
+    summary = Summary(libs.tests, "", explore_nodes=libs.explore_by_lib)
+    if summary.wanted(targets) or summary.explored(targets):
+        _stop("scons: -i (--ignore-errors) is refused for a build that runs tests: SCons would "
+              "exit 0 with failed vectors; use -k (--keep-going), which builds and tests "
+              "everything it can and still fails")

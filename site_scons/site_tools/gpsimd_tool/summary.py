@@ -73,6 +73,16 @@ def _numbers(path: str) -> Optional[LibraryResults]:
         return None
 
 
+def _up_to_date(node) -> bool:
+    """Would SCons find the test node ``node`` up to date (its results those
+    of its sources as they are now), though this build did not visit it?
+    False when it cannot tell."""
+    try:
+        return bool(node.is_up_to_date())
+    except Exception:   # noqa: BLE001 - at exit: unknown is not current
+        return False
+
+
 def _written_since(path: str, start_ns: int) -> bool:
     try:
         return os.stat(path).st_mtime_ns >= start_ns
@@ -255,9 +265,13 @@ class Summary:
     def explored_report(self, explored: Sequence[str]) -> None:
         """After a build that only explored (``scons explore-<lib>``): the
         report again, with each library's last explore. This build ran no
-        test: results the last report counted are ``kept`` (still current
-        for their sources), or ``stale`` when this build made the library's
-        objects or plan again; the other states stay as they were."""
+        test: results the last report counted are ``kept`` when the
+        library's test node is up to date (SCons would not run it: its
+        results are those of its sources as they are now), else ``stale``
+        (its objects, plan, references or the model changed since, even
+        in a build that ran no test; a library outside this build's graph
+        was not looked at); the other states stay as they were, and the
+        totals count the kept ones."""
         try:
             with open(os.path.join(self.profile_dir, _ENTRIES), encoding="utf-8") as f:
                 saved = json.load(f)
@@ -266,11 +280,13 @@ class Summary:
         except (OSError, ValueError, KeyError, TypeError):
             entries, totals = self._report_entries([]), ""
         from gpsimd_build import report, report_files
-        remade = {name for name in explored if any(
-            child.get_state() == SCons.Node.executed
-            for node in self.explore_nodes.get(name, ()) for child in node.children())}
+        current = {lib.name for lib in self.libraries if _up_to_date(lib.node)}
         entries = [(n, st if st not in report.COUNTED_STATES else
-                    "stale" if n in remade else "kept", p, m) for n, st, p, m in entries]
+                    "kept" if n in current else "stale", p, m) for n, st, p, m in entries]
+        kept = [(n, _numbers(p) if st == "kept" and p else None) for n, st, p, _ in entries]
+        totals = states.summary_lines([(n, states.KEPT if res else states.STALE, res)
+                                       for n, res in kept],
+                                      totals.startswith(states.TOTALS[0]))[-1]
         write_if_changed(os.path.join(self.profile_dir, states.REPORT_FILE),
                          report_files.render_from_files(
                              entries, self.checks, totals,

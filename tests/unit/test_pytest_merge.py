@@ -1,0 +1,59 @@
+"""``python -m gpsimd_pytest.merge``: the shards of a pytest-split run
+merge into one run only when every shard is there, once."""
+import json
+
+import pytest
+
+from gpsimd_pytest.merge import merge, write_outputs
+
+
+def _vector(order, lib, vector, status):
+    return [list(order), lib, False, {"op": "op", "vector": vector, "where": "ops.yaml:1:1",
+                                      "status": status, "message": "" if status == "pass"
+                                      else "wrong", "max_abs_err": 0.0, "mismatches": 0,
+                                      "warnings": []}]
+
+
+def _shards(tmp_path, groups, splits=3):
+    rows = {1: [_vector((0, 0, 0), "a", "v1", "pass")],
+            2: [_vector((0, 0, 1), "a", "v2", "fail")],
+            3: [_vector((0, 0, 2), "a", "v3", "pass")]}
+    paths = []
+    for g in groups:
+        report = tmp_path / f"shard{g}" / "report.html"
+        report.parent.mkdir(exist_ok=True)
+        write_outputs(str(report), rows[g], True, (g, splits) if splits else None)
+        paths.append(str(tmp_path / f"shard{g}" / "report.json"))
+    return paths
+
+
+def test_every_shard_merges_to_one_run_without_the_shard_mark(tmp_path):
+    lines = merge(_shards(tmp_path, (3, 1, 2)), str(tmp_path / "merged"))
+    assert lines == ["a: 2 passed, 1 failed", "total: 2 passed, 1 failed"]
+    assert "shard" not in json.loads((tmp_path / "merged.json").read_text())
+    assert json.loads((tmp_path / "shard2" / "report.json").read_text())["shard"] == [2, 3]
+
+
+@pytest.mark.parametrize("groups, message", [
+    ((1, 3), "shard 2 of 3 missing (--splits 3): their vectors would be counted nowhere"),
+    ((3,), "shards 1, 2 of 3 missing (--splits 3): their vectors would be counted nowhere"),
+])
+def test_a_missing_shard_is_an_error_not_a_smaller_pass(tmp_path, groups, message):
+    """Shard 2 held the failing vector: merged without it, the summary
+    said ``total: 2 passed, 0 failed``."""
+    with pytest.raises(ValueError) as err:
+        merge(_shards(tmp_path, groups), str(tmp_path / "merged"))
+    assert str(err.value) == message
+    assert not (tmp_path / "merged.txt").exists()
+
+
+def test_shards_of_other_splits_or_a_whole_run_are_refused(tmp_path):
+    one, two = _shards(tmp_path, (1, 2))
+    (tmp_path / "x").mkdir()
+    (three,) = _shards(tmp_path / "x", (3,), splits=4)
+    with pytest.raises(ValueError, match=r"^the shards are of different splits \(\[3, 4\]\)$"):
+        merge([one, two, three], str(tmp_path / "merged"))
+    (whole,) = _shards(tmp_path / "x", (3,), splits=None)
+    with pytest.raises(ValueError, match=r"x/shard3/report\.json is not a shard \(no --splits\), "
+                                         r"the others are$"):
+        merge([one, two, whole], str(tmp_path / "merged"))
