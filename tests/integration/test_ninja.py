@@ -186,6 +186,7 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
             "runtime_model/src/tensor.cpp", "runtime_model/gpsimd_emu/leader.c",
             "runtime_model/gpsimd_emu/zygote.c", "runtime_model/gpsimd_emu/sandbox.c",
             "runtime_model/gpsimd_emu/session.py", "runtime_model/gpsimd_device/plan.py",
+            "runtime_model/gpsimd_emu/client/protocol.py",
             "build/host/lsp/lsp_fll_load_cpu_single.cpp"} <= inputs
     assert not any(p.endswith((".o", ".so", ".a", ".json.d")) for p in inputs)
     assert not any("elementwise" in p or "spmd" in p for p in inputs)

@@ -46,6 +46,13 @@ _PYTHONPATH = os.pathsep.join(layout.python_roots())
 _EMU_SOURCES = [layout.emulator_dir(), layout.device_dir()]
 
 
+def _python_files(folders: List[str]) -> List[str]:
+    """Every ``.py`` file below ``folders``, subpackages included (the
+    emulator's client is one), sorted."""
+    return sorted(os.path.join(d, f) for top in folders for d, subdirs, files in os.walk(top)
+                  if os.path.basename(d) != "__pycache__" for f in files if f.endswith(".py"))
+
+
 def _outputs(folder) -> List[Any]:
     """Every File node with a builder below the SCons Dir node ``folder``."""
     out, todo = [], [folder]
@@ -222,7 +229,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
                                        or SCons.Script.GetOption("clean")), progress=progress)
     profile_dir = f"{build_dir}/{profile.name}"
     shared: Shared = profile.shared(graph, profile_dir)
-    emu_sources = sorted((f for d in _EMU_SOURCES for f in env.Dir(d).glob("*.py")), key=str)
+    emu_sources = [env.File(f) for f in _python_files(_EMU_SOURCES)]
     program = zygote_node(env, graph, profile_dir, shared.include) if profile.runs_tests else None
     inputs = InputsRecord(profile_dir, graph.programs)
     if program is not None:
