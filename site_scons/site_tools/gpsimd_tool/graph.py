@@ -26,7 +26,7 @@ from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile
 
 from . import (collector, depfiles, emu_server, integrity, lock, manifest_cache,
-               ninja_path as ninja, options, signals)
+               ninja_path as ninja, options, signals, sconsign as sconsign_db)
 from .builders import zygote_node
 from .collection_targets import add_targets
 from .inputs_record import InputsRecord
@@ -171,7 +171,8 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
         _check_folder(build_dir)    # (again, now that it exists: made by us, not another)
     if sconsign and (building or os.path.isdir(build_dir)):
-        env.SConsignFile(os.path.join(build_dir, ".sconsign"))
+        # (written whole, or the build stops saying so: sconsign.py)
+        env.SConsignFile(os.path.join(build_dir, ".sconsign"), sconsign_db)
     if building and not cached:
         manifest_cache.store(build_dir, collection, manifest, ".", [allow])
     if building:    # (where the project is, for front ends run elsewhere)
