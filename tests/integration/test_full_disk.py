@@ -18,7 +18,7 @@ from conftest import PROGRESS, ROOT, copy_project, fill, run_scons
 
 RELU = "kernels/relu/relu.cpp"
 GOOD_LINE = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
-BROKEN_LINE = "t_out_acc[i] = t_in_acc[i];"    # 5 of relu's vectors fail
+BROKEN_LINE = "t_out_acc[i] = t_in_acc[i];"    # 6 of relu's 10 vectors fail
 
 
 def relu_project(path):
@@ -85,3 +85,31 @@ def test_a_disk_full_at_the_test_run_is_named_and_the_next_build_equals_a_clean_
     assert not list(build_dir.glob(".sconsign*.tmp"))
     (disk / "filler").unlink()
     assert outcome(proj, build_dir) == clean
+
+
+def test_a_build_that_cannot_write_its_summary_leaves_none_that_is_not_true(
+        small_disk, tmp_path):
+    """All passed, then relu is broken and the disk fills as its test runs:
+    the summary and the report of the passing build must not stay (they
+    would say PASS for vectors that now fail), and the build names each
+    file it could not write."""
+    disk = small_disk("6m")
+    proj = relu_project(tmp_path / "p")
+    build_dir = disk / "b"
+    run_scons(proj, "-Q", f"BUILD_DIR={build_dir}", check=True)
+    summary = build_dir / "host/test-summary.txt"
+    assert summary.read_text().endswith("all libraries: 10 passed, 0 failed\n")
+    relu = proj / RELU
+    relu.write_text(relu.read_text().replace(GOOD_LINE, BROKEN_LINE))
+    status, out, err = build_filling_at(proj, build_dir, disk, "TEST +relu")
+    assert status == 2, out + err
+    assert "Traceback" not in out + err
+    assert not summary.exists() and not (build_dir / "host/report.html").exists()
+    assert (f"scons: the test summary could not be made: {summary}: No space left on device "
+            "(errno 28)") in err.splitlines(), err
+    (disk / "filler").unlink()
+    proc = run_scons(proj, "-Q", f"BUILD_DIR={build_dir}")
+    assert proc.returncode == 2
+    assert summary.read_text().splitlines() == ["relu: 4 passed, 6 failed",
+                                                "all libraries: 4 passed, 6 failed"]
+

@@ -214,7 +214,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         ninja.map_compiles(env)
         ninja.map_tests(env)
         ninja.drop_jobs(env)
-        ninja.record_failures(env, f"{build_dir}/{profile.name}")
+        ninja.record_failures(env)
     progress = None
     if not to_ninja:   # (ninja prints its own [done/total])
         progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("QUIET")))
