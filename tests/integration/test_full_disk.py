@@ -113,3 +113,12 @@ def test_a_build_that_cannot_write_its_summary_leaves_none_that_is_not_true(
     assert summary.read_text().splitlines() == ["relu: 4 passed, 6 failed",
                                                 "all libraries: 4 passed, 6 failed"]
 
+
+def test_a_cache_dir_on_a_full_disk_is_named_without_a_traceback(small_disk, tmp_path):
+    disk = small_disk("64k")
+    fill(disk)
+    proj = relu_project(tmp_path / "p")
+    proc = run_scons(proj, "-Q", f"CACHE_DIR={disk}/cache")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        f"scons: cannot use CACHE_DIR={disk}/cache: No space left on device (errno 28)"]
