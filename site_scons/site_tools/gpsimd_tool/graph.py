@@ -160,7 +160,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     building = _building()
     if missing and (building or not SCons.Script.GetOption("help")):
         _stop(f"scons: {missing}")   # (`scons -h` still shows the help)
-    if building:
+    # `scons -c` removes what a build of the folder reads and writes: it
+    # waits for that build as another build does (when there is a folder)
+    cleaning = bool(SCons.Script.GetOption("clean")) and os.path.isdir(build_dir)
+    if building or cleaning:
         try:
             lock.acquire(build_dir, wait=wait_for_lock)
         except lock.LockBusy as err:
