@@ -281,6 +281,48 @@ def zygote_program(tmp_path_factory) -> str:
     return build_zygote(tmp_path_factory.mktemp("zygote"))
 
 
+def fill(folder: pathlib.Path, leave: int = 0) -> pathlib.Path:
+    """Write ``folder/filler`` until about ``leave`` bytes are left free on
+    its file system (0: to the last byte); returns the filler's path."""
+    filler = folder / "filler"
+    with open(filler, "wb", buffering=0) as f:
+        st = os.statvfs(folder)
+        todo = st.f_bavail * st.f_frsize - leave
+        try:
+            while todo > 0:
+                todo -= f.write(b"\0" * min(todo, 1 << 16))
+            while not leave and f.write(b"\0" * 512):
+                pass
+        except OSError:
+            pass
+    return filler
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """``small_disk(size="64k")``: a new folder under ``tmp_path`` with a
+    ``tmpfs`` of ``size`` mounted on it (root only; fill it with
+    :func:`fill`). Every mount is removed at teardown, whatever the test
+    did. Skips, saying so, where no tmpfs can be mounted (CI runs as root:
+    ``.ci/check_skips.py`` fails on that skip there)."""
+    mounts = []
+
+    def mount(size: str = "64k") -> pathlib.Path:
+        mnt = tmp_path / f"disk{len(mounts)}"
+        mnt.mkdir()
+        if os.geteuid() != 0 or subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mnt)],
+                capture_output=True).returncode != 0:
+            pytest.skip("cannot mount a small tmpfs here")
+        mounts.append(mnt)
+        return mnt
+    try:
+        yield mount
+    finally:
+        for mnt in reversed(mounts):
+            subprocess.run(["umount", "-l", str(mnt)])
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _temporary_files_in_the_session():
     """The temporary folder of every process a test starts (``TMPDIR``) is

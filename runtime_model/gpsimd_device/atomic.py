@@ -41,25 +41,32 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
     created first when missing.
 
     Raises:
-        OSError: the file cannot be written (the message names the path).
+        OSError: the file cannot be written; its ``filename`` is ``path``,
+            whichever call failed (a write or close on a full disk names
+            no file of its own).
     """
     if isinstance(data, str):
         data = data.encode("utf-8")
     folder = os.path.dirname(path)
-    if make_folder and folder:
-        os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
-                               dir=folder or ".")
+    try:
+        if make_folder and folder:
+            os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
+                                   dir=folder or ".")
+    except OSError as e:
+        raise OSError(e.errno, e.strerror, path) from e
     try:
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o666 & ~umask())
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(e, OSError) and e.errno is not None:   # (about path, not tmp)
+            raise OSError(e.errno, e.strerror, path) from e
         raise
 
 

@@ -24,7 +24,7 @@ import time
 
 import pytest
 
-from conftest import ROOT, copy_built, run_scons
+from conftest import ROOT, copy_built, fill, run_scons
 from test_emu_checks import BROKEN_OPTIONS
 
 LIB = "broken_hostile"
@@ -295,25 +295,11 @@ def test_device_image_and_inputs_are_checked_before_allocation(hostile, tmp_path
 
 
 @pytest.fixture
-def full_disk(tmp_path):
+def full_disk(small_disk):
     """A folder on a 64 KiB tmpfs filled to the last byte (root only)."""
-    mnt = tmp_path / "full"
-    mnt.mkdir()
-    if os.geteuid() != 0 or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs",
-                                            str(mnt)], capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a small tmpfs here")
-    try:
-        fd = os.open(mnt / "filler", os.O_WRONLY | os.O_CREAT)
-        try:
-            while os.write(fd, b"\0" * 512):
-                pass
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-        yield mnt
-    finally:
-        subprocess.run(["umount", str(mnt)])
+    mnt = small_disk("64k")
+    fill(mnt)
+    return mnt
 
 
 def test_disk_full_names_path_and_errno_and_leaves_no_temporary_file(hostile, tmp_path, full_disk):

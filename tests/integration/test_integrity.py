@@ -211,6 +211,24 @@ def test_one_build_per_build_folder(built):
     assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
 
 
+def test_a_clean_waits_for_the_build_that_holds_its_folder(built):
+    """`scons -c` during a build removed the objects it was linking (the
+    build then failed in the linker); it takes the folder's lock as a
+    build does (BUILD_LOCK=fail: it stops at once, naming the holder)."""
+    fd = hold_lock(built / "build")
+    try:
+        proc = run_scons(built, "-c", "BUILD_LOCK=fail")
+    finally:
+        os.close(fd)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "scons: the build folder build is in use by process 4242 (a test, since 12:00:00) "
+        "(BUILD_LOCK=wait waits for it)")
+    assert (built / "build/host/relu/relu.so").exists()
+    proc = run_scons(built, "-c")
+    assert proc.returncode == 0 and not (built / "build/host/relu/relu.so").exists()
+
+
 @pytest.mark.campaign
 def test_two_builds_at_once_with_an_edit_between_them(built, clean):
     """Two terminals: an edit, a build, the revert, a second build at once.

@@ -8,6 +8,7 @@ import time
 
 import pytest
 
+from conftest import fill
 from gpsimd_build import steps
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.pack import parse_pack
@@ -178,3 +179,35 @@ def test_a_strip_that_hangs_fails_the_step_and_is_ended_whole(tmp_path, capsys, 
         assert limit < 60
     assert _gone(int(child.read_text()))
     assert sorted(os.listdir(tmp_path)) == ["child", "fake-strip", "x.so"]
+
+
+def test_a_full_disk_names_the_file_and_leaves_the_old_one_whole(small_disk):
+    """ENOSPC comes from the write (or the close), which names no file: the
+    error names the file asked for, the old file is kept whole and no
+    temporary file is left (a real full tmpfs, not a stand-in)."""
+    disk = small_disk("64k")
+    out = disk / "results.json"
+    out.write_bytes(b"old")
+    filler = fill(disk)
+    with pytest.raises(OSError) as e:
+        write_atomically(str(out), b"x" * 200000)
+    assert (e.value.errno, e.value.filename) == (errno.ENOSPC, str(out))
+    assert out.read_bytes() == b"old"
+    assert sorted(os.listdir(disk)) == ["filler", "results.json"]
+    filler.unlink()
+    write_atomically(str(out), b"new")
+    assert out.read_bytes() == b"new"
+
+
+def test_a_step_on_a_full_disk_names_the_file_it_could_not_write(small_disk, tmp_path, capsys):
+    disk = small_disk("64k")
+    (disk / "x.so").write_bytes(ELF)
+    # strip writes its output, then the disk is full for the pack
+    strip = _fake_strip(tmp_path, 'cp "$4" "$3" && cat /dev/zero > "${3%/*}/filler" 2>/dev/null; :')
+    status = steps.main(["pack", "--strip", strip, "--library", "l", "--member",
+                         "lsp_fll_load_cpu3", "3", str(disk / "x.so"),
+                         str(disk / "x.packed.so"), str(disk / "x.stripped.so")])
+    assert status == 1
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        f"gpsimd: {disk / 'x.packed.so'}: No space left on device")
+    assert sorted(os.listdir(disk)) == ["filler", "x.so"]     # (nothing half-made)

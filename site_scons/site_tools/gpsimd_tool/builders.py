@@ -23,6 +23,7 @@ import SCons.Builder
 import SCons.Scanner.C
 
 from gpsimd_build import layout
+from gpsimd_build import results_summary as states
 from gpsimd_build import zygote_recipe
 from gpsimd_build.report_files import EXPLORE_RECORD
 from gpsimd_device import zygote
@@ -117,9 +118,13 @@ def add_builders(env):
         GPSIMD_SUMMARYCOM="$GPSIMD_STEP summary @$GPSIMD_SUMMARY_ARGS",
         GPSIMD_EMU_FLAGS=[],   # e.g. ["--no-checks", "--timeout", "5"] (SConstruct)
         # the results file exists only after a run in which every vector
-        # passed; a failed run leaves its results in <lib>/test-results.failed.json
+        # passed; a failed run leaves its results in <lib>/test-results.failed.json.
+        # The summary and the report are removed as a run starts (--stale):
+        # a build that stops, or cannot write them, leaves none that is not true
         GPSIMD_TESTCOM=("$PYTHON -m gpsimd_emu run $SOURCE --results $TARGET "
                         "--failed-results ${TARGET.base}.failed.json "
+                        f"--stale ${{TARGET.dir.dir}}/{states.SUMMARY_FILE} "
+                        f"--stale ${{TARGET.dir.dir}}/{states.REPORT_FILE} "
                         "--locations $GPSIMD_LOCATIONS --zygote $GPSIMD_ZYGOTE $GPSIMD_EMU_FLAGS"
                         " $GPSIMD_TEST_NINJA_ARGS"),
         GPSIMD_TEST_NINJA_ARGS=[],   # the ninja path's (ninja_path.record_failures)

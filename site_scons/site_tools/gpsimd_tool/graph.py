@@ -26,7 +26,7 @@ from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile
 
 from . import (collector, depfiles, emu_server, integrity, lock, manifest_cache,
-               ninja_path as ninja, options, signals)
+               ninja_path as ninja, options, signals, sconsign as sconsign_db)
 from .builders import zygote_node
 from .collection_targets import add_targets
 from .inputs_record import InputsRecord
@@ -167,7 +167,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     building = _building()
     if missing and (building or not SCons.Script.GetOption("help")):
         _stop(f"scons: {missing}")   # (`scons -h` still shows the help)
-    if building:
+    # `scons -c` removes what a build of the folder reads and writes: it
+    # waits for that build as another build does (when there is a folder)
+    cleaning = bool(SCons.Script.GetOption("clean")) and os.path.isdir(build_dir)
+    if building or cleaning:
         try:
             lock.acquire(build_dir, wait=wait_for_lock)
         except lock.LockBusy as err:
@@ -178,7 +181,8 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
         _check_folder(build_dir)    # (again, now that it exists: made by us, not another)
     if sconsign and (building or os.path.isdir(build_dir)):
-        env.SConsignFile(os.path.join(build_dir, ".sconsign"))
+        # (written whole, or the build stops saying so: sconsign.py)
+        env.SConsignFile(os.path.join(build_dir, ".sconsign"), sconsign_db)
     if building and not cached:
         manifest_cache.store(build_dir, collection, manifest, ".", [allow])
     if building:    # (where the project is, for front ends run elsewhere)
@@ -220,7 +224,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         ninja.map_compiles(env)
         ninja.map_tests(env)
         ninja.drop_jobs(env)
-        ninja.record_failures(env, f"{build_dir}/{profile.name}")
+        ninja.record_failures(env)
     progress = None
     if not to_ninja:   # (ninja prints its own [done/total])
         progress = Progress(env.Dir("#").abspath, quiet=bool(env.get("QUIET")))

@@ -34,6 +34,8 @@ import SCons.Node
 import SCons.Node.FS
 from gpsimd_device.atomic import write_atomically
 
+from . import sconsign
+
 __all__ = ["OutputRecord", "RECORD_NAME", "decide_built", "file_csig"]
 
 #: The record's file name, under BUILD_DIR.
@@ -108,12 +110,16 @@ class OutputRecord:
         date now gets its size, mtime and signature; any other (not visited,
         its action failed or was interrupted) keeps its old record, so that
         if its action touched it, the next build finds it different and
-        rebuilds it. Written atomically; an error is reported on stderr,
-        never raised."""
+        rebuilds it. When SCons's own record could not be written
+        (``sconsign.written``), what this build made is not recorded either:
+        that record says what an output was built from, and an output newer
+        than it must not be trusted. Written atomically; an error is
+        reported on stderr, never raised."""
+        signatures_saved = sconsign.written()
         for node in self._nodes:
             path = node.path
             state = node.get_state()
-            if state == SCons.Node.executed:
+            if state == SCons.Node.executed and signatures_saved:
                 try:
                     st = os.stat(path)
                 except OSError:

@@ -200,16 +200,13 @@ def regenerate_on(env, paths: Iterable[str]) -> None:
     env["NINJA_REGENERATE_DEPS"] = sorted(set(scripts) | {p for p in paths if p})
 
 
-def record_failures(env, profile_dir: str) -> None:
+def record_failures(env) -> None:
     """A ninja build's test step records a failure and exits 0
     (``gpsimd_emu run --record-failures``), so that ninja, with or without
-    ``-k``, still runs the summary step, which reports it and fails; and
-    it removes the summary and the report as it starts (``--stale``): a
-    run interrupted before the summary step leaves no summary that is not
-    true (the next run makes them again)."""
-    env["GPSIMD_TEST_NINJA_ARGS"] = ["--record-failures", "${TARGET.base}.error.txt"] + [
-        a for name in (states.SUMMARY_FILE, states.REPORT_FILE)
-        for a in ("--stale", f"{profile_dir}/{name}")]
+    ``-k``, still runs the summary step, which reports it and fails (like
+    the SCons path's, the step removes the summary and the report as it
+    starts: ``GPSIMD_TESTCOM``)."""
+    env["GPSIMD_TEST_NINJA_ARGS"] = ["--record-failures", "${TARGET.base}.error.txt"]
 
 
 def inputs_spec(roots: Dict[str, Tuple[str, List[Any]]], programs: Iterable[Any]) -> str:

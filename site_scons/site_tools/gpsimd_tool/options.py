@@ -123,7 +123,13 @@ def apply(env) -> None:
                                if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
     env["ENV"][JOBS_ENV] = str(SCons.Script.GetOption("num_jobs"))
     if env["CACHE_DIR"]:
-        env.CacheDir(env["CACHE_DIR"])     # (keyed by $CACHEDIR_CLASS: gpsimd_tool.cache)
+        try:
+            env.CacheDir(env["CACHE_DIR"])     # (keyed by $CACHEDIR_CLASS: gpsimd_tool.cache)
+        except OSError as e:    # (SCons makes the folder and its config file at once)
+            where = f"{e.filename}: " if e.filename and e.filename != env["CACHE_DIR"] else ""
+            sys.stderr.write(f"scons: cannot use CACHE_DIR={env['CACHE_DIR']}: {where}"
+                             f"{e.strerror} (errno {e.errno})\n")
+            SCons.Script.Exit(2)
     if env["FAST"]:         # the opt-in shortcut: header scans kept between runs
         SCons.Script.SetOption("implicit_cache", 1)
 

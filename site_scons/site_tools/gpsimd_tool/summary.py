@@ -205,12 +205,12 @@ class Summary:
         except BrokenPipeError:   # `scons | head`: the reader has gone
             return
         except Exception as e:  # at exit: report, never a traceback
-            sys.stderr.write(f"scons: the test summary could not be made: {e}\n")
+            sys.stderr.write(f"scons: the test summary could not be made: {_why(e)}\n")
             return
         try:
             self.write_report(found, lines[-1])
         except Exception as e:  # noqa: BLE001 - at exit: report, never a traceback
-            sys.stderr.write(f"scons: the test report could not be written: {e}\n")
+            sys.stderr.write(f"scons: the test report could not be written: {_why(e)}\n")
 
     def _report_entries(self, found) -> List[Tuple[str, str, Optional[str], bool]]:
         """``(name, state, results file or None, multicore)`` per library of
@@ -296,3 +296,11 @@ class Summary:
             os.unlink(os.path.join(self.profile_dir, ".report-key"))
         except FileNotFoundError:
             pass
+
+
+def _why(e: Exception) -> str:
+    """An error at exit in words: a file's error as ``PATH: WHY (errno
+    N)``, as the build's other messages say it."""
+    if isinstance(e, OSError) and e.filename and e.errno is not None:
+        return f"{e.filename}: {e.strerror} (errno {e.errno})"
+    return str(e)
