@@ -286,6 +286,27 @@ static void end_sandbox(int sig)
     errno = saved;
 }
 
+/* SIGKILL every process still in the cgroup: the vectors' processes that
+ * outlived the zygote (without a PID namespace an orphan that left its
+ * process group lives on; none can leave the cgroup). A pid is read and
+ * killed within microseconds: no time for its number to come round. */
+static void kill_members(void)
+{
+    char text[8192];
+    int fd = openat(SB.cg_dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
+    if (fd >= 0)
+        close(fd);
+    text[n > 0 ? n : 0] = 0;
+    for (char *p = text, *end; *p; p = end) {
+        long pid = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (pid > 1)
+            kill((pid_t)pid, SIGKILL);
+    }
+}
+
 /* Serve the zygote's requests for a fresh working directory (requests:
  * a byte on `req`; the answer, "1" or "0", on `ack`), wait for its end
  * and end as it ended, its cgroup removed. A stop signal (SIGINT,
@@ -328,8 +349,10 @@ static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
     if (SB.cg_version) {                 /* (by its parent's fd: the path may be hidden here) */
         const char *name = strrchr(SB.cg_path, '/') + 1;
         for (int i = 0; i < 50 && unlinkat(cg_parent, name, AT_REMOVEDIR) != 0 && errno == EBUSY;
-             i++)
+             i++) {
+            kill_members();
             usleep(10000);
+        }
     }
     int sig = stopped_by ? stopped_by : WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     if (sig) {
