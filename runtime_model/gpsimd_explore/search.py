@@ -46,7 +46,9 @@ per op, in the plan's order, ``status``, ``text``, a falsified op's
 ``result`` (the failing example's vector result, with its layout) and,
 after a probe, ``ranks``, ``dtypes``, ``lessons``, ``runs``, ``problem``,
 ``last_failure`` (the probe's last run's failure that no lesson explains,
-"" when it passed); and ``plan_sha256``, the plan's digest), which
+"" when it passed); ``plan_sha256``, the plan's digest; and ``inputs``,
+the SHA-256 of each file it ran, the core objects, the shape library and
+the emulator's program, by path relative to the record's folder), which
 ``gpsimd-import`` and the HTML report read. The probe alone
 (``--examples 0``) needs no Hypothesis.
 
@@ -325,6 +327,25 @@ def _shaper(plan: TestPlan, library: Optional[str]) -> Optional[Callable]:
     return shaped
 
 
+def _inputs(args: argparse.Namespace, plan: TestPlan, zygote: str) -> Dict[str, Optional[str]]:
+    """``{path relative to the --record's folder: SHA-256 hex, None when
+    unreadable}`` of the files the search runs besides the plan: its core
+    objects, the shape library, the emulator's program (read before the
+    search: the report compares them with the build's)."""
+    folder = os.path.dirname(os.path.abspath(args.record))
+    paths = [os.path.join(args.root, c.object) for c in plan.cores] + \
+        ([args.shapes] if args.shapes else []) + [zygote]
+    out: Dict[str, Optional[str]] = {}
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                digest: Optional[str] = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            digest = None
+        out[os.path.relpath(os.path.abspath(path), folder)] = digest
+    return out
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """``python -m gpsimd_explore``: the exit status (module text)."""
     args = build_parser().parse_args(argv)
@@ -349,6 +370,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if problem:
         print(f"gpsimd_explore: {problem}; build it: scons {zygote}", file=sys.stderr)
         return 2
+    inputs = _inputs(args, plan, zygote) if args.record else {}
     options = run_options(args, zygote)
     work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
     counts = {"FALSIFIED": 0, "SKIPPED": 0, "errors": 0}
@@ -378,7 +400,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         with open(args.plan, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         write_atomically(args.record, json.dumps(
-            {"format": 1, "library": plan.library, "plan_sha256": digest, "ops": records},
+            {"format": 1, "library": plan.library, "plan_sha256": digest, "inputs": inputs,
+             "ops": records},
             indent=1) + "\n", make_folder=True)
     explored = len(plan.ops) - counts["SKIPPED"] - counts["errors"]
     verb = "probed" if args.examples <= 0 else "explored"

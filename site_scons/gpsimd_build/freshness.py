@@ -35,6 +35,11 @@ edit made while the build ran leaves the digest out: such a file is then
 stale by time alone). Digests are computed once per size and time: a file
 recorded again unchanged keeps its digest. (A file whose size and time
 were both kept by an edit is not noticed, as in SCons's own ``FAST=1``.)
+
+:func:`identity` names, from the record, what a run of the vectors tests
+(the objects, the emulator's program, the vectors and the files they
+read), the same for every build of one commit on any machine and in any
+``BUILD_DIR``: what ``gpsimd_pytest.merge`` compares across shards.
 """
 
 import hashlib
@@ -45,7 +50,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from gpsimd_device.atomic import write_if_changed
 
 __all__ = ["FORMAT", "RECORD_NAME", "ZYGOTE_ENTRY", "Record", "library_key", "stat_files",
-           "update_record", "read_record", "stale_input", "stale_entry"]
+           "update_record", "read_record", "stale_input", "stale_entry", "identity"]
 
 FORMAT = 4
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
@@ -203,3 +208,46 @@ def stale_entry(record: Record, name: str, key: str, root: str = ".") -> Optiona
             return f"{path} changed since"
         record.matched.add(seen)
     return None
+
+
+def identity(record: Record, libraries: Iterable, build_dir: str, root: str = ".") -> str:
+    """SHA-256 (hex) of what a run of the vectors of ``libraries`` (manifest
+    ``Library`` objects: every library the run collected) tests on the
+    build ``record`` describes: per library, its recorded key and each
+    recorded file's digest (a path in ``build_dir``, relative to ``root``
+    or absolute, named relative to it), its ops' plans and the digests of
+    the files its vectors read (references, ``.npy``); and the same of the
+    emulator's program (:data:`ZYGOTE_ENTRY`). No time, and no path of the
+    build folder: builds are deterministic, so one commit built anywhere
+    has one identity. The test plans the build wrote are left out (they
+    name the objects by their paths in ``build_dir``; the rest of them is
+    the ops' plans and the shape libraries, both in). A digest the record
+    lacks (an edit while the build ran) is that of the file as it is now:
+    what the run tested when the file is as the build saw it, and when it
+    is not, the library's vectors failed as stale. A library the record
+    does not hold is in as such (its vectors failed, saying to build it).
+    """
+    from . import testplan
+    plans = {testplan.PLAN_NAME, testplan.SHAPED_PLAN_NAME}
+    folder = os.path.normpath(build_dir) + os.sep
+
+    def entry(name: str):
+        if name not in record.libraries:
+            return None
+        key, paths = record.libraries[name]
+        files = []
+        for path in paths:
+            inside = os.path.normpath(path).startswith(folder)
+            if inside and os.path.basename(path) in plans:
+                continue
+            digest = record.files[path][2] or _digest(os.path.join(root, path))
+            files.append(["<BUILD_DIR>/" + os.path.normpath(path)[len(folder):] if inside
+                          else path, digest])
+        return [key, sorted(files)]
+
+    doc = [entry(ZYGOTE_ENTRY)]
+    for lib in sorted(libraries, key=lambda lib: lib.name):
+        doc.append([lib.name, entry(lib.name), [testplan.op_plan(op).to_json() for op in lib.ops],
+                    [[p, _digest(os.path.join(root, p))] for p in testplan.plan_files(lib)]])
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -122,7 +122,9 @@ class ReportLibrary:
     results: Optional[LibraryResults] = None
     multicore: bool = False
     checks: Optional[bool] = None
-    #: the library's last explore record (``explore.json``), or None
+    #: the library's last explore record (``explore.json``), or None; its
+    #: ``"stale"``: why its results are not this build's, or ""
+    #: (``gpsimd_build.report_files``)
     explored: Optional[Dict[str, Any]] = None
 
 
@@ -329,8 +331,8 @@ def _explored(lib: ReportLibrary) -> str:
     ops = lib.explored.get("ops") if isinstance(lib.explored, dict) else None
     if not isinstance(ops, dict) or not ops:
         return ""
-    when = ("stale: it explored another plan than this build's (the manifest changed since); "
-            "run it again" if lib.explored.get("stale") else "its results are as of that run")
+    stale = lib.explored.get("stale")
+    when = f"stale: {stale}; run it again" if stale else "its results are as of that run"
     out = [f'<div class="explore"><h3>explore: the last run of <code>explore-{_e(lib.name)}'
            f"</code> ({_e(when)})</h3><table>"
            "<tr><th>op</th><th>status</th><th>what it found</th></tr>"]

@@ -16,7 +16,8 @@ from gpsimd_device.results import LibraryResults
 from . import report
 from .report import ReportLibrary, library_section, page, render_report
 
-__all__ = ["EXPLORE_RECORD", "render_from_files", "write_report", "libraries_from_files"]
+__all__ = ["EXPLORE_RECORD", "render_from_files", "write_report", "libraries_from_files",
+           "explore_key"]
 
 _CACHE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
@@ -40,12 +41,10 @@ def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], c
         name, state, path, multicore = entry
         st = os.stat(path) if path and os.path.exists(path) else None
         record = os.path.join(records_dir, name, EXPLORE_RECORD) if records_dir else None
-        rt = os.stat(record) if record and os.path.exists(record) else None
-        plans = [os.path.join(records_dir, name, p) for p in EXPLORED_PLANS] if rt else []
-        pt = [(os.stat(p).st_size, os.stat(p).st_mtime_ns) for p in plans if os.path.exists(p)]
+        explored = explore_key(records_dir, name)
         key = hashlib.sha256(repr((code.st_size, code.st_mtime_ns, checks, entry,
                                    st and (st.st_size, st.st_mtime_ns),
-                                   rt and (rt.st_size, rt.st_mtime_ns), pt)).encode()).hexdigest()
+                                   explored)).encode()).hexdigest()
         cached = os.path.join(cache_dir, f"{name}.html") if _CACHE_NAME.match(name) else None
         head = f"<!-- {key} -->\n"
         text = None
@@ -60,7 +59,7 @@ def render_from_files(entries: Iterable[Tuple[str, str, Optional[str], bool]], c
         if text is None:
             (lib,) = libraries_from_files([entry])
             lib.checks = checks
-            lib.explored = _read_record(record, plans) if rt else None
+            lib.explored = _read_record(record) if explored else None
             text = library_section(lib)
             if cached:
                 try:
@@ -90,26 +89,78 @@ EXPLORE_RECORD = "explore.json"
 EXPLORED_PLANS = ("testplan.shaped.json", "testplan.json")
 
 
-def _read_record(path: str, plans: Sequence[str]) -> Optional[Dict[str, Any]]:
-    """An explore record, or None when it cannot be read as one; marked
-    ``"stale": True`` when it explored none of the ``plans`` as they are
-    now (its ``plan_sha256``)."""
+def _load(path: str) -> Optional[Dict[str, Any]]:
+    """The JSON object at ``path``, or None when it cannot be read as one."""
     import json
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
     except (OSError, ValueError):
         return None
-    if not isinstance(doc, dict):
+    return doc if isinstance(doc, dict) else None
+
+
+def _inputs(record: str, doc: Optional[Dict[str, Any]]) -> Dict[str, Any]:
+    """``{path: SHA-256}`` of the files the explore ran (its ``inputs``, by
+    path relative to the record's folder), by path as the record's is."""
+    inputs = doc.get("inputs") if doc else None
+    folder = os.path.dirname(record)
+    return {os.path.normpath(os.path.join(folder, str(p))): d
+            for p, d in inputs.items()} if isinstance(inputs, dict) else {}
+
+
+def explore_key(records_dir: Optional[str], name: str) -> Any:
+    """What library ``name``'s explore rows are rendered from, by size and
+    time: its record (``records_dir/<name>/explore.json``), the plans and
+    the files the record says the explore ran (None for one gone); None
+    when there is no record."""
+    record = os.path.join(records_dir, name, EXPLORE_RECORD) if records_dir else None
+    if not record or not os.path.exists(record):
         return None
-    digests = set()
-    for plan in plans:
+    plans = [os.path.join(records_dir, name, p) for p in EXPLORED_PLANS]
+
+    def stat(path):
         try:
-            with open(plan, "rb") as f:
-                digests.add(hashlib.sha256(f.read()).hexdigest())
+            st = os.stat(path)
         except OSError:
-            pass
-    doc["stale"] = doc.get("plan_sha256") not in digests
+            return None
+        return (st.st_size, st.st_mtime_ns)
+    return (stat(record), [stat(p) for p in plans],
+            sorted((p, stat(p)) for p in _inputs(record, _load(record))))
+
+
+def _sha256(path: str) -> Optional[str]:
+    try:
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+    except OSError:
+        return None
+
+
+def _read_record(path: str) -> Optional[Dict[str, Any]]:
+    """The explore record at ``path`` (``<lib>/explore.json``), or None when
+    it cannot be read as one; ``"stale"``: why its results are not those of
+    this build (it explored none of the :data:`EXPLORED_PLANS` beside it as
+    they are now, its ``plan_sha256``; or a file it ran, its ``inputs``:
+    the core objects, the shape library, the emulator's program, has
+    changed or gone since), else ``""``."""
+    doc = _load(path)
+    if doc is None:
+        return None
+    folder = os.path.dirname(path)
+    plans = {_sha256(os.path.join(folder, p)) for p in EXPLORED_PLANS} - {None}
+    inputs = _inputs(path, doc)
+    now = {p: _sha256(p) for p in inputs}
+    changed = sorted(p for p, digest in inputs.items() if now[p] != digest)
+    if doc.get("plan_sha256") not in plans:
+        doc["stale"] = "it explored another plan than this build's (the manifest changed since)"
+    elif not inputs:
+        doc["stale"] = "it does not name the objects it explored (an earlier version's explore)"
+    elif changed:
+        doc["stale"] = (f"it explored other objects than this build's ({changed[0]} "
+                        f"{'is gone' if now[changed[0]] is None else 'changed'} since)")
+    else:
+        doc["stale"] = ""
     return doc
 
 

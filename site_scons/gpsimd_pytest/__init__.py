@@ -57,7 +57,8 @@ relative to) is the one the build recorded in its folder
 (``gpsimd_build.project_record``), so ``--gpsimd-build-dir DIR`` alone runs
 that build's manifest from any folder. Beside the report go the results
 and the summary, which ``python -m gpsimd_pytest.merge`` merges across
-shards (``gpsimd_pytest.merge``).
+shards of one build (``gpsimd_pytest.merge``; the results name the build
+they tested, ``gpsimd_build.freshness.identity``).
 """
 
 import os
@@ -154,6 +155,8 @@ class _Vectors:
         self._zygote: Optional[Tuple[Optional[str], str]] = None
         #: each library's explore record, or why there is none (made once)
         self._explored: Dict[str, Tuple[Optional[dict], str]] = {}
+        #: the manifest's libraries, once collected
+        self.libraries: Optional[list] = None
         #: [order, library, multicore, result JSON] of each vector run here
         #: (and, in xdist's controlling process, by the workers)
         self.results: List[list] = []
@@ -198,9 +201,33 @@ class _Vectors:
         shard = (int(self.config.option.group), int(splits)) if splits else None
         try:
             write_outputs(path, self.results, not self.config.getoption("gpsimd_no_checks"),
-                          shard)
+                          shard, self.identity())
         except OSError as e:
             sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
+
+    def identity(self) -> Optional[str]:
+        """What this run tested (``gpsimd_build.freshness.identity`` of every
+        library of the manifest, from the record the stale checks read), for
+        ``gpsimd_pytest.merge``; None when the manifest cannot be read."""
+        from gpsimd_build import freshness
+        if self.libraries is None:      # (xdist's controlling process collects nothing)
+            from gpsimd_build.manifest import ManifestError
+            try:
+                self.libraries = self.load().libraries
+            except ManifestError:
+                return None
+        return freshness.identity(self._record(), self.libraries, self.build_dir, self.root)
+
+    def load(self):
+        """The manifest's collection, its paths relative to the project as
+        the build read them.
+
+        Raises:
+            ManifestError: it cannot be read.
+        """
+        from gpsimd_build.manifest import load_manifest
+        return load_manifest(os.path.relpath(self.manifest, self.root), root=self.root,
+                             allow_paths=self.config.getoption("gpsimd_allow_paths"))
 
     def client(self, plan: str):
         """The emulator's client for the test plan at ``plan``
@@ -332,14 +359,13 @@ class ManifestFile(pytest.File):
     """The manifest: one collector per library."""
 
     def collect(self):
-        from gpsimd_build.manifest import ManifestError, load_manifest
+        from gpsimd_build.manifest import ManifestError
         vectors = self.config.pluginmanager.get_plugin("gpsimd-vectors")
-        try:      # (the manifest's paths relative to the project, as the build read them)
-            collection = load_manifest(os.path.relpath(str(self.path), vectors.root),
-                                       root=vectors.root,
-                                       allow_paths=self.config.getoption("gpsimd_allow_paths"))
+        try:
+            collection = vectors.load()
         except ManifestError as err:
             raise self.CollectError(str(err)) from None
+        vectors.libraries = collection.libraries
         for index, lib in enumerate(collection.libraries):
             yield Library.from_parent(self, name=lib.name, library=lib, index=index)
 

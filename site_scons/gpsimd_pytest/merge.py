@@ -6,7 +6,7 @@ A run writes, for the vectors it ran, three files with one base name
 (``<BUILD_DIR>/host/pytest-report`` unless ``--gpsimd-report``):
 ``.html``, the report (``gpsimd_build.report``); ``.json``, the results
 (``{"format": 1, "checks": bool, "vectors": [[order, library, multicore,
-result], ...]}``, a result as ``gpsimd_device.results.VectorResult.to_json``);
+result], ...], "build": identity}``, a result as ``gpsimd_device.results.VectorResult.to_json``);
 ``.txt``, the summary (one ``lib: N passed, M failed`` line per library,
 then ``total: ...``; ``gpsimd_build.results_summary``). All three are in
 manifest order whatever order the vectors ran in.
@@ -19,7 +19,12 @@ property (the JUnit times, host name and timestamp aside: the times are
 summed, the others the first file's), and prints the summary. A vector in
 two shards is an error (exit status 2), as is a file that cannot be read,
 and, for pytest-split's shards (each run's results say which it was,
-``"shard": [group, splits]``), a shard missing or given twice.
+``"shard": [group, splits]``), a shard missing or given twice, and
+results of different builds: each run's results name what it tested
+(``"build"``: ``gpsimd_build.freshness.identity``, the same for every
+run on one build of one commit, on any machine and in any ``BUILD_DIR``),
+so that a shard re-run after a kernel fix, or run on another checkout,
+never makes a pass no single build made.
 """
 
 import argparse
@@ -32,14 +37,17 @@ __all__ = ["write_outputs", "merge", "main"]
 
 
 def write_outputs(report: str, vectors: Sequence[list], checks: bool,
-                  shard: Optional[Tuple[int, int]] = None) -> List[str]:
+                  shard: Optional[Tuple[int, int]] = None,
+                  build: Optional[str] = None) -> List[str]:
     """Write the report at ``report`` and, beside it (its name without
     ``.html``), the ``.json`` results and the ``.txt`` summary of
     ``vectors`` (``[order, library, multicore, result JSON]`` each) from a
     run with (``checks``) or without the emulator's checks; ``shard``:
     ``(group, splits)`` of a run that is one of pytest-split's shards
     (``--splits N --group i``), kept in the results (``"shard"``) for
-    :func:`merge`. Returns the summary's lines.
+    :func:`merge`; ``build``: the identity of what the run tested
+    (``gpsimd_build.freshness.identity``), kept as ``"build"``. Returns
+    the summary's lines.
 
     Raises:
         OSError: a file cannot be written.
@@ -62,20 +70,45 @@ def write_outputs(report: str, vectors: Sequence[list], checks: bool,
     doc = {"format": 1, "checks": checks, "vectors": [list(r) for r in ordered]}
     if shard is not None:
         doc["shard"] = list(shard)
+    if build is not None:
+        doc["build"] = build
     write_if_changed(base + ".json", json.dumps(doc, sort_keys=True, separators=(",", ":"))
                      + "\n")
     write_if_changed(base + ".txt", "\n".join(lines) + "\n")
     return lines
 
 
-def _results(path: str) -> Tuple[bool, List[list], Optional[Tuple[int, int]]]:
+def _results(path: str) -> Tuple[bool, List[list], Optional[Tuple[int, int]], Optional[str]]:
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     if not isinstance(doc, dict) or doc.get("format") != 1:
         raise ValueError("not a results file of format 1 (gpsimd_pytest.merge)")
-    shard = doc.get("shard")
+    shard, build = doc.get("shard"), doc.get("build")
     return (bool(doc["checks"]), [list(v) for v in doc["vectors"]],
-            None if shard is None else (int(shard[0]), int(shard[1])))
+            None if shard is None else (int(shard[0]), int(shard[1])),
+            None if build is None else str(build))
+
+
+def _check_builds(builds: Dict[str, Optional[str]]) -> Optional[str]:
+    """Every run tested one build (their ``"build"``, module text); returns
+    it (None when no run says).
+
+    Raises:
+        ValueError: two runs tested different builds, or one does not say
+            which it tested and another does.
+    """
+    first = next((p for p, b in builds.items() if b is not None), None)
+    if first is None:
+        return None
+    for path, build in builds.items():
+        if build is None:
+            raise ValueError(f"{path} does not say which build it tested, {first} does: "
+                             f"run every shard with this version of gpsimd_pytest")
+        if build != builds[first]:
+            raise ValueError(f"{first} and {path} are results of different builds (their "
+                             f"objects, emulator program or test vectors differ): run every "
+                             f"shard on one build")
+    return builds[first]
 
 
 def _check_shards(shards: Dict[str, Optional[Tuple[int, int]]]) -> None:
@@ -146,16 +179,17 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
     among them). Returns the summary's lines.
 
     Raises:
-        ValueError: a vector in two shards, a file of another kind.
+        ValueError: a vector in two shards, a shard missing, shards of
+            different builds, a file of another kind.
         OSError: a file cannot be read or written.
     """
-    vectors, checks, seen, junit, shards = [], True, {}, [], {}
+    vectors, checks, seen, junit, shards, builds = [], True, {}, [], {}, {}
     for path in paths:
         if path.endswith(".xml"):
             junit.append(path)
             continue
         try:
-            shard_checks, shard, shards[path] = _results(path)
+            shard_checks, shard, shards[path], builds[path] = _results(path)
         except (ValueError, KeyError, TypeError, IndexError) as e:
             raise ValueError(f"{path}: {e}") from None
         checks = checks and shard_checks
@@ -166,8 +200,9 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
                                  f"{seen[where]}: each vector belongs to one shard")
             seen[where] = path
         vectors += shard
+    build = _check_builds(builds)
     _check_shards(shards)
-    lines = write_outputs(base + ".html", vectors, checks)
+    lines = write_outputs(base + ".html", vectors, checks, build=build)
     if junit:
         order = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): list(r[0]) for r in vectors}
         tree = _junit(junit, order)

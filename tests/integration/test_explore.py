@@ -130,6 +130,44 @@ def test_a_build_that_only_explores_keeps_results_only_while_their_test_is_curre
     assert _sp_section(proj) == (stale, "total: 0 passed, 0 failed")
 
 
+def test_explore_rows_are_stale_once_the_objects_they_explored_are_rebuilt(built_project,
+                                                                          tmp_path):
+    """The report's explore rows are the last explore's: after a build of
+    sp with its kernel changed (and its tests run again, with the same
+    results), they are stale, naming the object that changed, not "as of
+    that run" (the objects they speak of are gone); explored again,
+    current; an object gone since, stale too, even after a build that
+    changed no result (the report's key covers what explore rows show)."""
+    proj = _with_sp(built_project, tmp_path)
+    explore = ("-Q", "explore-sp", "EXPLORE_EXAMPLES=5")
+    assert run_scons(proj, *explore).returncode == 2        # (falsified)
+
+    def heading():
+        report = (proj / "build/host/report.html").read_text()
+        section = report[report.index('id="lib-sp"'):]
+        return re.search(r'<div class="explore"><h3>explore: the last run of <code>explore-sp'
+                         r'</code> \(([^<]*)\)</h3>', section).group(1)
+    assert heading() == "its results are as of that run"
+    results = proj / "build/host/sp/test-results.json"
+    before = results.read_bytes()
+    kernel = proj / "sp" / "spmd.cpp"
+    kernel.write_text(kernel.read_text() + "int gpsimd_edited_marker = 1;\n")
+    built = run_scons(proj, "-Q", "sp")
+    assert built.returncode == 0, built.stdout + built.stderr
+    assert results.read_bytes() == before          # (its tests ran again: the same results)
+    assert heading() == ("stale: it explored other objects than this build&#x27;s "
+                         "(build/host/sp/sp_cpu0.packed.so changed since); run it again")
+    run_scons(proj, *explore)
+    assert heading() == "its results are as of that run"
+    # a build that changes no result renders the page again too
+    assert run_scons(proj, "-Q", "relu").returncode == 0
+    assert heading() == "its results are as of that run"
+    (proj / "build/host/sp/sp_cpu1.packed.so").unlink()
+    assert run_scons(proj, "-Q", "relu").returncode == 0
+    assert heading() == ("stale: it explored other objects than this build&#x27;s "
+                         "(build/host/sp/sp_cpu1.packed.so is gone since); run it again")
+
+
 def test_explore_leaves_correct_kernels_alone(built_project, tmp_path):
     proj = copy_built(built_project[0], tmp_path / "p")
     proc = run_scons(proj, "-Q", "explore-elementwise", "EXPLORE_EXAMPLES=40")

@@ -291,6 +291,63 @@ def test_two_shards_cover_every_vector_once_and_merge_to_one_run(built, tmp_path
                "counted nowhere\n")
 
 
+@pytest.mark.campaign
+def test_shards_merge_only_when_they_tested_one_build(built, tmp_path):
+    """Each shard's results name the build they tested: shards of one
+    build merge (one built again into another BUILD_DIR elsewhere too, as
+    the single run's bytes); a shard re-run on a build with its kernel
+    changed is refused, naming both files. Merged, it made a pass no
+    build made: the changed kernel fails [inline] (in the other shard),
+    the first fails [wrong] (in this one)."""
+    pytest.importorskip("pytest_split", reason="pytest-split is not installed "
+                                               "(pip install pytest-split)")
+    proj, _ = built
+    other = tmp_path / "other"
+    shutil.copytree(proj, other, ignore=shutil.ignore_patterns("build", ".sconsign*"))
+    (other / "SConstruct").write_text(SCONSTRUCT.replace('"build"', '"out/b2"'))
+    assert run_scons(other, env=_env()).returncode == 2                   # [wrong] fails
+
+    def shard(where, group, *args):
+        out = tmp_path / f"{where.name}-{group}-{len(list(tmp_path.iterdir()))}"
+        proc = pytest_in(where, "--gpsimd-manifest", "ops.yaml", "--splits", "2", "--group",
+                         str(group), f"--gpsimd-report={out}/report.html",
+                         "-p", "no:cacheprovider", *args)
+        assert proc.returncode in (0, 1), proc.stdout + proc.stderr
+        return str(out / "report.json")
+
+    def merge(*files):
+        return subprocess.run([sys.executable, "-m", "gpsimd_pytest.merge", "-o",
+                               str(tmp_path / "merged"), *files], capture_output=True, text=True,
+                              env=dict(os.environ, **_env()), timeout=120)
+
+    single = tmp_path / "single"
+    pytest_in(proj, "--gpsimd-manifest", "ops.yaml", f"--gpsimd-report={single}.html",
+              "-p", "no:cacheprovider")
+    first, second = shard(proj, 1), shard(proj, 2)
+    elsewhere = shard(other, 2, "--gpsimd-build-dir", "out/b2")
+    for files in ((first, second), (first, elsewhere)):
+        done = merge(*files)
+        assert (done.returncode, done.stderr) == (0, ""), files
+        assert done.stdout == "team: 2 passed, 1 failed\ntotal: 2 passed, 1 failed\n"
+        for ext in (".html", ".json", ".txt"):
+            assert (tmp_path / f"merged{ext}").read_bytes() == \
+                (tmp_path / f"single{ext}").read_bytes(), ext
+        (tmp_path / "merged.txt").unlink()
+
+    kernel = other / "src/negate.cpp"       # [n11] and [wrong] pass, [inline] fails
+    kernel.write_text(KERNEL.replace("o[i] = -a[i];", "o[i] = n == 11 ? -a[i] : a[i];"))
+    assert run_scons(other, env=_env()).returncode == 2
+    fixed = shard(other, 1, "--gpsimd-build-dir", "out/b2")
+    assert [r[3]["status"] for r in json.loads(open(fixed).read())["vectors"]] == \
+        ["pass", "pass"]
+    done = merge(fixed, second)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        2, "", f"gpsimd_pytest.merge: {fixed} and {second} are results of different builds "
+               "(their objects, emulator program or test vectors differ): run every shard on "
+               "one build\n")
+    assert not (tmp_path / "merged.txt").exists()
+
+
 def test_a_built_tree_with_new_times_is_tested_as_built(built, serial, tmp_path):
     """Issue 29 "a built tree travels": a copy with new times on every file
     (as a CI artifact or a restored cache arrives) is current by content:

@@ -7,10 +7,12 @@ import hashlib
 import json
 import shutil
 import os
+import re
 
 import pytest
 
 from gpsimd_build import freshness
+from gpsimd_build.manifest import load_manifest
 from gpsimd_build.manifest.model import Library, Location, Op
 
 
@@ -158,3 +160,65 @@ def test_a_damaged_or_foreign_record_vouches_for_nothing(tmp_path):
         record = freshness.read_record(str(path))
         assert record.files == {} and record.libraries == {}, text
     assert freshness.read_record(str(tmp_path / "missing.json")).libraries == {}
+
+
+_MANIFEST = """\
+version: 1
+libraries:
+  - name: relu
+    sources: [k.cpp]
+    ops:
+      - schema: "my_ops::neg(Tensor x) -> Tensor"
+        reference: ref.py:neg
+        vectors:
+          - name: n3
+            inputs:
+              x: {dtype: float32, shape: [3], random: {distribution: normal}}
+"""
+
+
+def test_identity_is_of_contents_not_of_times_or_the_build_folder(tmp_path):
+    """``identity``: what a run tests (gpsimd_pytest.merge compares it
+    across shards). One build in another BUILD_DIR, with other times and
+    plans that name its objects there, has the same; an object, a recorded
+    key, a reference or a vector changed gives another; a digest the
+    record lacks is the file's as it is now."""
+    def build(folder, obj=b"\x7fELF one", mtime=1):
+        files = {"k.cpp": b"int k;\n", f"{folder}/host/relu/relu.packed.so": obj,
+                 f"{folder}/host/relu/testplan.json": f'{{"object": "{folder}"}}'.encode(),
+                 f"{folder}/host/emu/gpsimd-zygote": b"zygote"}
+        recorded = {}
+        for path, data in files.items():
+            (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path).write_bytes(data)
+            recorded[path] = (len(data), mtime, hashlib.sha256(data).hexdigest())
+        return freshness.Record(recorded, {
+            "relu": ("key", sorted(p for p in files if "zygote" not in p)),
+            freshness.ZYGOTE_ENTRY: (freshness.ZYGOTE_ENTRY,
+                                     [f"{folder}/host/emu/gpsimd-zygote"])})
+
+    def identity(record, folder, manifest=_MANIFEST):
+        (tmp_path / "ops.yaml").write_text(manifest)
+        lib = load_manifest("ops.yaml", root=str(tmp_path)).libraries[0]
+        return freshness.identity(record, [lib], folder, str(tmp_path))
+
+    (tmp_path / "ref.py").write_text("def neg(x):\n    return -x\n")
+    one = identity(build("build"), "build")
+    assert re.fullmatch("[0-9a-f]{64}", one)
+    assert identity(build("out/b2", mtime=2), "out/b2") == one
+    assert identity(build(str(tmp_path / "abs"), mtime=3), str(tmp_path / "abs")) == one
+    assert identity(build("b3", obj=b"\x7fELF two"), "b3") != one
+    record = build("b4")
+    record.libraries["relu"] = ("other key", record.libraries["relu"][1])
+    assert identity(record, "b4") != one
+    assert identity(build("b5"), "b5", _MANIFEST.replace("shape: [3]", "shape: [4]")) != one
+    (tmp_path / "ref.py").write_text("def neg(x):\n    return 0 - x\n")
+    assert identity(build("b5"), "b5") != one
+    (tmp_path / "ref.py").write_text("def neg(x):\n    return -x\n")
+    record = build("b6")
+    size, mtime, _ = record.files["k.cpp"]
+    record.files["k.cpp"] = (size, mtime, None)         # (an edit while the build ran)
+    assert identity(record, "b6") == one
+    (tmp_path / "k.cpp").write_text("int k2;\n")
+    assert identity(record, "b6") != one
+    assert identity(freshness.Record(), "build") != one

@@ -14,15 +14,16 @@ def _vector(order, lib, vector, status):
                                       "warnings": []}]
 
 
-def _shards(tmp_path, groups, splits=3):
+def _shards(tmp_path, groups, splits=3, builds=None):
     rows = {1: [_vector((0, 0, 0), "a", "v1", "pass")],
             2: [_vector((0, 0, 1), "a", "v2", "fail")],
             3: [_vector((0, 0, 2), "a", "v3", "pass")]}
     paths = []
     for g in groups:
         report = tmp_path / f"shard{g}" / "report.html"
-        report.parent.mkdir(exist_ok=True)
-        write_outputs(str(report), rows[g], True, (g, splits) if splits else None)
+        report.parent.mkdir(parents=True, exist_ok=True)
+        write_outputs(str(report), rows[g], True, (g, splits) if splits else None,
+                      (builds or {}).get(g))
         paths.append(str(tmp_path / f"shard{g}" / "report.json"))
     return paths
 
@@ -57,3 +58,24 @@ def test_shards_of_other_splits_or_a_whole_run_are_refused(tmp_path):
     with pytest.raises(ValueError, match=r"x/shard3/report\.json is not a shard \(no --splits\), "
                                          r"the others are$"):
         merge([one, two, whole], str(tmp_path / "merged"))
+
+
+def test_shards_of_different_builds_are_refused_naming_the_files(tmp_path):
+    """Shard 2 re-run on another build (a kernel fix): merged, its pass
+    would join the other shards' of a build that fails it."""
+    one = {1: "a" * 64, 2: "a" * 64, 3: "a" * 64}
+    lines = merge(_shards(tmp_path / "same", (1, 2, 3), builds=one), str(tmp_path / "merged"))
+    assert lines == ["a: 2 passed, 1 failed", "total: 2 passed, 1 failed"]
+    assert json.loads((tmp_path / "merged.json").read_text())["build"] == "a" * 64
+    paths = _shards(tmp_path / "other", (1, 2, 3), builds={**one, 2: "b" * 64})
+    with pytest.raises(ValueError) as err:
+        merge(paths, str(tmp_path / "bad"))
+    assert str(err.value) == (
+        f"{paths[0]} and {paths[1]} are results of different builds (their objects, emulator "
+        f"program or test vectors differ): run every shard on one build")
+    paths = _shards(tmp_path / "older", (1, 2, 3), builds={**one, 3: None})
+    with pytest.raises(ValueError) as err:
+        merge(paths, str(tmp_path / "bad"))
+    assert str(err.value) == (f"{paths[2]} does not say which build it tested, {paths[0]} "
+                              f"does: run every shard with this version of gpsimd_pytest")
+    assert not (tmp_path / "bad.txt").exists()

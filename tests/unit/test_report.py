@@ -1,5 +1,6 @@
 """The HTML test report (gpsimd_build.report): what it holds, that it is
 static and deterministic, and what Chromium draws from it."""
+import os
 import re
 
 import pytest
@@ -239,3 +240,52 @@ def test_a_library_s_last_explore_is_shown_and_its_record_renders_the_section_ag
 def test_the_explored_plans_are_the_plans_the_build_writes():
     from gpsimd_build import report_files, testplan
     assert report_files.EXPLORED_PLANS == (testplan.SHAPED_PLAN_NAME, testplan.PLAN_NAME)
+
+
+def test_explore_rows_are_stale_when_a_file_the_explore_ran_changed(tmp_path):
+    """The record names the files the explore ran (``inputs``: by path
+    relative to its folder, their SHA-256): the rows are the build's while
+    each is as it was, else stale naming the first changed or gone; a
+    record that names none (an earlier version's) is stale too. The
+    section is rendered again when one changes (its cache key)."""
+    import hashlib
+    import json
+    from gpsimd_build import report_files
+    folder = tmp_path / "host" / "sp"
+    folder.mkdir(parents=True)
+    (folder / "testplan.json").write_text("{}\n")
+
+    def write(data, when):          # (a time of its own: the cache's key is size and time)
+        (folder / "sp.packed.so").write_bytes(data)
+        os.utime(folder / "sp.packed.so", ns=(when, when))
+    write(b"one", 1)
+    (tmp_path / "host" / "emu").mkdir()
+    (tmp_path / "host" / "emu" / "gpsimd-zygote").write_bytes(b"zygote")
+    sha = lambda data: hashlib.sha256(data).hexdigest()     # noqa: E731
+
+    def record(inputs):
+        (folder / "explore.json").write_text(json.dumps({
+            "format": 1, "library": "sp", "plan_sha256": sha(b"{}\n"), "inputs": inputs,
+            "ops": {"double": {"status": "EXPLORED", "text": "EXPLORED sp::double: 9 examples, "
+                                                             "every check passed"}}}))
+
+    def heading():
+        page = report_files.render_from_files([("sp", "not run", None, True)], True, "t",
+                                              str(tmp_path / "cache"),
+                                              records_dir=str(tmp_path / "host"))
+        return re.search(r"explore-sp</code> \(([^<]*)\)</h3>", page).group(1)
+    record({"sp.packed.so": sha(b"one"), "../emu/gpsimd-zygote": sha(b"zygote")})
+    assert heading() == "its results are as of that run"
+    write(b"two", 2)
+    obj = tmp_path / "host" / "sp" / "sp.packed.so"
+    assert heading() == (f"stale: it explored other objects than this build&#x27;s ({obj} "
+                         f"changed since); run it again")
+    write(b"one", 3)
+    assert heading() == "its results are as of that run"
+    (tmp_path / "host" / "emu" / "gpsimd-zygote").unlink()
+    assert heading() == (f"stale: it explored other objects than this build&#x27;s "
+                         f"({tmp_path / 'host' / 'emu' / 'gpsimd-zygote'} is gone since); "
+                         f"run it again")
+    record(None)
+    assert heading() == ("stale: it does not name the objects it explored (an earlier "
+                         "version&#x27;s explore); run it again")

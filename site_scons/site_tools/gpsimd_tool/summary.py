@@ -26,7 +26,9 @@ Then the HTML report (``gpsimd_build.report``) is written to
 of this build with the state above, the others (and the stale ones) with
 the results an earlier build left, marked stale. It is rendered only when
 what it shows may have changed: a key of each library's state and results
-file (path, size, time) is kept beside it (``.report-key``), so a null
+file (path, size, time), and of what its explore rows are rendered from
+(``report_files.explore_key``: its last explore record and the objects
+and program it names), is kept beside it (``.report-key``), so a null
 build costs a few ``stat`` calls; and each library's section is kept in
 ``.report-cache/<lib>.html`` under the key of its own results, so after
 one library's edit only its section is rendered (at 5,000 ops the whole
@@ -244,8 +246,8 @@ class Summary:
         key = hashlib.sha256(repr((self.checks, totals, code.st_size, code.st_mtime_ns)).encode())
         for name, state, path, multicore in entries:
             st = os.stat(path) if path else None
-            key.update(repr((name, state, path, multicore, st and (st.st_size, st.st_mtime_ns)))
-                       .encode())
+            key.update(repr((name, state, path, multicore, st and (st.st_size, st.st_mtime_ns),
+                             report_files.explore_key(self.profile_dir, name))).encode())
         page = os.path.join(self.profile_dir, states.REPORT_FILE)
         key_path = os.path.join(self.profile_dir, ".report-key")
         digest = key.hexdigest().encode()
