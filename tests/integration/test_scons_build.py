@@ -298,3 +298,21 @@ def test_a_clean_build_counts_every_action_from_the_first_line(built_project):
     n = len(lines)
     assert n > 60 and sorted(d for d, _ in lines) == list(range(1, n + 1))
     assert {t for _, t in lines} == {n}
+
+
+def test_an_edit_of_any_emulator_file_runs_the_tests_again(built_project, tmp_path):
+    """Every Python file of the emulator and of the device facts, the
+    client's subpackage included, is a dependency of every test (through
+    one alias): an edit of one runs the tests again, a second build none."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    for edited in ("runtime_model/gpsimd_emu/client/protocol.py",
+                   "runtime_model/gpsimd_device/plan.py"):
+        path = proj / edited
+        path.write_text(path.read_text() + "\n# edited\n")
+        proc = run_scons(proj, "relu")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert [line.split("] ", 1)[1] for line in proc.stdout.splitlines()
+                if line.startswith("[")] == ["TEST     relu (10 vectors)"], edited
+        again = run_scons(proj, "relu")
+        assert "TEST relu" not in again.stdout and "relu: 10 passed, 0 failed (not run in " \
+            "this build)" in again.stdout, again.stdout

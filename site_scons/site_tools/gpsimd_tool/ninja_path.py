@@ -42,6 +42,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import SCons.Action
 import SCons.Node
+import SCons.Node.Alias
+import SCons.Node.FS
 import SCons.Script
 
 from gpsimd_build import ninjarecord
@@ -219,8 +221,8 @@ def inputs_spec(roots: Dict[str, Tuple[str, List[Any]]], programs: Iterable[Any]
     skip = {id(n) for n in programs}
     out = {}
     for name, (key, nodes) in roots.items():
-        steps = {step.path: [c.path for c in reads
-                             if id(c) not in skip and not os.path.isabs(c.path)]
+        steps = {step.path: [c.path for c in reads if isinstance(c, SCons.Node.FS.Base)
+                             and id(c) not in skip and not os.path.isabs(c.path)]
                  for step, reads in _steps_below(nodes).items()}
         out[name] = (key, [n.path for n in nodes], steps)
     return ninjarecord.spec_text(out)
@@ -240,7 +242,9 @@ def _steps_below(nodes) -> Dict[Any, List[Any]]:
             continue
         reads = steps[node] = []
         for child in list(node.sources) + list(node.depends):
-            (todo if child.has_builder() else reads).append(child)
+            # (an alias, a phony in the ninja file, is read as it is)
+            step = child.has_builder() and not isinstance(child, SCons.Node.Alias.Alias)
+            (todo if step else reads).append(child)
     return steps
 
 
