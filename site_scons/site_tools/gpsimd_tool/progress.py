@@ -162,14 +162,14 @@ class Progress:
             path = str(path)
             if path in dirty_paths:
                 return True
-            try:
-                st = os.stat(os.path.join(self.top, path))
-            except OSError:
-                return True
             size = getattr(info, "size", None)
             stamp = getattr(info, "timestamp", None)
             if size is None or stamp is None:
                 continue                    # an alias or value: no file facts
+            try:
+                st = os.stat(os.path.join(self.top, path))
+            except OSError:
+                return True
             if st.st_size != size or int(st.st_mtime) != int(stamp):
                 return True
         return False
