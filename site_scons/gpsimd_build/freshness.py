@@ -216,8 +216,10 @@ def identity(record: Record, libraries: Iterable, build_dir: str, root: str = ".
     build ``record`` describes: per library, its recorded key and each
     recorded file's digest (a path in ``build_dir``, relative to ``root``
     or absolute, named relative to it), its ops' plans and the digests of
-    the files its vectors read (references, ``.npy``); and the same of the
-    emulator's program (:data:`ZYGOTE_ENTRY`). No time, and no path of the
+    the files its vectors read (references, ``.npy``); the same of the
+    emulator's program (:data:`ZYGOTE_ENTRY`), and the digest of each of
+    the emulator's Python files (``layout.emulator_python_files``, named
+    relative to the folder of the packages). No time, and no path of the
     build folder: builds are deterministic, so one commit built anywhere
     has one identity. The test plans the build wrote are left out (they
     name the objects by their paths in ``build_dir``; the rest of them is
@@ -245,7 +247,10 @@ def identity(record: Record, libraries: Iterable, build_dir: str, root: str = ".
                           else path, digest])
         return [key, sorted(files)]
 
-    doc = [entry(ZYGOTE_ENTRY)]
+    from . import layout
+    packages = os.path.dirname(layout.emulator_dir())    # (gpsimd_device's too)
+    code = [[os.path.relpath(p, packages), _digest(p)] for p in layout.emulator_python_files()]
+    doc = [entry(ZYGOTE_ENTRY), code]
     for lib in sorted(libraries, key=lambda lib: lib.name):
         doc.append([lib.name, entry(lib.name), [testplan.op_plan(op).to_json() for op in lib.ops],
                     [[p, _digest(os.path.join(root, p))] for p in testplan.plan_files(lib)]])

@@ -79,6 +79,16 @@ def emulator_dir() -> str:
     return os.path.join(os.path.dirname(device_dir()), "gpsimd_emu")
 
 
+def emulator_python_files() -> List[str]:
+    """Every ``.py`` file of ``gpsimd_emu`` (its subpackages, the client,
+    included) and of ``gpsimd_device``: the code a test's result depends
+    on besides the emulator's program. Absolute paths, sorted."""
+    return sorted(os.path.join(folder, name) for top in (emulator_dir(), device_dir())
+                  for folder, _, names in os.walk(top)
+                  if os.path.basename(folder) != "__pycache__"
+                  for name in names if name.endswith(".py"))
+
+
 def python_roots() -> List[str]:
     """The folders to put on ``PYTHONPATH`` so that ``gpsimd_device``,
     ``gpsimd_emu`` and this package import as they do here (the device

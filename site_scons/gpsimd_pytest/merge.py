@@ -106,7 +106,7 @@ def _check_builds(builds: Dict[str, Optional[str]]) -> Optional[str]:
                              f"run every shard with this version of gpsimd_pytest")
         if build != builds[first]:
             raise ValueError(f"{first} and {path} are results of different builds (their "
-                             f"objects, emulator program or test vectors differ): run every "
+                             f"objects, emulator or test vectors differ): run every "
                              f"shard on one build")
     return builds[first]
 

@@ -343,7 +343,7 @@ def test_shards_merge_only_when_they_tested_one_build(built, tmp_path):
     done = merge(fixed, second)
     assert (done.returncode, done.stdout, done.stderr) == (
         2, "", f"gpsimd_pytest.merge: {fixed} and {second} are results of different builds "
-               "(their objects, emulator program or test vectors differ): run every shard on "
+               "(their objects, emulator or test vectors differ): run every shard on "
                "one build\n")
     assert not (tmp_path / "merged.txt").exists()
 

@@ -222,3 +222,24 @@ def test_identity_is_of_contents_not_of_times_or_the_build_folder(tmp_path):
     (tmp_path / "k.cpp").write_text("int k2;\n")
     assert identity(record, "b6") != one
     assert identity(freshness.Record(), "build") != one
+
+
+def test_identity_holds_the_emulators_python_code(tmp_path, monkeypatch):
+    """Shards run with two versions of the emulator's Python code (its
+    client included) have two identities; the same code in another folder
+    (another clone, an installed copy) has one."""
+    from gpsimd_build import layout
+
+    def code(folder, text):
+        files = {"gpsimd_emu/session.py": "A = 1\n", "gpsimd_emu/client/served.py": text,
+                 "gpsimd_device/plan.py": "B = 2\n"}
+        for name, data in files.items():
+            (tmp_path / folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / folder / name).write_text(data)
+        monkeypatch.setattr(layout, "emulator_dir", lambda: str(tmp_path / folder / "gpsimd_emu"))
+        monkeypatch.setattr(layout, "device_dir", lambda: str(tmp_path / folder / "gpsimd_device"))
+        return freshness.identity(freshness.Record(), [], "build", str(tmp_path))
+
+    one = code("a", "C = 3\n")
+    assert code("b", "C = 3\n") == one
+    assert code("c", "C = 4\n") != one

@@ -72,7 +72,7 @@ def test_shards_of_different_builds_are_refused_naming_the_files(tmp_path):
         merge(paths, str(tmp_path / "bad"))
     assert str(err.value) == (
         f"{paths[0]} and {paths[1]} are results of different builds (their objects, emulator "
-        f"program or test vectors differ): run every shard on one build")
+        f"or test vectors differ): run every shard on one build")
     paths = _shards(tmp_path / "older", (1, 2, 3), builds={**one, 3: None})
     with pytest.raises(ValueError) as err:
         merge(paths, str(tmp_path / "bad"))

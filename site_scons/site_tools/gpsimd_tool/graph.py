@@ -42,17 +42,9 @@ __all__ = ["GpsimdCollection"]
 #: model and facts; a checkout's or an installed copy's): PYTHONPATH of every
 #: action.
 _PYTHONPATH = os.pathsep.join(layout.python_roots())
-#: The emulator's code and the facts it reads: a test node depends on them,
-#: through the alias ``EMU_SOURCES_ALIAS``.
-_EMU_SOURCES = [layout.emulator_dir(), layout.device_dir()]
+#: The alias of the emulator's code and the facts it reads
+#: (``layout.emulator_python_files``): every test node depends on it.
 EMU_SOURCES_ALIAS = "gpsimd-emulator-sources"
-
-
-def _python_files(folders: List[str]) -> List[str]:
-    """Every ``.py`` file below ``folders``, subpackages included (the
-    emulator's client is one), sorted."""
-    return sorted(os.path.join(d, f) for top in folders for d, subdirs, files in os.walk(top)
-                  if os.path.basename(d) != "__pycache__" for f in files if f.endswith(".py"))
 
 
 def _outputs(folder) -> List[Any]:
@@ -238,7 +230,8 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     # (one alias, a ninja phony, that every test and explore depends on:
     # not the ~50 files on each of them, which made a 5,000-op ninja file
     # a quarter larger and every null build check each file 1,500 times)
-    emu_sources = env.Alias(EMU_SOURCES_ALIAS, [env.File(f) for f in _python_files(_EMU_SOURCES)])
+    emu_sources = env.Alias(EMU_SOURCES_ALIAS,
+                            [env.File(f) for f in layout.emulator_python_files()])
     program = zygote_node(env, graph, profile_dir, shared.include) if profile.runs_tests else None
     inputs = InputsRecord(profile_dir, graph.programs)
     if program is not None:
