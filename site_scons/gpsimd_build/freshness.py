@@ -50,7 +50,8 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from gpsimd_device.atomic import write_if_changed
 
 __all__ = ["FORMAT", "RECORD_NAME", "ZYGOTE_ENTRY", "Record", "library_key", "stat_files",
-           "update_record", "read_record", "stale_input", "stale_entry", "identity"]
+           "update_record", "read_record", "stale_input", "stale_entry", "identity",
+           "file_digest"]
 
 FORMAT = 4
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
@@ -128,7 +129,7 @@ def read_record(path: str) -> Record:
         return Record()
 
 
-def _digest(path: str) -> Optional[str]:
+def file_digest(path: str) -> Optional[str]:
     """SHA-256 (hex) of the file at ``path``; None when it cannot be read."""
     h = hashlib.sha256()
     try:
@@ -153,7 +154,7 @@ def _recorded(path: str, seen: Stat, old: Optional[Recorded]) -> Recorded:
         except OSError:
             return None
         return (st.st_size, st.st_mtime_ns)
-    digest = _digest(path) if now() == tuple(seen) else None
+    digest = file_digest(path) if now() == tuple(seen) else None
     return (seen[0], seen[1], digest if digest is not None and now() == tuple(seen) else None)
 
 
@@ -204,7 +205,7 @@ def stale_entry(record: Record, name: str, key: str, root: str = ".") -> Optiona
         seen = (path, st.st_size, st.st_mtime_ns)
         if (st.st_size, st.st_mtime_ns) == (size, mtime) or seen in record.matched:
             continue
-        if st.st_size != size or digest is None or _digest(os.path.join(root, path)) != digest:
+        if st.st_size != size or digest is None or file_digest(os.path.join(root, path)) != digest:
             return f"{path} changed since"
         record.matched.add(seen)
     return None
@@ -242,17 +243,17 @@ def identity(record: Record, libraries: Iterable, build_dir: str, root: str = ".
             inside = os.path.normpath(path).startswith(folder)
             if inside and os.path.basename(path) in plans:
                 continue
-            digest = record.files[path][2] or _digest(os.path.join(root, path))
+            digest = record.files[path][2] or file_digest(os.path.join(root, path))
             files.append(["<BUILD_DIR>/" + os.path.normpath(path)[len(folder):] if inside
                           else path, digest])
         return [key, sorted(files)]
 
     from . import layout
     packages = os.path.dirname(layout.emulator_dir())    # (gpsimd_device's too)
-    code = [[os.path.relpath(p, packages), _digest(p)] for p in layout.emulator_python_files()]
+    code = [[os.path.relpath(p, packages), file_digest(p)] for p in layout.emulator_python_files()]
     doc = [entry(ZYGOTE_ENTRY), code]
     for lib in sorted(libraries, key=lambda lib: lib.name):
         doc.append([lib.name, entry(lib.name), [testplan.op_plan(op).to_json() for op in lib.ops],
-                    [[p, _digest(os.path.join(root, p))] for p in testplan.plan_files(lib)]])
+                    [[p, file_digest(os.path.join(root, p))] for p in testplan.plan_files(lib)]])
     text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

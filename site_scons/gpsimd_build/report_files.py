@@ -14,6 +14,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from gpsimd_device.results import LibraryResults
 
 from . import report
+from .freshness import file_digest
 from .report import ReportLibrary, library_section, page, render_report
 
 __all__ = ["EXPLORE_RECORD", "render_from_files", "write_report", "libraries_from_files",
@@ -129,14 +130,6 @@ def explore_key(records_dir: Optional[str], name: str) -> Any:
             sorted((p, stat(p)) for p in _inputs(record, _load(record))))
 
 
-def _sha256(path: str) -> Optional[str]:
-    try:
-        with open(path, "rb") as f:
-            return hashlib.sha256(f.read()).hexdigest()
-    except OSError:
-        return None
-
-
 def _read_record(path: str) -> Optional[Dict[str, Any]]:
     """The explore record at ``path`` (``<lib>/explore.json``), or None when
     it cannot be read as one; ``"stale"``: why its results are not those of
@@ -148,9 +141,9 @@ def _read_record(path: str) -> Optional[Dict[str, Any]]:
     if doc is None:
         return None
     folder = os.path.dirname(path)
-    plans = {_sha256(os.path.join(folder, p)) for p in EXPLORED_PLANS} - {None}
+    plans = {file_digest(os.path.join(folder, p)) for p in EXPLORED_PLANS} - {None}
     inputs = _inputs(path, doc)
-    now = {p: _sha256(p) for p in inputs}
+    now = {p: file_digest(p) for p in inputs}
     changed = sorted(p for p, digest in inputs.items() if now[p] != digest)
     if doc.get("plan_sha256") not in plans:
         doc["stale"] = "it explored another plan than this build's (the manifest changed since)"
