@@ -1,19 +1,22 @@
-"""Writing a file whole or not at all: the one way every step of the build
+"""Writing a file whole or not at all, and a file's digest: the one way every step of the build
 and of the emulator writes an output (test results, plans, packs, reports,
 records), so that a build killed at any moment leaves each file either as
 it was or complete, never a part; and never through a link someone else
 planted: the temporary file has an unpredictable name and is created
 exclusively (``tempfile.mkstemp``: ``O_CREAT|O_EXCL``, which refuses a
 symbolic link in its place), and the rename replaces whatever entry has
-the final name (a planted link included) without following it."""
+the final name (a planted link included) without following it.
+:func:`file_digest` is the one digest of a file's bytes that the build's
+records, the explorer's record and the report compare."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
-from typing import Union
+from typing import Optional, Union
 
-__all__ = ["write_atomically", "write_if_changed", "umask"]
+__all__ = ["write_atomically", "write_if_changed", "umask", "file_digest"]
 
 
 def umask() -> int:
@@ -90,3 +93,16 @@ def write_if_changed(path: str, data: Union[bytes, str]) -> bool:
         pass
     write_atomically(path, data, make_folder=True)
     return True
+
+
+def file_digest(path: str) -> Optional[str]:
+    """SHA-256 (hex) of the bytes of the file at ``path``, read in 1 MiB
+    blocks; None when it cannot be read."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()

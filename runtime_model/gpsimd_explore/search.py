@@ -73,7 +73,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from gpsimd_device.atomic import write_atomically
+from gpsimd_device.atomic import file_digest, write_atomically
 from gpsimd_device.plan import ExploreSpec, OutputSpec, PlanError, TestPlan, VectorPlan
 from gpsimd_device.planinputs import SCALAR_ARG_TYPES
 from gpsimd_device.printable import visible
@@ -337,12 +337,7 @@ def _inputs(args: argparse.Namespace, plan: TestPlan, zygote: str) -> Dict[str, 
         ([args.shapes] if args.shapes else []) + [zygote]
     out: Dict[str, Optional[str]] = {}
     for path in paths:
-        try:
-            with open(path, "rb") as f:
-                digest: Optional[str] = hashlib.sha256(f.read()).hexdigest()
-        except OSError:
-            digest = None
-        out[os.path.relpath(os.path.abspath(path), folder)] = digest
+        out[os.path.relpath(os.path.abspath(path), folder)] = file_digest(path)
     return out
 
 
@@ -397,10 +392,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.record:
         # (in the plan's order, the report's; the plan's digest says which
         # plan it explored)
-        with open(args.plan, "rb") as f:
-            digest = hashlib.sha256(f.read()).hexdigest()
         write_atomically(args.record, json.dumps(
-            {"format": 1, "library": plan.library, "plan_sha256": digest, "inputs": inputs,
+            {"format": 1, "library": plan.library, "plan_sha256": file_digest(args.plan), "inputs": inputs,
              "ops": records},
             indent=1) + "\n", make_folder=True)
     explored = len(plan.ops) - counts["SKIPPED"] - counts["errors"]

@@ -47,11 +47,10 @@ import json
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from gpsimd_device.atomic import write_if_changed
+from gpsimd_device.atomic import file_digest, write_if_changed
 
 __all__ = ["FORMAT", "RECORD_NAME", "ZYGOTE_ENTRY", "Record", "library_key", "stat_files",
-           "update_record", "read_record", "stale_input", "stale_entry", "identity",
-           "file_digest"]
+           "update_record", "read_record", "stale_input", "stale_entry", "identity"]
 
 FORMAT = 4
 #: The record's name in ``<BUILD_DIR>/<profile>/``.
@@ -127,18 +126,6 @@ def read_record(path: str) -> Record:
         return Record(files, libraries)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return Record()
-
-
-def file_digest(path: str) -> Optional[str]:
-    """SHA-256 (hex) of the file at ``path``; None when it cannot be read."""
-    h = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-    except OSError:
-        return None
-    return h.hexdigest()
 
 
 def _recorded(path: str, seen: Stat, old: Optional[Recorded]) -> Recorded:

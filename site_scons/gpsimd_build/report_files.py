@@ -11,10 +11,10 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from gpsimd_device.atomic import file_digest
 from gpsimd_device.results import LibraryResults
 
 from . import report
-from .freshness import file_digest
 from .report import ReportLibrary, library_section, page, render_report
 
 __all__ = ["EXPLORE_RECORD", "render_from_files", "write_report", "libraries_from_files",
