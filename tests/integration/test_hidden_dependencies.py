@@ -18,7 +18,7 @@ import subprocess
 
 import pytest
 
-from conftest import copy_project, run_scons
+from conftest import copy_built, copy_project, run_scons
 
 NINJA = os.path.join(pytest.importorskip("ninja").BIN_DIR, "ninja")
 MANIFEST = "MANIFEST=deps.yaml"
@@ -107,6 +107,10 @@ FILES = {
 }
 
 PASSED = "all libraries: 4 passed, 0 failed"
+#: the FAIL line of an edit that adds 1 to the flags library's factor
+FLAGS_PLUS_ONE = ("FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
+                  "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
+                  "6.875 expected 5.875; max_abs_err 1")
 #: each edit: (file, old, new, the FAIL line it gives)
 EDITS = {
     "macro": ("kernels/deps/factor.h", "2.0f", "3.0f",
@@ -117,22 +121,10 @@ EDITS = {
                 "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
                 "(rtol=1.3e-06, atol=1e-05): [0] actual 5.875 expected 3.875, [1] actual "
                 "9.875 expected 5.875; max_abs_err 4"),
-    "imacros": ("kernels/deps/macros.h", "1.0f", "2.0f",
-                "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
-                "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
-                "6.875 expected 5.875; max_abs_err 1"),
-    "isystem": ("kernels/deps/sys/sysh.h", "0.5f", "1.5f",
-                "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
-                "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
-                "6.875 expected 5.875; max_abs_err 1"),
-    "I": ("kernels/deps/inc/inch.h", "0.25f", "1.25f",
-          "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
-          "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
-          "6.875 expected 5.875; max_abs_err 1"),
-    "has_include": ("kernels/deps/opt.h", "0.125f", "1.125f",
-                    "FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
-                    "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
-                    "6.875 expected 5.875; max_abs_err 1"),
+    "imacros": ("kernels/deps/macros.h", "1.0f", "2.0f", FLAGS_PLUS_ONE),
+    "isystem": ("kernels/deps/sys/sysh.h", "0.5f", "1.5f", FLAGS_PLUS_ONE),
+    "I": ("kernels/deps/inc/inch.h", "0.25f", "1.25f", FLAGS_PLUS_ONE),
+    "has_include": ("kernels/deps/opt.h", "0.125f", "1.125f", FLAGS_PLUS_ONE),
     "module": ("kernels/deps/helpers.py", "FACTOR = 2", "FACTOR = 3",
                "FAIL py::twice[file] (deps.yaml:24:13): 2 of 2 elements differ "
                "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 expected 6; "
@@ -167,7 +159,8 @@ def _fail_lines(stdout):
 
 
 @pytest.fixture(scope="module")
-def scons_project(tmp_path_factory):
+def scons_built(tmp_path_factory):
+    """The module's SCons build; each test changes a copy of it."""
     proj = _project(tmp_path_factory.mktemp("deps"))
     proc = run_scons(proj, "-Q", MANIFEST)
     assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
@@ -183,36 +176,47 @@ def ninja(proj, check=None):
 
 
 @pytest.fixture(scope="module")
-def ninja_project(tmp_path_factory):
+def ninja_built(tmp_path_factory):
+    """The module's ninja build; each test changes a copy of it."""
     proj = _project(tmp_path_factory.mktemp("deps-ninja"))
     proc = run_scons(proj, "-Q", "--experimental=ninja", MANIFEST)
     assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
     return proj
 
 
+@pytest.fixture
+def scons_project(scons_built, tmp_path):
+    """This test's copy of the module's SCons build."""
+    return copy_built(scons_built, tmp_path / "scons")
+
+
+@pytest.fixture
+def ninja_project(ninja_built, tmp_path):
+    """This test's copy of the module's ninja build."""
+    return copy_built(ninja_built, tmp_path / "ninja")
+
+
 @pytest.mark.parametrize("case", list(EDITS))
 def test_an_edit_the_scanners_do_not_see_fails_the_scons_build(scons_project, case):
+    """The edit FAILs its vector; undone, the build PASSes again."""
     path, old, new, line = EDITS[case]
     _edit(scons_project, path, old, new)
-    try:
-        proc = run_scons(scons_project, "-Q", MANIFEST)
-        assert proc.returncode != 0, proc.stdout
-        assert _fail_lines(proc.stdout) == [line], proc.stdout
-    finally:
-        _edit(scons_project, path, new, old)
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode != 0, proc.stdout
+    assert _fail_lines(proc.stdout) == [line], proc.stdout
+    _edit(scons_project, path, new, old)
     proc = run_scons(scons_project, "-Q", MANIFEST)
     assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("case", list(EDITS))
 def test_an_edit_the_scanners_do_not_see_fails_the_ninja_build(ninja_project, case):
+    """The same on the ninja path."""
     path, old, new, line = EDITS[case]
     _edit(ninja_project, path, old, new)
-    try:
-        proc = ninja(ninja_project, check=False)
-        assert _fail_lines(proc.stdout) == [line], proc.stdout
-    finally:
-        _edit(ninja_project, path, new, old)
+    proc = ninja(ninja_project, check=False)
+    assert _fail_lines(proc.stdout) == [line], proc.stdout
+    _edit(ninja_project, path, new, old)
     proc = ninja(ninja_project, check=True)
     assert PASSED in proc.stdout.splitlines(), proc.stdout
 
@@ -223,21 +227,20 @@ REMOVED = ("FAIL py::twice[file] (deps.yaml:24:13): reference kernels/deps/pyref
 
 
 @pytest.mark.parametrize("path", ["scons", "ninja"])
-def test_a_removed_module_runs_the_test_again(scons_project, ninja_project, path, tmp_path):
+def test_a_removed_module_runs_the_test_again(request, path, tmp_path):
     """The module a reference imports is removed: the test runs again and
     fails (on the ninja path build.ninja regenerates without it, and the
-    list of the test's files, a source of the test, changes)."""
-    proj = scons_project if path == "scons" else ninja_project
+    list of the test's files, a source of the test, changes); put back,
+    the build PASSes again."""
+    proj = request.getfixturevalue(f"{path}_project")
     helpers = proj / "kernels/deps/helpers.py"
     kept = tmp_path / "helpers.py"
     shutil.move(str(helpers), str(kept))
-    try:
-        proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
-        assert proc.returncode != 0 and _fail_lines(proc.stdout) == [REMOVED], proc.stdout
-    finally:
-        shutil.move(str(kept), str(helpers))
-        if path == "ninja":     # (a module that appears is seen once build.ninja
-            os.utime(proj / "kernels/deps/pyref.py")    # regenerates: docs/ninja.md)
+    proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
+    assert proc.returncode != 0 and _fail_lines(proc.stdout) == [REMOVED], proc.stdout
+    shutil.move(str(kept), str(helpers))
+    if path == "ninja":     # (a module that appears is seen once build.ninja
+        os.utime(proj / "kernels/deps/pyref.py")    # regenerates: docs/ninja.md)
     proc = run_scons(proj, "-Q", MANIFEST) if path == "scons" else ninja(proj)
     assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout
     assert "kernels/deps/helpers.py\n" in (proj / "build/host/py/test-inputs.txt").read_text()
@@ -252,13 +255,10 @@ def test_a_header_removed_with_its_include_builds(scons_project, tmp_path):
     shutil.move(str(header), str(tmp_path / "factor.h"))
     source.write_text(text.replace('#define FACTOR_HEADER "factor.h"\n#include FACTOR_HEADER\n',
                                    "#define FACTOR_F 2.0f\n"))
-    try:
-        proc = run_scons(scons_project, "-Q", MANIFEST)
-        assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), \
-            proc.stdout + proc.stderr
-    finally:
-        shutil.move(str(tmp_path / "factor.h"), str(header))
-        source.write_text(text)
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    shutil.move(str(tmp_path / "factor.h"), str(header))
+    source.write_text(text)
     proc = run_scons(scons_project, "-Q", MANIFEST)
     assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
 
