@@ -98,3 +98,20 @@ def test_the_options_table_lists_every_option_of_scons_h():
     rows = set(re.findall(r"^\| `([A-Z_]+)=", README, re.M))
     assert rows <= defined
     assert {n for n in defined - rows if f"`{n}`" not in README} == set()
+
+
+def test_architecture_names_every_module():
+    """ARCHITECTURE.md's map is of the code as it is: every module and C
+    source of the packages is named in it (a new module comes with its
+    room on the map)."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    packages = ["runtime_model/gpsimd_device", "runtime_model/gpsimd_emu",
+                "runtime_model/gpsimd_explore", "site_scons/gpsimd_build",
+                "site_scons/gpsimd_pytest", "site_scons/site_tools/gpsimd_tool"]
+    missing = sorted(str(p.relative_to(ROOT)) for top in packages
+                     for p in (ROOT / top).rglob("*")
+                     if p.suffix in (".py", ".c", ".h") and p.stem != "__init__"
+                     and "__pycache__" not in p.parts
+                     and not re.search(rf"\b{re.escape(p.stem if p.suffix == '.py' else p.name)}\b",
+                                       text))
+    assert missing == [], missing
