@@ -200,12 +200,41 @@ def test_an_unrelated_file_keeps_the_reads(collection, tmp_path):
     assert reads_still_hold(collection.reads)
 
 
-def test_a_module_too_large_to_read_is_a_dependency_whose_imports_are_not_followed(io, tmp_path):
+def test_a_module_too_large_to_read_is_a_problem(io, tmp_path):
+    """Python imports a module of any size: one the reading cannot read
+    would leave what it imports (``beyond``) out of the test's
+    dependencies, and an edit of that module out of the next build's
+    tests (a stale PASS). So it is a problem, as a reference file too
+    large to read is; a module that does not parse stays a dependency (the
+    emulator's import of it fails)."""
     from gpsimd_build.manifest.probes import MAX_REFERENCE_BYTES
-    write(tmp_path, {"big/ref.py": "import large\n",
-                     "big/large.py": "import beyond\n" + "#" * MAX_REFERENCE_BYTES + "\n",
-                     "big/beyond.py": ""})
-    assert found(io, file=io.absolute("big/ref.py")) == (("big/large.py",), None)
+    large = "import beyond\n" + "#" * MAX_REFERENCE_BYTES + "\n"
+    write(tmp_path, {"big/ref.py": "import large\n", "big/large.py": large,
+                     "big/beyond.py": "", "bad/ref.py": "import broken\n",
+                     "bad/broken.py": "import beyond\nthis is not python\n"})
+    assert found(io, file=io.absolute("big/ref.py")) == (
+        (), f"imports big/large.py, which cannot be read (is larger than {MAX_REFERENCE_BYTES} "
+            f"bytes ({len(large)} bytes)): the modules it imports (the test's dependencies) "
+            "cannot be found")
+    assert found(io, file=io.absolute("bad/ref.py")) == (("bad/broken.py",), None)
+
+
+def test_a_module_too_large_to_read_is_a_located_error(io, tmp_path):
+    from gpsimd_build.manifest import ManifestError
+    from gpsimd_build.manifest.probes import MAX_REFERENCE_BYTES
+    large = "from consts import FLOOR\nTABLE = [\n" + "    0,\n" * (MAX_REFERENCE_BYTES // 6) \
+        + "]\n"
+    write(tmp_path, {"kernels/x/ref2.py": "import table\n\n\ndef f(x):\n    return x\n",
+                     "kernels/x/table.py": large, "kernels/x/consts.py": "FLOOR = 0\n",
+                     "kernels/x/k.cpp": "",
+                     "ops.yaml": MANIFEST.replace("kernels/x/ref.py:f", "kernels/x/ref2.py:f")})
+    with pytest.raises(ManifestError) as err:
+        load_manifest("ops.yaml")
+    assert str(err.value).splitlines() == [
+        "ops.yaml:7:20: $.libraries[0].ops[0].reference: reference file 'kernels/x/ref2.py' "
+        f"imports kernels/x/table.py, which cannot be read (is larger than {MAX_REFERENCE_BYTES} "
+        f"bytes ({len(large)} bytes)): the modules it imports (the test's dependencies) cannot "
+        "be found"]
 
 
 def test_too_many_local_modules_is_a_located_error(io, tmp_path):

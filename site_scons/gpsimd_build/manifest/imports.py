@@ -187,10 +187,12 @@ def local_modules(io, policy, root: str, file: Optional[str] = None,
     (a dotted name) imports, transitively: ``(root-relative paths, sorted;
     a problem or None)``. ``io``: the loader's Recorder; ``policy``: its
     ``PathPolicy``; ``root``: the project's folder (absolute). A module
-    whose text cannot be read or parsed is a dependency whose own imports
-    are not followed (importing it fails in the emulator, which says why).
-    The problem is a message when more than :data:`MAX_MODULES` files are
-    found."""
+    whose text does not parse is a dependency whose own imports are not
+    followed (importing it fails in the emulator, which says why). The
+    problem is a message when more than :data:`MAX_MODULES` files are
+    found, or when a module cannot be read (larger than
+    :data:`~.probes.MAX_REFERENCE_BYTES`, say): Python may still import
+    it, and the modules it imports would be no dependency of the test."""
     finder = _Finder(io, policy)
     walk = _Walk(finder)
     # (sys.path as the reference loads: its folder, then the root; as its
@@ -210,6 +212,11 @@ def local_modules(io, policy, root: str, file: Optional[str] = None,
         path, chain = walk.todo.pop()
         imports = io.reference_imports(path) if path == file else \
             io.module_imports(path) if path.endswith(".py") else None
+        unread = io.module_unread(path) if imports is None and path != file \
+            and path.endswith(".py") else None
+        if unread is not None:      # (Python may import it: what it imports is unknown)
+            return (), (f"imports {io.rel(path)}, which {unread}: the modules it imports "
+                        "(the test's dependencies) cannot be found")
         for imp in imports or ():
             if not imp.level:
                 for search in searches:
