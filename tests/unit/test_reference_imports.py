@@ -124,13 +124,24 @@ def test_a_package_wins_over_a_module_and_source_over_bytecode(io, tmp_path):
         ("kernels/y/both/__init__.py", "kernels/y/comp.py"), None)
 
 
-def test_a_module_that_leads_outside_the_project_is_not_the_project_s(io, tmp_path):
+def test_a_module_that_leads_outside_the_project_is_a_problem_unless_allowed(io, tmp_path):
+    """The reference imports ``far`` through a symbolic link in its folder:
+    Python imports it, so an edit of the file it leads to must run the
+    test again. Outside the allowed folders it cannot be a dependency (the
+    trust model), so it is a problem naming it; allowed, a dependency."""
     outside = tmp_path.parent / (tmp_path.name + "-outside")
     outside.mkdir()
     (outside / "far.py").write_text("")
     os.symlink(outside / "far.py", tmp_path / "kernels/x/far.py")
     write(tmp_path, {"kernels/x/r2.py": "import far\n"})
-    assert found(io, file=io.absolute("kernels/x/r2.py")) == ((), None)
+    assert found(io, file=io.absolute("kernels/x/r2.py")) == (
+        (), f"imports kernels/x/far.py, which is outside the project (resolved to "
+            f"../{outside.name}/far.py): list its folder in allow_paths or ALLOW_PATHS= to make "
+            "it a dependency of the test")
+    policy = PathPolicy(io.root_real)
+    policy.allow(os.path.realpath(outside))
+    assert local_modules(io, policy, io.root, file=io.absolute("kernels/x/r2.py")) == (
+        ("kernels/x/far.py",), None)
 
 
 def test_too_many_local_modules_is_a_problem(io, tmp_path):
