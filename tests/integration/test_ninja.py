@@ -613,3 +613,25 @@ def test_each_build_folder_has_its_own_ninja_file_and_state(tmp_path):
                 f"Building {b}/host/.run-begun", f"Building {b}/host/.summary-printed"], \
                 proc.stdout + proc.stderr
             assert proc.stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+
+
+def test_an_edit_of_the_emulators_shape_code_shapes_the_plan_again(small_ninja):
+    """As on the SCons path (test_scons_build.py): the shape registration,
+    its check and the shaped plan depend on the emulator's files, so after
+    an edit of ``gpsimd_emu.shapes`` that a clean build fails on, ninja
+    fails too, never a PASS from the plan the old code shaped."""
+    proj = small_ninja
+    path = proj / "runtime_model/gpsimd_emu/shapes.py"
+    text = path.read_text()
+    line = "    given = vector.output\n"
+    assert text.count(line) == 1
+    path.write_text(text.replace(line, line + "    return 'the edited shape code'\n"))
+    proc = ninja(proj, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    for output in ("build/host/relu/shapes/registration.json",
+                   "build/host/relu/testplan.shaped.json"):
+        assert f"Building {output}" in proc.stdout, proc.stdout
+    lines = proc.stdout.splitlines()
+    end = lines.index("all libraries: 0 passed, 26 failed")
+    assert lines[end - 2:end] == ["relu: 0 passed, 10 failed", "spmd: 0 passed, 16 failed"], \
+        proc.stdout

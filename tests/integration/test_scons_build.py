@@ -303,7 +303,9 @@ def test_a_clean_build_counts_every_action_from_the_first_line(built_project):
 def test_an_edit_of_any_emulator_file_runs_the_tests_again(built_project, tmp_path):
     """Every Python file of the emulator and of the device facts, the
     client's subpackage included, is a dependency of every test (through
-    one alias): an edit of one runs the tests again, a second build none."""
+    one alias), and of the steps that run that code before the test (a
+    library's shape registration, its check and its shaped plan): an edit
+    of one runs them again, a second build none."""
     proj = copy_built(built_project[0], tmp_path / "p")
     for edited in ("runtime_model/gpsimd_emu/client/protocol.py",
                    "runtime_model/gpsimd_device/plan.py"):
@@ -312,7 +314,30 @@ def test_an_edit_of_any_emulator_file_runs_the_tests_again(built_project, tmp_pa
         proc = run_scons(proj, "relu")
         assert proc.returncode == 0, proc.stdout + proc.stderr
         assert [line.split("] ", 1)[1] for line in proc.stdout.splitlines()
-                if line.startswith("[")] == ["TEST     relu (10 vectors)"], edited
+                if line.startswith("[")] == [
+            "SHAPES   build/host/relu/shapes/registration.json",
+            "CHECK    build/host/relu/shapes/registration-check.txt",
+            "SHAPES   build/host/relu/testplan.shaped.json",
+            "TEST     relu (10 vectors)"], edited
         again = run_scons(proj, "relu")
         assert "TEST relu" not in again.stdout and "relu: 10 passed, 0 failed (not run in " \
             "this build)" in again.stdout, again.stdout
+
+
+def test_an_edit_of_the_emulators_shape_code_shapes_the_plan_again(built_project, tmp_path):
+    """The shaped plan (each vector's output from its shape function) is
+    made by the emulator's code (``gpsimd_emu.shapes``): after an edit of
+    that code which a clean build fails on, the next build fails too; it
+    never runs the tests again on the plan the old code shaped."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    path = proj / "runtime_model/gpsimd_emu/shapes.py"
+    text = path.read_text()
+    line = "    given = vector.output\n"
+    assert text.count(line) == 1
+    path.write_text(text.replace(line, line + "    return 'the edited shape code'\n"))
+    proc = run_scons(proj, "relu")
+    assert proc.returncode != 0, proc.stdout
+    fails = [x for x in proc.stdout.splitlines() if x.startswith("FAIL ")]
+    assert len(fails) == 10 and all(x.endswith(": the edited shape code") for x in fails), \
+        proc.stdout
+    assert "relu: 0 passed, 10 failed" in proc.stdout.splitlines()

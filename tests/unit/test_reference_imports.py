@@ -124,13 +124,24 @@ def test_a_package_wins_over_a_module_and_source_over_bytecode(io, tmp_path):
         ("kernels/y/both/__init__.py", "kernels/y/comp.py"), None)
 
 
-def test_a_module_that_leads_outside_the_project_is_not_the_project_s(io, tmp_path):
+def test_a_module_that_leads_outside_the_project_is_a_problem_unless_allowed(io, tmp_path):
+    """The reference imports ``far`` through a symbolic link in its folder:
+    Python imports it, so an edit of the file it leads to must run the
+    test again. Outside the allowed folders it cannot be a dependency (the
+    trust model), so it is a problem naming it; allowed, a dependency."""
     outside = tmp_path.parent / (tmp_path.name + "-outside")
     outside.mkdir()
     (outside / "far.py").write_text("")
     os.symlink(outside / "far.py", tmp_path / "kernels/x/far.py")
     write(tmp_path, {"kernels/x/r2.py": "import far\n"})
-    assert found(io, file=io.absolute("kernels/x/r2.py")) == ((), None)
+    assert found(io, file=io.absolute("kernels/x/r2.py")) == (
+        (), f"imports kernels/x/far.py, which is outside the project (resolved to "
+            f"../{outside.name}/far.py): list its folder in allow_paths or ALLOW_PATHS= to make "
+            "it a dependency of the test")
+    policy = PathPolicy(io.root_real)
+    policy.allow(os.path.realpath(outside))
+    assert local_modules(io, policy, io.root, file=io.absolute("kernels/x/r2.py")) == (
+        ("kernels/x/far.py",), None)
 
 
 def test_too_many_local_modules_is_a_problem(io, tmp_path):
@@ -200,12 +211,41 @@ def test_an_unrelated_file_keeps_the_reads(collection, tmp_path):
     assert reads_still_hold(collection.reads)
 
 
-def test_a_module_too_large_to_read_is_a_dependency_whose_imports_are_not_followed(io, tmp_path):
+def test_a_module_too_large_to_read_is_a_problem(io, tmp_path):
+    """Python imports a module of any size: one the reading cannot read
+    would leave what it imports (``beyond``) out of the test's
+    dependencies, and an edit of that module out of the next build's
+    tests (a stale PASS). So it is a problem, as a reference file too
+    large to read is; a module that does not parse stays a dependency (the
+    emulator's import of it fails)."""
     from gpsimd_build.manifest.probes import MAX_REFERENCE_BYTES
-    write(tmp_path, {"big/ref.py": "import large\n",
-                     "big/large.py": "import beyond\n" + "#" * MAX_REFERENCE_BYTES + "\n",
-                     "big/beyond.py": ""})
-    assert found(io, file=io.absolute("big/ref.py")) == (("big/large.py",), None)
+    large = "import beyond\n" + "#" * MAX_REFERENCE_BYTES + "\n"
+    write(tmp_path, {"big/ref.py": "import large\n", "big/large.py": large,
+                     "big/beyond.py": "", "bad/ref.py": "import broken\n",
+                     "bad/broken.py": "import beyond\nthis is not python\n"})
+    assert found(io, file=io.absolute("big/ref.py")) == (
+        (), f"imports big/large.py, which cannot be read (is larger than {MAX_REFERENCE_BYTES} "
+            f"bytes ({len(large)} bytes)): the modules it imports (the test's dependencies) "
+            "cannot be found")
+    assert found(io, file=io.absolute("bad/ref.py")) == (("bad/broken.py",), None)
+
+
+def test_a_module_too_large_to_read_is_a_located_error(io, tmp_path):
+    from gpsimd_build.manifest import ManifestError
+    from gpsimd_build.manifest.probes import MAX_REFERENCE_BYTES
+    large = "from consts import FLOOR\nTABLE = [\n" + "    0,\n" * (MAX_REFERENCE_BYTES // 6) \
+        + "]\n"
+    write(tmp_path, {"kernels/x/ref2.py": "import table\n\n\ndef f(x):\n    return x\n",
+                     "kernels/x/table.py": large, "kernels/x/consts.py": "FLOOR = 0\n",
+                     "kernels/x/k.cpp": "",
+                     "ops.yaml": MANIFEST.replace("kernels/x/ref.py:f", "kernels/x/ref2.py:f")})
+    with pytest.raises(ManifestError) as err:
+        load_manifest("ops.yaml")
+    assert str(err.value).splitlines() == [
+        "ops.yaml:7:20: $.libraries[0].ops[0].reference: reference file 'kernels/x/ref2.py' "
+        f"imports kernels/x/table.py, which cannot be read (is larger than {MAX_REFERENCE_BYTES} "
+        f"bytes ({len(large)} bytes)): the modules it imports (the test's dependencies) cannot "
+        "be found"]
 
 
 def test_too_many_local_modules_is_a_located_error(io, tmp_path):

@@ -187,10 +187,15 @@ def local_modules(io, policy, root: str, file: Optional[str] = None,
     (a dotted name) imports, transitively: ``(root-relative paths, sorted;
     a problem or None)``. ``io``: the loader's Recorder; ``policy``: its
     ``PathPolicy``; ``root``: the project's folder (absolute). A module
-    whose text cannot be read or parsed is a dependency whose own imports
-    are not followed (importing it fails in the emulator, which says why).
-    The problem is a message when more than :data:`MAX_MODULES` files are
-    found."""
+    whose text does not parse is a dependency whose own imports are not
+    followed (importing it fails in the emulator, which says why). The
+    problem is a message when more than :data:`MAX_MODULES` files are
+    found, when a module cannot be read (larger than
+    :data:`~.probes.MAX_REFERENCE_BYTES`, say): Python may still import
+    it, and the modules it imports would be no dependency of the test; or
+    when a module found in those folders resolves outside the allowed
+    ones (a symbolic link out of the project): Python imports it, and the
+    test would not depend on it."""
     finder = _Finder(io, policy)
     walk = _Walk(finder)
     # (sys.path as the reference loads: its folder, then the root; as its
@@ -210,12 +215,21 @@ def local_modules(io, policy, root: str, file: Optional[str] = None,
         path, chain = walk.todo.pop()
         imports = io.reference_imports(path) if path == file else \
             io.module_imports(path) if path.endswith(".py") else None
+        unread = io.module_unread(path) if imports is None and path != file \
+            and path.endswith(".py") else None
+        if unread is not None:      # (Python may import it: what it imports is unknown)
+            return (), (f"imports {io.rel(path)}, which {unread}: the modules it imports "
+                        "(the test's dependencies) cannot be found")
         for imp in imports or ():
             if not imp.level:
                 for search in searches:
                     _import(finder, walk, imp, search, ())
             elif imp.level <= len(chain):       # (else beyond the top-level package)
                 _import(finder, walk, imp, chain[imp.level - 1], chain[imp.level - 1:])
+    if walk.outside is not None:    # (Python imports it: an edit of it must run the test)
+        return (), (f"imports {io.rel(walk.outside)}, which is outside the project (resolved "
+                    f"to {io.rel(io.real(walk.outside))}): list its folder in allow_paths or "
+                    "ALLOW_PATHS= to make it a dependency of the test")
     return tuple(sorted(io.rel(p) for p in walk.found)), None
 
 
@@ -241,9 +255,12 @@ class _Walk:
         self.found: Dict[str, None] = {}
         self.seen: set = set()      # (file, chain): read once each way it is reached
         self.todo: List[Tuple[str, Chain]] = []
+        #: the first file found that resolves outside the allowed folders
+        self.outside: Optional[str] = None
 
     def add(self, specs: Sequence[Tuple[_Spec, Chain]]) -> None:
-        """Note the files of ``specs`` that are inside the allowed folders."""
+        """Note the files of ``specs``: those inside the allowed folders
+        are found, the first outside them is :attr:`outside`."""
         for spec, chain in specs:
             if spec.file is None or (spec.file, chain) in self.seen:
                 continue
@@ -251,3 +268,5 @@ class _Walk:
             if spec.file in self.found or self.finder.inside(spec.file):
                 self.found[spec.file] = None
                 self.todo.append((spec.file, chain))
+            elif self.outside is None:
+                self.outside = spec.file

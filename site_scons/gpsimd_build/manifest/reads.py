@@ -255,6 +255,14 @@ class Recorder:
         self._keep("module", absolute, value)
         return said[1]
 
+    def module_unread(self, absolute: str) -> Optional[str]:
+        """Why a Python module a reference imports cannot be read
+        (``"cannot be read (why)"``: too large, not a regular file, no
+        permission), or None (it was read, whether it parses or not)."""
+        value, said = self._cached("reference", absolute,
+                                   lambda: self.facts.reference(absolute))
+        return said[0] if value.startswith("!") else None
+
     def source_text(self, absolute: str) -> str:
         """The text of a shape source (a regular file of at most
         :data:`MAX_SOURCE_BYTES`, decoded as UTF-8 with replacement).

@@ -137,7 +137,7 @@ class Libraries:
         # with shape sources: the shape library, its registration, the
         # check, and the plan with every output from a shape function
         shapes = shape_nodes(env, graph, self.profile, self.shared, lib, lib_dir, compile_vars,
-                             plan_node)
+                             plan_node, self.emu_sources)
         if shapes is not None:
             plan_node = shapes.plan
             self.artifacts += shapes.objects + [shapes.library]

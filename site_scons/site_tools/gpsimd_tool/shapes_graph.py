@@ -19,6 +19,12 @@ and ``<lib>/testplan.shaped.json``: the test plan with every vector's output
 from its op's shape function (``python -m gpsimd_emu.shapes outputs``),
 which the test node runs instead of ``testplan.json``.
 
+The registration, the check and the shaped plan are made by the
+emulator's and the device facts' code (``gpsimd_emu.shapes``,
+``gpsimd_device.shapes``): each depends on the emulator's files, as the
+test node does, so that an edit of that code makes them again instead of
+running the tests on a plan the old code shaped.
+
 ``scons schemas`` prints every op's schema in canonical form (derived ones
 included) from ``<lib>/schemas.txt``, written for every library.
 """
@@ -95,9 +101,10 @@ def source_stem(src: str) -> str:
 
 
 def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
-                plan_node: List[Any]) -> Optional[ShapeNodes]:
+                plan_node: List[Any], emulator: List[Any]) -> Optional[ShapeNodes]:
     """Add the shape nodes of ``lib`` (None when it has no shape sources or
-    the profile builds no shape library)."""
+    the profile builds no shape library); ``emulator``: the emulator's
+    files, a dependency of every step here that runs its code."""
     if not lib.shape_sources or not profile.builds_shape_library:
         return None
     add_shape_builders(env)
@@ -112,4 +119,5 @@ def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
     plan = graph.uses(env.GpsimdShapedPlan(f"{lib_dir}/{testplan.SHAPED_PLAN_NAME}",
                                            [so] + plan_node), "$PYTHON")
     env.Depends(plan, check)
+    env.Depends(registration + check + plan, emulator)
     return ShapeNodes(objects, so, registration, check, plan)
