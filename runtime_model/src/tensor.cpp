@@ -397,7 +397,8 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
 /* docs/kernel-api.md "Tensor factories": uninitialised.  Under
  * GPSIMD_CHECK_POISON_EMPTY the storage is filled with the binding's poison
  * byte (the same byte as the pass's output copies), so an element never
- * written that reaches the output through the copy path (§6.4) is seen by
+ * written that reaches the output through the copy path (ARCHITECTURE.md
+ * "The device's marshalling") is seen by
  * the model as never written. */
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
     Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
