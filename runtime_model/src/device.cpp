@@ -354,7 +354,7 @@ int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
 
 /* ---- neuron-utils.hpp --------------------------------------------------- */
 
-/* docs/kernel-api.md "Headers a kernel includes": 0 .. count-1. */
+/* docs/kernel-api.md "Headers": 0 .. count-1. */
 uint32_t get_cpu_id() {
     require_bound("get_cpu_id");
     return core().binding.core_id;

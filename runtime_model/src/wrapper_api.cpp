@@ -477,8 +477,9 @@ at::Tensor get_dst_tensor() {
 void customop_return_tensor(at::Tensor& t) {
     if (get_dst_tensor_called) return;
     UTensor out(output_descriptor("customop_return_tensor"), -1, 0);
-    /* docs/kernel-api.md "get_dst_tensor": required in multicore mode; without
-     * it every core would copy a whole result over the same output. */
+    /* docs/kernel-api.md "Multicore (SPMD) libraries": get_dst_tensor is
+     * required in multicore mode; without it every core would copy a whole
+     * result over the same output. */
     if (core().binding.core_count > 1 && check_enabled(GPSIMD_CHECK_MULTICORE))
         gpsimd_fault(GPSIMD_FAULT_MULTICORE,
                      "multicore op returned a result without calling get_dst_tensor(): in multicore mode each "

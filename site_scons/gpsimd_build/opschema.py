@@ -193,7 +193,7 @@ _PYTORCH_TYPES = {
 }
 
 # C/C++/numpy spellings people write in a schema (the public docs describe
-# double/int64_t at the Python level; docs/kernel-api.md "Kernel signature").
+# double/int64_t at the Python level; docs/kernel-api.md "The kernel's signature").
 _FOREIGN_TYPES = {
     "double": "float",
     "int64_t": "long long",
