@@ -11,7 +11,7 @@ from gpsimd_emu.abi import (ARG_STREAM_ARGS_OFFSET, DESCRIPTOR_SIZE, MAX_ARGS, L
 
 @dataclass(frozen=True)
 class Descriptor:
-    """A decoded ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`` (48 bytes, §2).
+    """A decoded ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR`` (48 bytes, abi.h).
 
     Attributes:
         location: ``Location.HBM`` (2) or ``Location.SBUF`` (1), byte +0.

@@ -1,7 +1,7 @@
 // Deliberately broken SINGLE-CORE kernels: reads and writes past a tensor
 // through every accessor kind, a stream used after close(), an empty()
 // result returned uninitialised, and stream coherence violations
-// (docs/kernel-api.md "Accessors and memory", "Tensor factories").
+// (docs/kernel-api.md "Accessors and memory", "Making tensors").
 #include <stdint.h>
 #include <torch/torch.h>
 

@@ -1,6 +1,6 @@
 // Deliberately broken SINGLE-CORE kernels: argument and result dtypes
-// (the device ABI (gpsimd_host/abi.h) "the dual dispatch can disagree", §6.4
-// utypes.hpp:65).
+// (ARCHITECTURE.md "The device's marshalling": the dtype is decided twice, and the
+// device compares the two only when it writes the result back, utypes.hpp:65).
 #include <stdint.h>
 #include <torch/torch.h>
 

@@ -1,6 +1,6 @@
 // Deliberately broken SINGLE-CORE kernels: capacity and allocator misuse
-// (docs/kernel-api.md "Accessors and memory", "Limits"; the device ABI (gpsimd_host/abi.h)
-// §6.4 for the dataram staging of the writeback).
+// (docs/kernel-api.md "Accessors and memory", "Limits"; ARCHITECTURE.md
+// "The device's marshalling" for the dataram staging of the writeback).
 #include <stdint.h>
 #include <stdio.h>
 #include <custom_op.h>
@@ -26,7 +26,7 @@ torch::Tensor tcm_double_free(const torch::Tensor& x) {
 }
 
 // The kernel keeps all 48 KiB of dataram staging, so the writeback of the
-// result (a staged copy, §6.4) has nothing to stage through.
+// result (a copy staged through dataram) has nothing to stage through.
 torch::Tensor dataram_exhausted(const torch::Tensor& x) {
     void* hold = nullptr;
     neuron_dataram_allocate(48 * 1024, &hold, 64);

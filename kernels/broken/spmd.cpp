@@ -1,7 +1,7 @@
 // Deliberately broken MULTICORE kernels (kernels/broken/ops.yaml, never in
 // the default build): each shows one defect class the device hides and the
-// emulator reports (docs/kernel-api.md "A known defect class worth catching",
-// "Accessors and memory", "get_dst_tensor", "Limits").
+// emulator reports (docs/kernel-api.md "Multicore (SPMD) libraries",
+// "Accessors and memory", "Limits").
 #include <stdint.h>
 #include <stdlib.h>
 #include <torch/torch.h>

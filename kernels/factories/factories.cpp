@@ -1,4 +1,4 @@
-// Tensor factories (docs/kernel-api.md "Tensor factories": empty, zeros, ones,
+// Tensor factories (docs/kernel-api.md "Making tensors": empty, zeros, ones,
 // full, eye; the dtype is always given) and Tensor::fill_. Single-core.
 #include <stdint.h>
 #include <torch/torch.h>

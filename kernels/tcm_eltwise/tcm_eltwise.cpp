@@ -1,5 +1,5 @@
 // Element-wise ops that stream their data through a TCM buffer in chunks
-// (docs/kernel-api.md "TCM accessor"): tensor_to_tcm, compute in TCM,
+// (docs/kernel-api.md "Accessors and memory"): tensor_to_tcm, compute in TCM,
 // tcm_to_tensor. Single-core.
 #include <stdint.h>
 #include <torch/torch.h>

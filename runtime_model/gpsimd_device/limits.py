@@ -10,16 +10,17 @@ uses the same lines), with its source:
   ``DATARAM_SIZE`` 64 KiB, of which the ``TCM_POOL_SIZE`` 16 KiB pool, 4 KiB
   (``STREAM_TCM_BYTES``) per active stream accessor; ``PRINTF_CAPACITY``
   128 KiB;
-* a library (docs/kernel-api.md, Limits, the Neuron SDK's build driver, build_custom_op.py/§4): at most
-  ``MAX_OPS_PER_LIBRARY`` 10 ops, op names shorter than ``MAX_NAME_LENGTH``
-  32 characters, the library name ``RESERVED_LIBRARY_NAME`` ("builtin")
-  reserved, launcher stack ``DEFAULT_STACK_SIZE`` 4196 bytes by default and
-  at most ``MAX_STACK_SIZE`` (400 KB);
-* a tensor (docs/kernel-api.md, Limits, the device ABI (gpsimd_host/abi.h) shape
-  forms): at most ``MAX_DIMS_4D`` 4 dimensions of up to ``MAX_DIM_SIZE_4D``
-  (2**32 - 1) each (INLINE_4D), or at most ``MAX_DIMS`` 8 dimensions of at
-  most ``MAX_DIM_SIZE`` 65535 each (INLINE_8D); in both cases at most
-  ``MAX_ELEMENTS`` (2**32 - 1, the u32 ``num_elem`` of §2) elements.
+* a library (docs/kernel-api.md "Limits", ARCHITECTURE.md "The generated
+  wrapper"): at most ``MAX_OPS_PER_LIBRARY`` 10 ops, op names shorter than
+  ``MAX_NAME_LENGTH`` 32 characters, the library name
+  ``RESERVED_LIBRARY_NAME`` ("builtin") reserved, launcher stack
+  ``DEFAULT_STACK_SIZE`` 4196 bytes by default and at most
+  ``MAX_STACK_SIZE`` (400 KB);
+* a tensor (docs/kernel-api.md "Limits", the shape forms of abi.h): at most
+  ``MAX_DIMS_4D`` 4 dimensions of up to ``MAX_DIM_SIZE_4D`` (2**32 - 1) each
+  (INLINE_4D), or at most ``MAX_DIMS`` 8 dimensions of at most
+  ``MAX_DIM_SIZE`` 65535 each (INLINE_8D); in both cases at most
+  ``MAX_ELEMENTS`` (2**32 - 1, the descriptor's u32 ``num_elem``) elements.
   :func:`shape_problem` states the rule once for every Python user;
 * the host ABI (abi.h HOST-MODEL): ``MAX_ARGS`` arguments in a stream,
   ``LSP_SINGLE`` the core id of the single-core linker spec.

@@ -50,7 +50,7 @@ __all__ = [
 
 _ABI = _limits.ABI
 ABI_VERSION = _ABI["HOST_ABI_VERSION"]                  #: GPSIMD_HOST_ABI_VERSION
-DESCRIPTOR_SIZE = 48                                    #: sizeof(arg_tensor_t), bytes (§2)
+DESCRIPTOR_SIZE = 48                                    #: sizeof(arg_tensor_t), bytes (abi.h)
 MAX_ARGS = _limits.MAX_ARGS                             #: GPSIMD_MAX_ARGS
 ARG_STREAM_ARGS_OFFSET = _ABI["ARG_STREAM_ARGS_OFFSET"]  #: bytes
 DATARAM_BASE = _limits.DATARAM_BASE                     #: device address of the dataram/TCM window
@@ -72,7 +72,7 @@ MESSAGE_CAPACITY = _ABI["MESSAGE_CAPACITY"]             #: bytes of gpsimd_core_
 WARNINGS_CAPACITY = _ABI["WARNINGS_CAPACITY"]           #: bytes of gpsimd_core_report.warnings
 #: gpsimd_core_report.flags bits (abi.h GPSIMD_REPORT_*, HOST-MODEL).
 REPORT_COPY_PATH = _ABI["REPORT_COPY_PATH"]             #: customop_return_tensor copied a result
-REPORT_GET_DST = _ABI["REPORT_GET_DST"]                 #: the kernel called get_dst_tensor (§6.2)
+REPORT_GET_DST = _ABI["REPORT_GET_DST"]                 #: the kernel called get_dst_tensor
 REPORT_TCM_NULL = _ABI["REPORT_TCM_NULL"]               #: a tcm_malloc returned null
 REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]         #: the result's element count is not the output's
 REPORT_TCM_USED = _ABI["REPORT_TCM_USED"]               #: the kernel got tcm_malloc / staging memory
@@ -100,7 +100,7 @@ _MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.
 
 
 class Location:
-    """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`` (§2): descriptor byte +0."""
+    """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`` (abi.h): descriptor byte +0."""
 
     INVALID = 0
     SBUF = 1
@@ -108,7 +108,7 @@ class Location:
 
 
 class ShapeForm:
-    """``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE`` (§2): byte +1."""
+    """``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE`` (abi.h): byte +1."""
 
     INLINE_8D = 0
     OUT_OF_LINE = 1
@@ -256,7 +256,8 @@ def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     Args:
         descriptors: 48-byte descriptors (``pack_descriptor``), schema order;
             each argument is an ``ArgType.TENSOR`` (every argument, tensor
-            or scalar, is a tensor descriptor, §2).
+            or scalar, is a tensor descriptor: ARCHITECTURE.md "The
+            device's marshalling").
 
     Raises:
         ValueError: more than 32 arguments, or a descriptor not 48 bytes.

@@ -150,7 +150,8 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
     if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
-        # the copy path wrote every element (§6.4): the holes are elements of
+        # the copy path wrote every element (ARCHITECTURE.md "The device's marshalling"):
+        # the holes are elements of
         # the returned tensor the kernel never wrote (empty() is poisoned
         # with the run's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
         merge_problems = [

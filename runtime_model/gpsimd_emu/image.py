@@ -258,8 +258,8 @@ class DeviceImage:
 
     def _descriptor(self, dtype: dt.DType, shape: Tuple[int, ...], addr: int,
                     sbuf: bool = False) -> bytes:
-        """The 48-byte descriptor (§2) of a tensor at device address ``addr``:
-        HBM arm (u64 address), or SBUF arm (u32 offset from
+        """The 48-byte descriptor (abi.h, ``arg_tensor_t``) of a tensor at
+        device address ``addr``: HBM arm (u64 address), or SBUF arm (u32 offset from
         ``SBUF_WINDOW_BASE``, one partition of ``num_elem`` elements per
         block). Out-of-line dims are written to the HBM arena as int64."""
         form = abi.choose_shape_form(shape)

@@ -39,10 +39,11 @@ __all__ = [
 #: Device address of the input HBM arena: above 4 GiB so that an address
 #: truncated to 32 bits is caught.
 HBM_BASE = 0x1_0000_0000
-#: Device address of the model's SBUF window (the ``_sbuf_window`` base of
-#: the device ABI (gpsimd_host/abi.h), passed as ``sbuf_window_base`` in the
-#: binding). A tensor placed in SBUF has a u32 *offset* from this base in
-#: the descriptor's SBUF arm (§2); the runtime adds the base. HOST-MODEL: the
+#: Device address of the model's SBUF window (the ``_sbuf_window`` base the
+#: runtime adds, ARCHITECTURE.md "The device's marshalling"; passed as
+#: ``sbuf_window_base`` in the binding). A tensor placed in SBUF has a u32
+#: *offset* from this base in the descriptor's SBUF arm (abi.h,
+#: ``gpsimd_tpb_storage``); the runtime adds the base. HOST-MODEL: the
 #: spec gives no value; 0x2_0000_0000 keeps SBUF apart from the HBM arena
 #: and, like it, needs 64 bits, so a base dropped or truncated is caught.
 SBUF_WINDOW_BASE = 0x2_0000_0000

@@ -1,7 +1,7 @@
 /*
  * custom_op.h -- the runtime device calls a kernel may use
- * (docs/kernel-api.md "Headers a kernel includes"; the Neuron SDK's build driver, build_custom_op.py;
- * the device ABI (gpsimd_host/abi.h) for the call shapes).  C++ linkage:
+ * (docs/kernel-api.md "Headers"; how the marshalling calls them:
+ * ARCHITECTURE.md "The device's marshalling").  C++ linkage:
  * the device's neuron_translate is _Z16neuron_translatePvy, i.e.
  * neuron_translate(void*, unsigned long long).
  *
@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The translation context of this core (never null).  §3/§4 fetch it
- * before every neuron_translate. */
+/* The translation context of this core (never null).  The marshalling
+ * fetches it before every neuron_translate. */
 void* neuron_translate_ctx();
 
 /* Host pointer of device address hbm_addr (an HBM region of the binding or
@@ -34,19 +34,21 @@ uint64_t neuron_hbm_allocate(size_t nbytes);
 /* Host-model extension: give a neuron_hbm_allocate block back. */
 void neuron_hbm_deallocate(uint64_t hbm_addr);
 
-/* §6.4 neuron_dataram_allocate(want, &stage, align): nbytes of the 48 KiB
+/* neuron_dataram_allocate(want, &stage, align), as the writeback calls it:
+ * nbytes of the 48 KiB
  * dataram staging area (the 64 KiB window minus the 16 KiB TCM pool).
  * Returns 0 and sets *ptr, or returns -1 and sets *ptr = nullptr when no
  * free block fits.  alignment: a power of two (0 means 4). */
 int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment = 4);
-/* §6.4: release a block; a pointer not from neuron_dataram_allocate is a
+/* Release a block; a pointer not from neuron_dataram_allocate is a
  * GPSIMD_FAULT_DATARAM fault.  Returns 0. */
 int neuron_dataram_deallocate(void* ptr);
-/* §6.4 neuron_dataram_max_free_space(&bytes, ...): the largest block
+/* neuron_dataram_max_free_space(&bytes, ...): the largest block
  * neuron_dataram_allocate could return now at this alignment.  Returns 0. */
 int neuron_dataram_max_free_space(uint32_t* nbytes, uint32_t alignment = 4);
 
-/* §6.4: the two directions; the void* side is dataram, the uint64_t side is
+/* The two directions (the writeback stages through dataram with both);
+ * the void* side is dataram, the uint64_t side is
  * HBM, the first argument is the destination.  The HBM range must be mapped
  * (GPSIMD_FAULT_UNMAPPED otherwise).  Return 0. */
 int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes);   /* HBM -> dataram */

@@ -10,7 +10,7 @@
  * Memory map (docs/kernel-api.md "Limits", abi.h):
  *   dataram window [0x80000, 0x90000), 64 KiB, host backing binding.dataram_host:
  *     [0, 16 KiB)   TCM pool      (docs/kernel-api.md: "16 KB per core")
- *     [16, 64 KiB)  dataram staging for neuron_dataram_allocate (§6.4)
+ *     [16, 64 KiB)  dataram staging for neuron_dataram_allocate (the writeback's too)
  *   scratch window: origin/size from this object's LSP (the Neuron SDK's build driver, build_custom_op.py),
  *     host backing binding.scratch_host.
  */
@@ -240,7 +240,8 @@ using namespace gpsimd_rt;
 
 /* ---- custom_op.h ----------------------------------------------------------- */
 
-/* the device ABI (gpsimd_host/abi.h)/§4: the context every neuron_translate takes. */
+/* The context every neuron_translate takes (ARCHITECTURE.md
+ * "The device's marshalling"). */
 void* neuron_translate_ctx() { return &core(); }
 
 /* the device ABI (gpsimd_host/abi.h) (_Z16neuron_translatePvy). */
@@ -353,7 +354,7 @@ int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
 
 /* ---- neuron-utils.hpp --------------------------------------------------- */
 
-/* docs/kernel-api.md "Headers a kernel includes": 0 .. count-1. */
+/* docs/kernel-api.md "Headers": 0 .. count-1. */
 uint32_t get_cpu_id() {
     require_bound("get_cpu_id");
     return core().binding.core_id;

@@ -1,6 +1,6 @@
 /*
  * fault.cpp -- how the host runtime stops an op.  A device fault
- * (an _Assert of the shipped library, the device ABI (gpsimd_host/abi.h)/§4/§6.4,
+ * (an _Assert of the shipped library, ARCHITECTURE.md "The device's marshalling",
  * or a host-model check) becomes:
  *   report.status = GPSIMD_STATUS_FAULT, report.fault_kind = kind,
  *   report.message = the text,

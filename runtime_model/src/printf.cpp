@@ -110,7 +110,7 @@ using namespace gpsimd_rt;
 
 extern "C" {
 
-/* docs/kernel-api.md "printf works". */
+/* docs/kernel-api.md "printf". */
 int vprintf(const char* __restrict fmt, va_list ap) { return format_and_append(fmt, ap); }
 
 int printf(const char* __restrict fmt, ...) {

@@ -1,6 +1,6 @@
 /*
  * tensor.cpp -- the out-of-line part of the tensor library of
- * torch/torch.h (docs/kernel-api.md "torch::Tensor members", "Tensor factories",
+ * torch/torch.h (docs/kernel-api.md "Tensor members", "Making tensors",
  * "Accessors and memory", "Limits"): TensorImpl lifetime, the checks behind
  * accessors and the TCM accessor, fill_, the factories.
  */
@@ -243,7 +243,7 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
                      int(impl->ndim));
 }
 
-/* docs/kernel-api.md "Stream accessors": T must match the dtype. */
+/* docs/kernel-api.md "Accessors and memory": T must match the dtype. */
 void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name, const char* kind) {
     if (shape_call_active()) {
         char what[96];
@@ -265,7 +265,7 @@ static const char* policy_name(AccessorCoherencePolicy p) {
     return "unknown";
 }
 
-/* docs/kernel-api.md "Stream accessors": safe use is many read streams, or one
+/* docs/kernel-api.md "Accessors and memory": safe use is many read streams, or one
  * write stream, per tensor at a time.  Opening a stream that breaks this is
  * a COHERENCE fault under COHERENT (the default), a warning under
  * INCOHERENT_VERBOSE, nothing under INCOHERENT_QUIET.  Open streams are
@@ -312,7 +312,7 @@ void fault_stream_closed(const char* kind, const char* type_name) {
     gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s<%s> used after close()", kind, type_name);
 }
 
-/* docs/kernel-api.md "TCM accessor": tensor_to_tcm / tcm_to_tensor of n
+/* docs/kernel-api.md "Accessors and memory": tensor_to_tcm / tcm_to_tensor of n
  * elements at flattened offset. */
 void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm, size_t offset,
                   size_t n, bool to_tcm) {
@@ -354,7 +354,7 @@ static int64_t wrap_dim(const TensorImpl* p, int64_t d, const char* what) {
     return w;
 }
 
-/* docs/kernel-api.md "torch::Tensor members". */
+/* docs/kernel-api.md "Tensor members". */
 int64_t Tensor::size(int64_t d) const {
     const TensorImpl* p = impl("size");
     return p->sizes[wrap_dim(p, d, "size")];
@@ -365,7 +365,7 @@ int64_t Tensor::stride(int64_t d) const {
     return p->strides[wrap_dim(p, d, "stride")];
 }
 
-/* docs/kernel-api.md "torch::Tensor members": fill_(Scalar). */
+/* docs/kernel-api.md "Tensor members": fill_(Scalar). */
 Tensor& Tensor::fill_(const Scalar& v) {
     forbid_in_shape_call("fill_()");
     fill_elements(impl("fill_"), v);
@@ -384,7 +384,7 @@ ConstTcmAccessor::~ConstTcmAccessor() {
     if (--impl_->refcount == 0) c10::detail::destroy_tensor_impl(impl_);
 }
 
-/* ---- factories (docs/kernel-api.md "Tensor factories") ---------------------- */
+/* ---- factories (docs/kernel-api.md "Making tensors") ------------------------ */
 
 static ScalarType required_dtype(const char* who, const TensorOptions& o) {
     /* a shape function runs with the host's PyTorch, whose default is float32 */
@@ -394,10 +394,11 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
     return o.dtype().toScalarType();
 }
 
-/* docs/kernel-api.md "Tensor factories": uninitialised.  Under
+/* docs/kernel-api.md "Making tensors": uninitialised.  Under
  * GPSIMD_CHECK_POISON_EMPTY the storage is filled with the binding's poison
  * byte (the same byte as the pass's output copies), so an element never
- * written that reaches the output through the copy path (§6.4) is seen by
+ * written that reaches the output through the copy path (ARCHITECTURE.md
+ * "The device's marshalling") is seen by
  * the model as never written. */
 Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
     Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));

@@ -1,13 +1,13 @@
 /*
  * wrapper_api.cpp -- the customop_* marshalling entries and get_dst_tensor
- * (the device ABI (gpsimd_host/abi.h)§7; libneuroncustomop.a(wrapper_api.o) on
- * the device).
+ * (ARCHITECTURE.md "The device's marshalling"; libneuroncustomop.a(wrapper_api.o)
+ * on the device).
  *
- * The three file-local globals of §1: the ArgParser (one cursor over the
+ * The three file-local globals: the ArgParser (one cursor over the
  * argument stream of abi.h), the get_dst_tensor_called flag, and retval (a
  * POINTER to the 48-byte output descriptor).  Every argument is read by the
- * one templated reader next_ucode_arg (§2.1); what differs per entry is the
- * conversion applied to the UTensor it returns (§4).
+ * one templated reader next_ucode_arg; what differs per entry is the
+ * conversion applied to the UTensor it returns.
  *
  * Assertion texts of the shipped library are kept verbatim with their
  * file:line, followed by the op-independent context the host has:
@@ -29,7 +29,7 @@ namespace gpsimd_rt {
 
 using c10::ScalarType;
 
-/* ---- ISA dtype -> ScalarType (§3 "isa_to_torch_dtype", internal linkage) --
+/* ---- ISA dtype -> ScalarType ("isa_to_torch_dtype", internal linkage) -----
  * FP32R (11) has no torch type: the spec's ISA enum keeps it distinct from
  * FP32 (10), docs/kernel-api.md lists no such creatable dtype, and the spec gives
  * no table row or bit layout for it, so a descriptor carrying it fails with
@@ -67,7 +67,7 @@ static ScalarType isa_to_torch_dtype(uint8_t d, const char* context) {
     }
 }
 
-/* ---- UTensor: one descriptor, wrapped (§2.1, §3, §6) -------------------- */
+/* ---- UTensor: one descriptor, wrapped ------------------------------------ */
 
 class UTensor {
  public:
@@ -80,9 +80,9 @@ class UTensor {
     }
     const char* context() const { return ctx_; }
 
-    /* §2 storage union: HBM arm (addr +24 u64, num_elem +32) or SBUF arm
-     * (addr +24 u32 offset in the SBUF window, num_elem +28).  §6.1: SBUF adds
-     * the _sbuf_window base (binding.sbuf_window_base). */
+    /* abi.h storage union: HBM arm (addr +24 u64, num_elem +32) or SBUF arm
+     * (addr +24 u32 offset in the SBUF window, num_elem +28).  SBUF adds the
+     * _sbuf_window base (binding.sbuf_window_base). */
     uint64_t base() const {
         switch (d_.location) {
         case NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_HBM: return d_.storage.hbm.addr;
@@ -130,7 +130,7 @@ class UTensor {
         }
     }
 
-    /* §3 UTensor::operator at::Tensor(): a non-owning tensor (delete_nothing)
+    /* UTensor::operator at::Tensor(): a non-owning tensor (delete_nothing)
      * over the descriptor's storage, sized contiguously. */
     at::Tensor to_tensor() const {
         const ScalarType t = dtype();
@@ -154,7 +154,7 @@ class UTensor {
         return make_borrowed_tensor(t, sizes, nd, host, addr);
     }
 
-    /* §4 UTensor::operator c10::Scalar(): exactly one element, boxed with
+    /* UTensor::operator c10::Scalar(): exactly one element, boxed with
      * its dtype tag (utypes.hpp:172 HBM arm / :178 SBUF arm, host-model
      * attribution of the two recovered guard lines). */
     c10::Scalar to_scalar() const {
@@ -172,7 +172,7 @@ class UTensor {
         return c10::Scalar(load_int(t, p, 0));
     }
 
-    /* §4 customop_next_int/longlong/float: the first element's bytes read as
+    /* customop_next_int/longlong/float: the first element's bytes read as
      * T through neuron_translate.  The device makes no dtype check ("a wrong
      * choice silently reinterprets bytes"); under GPSIMD_CHECK_ARG_DTYPE the
      * host model faults (DTYPE) when the descriptor dtype is not `want`
@@ -223,7 +223,7 @@ class UTensor {
         if (used < cap) snprintf(out + used, cap - used, "]");
     }
 
-    /* §6.4 UTensor::copy: the dtype gate, the element count, then the
+    /* UTensor::copy: the dtype gate, the element count, then the
      * staged writeback HBM -> dataram -> HBM, chunked to the free dataram. */
     void copy(const at::Tensor& src) const {
         const ScalarType want = dtype();
@@ -278,7 +278,7 @@ class UTensor {
     char ctx_[64];
 };
 
-/* ---- ArgParser (§2.1) ------------------------------------------------------ */
+/* ---- ArgParser ----------------------------------------------------------- */
 
 class ArgParser {
  public:
@@ -347,7 +347,7 @@ class ArgParser {
     bool tagged_ = false;
 };
 
-/* §1: the three file-local globals. */
+/* The three file-local globals. */
 static ArgParser arg_parser;
 static bool get_dst_tensor_called = false;
 static const arg_tensor_t* retval = nullptr;
@@ -367,8 +367,9 @@ static const arg_tensor_t* output_descriptor(const char* entry) {
     return retval;
 }
 
-/* §5.1 init_dma_queue / §5.2 fsync(dir): the host copies synchronously, so
- * there is nothing to arm or drain; the calls keep the device's structure. */
+/* init_dma_queue (setup) / fsync(dir) (cleanup): the host copies
+ * synchronously, so there is nothing to arm or drain; the calls keep the
+ * device's structure. */
 static void init_dma_queue() {}
 static void drain_dma_queue(int direction) { (void)direction; }
 
@@ -376,7 +377,7 @@ static void drain_dma_queue(int direction) { (void)direction; }
 
 using namespace gpsimd_rt;
 
-/* §5.1 customop_setup(bool). */
+/* customop_setup(bool). */
 void customop_setup(bool has_return) {
     (void)has_return;  /* always true from the codegen (the Neuron SDK's build driver, build_custom_op.py) */
     if (!core().bound) gpsimd_fault(GPSIMD_FAULT_BINDING, "customop_setup: the core is not bound");
@@ -433,37 +434,37 @@ float GPSIMD_TAGGED(customop_next_float_tagged)(unsigned tag) {
 }  /* extern "C" */
 #endif
 
-/* §3 customop_next_tensor. */
+/* customop_next_tensor. */
 at::Tensor customop_next_tensor() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_tensor");
     return u.to_tensor();
 }
 
-/* §4 customop_next_scalar. */
+/* customop_next_scalar. */
 at::Scalar customop_next_scalar() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_scalar");
     return u.to_scalar();
 }
 
-/* §4 customop_next_int. */
+/* customop_next_int. */
 int customop_next_int() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_int");
     return u.read_raw<int>("customop_next_int", NEURON_ISA_TPB_DTYPE_INT32, "int");
 }
 
-/* §4 customop_next_longlong. */
+/* customop_next_longlong. */
 long long customop_next_longlong() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_longlong");
     return u.read_raw<long long>("customop_next_longlong", NEURON_ISA_TPB_DTYPE_INT64, "long long");
 }
 
-/* §4 customop_next_float. */
+/* customop_next_float. */
 float customop_next_float() {
     UTensor u = arg_parser.next_ucode_arg("customop_next_float");
     return u.read_raw<float>("customop_next_float", NEURON_ISA_TPB_DTYPE_FP32, "float");
 }
 
-/* §6.2 get_dst_tensor: claim the output, writable, in place. */
+/* get_dst_tensor: claim the output, writable, in place. */
 at::Tensor get_dst_tensor() {
     forbid_in_shape_call("get_dst_tensor()");
     get_dst_tensor_called = true;
@@ -472,12 +473,13 @@ at::Tensor get_dst_tensor() {
     return out.to_tensor();
 }
 
-/* §6.3 customop_return_tensor: no-op once get_dst_tensor was called. */
+/* customop_return_tensor: no-op once get_dst_tensor was called. */
 void customop_return_tensor(at::Tensor& t) {
     if (get_dst_tensor_called) return;
     UTensor out(output_descriptor("customop_return_tensor"), -1, 0);
-    /* docs/kernel-api.md "get_dst_tensor": required in multicore mode; without
-     * it every core would copy a whole result over the same output. */
+    /* docs/kernel-api.md "Multicore (SPMD) libraries": get_dst_tensor is
+     * required in multicore mode; without it every core would copy a whole
+     * result over the same output. */
     if (core().binding.core_count > 1 && check_enabled(GPSIMD_CHECK_MULTICORE))
         gpsimd_fault(GPSIMD_FAULT_MULTICORE,
                      "multicore op returned a result without calling get_dst_tensor(): in multicore mode each "
@@ -489,7 +491,7 @@ void customop_return_tensor(at::Tensor& t) {
     report_flag(GPSIMD_REPORT_COPY_PATH);
 }
 
-/* §5.2 customop_cleanup: fsync(2); fsync(1); memw. */
+/* customop_cleanup: fsync(2); fsync(1); memw. */
 void customop_cleanup() {
     drain_dma_queue(2);
     drain_dma_queue(1);

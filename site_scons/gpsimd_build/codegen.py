@@ -1,8 +1,9 @@
 """Code generation of a library's ``wrapper.cpp``.
 
-The text follows ``the Neuron SDK's build driver, build_custom_op.py`` §3 (per op: forward declaration,
-``<fn>_wrapper()``, ``<fn>_stack_switch()``) and §4 (banner, include,
-registration trio ``get_func_cnt`` / ``get_func_name`` / ``get_func_ptr``).
+The text is that of the Neuron SDK's build driver, ``build_custom_op.py``
+(ARCHITECTURE.md "The generated wrapper"): a banner, the include, per op a
+forward declaration, ``<fn>_wrapper()`` and ``<fn>_stack_switch()``, then
+the registration trio ``get_func_cnt`` / ``get_func_name`` / ``get_func_ptr``.
 The host and device texts differ only in the two places named by
 :class:`gpsimd_build.profiles.WrapperDialect`.
 
@@ -19,7 +20,8 @@ from gpsimd_device import limits as _limits
 from .profiles import WrapperDialect
 
 #: Schema type -> (C++ parameter type of the kernel, marshalling entry that
-#: pulls the argument), the Neuron SDK's build driver, build_custom_op.py/§3b and §7.
+#: pulls the argument), as the Neuron SDK's build driver maps them
+#: (docs/kernel-api.md "The kernel's signature").
 ARG_TYPE_MAP = {
     "Tensor": ("const at::Tensor&", "customop_next_tensor()"),
     "Scalar": ("const at::Scalar&", "customop_next_scalar()"),
@@ -41,7 +43,8 @@ INCLUDE = '#include "neuron/wrapper_api.h"\n'
 
 
 class CodegenError(ValueError):
-    """An op that the wrapper template cannot express (§3a, §4, §8)."""
+    """An op that the wrapper template cannot express (ARCHITECTURE.md
+    "The generated wrapper")."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class WrapperOp:
 
 
 def _check(op: WrapperOp) -> None:
-    # The checks of the Neuron SDK's build driver, build_custom_op.py (return) and §4 (name length);
+    # The checks of the Neuron SDK's build driver (name length, return, types);
     # the manifest reports them with a location first, these keep codegen
     # honest when called directly.
     if len(op.function) >= MAX_FUNCTION_NAME_LENGTH:
@@ -88,7 +91,7 @@ def _check(op: WrapperOp) -> None:
 
 
 def emit_op(op: WrapperOp, dialect: WrapperDialect) -> str:
-    """Return the §3 block of one op: forward declaration, wrapper, launcher.
+    """Return the block of one op: forward declaration, wrapper, launcher.
 
     Raises CodegenError for an op the template cannot express.
     """
@@ -117,7 +120,7 @@ def emit_op(op: WrapperOp, dialect: WrapperDialect) -> str:
 
 
 def emit_registration(functions: Sequence[str]) -> str:
-    """Return the registration trio of §4 for ``functions`` in order."""
+    """Return the registration trio for ``functions`` in order."""
     names = "".join(f'        case {i}: return "{f}";\n'
                     for i, f in enumerate(functions))
     ptrs = "".join(f"        case {i}: return {f}_stack_switch;\n"
@@ -142,7 +145,7 @@ def emit_registration(functions: Sequence[str]) -> str:
 
 
 def emit_wrapper(ops: Sequence[WrapperOp], dialect: WrapperDialect) -> str:
-    """Return the whole ``wrapper.cpp`` text of a library (§4).
+    """Return the whole ``wrapper.cpp`` text of a library.
 
     ``ops`` in registration order (index i of get_func_name/get_func_ptr).
     Raises CodegenError for an empty library, a duplicate function name, or

@@ -6,12 +6,13 @@ An op of a GPSIMD custom-op library is declared by a PyTorch schema string::
     ns::scale(Tensor x, float s, int n, long long k) -> Tensor
 
 The shipped driver split such strings on ``', '`` and ``' '``
-(the Neuron SDK's build driver, build_custom_op.py), so it broke on any other spacing and could not read
-``long long`` although its code generator supports it (§3a).  This module is
+(the Neuron SDK's build driver, build_custom_op.py), so it broke on any other
+spacing and could not read ``long long`` although its code generator
+supports it (ARCHITECTURE.md "The generated wrapper").  This module is
 a real parser instead: a tokenizer that gives every token its 1-based column,
 then a recursive-descent parser over the grammar below, then a validation
-pass that keeps only what the device ABI can express (§3a, §4, §7;
-docs/kernel-api.md "Kernel signature").
+pass that keeps only what the device ABI can express (docs/kernel-api.md
+"The kernel's signature").
 
 The grammar accepts the whole PyTorch schema type language, so that a valid
 PyTorch schema that the device cannot run gets a message saying *what* is
@@ -57,17 +58,17 @@ In a ``return`` the only ``(`` after the type opens an alias annotation
 What the device ABI accepts (the validation pass):
 
 * the namespace is OPTIONAL: ``schema.namespace`` is ``None`` when absent.
-  The old driver required ``::`` and then discarded the namespace (§2); the
+  The old driver required ``::`` and then discarded the namespace; the
   code generator never uses it.  Whether a manifest must give one is decided
   by the manifest loader, not here.
-* argument types are exactly ``SUPPORTED_TYPES`` (§3a/§7): ``Tensor``,
+* argument types are exactly ``SUPPORTED_TYPES``: ``Tensor``,
   ``Scalar``, ``int``, ``float``, ``long long``; no optionals, lists,
   alias annotations, default values, ``*`` or ``...``;
-* exactly one return, a plain ``Tensor`` (§3a: "only a single return
-  value", "only Tensor return types"); it may be named (``-> Tensor out``);
+* exactly one return, a plain ``Tensor`` (the driver's "only a single
+  return value", "only Tensor return types"); it may be named (``-> Tensor out``);
 * argument names are unique and are not C++ keywords; the op name is not a
   C++ keyword, does not clash with a name the generated wrapper.cpp uses,
-  and is shorter than ``MAX_NAME_LENGTH`` (32) characters (§4).
+  and is shorter than ``MAX_NAME_LENGTH`` (32) characters.
 
 Errors are ``OpSchemaError`` with a 1-based column into the original string
 (a newline counts as one character) and a kind: ``"syntax"`` when the text is
@@ -109,9 +110,9 @@ __all__ = [
     "parse_schema",
 ]
 
-#: The argument types of the device ABI, in the order of the Neuron SDK's build driver, build_custom_op.py
-#: §3a (Tensor -> const at::Tensor&, Scalar -> const at::Scalar&, int, float,
-#: long long).
+#: The argument types of the device ABI, in the order of the Neuron SDK's
+#: build driver's map (Tensor -> const at::Tensor&, Scalar -> const
+#: at::Scalar&, int, float, long long; docs/kernel-api.md "The kernel's signature").
 SUPPORTED_TYPES: Tuple[str, ...] = ("Tensor", "Scalar", "int", "float", "long long")
 
 #: Op names must be SHORTER than this (the Neuron SDK's build driver, build_custom_op.py: the driver
@@ -144,7 +145,7 @@ CPP_KEYWORDS = frozenset(
 )
 
 #: Names an op may not have because the generated wrapper.cpp already uses
-#: them at global scope (the Neuron SDK's build driver, build_custom_op.py§4: the local ``output``
+#: them at global scope (ARCHITECTURE.md "The generated wrapper": the local ``output``
 #: that receives the kernel's result, the registration trio, the stack-switch
 #: pieces, the namespaces of the kernel headers).
 WRAPPER_RESERVED_NAMES = frozenset(
@@ -192,7 +193,7 @@ _PYTORCH_TYPES = {
 }
 
 # C/C++/numpy spellings people write in a schema (the public docs describe
-# double/int64_t at the Python level; docs/kernel-api.md "Kernel signature").
+# double/int64_t at the Python level; docs/kernel-api.md "The kernel's signature").
 _FOREIGN_TYPES = {
     "double": "float",
     "int64_t": "long long",

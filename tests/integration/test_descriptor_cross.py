@@ -1,5 +1,6 @@
 """Descriptor round trip between the Python device model and the host C++
-runtime, at the byte level (the device ABI (gpsimd_host/abi.h)§4, §6).
+runtime, at the byte level (abi.h, ``arg_tensor_t``; ARCHITECTURE.md "The
+device's marshalling").
 
 For EVERY storage dtype of the ISA enum (14: FP32R has no storage type), both
 storage arms (HBM: u64 address + count; SBUF: u32 offset from the
@@ -35,7 +36,7 @@ def V(vec):
     """A plan vector from its JSON form."""
     return VectorPlan.from_json(vec, "vector")
 
-# name: (ISA enum value, c10::ScalarType value, numpy type)  -- spec §2 enum,
+# name: (ISA enum value, c10::ScalarType value, numpy type)  -- abi.h enum,
 # PyTorch's ScalarType numbers (ours for the two IEEE-style fp8 formats).
 DTYPES = {
     "uint64": (1, 29, np.uint64), "int8": (2, 1, np.int8), "uint8": (3, 0, np.uint8),

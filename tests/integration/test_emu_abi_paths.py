@@ -1,6 +1,7 @@
 """The marshalling ABI through the whole emulator pipeline: the Python device
 model lays out memory and descriptors, the scons-built core objects run the
-real host runtime (the device ABI (gpsimd_host/abi.h)§7, the Neuron SDK's build driver, build_custom_op.py).
+real host runtime (ARCHITECTURE.md "The device's marshalling" and "The
+generated wrapper").
 
 * one op per argument type and per ABI path (return-copy vs get_dst_tensor,
   HBM vs SBUF output, an output larger than the free dataram so the

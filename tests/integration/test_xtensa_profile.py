@@ -15,8 +15,8 @@ from conftest import action_lines, ROOT, copy_project, run_scons
 from gpsimd_build.codegen import WrapperOp, emit_wrapper
 from gpsimd_build.profiles import DEVICE_DIALECT
 
-# the Neuron SDK's build driver, build_custom_op.py (CC_OPT), §5c (LINK_OPT + LINKING_LIBS), §5d (STRIP_OPT),
-# written out from the spec text, not from the code under test.
+# the Neuron SDK's build driver, build_custom_op.py: CC_OPT, LINK_OPT + LINKING_LIBS, STRIP_OPT,
+# written out from the driver's text, not from the code under test.
 CC = ("xt-clang++ -g -std=c++14 -stdlib=libc++-e -fno-jump-tables -Os -Wall -Werror "
       "-Wno-c99-designator -mcoproc -MMD -MP -fpic -mlongcalls -c "
       "--xtensa-core={core} --xtensa-system={sys} {cflags}"

@@ -91,7 +91,7 @@ static int relu() {
     for (uint32_t i = b; i < b + c; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
     return 0;
 }
-static int relu_buggy() {  // docs/kernel-api.md "A known defect class"
+static int relu_buggy() {  // docs/kernel-api.md "Multicore (SPMD) libraries"
     const float* x = (const float*)translate(arg(0)->storage.hbm.addr);
     float* y = (float*)translate(out()->storage.hbm.addr);
     uint32_t n = out()->storage.hbm.num_elem, cnt = B.core_count, id = B.core_id;

@@ -10,13 +10,13 @@
 #define GPSIMD_NO_ARG_POSITION_TAGS 1
 #include <neuron/wrapper_api.h>
 
-// §6.3 return-copy path: a fresh result, staged through dataram by
+// The return-copy path: a fresh result, staged through dataram by
 // customop_return_tensor (chunked when larger than the free dataram).
 torch::Tensor ret_copy(const torch::Tensor& x, float s) {
     return torch::mul(x, s);
 }
 
-// §6.2 get_dst_tensor path: the output is written in place; the value
+// The get_dst_tensor path: the output is written in place; the value
 // returned (an int32 tensor of one element) is ignored, so the utypes.hpp:65
 // gate never sees it.
 torch::Tensor dst_inplace(const torch::Tensor& x, const torch::Scalar& a) {

@@ -1,6 +1,7 @@
-// Test kernels of the descriptor round trip (the device ABI (gpsimd_host/abi.h)§4,
-// §6): what the host runtime decoded from the 48-byte descriptor of its
-// input, for every ISA dtype, both storage arms and all three shape forms.
+// Test kernels of the descriptor round trip (abi.h; ARCHITECTURE.md
+// "The device's marshalling"): what the host runtime decoded from the
+// 48-byte descriptor of its input, for every ISA dtype, both storage arms
+// and all three shape forms.
 //
 // describe(Tensor x) -> Tensor: thirteen int64 values
 //   [scalar_type, dim, numel, size0 .. size7 (0 past dim),

@@ -67,6 +67,62 @@ def test_no_file_cites_a_document_outside_the_repository():
     assert citing == []
 
 
+def test_no_file_cites_a_section_number_no_document_of_the_repository_has():
+    """A citation names a place a user can open: a section of ARCHITECTURE.md
+    or docs/ by its title, a definition of abi.h. No document of the
+    repository numbers its sections, so a section sign and number point
+    nowhere (they were the numbers of the specification the project was
+    written from). Files kept on purpose are listed with the reason."""
+    import subprocess
+    root = DOCS.parent
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    kept = {"BENCHMARKS.md": "the history of the figures, as it was written"}
+    sign = "\u00a7"
+    citing = sorted(f"{name}:{number}: {line.strip()}" for name in files if name not in kept
+                    for number, line in enumerate(_text(root / name).splitlines(), 1)
+                    if sign in line)
+    assert citing == []
+
+
+def _titles(doc):
+    """The places of a document a citation may name: its headings, its
+    bold paragraph leads (``**Values and dtypes.**``) and the words before
+    the colon that opens a paragraph (``Host link: ...``)."""
+    text = (DOCS.parent / doc).read_text(encoding="utf-8")
+    return ([m.group(1).strip() for m in re.finditer(r"^#+ (.+)$", text, re.M)]
+            + re.findall(r"^\*\*([^*]+?)\.?\*\*", text, re.M)
+            + re.findall(r"^([A-Z][\w ]+):", text, re.M))
+
+
+def test_every_cited_section_title_is_one_of_the_document():
+    """A citation ``docs/kernel-api.md "Limits"`` (or ``ARCHITECTURE.md,
+    "The test plan", "..."``) names a heading of that document (or the
+    start of one): titles of documents the project was written from, left
+    behind when their file names were replaced, point nowhere."""
+    import subprocess
+    root = DOCS.parent
+    files = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                           check=True).stdout.splitlines()
+    cite = re.compile(r'((?:ARCHITECTURE|README|docs/[a-z-]+)\.md),?\s+'
+                      r'((?:"[^"]+"(?:,\s*(?:\*|//|#:?)?\s*)?)+)')
+    wrap = re.compile(r'\s*\n\s*(?:\*|//|#:?)?\s*')
+    titles, dangling = {}, []
+    for name in files:
+        if name in ("BENCHMARKS.md", "tests/unit/test_docs.py"):
+            continue
+        text = _text(root / name)
+        for m in cite.finditer(text):
+            doc = m.group(1)
+            if doc not in titles:
+                titles[doc] = _titles(doc)
+            for title in re.findall(r'"([^"]+)"', wrap.sub(" ", m.group(2))):
+                if title.strip() and not any(t.startswith(title) for t in titles[doc]):
+                    line = text.count("\n", 0, m.start()) + 1
+                    dangling.append(f'{name}:{line}: {doc} "{title}"')
+    assert dangling == []
+
+
 def _text(path):
     try:
         return path.read_text(encoding="utf-8")

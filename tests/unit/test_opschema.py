@@ -90,7 +90,7 @@ ACCEPTED = [
     ("ns::f(Tensor x) -> Tensor out", OpSchema("ns", "f", None, args((T, "x")), tensor_return("out"))),
     # overload names may be C++ keywords (PyTorch has eq.int, Float.Tensor ...): they never reach C++
     ("ns::eq.int(Tensor a, int b) -> Tensor", OpSchema("ns", "eq", "int", args((T, "a"), ("int", "b")), tensor_return())),
-    # a name one below the cap of §4
+    # a name one below the cap of 32 characters
     (
         "ns::" + "a" * (MAX_NAME_LENGTH - 1) + "(Tensor x) -> Tensor",
         OpSchema("ns", "a" * 31, None, args((T, "x")), tensor_return()),
@@ -217,7 +217,7 @@ ERRORS = [
     ("ns::f(Tensor x) -> Tensor(a!)", "unsupported", 20,
      "the device ABI returns exactly one Tensor; found return type 'Tensor(a!)'; remove the alias annotation "
      "'(a!)' (a kernel writes its output in place through get_dst_tensor())"),
-    # lines 221-223: the 32-character cap (§4)
+    # the 32-character cap, with the driver's message
     ("ns::" + "k" * 32 + "(Tensor x) -> Tensor", "unsupported", 5,
      "op name '" + "k" * 32 + "' is too long (32 characters); "
      "CustomOp function names must be less than 32 characters"),

@@ -67,7 +67,7 @@ enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE {
     NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_TENSOR = 1
 };
 
-/* ---- The 48-byte descriptor (the device ABI (gpsimd_host/abi.h)) -------------- */
+/* ---- The 48-byte descriptor of the device ABI ------------------------------ */
 
 /* HOST-MODEL: the shape union is 16 bytes at +8 (spec); its members are ours.
  * Inline forms store the dimensions left-aligned; unused slots are 0, and the
@@ -152,7 +152,7 @@ typedef struct {
  * the runtime use these values. */
 #define GPSIMD_MAX_STACK_SIZE    409600u      /* bytes: -DSTACK_SIZE=N "up to 400 KB"   */
 #define GPSIMD_MAX_OPS_PER_LIBRARY 10u        /* functions in one custom-op library     */
-#define GPSIMD_MAX_NAME_LENGTH   32u          /* an op name is shorter than this (§4)   */
+#define GPSIMD_MAX_NAME_LENGTH   32u          /* an op name is shorter than this        */
 /* A tensor has either at most GPSIMD_MAX_DIMS_4D dimensions of up to
  * GPSIMD_MAX_DIM_SIZE_4D each (the INLINE_4D shape form, u32 slots), or at
  * most GPSIMD_MAX_DIMS dimensions of up to GPSIMD_MAX_DIM_SIZE each (the
@@ -163,7 +163,7 @@ typedef struct {
 #define GPSIMD_MAX_DIM_SIZE      65535u       /* each dimension, rank 5..8 (INLINE_8D)  */
 #define GPSIMD_MAX_DIMS_4D       4u           /* ranks whose dimensions may be wider    */
 #define GPSIMD_MAX_DIM_SIZE_4D   0xFFFFFFFFu  /* each dimension, rank <= 4 (INLINE_4D)  */
-#define GPSIMD_MAX_ELEMENTS      0xFFFFFFFFu  /* num_elem is a u32 (§2, +32 / +28)      */
+#define GPSIMD_MAX_ELEMENTS      0xFFFFFFFFu  /* num_elem is a u32 (+32 HBM / +28 SBUF) */
 #define GPSIMD_RESERVED_LIBRARY_NAME "builtin" /* no library may be named so          */
 
 /* ---- The linker spec of one core object (HOST-MODEL) --------------------
@@ -210,11 +210,11 @@ enum gpsimd_status {
 
 /* HOST-MODEL: gpsimd_core_report.flags, set by the runtime during a launch
  * so that the model can phrase what it finds in the output. */
-#define GPSIMD_REPORT_COPY_PATH 1u  /* customop_return_tensor copied a result (§6.3/§6.4) */
-#define GPSIMD_REPORT_GET_DST   2u  /* the kernel called get_dst_tensor (§6.2)             */
+#define GPSIMD_REPORT_COPY_PATH 1u  /* customop_return_tensor copied a result              */
+#define GPSIMD_REPORT_GET_DST   2u  /* the kernel called get_dst_tensor                    */
 #define GPSIMD_REPORT_TCM_NULL  4u  /* a tcm_malloc returned null (pool exhausted)         */
 #define GPSIMD_REPORT_OUTPUT_SIZE 8u /* the result's element count is not the output
-                                       descriptor's (the copy path, §6.4)               */
+                                       descriptor's (the copy path)                     */
 #define GPSIMD_REPORT_TCM_USED  16u /* the kernel got memory that starts uninitialised on
                                        the device: a tcm_malloc block or dataram staging */
 #define GPSIMD_REPORT_EMPTY_USED 32u /* the kernel made a torch::empty() tensor           */

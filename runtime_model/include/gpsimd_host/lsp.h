@@ -2,7 +2,7 @@
  * gpsimd_host/lsp.h -- the host form of a core's linker spec (LSP).
  *
  * On the device, `-mlsp=lsp_fll_load_cpu<i|_single>` fixes the core's HBM
- * scratch window at link time (the Neuron SDK's build driver, build_custom_op.py/§6: origin
+ * scratch window at link time (ARCHITECTURE.md "The vendor driver's commands": origin
  * 0x84000000 + i * 0x200000, 2 MiB per core multicore; 32 MiB single-core).
  * On the host (ARCHITECTURE.md), each core object is linked
  * with one tiny generated translation unit that DEFINES the constant

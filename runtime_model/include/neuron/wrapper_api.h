@@ -1,8 +1,8 @@
 /*
  * neuron/wrapper_api.h -- what the generated wrapper.cpp includes
- * (the Neuron SDK's build driver, build_custom_op.py/§4, wrapper_api.h:3-24; the device ABI (gpsimd_host/abi.h)
- * §0 entry inventory).  The customop_* entries have C++ linkage, as in the
- * shipped wrapper_api.o.
+ * (ARCHITECTURE.md "The generated wrapper"); what each entry does, in the
+ * order of one launch: ARCHITECTURE.md "The device's marshalling".  The
+ * customop_* entries have C++ linkage, as in the shipped wrapper_api.o.
  */
 #ifndef GPSIMD_NEURON_WRAPPER_API_H
 #define GPSIMD_NEURON_WRAPPER_API_H
@@ -12,22 +12,22 @@
 #include "torch/torch.h"
 #include "stack_switch.hpp"
 
-/* §5.1: clear the get_dst_tensor_called flag, bind the argument parser to
+/* Clear the get_dst_tensor_called flag, bind the argument parser to
  * the core's argument stream.  has_return is always true from the codegen. */
 void customop_setup(bool has_return);
-/* §3: the next argument as an input tensor borrowing the descriptor's storage. */
+/* The next argument as an input tensor borrowing the descriptor's storage. */
 at::Tensor customop_next_tensor();
-/* §4: the next argument as a boxed Scalar (exactly one element). */
+/* The next argument as a boxed Scalar (exactly one element). */
 at::Scalar customop_next_scalar();
-/* §4: the next argument's first element read raw as int / long long / float. */
+/* The next argument's first element read raw as int / long long / float. */
 int customop_next_int();
 long long customop_next_longlong();
 float customop_next_float();
-/* §6.3: write t back to the output descriptor (no-op after get_dst_tensor). */
+/* Write t back to the output descriptor (no-op after get_dst_tensor). */
 void customop_return_tensor(at::Tensor& t);
-/* §5.2: drain the DMA queues. */
+/* Drain the DMA queues. */
 void customop_cleanup();
-/* §6.2 (also declared in torch/torch.h). */
+/* The output, to write in place (also declared in torch/torch.h). */
 at::Tensor get_dst_tensor();
 
 /* The launcher type the registration trio returns (wrapper_api.h:6). */

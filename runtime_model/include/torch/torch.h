@@ -1,6 +1,6 @@
 /*
  * torch/torch.h -- the tensor library a GPSIMD kernel compiles against
- * (docs/kernel-api.md "Headers a kernel includes"): a host implementation of the
+ * (docs/kernel-api.md "Headers"): a host implementation of the
  * small part of ATen/c10 the device offers, at the level of PyTorch 1.12,
  * C++14.  Anything outside that subset is simply not declared, so a kernel
  * that uses it fails to compile.

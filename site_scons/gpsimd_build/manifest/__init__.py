@@ -15,7 +15,7 @@ located at ``FILE:LINE:COL`` with its document path (see
    ``docs/kernel-api.md`` "Limits" (at most 10 ops per library, at most 8
    dimensions of at most 65535 each). All errors are collected.
 3. Semantic checks, each run when the nodes it reads passed the schema: op schemas parse (:func:`gpsimd_build.opschema.parse_schema`),
-   op names are shorter than 32 characters (``the Neuron SDK's build driver, build_custom_op.py`` §4) and
+   op names are shorter than 32 characters (ARCHITECTURE.md "The generated wrapper") and
    unique in their library, library names are unique and not ``builtin``
    (docs/kernel-api.md, Limits), vector names are unique in their op, vector
    inputs name exactly the schema's arguments with the right kind (tensor for

@@ -63,7 +63,8 @@ def load_manifest(path: _PathLike, *, root: _PathLike = ".",
     checks, cross-file rules: a library name used twice anywhere is reported
     at each place), at most :data:`MAX_DIAGNOSTICS_PER_FILE` per file. A
     YAML syntax problem ends the checks of its file only. Limits:
-    the Neuron SDK's build driver, build_custom_op.py§4 (op schemas, 32-char op names), docs/kernel-api.md, Limits (10 ops, ``builtin``, 8 dims of at most 65535), and the reading
+    ARCHITECTURE.md "The generated wrapper" (op schemas, 32-char op names), docs/kernel-api.md
+    "Limits" (10 ops, ``builtin``, 8 dims of at most 65535), and the reading
     bounds of docs/manifest.md "Limits of the manifest reader".
 
     The result's ``reads`` lists every filesystem fact the validation

@@ -77,7 +77,7 @@ class TensorInput:
     npy: Optional[str]
     location: Location
     #: where the host places the tensor: "hbm" or "sbuf" (manifest key
-    #: ``location``; the device ABI (gpsimd_host/abi.h) storage arms, §6.1).
+    #: ``location``; abi.h storage arms, ARCHITECTURE.md "The device's marshalling").
     memory: str = "hbm"
 
 
@@ -140,12 +140,12 @@ class Op:
     """One op of a library: ``name`` is the op name (what ``m.def``
     registers, torch calls and messages use), ``kernel`` the kernel
     function's C++ name (what the generated wrapper calls and
-    ``get_func_name`` returns, the Neuron SDK's build driver, build_custom_op.py; ``kernel:``, else
+    ``get_func_name`` returns, ARCHITECTURE.md "The generated wrapper"; ``kernel:``, else
     the third argument of the op's ``m.def`` in the shape sources, else the
-    op name; both shorter than 32 characters, §4), ``schema`` the parsed
+    op name; both shorter than 32 characters), ``schema`` the parsed
     schema, ``schema_text`` the schema as written or, when ``schema_derived``,
     as derived from the shape function, ``stack_size`` the launcher stack in
-    bytes (default 4196, §3c), ``vectors`` its test vectors in manifest
+    bytes (default 4196), ``vectors`` its test vectors in manifest
     order. ``kernel_given``: the manifest wrote ``kernel:``. ``explore``:
     what ``scons explore`` draws (``gpsimd_device.plan.ExploreSpec``: the
     op's ``explore:`` keys over its defaults'), or None when none is set."""

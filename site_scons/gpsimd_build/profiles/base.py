@@ -35,8 +35,9 @@ class WrapperDialect:
 
     ``switch_back``: the statement that ends a wrapper that ran on a switched
     stack. The device emits the Xtensa jump ``asm("j switchBack");``
-    (§3b/§3c); the host has no such instruction and calls the runtime's
-    ``switchBack()``, which returns to the launcher the same way.
+    (ARCHITECTURE.md "The generated wrapper"); the host has no such
+    instruction and calls the runtime's ``switchBack()``, which returns to
+    the launcher the same way.
     """
 
     fnptr_cast: str

@@ -44,7 +44,7 @@ __all__ = ["DEPFILE_SUFFIX", "GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME
 #: -fstack-clash-protection makes every frame larger than a page probe its
 #: pages in order, so a kernel with a huge local array (a 1 MiB frame) hits
 #: the launcher's guard page below the wrapper stack and is reported as a
-#: stack overflow (docs/kernel-api.md "Overflow is a device error") instead of
+#: stack overflow (docs/kernel-api.md "Limits") instead of
 #: jumping past the guard into unrelated memory; -no-integrated-cpp
 #: preprocesses as a separate pass, exactly as distcc does before it sends
 #: the preprocessed text away, so the debug line table (and so every byte of

@@ -1,8 +1,9 @@
-"""The ``xtensa`` profile: the vendor driver's exact commands
-(the Neuron SDK's build driver, build_custom_op.py): compile (CC_OPT, §5b), link once per linker spec
-with ``-mlsp=`` (LINK_OPT + LINKING_LIBS, §5c), strip and pack with
-``xt-pkg-loadlib -e lib_func`` (STRIP_OPT, §5d); the same environment knobs
-(``Q7_CORE``, ``NEURON_CUSTOM_OP``, ``Q7_TOOLS``, §5a) and output names.
+"""The ``xtensa`` profile: the exact commands of the Neuron SDK's build
+driver, ``build_custom_op.py`` (ARCHITECTURE.md "The vendor driver's commands"):
+compile (its CC_OPT), link once per linker spec with ``-mlsp=`` (LINK_OPT +
+LINKING_LIBS), strip and pack with ``xt-pkg-loadlib -e lib_func``
+(STRIP_OPT); the same environment knobs (``Q7_CORE``, ``NEURON_CUSTOM_OP``,
+``Q7_TOOLS``) and output names.
 Nothing runs (no emulator for the device's objects).
 """
 
@@ -23,9 +24,9 @@ XTENSA_COMMON_FLAGS = ("-g", "-std=c++14", "-stdlib=libc++-e", "-fno-jump-tables
 
 
 class XtensaProfile(Profile):
-    """The vendor profile. ``core`` is ``Q7_CORE`` (default ``ncore2gp``,
-    §5a), ``root`` is ``NEURON_CUSTOM_OP`` and ``system`` is ``Q7_TOOLS``
-    (default derived from the core, §5a)."""
+    """The vendor profile. ``core`` is ``Q7_CORE`` (default ``ncore2gp``),
+    ``root`` is ``NEURON_CUSTOM_OP`` and ``system`` is ``Q7_TOOLS``
+    (default derived from the core)."""
 
     name = "xtensa"
     dialect = DEVICE_DIALECT
@@ -43,7 +44,7 @@ class XtensaProfile(Profile):
 
     @classmethod
     def configure(cls, environ: Mapping[str, str], cxx: str) -> "XtensaProfile":
-        """Read Q7_CORE, NEURON_CUSTOM_OP and Q7_TOOLS as the driver does (§5a)."""
+        """Read Q7_CORE, NEURON_CUSTOM_OP and Q7_TOOLS as the driver does."""
         core = environ.get("Q7_CORE", "ncore2gp")
         return cls(core=core, root=environ.get("NEURON_CUSTOM_OP", NEURON_CUSTOM_OP_DEFAULT),
                    system=environ.get("Q7_TOOLS", XTENSA_TOOLS_DEFAULT.format(core=core)))
@@ -58,7 +59,7 @@ class XtensaProfile(Profile):
         return [f"-I{r}", f"-I{r}/torch/include", f"-I{r}/c10/include"]
 
     def linking_libs(self, lsp: LinkerSpec) -> List[str]:
-        """LINKING_LIBS of §5c for one linker spec (the only per-core difference)."""
+        """The driver's LINKING_LIBS for one linker spec (the only per-core difference)."""
         r = self.root
         return [f"{r}/neuron/libneuroncustomop.a", f"{r}/c10/lib/libc10.a", "-lloader",
                 f"-mlsp={r}/lsp_fll_load_cpus/{lsp.name}",
@@ -72,15 +73,15 @@ class XtensaProfile(Profile):
             "GPSIMD_CXXFLAGS": list(XTENSA_COMMON_FLAGS),
             "GPSIMD_TARGETFLAGS": self.target_flags(),
             "GPSIMD_INC": self.inc(),
-            # CC_OPT (§5b)
+            # the driver's CC_OPT
             "GPSIMD_CXXCOM": ("$( $GPSIMD_LAUNCHER $) $GPSIMD_CXX $GPSIMD_CXXFLAGS -MMD -MP "
                               "-fpic -mlongcalls -c $GPSIMD_TARGETFLAGS $GPSIMD_USER_CFLAGS "
                               "$GPSIMD_INC $GPSIMD_INCFLAGS -o $TARGET $SOURCE"),
-            # LINK_OPT + LINKING_LIBS (§5c)
+            # its LINK_OPT + LINKING_LIBS
             "GPSIMD_LINKCOM": ("$GPSIMD_CXX $GPSIMD_CXXFLAGS $GPSIMD_TARGETFLAGS $GPSIMD_INC "
                                "-o $TARGET $SOURCES $GPSIMD_LINKING_LIBS"),
             "GPSIMD_PACKER": self.packer,
-            # STRIP_OPT (§5d)
+            # its STRIP_OPT
             "GPSIMD_VENDORPACKCOM": ("$GPSIMD_PACKER -e lib_func $GPSIMD_TARGETFLAGS "
                                      "-o ${TARGETS[0]} -s ${TARGETS[1]} $SOURCE"),
         }

@@ -1,7 +1,7 @@
 /*
  * torch/detail/tensor.h -- at::Tensor and what it needs: IntArrayRef,
  * TensorOptions, the refcounted TensorImpl, the standard accessor and the
- * TCM accessor (docs/kernel-api.md "torch::Tensor members", "Accessors and
+ * TCM accessor (docs/kernel-api.md "Tensor members", "Accessors and
  * memory").
  *
  * the device ABI (gpsimd_host/abi.h) builds a tensor as the chain
@@ -113,8 +113,8 @@ class IntArrayRef {
     size_t size_;
 };
 
-/* TensorOptions -- only the dtype matters (docs/kernel-api.md "Tensor
- * factories": dtype must be given; other options ignored). */
+/* TensorOptions -- only the dtype matters (docs/kernel-api.md "Making
+ * tensors": dtype must be given; other options ignored). */
 class TensorOptions {
  public:
     TensorOptions() : has_dtype_(false), dtype_(ScalarType::Undefined) {}
@@ -161,7 +161,7 @@ class ImplRef {
     TensorImpl* p_;
 };
 
-/* Stream accessors (docs/kernel-api.md "Stream accessors"): sequential access,
+/* Stream accessors (docs/kernel-api.md "Accessors and memory"): sequential access,
  * one element at a time, each active stream holding 4 KiB of the TCM pool
  * (when the pool is full the stream still works: on the device it is then
  * just slow).  Reading or writing past the end is a GPSIMD_FAULT_OUT_OF_RANGE
@@ -315,7 +315,7 @@ class TcmAccessor : public ConstTcmAccessor {
     }
 };
 
-/* at::Tensor -- an intrusive refcounted handle (docs/kernel-api.md "torch::Tensor
+/* at::Tensor -- an intrusive refcounted handle (docs/kernel-api.md "Tensor
  * members").  Read-only access from a const Tensor: accessor() returns
  * TensorAccessor<const T,N>, tcm_accessor() a ConstTcmAccessor, and fill_ is
  * non-const. */
