@@ -1,7 +1,7 @@
 // Deliberately broken MULTICORE kernels: cross-core races (kernels/broken/
 // ops.yaml, never in the default build). On the device the eight cores run
 // at the same time and cannot wait for each other (docs/kernel-api.md
-// "get_dst_tensor"): a core that reads what another core writes, or a
+// "Multicore (SPMD) libraries"): a core that reads what another core writes, or a
 // result that depends on which core writes last, is a race the device
 // hides. own_readback is the control: a core may read back what it wrote.
 #include <stdint.h>

@@ -183,7 +183,7 @@ class UTensor {
         if (d_.dtype != want && check_enabled(GPSIMD_CHECK_ARG_DTYPE))
             gpsimd_fault(GPSIMD_FAULT_DTYPE,
                          "%s reads %s as %s (%s), but its descriptor dtype is %s%s%s%s: the device would "
-                         "reinterpret the bytes silently (the device ABI (gpsimd_host/abi.h))",
+                         "reinterpret the bytes silently (docs/checks.md)",
                          entry, ctx_, ctype, isa_dtype_name(want), isa_dtype_name(d_.dtype),
                          torch_name(d_.dtype) ? " (" : "", torch_name(d_.dtype) ? torch_name(d_.dtype) : "",
                          torch_name(d_.dtype) ? ")" : "");
@@ -254,7 +254,7 @@ class UTensor {
             gpsimd_fault(GPSIMD_FAULT_DATARAM,
                          "UTensor::copy: no dataram for the staging buffer: the kernel holds %llu of the %u bytes "
                          "of dataram staging in %zu block(s) (largest free block %u bytes, an element is %zu; "
-                         "the device ABI (gpsimd_host/abi.h))",
+                         "docs/checks.md)",
                          (unsigned long long)core().dataram.used(), GPSIMD_DATARAM_SIZE - GPSIMD_TCM_POOL_SIZE,
                          core().dataram.live_blocks(), free_bytes, es);
         void* stage = nullptr;
@@ -484,7 +484,7 @@ void customop_return_tensor(at::Tensor& t) {
         gpsimd_fault(GPSIMD_FAULT_MULTICORE,
                      "multicore op returned a result without calling get_dst_tensor(): in multicore mode each "
                      "core must write its own part of the output it claims with get_dst_tensor(), or every core "
-                     "copies a whole result over the same output (docs/kernel-api.md \"get_dst_tensor\")");
+                     "copies a whole result over the same output (docs/kernel-api.md \"Multicore (SPMD) libraries\")");
     if (!t.defined())
         gpsimd_fault(GPSIMD_FAULT_UNDEFINED_TENSOR, "customop_return_tensor: the kernel returned an undefined tensor");
     out.copy(t);

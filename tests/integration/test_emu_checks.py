@@ -94,7 +94,7 @@ EXPECTED = {
         "fail", "cores 0-7: fault MULTICORE in op no_dst_tensor: multicore op returned a result without calling "
         "get_dst_tensor(): in multicore mode each core must write its own part of the output it claims with "
         "get_dst_tensor(), or every core copies a whole result over the same output (docs/kernel-api.md "
-        "\"get_dst_tensor\")" + MC_NEVER, []),
+        "\"Multicore (SPMD) libraries\")" + MC_NEVER, []),
     ("broken_spmd", "hbm_window"): ("fail", _hbm_window(), []),
     ("broken_spmd", "core3_abort"): ("fail", "core 3 crashed with SIGABRT", []),
     # 2. out-of-range through every accessor kind, a stream after close()
@@ -136,7 +136,7 @@ EXPECTED = {
     ("broken_memory", "dataram_exhausted"): (
         "fail", "core 0: fault DATARAM in op dataram_exhausted: UTensor::copy: no dataram for the staging "
         "buffer: the kernel holds 49152 of the 49152 bytes of dataram staging in 1 block(s) (largest free "
-        "block 0 bytes, an element is 4; the device ABI (gpsimd_host/abi.h))" + NEVER, []),
+        "block 0 bytes, an element is 4; docs/checks.md)" + NEVER, []),
     ("broken_memory", "stack_overflow"): (
         "fail", "core 0: fault STACK_OVERFLOW in op stack_overflow: stack overflow: the wrapper's stack of 4196 "
         "bytes (host: 69632 bytes = 4196 x stack_scale 16, page-rounded) is exhausted; raise STACK_SIZE "
@@ -148,7 +148,7 @@ EXPECTED = {
     ("broken_args", "next_int_on_float"): (
         "fail", "core 0: fault DTYPE in op next_int_on_float: customop_next_int reads argument index 1 "
         "(s: float) of 2 as int (INT32), but its descriptor dtype is FP32 (float32): the device would "
-        "reinterpret the bytes silently (the device ABI (gpsimd_host/abi.h))" + NEVER, []),
+        "reinterpret the bytes silently (docs/checks.md)" + NEVER, []),
     ("broken_args", "writeback_dtype"): (
         "fail", "core 0: fault DTYPE in op writeback_dtype: utypes.hpp:65: assertion "
         "'aten_t.dtype().toScalarType() == isa_to_torch_dtype(t_.dtype)' failed (result tensor is int32, the "
