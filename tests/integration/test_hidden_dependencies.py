@@ -177,11 +177,12 @@ def ninja(proj, check=None):
 
 @pytest.fixture(scope="module")
 def ninja_built(tmp_path_factory):
-    """The module's ninja build; each test changes a copy of it."""
-    proj = _project(tmp_path_factory.mktemp("deps-ninja"))
+    """The module's ninja build (its folder) and a copy of it as built."""
+    top = tmp_path_factory.mktemp("deps-ninja")
+    proj = _project(top / "p")
     proc = run_scons(proj, "-Q", "--experimental=ninja", MANIFEST)
     assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
-    return proj
+    return proj, copy_built(proj, top / "as-built")
 
 
 @pytest.fixture
@@ -191,9 +192,15 @@ def scons_project(scons_built, tmp_path):
 
 
 @pytest.fixture
-def ninja_project(ninja_built, tmp_path):
-    """This test's copy of the module's ninja build."""
-    return copy_built(ninja_built, tmp_path / "ninja")
+def ninja_project(ninja_built):
+    """The module's ninja build, this test's own: restored as built in the
+    folder it was built in (build.ninja holds absolute paths: a copy
+    elsewhere would regenerate, and import the build's code, there); the
+    module's tests run one after another."""
+    proj, as_built = ninja_built
+    shutil.rmtree(proj)
+    shutil.copytree(as_built, proj, symlinks=True)
+    return proj
 
 
 @pytest.mark.parametrize("case", list(EDITS))
