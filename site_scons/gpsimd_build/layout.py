@@ -25,7 +25,7 @@ import os
 from typing import List
 
 __all__ = ["PACKAGE_DIR", "SCHEMA_PATH", "toolpath", "python_roots", "runtime_dir",
-           "emulator_dir", "device_dir"]
+           "emulator_dir", "device_dir", "emulator_python_files", "step_python_files"]
 
 #: This package's folder.
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -79,14 +79,33 @@ def emulator_dir() -> str:
     return os.path.join(os.path.dirname(device_dir()), "gpsimd_emu")
 
 
+def _python_files(tops: List[str], skip: tuple = ()) -> List[str]:
+    """Every ``.py`` file below the folders ``tops`` but those below a
+    folder of ``skip`` (and ``__pycache__``). Absolute paths, sorted."""
+    out = []
+    for top in tops:
+        for folder, subfolders, names in os.walk(top):
+            subfolders[:] = [d for d in subfolders if d != "__pycache__"
+                             and os.path.join(folder, d) not in skip]
+            out += [os.path.join(folder, n) for n in names if n.endswith(".py")]
+    return sorted(out)
+
+
 def emulator_python_files() -> List[str]:
     """Every ``.py`` file of ``gpsimd_emu`` (its subpackages, the client,
     included) and of ``gpsimd_device``: the code a test's result depends
     on besides the emulator's program. Absolute paths, sorted."""
-    return sorted(os.path.join(folder, name) for top in (emulator_dir(), device_dir())
-                  for folder, _, names in os.walk(top)
-                  if os.path.basename(folder) != "__pycache__"
-                  for name in names if name.endswith(".py"))
+    return _python_files([emulator_dir(), device_dir()])
+
+
+def step_python_files() -> List[str]:
+    """Every ``.py`` file the build's own steps (``python -m
+    gpsimd_build.steps``: pack, stack report, registration check...) may
+    run: this package's (an installed copy's ``site_tools`` left out: the
+    SCons tool runs in SCons), ``gpsimd_device``'s and the emulator's
+    client's, which starts their child processes. Absolute paths, sorted."""
+    return _python_files([PACKAGE_DIR, device_dir(), os.path.join(emulator_dir(), "client")],
+                         skip=(os.path.join(PACKAGE_DIR, "site_tools"),))
 
 
 def python_roots() -> List[str]:

@@ -635,3 +635,20 @@ def test_an_edit_of_the_emulators_shape_code_shapes_the_plan_again(small_ninja):
     end = lines.index("all libraries: 0 passed, 26 failed")
     assert lines[end - 2:end] == ["relu: 0 passed, 10 failed", "spmd: 0 passed, 16 failed"], \
         proc.stdout
+
+
+def test_an_edit_of_the_build_steps_code_makes_their_outputs_again(small_ninja):
+    """As on the SCons path (test_scons_build.py): the build's own steps
+    depend on their code (one phony), so after an edit of the registration
+    check that a clean build fails on, ninja runs the check again and
+    fails."""
+    proj = small_ninja
+    path = proj / "site_scons/gpsimd_build/regcheck.py"
+    text = path.read_text()
+    line = "    out: List[str] = []\n"
+    assert text.count(line) == 1
+    path.write_text(text.replace(line, '    out: List[str] = ["the edited check"]\n'))
+    proc = ninja(proj, check=False)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the edited check" in proc.stdout.splitlines(), proc.stdout
+    assert "Building build/host/relu/shapes/registration-check.txt" in proc.stdout, proc.stdout

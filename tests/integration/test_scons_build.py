@@ -305,20 +305,29 @@ def test_an_edit_of_any_emulator_file_runs_the_tests_again(built_project, tmp_pa
     client's subpackage included, is a dependency of every test (through
     one alias), and of the steps that run that code before the test (a
     library's shape registration, its check and its shaped plan): an edit
-    of one runs them again, a second build none."""
+    of one runs them again, a second build none. The client and the device
+    facts are code the build's own steps run too (the pack, the stack
+    reports): an edit of one makes those again as well. The counter's
+    total is right from the first line: it sees the aliases' files."""
     proj = copy_built(built_project[0], tmp_path / "p")
-    for edited in ("runtime_model/gpsimd_emu/client/protocol.py",
-                   "runtime_model/gpsimd_device/plan.py"):
+    tests = ["SHAPES   build/host/relu/shapes/registration.json",
+             "CHECK    build/host/relu/shapes/registration-check.txt",
+             "SHAPES   build/host/relu/testplan.shaped.json",
+             "TEST     relu (10 vectors)"]
+    steps = ["PACK     build/host/relu/relu.packed.so",
+             "STACK    build/host/runtime/stack-graph.json",
+             "STACK    build/host/relu/stack-report.txt"]
+    for edited, actions in (("runtime_model/gpsimd_emu/judge.py", tests),
+                            ("runtime_model/gpsimd_emu/client/protocol.py", tests + steps),
+                            ("runtime_model/gpsimd_device/plan.py", tests + steps)):
         path = proj / edited
         path.write_text(path.read_text() + "\n# edited\n")
         proc = run_scons(proj, "relu")
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        assert [line.split("] ", 1)[1] for line in proc.stdout.splitlines()
-                if line.startswith("[")] == [
-            "SHAPES   build/host/relu/shapes/registration.json",
-            "CHECK    build/host/relu/shapes/registration-check.txt",
-            "SHAPES   build/host/relu/testplan.shaped.json",
-            "TEST     relu (10 vectors)"], edited
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("[")]
+        assert sorted(line.split("] ", 1)[1] for line in lines) == sorted(actions), edited
+        assert {line.split("/", 1)[1].split("]")[0] for line in lines} == {str(len(actions))}, \
+            proc.stdout
         again = run_scons(proj, "relu")
         assert "TEST relu" not in again.stdout and "relu: 10 passed, 0 failed (not run in " \
             "this build)" in again.stdout, again.stdout
@@ -341,3 +350,25 @@ def test_an_edit_of_the_emulators_shape_code_shapes_the_plan_again(built_project
     assert len(fails) == 10 and all(x.endswith(": the edited shape code") for x in fails), \
         proc.stdout
     assert "relu: 0 passed, 10 failed" in proc.stdout.splitlines()
+
+
+def test_an_edit_of_the_build_steps_code_makes_their_outputs_again(built_project, tmp_path):
+    """The build's own steps (``python -m gpsimd_build.steps``: the pack,
+    the stack reports, the registration check) depend on their code, as a
+    compile depends on its compiler: after an edit of the registration
+    check that a clean build fails on (an upgrade of the tool, say), the
+    next build runs the check again and fails; it never keeps the check
+    the old code passed."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    path = proj / "site_scons/gpsimd_build/regcheck.py"
+    text = path.read_text()
+    line = "    out: List[str] = []\n"
+    assert text.count(line) == 1
+    path.write_text(text.replace(line, '    out: List[str] = ["the edited check"]\n'))
+    proc = run_scons(proj, "relu")
+    assert proc.returncode != 0, proc.stdout
+    assert "the edited check" in proc.stderr.splitlines(), proc.stderr
+    assert "CHECK    build/host/relu/shapes/registration-check.txt" in proc.stdout, proc.stdout
+    path.write_text(text)
+    proc = run_scons(proj, "relu")
+    assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -36,8 +36,8 @@ def add_targets(top_env, libs: Libraries, collection, libraries: List[Any],
     top = env.Dir(build_dir)
     listing = graph.text(f"{profile_dir}/artifacts.txt", "".join(sorted(
         f"{n.get_path(top)}\n" for n in libs.artifacts)))
-    digests = graph.uses(env.GpsimdDigests(f"{profile_dir}/digests.txt",
-                                           [listing] + libs.artifacts), "$PYTHON")
+    digests = graph.step(env.GpsimdDigests(f"{profile_dir}/digests.txt",
+                                           [listing] + libs.artifacts))
     env.AlwaysBuild(digests)
     env.NoCache(digests)
     env.Alias("digests", digests)

@@ -123,9 +123,9 @@ class Libraries:
         ops = [a for op in lib.ops for a in ("--op", (
             op.name if op.function == op.name else f"{op.name}:{op.function}")
             + f"={op.stack_size}")]
-        self.stack += graph.uses(env.GpsimdStackReport(
+        self.stack += graph.step(env.GpsimdStackReport(
             f"{lib_dir}/stack-report.txt", objects + self.shared.stack_graph,
-            GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$PYTHON", "$GPSIMD_OBJDUMP")
+            GPSIMD_LIBRARY=lib.name, GPSIMD_STACK_OPS=ops), "$GPSIMD_OBJDUMP")
         plan = testplan.library_plan(lib, cores)
         plan_node = [graph.text(f"{lib_dir}/{testplan.PLAN_NAME}", plan.dumps())]
         # where each vector is written: read by the run, not part of its

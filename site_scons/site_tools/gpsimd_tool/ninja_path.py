@@ -275,7 +275,7 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
         args += ["--inputs", spec.path, "--ninja-dir", env["NINJA_DIR"]]
     args_file = graph.text(f"{profile_dir}/{SUMMARY_ARGS}",
                            "".join(f"{a}\n" for a in args + [str(r) for r in results]))
-    text = env.GpsimdSummary(outputs, results, GPSIMD_SUMMARY_ARGS=args_file)[:1]
+    text = graph.step(env.GpsimdSummary(outputs, results, GPSIMD_SUMMARY_ARGS=args_file)[:1])
     env.Depends(text, [args_file] + ([spec] if spec is not None else []))
     env.Requires(list(results) + text, begin)
     # (a summary older than this run's start is an earlier run's: its

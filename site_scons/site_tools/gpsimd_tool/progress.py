@@ -9,8 +9,8 @@ which of the actions this run's targets reach will run: an action runs when
 one of its targets is missing, has no record in SCons's ``.sconsign``, is
 always built, has another command line than the one recorded, or when a
 file it depended on last time (the dependencies the record lists, with
-their size and time) has another size or time or is rebuilt by an action
-predicted to run. That is ninja's view of a build: an
+their size and time; for an alias, the files it names) has another size
+or time or is rebuilt by an action predicted to run. That is ninja's view of a build: an
 edge is dirty when an input is newer, and the total shrinks when a rebuilt
 input turns out unchanged. Here too the total is then corrected as the
 walk goes: an action predicted that SCons finds up to date (a file touched
@@ -50,6 +50,7 @@ class Progress:
         self.predicted: Dict[int, Any] = {}
         self.looked_at: List[Any] = []
         self.lock = threading.Lock()
+        self._aliases: Dict[str, bool] = {}     # alias name -> a file it names changed
 
     # -- the graph code --------------------------------------------------------
     def add(self, nodes) -> None:
@@ -164,15 +165,40 @@ class Progress:
                 return True
             size = getattr(info, "size", None)
             stamp = getattr(info, "timestamp", None)
-            if size is None or stamp is None:
-                continue                    # an alias or value: no file facts
-            try:
-                st = os.stat(os.path.join(self.top, path))
-            except OSError:
-                return True
-            if st.st_size != size or int(st.st_mtime) != int(stamp):
+            if size is None or stamp is None:   # an alias or value: no file facts
+                if self._alias_changed(path):
+                    return True
+                continue
+            if self._changed(os.path.join(self.top, path), size, stamp):
                 return True
         return False
+
+    @staticmethod
+    def _changed(path: str, size, stamp) -> bool:
+        try:
+            st = os.stat(path)
+        except OSError:
+            return True
+        return st.st_size != size or int(st.st_mtime) != int(stamp)
+
+    def _alias_changed(self, name: str) -> bool:
+        """Has a file the alias ``name`` names (the emulator's code, the
+        steps') another size or time than its record? (Once per alias; not
+        an alias: False.)"""
+        if name not in self._aliases:
+            import SCons.Node.Alias
+            alias = SCons.Node.Alias.default_ans.lookup(name)
+            changed = False
+            for child in (alias.children() if alias is not None else ()):
+                ninfo = getattr(child.get_stored_info(), "ninfo", None)
+                size = getattr(ninfo, "size", None)
+                stamp = getattr(ninfo, "timestamp", None)
+                if size is None or stamp is None or \
+                        self._changed(child.get_abspath(), size, stamp):
+                    changed = True
+                    break
+            self._aliases[name] = changed
+        return self._aliases[name]
 
 
 class Timer:

@@ -6,12 +6,18 @@ recording the programs its command runs as explicit dependencies."""
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from gpsimd_build import layout
 from gpsimd_build.cflags import named_inputs
 from gpsimd_device.atomic import write_if_changed
 
 from .progress import Progress
 
-__all__ = ["SConsGraph"]
+__all__ = ["SConsGraph", "STEP_SOURCES_ALIAS"]
+
+#: The alias of the code the build's own steps run
+#: (``layout.step_python_files``): every step node depends on it (see
+#: :meth:`SConsGraph.step`), as a test node depends on the emulator's.
+STEP_SOURCES_ALIAS = "gpsimd-step-sources"
 
 
 class SConsGraph:
@@ -31,6 +37,7 @@ class SConsGraph:
         self.progress = progress
         self._programs: Dict[str, List[Any]] = {}
         self._inputs: Dict[Any, Tuple[List[Any], List[Any]]] = {}
+        self._step_sources: Optional[List[Any]] = None
 
     def uses(self, nodes, *programs: str) -> Any:
         """Make ``nodes`` depend on the programs their command runs (e.g.
@@ -53,6 +60,19 @@ class SConsGraph:
             for node in [nodes] if hasattr(nodes, "add_dependency") else nodes:
                 node.add_dependency(deps)
         return nodes
+
+    def step(self, nodes, *programs: str) -> Any:
+        """:meth:`uses` for a node whose command is one of the build's own
+        steps (``$GPSIMD_STEP``, Python, and ``programs``): it depends on
+        the steps' code too (one alias, ``STEP_SOURCES_ALIAS``, a phony on
+        the ninja path), so that a new version of that code (an upgrade of
+        the tool) makes its output again, as a new compiler recompiles.
+        Returns ``nodes``."""
+        if self._step_sources is None:
+            self._step_sources = self.env.Alias(
+                STEP_SOURCES_ALIAS, [self.env.File(f) for f in layout.step_python_files()])
+        self.env.Depends(nodes, self._step_sources)
+        return self.uses(nodes, "$PYTHON", *programs)
 
     def programs(self) -> List[Any]:
         """The nodes of the programs the commands run (see :meth:`uses`)."""
@@ -103,8 +123,7 @@ class SConsGraph:
         self.env.Depends(node, on)
 
     def stack_graph(self, target: str, objects) -> Any:
-        return self.uses(self.env.GpsimdStackGraph(target, list(objects))[0], "$PYTHON",
-                         "$GPSIMD_OBJDUMP")
+        return self.step(self.env.GpsimdStackGraph(target, list(objects))[0], "$GPSIMD_OBJDUMP")
 
     def archive(self, target: str, objects) -> Any:
         return self.uses(self.env.GpsimdArchive(target, list(objects))[0], "$AR")
@@ -130,11 +149,11 @@ class SConsGraph:
         if len(members) > 1 and first.endswith("_cpu0"):
             first = first[:-1] + f"[0-{len(members) - 1}]"
         label = first + ".packed.so"
-        nodes = self.uses(self.env.GpsimdPack(targets, sources,
+        nodes = self.step(self.env.GpsimdPack(targets, sources,
                                               GPSIMD_LIBRARY=members[0][2]["library"],
                                               GPSIMD_PACK_MEMBERS=" ".join(args),
                                               GPSIMD_PACK_LABEL=label),
-                          "$GPSIMD_STRIP", "$PYTHON")
+                          "$GPSIMD_STRIP")
         return nodes[0::2]
 
     def vendor_pack(self, base: str, linked: Any) -> Any:

@@ -114,8 +114,8 @@ def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
     registration = graph.uses(env.GpsimdRegistration(f"{lib_dir}/shapes/registration.json", so),
                               "$PYTHON")
     facts = graph.text(f"{lib_dir}/shapes/manifest-ops.json", manifest_facts(lib))
-    check = graph.uses(env.GpsimdRegistrationCheck(f"{lib_dir}/shapes/registration-check.txt",
-                                                   [facts] + registration), "$PYTHON")
+    check = graph.step(env.GpsimdRegistrationCheck(f"{lib_dir}/shapes/registration-check.txt",
+                                                   [facts] + registration))
     plan = graph.uses(env.GpsimdShapedPlan(f"{lib_dir}/{testplan.SHAPED_PLAN_NAME}",
                                            [so] + plan_node), "$PYTHON")
     env.Depends(plan, check)
