@@ -214,9 +214,16 @@ class DeviceImage:
             for hbm, sbuf in self.arenas[1:]:
                 hbm.u8[:self.hbm.used] = self.input_snapshot
                 sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
+            #: per arena, the bytes after its last allocation to the end of
+            #: its pages: ``(sbuf, offset, nbytes)``. A read further past an
+            #: input than its guard lands there (or in the next input), never
+            #: on zeros that the reference's padding may expect
+            self._tails: List[Tuple[bool, int, int]] = [
+                (sbuf, a.used, len(a.u8) - a.used) for sbuf, a in ((False, self.hbm),
+                                                                    (True, self.sbuf))]
             if checks:
                 for r in self.runs:
-                    for sbuf, off, n in self._input_guards:
+                    for sbuf, off, n in self._input_guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
             self.write_args()
         except BaseException:
@@ -365,7 +372,8 @@ class DeviceImage:
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
         return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used)
+                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used
+                                               + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
 
     # ---- after the run --------------------------------------------------
@@ -404,18 +412,21 @@ class DeviceImage:
         next allocation, at least ``INPUT_GUARD``) changed from the run's
         poison, in any of ``runs`` (each run has its own copy of the
         inputs): ``(name, bytes changed, bytes written past its end)``,
-        the most of any run."""
+        the most of any run (an arena's tail counts for its last input)."""
         out = []
-        for (name, arena, off, n), (sbuf, g_at, g_n) in zip(self.input_spans,
-                                                            self._input_guards):
+        last = {g[0]: i for i, g in enumerate(self._input_guards)}
+        tails = {sbuf: (at, n) for sbuf, at, n in self._tails}
+        for i, ((name, arena, off, n), (sbuf, g_at, g_n)) in enumerate(zip(self.input_spans,
+                                                                          self._input_guards)):
             snap = self.sbuf_snapshot if sbuf else self.input_snapshot
+            guards = [(g_at, g_n)] + ([tails[sbuf]] if last[sbuf] == i else [])
             changed = past = 0
             for p in runs:
                 u8 = self.arenas[p][sbuf].u8
                 changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap[off:off + n])))
                 if self.checks:
-                    past = max(past, int(np.count_nonzero(u8[g_at:g_at + g_n]
-                                                          != self.runs[p].tcm_poison)))
+                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != self.runs[p].tcm_poison))
+                                         for a, m in guards))
             if changed or past:
                 out.append((name, changed, past))
         return out
