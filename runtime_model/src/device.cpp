@@ -172,6 +172,7 @@ void setup_read_tracking() {
     c.out_size = 0;
     c.out_itemsize = 0;
     c.read_map = nullptr;
+    c.writing_back = false;
     if (!check_enabled(GPSIMD_CHECK_READS) || !c.binding.read_map_host || !c.binding.out_itemsize) return;
     for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
         const gpsimd_region& r = c.binding.regions[i];
@@ -204,6 +205,32 @@ void note_output_read(const void* host, uint64_t nbytes) {
         for (uint64_t j = 0; j < es; ++j)
             if (q[j] != poison) { unwritten = false; break; }
         if (unwritten) {
+            c.read_map[e >> 3] = uint8_t(c.read_map[e >> 3] | (1u << (e & 7)));
+            any = true;
+        }
+    }
+    if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
+}
+
+void note_output_write(const void* host, const void* src, uint64_t nbytes) {
+    CoreState& c = core();
+    if (!c.read_map || !nbytes || c.writing_back) return;
+    const unsigned char* p = static_cast<const unsigned char*>(host);
+    const unsigned char* lo = c.out_host;
+    const unsigned char* hi = c.out_host + c.out_size;
+    const uint64_t es = c.out_itemsize;
+    if (p < lo || p + nbytes > hi || uint64_t(p - lo) % es || nbytes % es) return;
+    const unsigned char* s = static_cast<const unsigned char*>(src);
+    const unsigned char poison = c.binding.poison;
+    const uint64_t first = uint64_t(p - lo) / es;
+    bool any = false;
+    for (uint64_t i = 0; i < nbytes / es; ++i) {
+        if (s[i * es] != poison) continue;           /* (the usual case: one compare) */
+        bool both = true;
+        for (uint64_t j = 0; j < es && both; ++j)
+            both = s[i * es + j] == poison && p[i * es + j] == poison;
+        if (both) {
+            const uint64_t e = first + i;
             c.read_map[e >> 3] = uint8_t(c.read_map[e >> 3] | (1u << (e & 7)));
             any = true;
         }
@@ -347,6 +374,7 @@ int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
 /* the device ABI (gpsimd_host/abi.h): dataram -> HBM. */
 int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
     void* dst = translate_range(hbm_dst, nbytes, "neuron_memcpy (HBM destination)");
+    note_output_write(dst, dataram_src, nbytes);
     if (nbytes) memmove(dst, dataram_src, nbytes);
     return 0;
 }

@@ -20,8 +20,10 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   memory_hog; every library's test node fails in SCons
 8 cross-core races (issue "Eight cores as the device runs them"):
   reduce_partials (a read of other cores' output, and order dependence),
-  last_writer and neighbour_carry (order dependence), own_readback (the
-  control: reading back what a core wrote itself is no race)
+  last_writer and neighbour_carry (order dependence), block_writeback (a
+  lost update: another core's element read through a raw pointer and stored
+  back unwritten through the TCM accessor), own_readback (the control:
+  reading back what a core wrote itself is no race)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
@@ -171,6 +173,12 @@ EXPECTED = {
     ("broken_race", "neighbour_carry"): (
         "fail", ORDER.format(ranges="[125, 126), [250, 251), [375, 376), [500, 501), [625, 626), "
                                     "[750, 751), [875, 876)", who="cores 1-7"), []),
+    # a block read through a raw pointer and stored back whole: each core
+    # stores back the next core's first element as it read it, unwritten
+    ("broken_race", "block_writeback"): (
+        "fail", "; ".join(f"core {k} read output elements [{125 * (k + 1)}, {125 * (k + 1) + 1}) "
+                          f"before writing them; core {k + 1} writes them ({RACE})"
+                          for k in range(7)), []),
     ("broken_race", "own_readback"): ("pass", "", []),
     # 7. containment of a hostile kernel; 9. uninitialised TCM
     ("broken_hostile", "fork_sleeper"): ("fail", "timed out after 2 s (core 0 was running)", []),
