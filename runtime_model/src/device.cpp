@@ -212,6 +212,32 @@ void note_output_read(const void* host, uint64_t nbytes) {
     if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
 }
 
+/* Does some element of [s, s + nbytes) hold the poison in every byte?
+ * (a loop the compiler vectorises for the usual element sizes) */
+template <typename W>
+static bool holds_poison_word(const unsigned char* s, uint64_t n, unsigned char poison) {
+    W pw;
+    memset(&pw, poison, sizeof pw);
+    unsigned hits = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        W w;
+        memcpy(&w, s + i * sizeof(W), sizeof(W));
+        hits |= unsigned(w == pw);
+    }
+    return hits != 0;
+}
+
+static bool holds_poison_element(const unsigned char* s, uint64_t nbytes, uint64_t es,
+                                 unsigned char poison) {
+    switch (es) {
+    case 1: return memchr(s, poison, nbytes) != nullptr;
+    case 2: return holds_poison_word<uint16_t>(s, nbytes / 2, poison);
+    case 4: return holds_poison_word<uint32_t>(s, nbytes / 4, poison);
+    case 8: return holds_poison_word<uint64_t>(s, nbytes / 8, poison);
+    default: return true;
+    }
+}
+
 void note_output_write(const void* host, const void* src, uint64_t nbytes) {
     CoreState& c = core();
     if (!c.read_map || !nbytes || c.writing_back) return;
@@ -222,6 +248,7 @@ void note_output_write(const void* host, const void* src, uint64_t nbytes) {
     if (p < lo || p + nbytes > hi || uint64_t(p - lo) % es || nbytes % es) return;
     const unsigned char* s = static_cast<const unsigned char*>(src);
     const unsigned char poison = c.binding.poison;
+    if (!holds_poison_element(s, nbytes, es, poison)) return;   /* (the usual case) */
     const uint64_t first = uint64_t(p - lo) / es;
     bool any = false;
     for (uint64_t i = 0; i < nbytes / es; ++i) {
