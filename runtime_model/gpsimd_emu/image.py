@@ -118,9 +118,10 @@ class DeviceImage:
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
-        inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
+        own = sum(r.after < 0 for r in runs)       # (a second call reads its first's inputs)
+        inputs = own * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
-                 + len(runs) * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
+                 + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
         return ImageSize(inputs, copies * out_each, copies, core_memory, other)
 
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
@@ -160,8 +161,11 @@ class DeviceImage:
         self._mem_at: List[List[int]] = []
         self._read_map_at: List[List[Optional[int]]] = []
         for r in self.runs:
-            in_at.append((at, at + align_up(capacity, PAGE)))
-            at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
+            if r.after >= 0:                       # the inputs of the run it follows
+                in_at.append(in_at[r.after])
+            else:
+                in_at.append((at, at + align_up(capacity, PAGE)))
+                at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
             out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
             self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
@@ -184,9 +188,11 @@ class DeviceImage:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
-            self.arenas = [(Arena(HBM_BASE, capacity, self.file, h),
-                            Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb))
-                           for h, sb in in_at]
+            self.arenas = []
+            for r, (h, sb) in zip(self.runs, in_at):
+                self.arenas.append(self.arenas[r.after] if r.after >= 0 else
+                                   (Arena(HBM_BASE, capacity, self.file, h),
+                                    Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb)))
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, Arena, int, int]] = []
             #: per input, the bytes after it up to the next allocation (at
@@ -211,9 +217,11 @@ class DeviceImage:
                                              out_location == "sbuf")
             self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
             self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
-            for hbm, sbuf in self.arenas[1:]:
-                hbm.u8[:self.hbm.used] = self.input_snapshot
-                sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
+            for r in self.runs[1:]:
+                if r.after < 0:
+                    hbm, sbuf = self.arenas[r.index]
+                    hbm.u8[:self.hbm.used] = self.input_snapshot
+                    sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
             #: per arena, the bytes after its last allocation to the end of
             #: its pages: ``(sbuf, offset, nbytes)``. A read further past an
             #: input than its guard lands there (or in the next input), never
@@ -222,7 +230,7 @@ class DeviceImage:
                 (sbuf, a.used, len(a.u8) - a.used) for sbuf, a in ((False, self.hbm),
                                                                     (True, self.sbuf))]
             if checks:
-                for r in self.runs:
+                for r in (r for r in self.runs if r.after < 0):
                     for sbuf, off, n in self._input_guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
             self.write_args()
@@ -372,8 +380,9 @@ class DeviceImage:
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
         return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used
-                                               + sum(n for _, _, n in self._tails if self.checks))
+                + 2 * PAGE + sum(r.after < 0 for r in self.runs) * (
+                    self.hbm.used + self.sbuf.used
+                    + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
 
     # ---- after the run --------------------------------------------------

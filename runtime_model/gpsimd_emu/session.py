@@ -100,12 +100,12 @@ class LibrarySession:
         a zygote holds: no zygote, the plan's error says why)."""
         if not 0 < ncores <= control.ZY["MAX_CORES"]:
             return
-        from .runs import runs_for     # stdlib only: numpy loads meanwhile
+        from .runs import copies_for   # stdlib only: numpy loads meanwhile
         problem = program_problem(self.options.zygote)
         try:
             if problem:
                 raise OSError(problem)
-            copies = len(runs_for(ncores, self.options.checks))
+            copies = copies_for(ncores, self.options.checks)
             self.zygote = ZygoteClient(self.options.zygote, ncores, copies)
         except OSError as e:
             self._zygote_error = f"cannot start the device model process: {e}"

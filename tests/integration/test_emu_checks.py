@@ -27,6 +27,9 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
+10 state kept between calls (the second call of the same loaded objects):
+  call_counter, first_call_only, and the control that fills a table on its
+  first call only, lazy_table
 """
 import json
 import os
@@ -47,6 +50,9 @@ LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_
 #: What the broken kernels are built and run with (the manifest's header).
 BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
+SECOND_CALL = ("differ on a second call of the op (state the kernel keeps between calls in "
+               "static or global variables: on the device the library stays loaded, and each "
+               "call starts from what the calls before it left)")
 ORDER = ("the result depends on the order the cores run in: output elements {ranges} differ "
          "between running them in the orders 0..7 and 7..0 against one shared output ({who} "
          "involved; on the device they run at the same time)")
@@ -198,6 +204,12 @@ EXPECTED = {
     ("broken_uninit", "new_uninit"): ("fail", STACK_OR_HEAP, []),
     ("broken_uninit", "stack_uninit"): ("fail", STACK_OR_HEAP, []),
     ("broken_uninit", "zeroed_partials"): ("pass", "", []),
+    # 10. state kept between calls: a counter, a flag that skips every call
+    # but the first; a table filled once is right on every call
+    ("broken_memory", "call_counter"): ("fail", f"core 0: output elements [0, 10) {SECOND_CALL}", []),
+    ("broken_memory", "lazy_table"): ("pass", "", []),
+    ("broken_uninit", "first_call_only"): (
+        "fail", f"cores 0-7: output elements [0, 32) {SECOND_CALL}", []),
     # the results keep what the kernel wrote as it wrote it (the printed line shows it
     # visible: test_emu_containment.py)
     ("broken_hostile", "terminal_forger"): (
