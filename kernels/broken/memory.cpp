@@ -47,3 +47,32 @@ torch::Tensor printf_flood(const torch::Tensor& x) {
     for (int i = 0; i < 2000; i++) printf("line %04d %s\n", i, "................................................................................._");
     return torch::mul(x, 2.0f);
 }
+
+// State kept between calls: a call counter in a static variable. The first
+// call is right (2x); on the device the library stays loaded, and every
+// later call scales by the number of calls so far.
+torch::Tensor call_counter(const torch::Tensor& x) {
+    static int calls = 0;
+    calls++;
+    return torch::mul(x, 2.0f * float(calls));
+}
+
+// State kept between calls: a scale computed from the first call's scalar
+// (right on that call, and on a second call with the same scalar).
+torch::Tensor cached_scale(const torch::Tensor& x, const torch::Scalar& s) {
+    static float k = -1.0f;
+    if (k < 0.0f) k = 2.0f + s.to<float>();
+    return torch::mul(x, k);
+}
+
+// The control: a table filled on the first call and only read afterwards
+// (kept between calls, and right on every call).
+torch::Tensor lazy_table(const torch::Tensor& x) {
+    static float table[4];
+    static bool filled = false;
+    if (!filled) {
+        for (int i = 0; i < 4; i++) table[i] = 2.0f;
+        filled = true;
+    }
+    return torch::mul(x, table[3]);
+}

@@ -109,6 +109,30 @@ torch::Tensor neighbour_carry(const torch::Tensor& x) {
     return out;
 }
 
+// A lost update: each core computes 2x of its slice in TCM, appends the
+// next core's first output element, read through a raw pointer, and stores
+// the block back whole with one tcm_to_tensor. On the device it may store
+// back that element before the next core has written it, or after, undoing
+// its write; run one after another, the cores in either order end right.
+torch::Tensor block_writeback(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    const float* raw = static_cast<const float*>(
+        neuron_translate(neuron_translate_ctx(), out.unsafeGetTensorImpl()->device_addr));
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * (s.count + 1));
+    if (buf == nullptr) return out;
+    x.tcm_accessor().tensor_to_tcm<float>(buf, s.begin, s.count);
+    for (size_t i = 0; i < s.count; i++) buf[i] *= 2.0f;
+    size_t n = s.count;
+    if (s.begin + n < size_t(x.numel())) {
+        buf[n] = raw[s.begin + n];
+        n++;
+    }
+    out.tcm_accessor().tcm_to_tensor<float>(buf, s.begin, n);
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
 // The control: each core writes 2x into its slice, then reads back what it
 // wrote itself and adds x: 3x, no race.
 torch::Tensor own_readback(const torch::Tensor& x) {

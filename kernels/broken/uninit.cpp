@@ -88,3 +88,17 @@ torch::Tensor zeroed_partials(const torch::Tensor& x) {
     free(c);
     return out;
 }
+
+// State kept between calls: each core writes its partial sums on its first
+// call only (a static flag), as if the output kept them; on the device the
+// next call leaves the output unwritten.
+torch::Tensor first_call_only(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    static bool done = false;
+    if (done) return out;
+    done = true;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    add_slice(x, acc);
+    write_partials(out, acc);
+    return out;
+}

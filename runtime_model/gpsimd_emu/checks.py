@@ -16,6 +16,8 @@
   depend on memory never written;
 * elements that differ between the two fixed-order runs (one shared
   output, cores 0..7 and 7..0): the result depends on the order of cores;
+* elements that differ between run 0 and the second call (the same
+  loaded objects launched again): state kept between calls;
 
 then the comparison of the merged output with the expected one (none when
 one of the above makes the values meaningless). With checks on, the
@@ -178,7 +180,9 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     race = _order_problem(image, outcome, merged.writers, readers, layout)
     if race:
         problems.append(race)
-    if holes or reads or uninit or race or expected is None:
+    later = _second_call_problems(image, cores, outcome, masks) if not (holes or uninit) else []
+    problems += later
+    if holes or reads or uninit or race or later or expected is None:
         return problems, None, layout.doc, warnings
     actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
     return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc, warnings
@@ -269,6 +273,47 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
             add(k, _memory_source(image, k, exact), differ)
     return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} depend on "
             f"{source}" for source, (nums, acc) in grouped.items()]
+
+
+def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
+                          outcome: RunOutcome, masks: Sequence[np.ndarray]) -> List[str]:
+    """The second call (``runs.SECOND_CALL``: the same objects again, from
+    the state run 0 left): made with another vector's arguments
+    (``image.second``), its output (each element from the core that wrote
+    it in the first runs, ``masks``) against that vector's expected one;
+    else elements whose value, or whether they were written at all, differs
+    from run 0's. On the device the library stays loaded, so such an op is
+    wrong on every call but its first."""
+    later = [r.index for r in image.runs if r.after == 0]
+    if not later or not outcome.ran(later[0]):
+        return []
+    s, n, size = later[0], image.num_elem, image.itemsize
+    if image.second is not None:
+        name, expected, rtol, atol = image.second
+        outputs = [image.output_bytes(s, k) for k in range(image.num_cores)]
+        merged = merge_core_outputs(outputs, size, n, masks=masks)
+        actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
+        result = compare(actual, expected, image.out_dtype, rtol, atol)
+        if result.ok:
+            return []
+        return [f"a second call of the op, with the arguments of vector {name!r} after a call "
+                f"with this vector's, is wrong ({STATE}): {result.message}"]
+    nums: List[int] = []
+    acc = np.zeros(n, dtype=bool)
+    for k in range(image.num_cores):
+        differ = _elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
+        if differ.any():
+            nums.append(0 if cores[k].core is None else cores[k].core)
+            acc |= differ
+    if not nums:
+        return []
+    return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} differ on a "
+            f"second call of the op ({STATE})"]
+
+
+#: Why a second call goes wrong.
+STATE = ("state the kernel keeps between calls in static or global variables: on the device "
+         "the library stays loaded, and each call starts from what the calls before it left")
 
 
 def _order_problem(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,

@@ -107,7 +107,7 @@ class DeviceImage:
 
     @staticmethod
     def plan(input_nbytes: Sequence[int], out_nbytes: int, num_cores: int,
-             scratch_size: int, checks: bool) -> ImageSize:
+             scratch_size: int, checks: bool, second_inputs: bool = False) -> ImageSize:
         """The bytes an image of these sizes takes, before any is made. The
         scratch windows are not counted: they are the device's, sparse in
         the file, and count (in the vector's cgroup) as the cores touch
@@ -118,15 +118,17 @@ class DeviceImage:
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
-        inputs = len(runs) * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
+        # (a second call reads its first run's inputs, or its own: another vector's)
+        own = sum(r.after < 0 or second_inputs for r in runs)
+        inputs = own * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
-                 + len(runs) * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
+                 + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
         return ImageSize(inputs, copies * out_each, copies, core_memory, other)
 
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
                  out_location: str = "hbm", checks: bool = True,
-                 stack_scale: int = 16):
+                 stack_scale: int = 16, second_inputs: Optional[Sequence[Input]] = None):
         self.checks = checks
         self.runs = runs_for(num_cores, checks)
         self.num_cores = num_cores
@@ -159,9 +161,20 @@ class DeviceImage:
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
         self._mem_at: List[List[int]] = []
         self._read_map_at: List[List[Optional[int]]] = []
+        #: the run whose arenas hold ``second_inputs`` (the second call's: the
+        #: same sizes as ``inputs``), or None; ``second``: what the session
+        #: says of them (``checks._second_call_problems``)
+        self.other_run: Optional[int] = None
+        self.second: Optional[tuple] = None
         for r in self.runs:
-            in_at.append((at, at + align_up(capacity, PAGE)))
-            at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
+            if r.after >= 0 and second_inputs is not None:
+                self.other_run = r.index
+        for r in self.runs:
+            if r.after >= 0 and r.index != self.other_run:   # the inputs of the run it follows
+                in_at.append(in_at[r.after])
+            else:
+                in_at.append((at, at + align_up(capacity, PAGE)))
+                at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
             out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
             self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
@@ -184,9 +197,11 @@ class DeviceImage:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
-            self.arenas = [(Arena(HBM_BASE, capacity, self.file, h),
-                            Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb))
-                           for h, sb in in_at]
+            self.arenas = []
+            for r, (h, sb) in zip(self.runs, in_at):
+                self.arenas.append(self.arenas[r.after] if r.after >= 0 and r.index != self.other_run else
+                                   (Arena(HBM_BASE, capacity, self.file, h),
+                                    Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb)))
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, Arena, int, int]] = []
             #: per input, the bytes after it up to the next allocation (at
@@ -211,12 +226,27 @@ class DeviceImage:
                                              out_location == "sbuf")
             self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
             self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
-            for hbm, sbuf in self.arenas[1:]:
+            own = [r for r in self.runs if r.after < 0 or r.index == self.other_run]
+            for r in own[1:]:
+                hbm, sbuf = self.arenas[r.index]
                 hbm.u8[:self.hbm.used] = self.input_snapshot
                 sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
+            if self.other_run is not None:
+                for (_, arena, off, n), inp in zip(self.input_spans, second_inputs):
+                    if inp.array.nbytes != n:
+                        raise ValueError("the second call's inputs differ in size")
+                    a = self.arenas[self.other_run][arena is self.sbuf]
+                    a.u8[off:off + n] = np.ascontiguousarray(inp.array).reshape(-1).view(np.uint8)
+            #: per arena, the bytes after its last allocation to the end of
+            #: its pages: ``(sbuf, offset, nbytes)``. A read further past an
+            #: input than its guard lands there (or in the next input), never
+            #: on zeros that the reference's padding may expect
+            self._tails: List[Tuple[bool, int, int]] = [
+                (sbuf, a.used, len(a.u8) - a.used) for sbuf, a in ((False, self.hbm),
+                                                                    (True, self.sbuf))]
             if checks:
-                for r in self.runs:
-                    for sbuf, off, n in self._input_guards:
+                for r in own:
+                    for sbuf, off, n in self._input_guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
             self.write_args()
         except BaseException:
@@ -365,7 +395,9 @@ class DeviceImage:
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
         return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + len(self.runs) * (self.hbm.used + self.sbuf.used)
+                + 2 * PAGE + sum(r.after < 0 or r.index == self.other_run for r in self.runs) * (
+                    self.hbm.used + self.sbuf.used
+                    + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
 
     # ---- after the run --------------------------------------------------
@@ -404,18 +436,21 @@ class DeviceImage:
         next allocation, at least ``INPUT_GUARD``) changed from the run's
         poison, in any of ``runs`` (each run has its own copy of the
         inputs): ``(name, bytes changed, bytes written past its end)``,
-        the most of any run."""
+        the most of any run (an arena's tail counts for its last input)."""
         out = []
-        for (name, arena, off, n), (sbuf, g_at, g_n) in zip(self.input_spans,
-                                                            self._input_guards):
+        last = {g[0]: i for i, g in enumerate(self._input_guards)}
+        tails = {sbuf: (at, n) for sbuf, at, n in self._tails}
+        for i, ((name, arena, off, n), (sbuf, g_at, g_n)) in enumerate(zip(self.input_spans,
+                                                                          self._input_guards)):
             snap = self.sbuf_snapshot if sbuf else self.input_snapshot
+            guards = [(g_at, g_n)] + ([tails[sbuf]] if last[sbuf] == i else [])
             changed = past = 0
-            for p in runs:
+            for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
                 u8 = self.arenas[p][sbuf].u8
                 changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap[off:off + n])))
                 if self.checks:
-                    past = max(past, int(np.count_nonzero(u8[g_at:g_at + g_n]
-                                                          != self.runs[p].tcm_poison)))
+                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != self.runs[p].tcm_poison))
+                                         for a, m in guards))
             if changed or past:
                 out.append((name, changed, past))
         return out

@@ -82,6 +82,8 @@ static struct job whole[GL_MAX_RUNS];
 static int has_whole[GL_MAX_RUNS], whole_done[GL_MAX_RUNS], whole_status[GL_MAX_RUNS];
 static int is_helper;
 static int stop_after = -1;
+static int follower[GL_MAX_RUNS];         /* the run that follows run p's launches, or -1 */
+static int is_follower[GL_MAX_RUNS];
 static int cur_run = -1, cur_core = -1;  /* where a model error happened */
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -348,7 +350,8 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
             break;
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
-        if (q > r->index && V->ncores > 1 && !has_whole[q] && pass_state(q) == 0) {
+        if (q > r->index && V->ncores > 1 && !has_whole[q] && !is_follower[q]
+                && pass_state(q) == 0) {
             fork_helper(later, 1, 0.0);
             free_--;
         }
@@ -420,6 +423,48 @@ static void to_core_output(int k, int p)
     current = fd;
 }
 
+/* Launch core k in run p (its slot recorded as started, then as done), in
+ * the run's own working folder. */
+static void launch(int p, int k, int index, unsigned char *arg_buf, unsigned char *ret_buf)
+{
+    static int in_dir = -1;
+    if (p != in_dir) {
+        sb_run_dir(p);
+        in_dir = p;
+    }
+    cur_run = p;
+    cur_core = k;
+    int64_t t0 = gl_now_ns();
+    protect(1);
+    set_slot(p, k, SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
+    protect(0);
+    gpsimd_core_binding *b = &bindings[p][k];
+    /* fresh argument bytes for each launch (an earlier kernel may have
+       written over them) */
+    memcpy(arg_buf, arg_stream, (size_t)V->arg_len);
+    memcpy(ret_buf, out_desc, (size_t)V->desc_len);
+    b->arg_stream_host = (uint64_t)(uintptr_t)arg_buf;
+    b->retval_host = (uint64_t)(uintptr_t)ret_buf;
+    int rc = ((binder_fn)R->binders[p][k])(b);
+    if (rc != 0) {
+        protect(1);
+        set_slot(p, k, SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, gl_now_ns());
+        mark_faulted(p);
+        return;
+    }
+    to_core_output(k, p);
+    int64_t t1 = gl_now_ns();
+    int status = ((launcher_fn)R->launchers[p][k])();
+    int64_t t2 = gl_now_ns();
+    fflush(NULL);                          /* what the core's stdio holds is the core's */
+    gpsimd_core_report *report = report_of(p, k);
+    protect(1);
+    int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
+    set_slot(p, k, SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
+    if (!ok)
+        mark_faulted(p);
+}
+
 static void run_cores(const struct gz_run *r, int index, double deadline)
 {
     int p = (int)r->index;
@@ -436,40 +481,20 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
         maybe_help(r, started, deadline);  /* cores known to take long */
     unsigned char *arg_buf = alloc((size_t)V->arg_len);
     unsigned char *ret_buf = alloc((size_t)V->desc_len);
+    int q = follower[p];
     for (;;) {
         protect(1);
         int k = claim(p, shared);
         if (k < 0)
             break;
-        cur_core = k;
-        int64_t t0 = gl_now_ns();
-        set_slot(p, k, SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
-        protect(0);
-        gpsimd_core_binding *b = &bindings[p][k];
-        /* fresh argument bytes for each launch (an earlier kernel may have
-           written over them) */
-        memcpy(arg_buf, arg_stream, (size_t)V->arg_len);
-        memcpy(ret_buf, out_desc, (size_t)V->desc_len);
-        b->arg_stream_host = (uint64_t)(uintptr_t)arg_buf;
-        b->retval_host = (uint64_t)(uintptr_t)ret_buf;
-        int rc = ((binder_fn)R->binders[p][k])(b);
-        if (rc != 0) {
-            protect(1);
-            set_slot(p, k, SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, gl_now_ns());
-            mark_faulted(p);
-            continue;
-        }
-        to_core_output(k, p);
-        int64_t t1 = gl_now_ns();
-        int status = ((launcher_fn)R->launchers[p][k])();
-        int64_t t2 = gl_now_ns();
-        fflush(NULL);                      /* what the core's stdio holds is the core's */
-        gpsimd_core_report *report = report_of(p, k);
+        launch(p, k, index, arg_buf, ret_buf);
+        /* the second call: the same loaded object again, in this process,
+           from the state the first call left (unless that call faulted) */
         protect(1);
-        int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
-        set_slot(p, k, SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
-        if (!ok)
-            mark_faulted(p);
+        if (q >= 0 && !pass_faulted(p))
+            launch(q, k, index, arg_buf, ret_buf);
+        cur_run = p;
+        protect(1);
         if (may_help)
             maybe_help(r, started, deadline);
     }
@@ -480,21 +505,25 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
  * launch that ended the process). */
 static int make_run(const struct gz_run *r, int index)
 {
-    int p = (int)r->index;
+    int p = (int)r->index, q = follower[p];
     double start = mono();
-    sb_run_dir(p);
     protect(1);
     set_pass(p, PASS_RUNNING, gl_now_ns());
+    if (q >= 0)
+        set_pass(q, PASS_RUNNING, gl_now_ns());
     set_job(index, getpid(), p, 0, JOB_RUNNING);
-    run_cores(r, index, start + (double)V->timeout_ns * 1e-9);
+    /* (a run with a follower makes two launches of each core: twice the time) */
+    run_cores(r, index, start + (double)V->timeout_ns * 1e-9 * (q >= 0 ? 2 : 1));
     int bad = wait_helpers();
     set_alarm(0);
     protect(1);
     set_job(index, getpid(), p, 0, JOB_EXITED);
-    if (bad || left_running(index, p))
+    if (bad || left_running(index, p) || (q >= 0 && left_running(index, q)))
         return 1;
     set_pass(p, PASS_DONE, gl_now_ns());
-    return pass_faulted(p);
+    if (q >= 0)
+        set_pass(q, pass_faulted(p) ? PASS_SKIPPED : PASS_DONE, gl_now_ns());
+    return pass_faulted(p) || (q >= 0 && pass_faulted(q));
 }
 
 static void leader_run(void)
@@ -504,6 +533,12 @@ static void leader_run(void)
         int p = (int)r->index;
         if (has_whole[p])
             continue;                      /* a helper makes it */
+        if (is_follower[p]) {              /* made with the run it follows */
+            protect(1);
+            if (pass_state(p) == 0)
+                set_pass(p, PASS_SKIPPED, gl_now_ns());
+            continue;
+        }
         if (stop_after >= 0) {
             protect(1);
             set_pass(p, PASS_SKIPPED, gl_now_ns());
@@ -573,6 +608,18 @@ static void leader_main(void)
             memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
             rebase(&bindings[p][k]);
         }
+    for (int p = 0; p < GL_MAX_RUNS; p++)
+        follower[p] = -1;
+    for (int i = 0; i < V->nruns; i++) {
+        int64_t a = V->runs[i].after;
+        if (a < 0)
+            continue;
+        int p = (int)V->runs[i].index;
+        if (a >= GL_MAX_RUNS || a == p || follower[a] >= 0)
+            model_error("a run that follows no run, or a second follower", 0);
+        follower[a] = p;
+        is_follower[p] = 1;
+    }
     arg_stream = alloc((size_t)V->arg_len);
     memcpy(arg_stream, image + V->args_at, (size_t)V->arg_len);
     out_desc = alloc((size_t)V->desc_len);

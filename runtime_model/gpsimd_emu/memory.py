@@ -67,7 +67,8 @@ LATER_GUARD_BYTES = 4 * 1024
 #: the run's ``tcm_poison`` under the checks: a kernel that reads past an
 #: input gets a value that changes between the runs (a fresh arena would
 #: give zeros, maybe the padding its reference expects), one that writes
-#: there is named.
+#: there is named. (The rest of an arena's pages, after its last
+#: allocation, holds the poison too: ``DeviceImage``.)
 INPUT_GUARD = ALIGN
 
 

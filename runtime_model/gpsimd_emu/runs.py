@@ -8,6 +8,12 @@
   runs 0 and 1 depends on memory never written);
 * runs 2 and 3 (multicore): every core against one shared, zero-filled
   output, in the orders 0..7 and 7..0 (memory poisoned as in run 1);
+* the last run, a second call: each core launched again, at once after
+  its launch in run 0, in the same process and the same loaded object
+  (the copy of run 0), as run 0 in every other way: on the device a
+  library stays loaded between calls, so what a kernel keeps in static
+  storage reaches its next call; an element that differs from run 0's is
+  wrong on every call but the first (``SECOND_CALL``);
 
 without checks: one run, every core against one shared zero-filled output,
 as on the device. (Stdlib only: the zygote reads the count too.)
@@ -20,7 +26,8 @@ from typing import List, Tuple
 
 from . import abi
 
-__all__ = ["POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "RunSpec", "runs_for"]
+__all__ = ["POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "RunSpec", "runs_for",
+           "copies_for", "SECOND_CALL"]
 
 #: Poison bytes of the output copies: pass A fills with 0xA5, pass B with
 #: the complement 0x5A, so no value can equal the poison in both passes.
@@ -52,6 +59,10 @@ class RunSpec:
         ordered: the order matters (the fixed-order runs).
         checks: the binding's ``GPSIMD_CHECK_*`` bits.
         label: how messages name the run (``" (second run)"``, ...).
+        copy: the copy of the core objects it launches (its own index when
+            -1: globals no launch touched).
+        after: -1, or the run whose launch of each core this run's launch
+            of it follows at once, in the same process (a second call).
     """
 
     index: int
@@ -62,10 +73,22 @@ class RunSpec:
     ordered: bool = False
     checks: int = 0
     label: str = ""
+    copy: int = -1
+    after: int = -1
+
+    @property
+    def objects(self) -> int:
+        """The copy of the core objects the run launches."""
+        return self.index if self.copy < 0 else self.copy
 
     def to_json(self) -> dict:
         return {"index": self.index, "private": self.private, "poison": self.poison,
-                "order": list(self.order), "ordered": self.ordered}
+                "order": list(self.order), "ordered": self.ordered, "copy": self.objects,
+                "after": self.after}
+
+
+#: The label of the second call (``runs_for``'s last run with the checks).
+SECOND_CALL = " (a second call of the op, from the state the first call left)"
 
 
 def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
@@ -84,4 +107,11 @@ def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
                          label=" (cores in the order 0..7, one shared output)"),
                  RunSpec(3, False, POISON_B, TCM_POISON_B, cores[::-1], ordered=True,
                          checks=shared, label=" (cores in the order 7..0, one shared output)")]
+    runs.append(RunSpec(len(runs), True, POISON_A, TCM_POISON_A, cores, checks=abi.CHECK_ALL,
+                        label=SECOND_CALL, copy=0, after=0))
     return runs
+
+
+def copies_for(num_cores: int, checks: bool) -> int:
+    """Copies of the core objects the runs of ``runs_for`` launch."""
+    return 1 + max(r.objects for r in runs_for(num_cores, checks))

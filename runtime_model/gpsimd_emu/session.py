@@ -29,7 +29,6 @@ import os
 import sys
 from typing import Callable, List, Optional, Sequence, Union
 
-from gpsimd_device.limits import MAX_DIMS
 from gpsimd_device.plan import OpPlan, PlanError, TestPlan, VectorPlan
 from gpsimd_device.results import CHECKED, LibraryResults, VectorResult
 
@@ -94,18 +93,22 @@ class LibrarySession:
         #: ops whose last vector's cores each took longer than spread_after
         #: (their runs get helpers at once)
         self._slow_ops: dict = {}
+        #: per op, its last vector made ready with an expected output:
+        #: ``(signature, name, inputs, expected, rtol, atol)``; a vector of
+        #: the same signature makes its second call with these arguments
+        self._last_of: dict = {}
 
     def _start_zygote(self, ncores: int) -> None:
         """Start the zygote for ``ncores`` core objects (none, or more than
         a zygote holds: no zygote, the plan's error says why)."""
         if not 0 < ncores <= control.ZY["MAX_CORES"]:
             return
-        from .runs import runs_for     # stdlib only: numpy loads meanwhile
+        from .runs import copies_for   # stdlib only: numpy loads meanwhile
         problem = program_problem(self.options.zygote)
         try:
             if problem:
                 raise OSError(problem)
-            copies = len(runs_for(ncores, self.options.checks))
+            copies = copies_for(ncores, self.options.checks)
             self.zygote = ZygoteClient(self.options.zygote, ncores, copies)
         except OSError as e:
             self._zygote_error = f"cannot start the device model process: {e}"
@@ -255,10 +258,9 @@ class LibrarySession:
         lay out the image: a ``_Pending`` ready to send, or the failed
         ``VectorResult`` when the vector cannot run."""
         import numpy as np
-        from . import dtypes as dt
         from .budget import declared_input_bytes, too_big
         from .image import DeviceImage
-        from .vectors import expected_output, location_of, make_inputs, output_shape, tolerances
+        from .materials import materials, second_call_of, signature
         opts = self.options
         result = VectorResult(op.name, vector.name, vector.where, "fail")
         if vector.output.error:     # the shape function gave no usable output
@@ -269,24 +271,8 @@ class LibrarySession:
             result.message = too_big("inputs", declared, opts.memory)
             return result
         try:
-            inputs = make_inputs(op, vector, self.root)
-            try:
-                out_dtype = dt.by_name(vector.output.dtype)
-            except KeyError as e:
-                raise PlanError(f"output: {e.args[0]}") from None
-            if vector.expected.checks_only:
-                expected = None
-                if vector.output.shape is None:
-                    raise PlanError("a checks-only vector (no expected result) needs "
-                                    "output.shape")
-                shape = tuple(int(d) for d in vector.output.shape)
-            else:
-                expected = expected_output(vector, inputs, out_dtype, self.root)
-                shape = output_shape(vector, expected)
-            rtol, atol = tolerances(vector, out_dtype)
-            out_location = location_of(vector.output.location, "output")
-            if len(shape) > MAX_DIMS:
-                raise PlanError(f"output rank {len(shape)} > {MAX_DIMS}")
+            inputs, out_dtype, expected, shape, rtol, atol, out_location = \
+                materials(op, vector, self.root)
         except PlanError as e:
             result.message = str(e)
             return result
@@ -300,14 +286,22 @@ class LibrarySession:
         multicore = self.cores[0].core is not None
         scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
         out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
+        sig = signature(inputs, out_dtype, shape, out_location)
+        other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root) \
+            if opts.checks else None
+        if expected is not None:
+            self._last_of[op.name] = (sig, vector.name, inputs, expected, rtol, atol)
         size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
-                                scratch, opts.checks)
+                                scratch, opts.checks, second_inputs=other is not None)
         if size.total > opts.memory:
             result.message = too_big("device image", size.total, opts.memory, size.describe())
             return result
         try:
             image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
-                                checks=opts.checks, stack_scale=opts.stack_scale)
+                                checks=opts.checks, stack_scale=opts.stack_scale,
+                                second_inputs=other[2] if other else None)
+            if other is not None:
+                image.second = other[1], other[3], other[4], other[5]
         except (ValueError, MemoryError, OSError) as e:
             result.message = f"cannot lay out device memory: {e}"
             return result

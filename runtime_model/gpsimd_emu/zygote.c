@@ -5,7 +5,8 @@
  *
  * SOCK: its end of a SOCK_SEQPACKET socket pair; PARENT: the pid it dies
  * with; COPIES: copies of each core object (one per run of a vector, each
- * with globals no launch touched); N: core objects.
+ * with globals no launch touched; a run that is a second call launches the
+ * copy of the run it follows); N: core objects.
  *
  * It makes the sandbox (sandbox.c) while the worker reads the objects,
  * then takes them in one message: their N names, each ending in a NUL,
@@ -505,18 +506,18 @@ static void run(struct gz_vector *m, int image_fd)
         return;
     }
     for (int i = 0; i < v->nruns; i++) {
-        int64_t p = v->runs[i].index;
-        if (p < 0 || p >= ncopies) {
+        int64_t p = v->runs[i].index, c = v->runs[i].copy;
+        if (p < 0 || p >= GL_MAX_RUNS || c < 0 || c >= ncopies) {
             close(image_fd);
             reply_error("a request of a run the zygote holds no copy of the objects for");
             return;
         }
         for (int k = 0; k < v->ncores; k++) {
-            r.launchers[p][k] = launcher_of(&objects[p][k], v->op);
-            r.binders[p][k] = objects[p][k].binder;
+            r.launchers[p][k] = launcher_of(&objects[c][k], v->op);
+            r.binders[p][k] = objects[c][k].binder;
             if (r.launchers[p][k] == NULL) {
                 snprintf(why, sizeof why, "copy %lld of core object %d has no op %s "
-                         "(it did not load again)", (long long)p, k, v->op);
+                         "(it did not load again)", (long long)c, k, v->op);
                 close(image_fd);
                 reply_error(why);
                 return;

@@ -168,6 +168,8 @@ def vector_message(req: dict) -> bytes:
     for i, run in enumerate(runs):
         v.runs[i].index, v.runs[i].poison = int(run["index"]), int(run["poison"])
         v.runs[i].ordered = int(bool(run["ordered"]))
+        v.runs[i].copy = int(run.get("copy", run["index"]))
+        v.runs[i].after = int(run.get("after", -1))
     return bytes(v)
 
 

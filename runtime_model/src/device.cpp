@@ -172,6 +172,7 @@ void setup_read_tracking() {
     c.out_size = 0;
     c.out_itemsize = 0;
     c.read_map = nullptr;
+    c.writing_back = false;
     if (!check_enabled(GPSIMD_CHECK_READS) || !c.binding.read_map_host || !c.binding.out_itemsize) return;
     for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
         const gpsimd_region& r = c.binding.regions[i];
@@ -204,6 +205,59 @@ void note_output_read(const void* host, uint64_t nbytes) {
         for (uint64_t j = 0; j < es; ++j)
             if (q[j] != poison) { unwritten = false; break; }
         if (unwritten) {
+            c.read_map[e >> 3] = uint8_t(c.read_map[e >> 3] | (1u << (e & 7)));
+            any = true;
+        }
+    }
+    if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
+}
+
+/* Does some element of [s, s + nbytes) hold the poison in every byte?
+ * (a loop the compiler vectorises for the usual element sizes) */
+template <typename W>
+static bool holds_poison_word(const unsigned char* s, uint64_t n, unsigned char poison) {
+    W pw;
+    memset(&pw, poison, sizeof pw);
+    unsigned hits = 0;
+    for (uint64_t i = 0; i < n; ++i) {
+        W w;
+        memcpy(&w, s + i * sizeof(W), sizeof(W));
+        hits |= unsigned(w == pw);
+    }
+    return hits != 0;
+}
+
+static bool holds_poison_element(const unsigned char* s, uint64_t nbytes, uint64_t es,
+                                 unsigned char poison) {
+    switch (es) {
+    case 1: return memchr(s, poison, nbytes) != nullptr;
+    case 2: return holds_poison_word<uint16_t>(s, nbytes / 2, poison);
+    case 4: return holds_poison_word<uint32_t>(s, nbytes / 4, poison);
+    case 8: return holds_poison_word<uint64_t>(s, nbytes / 8, poison);
+    default: return true;
+    }
+}
+
+void note_output_write(const void* host, const void* src, uint64_t nbytes) {
+    CoreState& c = core();
+    if (!c.read_map || !nbytes || c.writing_back) return;
+    const unsigned char* p = static_cast<const unsigned char*>(host);
+    const unsigned char* lo = c.out_host;
+    const unsigned char* hi = c.out_host + c.out_size;
+    const uint64_t es = c.out_itemsize;
+    if (p < lo || p + nbytes > hi || uint64_t(p - lo) % es || nbytes % es) return;
+    const unsigned char* s = static_cast<const unsigned char*>(src);
+    const unsigned char poison = c.binding.poison;
+    if (!holds_poison_element(s, nbytes, es, poison)) return;   /* (the usual case) */
+    const uint64_t first = uint64_t(p - lo) / es;
+    bool any = false;
+    for (uint64_t i = 0; i < nbytes / es; ++i) {
+        if (s[i * es] != poison) continue;           /* (the usual case: one compare) */
+        bool both = true;
+        for (uint64_t j = 0; j < es && both; ++j)
+            both = s[i * es + j] == poison && p[i * es + j] == poison;
+        if (both) {
+            const uint64_t e = first + i;
             c.read_map[e >> 3] = uint8_t(c.read_map[e >> 3] | (1u << (e & 7)));
             any = true;
         }
@@ -348,6 +402,7 @@ int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
 /* the device ABI (gpsimd_host/abi.h): dataram -> HBM. */
 int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
     void* dst = translate_range(hbm_dst, nbytes, "neuron_memcpy (HBM destination)");
+    note_output_write(dst, dataram_src, nbytes);
     if (nbytes) memmove(dst, dataram_src, nbytes);
     return 0;
 }

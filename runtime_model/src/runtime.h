@@ -84,6 +84,9 @@ struct CoreState {
     uint64_t out_size = 0;
     uint32_t out_itemsize = 0;
     uint8_t* read_map = nullptr;
+    /* The runtime's own writeback (UTensor::copy) is copying: its
+     * neuron_memcpy calls are not the kernel's stores (note_output_write). */
+    bool writing_back = false;
 };
 
 /* tcm_malloc's allocator (device.cpp): nbytes of the TCM pool or null;
@@ -106,6 +109,15 @@ void setup_read_tracking();
  * element of the output region in that range whose bytes all still hold
  * the binding's poison (never written by this core) in the read map. */
 void note_output_read(const void* host, uint64_t nbytes);
+
+/* The kernel writes nbytes from src to [host, host + nbytes) through the
+ * runtime (tcm_to_tensor, neuron_memcpy to HBM): an output element that
+ * still holds the poison and gets the poison again is one the kernel read
+ * (through a raw pointer, which is not followed) and stores back unwritten,
+ * a read-modify-write of an element it does not own: record it in the read
+ * map as read before written (no computed value is the poison of both
+ * private runs). Call it before the copy. */
+void note_output_write(const void* host, const void* src, uint64_t nbytes);
 
 /* The kernel got a way to read [host, ...) that the runtime does not see
  * (a standard or stream accessor, a raw pointer): report flag

@@ -328,7 +328,10 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     if (!n) return;
     if (to_tcm) note_output_read(t, uint64_t(n) * es);
     if (to_tcm) memmove(tcm, t, n * es);
-    else memmove(t, tcm, n * es);
+    else {
+        note_output_write(t, tcm, uint64_t(n) * es);
+        memmove(t, tcm, n * es);
+    }
 }
 
 /* The last handle went away: free kernel-created scratch storage (unless

@@ -263,11 +263,13 @@ class UTensor {
                          (unsigned long long)chunk);
         void* ctx = neuron_translate_ctx();
         (void)ctx;
+        core().writing_back = true;
         for (uint64_t off = 0; off < total; off += chunk) {
             const uint64_t len = total - off < chunk ? total - off : chunk;
             neuron_memcpy(stage, src_hbm + off, size_t(len));   /* HBM -> dataram */
             neuron_memcpy(dst_hbm + off, stage, size_t(len));   /* dataram -> HBM */
         }
+        core().writing_back = false;
         neuron_dataram_deallocate(stage);
     }
 

@@ -20,11 +20,17 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   memory_hog; every library's test node fails in SCons
 8 cross-core races (issue "Eight cores as the device runs them"):
   reduce_partials (a read of other cores' output, and order dependence),
-  last_writer and neighbour_carry (order dependence), own_readback (the
-  control: reading back what a core wrote itself is no race)
+  last_writer and neighbour_carry (order dependence), block_writeback (a
+  lost update: another core's element read through a raw pointer and stored
+  back unwritten through the TCM accessor), own_readback (the control:
+  reading back what a core wrote itself is no race)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
+10 state kept between calls (the second call of the same loaded objects):
+  call_counter, first_call_only, cached_scale (its second vector's second
+  call has the first vector's arguments), and the control that fills a
+  table on its first call only, lazy_table
 """
 import json
 import os
@@ -45,6 +51,9 @@ LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_
 #: What the broken kernels are built and run with (the manifest's header).
 BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
+STATE = ("state the kernel keeps between calls in static or global variables: on the device "
+         "the library stays loaded, and each call starts from what the calls before it left")
+SECOND_CALL = f"differ on a second call of the op ({STATE})"
 ORDER = ("the result depends on the order the cores run in: output elements {ranges} differ "
          "between running them in the orders 0..7 and 7..0 against one shared output ({who} "
          "involved; on the device they run at the same time)")
@@ -171,6 +180,12 @@ EXPECTED = {
     ("broken_race", "neighbour_carry"): (
         "fail", ORDER.format(ranges="[125, 126), [250, 251), [375, 376), [500, 501), [625, 626), "
                                     "[750, 751), [875, 876)", who="cores 1-7"), []),
+    # a block read through a raw pointer and stored back whole: each core
+    # stores back the next core's first element as it read it, unwritten
+    ("broken_race", "block_writeback"): (
+        "fail", "; ".join(f"core {k} read output elements [{125 * (k + 1)}, {125 * (k + 1) + 1}) "
+                          f"before writing them; core {k + 1} writes them ({RACE})"
+                          for k in range(7)), []),
     ("broken_race", "own_readback"): ("pass", "", []),
     # 7. containment of a hostile kernel; 9. uninitialised TCM
     ("broken_hostile", "fork_sleeper"): ("fail", "timed out after 2 s (core 0 was running)", []),
@@ -190,6 +205,18 @@ EXPECTED = {
     ("broken_uninit", "new_uninit"): ("fail", STACK_OR_HEAP, []),
     ("broken_uninit", "stack_uninit"): ("fail", STACK_OR_HEAP, []),
     ("broken_uninit", "zeroed_partials"): ("pass", "", []),
+    # 10. state kept between calls: a counter, a flag that skips every call
+    # but the first; a table filled once is right on every call
+    ("broken_memory", "call_counter"): ("fail", f"core 0: output elements [0, 10) {SECOND_CALL}", []),
+    ("broken_memory", "lazy_table"): ("pass", "", []),
+    # (s3's second call is made with s1's arguments, after s3's call: the
+    # scale kept from s1's call was right for s1, s3's is not)
+    ("broken_memory", "cached_scale"): (
+        "fail", "a second call of the op, with the arguments of vector 's1' after a call with this "
+                f"vector's, is wrong ({STATE}): 2 of 2 elements differ (rtol=1.3e-06, atol=1e-05): "
+                "[0] actual 5 expected 3, [1] actual 10 expected 6; max_abs_err 4", []),
+    ("broken_uninit", "first_call_only"): (
+        "fail", f"cores 0-7: output elements [0, 32) {SECOND_CALL}", []),
     # the results keep what the kernel wrote as it wrote it (the printed line shows it
     # visible: test_emu_containment.py)
     ("broken_hostile", "terminal_forger"): (
@@ -234,8 +261,16 @@ def test_every_broken_op_has_its_expected_diagnostic():
 @pytest.mark.parametrize("lib,op", sorted(EXPECTED))
 def test_exact_diagnostic(broken, lib, op):
     _, _, results = broken
-    (vec,) = [v for v in results[lib]["vectors"] if v["op"] == op]
+    vec = [v for v in results[lib]["vectors"] if v["op"] == op][-1]   # (its last vector)
     assert (vec["status"], vec["message"], vec["warnings"]) == EXPECTED[(lib, op)]
+
+
+def test_a_value_kept_from_the_first_call_passes_on_that_vector(broken):
+    # cached_scale's first vector: its second call repeats its own arguments
+    # (no vector before it), with which the kept scale is right
+    _, _, results = broken
+    first = [v for v in results["broken_memory"]["vectors"] if v["op"] == "cached_scale"][0]
+    assert (first["vector"], first["status"], first["message"]) == ("s1", "pass", "")
 
 
 def test_scons_fails_each_library_and_prints_located_lines(broken):

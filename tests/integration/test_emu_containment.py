@@ -282,14 +282,15 @@ def test_device_image_and_inputs_are_checked_before_allocation(hostile, tmp_path
     assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's inputs need 152.6 MiB, more "
             "than the 64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
         proc.stdout + proc.stderr
-    # an output the reference makes big: the image (2 runs) is over the limit
+    # an output the reference makes big: the image (3 runs: the second call
+    # has an output copy and core memories of its own) is over the limit
     plan = _plan_with(proj, path, {"fd_forger"}, tmp_path,
                       inputs={"x": {"kind": "tensor", "dtype": "float32", "shape": [4000000],
                                     "random": {"seed": 1, "distribution": "normal"}}})
     proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "64M"),
                           cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
-    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's device image needs 65.4 MiB "
-            "(inputs 30.5 MiB, 2 output copies of 15.3 MiB, per-core memories 4.2 MiB), more "
+    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's device image needs 82.8 MiB "
+            "(inputs 30.5 MiB, 3 output copies of 15.3 MiB, per-core memories 6.3 MiB), more "
             "than the 64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
         proc.stdout + proc.stderr
 

@@ -131,6 +131,17 @@ torch::Tensor smooth3(const torch::Tensor& x) {
     return out;
 }
 
+// x plus, as zero padding, x[i + 32]: 64 bytes and more past the input,
+// beyond the poisoned bytes that follow it, on the rest of the arena
+torch::Tensor far_pad(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const int64_t n = x.numel();
+    const float* p = raw(x);
+    float* o = raw(out);
+    for (int64_t i = 0; i < n; i++) o[i] = p[i] + p[i + 32];
+    return out;
+}
+
 // writes one element past its input
 torch::Tensor input_past_end(const torch::Tensor& x) {
     torch::Tensor out = get_dst_tensor();
@@ -205,6 +216,8 @@ def double(x):
     return (x * np.float32(2)).astype(np.float32)
 def relu(x):
     return np.maximum(x, np.float32(0)).astype(np.float32)
+def same(x):
+    return x.astype(np.float32)
 def smooth3(x):
     p = np.concatenate(([0], x, [0])).astype(np.float32)
     return ((p[:-2] + p[1:-1] + p[2:]) / np.float32(3)).astype(np.float32)
@@ -235,13 +248,14 @@ def results(built_project, tmp_path_factory):
     (proj / "probe" / "uninit_ref.py").write_text(REFERENCE)
     single = {"add_into": "double", "relu_flag": "relu", "hide_tcm": "double",
               "read_back": "double", "past_end_sometimes": "double",
-              "input_sometimes": "double", "smooth3": "smooth3", "input_past_end": "double"}
+              "input_sometimes": "double", "smooth3": "smooth3", "far_pad": "same",
+              "input_past_end": "double"}
     multi = {"mc_add_into": "double", "mc_read_back": "double"}
     manifest = {"version": 1, "libraries": [
         {"name": "uninit", "sources": ["probe/single.cpp"], "includes": ["runtime_model/src"],
          "ops": [{"schema": f"t::{op}(Tensor x) -> Tensor",
                   "vectors": [_vector(ref)] + ([_vector(ref, "sbuf") | {"name": "sbuf"}]
-                                               if op == "smooth3" else [])}
+                                               if op in ("smooth3", "far_pad") else [])}
                  for op, ref in single.items()]},
         {"name": "uninit_mc", "multicore": True, "sources": ["probe/multi.cpp"],
          "ops": [{"schema": f"t::{op}(Tensor x) -> Tensor", "vectors": [_vector(ref)]}
@@ -313,6 +327,15 @@ def test_reading_past_an_input_fails(results):
         status, message = results["uninit"][key]
         assert (status, message.split(" depend on ")[0]) == (
             "fail", "core 0: output elements [15, 16)"), key
+
+
+def test_reading_far_past_an_input_fails(results):
+    # x[32..47] lie beyond the input's poisoned guard, on the rest of its
+    # arena's page: poisoned too, not zeros that padding would expect
+    for key in ("far_pad", "far_pad[sbuf]"):
+        status, message = results["uninit"][key]
+        assert (status, message.split(" depend on ")[0]) == (
+            "fail", "core 0: output elements [0, 16)"), key
 
 
 def test_a_write_past_an_input_fails(results):

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 /* ---- limits -------------------------------------------------------------- */
-#define GPSIMD_ZY_MAX_RUNS 4           /* runs of a vector (first, second, ...) */
+#define GPSIMD_ZY_MAX_RUNS 5           /* runs of a vector (first, second, ...) */
 #define GPSIMD_ZY_MAX_CORES 8
 #define GPSIMD_ZY_MAX_JOBS 64          /* process records of the control block */
 #define GPSIMD_ZY_OP_NAME 256          /* bytes of an op's name, NUL included */
@@ -29,7 +29,10 @@
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
 /* every field an int64_t; times in nanoseconds, sizes and offsets in bytes */
 #define GPSIMD_ZY_VECTOR_FIELDS(X) X(magic) X(memory) X(image_total) X(prefilled) X(size) X(ncores) X(nruns) X(parallel) X(spread_now) X(spread_after_ns) X(timeout_ns) X(binding_size) X(bindings_at) X(args_at) X(arg_len) X(page) X(desc_len)
-#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(poison)
+/* copy: the copy of the core objects a run launches; after: -1, or the run
+ * whose launch of each core this run's launch of it follows at once, in
+ * the same process (a second call of the same loaded objects) */
+#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(poison) X(copy) X(after)
 
 #define GPSIMD_ZY_I64(name) int64_t name;
 struct gz_run { GPSIMD_ZY_RUN_FIELDS(GPSIMD_ZY_I64) };
@@ -86,9 +89,9 @@ struct gz_reply {
 #define GPSIMD_ZY_CB_PASSES 1088       /* MAX_RUNS records */
 #define GPSIMD_ZY_CB_PASS_SIZE 80
 #define GPSIMD_ZY_CB_SEM 40            /* a pass's claim semaphore (sem_t) */
-#define GPSIMD_ZY_CB_SLOTS 1408        /* MAX_RUNS x MAX_CORES records */
+#define GPSIMD_ZY_CB_SLOTS 1488        /* MAX_RUNS x MAX_CORES records */
 #define GPSIMD_ZY_CB_SLOT_SIZE 32
-#define GPSIMD_ZY_CB_JOBS 2432         /* MAX_JOBS records */
+#define GPSIMD_ZY_CB_JOBS 2768         /* MAX_JOBS records */
 #define GPSIMD_ZY_CB_JOB_SIZE 16
 
 #define GPSIMD_ZY_SLOT_STARTED 1

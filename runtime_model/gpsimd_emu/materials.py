@@ -1,0 +1,77 @@
+"""What a vector is made of (``materials``: its inputs, expected output and
+output's place), and the arguments of its second call (``second_call_of``,
+``runs.SECOND_CALL``): those of the vector before it in the plan when they
+can take its arguments' places in its device image, so that the second
+call is made with other arguments than the first, as a loaded library's
+next call on the device is."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from gpsimd_device.limits import MAX_DIMS
+from gpsimd_device.plan import OpPlan, PlanError, VectorPlan
+
+from . import dtypes as dt
+from .vectors import Input, expected_output, location_of, make_inputs, output_shape, tolerances
+
+__all__ = ["materials", "signature", "second_call_of"]
+
+
+def materials(op: OpPlan, vector: VectorPlan, root: str) -> tuple:
+    """``(inputs, out_dtype, expected, shape, rtol, atol, out_location)``
+    of a vector (``expected`` None for a checks-only one).
+
+    Raises:
+        PlanError, MemoryError: it cannot be made.
+    """
+    inputs = make_inputs(op, vector, root)
+    try:
+        out_dtype = dt.by_name(vector.output.dtype)
+    except KeyError as e:
+        raise PlanError(f"output: {e.args[0]}") from None
+    if vector.expected.checks_only:
+        expected = None
+        if vector.output.shape is None:
+            raise PlanError("a checks-only vector (no expected result) needs output.shape")
+        shape = tuple(int(d) for d in vector.output.shape)
+    else:
+        expected = expected_output(vector, inputs, out_dtype, root)
+        shape = output_shape(vector, expected)
+    rtol, atol = tolerances(vector, out_dtype)
+    out_location = location_of(vector.output.location, "output")
+    if len(shape) > MAX_DIMS:
+        raise PlanError(f"output rank {len(shape)} > {MAX_DIMS}")
+    return inputs, out_dtype, expected, shape, rtol, atol, out_location
+
+
+def signature(inputs: Sequence[Input], out_dtype: dt.DType, shape, out_location: str) -> tuple:
+    """What two vectors share when one's arguments can take the other's
+    places in a device image: every argument's kind, dtype, shape and
+    place, and the output's."""
+    return (tuple((i.kind, i.dtype.name, i.array.shape, i.location) for i in inputs),
+            out_dtype.name, tuple(shape), out_location)
+
+
+def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tuple],
+                   root: str) -> Optional[tuple]:
+    """The second call's arguments, ``(signature, name, inputs, expected,
+    rtol, atol)``: those of the vector before ``vector`` in the plan when
+    it has the signature ``sig`` and an expected output (``last``, the
+    session's last vector of the op in that form, is used when it is that
+    one); else None (the second call repeats the vector's own). The same
+    whatever the session ran before."""
+    names = [v.name for v in op.vectors]
+    if vector.name not in names or names.index(vector.name) == 0:
+        return None
+    prev = op.vectors[names.index(vector.name) - 1]
+    if last is None or last[1] != prev.name:
+        try:
+            inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root)
+        except (PlanError, MemoryError):
+            return None
+        if expected is None:
+            return None
+        last = (signature(inputs, out_dtype, shape, where), prev.name, inputs, expected,
+                rtol, atol)
+    return last if last[0] == sig else None
