@@ -283,9 +283,12 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     it in the first runs, ``masks``) against that vector's expected one;
     else elements whose value, or whether they were written at all, differs
     from run 0's. On the device the library stays loaded, so such an op is
-    wrong on every call but its first."""
+    wrong on every call but its first. Nothing when the call had another
+    vector's arguments but ``image.second`` is None: that vector did not
+    pass (its own run says so), so its expected output judges nothing."""
     later = [r.index for r in image.runs if r.after == 0]
-    if not later or not outcome.ran(later[0]):
+    if not later or not outcome.ran(later[0]) or \
+            (image.other_run is not None and image.second is None):
         return []
     s, n, size = later[0], image.num_elem, image.itemsize
     if image.second is not None:

@@ -81,8 +81,9 @@ def test_a_vector_message_holds_the_request():
     assert [(r.index, r.ordered, r.poison) for r in v.runs[:2]] == [(0, 0, 0xA5), (3, 1, 0x5A)]
     with pytest.raises(ValueError, match="op name of 256 bytes"):
         vector_message(dict(req, op="x" * 256))
-    runs = [dict(req["runs"][0], index=i) for i in range(5)]
-    with pytest.raises(ValueError, match="5 runs of 8 cores do not fit the zygote"):
+    many = control.ZY["MAX_RUNS"] + 1
+    runs = [dict(req["runs"][0], index=i) for i in range(many)]
+    with pytest.raises(ValueError, match=f"{many} runs of 8 cores do not fit the zygote"):
         vector_message(dict(req, runs=runs))
 
 
