@@ -158,11 +158,12 @@ def read_an_edit(node) -> bool:
     for child in list(node.sources) + list(node.depends) + list(node.implicit or ()):
         if not isinstance(child, SCons.Node.FS.File) or child.has_builder():
             continue
+        seen = child.stat()             # SCons's, from when it first looked
         try:
             st = os.stat(child.get_abspath())
         except OSError:
             return True
-        if (st.st_size, st.st_mtime) != (child.getsize(), child.get_timestamp()):
+        if seen is None or (st.st_size, st.st_mtime_ns) != (seen.st_size, seen.st_mtime_ns):
             return True
     return False
 
