@@ -229,6 +229,54 @@ def test_a_clean_waits_for_the_build_that_holds_its_folder(built):
     assert proc.returncode == 0 and not (built / "build/host/relu/relu.so").exists()
 
 
+#: A compiler launcher (``CXX_LAUNCHER=ccache``, first on PATH) whose
+#: compile of relu.cpp, while the fifo ``hold`` exists in the project, waits
+#: for a line from it before the compiler starts (the test's event: SCons
+#: has signed the source, and its compile runs).
+_HOLDING_LAUNCHER = """#!/bin/sh
+case "$*" in *kernels/relu/relu.cpp*) if [ -p hold ]; then read x < hold; rm -f hold; fi;; esac
+exec "$@"
+"""
+
+
+def test_a_kernel_saved_while_it_compiled_then_reverted_equals_a_clean_build(built, clean,
+                                                                            tmp_path):
+    """An editor saves a kernel while scons compiles it: the object holds
+    the new text, SCons's record the text it signed before. Revert the
+    save (undo, ``git stash``), and the next build found that object up to
+    date: relu broken, its object the fixed one, ``relu: 10 passed, 0
+    failed (not run in this build)``, exit status 0, on every build until
+    relu.cpp changed again. The record of outputs now leaves out an output
+    whose action read a file that changed while the build ran, so the next
+    build makes it again."""
+    launcher = tmp_path / "bin/ccache"
+    launcher.parent.mkdir()
+    launcher.write_text(_HOLDING_LAUNCHER)
+    launcher.chmod(0o755)
+    env = {"PATH": f"{launcher.parent}{os.pathsep}{os.environ['PATH']}"}
+    set_state(built, "broken")
+    os.mkfifo(built / "hold")
+    first = subprocess.Popen([sys.executable, "-m", "SCons", "-Q", "-k", "-j2",
+                              "CXX_LAUNCHER=ccache"], cwd=str(built), text=True,
+                             env=dict(os.environ, **env), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT)
+    held = os.open(built / "hold", os.O_WRONLY)        # (relu.cpp signed, its compile waits)
+    try:
+        set_state(built, "good")                        # the editor saves the fix
+    finally:
+        os.write(held, b"go\n")
+        os.close(held)
+    out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, out
+    # (the fixed object is the one built before: run again, or still current)
+    assert re.search(r"^relu: 10 passed, 0 failed( \(not run in this build\))?$", out, re.M), out
+    set_state(built, "broken")                          # and the save is undone
+    proc = run_scons(built, "-Q", "-k", "CXX_LAUNCHER=ccache", env=env)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "relu: 4 passed, 6 failed" in proc.stdout.splitlines(), proc.stdout
+    assert outcome(built) == clean("broken")
+
+
 @pytest.mark.campaign
 def test_two_builds_at_once_with_an_edit_between_them(built, clean):
     """Two terminals: an edit, a build, the revert, a second build at once.

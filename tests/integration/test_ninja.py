@@ -652,3 +652,138 @@ def test_an_edit_of_the_build_steps_code_makes_their_outputs_again(small_ninja):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "the edited check" in proc.stdout.splitlines(), proc.stdout
     assert "Building build/host/relu/shapes/registration-check.txt" in proc.stdout, proc.stdout
+
+
+#: relu_forward's reference, made to wait, while the fifo ``hold-relu``
+#: exists in the project, for a byte from it (the test's event: a test run
+#: is inside the reference, its objects loaded).
+_HOLD = '''def relu_forward(x):
+    import os
+    hold = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "hold-relu")
+    if os.path.exists(hold):
+        with open(hold, "rb") as f:
+            os.unlink(hold)
+            f.read(1)
+'''
+
+
+def _writer(fifo, proc, timeout=300):
+    """Open ``fifo`` for writing: it returns once a reader opened it (the
+    held reference of a run ``proc`` started); fails, ending ``proc``, when
+    none came."""
+    import threading
+    got = []
+    opener = threading.Thread(target=lambda: got.append(os.open(fifo, os.O_WRONLY)))
+    opener.start()
+    opener.join(timeout)
+    if not got:
+        proc.kill()
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))    # (frees the thread)
+        opener.join()
+        pytest.fail("no test run reached the held reference: " + proc.communicate()[0])
+    return got[0]
+
+
+def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(small_ninja):
+    """Two terminals: ``ninja`` (its relu test running on the good
+    objects), an edit that breaks relu, ``scons relu``. scons built and
+    tested the broken kernel and wrote its failure; the ninja run, which
+    took no lock, then wrote its pass over it: ``all libraries: 26
+    passed``, exit status 0, in test-summary.txt and the report, for a
+    kernel and objects that fail. A ninja run now holds the build
+    folder's lock until it ends: scons waits for it (``BUILD_LOCK=fail``:
+    stops, naming it), a second ninja stops at once, naming it, before it
+    writes anything; then scons builds the edit and every summary says
+    that relu fails."""
+    proj = small_ninja
+    reference = proj / "kernels/relu/reference.py"
+    reference.write_text(reference.read_text().replace("def relu_forward(x):\n", _HOLD, 1))
+    assert "Regenerating build/build.ninja" in ninja(proj).stdout
+    (proj / "build/host/relu/test-results.json").unlink()       # (RETEST)
+    fifo = proj / "hold-relu"
+    os.mkfifo(fifo)
+    first = subprocess.Popen(NINJA_F, cwd=str(proj), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    held = _writer(fifo, first)
+    waiter = None
+    try:
+        src = proj / RELU
+        src.write_text(src.read_text().replace(GOOD, BROKEN, 1))
+        holder = (rf"process {first.pid} \(ninja -f build/build\.ninja, "
+                  rf"since \d\d:\d\d:\d\d\)")
+        refused = run_scons(proj, "MANIFEST=small.yaml", "relu", "BUILD_LOCK=fail")
+        assert refused.returncode == 2
+        assert re.fullmatch(rf"scons: the build folder build is in use by {holder} "
+                            r"\(BUILD_LOCK=wait waits for it\)",
+                            refused.stderr.strip().splitlines()[-1]), refused.stderr
+        obj = proj / "build/host/relu/obj/kernels/relu/relu.o"
+        before = obj.stat().st_mtime_ns
+        second = subprocess.run(NINJA_F, cwd=str(proj), capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 1
+        assert re.search(rf"^gpsimd: the build folder build is in use by {holder}: this ninja "
+                         r"run stops before it writes anything; run it again once that build "
+                         r"has ended$", second.stdout, re.M), second.stdout
+        assert obj.stat().st_mtime_ns == before
+        waiter = subprocess.Popen([sys.executable, "-m", "SCons", "-j2", "MANIFEST=small.yaml",
+                                   "relu"], cwd=str(proj), stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+        line = waiter.stderr.readline()
+        assert re.fullmatch(rf"scons: waiting for the build folder build, in use by {holder}\n",
+                            line), line
+    finally:
+        os.write(held, b"x")
+        os.close(held)
+    out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, out
+    assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+    out, err = waiter.communicate(timeout=600)
+    assert waiter.returncode == 2, out + err
+    assert out.splitlines()[-2:] == ["relu: 4 passed, 6 failed", "total: 4 passed, 6 failed"]
+    last = ninja(proj, check=False)
+    assert last.returncode == 1
+    # (spmd ran again: scons rewrote its outputs)
+    summary = (proj / "build/host/test-summary.txt").read_text().splitlines()
+    assert summary[0] == "relu: 4 passed, 6 failed" and summary[-1] == (
+        "all libraries: 20 passed, 6 failed"), summary
+    assert summary[-1] in last.stdout.splitlines()
+
+
+def test_a_ninja_run_stops_while_another_build_holds_its_folder(small_ninja):
+    """With the build folder held by another build, a null ninja run (the
+    summary printed) goes on; one with work stops at its first step,
+    naming the holder, and leaves the results, the summary and the report
+    as they were (a test step removes those as it starts). Once the folder
+    is free, ninja builds, and lets it go when it ends."""
+    import fcntl
+    import threading
+    proj = small_ninja
+    lock = proj / "build/.gpsimd-lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.ftruncate(fd, 0)
+    os.write(fd, b"process 4242 (a test, since 12:00:00)")
+    host = proj / "build/host"
+    kept = {p: p.read_bytes() for p in (host / "test-summary.txt", host / "report.html")}
+    try:
+        null = ninja(proj)
+        assert null.stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+        (host / "relu/test-results.json").unlink()
+        proc = ninja(proj, check=False)
+    finally:
+        os.close(fd)
+    assert proc.returncode == 1
+    assert ("gpsimd: the build folder build is in use by process 4242 (a test, since "
+            "12:00:00): this ninja run stops before it writes anything; run it again once "
+            "that build has ended") in proc.stdout.splitlines(), proc.stdout
+    assert not (host / "relu/test-results.json").exists()
+    assert {p: p.read_bytes() for p in kept} == kept
+    proc = ninja(proj)
+    assert proc.stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+    # (the process that held it for that run ends with it)
+    fd = os.open(lock, os.O_RDWR)
+    taken = threading.Thread(target=fcntl.flock, args=(fd, fcntl.LOCK_EX), daemon=True)
+    taken.start()
+    taken.join(30)
+    os.close(fd)
+    assert not taken.is_alive()

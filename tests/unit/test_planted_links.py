@@ -7,18 +7,15 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 import tempfile
 
 import pytest
 
 from conftest import ROOT, copy_project, run_scons
 
-from gpsimd_build import buildfolder
+from gpsimd_build import buildfolder, buildlock as lock
 from gpsimd_device.atomic import umask, write_atomically, write_if_changed
 
-sys.path.insert(0, str(ROOT / "site_scons" / "site_tools"))
-from gpsimd_tool import lock  # noqa: E402
 
 NOBODY = 65534
 VICTIM = b"the victim's own bytes\n"

@@ -63,7 +63,10 @@ def test_a_full_disk_stops_the_build_naming_the_file_and_keeps_the_old_one(small
 
 
 class _Node:
-    """What OutputRecord reads of an SCons file node."""
+    """What OutputRecord reads of an SCons file node (no source files:
+    nothing it was made from changed while the build ran)."""
+
+    sources, depends, implicit = (), (), None
 
     def __init__(self, path, state):
         self.path, self.state = path, state

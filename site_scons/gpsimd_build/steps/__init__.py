@@ -8,8 +8,8 @@ its command line in its docstring: ``pack`` (strip and pack a library's
 core objects), ``stack_report`` (``stack-report``: the worst static stack
 chain per op), ``registration`` (``check-registration``: a shape
 library's registration against the manifest), ``digests`` (one SHA-256
-per artifact) and ``summary`` (a ninja build's summary, report and inputs
-record).
+per artifact), ``summary`` (a ninja build's summary, report and inputs
+record) and ``lock`` (the build folder's lock, held for a ninja run).
 
 Stdlib only, so that it starts fast (``python -S``). Exit status 0 on
 success, 1 with one ``gpsimd: <path>: <why>`` line on stderr otherwise.
@@ -19,7 +19,7 @@ import argparse
 import sys
 from typing import List, Optional
 
-from . import digests, pack, registration, stack_report, summary
+from . import digests, lock, pack, registration, stack_report, summary
 
 __all__ = ["build_parser", "main"]
 
@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m gpsimd_build.steps",
                                 description="Build steps of a GPSIMD op collection.")
     sub = p.add_subparsers(dest="step", required=True)
-    for step in (pack, stack_report, registration, digests, summary):
+    for step in (pack, stack_report, registration, digests, summary, lock):
         step.add_parser(sub)
     return p
 

@@ -18,7 +18,6 @@ module                  holds
 ``progress``            ``[done/total]`` in front of every action line; quiet mode
 ``summary``             the results summary printed when a build ends, the HTML report
 ``integrity``           outputs checked against the record of the last build
-``lock``                one build per build folder
 ``manifest_cache``      the validated manifest, kept while its inputs hold
 ``signals``             SIGINT/SIGTERM reach every running action
 ``emu_server``          test runs forked by the build's emulator server

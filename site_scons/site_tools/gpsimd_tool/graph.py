@@ -21,11 +21,11 @@ from typing import Any, Dict, List
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import buildfolder, layout, project_record
+from gpsimd_build import buildfolder, buildlock as lock, layout, project_record
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile
 
-from . import (collector, depfiles, emu_server, integrity, lock, manifest_cache,
+from . import (collector, depfiles, emu_server, integrity, manifest_cache,
                ninja_path as ninja, options, signals, sconsign as sconsign_db)
 from .builders import zygote_node
 from .collection_targets import add_targets

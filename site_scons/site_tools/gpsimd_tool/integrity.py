@@ -36,7 +36,7 @@ from gpsimd_device.atomic import write_atomically
 
 from . import sconsign
 
-__all__ = ["OutputRecord", "RECORD_NAME", "decide_built", "file_csig"]
+__all__ = ["OutputRecord", "RECORD_NAME", "decide_built", "file_csig", "read_an_edit"]
 
 #: The record's file name, under BUILD_DIR.
 RECORD_NAME = ".gpsimd-outputs"
@@ -114,12 +114,18 @@ class OutputRecord:
         (``sconsign.written``), what this build made is not recorded either:
         that record says what an output was built from, and an output newer
         than it must not be trusted. Written atomically; an error is
-        reported on stderr, never raised."""
+        reported on stderr, never raised. An output whose action read a
+        source that changed while the build ran (:func:`read_an_edit`) is
+        not recorded either: it may hold the edit, which SCons's record
+        says it was not built from, so that a revert of the edit would leave
+        it trusted; the next build makes it again."""
         signatures_saved = sconsign.written()
         for node in self._nodes:
             path = node.path
             state = node.get_state()
-            if state == SCons.Node.executed and signatures_saved:
+            if state == SCons.Node.executed and signatures_saved and read_an_edit(node):
+                self.entries.pop(path, None)
+            elif state == SCons.Node.executed and signatures_saved:
                 try:
                     st = os.stat(path)
                 except OSError:
@@ -141,6 +147,25 @@ class OutputRecord:
         except OSError as e:
             sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
                              "the next build will check every output by content\n")
+
+
+def read_an_edit(node) -> bool:
+    """Has a source file ``node`` is built from directly (a file no step
+    makes: a kernel, a header, a generated text) changed since SCons first
+    looked at it in this run, when it signed it (its memoized size and
+    time, which SCons's record of ``node``'s build holds): an editor that
+    saved it while its compile ran?"""
+    for child in list(node.sources) + list(node.depends) + list(node.implicit or ()):
+        if not isinstance(child, SCons.Node.FS.File) or child.has_builder():
+            continue
+        seen = child.stat()             # SCons's, from when it first looked
+        try:
+            st = os.stat(child.get_abspath())
+        except OSError:
+            return True
+        if seen is None or (st.st_size, st.st_mtime_ns) != (seen.st_size, seen.st_mtime_ns):
+            return True
+    return False
 
 
 #: The record of this run (set by the graph code), used by decide_built.

@@ -46,7 +46,7 @@ import SCons.Node.Alias
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import ninjarecord
+from gpsimd_build import buildlock, ninjarecord
 from gpsimd_build import results_summary as states
 
 # (imported while the tool loads: SCons restores sys.path afterwards, and
@@ -169,9 +169,36 @@ def active(env) -> bool:
 
 
 def setup(env) -> None:
-    """Register the compile rule (depfile, ``deps = gcc``) in ``env``, the
-    environment the ninja tool was loaded into."""
+    """Register the compile rule (depfile, ``deps = gcc``) and the rule of
+    other commands in ``env``, the environment the ninja tool was loaded
+    into, each behind the build folder's lock (:func:`_guard`)."""
     _rules(env, "")
+    env.NinjaRule("GENERATED_CMD", _guarded(env, "( $cmd )"), description="Building $out",
+                  pool="local_pool")
+
+
+def _guard(env) -> str:
+    """What every step of the ninja file but the two that run on every run
+    (:func:`summary`) does first: make sure that this ninja run holds the
+    build folder's lock, or stop (``gpsimd_build.buildlock.hold_for_ninja``:
+    the ``lock`` step, which one step of the run takes it with and which
+    marks that). The mark is looked for with the shell's builtins alone
+    (its name: ninja's pid, ``$PPID``, and start time, field 22 of its
+    ``/proc`` stat), so that only the first step that does any work starts
+    Python for it and a null build none. Ninja's escapes not yet made."""
+    ninja_dir = str(env["NINJA_DIR"])
+    build_dir = os.path.dirname(ninja_dir) or "."
+    mark = shlex.quote(os.path.join(ninja_dir, buildlock.MARK_PREFIX))
+    step = env.subst("$GPSIMD_STEP")
+    return ("{ read -r s 2>/dev/null </proc/$PPID/stat; set -- $s; "
+            f"[ -e {mark}$PPID.${{22}} ] || {step} lock {shlex.quote(build_dir)} "
+            f"{shlex.quote(ninja_dir)}; }} && ")
+
+
+def _guarded(env, command: str, rest: str = "") -> str:
+    """A rule's command: the exports (``$env``), :func:`_guard`, then
+    ``command`` and ``rest`` (ninja-escaped), which run only when it passes."""
+    return "$env" + _guard(env).replace("$", "$$") + "{ " + command + rest + "; }"
 
 
 def _rules(env, on_fail: str) -> None:
@@ -179,7 +206,7 @@ def _rules(env, on_fail: str) -> None:
     from SCons.Tool.ninja_tool.Globals import NINJA_RULES
     # (the command in a subshell: an `exit` in it still reaches on_fail;
     # $env, the exports, before it: on_fail needs them too)
-    env.NinjaRule("GPSIMD_CXX", "$env( $cmd )" + on_fail if on_fail else "$env$cmd",
+    env.NinjaRule("GPSIMD_CXX", _guarded(env, "( $cmd )", on_fail),
                   description="CXX $out", deps="gcc", use_depfile=True)
     env[NINJA_RULES]["GPSIMD_CXX"]["depfile"] = "$depfile"
 
@@ -267,7 +294,8 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
     inputs record. Every other step runs the summary step when it fails
     (:func:`_failure_rules`). Returns the nodes to build by default."""
     stamp = f"{profile_dir}/.run-start"
-    begin = env.Command(f"{profile_dir}/.run-begun", [], f"touch {stamp}")
+    env["GPSIMD_RUN_BEGINCOM"] = f"touch {stamp}"
+    begin = env.Command(f"{profile_dir}/.run-begun", [], "$GPSIMD_RUN_BEGINCOM")
     outputs = [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"]
     args = ["-o", outputs[0], "--all", str(libraries), "--since", stamp, "--report", outputs[1]]
     args += [a for name in multicore for a in ("--multicore", name)]
@@ -283,11 +311,15 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
     env["GPSIMD_SUMMARY_PRINTCOM"] = (f"if [ {stamp} -nt $SOURCE ]; then sed -E "
                                       f"{states.as_kept_sed()} $SOURCE; else cat $SOURCE; fi")
     printed = env.GpsimdSummaryPrint(f"{profile_dir}/.summary-printed", text)
-    # (their own rule, without the failure branch; an action that is one
-    # $VARIABLE reaches the ninja tool as the variable's value)
-    for name in ("GPSIMD_SUMMARYCOM", "GPSIMD_SUMMARY_PRINTCOM"):
+    # (their own rules, without the failure branch; the two edges that run
+    # on every run, a null one too, without the lock either: they write
+    # nothing another build reads; an action that is one $VARIABLE reaches
+    # the ninja tool as the variable's value)
+    for name, provider in (("GPSIMD_SUMMARYCOM", _summary_provider),
+                           ("GPSIMD_SUMMARY_PRINTCOM", _every_run_provider),
+                           ("GPSIMD_RUN_BEGINCOM", _every_run_provider)):
         for key in ("$" + name, "${" + name + "}", env[name]):
-            env.NinjaRuleMapping(key, _summary_provider)
+            env.NinjaRuleMapping(key, provider)
     return text + printed
 
 
@@ -316,12 +348,15 @@ def failure_rules(env, step: str, profile_dir: str) -> None:
     failed, started = quote(f"{profile_dir}/{RUN_FAILED}"), quote(f"{profile_dir}/.run-start")
     on_fail = (" || { touch " + failed + "; " + summary + "; exit 1; }").replace("$", "$$")
     _rules(env, on_fail)
-    env.NinjaRule("GENERATED_CMD", "$env( $cmd )" + on_fail, description="Building $out",
-                  pool="local_pool")
+    env.NinjaRule("GENERATED_CMD", _guarded(env, "( $cmd )", on_fail),
+                  description="Building $out", pool="local_pool")
     after = (f"; if [ {failed} -nt {started} ]; then {summary} --quiet; fi").replace("$", "$$")
-    env.NinjaRule("GPSIMD_TEST", "$env( $cmd )" + on_fail + after, description="Building $out",
+    env.NinjaRule("GPSIMD_TEST", _guarded(env, "( $cmd )", on_fail + after),
+                  description="Building $out", pool="local_pool")
+    env.NinjaRule("GPSIMD_SUMMARY", _guarded(env, "$cmd"), description="Building $out",
                   pool="local_pool")
-    env.NinjaRule("GPSIMD_SUMMARY", "$env$cmd", description="Building $out", pool="local_pool")
+    env.NinjaRule("GPSIMD_EVERY_RUN", "$env$cmd", description="Building $out",
+                  pool="local_pool")
 
 
 def map_tests(env) -> None:
@@ -347,6 +382,7 @@ def _provider(rule: str, depfile: bool = False):
 
 _compile_provider = _provider("GPSIMD_CXX", depfile=True)
 _test_provider, _summary_provider = _provider("GPSIMD_TEST"), _provider("GPSIMD_SUMMARY")
+_every_run_provider = _provider("GPSIMD_EVERY_RUN")
 
 
 def verdict(env, lib_dir: str, name: str, results: List[Any]) -> List[Any]:

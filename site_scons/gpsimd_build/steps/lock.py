@@ -1,0 +1,37 @@
+"""The ``lock`` step (``gpsimd_build.steps``):
+
+``python -m gpsimd_build.steps lock BUILD_DIR NINJA_DIR``
+    holds the lock of the build folder ``BUILD_DIR`` for the ninja run
+    this step runs under until that run ends, and marks in ninja's folder
+    ``NINJA_DIR`` that it does (``gpsimd_build.buildlock.hold_for_ninja``);
+    the first step of a ninja run that does any work runs it. Another
+    build holding the folder (``scons``, another ``ninja``) stops it at
+    once with one line naming that build, before anything is written.
+"""
+
+import argparse
+import sys
+
+from .. import buildlock
+
+__all__ = ["add_parser", "run"]
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        buildlock.hold_for_ninja(args.build_dir, args.ninja_dir)
+    except buildlock.LockBusy as err:
+        print(f"gpsimd: {err}: this ninja run stops before it writes anything; run it "
+              f"again once that build has ended", file=sys.stderr)
+        return 1
+    except buildlock.UnsafeLock as err:
+        print(f"gpsimd: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_parser(sub) -> None:
+    lk = sub.add_parser("lock", help="hold the build folder's lock for this ninja run")
+    lk.add_argument("build_dir")
+    lk.add_argument("ninja_dir", help="ninja's own folder (its builddir), for the run's mark")
+    lk.set_defaults(run=run)
