@@ -4,13 +4,15 @@ the messages of a vector that does not fit (``RunOptions.memory``, the
 
 Two checks happen before memory is allocated for a vector: the inputs its
 plan declares (shapes and dtypes, ``.npy`` headers) before they are made,
-and the whole device image (``DeviceImage.plan``) before it is laid out.
+and the whole device image (``DeviceImage.plan``, an :class:`ImageSize`)
+before it is laid out.
 While the cores run, the limit holds for everything they allocate too
 (the zygote, ``zygote.c``: a memory cgroup, ``RLIMIT_DATA``).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
@@ -19,7 +21,7 @@ from gpsimd_device.plan import TensorSpec, VectorPlan
 
 from .settings import format_size
 
-__all__ = ["declared_input_bytes", "too_big", "exceeded"]
+__all__ = ["declared_input_bytes", "too_big", "exceeded", "ImageSize"]
 
 HINT = "(--memory, EMU_MEMORY)"
 
@@ -65,3 +67,24 @@ def too_big(what: str, need: int, limit: int, detail: Optional[str] = None) -> s
 def exceeded(core: str, limit: int) -> str:
     """``"core 0 exceeded the 4 GiB memory limit"``."""
     return f"{core} exceeded the {format_size(limit)} memory limit"
+
+
+@dataclass
+class ImageSize:
+    """Bytes of a vector's device image, by part (``DeviceImage.plan``)."""
+
+    inputs: int
+    outputs: int
+    output_copies: int
+    core_memory: int
+    other: int
+
+    @property
+    def total(self) -> int:
+        return self.inputs + self.outputs + self.core_memory + self.other
+
+    def describe(self) -> str:
+        """``"inputs 1 GiB, 18 output copies of 4 MiB, ..."`` for messages."""
+        per = self.outputs // max(1, self.output_copies)
+        return (f"inputs {format_size(self.inputs)}, {self.output_copies} output copies of "
+                f"{format_size(per)}, per-core memories {format_size(self.core_memory)}")

@@ -19,7 +19,6 @@ from __future__ import annotations
 import ctypes
 import mmap
 import struct
-from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,6 +26,7 @@ import numpy as np
 from . import abi
 from . import control
 from . import dtypes as dt
+from .budget import ImageSize
 from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES, POISON_A,
                      POISON_B, SBUF_PARTITIONS,
                      SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
@@ -47,28 +47,6 @@ _OFF_OUT_HOST = _B.regions.offset + 2 * ctypes.sizeof(abi.GpsimdRegion) + abi.Gp
 _OFF_MEM = (_B.scratch_host.offset, _B.dataram_host.offset, _B.printf_host.offset,
             _B.report_host.offset)
 _OFF_READ_MAP = _B.read_map_host.offset
-
-
-@dataclass
-class ImageSize:
-    """Bytes of a vector's device image, by part (``DeviceImage.plan``)."""
-
-    inputs: int
-    outputs: int
-    output_copies: int
-    core_memory: int
-    other: int
-
-    @property
-    def total(self) -> int:
-        return self.inputs + self.outputs + self.core_memory + self.other
-
-    def describe(self) -> str:
-        """``"inputs 1 GiB, 18 output copies of 4 MiB, ..."`` for messages."""
-        from .settings import format_size
-        per = self.outputs // max(1, self.output_copies)
-        return (f"inputs {format_size(self.inputs)}, {self.output_copies} output copies of "
-                f"{format_size(per)}, per-core memories {format_size(self.core_memory)}")
 
 
 class DeviceImage:
@@ -164,13 +142,13 @@ class DeviceImage:
         #: the run whose arenas hold ``second_inputs`` (the second call's: the
         #: same sizes as ``inputs``), or None; ``second``: what the session
         #: says of them (``checks._second_call_problems``)
-        self.other_run: Optional[int] = None
+        self.other_run: Optional[int] = None if second_inputs is None else \
+            next((r.index for r in self.runs if r.after >= 0), None)
         self.second: Optional[tuple] = None
+        #: per run, whether it has arenas of its own (else the run it follows')
+        self._owns = [r.after < 0 or r.index == self.other_run for r in self.runs]
         for r in self.runs:
-            if r.after >= 0 and second_inputs is not None:
-                self.other_run = r.index
-        for r in self.runs:
-            if r.after >= 0 and r.index != self.other_run:   # the inputs of the run it follows
+            if not self._owns[r.index]:     # the inputs of the run it follows
                 in_at.append(in_at[r.after])
             else:
                 in_at.append((at, at + align_up(capacity, PAGE)))
@@ -199,7 +177,7 @@ class DeviceImage:
             # _sbuf_window base; the model's window starts with the SBUF inputs.
             self.arenas = []
             for r, (h, sb) in zip(self.runs, in_at):
-                self.arenas.append(self.arenas[r.after] if r.after >= 0 and r.index != self.other_run else
+                self.arenas.append(self.arenas[r.after] if not self._owns[r.index] else
                                    (Arena(HBM_BASE, capacity, self.file, h),
                                     Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb)))
             self.hbm, self.sbuf = self.arenas[0]
@@ -226,7 +204,7 @@ class DeviceImage:
                                              out_location == "sbuf")
             self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
             self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
-            own = [r for r in self.runs if r.after < 0 or r.index == self.other_run]
+            own = [r for r in self.runs if self._owns[r.index]]
             for r in own[1:]:
                 hbm, sbuf = self.arenas[r.index]
                 hbm.u8[:self.hbm.used] = self.input_snapshot
@@ -395,7 +373,7 @@ class DeviceImage:
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
         return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + sum(r.after < 0 or r.index == self.other_run for r in self.runs) * (
+                + 2 * PAGE + sum(self._owns) * (
                     self.hbm.used + self.sbuf.used
                     + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
