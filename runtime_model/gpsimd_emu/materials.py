@@ -7,7 +7,7 @@ next call on the device is."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from gpsimd_device.limits import MAX_DIMS
 from gpsimd_device.plan import OpPlan, PlanError, VectorPlan
@@ -54,18 +54,22 @@ def signature(inputs: Sequence[Input], out_dtype: dt.DType, shape, out_location:
 
 
 def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tuple],
-                   root: str) -> Optional[tuple]:
+                   root: str, passed: Callable[[str], bool] = lambda name: True
+                   ) -> Optional[tuple]:
     """The second call's arguments, ``(signature, name, inputs, expected,
     rtol, atol)``: those of the vector before ``vector`` in the plan when
     it has the signature ``sig`` and an expected output (``last``, the
     session's last vector of the op in that form, is used when it is that
-    one); else None (the second call repeats the vector's own). The same
-    whatever the session ran before."""
+    one; else it is made again, only if ``passed(its name)``: a vector that
+    did not pass, or never ran, judges no second call); else None (the
+    second call repeats the vector's own)."""
     names = [v.name for v in op.vectors]
     if vector.name not in names or names.index(vector.name) == 0:
         return None
     prev = op.vectors[names.index(vector.name) - 1]
     if last is None or last[1] != prev.name:
+        if not passed(prev.name):
+            return None
         try:
             inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root)
         except (PlanError, MemoryError):
