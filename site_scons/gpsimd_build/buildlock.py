@@ -139,22 +139,25 @@ def acquire(build_dir: str, wait: bool = True, say=None, owner=None) -> None:
 MARK_PREFIX = "held."
 
 
-def hold_for_ninja(build_dir: str, ninja_dir: str) -> None:
-    """The ``lock`` step: hold the lock of ``build_dir`` for the ninja
-    process this step runs under, until that process ends, and mark
-    (:data:`MARK_PREFIX`, in ``ninja_dir``) that its run holds it, so that
-    its other steps go on without asking again. Its steps ask at once: one
-    at a time (a ``flock`` of ``ninja_dir``), the first takes the lock and
-    leaves a process holding it (:func:`_hold_until_gone`). A build that
-    started this ninja and holds the lock (``scons --experimental=ninja``)
-    counts as this run's. Not under ninja: nothing to hold.
+def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
+    """The ``lock`` step: hold the lock of ``build_dir`` for the ninja run
+    this step belongs to, until it ends, and mark (:data:`MARK_PREFIX`, in
+    ``ninja_dir``) that the run holds it, so that its other steps go on
+    without asking again. ``runner``: the pid of the program that runs the
+    step (the parent of the step's shell, ``$PPID``, as the mark is named),
+    whatever its name (``ninja``, ``ninja-build``, ``samu``...). Its steps
+    ask at once: one at a time (a ``flock`` of ``ninja_dir``), the first
+    takes the lock and leaves a process holding it
+    (:func:`_hold_until_gone`). A build that started this ninja and holds
+    the lock (``scons --experimental=ninja``) counts as this run's. A step
+    run by hand (``runner`` is a shell) has no run to hold it for.
 
     Raises:
         LockBusy: another build holds it (the message names it).
         UnsafeLock, OSError: as :func:`acquire`.
     """
-    from gpsimd_emu.client.protocol import find_ninja
-    ninja = find_ninja()
+    from gpsimd_emu.client.protocol import runner_of
+    ninja = runner_of(runner)
     if ninja is None:
         return
     pid, start = ninja
@@ -180,14 +183,14 @@ def hold_for_ninja(build_dir: str, ninja_dir: str) -> None:
 
 
 def _command_of(pid: int) -> str:
-    """``ninja`` and the arguments of process ``pid``, as the lock file
-    names its holder."""
+    """The program's name and arguments of process ``pid`` (``ninja -f
+    build/build.ninja``), as the lock file names its holder."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             argv = f.read().decode("utf-8", "replace").split("\0")[:-1]
     except OSError:
         argv = []
-    return " ".join(["ninja"] + argv[1:])
+    return " ".join([os.path.basename(argv[0]) if argv else "ninja"] + argv[1:])
 
 
 def _hold_until_gone(fd: int, pid: int, start: int) -> None:

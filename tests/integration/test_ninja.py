@@ -749,6 +749,41 @@ def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(smal
     assert summary[-1] in last.stdout.splitlines()
 
 
+def test_a_ninja_of_another_name_holds_its_build_folder(small_ninja, tmp_path):
+    """The lock is held for the program that runs the steps, whatever it is
+    called (a distribution's ``ninja-build``, ``samu``, a copy): a ninja
+    run by another name used to take no lock, so an older run could write
+    its PASS over a newer scons's FAIL. While its relu test is held in the
+    reference, the lock file names it and scons stops, naming it."""
+    proj = small_ninja
+    reference = proj / "kernels/relu/reference.py"
+    reference.write_text(reference.read_text().replace("def relu_forward(x):\n", _HOLD, 1))
+    assert "Regenerating build/build.ninja" in ninja(proj).stdout
+    (proj / "build/host/relu/test-results.json").unlink()       # (RETEST)
+    other = tmp_path / "my-builder"
+    shutil.copy(NINJA, other)
+    fifo = proj / "hold-relu"
+    os.mkfifo(fifo)
+    first = subprocess.Popen([str(other), "-f", "build/build.ninja"], cwd=str(proj),
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    held = _writer(fifo, first)
+    try:
+        holder = (rf"process {first.pid} \(my-builder -f build/build\.ninja, "
+                  rf"since \d\d:\d\d:\d\d\)")
+        assert re.fullmatch(holder, (proj / "build/.gpsimd-lock").read_text())
+        refused = run_scons(proj, "MANIFEST=small.yaml", "relu", "BUILD_LOCK=fail")
+        assert refused.returncode == 2
+        assert re.fullmatch(rf"scons: the build folder build is in use by {holder} "
+                            r"\(BUILD_LOCK=wait waits for it\)",
+                            refused.stderr.strip().splitlines()[-1]), refused.stderr
+    finally:
+        os.write(held, b"x")
+        os.close(held)
+    out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, out
+    assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+
+
 def test_a_ninja_run_stops_while_another_build_holds_its_folder(small_ninja):
     """With the build folder held by another build, a null ninja run (the
     summary printed) goes on; one with work stops at its first step,

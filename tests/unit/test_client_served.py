@@ -41,6 +41,31 @@ def test_the_ninja_above_is_found_through_a_shell_and_only_there():
     assert _under("scons", True)[1] is None
 
 
+def test_the_runner_of_a_step_is_its_shells_parent_whatever_its_name_but_a_shell():
+    """The lock step holds the build folder for the parent of its step's
+    shell, ``$PPID`` (``protocol.runner_of``): any program but a shell,
+    which means a step's command run by hand."""
+    for name in ("ninja", "ninja-build", "samu", "my-builder"):
+        named = (f"import ctypes, sys; ctypes.CDLL(None).prctl(15, {name.encode()!r}, 0, 0, 0); "
+                 "print(flush=True); sys.stdin.read()")
+        child = subprocess.Popen([sys.executable, "-c", named], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE)
+        try:
+            child.stdout.readline()
+            assert scope.runner_of(child.pid) == (child.pid, scope.proc_stat(child.pid)[2])
+        finally:
+            child.communicate(b"")
+        assert scope.runner_of(child.pid) is None                 # (gone)
+    shell = subprocess.Popen(["/bin/sh", "-c", "read x"], stdin=subprocess.PIPE)
+    try:
+        assert scope.runner_of(shell.pid) is None
+    finally:
+        shell.communicate(b"\n")
+    for name in ("ninja-build", "samu"):
+        pid, found = _under(name, True)
+        assert found is not None and found[0] == pid, name
+
+
 def test_proc_stat_reads_a_name_with_spaces_and_parentheses():
     child = subprocess.Popen([sys.executable, "-c",
                               "import ctypes, sys; ctypes.CDLL(None).prctl(15, b'a (b) c)', 0, 0, 0); "

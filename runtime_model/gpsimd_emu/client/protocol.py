@@ -23,7 +23,7 @@ import struct
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
            "DEFAULT_TIMEOUT", "find_ninja", "served_by", "this_process", "model_files",
            "include_dir", "server_key", "server_name", "peer_uid", "peer_pid", "encode",
-           "decode", "proc_stat"]
+           "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -48,6 +48,9 @@ DEFAULT_TIMEOUT = 60.0
 
 #: Names of the processes that may stand between ninja and the step.
 _SHELLS = ("sh", "bash", "dash", "zsh")
+#: Names ninja's program goes by (a distribution's ``ninja-build``, the
+#: ``samu`` implementation of the same file format).
+NINJA_NAMES = ("ninja", "ninja-build", "samu")
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
@@ -87,20 +90,31 @@ def this_process() -> "tuple[int, int]":
 
 def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
     """(pid, start time) of the ninja process this process (or ``pid``)
-    runs under: its parent, or the parent of a shell between them; None
-    when there is none."""
+    runs under (a process named as in :data:`NINJA_NAMES`): its parent, or
+    the parent of a shell between them; None when there is none."""
     current = os.getppid() if pid is None else pid
     for _ in range(3):
         stat = proc_stat(current)
         if stat is None:
             return None
         comm, parent, start = stat
-        if comm == "ninja":
+        if comm in NINJA_NAMES:
             return current, start
         if comm not in _SHELLS:
             return None
         current = parent
     return None
+
+
+def runner_of(pid: int) -> "tuple[int, int] | None":
+    """(pid, start time) of process ``pid``, the parent of a ninja file
+    step's shell: the program that runs the file's steps, whatever its name
+    (ninja runs each step with ``/bin/sh -c``); None when it is gone or is
+    itself a shell (a step's command run by hand)."""
+    stat = proc_stat(pid)
+    if stat is None or stat[0] in _SHELLS:
+        return None
+    return pid, stat[2]
 
 
 def include_dir() -> str:

@@ -192,7 +192,7 @@ def _guard(env) -> str:
     step = env.subst("$GPSIMD_STEP")
     return ("{ read -r s 2>/dev/null </proc/$PPID/stat; set -- $s; "
             f"[ -e {mark}$PPID.${{22}} ] || {step} lock {shlex.quote(build_dir)} "
-            f"{shlex.quote(ninja_dir)}; }} && ")
+            f"{shlex.quote(ninja_dir)} $PPID; }} && ")
 
 
 def _guarded(env, command: str, rest: str = "") -> str:
