@@ -33,7 +33,7 @@ import re
 
 import SCons.CacheDir
 
-from . import depfiles
+from . import depfiles, integrity
 
 __all__ = ["RelocatableCacheDir", "relocatable_key", "retrieved"]
 
@@ -121,10 +121,13 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     no object whose compile read a file its key does not hold (a header
     only the compiler's depfile names: ``depfiles.unseen``; the next
     build compiles it again, with that file among its dependencies, and
-    pushes it then)."""
+    pushes it then), nor an output whose action read a source that
+    changed while it ran (``integrity.read_an_edit``: an editor's save
+    during a compile or a test run; its key holds the content from before
+    the edit, so a later build of that content would take it)."""
 
     def push(self, node):
-        if depfiles.unseen(node):
+        if depfiles.unseen(node) or integrity.read_an_edit(node):
             return None
         return super().push(node)
 

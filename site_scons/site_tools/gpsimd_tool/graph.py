@@ -198,7 +198,13 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if server:
         emu_server.configure(env.subst("$PYTHON"))
     # built files are compared by their recorded signatures (integrity.py),
-    # sources by content (FAST: timestamp first)
+    # sources by content (FAST: timestamp first). By content on every
+    # build: SCons's default (--max-drift, two days) takes a source's stored
+    # content signature, without reading it, when its time is what was
+    # recorded and more than two days old, so a file replaced by another of
+    # the same time (`tar x` of an archive made with fixed times, a zip's,
+    # `cp -p`, `rsync -a`) would keep the results of the old one
+    SCons.Script.SetOption("max_drift", -1)
     env.Decider(integrity.decider(bool(env.get("FAST"))))
     env["ENV"]["PATH"] = os.environ.get("PATH", env["ENV"].get("PATH", ""))
     env["ENV"]["PYTHONPATH"] = _PYTHONPATH

@@ -1,0 +1,80 @@
+"""A build cache (``CACHE_DIR``) never serves an output made from a source
+edited while its action ran.
+
+A target's cache key holds its sources' contents as SCons signed them
+before the action ran. When an editor saves a source (a reference, a
+kernel) while the action runs, the output may hold the edit: pushed under
+the key of the content before it, it was later served to any build of
+that content (a revert, another clone at that commit) as ``(cached)``,
+though a clean build of it fails. ``.gpsimd-outputs`` already leaves such
+an output unrecorded (``integrity.read_an_edit``); the cache must not keep
+it either.
+"""
+import shutil
+
+from conftest import copy_project, run_scons
+
+FILES = {
+    "kernels/rc/rc.cpp": (
+        "#include <torch/torch.h>\n\n"
+        "torch::Tensor first(const torch::Tensor& x) {\n"
+        "    return torch::mul(x, 1.0f);\n"
+        "}\n\n"
+        "torch::Tensor twice(const torch::Tensor& x) {\n"
+        "    return torch::mul(x, 2.0f);\n"
+        "}\n"),
+    # the first op's reference stands in for an editor: while the test
+    # runs (once, when the marker is there) it saves a fix of the second
+    # op's reference, before that one loads
+    "kernels/rc/first.py": (
+        "import os\n\n\n"
+        "def first(x):\n"
+        "    here = os.path.dirname(__file__)\n"
+        "    marker = os.path.join(here, 'EDIT')\n"
+        "    if os.path.exists(marker):\n"
+        "        os.remove(marker)\n"
+        "        with open(os.path.join(here, 'second.py'), 'w') as f:\n"
+        "            f.write('def twice(x):\\n    return x * 2\\n')\n"
+        "    return x.copy()\n"),
+    "kernels/rc/second.py": "def twice(x):\n    return x * 3\n",     # wrong
+    "kernels/rc/EDIT": "",
+    "rc.yaml": (
+        "version: 1\n"
+        "libraries:\n"
+        "  - name: rc\n"
+        "    sources: [kernels/rc/rc.cpp]\n"
+        "    ops:\n"
+        "      - schema: \"my_ops::first(Tensor x) -> Tensor\"\n"
+        "        reference: kernels/rc/first.py:first\n"
+        "        vectors:\n"
+        "          - name: v\n"
+        "            inputs:\n"
+        "              x: {dtype: float32, shape: [8], random: {distribution: normal}}\n"
+        "      - schema: \"my_ops::twice(Tensor x) -> Tensor\"\n"
+        "        reference: kernels/rc/second.py:twice\n"
+        "        vectors:\n"
+        "          - name: v\n"
+        "            inputs:\n"
+        "              x: {dtype: float32, shape: [8], random: {distribution: normal}}\n"),
+}
+
+
+def test_an_output_made_while_its_source_was_edited_is_not_cached(tmp_path):
+    proj = copy_project(tmp_path / "proj")
+    for path, text in FILES.items():
+        (proj / path).parent.mkdir(parents=True, exist_ok=True)
+        (proj / path).write_text(text)
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    proc = run_scons(proj, "-Q", "MANIFEST=rc.yaml", cache)
+    # (the run loaded the fixed reference: it passed)
+    assert "rc: 2 passed, 0 failed" in proc.stdout, proc.stdout + proc.stderr
+    assert not (proj / "kernels/rc/EDIT").exists()
+
+    # the reference as the build signed it (wrong): a clean build fails
+    (proj / "kernels/rc/second.py").write_text(FILES["kernels/rc/second.py"])
+    shutil.rmtree(proj / "build")
+    proc = run_scons(proj, "-Q", "MANIFEST=rc.yaml", cache)
+    assert "Retrieved `build/host/rc/test-results.json' from cache" not in proc.stdout, \
+        proc.stdout
+    assert proc.returncode != 0, proc.stdout
+    assert "rc: 1 passed, 1 failed" in proc.stdout, proc.stdout + proc.stderr
