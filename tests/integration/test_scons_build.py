@@ -148,6 +148,36 @@ def test_wrong_reference_fails_the_build_and_names_the_vector(built_project, tmp
     assert run_scons(proj, "MANIFEST=wrongref.yaml").returncode != 0
 
 
+def test_a_build_of_one_library_leaves_no_summary_that_speaks_for_it_wrongly(built_project,
+                                                                             tmp_path):
+    """``scons relu`` stopped by relu's broken compile printed ``relu:
+    stale`` but left the last full build's test-summary.txt, ``relu: 10
+    passed, 0 failed`` ... ``all libraries: 104 passed, 0 failed``, for a
+    kernel that does not compile. A build of some libraries whose tests
+    did not all stay up to date now leaves no summary; one whose
+    libraries were all up to date leaves the full build's, which is still
+    true."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    summary = proj / "build/host/test-summary.txt"
+    full = summary.read_text()
+    assert full.splitlines()[0] == "relu: 10 passed, 0 failed", full
+    assert run_scons(proj, "relu").returncode == 0          # (up to date: true still)
+    assert summary.read_text() == full
+    src = proj / "kernels/relu/relu.cpp"
+    good = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
+    src.write_text(src.read_text().replace(good, "t_out_acc[i] = ;", 1))
+    proc = run_scons(proj, "relu")
+    assert proc.returncode == 2
+    assert proc.stdout.splitlines()[-2:] == ["relu: stale", "total: 0 passed, 0 failed"]
+    assert not summary.exists()
+    src.write_text(src.read_text().replace("t_out_acc[i] = ;", good, 1))
+    proc = run_scons(proj)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = summary.read_text().splitlines()
+    assert lines[0].startswith("relu: 10 passed, 0 failed"), lines     # (the same object)
+    assert lines[-1] == full.splitlines()[-1] == "all libraries: 104 passed, 0 failed"
+
+
 IGNORE_ERRORS_REFUSED = (
     "scons: -i (--ignore-errors) is refused for a build that runs tests: SCons would exit 0 "
     "with failed vectors; use -k (--keep-going), which builds and tests everything it can and "

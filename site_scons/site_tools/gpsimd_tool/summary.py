@@ -116,6 +116,14 @@ def _library_states(libraries: Sequence[LibraryTests], failed_runs: Sequence[str
     return out
 
 
+def _remove(path: str) -> None:
+    """Remove the file ``path`` (a link: the link itself) if it is there."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def summary_lines(libraries: Sequence[LibraryTests], everything: bool,
                   failed_runs: Sequence[str] = (), start_ns: int = 0,
                   states_=None) -> List[str]:
@@ -201,9 +209,16 @@ class Summary:
             text = "\n".join(lines) + "\n"
             sys.stdout.write(text)
             sys.stdout.flush()
+            summary = os.path.join(self.profile_dir, states.SUMMARY_FILE)
             if everything:
-                write_atomically(os.path.join(self.profile_dir, states.SUMMARY_FILE),
-                                 text.encode("utf-8"))
+                write_atomically(summary, text.encode("utf-8"))
+            elif any(state != states.KEPT for _, state, _ in found):
+                # (a build of some libraries writes no summary; an earlier
+                # build's would still speak for a library this one changed
+                # or could not test: `relu: 10 passed` after relu's compile
+                # failed. A test run removes it as it starts; this is for
+                # the libraries whose tests did not run)
+                _remove(summary)
         except BrokenPipeError:   # `scons | head`: the reader has gone
             return
         except Exception as e:  # at exit: report, never a traceback
