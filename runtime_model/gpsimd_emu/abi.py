@@ -12,9 +12,9 @@ Everything the model hands to the C++ runtime is built here:
   address of int64 dims + u32 ndim;
 * the argument stream (abi.h HOST-MODEL): u32 num_args @0, u32 0 @4,
   u8 types[32] @8, descriptors from @40;
-* (re-exported from ``gpsimd_emu.binding``) the ctypes mirrors of
-  ``gpsimd_region``, ``gpsimd_core_report``, ``gpsimd_core_binding`` and
-  ``gpsimd_lsp_info``.
+* (re-exported from ``gpsimd_emu.binding``, which reads them from abi.h)
+  the ctypes structures of ``gpsimd_region``, ``gpsimd_core_report``,
+  ``gpsimd_core_binding`` and ``gpsimd_lsp_info``.
 
 All integers are little-endian (x86-64 / aarch64 host, and the Xtensa core is
 little-endian too).
@@ -43,7 +43,7 @@ __all__ = [
     "CHECK_POISON_HEAP", "CHECK_ALL",
     "choose_shape_form", "pack_descriptor", "pack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
-    "check_layout", "scratch_origin", "lsp_name",
+    "scratch_origin", "lsp_name",
 ]
 
 # ---- constants (abi.h, read through gpsimd_device) ---------------------------
@@ -275,6 +275,6 @@ def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     return bytes(out)
 
 
-# The ctypes mirrors of the binding structures live in gpsimd_emu.binding.
+# The ctypes structures of abi.h are read from it by gpsimd_emu.binding.
 from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: E402,F401
-                      GpsimdRegion, check_layout)
+                      GpsimdRegion)
