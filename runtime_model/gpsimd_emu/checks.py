@@ -39,8 +39,9 @@ from . import abi
 from .compare import Comparison, compare
 from .cores import CoreSpec
 from .image import DeviceImage
-from .judge import RunOutcome, core_name
+from .judge import RunOutcome, core_name, core_no
 from .merge import cores_text, format_ranges, guard_writes, merge_core_outputs, true_ranges
+from .merge import written_mask as _elements_differ  # (of two copies: per element, differ?)
 
 __all__ = ["judge_output", "LAYOUT_MAX_RANGES"]
 
@@ -54,13 +55,6 @@ RACE = "a cross-core race on the device: cores do not wait for each other"
 OUTPUT_SOURCE = ("output elements read before they were written (through a standard or "
                  "stream accessor or a raw pointer: an output element holds no defined value "
                  "until it is written)")
-
-
-def _elements_differ(a: np.ndarray, b: np.ndarray, itemsize: int, n: int) -> np.ndarray:
-    """Per element: do the bytes of ``a`` and ``b`` differ?"""
-    if itemsize in (1, 2, 4, 8) and a.ctypes.data % itemsize == 0 and b.ctypes.data % itemsize == 0:
-        return a[:n * itemsize].view(f"<u{itemsize}") != b[:n * itemsize].view(f"<u{itemsize}")
-    return (a[:n * itemsize] != b[:n * itemsize]).reshape(n, itemsize).any(axis=1)
 
 
 #: The never-written memory a core can read, by report flag (abi.h): how a
@@ -114,7 +108,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         return problems, compare(actual, expected, image.out_dtype, rtol, atol), None, []
     n, size = image.num_elem, image.itemsize
     ncores = image.num_cores
-    core_ids = [0 if c.core is None else c.core for c in cores]
+    core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
 
     # every private run that went to its end, and run 0 (a later run a
@@ -306,7 +300,7 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     for k in range(image.num_cores):
         differ = _elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
         if differ.any():
-            nums.append(0 if cores[k].core is None else cores[k].core)
+            nums.append(core_no(cores, k))
             acc |= differ
     if not nums:
         return []

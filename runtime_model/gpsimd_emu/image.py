@@ -114,7 +114,6 @@ class DeviceImage:
         self._masks: Dict[int, List[np.ndarray]] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
-        self.out_location = out_location
         self.itemsize = out_dtype.itemsize
         self.num_elem = int(np.prod(self.out_shape, dtype=np.int64)) if self.out_shape else 1
         self.out_nbytes = self.num_elem * self.itemsize
@@ -166,10 +165,9 @@ class DeviceImage:
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         self._part_at = [sum(sizes[:i]) for i in range(4)]
-        self._out_capacity = out_capacity
         #: bytes after the output in each copy that no region covers
         self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
-        self._scratch_size = self.scratch_size = scratch_size
+        self.scratch_size = scratch_size
         self.file = ImageFile(at)
         try:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
@@ -300,13 +298,10 @@ class DeviceImage:
             for k in range(self.num_cores):
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
                 self.file.mm[at:at + _BINDING] = template
-                m = self._mem_at[r.index][k]
-                sizes = [align_up(n, PAGE) for n in core_sizes(self._scratch_size)]
                 _CORE_ID.pack_into(self.file.mm, at + _OFF_CORE_ID, k)
                 _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
-                for field, off in zip(_OFF_MEM, (m, m + sizes[0], m + sum(sizes[:2]),
-                                                  m + sum(sizes[:3]))):
-                    _U64.pack_into(self.file.mm, at + field, off)
+                for part, field in enumerate(_OFF_MEM):
+                    _U64.pack_into(self.file.mm, at + field, self._part(r.index, k, part))
                 rm = self._read_map_at[r.index][k]
                 if rm is not None and r.checks & abi.CHECK_READS:
                     _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, rm)

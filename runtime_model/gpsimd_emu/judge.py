@@ -24,7 +24,7 @@ from .control import CANCELLED, EXIT_MODEL_ERROR
 from .merge import cores_text
 
 __all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "output_warnings",
-           "report_text", "core_name", "running_cores"]
+           "report_text", "core_name", "core_no", "running_cores"]
 
 
 @dataclass
@@ -77,15 +77,15 @@ class RunOutcome:
                    for s in row if s["state"] == control.SLOT_DONE)
 
 
-def core_name(cores: Sequence[CoreSpec], k: int) -> str:
-    """``"core 3"`` for core index ``k`` (``"core 0"`` single-core)."""
-    c = cores[k].core
-    return f"core {0 if c is None else c}"
-
-
-def _core_no(cores: Sequence[CoreSpec], k: int) -> int:
+def core_no(cores: Sequence[CoreSpec], k: int) -> int:
+    """The core number of core index ``k`` (0 single-core)."""
     c = cores[k].core
     return 0 if c is None else c
+
+
+def core_name(cores: Sequence[CoreSpec], k: int) -> str:
+    """``"core 3"`` for core index ``k`` (``"core 0"`` single-core)."""
+    return f"core {core_no(cores, k)}"
 
 
 _ARG_INDEX = re.compile(r"argument index (\d+)")
@@ -219,7 +219,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         if not pairs:
             return ""
         label = labels.get(pairs[0][0], "")
-        names = sorted({_core_no(cores, k) for _, k in pairs})
+        names = sorted({core_no(cores, k) for _, k in pairs})
         verb = "was" if len(names) == 1 else "were"
         return f" ({cores_text(names)} {verb} running{label})"
 
@@ -309,8 +309,8 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
             else:
                 continue
             nums = faults.setdefault(text + label, [])
-            if _core_no(cores, k) not in nums:
-                nums.append(_core_no(cores, k))
+            if core_no(cores, k) not in nums:
+                nums.append(core_no(cores, k))
         if faults:
             break
     problems = [f"{cores_text(nums)}: {text}" for text, nums in faults.items()]
@@ -349,8 +349,8 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
                          f"docs/kernel-api.md \"Limits\")")
         for t in texts:
             nums = grouped.setdefault(t, [])
-            if _core_no(cores, k) not in nums:
-                nums.append(_core_no(cores, k))
+            if core_no(cores, k) not in nums:
+                nums.append(core_no(cores, k))
     return [f"{cores_text(nums)}: {t}" for t, nums in grouped.items()]
 
 

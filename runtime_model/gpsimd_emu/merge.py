@@ -40,7 +40,7 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
         buf: the output copy as ``uint8`` (at least ``num_elem * itemsize``
             bytes; bytes past that are ignored).
         poison: the poison byte (0..255), or a ``uint8`` array of the same
-            length as the bytes compared.
+            length as the bytes compared (another copy: do they differ?).
         itemsize: bytes per element.
         num_elem: elements to examine; default ``len(buf) // itemsize``.
 
@@ -54,15 +54,16 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
     if len(buf) < nbytes:
         raise ValueError(f"{len(buf)} bytes < {num_elem} elements x {itemsize}")
     b = buf[:nbytes]
-    if isinstance(poison, np.ndarray):
-        poison = poison.reshape(-1)[:nbytes]
-        return (b != poison).reshape(num_elem, itemsize).any(axis=1)
-    if itemsize in (1, 2, 4, 8) and b.ctypes.data % itemsize == 0:
+    other = poison.reshape(-1)[:nbytes] if isinstance(poison, np.ndarray) else poison
+    if itemsize in (1, 2, 4, 8) and all(x.ctypes.data % itemsize == 0 for x in (b, other)
+                                        if isinstance(x, np.ndarray)):
         # whole-element compare: one unsigned word per element against the
-        # poison byte repeated itemsize times (same answer, ~40x faster)
-        word = int.from_bytes(bytes([poison]) * itemsize, "little")
-        return b.view(f"<u{itemsize}") != word
-    return (b != poison).reshape(num_elem, itemsize).any(axis=1)
+        # other's, or the poison byte repeated itemsize times (same answer,
+        # ~40x faster)
+        word = f"<u{itemsize}"
+        return b.view(word) != (other.view(word) if isinstance(other, np.ndarray) else
+                                int.from_bytes(bytes([poison]) * itemsize, "little"))
+    return (b != other).reshape(num_elem, itemsize).any(axis=1)
 
 
 def runs(values: np.ndarray) -> List[Tuple[int, int, int]]:
@@ -245,14 +246,5 @@ def guard_writes(guard: np.ndarray, poison: Union[int, np.ndarray], itemsize: in
         Half-open ranges of flat element offsets ``>= num_elem``.
     """
     guard = np.asarray(guard, dtype=np.uint8).reshape(-1)
-    usable = len(guard) // itemsize
-    if usable == 0:
-        return []
-    if not isinstance(poison, np.ndarray):
-        # the common case, an untouched guard zone: one word compare
-        whole = len(guard) // 8 * 8
-        if (guard.ctypes.data % 8 == 0 and whole == len(guard)
-                and not (guard.view("<u8") != int.from_bytes(bytes([poison]) * 8, "little")).any()):
-            return []
-    mask = written_mask(guard, poison, itemsize, usable)
-    return true_ranges(mask, offset=num_elem)
+    return true_ranges(written_mask(guard, poison, itemsize, len(guard) // itemsize),
+                       offset=num_elem)
