@@ -22,6 +22,7 @@ little-endian too).
 
 from __future__ import annotations
 
+import math
 import struct
 from typing import Optional, Sequence, Tuple
 
@@ -93,9 +94,6 @@ CHECK_POISON_STACK = _ABI["CHECK_POISON_STACK"]         #: fill the launcher sta
 CHECK_POISON_HEAP = _ABI["CHECK_POISON_HEAP"]           #: fill malloc / new blocks (M_PERTURB)
 CHECK_ALL = _ABI["CHECK_ALL"]
 
-_U16_MAX = 0xFFFF
-_U32_MAX = 0xFFFFFFFF
-_U64_MAX = 0xFFFFFFFFFFFFFFFF
 _MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8
 
 
@@ -125,6 +123,15 @@ class ArgType:
 scratch_origin = _lsp.scratch_origin
 lsp_name = _lsp.lsp_name
 
+#: The inline shape forms (abi.h): slots, struct code of a slot, largest dim, what fits.
+_INLINE = {ShapeForm.INLINE_4D: (4, "I", 0xFFFFFFFF, "(rank <= 4, 0 < dim < 2**32)"),
+           ShapeForm.INLINE_8D: (8, "H", 0xFFFF, "(rank <= 8, 0 < dim <= 65535)")}
+
+
+def _fits_inline(dims: Tuple[int, ...], form: int) -> bool:
+    slots, _, largest, _ = _INLINE[form]
+    return len(dims) <= slots and all(0 < d <= largest for d in dims)
+
 
 # ---- the 48-byte descriptor ---------------------------------------------------
 
@@ -140,11 +147,7 @@ def choose_shape_form(shape: Sequence[int]) -> int:
         ValueError: rank > 8 (docs/kernel-api.md, Limits) or a negative dim.
     """
     dims = _check_dims(shape)
-    if len(dims) <= 4 and all(0 < d <= _U32_MAX for d in dims):
-        return ShapeForm.INLINE_4D
-    if len(dims) <= 8 and all(0 < d <= _U16_MAX for d in dims):
-        return ShapeForm.INLINE_8D
-    return ShapeForm.OUT_OF_LINE
+    return next((f for f in _INLINE if _fits_inline(dims, f)), ShapeForm.OUT_OF_LINE)
 
 
 def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
@@ -156,11 +159,10 @@ def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
     return dims
 
 
-def _num_elem(dims: Tuple[int, ...]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
+def _fit(what: str, value: int, bits: int) -> None:
+    """ValueError ``"<what> does not fit u<bits>"`` unless ``0 <= value < 2**bits``."""
+    if not 0 <= value < 1 << bits:
+        raise ValueError(f"{what} does not fit u{bits}")
 
 
 def pack_descriptor(
@@ -198,45 +200,33 @@ def pack_descriptor(
     dims = _check_dims(shape)
     if form is None:
         form = choose_shape_form(dims)
-    num_elem = _num_elem(dims)
-    if not 0 <= dtype <= 0xFF:
-        raise ValueError(f"dtype {dtype} does not fit u8")
-    if not 0 <= num_elem <= _U32_MAX:
-        raise ValueError(f"num_elem {num_elem} does not fit u32")
+    num_elem = math.prod(dims)
+    _fit(f"dtype {dtype}", dtype, 8)
+    _fit(f"num_elem {num_elem}", num_elem, 32)
 
     buf = bytearray(DESCRIPTOR_SIZE)
     struct.pack_into("<BBB", buf, 0, location, form, dtype)
 
-    if form == ShapeForm.INLINE_4D:
-        if len(dims) > 4 or any(not 0 < d <= _U32_MAX for d in dims):
-            raise ValueError(f"shape {list(dims)} does not fit INLINE_4D "
-                             "(rank <= 4, 0 < dim < 2**32)")
-        struct.pack_into("<4I", buf, 8, *(dims + (0,) * (4 - len(dims))))
-    elif form == ShapeForm.INLINE_8D:
-        if any(not 0 < d <= _U16_MAX for d in dims):
-            raise ValueError(f"shape {list(dims)} does not fit INLINE_8D "
-                             "(rank <= 8, 0 < dim <= 65535)")
-        struct.pack_into("<8H", buf, 8, *(dims + (0,) * (8 - len(dims))))
+    if form in _INLINE:
+        slots, code, _, fits = _INLINE[form]
+        if not _fits_inline(dims, form):
+            raise ValueError(f"shape {list(dims)} does not fit INLINE_{slots}D {fits}")
+        struct.pack_into(f"<{slots}{code}", buf, 8, *(dims + (0,) * (slots - len(dims))))
     elif form == ShapeForm.OUT_OF_LINE:
         if shape_addr is None:
             raise ValueError("the out-of-line shape form needs shape_addr")
-        if not 0 <= shape_addr <= _U64_MAX:
-            raise ValueError(f"shape_addr {shape_addr:#x} does not fit u64")
+        _fit(f"shape_addr {shape_addr:#x}", shape_addr, 64)
         struct.pack_into("<QII", buf, 8, shape_addr, len(dims), 0)
     else:
         raise ValueError(f"unknown shape form {form}")
 
     if location == Location.HBM:
-        if not 0 <= addr <= _U64_MAX:
-            raise ValueError(f"HBM address {addr:#x} does not fit u64")
+        _fit(f"HBM address {addr:#x}", addr, 64)
         struct.pack_into("<QII", buf, 24, addr, num_elem, 0)
     elif location == Location.SBUF:
-        if not 0 <= addr <= _U32_MAX:
-            raise ValueError(f"SBUF address {addr:#x} does not fit u32")
-        if not 0 <= num_partitions <= 0xFF:
-            raise ValueError(f"num_partitions {num_partitions} does not fit u8")
-        if not 0 <= num_elem_per_block <= _U32_MAX:
-            raise ValueError(f"num_elem_per_block {num_elem_per_block} does not fit u32")
+        _fit(f"SBUF address {addr:#x}", addr, 32)
+        _fit(f"num_partitions {num_partitions}", num_partitions, 8)
+        _fit(f"num_elem_per_block {num_elem_per_block}", num_elem_per_block, 32)
         struct.pack_into("<IIB3xI", buf, 24, addr, num_elem, num_partitions,
                          num_elem_per_block)
     else:
