@@ -31,7 +31,7 @@ from gpsimd_device.plan import PlanError
 
 from . import dtypes as dt
 
-__all__ = ["to_dtype"]
+__all__ = ["to_dtype", "exact_ints"]
 
 
 def _device_float(dtype: np.dtype) -> bool:
@@ -55,6 +55,17 @@ def _as_float(v) -> float:
         return float(np.finfo(np.float64).max) * (1 if v > 0 else -1)
 
 
+def exact_ints(values: list) -> Optional[np.ndarray]:
+    """A (nested) list of Python ints as int64, else uint64, exactly; None
+    when neither holds them all."""
+    for kind in (np.int64, np.uint64):
+        try:
+            return np.array(values, dtype=kind)
+        except OverflowError:       # (Python ints: numpy refuses, never wraps)
+            continue
+    return None
+
+
 def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
     """``a`` (no bools, no complex) as an array numpy computes the checks
     with: small floats (float16, the ml_dtypes ones) widened to float64,
@@ -69,12 +80,10 @@ def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
         for v in a.flat:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
                 raise PlanError(f"{what}s{origin}: {v!r} is not a number")
-        if all(isinstance(v, numbers.Integral) for v in a.flat):
-            for kind in (np.int64, np.uint64):
-                try:
-                    return np.array([int(v) for v in a.flat], dtype=kind).reshape(a.shape)
-                except OverflowError:   # (Python ints: numpy refuses, never wraps)
-                    continue
+        ints = exact_ints([int(v) for v in a.flat]) \
+            if all(isinstance(v, numbers.Integral) for v in a.flat) else None
+        if ints is not None:
+            return ints.reshape(a.shape)
         return np.array([_as_float(v) for v in a.flat], dtype=np.float64).reshape(a.shape)
     if _device_float(a.dtype) and a.dtype.itemsize < 8:
         return a.astype(np.float64)
