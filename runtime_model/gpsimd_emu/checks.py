@@ -1,29 +1,14 @@
-"""What a vector's outputs show (``judge_output``), with the checks on:
-
-* writes past the end of the output (guard zones), modified inputs;
-* the SPMD write sets from the private runs (holes, overlaps, idle cores:
-  a problem with holes, else a warning;
-  exact: written = changed from the poison in either run,
-  ``gpsimd_emu.merge``), and uninitialised elements of a result copied by
-  ``customop_return_tensor``;
-* reads of output elements a core had not written itself (the runtime's
-  read maps of both private runs: read while still holding that run's
-  poison), named with the cores that write them (a cross-core race);
-* elements written in either private run whose value changes between the
-  two, which differ only in the poison of never-written memory (TCM,
-  dataram staging, ``torch::empty()`` storage, HBM scratch, the stack, the
-  heap, the output itself): they
-  depend on memory never written;
-* elements that differ between the two fixed-order runs (one shared
-  output, cores 0..7 and 7..0): the result depends on the order of cores;
-* elements that differ between run 0 and the second call (the same
-  loaded objects launched again): state kept between calls;
-
-then the comparison of the merged output with the expected one (none when
-one of the above makes the values meaningless). With checks on, the
-vector's write-set layout is returned as ranges (``layout``): per core what
-it wrote, read before writing, wrote past the end, its fault; holes,
-overlaps and order-dependent ranges (never per element).
+"""What a vector's outputs show (``judge_output``), with the checks on: the
+model's rows of ARCHITECTURE.md "The checks" (writes past the output and
+over or past an input; the SPMD write sets of the private runs and an
+uninitialised result of ``customop_return_tensor``; reads of output a core
+had not written; values from never-written memory; order dependence; state
+kept between calls), each with the message that table shows; then the
+comparison of the merged output with the expected one (none when one of
+the above makes the values meaningless). With checks on, the vector's
+write-set layout is returned as ranges (``layout``): per core what it
+wrote, read before writing, wrote past the end, its fault; holes, overlaps
+and order-dependent ranges (never per element).
 """
 
 from __future__ import annotations
@@ -221,16 +206,11 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
 def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                      layout: "_Layout") -> List[str]:
     """Elements a core wrote in either private run whose values differ
-    between the two: they depend on memory the kernel never wrote (the
-    runs differ only in the poison bytes), whether the value or whether
-    it was written at all. Where the output itself may be the source (a
-    read of it before it was written, tracked or through an accessor or
-    pointer the runtime does not follow), a multicore vector tells the
-    two apart by its fixed-order runs (shared zero-filled output, memory
-    poisoned as in run 1): elements on which both agree with run 1 depend
-    on the memory; those on which both agree with each other but not
-    with run 1 on the output read before it was written (elements on
-    which they disagree are the order check's). Grouped by the source."""
+    between the two: they depend on never-written memory, or, where the
+    output itself may be the source, on the output read before it was
+    written, as runs 2 and 3 tell (ARCHITECTURE.md "The checks"; elements
+    on which those two disagree are the order check's). Grouped by the
+    source."""
     if not outcome.ran(1):
         return []
     m0, m1 = image.masks(0), image.masks(1)
@@ -367,8 +347,7 @@ class _Layout:
         for k, m in enumerate(masks):
             self.core(k)["written"] = self.ranges(true_ranges(m))
         self.doc["holes"] = self.ranges(merged.holes)
-        over = merged.overlaps[:LAYOUT_MAX_RANGES]
-        if len(merged.overlaps) > LAYOUT_MAX_RANGES:
-            self.doc["truncated"] = True
-        self.doc["overlaps"] = [{"range": [int(a), int(b)], "cores": list(c)} for (a, b), c in over]
+        kept = self.ranges([r for r, _ in merged.overlaps])
+        self.doc["overlaps"] = [{"range": r, "cores": list(c)}
+                                for r, (_, c) in zip(kept, merged.overlaps)]
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -157,8 +157,8 @@ class Arena:
         self.used = end
         return self.device_base + start
 
-    def offset(self, device_addr: int, nbytes: int = 0) -> int:
-        """Byte offset in the arena of ``device_addr``.
+    def view(self, device_addr: int, nbytes: int) -> np.ndarray:
+        """A writable ``uint8`` view of ``nbytes`` bytes at ``device_addr``.
 
         Raises:
             ValueError: ``[device_addr, device_addr + nbytes)`` is not inside
@@ -168,31 +168,15 @@ class Arena:
         if off < 0 or off + nbytes > self.capacity:
             raise ValueError(f"[{device_addr:#x}, +{nbytes}) outside the arena "
                              f"[{self.device_base:#x}, +{self.capacity})")
-        return off
-
-    def view(self, device_addr: int, nbytes: int) -> np.ndarray:
-        """A writable ``uint8`` view of ``nbytes`` bytes at ``device_addr``."""
-        off = self.offset(device_addr, nbytes)
         return self.u8[off:off + nbytes]
-
-    def write(self, device_addr: int, data: Union[bytes, np.ndarray]) -> None:
-        """Copy bytes (or an array's C-order bytes) to ``device_addr``."""
-        raw = np.frombuffer(_as_bytes(data), dtype=np.uint8)
-        self.view(device_addr, raw.size)[:] = raw
 
     def write_array(self, array: np.ndarray) -> int:
         """Allocate room for ``array`` (its C-order bytes) and copy it in.
         Returns the device address."""
-        raw = _as_bytes(array)
-        addr = self.alloc(len(raw))
-        self.write(addr, raw)
+        raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        addr = self.alloc(raw.size)
+        self.view(addr, raw.size)[:] = raw
         return addr
-
-
-def _as_bytes(data: Union[bytes, bytearray, memoryview, np.ndarray]) -> bytes:
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).tobytes()
-    return bytes(data)
 
 
 def core_sizes(scratch_size: int) -> Tuple[int, int, int, int]:

@@ -185,25 +185,15 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
     for k, m in enumerate(masks):
         writers |= np.asarray(m, dtype=bool).astype(wtype) << wtype(k)
 
-    # one word per element where the item size allows (copyto with a mask is
-    # far cheaper than boolean fancy indexing of (num_elem, itemsize) rows)
-    aligned = itemsize in (1, 2, 4, 8) and all(b.ctypes.data % itemsize == 0 for b in bufs)
-    if aligned:
-        words = [b.view(f"<u{itemsize}") for b in bufs]
-        merged_w = words[0].copy()
-        taken = np.asarray(masks[0], dtype=bool).copy()
-        for k in range(1, n):
-            pick = np.asarray(masks[k], dtype=bool) & ~taken
-            np.copyto(merged_w, words[k], where=pick)
-            taken |= pick
-        merged = merged_w.view(np.uint8).reshape(num_elem, itemsize)
-    else:
-        merged = bufs[0].copy().reshape(num_elem, itemsize)
-        taken = np.zeros(num_elem, dtype=bool)
-        for k in range(n):
-            pick = np.asarray(masks[k], dtype=bool) & ~taken
-            merged[pick] = bufs[k].reshape(num_elem, itemsize)[pick]
-            taken |= pick
+    # one item per element, whatever its size (copyto with a mask is far
+    # cheaper than boolean fancy indexing of (num_elem, itemsize) rows)
+    items = [b.view(f"V{itemsize}") for b in bufs]
+    merged = items[0].copy()
+    taken = np.asarray(masks[0], dtype=bool).copy()
+    for k in range(1, n):
+        pick = np.asarray(masks[k], dtype=bool) & ~taken
+        np.copyto(merged, items[k], where=pick)
+        taken |= pick
 
     holes: List[Range] = []
     overlaps: List[Tuple[Range, Tuple[int, ...]]] = []
@@ -228,7 +218,7 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
             problems.append("elements written by more than one core: " + ", ".join(parts))
         if idle:
             problems.append(f"{cores_text(idle)} wrote nothing")  # == MergeResult.idle_text
-    return MergeResult(merged.reshape(-1), writers, holes, overlaps, idle, problems)
+    return MergeResult(merged.view(np.uint8), writers, holes, overlaps, idle, problems)
 
 
 def guard_writes(guard: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
