@@ -216,18 +216,15 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                 f"wrote over the model's memory"], True
 
     def running_text(pairs: Sequence[Tuple[int, int]]) -> str:
+        """Who was running in the first run of ``pairs`` (in run order)."""
         if not pairs:
             return ""
-        label = labels.get(pairs[0][0], "")
-        names = sorted({core_no(cores, k) for _, k in pairs})
+        names = {core_no(cores, k) for p, k in pairs if p == pairs[0][0]}
         verb = "was" if len(names) == 1 else "were"
-        return f" ({cores_text(names)} {verb} running{label})"
-
-    def first_run(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
-        return [x for x in pairs if x[0] == min(p for p, _ in pairs)] if pairs else []
+        return f" ({cores_text(names)} {verb} running{labels.get(pairs[0][0], '')})"
 
     if outcome.timed_out:
-        return [f"timed out after {timeout:g} s{running_text(first_run(running_cores(rec)))}"], True
+        return [f"timed out after {timeout:g} s{running_text(running_cores(rec))}"], True
     bad_alloc = _bad_allocs(image, rec)
     if bad_alloc:
         return [exceeded(core_name(cores, bad_alloc[0]), outcome.memory)], True
@@ -308,9 +305,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                 text = report_text(image, k, op, p) or "launcher returned a fault"
             else:
                 continue
-            nums = faults.setdefault(text + label, [])
-            if core_no(cores, k) not in nums:
-                nums.append(core_no(cores, k))
+            faults.setdefault(text + label, []).append(core_no(cores, k))
         if faults:
             break
     problems = [f"{cores_text(nums)}: {text}" for text, nums in faults.items()]
@@ -348,9 +343,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
                          f"(the oldest {r.printf_total - abi.PRINTF_CAPACITY} dropped; "
                          f"docs/kernel-api.md \"Limits\")")
         for t in texts:
-            nums = grouped.setdefault(t, [])
-            if core_no(cores, k) not in nums:
-                nums.append(core_no(cores, k))
+            grouped.setdefault(t, []).append(core_no(cores, k))
     return [f"{cores_text(nums)}: {t}" for t, nums in grouped.items()]
 
 
