@@ -367,10 +367,9 @@ class DeviceImage:
         """Bytes of the file the worker itself touched (inputs of every run,
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
-        return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + sum(self._owns) * (
-                    self.hbm.used + self.sbuf.used
-                    + sum(n for _, _, n in self._tails if self.checks))
+        return (self._args_at + 2 * PAGE
+                + sum(self._owns) * (self.hbm.used + self.sbuf.used
+                                     + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
 
     # ---- after the run --------------------------------------------------

@@ -30,7 +30,6 @@ __all__ = ["LoadError", "PackedObject", "LspInfo", "check_lsp", "parse_pack", "r
 _ELF_MAGIC = b"\x7fELF"
 
 
-
 class LoadError(Exception):
     """A core object cannot be read, verified or loaded. The message names
     the file and what is wrong."""

@@ -98,13 +98,9 @@ def cores_text(cores: Sequence[int]) -> str:
     """``"core 3"``, ``"cores 0-7"``, ``"cores 1, 4-6"`` (sorted, runs of
     consecutive cores joined)."""
     nums = sorted(set(int(c) for c in cores))
-    parts, i = [], 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
+    # consecutive numbers have the same number minus position
+    parts = [str(nums[a]) if b - a == 1 else f"{nums[a]}-{nums[b - 1]}"
+             for a, b, _ in runs(np.subtract(nums, range(len(nums))))]
     return ("core " if len(nums) == 1 else "cores ") + ", ".join(parts)
 
 
