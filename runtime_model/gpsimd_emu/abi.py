@@ -1,33 +1,30 @@
-"""Byte-level mirror of ``runtime_model/include/gpsimd_host/abi.h``.
-
-Everything the model hands to the C++ runtime is built here:
+"""What the model hands to the C++ runtime, in the layouts of
+``runtime_model/include/gpsimd_host/abi.h`` (read from it by
+``gpsimd_emu.binding.header_struct``; the header gives every offset):
 
 * the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
-  (the device ABI (gpsimd_host/abi.h)): location @0, shape type @1, ISA dtype @2,
-  shape union @8 (16 bytes), storage union @24 (16 bytes; HBM arm: u64 addr
-  @24, u32 num_elem @32; SBUF arm: u32 addr @24, u32 num_elem @28,
-  u8 num_partitions @32, u32 num_elem_per_block @36), reserved @40;
-* the shape union members (abi.h HOST-MODEL): INLINE_4D = 4 x u32,
-  INLINE_8D = 8 x u16, left-aligned, unused slots 0; OUT_OF_LINE = u64 HBM
-  address of int64 dims + u32 ndim;
-* the argument stream (abi.h HOST-MODEL): u32 num_args @0, u32 0 @4,
-  u8 types[32] @8, descriptors from @40;
-* (re-exported from ``gpsimd_emu.binding``, which reads them from abi.h)
-  the ctypes structures of ``gpsimd_region``, ``gpsimd_core_report``,
-  ``gpsimd_core_binding`` and ``gpsimd_lsp_info``.
-
-All integers are little-endian (x86-64 / aarch64 host, and the Xtensa core is
-little-endian too).
+  (``pack_descriptor``): location, shape form, ISA dtype, the shape union
+  (HOST-MODEL: INLINE_4D = 4 x u32, INLINE_8D = 8 x u16, left-aligned,
+  unused slots 0; OUT_OF_LINE = HBM address of int64 dims + ndim) and the
+  storage union (the HBM or the SBUF arm);
+* the argument stream (``pack_arg_stream``, abi.h HOST-MODEL):
+  ``gpsimd_arg_stream_header`` then the descriptors;
+* (re-exported from ``gpsimd_emu.binding``) the ctypes structures of
+  ``gpsimd_region``, ``gpsimd_core_report``, ``gpsimd_core_binding`` and
+  ``gpsimd_lsp_info``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
-import struct
 from typing import Optional, Sequence, Tuple
 
 from gpsimd_device import limits as _limits
 from gpsimd_device import lsp as _lsp
+
+from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: F401
+                      GpsimdRegion, header_struct)
 
 __all__ = [
     "ABI_VERSION", "DESCRIPTOR_SIZE", "MAX_ARGS", "ARG_STREAM_ARGS_OFFSET",
@@ -51,7 +48,9 @@ __all__ = [
 
 _ABI = _limits.ABI
 ABI_VERSION = _ABI["HOST_ABI_VERSION"]                  #: GPSIMD_HOST_ABI_VERSION
-DESCRIPTOR_SIZE = 48                                    #: sizeof(arg_tensor_t), bytes (abi.h)
+_Descriptor = header_struct("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR")
+_StreamHeader = header_struct("abi.h", "gpsimd_arg_stream_header")
+DESCRIPTOR_SIZE = ctypes.sizeof(_Descriptor)            #: sizeof(arg_tensor_t), 48 bytes
 MAX_ARGS = _limits.MAX_ARGS                             #: GPSIMD_MAX_ARGS
 ARG_STREAM_ARGS_OFFSET = _ABI["ARG_STREAM_ARGS_OFFSET"]  #: bytes
 DATARAM_BASE = _limits.DATARAM_BASE                     #: device address of the dataram/TCM window
@@ -123,13 +122,13 @@ class ArgType:
 scratch_origin = _lsp.scratch_origin
 lsp_name = _lsp.lsp_name
 
-#: The inline shape forms (abi.h): slots, struct code of a slot, largest dim, what fits.
-_INLINE = {ShapeForm.INLINE_4D: (4, "I", 0xFFFFFFFF, "(rank <= 4, 0 < dim < 2**32)"),
-           ShapeForm.INLINE_8D: (8, "H", 0xFFFF, "(rank <= 8, 0 < dim <= 65535)")}
+#: The inline shape forms (abi.h ``dims4``, ``dims8``): slots, largest dim, what fits.
+_INLINE = {ShapeForm.INLINE_4D: (4, 0xFFFFFFFF, "(rank <= 4, 0 < dim < 2**32)"),
+           ShapeForm.INLINE_8D: (8, 0xFFFF, "(rank <= 8, 0 < dim <= 65535)")}
 
 
 def _fits_inline(dims: Tuple[int, ...], form: int) -> bool:
-    slots, _, largest, _ = _INLINE[form]
+    slots, largest, _ = _INLINE[form]
     return len(dims) <= slots and all(0 < d <= largest for d in dims)
 
 
@@ -204,34 +203,34 @@ def pack_descriptor(
     _fit(f"dtype {dtype}", dtype, 8)
     _fit(f"num_elem {num_elem}", num_elem, 32)
 
-    buf = bytearray(DESCRIPTOR_SIZE)
-    struct.pack_into("<BBB", buf, 0, location, form, dtype)
-
+    d = _Descriptor(location=location, framework_shape_type=form, dtype=dtype)
     if form in _INLINE:
-        slots, code, _, fits = _INLINE[form]
+        slots, _, fits = _INLINE[form]
         if not _fits_inline(dims, form):
             raise ValueError(f"shape {list(dims)} does not fit INLINE_{slots}D {fits}")
-        struct.pack_into(f"<{slots}{code}", buf, 8, *(dims + (0,) * (slots - len(dims))))
+        getattr(d.framework_shape, f"dims{slots}")[:len(dims)] = dims
     elif form == ShapeForm.OUT_OF_LINE:
         if shape_addr is None:
             raise ValueError("the out-of-line shape form needs shape_addr")
         _fit(f"shape_addr {shape_addr:#x}", shape_addr, 64)
-        struct.pack_into("<QII", buf, 8, shape_addr, len(dims), 0)
+        d.framework_shape.out_of_line.addr, d.framework_shape.out_of_line.ndim = \
+            shape_addr, len(dims)
     else:
         raise ValueError(f"unknown shape form {form}")
 
     if location == Location.HBM:
         _fit(f"HBM address {addr:#x}", addr, 64)
-        struct.pack_into("<QII", buf, 24, addr, num_elem, 0)
+        d.storage.hbm.addr, d.storage.hbm.num_elem = addr, num_elem
     elif location == Location.SBUF:
         _fit(f"SBUF address {addr:#x}", addr, 32)
         _fit(f"num_partitions {num_partitions}", num_partitions, 8)
         _fit(f"num_elem_per_block {num_elem_per_block}", num_elem_per_block, 32)
-        struct.pack_into("<IIB3xI", buf, 24, addr, num_elem, num_partitions,
-                         num_elem_per_block)
+        tpb = d.storage.tpb
+        tpb.addr, tpb.num_elem, tpb.num_partitions, tpb.num_elem_per_block = \
+            addr, num_elem, num_partitions, num_elem_per_block
     else:
         raise ValueError(f"unknown location {location}")
-    return bytes(buf)
+    return bytes(d)
 
 
 # ---- the argument stream ---------------------------------------------------------
@@ -239,9 +238,9 @@ def pack_descriptor(
 def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     """The argument stream bytes (abi.h HOST-MODEL layout).
 
-    ``+0`` u32 num_args, ``+4`` u32 0, ``+8`` u8 types[32] (one ``ArgType``
-    per argument, the rest 0), ``+40`` the 48-byte descriptors in schema
-    order. Length ``40 + 48 * num_args`` bytes.
+    ``gpsimd_arg_stream_header`` (``num_args``; ``types``: one ``ArgType``
+    per argument, the rest 0), then the 48-byte descriptors in schema
+    order: ``ARG_STREAM_ARGS_OFFSET + 48 * num_args`` bytes.
 
     Args:
         descriptors: 48-byte descriptors (``pack_descriptor``), schema order;
@@ -255,8 +254,9 @@ def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     n = len(descriptors)
     if n > MAX_ARGS:
         raise ValueError(f"{n} arguments > GPSIMD_MAX_ARGS ({MAX_ARGS})")
-    out = bytearray(struct.pack("<II", n, 0))
-    out += bytes([ArgType.TENSOR] * n) + bytes(MAX_ARGS - n)
+    head = _StreamHeader(num_args=n)
+    head.types[:n] = bytes([ArgType.TENSOR] * n)
+    out = bytearray(head)
     assert len(out) == ARG_STREAM_ARGS_OFFSET
     for i, d in enumerate(descriptors):
         if len(d) != DESCRIPTOR_SIZE:
@@ -264,7 +264,3 @@ def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
         out += d
     return bytes(out)
 
-
-# The ctypes structures of abi.h are read from it by gpsimd_emu.binding.
-from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: E402,F401
-                      GpsimdRegion)

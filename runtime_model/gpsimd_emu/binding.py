@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
-from typing import Type
 
 from gpsimd_device.headers import HeaderError, _text, defines, header_path
 
@@ -29,7 +28,9 @@ _SCALARS = {"uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16,
             "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64, "int32_t": ctypes.c_int32,
             "int64_t": ctypes.c_int64, "double": ctypes.c_double, "char": ctypes.c_char,
             "char*": ctypes.c_char_p}
-_FIELD = re.compile(r"^(.*?)\b(\w+)\s*(?:\[\s*(\w+)\s*\])?$")
+#: One field: its type (a name, or a nested ``struct { ... }``), name and
+#: array length.
+_FIELD = re.compile(r"\s*(struct\s*\{[^{}]*\}|[^;{}]*?)\s*\b(\w+)\s*(?:\[\s*(\w+)\s*\])?\s*;")
 
 
 def _ctype(header: str, spelling: str):
@@ -41,31 +42,38 @@ def _ctype(header: str, spelling: str):
     return header_struct(header, t)
 
 
-@functools.lru_cache(maxsize=None)
-def header_struct(header: str, name: str) -> Type[ctypes.Structure]:
-    """The ``typedef struct { ... } name;`` of the header ``gpsimd_host/<header>``
-    as a ``ctypes.Structure`` of the same fields, in order (no nested struct
-    or union; a field may be another such struct, an array's length a number
-    or a ``GPSIMD_*`` define of the header). One class per struct.
-
-    Raises:
-        HeaderError: no such struct, or a field this reader cannot read.
-    """
-    m = re.search(r"typedef\s+struct\s*\{([^{}]*)\}\s*" + re.escape(name) + r"\s*;",
-                  _text(header))
-    if m is None:
-        raise HeaderError(f"{header_path(header)}: no typedef struct {name}")
+def _layout(header: str, name: str, kind: str, body: str) -> type:
     fields = []
-    for decl in filter(None, (d.strip() for d in m.group(1).split(";"))):
-        f = _FIELD.match(decl)
-        if f is None:
-            raise HeaderError(f"{header_path(header)}: {name}: cannot read {decl!r}")
-        ctype, length = _ctype(header, f.group(1)), f.group(3)
+    for spelling, field, length in _FIELD.findall(body):
+        ctype = (_layout(header, f"{name}.{field}", "struct", spelling[spelling.index("{") + 1:-1])
+                 if spelling.startswith("struct") else _ctype(header, spelling))
         if length:
             ctype = ctype * (int(length) if length.isdigit()
                              else defines(header)[length[len("GPSIMD_"):]])
-        fields.append((f.group(2), ctype))
-    return type(name, (ctypes.Structure,), {"_fields_": fields})
+        fields.append((field, ctype))
+    rest = _FIELD.sub("", body).strip()
+    if rest:
+        raise HeaderError(f"{header_path(header)}: {name}: cannot read {rest!r}")
+    base = ctypes.Union if kind == "union" else ctypes.Structure
+    return type(name, (base,), {"_fields_": fields})
+
+
+@functools.lru_cache(maxsize=None)
+def header_struct(header: str, name: str) -> type:
+    """The ``typedef struct { ... } name;`` (or ``union``) of the header
+    ``gpsimd_host/<header>`` as a ``ctypes.Structure`` (``ctypes.Union``)
+    of the same fields, in order: a field's type may be another such
+    typedef, or a ``struct { ... }`` of its own; an array's length a number
+    or a ``GPSIMD_*`` define of the header. One class per typedef.
+
+    Raises:
+        HeaderError: no such typedef, or a field this reader cannot read.
+    """
+    m = re.search(r"typedef\s+(struct|union)\s*\{((?:[^{}]|\{[^{}]*\})*)\}\s*"
+                  + re.escape(name) + r"\s*;", _text(header))
+    if m is None:
+        raise HeaderError(f"{header_path(header)}: no typedef struct or union {name}")
+    return _layout(header, name, m.group(1), m.group(2))
 
 
 GpsimdRegion = header_struct("abi.h", "gpsimd_region")
