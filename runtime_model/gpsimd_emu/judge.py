@@ -130,27 +130,17 @@ def _printf_tail(image: DeviceImage, k: int, run: int = 0, limit: int = 300) -> 
 def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, int]]:
     """``(run, core index)`` of every launch that started and did not end
     (only those of process record ``job`` when given), in run order."""
-    out = []
-    for p, row in enumerate(record["slots"]):
-        for k, s in enumerate(row):
-            if s["state"] == control.SLOT_STARTED and (job is None or s["job"] == job):
-                out.append((p, k))
-    return out
+    return [(p, k) for p, row in enumerate(record["slots"]) for k, s in enumerate(row)
+            if s["state"] == control.SLOT_STARTED and (job is None or s["job"] == job)]
 
 
 def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
     """Core indices whose launch ended in a ``std::bad_alloc`` (an
     allocation the memory limit refused)."""
-    out = []
-    for p, row in enumerate(record["slots"]):
-        for k, s in enumerate(row):
-            if s["state"] != control.SLOT_DONE:
-                continue
-            r = image.report(p, k)
-            if r.status != abi.STATUS_OK and fault_name(r.fault_kind) == "CXX_EXCEPTION" \
-                    and b"std::bad_alloc" in r.message:
-                out.append(k)
-    return out
+    reports = ((k, image.report(p, k)) for p, row in enumerate(record["slots"])
+               for k, s in enumerate(row) if s["state"] == control.SLOT_DONE)
+    return [k for k, r in reports if r.status != abi.STATUS_OK
+            and fault_name(r.fault_kind) == "CXX_EXCEPTION" and b"std::bad_alloc" in r.message]
 
 
 def check_runs(record: dict) -> None:

@@ -64,11 +64,9 @@ from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
 GUARD_BYTES = 64 * 1024
 LATER_GUARD_BYTES = 4 * 1024
 #: Bytes at least after each input, up to the next allocation, that hold
-#: the run's ``tcm_poison`` under the checks: a kernel that reads past an
-#: input gets a value that changes between the runs (a fresh arena would
-#: give zeros, maybe the padding its reference expects), one that writes
-#: there is named. (The rest of an arena's pages, after its last
-#: allocation, holds the poison too: ``DeviceImage``.)
+#: the run's ``tcm_poison`` under the checks (a fresh arena would give
+#: zeros, maybe the padding a reference expects; ARCHITECTURE.md "The
+#: checks", writes past an input).
 INPUT_GUARD = ALIGN
 
 

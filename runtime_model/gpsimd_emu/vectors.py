@@ -114,17 +114,13 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
     """The data of a tensor input.
 
     Args:
-        spec: dtype, shape and one of random / values / npy. ``random``: ``seed`` (default 0),
-            ``distribution`` ``uniform`` (``low`` 0, ``high`` 1), ``normal``
-            (``mean`` 0, ``std`` 1) or ``integers`` (``low`` 0, ``high``
-            inclusive-exclusive, required), drawn with
-            ``np.random.default_rng(seed)`` in float64 (int64 for integers)
-            and then converted to the dtype (a float draw for an integer
-            dtype rounded toward zero first). ``values``: nested list,
-            reshaped to ``shape`` when given. ``npy``: a ``.npy`` path
-            (relative to ``root``), checked against ``shape`` when given.
-            Every conversion is ``convert.to_dtype``'s (``values`` as
-            literal values).
+        spec: dtype, shape and one of random / values / npy (ARCHITECTURE.md
+            "The test plan"). ``random`` defaults: ``seed`` 0, ``low`` 0,
+            ``high`` 1 (required for ``integers``), ``mean`` 0, ``std`` 1;
+            drawn with ``np.random.default_rng(seed)`` in float64 (int64 for
+            integers), a float draw for an integer dtype rounded toward zero.
+            ``npy`` is relative to ``root``. Every conversion is
+            ``convert.to_dtype``'s (``values`` as literal values).
         root: directory relative paths are resolved against.
         what: a name for messages.
 
