@@ -1,23 +1,13 @@
-"""Converting a vector's numbers to a device dtype: the one conversion of
-``gpsimd_emu.vectors`` for inputs and expected outputs alike
-(docs/manifest.md, "Values and dtypes").
-
-An integer dtype holds a value exactly or the vector fails: a non-integral
-value, NaN, ±inf, a value outside the dtype's range, a bool, or a complex
-value with an imaginary part is a ``PlanError`` naming the first such
-element, its index, the dtype and where the values come from; nothing is
-truncated, wrapped or saturated (an integer output is compared exactly, so
-an expected value cast to what a wrong kernel returns would PASS it).
-
-A float dtype rounds each value to its nearest (tolerances are for that),
-as the dtype's own arithmetic does: a value past the largest finite one
-becomes ±inf. Only ``literal`` values, written by hand (a vector's inline
-``values`` and scalar values), must stay finite: ``1e6`` for a float16 is
-an error that says to write ``.inf`` (as the manifest says of an input's
-values). Bools and imaginary parts fail as for integers.
-
-Raw bytes (numpy dtype ``V<n>``, how ``np.save`` writes an ml_dtypes array)
-of the dtype's item size are read as the dtype, bit for bit.
+"""Converting a vector's numbers to a device dtype (``to_dtype``): the one
+conversion of ``gpsimd_emu.vectors`` for inputs and expected outputs
+alike, by the rule of docs/manifest.md "Values and dtypes": an integer
+dtype holds a value exactly or the vector fails with a ``PlanError`` naming
+the first bad element, its index, the dtype and where the values come from
+(an integer output is compared exactly: nothing is truncated, wrapped or
+saturated); a float dtype rounds to nearest, past its largest finite value
+to ±inf, except ``literal`` values (written by hand), which must stay
+finite; raw bytes (numpy ``V<n>``) of the dtype's item size are read as the
+dtype, bit for bit.
 """
 
 from __future__ import annotations

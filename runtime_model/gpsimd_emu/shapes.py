@@ -5,18 +5,12 @@ output (docs/shape-functions.md). Two build steps::
     python -m gpsimd_emu.shapes registration LIB.so -o registration.json
     python -m gpsimd_emu.shapes outputs LIB.so PLAN_IN -o PLAN_OUT
 
-``registration`` loads the host shape library (its ``NEURON_LIBRARY`` blocks
-run) and writes what was registered (``gpsimd_device.shapes.Registration``).
-
-``outputs`` calls, for every vector of every op of the test plan
-``PLAN_IN``, the op's shape function with the vector's input shapes and
-dtypes (no data) and its scalar values, and writes the plan with each
-vector's output descriptor taken from the result (``output.dtype``,
-``output.shape``; ``output.source`` names the shape function), as the
-runtime allocates the output from the shape function on the device. A
-vector whose call faults, whose result the device cannot hold, or whose
-manifest ``output`` disagrees with the result gets ``output.error``: the
-emulator fails it with that message and runs nothing.
+``registration`` writes what the library's ``NEURON_LIBRARY`` blocks
+registered (``gpsimd_device.shapes.Registration``); ``outputs`` writes the
+plan with each vector's output from its op's shape function, or
+``output.error`` when the call faults, its result is no shape the device
+holds or the vector's own ``output`` disagrees (ARCHITECTURE.md "Shape
+functions"; docs/shape-functions.md "What the emulator does with it").
 
 Native code may crash or hang: loading and calls run in a child process
 (one for the whole plan, a new one after a crash or a time limit of
