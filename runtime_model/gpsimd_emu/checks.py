@@ -251,15 +251,12 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
 
 def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
                           outcome: RunOutcome, masks: Sequence[np.ndarray]) -> List[str]:
-    """The second call (``runs.SECOND_CALL``: the same objects again, from
-    the state run 0 left): made with another vector's arguments
-    (``image.second``), its output (each element from the core that wrote
-    it in the first runs, ``masks``) against that vector's expected one;
-    else elements whose value, or whether they were written at all, differs
-    from run 0's. On the device the library stays loaded, so such an op is
-    wrong on every call but its first. Nothing when the call had another
-    vector's arguments but ``image.second`` is None: that vector did not
-    pass (its own run says so), so its expected output judges nothing."""
+    """The second call (``runs.SECOND_CALL``, ARCHITECTURE.md "The checks"):
+    with another vector's arguments (``image.second``), its output (each
+    element from the core that wrote it in the first runs, ``masks``)
+    against that vector's expected one; else elements that differ from run
+    0's. Nothing when the call had another vector's arguments but
+    ``image.second`` is None: that vector did not pass (its own run says so)."""
     later = [r.index for r in image.runs if r.after == 0]
     if not later or not outcome.ran(later[0]) or \
             (image.other_run is not None and image.second is None):

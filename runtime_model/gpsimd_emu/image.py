@@ -380,18 +380,11 @@ class DeviceImage:
         return c[core if len(c) > 1 else 0]
 
     def masks(self, run: int) -> List[np.ndarray]:
-        """Per core, the written mask of a private run (computed once, for
-        every core in one pass where the item size allows)."""
+        """Per core, the written mask of a private run (computed once)."""
         if run not in self._masks:
             poison = POISON_A if run == 0 else POISON_B
-            c = self.copies(run)
-            if self.itemsize in (1, 2, 4, 8):
-                word = int.from_bytes(bytes([poison]) * self.itemsize, "little")
-                both = c.view(f"<u{self.itemsize}") != word
-                self._masks[run] = list(both)
-            else:
-                self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
-                                    for row in c]
+            self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
+                                for row in self.copies(run)]
         return self._masks[run]
 
     def read_maps(self, run: int) -> np.ndarray:
