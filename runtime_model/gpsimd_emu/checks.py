@@ -25,7 +25,7 @@ from .compare import Comparison, compare
 from .cores import CoreSpec
 from .image import DeviceImage
 from .judge import RunOutcome, core_name, core_no
-from .merge import cores_text, format_ranges, guard_writes, merge_core_outputs, true_ranges
+from .merge import cores_text, format_ranges, merge_core_outputs, true_ranges, written_mask
 from .merge import written_mask as _elements_differ  # (of two copies: per element, differ?)
 
 __all__ = ["judge_output", "LAYOUT_MAX_RANGES"]
@@ -106,9 +106,9 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
         touched = (guards != poison).any(axis=1)      # every core's guard zone at once
         for k in np.flatnonzero(touched):
-            mask = beyond_of.setdefault(k, np.zeros(image.guard_size // size, dtype=bool))
-            for a, b in guard_writes(guards[k], poison, size, n):
-                mask[a - n:b - n] = True
+            written = written_mask(guards[k], poison, size, guards.shape[1] // size)
+            beyond_of.setdefault(k, np.zeros(image.guard_size // size, dtype=bool))[
+                :len(written)] |= written
     for k in sorted(beyond_of):
         beyond = true_ranges(beyond_of[k], offset=n)
         layout.core(k)["past_end"] = layout.ranges(beyond)

@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = [
     "written_mask", "runs", "true_ranges", "format_ranges", "cores_text", "MergeResult",
-    "merge_core_outputs", "guard_writes",
+    "merge_core_outputs",
 ]
 
 #: How many ranges a message lists before summarising.
@@ -215,22 +215,3 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
         if idle:
             problems.append(f"{cores_text(idle)} wrote nothing")  # == MergeResult.idle_text
     return MergeResult(merged.view(np.uint8), writers, holes, overlaps, idle, problems)
-
-
-def guard_writes(guard: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
-                 num_elem: int) -> List[Range]:
-    """Element ranges written past the end of the output.
-
-    Args:
-        guard: ``uint8`` bytes that follow the output in a core's copy (the
-            guard zone; not part of any region the runtime was given).
-        poison: the poison byte they were filled with.
-        itemsize: bytes per element.
-        num_elem: elements of the output (the flat offset of guard byte 0).
-
-    Returns:
-        Half-open ranges of flat element offsets ``>= num_elem``.
-    """
-    guard = np.asarray(guard, dtype=np.uint8).reshape(-1)
-    return true_ranges(written_mask(guard, poison, itemsize, len(guard) // itemsize),
-                       offset=num_elem)
