@@ -24,15 +24,8 @@ class DType(_shared.DType):
     numpy: np.dtype = None  # type: ignore[assignment]
 
 
-def _numpy_type(name: str) -> np.dtype:
-    try:
-        return np.dtype(getattr(ml_dtypes, name))
-    except AttributeError:
-        return np.dtype(name)
-
-
 def _extend(row: _shared.DType) -> DType:
-    dt = _numpy_type(row.name)
+    dt = np.dtype(getattr(ml_dtypes, row.name, row.name))     # (ml_dtypes' names, else numpy's)
     if dt.itemsize != row.itemsize:
         raise ImportError(f"dtype {row.name}: numpy itemsize {dt.itemsize} != {row.itemsize} of dtypes.h")
     return DType(**{f: getattr(row, f) for f in row.__dataclass_fields__}, numpy=dt)
