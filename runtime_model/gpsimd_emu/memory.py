@@ -198,9 +198,5 @@ def printf_text(ring: np.ndarray, head: int, length: int) -> str:
     if cap == 0:
         return ""
     length = max(0, min(int(length), cap))
-    head = int(head) % cap
-    if head + length <= cap:
-        data = ring[head:head + length].tobytes()
-    else:
-        data = ring[head:].tobytes() + ring[:head + length - cap].tobytes()
+    data = np.roll(ring, -(int(head) % cap))[:length].tobytes()
     return data.decode("utf-8", errors="replace")
