@@ -137,7 +137,6 @@ class DeviceImage:
         per_core = core_nbytes(scratch_size)
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
         self._mem_at: List[List[int]] = []
-        self._read_map_at: List[List[Optional[int]]] = []
         #: the run whose arenas hold ``second_inputs`` (the second call's: the
         #: same sizes as ``inputs``), or None; ``second``: what the session
         #: says of them (``checks._second_call_problems``)
@@ -156,15 +155,13 @@ class DeviceImage:
             at += out_each * (num_cores if r.private else 1)
             self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
                                  for k in range(num_cores)])
-            self._read_map_at.append([m + per_core if r.private else None
-                                      for m in self._mem_at[-1]])
             at += (per_core + (rmap if r.private else 0)) * num_cores
         self._out_at = out_at
         self._out_each = out_each
         self._mem_each = per_core + rmap
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
-        self._part_at = [sum(sizes[:i]) for i in range(4)]
+        self._part_at = [sum(sizes[:i]) for i in range(5)]
         #: bytes after the output in each copy that no region covers
         self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
         self.scratch_size = scratch_size
@@ -230,8 +227,8 @@ class DeviceImage:
             raise
 
     def _part(self, run: int, k: int, part: int) -> int:
-        """File offset of a core's scratch (0), dataram, printf ring or
-        report (3) in a run."""
+        """File offset of a core's scratch (0), dataram, printf ring, report
+        (3) or read map (4, private runs only) in a run."""
         return self._mem_at[run][k] + self._part_at[part]
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
@@ -302,9 +299,8 @@ class DeviceImage:
                 _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
                 for part, field in enumerate(_OFF_MEM):
                     _U64.pack_into(self.file.mm, at + field, self._part(r.index, k, part))
-                rm = self._read_map_at[r.index][k]
-                if rm is not None and r.checks & abi.CHECK_READS:
-                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, rm)
+                if r.private and r.checks & abi.CHECK_READS:
+                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, self._part(r.index, k, 4))
 
     def _binding(self, run: RunSpec) -> abi.GpsimdCoreBinding:
         """The fields of every core's binding in ``run`` (``write_args``
@@ -390,10 +386,9 @@ class DeviceImage:
     def read_maps(self, run: int) -> np.ndarray:
         """``(cores, num_elem)`` bool: did the core read the element before
         writing it in a private run (the runtime's read maps)."""
-        at = self._read_map_at[run][0]
-        if at is None or not self.checks:
+        if not self.runs[run].private or not self.checks:
             return np.zeros((self.num_cores, self.num_elem), dtype=bool)
-        raw = self._rows(at, self._mem_each, self.read_map_bytes, self.num_cores)
+        raw = self._rows(self._part(run, 0, 4), self._mem_each, self.read_map_bytes, self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
     def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int]]:
