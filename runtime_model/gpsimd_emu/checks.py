@@ -100,21 +100,19 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     # fault stopped is not judged): a write that happens in one run only
     # (a branch on never-written memory) is found too
     judged = [p for p, r in enumerate(image.runs) if p == 0 or outcome.ran(p)]
-    beyond_of: Dict[int, np.ndarray] = {}
+    beyond = np.zeros((ncores, image.guard_size // size), dtype=bool)   # per core
     for p in (p for p in judged if image.runs[p].private):
         poison = image.runs[p].poison
         guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
         touched = (guards != poison).any(axis=1)      # every core's guard zone at once
         for k in np.flatnonzero(touched):
             written = written_mask(guards[k], poison, size, guards.shape[1] // size)
-            beyond_of.setdefault(k, np.zeros(image.guard_size // size, dtype=bool))[
-                :len(written)] |= written
-    for k in sorted(beyond_of):
-        beyond = true_ranges(beyond_of[k], offset=n)
-        layout.core(k)["past_end"] = layout.ranges(beyond)
-        if beyond:
-            problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
-                            f"elements {format_ranges(beyond)} (the output has {n} elements)")
+            beyond[k, :len(written)] |= written
+    for k in np.flatnonzero(beyond.any(axis=1)):
+        ranges = true_ranges(beyond[k], offset=n)
+        layout.core(k)["past_end"] = layout.ranges(ranges)
+        problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
+                        f"elements {format_ranges(ranges)} (the output has {n} elements)")
     for name, changed, past in image.modified_inputs(judged):
         if changed:
             problems.append(f"input {name!r} was modified ({changed} bytes changed)")
@@ -122,12 +120,11 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
             problems.append(f"input {name!r} was written past its end ({past} bytes changed "
                             f"after it)")
 
-    second = outcome.ran(1)
     masks = image.masks(0)
-    if second:
+    if outcome.ran(1):
         masks = [a | b for a, b in zip(masks, image.masks(1))]
-    outputs = [image.output_bytes(0, k) for k in range(ncores)]
-    merged = merge_core_outputs(outputs, size, n, masks=masks, core_ids=core_ids)
+    merged = merge_core_outputs([image.output_bytes(0, k) for k in range(ncores)], size, n,
+                                masks=masks, core_ids=core_ids)
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
     if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
