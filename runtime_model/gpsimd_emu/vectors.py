@@ -286,10 +286,9 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                 stem = os.path.splitext(os.path.basename(full))[0]
                 name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
                 local_folder(folder)
+                # (with a loader given, a spec is always made)
                 spec = importlib.util.spec_from_file_location(
                     name, full, loader=SourceOnlyLoader(name, full))
-                if spec is None or spec.loader is None:
-                    raise PlanError(f"reference {file}: cannot import")
                 mod = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, folder)
                 sys.modules[name] = mod
@@ -322,9 +321,8 @@ def _user_frame(e: BaseException, file: Optional[str]) -> str:
     """`` (at file:line)`` of the innermost frame in the reference file."""
     if isinstance(e, SyntaxError) and e.lineno:
         return f" (at {file or e.filename}:{e.lineno})"
-    frames = traceback.extract_tb(e.__traceback__)
     base = os.path.basename(file) if file else None
-    for fr in reversed(frames):
+    for fr in reversed(traceback.extract_tb(e.__traceback__)):
         if base and os.path.basename(fr.filename) == base:
             return f" (at {file}:{fr.lineno})"
     return ""
