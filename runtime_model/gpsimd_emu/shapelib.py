@@ -92,16 +92,13 @@ class ShapeLibrary:
             raise ShapeError(f"its shape ABI (sizes, version {theirs}) is not this "
                              f"model's {_SIZES}: rebuild it")
         self.path = path
-        lib = self.lib
-        lib.gpsimd_shape_library_count.restype = ctypes.c_uint32
-        lib.gpsimd_shape_library_at.restype = ctypes.POINTER(_LibraryInfo)
-        lib.gpsimd_shape_library_at.argtypes = [ctypes.c_uint32]
-        lib.gpsimd_shape_def_count.restype = ctypes.c_uint32
-        lib.gpsimd_shape_def_at.restype = ctypes.POINTER(_DefInfo)
-        lib.gpsimd_shape_def_at.argtypes = [ctypes.c_uint32]
-        lib.gpsimd_shape_call.restype = ctypes.c_int
-        lib.gpsimd_shape_call.argtypes = [ctypes.c_uint32, ctypes.POINTER(_Arg), ctypes.c_uint32,
-                                          ctypes.POINTER(_Result)]
+        u32, ptr = ctypes.c_uint32, ctypes.POINTER     # (the signatures of shape_abi.h)
+        for fn, restype, argtypes in (
+                ("library_count", u32, []), ("library_at", ptr(_LibraryInfo), [u32]),
+                ("def_count", u32, []), ("def_at", ptr(_DefInfo), [u32]),
+                ("call", ctypes.c_int, [u32, ptr(_Arg), u32, ptr(_Result)])):
+            f = getattr(self.lib, "gpsimd_shape_" + fn)
+            f.restype, f.argtypes = restype, argtypes
 
     def registration(self) -> Registration:
         """Every ``NEURON_LIBRARY`` block and ``m.def`` that ran, in order."""
