@@ -55,13 +55,8 @@ class RunOutcome:
         """Did run ``run`` go to its end without a fault, after every
         earlier run did too? (Only such runs are judged, so that runs that
         happened to go on side by side with a failing one change nothing.)"""
-        if not self.record:
-            return False
-        for p in range(run + 1):
-            r = self.record["passes"][p]
-            if r["state"] != control.PASS_DONE or r["faulted"]:
-                return False
-        return True
+        return bool(self.record) and all(r["state"] == control.PASS_DONE and not r["faulted"]
+                                         for r in self.record["passes"][:run + 1])
 
     def launches(self) -> int:
         """Launches that ended (every run and core)."""
