@@ -1,32 +1,30 @@
-"""Byte-level mirror of ``runtime_model/include/gpsimd_host/abi.h``.
-
-Everything the model hands to the C++ runtime is built here:
+"""What the model hands to the C++ runtime, in the layouts of
+``runtime_model/include/gpsimd_host/abi.h`` (read from it by
+``gpsimd_emu.binding.header_struct``; the header gives every offset):
 
 * the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
-  (the device ABI (gpsimd_host/abi.h)): location @0, shape type @1, ISA dtype @2,
-  shape union @8 (16 bytes), storage union @24 (16 bytes; HBM arm: u64 addr
-  @24, u32 num_elem @32; SBUF arm: u32 addr @24, u32 num_elem @28,
-  u8 num_partitions @32, u32 num_elem_per_block @36), reserved @40;
-* the shape union members (abi.h HOST-MODEL): INLINE_4D = 4 x u32,
-  INLINE_8D = 8 x u16, left-aligned, unused slots 0; OUT_OF_LINE = u64 HBM
-  address of int64 dims + u32 ndim;
-* the argument stream (abi.h HOST-MODEL): u32 num_args @0, u32 0 @4,
-  u8 types[32] @8, descriptors from @40;
-* (re-exported from ``gpsimd_emu.binding``) the ctypes mirrors of
+  (``pack_descriptor``): location, shape form, ISA dtype, the shape union
+  (HOST-MODEL: INLINE_4D = 4 x u32, INLINE_8D = 8 x u16, left-aligned,
+  unused slots 0; OUT_OF_LINE = HBM address of int64 dims + ndim) and the
+  storage union (the HBM or the SBUF arm);
+* the argument stream (``pack_arg_stream``, abi.h HOST-MODEL):
+  ``gpsimd_arg_stream_header`` then the descriptors;
+* (re-exported from ``gpsimd_emu.binding``) the ctypes structures of
   ``gpsimd_region``, ``gpsimd_core_report``, ``gpsimd_core_binding`` and
   ``gpsimd_lsp_info``.
-
-All integers are little-endian (x86-64 / aarch64 host, and the Xtensa core is
-little-endian too).
 """
 
 from __future__ import annotations
 
-import struct
+import ctypes
+import math
 from typing import Optional, Sequence, Tuple
 
 from gpsimd_device import limits as _limits
 from gpsimd_device import lsp as _lsp
+
+from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: F401
+                      GpsimdRegion, header_struct)
 
 __all__ = [
     "ABI_VERSION", "DESCRIPTOR_SIZE", "MAX_ARGS", "ARG_STREAM_ARGS_OFFSET",
@@ -43,14 +41,16 @@ __all__ = [
     "CHECK_POISON_HEAP", "CHECK_ALL",
     "choose_shape_form", "pack_descriptor", "pack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
-    "check_layout", "scratch_origin", "lsp_name",
+    "scratch_origin", "lsp_name",
 ]
 
 # ---- constants (abi.h, read through gpsimd_device) ---------------------------
 
 _ABI = _limits.ABI
 ABI_VERSION = _ABI["HOST_ABI_VERSION"]                  #: GPSIMD_HOST_ABI_VERSION
-DESCRIPTOR_SIZE = 48                                    #: sizeof(arg_tensor_t), bytes (abi.h)
+_Descriptor = header_struct("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR")
+_StreamHeader = header_struct("abi.h", "gpsimd_arg_stream_header")
+DESCRIPTOR_SIZE = ctypes.sizeof(_Descriptor)            #: sizeof(arg_tensor_t), 48 bytes
 MAX_ARGS = _limits.MAX_ARGS                             #: GPSIMD_MAX_ARGS
 ARG_STREAM_ARGS_OFFSET = _ABI["ARG_STREAM_ARGS_OFFSET"]  #: bytes
 DATARAM_BASE = _limits.DATARAM_BASE                     #: device address of the dataram/TCM window
@@ -93,9 +93,6 @@ CHECK_POISON_STACK = _ABI["CHECK_POISON_STACK"]         #: fill the launcher sta
 CHECK_POISON_HEAP = _ABI["CHECK_POISON_HEAP"]           #: fill malloc / new blocks (M_PERTURB)
 CHECK_ALL = _ABI["CHECK_ALL"]
 
-_U16_MAX = 0xFFFF
-_U32_MAX = 0xFFFFFFFF
-_U64_MAX = 0xFFFFFFFFFFFFFFFF
 _MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8
 
 
@@ -125,6 +122,15 @@ class ArgType:
 scratch_origin = _lsp.scratch_origin
 lsp_name = _lsp.lsp_name
 
+#: The inline shape forms (abi.h ``dims4``, ``dims8``): slots, largest dim, what fits.
+_INLINE = {ShapeForm.INLINE_4D: (4, 0xFFFFFFFF, "(rank <= 4, 0 < dim < 2**32)"),
+           ShapeForm.INLINE_8D: (8, 0xFFFF, "(rank <= 8, 0 < dim <= 65535)")}
+
+
+def _fits_inline(dims: Tuple[int, ...], form: int) -> bool:
+    slots, largest, _ = _INLINE[form]
+    return len(dims) <= slots and all(0 < d <= largest for d in dims)
+
 
 # ---- the 48-byte descriptor ---------------------------------------------------
 
@@ -140,11 +146,7 @@ def choose_shape_form(shape: Sequence[int]) -> int:
         ValueError: rank > 8 (docs/kernel-api.md, Limits) or a negative dim.
     """
     dims = _check_dims(shape)
-    if len(dims) <= 4 and all(0 < d <= _U32_MAX for d in dims):
-        return ShapeForm.INLINE_4D
-    if len(dims) <= 8 and all(0 < d <= _U16_MAX for d in dims):
-        return ShapeForm.INLINE_8D
-    return ShapeForm.OUT_OF_LINE
+    return next((f for f in _INLINE if _fits_inline(dims, f)), ShapeForm.OUT_OF_LINE)
 
 
 def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
@@ -156,11 +158,10 @@ def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
     return dims
 
 
-def _num_elem(dims: Tuple[int, ...]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
+def _fit(what: str, value: int, bits: int) -> None:
+    """ValueError ``"<what> does not fit u<bits>"`` unless ``0 <= value < 2**bits``."""
+    if not 0 <= value < 1 << bits:
+        raise ValueError(f"{what} does not fit u{bits}")
 
 
 def pack_descriptor(
@@ -198,50 +199,38 @@ def pack_descriptor(
     dims = _check_dims(shape)
     if form is None:
         form = choose_shape_form(dims)
-    num_elem = _num_elem(dims)
-    if not 0 <= dtype <= 0xFF:
-        raise ValueError(f"dtype {dtype} does not fit u8")
-    if not 0 <= num_elem <= _U32_MAX:
-        raise ValueError(f"num_elem {num_elem} does not fit u32")
+    num_elem = math.prod(dims)
+    _fit(f"dtype {dtype}", dtype, 8)
+    _fit(f"num_elem {num_elem}", num_elem, 32)
 
-    buf = bytearray(DESCRIPTOR_SIZE)
-    struct.pack_into("<BBB", buf, 0, location, form, dtype)
-
-    if form == ShapeForm.INLINE_4D:
-        if len(dims) > 4 or any(not 0 < d <= _U32_MAX for d in dims):
-            raise ValueError(f"shape {list(dims)} does not fit INLINE_4D "
-                             "(rank <= 4, 0 < dim < 2**32)")
-        struct.pack_into("<4I", buf, 8, *(dims + (0,) * (4 - len(dims))))
-    elif form == ShapeForm.INLINE_8D:
-        if any(not 0 < d <= _U16_MAX for d in dims):
-            raise ValueError(f"shape {list(dims)} does not fit INLINE_8D "
-                             "(rank <= 8, 0 < dim <= 65535)")
-        struct.pack_into("<8H", buf, 8, *(dims + (0,) * (8 - len(dims))))
+    d = _Descriptor(location=location, framework_shape_type=form, dtype=dtype)
+    if form in _INLINE:
+        slots, _, fits = _INLINE[form]
+        if not _fits_inline(dims, form):
+            raise ValueError(f"shape {list(dims)} does not fit INLINE_{slots}D {fits}")
+        getattr(d.framework_shape, f"dims{slots}")[:len(dims)] = dims
     elif form == ShapeForm.OUT_OF_LINE:
         if shape_addr is None:
             raise ValueError("the out-of-line shape form needs shape_addr")
-        if not 0 <= shape_addr <= _U64_MAX:
-            raise ValueError(f"shape_addr {shape_addr:#x} does not fit u64")
-        struct.pack_into("<QII", buf, 8, shape_addr, len(dims), 0)
+        _fit(f"shape_addr {shape_addr:#x}", shape_addr, 64)
+        d.framework_shape.out_of_line.addr, d.framework_shape.out_of_line.ndim = \
+            shape_addr, len(dims)
     else:
         raise ValueError(f"unknown shape form {form}")
 
     if location == Location.HBM:
-        if not 0 <= addr <= _U64_MAX:
-            raise ValueError(f"HBM address {addr:#x} does not fit u64")
-        struct.pack_into("<QII", buf, 24, addr, num_elem, 0)
+        _fit(f"HBM address {addr:#x}", addr, 64)
+        d.storage.hbm.addr, d.storage.hbm.num_elem = addr, num_elem
     elif location == Location.SBUF:
-        if not 0 <= addr <= _U32_MAX:
-            raise ValueError(f"SBUF address {addr:#x} does not fit u32")
-        if not 0 <= num_partitions <= 0xFF:
-            raise ValueError(f"num_partitions {num_partitions} does not fit u8")
-        if not 0 <= num_elem_per_block <= _U32_MAX:
-            raise ValueError(f"num_elem_per_block {num_elem_per_block} does not fit u32")
-        struct.pack_into("<IIB3xI", buf, 24, addr, num_elem, num_partitions,
-                         num_elem_per_block)
+        _fit(f"SBUF address {addr:#x}", addr, 32)
+        _fit(f"num_partitions {num_partitions}", num_partitions, 8)
+        _fit(f"num_elem_per_block {num_elem_per_block}", num_elem_per_block, 32)
+        tpb = d.storage.tpb
+        tpb.addr, tpb.num_elem, tpb.num_partitions, tpb.num_elem_per_block = \
+            addr, num_elem, num_partitions, num_elem_per_block
     else:
         raise ValueError(f"unknown location {location}")
-    return bytes(buf)
+    return bytes(d)
 
 
 # ---- the argument stream ---------------------------------------------------------
@@ -249,9 +238,9 @@ def pack_descriptor(
 def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     """The argument stream bytes (abi.h HOST-MODEL layout).
 
-    ``+0`` u32 num_args, ``+4`` u32 0, ``+8`` u8 types[32] (one ``ArgType``
-    per argument, the rest 0), ``+40`` the 48-byte descriptors in schema
-    order. Length ``40 + 48 * num_args`` bytes.
+    ``gpsimd_arg_stream_header`` (``num_args``; ``types``: one ``ArgType``
+    per argument, the rest 0), then the 48-byte descriptors in schema
+    order: ``ARG_STREAM_ARGS_OFFSET + 48 * num_args`` bytes.
 
     Args:
         descriptors: 48-byte descriptors (``pack_descriptor``), schema order;
@@ -265,8 +254,9 @@ def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
     n = len(descriptors)
     if n > MAX_ARGS:
         raise ValueError(f"{n} arguments > GPSIMD_MAX_ARGS ({MAX_ARGS})")
-    out = bytearray(struct.pack("<II", n, 0))
-    out += bytes([ArgType.TENSOR] * n) + bytes(MAX_ARGS - n)
+    head = _StreamHeader(num_args=n)
+    head.types[:n] = bytes([ArgType.TENSOR] * n)
+    out = bytearray(head)
     assert len(out) == ARG_STREAM_ARGS_OFFSET
     for i, d in enumerate(descriptors):
         if len(d) != DESCRIPTOR_SIZE:
@@ -274,7 +264,3 @@ def pack_arg_stream(descriptors: Sequence[bytes]) -> bytes:
         out += d
     return bytes(out)
 
-
-# The ctypes mirrors of the binding structures live in gpsimd_emu.binding.
-from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: E402,F401
-                      GpsimdRegion, check_layout)

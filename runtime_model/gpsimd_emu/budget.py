@@ -12,6 +12,7 @@ While the cores run, the limit holds for everything they allocate too
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional
 
@@ -47,10 +48,7 @@ def declared_input_bytes(vector: VectorPlan, root: str = ".") -> int:
             else:
                 shape = spec.shape
             if shape is not None:
-                n = 1
-                for d in shape:
-                    n *= max(0, int(d))
-                total += n * itemsize
+                total += math.prod(max(0, int(d)) for d in shape) * itemsize
         except Exception:
             continue
     return total

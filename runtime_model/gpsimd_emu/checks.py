@@ -1,29 +1,14 @@
-"""What a vector's outputs show (``judge_output``), with the checks on:
-
-* writes past the end of the output (guard zones), modified inputs;
-* the SPMD write sets from the private runs (holes, overlaps, idle cores:
-  a problem with holes, else a warning;
-  exact: written = changed from the poison in either run,
-  ``gpsimd_emu.merge``), and uninitialised elements of a result copied by
-  ``customop_return_tensor``;
-* reads of output elements a core had not written itself (the runtime's
-  read maps of both private runs: read while still holding that run's
-  poison), named with the cores that write them (a cross-core race);
-* elements written in either private run whose value changes between the
-  two, which differ only in the poison of never-written memory (TCM,
-  dataram staging, ``torch::empty()`` storage, HBM scratch, the stack, the
-  heap, the output itself): they
-  depend on memory never written;
-* elements that differ between the two fixed-order runs (one shared
-  output, cores 0..7 and 7..0): the result depends on the order of cores;
-* elements that differ between run 0 and the second call (the same
-  loaded objects launched again): state kept between calls;
-
-then the comparison of the merged output with the expected one (none when
-one of the above makes the values meaningless). With checks on, the
-vector's write-set layout is returned as ranges (``layout``): per core what
-it wrote, read before writing, wrote past the end, its fault; holes,
-overlaps and order-dependent ranges (never per element).
+"""What a vector's outputs show (``judge_output``), with the checks on: the
+model's rows of ARCHITECTURE.md "The checks" (writes past the output and
+over or past an input; the SPMD write sets of the private runs and an
+uninitialised result of ``customop_return_tensor``; reads of output a core
+had not written; values from never-written memory; order dependence; state
+kept between calls), each with the message that table shows; then the
+comparison of the merged output with the expected one (none when one of
+the above makes the values meaningless). With checks on, the vector's
+write-set layout is returned as ranges (``layout``): per core what it
+wrote, read before writing, wrote past the end, its fault; holes, overlaps
+and order-dependent ranges (never per element).
 """
 
 from __future__ import annotations
@@ -39,8 +24,9 @@ from . import abi
 from .compare import Comparison, compare
 from .cores import CoreSpec
 from .image import DeviceImage
-from .judge import RunOutcome, core_name
-from .merge import cores_text, format_ranges, guard_writes, merge_core_outputs, true_ranges
+from .judge import RunOutcome, core_name, core_no
+from .merge import cores_text, format_ranges, merge_core_outputs, true_ranges, written_mask
+from .merge import written_mask as _elements_differ  # (of two copies: per element, differ?)
 
 __all__ = ["judge_output", "LAYOUT_MAX_RANGES"]
 
@@ -54,13 +40,6 @@ RACE = "a cross-core race on the device: cores do not wait for each other"
 OUTPUT_SOURCE = ("output elements read before they were written (through a standard or "
                  "stream accessor or a raw pointer: an output element holds no defined value "
                  "until it is written)")
-
-
-def _elements_differ(a: np.ndarray, b: np.ndarray, itemsize: int, n: int) -> np.ndarray:
-    """Per element: do the bytes of ``a`` and ``b`` differ?"""
-    if itemsize in (1, 2, 4, 8) and a.ctypes.data % itemsize == 0 and b.ctypes.data % itemsize == 0:
-        return a[:n * itemsize].view(f"<u{itemsize}") != b[:n * itemsize].view(f"<u{itemsize}")
-    return (a[:n * itemsize] != b[:n * itemsize]).reshape(n, itemsize).any(axis=1)
 
 
 #: The never-written memory a core can read, by report flag (abi.h): how a
@@ -114,28 +93,26 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         return problems, compare(actual, expected, image.out_dtype, rtol, atol), None, []
     n, size = image.num_elem, image.itemsize
     ncores = image.num_cores
-    core_ids = [0 if c.core is None else c.core for c in cores]
+    core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
 
     # every private run that went to its end, and run 0 (a later run a
     # fault stopped is not judged): a write that happens in one run only
     # (a branch on never-written memory) is found too
     judged = [p for p, r in enumerate(image.runs) if p == 0 or outcome.ran(p)]
-    beyond_of: Dict[int, np.ndarray] = {}
+    beyond = np.zeros((ncores, image.guard_size // size), dtype=bool)   # per core
     for p in (p for p in judged if image.runs[p].private):
         poison = image.runs[p].poison
         guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
         touched = (guards != poison).any(axis=1)      # every core's guard zone at once
         for k in np.flatnonzero(touched):
-            mask = beyond_of.setdefault(k, np.zeros(image.guard_size // size, dtype=bool))
-            for a, b in guard_writes(guards[k], poison, size, n):
-                mask[a - n:b - n] = True
-    for k in sorted(beyond_of):
-        beyond = true_ranges(beyond_of[k], offset=n)
-        layout.core(k)["past_end"] = layout.ranges(beyond)
-        if beyond:
-            problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
-                            f"elements {format_ranges(beyond)} (the output has {n} elements)")
+            written = written_mask(guards[k], poison, size, guards.shape[1] // size)
+            beyond[k, :len(written)] |= written
+    for k in np.flatnonzero(beyond.any(axis=1)):
+        ranges = true_ranges(beyond[k], offset=n)
+        layout.core(k)["past_end"] = layout.ranges(ranges)
+        problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
+                        f"elements {format_ranges(ranges)} (the output has {n} elements)")
     for name, changed, past in image.modified_inputs(judged):
         if changed:
             problems.append(f"input {name!r} was modified ({changed} bytes changed)")
@@ -143,12 +120,11 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
             problems.append(f"input {name!r} was written past its end ({past} bytes changed "
                             f"after it)")
 
-    second = outcome.ran(1)
     masks = image.masks(0)
-    if second:
+    if outcome.ran(1):
         masks = [a | b for a, b in zip(masks, image.masks(1))]
-    outputs = [image.output_bytes(0, k) for k in range(ncores)]
-    merged = merge_core_outputs(outputs, size, n, masks=masks, core_ids=core_ids)
+    merged = merge_core_outputs([image.output_bytes(0, k) for k in range(ncores)], size, n,
+                                masks=masks, core_ids=core_ids)
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
     if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
@@ -227,16 +203,11 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
 def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                      layout: "_Layout") -> List[str]:
     """Elements a core wrote in either private run whose values differ
-    between the two: they depend on memory the kernel never wrote (the
-    runs differ only in the poison bytes), whether the value or whether
-    it was written at all. Where the output itself may be the source (a
-    read of it before it was written, tracked or through an accessor or
-    pointer the runtime does not follow), a multicore vector tells the
-    two apart by its fixed-order runs (shared zero-filled output, memory
-    poisoned as in run 1): elements on which both agree with run 1 depend
-    on the memory; those on which both agree with each other but not
-    with run 1 on the output read before it was written (elements on
-    which they disagree are the order check's). Grouped by the source."""
+    between the two: they depend on never-written memory, or, where the
+    output itself may be the source, on the output read before it was
+    written, as runs 2 and 3 tell (ARCHITECTURE.md "The checks"; elements
+    on which those two disagree are the order check's). Grouped by the
+    source."""
     if not outcome.ran(1):
         return []
     m0, m1 = image.masks(0), image.masks(1)
@@ -277,15 +248,12 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
 
 def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
                           outcome: RunOutcome, masks: Sequence[np.ndarray]) -> List[str]:
-    """The second call (``runs.SECOND_CALL``: the same objects again, from
-    the state run 0 left): made with another vector's arguments
-    (``image.second``), its output (each element from the core that wrote
-    it in the first runs, ``masks``) against that vector's expected one;
-    else elements whose value, or whether they were written at all, differs
-    from run 0's. On the device the library stays loaded, so such an op is
-    wrong on every call but its first. Nothing when the call had another
-    vector's arguments but ``image.second`` is None: that vector did not
-    pass (its own run says so), so its expected output judges nothing."""
+    """The second call (``runs.SECOND_CALL``, ARCHITECTURE.md "The checks"):
+    with another vector's arguments (``image.second``), its output (each
+    element from the core that wrote it in the first runs, ``masks``)
+    against that vector's expected one; else elements that differ from run
+    0's. Nothing when the call had another vector's arguments but
+    ``image.second`` is None: that vector did not pass (its own run says so)."""
     later = [r.index for r in image.runs if r.after == 0]
     if not later or not outcome.ran(later[0]) or \
             (image.other_run is not None and image.second is None):
@@ -306,7 +274,7 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     for k in range(image.num_cores):
         differ = _elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
         if differ.any():
-            nums.append(0 if cores[k].core is None else cores[k].core)
+            nums.append(core_no(cores, k))
             acc |= differ
     if not nums:
         return []
@@ -373,8 +341,7 @@ class _Layout:
         for k, m in enumerate(masks):
             self.core(k)["written"] = self.ranges(true_ranges(m))
         self.doc["holes"] = self.ranges(merged.holes)
-        over = merged.overlaps[:LAYOUT_MAX_RANGES]
-        if len(merged.overlaps) > LAYOUT_MAX_RANGES:
-            self.doc["truncated"] = True
-        self.doc["overlaps"] = [{"range": [int(a), int(b)], "cores": list(c)} for (a, b), c in over]
+        kept = self.ranges([r for r, _ in merged.overlaps])
+        self.doc["overlaps"] = [{"range": r, "cores": list(c)}
+                                for r, (_, c) in zip(kept, merged.overlaps)]
 

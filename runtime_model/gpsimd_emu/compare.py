@@ -55,11 +55,8 @@ def format_value(v, is_float: bool) -> str:
 
 def _int_abs_diff(a: np.ndarray, e: np.ndarray) -> np.ndarray:
     """|a - e| for integer arrays without overflow, as float64."""
-    if a.dtype.kind == "u":
-        a64, e64 = a.astype(np.uint64), e.astype(np.uint64)
-        hi, lo = np.maximum(a64, e64), np.minimum(a64, e64)
-        return (hi - lo).astype(np.float64)
-    a64, e64 = a.astype(np.int64), e.astype(np.int64)
+    wide = np.uint64 if a.dtype.kind == "u" else np.int64
+    a64, e64 = a.astype(wide), e.astype(wide)
     hi, lo = np.maximum(a64, e64), np.minimum(a64, e64)
     # hi - lo is exact modulo 2**64 and non-negative, so read it unsigned.
     return (hi.view(np.uint64) - lo.view(np.uint64)).astype(np.float64)

@@ -1,23 +1,13 @@
-"""Converting a vector's numbers to a device dtype: the one conversion of
-``gpsimd_emu.vectors`` for inputs and expected outputs alike
-(docs/manifest.md, "Values and dtypes").
-
-An integer dtype holds a value exactly or the vector fails: a non-integral
-value, NaN, ±inf, a value outside the dtype's range, a bool, or a complex
-value with an imaginary part is a ``PlanError`` naming the first such
-element, its index, the dtype and where the values come from; nothing is
-truncated, wrapped or saturated (an integer output is compared exactly, so
-an expected value cast to what a wrong kernel returns would PASS it).
-
-A float dtype rounds each value to its nearest (tolerances are for that),
-as the dtype's own arithmetic does: a value past the largest finite one
-becomes ±inf. Only ``literal`` values, written by hand (a vector's inline
-``values`` and scalar values), must stay finite: ``1e6`` for a float16 is
-an error that says to write ``.inf`` (as the manifest says of an input's
-values). Bools and imaginary parts fail as for integers.
-
-Raw bytes (numpy dtype ``V<n>``, how ``np.save`` writes an ml_dtypes array)
-of the dtype's item size are read as the dtype, bit for bit.
+"""Converting a vector's numbers to a device dtype (``to_dtype``): the one
+conversion of ``gpsimd_emu.vectors`` for inputs and expected outputs
+alike, by the rule of docs/manifest.md "Values and dtypes": an integer
+dtype holds a value exactly or the vector fails with a ``PlanError`` naming
+the first bad element, its index, the dtype and where the values come from
+(an integer output is compared exactly: nothing is truncated, wrapped or
+saturated); a float dtype rounds to nearest, past its largest finite value
+to ±inf, except ``literal`` values (written by hand), which must stay
+finite; raw bytes (numpy ``V<n>``) of the dtype's item size are read as the
+dtype, bit for bit.
 """
 
 from __future__ import annotations
@@ -31,7 +21,7 @@ from gpsimd_device.plan import PlanError
 
 from . import dtypes as dt
 
-__all__ = ["to_dtype"]
+__all__ = ["to_dtype", "exact_ints"]
 
 
 def _device_float(dtype: np.dtype) -> bool:
@@ -55,6 +45,17 @@ def _as_float(v) -> float:
         return float(np.finfo(np.float64).max) * (1 if v > 0 else -1)
 
 
+def exact_ints(values: list) -> Optional[np.ndarray]:
+    """A (nested) list of Python ints as int64, else uint64, exactly; None
+    when neither holds them all."""
+    for kind in (np.int64, np.uint64):
+        try:
+            return np.array(values, dtype=kind)
+        except OverflowError:       # (Python ints: numpy refuses, never wraps)
+            continue
+    return None
+
+
 def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
     """``a`` (no bools, no complex) as an array numpy computes the checks
     with: small floats (float16, the ml_dtypes ones) widened to float64,
@@ -69,12 +70,10 @@ def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
         for v in a.flat:
             if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
                 raise PlanError(f"{what}s{origin}: {v!r} is not a number")
-        if all(isinstance(v, numbers.Integral) for v in a.flat):
-            for kind in (np.int64, np.uint64):
-                try:
-                    return np.array([int(v) for v in a.flat], dtype=kind).reshape(a.shape)
-                except OverflowError:   # (Python ints: numpy refuses, never wraps)
-                    continue
+        ints = exact_ints([int(v) for v in a.flat]) \
+            if all(isinstance(v, numbers.Integral) for v in a.flat) else None
+        if ints is not None:
+            return ints.reshape(a.shape)
         return np.array([_as_float(v) for v in a.flat], dtype=np.float64).reshape(a.shape)
     if _device_float(a.dtype) and a.dtype.itemsize < 8:
         return a.astype(np.float64)

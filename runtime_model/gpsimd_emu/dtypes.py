@@ -7,7 +7,7 @@ fp8 formats, which carry the same names).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict
 
 import ml_dtypes
 import numpy as np
@@ -24,37 +24,22 @@ class DType(_shared.DType):
     numpy: np.dtype = None  # type: ignore[assignment]
 
 
-def _numpy_type(name: str) -> np.dtype:
-    try:
-        return np.dtype(getattr(ml_dtypes, name))
-    except AttributeError:
-        return np.dtype(name)
-
-
 def _extend(row: _shared.DType) -> DType:
-    dt = _numpy_type(row.name)
+    dt = np.dtype(getattr(ml_dtypes, row.name, row.name))     # (ml_dtypes' names, else numpy's)
     if dt.itemsize != row.itemsize:
         raise ImportError(f"dtype {row.name}: numpy itemsize {dt.itemsize} != {row.itemsize} of dtypes.h")
     return DType(**{f: getattr(row, f) for f in row.__dataclass_fields__}, numpy=dt)
 
 
-_TABLE: Tuple[DType, ...] = tuple(_extend(r) for r in _shared.DTYPES.values())
-
 #: name -> DType, in table order.
-DTYPES: Dict[str, DType] = {d.name: d for d in _TABLE}
-_BY_NUMPY: Dict[np.dtype, DType] = {d.numpy: d for d in _TABLE}
+DTYPES: Dict[str, DType] = {r.name: _extend(r) for r in _shared.DTYPES.values()}
+_BY_NUMPY: Dict[np.dtype, DType] = {d.numpy: d for d in DTYPES.values()}
 
 
 def by_name(name: str) -> DType:
-    """The DType of a name such as ``"float32"``.
-
-    Raises:
-        KeyError: unknown name; the message lists the known names.
-    """
-    try:
-        return DTYPES[name]
-    except (KeyError, TypeError):
-        raise KeyError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
+    """The DType of a name such as ``"float32"`` (``gpsimd_device.dtypes.by_name``:
+    KeyError for an unknown name, the message listing the known names)."""
+    return DTYPES[_shared.by_name(name).name]
 
 
 def by_numpy(dtype) -> DType:

@@ -114,7 +114,6 @@ class DeviceImage:
         self._masks: Dict[int, List[np.ndarray]] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
-        self.out_location = out_location
         self.itemsize = out_dtype.itemsize
         self.num_elem = int(np.prod(self.out_shape, dtype=np.int64)) if self.out_shape else 1
         self.out_nbytes = self.num_elem * self.itemsize
@@ -138,7 +137,6 @@ class DeviceImage:
         per_core = core_nbytes(scratch_size)
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
         self._mem_at: List[List[int]] = []
-        self._read_map_at: List[List[Optional[int]]] = []
         #: the run whose arenas hold ``second_inputs`` (the second call's: the
         #: same sizes as ``inputs``), or None; ``second``: what the session
         #: says of them (``checks._second_call_problems``)
@@ -157,19 +155,16 @@ class DeviceImage:
             at += out_each * (num_cores if r.private else 1)
             self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
                                  for k in range(num_cores)])
-            self._read_map_at.append([m + per_core if r.private else None
-                                      for m in self._mem_at[-1]])
             at += (per_core + (rmap if r.private else 0)) * num_cores
         self._out_at = out_at
         self._out_each = out_each
         self._mem_each = per_core + rmap
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
-        self._part_at = [sum(sizes[:i]) for i in range(4)]
-        self._out_capacity = out_capacity
+        self._part_at = [sum(sizes[:i]) for i in range(5)]
         #: bytes after the output in each copy that no region covers
         self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
-        self._scratch_size = self.scratch_size = scratch_size
+        self.scratch_size = scratch_size
         self.file = ImageFile(at)
         try:
             self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
@@ -232,8 +227,8 @@ class DeviceImage:
             raise
 
     def _part(self, run: int, k: int, part: int) -> int:
-        """File offset of a core's scratch (0), dataram, printf ring or
-        report (3) in a run."""
+        """File offset of a core's scratch (0), dataram, printf ring, report
+        (3) or read map (4, private runs only) in a run."""
         return self._mem_at[run][k] + self._part_at[part]
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
@@ -300,16 +295,12 @@ class DeviceImage:
             for k in range(self.num_cores):
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
                 self.file.mm[at:at + _BINDING] = template
-                m = self._mem_at[r.index][k]
-                sizes = [align_up(n, PAGE) for n in core_sizes(self._scratch_size)]
                 _CORE_ID.pack_into(self.file.mm, at + _OFF_CORE_ID, k)
                 _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
-                for field, off in zip(_OFF_MEM, (m, m + sizes[0], m + sum(sizes[:2]),
-                                                  m + sum(sizes[:3]))):
-                    _U64.pack_into(self.file.mm, at + field, off)
-                rm = self._read_map_at[r.index][k]
-                if rm is not None and r.checks & abi.CHECK_READS:
-                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, rm)
+                for part, field in enumerate(_OFF_MEM):
+                    _U64.pack_into(self.file.mm, at + field, self._part(r.index, k, part))
+                if r.private and r.checks & abi.CHECK_READS:
+                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, self._part(r.index, k, 4))
 
     def _binding(self, run: RunSpec) -> abi.GpsimdCoreBinding:
         """The fields of every core's binding in ``run`` (``write_args``
@@ -372,10 +363,9 @@ class DeviceImage:
         """Bytes of the file the worker itself touched (inputs of every run,
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
-        return (self._bindings_at + align_up(len(self.runs) * self.num_cores * _BINDING, PAGE)
-                + 2 * PAGE + sum(self._owns) * (
-                    self.hbm.used + self.sbuf.used
-                    + sum(n for _, _, n in self._tails if self.checks))
+        return (self._args_at + 2 * PAGE
+                + sum(self._owns) * (self.hbm.used + self.sbuf.used
+                                     + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
 
     # ---- after the run --------------------------------------------------
@@ -386,27 +376,19 @@ class DeviceImage:
         return c[core if len(c) > 1 else 0]
 
     def masks(self, run: int) -> List[np.ndarray]:
-        """Per core, the written mask of a private run (computed once, for
-        every core in one pass where the item size allows)."""
+        """Per core, the written mask of a private run (computed once)."""
         if run not in self._masks:
             poison = POISON_A if run == 0 else POISON_B
-            c = self.copies(run)
-            if self.itemsize in (1, 2, 4, 8):
-                word = int.from_bytes(bytes([poison]) * self.itemsize, "little")
-                both = c.view(f"<u{self.itemsize}") != word
-                self._masks[run] = list(both)
-            else:
-                self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
-                                    for row in c]
+            self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
+                                for row in self.copies(run)]
         return self._masks[run]
 
     def read_maps(self, run: int) -> np.ndarray:
         """``(cores, num_elem)`` bool: did the core read the element before
         writing it in a private run (the runtime's read maps)."""
-        at = self._read_map_at[run][0]
-        if at is None or not self.checks:
+        if not self.runs[run].private or not self.checks:
             return np.zeros((self.num_cores, self.num_elem), dtype=bool)
-        raw = self._rows(at, self._mem_each, self.read_map_bytes, self.num_cores)
+        raw = self._rows(self._part(run, 0, 4), self._mem_each, self.read_map_bytes, self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
     def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int]]:

@@ -24,7 +24,7 @@ from .control import CANCELLED, EXIT_MODEL_ERROR
 from .merge import cores_text
 
 __all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "output_warnings",
-           "report_text", "core_name", "running_cores"]
+           "report_text", "core_name", "core_no", "running_cores"]
 
 
 @dataclass
@@ -55,13 +55,8 @@ class RunOutcome:
         """Did run ``run`` go to its end without a fault, after every
         earlier run did too? (Only such runs are judged, so that runs that
         happened to go on side by side with a failing one change nothing.)"""
-        if not self.record:
-            return False
-        for p in range(run + 1):
-            r = self.record["passes"][p]
-            if r["state"] != control.PASS_DONE or r["faulted"]:
-                return False
-        return True
+        return bool(self.record) and all(r["state"] == control.PASS_DONE and not r["faulted"]
+                                         for r in self.record["passes"][:run + 1])
 
     def launches(self) -> int:
         """Launches that ended (every run and core)."""
@@ -77,15 +72,15 @@ class RunOutcome:
                    for s in row if s["state"] == control.SLOT_DONE)
 
 
-def core_name(cores: Sequence[CoreSpec], k: int) -> str:
-    """``"core 3"`` for core index ``k`` (``"core 0"`` single-core)."""
-    c = cores[k].core
-    return f"core {0 if c is None else c}"
-
-
-def _core_no(cores: Sequence[CoreSpec], k: int) -> int:
+def core_no(cores: Sequence[CoreSpec], k: int) -> int:
+    """The core number of core index ``k`` (0 single-core)."""
     c = cores[k].core
     return 0 if c is None else c
+
+
+def core_name(cores: Sequence[CoreSpec], k: int) -> str:
+    """``"core 3"`` for core index ``k`` (``"core 0"`` single-core)."""
+    return f"core {core_no(cores, k)}"
 
 
 _ARG_INDEX = re.compile(r"argument index (\d+)")
@@ -130,27 +125,17 @@ def _printf_tail(image: DeviceImage, k: int, run: int = 0, limit: int = 300) -> 
 def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, int]]:
     """``(run, core index)`` of every launch that started and did not end
     (only those of process record ``job`` when given), in run order."""
-    out = []
-    for p, row in enumerate(record["slots"]):
-        for k, s in enumerate(row):
-            if s["state"] == control.SLOT_STARTED and (job is None or s["job"] == job):
-                out.append((p, k))
-    return out
+    return [(p, k) for p, row in enumerate(record["slots"]) for k, s in enumerate(row)
+            if s["state"] == control.SLOT_STARTED and (job is None or s["job"] == job)]
 
 
 def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
     """Core indices whose launch ended in a ``std::bad_alloc`` (an
     allocation the memory limit refused)."""
-    out = []
-    for p, row in enumerate(record["slots"]):
-        for k, s in enumerate(row):
-            if s["state"] != control.SLOT_DONE:
-                continue
-            r = image.report(p, k)
-            if r.status != abi.STATUS_OK and fault_name(r.fault_kind) == "CXX_EXCEPTION" \
-                    and b"std::bad_alloc" in r.message:
-                out.append(k)
-    return out
+    reports = ((k, image.report(p, k)) for p, row in enumerate(record["slots"])
+               for k, s in enumerate(row) if s["state"] == control.SLOT_DONE)
+    return [k for k, r in reports if r.status != abi.STATUS_OK
+            and fault_name(r.fault_kind) == "CXX_EXCEPTION" and b"std::bad_alloc" in r.message]
 
 
 def check_runs(record: dict) -> None:
@@ -216,18 +201,15 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                 f"wrote over the model's memory"], True
 
     def running_text(pairs: Sequence[Tuple[int, int]]) -> str:
+        """Who was running in the first run of ``pairs`` (in run order)."""
         if not pairs:
             return ""
-        label = labels.get(pairs[0][0], "")
-        names = sorted({_core_no(cores, k) for _, k in pairs})
+        names = {core_no(cores, k) for p, k in pairs if p == pairs[0][0]}
         verb = "was" if len(names) == 1 else "were"
-        return f" ({cores_text(names)} {verb} running{label})"
-
-    def first_run(pairs: List[Tuple[int, int]]) -> List[Tuple[int, int]]:
-        return [x for x in pairs if x[0] == min(p for p, _ in pairs)] if pairs else []
+        return f" ({cores_text(names)} {verb} running{labels.get(pairs[0][0], '')})"
 
     if outcome.timed_out:
-        return [f"timed out after {timeout:g} s{running_text(first_run(running_cores(rec)))}"], True
+        return [f"timed out after {timeout:g} s{running_text(running_cores(rec))}"], True
     bad_alloc = _bad_allocs(image, rec)
     if bad_alloc:
         return [exceeded(core_name(cores, bad_alloc[0]), outcome.memory)], True
@@ -308,9 +290,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                 text = report_text(image, k, op, p) or "launcher returned a fault"
             else:
                 continue
-            nums = faults.setdefault(text + label, [])
-            if _core_no(cores, k) not in nums:
-                nums.append(_core_no(cores, k))
+            faults.setdefault(text + label, []).append(core_no(cores, k))
         if faults:
             break
     problems = [f"{cores_text(nums)}: {text}" for text, nums in faults.items()]
@@ -348,9 +328,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
                          f"(the oldest {r.printf_total - abi.PRINTF_CAPACITY} dropped; "
                          f"docs/kernel-api.md \"Limits\")")
         for t in texts:
-            nums = grouped.setdefault(t, [])
-            if _core_no(cores, k) not in nums:
-                nums.append(_core_no(cores, k))
+            grouped.setdefault(t, []).append(core_no(cores, k))
     return [f"{cores_text(nums)}: {t}" for t, nums in grouped.items()]
 
 

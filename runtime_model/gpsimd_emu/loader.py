@@ -30,7 +30,6 @@ __all__ = ["LoadError", "PackedObject", "LspInfo", "check_lsp", "parse_pack", "r
 _ELF_MAGIC = b"\x7fELF"
 
 
-
 class LoadError(Exception):
     """A core object cannot be read, verified or loaded. The message names
     the file and what is wrong."""
@@ -136,16 +135,13 @@ def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
         return
     want_id = abi.LSP_SINGLE if core is None else core
     want_size = abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE
-    problems = []
-    if info.name != lsp:
-        problems.append(f"name {info.name!r} (expected {lsp!r})")
-    if info.core_id != want_id:
-        problems.append(f"core_id {info.core_id:#x} (expected {want_id:#x})")
-    if info.scratch_size != want_size:
-        problems.append(f"scratch_size {info.scratch_size:#x} (expected {want_size:#x})")
-    if core is not None and info.scratch_origin != abi.scratch_origin(core):
-        problems.append(f"scratch_origin {info.scratch_origin:#x} "
-                        f"(expected {abi.scratch_origin(core):#x})")
+    fields = [("name", info.name, lsp), ("core_id", info.core_id, want_id),
+              ("scratch_size", info.scratch_size, want_size)]
+    if core is not None:
+        fields.append(("scratch_origin", info.scratch_origin, abi.scratch_origin(core)))
+    shown = lambda v: repr(v) if isinstance(v, str) else f"{v:#x}"  # noqa: E731
+    problems = [f"{field} {shown(got)} (expected {shown(want)})"
+                for field, got, want in fields if got != want]
     if problems:
         raise LoadError(f"{obj.path}: wrong linker spec for "
                         f"{'single-core' if core is None else f'core {core}'}: "

@@ -24,7 +24,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
-from typing import Optional, Tuple, Union
+from typing import Optional, Tuple
 
 import numpy as np
 
@@ -64,11 +64,9 @@ from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
 GUARD_BYTES = 64 * 1024
 LATER_GUARD_BYTES = 4 * 1024
 #: Bytes at least after each input, up to the next allocation, that hold
-#: the run's ``tcm_poison`` under the checks: a kernel that reads past an
-#: input gets a value that changes between the runs (a fresh arena would
-#: give zeros, maybe the padding its reference expects), one that writes
-#: there is named. (The rest of an arena's pages, after its last
-#: allocation, holds the poison too: ``DeviceImage``.)
+#: the run's ``tcm_poison`` under the checks (a fresh arena would give
+#: zeros, maybe the padding a reference expects; ARCHITECTURE.md "The
+#: checks", writes past an input).
 INPUT_GUARD = ALIGN
 
 
@@ -157,8 +155,8 @@ class Arena:
         self.used = end
         return self.device_base + start
 
-    def offset(self, device_addr: int, nbytes: int = 0) -> int:
-        """Byte offset in the arena of ``device_addr``.
+    def view(self, device_addr: int, nbytes: int) -> np.ndarray:
+        """A writable ``uint8`` view of ``nbytes`` bytes at ``device_addr``.
 
         Raises:
             ValueError: ``[device_addr, device_addr + nbytes)`` is not inside
@@ -168,31 +166,15 @@ class Arena:
         if off < 0 or off + nbytes > self.capacity:
             raise ValueError(f"[{device_addr:#x}, +{nbytes}) outside the arena "
                              f"[{self.device_base:#x}, +{self.capacity})")
-        return off
-
-    def view(self, device_addr: int, nbytes: int) -> np.ndarray:
-        """A writable ``uint8`` view of ``nbytes`` bytes at ``device_addr``."""
-        off = self.offset(device_addr, nbytes)
         return self.u8[off:off + nbytes]
-
-    def write(self, device_addr: int, data: Union[bytes, np.ndarray]) -> None:
-        """Copy bytes (or an array's C-order bytes) to ``device_addr``."""
-        raw = np.frombuffer(_as_bytes(data), dtype=np.uint8)
-        self.view(device_addr, raw.size)[:] = raw
 
     def write_array(self, array: np.ndarray) -> int:
         """Allocate room for ``array`` (its C-order bytes) and copy it in.
         Returns the device address."""
-        raw = _as_bytes(array)
-        addr = self.alloc(len(raw))
-        self.write(addr, raw)
+        raw = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+        addr = self.alloc(raw.size)
+        self.view(addr, raw.size)[:] = raw
         return addr
-
-
-def _as_bytes(data: Union[bytes, bytearray, memoryview, np.ndarray]) -> bytes:
-    if isinstance(data, np.ndarray):
-        return np.ascontiguousarray(data).tobytes()
-    return bytes(data)
 
 
 def core_sizes(scratch_size: int) -> Tuple[int, int, int, int]:
@@ -216,9 +198,5 @@ def printf_text(ring: np.ndarray, head: int, length: int) -> str:
     if cap == 0:
         return ""
     length = max(0, min(int(length), cap))
-    head = int(head) % cap
-    if head + length <= cap:
-        data = ring[head:head + length].tobytes()
-    else:
-        data = ring[head:].tobytes() + ring[:head + length - cap].tobytes()
+    data = np.roll(ring, -(int(head) % cap))[:length].tobytes()
     return data.decode("utf-8", errors="replace")

@@ -23,7 +23,7 @@ import numpy as np
 
 __all__ = [
     "written_mask", "runs", "true_ranges", "format_ranges", "cores_text", "MergeResult",
-    "merge_core_outputs", "guard_writes",
+    "merge_core_outputs",
 ]
 
 #: How many ranges a message lists before summarising.
@@ -40,7 +40,7 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
         buf: the output copy as ``uint8`` (at least ``num_elem * itemsize``
             bytes; bytes past that are ignored).
         poison: the poison byte (0..255), or a ``uint8`` array of the same
-            length as the bytes compared.
+            length as the bytes compared (another copy: do they differ?).
         itemsize: bytes per element.
         num_elem: elements to examine; default ``len(buf) // itemsize``.
 
@@ -54,15 +54,16 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
     if len(buf) < nbytes:
         raise ValueError(f"{len(buf)} bytes < {num_elem} elements x {itemsize}")
     b = buf[:nbytes]
-    if isinstance(poison, np.ndarray):
-        poison = poison.reshape(-1)[:nbytes]
-        return (b != poison).reshape(num_elem, itemsize).any(axis=1)
-    if itemsize in (1, 2, 4, 8) and b.ctypes.data % itemsize == 0:
+    other = poison.reshape(-1)[:nbytes] if isinstance(poison, np.ndarray) else poison
+    if itemsize in (1, 2, 4, 8) and all(x.ctypes.data % itemsize == 0 for x in (b, other)
+                                        if isinstance(x, np.ndarray)):
         # whole-element compare: one unsigned word per element against the
-        # poison byte repeated itemsize times (same answer, ~40x faster)
-        word = int.from_bytes(bytes([poison]) * itemsize, "little")
-        return b.view(f"<u{itemsize}") != word
-    return (b != poison).reshape(num_elem, itemsize).any(axis=1)
+        # other's, or the poison byte repeated itemsize times (same answer,
+        # ~40x faster)
+        word = f"<u{itemsize}"
+        return b.view(word) != (other.view(word) if isinstance(other, np.ndarray) else
+                                int.from_bytes(bytes([poison]) * itemsize, "little"))
+    return (b != other).reshape(num_elem, itemsize).any(axis=1)
 
 
 def runs(values: np.ndarray) -> List[Tuple[int, int, int]]:
@@ -97,13 +98,9 @@ def cores_text(cores: Sequence[int]) -> str:
     """``"core 3"``, ``"cores 0-7"``, ``"cores 1, 4-6"`` (sorted, runs of
     consecutive cores joined)."""
     nums = sorted(set(int(c) for c in cores))
-    parts, i = [], 0
-    while i < len(nums):
-        j = i
-        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
-            j += 1
-        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
-        i = j + 1
+    # consecutive numbers have the same number minus position
+    parts = [str(nums[a]) if b - a == 1 else f"{nums[a]}-{nums[b - 1]}"
+             for a, b, _ in runs(np.subtract(nums, range(len(nums))))]
     return ("core " if len(nums) == 1 else "cores ") + ", ".join(parts)
 
 
@@ -184,25 +181,15 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
     for k, m in enumerate(masks):
         writers |= np.asarray(m, dtype=bool).astype(wtype) << wtype(k)
 
-    # one word per element where the item size allows (copyto with a mask is
-    # far cheaper than boolean fancy indexing of (num_elem, itemsize) rows)
-    aligned = itemsize in (1, 2, 4, 8) and all(b.ctypes.data % itemsize == 0 for b in bufs)
-    if aligned:
-        words = [b.view(f"<u{itemsize}") for b in bufs]
-        merged_w = words[0].copy()
-        taken = np.asarray(masks[0], dtype=bool).copy()
-        for k in range(1, n):
-            pick = np.asarray(masks[k], dtype=bool) & ~taken
-            np.copyto(merged_w, words[k], where=pick)
-            taken |= pick
-        merged = merged_w.view(np.uint8).reshape(num_elem, itemsize)
-    else:
-        merged = bufs[0].copy().reshape(num_elem, itemsize)
-        taken = np.zeros(num_elem, dtype=bool)
-        for k in range(n):
-            pick = np.asarray(masks[k], dtype=bool) & ~taken
-            merged[pick] = bufs[k].reshape(num_elem, itemsize)[pick]
-            taken |= pick
+    # one item per element, whatever its size (copyto with a mask is far
+    # cheaper than boolean fancy indexing of (num_elem, itemsize) rows)
+    items = [b.view(f"V{itemsize}") for b in bufs]
+    merged = items[0].copy()
+    taken = np.asarray(masks[0], dtype=bool).copy()
+    for k in range(1, n):
+        pick = np.asarray(masks[k], dtype=bool) & ~taken
+        np.copyto(merged, items[k], where=pick)
+        taken |= pick
 
     holes: List[Range] = []
     overlaps: List[Tuple[Range, Tuple[int, ...]]] = []
@@ -227,32 +214,4 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
             problems.append("elements written by more than one core: " + ", ".join(parts))
         if idle:
             problems.append(f"{cores_text(idle)} wrote nothing")  # == MergeResult.idle_text
-    return MergeResult(merged.reshape(-1), writers, holes, overlaps, idle, problems)
-
-
-def guard_writes(guard: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
-                 num_elem: int) -> List[Range]:
-    """Element ranges written past the end of the output.
-
-    Args:
-        guard: ``uint8`` bytes that follow the output in a core's copy (the
-            guard zone; not part of any region the runtime was given).
-        poison: the poison byte they were filled with.
-        itemsize: bytes per element.
-        num_elem: elements of the output (the flat offset of guard byte 0).
-
-    Returns:
-        Half-open ranges of flat element offsets ``>= num_elem``.
-    """
-    guard = np.asarray(guard, dtype=np.uint8).reshape(-1)
-    usable = len(guard) // itemsize
-    if usable == 0:
-        return []
-    if not isinstance(poison, np.ndarray):
-        # the common case, an untouched guard zone: one word compare
-        whole = len(guard) // 8 * 8
-        if (guard.ctypes.data % 8 == 0 and whole == len(guard)
-                and not (guard.view("<u8") != int.from_bytes(bytes([poison]) * 8, "little")).any()):
-            return []
-    mask = written_mask(guard, poison, itemsize, usable)
-    return true_ranges(mask, offset=num_elem)
+    return MergeResult(merged.view(np.uint8), writers, holes, overlaps, idle, problems)

@@ -1,22 +1,9 @@
-"""The runs of a vector's cores (``runs_for``), with the checks on:
-
-* run 0: each core against a private copy of the output poisoned with
-  ``POISON_A`` (``torch::empty()`` storage with the same byte, the blocks
-  of tcm_malloc / neuron_dataram_allocate with ``TCM_POISON_A``);
-* run 1: the same with ``POISON_B``, ``TCM_POISON_B``, always (nothing
-  the kernel writes can skip it: an element whose value changes between
-  runs 0 and 1 depends on memory never written);
-* runs 2 and 3 (multicore): every core against one shared, zero-filled
-  output, in the orders 0..7 and 7..0 (memory poisoned as in run 1);
-* the last run, a second call: each core launched again, at once after
-  its launch in run 0, in the same process and the same loaded object
-  (the copy of run 0), as run 0 in every other way: on the device a
-  library stays loaded between calls, so what a kernel keeps in static
-  storage reaches its next call; an element that differs from run 0's is
-  wrong on every call but the first (``SECOND_CALL``);
-
-without checks: one run, every core against one shared zero-filled output,
-as on the device. (Stdlib only: the zygote reads the count too.)
+"""The runs of a vector's cores (``runs_for``): with the checks on, run 0
+and run 1 against private output copies (``POISON_A`` / ``POISON_B``), the
+multicore fixed-order runs 2 and 3 against one shared zero-filled output,
+and last the second call (``SECOND_CALL``), as ARCHITECTURE.md "The checks"
+tells; without checks, one run, every core against one shared zero-filled
+output, as on the device. (Stdlib only: the zygote reads the count too.)
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 registration and calls of its shape functions, through ctypes.
 
 :class:`ShapeLibrary` loads the object (which runs its ``NEURON_LIBRARY``
-blocks), checks the layout of the ABI structs against this module's, reads
+blocks), checks the sizes of its ABI structs against shape_abi.h's, reads
 the registry (:meth:`ShapeLibrary.registration`) and calls a shape function
 on meta tensors (:meth:`ShapeLibrary.call`). Loading and calling run native
 code that may crash or hang: ``gpsimd_emu.shapes`` does both in a child
@@ -21,6 +21,8 @@ from gpsimd_device.headers import defines
 from gpsimd_device.shapes import (PARAM_KINDS, Registration, RegisteredLibrary, RegisteredOp,
                                   spelling_of_pretty)
 
+from .binding import header_struct
+
 __all__ = ["ShapeError", "ShapeLibrary", "TensorArg", "Outcome", "ARG_TENSOR", "ARG_INT",
            "ARG_FLOAT"]
 
@@ -28,40 +30,16 @@ _ABI = defines("shape_abi.h")
 ARG_TENSOR, ARG_INT, ARG_FLOAT = (_ABI["SHAPE_ARG_TENSOR"], _ABI["SHAPE_ARG_INT"],
                                   _ABI["SHAPE_ARG_FLOAT"])
 _MAX_DIMS = _ABI["SHAPE_MAX_DIMS"]
-_MESSAGE = _ABI["SHAPE_MESSAGE_CAPACITY"]
 
 
 class ShapeError(Exception):
     """The shape library cannot be loaded or read; the message says why."""
 
 
-class _Arg(ctypes.Structure):
-    _fields_ = [("kind", ctypes.c_uint32), ("dtype", ctypes.c_uint32), ("ndim", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32), ("sizes", ctypes.c_int64 * _MAX_DIMS),
-                ("i", ctypes.c_int64), ("f", ctypes.c_double)]
-
-
-class _Result(ctypes.Structure):
-    _fields_ = [("status", ctypes.c_uint32), ("fault_kind", ctypes.c_uint32),
-                ("dtype", ctypes.c_uint32), ("ndim", ctypes.c_uint32),
-                ("sizes", ctypes.c_int64 * _MAX_DIMS), ("message", ctypes.c_char * _MESSAGE)]
-
-
-class _LibraryInfo(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("file", ctypes.c_char_p), ("line", ctypes.c_uint32),
-                ("reserved", ctypes.c_uint32)]
-
-
-class _DefInfo(ctypes.Structure):
-    _fields_ = [("op", ctypes.c_char_p), ("kernel", ctypes.c_char_p),
-                ("library", ctypes.c_char_p), ("file", ctypes.c_char_p),
-                ("line", ctypes.c_uint32), ("nparams", ctypes.c_uint32),
-                ("kinds", ctypes.POINTER(ctypes.c_uint32)),
-                ("spellings", ctypes.POINTER(ctypes.c_char_p)),
-                ("return_kind", ctypes.c_uint32), ("callable", ctypes.c_uint32),
-                ("return_spelling", ctypes.c_char_p), ("symbol", ctypes.c_char_p)]
-
-
+_Arg = header_struct("shape_abi.h", "gpsimd_shape_arg")
+_Result = header_struct("shape_abi.h", "gpsimd_shape_result")
+_LibraryInfo = header_struct("shape_abi.h", "gpsimd_shape_library_info")
+_DefInfo = header_struct("shape_abi.h", "gpsimd_shape_def_info")
 _SIZES = (ctypes.sizeof(_Arg), ctypes.sizeof(_Result), ctypes.sizeof(_LibraryInfo),
           ctypes.sizeof(_DefInfo), _ABI["SHAPE_ABI_VERSION"])
 
@@ -114,16 +92,13 @@ class ShapeLibrary:
             raise ShapeError(f"its shape ABI (sizes, version {theirs}) is not this "
                              f"model's {_SIZES}: rebuild it")
         self.path = path
-        lib = self.lib
-        lib.gpsimd_shape_library_count.restype = ctypes.c_uint32
-        lib.gpsimd_shape_library_at.restype = ctypes.POINTER(_LibraryInfo)
-        lib.gpsimd_shape_library_at.argtypes = [ctypes.c_uint32]
-        lib.gpsimd_shape_def_count.restype = ctypes.c_uint32
-        lib.gpsimd_shape_def_at.restype = ctypes.POINTER(_DefInfo)
-        lib.gpsimd_shape_def_at.argtypes = [ctypes.c_uint32]
-        lib.gpsimd_shape_call.restype = ctypes.c_int
-        lib.gpsimd_shape_call.argtypes = [ctypes.c_uint32, ctypes.POINTER(_Arg), ctypes.c_uint32,
-                                          ctypes.POINTER(_Result)]
+        u32, ptr = ctypes.c_uint32, ctypes.POINTER     # (the signatures of shape_abi.h)
+        for fn, restype, argtypes in (
+                ("library_count", u32, []), ("library_at", ptr(_LibraryInfo), [u32]),
+                ("def_count", u32, []), ("def_at", ptr(_DefInfo), [u32]),
+                ("call", ctypes.c_int, [u32, ptr(_Arg), u32, ptr(_Result)])):
+            f = getattr(self.lib, "gpsimd_shape_" + fn)
+            f.restype, f.argtypes = restype, argtypes
 
     def registration(self) -> Registration:
         """Every ``NEURON_LIBRARY`` block and ``m.def`` that ran, in order."""

@@ -5,18 +5,12 @@ output (docs/shape-functions.md). Two build steps::
     python -m gpsimd_emu.shapes registration LIB.so -o registration.json
     python -m gpsimd_emu.shapes outputs LIB.so PLAN_IN -o PLAN_OUT
 
-``registration`` loads the host shape library (its ``NEURON_LIBRARY`` blocks
-run) and writes what was registered (``gpsimd_device.shapes.Registration``).
-
-``outputs`` calls, for every vector of every op of the test plan
-``PLAN_IN``, the op's shape function with the vector's input shapes and
-dtypes (no data) and its scalar values, and writes the plan with each
-vector's output descriptor taken from the result (``output.dtype``,
-``output.shape``; ``output.source`` names the shape function), as the
-runtime allocates the output from the shape function on the device. A
-vector whose call faults, whose result the device cannot hold, or whose
-manifest ``output`` disagrees with the result gets ``output.error``: the
-emulator fails it with that message and runs nothing.
+``registration`` writes what the library's ``NEURON_LIBRARY`` blocks
+registered (``gpsimd_device.shapes.Registration``); ``outputs`` writes the
+plan with each vector's output from its op's shape function, or
+``output.error`` when the call faults, its result is no shape the device
+holds or the vector's own ``output`` disagrees (ARCHITECTURE.md "Shape
+functions"; docs/shape-functions.md "What the emulator does with it").
 
 Native code may crash or hang: loading and calls run in a child process
 (one for the whole plan, a new one after a crash or a time limit of
@@ -99,13 +93,11 @@ class _Child:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.timed_out = True
-                self.kill()
+                contain.kill(self.pid)
                 return None
             ready, _, _ = select.select([self.out, self.err], [], [], left)
             if self.err in ready:
-                chunk = os.read(self.err, 4096)
-                if len(self.errors) < 8192:
-                    self.errors += chunk
+                self._read_err()
             if self.out in ready:
                 chunk = os.read(self.out, 65536)
                 if not chunk:
@@ -114,21 +106,20 @@ class _Child:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line.decode("utf-8"))
 
-    def kill(self) -> None:
-        contain.kill(self.pid)
+    def _read_err(self) -> bool:
+        """Keep a chunk of the child's stderr (8 KiB at most); False at its end."""
+        chunk = os.read(self.err, 4096)
+        if len(self.errors) < 8192:
+            self.errors += chunk
+        return bool(chunk)
 
     def end(self) -> str:
         """Reap the child; why it ended, or "" for a clean exit."""
         _, status = os.waitpid(self.pid, 0)
         try:
-            while len(self.errors) < 8192:
-                ready, _, _ = select.select([self.err], [], [], 0)
-                if not ready:
-                    break
-                chunk = os.read(self.err, 4096)
-                if not chunk:
-                    break
-                self.errors += chunk
+            while len(self.errors) < 8192 and select.select([self.err], [], [], 0)[0] \
+                    and self._read_err():
+                pass
         except OSError:
             pass
         os.close(self.out)
@@ -219,7 +210,12 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
         index.setdefault(o.op, (i, o))
     calls: List[Tuple[int, List[Any]]] = []
     slots: List[Tuple[int, int, str]] = []      # (op index, vector index, source)
-    errors: Dict[Tuple[int, int], str] = {}
+    #: (op index, vector index) -> the vector's new output
+    outputs: Dict[Tuple[int, int], OutputSpec] = {}
+
+    def fail(oi: int, vi: int, error: str) -> None:
+        outputs[(oi, vi)] = replace(plan.ops[oi].vectors[vi].output, error=error)
+
     for oi, op in enumerate(plan.ops):
         if op.name not in index:
             continue
@@ -230,7 +226,7 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
                 calls.append((ri, _call_args(op, vector)))
                 slots.append((oi, vi, source))
             except PlanError as e:
-                errors[(oi, vi)] = f"{source} cannot be called: {e}"
+                fail(oi, vi, f"{source} cannot be called: {e}")
     results: List[Dict[str, Any]] = []
     while len(results) < len(calls):
         start = len(results)
@@ -245,34 +241,24 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
             if child.timed_out:
                 why = f"did not return within {CALL_TIMEOUT:g} s"
             results.append({"fault": f"the call {why or 'ended without an answer'}"})
-    outputs: Dict[Tuple[int, int], OutputSpec] = {}
     for (oi, vi, source), got in zip(slots, results):
         vector = plan.ops[oi].vectors[vi]
-        keep = vector.output
         if got.get("fault"):
-            errors[(oi, vi)] = f"{source} faulted: {got['fault']}"
+            fail(oi, vi, f"{source} faulted: {got['fault']}")
             continue
         dtype, shape = got["dtype"], tuple(got["shape"])
         problem = shape_problem(shape)
+        conflict = _conflict(vector, dtype, shape, source) if problem is None else None
         if problem is not None:
-            errors[(oi, vi)] = f"{source} gives shape {list(shape)}, which {problem}"
-            continue
-        conflict = _conflict(vector, dtype, shape, source)
-        if conflict is not None:
-            errors[(oi, vi)] = conflict
-            continue
-        outputs[(oi, vi)] = OutputSpec(dtype, shape, keep.location, source=source)
-    ops = []
-    for oi, op in enumerate(plan.ops):
-        vectors = []
-        for vi, vector in enumerate(op.vectors):
-            if (oi, vi) in errors:
-                vector = replace(vector, output=replace(vector.output, error=errors[(oi, vi)]))
-            elif (oi, vi) in outputs:
-                vector = replace(vector, output=outputs[(oi, vi)])
-            vectors.append(vector)
-        ops.append(replace(op, vectors=tuple(vectors)))
-    return replace(plan, ops=tuple(ops))
+            fail(oi, vi, f"{source} gives shape {list(shape)}, which {problem}")
+        elif conflict is not None:
+            fail(oi, vi, conflict)
+        else:
+            outputs[(oi, vi)] = OutputSpec(dtype, shape, vector.output.location, source=source)
+    return replace(plan, ops=tuple(
+        replace(op, vectors=tuple(replace(v, output=outputs.get((oi, vi), v.output))
+                                  for vi, v in enumerate(op.vectors)))
+        for oi, op in enumerate(plan.ops)))
 
 
 def _registration(args: argparse.Namespace) -> None:

@@ -8,6 +8,7 @@ of the vector; nothing here lets a traceback escape.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import itertools
@@ -23,7 +24,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
                                 ScalarSpec, TensorSpec, VectorPlan)
 
 from . import dtypes as dt
-from .convert import to_dtype
+from .convert import exact_ints, to_dtype
 from .sourceonly import SourceOnlyLoader, forget_local_modules, local_folder
 
 __all__ = [
@@ -97,14 +98,8 @@ def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
     if dtype is None or not dtype.is_integer or approx.dtype.kind != "f":
         return approx
     ints = np.frompyfunc(_integral, 1, 1)(np.array(values, dtype=object))
-    if not all(isinstance(v, int) for v in ints.flat):
-        return approx
-    for kind in (np.int64, np.uint64):
-        try:
-            return np.array(ints.tolist(), dtype=kind)
-        except OverflowError:       # (Python ints: numpy refuses, never wraps)
-            continue
-    return approx
+    exact = exact_ints(ints.tolist()) if all(isinstance(v, int) for v in ints.flat) else None
+    return approx if exact is None else exact
 
 
 def _load_npy(path: str, root: str, what: str) -> np.ndarray:
@@ -119,17 +114,13 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
     """The data of a tensor input.
 
     Args:
-        spec: dtype, shape and one of random / values / npy. ``random``: ``seed`` (default 0),
-            ``distribution`` ``uniform`` (``low`` 0, ``high`` 1), ``normal``
-            (``mean`` 0, ``std`` 1) or ``integers`` (``low`` 0, ``high``
-            inclusive-exclusive, required), drawn with
-            ``np.random.default_rng(seed)`` in float64 (int64 for integers)
-            and then converted to the dtype (a float draw for an integer
-            dtype rounded toward zero first). ``values``: nested list,
-            reshaped to ``shape`` when given. ``npy``: a ``.npy`` path
-            (relative to ``root``), checked against ``shape`` when given.
-            Every conversion is ``convert.to_dtype``'s (``values`` as
-            literal values).
+        spec: dtype, shape and one of random / values / npy (ARCHITECTURE.md
+            "The test plan"). ``random`` defaults: ``seed`` 0, ``low`` 0,
+            ``high`` 1 (required for ``integers``), ``mean`` 0, ``std`` 1;
+            drawn with ``np.random.default_rng(seed)`` in float64 (int64 for
+            integers), a float draw for an integer dtype rounded toward zero.
+            ``npy`` is relative to ``root``. Every conversion is
+            ``convert.to_dtype``'s (``values`` as literal values).
         root: directory relative paths are resolved against.
         what: a name for messages.
 
@@ -281,26 +272,23 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     file, module, func = ref.file, ref.module, ref.function
     if not func:
         raise PlanError("reference without a function")
-    key = (_path(file, root) if file else None, module)
-    mod = _REF_CACHE.get(key)
+    full = _path(file, root) if file else None
+    folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
+    mod = _REF_CACHE.get((full, module))
     label = file or module
     if mod is None:
         # (another folder's module of a name this reference's folder holds)
-        forget_local_modules(os.path.dirname(os.path.abspath(_path(file, root))) if file
-                             else os.curdir)
+        forget_local_modules(folder)
         try:
             if file:
-                full = _path(file, root)
                 if not os.path.isfile(full):
                     raise PlanError(f"reference {file}: no such file")
                 stem = os.path.splitext(os.path.basename(full))[0]
                 name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
-                folder = os.path.dirname(os.path.abspath(full))
                 local_folder(folder)
+                # (with a loader given, a spec is always made)
                 spec = importlib.util.spec_from_file_location(
                     name, full, loader=SourceOnlyLoader(name, full))
-                if spec is None or spec.loader is None:
-                    raise PlanError(f"reference {file}: cannot import")
                 mod = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, folder)
                 sys.modules[name] = mod
@@ -310,12 +298,10 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                     sys.modules.pop(name, None)
                     raise
                 finally:
-                    try:
+                    with contextlib.suppress(ValueError):
                         sys.path.remove(folder)
-                    except ValueError:
-                        pass
             elif module:
-                local_folder(os.curdir)
+                local_folder(folder)
                 mod = importlib.import_module(module)
             else:
                 raise PlanError("reference needs a file or a module")
@@ -324,7 +310,7 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
             where = _user_frame(e, file)
             raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}{where}") from None
-        _REF_CACHE[key] = mod
+        _REF_CACHE[(full, module)] = mod
     fn = getattr(mod, func, None)
     if not callable(fn):
         raise PlanError(f"reference {label} has no function {func!r}")
@@ -335,9 +321,8 @@ def _user_frame(e: BaseException, file: Optional[str]) -> str:
     """`` (at file:line)`` of the innermost frame in the reference file."""
     if isinstance(e, SyntaxError) and e.lineno:
         return f" (at {file or e.filename}:{e.lineno})"
-    frames = traceback.extract_tb(e.__traceback__)
     base = os.path.basename(file) if file else None
-    for fr in reversed(frames):
+    for fr in reversed(traceback.extract_tb(e.__traceback__)):
         if base and os.path.basename(fr.filename) == base:
             return f" (at {file}:{fr.lineno})"
     return ""
@@ -407,19 +392,18 @@ def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DTy
         PlanError: naming both sides and where each comes from.
     """
     shape = tuple(int(d) for d in vector.output.shape or ())
-    what = vector.expected.source
     if tuple(raw.shape) != shape:
-        raise PlanError(f"the expected result ({what}) has shape {list(raw.shape)}, but "
-                        f"{vector.output.source} gives {list(shape)} (the runtime allocates the output from the shape "
-                        "function: fix the one that is wrong)")
-    if not inline and raw.dtype != out_dtype.numpy:
+        mine, theirs = f"shape {list(raw.shape)}", list(shape)
+    elif not inline and raw.dtype != out_dtype.numpy:
         try:
-            name = dt.by_numpy(raw.dtype).name
+            mine, theirs = f"dtype {dt.by_numpy(raw.dtype).name}", out_dtype.name
         except KeyError:
-            name = str(raw.dtype)
-        raise PlanError(f"the expected result ({what}) has dtype {name}, but "
-                        f"{vector.output.source} gives {out_dtype.name} (the runtime allocates the output from the shape "
-                        "function: fix the one that is wrong)")
+            mine, theirs = f"dtype {raw.dtype}", out_dtype.name
+    else:
+        return
+    raise PlanError(f"the expected result ({vector.expected.source}) has {mine}, but "
+                    f"{vector.output.source} gives {theirs} (the runtime allocates the output "
+                    "from the shape function: fix the one that is wrong)")
 
 
 def output_shape(vector: VectorPlan, expected: np.ndarray) -> Tuple[int, ...]:

@@ -114,7 +114,6 @@ def test_argument_stream_layout():
 
 
 def test_struct_sizes_match_abi_h_numbers():
-    abi.check_layout()
     assert ctypes.sizeof(abi.GpsimdRegion) == 32
     assert ctypes.sizeof(abi.GpsimdCoreReport) == 3136
     assert ctypes.sizeof(abi.GpsimdCoreBinding) == 2144   # ABI 2: + read map, item size

@@ -1,8 +1,8 @@
 """Poison detection and the multicore merge as pure functions (gpsimd_emu.merge)."""
 import numpy as np
 
-from gpsimd_emu.merge import (format_ranges, guard_writes, merge_core_outputs, runs,
-                              true_ranges, written_mask)
+from gpsimd_emu.merge import (format_ranges, merge_core_outputs, runs, true_ranges,
+                              written_mask)
 
 P = 0xA5
 
@@ -91,10 +91,3 @@ def test_value_equal_to_poison_resolved_by_complement_pass():
     mask = written_mask(pass_a, 0xA5, 1) | written_mask(pass_b, 0x5A, 1)
     m2 = merge_core_outputs([pass_a], 1, 4, masks=[mask])
     assert m2.ok and m2.merged.view(np.int8).tolist() == [1, 2, -91, 4]
-
-
-def test_guard_writes_are_offsets_past_the_end():
-    guard = np.full(64, P, np.uint8)
-    guard[8:20] = 0
-    assert guard_writes(guard, P, 4, 1000) == [(1002, 1005)]
-    assert guard_writes(np.full(64, P, np.uint8), P, 4, 10) == []
