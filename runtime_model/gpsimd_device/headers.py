@@ -22,7 +22,7 @@ import os
 import re
 from typing import Dict, List, Tuple, Union
 
-__all__ = ["INCLUDE_DIR", "HeaderError", "header_path", "defines", "xmacro_rows"]
+__all__ = ["INCLUDE_DIR", "HeaderError", "header_path", "header_text", "defines", "xmacro_rows"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -50,7 +50,9 @@ def header_path(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _text(name: str) -> str:
+def header_text(name: str) -> str:
+    """The text of ``gpsimd_host/<name>``, comments out and line
+    continuations joined (cached). Raises HeaderError when it cannot be read."""
     path = header_path(name)
     try:
         with open(path, encoding="utf-8") as f:
@@ -72,7 +74,7 @@ def defines(name: str) -> Dict[str, Union[int, str]]:
     """``{NAME: value}`` of every ``#define GPSIMD_NAME value`` in the header
     ``gpsimd_host/<name>`` whose value is a number or a string literal."""
     out: Dict[str, Union[int, str]] = {}
-    for key, value in _DEFINE.findall(_text(name)):
+    for key, value in _DEFINE.findall(header_text(name)):
         out[key] = value[1:-1] if value.startswith('"') else int(value, 0)
     return out
 
@@ -84,7 +86,7 @@ def xmacro_rows(name: str, macro: str) -> List[Tuple[str, ...]]:
     Raises:
         HeaderError: the macro is not defined there or has no row.
     """
-    text = _text(name)
+    text = header_text(name)
     m = re.search(r"#define[ \t]+" + re.escape(macro) + r"\(X\)([^\n]*)", text)
     if not m:
         raise HeaderError(f"{header_path(name)}: no X-macro {macro}(X)")

@@ -17,7 +17,7 @@ import ctypes
 import functools
 import re
 
-from gpsimd_device.headers import HeaderError, _text, defines, header_path
+from gpsimd_device.headers import HeaderError, defines, header_path, header_text
 
 __all__ = ["header_struct", "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding",
            "GpsimdLspInfo"]
@@ -70,7 +70,7 @@ def header_struct(header: str, name: str) -> type:
         HeaderError: no such typedef, or a field this reader cannot read.
     """
     m = re.search(r"typedef\s+(struct|union)\s*\{((?:[^{}]|\{[^{}]*\})*)\}\s*"
-                  + re.escape(name) + r"\s*;", _text(header))
+                  + re.escape(name) + r"\s*;", header_text(header))
     if m is None:
         raise HeaderError(f"{header_path(header)}: no typedef struct or union {name}")
     return _layout(header, name, m.group(1), m.group(2))

@@ -110,7 +110,7 @@ def test_header_reader(tmp_path, monkeypatch):
     (d / "t.h").write_text('#define GPSIMD_A 0x10u\n#define GPSIMD_B 7\n#define GPSIMD_S "x y"\n'
                            "/* X(NO, 1) */\n#define GPSIMD_T(X) \\\n  X(a, 1) /* c */ \\\n  X(b, 2)\n")
     monkeypatch.setattr(headers, "INCLUDE_DIR", str(tmp_path))
-    headers._text.cache_clear()
+    headers.header_text.cache_clear()
     headers.defines.cache_clear()
     try:
         assert headers.defines("t.h") == {"A": 16, "B": 7, "S": "x y"}
@@ -120,7 +120,7 @@ def test_header_reader(tmp_path, monkeypatch):
         with pytest.raises(headers.HeaderError, match="cannot read"):
             headers.defines("missing.h")
     finally:
-        headers._text.cache_clear()
+        headers.header_text.cache_clear()
         headers.defines.cache_clear()
 
 
