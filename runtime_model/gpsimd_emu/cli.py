@@ -10,10 +10,10 @@ the ``gpsimd-emu`` command run it).
 Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
 message``) and ``lib: N passed, M failed``; with ``--quiet`` (or
 ``$GPSIMD_EMU_QUIET=1``, the build's ``QUIET=1``) only the ``FAIL`` lines and
-the ``PASS`` lines that carry a warning, with what core 0 printed for them; writes the results JSON; exits 0
-only when every vector passed, 1 when one failed, 2 when the plan itself
-cannot be read or the results cannot be written, 3 when the whole run took
-longer than the vectors' time limits allow (a reference that never
+the ``PASS`` lines that carry a warning, with what core 0 printed for them;
+writes the results JSON; exits 0 only when every vector passed, 1 when
+one failed, 2 when the plan itself cannot be read or the results cannot
+be written, 3 when the whole run took longer than the vectors' time limits allow (a reference that never
 returns). What core 0 printed goes to stderr, prefixed with the vector's
 name.
 
@@ -47,7 +47,7 @@ import json
 import os
 import signal
 import sys
-from typing import Callable, Dict, List, Optional, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
@@ -57,6 +57,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device import zygote as program
 
 from . import contain
+from .client.protocol import STOP_SIGNALS
 from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
                        add_run_options, one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
@@ -122,15 +123,15 @@ def _on_signal(sig, frame) -> None:
     raise _Stopped(sig)
 
 
-class Prepared:
-    """A run's arguments, read and checked (``prepare``): ``args``, the
+class Prepared(NamedTuple):
+    """A run's arguments, read and checked (``load``): ``args``, the
     ``plan`` (with its locations), ``options``, the results files
     (``outputs``) and ``limit``, the seconds the whole run may take."""
-
-    def __init__(self, args: argparse.Namespace, plan: TestPlan, options: RunOptions,
-                 outputs: tuple, limit: float):
-        self.args, self.plan, self.options, self.outputs, self.limit = \
-            args, plan, options, outputs, limit
+    args: argparse.Namespace
+    plan: TestPlan
+    options: RunOptions
+    outputs: tuple
+    limit: float
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -215,37 +216,13 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
 
 
 def fork_worker(prepared: Prepared) -> int:
-    """Fork the worker (it runs ``run_worker``); returns its pid."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    me = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        code = 2
-        try:
-            contain.die_with_parent(me)
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, signal.SIG_DFL)
-            code = run_worker(prepared)
-        finally:
-            os._exit(code)
-    return pid
-
-
-def run_worker(prepared: Prepared) -> int:
-    """The worker's whole life: run every vector, print, write the
-    results; returns its exit status (a model bug is printed, never a
-    silent exit)."""
-    code = 2
-    try:
-        code = _run_worker(prepared.args, prepared.plan, prepared.options)
-    except BaseException:  # a model bug: say so, never a silent exit
-        import traceback
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    return code
+    """Fork the worker (``contain.fork_child``: it dies with this process,
+    a model bug is printed, never a silent exit); returns its pid."""
+    def worker() -> int:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        return _run_worker(prepared.args, prepared.plan, prepared.options)
+    return contain.fork_child(worker)
 
 
 def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
@@ -258,22 +235,24 @@ def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.
     contain.become_subreaper()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
     pid = None
     try:
         pid = start_worker()
-        status = _wait(pid, limit)
+        status = contain.end_within(pid, limit)     # (None: it was killed)
         pid = None
     except _Stopped as stop:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):   # one stop is enough
+        for sig in STOP_SIGNALS:                    # one stop is enough
             signal.signal(sig, signal.SIG_IGN)
-        _end_all(pid)
+        if pid is not None:     # it and every descendant left, ours to reap (the subreaper)
+            contain.kill(pid)
+        contain.sweep()
         signal.signal(stop.sig, signal.SIG_DFL)
         os.kill(os.getpid(), stop.sig)
         return 128 + stop.sig
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
     contain.sweep()
     if status is None:
@@ -290,20 +269,6 @@ def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
               f"results (a reference or the emulator itself failed)", file=sys.stderr, flush=True)
         return 1
     return code
-
-
-def _end_all(worker: Optional[int]) -> None:
-    """Kill the worker and every descendant left (they are ours to reap:
-    this process is their subreaper)."""
-    if worker is not None:
-        contain.kill(worker)
-    contain.sweep()
-
-
-def _wait(pid: int, limit: float) -> Optional[int]:
-    """The wait status of child ``pid``, or None after killing it when it
-    ran longer than ``limit`` seconds."""
-    return contain.end_within(pid, limit, poll=0.01)
 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:

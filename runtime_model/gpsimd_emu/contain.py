@@ -6,12 +6,13 @@ What this module gives the supervisor, the servers and the worker
 
 * ``die_with_parent``: ``PR_SET_PDEATHSIG`` (SIGKILL when the parent dies),
   checked against the parent that forked us, so a parent that died before
-  the call is noticed too;
+  the call is noticed too; ``fork_child``, a forked child so tied that
+  runs a function and exits with its status;
 * ``become_subreaper`` / ``children`` / ``sweep``: a
   ``PR_SET_CHILD_SUBREAPER`` process inherits every orphaned descendant, so
   that it can end (SIGTERM, then SIGKILL) and reap whatever a vector left
   behind;
-* ``wait_until``: a child's end, within a deadline.
+* ``end_within``: a child's end, within a time limit.
 
 The vectors' own containment (namespaces, the memory cgroup, privileges)
 is the zygote's, in C (``sandbox.c``).
@@ -23,8 +24,9 @@ import ctypes
 import os
 import select
 import signal
+import sys
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from gpsimd_device.zygote import PROGRAM_NAME
 
@@ -32,8 +34,8 @@ from gpsimd_device.zygote import PROGRAM_NAME
 from .client.process import children, die_with_parent, libc, prctl
 
 __all__ = [
-    "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill", "end_within",
-    "wait_until", "signal_name", "TERM_GRACE",
+    "libc", "die_with_parent", "fork_child", "become_subreaper", "set_name", "children", "sweep",
+    "kill", "end_within", "signal_name", "TERM_GRACE",
 ]
 
 PR_SET_NAME = 15
@@ -63,36 +65,32 @@ def set_name(name: str) -> None:
         pass
 
 
-def wait_until(pid: int, deadline: float, poll: float = 0.001) -> Optional[int]:
-    """The wait status of child ``pid`` once it has ended (reaped), or None
-    when ``deadline`` (``time.monotonic()``) comes first (it is left
-    running, not reaped). Waits on a pidfd where the kernel has them, else
-    polls every ``poll`` seconds.
-
-    Raises:
-        ChildProcessError: ``pid`` is not a child of this process.
-    """
-    pidfd = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
+def fork_child(body: Callable[[], int]) -> int:
+    """Fork a child that dies with this process (:func:`die_with_parent`),
+    runs ``body`` and exits with what it returns (a ``SystemExit``'s code;
+    2 for an exception, its traceback printed: a model bug is never a
+    silent exit); returns its pid. Never returns in the child."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 2
     try:
-        while True:
-            got, status = os.waitpid(pid, os.WNOHANG)
-            if got:
-                return status
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            if pidfd is not None:
-                select.select([pidfd], [], [], remaining)
-            else:
-                time.sleep(min(poll, remaining))
+        die_with_parent(parent)
+        code = body()
+    except SystemExit as e:             # argparse: a bad argument
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException:
+        import traceback
+        traceback.print_exc()
     finally:
-        if pidfd is not None:
-            os.close(pidfd)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def kill(pid: int, sig: int = signal.SIGKILL, group: bool = False) -> None:
@@ -104,14 +102,23 @@ def kill(pid: int, sig: int = signal.SIGKILL, group: bool = False) -> None:
         pass
 
 
-def end_within(pid: int, seconds: float, poll: float = 0.001) -> Optional[int]:
-    """Child ``pid``'s wait status once it ends within ``seconds``; else
-    SIGKILL it, reap it and return None."""
-    status = wait_until(pid, time.monotonic() + seconds, poll)
-    if status is None:
-        kill(pid)
-        os.waitpid(pid, 0)
-    return status
+def end_within(pid: int, seconds: float) -> Optional[int]:
+    """Child ``pid``'s wait status once it ends (reaped) within ``seconds``;
+    else SIGKILL it, reap it and return None.
+
+    Raises:
+        ChildProcessError: ``pid`` is not a child of this process.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            return status
+        if time.monotonic() >= deadline:
+            kill(pid)
+            os.waitpid(pid, 0)
+            return None
+        _wait_any([pid], deadline - time.monotonic())
 
 
 #: Seconds ``sweep`` gives a zygote's relay (``sandbox.c``, named as the
@@ -130,8 +137,8 @@ def _named(pid: int) -> str:
 
 
 def _wait_any(pids: list, seconds: float) -> None:
-    """Until one of the children ``pids`` ends (their pidfds), or
-    ``seconds`` pass."""
+    """Until one of the children ``pids`` ends (their pidfds; 1 ms at most
+    where the kernel has none), or ``seconds`` pass."""
     fds = []
     try:
         for pid in pids:
@@ -139,7 +146,8 @@ def _wait_any(pids: list, seconds: float) -> None:
                 fds.append(os.pidfd_open(pid))
             except OSError:
                 pass
-        select.select(fds, [], [], max(0.0, seconds))
+        seconds = max(0.0, seconds)
+        select.select(fds, [], [], seconds if len(fds) == len(pids) else min(seconds, 0.001))
     finally:
         for fd in fds:
             os.close(fd)

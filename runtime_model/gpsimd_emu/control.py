@@ -91,7 +91,8 @@ class ControlBlock:
     """The control block at ``offset`` of a writable buffer (an mmap of the
     image, or any bytearray in tests).
 
-    ``base`` is the buffer's host address, needed for the semaphores (0 when the buffer is not a real mapping: no semaphores).
+    ``base`` is the buffer's host address, needed for the semaphores (0
+    when the buffer is not a real mapping: no semaphores).
     """
 
     def __init__(self, buf, offset: int = 0, base: int = 0):

@@ -38,11 +38,11 @@ import socket
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import contain
-from .client.protocol import (MAX_MESSAGE, decode, encode, model_files, peer_pid, peer_uid,
-                              proc_stat)
+from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_files, peer_pid,
+                              peer_uid, proc_stat)
 from .settings import one_blas_thread
 
 __all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "LOAD_NICE", "STALE"]
@@ -242,12 +242,7 @@ class Server:
         if self.stale:
             _here(conn, fds, STALE)
             return
-        sys.stdout.flush()
-        sys.stderr.flush()
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            _exit_with(lambda: _run(req, fds, me))
+        pid = contain.fork_child(lambda: _run(req, fds))
         _close(fds)
         self.runs[pid] = conn
         _reply(conn, {"pid": pid})
@@ -330,16 +325,16 @@ def _here(conn: socket.socket, fds: List[int], why: str) -> None:
     conn.close()
 
 
-def _run(req: dict, fds: List[int], server: int) -> int:
-    """A forked run: becomes the request's process (its stdout and stderr,
-    stdin ``/dev/null``, nothing else of the server's, its directory,
-    umask and environment, default signals, death with the server) and
-    runs ``python -m gpsimd_emu run``'s main."""
+def _run(req: dict, fds: List[int]) -> int:
+    """A forked run (``contain.fork_child``: it dies with the server):
+    becomes the request's process (its stdout and stderr, stdin
+    ``/dev/null``, nothing else of the server's, its directory, umask and
+    environment, default signals) and runs ``python -m gpsimd_emu run``'s
+    main."""
     contain.set_name("gpsimd-run")
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+    for sig in (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
-    contain.die_with_parent(server)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(fds[0], 1)
@@ -353,24 +348,6 @@ def _run(req: dict, fds: List[int], server: int) -> int:
     one_blas_thread()      # what the references see: as in a command's run
     from .cli import main as cli_main
     return cli_main(list(req["argv"]))
-
-
-def _exit_with(body: Callable[[], int]) -> None:
-    """Run ``body`` and exit with its status: never returns."""
-    code = 2
-    try:
-        code = body()
-    except SystemExit as e:             # argparse: a bad argument
-        code = e.code if isinstance(e.code, int) else 2
-    except BaseException:               # a model bug: say so, never a silent exit
-        import traceback
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

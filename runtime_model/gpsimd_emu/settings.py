@@ -15,8 +15,8 @@ from .client.protocol import DEFAULT_TIMEOUT, JOBS_ENV, QUIET_ENV, VERBOSE_ENV
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
-    "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
-    "format_size", "default_parallel", "add_run_options", "run_options",
+    "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions",
+    "parse_size", "format_size", "default_parallel", "add_run_options", "run_options",
 ]
 
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host

@@ -8,9 +8,10 @@ and kills this process's group when it is over.
 (``gpsimd_emu.session.LibrarySession``), writes ``{"ready": true}`` on
 stdout, then reads one request per line on stdin, ``{"op": NAME,
 "vector": NAME}``, and answers each with one line, the vector's result
-(``VectorResult.to_json`` with its ``elements`` and ``printf``), or ``{"error": TEXT}`` for an op or vector
-the plan does not have. It ends at end of input. A plan that cannot be
-read is one line ``{"error": TEXT}`` and exit status 2.
+(``VectorResult.to_json`` with its ``elements`` and ``printf``), or
+``{"error": TEXT}`` for an op or vector the plan does not have. It ends
+at end of input. A plan that cannot be read is one line ``{"error":
+TEXT}`` and exit status 2.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """What the emulator server (``gpsimd_emu.server``) and its clients
 (``gpsimd_emu.client.served``, the build) agree on: the environment
 variables that steer the emulator (each name defined here only), the
-vectors' default time limit, the process a server serves (``served_by``, ``find_ninja``,
-``proc_stat``), the server's abstract socket name (``server_name``), the
-model's files a server must share with a client (``model_files``), the
-user and pid at the other end of a socket, and the message format
-(``encode``, ``decode``: ``marshal``).
+vectors' default time limit, the signals that stop a run, the process a
+server serves (``served_by``, ``find_ninja``, ``proc_stat``), the server's
+abstract socket name (``server_name``), the model's files a server must
+share with a client (``model_files``), the user and pid at the other end
+of a socket, and the message format (``encode``, ``decode``: ``marshal``).
 
 Standard library only, and only modules that cost a command no import
 time (no json, socket, typing, which import re and enum): a ninja test
@@ -14,6 +14,7 @@ step imports this before anything else.
 
 from __future__ import annotations
 
+import _signal as signal
 import _socket as socket
 import binascii
 import marshal
@@ -21,9 +22,9 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "find_ninja", "served_by", "this_process", "model_files",
-           "include_dir", "server_key", "server_name", "peer_uid", "peer_pid", "encode",
-           "decode", "proc_stat"]
+           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "find_ninja", "served_by", "this_process",
+           "model_files", "include_dir", "server_key", "server_name", "peer_uid", "peer_pid",
+           "encode", "decode", "proc_stat"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -45,6 +46,10 @@ MAX_MESSAGE = 1 << 20
 #: private pass, its second run, each fixed-order pass) before it is
 #: killed (``--timeout``, README's ``EMU_TIMEOUT``; ``gpsimd_emu.settings``).
 DEFAULT_TIMEOUT = 60.0
+#: The signals that stop a test run: a ninja step sends them on to its
+#: served run; the run's supervising process, on one, ends the whole run
+#: and itself by that signal (``gpsimd_emu.cli``).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 #: Names of the processes that may stand between ninja and the step.
 _SHELLS = ("sh", "bash", "dash", "zsh")

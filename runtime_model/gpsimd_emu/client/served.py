@@ -49,8 +49,8 @@ import struct
 import sys
 import time
 
-from .protocol import (LOG_ENV, SERVER_ENV, decode, encode, find_ninja, model_files, peer_pid,
-                       peer_uid, server_key, server_name)
+from .protocol import (LOG_ENV, SERVER_ENV, STOP_SIGNALS, decode, encode, find_ninja,
+                       model_files, peer_pid, peer_uid, server_key, server_name)
 
 __all__ = ["hand_off", "name_for", "start_server", "ask_to_load", "stop_server", "run_step",
            "prestart_step", "FIRST_REPLY_TIMEOUT", "STATUS_GRACE", "STOP_WAIT"]
@@ -361,12 +361,10 @@ class _Forward:
     at once (the server, seeing its socket close, then starts nothing, or
     ends what it started)."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
     def __init__(self):
         self.pid: "int | None" = None
         self.old = {}
-        for s in self.SIGNALS:
+        for s in STOP_SIGNALS:
             if signal.getsignal(s) != signal.SIG_IGN:
                 self.old[s] = signal.signal(s, self._on)
 
