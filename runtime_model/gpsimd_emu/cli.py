@@ -13,9 +13,9 @@ message``) and ``lib: N passed, M failed``; with ``--quiet`` (or
 the ``PASS`` lines that carry a warning, with what core 0 printed for them;
 writes the results JSON; exits 0 only when every vector passed, 1 when
 one failed, 2 when the plan itself cannot be read or the results cannot
-be written, 3 when the whole run took longer than the vectors' time limits allow (a reference that never
-returns). What core 0 printed goes to stderr, prefixed with the vector's
-name.
+be written, 3 when the whole run took longer than the vectors' time
+limits allow (a reference that never returns). What core 0 printed goes
+to stderr, prefixed with the vector's name.
 
 With ``--failed-results F``, the results file is the proof of a passing run
 (what the build's test node is): both files are removed first, and a run in
@@ -29,14 +29,12 @@ A ninja build's test step hands its run to that ninja run's emulator
 server when there is one (``gpsimd_emu.client.served``, first thing: the same
 output, results and exit status); else, or when the server says so:
 
-Processes: this one (stdlib only) is the subreaper of the whole run; it
+Processes: this one (stdlib only) is the subreaper of the whole run and
 forks the worker (numpy: inputs, references, judging), which starts the
-zygote (the ``gpsimd-zygote`` program the build made,
-``gpsimd_emu.zygote_client``) that forks each vector inside its sandbox. Each dies with its
-parent. On SIGINT, SIGTERM or SIGHUP this process kills the worker, kills
-and reaps every descendant left, and ends with the same signal; when the
-worker ends, whatever descendant is left is killed too: no process of a
-test run outlives it.
+zygote (``gpsimd_emu.zygote_client``). On SIGINT, SIGTERM or SIGHUP it
+kills every descendant and ends by that signal; when the worker ends,
+whatever descendant is left is killed too (``supervise``; ARCHITECTURE.md
+"Processes and containment"): no process of a test run outlives it.
 """
 
 from __future__ import annotations

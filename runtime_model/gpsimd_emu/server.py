@@ -1,31 +1,22 @@
-"""The emulator server: one process per build (a scons process, or a ninja
+"""The emulator server: one process per build (a scons or a ninja
 process) that has the model imported (numpy included) and forks a test
-run (what ``python -m gpsimd_emu run`` runs) per request, so that a
-library's test run does not pay for a Python interpreter and numpy each
-time (about 0.2 s of a run's start-up). Its clients: ``gpsimd_emu.client``
-(``served``: the protocol and who starts it; ``protocol``: the names).
+run (what ``python -m gpsimd_emu run`` runs; named ``gpsimd-run``) per
+request, so that a run does not pay for an interpreter and numpy (about
+0.2 s of its start-up). Its clients and protocol:
+``gpsimd_emu.client.served``; who starts it, its link to the served
+process (a pidfd) and its loading of the model (a thread at nice
+``LOAD_NICE``, requests waiting ``LOAD_WAIT`` for it): ARCHITECTURE.md
+"Processes and containment".
 
-``python -m gpsimd_emu.server NAME PID START [--load]``, started by
-``client.served.start_server`` with the interpreter, environment and
-directory of the build's test commands: it binds the abstract socket
-``NAME`` (``protocol.server_name``), then forks and its first process
-exits (0: serving; 3: the name is taken or process ``PID`` with start
-time ``START`` is gone), so that the server is no client's child. It
-serves until that process ends (a pidfd: ``kill -9`` included), until
-the served process asks it to stop, or SIGTERM; then it sends SIGTERM to
-every run still going, SIGKILL to those left after ``STOP_GRACE``
-seconds, reaps them and exits. It ignores SIGINT (Ctrl-C reaches the
-runs through their clients). Its name (``comm``) is ``gpsimd-server``;
-each run's is ``gpsimd-run``.
-
-Loading: the model (``_preload``: numpy and every module a run imports,
-0.15-0.3 s) loads in a thread at nice ``LOAD_NICE`` (the build's own
-steps, the compiles beside which it starts, come first) at once with
-``--load``, else at the first request; the loop goes on answering
-meanwhile. A request that comes while it loads waits for it
-(``LOAD_WAIT`` seconds at most, then it is answered ``here``: its client
-runs the command itself); one whose client is gone by then is dropped. A
-server whose model's files changed while it loaded serves no request.
+``python -m gpsimd_emu.server NAME PID START [--load]`` binds the
+abstract socket ``NAME`` (``protocol.server_name``), then forks and its
+first process exits (0: serving; 3: the name is taken or process ``PID``
+with start time ``START`` is gone), so that the server (``gpsimd-server``)
+is no client's child. It serves until that process ends (``kill -9``
+included), asks it to stop, or SIGTERM, then ends its runs
+(``Server.stop``) and exits; it ignores SIGINT (Ctrl-C reaches the runs
+through their clients). A server whose model's files changed while it
+loaded serves no request (``STALE``).
 """
 
 from __future__ import annotations
@@ -124,10 +115,6 @@ class Server:
         self.ready = self.stale = self.stopping = False
         self._loader: Optional[threading.Thread] = None
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-
-    @property
-    def loading(self) -> bool:
-        return self._loader is not None
 
     def serve(self) -> None:
         """Serve until the served process ends, asks to stop, or SIGTERM."""
@@ -298,22 +285,18 @@ class Server:
             _close(fds)
             conn.close()
         self.waiting = []
-        for pid in list(self.runs):
+        for pid in self.runs:
             contain.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
-        while self.runs and time.monotonic() < deadline:
-            self._reap()
-            time.sleep(0.01)
-        for pid in list(self.runs):
-            contain.kill(pid)
-        while self.runs:
+        for pid, sock in self.runs.items():     # (the status of a run that ended in time)
             try:
-                pid, _ = os.waitpid(-1, 0)
+                status = contain.end_within(pid, deadline - time.monotonic())
             except ChildProcessError:
-                break
-            sock = self.runs.pop(pid, None)
-            if sock is not None:
-                sock.close()
+                status = None
+            if status is not None:
+                _reply(sock, {"status": status})
+            sock.close()
+        self.runs = {}
         contain.sweep(limit=STOP_GRACE)           # what came back to us: none left behind
 
 
@@ -400,7 +383,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         listener.close()
         server.stop()
-    if server.loading:          # it ended while the model loaded: no finalising
+    if server._loader is not None:      # it ended while the model loaded: no finalising
         os._exit(0)
     return 0
 
