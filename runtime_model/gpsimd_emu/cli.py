@@ -55,7 +55,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device import zygote as program
 
 from . import contain
-from .client.protocol import STOP_SIGNALS
+from .client.protocol import STOP_SIGNALS, end_by
 from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
                        add_run_options, one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
@@ -246,9 +246,7 @@ def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
         if pid is not None:     # it and every descendant left, ours to reap (the subreaper)
             contain.kill(pid)
         contain.sweep()
-        signal.signal(stop.sig, signal.SIG_DFL)
-        os.kill(os.getpid(), stop.sig)
-        return 128 + stop.sig
+        return end_by(stop.sig)
     finally:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)

@@ -1,11 +1,12 @@
 """What the emulator server (``gpsimd_emu.server``) and its clients
 (``gpsimd_emu.client.served``, the build) agree on: the environment
 variables that steer the emulator (each name defined here only), the
-vectors' default time limit, the signals that stop a run, the process a
-server serves (``served_by``, ``find_ninja``, ``proc_stat``), the server's
-abstract socket name (``server_name``), the model's files a server must
-share with a client (``model_files``), the user and pid at the other end
-of a socket, and the message format (``encode``, ``decode``: ``marshal``).
+vectors' default time limit, the signals that stop a run and ending by
+one (``end_by``), the process a server serves (``served_by``,
+``find_ninja``, ``proc_stat``), the server's abstract socket name
+(``server_name``), the model's files a server must share with a client
+(``model_files``), the user and pid at the other end of a socket, and the
+message format (``encode``, ``decode``: ``marshal``).
 
 Standard library only, and only modules that cost a command no import
 time (no json, socket, typing, which import re and enum): a ninja test
@@ -22,7 +23,7 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "find_ninja", "served_by", "this_process",
+           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "end_by", "find_ninja", "served_by", "this_process",
            "model_files", "include_dir", "server_key", "server_name", "peer_uid", "peer_pid",
            "encode", "decode", "proc_stat"]
 
@@ -56,6 +57,14 @@ _SHELLS = ("sh", "bash", "dash", "zsh")
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
+
+
+def end_by(sig: int) -> int:
+    """End this process by signal ``sig`` (its default action restored):
+    128 + ``sig``, the exit status to end with should it go on (blocked)."""
+    signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
+    return 128 + sig
 
 
 def proc_stat(pid: int) -> "tuple[str, int, int] | None":
@@ -119,14 +128,6 @@ def include_dir() -> str:
     return os.path.join(_RUNTIME_MODEL, "include")
 
 
-def _stat_line(path: str, label: str) -> "str | None":
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{label}:{st.st_size}:{st.st_mtime_ns}"
-
-
 def model_files() -> str:
     """The size and time of every file of ``gpsimd_emu`` (this copy) and
     ``gpsimd_device`` and of the device headers they read at import, one
@@ -142,11 +143,12 @@ def model_files() -> str:
             names = sorted(os.listdir(folder))
         except OSError:
             names = []
-        for name in names:
-            if name.endswith((".py", ".c", ".h")):
-                line = _stat_line(os.path.join(folder, name), f"{label}/{name}")
-                if line:
-                    parts.append(line)
+        for name in (n for n in names if n.endswith((".py", ".c", ".h"))):
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except OSError:
+                continue
+            parts.append(f"{label}/{name}:{st.st_size}:{st.st_mtime_ns}")
     return "\n".join(parts)
 
 

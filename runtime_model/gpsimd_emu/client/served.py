@@ -36,8 +36,8 @@ import struct
 import sys
 import time
 
-from .protocol import (LOG_ENV, SERVER_ENV, STOP_SIGNALS, decode, encode, find_ninja,
-                       model_files, peer_pid, peer_uid, server_key, server_name)
+from .protocol import (LOG_ENV, SERVER_ENV, STOP_SIGNALS, decode, encode, end_by,
+                       find_ninja, model_files, peer_pid, peer_uid, server_key, server_name)
 
 __all__ = ["hand_off", "name_for", "start_server", "ask_to_load", "stop_server", "run_step",
            "prestart_step", "FIRST_REPLY_TIMEOUT", "STATUS_GRACE", "STOP_WAIT"]
@@ -348,8 +348,7 @@ class _Forward:
     def _on(self, sig, frame) -> None:
         if self.pid is None:
             self.restore()
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
+            end_by(sig)
             return
         try:
             os.kill(self.pid, sig)
@@ -383,10 +382,7 @@ def run_step(argv: "list[str]") -> "int | None":
     finally:
         forward.restore()
     if status is not None and os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-        return 128 + sig
+        return end_by(os.WTERMSIG(status))
     return None if status is None else os.waitstatus_to_exitcode(status)
 
 
