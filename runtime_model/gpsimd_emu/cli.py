@@ -45,7 +45,7 @@ import json
 import os
 import signal
 import sys
-from typing import Callable, Dict, List, NamedTuple, Optional, Union
+from typing import Callable, List, NamedTuple, Optional, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
@@ -94,19 +94,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="print only failures and passes with warnings, no summary line "
                           f"(default when ${QUIET_ENV} is 1)")
     return p
-
-
-def read_locations(path: str) -> Dict[str, Dict[str, str]]:
-    """The locations file at ``path``: ``{op: {vector: "FILE:LINE:COL"}}``.
-
-    Raises OSError when the file cannot be read, ValueError when it is not
-    JSON of that shape.
-    """
-    with open(path, encoding="utf-8") as f:
-        where = json.load(f)
-    if not isinstance(where, dict) or not all(isinstance(v, dict) for v in where.values()):
-        raise ValueError("not a JSON object of objects")
-    return where
 
 
 class _Stopped(BaseException):
@@ -196,9 +183,14 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
     except PlanError as e:
         say(f"gpsimd_emu: {e}")
         return 2
-    if args.locations:
+    if args.locations:          # {op: {vector: "FILE:LINE:COL"}}
         try:
-            plan = plan.with_locations(read_locations(args.locations))
+            with open(args.locations, encoding="utf-8") as f:
+                where = json.load(f)
+            if not isinstance(where, dict) or not all(isinstance(v, dict)
+                                                      for v in where.values()):
+                raise ValueError("not a JSON object of objects")
+            plan = plan.with_locations(where)
         except (OSError, ValueError) as e:
             say(f"gpsimd_emu: cannot read locations {args.locations}: {e}")
             return 2

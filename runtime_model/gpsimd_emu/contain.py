@@ -32,6 +32,7 @@ from gpsimd_device.zygote import PROGRAM_NAME
 
 # (the client's, which the front ends use without the rest of the emulator)
 from .client.process import children, die_with_parent, libc, prctl
+from .client.protocol import proc_stat
 
 __all__ = [
     "libc", "die_with_parent", "fork_child", "become_subreaper", "set_name", "children", "sweep",
@@ -128,14 +129,6 @@ def end_within(pid: int, seconds: float) -> Optional[int]:
 TERM_GRACE = 1.0
 
 
-def _named(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().rstrip("\n")
-    except OSError:
-        return ""
-
-
 def _wait_any(pids: list, seconds: float) -> None:
     """Until one of the children ``pids`` ends (their pidfds; 1 ms at most
     where the kernel has none), or ``seconds`` pass."""
@@ -153,8 +146,8 @@ def _wait_any(pids: list, seconds: float) -> None:
             os.close(fd)
 
 
-def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> int:
-    """End and reap every child but ``keep``, again until none is left (a
+def sweep(limit: float = 5.0, grace: float = TERM_GRACE) -> int:
+    """End and reap every child, again until none is left (a
     subreaper keeps inheriting orphans while their parents die), for at
     most ``grace`` + ``limit`` seconds: a zygote's relay gets SIGTERM and
     ``grace`` seconds (``TERM_GRACE``) to end, every other child (and a
@@ -164,10 +157,10 @@ def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> in
     signalled: set = set()
     while True:
         patient = time.monotonic() - start < grace
-        pids = [p for p in children(os.getpid()) if p not in keep]
+        pids = children(os.getpid())
         relays = 0
         for pid in pids:
-            if patient and _named(pid) == PROGRAM_NAME:
+            if patient and (proc_stat(pid) or ("",))[0] == PROGRAM_NAME:
                 relays += 1
                 if pid not in signalled:
                     kill(pid, signal.SIGTERM)
@@ -175,7 +168,7 @@ def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> in
                 kill(pid, group=True)
                 kill(pid)
             signalled.add(pid)
-        reaped = _reap_others(keep)
+        reaped = _reap_exited()
         if (not pids and not reaped) or time.monotonic() - start > grace + limit:
             return len(signalled)
         if pids and not reaped:     # (a killed child takes a moment; a relay, its grace)
@@ -183,12 +176,10 @@ def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> in
                       else 0.001)
 
 
-def _reap_others(keep: tuple) -> int:
-    """Reap exited children that are not in ``keep``; returns how many."""
+def _reap_exited() -> int:
+    """Reap exited children; returns how many."""
     n = 0
     for pid in children(os.getpid()):
-        if pid in keep:
-            continue
         try:
             got, _ = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:
