@@ -1,21 +1,11 @@
-"""Containment of the processes a test run starts (stdlib, ctypes and the
-zygote program's name, ``gpsimd_device.zygote``, only).
-
-What this module gives the supervisor, the servers and the worker
-(ARCHITECTURE.md "Processes and containment"):
-
-* ``die_with_parent``: ``PR_SET_PDEATHSIG`` (SIGKILL when the parent dies),
-  checked against the parent that forked us, so a parent that died before
-  the call is noticed too; ``fork_child``, a forked child so tied that
-  runs a function and exits with its status;
-* ``become_subreaper`` / ``children`` / ``sweep``: a
-  ``PR_SET_CHILD_SUBREAPER`` process inherits every orphaned descendant, so
-  that it can end (SIGTERM, then SIGKILL) and reap whatever a vector left
-  behind;
-* ``end_within``: a child's end, within a time limit.
-
-The vectors' own containment (namespaces, the memory cgroup, privileges)
-is the zygote's, in C (``sandbox.c``).
+"""Containment of the processes a test run starts, for the supervisor,
+the servers and the worker (stdlib, ctypes and the zygote program's name,
+``gpsimd_device.zygote``, only; ARCHITECTURE.md "Processes and
+containment"): children that die with their parent (``die_with_parent``,
+``fork_child``), a subreaper's end of every orphaned descendant
+(``become_subreaper``, ``children``, ``sweep``), a child's end within a
+time limit (``end_within``). The vectors' own containment (namespaces,
+the memory cgroup, privileges) is the zygote's, in C (``sandbox.c``).
 """
 
 from __future__ import annotations
