@@ -82,6 +82,12 @@ def _close(fds) -> None:
             pass
 
 
+def _drop(conn: socket.socket, fds: List[int]) -> None:
+    """Let go of a request's connection and descriptors."""
+    _close(fds)
+    conn.close()
+
+
 def _reply(sock: socket.socket, message: dict) -> None:
     try:
         sock.send(encode(message))
@@ -198,21 +204,18 @@ class Server:
             conn.settimeout(None)
             asker = peer_pid(conn)
         except OSError:
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
             return True
         message = decode(data)
         if isinstance(message, dict) and (message.get("load") is True
                                           or message.get("stop") is True):
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
             if message.get("stop") is True:
                 return asker != self.served     # (only the served process stops it)
             self.start_loading()
             return True
         if self._gone(conn):           # the client gave up (or died) before an answer
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
             return True
         req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
         if isinstance(req, str) or req.get("files") != self.files:
@@ -242,8 +245,7 @@ class Server:
         left = []
         for conn, fds, req, deadline in self.waiting:
             if conn in ready:
-                _close(fds)
-                conn.close()
+                _drop(conn, fds)
             elif self.ready:
                 self._serve(conn, fds, req)
             elif now >= deadline:
@@ -282,8 +284,7 @@ class Server:
         """End every run left (SIGTERM, then SIGKILL after ``STOP_GRACE``);
         a waiting request's client sees its connection close."""
         for conn, fds, _, _ in self.waiting:
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
         self.waiting = []
         for pid in self.runs:
             contain.kill(pid, signal.SIGTERM)
@@ -304,8 +305,7 @@ def _here(conn: socket.socket, fds: List[int], why: str) -> None:
     """Answer ``here`` (the client runs the command itself, saying ``why``)
     and let go of the connection and descriptors."""
     _reply(conn, {"here": why})
-    _close(fds)
-    conn.close()
+    _drop(conn, fds)
 
 
 def _run(req: dict, fds: List[int]) -> int:

@@ -87,14 +87,12 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
     """End ``proc``'s process group (it leads one): SIGTERM, then SIGKILL
     after ``grace`` seconds (0: SIGKILL at once); reaps ``proc`` and
     closes its pipes."""
-    for sig, wait in (((signal.SIGTERM, grace),) if grace > 0 else ()) + \
-            ((signal.SIGKILL, None),):
+    for sig in ((signal.SIGTERM,) if grace > 0 else ()) + (signal.SIGKILL,):
         try:
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+            proc.wait(grace if sig == signal.SIGTERM else None)
             break
-        try:
-            proc.wait(wait)
+        except ProcessLookupError:      # (the group is gone)
             break
         except subprocess.TimeoutExpired:
             continue

@@ -84,8 +84,8 @@ def start_server(name: bytes, python: str, env: dict, load: bool) -> bool:
     request). Returns once its name is bound (requests then wait in its
     queue): True when this call started it, False when another holds the
     name or it could not start. The server is in a process group of its
-    own (Ctrl-C and a build's process-group kills do not reach it) and
-    not this process's child (``gpsimd_emu.server``'s first fork)."""
+    own and not this process's child (ARCHITECTURE.md "Processes and
+    containment")."""
     served = name.decode().split("/")[2]
     args = [python, "-m", "gpsimd_emu.server", name[1:].decode(), *served.split(".")]
     try:
