@@ -2,7 +2,7 @@
 (``gpsimd_emu.client.served``, the build) agree on: the environment
 variables that steer the emulator (each name defined here only), the
 vectors' default time limit, the signals that stop a run and ending by
-one (``end_by``), the process a server serves (``served_by``,
+one (``end_by``), the process a server serves (``this_process``,
 ``find_ninja``, ``proc_stat``), the server's abstract socket name
 (``server_name``), the model's files a server must share with a client
 (``model_files``), the user and pid at the other end of a socket, and the
@@ -23,7 +23,7 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "end_by", "find_ninja", "served_by", "this_process",
+           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "end_by", "find_ninja", "this_process",
            "model_files", "include_dir", "server_key", "server_name", "peer_uid", "peer_pid",
            "encode", "decode", "proc_stat"]
 
@@ -84,26 +84,20 @@ def proc_stat(pid: int) -> "tuple[str, int, int] | None":
         return None
 
 
-def served_by(pid: int) -> "tuple[int, int] | None":
-    """(pid, start time) of process ``pid``: what names the build a server
-    serves (a pid used again is another process); None when it is gone."""
-    stat = proc_stat(pid)
-    return None if stat is None else (pid, stat[2])
-
-
 def this_process() -> "tuple[int, int]":
     """(pid, start time) of this process: what a build served by its own
-    process (scons) names its server by."""
-    me = served_by(os.getpid())
-    assert me is not None                # (this process is alive)
-    return me
+    process (scons) names its server by (a pid used again is another
+    process: the start time tells them apart)."""
+    stat = proc_stat(os.getpid())
+    assert stat is not None              # (this process is alive)
+    return os.getpid(), stat[2]
 
 
-def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
-    """(pid, start time) of the ninja process this process (or ``pid``)
-    runs under: its parent, or the parent of a shell between them; None
-    when there is none."""
-    current = os.getppid() if pid is None else pid
+def find_ninja() -> "tuple[int, int] | None":
+    """(pid, start time) of the ninja process this process runs under: its
+    parent, or the parent of a shell between them; None when there is
+    none."""
+    current = os.getppid()
     for _ in range(3):
         stat = proc_stat(current)
         if stat is None:

@@ -5,7 +5,7 @@ hands each ``python -m gpsimd_emu run`` command to the server of its scons
 process (:func:`hand_off`); a ninja test step, to the server of the ninja
 process it runs under (:func:`run_step`, ``protocol.find_ninja``), which
 its prestart step (:func:`prestart_step`) has load the model beside the
-compiles. Who starts a server, what it serves (``protocol.served_by``)
+compiles. Who starts a server, what it serves (a pid and its start time)
 and when it ends: ARCHITECTURE.md "Processes and containment". Whatever
 fails (no server, another version of the model, a refusal), nothing was
 started and the caller runs the command itself.
