@@ -45,7 +45,7 @@ import json
 import os
 import signal
 import sys
-from typing import Callable, List, NamedTuple, Optional, Union
+from typing import List, NamedTuple, Optional, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
@@ -129,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     prepared = load(args)
     if isinstance(prepared, int):
         return settle(args, prepared)
-    return settle(args, supervise(prepared, lambda: fork_worker(prepared)))
+    return settle(args, supervise(prepared))
 
 
 def settle(args: argparse.Namespace, status: int) -> int:
@@ -143,14 +143,14 @@ def settle(args: argparse.Namespace, status: int) -> int:
         try:
             write_atomically(args.record_failures, f"exit status {status}\n")
         except OSError as e:
-            print(f"gpsimd_emu: cannot write {args.record_failures}: {e.strerror}",
-                  file=sys.stderr)
+            say(f"cannot write {args.record_failures}: {e.strerror}")
             return status
     return 0
 
 
 def say(message: str) -> None:
-    print(message, file=sys.stderr)
+    """``message`` on stderr, as ``gpsimd_emu: message``."""
+    print(f"gpsimd_emu: {message}", file=sys.stderr, flush=True)
 
 
 def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
@@ -170,7 +170,7 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
             except FileNotFoundError:
                 pass
             except OSError as e:
-                say(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})")
+                say(f"cannot remove {path}: {e.strerror} (errno {e.errno})")
                 return settle(args, 2)
     return args
 
@@ -181,7 +181,7 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
-        say(f"gpsimd_emu: {e}")
+        say(f"{e}")
         return 2
     if args.locations:          # {op: {vector: "FILE:LINE:COL"}}
         try:
@@ -192,13 +192,13 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
                 raise ValueError("not a JSON object of objects")
             plan = plan.with_locations(where)
         except (OSError, ValueError) as e:
-            say(f"gpsimd_emu: cannot read locations {args.locations}: {e}")
+            say(f"cannot read locations {args.locations}: {e}")
             return 2
     outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
     zygote = args.zygote or program.default_path(args.plan)
     problem = program_problem(zygote)
     if problem:
-        say(f"gpsimd_emu: cannot run {args.plan}: {problem}; build it: scons {zygote}")
+        say(f"cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
     options = run_options(args, zygote, args.stack_scale)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
@@ -215,11 +215,11 @@ def fork_worker(prepared: Prepared) -> int:
     return contain.fork_child(worker)
 
 
-def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
-    """This process supervises the run: it becomes the subreaper, starts
-    the worker (``start_worker`` returns its pid; it runs under this
-    process's signal handling), waits for it within ``prepared.limit``
-    and returns the run's exit status (module text)."""
+def supervise(prepared: Prepared) -> int:
+    """This process supervises the run: it becomes the subreaper, forks
+    the worker (under this process's signal handling: ``fork_worker``),
+    waits for it within ``prepared.limit`` and returns the run's exit
+    status (module text)."""
     plan, outputs, limit = prepared.plan, prepared.outputs, prepared.limit
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
@@ -229,7 +229,7 @@ def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
         signal.signal(sig, _on_signal)
     pid = None
     try:
-        pid = start_worker()
+        pid = fork_worker(prepared)
         status = contain.end_within(pid, limit)     # (None: it was killed)
         pid = None
     except _Stopped as stop:
@@ -244,17 +244,16 @@ def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
             signal.signal(sig, signal.SIG_DFL)
     contain.sweep()
     if status is None:
-        print(f"gpsimd_emu: {plan.library}: the run did not finish within {limit:g} s "
-              f"(a reference that never returns?)", file=sys.stderr, flush=True)
+        say(f"{plan.library}: the run did not finish within {limit:g} s "
+            f"(a reference that never returns?)")
         return 3
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
-        print(f"gpsimd_emu: {plan.library}: the emulator died with signal {-code} and wrote no "
-              f"results", file=sys.stderr, flush=True)
+        say(f"{plan.library}: the emulator died with signal {-code} and wrote no results")
         return 1
     if code in (0, 1) and not any(os.path.exists(p) for p in outputs):
-        print(f"gpsimd_emu: {plan.library}: the emulator exited with status {code} and wrote no "
-              f"results (a reference or the emulator itself failed)", file=sys.stderr, flush=True)
+        say(f"{plan.library}: the emulator exited with status {code} and wrote no results "
+            f"(a reference or the emulator itself failed)")
         return 1
     return code
 
@@ -294,8 +293,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
     try:
         results.write(out)
     except OSError as e:
-        print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
-              file=sys.stderr)
+        say(f"cannot write {out}: {e.strerror or e} (errno {e.errno})")
         return 2
     return 0 if results.ok else 1
 
