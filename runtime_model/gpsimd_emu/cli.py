@@ -10,12 +10,12 @@ the ``gpsimd-emu`` command run it).
 Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
 message``) and ``lib: N passed, M failed``; with ``--quiet`` (or
 ``$GPSIMD_EMU_QUIET=1``, the build's ``QUIET=1``) only the ``FAIL`` lines and
-the ``PASS`` lines that carry a warning, with what core 0 printed for them; writes the results JSON; exits 0
-only when every vector passed, 1 when one failed, 2 when the plan itself
-cannot be read or the results cannot be written, 3 when the whole run took
-longer than the vectors' time limits allow (a reference that never
-returns). What core 0 printed goes to stderr, prefixed with the vector's
-name.
+the ``PASS`` lines that carry a warning, with what core 0 printed for them;
+writes the results JSON; exits 0 only when every vector passed, 1 when
+one failed, 2 when the plan itself cannot be read or the results cannot
+be written, 3 when the whole run took longer than the vectors' time
+limits allow (a reference that never returns). What core 0 printed goes
+to stderr, prefixed with the vector's name.
 
 With ``--failed-results F``, the results file is the proof of a passing run
 (what the build's test node is): both files are removed first, and a run in
@@ -29,14 +29,12 @@ A ninja build's test step hands its run to that ninja run's emulator
 server when there is one (``gpsimd_emu.client.served``, first thing: the same
 output, results and exit status); else, or when the server says so:
 
-Processes: this one (stdlib only) is the subreaper of the whole run; it
+Processes: this one (stdlib only) is the subreaper of the whole run and
 forks the worker (numpy: inputs, references, judging), which starts the
-zygote (the ``gpsimd-zygote`` program the build made,
-``gpsimd_emu.zygote_client``) that forks each vector inside its sandbox. Each dies with its
-parent. On SIGINT, SIGTERM or SIGHUP this process kills the worker, kills
-and reaps every descendant left, and ends with the same signal; when the
-worker ends, whatever descendant is left is killed too: no process of a
-test run outlives it.
+zygote (``gpsimd_emu.zygote_client``). On SIGINT, SIGTERM or SIGHUP it
+kills every descendant and ends by that signal; when the worker ends,
+whatever descendant is left is killed too (``supervise``; ARCHITECTURE.md
+"Processes and containment"): no process of a test run outlives it.
 """
 
 from __future__ import annotations
@@ -47,7 +45,7 @@ import json
 import os
 import signal
 import sys
-from typing import Callable, Dict, List, Optional, Union
+from typing import List, NamedTuple, Optional, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
@@ -57,6 +55,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device import zygote as program
 
 from . import contain
+from .client.protocol import STOP_SIGNALS, end_by
 from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
                        add_run_options, one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
@@ -97,19 +96,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def read_locations(path: str) -> Dict[str, Dict[str, str]]:
-    """The locations file at ``path``: ``{op: {vector: "FILE:LINE:COL"}}``.
-
-    Raises OSError when the file cannot be read, ValueError when it is not
-    JSON of that shape.
-    """
-    with open(path, encoding="utf-8") as f:
-        where = json.load(f)
-    if not isinstance(where, dict) or not all(isinstance(v, dict) for v in where.values()):
-        raise ValueError("not a JSON object of objects")
-    return where
-
-
 class _Stopped(BaseException):
     """A signal asked the run to stop."""
 
@@ -122,15 +108,15 @@ def _on_signal(sig, frame) -> None:
     raise _Stopped(sig)
 
 
-class Prepared:
-    """A run's arguments, read and checked (``prepare``): ``args``, the
+class Prepared(NamedTuple):
+    """A run's arguments, read and checked (``load``): ``args``, the
     ``plan`` (with its locations), ``options``, the results files
     (``outputs``) and ``limit``, the seconds the whole run may take."""
-
-    def __init__(self, args: argparse.Namespace, plan: TestPlan, options: RunOptions,
-                 outputs: tuple, limit: float):
-        self.args, self.plan, self.options, self.outputs, self.limit = \
-            args, plan, options, outputs, limit
+    args: argparse.Namespace
+    plan: TestPlan
+    options: RunOptions
+    outputs: tuple
+    limit: float
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -143,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     prepared = load(args)
     if isinstance(prepared, int):
         return settle(args, prepared)
-    return settle(args, supervise(prepared, lambda: fork_worker(prepared)))
+    return settle(args, supervise(prepared))
 
 
 def settle(args: argparse.Namespace, status: int) -> int:
@@ -157,14 +143,14 @@ def settle(args: argparse.Namespace, status: int) -> int:
         try:
             write_atomically(args.record_failures, f"exit status {status}\n")
         except OSError as e:
-            print(f"gpsimd_emu: cannot write {args.record_failures}: {e.strerror}",
-                  file=sys.stderr)
+            say(f"cannot write {args.record_failures}: {e.strerror}")
             return status
     return 0
 
 
 def say(message: str) -> None:
-    print(message, file=sys.stderr)
+    """``message`` on stderr, as ``gpsimd_emu: message``."""
+    print(f"gpsimd_emu: {message}", file=sys.stderr, flush=True)
 
 
 def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
@@ -184,7 +170,7 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
             except FileNotFoundError:
                 pass
             except OSError as e:
-                say(f"gpsimd_emu: cannot remove {path}: {e.strerror} (errno {e.errno})")
+                say(f"cannot remove {path}: {e.strerror} (errno {e.errno})")
                 return settle(args, 2)
     return args
 
@@ -195,19 +181,24 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
-        say(f"gpsimd_emu: {e}")
+        say(f"{e}")
         return 2
-    if args.locations:
+    if args.locations:          # {op: {vector: "FILE:LINE:COL"}}
         try:
-            plan = plan.with_locations(read_locations(args.locations))
+            with open(args.locations, encoding="utf-8") as f:
+                where = json.load(f)
+            if not isinstance(where, dict) or not all(isinstance(v, dict)
+                                                      for v in where.values()):
+                raise ValueError("not a JSON object of objects")
+            plan = plan.with_locations(where)
         except (OSError, ValueError) as e:
-            say(f"gpsimd_emu: cannot read locations {args.locations}: {e}")
+            say(f"cannot read locations {args.locations}: {e}")
             return 2
     outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
     zygote = args.zygote or program.default_path(args.plan)
     problem = program_problem(zygote)
     if problem:
-        say(f"gpsimd_emu: cannot run {args.plan}: {problem}; build it: scons {zygote}")
+        say(f"cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
     options = run_options(args, zygote, args.stack_scale)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
@@ -215,95 +206,56 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
 
 
 def fork_worker(prepared: Prepared) -> int:
-    """Fork the worker (it runs ``run_worker``); returns its pid."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    me = os.getpid()
-    pid = os.fork()
-    if pid == 0:
-        code = 2
-        try:
-            contain.die_with_parent(me)
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, signal.SIG_DFL)
-            code = run_worker(prepared)
-        finally:
-            os._exit(code)
-    return pid
+    """Fork the worker (``contain.fork_child``: it dies with this process,
+    a model bug is printed, never a silent exit); returns its pid."""
+    def worker() -> int:
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, signal.SIG_DFL)
+        return _run_worker(prepared.args, prepared.plan, prepared.options)
+    return contain.fork_child(worker)
 
 
-def run_worker(prepared: Prepared) -> int:
-    """The worker's whole life: run every vector, print, write the
-    results; returns its exit status (a model bug is printed, never a
-    silent exit)."""
-    code = 2
-    try:
-        code = _run_worker(prepared.args, prepared.plan, prepared.options)
-    except BaseException:  # a model bug: say so, never a silent exit
-        import traceback
-        traceback.print_exc()
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    return code
-
-
-def supervise(prepared: Prepared, start_worker: Callable[[], int]) -> int:
-    """This process supervises the run: it becomes the subreaper, starts
-    the worker (``start_worker`` returns its pid; it runs under this
-    process's signal handling), waits for it within ``prepared.limit``
-    and returns the run's exit status (module text)."""
+def supervise(prepared: Prepared) -> int:
+    """This process supervises the run: it becomes the subreaper, forks
+    the worker (under this process's signal handling: ``fork_worker``),
+    waits for it within ``prepared.limit`` and returns the run's exit
+    status (module text)."""
     plan, outputs, limit = prepared.plan, prepared.outputs, prepared.limit
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.
     contain.become_subreaper()
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
     pid = None
     try:
-        pid = start_worker()
-        status = _wait(pid, limit)
+        pid = fork_worker(prepared)
+        status = contain.end_within(pid, limit)     # (None: it was killed)
         pid = None
     except _Stopped as stop:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):   # one stop is enough
+        for sig in STOP_SIGNALS:                    # one stop is enough
             signal.signal(sig, signal.SIG_IGN)
-        _end_all(pid)
-        signal.signal(stop.sig, signal.SIG_DFL)
-        os.kill(os.getpid(), stop.sig)
-        return 128 + stop.sig
+        if pid is not None:     # it and every descendant left, ours to reap (the subreaper)
+            contain.kill(pid)
+        contain.sweep()
+        return end_by(stop.sig)
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
     contain.sweep()
     if status is None:
-        print(f"gpsimd_emu: {plan.library}: the run did not finish within {limit:g} s "
-              f"(a reference that never returns?)", file=sys.stderr, flush=True)
+        say(f"{plan.library}: the run did not finish within {limit:g} s "
+            f"(a reference that never returns?)")
         return 3
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
-        print(f"gpsimd_emu: {plan.library}: the emulator died with signal {-code} and wrote no "
-              f"results", file=sys.stderr, flush=True)
+        say(f"{plan.library}: the emulator died with signal {-code} and wrote no results")
         return 1
     if code in (0, 1) and not any(os.path.exists(p) for p in outputs):
-        print(f"gpsimd_emu: {plan.library}: the emulator exited with status {code} and wrote no "
-              f"results (a reference or the emulator itself failed)", file=sys.stderr, flush=True)
+        say(f"{plan.library}: the emulator exited with status {code} and wrote no results "
+            f"(a reference or the emulator itself failed)")
         return 1
     return code
-
-
-def _end_all(worker: Optional[int]) -> None:
-    """Kill the worker and every descendant left (they are ours to reap:
-    this process is their subreaper)."""
-    if worker is not None:
-        contain.kill(worker)
-    contain.sweep()
-
-
-def _wait(pid: int, limit: float) -> Optional[int]:
-    """The wait status of child ``pid``, or None after killing it when it
-    ran longer than ``limit`` seconds."""
-    return contain.end_within(pid, limit, poll=0.01)
 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
@@ -341,8 +293,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
     try:
         results.write(out)
     except OSError as e:
-        print(f"gpsimd_emu: cannot write {out}: {e.strerror or e} (errno {e.errno})",
-              file=sys.stderr)
+        say(f"cannot write {out}: {e.strerror or e} (errno {e.errno})")
         return 2
     return 0 if results.ok else 1
 

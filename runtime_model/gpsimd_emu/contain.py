@@ -1,20 +1,11 @@
-"""Containment of the processes a test run starts (stdlib, ctypes and the
-zygote program's name, ``gpsimd_device.zygote``, only).
-
-What this module gives the supervisor, the servers and the worker
-(ARCHITECTURE.md "Processes and containment"):
-
-* ``die_with_parent``: ``PR_SET_PDEATHSIG`` (SIGKILL when the parent dies),
-  checked against the parent that forked us, so a parent that died before
-  the call is noticed too;
-* ``become_subreaper`` / ``children`` / ``sweep``: a
-  ``PR_SET_CHILD_SUBREAPER`` process inherits every orphaned descendant, so
-  that it can end (SIGTERM, then SIGKILL) and reap whatever a vector left
-  behind;
-* ``wait_until``: a child's end, within a deadline.
-
-The vectors' own containment (namespaces, the memory cgroup, privileges)
-is the zygote's, in C (``sandbox.c``).
+"""Containment of the processes a test run starts, for the supervisor,
+the servers and the worker (stdlib, ctypes and the zygote program's name,
+``gpsimd_device.zygote``, only; ARCHITECTURE.md "Processes and
+containment"): children that die with their parent (``die_with_parent``,
+``fork_child``), a subreaper's end of every orphaned descendant
+(``become_subreaper``, ``children``, ``sweep``), a child's end within a
+time limit (``end_within``). The vectors' own containment (namespaces,
+the memory cgroup, privileges) is the zygote's, in C (``sandbox.c``).
 """
 
 from __future__ import annotations
@@ -23,17 +14,19 @@ import ctypes
 import os
 import select
 import signal
+import sys
 import time
-from typing import Optional
+from typing import Callable, Optional
 
 from gpsimd_device.zygote import PROGRAM_NAME
 
 # (the client's, which the front ends use without the rest of the emulator)
 from .client.process import children, die_with_parent, libc, prctl
+from .client.protocol import proc_stat
 
 __all__ = [
-    "libc", "die_with_parent", "become_subreaper", "set_name", "children", "sweep", "kill", "end_within",
-    "wait_until", "signal_name", "TERM_GRACE",
+    "libc", "die_with_parent", "fork_child", "become_subreaper", "set_name", "children", "sweep",
+    "kill", "end_within", "signal_name", "TERM_GRACE",
 ]
 
 PR_SET_NAME = 15
@@ -63,36 +56,32 @@ def set_name(name: str) -> None:
         pass
 
 
-def wait_until(pid: int, deadline: float, poll: float = 0.001) -> Optional[int]:
-    """The wait status of child ``pid`` once it has ended (reaped), or None
-    when ``deadline`` (``time.monotonic()``) comes first (it is left
-    running, not reaped). Waits on a pidfd where the kernel has them, else
-    polls every ``poll`` seconds.
-
-    Raises:
-        ChildProcessError: ``pid`` is not a child of this process.
-    """
-    pidfd = None
-    if hasattr(os, "pidfd_open"):
-        try:
-            pidfd = os.pidfd_open(pid)
-        except OSError:
-            pidfd = None
+def fork_child(body: Callable[[], int]) -> int:
+    """Fork a child that dies with this process (:func:`die_with_parent`),
+    runs ``body`` and exits with what it returns (a ``SystemExit``'s code;
+    2 for an exception, its traceback printed: a model bug is never a
+    silent exit); returns its pid. Never returns in the child."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    code = 2
     try:
-        while True:
-            got, status = os.waitpid(pid, os.WNOHANG)
-            if got:
-                return status
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            if pidfd is not None:
-                select.select([pidfd], [], [], remaining)
-            else:
-                time.sleep(min(poll, remaining))
+        die_with_parent(parent)
+        code = body()
+    except SystemExit as e:             # argparse: a bad argument
+        code = e.code if isinstance(e.code, int) else 2
+    except BaseException:
+        import traceback
+        traceback.print_exc()
     finally:
-        if pidfd is not None:
-            os.close(pidfd)
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
 
 
 def kill(pid: int, sig: int = signal.SIGKILL, group: bool = False) -> None:
@@ -104,14 +93,23 @@ def kill(pid: int, sig: int = signal.SIGKILL, group: bool = False) -> None:
         pass
 
 
-def end_within(pid: int, seconds: float, poll: float = 0.001) -> Optional[int]:
-    """Child ``pid``'s wait status once it ends within ``seconds``; else
-    SIGKILL it, reap it and return None."""
-    status = wait_until(pid, time.monotonic() + seconds, poll)
-    if status is None:
-        kill(pid)
-        os.waitpid(pid, 0)
-    return status
+def end_within(pid: int, seconds: float) -> Optional[int]:
+    """Child ``pid``'s wait status once it ends (reaped) within ``seconds``;
+    else SIGKILL it, reap it and return None.
+
+    Raises:
+        ChildProcessError: ``pid`` is not a child of this process.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        got, status = os.waitpid(pid, os.WNOHANG)
+        if got:
+            return status
+        if time.monotonic() >= deadline:
+            kill(pid)
+            os.waitpid(pid, 0)
+            return None
+        _wait_any([pid], deadline - time.monotonic())
 
 
 #: Seconds ``sweep`` gives a zygote's relay (``sandbox.c``, named as the
@@ -121,17 +119,9 @@ def end_within(pid: int, seconds: float, poll: float = 0.001) -> Optional[int]:
 TERM_GRACE = 1.0
 
 
-def _named(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().rstrip("\n")
-    except OSError:
-        return ""
-
-
 def _wait_any(pids: list, seconds: float) -> None:
-    """Until one of the children ``pids`` ends (their pidfds), or
-    ``seconds`` pass."""
+    """Until one of the children ``pids`` ends (their pidfds; 1 ms at most
+    where the kernel has none), or ``seconds`` pass."""
     fds = []
     try:
         for pid in pids:
@@ -139,14 +129,15 @@ def _wait_any(pids: list, seconds: float) -> None:
                 fds.append(os.pidfd_open(pid))
             except OSError:
                 pass
-        select.select(fds, [], [], max(0.0, seconds))
+        seconds = max(0.0, seconds)
+        select.select(fds, [], [], seconds if len(fds) == len(pids) else min(seconds, 0.001))
     finally:
         for fd in fds:
             os.close(fd)
 
 
-def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> int:
-    """End and reap every child but ``keep``, again until none is left (a
+def sweep(limit: float = 5.0, grace: float = TERM_GRACE) -> int:
+    """End and reap every child, again until none is left (a
     subreaper keeps inheriting orphans while their parents die), for at
     most ``grace`` + ``limit`` seconds: a zygote's relay gets SIGTERM and
     ``grace`` seconds (``TERM_GRACE``) to end, every other child (and a
@@ -156,10 +147,10 @@ def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> in
     signalled: set = set()
     while True:
         patient = time.monotonic() - start < grace
-        pids = [p for p in children(os.getpid()) if p not in keep]
+        pids = children(os.getpid())
         relays = 0
         for pid in pids:
-            if patient and _named(pid) == PROGRAM_NAME:
+            if patient and (proc_stat(pid) or ("",))[0] == PROGRAM_NAME:
                 relays += 1
                 if pid not in signalled:
                     kill(pid, signal.SIGTERM)
@@ -167,7 +158,7 @@ def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> in
                 kill(pid, group=True)
                 kill(pid)
             signalled.add(pid)
-        reaped = _reap_others(keep)
+        reaped = _reap_exited()
         if (not pids and not reaped) or time.monotonic() - start > grace + limit:
             return len(signalled)
         if pids and not reaped:     # (a killed child takes a moment; a relay, its grace)
@@ -175,12 +166,10 @@ def sweep(keep: tuple = (), limit: float = 5.0, grace: float = TERM_GRACE) -> in
                       else 0.001)
 
 
-def _reap_others(keep: tuple) -> int:
-    """Reap exited children that are not in ``keep``; returns how many."""
+def _reap_exited() -> int:
+    """Reap exited children; returns how many."""
     n = 0
     for pid in children(os.getpid()):
-        if pid in keep:
-            continue
         try:
             got, _ = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:

@@ -91,7 +91,8 @@ class ControlBlock:
     """The control block at ``offset`` of a writable buffer (an mmap of the
     image, or any bytearray in tests).
 
-    ``base`` is the buffer's host address, needed for the semaphores (0 when the buffer is not a real mapping: no semaphores).
+    ``base`` is the buffer's host address, needed for the semaphores (0
+    when the buffer is not a real mapping: no semaphores).
     """
 
     def __init__(self, buf, offset: int = 0, base: int = 0):
@@ -131,21 +132,8 @@ class ControlBlock:
     def npasses(self) -> int:
         return self._header()[3]
 
-    def pass_record(self, p: int) -> dict:
-        state, faulted, claimed, n, order, t0, t1 = _PASS.unpack_from(
-            self.buf, _PASSES + p * _PASS_SIZE)
-        return {"state": state, "faulted": faulted, "claimed": claimed, "ncores": n,
-                "order": list(order[:min(n, 8)]), "t_start": t0, "t_end": t1}
-
-    def slot(self, p: int, k: int) -> dict:
-        state, status, bind_rc, job, t0, t1 = _SLOT.unpack_from(
-            self.buf, _SLOTS + (p * MAX_CORES + k) * _SLOT.size)
-        return {"state": state, "status": status, "bind_rc": bind_rc, "job": job,
-                "t_start": t0, "t_end": t1}
-
-    def job(self, j: int) -> dict:
-        pid, p, st, state = _JOB.unpack_from(self.buf, _JOBS + j * _JOB.size)
-        return {"pid": pid, "pass": p, "wait_status": st, "state": state}
+    def _record(self, layout: struct.Struct, at: int, names: str) -> dict:
+        return dict(zip(names.split(), layout.unpack_from(self.buf, at)))
 
     def validate(self, nonce: int, npasses: int, ncores: int) -> dict:
         """The whole record, checked: ``{"error": (pass, core, text) or None,
@@ -173,26 +161,27 @@ class ControlBlock:
                      bytes(self.buf[_ERROR:_ERROR + e_len]).decode("utf-8", errors="replace"))
         passes = []
         for p in range(npasses):
-            r = self.pass_record(p)
+            r = self._record(_PASS, _PASSES + p * _PASS_SIZE,
+                             "state faulted claimed ncores order t_start t_end")
+            r["order"] = list(r["order"][:min(r["ncores"], 8)])
             if r["state"] > PASS_SKIPPED or r["faulted"] > 1 or r["ncores"] > ncores \
                     or r["claimed"] > r["ncores"] or any(k >= ncores for k in r["order"]):
                 raise RecordError(f"run {p}: its pass record is out of range")
             passes.append(r)
-        slots = []
+        slots = [[] for _ in range(npasses)]
         for p in range(npasses):
-            row = []
             for k in range(ncores):
-                s = self.slot(p, k)
+                s = self._record(_SLOT, _SLOTS + (p * MAX_CORES + k) * _SLOT.size,
+                                 "state status bind_rc job t_start t_end")
                 if s["state"] > SLOT_BIND_FAILED or s["status"] > 1 or s["job"] >= MAX_JOBS:
                     raise RecordError(f"run {p}, core {k}: state {s['state']}, status "
                                       f"{s['status']}, job {s['job']}")
                 if s["state"] == SLOT_DONE and s["t_end"] < s["t_start"]:
                     raise RecordError(f"run {p}, core {k}: ends before it starts")
-                row.append(s)
-            slots.append(row)
+                slots[p].append(s)
         jobs = []
         for j in range(MAX_JOBS):
-            r = self.job(j)
+            r = self._record(_JOB, _JOBS + j * _JOB.size, "pid pass wait_status state")
             if r["state"] == 0:
                 continue
             if r["state"] > JOB_EXITED or r["pass"] >= npasses:

@@ -1,31 +1,22 @@
-"""The emulator server: one process per build (a scons process, or a ninja
+"""The emulator server: one process per build (a scons or a ninja
 process) that has the model imported (numpy included) and forks a test
-run (what ``python -m gpsimd_emu run`` runs) per request, so that a
-library's test run does not pay for a Python interpreter and numpy each
-time (about 0.2 s of a run's start-up). Its clients: ``gpsimd_emu.client``
-(``served``: the protocol and who starts it; ``protocol``: the names).
+run (what ``python -m gpsimd_emu run`` runs; named ``gpsimd-run``) per
+request, so that a run does not pay for an interpreter and numpy (about
+0.2 s of its start-up). Its clients and protocol:
+``gpsimd_emu.client.served``; who starts it, its link to the served
+process (a pidfd) and its loading of the model (a thread at nice
+``LOAD_NICE``, requests waiting ``LOAD_WAIT`` for it): ARCHITECTURE.md
+"Processes and containment".
 
-``python -m gpsimd_emu.server NAME PID START [--load]``, started by
-``client.served.start_server`` with the interpreter, environment and
-directory of the build's test commands: it binds the abstract socket
-``NAME`` (``protocol.server_name``), then forks and its first process
-exits (0: serving; 3: the name is taken or process ``PID`` with start
-time ``START`` is gone), so that the server is no client's child. It
-serves until that process ends (a pidfd: ``kill -9`` included), until
-the served process asks it to stop, or SIGTERM; then it sends SIGTERM to
-every run still going, SIGKILL to those left after ``STOP_GRACE``
-seconds, reaps them and exits. It ignores SIGINT (Ctrl-C reaches the
-runs through their clients). Its name (``comm``) is ``gpsimd-server``;
-each run's is ``gpsimd-run``.
-
-Loading: the model (``_preload``: numpy and every module a run imports,
-0.15-0.3 s) loads in a thread at nice ``LOAD_NICE`` (the build's own
-steps, the compiles beside which it starts, come first) at once with
-``--load``, else at the first request; the loop goes on answering
-meanwhile. A request that comes while it loads waits for it
-(``LOAD_WAIT`` seconds at most, then it is answered ``here``: its client
-runs the command itself); one whose client is gone by then is dropped. A
-server whose model's files changed while it loaded serves no request.
+``python -m gpsimd_emu.server NAME PID START [--load]`` binds the
+abstract socket ``NAME`` (``protocol.server_name``), then forks and its
+first process exits (0: serving; 3: the name is taken or process ``PID``
+with start time ``START`` is gone), so that the server (``gpsimd-server``)
+is no client's child. It serves until that process ends (``kill -9``
+included), asks it to stop, or SIGTERM, then ends its runs
+(``Server.stop``) and exits; it ignores SIGINT (Ctrl-C reaches the runs
+through their clients). A server whose model's files changed while it
+loaded serves no request (``STALE``).
 """
 
 from __future__ import annotations
@@ -38,11 +29,11 @@ import socket
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from . import contain
-from .client.protocol import (MAX_MESSAGE, decode, encode, model_files, peer_pid, peer_uid,
-                              proc_stat)
+from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_files, peer_pid,
+                              peer_uid, proc_stat)
 from .settings import one_blas_thread
 
 __all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "LOAD_NICE", "STALE"]
@@ -91,6 +82,12 @@ def _close(fds) -> None:
             pass
 
 
+def _drop(conn: socket.socket, fds: List[int]) -> None:
+    """Let go of a request's connection and descriptors."""
+    _close(fds)
+    conn.close()
+
+
 def _reply(sock: socket.socket, message: dict) -> None:
     try:
         sock.send(encode(message))
@@ -124,10 +121,6 @@ class Server:
         self.ready = self.stale = self.stopping = False
         self._loader: Optional[threading.Thread] = None
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-
-    @property
-    def loading(self) -> bool:
-        return self._loader is not None
 
     def serve(self) -> None:
         """Serve until the served process ends, asks to stop, or SIGTERM."""
@@ -211,21 +204,18 @@ class Server:
             conn.settimeout(None)
             asker = peer_pid(conn)
         except OSError:
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
             return True
         message = decode(data)
         if isinstance(message, dict) and (message.get("load") is True
                                           or message.get("stop") is True):
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
             if message.get("stop") is True:
                 return asker != self.served     # (only the served process stops it)
             self.start_loading()
             return True
         if self._gone(conn):           # the client gave up (or died) before an answer
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
             return True
         req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
         if isinstance(req, str) or req.get("files") != self.files:
@@ -242,12 +232,7 @@ class Server:
         if self.stale:
             _here(conn, fds, STALE)
             return
-        sys.stdout.flush()
-        sys.stderr.flush()
-        me = os.getpid()
-        pid = os.fork()
-        if pid == 0:
-            _exit_with(lambda: _run(req, fds, me))
+        pid = contain.fork_child(lambda: _run(req, fds))
         _close(fds)
         self.runs[pid] = conn
         _reply(conn, {"pid": pid})
@@ -260,8 +245,7 @@ class Server:
         left = []
         for conn, fds, req, deadline in self.waiting:
             if conn in ready:
-                _close(fds)
-                conn.close()
+                _drop(conn, fds)
             elif self.ready:
                 self._serve(conn, fds, req)
             elif now >= deadline:
@@ -300,25 +284,20 @@ class Server:
         """End every run left (SIGTERM, then SIGKILL after ``STOP_GRACE``);
         a waiting request's client sees its connection close."""
         for conn, fds, _, _ in self.waiting:
-            _close(fds)
-            conn.close()
+            _drop(conn, fds)
         self.waiting = []
-        for pid in list(self.runs):
+        for pid in self.runs:
             contain.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
-        while self.runs and time.monotonic() < deadline:
-            self._reap()
-            time.sleep(0.01)
-        for pid in list(self.runs):
-            contain.kill(pid)
-        while self.runs:
+        for pid, sock in self.runs.items():     # (the status of a run that ended in time)
             try:
-                pid, _ = os.waitpid(-1, 0)
+                status = contain.end_within(pid, deadline - time.monotonic())
             except ChildProcessError:
-                break
-            sock = self.runs.pop(pid, None)
-            if sock is not None:
-                sock.close()
+                status = None
+            if status is not None:
+                _reply(sock, {"status": status})
+            sock.close()
+        self.runs = {}
         contain.sweep(limit=STOP_GRACE)           # what came back to us: none left behind
 
 
@@ -326,20 +305,19 @@ def _here(conn: socket.socket, fds: List[int], why: str) -> None:
     """Answer ``here`` (the client runs the command itself, saying ``why``)
     and let go of the connection and descriptors."""
     _reply(conn, {"here": why})
-    _close(fds)
-    conn.close()
+    _drop(conn, fds)
 
 
-def _run(req: dict, fds: List[int], server: int) -> int:
-    """A forked run: becomes the request's process (its stdout and stderr,
-    stdin ``/dev/null``, nothing else of the server's, its directory,
-    umask and environment, default signals, death with the server) and
-    runs ``python -m gpsimd_emu run``'s main."""
+def _run(req: dict, fds: List[int]) -> int:
+    """A forked run (``contain.fork_child``: it dies with the server):
+    becomes the request's process (its stdout and stderr, stdin
+    ``/dev/null``, nothing else of the server's, its directory, umask and
+    environment, default signals) and runs ``python -m gpsimd_emu run``'s
+    main."""
     contain.set_name("gpsimd-run")
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGCHLD, signal.SIGPIPE):
+    for sig in (*STOP_SIGNALS, signal.SIGCHLD, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
     signal.set_wakeup_fd(-1)
-    contain.die_with_parent(server)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.dup2(fds[0], 1)
@@ -353,24 +331,6 @@ def _run(req: dict, fds: List[int], server: int) -> int:
     one_blas_thread()      # what the references see: as in a command's run
     from .cli import main as cli_main
     return cli_main(list(req["argv"]))
-
-
-def _exit_with(body: Callable[[], int]) -> None:
-    """Run ``body`` and exit with its status: never returns."""
-    code = 2
-    try:
-        code = body()
-    except SystemExit as e:             # argparse: a bad argument
-        code = e.code if isinstance(e.code, int) else 2
-    except BaseException:               # a model bug: say so, never a silent exit
-        import traceback
-        traceback.print_exc()
-    finally:
-        try:
-            sys.stdout.flush()
-            sys.stderr.flush()
-        finally:
-            os._exit(code)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -423,7 +383,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     finally:
         listener.close()
         server.stop()
-    if server.loading:          # it ended while the model loaded: no finalising
+    if server._loader is not None:      # it ended while the model loaded: no finalising
         os._exit(0)
     return 0
 

@@ -7,18 +7,14 @@ vector service::
 
 The session reads and verifies the plan's core objects (``prepare_cores``)
 and starts the zygote (``gpsimd-zygote``, through
-``gpsimd_emu.zygote_client``), which loads them once in its sandbox; each
-vector then:
-
-1. checks the inputs its plan declares, then the whole device image,
-   against the memory limit, before making anything;
-2. makes the inputs and the expected output (``gpsimd_emu.vectors``);
-3. lays out the device image in a memfd (``gpsimd_emu.image``) and sends
-   it to the zygote, which forks the vector's processes (containment,
-   memory limit, time limits, what the cores write: ``zygote.c``,
-   ``leader.c``);
-4. reads the control block (validated) and judges the runs
-   (``gpsimd_emu.judge``) and the outputs (``gpsimd_emu.checks``).
+``gpsimd_emu.zygote_client``), which loads them once in its sandbox. Each
+vector then checks the inputs its plan declares, then its whole device
+image, against the memory limit, before making anything; makes its inputs
+and expected output (``gpsimd_emu.vectors``); lays out the device image in
+a memfd (``gpsimd_emu.image``) for the zygote, which forks the vector's
+processes (``zygote.c``, ``leader.c``); and judges the validated control
+block and the runs (``gpsimd_emu.judge``) and the outputs
+(``gpsimd_emu.checks``).
 
 A session must be closed (``close`` or ``with``): that ends the zygote.
 """
@@ -73,22 +69,17 @@ class LibrarySession:
             try:
                 cores, core_error = prepare_cores(plan, root)
             except BaseException:
-                if self.zygote is not None:
-                    self.zygote.close()
+                self._drop_zygote(None)
                 raise
         self.cores: List[CoreSpec] = list(cores)
         self.core_error = core_error
         if core_error or not self.cores:     # (no vector will run)
-            if self.zygote is not None:
-                self.zygote.close()
-            self.zygote, self._zygote_error = None, None
+            self._drop_zygote(None)
         elif self.zygote is not None:
             try:
                 self.zygote.load(self.cores)
             except (OSError, ZygoteError) as e:
-                self.zygote.close()
-                self.zygote = None
-                self._zygote_error = f"cannot start the device model process: {e}"
+                self._drop_zygote(e)
         self._nonce = int.from_bytes(os.urandom(8), "little")
         #: ops whose last vector's cores each took longer than spread_after
         #: (their runs get helpers at once)
@@ -114,7 +105,16 @@ class LibrarySession:
             copies = copies_for(ncores, self.options.checks)
             self.zygote = ZygoteClient(self.options.zygote, ncores, copies)
         except OSError as e:
-            self._zygote_error = f"cannot start the device model process: {e}"
+            self._drop_zygote(e)
+
+    def _drop_zygote(self, error: Optional[Exception], wait: bool = True) -> None:
+        """End the zygote, if any (``ZygoteClient.close``); ``error``: why
+        it could not start, which every vector then fails with."""
+        if self.zygote is not None:
+            self.zygote.close(wait)
+            self.zygote = None
+        if error is not None:
+            self._zygote_error = f"cannot start the device model process: {error}"
 
     def __enter__(self) -> "LibrarySession":
         return self
@@ -125,21 +125,18 @@ class LibrarySession:
     def close(self, wait: bool = True) -> None:
         """End the zygote (``wait``: ``ZygoteClient.close``); close the core
         objects the session read. Idempotent."""
-        if self.zygote is not None:
-            self.zygote.close(wait)
-            self.zygote = None
+        self._drop_zygote(None, wait)
         if self._own_cores:
             for c in self.cores:
                 c.close()
 
     def _find(self, op: Union[OpPlan, str], vector: Union[VectorPlan, str]):
-        if isinstance(op, str):
-            op = next((o for o in self.plan.ops if o.name == op), None)
+        if isinstance(op, str):     # (the message names the op asked for, not None)
+            name, op = op, next((o for o in self.plan.ops if o.name == op), None)
             if op is None:
-                raise KeyError(f"no op {op!r} in the plan of {self.plan.library}")
+                raise KeyError(f"no op {name!r} in the plan of {self.plan.library}")
         if isinstance(vector, str):
-            name = vector
-            vector = next((v for v in op.vectors if v.name == name), None)
+            name, vector = vector, next((v for v in op.vectors if v.name == vector), None)
             if vector is None:
                 raise KeyError(f"no vector {name!r} of op {op.name}")
         return op, vector
@@ -164,10 +161,8 @@ class LibrarySession:
                     self._submit(ready)
                 if inflight is not None:
                     done(self._collect(inflight))
-                    inflight = None
-                if isinstance(ready, _Pending):
-                    inflight = ready
-                else:
+                inflight = ready if isinstance(ready, _Pending) else None
+                if inflight is None:
                     done(ready)
         if inflight is not None:
             done(self._collect(inflight))
@@ -183,9 +178,8 @@ class LibrarySession:
             return self._zygote_error
         try:
             ready = self.ready()
-        except ZygoteError as e:
-            self._zygote_error = (f"the core objects could not be loaded: the device model "
-                                  f"process {e} (a static initialiser of a core object?)")
+        except ZygoteError as e:        # (before its first answer: _failure)
+            self._zygote_error = self._failure(e)
             return self._zygote_error
         for spec, entry, problem in zip(self.cores, ready["cores"], self._load_checked):
             if problem:
@@ -265,27 +259,25 @@ class LibrarySession:
         from .image import DeviceImage
         from .materials import materials, second_call_of, signature
         opts = self.options
-        result = VectorResult(op.name, vector.name, vector.where, "fail")
+
+        def failed(message: str) -> VectorResult:     # (and the result until judged: "")
+            return VectorResult(op.name, vector.name, vector.where, "fail", message)
         if vector.output.error:     # the shape function gave no usable output
-            result.message = vector.output.error
-            return result
+            return failed(vector.output.error)
         declared = declared_input_bytes(vector, self.root)
         if declared > opts.memory:
-            result.message = too_big("inputs", declared, opts.memory)
-            return result
+            return failed(too_big("inputs", declared, opts.memory))
         try:
             inputs, out_dtype, expected, shape, rtol, atol, out_location = \
                 materials(op, vector, self.root)
         except PlanError as e:
-            result.message = str(e)
-            return result
+            return failed(str(e))
         except MemoryError as e:
-            result.message = f"the vector's inputs or expected output do not fit in memory ({e})"
-            return result
+            return failed(f"the vector's inputs or expected output do not fit in memory "
+                          f"({e})")
         problem = self._cores_problem(op)
         if problem:
-            result.message = problem
-            return result
+            return failed(problem)
         multicore = self.cores[0].core is not None
         scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
         out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
@@ -298,8 +290,8 @@ class LibrarySession:
         size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
                                 scratch, opts.checks, second_inputs=other is not None)
         if size.total > opts.memory:
-            result.message = too_big("device image", size.total, opts.memory, size.describe())
-            return result
+            return failed(too_big("device image", size.total, opts.memory,
+                                  size.describe()))
         try:
             image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
                                 checks=opts.checks, stack_scale=opts.stack_scale,
@@ -307,8 +299,7 @@ class LibrarySession:
             if other is not None:
                 image.second = other[1], other[3], other[4], other[5]
         except (ValueError, MemoryError, OSError) as e:
-            result.message = f"cannot lay out device memory: {e}"
-            return result
+            return failed(f"cannot lay out device memory: {e}")
         try:
             if patch_image is not None:
                 patch_image(image)
@@ -326,7 +317,7 @@ class LibrarySession:
                        spread_now=self._slow_ops.get(op.name, False),
                        memory=opts.memory, image_total=size.total,
                        prefilled=image.prefilled_bytes())
-        return _Pending(op, vector, result, image, request, self._nonce, expected, rtol, atol,
+        return _Pending(op, vector, failed(""), image, request, self._nonce, expected, rtol, atol,
                         shape)
 
     def _submit(self, p: "_Pending") -> None:
@@ -393,8 +384,11 @@ class LibrarySession:
         """The zygote's reply to ``p`` and the validated control block."""
         from .judge import RunOutcome, check_runs
         opts, image = self.options, p.image
+
+        def failed(error: str) -> RunOutcome:
+            return RunOutcome(None, False, 0.0, error=error, memory=opts.memory)
         if p.error:
-            return RunOutcome(None, False, 0.0, error=p.error, memory=opts.memory)
+            return failed(p.error)
         npasses = len(image.runs)
         first = not self._answered     # (the zygote loads the copies past the first before it)
         try:
@@ -402,11 +396,10 @@ class LibrarySession:
                                         + (LOAD_SLACK + opts.timeout if first else 0.0))
         except (ZygoteError, OSError) as e:
             self._zygote_error = self._failure(e)
-            return RunOutcome(None, False, 0.0, error=self._zygote_error, memory=opts.memory)
+            return failed(self._zygote_error)
         self._answered = True
         if "error" in reply:            # (the zygote could not take the vector)
-            return RunOutcome(None, False, 0.0, error=f"the device model process failed: "
-                              f"{reply['error']}", memory=opts.memory)
+            return failed(f"the device model process failed: {reply['error']}")
         p.output = reply.get("output", [])
         outcome = RunOutcome(reply.get("wait_status"), bool(reply.get("timed_out")),
                              float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),

@@ -15,8 +15,8 @@ from .client.protocol import DEFAULT_TIMEOUT, JOBS_ENV, QUIET_ENV, VERBOSE_ENV
 
 __all__ = [
     "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
-    "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions", "parse_size",
-    "format_size", "default_parallel", "add_run_options", "run_options",
+    "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions",
+    "parse_size", "format_size", "default_parallel", "add_run_options", "run_options",
 ]
 
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
@@ -101,24 +101,14 @@ def default_parallel() -> int:
 
 @dataclass(frozen=True)
 class RunOptions:
-    """How a library session runs its vectors.
-
-    Attributes:
-        timeout: seconds each run of a vector's cores may take (> 0).
-        stack_scale: host stack bytes per device stack byte.
-        checks: False runs as the device does (one shared zero-filled
-            output, one run, runtime checks off); crashes, timeouts, memory
-            limits and the runtime's own faults are still reported.
-        memory: bytes the vector may use as a whole (device image and what
-            its cores allocate).
-        parallel: processes a vector's cores may use at once; None: the
-            default (``default_parallel()``); 0 or 1: one after another.
-        spread_after: seconds a run of cores goes on in one process before
-            further processes take its remaining cores (0: at once).
-        zygote: path of the ``gpsimd-zygote`` program the build made
-            (``<BUILD_DIR>/host/emu/gpsimd-zygote``; ``gpsimd_device.zygote``),
-            which runs every vector; None: the vectors fail, saying so.
-    """
+    """How a library session runs its vectors: the options of
+    :func:`add_run_options` (their help says what each does): ``timeout``
+    in seconds (> 0), ``memory`` in bytes, ``checks``, ``parallel``
+    (processes; None: ``default_parallel()``; 0 or 1: one after another)
+    and ``zygote`` (the ``gpsimd-zygote`` program the build made,
+    ``gpsimd_device.zygote``; None: the vectors fail, saying so); and
+    ``stack_scale`` (host stack bytes per device stack byte) and
+    ``spread_after`` (``SPREAD_AFTER``; 0: at once)."""
 
     timeout: float = DEFAULT_TIMEOUT
     stack_scale: int = DEFAULT_STACK_SCALE

@@ -8,9 +8,10 @@ and kills this process's group when it is over.
 (``gpsimd_emu.session.LibrarySession``), writes ``{"ready": true}`` on
 stdout, then reads one request per line on stdin, ``{"op": NAME,
 "vector": NAME}``, and answers each with one line, the vector's result
-(``VectorResult.to_json`` with its ``elements`` and ``printf``), or ``{"error": TEXT}`` for an op or vector
-the plan does not have. It ends at end of input. A plan that cannot be
-read is one line ``{"error": TEXT}`` and exit status 2.
+(``VectorResult.to_json`` with its ``elements`` and ``printf``), or
+``{"error": TEXT}`` for an op or vector the plan does not have. It ends
+at end of input. A plan that cannot be read is one line ``{"error":
+TEXT}`` and exit status 2.
 """
 
 from __future__ import annotations
@@ -28,51 +29,42 @@ from .settings import add_run_options, one_blas_thread, run_options
 __all__ = ["main"]
 
 
-#: The answers' stream: the stdout this process was given; fd 1 itself
-#: becomes stderr (``_keep_answers``), so that nothing a kernel or a
-#: reference writes to its stdout can reach the answers.
-_ANSWERS = None
-
-
-def _keep_answers() -> None:
-    global _ANSWERS
-    _ANSWERS = os.fdopen(os.dup(1), "w", encoding="utf-8")
-    sys.stdout.flush()
-    os.dup2(2, 1)
-
-
-def _answer(doc: dict) -> None:
-    _ANSWERS.write(json.dumps(doc, sort_keys=True) + "\n")
-    _ANSWERS.flush()
-
-
 def main(argv: Optional[List[str]] = None) -> int:
     """Serve the plan's vectors (module text); returns the exit status."""
     p = argparse.ArgumentParser(prog="python -m gpsimd_emu.vector_service")
     p.add_argument("plan")
     add_run_options(p)
     args = p.parse_args(argv)
-    _keep_answers()
+    # The answers go to the stdout this process was given; fd 1 itself
+    # becomes stderr, so that nothing a kernel or a reference writes to its
+    # stdout can reach them.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+
+    def answer(doc: dict) -> None:
+        answers.write(json.dumps(doc, sort_keys=True) + "\n")
+        answers.flush()
     one_blas_thread()
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
-        _answer({"error": str(e)})
+        answer({"error": str(e)})
         return 2
     from .session import LibrarySession
     options = run_options(args, args.zygote)
     with LibrarySession(plan, root=args.root, options=options) as session:
-        _answer({"ready": True})
+        answer({"ready": True})
         for line in sys.stdin:
             try:
                 req = json.loads(line)
                 result = session.run_vector(str(req["op"]), str(req["vector"]))
             except (ValueError, KeyError, TypeError) as e:
-                _answer({"error": f"bad request {line.strip()[:200]!r}: {e}"})
+                answer({"error": f"bad request {line.strip()[:200]!r}: {e}"})
                 continue
             # (with what the JSON of a result leaves out: the PASS line's
             # element count and what core 0 printed)
-            _answer(dict(result.to_json(), elements=result.elements, printf=result.printf))
+            answer(dict(result.to_json(), elements=result.elements, printf=result.printf))
     return 0
 
 

@@ -276,7 +276,9 @@ class ZygoteClient:
             for fd in opened:
                 os.close(fd)
 
-    def _recv(self, timeout: float) -> tuple:
+    def _recv(self, timeout: float, limits: tuple) -> tuple:
+        """A message and the bytes of the memfds that came with it, each
+        read up to its limit in ``limits`` (:func:`_read_fd`; others closed)."""
         ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
         if not ready:
             raise ZygoteError(f"gave no answer within {timeout:g} s")
@@ -286,11 +288,12 @@ class ZygoteClient:
             raise ZygoteError(self._death()) from None
         except OSError as e:
             raise ZygoteError(str(e)) from None
+        texts = [_read_fd(fd, limit) for fd, limit in zip(fds, limits)]
+        for fd in fds[len(limits):]:
+            os.close(fd)
         if not data:
-            for fd in fds:
-                os.close(fd)
             raise ZygoteError(self._death())
-        return data, fds
+        return data, texts
 
     def _death(self) -> str:
         """How it ended (waited for once; the same words each time after)."""
@@ -315,11 +318,7 @@ class ZygoteClient:
             ZygoteError: it died or did not answer within ``timeout`` s.
         """
         if self._ready is None:
-            data, fds = self._recv(timeout)
-            limits = (MAX_READY, ZY["OUTPUT_KEEP"])
-            texts = [_read_fd(fd, limit) for fd, limit in zip(fds, limits)]
-            for fd in fds[2:]:
-                os.close(fd)
+            data, texts = self._recv(timeout, (MAX_READY, ZY["OUTPUT_KEEP"]))
             if data != b"R" or not texts:
                 raise ZygoteError("sent something else than its ready message")
             self._ready = read_ready(texts[0], self.ncores)
@@ -352,11 +351,8 @@ class ZygoteClient:
         Raises:
             ZygoteError: it died or did not answer within ``timeout`` s.
         """
-        data, fds = self._recv(timeout)
-        kept = _read_fd(fds[0], 4 * ZY["MAX_CORES"] * ZY["OUTPUT_KEEP"]) if fds else b""
-        for fd in fds[1:]:
-            os.close(fd)
-        reply = read_reply(data, kept)
+        data, texts = self._recv(timeout, (4 * ZY["MAX_CORES"] * ZY["OUTPUT_KEEP"],))
+        reply = read_reply(data, texts[0] if texts else b"")
         if reply is None:
             raise ZygoteError("an unreadable answer")
         return reply

@@ -11,7 +11,8 @@ import signal
 import subprocess
 from typing import Callable, List, NamedTuple, Optional
 
-__all__ = ["libc", "die_with_parent", "tied_to_me", "children", "end_group", "Ended", "run_group"]
+__all__ = ["libc", "die_with_parent", "tied_to_me", "children", "start_group", "end_group",
+           "Ended", "run_group"]
 
 #: prctl(2)'s option: a signal when the parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
@@ -75,22 +76,34 @@ def tied_to_me(sig: int = signal.SIGTERM) -> Callable[[], None]:
     return lambda: die_with_parent(me, sig)
 
 
+def start_group(argv: List[str], **popen) -> subprocess.Popen:
+    """``subprocess.Popen(argv, **popen)`` in a group of its own, tied to
+    this process (SIGKILL when it dies); OSError when it cannot start."""
+    return subprocess.Popen(argv, start_new_session=True, preexec_fn=tied_to_me(signal.SIGKILL),
+                            **popen)
+
+
 def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
     """End ``proc``'s process group (it leads one): SIGTERM, then SIGKILL
-    after ``grace`` seconds (0: SIGKILL at once); reaps ``proc``."""
-    for sig, wait in (((signal.SIGTERM, grace),) if grace > 0 else ()) + \
-            ((signal.SIGKILL, None),):
+    after ``grace`` seconds (0: SIGKILL at once); reaps ``proc`` and
+    closes its pipes."""
+    for sig in ((signal.SIGTERM,) if grace > 0 else ()) + (signal.SIGKILL,):
         try:
             os.killpg(proc.pid, sig)
-        except ProcessLookupError:
+            proc.wait(grace if sig == signal.SIGTERM else None)
             break
-        try:
-            proc.wait(wait)
+        except ProcessLookupError:      # (the group is gone)
             break
         except subprocess.TimeoutExpired:
             continue
     if proc.returncode is None:
         proc.wait()
+    for stream in (proc.stdin, proc.stdout, proc.stderr):
+        try:
+            if stream is not None:
+                stream.close()
+        except OSError:                 # (what stdin held for a reader now gone)
+            pass
 
 
 class Ended(NamedTuple):
@@ -119,21 +132,18 @@ def run_group(argv: List[str], timeout: float, *, cwd: Optional[str] = None,
         OSError: it cannot start.
     """
     with open(stdin_path or os.devnull, "rb") as stdin:
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if text_in is not None else stdin,
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE if apart else subprocess.STDOUT,
-                                cwd=cwd, env=env, start_new_session=True,
-                                preexec_fn=tied_to_me(signal.SIGKILL))
-    try:
-        out, err = proc.communicate(None if text_in is None else text_in.encode("utf-8"),
-                                    timeout=timeout)
-        return Ended(proc.returncode, out.decode("utf-8", "replace"),
-                     (err or b"").decode("utf-8", "replace"))
-    except subprocess.TimeoutExpired:
-        return Ended(None, "", f"it took more than {timeout:g} s; its processes were ended")
-    finally:
-        if proc.returncode is None:
-            end_group(proc, grace)
-        for stream in (proc.stdin, proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        proc = start_group(argv, stdin=subprocess.PIPE if text_in is not None else stdin,
+                           stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE if apart else subprocess.STDOUT,
+                           cwd=cwd, env=env)
+    with proc:                          # (its pipes closed, whatever happens)
+        try:
+            out, err = proc.communicate(None if text_in is None else text_in.encode("utf-8"),
+                                        timeout=timeout)
+            return Ended(proc.returncode, out.decode("utf-8", "replace"),
+                         (err or b"").decode("utf-8", "replace"))
+        except subprocess.TimeoutExpired:
+            return Ended(None, "", f"it took more than {timeout:g} s; its processes were ended")
+        finally:
+            if proc.returncode is None:
+                end_group(proc, grace)

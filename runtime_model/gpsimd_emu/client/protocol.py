@@ -1,11 +1,12 @@
 """What the emulator server (``gpsimd_emu.server``) and its clients
 (``gpsimd_emu.client.served``, the build) agree on: the environment
 variables that steer the emulator (each name defined here only), the
-vectors' default time limit, the process a server serves (``served_by``, ``find_ninja``,
-``proc_stat``), the server's abstract socket name (``server_name``), the
-model's files a server must share with a client (``model_files``), the
-user and pid at the other end of a socket, and the message format
-(``encode``, ``decode``: ``marshal``).
+vectors' default time limit, the signals that stop a run and ending by
+one (``end_by``), the process a server serves (``this_process``,
+``find_ninja``, ``proc_stat``), the server's abstract socket name
+(``server_name``), the model's files a server must share with a client
+(``model_files``), the user and pid at the other end of a socket, and the
+message format (``encode``, ``decode``: ``marshal``).
 
 Standard library only, and only modules that cost a command no import
 time (no json, socket, typing, which import re and enum): a ninja test
@@ -14,6 +15,7 @@ step imports this before anything else.
 
 from __future__ import annotations
 
+import _signal as signal
 import _socket as socket
 import binascii
 import marshal
@@ -21,9 +23,9 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "find_ninja", "served_by", "this_process", "model_files",
-           "include_dir", "server_key", "server_name", "peer_uid", "peer_pid", "encode",
-           "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
+           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "end_by", "find_ninja", "this_process",
+           "model_files", "include_dir", "server_key", "server_name", "peer_uid", "peer_pid",
+           "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -45,6 +47,10 @@ MAX_MESSAGE = 1 << 20
 #: private pass, its second run, each fixed-order pass) before it is
 #: killed (``--timeout``, README's ``EMU_TIMEOUT``; ``gpsimd_emu.settings``).
 DEFAULT_TIMEOUT = 60.0
+#: The signals that stop a test run: a ninja step sends them on to its
+#: served run; the run's supervising process, on one, ends the whole run
+#: and itself by that signal (``gpsimd_emu.cli``).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 #: Names of the processes that may stand between ninja and the step.
 _SHELLS = ("sh", "bash", "dash", "zsh")
@@ -54,6 +60,14 @@ NINJA_NAMES = ("ninja", "ninja-build", "samu")
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
+
+
+def end_by(sig: int) -> int:
+    """End this process by signal ``sig`` (its default action restored):
+    128 + ``sig``, the exit status to end with should it go on (blocked)."""
+    signal.signal(sig, signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
+    return 128 + sig
 
 
 def proc_stat(pid: int) -> "tuple[str, int, int] | None":
@@ -73,26 +87,20 @@ def proc_stat(pid: int) -> "tuple[str, int, int] | None":
         return None
 
 
-def served_by(pid: int) -> "tuple[int, int] | None":
-    """(pid, start time) of process ``pid``: what names the build a server
-    serves (a pid used again is another process); None when it is gone."""
-    stat = proc_stat(pid)
-    return None if stat is None else (pid, stat[2])
-
-
 def this_process() -> "tuple[int, int]":
     """(pid, start time) of this process: what a build served by its own
-    process (scons) names its server by."""
-    me = served_by(os.getpid())
-    assert me is not None                # (this process is alive)
-    return me
+    process (scons) names its server by (a pid used again is another
+    process: the start time tells them apart)."""
+    stat = proc_stat(os.getpid())
+    assert stat is not None              # (this process is alive)
+    return os.getpid(), stat[2]
 
 
-def find_ninja(pid: "int | None" = None) -> "tuple[int, int] | None":
-    """(pid, start time) of the ninja process this process (or ``pid``)
-    runs under (a process named as in :data:`NINJA_NAMES`): its parent, or
-    the parent of a shell between them; None when there is none."""
-    current = os.getppid() if pid is None else pid
+def find_ninja() -> "tuple[int, int] | None":
+    """(pid, start time) of the ninja process this process runs under (a
+    process named as in :data:`NINJA_NAMES`): its parent, or the parent of
+    a shell between them; None when there is none."""
+    current = os.getppid()
     for _ in range(3):
         stat = proc_stat(current)
         if stat is None:
@@ -128,14 +136,6 @@ def include_dir() -> str:
     return os.path.join(_RUNTIME_MODEL, "include")
 
 
-def _stat_line(path: str, label: str) -> "str | None":
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return f"{label}:{st.st_size}:{st.st_mtime_ns}"
-
-
 def model_files() -> str:
     """The size and time of every file of ``gpsimd_emu`` (this copy) and
     ``gpsimd_device`` and of the device headers they read at import, one
@@ -151,11 +151,12 @@ def model_files() -> str:
             names = sorted(os.listdir(folder))
         except OSError:
             names = []
-        for name in names:
-            if name.endswith((".py", ".c", ".h")):
-                line = _stat_line(os.path.join(folder, name), f"{label}/{name}")
-                if line:
-                    parts.append(line)
+        for name in (n for n in names if n.endswith((".py", ".c", ".h"))):
+            try:
+                st = os.stat(os.path.join(folder, name))
+            except OSError:
+                continue
+            parts.append(f"{label}/{name}:{st.st_size}:{st.st_mtime_ns}")
     return "\n".join(parts)
 
 

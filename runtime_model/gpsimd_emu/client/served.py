@@ -1,39 +1,26 @@
 """Test runs handed to a build's emulator server (``gpsimd_emu.server``):
-the client side, used by both build paths (standard library only,
-nothing else of the package, no numpy):
-
-* the SCons tool (``gpsimd_tool.emu_server``) hands each ``python -m
-  gpsimd_emu run`` command to the server of its scons process;
-* a ninja build's test step (``python -m gpsimd_emu run``, whose
-  ``__main__`` calls :func:`run_step` first) hands its run to the server
-  of the ninja process it runs under (``protocol.find_ninja``); a
-  prestart step (:func:`prestart_step`) starts that server loading the
-  model beside the build's compiles.
-
-A server serves one process (``protocol.served_by``: pid and start time),
-is tied to it by a pidfd and ends with it, ``kill -9`` included, ending
-every run still going. It is started (:func:`start_server`) by the first
-client that finds none, loading the model at once (``load``) or idle,
-loading it at the first request. Whatever fails (no server, another
-version of the model, a refusal), nothing was started and the caller runs
-the command itself: the command line, output, results and exit status are
-the command's. ``$GPSIMD_EMU_SERVER=0`` turns serving off.
+the client side of both build paths (standard library only, nothing else
+of the package, no numpy). The SCons tool (``gpsimd_tool.emu_server``)
+hands each ``python -m gpsimd_emu run`` command to the server of its scons
+process (:func:`hand_off`); a ninja test step, to the server of the ninja
+process it runs under (:func:`run_step`, ``protocol.find_ninja``), which
+its prestart step (:func:`prestart_step`) has load the model beside the
+compiles. Who starts a server, what it serves (a pid and its start time)
+and when it ends: ARCHITECTURE.md "Processes and containment". Whatever
+fails (no server, another version of the model, a refusal), nothing was
+started and the caller runs the command itself.
 
 Protocol (``SOCK_SEQPACKET``, the abstract socket ``protocol.server_name``;
-each message a dict in ``protocol.encode``'s format; both sides check that
-the other is of the same user, ``SO_PEERCRED``): the client sends
+each message a dict in ``protocol.encode``'s format; both sides check
+that the other is of the same user, ``SO_PEERCRED``): the client sends
 ``{"argv", "cwd", "env", "umask", "files"}`` with the write ends of two
 pipes (one when its stdout and stderr are one file, as under ninja),
 which the run takes as its stdout and stderr and the client copies to its
-own (``_Relay``: the caller's output never reaches the server, so a
-server that stops with the request queued cannot hold it open); the
-server answers ``{"here": reason}`` (not taken) or ``{"pid": n}`` and,
-once the run ended, ``{"status": wait status}``. A server that does not
-answer within ``FIRST_REPLY_TIMEOUT`` fails the run with a message; one
-that does not report a run's end within ``STATUS_GRACE`` after the run
-ended, too. If the client dies, the server sees its socket close and ends
-the run (SIGTERM). ``{"load": true}`` asks a server to load the model;
-``{"stop": true}``, from the served process only, ends it and its runs.
+own (``_Relay``); the server answers ``{"here": reason}`` (not taken) or
+``{"pid": n}`` and, once the run ended, ``{"status": wait status}``
+(``FIRST_REPLY_TIMEOUT``, ``STATUS_GRACE``). ``{"load": true}`` asks a
+server to load the model; ``{"stop": true}``, from the served process
+only, ends it and its runs.
 """
 
 from __future__ import annotations
@@ -49,8 +36,8 @@ import struct
 import sys
 import time
 
-from .protocol import (LOG_ENV, SERVER_ENV, decode, encode, find_ninja, model_files, peer_pid,
-                       peer_uid, server_key, server_name)
+from .protocol import (LOG_ENV, SERVER_ENV, STOP_SIGNALS, decode, encode, end_by,
+                       find_ninja, model_files, peer_pid, peer_uid, server_key, server_name)
 
 __all__ = ["hand_off", "name_for", "start_server", "ask_to_load", "stop_server", "run_step",
            "prestart_step", "FIRST_REPLY_TIMEOUT", "STATUS_GRACE", "STOP_WAIT"]
@@ -97,8 +84,8 @@ def start_server(name: bytes, python: str, env: dict, load: bool) -> bool:
     request). Returns once its name is bound (requests then wait in its
     queue): True when this call started it, False when another holds the
     name or it could not start. The server is in a process group of its
-    own (Ctrl-C and a build's process-group kills do not reach it) and
-    not this process's child (``gpsimd_emu.server``'s first fork)."""
+    own and not this process's child (ARCHITECTURE.md "Processes and
+    containment")."""
     served = name.decode().split("/")[2]
     args = [python, "-m", "gpsimd_emu.server", name[1:].decode(), *served.split(".")]
     try:
@@ -178,7 +165,10 @@ class _Relay:
     def __init__(self):
         self.pipes = {}                 # read end -> fd it is copied to
         self.ends = []                  # write ends, for the run
-        same = os.path.sameopenfile(1, 2) if _open(1) and _open(2) else False
+        try:
+            same = os.path.sameopenfile(1, 2)
+        except OSError:                 # (one of them is closed)
+            same = False
         for target in ((1,) if same else (1, 2)):
             r, w = os.pipe()
             self.pipes[r] = target
@@ -212,16 +202,19 @@ class _Relay:
 
     def wait(self, sock, timeout: "float | None", stop: "int | None" = None):
         """Copy output until a message comes on ``sock`` (returned, None at
-        its end of file), ``timeout`` seconds pass (``_TIMEOUT`` raised),
-        or ``stop`` (a pidfd, a pipe) is readable (``False`` returned)."""
+        its end of file; with no ``sock``, until every pipe ends), ``timeout``
+        seconds pass (``_TIMEOUT`` raised), or ``stop`` (a pidfd, a pipe)
+        is readable (``False`` returned)."""
         poll = select.poll()
-        watched = {sock.fileno(): "sock", **{fd: "pipe" for fd in self.pipes}}
+        watched = {fd: "pipe" for fd in self.pipes}
+        if sock is not None:
+            watched[sock.fileno()] = "sock"
         if stop is not None:
             watched[stop] = "stop"
         for fd in watched:
             poll.register(fd, select.POLLIN)
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
+        while sock is not None or "pipe" in watched.values():
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             ready = poll.poll(None if left is None else left * 1000)
             if not ready:
@@ -235,30 +228,14 @@ class _Relay:
                     return _recv(sock)
                 elif kind == "stop":
                     return False
+        return None
 
     def drain(self, seconds: float) -> None:
         """Copy what is left, until every pipe ends or ``seconds`` pass."""
-        poll = select.poll()
-        for fd in self.pipes:
-            poll.register(fd, select.POLLIN)
-        deadline = time.monotonic() + seconds
-        live = set(self.pipes)
-        while live:
-            ready = poll.poll(max(0.0, deadline - time.monotonic()) * 1000)
-            if not ready:
-                return
-            for fd, _ in ready:
-                if not self.copy(fd):
-                    poll.unregister(fd)
-                    live.discard(fd)
-
-
-def _open(fd: int) -> bool:
-    try:
-        os.fstat(fd)
-        return True
-    except OSError:
-        return False
+        try:
+            self.wait(None, seconds)
+        except _TIMEOUT:
+            pass
 
 
 def _fail(message: str) -> int:
@@ -361,20 +338,17 @@ class _Forward:
     at once (the server, seeing its socket close, then starts nothing, or
     ends what it started)."""
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-
     def __init__(self):
         self.pid: "int | None" = None
         self.old = {}
-        for s in self.SIGNALS:
+        for s in STOP_SIGNALS:
             if signal.getsignal(s) != signal.SIG_IGN:
                 self.old[s] = signal.signal(s, self._on)
 
     def _on(self, sig, frame) -> None:
         if self.pid is None:
             self.restore()
-            signal.signal(sig, signal.SIG_DFL)
-            os.kill(os.getpid(), sig)
+            end_by(sig)
             return
         try:
             os.kill(self.pid, sig)
@@ -408,10 +382,7 @@ def run_step(argv: "list[str]") -> "int | None":
     finally:
         forward.restore()
     if status is not None and os.WIFSIGNALED(status):
-        sig = os.WTERMSIG(status)
-        signal.signal(sig, signal.SIG_DFL)
-        os.kill(os.getpid(), sig)
-        return 128 + sig
+        return end_by(os.WTERMSIG(status))
     return None if status is None else os.waitstatus_to_exitcode(status)
 
 

@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import os
 import select
-import signal
 import subprocess
 import sys
 import time
 from typing import List, Optional, Tuple
 
 from .protocol import DEFAULT_TIMEOUT
-from .process import end_group, run_group, tied_to_me
+from .process import end_group, run_group, start_group
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
 
@@ -107,10 +106,9 @@ class VectorClient:
     def _start(self):
         self._buffer = b""
         env = _model_env(self.env)
-        self._proc = subprocess.Popen(
+        self._proc = start_group(
             [sys.executable, "-m", "gpsimd_emu.vector_service", self.plan, *self.argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
-            start_new_session=True, preexec_fn=tied_to_me(signal.SIGKILL))
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         first = self._reply(time.monotonic() + self.limit)
         if "ready" in first:
             return self._proc
@@ -148,11 +146,5 @@ class VectorClient:
 
     @staticmethod
     def _kill(proc) -> None:
-        if proc is None:
-            return
-        end_group(proc, grace=0)
-        for stream in (proc.stdin, proc.stdout):
-            try:
-                stream.close()
-            except OSError:
-                pass
+        if proc is not None:
+            end_group(proc, grace=0)
