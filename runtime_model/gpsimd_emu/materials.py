@@ -60,22 +60,21 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
     rtol, atol)``: those of the vector before ``vector`` in the plan when
     it has the signature ``sig`` and an expected output (``last``, the
     session's last vector of the op in that form, is used when it is that
-    one; else it is made again, only if ``passed(its name)``: a vector that
-    did not pass, or never ran, judges no second call); else None (the
-    second call repeats the vector's own)."""
+    one; else they are made again, and used only if ``passed(its name)``,
+    which may run that vector on its own first: a vector that does not
+    pass judges no second call); else None (the second call repeats the
+    vector's own)."""
     names = [v.name for v in op.vectors]
     if vector.name not in names or names.index(vector.name) == 0:
         return None
     prev = op.vectors[names.index(vector.name) - 1]
     if last is None or last[1] != prev.name:
-        if not passed(prev.name):
-            return None
         try:
             inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root)
         except (PlanError, MemoryError):
             return None
-        if expected is None:
-            return None
         last = (signature(inputs, out_dtype, shape, where), prev.name, inputs, expected,
                 rtol, atol)
+        if expected is None or last[0] != sig or not passed(prev.name):
+            return None
     return last if last[0] == sig else None

@@ -91,6 +91,7 @@ class LibrarySession:
         #: (op, vector) -> it passed in this session: a second call made with
         #: its arguments is judged against its expected output only then
         self._passed: dict = {}
+        self._pipelined = False
 
     def _start_zygote(self, ncores: int) -> None:
         """Start the zygote for ``ncores`` core objects (none, or more than
@@ -154,18 +155,23 @@ class LibrarySession:
             if on_result is not None:
                 on_result(r)
         inflight: Optional[_Pending] = None
-        for op in self.plan.ops:
-            for vector in op.vectors:
-                ready = self._prepare(op, vector)
-                if isinstance(ready, _Pending):
-                    self._submit(ready)
-                if inflight is not None:
-                    done(self._collect(inflight))
-                inflight = ready if isinstance(ready, _Pending) else None
-                if inflight is None:
-                    done(ready)
-        if inflight is not None:
-            done(self._collect(inflight))
+        self._pipelined = True      # (every vector runs, in order: none is run alone)
+        try:
+            for op in self.plan.ops:
+                for vector in op.vectors:
+                    ready = self._prepare(op, vector)
+                    if isinstance(ready, _Pending):
+                        self._submit(ready)
+                    if inflight is not None:
+                        done(self._collect(inflight))
+                    inflight = ready if isinstance(ready, _Pending) else None
+                    if inflight is None:
+                        self._passed[(op.name, vector.name)] = False
+                        done(ready)
+            if inflight is not None:
+                done(self._collect(inflight))
+        finally:
+            self._pipelined = False
         return results
 
     def _cores_problem(self, op: OpPlan) -> Optional[str]:
@@ -243,17 +249,33 @@ class LibrarySession:
             KeyError: no such op or vector (names only).
         """
         op, vector = self._find(op, vector)
-        ready = self._prepare(op, vector, patch_image)
+        return self._collect_now(op, vector, patch_image)
+
+    def _passes_alone(self, op: OpPlan, name: str) -> bool:
+        """Did vector ``name`` of ``op`` pass in this session? One that has
+        not run (a pytest run of some vectors: ``-k``, ``--lf``, ``-n``,
+        shards) is run now, its second call with its own arguments, so that
+        the next vector's second call, made with its arguments, is judged
+        against its expected output as in a run of the whole plan."""
+        if (op.name, name) not in self._passed and not self._pipelined:
+            self._collect_now(op, self._find(op, name)[1], alone=True)
+        return self._passed.get((op.name, name), False)
+
+    def _collect_now(self, op: OpPlan, vector: VectorPlan, patch_image=None,
+                     alone: bool = False) -> VectorResult:
+        ready = self._prepare(op, vector, patch_image, alone)
         if not isinstance(ready, _Pending):
+            self._passed[(op.name, vector.name)] = False
             return ready
         self._submit(ready)
         return self._collect(ready)
 
-    def _prepare(self, op: OpPlan, vector: VectorPlan,
-                 patch_image: Optional[Callable] = None) -> Union[VectorResult, "_Pending"]:
+    def _prepare(self, op: OpPlan, vector: VectorPlan, patch_image: Optional[Callable] = None,
+                 alone: bool = False) -> Union[VectorResult, "_Pending"]:
         """Check the memory limit, make the inputs and the expected output,
         lay out the image: a ``_Pending`` ready to send, or the failed
-        ``VectorResult`` when the vector cannot run."""
+        ``VectorResult`` when the vector cannot run. ``alone``: its second
+        call repeats its own arguments (``_passes_alone``)."""
         import numpy as np
         from .budget import declared_input_bytes, too_big
         from .image import DeviceImage
@@ -283,8 +305,8 @@ class LibrarySession:
         out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
         other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
-                               lambda name: self._passed.get((op.name, name), False)) \
-            if opts.checks else None
+                               lambda name: self._passes_alone(op, name)) \
+            if opts.checks and not alone else None
         if expected is not None:
             self._last_of[op.name] = (sig, vector.name, inputs, expected, rtol, atol)
         size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),

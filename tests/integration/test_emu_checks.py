@@ -462,3 +462,37 @@ def test_layout_is_only_in_results_of_runs_with_checks(broken, tmp_path):
     subprocess.run(cmd, cwd=str(proj), env=env, capture_output=True, text=True)
     doc = json.loads((tmp_path / "r.json").read_text())
     assert all("layout" not in v for v in doc["vectors"])
+
+
+def _alone(proj, plan, op_name, vector_name):
+    """``vector_name`` of ``op_name`` run on its own in a new session, as
+    the pytest plugin runs one vector of a ``-k`` selection, ``--lf``, a
+    shard or an xdist worker."""
+    from gpsimd_emu.session import LibrarySession
+    from gpsimd_emu.settings import RunOptions
+    options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        r = s.run_vector(op_name, vector_name)
+    return r.status, r.message
+
+
+def test_a_vector_run_alone_has_its_second_call_judged_as_in_a_whole_run(broken, tmp_path):
+    """The second call with the vector before it's arguments was judged
+    only when that vector had passed earlier in the same session, so the
+    pytest plugin passed ``cached_scale[s3]`` with ``-k``, ``--lf``, ``-n``
+    or a shard, which scons fails. That vector is now run first, on its
+    own; when it fails on its own, its expected output judges no other
+    vector's second call (no false blame)."""
+    proj, _, _ = broken
+    path = proj / "build/host/broken_memory/testplan.json"
+    assert _alone(proj, load_plan(str(path)), "cached_scale", "s3") == \
+        EXPECTED[("broken_memory", "cached_scale")][:2]
+    # s1's expected output made wrong: s1 fails, and s3's second call,
+    # made with its own arguments then, finds nothing
+    data = json.loads(path.read_text())
+    op = next(o for o in data["ops"] if o["name"] == "cached_scale")
+    op["vectors"][0]["expected"] = {"values": [9.0, 9.0]}
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    plan = load_plan(str(tmp_path / "plan.json"))
+    assert _alone(proj, plan, "cached_scale", "s3") == ("pass", "")
+    assert _alone(proj, plan, "cached_scale", "s1")[0] == "fail"
