@@ -59,8 +59,8 @@ def set_name(name: str) -> None:
 def fork_child(body: Callable[[], int]) -> int:
     """Fork a child that dies with this process (:func:`die_with_parent`),
     runs ``body`` and exits with what it returns (a ``SystemExit``'s code;
-    2 for an exception, its traceback printed: a model bug is never a
-    silent exit); returns its pid. Never returns in the child."""
+    130 for a Ctrl-C, quietly; 2 for another exception, its traceback
+    printed: a model bug is never a silent exit); returns its pid. Never returns in the child."""
     sys.stdout.flush()
     sys.stderr.flush()
     parent = os.getpid()
@@ -73,6 +73,8 @@ def fork_child(body: Callable[[], int]) -> int:
         code = body()
     except SystemExit as e:             # argparse: a bad argument
         code = e.code if isinstance(e.code, int) else 2
+    except KeyboardInterrupt:           # (Ctrl-C before ``body`` took its signals)
+        code = 128 + signal.SIGINT
     except BaseException:
         import traceback
         traceback.print_exc()
