@@ -30,6 +30,6 @@ struct gl_request {
 /* leader.c */
 long gl_fork_leader(struct gl_request *req);
 void gl_set_name(const char *name);
-int64_t gl_now_ns(void);
+double gl_mono(void);                   /* CLOCK_MONOTONIC, in seconds */
 
 #endif

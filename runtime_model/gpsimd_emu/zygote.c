@@ -136,20 +136,9 @@ static int copy_into(int to, int from)
     char buf[1 << 16];
     off_t at = 0;
     ssize_t n;
-    while ((n = pread(from, buf, sizeof buf, at)) > 0) {
-        for (ssize_t done = 0; done < n;) {
-            ssize_t w = write(to, buf + done, (size_t)(n - done));
-            if (w < 0) {
-                n = -1;
-                break;
-            }
-            done += w;
-        }
-        if (n < 0)
-            break;
+    while ((n = pread(from, buf, sizeof buf, at)) > 0 && write_all(to, buf, (size_t)n) == 0)
         at += n;
-    }
-    return n < 0 ? -1 : 0;
+    return n == 0 ? 0 : -1;
 }
 
 /* Load copy c of object k: copy 0 from its payload's fd (or its path),
@@ -160,10 +149,7 @@ static int copy_into(int to, int from)
 static void load(int c, int k, int fd, const char *name, struct gz_core *entry)
 {
     char where[64], why[1024];
-    const char *what = where;
-    if (c == 0) {
-        snprintf(where, sizeof where, "/proc/self/fd/%d", fd);
-    } else {
+    if (c != 0) {
         const char *base = strrchr(name, '/');
         int own = memfd_create(base ? base + 1 : name, MFD_CLOEXEC);
         if (own < 0 || copy_into(own, fd) != 0) {
@@ -173,8 +159,9 @@ static void load(int c, int k, int fd, const char *name, struct gz_core *entry)
         }
         /* (own stays open: dlopen takes a name it has loaded already for
            that object, and a closed fd's number, hence its name, comes back) */
-        snprintf(where, sizeof where, "/proc/self/fd/%d", own);
+        fd = own;
     }
+    snprintf(where, sizeof where, "/proc/self/fd/%d", fd);
     /* (what the static initialisers write goes to the load output's
        memfd, at most KEEP bytes of it) */
     struct rlimit fsize, small;
@@ -182,47 +169,38 @@ static void load(int c, int k, int fd, const char *name, struct gz_core *entry)
     small = (struct rlimit){KEEP, fsize.rlim_max};
     fflush(NULL);
     setrlimit(RLIMIT_FSIZE, &small);
-    void *h = dlopen(what, RTLD_NOW | RTLD_LOCAL);
+    void *h = dlopen(where, RTLD_NOW | RTLD_LOCAL);
     fflush(NULL);
     setrlimit(RLIMIT_FSIZE, &fsize);
+    /* (the device loader's checks: the entry points, copy 0's LSP first) */
+    static const char *const syms[] = {"gpsimd_linker_spec_info", "_Z12get_func_cntv",
+                                       "_Z13get_func_namei", "_Z12get_func_ptri",
+                                       "gpsimd_bind_core"};
+    void *got[5] = {NULL};
+    const gpsimd_lsp_info *info = NULL;
     why[0] = 0;
-    if (h == NULL) {
+    if (h == NULL)
         snprintf(why, sizeof why, "%s: cannot load: %s", name, dlerror());
-    } else if (c == 0) {
-        const gpsimd_lsp_info *(*lsp)(void) =
-            (const gpsimd_lsp_info *(*)(void))dlsym(h, "gpsimd_linker_spec_info");
-        const gpsimd_lsp_info *info = lsp ? lsp() : NULL;
-        if (lsp == NULL)
-            snprintf(why, sizeof why, "%s: symbol gpsimd_linker_spec_info not found", name);
-        else if (info == NULL)
+    for (int i = c == 0 ? 0 : 1; h != NULL && i < 5 && !why[0]; i++) {
+        if ((got[i] = dlsym(h, syms[i])) == NULL)
+            snprintf(why, sizeof why, "%s: symbol %s not found", name, syms[i]);
+        else if (i == 0 && (info = ((const gpsimd_lsp_info *(*)(void))got[0])()) == NULL)
             snprintf(why, sizeof why, "%s: gpsimd_linker_spec_info() returned null", name);
-        else {
-            entry->has_lsp = 1;
-            entry->lsp_core_id = info->core_id;
-            entry->scratch_origin = (int64_t)info->scratch_origin;
-            entry->scratch_size = (int64_t)info->scratch_size;
-            _Static_assert(sizeof info->name < sizeof entry->lsp_name, "a name and a NUL");
-            memcpy(entry->lsp_name, info->name, sizeof info->name);
-        }
+    }
+    if (info != NULL) {
+        entry->has_lsp = 1;
+        entry->lsp_core_id = info->core_id;
+        entry->scratch_origin = (int64_t)info->scratch_origin;
+        entry->scratch_size = (int64_t)info->scratch_size;
+        _Static_assert(sizeof info->name < sizeof entry->lsp_name, "a name and a NUL");
+        memcpy(entry->lsp_name, info->name, sizeof info->name);
     }
     struct object *o = &objects[c][k];
-    int (*cnt)(void) = NULL;
-    const char *(*name_of)(int) = NULL;
-    void *(*ptr_of)(int) = NULL;
-    if (h != NULL && !why[0]) {
-        static const char *const syms[] = {"_Z12get_func_cntv", "_Z13get_func_namei",
-                                           "_Z12get_func_ptri", "gpsimd_bind_core"};
-        void *got[4];
-        for (int i = 0; i < 4 && !why[0]; i++)
-            if ((got[i] = dlsym(h, syms[i])) == NULL)
-                snprintf(why, sizeof why, "%s: symbol %s not found", name, syms[i]);
-        if (!why[0]) {
-            cnt = (int (*)(void))got[0];
-            name_of = (const char *(*)(int))got[1];
-            ptr_of = (void *(*)(int))got[2];
-            o->binder = got[3];
-        }
-    }
+    int (*cnt)(void) = why[0] ? NULL : (int (*)(void))got[1];
+    const char *(*name_of)(int) = (const char *(*)(int))got[2];
+    void *(*ptr_of)(int) = (void *(*)(int))got[3];
+    if (!why[0])
+        o->binder = got[4];
     int n = cnt ? cnt() : 0;
     if (cnt && n < 0)
         snprintf(why, sizeof why, "%s: get_func_cnt() returned %d", name, n);
@@ -334,8 +312,6 @@ static void make_pipes(void)
 
 /* ---- processes ----------------------------------------------------------------- */
 
-static double mono(void) { return (double)gl_now_ns() * 1e-9; }
-
 /* Wait for the leader, draining the streams: 0 with its status, or -1 at
  * the deadline (left running). */
 static int wait_vector(pid_t pid, double deadline, int *status, int nstreams)
@@ -350,7 +326,7 @@ static int wait_vector(pid_t pid, double deadline, int *status, int nstreams)
         }
         if (got < 0 && errno != EINTR)
             break;
-        double left = deadline - mono();
+        double left = deadline - gl_mono();
         if (left <= 0)
             break;
         struct pollfd p[1 + 2 * GL_MAX_CORES];
@@ -378,12 +354,8 @@ static int children(pid_t *out, int max)
 {
     char path[64], text[8192];
     snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
+    sb_read_text(AT_FDCWD, path, text, sizeof text);
     int count = 0;
-    text[n > 0 ? n : 0] = 0;
     for (char *s = text; *s && count < max;) {
         char *end;
         long v = strtol(s, &end, 10);
@@ -406,7 +378,7 @@ static void sweep(void)
             ;
         return;
     }
-    double deadline = mono() + 5.0;
+    double deadline = gl_mono() + 5.0;
     for (;;) {
         pid_t pids[512];
         int n = children(pids, 512);
@@ -417,7 +389,7 @@ static void sweep(void)
         int reaped = 0;
         while (waitpid(-1, &st, WNOHANG) > 0)
             reaped++;
-        if ((n == 0 && reaped == 0) || mono() > deadline)
+        if ((n == 0 && reaped == 0) || gl_mono() > deadline)
             return;
         if (n && !reaped)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -428,23 +400,9 @@ static void sweep(void)
 static int64_t data_bytes(void)
 {
     char text[8192];
-    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
-    text[n > 0 ? n : 0] = 0;
+    sb_read_text(AT_FDCWD, "/proc/self/status", text, sizeof text);
     char *at = strstr(text, "\nVmData:");
     return at ? strtoll(at + 8, NULL, 10) * 1024 : 0;
-}
-
-static int64_t cg_usage(void)
-{
-    return sb_cg_read(SB.cg_version == 1 ? "memory.usage_in_bytes" : "memory.current", NULL);
-}
-
-static int64_t cg_oom_kills(void)
-{
-    return sb_cg_read(SB.cg_version == 1 ? "memory.oom_control" : "memory.events", "oom_kill");
 }
 
 /* ---- one vector ------------------------------------------------------------------ */
@@ -497,7 +455,7 @@ static void run(struct gz_vector *m, int image_fd)
     static int measured;
     if (!measured) {                     /* (the objects are loaded: what they hold) */
         if (SB.cg_inside && SB.cg_version)
-            baseline = cg_usage();
+            baseline = sb_cg_usage();
         measured = 1;
     }
     if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
@@ -533,10 +491,10 @@ static void run(struct gz_vector *m, int image_fd)
         cap = (cap < GPSIMD_ZY_MIN_DATA ? GPSIMD_ZY_MIN_DATA : cap) + baseline;
         /* (below what is charged now, a limit would fail, or on cgroup v2
            reclaim and OOM-kill the zygote itself) */
-        if ((SB.cg_inside && cg_usage() >= cap) || sb_cg_set_limit(cap) != 0) {
+        if ((SB.cg_inside && sb_cg_usage() >= cap) || sb_cg_set_limit(cap) != 0) {
             sb_cg_remove();
         } else {
-            oom0 = cg_oom_kills();
+            oom0 = sb_cg_oom_kills();
             limited = 1;
         }
     }
@@ -556,7 +514,7 @@ static void run(struct gz_vector *m, int image_fd)
         r.out[i] = streams[i].out;
     }
     double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
-        + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = mono();
+        + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = gl_mono();
     long pid = gl_fork_leader(&r);
     close(image_fd);
     int status = 0, timed_out = 0;
@@ -569,7 +527,7 @@ static void run(struct gz_vector *m, int image_fd)
                 ;
         }
     }
-    double elapsed = mono() - start;
+    double elapsed = gl_mono() - start;
     sweep();
     for (int i = 0; i < nstreams; i++)   /* (every writer is gone: what is left) */
         drain(&streams[i]);
@@ -579,18 +537,19 @@ static void run(struct gz_vector *m, int image_fd)
         reply_error(why);
         return;
     }
-    long long oom = limited && SB.cg_version ? (long long)(cg_oom_kills() - oom0) : 0;
+    long long oom = limited && SB.cg_version ? (long long)(sb_cg_oom_kills() - oom0) : 0;
     send_reply(status, timed_out, elapsed, oom, pid);
 }
 
 /* ---- the program --------------------------------------------------------------------- */
 
-/* The objects' message: ncores names (in buf, each ending in a NUL) and
- * as many descriptors; 0 when it is whole, else -1 (said on stderr, which
- * the worker reads as the load output). */
-static int receive_objects(char *buf, size_t size, int *fds, const char **names)
+/* One message into buf (EINTR retried): its length (<= 0: end of file or
+ * an error); its descriptors, counted in *nfds, the first max of them in
+ * fds and the others closed; when the message or its descriptors did not
+ * fit, every one closed and *nfds -1. */
+static ssize_t receive(void *buf, size_t size, int *fds, int max, int *nfds)
 {
-    char control[CMSG_SPACE(GL_MAX_CORES * sizeof(int))];
+    char control[CMSG_SPACE(16 * sizeof(int))];
     struct iovec io = {buf, size};
     struct msghdr h = {0};
     h.msg_iov = &io;
@@ -600,22 +559,39 @@ static int receive_objects(char *buf, size_t size, int *fds, const char **names)
     ssize_t n;
     while ((n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
-    if (n <= 0)
-        h.msg_controllen = 0;            /* (nothing came: no descriptor to read) */
-    int nfds = 0, nnames = 0;            /* (counted past ncores: refused below) */
-    for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c))
+    *nfds = 0;
+    for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&h) : NULL; c; c = CMSG_NXTHDR(&h, c))
         if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, nfds++)
-                memcpy(&fds[nfds < ncores ? nfds : 0], CMSG_DATA(c) + i * sizeof(int),
-                       sizeof(int));
+            for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++, (*nfds)++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
+                if (*nfds < max)
+                    fds[*nfds] = fd;
+                else
+                    close(fd);
+            }
+    if (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+        for (int i = 0; i < *nfds && i < max; i++)
+            close(fds[i]);
+        *nfds = -1;
+    }
+    return n;
+}
+
+/* The objects' message: ncores names (in buf, each ending in a NUL) and
+ * as many descriptors; 0 when it is whole, else -1 (said on stderr, which
+ * the worker reads as the load output). */
+static int receive_objects(char *buf, size_t size, int *fds, const char **names)
+{
+    int nfds, nnames = 0;                /* (counted past ncores: refused below) */
+    ssize_t n = receive(buf, size, fds, ncores, &nfds);
     for (char *at = buf, *end; n > 0 && at < buf + n; at = end + 1, nnames++) {
         if ((end = memchr(at, 0, (size_t)(buf + n - at))) == NULL)
             break;
         if (nnames < ncores)
             names[nnames] = at;
     }
-    if (n <= 0 || nfds != ncores || nnames != ncores || buf[n - 1] != 0
-            || (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+    if (n <= 0 || nfds != ncores || nnames != ncores || buf[n - 1] != 0) {
         fprintf(stderr, "gpsimd-zygote: no whole message of %d core objects\n", ncores);
         return -1;
     }
@@ -706,34 +682,12 @@ int main(int argc, char **argv)
     data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
     while (!gone) {
         struct gz_vector m;
-        char control[CMSG_SPACE(16 * sizeof(int))];
-        struct iovec io = {&m, sizeof m};
-        struct msghdr h = {0};
-        h.msg_iov = &io;
-        h.msg_iovlen = 1;
-        h.msg_control = control;
-        h.msg_controllen = sizeof control;
-        ssize_t n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR)
-            continue;
+        int image_fd, nfds;
+        ssize_t n = receive(&m, sizeof m, &image_fd, 1, &nfds);
         if (n <= 0)
             break;                       /* end of file: the worker is done */
-        int image_fd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&h); c; c = CMSG_NXTHDR(&h, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-                continue;
-            int nfd = (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-            int *got = (int *)CMSG_DATA(c);
-            for (int i = 0; i < nfd; i++) {
-                if (image_fd < 0)
-                    image_fd = got[i];
-                else
-                    close(got[i]);
-            }
-        }
-        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || image_fd < 0
-                || (h.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-            if (image_fd >= 0)
+        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || nfds < 1) {
+            if (nfds > 0)
                 close(image_fd);
             reply_error("a request the zygote cannot read");
             continue;
