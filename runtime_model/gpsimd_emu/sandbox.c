@@ -1,27 +1,17 @@
 /* The sandbox of a library run's vectors, made once by the zygote at its
- * start (zygote.c), in the manner of Bazel's linux-sandbox: the zygote
- * becomes PID 1 of a new PID namespace (root), or of one inside a new
- * user namespace (anyone, where the distribution allows it), with its
- * own network namespace (no interface: no socket of any build or
- * service is reachable) and mount namespace, in which the whole file
- * system is read-only, /proc is a fresh one that shows the namespace's
- * processes only, and the working directory is an empty private tmpfs
- * (emptied between vectors: sb_fresh_workdir); and its own SysV IPC
- * namespace (emptied between vectors too). The memory cgroup of the
- * vectors is made before the namespaces (its name carries a pid of the
- * host's) and its files are kept open, then /sys/fs/cgroup is detached.
- * Then: no_new_privs, an empty capability bounding set, a seccomp filter
- * that refuses every socket and io_uring, and no capability at all,
- * before any core object is loaded (their static initialisers run in the
- * zygote). The working directory is made again by the relay below, which
- * keeps its capabilities outside the PID namespace.
- *
- * The process that called stays outside the namespace, relays its end
- * as its own and removes the cgroup, in every mode. Where no PID
- * namespace can be made, the mode is "pgroup": each vector its own
- * process group and the zygote a subreaper; sb.missing says what is then
- * not contained (the run prints it once). GPSIMD_EMU_CONTAIN forces a
- * mode (tests).
+ * start (zygote.c), in the manner of Bazel's linux-sandbox: the zygote PID
+ * 1 of a new PID namespace (root), or of one inside a new user namespace,
+ * with network, mount and SysV IPC namespaces of its own (the file system
+ * read-only, a fresh /proc, a private working directory made again
+ * between vectors: sb_fresh_workdir), then no_new_privs, no capability and
+ * a seccomp filter, before any core object is loaded (their static
+ * initialisers run in the zygote). The process that called stays outside
+ * as the relay: it relays the zygote's end, makes the working directory
+ * again on its request, and removes the memory cgroup (sandbox_cgroup.c),
+ * in every mode. Where no PID namespace can be made, the mode is "pgroup"
+ * and SB.missing says what is not contained; GPSIMD_EMU_CONTAIN forces a
+ * mode (tests). Each wall and why: ARCHITECTURE.md "Processes and
+ * containment".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -69,16 +59,26 @@ void sb_die_with_parent(int parent)
         _exit(1);
 }
 
-/* ---- small files ------------------------------------------------------------ */
+/* ---- whole writes, small files ----------------------------------------------- */
+
+int sb_write_all(int fd, const void *data, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(fd, (const char *)data + done, n - done);
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
 
 int sb_write_text(int dir, const char *file, const char *text)
 {
     int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, text, strlen(text));
-    close(fd);
-    return n == (ssize_t)strlen(text) ? 0 : -1;
+    int rc = fd < 0 ? -1 : sb_write_all(fd, text, strlen(text));
+    if (fd >= 0)
+        close(fd);
+    return rc;
 }
 
 ssize_t sb_read_text(int dir, const char *file, char *text, size_t size)
@@ -151,27 +151,19 @@ static void clear_ipc(void)
     struct shm_info shm;
     struct seminfo sem;
     struct msginfo msg;
-    int top = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&shm);
-    for (int i = 0; top >= 0 && shm.used_ids > 0 && i <= top; i++) {
-        struct shmid_ds d;
-        int id = shmctl(i, SHM_STAT_ANY, &d);
-        if (id >= 0)
+    union { struct shmid_ds shm; struct semid_ds sem; struct msqid_ds msg; } d;
+    int top = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&shm), id;
+    for (int i = 0; top >= 0 && shm.used_ids > 0 && i <= top; i++)
+        if ((id = shmctl(i, SHM_STAT_ANY, &d.shm)) >= 0)
             shmctl(id, IPC_RMID, NULL);
-    }
     top = semctl(0, 0, SEM_INFO, &sem);
-    for (int i = 0; top >= 0 && sem.semusz > 0 && i <= top; i++) {
-        struct semid_ds d;
-        int id = semctl(i, 0, SEM_STAT_ANY, &d);
-        if (id >= 0)
+    for (int i = 0; top >= 0 && sem.semusz > 0 && i <= top; i++)
+        if ((id = semctl(i, 0, SEM_STAT_ANY, &d.sem)) >= 0)
             semctl(id, 0, IPC_RMID);
-    }
     top = msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&msg);
-    for (int i = 0; top >= 0 && msg.msgpool > 0 && i <= top; i++) {
-        struct msqid_ds d;
-        int id = msgctl(i, MSG_STAT_ANY, &d);
-        if (id >= 0)
+    for (int i = 0; top >= 0 && msg.msgpool > 0 && i <= top; i++)
+        if ((id = msgctl(i, MSG_STAT_ANY, &d.msg)) >= 0)
             msgctl(id, IPC_RMID, NULL);
-    }
 }
 
 /* Nothing of the last vector for the next one: its SysV IPC objects

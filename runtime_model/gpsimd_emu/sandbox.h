@@ -25,9 +25,10 @@ void sb_enter(int parent, int relay_closes);
 void sb_die_with_parent(int parent);
 void sb_fresh_workdir(void);
 void sb_run_dir(int p);
-/* a small file under the folder dir (AT_FDCWD: a path): written whole
-   (0, else -1); read, at most size - 1 bytes and a NUL (its length, <= 0
-   when nothing was read: text is "") */
+/* n bytes written whole to fd (0, else -1); a small file under the folder
+   dir (AT_FDCWD: a path) written whole, or read: at most size - 1 bytes
+   and a NUL (its length, <= 0 when nothing was read: text is "") */
+int sb_write_all(int fd, const void *data, size_t n);
 int sb_write_text(int dir, const char *file, const char *text);
 ssize_t sb_read_text(int dir, const char *file, char *text, size_t size);
 
