@@ -137,9 +137,7 @@ static int enter_workdir(void)
 /* The working directory of run p of a vector (in a vector's process). */
 void sb_run_dir(int p)
 {
-    char dir[32];
-    snprintf(dir, sizeof dir, "/tmp/run%d", p);
-    if (SB.workdir && chdir(dir) != 0) {
+    if (SB.workdir && chdir(workdirs[1 + p]) != 0) {
         /* (left where it was: the run still runs, its files not private) */
     }
 }

@@ -118,18 +118,14 @@ int sb_cg_set_limit(int64_t bytes)
         sb_cg_open();
     if (bytes == SB.cg_limit)
         return 0;
-    int rc, swap = SB.cg_fds[CG_SWAP];
-    if (SB.cg_version == 1) {            /* (memsw never below the limit) */
-        if (swap >= 0 && write_number(swap, -1) != 0)
-            return -1;
-        rc = write_number(SB.cg_fds[CG_LIMIT], bytes);
-        if (rc == 0 && swap >= 0)
-            rc = write_number(swap, bytes);
-    } else {
-        rc = write_number(SB.cg_fds[CG_LIMIT], bytes);
-        if (rc == 0)
-            write_number(swap, 0);
-    }
+    /* v1: memory and swap (memsw), never below the limit, as the limit when
+       its file is there; v2: no swap, as far as its file can be written */
+    int swap = SB.cg_fds[CG_SWAP], v1 = SB.cg_version == 1;
+    if (v1 && swap >= 0 && write_number(swap, -1) != 0)
+        return -1;
+    int rc = write_number(SB.cg_fds[CG_LIMIT], bytes);
+    if (rc == 0 && write_number(swap, v1 ? bytes : 0) != 0 && v1 && swap >= 0)
+        rc = -1;
     if (rc == 0)
         SB.cg_limit = bytes;
     return rc;

@@ -57,16 +57,6 @@ __attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING
 
 /* ---- messages ---------------------------------------------------------------- */
 
-static int memfd_of(const char *name, const void *data, size_t n)
-{
-    int fd = memfd_create(name, MFD_CLOEXEC);
-    if (fd >= 0 && sb_write_all(fd, data, n) != 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 static int sock, gone;
 static int ncopies, ncores;
 static int devnull = -1;
@@ -101,19 +91,19 @@ static void reply_error(const char *what)
     send_fds((const char *)&reply, sizeof reply, NULL, 0);
 }
 
-/* The ready message's memfd: the struct, then every core's op names */
+/* The ready message's memfd: the struct, then every core's op names (-1:
+ * no memory for it) */
 static int ready_fd(const struct gz_ready *ready)
 {
-    int fd = memfd_of("gpsimd-ready", ready, sizeof *ready);
-    for (int k = 0; k < ncores && fd >= 0; k++)
-        for (int i = 0; i < gz_objects[0][k].nops && fd >= 0; i++) {
-            const char *op = gz_objects[0][k].names[i];
-            if (sb_write_all(fd, op, strlen(op) + 1) != 0) {
-                close(fd);
-                fd = -1;
-            }
-        }
-    return fd;
+    int fd = memfd_create("gpsimd-ready", MFD_CLOEXEC);
+    int ok = fd >= 0 && sb_write_all(fd, ready, sizeof *ready) == 0;
+    for (int k = 0; k < ncores; k++)
+        for (int i = 0; ok && i < gz_objects[0][k].nops; i++)
+            ok = sb_write_all(fd, gz_objects[0][k].names[i],
+                              strlen(gz_objects[0][k].names[i]) + 1) == 0;
+    if (!ok && fd >= 0)
+        close(fd);
+    return ok ? fd : -1;
 }
 
 /* ---- processes ----------------------------------------------------------------- */
