@@ -91,6 +91,20 @@ ssize_t sb_read_text(int dir, const char *file, char *text, size_t size)
     return n;
 }
 
+int sb_read_pids(int dir, const char *file, pid_t *pids, int max)
+{
+    char text[8192];
+    int n = 0;
+    sb_read_text(dir, file, text, sizeof text);
+    for (char *at = text, *end; n < max; at = end) {
+        long pid = strtol(at, &end, 10);
+        if (end == at)
+            break;
+        pids[n++] = (pid_t)pid;
+    }
+    return n;
+}
+
 static void note(const char *what, int err)
 {
     size_t n = strlen(SB.missing);
@@ -330,13 +344,6 @@ static void make_mounts(void)
 
 /* ---- privileges ------------------------------------------------------------- */
 
-static int set_caps(uint32_t keep)
-{
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2] = {{keep, keep, 0}, {0, 0, 0}};
-    return (int)syscall(SYS_capset, &h, d);
-}
-
 /* No socket at all (socket, socketpair: a Unix datagram pair can connect
  * to a path, vsock reaches a virtual machine's host, whatever the network
  * namespace), no io_uring (EACCES), no other ABI's calls (a 32-bit
@@ -382,8 +389,10 @@ static void lock_down(void)
             break;
     if (install_filter() != 0)
         note("a filter of the vectors' system calls", errno);
-    set_caps(0);                         /* (before any object loads: its static
-                                            initialisers run here) */
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2] = {{0, 0, 0}, {0, 0, 0}};
+    syscall(SYS_capset, &h, none);       /* (no capability, before any object loads:
+                                            its static initialisers run here) */
 }
 
 /* ---- the entry -------------------------------------------------------------- */

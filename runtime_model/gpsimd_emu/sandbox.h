@@ -31,6 +31,8 @@ void sb_run_dir(int p);
 int sb_write_all(int fd, const void *data, size_t n);
 int sb_write_text(int dir, const char *file, const char *text);
 ssize_t sb_read_text(int dir, const char *file, char *text, size_t size);
+/* the pids a small file lists (cgroup.procs, a task's children), at most max */
+int sb_read_pids(int dir, const char *file, pid_t *pids, int max);
 
 /* sandbox_cgroup.c */
 void sb_cg_create(void);

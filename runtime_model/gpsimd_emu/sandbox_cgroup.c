@@ -156,15 +156,11 @@ int64_t sb_cg_oom_kills(void) { return cg_read(CG_EVENTS, "oom_kill"); }
  * killed within microseconds: no time for its number to come round. */
 static void kill_members(void)
 {
-    char text[8192];
-    sb_read_text(SB.cg_dir, "cgroup.procs", text, sizeof text);
-    for (char *p = text, *end; *p; p = end) {
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (pid > 1)
-            kill((pid_t)pid, SIGKILL);
-    }
+    pid_t pids[4096];                    /* (as many as 8 KiB of text can list) */
+    int n = sb_read_pids(SB.cg_dir, "cgroup.procs", pids, 4096);
+    for (int i = 0; i < n; i++)
+        if (pids[i] > 1)
+            kill(pids[i], SIGKILL);
 }
 
 /* Remove the cgroup (path, below the folder dir), trying again for half a

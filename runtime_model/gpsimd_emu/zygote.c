@@ -111,19 +111,9 @@ static int ready_fd(const struct gz_ready *ready)
 /* the children of this process (one thread: its own list) */
 static int children(pid_t *out, int max)
 {
-    char path[64], text[8192];
+    char path[64];
     snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    sb_read_text(AT_FDCWD, path, text, sizeof text);
-    int count = 0;
-    for (char *s = text; *s && count < max;) {
-        char *end;
-        long v = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        out[count++] = (pid_t)v;
-        s = end;
-    }
-    return count;
+    return sb_read_pids(AT_FDCWD, path, out, max);
 }
 
 /* Kill and reap whatever the vector left: in a namespace, every other
