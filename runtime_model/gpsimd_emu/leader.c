@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,16 +46,16 @@ struct job { int index, run, pid, done, status; };
 static const struct gl_request *R;
 static const struct gz_vector *V;    /* &R->v */
 static unsigned char *image;
-static gpsimd_core_binding bindings[GL_MAX_RUNS][GL_MAX_CORES];
+static gpsimd_core_binding bindings[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 static unsigned char *arg_stream, *out_desc;
 static int jobs_n;                       /* process records used */
 static struct job helping[GPSIMD_ZY_MAX_JOBS];
 static int nhelping;
-static struct job whole[GL_MAX_RUNS];    /* the helper making run p whole (pid 0: none) */
+static struct job whole[GPSIMD_ZY_MAX_RUNS];  /* the helper making run p whole (pid 0: none) */
 static int is_helper;
 static int stop_after = -1;
-static int follower[GL_MAX_RUNS];         /* the run that follows run p's launches, or -1 */
-static int is_follower[GL_MAX_RUNS];
+static int follower[GPSIMD_ZY_MAX_RUNS];  /* the run that follows run p's launches, or -1 */
+static int is_follower[GPSIMD_ZY_MAX_RUNS];
 
 /* ---- small helpers ------------------------------------------------------- */
 
@@ -153,7 +152,7 @@ static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
 static int whole_running(void)
 {
     int n = 0;
-    for (int p = 0; p < GL_MAX_RUNS; p++) {
+    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++) {
         struct job *j = &whole[p];
         if (!j->pid || j->done)
             continue;
@@ -209,7 +208,7 @@ static int job_ended(struct job j, int st)
  * after killed, their end recorded as cancelled). */
 static void wait_whole(void)
 {
-    for (int p = 0; p < GL_MAX_RUNS; p++) {
+    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++) {
         struct job j = whole[p];
         if (!j.pid)
             continue;
@@ -418,7 +417,7 @@ static void leader_main(void)
     }
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
-    for (int p = 0; p < GL_MAX_RUNS; p++)
+    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
         follower[p] = -1;
     for (int i = 0; i < V->nruns; i++) {
         int p = (int)V->runs[i].index;
@@ -430,7 +429,7 @@ static void leader_main(void)
         }
         if (a < 0)
             continue;
-        if (a >= GL_MAX_RUNS || a == p || follower[a] >= 0)
+        if (a >= GPSIMD_ZY_MAX_RUNS || a == p || follower[a] >= 0)
             cb_model_error("a run that follows no run, or a second follower", 0);
         follower[a] = p;
         is_follower[p] = 1;
@@ -448,7 +447,7 @@ static void leader_main(void)
 
 /* Fork the vector's leader (in its own process group). Returns its pid, or
  * -errno. The request must stay valid until the call returns; its runs and
- * cores are within GL_MAX_RUNS and GL_MAX_CORES (the zygote checked them). */
+ * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
 long gl_fork_leader(struct gl_request *req)
 {
     pid_t pid = fork();

@@ -32,7 +32,7 @@ static uint32_t get32(size_t at) { uint32_t v; memcpy(&v, cb_page + at, 4); retu
 static size_t pass_at(int p) { return GPSIMD_ZY_CB_PASSES + (size_t)p * GPSIMD_ZY_CB_PASS_SIZE; }
 static size_t slot_at(int p, int k)
 {
-    return GPSIMD_ZY_CB_SLOTS + ((size_t)p * GL_MAX_CORES + k) * GPSIMD_ZY_CB_SLOT_SIZE;
+    return GPSIMD_ZY_CB_SLOTS + ((size_t)p * GPSIMD_ZY_MAX_CORES + k) * GPSIMD_ZY_CB_SLOT_SIZE;
 }
 
 /* Make the control page writable or read-only (every function here that

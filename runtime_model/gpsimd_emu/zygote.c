@@ -25,10 +25,8 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +35,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -181,14 +178,14 @@ static void run(struct gz_vector *m, int image_fd)
     r.v = *m;
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
-    if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
+    if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
         close(image_fd);
         reply_error("a request of more runs or cores than the zygote holds");
         return;
     }
     for (int i = 0; i < v->nruns; i++) {
         int64_t p = v->runs[i].index, c = v->runs[i].copy;
-        if (p < 0 || p >= GL_MAX_RUNS || c < 0 || c >= ncopies) {
+        if (p < 0 || p >= GPSIMD_ZY_MAX_RUNS || c < 0 || c >= ncopies) {
             close(image_fd);
             reply_error("a request of a run the zygote holds no copy of the objects for");
             return;
@@ -322,9 +319,9 @@ int main(int argc, char **argv)
     int parent = atoi(argv[2]);
     ncopies = atoi(argv[3]);
     ncores = atoi(argv[4]);
-    if (ncopies < 1 || ncopies > GL_MAX_RUNS || ncores < 1 || ncores > GL_MAX_CORES) {
+    if (ncopies < 1 || ncopies > GPSIMD_ZY_MAX_RUNS || ncores < 1 || ncores > GPSIMD_ZY_MAX_CORES) {
         fprintf(stderr, "gpsimd-zygote: %d copies of %d objects (at most %d of %d)\n",
-                ncopies, ncores, GL_MAX_RUNS, GL_MAX_CORES);
+                ncopies, ncores, GPSIMD_ZY_MAX_RUNS, GPSIMD_ZY_MAX_CORES);
         return 2;
     }
     sb_die_with_parent(parent);
@@ -350,13 +347,13 @@ int main(int argc, char **argv)
     /* (the sandbox has no devices; above every fd a leader moves its pipes to) */
     int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
     if (w >= 0) {
-        devnull = fcntl(w, F_DUPFD_CLOEXEC, 4 + 2 * GL_MAX_CORES);
+        devnull = fcntl(w, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
         close(w);
     }
     sb_enter(parent, sock);
-    static char names[GL_MAX_CORES * 4096];
-    int payload[GL_MAX_CORES];
-    const char *name[GL_MAX_CORES];
+    static char names[GPSIMD_ZY_MAX_CORES * 4096];
+    int payload[GPSIMD_ZY_MAX_CORES];
+    const char *name[GPSIMD_ZY_MAX_CORES];
     if (receive_objects(names, sizeof names, payload, name) != 0)
         return 2;
     static struct gz_ready ready;

@@ -16,7 +16,7 @@
 #include "sandbox.h"
 #include "zygote_parts.h"
 
-struct object gz_objects[GL_MAX_RUNS][GL_MAX_CORES];
+struct object gz_objects[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 
 static int copy_into(int to, int from)
 {

@@ -25,10 +25,10 @@ struct stream {                          /* a core's stdout or stderr */
     int64_t total;
     char *head, *tail;                   /* the first bytes, a ring of the last */
 };
-static struct stream streams[2 * GL_MAX_CORES];
+static struct stream streams[2 * GPSIMD_ZY_MAX_CORES];
 /* (apart from the counts: pages a vector that writes nothing never touches,
    so that they are not copied at its fork) */
-static char kept_bytes[2 * GL_MAX_CORES][2][KEEP];
+static char kept_bytes[2 * GPSIMD_ZY_MAX_CORES][2][KEEP];
 
 static void keep(struct stream *s, const char *data, size_t n)
 {
@@ -64,8 +64,8 @@ void gz_make_pipes(int ncores)
         streams[i].tail = kept_bytes[i][1];
         if (pipe2(ends, O_CLOEXEC) != 0)
             continue;
-        streams[i].fd = fcntl(ends[0], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
-        streams[i].out = fcntl(ends[1], F_DUPFD_CLOEXEC, 3 + 2 * GL_MAX_CORES);
+        streams[i].fd = fcntl(ends[0], F_DUPFD_CLOEXEC, 3 + 2 * GPSIMD_ZY_MAX_CORES);
+        streams[i].out = fcntl(ends[1], F_DUPFD_CLOEXEC, 3 + 2 * GPSIMD_ZY_MAX_CORES);
         close(ends[0]);
         close(ends[1]);
         fcntl(streams[i].fd, F_SETFL, O_NONBLOCK);
@@ -89,7 +89,7 @@ int gz_wait_vector(pid_t pid, double deadline, int *status, int nstreams)
         double left = deadline - gl_mono();
         if (left <= 0)
             break;
-        struct pollfd p[1 + 2 * GL_MAX_CORES] = {{pidfd, POLLIN, 0}};   /* (fd -1: ignored) */
+        struct pollfd p[1 + 2 * GPSIMD_ZY_MAX_CORES] = {{pidfd, POLLIN, 0}};   /* (-1: ignored) */
         for (int i = 0; i < nstreams; i++)
             p[1 + i] = (struct pollfd){streams[i].fd, POLLIN, 0};
         if (poll(p, (nfds_t)(1 + nstreams), pidfd >= 0 ? (int)(left * 1000) + 1 : 1) > 0)

@@ -16,7 +16,7 @@ struct object {                          /* one copy of one core object */
     char **names;                        /* get_func_name(i) */
     void **launchers;                    /* get_func_ptr(i) */
 };
-extern struct object gz_objects[GL_MAX_RUNS][GL_MAX_CORES];
+extern struct object gz_objects[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry);
 void *gz_launcher_of(const struct object *o, const char *op);
 
