@@ -82,8 +82,7 @@ static struct gz_reply reply;
 
 static void reply_error(const char *what)
 {
-    memset(&reply, 0, sizeof reply);
-    reply.magic = (int64_t)GPSIMD_ZY_MAGIC;
+    reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC};
     snprintf(reply.error, sizeof reply.error, "%s", what[0] ? what : "?");
     send_fds((const char *)&reply, sizeof reply, NULL, 0);
 }
@@ -157,13 +156,9 @@ static int64_t data_base, baseline;
 
 static void send_reply(int status, int timed_out, double elapsed, long long oom, long pid)
 {
-    memset(&reply, 0, sizeof reply);
-    reply.magic = (int64_t)GPSIMD_ZY_MAGIC;
-    reply.wait_status = status;
-    reply.timed_out = timed_out;
-    reply.elapsed_ns = (int64_t)(elapsed * 1e9);
-    reply.oom_kills = oom;
-    reply.pid = pid;
+    reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
+                              .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
+                              .oom_kills = oom, .pid = pid};
     int fd = gz_kept(&reply, 2 * ncores);
     send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
     if (fd >= 0)
@@ -174,8 +169,7 @@ static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
     char why[512];
-    memset(&r, 0, sizeof r);
-    r.v = *m;
+    r = (struct gl_request){.v = *m};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
