@@ -325,8 +325,8 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
     /* from here what this process writes (the objects' static
-       initialisers, its own messages) goes to a memfd, the first KEEP
-       bytes of it, which the worker prints */
+       initialisers, its own messages) goes to a memfd, the first
+       GPSIMD_ZY_OUTPUT_KEEP bytes of it, which the worker prints */
     int out = memfd_create("gpsimd-load-output", MFD_CLOEXEC);
     if (out >= 0) {
         fflush(NULL);
