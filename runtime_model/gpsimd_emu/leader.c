@@ -1,21 +1,19 @@
-/* A vector's processes (gpsimd-zygote's third source): the zygote fills
- * one struct gl_request and calls gl_fork_leader(); the child never
- * returns (it makes every run of the vector's cores and _exit()s: 0 after
- * recording its end, GPSIMD_ZY_EXIT_MODEL_ERROR after recording a model
- * error); the parent gets the child's pid, or -errno when fork failed.
+/* A vector's processes: the zygote fills one struct gl_request and calls
+ * gl_fork_leader(); the child never returns (it makes every run of the
+ * vector's cores and _exit()s: 0 after recording its end,
+ * GPSIMD_ZY_EXIT_MODEL_ERROR after recording a model error); the parent
+ * gets the child's pid, or -errno when fork failed.
  *
  * Each run claims its cores from the control block (gpsimd_host/zygote.h)
  * and launches them, with SIGALRM at the run's time limit; a run that
  * faulted, crashed or left a launch stops the vector after it (the runs
- * after it are recorded as skipped; every other run is made, so that
- * nothing a kernel writes decides which runs judge it); runs that take
- * long get helper processes (up to parallel - 1). What a core writes to stdout and
- * stderr goes to pipes of its own, which the zygote drains and bounds.
+ * after it recorded as skipped); runs that take long get helper processes
+ * (up to parallel - 1). Each core writes to pipes of its own, which the
+ * zygote drains and bounds.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,157 +32,47 @@
 #include "gpsimd_host/abi.h"
 #include "gpsimd_host/zygote.h"
 #include "leader.h"
-
-#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
-#error "the control block is little-endian; this file writes it natively"
-#endif
-
-/* ---- the control block (gpsimd_host/zygote.h) --------------------------- */
-enum {
-    CB_SIZE = GPSIMD_ZY_CB_SIZE, CB_ERROR_FIELDS = GPSIMD_ZY_CB_ERROR_FIELDS,
-    CB_LEADER_DONE = GPSIMD_ZY_CB_LEADER_DONE, CB_ERROR = GPSIMD_ZY_CB_ERROR,
-    CB_ERROR_CAPACITY = GPSIMD_ZY_CB_ERROR_CAPACITY, CB_PASSES = GPSIMD_ZY_CB_PASSES,
-    CB_PASS_SIZE = GPSIMD_ZY_CB_PASS_SIZE, CB_SEM = GPSIMD_ZY_CB_SEM,
-    CB_SLOTS = GPSIMD_ZY_CB_SLOTS, CB_SLOT_SIZE = GPSIMD_ZY_CB_SLOT_SIZE,
-    CB_JOBS = GPSIMD_ZY_CB_JOBS, CB_JOB_SIZE = GPSIMD_ZY_CB_JOB_SIZE,
-    CB_MAX_JOBS = GPSIMD_ZY_MAX_JOBS,
-};
-enum {
-    SLOT_STARTED = GPSIMD_ZY_SLOT_STARTED, SLOT_DONE = GPSIMD_ZY_SLOT_DONE,
-    SLOT_BIND_FAILED = GPSIMD_ZY_SLOT_BIND_FAILED,
-};
-enum {
-    PASS_RUNNING = GPSIMD_ZY_PASS_RUNNING, PASS_DONE = GPSIMD_ZY_PASS_DONE,
-    PASS_SKIPPED = GPSIMD_ZY_PASS_SKIPPED,
-};
-enum { JOB_RUNNING = GPSIMD_ZY_JOB_RUNNING, JOB_EXITED = GPSIMD_ZY_JOB_EXITED };
-#define EXIT_MODEL_ERROR GPSIMD_ZY_EXIT_MODEL_ERROR
-#define CANCELLED GPSIMD_ZY_CANCELLED
-_Static_assert(CB_JOBS + CB_MAX_JOBS * CB_JOB_SIZE <= CB_SIZE, "the control block's page");
-_Static_assert(CB_SEM + sizeof(sem_t) <= CB_PASS_SIZE, "a pass record holds its semaphore");
+#include "leader_control.h"
 
 typedef int (*launcher_fn)(void);
 typedef int (*binder_fn)(const gpsimd_core_binding *);
 
-struct job { int index, run, pid; };
+/* a helper process: its record's index, its run; a whole run's helper
+   reaped while the leader ran (done) leaves its wait status here */
+struct job { int index, run, pid, done, status; };
 
 /* The state of this process (a fork of the zygote: one vector's leader,
  * or a helper forked from it). */
 static const struct gl_request *R;
 static const struct gz_vector *V;    /* &R->v */
-static unsigned char *image, *cb;
-static gpsimd_core_binding bindings[GL_MAX_RUNS][GL_MAX_CORES];
+static unsigned char *image;
+static gpsimd_core_binding bindings[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 static unsigned char *arg_stream, *out_desc;
 static int jobs_n;                       /* process records used */
-static struct job helping[CB_MAX_JOBS];
+static struct job helping[GPSIMD_ZY_MAX_JOBS];
 static int nhelping;
-static struct job whole[GL_MAX_RUNS];
-static int has_whole[GL_MAX_RUNS], whole_done[GL_MAX_RUNS], whole_status[GL_MAX_RUNS];
+static struct job whole[GPSIMD_ZY_MAX_RUNS];  /* the helper making run p whole (pid 0: none) */
 static int is_helper;
 static int stop_after = -1;
-static int follower[GL_MAX_RUNS];         /* the run that follows run p's launches, or -1 */
-static int is_follower[GL_MAX_RUNS];
-static int cur_run = -1, cur_core = -1;  /* where a model error happened */
+static int follower[GPSIMD_ZY_MAX_RUNS];  /* the run that follows run p's launches, or -1 */
+static int is_follower[GPSIMD_ZY_MAX_RUNS];
 
 /* ---- small helpers ------------------------------------------------------- */
 
-int64_t gl_now_ns(void)
+static int64_t now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-static double mono(void) { return (double)gl_now_ns() * 1e-9; }
-
-static void put32(size_t at, uint32_t v) { memcpy(cb + at, &v, 4); }
-static void put64(size_t at, uint64_t v) { memcpy(cb + at, &v, 8); }
-static uint32_t get32(size_t at) { uint32_t v; memcpy(&v, cb + at, 4); return v; }
-static size_t pass_at(int p) { return CB_PASSES + (size_t)p * CB_PASS_SIZE; }
-static size_t slot_at(int p, int k) { return CB_SLOTS + ((size_t)p * GL_MAX_CORES + k) * CB_SLOT_SIZE; }
-
-/* Make the control page writable or read-only. The page's state is known
- * after each call (only a launch, which always follows protect(0) and is
- * followed by protect(1), could change it), so a call that would change
- * nothing is not made: two mprotect calls per launch, not four. */
-static int cb_writable = 1;               /* as mmap() made it */
-
-static void protect(int writable)
-{
-    if (writable == cb_writable)
-        return;
-    mprotect(cb, CB_SIZE, PROT_READ | (writable ? PROT_WRITE : 0));
-    cb_writable = writable;
-}
-
-static void set_pass(int p, uint32_t state, int64_t t)
-{
-    put32(pass_at(p), state);
-    if (state == PASS_RUNNING)
-        put64(pass_at(p) + 24, (uint64_t)t);
-    else if (state == PASS_DONE || state == PASS_SKIPPED)
-        put64(pass_at(p) + 32, (uint64_t)t);
-}
-
-static void mark_faulted(int p) { put32(pass_at(p) + 4, 1); }
-static int pass_faulted(int p) { return get32(pass_at(p) + 4) != 0; }
-static uint32_t pass_state(int p) { return get32(pass_at(p)); }
-
-static void set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
-                     uint32_t job, int64_t t0, int64_t t1)
-{
-    size_t at = slot_at(p, k);
-    put32(at, state);
-    put32(at + 4, status);
-    put32(at + 8, (uint32_t)bind_rc);
-    put32(at + 12, job);
-    put64(at + 16, (uint64_t)t0);
-    put64(at + 24, (uint64_t)t1);
-}
-
-static void set_job(int j, int pid, int p, int wait_status, uint32_t state)
-{
-    size_t at = CB_JOBS + (size_t)j * CB_JOB_SIZE;
-    put32(at, (uint32_t)pid);
-    put32(at + 4, (uint32_t)p);
-    put32(at + 8, (uint32_t)wait_status);
-    put32(at + 12, state);
-}
-
-/* Record a model error (the first one wins), then end the process. */
-static void model_error(const char *what, int err)
-{
-    char text[CB_ERROR_CAPACITY];
-    int n;
-    if (err)
-        n = snprintf(text, sizeof text, "device model error: OSError: [Errno %d] %s: %s",
-                     err, strerror(err), what);
-    else
-        n = snprintf(text, sizeof text, "device model error: %s", what);
-    if (n < 0)
-        n = 0;
-    if (n > CB_ERROR_CAPACITY)
-        n = CB_ERROR_CAPACITY;
-    if (cb == NULL) {
-        fprintf(stderr, "gpsimd_emu: device model error in a vector's process: %s\n",
-                text + strlen("device model error: "));
-        _exit(EXIT_MODEL_ERROR);
-    }
-    protect(1);
-    if (get32(CB_ERROR_FIELDS + 8) == 0) {
-        memcpy(cb + CB_ERROR, text, (size_t)n);
-        put32(CB_ERROR_FIELDS, (uint32_t)cur_run);
-        put32(CB_ERROR_FIELDS + 4, (uint32_t)cur_core);
-        put32(CB_ERROR_FIELDS + 8, (uint32_t)n);
-    }
-    _exit(EXIT_MODEL_ERROR);
-}
+double gl_mono(void) { return (double)now_ns() * 1e-9; }
 
 static void *alloc(size_t n)
 {
     void *p = malloc(n ? n : 1);
     if (p == NULL)
-        model_error("MemoryError: the leader's buffers do not fit its memory limit", 0);
+        cb_model_error("MemoryError: the leader's buffers do not fit its memory limit", 0);
     return p;
 }
 
@@ -205,12 +93,10 @@ static void set_alarm(double seconds)
 static int wait_pid(int pid)
 {
     int st;
-    for (;;) {
-        if (waitpid(pid, &st, 0) == pid)
-            return st;
+    while (waitpid(pid, &st, 0) != pid)
         if (errno != EINTR)
             return 0;
-    }
+    return st;
 }
 
 static void reap_orphans(void)
@@ -218,55 +104,6 @@ static void reap_orphans(void)
     int st;
     while (waitpid(-1, &st, WNOHANG) > 0)
         ;
-}
-
-static gpsimd_core_report *report_of(int p, int k)
-{
-    return (gpsimd_core_report *)(uintptr_t)bindings[p][k].report_host;
-}
-
-/* ---- claiming ------------------------------------------------------------- */
-
-/* The next core of run p nobody claimed, or -1. What the control block
- * says is checked before it indexes anything (a kernel may have written
- * over the page): a count or core out of range is a model error. */
-static int claim(int p, int shared)
-{
-    sem_t *sem = (sem_t *)(cb + pass_at(p) + CB_SEM);
-    if (shared)
-        while (sem_wait(sem) != 0)
-            ;
-    int k = -1;
-    uint32_t claimed = get32(pass_at(p) + 8), n = get32(pass_at(p) + 12);
-    if (n > (uint32_t)V->ncores || claimed > n) {
-        cur_core = -1;
-        model_error("the control block was overwritten (a run's claim count)", 0);
-    }
-    if (claimed < n) {
-        put32(pass_at(p) + 8, claimed + 1);
-        k = cb[pass_at(p) + 16 + claimed];
-        if (k >= V->ncores) {
-            cur_core = -1;
-            model_error("the control block was overwritten (a run's core order)", 0);
-        }
-    }
-    if (shared)
-        sem_post(sem);
-    return k;
-}
-
-static int unclaimed(int p)
-{
-    uint32_t claimed = get32(pass_at(p) + 8), n = get32(pass_at(p) + 12);
-    return n > claimed ? (int)(n - claimed) : 0;
-}
-
-static int left_running(int index, int p)
-{
-    for (int k = 0; k < V->ncores; k++)
-        if (get32(slot_at(p, k)) == SLOT_STARTED && get32(slot_at(p, k) + 12) == (uint32_t)index)
-            return 1;
-    return 0;
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -281,8 +118,7 @@ static void helper_main(const struct gz_run *r, int index, int leader, double de
     gl_set_name("gpsimd-core");
     is_helper = 1;
     nhelping = 0;
-    memset(has_whole, 0, sizeof has_whole);
-    memset(whole_done, 0, sizeof whole_done);
+    memset(whole, 0, sizeof whole);
     if (is_whole)
         make_run(r, index);
     else
@@ -293,47 +129,41 @@ static void helper_main(const struct gz_run *r, int index, int leader, double de
 static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
 {
     int index = jobs_n;
-    if (index >= CB_MAX_JOBS)
+    if (index >= GPSIMD_ZY_MAX_JOBS)
         return;
     int p = (int)r->index;
-    protect(1);
     if (is_whole)                          /* claimed before the fork */
-        set_pass(p, PASS_RUNNING, gl_now_ns());
+        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, now_ns());
     int leader = getpid();
     pid_t pid = fork();
     if (pid < 0)
-        model_error("fork", errno);
+        cb_model_error("fork", errno);
     if (pid == 0)
         helper_main(r, index, leader, deadline, is_whole);
-    protect(1);
-    set_job(index, pid, p, 0, JOB_RUNNING);
+    cb_set_job(index, pid, p, 0, GPSIMD_ZY_JOB_RUNNING);
     jobs_n++;
-    struct job j = {index, p, pid};
-    if (is_whole) {
+    struct job j = {index, p, pid, 0, 0};
+    if (is_whole)
         whole[p] = j;
-        has_whole[p] = 1;
-    } else {
+    else
         helping[nhelping++] = j;
-    }
 }
 
 static int whole_running(void)
 {
     int n = 0;
-    for (int p = 0; p < GL_MAX_RUNS; p++) {
-        if (!has_whole[p] || whole_done[p])
+    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++) {
+        struct job *j = &whole[p];
+        if (!j->pid || j->done)
             continue;
         int st = 0;
-        pid_t got = waitpid(whole[p].pid, &st, WNOHANG);
-        if (got < 0 && errno == ECHILD) {
-            whole_done[p] = 1;
-            whole_status[p] = 0;
-        } else if (got > 0) {
-            whole_done[p] = 1;
-            whole_status[p] = st;
-        } else {
+        pid_t got = waitpid(j->pid, &st, WNOHANG);
+        if (got == 0 || (got < 0 && errno != ECHILD)) {
             n++;
+            continue;
         }
+        j->done = 1;
+        j->status = got > 0 ? st : 0;
     }
     return n;
 }
@@ -342,7 +172,7 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
 {
     if (V->parallel < 2 || nhelping || is_helper)
         return;
-    if (!(V->spread_now || mono() - started >= (double)V->spread_after_ns * 1e-9))
+    if (!(V->spread_now || gl_mono() - started >= (double)V->spread_after_ns * 1e-9))
         return;
     int free_ = (int)V->parallel - 1 - whole_running();
     for (int i = 0; i < V->nruns; i++) {   /* whole runs that need not wait for this one */
@@ -350,57 +180,55 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
             break;
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
-        if (q > r->index && V->ncores > 1 && !has_whole[q] && !is_follower[q]
-                && pass_state(q) == 0) {
+        if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
+                && cb_pass_state(q) == 0) {
             fork_helper(later, 1, 0.0);
             free_--;
         }
     }
     if (!r->ordered) {
-        int n = unclaimed((int)r->index);
+        int n = cb_unclaimed((int)r->index);
         if (n > free_)
             n = free_;
         for (int i = 0; i < n; i++)
             fork_helper(r, 0, deadline);
     }
-    protect(0);
+    cb_protect(0);
 }
 
+/* Record job j's end (wait status st): 1 when it ended badly (not with
+ * exit 0, or one of its launches left running). */
+static int job_ended(struct job j, int st)
+{
+    cb_set_job(j.index, j.pid, j.run, st, GPSIMD_ZY_JOB_EXITED);
+    return !(WIFEXITED(st) && WEXITSTATUS(st) == 0) || cb_left_running(j.index, j.run);
+}
+
+/* Wait for the whole runs' helpers (those after the run the vector stops
+ * after killed, their end recorded as cancelled). */
 static void wait_whole(void)
 {
-    for (int p = 0; p < GL_MAX_RUNS; p++) {
-        if (!has_whole[p])
-            continue;
+    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++) {
         struct job j = whole[p];
-        if (stop_after >= 0 && p > stop_after)
-            kill(j.pid, SIGKILL);
-        int st = whole_done[p] ? whole_status[p] : wait_pid(j.pid);
-        protect(1);
-        if (stop_after >= 0 && p > stop_after) {
-            set_job(j.index, j.pid, p, CANCELLED, JOB_EXITED);
+        if (!j.pid)
             continue;
-        }
-        set_job(j.index, j.pid, p, st, JOB_EXITED);
-        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) || left_running(j.index, p)
-                || pass_faulted(p))
-            stop_after = (stop_after < 0 || p < stop_after) ? p : stop_after;
+        int cancel = stop_after >= 0 && p > stop_after;
+        if (cancel)
+            kill(j.pid, SIGKILL);
+        int st = j.done ? j.status : wait_pid(j.pid);
+        int bad = job_ended(j, cancel ? GPSIMD_ZY_CANCELLED : st);
+        if (!cancel && (bad || cb_faulted(p)))
+            stop_after = p;
     }
-    memset(has_whole, 0, sizeof has_whole);
-    memset(whole_done, 0, sizeof whole_done);
+    memset(whole, 0, sizeof whole);
     reap_orphans();
 }
 
 static int wait_helpers(void)
 {
     int bad = 0;
-    for (int i = 0; i < nhelping; i++) {
-        struct job j = helping[i];
-        int st = wait_pid(j.pid);
-        protect(1);
-        set_job(j.index, j.pid, j.run, st, JOB_EXITED);
-        if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0) || left_running(j.index, j.run))
-            bad = 1;
-    }
+    for (int i = 0; i < nhelping; i++)
+        bad |= job_ended(helping[i], wait_pid(helping[i].pid));
     nhelping = 0;
     reap_orphans();
     return bad;
@@ -432,12 +260,11 @@ static void launch(int p, int k, int index, unsigned char *arg_buf, unsigned cha
         sb_run_dir(p);
         in_dir = p;
     }
-    cur_run = p;
-    cur_core = k;
-    int64_t t0 = gl_now_ns();
-    protect(1);
-    set_slot(p, k, SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
-    protect(0);
+    cb_run = p;
+    cb_core = k;
+    int64_t t0 = now_ns();
+    cb_set_slot(p, k, GPSIMD_ZY_SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
+    cb_protect(0);
     gpsimd_core_binding *b = &bindings[p][k];
     /* fresh argument bytes for each launch (an earlier kernel may have
        written over them) */
@@ -447,58 +274,53 @@ static void launch(int p, int k, int index, unsigned char *arg_buf, unsigned cha
     b->retval_host = (uint64_t)(uintptr_t)ret_buf;
     int rc = ((binder_fn)R->binders[p][k])(b);
     if (rc != 0) {
-        protect(1);
-        set_slot(p, k, SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, gl_now_ns());
-        mark_faulted(p);
+        cb_set_slot(p, k, GPSIMD_ZY_SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, now_ns());
+        cb_mark_faulted(p);
         return;
     }
     to_core_output(k, p);
-    int64_t t1 = gl_now_ns();
+    int64_t t1 = now_ns();
     int status = ((launcher_fn)R->launchers[p][k])();
-    int64_t t2 = gl_now_ns();
+    int64_t t2 = now_ns();
     fflush(NULL);                          /* what the core's stdio holds is the core's */
-    gpsimd_core_report *report = report_of(p, k);
-    protect(1);
+    gpsimd_core_report *report = (gpsimd_core_report *)(uintptr_t)b->report_host;
     int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
-    set_slot(p, k, SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
+    cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
     if (!ok)
-        mark_faulted(p);
+        cb_mark_faulted(p);
 }
 
 static void run_cores(const struct gz_run *r, int index, double deadline)
 {
     int p = (int)r->index;
-    cur_run = p;
-    cur_core = -1;
-    double remaining = deadline - mono();
+    cb_run = p;
+    cb_core = -1;
+    double remaining = deadline - gl_mono();
     if (remaining <= 0)
         kill(getpid(), SIGALRM);
     set_alarm(remaining > 1e-3 ? remaining : 1e-3);
     int shared = V->parallel > 1 && !r->ordered;
     int may_help = V->parallel > 1 && !is_helper;
-    double started = mono();
+    double started = gl_mono();
     if (may_help && V->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
     unsigned char *arg_buf = alloc((size_t)V->arg_len);
     unsigned char *ret_buf = alloc((size_t)V->desc_len);
     int q = follower[p];
     for (;;) {
-        protect(1);
-        int k = claim(p, shared);
+        int k = cb_claim(p, shared);
         if (k < 0)
             break;
         launch(p, k, index, arg_buf, ret_buf);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
-        protect(1);
-        if (q >= 0 && !pass_faulted(p))
+        if (q >= 0 && !cb_faulted(p))
             launch(q, k, index, arg_buf, ret_buf);
-        cur_run = p;
-        protect(1);
+        cb_run = p;
         if (may_help)
             maybe_help(r, started, deadline);
     }
-    cur_core = -1;
+    cb_core = -1;
 }
 
 /* 1 when the vector must stop after run r (a fault, a helper's bad end, a
@@ -506,24 +328,22 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
 static int make_run(const struct gz_run *r, int index)
 {
     int p = (int)r->index, q = follower[p];
-    double start = mono();
-    protect(1);
-    set_pass(p, PASS_RUNNING, gl_now_ns());
+    double start = gl_mono();
+    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, now_ns());
     if (q >= 0)
-        set_pass(q, PASS_RUNNING, gl_now_ns());
-    set_job(index, getpid(), p, 0, JOB_RUNNING);
+        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING, now_ns());
+    cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_RUNNING);
     /* (a run with a follower makes two launches of each core: twice the time) */
     run_cores(r, index, start + (double)V->timeout_ns * 1e-9 * (q >= 0 ? 2 : 1));
     int bad = wait_helpers();
     set_alarm(0);
-    protect(1);
-    set_job(index, getpid(), p, 0, JOB_EXITED);
-    if (bad || left_running(index, p) || (q >= 0 && left_running(index, q)))
+    cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_EXITED);
+    if (bad || cb_left_running(index, p) || (q >= 0 && cb_left_running(index, q)))
         return 1;
-    set_pass(p, PASS_DONE, gl_now_ns());
+    cb_set_pass(p, GPSIMD_ZY_PASS_DONE, now_ns());
     if (q >= 0)
-        set_pass(q, pass_faulted(p) ? PASS_SKIPPED : PASS_DONE, gl_now_ns());
-    return pass_faulted(p) || (q >= 0 && pass_faulted(q));
+        cb_set_pass(q, cb_faulted(p) ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE, now_ns());
+    return cb_faulted(p) || (q >= 0 && cb_faulted(q));
 }
 
 static void leader_run(void)
@@ -531,17 +351,12 @@ static void leader_run(void)
     for (int i = 0; i < V->nruns; i++) {
         const struct gz_run *r = &V->runs[i];
         int p = (int)r->index;
-        if (has_whole[p])
+        if (whole[p].pid)
             continue;                      /* a helper makes it */
-        if (is_follower[p]) {              /* made with the run it follows */
-            protect(1);
-            if (pass_state(p) == 0)
-                set_pass(p, PASS_SKIPPED, gl_now_ns());
-            continue;
-        }
-        if (stop_after >= 0) {
-            protect(1);
-            set_pass(p, PASS_SKIPPED, gl_now_ns());
+        if (is_follower[p] || stop_after >= 0) {   /* (a follower: made with the run it
+                                                      follows, unless that run was not) */
+            if (!is_follower[p] || cb_pass_state(p) == 0)
+                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, now_ns());
             continue;
         }
         int index = jobs_n++;
@@ -579,17 +394,18 @@ static void leader_main(void)
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
     if (mm == MAP_FAILED)
-        model_error("mmap", errno);
+        cb_model_error("mmap", errno);
     close((int)R->image_fd);               /* no descriptor leads back into the image */
-    image = cb = mm;
+    image = cb_page = mm;
+    cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.., then nothing of the model's is
        reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
     for (int i = 0; i < nfds; i++)
         if (R->out[i] >= 0 && dup2(R->out[i], 3 + i) < 0)
-            model_error("dup2 of an output pipe", errno);
+            cb_model_error("dup2 of an output pipe", errno);
     if (R->devnull >= 0 && dup2(R->devnull, 3 + nfds++) < 0)
-        model_error("dup2 of /dev/null", errno);
+        cb_model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
@@ -600,23 +416,21 @@ static void leader_main(void)
         setrlimit(RLIMIT_DATA, &lim);
     }
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
-        model_error("the binding size differs from abi.h's", 0);
-    for (int i = 0; i < V->nruns; i++)
+        cb_model_error("the binding size differs from abi.h's", 0);
+    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
+        follower[p] = -1;
+    for (int i = 0; i < V->nruns; i++) {
+        int p = (int)V->runs[i].index;
+        int64_t a = V->runs[i].after;
         for (int k = 0; k < V->ncores; k++) {
-            int p = (int)V->runs[i].index;
             int64_t at = V->bindings_at + (p * V->ncores + k) * V->binding_size;
             memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
             rebase(&bindings[p][k]);
         }
-    for (int p = 0; p < GL_MAX_RUNS; p++)
-        follower[p] = -1;
-    for (int i = 0; i < V->nruns; i++) {
-        int64_t a = V->runs[i].after;
         if (a < 0)
             continue;
-        int p = (int)V->runs[i].index;
-        if (a >= GL_MAX_RUNS || a == p || follower[a] >= 0)
-            model_error("a run that follows no run, or a second follower", 0);
+        if (a >= GPSIMD_ZY_MAX_RUNS || a == p || follower[a] >= 0)
+            cb_model_error("a run that follows no run, or a second follower", 0);
         follower[a] = p;
         is_follower[p] = 1;
     }
@@ -625,23 +439,17 @@ static void leader_main(void)
     out_desc = alloc((size_t)V->desc_len);
     memcpy(out_desc, image + V->args_at + V->page, (size_t)V->desc_len);
     leader_run();
-    protect(1);
-    put32(CB_LEADER_DONE, 1);
+    cb_leader_done();
     _exit(0);
 }
 
 /* ---- the entry points -------------------------------------------------------- */
 
 /* Fork the vector's leader (in its own process group). Returns its pid, or
- * -errno. The request must stay valid until the call returns. */
+ * -errno. The request must stay valid until the call returns; its runs and
+ * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
 long gl_fork_leader(struct gl_request *req)
 {
-    const struct gz_vector *v = &req->v;
-    if (v->nruns < 1 || v->nruns > GL_MAX_RUNS || v->ncores < 1 || v->ncores > GL_MAX_CORES)
-        return -EINVAL;
-    for (int i = 0; i < v->nruns; i++)
-        if (v->runs[i].index < 0 || v->runs[i].index >= GL_MAX_RUNS)
-            return -EINVAL;
     pid_t pid = fork();
     if (pid < 0)
         return -errno;
@@ -650,14 +458,8 @@ long gl_fork_leader(struct gl_request *req)
     R = req;
     V = &req->v;
     setpgid(0, 0);
-    if (req->oom_first) {
-        int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            if (write(fd, "1000", 4) < 0) {
-            }
-            close(fd);
-        }
-    }
+    if (req->oom_first)
+        sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
     leader_main();
-    _exit(EXIT_MODEL_ERROR);               /* not reached */
+    _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);     /* not reached */
 }

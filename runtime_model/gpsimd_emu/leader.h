@@ -10,9 +10,6 @@
 #include "gpsimd_host/zygote.h"
 #include "sandbox.h"
 
-#define GL_MAX_RUNS GPSIMD_ZY_MAX_RUNS
-#define GL_MAX_CORES GPSIMD_ZY_MAX_CORES
-
 /* A vector's request: the worker's message and what the zygote adds. */
 struct gl_request {
     struct gz_vector v;
@@ -20,16 +17,16 @@ struct gl_request {
     int zygote;                          /* the pid the leader dies with */
     int oom_first;                       /* oom_score_adj 1000 */
     int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
-    int out[2 * GL_MAX_CORES];           /* per core: stdout's and stderr's pipe (write end) */
+    int out[2 * GPSIMD_ZY_MAX_CORES];    /* per core: stdout's and stderr's pipe (write end) */
     int devnull;                         /* /dev/null for writing: the cores' output after
                                             the first run (-1: the pipes then too) */
-    void *launchers[GL_MAX_RUNS][GL_MAX_CORES];   /* int (*)(void), per copy */
-    void *binders[GL_MAX_RUNS][GL_MAX_CORES];     /* gpsimd_bind_core, per copy */
+    void *launchers[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];  /* int (*)(void), per copy */
+    void *binders[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];    /* gpsimd_bind_core, per copy */
 };
 
 /* leader.c */
 long gl_fork_leader(struct gl_request *req);
 void gl_set_name(const char *name);
-int64_t gl_now_ns(void);
+double gl_mono(void);                   /* CLOCK_MONOTONIC, in seconds */
 
 #endif

@@ -1,32 +1,21 @@
 /* The sandbox of a library run's vectors, made once by the zygote at its
- * start (zygote.c), in the manner of Bazel's linux-sandbox: the zygote
- * becomes PID 1 of a new PID namespace (root), or of one inside a new
- * user namespace (anyone, where the distribution allows it), with its
- * own network namespace (no interface: no socket of any build or
- * service is reachable) and mount namespace, in which the whole file
- * system is read-only, /proc is a fresh one that shows the namespace's
- * processes only, and the working directory is an empty private tmpfs
- * (emptied between vectors: sb_fresh_workdir); and its own SysV IPC
- * namespace (emptied between vectors too). The memory cgroup of the
- * vectors is made before the namespaces (its name carries a pid of the
- * host's) and its files are kept open, then /sys/fs/cgroup is detached.
- * Then: no_new_privs, an empty capability bounding set, a seccomp filter
- * that refuses every socket and io_uring, and no capability at all,
- * before any core object is loaded (their static initialisers run in the
- * zygote). The working directory is made again by the relay below, which
- * keeps its capabilities outside the PID namespace.
- *
- * The process that called stays outside the namespace, relays its end
- * as its own and removes the cgroup, in every mode. Where no PID
- * namespace can be made, the mode is "pgroup": each vector its own
- * process group and the zygote a subreaper; sb.missing says what is then
- * not contained (the run prints it once). GPSIMD_EMU_CONTAIN forces a
- * mode (tests).
+ * start (zygote.c), in the manner of Bazel's linux-sandbox: the zygote PID
+ * 1 of a new PID namespace (root), or of one inside a new user namespace,
+ * with network, mount and SysV IPC namespaces of its own (the file system
+ * read-only, a fresh /proc, a private working directory made again
+ * between vectors: sb_fresh_workdir), then no_new_privs, no capability and
+ * a seccomp filter, before any core object is loaded (their static
+ * initialisers run in the zygote). The process that called stays outside
+ * as the relay: it relays the zygote's end, makes the working directory
+ * again on its request, and removes the memory cgroup (sandbox_cgroup.c),
+ * in every mode. Where no PID namespace can be made, the mode is "pgroup"
+ * and SB.missing says what is not contained; GPSIMD_EMU_CONTAIN forces a
+ * mode (tests). Each wall and why: ARCHITECTURE.md "Processes and
+ * containment".
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <dirent.h>
 #include <poll.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +36,6 @@
 #include <sys/prctl.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/syscall.h>
@@ -70,15 +58,50 @@ void sb_die_with_parent(int parent)
         _exit(1);
 }
 
-static int write_text(int dir, const char *file, const char *text);
+/* ---- whole writes, small files ----------------------------------------------- */
 
-/* Join the run's cgroup: the calling process, single-threaded. On v1 the
- * calling thread writes "0" to "tasks", which moves it without the
- * kernel's global lock of thread groups (0.3 ms here, where a write to
- * "cgroup.procs" waits 5-20 ms for that lock); 1 when inside. */
-static int sb_cg_join(int dir, int version)
+int sb_write_all(int fd, const void *data, size_t n)
 {
-    return write_text(dir, version == 1 ? "tasks" : "cgroup.procs", "0") == 0;
+    for (size_t done = 0; done < n;) {
+        ssize_t w = write(fd, (const char *)data + done, n - done);
+        if (w <= 0)
+            return -1;
+        done += (size_t)w;
+    }
+    return 0;
+}
+
+int sb_write_text(int dir, const char *file, const char *text)
+{
+    int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
+    int rc = fd < 0 ? -1 : sb_write_all(fd, text, strlen(text));
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+ssize_t sb_read_text(int dir, const char *file, char *text, size_t size)
+{
+    int fd = openat(dir, file, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd < 0 ? -1 : read(fd, text, size - 1);
+    if (fd >= 0)
+        close(fd);
+    text[n > 0 ? n : 0] = 0;
+    return n;
+}
+
+int sb_read_pids(int dir, const char *file, pid_t *pids, int max)
+{
+    char text[8192];
+    int n = 0;
+    sb_read_text(dir, file, text, sizeof text);
+    for (char *at = text, *end; n < max; at = end) {
+        long pid = strtol(at, &end, 10);
+        if (end == at)
+            break;
+        pids[n++] = (pid_t)pid;
+    }
+    return n;
 }
 
 static void note(const char *what, int err)
@@ -88,289 +111,7 @@ static void note(const char *what, int err)
              strerror(err));
 }
 
-/* ---- the memory cgroup ---------------------------------------------------- */
-
-static int write_text(int dir, const char *file, const char *text)
-{
-    int fd = openat(dir, file, O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    ssize_t n = write(fd, text, strlen(text));
-    close(fd);
-    return n == (ssize_t)strlen(text) ? 0 : -1;
-}
-
-/* Remove gpsimd-emu-<pid> cgroups under base whose process is gone (a run
- * that was SIGKILLed could not remove its own). */
-static void remove_stale(const char *base)
-{
-    DIR *d = opendir(base);
-    if (d == NULL)
-        return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (strncmp(e->d_name, "gpsimd-emu-", 11) != 0)
-            continue;
-        char proc[64], path[1400];
-        snprintf(proc, sizeof proc, "/proc/%ld", strtol(e->d_name + 11, NULL, 10));
-        if (access(proc, F_OK) == 0)
-            continue;
-        snprintf(path, sizeof path, "%s/%s", base, e->d_name);
-        rmdir(path);
-    }
-    closedir(d);
-}
-
-/* gpsimd-emu-<pid> under this process's memory cgroup (v1 "memory", or
- * v2 with the controller delegated); SB.cg_version 0 when none can be. */
-static void cgroup_create(void)
-{
-    char text[4096], bases[2][400] = {"", ""};
-    int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return;
-    text[n] = 0;
-    for (char *line = text; line && *line;) {        /* "id:controllers:path" */
-        char *end = strchr(line, '\n'), *c1 = strchr(line, ':');
-        if (end)
-            *end = 0;
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (c2 && c2 - c1 == 1 && c1 - line == 1 && line[0] == '0')
-            snprintf(bases[1], sizeof bases[1], "/sys/fs/cgroup%s", c2 + 1);
-        else if (c2 && memmem(c1, (size_t)(c2 - c1), "memory", 6))
-            snprintf(bases[0], sizeof bases[0], "/sys/fs/cgroup/memory%s", c2 + 1);
-        line = end ? end + 1 : NULL;
-    }
-    for (int version = 1; version <= 2 && !SB.cg_version; version++) {
-        const char *base = bases[version - 1];
-        if (!base[0])
-            continue;
-        if (version == 2) {
-            char ctl[1100], list[512] = "";
-            snprintf(ctl, sizeof ctl, "%s/cgroup.subtree_control", base);
-            int c = open(ctl, O_RDONLY | O_CLOEXEC);
-            ssize_t m = c < 0 ? -1 : read(c, list, sizeof list - 1);
-            if (c >= 0)
-                close(c);
-            if (m <= 0 || strstr(list, "memory") == NULL)
-                continue;
-        }
-        remove_stale(base);
-        snprintf(SB.cg_path, sizeof SB.cg_path, "%s/gpsimd-emu-%d", base, (int)getpid());
-        if (mkdir(SB.cg_path, 0755) != 0 && errno != EEXIST)
-            continue;
-        SB.cg_dir = open(SB.cg_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        SB.cg_version = SB.cg_dir >= 0 ? version : 0;
-        if (SB.cg_version && sb_cg_set_limit((int64_t)1 << 40) != 0)
-            sb_cg_remove();
-    }
-}
-
-/* The cgroup's files a limit is written to, opened once (the mount is
- * detached from the namespace after this). */
-static void cgroup_open(void)
-{
-    const char *names[3] = {"memory.limit_in_bytes", "memory.memsw.limit_in_bytes", NULL};
-    if (SB.cg_version == 2) {
-        names[0] = "memory.max";
-        names[1] = "memory.swap.max";
-    }
-    for (int i = 0; i < 2; i++)
-        SB.cg_fds[i] = openat(SB.cg_dir, names[i], O_WRONLY | O_CLOEXEC);
-}
-
-static int write_number(int fd, int64_t value)
-{
-    char text[32];
-    int n = snprintf(text, sizeof text, "%lld", (long long)value);
-    return fd >= 0 && pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
-}
-
-int sb_cg_set_limit(int64_t bytes)
-{
-    if (SB.cg_fds[0] < 0)
-        cgroup_open();
-    if (bytes == SB.cg_limit)
-        return 0;
-    int rc;
-    if (SB.cg_version == 1) {
-        if (SB.cg_fds[1] >= 0 && write_number(SB.cg_fds[1], -1) != 0)
-            return -1;
-        rc = write_number(SB.cg_fds[0], bytes);
-        if (rc == 0 && SB.cg_fds[1] >= 0)
-            rc = write_number(SB.cg_fds[1], bytes);
-    } else {
-        rc = write_number(SB.cg_fds[0], bytes);
-        if (rc == 0)
-            write_number(SB.cg_fds[1], 0);
-    }
-    if (rc == 0)
-        SB.cg_limit = bytes;
-    return rc;
-}
-
-/* The value of line "key N" of a cgroup file, or of a one-number file
- * (key NULL); 0 when it cannot be read. */
-int64_t sb_cg_read(const char *file, const char *key)
-{
-    char text[4096];
-    int fd = openat(SB.cg_dir, file, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
-    if (n <= 0)
-        return 0;
-    text[n] = 0;
-    if (key == NULL)
-        return strtoll(text, NULL, 10);
-    size_t len = strlen(key);
-    for (char *line = text; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (strncmp(line, key, len) == 0 && line[len] == ' ')
-            return strtoll(line + len + 1, NULL, 10);
-    return 0;
-}
-
-/* Stop limiting through the cgroup (it cannot hold the limit asked). */
-void sb_cg_remove(void)
-{
-    if (SB.cg_inside) {
-        sb_cg_set_limit((int64_t)1 << 40);
-        return;
-    }
-    for (int i = 0; i < 2; i++)
-        if (SB.cg_fds[i] >= 0)
-            close(SB.cg_fds[i]);
-    SB.cg_fds[0] = SB.cg_fds[1] = -1;
-    for (int i = 0; i < 50 && rmdir(SB.cg_path) != 0 && errno == EBUSY; i++)
-        usleep(10000);
-    SB.cg_version = 0;
-}
-
-/* ---- namespaces ------------------------------------------------------------ */
-
-/* Wait for the zygote (pid) and end as it ended, its cgroup removed. */
-static int mount_workdir(void);
-
-/* A fresh working directory in the zygote's mount namespace (the relay
- * joins it at the first request): the zygote holds no capability, so it
- * asks the relay, which keeps them outside the PID namespace, out of a
- * kernel's reach. 1 when done. */
-static int refresh(pid_t pid, int *mnt)
-{
-    if (*mnt < 0) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
-        if ((*mnt = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(*mnt, CLONE_NEWNS) != 0)
-            return 0;
-    }
-    return umount2("/tmp", MNT_DETACH) == 0 && mount_workdir() == 0;
-}
-
-/* The zygote, PID 1 of the namespace: its pidfd (never another process,
- * once it is reaped), or its pid while it is not reaped. */
-static int sandboxed_fd = -1;
-static pid_t sandboxed;
-static volatile sig_atomic_t reaped, stopped_by;
-
-static void end_sandbox(int sig)
-{
-    int saved = errno;
-    stopped_by = sig;                    /* (the relay dies of it, once done) */
-    if (sandboxed_fd >= 0)               /* (its namespace's processes die with it) */
-        syscall(SYS_pidfd_send_signal, sandboxed_fd, SIGKILL, NULL, 0);
-    else if (!reaped)
-        kill(sandboxed, SIGKILL);
-    errno = saved;
-}
-
-/* SIGKILL every process still in the cgroup: the vectors' processes that
- * outlived the zygote (without a PID namespace an orphan that left its
- * process group lives on; none can leave the cgroup). A pid is read and
- * killed within microseconds: no time for its number to come round. */
-static void kill_members(void)
-{
-    char text[8192];
-    int fd = openat(SB.cg_dir, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof text - 1);
-    if (fd >= 0)
-        close(fd);
-    text[n > 0 ? n : 0] = 0;
-    for (char *p = text, *end; *p; p = end) {
-        long pid = strtol(p, &end, 10);
-        if (end == p)
-            break;
-        if (pid > 1)
-            kill((pid_t)pid, SIGKILL);
-    }
-}
-
-/* Serve the zygote's requests for a fresh working directory (requests:
- * a byte on `req`; the answer, "1" or "0", on `ack`), wait for its end
- * and end as it ended, its cgroup removed. A stop signal (SIGINT,
- * SIGTERM, SIGHUP), and the death of the worker `parent` (SIGTERM), end
- * the zygote first: the relay outlives it to remove the cgroup, which a
- * SIGKILL of the relay would leave behind. */
-static void relay(pid_t pid, int req, int ack, int cg_parent, int parent)
-{
-    int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
-    sandboxed = pid;
-    sandboxed_fd = ended;
-    struct sigaction stop = {0};
-    stop.sa_handler = end_sandbox;
-    sigemptyset(&stop.sa_mask);
-    sigaction(SIGINT, &stop, NULL);
-    sigaction(SIGTERM, &stop, NULL);
-    sigaction(SIGHUP, &stop, NULL);
-    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-    if (getppid() != parent)             /* (it died before the line above) */
-        end_sandbox(SIGTERM);
-    for (char c; ended >= 0;) {
-        struct pollfd p[2] = {{ended, POLLIN, 0}, {req, POLLIN, 0}};
-        if (poll(p, 2, -1) < 0 && errno != EINTR)
-            break;
-        if (p[0].revents)
-            break;
-        if (p[1].revents & POLLIN && read(req, &c, 1) == 1) {
-            if (write(ack, refresh(pid, &mnt) ? "1" : "0", 1) != 1)
-                break;
-        } else if (p[1].revents) {
-            break;                       /* (the zygote's end closed: it is ending) */
-        }
-    }
-    close(req);                          /* (a request now reads "not done") */
-    close(ack);
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            _exit(1);
-    reaped = 1;
-    if (SB.cg_version) {                 /* (by its parent's fd: the path may be hidden here) */
-        const char *name = strrchr(SB.cg_path, '/') + 1;
-        for (int i = 0; i < 50 && unlinkat(cg_parent, name, AT_REMOVEDIR) != 0 && errno == EBUSY;
-             i++) {
-            kill_members();
-            usleep(10000);
-        }
-    }
-    int sig = stopped_by ? stopped_by : WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    if (sig) {
-        signal(sig, SIG_DFL);
-        kill(getpid(), sig);
-    }
-    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
-}
-
-static void map_ids(uid_t uid, gid_t gid)
-{
-    char text[64];
-    write_text(AT_FDCWD, "/proc/self/setgroups", "deny");
-    snprintf(text, sizeof text, "%d %d 1", (int)uid, (int)uid);
-    write_text(AT_FDCWD, "/proc/self/uid_map", text);
-    snprintf(text, sizeof text, "%d %d 1", (int)gid, (int)gid);
-    write_text(AT_FDCWD, "/proc/self/gid_map", text);
-}
+/* ---- the working directory -------------------------------------------------- */
 
 /* The working directory's folders: /tmp and a folder per run of a vector
  * (sb_run_dir: the runs of one vector do not see each other's files). */
@@ -409,62 +150,8 @@ static int enter_workdir(void)
 /* The working directory of run p of a vector (in a vector's process). */
 void sb_run_dir(int p)
 {
-    char dir[32];
-    snprintf(dir, sizeof dir, "/tmp/run%d", p);
-    if (SB.workdir && chdir(dir) != 0) {
+    if (SB.workdir && chdir(workdirs[1 + p]) != 0) {
         /* (left where it was: the run still runs, its files not private) */
-    }
-}
-
-/* At most GPSIMD_ZY_MAX_PIDS processes in this PID namespace (a fork bomb
- * would take the machine's PIDs): its own pid_max, which Linux keeps per
- * PID namespace since 6.14 (before, the file is the machine's: not
- * written). Through the /proc of the machine, before it is replaced. */
-static void limit_pids(void)
-{
-    struct utsname u;
-    int major = 0, minor = 0;
-    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2
-            || major * 1000 + minor < 6014) {
-        note("a bound on the vectors' processes (it needs Linux 6.14)", ENOSYS);
-        return;
-    }
-    char text[16];
-    snprintf(text, sizeof text, "%d", GPSIMD_ZY_MAX_PIDS);
-    if (write_text(AT_FDCWD, "/proc/sys/kernel/pid_max", text) != 0)
-        note("a bound on the vectors' processes", errno);
-}
-
-/* In the new mount namespace: the file system read-only, /sys/fs/cgroup
- * gone, a fresh /proc of this PID namespace, the private working
- * directory. */
-static void make_mounts(void)
-{
-    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
-        note("a private mount namespace", errno);
-        return;
-    }
-    if (SB.cg_version) {
-        cgroup_open();
-        if (umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {   /* (locked in a user namespace) */
-            note("the memory cgroup (it cannot be hidden here)", errno);
-            for (int i = 0; i < 2; i++)
-                close(SB.cg_fds[i]);
-            SB.cg_version = SB.cg_inside = 0;            /* (the relay removes it) */
-        }
-    }
-    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-    if (syscall(SYS_mount_setattr, -1, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)
-        note("a read-only file system", errno);
-    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-              "subset=pid,hidepid=invisible") != 0)
-        note("a /proc of the vectors' processes only", errno);
-    if (mount_workdir() != 0 || enter_workdir() != 0) {
-        note("a private working directory", errno);
-        if (chdir("/") != 0) {
-        }
-    } else {
-        SB.workdir = 1;
     }
 }
 
@@ -475,27 +162,19 @@ static void clear_ipc(void)
     struct shm_info shm;
     struct seminfo sem;
     struct msginfo msg;
-    int top = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&shm);
-    for (int i = 0; top >= 0 && shm.used_ids > 0 && i <= top; i++) {
-        struct shmid_ds d;
-        int id = shmctl(i, SHM_STAT_ANY, &d);
-        if (id >= 0)
+    union { struct shmid_ds shm; struct semid_ds sem; struct msqid_ds msg; } d;
+    int top = shmctl(0, SHM_INFO, (struct shmid_ds *)(void *)&shm), id;
+    for (int i = 0; top >= 0 && shm.used_ids > 0 && i <= top; i++)
+        if ((id = shmctl(i, SHM_STAT_ANY, &d.shm)) >= 0)
             shmctl(id, IPC_RMID, NULL);
-    }
     top = semctl(0, 0, SEM_INFO, &sem);
-    for (int i = 0; top >= 0 && sem.semusz > 0 && i <= top; i++) {
-        struct semid_ds d;
-        int id = semctl(i, 0, SEM_STAT_ANY, &d);
-        if (id >= 0)
+    for (int i = 0; top >= 0 && sem.semusz > 0 && i <= top; i++)
+        if ((id = semctl(i, 0, SEM_STAT_ANY, &d.sem)) >= 0)
             semctl(id, 0, IPC_RMID);
-    }
     top = msgctl(0, MSG_INFO, (struct msqid_ds *)(void *)&msg);
-    for (int i = 0; top >= 0 && msg.msgpool > 0 && i <= top; i++) {
-        struct msqid_ds d;
-        int id = msgctl(i, MSG_STAT_ANY, &d);
-        if (id >= 0)
+    for (int i = 0; top >= 0 && msg.msgpool > 0 && i <= top; i++)
+        if ((id = msgctl(i, MSG_STAT_ANY, &d.msg)) >= 0)
             msgctl(id, IPC_RMID, NULL);
-    }
 }
 
 /* Nothing of the last vector for the next one: its SysV IPC objects
@@ -518,14 +197,151 @@ void sb_fresh_workdir(void)
         SB.workdir = 0;                  /* (the next vectors' runs stay where they are) */
 }
 
-/* ---- privileges ------------------------------------------------------------- */
+/* ---- namespaces ------------------------------------------------------------ */
 
-static int set_caps(uint32_t keep)
+/* A fresh working directory in the zygote's mount namespace (the relay
+ * joins it at the first request): the zygote holds no capability, so it
+ * asks the relay, which keeps them outside the PID namespace, out of a
+ * kernel's reach. 1 when done. */
+static int refresh(pid_t pid, int *mnt)
 {
-    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct d[2] = {{keep, keep, 0}, {0, 0, 0}};
-    return (int)syscall(SYS_capset, &h, d);
+    if (*mnt < 0) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%d/ns/mnt", (int)pid);
+        if ((*mnt = open(path, O_RDONLY | O_CLOEXEC)) < 0 || setns(*mnt, CLONE_NEWNS) != 0)
+            return 0;
+    }
+    return umount2("/tmp", MNT_DETACH) == 0 && mount_workdir() == 0;
 }
+
+/* The zygote, PID 1 of the namespace: its pidfd (never another process,
+ * once it is reaped), or its pid while it is not reaped. */
+static int sandboxed_fd = -1;
+static pid_t sandboxed;
+static volatile sig_atomic_t reaped, stopped_by;
+
+static void end_sandbox(int sig)
+{
+    int saved = errno;
+    stopped_by = sig;                    /* (the relay dies of it, once done) */
+    if (sandboxed_fd >= 0)               /* (its namespace's processes die with it) */
+        syscall(SYS_pidfd_send_signal, sandboxed_fd, SIGKILL, NULL, 0);
+    else if (!reaped)
+        kill(sandboxed, SIGKILL);
+    errno = saved;
+}
+
+/* Serve the zygote's requests for a fresh working directory (requests:
+ * a byte on `req`; the answer, "1" or "0", on `ack`), wait for its end
+ * and end as it ended, its cgroup removed. A stop signal (SIGINT,
+ * SIGTERM, SIGHUP), and the death of the worker `parent` (SIGTERM), end
+ * the zygote first: the relay outlives it to remove the cgroup, which a
+ * SIGKILL of the relay would leave behind. */
+static void relay(pid_t pid, int req, int ack, int parent)
+{
+    int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
+    sandboxed = pid;
+    sandboxed_fd = ended;
+    struct sigaction stop = {0};
+    stop.sa_handler = end_sandbox;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGINT, &stop, NULL);
+    sigaction(SIGTERM, &stop, NULL);
+    sigaction(SIGHUP, &stop, NULL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
+    if (getppid() != parent)             /* (it died before the line above) */
+        end_sandbox(SIGTERM);
+    for (char c; ended >= 0;) {
+        struct pollfd p[2] = {{ended, POLLIN, 0}, {req, POLLIN, 0}};
+        if (poll(p, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (p[0].revents)
+            break;
+        if (p[1].revents & POLLIN && read(req, &c, 1) == 1) {
+            if (write(ack, refresh(pid, &mnt) ? "1" : "0", 1) != 1)
+                break;
+        } else if (p[1].revents) {
+            break;                       /* (the zygote's end closed: it is ending) */
+        }
+    }
+    close(req);                          /* (a request now reads "not done") */
+    close(ack);
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            _exit(1);
+    reaped = 1;
+    sb_cg_remove_below();
+    int sig = stopped_by ? stopped_by : WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+    if (sig) {
+        signal(sig, SIG_DFL);
+        kill(getpid(), sig);
+    }
+    _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
+}
+
+static void map_ids(uid_t uid, gid_t gid)
+{
+    char text[64];
+    sb_write_text(AT_FDCWD, "/proc/self/setgroups", "deny");
+    snprintf(text, sizeof text, "%d %d 1", (int)uid, (int)uid);
+    sb_write_text(AT_FDCWD, "/proc/self/uid_map", text);
+    snprintf(text, sizeof text, "%d %d 1", (int)gid, (int)gid);
+    sb_write_text(AT_FDCWD, "/proc/self/gid_map", text);
+}
+
+/* At most GPSIMD_ZY_MAX_PIDS processes in this PID namespace (a fork bomb
+ * would take the machine's PIDs): its own pid_max, which Linux keeps per
+ * PID namespace since 6.14 (before, the file is the machine's: not
+ * written). Through the /proc of the machine, before it is replaced. */
+static void limit_pids(void)
+{
+    struct utsname u;
+    int major = 0, minor = 0;
+    if (uname(&u) != 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2
+            || major * 1000 + minor < 6014) {
+        note("a bound on the vectors' processes (it needs Linux 6.14)", ENOSYS);
+        return;
+    }
+    char text[16];
+    snprintf(text, sizeof text, "%d", GPSIMD_ZY_MAX_PIDS);
+    if (sb_write_text(AT_FDCWD, "/proc/sys/kernel/pid_max", text) != 0)
+        note("a bound on the vectors' processes", errno);
+}
+
+/* In the new mount namespace: the file system read-only, /sys/fs/cgroup
+ * gone, a fresh /proc of this PID namespace, the private working
+ * directory. */
+static void make_mounts(void)
+{
+    if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+        note("a private mount namespace", errno);
+        return;
+    }
+    if (SB.cg_version) {
+        sb_cg_open();
+        if (umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {   /* (locked in a user namespace) */
+            note("the memory cgroup (it cannot be hidden here)", errno);
+            for (int i = 0; i < 2; i++)
+                close(SB.cg_fds[i]);
+            SB.cg_version = SB.cg_inside = 0;            /* (the relay removes it) */
+        }
+    }
+    struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+    if (syscall(SYS_mount_setattr, -1, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)
+        note("a read-only file system", errno);
+    if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "subset=pid,hidepid=invisible") != 0)
+        note("a /proc of the vectors' processes only", errno);
+    if (mount_workdir() != 0 || enter_workdir() != 0) {
+        note("a private working directory", errno);
+        if (chdir("/") != 0) {
+        }
+    } else {
+        SB.workdir = 1;
+    }
+}
+
+/* ---- privileges ------------------------------------------------------------- */
 
 /* No socket at all (socket, socketpair: a Unix datagram pair can connect
  * to a path, vsock reaches a virtual machine's host, whatever the network
@@ -572,18 +388,20 @@ static void lock_down(void)
             break;
     if (install_filter() != 0)
         note("a filter of the vectors' system calls", errno);
-    set_caps(0);                         /* (before any object loads: its static
-                                            initialisers run here) */
+    struct __user_cap_header_struct h = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct none[2] = {{0, 0, 0}, {0, 0, 0}};
+    syscall(SYS_capset, &h, none);       /* (no capability, before any object loads:
+                                            its static initialisers run here) */
 }
 
 /* ---- the entry -------------------------------------------------------------- */
 
 void sb_enter(int parent, int relay_closes)
 {
-    SB.cg_fds[0] = SB.cg_fds[1] = -1;
+    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_parent = -1;
     SB.cg_limit = -1;
     SB.mode = "pgroup";
-    cgroup_create();
+    sb_cg_create();
     const char *forced = getenv("GPSIMD_EMU_CONTAIN");
     int tries[2] = {CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID};
     const char *modes[2] = {"pidns", "userns"};
@@ -598,15 +416,9 @@ void sb_enter(int parent, int relay_closes)
         break;
     }
     /* (in every mode: the relay outlives the zygote to remove the cgroup) */
-    int req[2], ack[2], cg_parent = -1;
+    int req[2], ack[2];
     if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0)
         _exit(1);
-    if (SB.cg_version) {
-        char parent_path[sizeof SB.cg_path];
-        snprintf(parent_path, sizeof parent_path, "%s", SB.cg_path);
-        *strrchr(parent_path, '/') = 0;
-        cg_parent = open(parent_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    }
     pid_t outside = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -615,17 +427,17 @@ void sb_enter(int parent, int relay_closes)
         close(relay_closes);             /* (the worker sees the zygote's end) */
         close(req[1]);
         close(ack[0]);
-        relay(pid, req[0], ack[1], cg_parent, parent);
+        relay(pid, req[0], ack[1], parent);
     }
     close(req[0]);
     close(ack[1]);
-    if (cg_parent >= 0)
-        close(cg_parent);
+    if (SB.cg_parent >= 0)
+        close(SB.cg_parent);
     SB.refresh[0] = ack[0];
     SB.refresh[1] = req[1];
     sb_die_with_parent(outside);
     /* (joined once: a vector's leader is born in it) */
-    SB.cg_inside = SB.cg_version && sb_cg_join(SB.cg_dir, SB.cg_version);
+    SB.cg_inside = SB.cg_version && sb_cg_join();
     if (SB.cg_version && !SB.cg_inside)
         sb_cg_remove();                  /* (the RLIMIT alone, then) */
     if (strcmp(SB.mode, "pgroup") == 0) {

@@ -211,9 +211,15 @@ def test_the_walker_sees_function_level_imports_cycles_and_back_doors(tmp_path):
         "gpsimd_tool.ninja -> gpsimd_emu.contain: the build side imports only gpsimd_emu.client"]
 
 
-#: The program's C layers, lowest first: each one's files and the prefix of
-#: the functions its header declares.
+#: The program's C layers, lowest first: each one's files (the layer's
+#: name, or its name, ``_`` and a part) and the prefix of the functions its
+#: header declares.
 C_LAYERS = (("sandbox", "sb_"), ("leader", "gl_"), ("zygote", "gz_"))
+
+
+def c_layer(name):
+    """The layer of a C file or header (``sandbox_cgroup.c``: ``sandbox``)."""
+    return os.path.splitext(name)[0].split("_")[0]
 
 
 def c_violations(folder, names):
@@ -223,10 +229,10 @@ def c_violations(folder, names):
     rank = {layer: i for i, (layer, _) in enumerate(C_LAYERS)}
     out = []
     for name in sorted(names):
-        mine = rank[os.path.splitext(name)[0]]
+        mine = rank[c_layer(name)]
         text = open(os.path.join(folder, name), encoding="utf-8").read()
         for header in re.findall(r'^\s*#\s*include\s+"([a-z_]+)\.h"', text, re.M):
-            if rank.get(header, -1) > mine:
+            if rank.get(c_layer(header), -1) > mine:
                 out.append(f"{name} -> {header}.h: {C_LAYERS[mine][0]} is below {header}")
         for layer, prefix in C_LAYERS[mine + 1:]:
             for call in sorted(set(re.findall(rf"\b({prefix}[a-z_]+)\s*\(", text))):
@@ -236,7 +242,7 @@ def c_violations(folder, names):
 
 def test_the_program_sources_stand_in_layers():
     from gpsimd_device import zygote as program
-    assert {os.path.splitext(n)[0] for n in program.SOURCE_NAMES} == {l for l, _ in C_LAYERS}
+    assert {c_layer(n) for n in program.SOURCE_NAMES} == {l for l, _ in C_LAYERS}
     assert c_violations(os.path.join(ROOT, PACKAGES["gpsimd_emu"]), program.SOURCE_NAMES) == []
 
 
