@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from typing import List
+from typing import List, Tuple
 
 from gpsimd_device.headers import defines
 
@@ -69,12 +69,15 @@ _LEADER_DONE = ZY["CB_LEADER_DONE"]
 _ERROR = ZY["CB_ERROR"]
 _PASSES = ZY["CB_PASSES"]
 _PASS = struct.Struct("<IIII8sQQ")         # then the sem_t
+_PASS_FIELDS = ("state", "faulted", "claimed", "ncores", "order", "t_start", "t_end")
 _PASS_SIZE = ZY["CB_PASS_SIZE"]
 _SEM_OFFSET = ZY["CB_SEM"]
 _SLOTS = ZY["CB_SLOTS"]
 _SLOT = struct.Struct("<IIiIQQ")
+_SLOT_FIELDS = ("state", "status", "bind_rc", "job", "t_start", "t_end")
 _JOBS = ZY["CB_JOBS"]
 _JOB = struct.Struct("<iIiI")
+_JOB_FIELDS = ("pid", "pass", "wait_status", "state")
 assert _SLOT.size == ZY["CB_SLOT_SIZE"] and _JOB.size == ZY["CB_JOB_SIZE"]
 assert _HEADER.size <= _ERROR and _PASS.size <= _SEM_OFFSET
 assert _PASSES == _ERROR + ERROR_CAPACITY and _SLOTS == _PASSES + MAX_PASSES * _PASS_SIZE
@@ -132,8 +135,8 @@ class ControlBlock:
     def npasses(self) -> int:
         return self._header()[3]
 
-    def _record(self, layout: struct.Struct, at: int, names: str) -> dict:
-        return dict(zip(names.split(), layout.unpack_from(self.buf, at)))
+    def _record(self, layout: struct.Struct, at: int, names: Tuple[str, ...]) -> dict:
+        return dict(zip(names, layout.unpack_from(self.buf, at)))
 
     def validate(self, nonce: int, npasses: int, ncores: int) -> dict:
         """The whole record, checked: ``{"error": (pass, core, text) or None,
@@ -161,8 +164,7 @@ class ControlBlock:
                      bytes(self.buf[_ERROR:_ERROR + e_len]).decode("utf-8", errors="replace"))
         passes = []
         for p in range(npasses):
-            r = self._record(_PASS, _PASSES + p * _PASS_SIZE,
-                             "state faulted claimed ncores order t_start t_end")
+            r = self._record(_PASS, _PASSES + p * _PASS_SIZE, _PASS_FIELDS)
             r["order"] = list(r["order"][:min(r["ncores"], 8)])
             if r["state"] > PASS_SKIPPED or r["faulted"] > 1 or r["ncores"] > ncores \
                     or r["claimed"] > r["ncores"] or any(k >= ncores for k in r["order"]):
@@ -171,8 +173,7 @@ class ControlBlock:
         slots = [[] for _ in range(npasses)]
         for p in range(npasses):
             for k in range(ncores):
-                s = self._record(_SLOT, _SLOTS + (p * MAX_CORES + k) * _SLOT.size,
-                                 "state status bind_rc job t_start t_end")
+                s = self._record(_SLOT, _SLOTS + (p * MAX_CORES + k) * _SLOT.size, _SLOT_FIELDS)
                 if s["state"] > SLOT_BIND_FAILED or s["status"] > 1 or s["job"] >= MAX_JOBS:
                     raise RecordError(f"run {p}, core {k}: state {s['state']}, status "
                                       f"{s['status']}, job {s['job']}")
@@ -181,7 +182,7 @@ class ControlBlock:
                 slots[p].append(s)
         jobs = []
         for j in range(MAX_JOBS):
-            r = self._record(_JOB, _JOBS + j * _JOB.size, "pid pass wait_status state")
+            r = self._record(_JOB, _JOBS + j * _JOB.size, _JOB_FIELDS)
             if r["state"] == 0:
                 continue
             if r["state"] > JOB_EXITED or r["pass"] >= npasses:
