@@ -32,14 +32,17 @@ def forwarding(monkeypatch):
         os.close(fd)
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stop_signal_reaches_every_process_of_a_running_action(tmp_path, forwarding, sig):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
+def test_a_stop_signal_reaches_every_process_of_a_running_action(tmp_path, forwarding, sig,
+                                                                   capfd):
+    """As SIGTERM, whichever it was: a Python step that a SIGINT reached
+    while it imported printed a ``KeyboardInterrupt`` traceback under a
+    Ctrl-C of the build (the waiter here keeps Python's SIGINT handler)."""
     fifo = tmp_path / "pids"
     os.mkfifo(fifo)
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     waiter = tmp_path / "waiter.py"
     waiter.write_text(f"""import os, signal, time
-signal.signal(signal.SIGINT, signal.SIG_DFL)
 with open({str(fifo)!r}, "w") as f:
     f.write(f"{{os.getpid()}} {{os.getppid()}}")
 time.sleep(600)
@@ -58,7 +61,7 @@ time.sleep(600)
         forwarding._forward(sig)
         run.join(60)
         assert not run.is_alive()
-        assert status == [-sig]
+        assert status == [-signal.SIGTERM]
         for pid, fd in zip(started, pidfds):    # the waiter and the command
             assert select.select([fd], [], [], 10)[0], f"process {pid} outlived the signal"
             os.close(fd)
@@ -72,6 +75,7 @@ time.sleep(600)
         if run.is_alive():
             forwarding._forward(signal.SIGKILL)
             run.join()
+    assert "KeyboardInterrupt" not in capfd.readouterr().err
 
 
 def test_an_action_reads_nothing_of_the_builds_standard_input(tmp_path):

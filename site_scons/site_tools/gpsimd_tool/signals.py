@@ -10,8 +10,9 @@ only scons, which would then wait for a test run to finish its vectors.
 exactly as SCons's own POSIX spawn does (``sh -c``) and keeps the running
 ones in a set, and sets a wakeup fd (``signal.set_wakeup_fd``) that a
 thread reads: every SIGINT, SIGTERM or SIGHUP the process gets is sent on
-to every running action at once, whatever handler SCons has installed (it
-installs its own when the build starts). Each action runs in a process
+to every running action at once, as SIGTERM (a Python step a SIGINT
+reaches while it imports would print a traceback), whatever handler SCons
+has installed (it installs its own when the build starts). Each action runs in a process
 group of its own, as ninja runs its commands, and the signal goes to the
 whole group: the shell, the command it started (``/bin/sh`` is dash on
 Debian, which forks the command instead of replacing itself) and that
@@ -186,15 +187,19 @@ def interrupted() -> bool:
 
 
 def _forward(signum: int) -> None:
-    """Send ``signum`` (SIGHUP as SIGTERM) to every running action's
-    process group: to the command ``sh -c`` runs as well as to the shell,
-    since dash does not ``exec`` a command and dies of SIGTERM without
-    passing it on (which would leave, e.g., a test run going until its
-    vector's time limit). A test run still waiting for the emulator
+    """Send SIGTERM (for SIGINT, SIGTERM and SIGHUP alike) to every
+    running action's process group: to the command ``sh -c`` runs as well
+    as to the shell, since dash does not ``exec`` a command and dies of
+    SIGTERM without passing it on (which would leave, e.g., a test run
+    going until its vector's time limit). SIGTERM, not SIGINT: a Python
+    step (``python -m gpsimd_build.steps``, ``gpsimd_emu.shapes``) that a
+    SIGINT reaches while it imports prints a ``KeyboardInterrupt``
+    traceback; SIGTERM ends it quietly, and every command of the build
+    stops on it as on SIGINT. A test run still waiting for the emulator
     server to start it gives up (``emu_server.cancel``)."""
     _INTERRUPTED.set()
     emu_server.cancel()
-    sig = signum if signum != getattr(signal, "SIGHUP", -1) else signal.SIGTERM
+    sig = signal.SIGTERM if signum in _SIGNALS else signum
     with _LOCK:
         procs = list(_RUNNING)
     for proc in procs:
