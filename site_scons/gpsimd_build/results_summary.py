@@ -77,8 +77,11 @@ def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
                   everything: bool) -> List[str]:
     """One line per ``(name, state, results)`` and the totals line
     (``all libraries: ...`` when ``everything`` was asked for, else
-    ``total: ...``)."""
-    passed = failed = checked = no_vectors = 0
+    ``total: ...``), which counts the libraries with results and says how
+    many have none (``(2 libraries not counted)``: stale, not run, no
+    results), so that it never reads as all passed when some were not
+    tested."""
+    passed = failed = checked = no_vectors = uncounted = 0
     lines = []
     for name, state, res in entries:
         lines.append(library_line(name, state, res))
@@ -87,8 +90,12 @@ def summary_lines(entries: Iterable[Tuple[str, str, Optional[LibraryResults]]],
             failed += res.failed
             checked += res.checked
             no_vectors += len(res.no_vectors)
+        else:
+            uncounted += 1
     lines.append(f"{TOTALS[0] if everything else TOTALS[1]}: "
-                 f"{counts_text(passed, failed, checked, no_vectors)}")
+                 f"{counts_text(passed, failed, checked, no_vectors)}" + (
+                     f" ({uncounted} {'library' if uncounted == 1 else 'libraries'} not counted)"
+                     if uncounted else ""))
     return lines
 
 

@@ -26,9 +26,12 @@ def test_every_state_has_its_line_and_only_current_results_are_counted():
         "e: not run",
         "f: the test run failed without results (see above)",
         "g: no results (the results file cannot be read)",
-        "all libraries: 10 passed, 3 failed"]
+        "all libraries: 10 passed, 3 failed (4 libraries not counted)"]
+    # (the totals never read as all passed while a library has no results)
     assert s.summary_lines(entries[3:5], everything=False) == [
-        "d: stale", "e: not run", "total: 0 passed, 0 failed"]
+        "d: stale", "e: not run", "total: 0 passed, 0 failed (2 libraries not counted)"]
+    assert s.summary_lines(entries[1:4], everything=False)[-1] == (
+        "total: 7 passed, 2 failed (1 library not counted)")
 
 
 def test_ops_without_vectors_are_counted_apart_never_as_failed():
