@@ -98,6 +98,11 @@ BAD_CASES = {
         "16:17: $.libraries[0].ops[1].schema: duplicate op name 'relu' in library 'relu' "
         "(first at line 6)",
     ],
+    # (two ops on one kernel: the generated wrapper stopped with a traceback)
+    "shared_kernel": [
+        "14:17: $.libraries[0].ops[1].kernel: kernel 'relu_forward' is already the kernel of "
+        "the op at line 7: each op of a library registers a function of its own",
+    ],
     "unknown_dtype": [
         f"10:26: {V}.inputs.x.dtype: unknown dtype 'float33' (did you mean 'float32'?)",
     ],

@@ -329,8 +329,10 @@ class _ManifestFile(_OpChecks, _FileChecks):
         ops: List[Optional[Op]] = []
         if isinstance(ops_value, list):
             names: Dict[str, DocPath] = {}
+            kernels: Dict[str, DocPath] = {}
             for j, op in enumerate(ops_value):
-                ops.append(self.op(path + ("ops", j), op, name, names, defaults, shapes))
+                ops.append(self.op(path + ("ops", j), op, name, names, defaults, shapes,
+                                   kernels))
         if not self.clean(path, except_items_of="ops"):
             return None
         multicore = lib.get("multicore", self.defaults.multicore)

@@ -48,13 +48,15 @@ class _OpChecks(_InputChecks):
 
     def op(self, path: DocPath, op: Any, library: str, names: Dict[str, DocPath],
            defaults: Optional[_Defaults] = None,
-           shapes: Optional[LibraryShapes] = None) -> Optional[Op]:
+           shapes: Optional[LibraryShapes] = None,
+           kernels: Optional[Dict[str, DocPath]] = None) -> Optional[Op]:
         """Check one op (schema, name, kernel, reference) and its vectors;
         its model (``stack_size`` from the op, else ``defaults``, else 4196),
         or None. ``shapes``: the library's shape sources as read (None
         without them): the kernel name defaults to the op's ``m.def``, and
         an op without ``schema:`` gets the schema derived from its shape
-        function."""
+        function. ``names``, ``kernels``: the library's op names and kernels
+        so far (each op registers its own kernel function)."""
         defaults = defaults or _Defaults()
         if not isinstance(op, dict):
             return None
@@ -96,6 +98,14 @@ class _OpChecks(_InputChecks):
                                                      f"valid: {shown(err.message, 200)}; give "
                                                      "schema:")
         kernel, kernel_given = self.kernel_name(path, op, name, shapes)
+        if kernel is not None and kernels is not None and (kernel_given or name not in names):
+            where = path + (("kernel",) if "kernel" in op else ())
+            if kernel in kernels:
+                self.error(where, f"kernel '{shown(kernel)}' is already the kernel of the op at "
+                                  f"line {self.line(kernels[kernel])}: each op of a library "
+                                  "registers a function of its own")
+            else:
+                kernels[kernel] = where
         if name is not None:
             if name in names:
                 self.error(name_path, f"duplicate op name '{shown(name)}' in library "
