@@ -685,6 +685,22 @@ def _writer(fifo, proc, timeout=300):
     return got[0]
 
 
+def _held_run(proj, program=NINJA):
+    """``program -f build/build.ninja`` started in ``proj`` with relu's
+    reference made to wait (``_HOLD``) and its results removed, once its
+    relu test is inside the reference: ``(process, the fifo's write end)``
+    (a byte written to it lets the reference return)."""
+    reference = proj / "kernels/relu/reference.py"
+    reference.write_text(reference.read_text().replace("def relu_forward(x):\n", _HOLD, 1))
+    assert "Regenerating build/build.ninja" in ninja(proj).stdout
+    (proj / "build/host/relu/test-results.json").unlink()       # (RETEST)
+    fifo = proj / "hold-relu"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([str(program), "-f", "build/build.ninja"], cwd=str(proj),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return proc, _writer(fifo, proc)
+
+
 def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(small_ninja):
     """Two terminals: ``ninja`` (its relu test running on the good
     objects), an edit that breaks relu, ``scons relu``. scons built and
@@ -697,15 +713,7 @@ def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(smal
     writes anything; then scons builds the edit and every summary says
     that relu fails."""
     proj = small_ninja
-    reference = proj / "kernels/relu/reference.py"
-    reference.write_text(reference.read_text().replace("def relu_forward(x):\n", _HOLD, 1))
-    assert "Regenerating build/build.ninja" in ninja(proj).stdout
-    (proj / "build/host/relu/test-results.json").unlink()       # (RETEST)
-    fifo = proj / "hold-relu"
-    os.mkfifo(fifo)
-    first = subprocess.Popen(NINJA_F, cwd=str(proj), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True)
-    held = _writer(fifo, first)
+    first, held = _held_run(proj)
     waiter = None
     try:
         src = proj / RELU
@@ -757,17 +765,9 @@ def test_a_ninja_of_another_name_holds_its_build_folder(small_ninja, tmp_path):
     its PASS over a newer scons's FAIL. While its relu test is held in the
     reference, the lock file names it and scons stops, naming it."""
     proj = small_ninja
-    reference = proj / "kernels/relu/reference.py"
-    reference.write_text(reference.read_text().replace("def relu_forward(x):\n", _HOLD, 1))
-    assert "Regenerating build/build.ninja" in ninja(proj).stdout
-    (proj / "build/host/relu/test-results.json").unlink()       # (RETEST)
     other = tmp_path / "my-builder"
     shutil.copy(NINJA, other)
-    fifo = proj / "hold-relu"
-    os.mkfifo(fifo)
-    first = subprocess.Popen([str(other), "-f", "build/build.ninja"], cwd=str(proj),
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    held = _writer(fifo, first)
+    first, held = _held_run(proj, other)
     try:
         holder = (rf"process {first.pid} \(my-builder -f build/build\.ninja, "
                   rf"since \d\d:\d\d:\d\d\)")
