@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from gpsimd_device.faults import fault_name
-from gpsimd_device.plan import OpPlan
+from gpsimd_device.plan import OpPlan, VectorPlan
 
 from . import abi, contain, control
 from .budget import exceeded
@@ -24,7 +24,7 @@ from .control import CANCELLED, EXIT_MODEL_ERROR
 from .merge import cores_text
 
 __all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "output_warnings",
-           "report_text", "core_name", "core_no", "running_cores"]
+           "report_text", "core_name", "core_no", "running_cores", "expected_shape_hint"]
 
 
 @dataclass
@@ -340,3 +340,17 @@ def output_warnings(output: List[dict]) -> List[str]:
     keep = 2 * control.ZY["OUTPUT_KEEP"]
     return [f"core {o['core']}: wrote {format_size(o['bytes'])} to {o['stream']} "
             f"({format_size(keep)} kept)" for o in output if o["bytes"] > keep]
+
+
+def expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
+    """When the output descriptor's size was taken from the expected result
+    (no ``output.shape`` in the vector) and the kernel's result does not fit
+    it (a core's report has ``REPORT_OUTPUT_SIZE``), say where that size
+    came from: the reference or the inline values may be what is wrong, not
+    the kernel."""
+    if vector.output.shape is not None:
+        return None
+    if not any(image.report(0, k).flags & abi.REPORT_OUTPUT_SIZE for k in range(image.num_cores)):
+        return None
+    return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
+            f"(give output.shape to fix it, or check the reference)")

@@ -166,7 +166,6 @@ class LibrarySession:
                         done(self._collect(inflight))
                     inflight = ready if isinstance(ready, _Pending) else None
                     if inflight is None:
-                        self._passed[(op.name, vector.name)] = False
                         done(ready)
             if inflight is not None:
                 done(self._collect(inflight))
@@ -248,8 +247,7 @@ class LibrarySession:
         Raises:
             KeyError: no such op or vector (names only).
         """
-        op, vector = self._find(op, vector)
-        return self._collect_now(op, vector, patch_image)
+        return self._collect_now(*self._find(op, vector), patch_image)
 
     def _passes_alone(self, op: OpPlan, name: str) -> bool:
         """Did vector ``name`` of ``op`` pass in this session? One that has
@@ -265,7 +263,6 @@ class LibrarySession:
                      alone: bool = False) -> VectorResult:
         ready = self._prepare(op, vector, patch_image, alone)
         if not isinstance(ready, _Pending):
-            self._passed[(op.name, vector.name)] = False
             return ready
         self._submit(ready)
         return self._collect(ready)
@@ -283,6 +280,8 @@ class LibrarySession:
         opts = self.options
 
         def failed(message: str) -> VectorResult:     # (and the result until judged: "")
+            if message:         # (it cannot run: it did not pass)
+                self._passed[(op.name, vector.name)] = False
             return VectorResult(op.name, vector.name, vector.where, "fail", message)
         if vector.output.error:     # the shape function gave no usable output
             return failed(vector.output.error)
@@ -361,7 +360,7 @@ class LibrarySession:
     def _collect(self, p: "_Pending") -> VectorResult:
         """Wait for the vector's end, judge it, release its image."""
         from .checks import judge_output
-        from .judge import judge_run, output_warnings, warnings_of
+        from .judge import expected_shape_hint, judge_run, output_warnings, warnings_of
         opts, image, result = self.options, p.image, p.result
         if image.second is not None and not self._passed.get((p.op.name, image.second[0])):
             image.second = None     # (a failing vector's expected output judges no other)
@@ -393,7 +392,7 @@ class LibrarySession:
                 if not comparison.ok:
                     problems.append(comparison.message)
             if problems:
-                hint = _expected_shape_hint(p.vector, p.shape, image)
+                hint = expected_shape_hint(p.vector, p.shape, image)
                 result.message = "; ".join(problems + ([hint] if hint else []))
             else:
                 result.status = CHECKED if p.expected is None else "pass"
@@ -450,17 +449,3 @@ class _Pending:
         self.expected, self.rtol, self.atol, self.shape = expected, rtol, atol, shape
         self.error: Optional[str] = None
         self.output: List[dict] = []     # what the cores wrote (ZygoteClient.receive)
-
-
-def _expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
-    """When the output descriptor's size was taken from the expected result
-    (no ``output.shape`` in the vector) and the kernel's result does not fit
-    it (a core's report has ``REPORT_OUTPUT_SIZE``), say where that size
-    came from: the reference or the inline values may be what is wrong, not
-    the kernel."""
-    if vector.output.shape is not None:
-        return None
-    if not any(image.report(0, k).flags & abi.REPORT_OUTPUT_SIZE for k in range(image.num_cores)):
-        return None
-    return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
-            f"(give output.shape to fix it, or check the reference)")
