@@ -701,6 +701,13 @@ def _held_run(proj, program=NINJA):
     return proc, _writer(fifo, proc)
 
 
+def _passes(proc):
+    """``_held_run``'s run, once its reference returned, passes everything."""
+    out, _ = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out
+    assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+
+
 def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(small_ninja):
     """Two terminals: ``ninja`` (its relu test running on the good
     objects), an edit that breaks relu, ``scons relu``. scons built and
@@ -743,9 +750,7 @@ def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(smal
     finally:
         os.write(held, b"x")
         os.close(held)
-    out, _ = first.communicate(timeout=600)
-    assert first.returncode == 0, out
-    assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+    _passes(first)
     out, err = waiter.communicate(timeout=600)
     assert waiter.returncode == 2, out + err
     assert out.splitlines()[-2:] == ["relu: 4 passed, 6 failed", "total: 4 passed, 6 failed"]
@@ -780,9 +785,7 @@ def test_a_ninja_of_another_name_holds_its_build_folder(small_ninja, tmp_path):
     finally:
         os.write(held, b"x")
         os.close(held)
-    out, _ = first.communicate(timeout=600)
-    assert first.returncode == 0, out
-    assert out.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
+    _passes(first)
 
 
 def test_a_ninja_run_stops_while_another_build_holds_its_folder(small_ninja):
