@@ -309,10 +309,7 @@ class Summary:
                              entries, self.checks, totals,
                              os.path.join(self.profile_dir, ".report-cache"),
                              records_dir=self.profile_dir))
-        try:        # (the next build renders the page again)
-            os.unlink(os.path.join(self.profile_dir, ".report-key"))
-        except FileNotFoundError:
-            pass
+        _remove(os.path.join(self.profile_dir, ".report-key"))    # (the next build renders it)
 
 
 def _why(e: Exception) -> str:
