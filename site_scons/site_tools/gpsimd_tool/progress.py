@@ -68,8 +68,12 @@ class Progress:
 
     # -- SCons's callbacks -------------------------------------------------------
     def seen(self, node) -> None:
-        """SCons's ``Progress`` callback: ``node`` is about to be decided."""
-        if self.total is not None and id(node) in self.predicted:
+        """SCons's ``Progress`` callback: ``node`` is about to be decided.
+        Before the prediction every node is kept: one SCons began to decide
+        before the first action line (``-j2``: the job thread prints while
+        the main thread decides) and finds up to date after it must still
+        leave the total."""
+        if self.total is None or id(node) in self.predicted:
             self.looked_at.append(node)
 
     def print_line(self, line: str, target, source, env) -> None:
@@ -92,6 +96,8 @@ class Progress:
         """Predicted actions SCons has since found up to date leave the total."""
         keep = []
         for node in self.looked_at:
+            if id(node) not in self.predicted:
+                continue
             state = node.get_state()
             if state in (SCons.Node.up_to_date,):
                 if self.predicted.pop(id(node), None) is not None:
