@@ -181,7 +181,7 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
-                && cb_pass_state(q) == 0) {
+                && cb->passes[q].state == 0) {
             fork_helper(later, 1, 0.0);
             free_--;
         }
@@ -217,7 +217,7 @@ static void wait_whole(void)
             kill(j.pid, SIGKILL);
         int st = j.done ? j.status : wait_pid(j.pid);
         int bad = job_ended(j, cancel ? GPSIMD_ZY_CANCELLED : st);
-        if (!cancel && (bad || cb_faulted(p)))
+        if (!cancel && (bad || cb->passes[p].faulted))
             stop_after = p;
     }
     memset(whole, 0, sizeof whole);
@@ -314,7 +314,7 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
         launch(p, k, index, arg_buf, ret_buf);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
-        if (q >= 0 && !cb_faulted(p))
+        if (q >= 0 && !cb->passes[p].faulted)
             launch(q, k, index, arg_buf, ret_buf);
         cb_run = p;
         if (may_help)
@@ -342,8 +342,9 @@ static int make_run(const struct gz_run *r, int index)
         return 1;
     cb_set_pass(p, GPSIMD_ZY_PASS_DONE, now_ns());
     if (q >= 0)
-        cb_set_pass(q, cb_faulted(p) ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE, now_ns());
-    return cb_faulted(p) || (q >= 0 && cb_faulted(q));
+        cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE,
+                    now_ns());
+    return cb->passes[p].faulted || (q >= 0 && cb->passes[q].faulted);
 }
 
 static void leader_run(void)
@@ -355,7 +356,7 @@ static void leader_run(void)
             continue;                      /* a helper makes it */
         if (is_follower[p] || stop_after >= 0) {   /* (a follower: made with the run it
                                                       follows, unless that run was not) */
-            if (!is_follower[p] || cb_pass_state(p) == 0)
+            if (!is_follower[p] || cb->passes[p].state == 0)
                 cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, now_ns());
             continue;
         }
@@ -396,7 +397,8 @@ static void leader_main(void)
     if (mm == MAP_FAILED)
         cb_model_error("mmap", errno);
     close((int)R->image_fd);               /* no descriptor leads back into the image */
-    image = cb_page = mm;
+    image = mm;
+    cb = mm;
     cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.., then nothing of the model's is
        reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
