@@ -45,7 +45,6 @@ struct job { int index, run, pid, done, status; };
  * or a helper forked from it). */
 static const struct gl_request *R;
 static const struct gz_vector *V;    /* &R->v */
-static unsigned char *image;
 static gpsimd_core_binding bindings[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 static unsigned char *arg_stream, *out_desc;
 static int jobs_n;                       /* process records used */
@@ -78,15 +77,11 @@ static void *alloc(size_t n)
 
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
+/* SIGALRM in seconds (0: none; else at least 1 ms) */
 static void set_alarm(double seconds)
 {
-    struct itimerval t = {{0, 0}, {0, 0}};
-    if (seconds > 0) {
-        t.it_value.tv_sec = (time_t)seconds;
-        t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
-        if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0)
-            t.it_value.tv_usec = 1;
-    }
+    struct itimerval t = {{0, 0}, {(time_t)seconds, 0}};
+    t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
     setitimer(ITIMER_REAL, &t, NULL);
 }
 
@@ -111,21 +106,6 @@ static void reap_orphans(void)
 static int make_run(const struct gz_run *r, int index);
 static void run_cores(const struct gz_run *r, int index, double deadline);
 
-static void helper_main(const struct gz_run *r, int index, int leader, double deadline,
-                        int is_whole)
-{
-    sb_die_with_parent(leader);
-    gl_set_name("gpsimd-core");
-    is_helper = 1;
-    nhelping = 0;
-    memset(whole, 0, sizeof whole);
-    if (is_whole)
-        make_run(r, index);
-    else
-        run_cores(r, index, deadline);
-    _exit(0);
-}
-
 static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
 {
     int index = jobs_n;
@@ -138,8 +118,18 @@ static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
     pid_t pid = fork();
     if (pid < 0)
         cb_model_error("fork", errno);
-    if (pid == 0)
-        helper_main(r, index, leader, deadline, is_whole);
+    if (pid == 0) {                        /* the helper */
+        sb_die_with_parent(leader);
+        gl_set_name("gpsimd-core");
+        is_helper = 1;
+        nhelping = 0;
+        memset(whole, 0, sizeof whole);
+        if (is_whole)
+            make_run(r, index);
+        else
+            run_cores(r, index, deadline);
+        _exit(0);
+    }
     cb_set_job(index, pid, p, 0, GPSIMD_ZY_JOB_RUNNING);
     jobs_n++;
     struct job j = {index, p, pid, 0, 0};
@@ -369,9 +359,8 @@ static void leader_run(void)
 
 /* The binding bytes with this process's host addresses (the file offsets
  * the worker wrote plus the image's base). */
-static void rebase(gpsimd_core_binding *b)
+static void rebase(gpsimd_core_binding *b, uint64_t base)
 {
-    uint64_t base = (uint64_t)(uintptr_t)image;
     b->scratch_host += base;
     b->dataram_host += base;
     b->printf_host += base;
@@ -383,21 +372,32 @@ static void rebase(gpsimd_core_binding *b)
         b->read_map_host += base;
 }
 
-static void leader_main(void)
+/* ---- the entry points -------------------------------------------------------- */
+
+/* Fork the vector's leader (in its own process group). Returns its pid, or
+ * -errno. The request must stay valid until the call returns; its runs and
+ * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
+long gl_fork_leader(struct gl_request *req)
 {
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid < 0 ? -errno : pid;
+    R = req;
+    V = &req->v;
+    setpgid(0, 0);
+    if (req->oom_first)
+        sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
     sb_die_with_parent((int)R->zygote);
     gl_set_name("gpsimd-vector");
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);              /* (whatever a static initialiser set) */
-    signal(SIGALRM, SIG_DFL);
+    static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
+    for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
+        signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
     if (mm == MAP_FAILED)
         cb_model_error("mmap", errno);
     close((int)R->image_fd);               /* no descriptor leads back into the image */
-    image = mm;
+    unsigned char *image = mm;
     cb = mm;
     cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.., then nothing of the model's is
@@ -427,7 +427,7 @@ static void leader_main(void)
         for (int k = 0; k < V->ncores; k++) {
             int64_t at = V->bindings_at + (p * V->ncores + k) * V->binding_size;
             memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
-            rebase(&bindings[p][k]);
+            rebase(&bindings[p][k], (uint64_t)(uintptr_t)image);
         }
         if (a < 0)
             continue;
@@ -443,25 +443,4 @@ static void leader_main(void)
     leader_run();
     cb_leader_done();
     _exit(0);
-}
-
-/* ---- the entry points -------------------------------------------------------- */
-
-/* Fork the vector's leader (in its own process group). Returns its pid, or
- * -errno. The request must stay valid until the call returns; its runs and
- * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
-long gl_fork_leader(struct gl_request *req)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid > 0)
-        return pid;
-    R = req;
-    V = &req->v;
-    setpgid(0, 0);
-    if (req->oom_first)
-        sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
-    leader_main();
-    _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);     /* not reached */
 }

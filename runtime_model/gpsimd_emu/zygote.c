@@ -104,14 +104,6 @@ static int ready_fd(const struct gz_ready *ready)
 
 /* ---- processes ----------------------------------------------------------------- */
 
-/* the children of this process (one thread: its own list) */
-static int children(pid_t *out, int max)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    return sb_read_pids(AT_FDCWD, path, out, max);
-}
-
 /* Kill and reap whatever the vector left: in a namespace, every other
  * process of it; else (a subreaper) the children, and what comes back. */
 static void sweep(void)
@@ -124,9 +116,11 @@ static void sweep(void)
         return;
     }
     double deadline = gl_mono() + 5.0;
+    char children[64];                   /* (one thread: its own list) */
+    snprintf(children, sizeof children, "/proc/self/task/%d/children", (int)getpid());
     for (;;) {
         pid_t pids[512];
-        int n = children(pids, 512);
+        int n = sb_read_pids(AT_FDCWD, children, pids, 512);
         for (int i = 0; i < n; i++) {
             killpg(pids[i], SIGKILL);
             kill(pids[i], SIGKILL);
@@ -173,14 +167,12 @@ static void run(struct gz_vector *m, int image_fd)
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
-        close(image_fd);
         reply_error("a request of more runs or cores than the zygote holds");
         return;
     }
     for (int i = 0; i < v->nruns; i++) {
         int64_t p = v->runs[i].index, c = v->runs[i].copy;
         if (p < 0 || p >= GPSIMD_ZY_MAX_RUNS || c < 0 || c >= ncopies) {
-            close(image_fd);
             reply_error("a request of a run the zygote holds no copy of the objects for");
             return;
         }
@@ -190,7 +182,6 @@ static void run(struct gz_vector *m, int image_fd)
             if (r.launchers[p][k] == NULL) {
                 snprintf(why, sizeof why, "copy %lld of core object %d has no op %s "
                          "(it did not load again)", (long long)c, k, v->op);
-                close(image_fd);
                 reply_error(why);
                 return;
             }
@@ -222,7 +213,6 @@ static void run(struct gz_vector *m, int image_fd)
     double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
         + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = gl_mono();
     long pid = gl_fork_leader(&r);
-    close(image_fd);
     int status = 0, timed_out = 0;
     if (pid >= 0) {
         timed_out = gz_wait_vector((pid_t)pid, start + cap, &status, nstreams) != 0;
@@ -333,16 +323,15 @@ int main(int argc, char **argv)
         dup2(out, 1);
         dup2(out, 2);
     }
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null >= 0 && null != 0) {
+    /* stdin, and the cores' output after a vector's first run: /dev/null,
+       opened now (the sandbox has no devices), the latter above every fd a
+       leader moves its pipes to */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
         dup2(null, 0);
-        close(null);
-    }
-    /* (the sandbox has no devices; above every fd a leader moves its pipes to) */
-    int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (w >= 0) {
-        devnull = fcntl(w, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
-        close(w);
+        devnull = fcntl(null, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
+        if (null != 0)
+            close(null);
     }
     sb_enter(parent, sock);
     static char names[GPSIMD_ZY_MAX_CORES * 4096];
@@ -393,13 +382,12 @@ int main(int argc, char **argv)
         ssize_t n = receive(&m, sizeof m, &image_fd, 1, &nfds);
         if (n <= 0)
             break;                       /* end of file: the worker is done */
-        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || nfds < 1) {
-            if (nfds > 0)
-                close(image_fd);
+        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || nfds < 1)
             reply_error("a request the zygote cannot read");
-            continue;
-        }
-        run(&m, image_fd);
+        else
+            run(&m, image_fd);           /* (the vector's leader has its own copy) */
+        if (nfds > 0)
+            close(image_fd);
     }
     sweep();
     return 0;
