@@ -165,9 +165,7 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
     if (!(V->spread_now || gl_mono() - started >= (double)V->spread_after_ns * 1e-9))
         return;
     int free_ = (int)V->parallel - 1 - whole_running();
-    for (int i = 0; i < V->nruns; i++) {   /* whole runs that need not wait for this one */
-        if (free_ <= 0)
-            break;
+    for (int i = 0; i < V->nruns && free_ > 0; i++) {   /* whole runs that need not wait */
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
@@ -176,13 +174,8 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
             free_--;
         }
     }
-    if (!r->ordered) {
-        int n = cb_unclaimed((int)r->index);
-        if (n > free_)
-            n = free_;
-        for (int i = 0; i < n; i++)
-            fork_helper(r, 0, deadline);
-    }
+    for (int n = cb_unclaimed((int)r->index); !r->ordered && n > 0 && free_ > 0; n--, free_--)
+        fork_helper(r, 0, deadline);          /* the rest of this run's cores */
     cb_protect(0);
 }
 

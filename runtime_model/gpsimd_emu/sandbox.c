@@ -317,14 +317,12 @@ static void make_mounts(void)
         note("a private mount namespace", errno);
         return;
     }
-    if (SB.cg_version) {
-        sb_cg_open();
-        if (umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {   /* (locked in a user namespace) */
-            note("the memory cgroup (it cannot be hidden here)", errno);
-            for (int i = 0; i < 2; i++)
-                close(SB.cg_fds[i]);
-            SB.cg_version = SB.cg_inside = 0;            /* (the relay removes it) */
-        }
+    /* (the cgroup's limit files are open: sb_cg_create set a limit) */
+    if (SB.cg_version && umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {  /* (locked in a userns) */
+        note("the memory cgroup (it cannot be hidden here)", errno);
+        for (int i = 0; i < 2; i++)
+            close(SB.cg_fds[i]);
+        SB.cg_version = SB.cg_inside = 0;                /* (the relay removes it) */
     }
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     if (syscall(SYS_mount_setattr, -1, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)

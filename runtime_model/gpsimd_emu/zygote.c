@@ -148,17 +148,6 @@ static int64_t data_bytes(void)
 
 static int64_t data_base, baseline;
 
-static void send_reply(int status, int timed_out, double elapsed, long long oom, long pid)
-{
-    reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
-                              .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
-                              .oom_kills = oom, .pid = pid};
-    int fd = gz_kept(&reply, 2 * ncores);
-    send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
-    if (fd >= 0)
-        close(fd);
-}
-
 static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
@@ -232,8 +221,14 @@ static void run(struct gz_vector *m, int image_fd)
         reply_error(why);
         return;
     }
-    long long oom = limited && SB.cg_version ? (long long)(sb_cg_oom_kills() - oom0) : 0;
-    send_reply(status, timed_out, elapsed, oom, pid);
+    reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
+                              .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
+                              .pid = pid};
+    reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
+    int fd = gz_kept(&reply, 2 * ncores);
+    send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* ---- the program --------------------------------------------------------------------- */

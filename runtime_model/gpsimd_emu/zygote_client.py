@@ -23,6 +23,7 @@ from gpsimd_device import zygote as program
 from gpsimd_device.headers import INCLUDE_DIR, xmacro_rows
 
 from . import contain
+from .binding import GpsimdLspInfo
 from .control import ZY
 from .cores import CoreSpec
 
@@ -55,7 +56,7 @@ class Vector(ctypes.Structure):
 
 
 class _Core(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_CORE_FIELDS") + [("lsp_name", _text(ZY["LSP_NAME"])),
+    _fields_ = _int64s("GPSIMD_ZY_CORE_FIELDS") + [("lsp", GpsimdLspInfo),
                                                    ("error", _text(ZY["TEXT"]))]
 
 
@@ -99,7 +100,8 @@ def read_ready(data: bytes, ncores: int) -> Optional[dict]:
     for c in head.cores[:ncores]:
         entry: dict = {}
         if c.has_lsp:
-            entry["lsp"] = [c.lsp_core_id, c.scratch_origin, c.scratch_size, _str(c.lsp_name)]
+            entry["lsp"] = [c.lsp.core_id, c.lsp.scratch_origin, c.lsp.scratch_size,
+                            _str(c.lsp.name)]
         if c.loaded:
             entry["ops"] = [_str(n, "surrogateescape") for n in names[at:at + c.nops]]
             at += c.nops
@@ -202,17 +204,9 @@ class ZygoteError(Exception):
 #: glibc's per-thread malloc cache hands a freed block back as it was,
 #: without the fill of mallopt(M_PERTURB) that poisons malloc / new memory
 #: under the checks (runtime_model/src/host_entry.cpp): off in the zygote
-#: and the processes it forks (a glibc tunable, read at process start).
+#: and the processes it forks (a glibc tunable, read at process start;
+#: appended to ``GLIBC_TUNABLES``: the last setting of a tunable wins).
 TCACHE_OFF = "glibc.malloc.tcache_count=0"
-
-
-def zygote_environ() -> dict:
-    """The zygote's environment: ours, with ``TCACHE_OFF`` appended to
-    ``GLIBC_TUNABLES`` (the last setting of a tunable wins)."""
-    env = dict(os.environ)
-    tunables = env.get("GLIBC_TUNABLES")
-    env["GLIBC_TUNABLES"] = f"{tunables}:{TCACHE_OFF}" if tunables else TCACHE_OFF
-    return env
 
 
 def _read_fd(fd: int, limit: int) -> bytes:
@@ -243,7 +237,9 @@ class ZygoteClient:
         argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(ncores)]
         try:
             os.set_inheritable(child.fileno(), True)
-            self.pid: Optional[int] = os.posix_spawn(path, argv, zygote_environ())
+            tunables = [t for t in (os.environ.get("GLIBC_TUNABLES"), TCACHE_OFF) if t]
+            env = dict(os.environ, GLIBC_TUNABLES=":".join(tunables))
+            self.pid: Optional[int] = os.posix_spawn(path, argv, env)
         except BaseException:
             self.sock.close()
             raise

@@ -76,11 +76,7 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
     }
     if (info != NULL) {
         entry->has_lsp = 1;
-        entry->lsp_core_id = info->core_id;
-        entry->scratch_origin = (int64_t)info->scratch_origin;
-        entry->scratch_size = (int64_t)info->scratch_size;
-        _Static_assert(sizeof info->name < sizeof entry->lsp_name, "a name and a NUL");
-        memcpy(entry->lsp_name, info->name, sizeof info->name);
+        entry->lsp = *info;
     }
     struct object *o = &gz_objects[c][k];
     int (*cnt)(void) = why[0] ? NULL : (int (*)(void))got[1];

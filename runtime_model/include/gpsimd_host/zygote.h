@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "gpsimd_host/abi.h"
+
 /* ---- limits -------------------------------------------------------------- */
 #define GPSIMD_ZY_MAX_RUNS 5           /* runs of a vector (first, second, ...) */
 #define GPSIMD_ZY_MAX_CORES 8
@@ -45,7 +47,6 @@ struct gz_vector {
 
 /* ---- the zygote's answers ---------------------------------------------------- */
 #define GPSIMD_ZY_TEXT 1024            /* bytes of a text field, its NUL included */
-#define GPSIMD_ZY_LSP_NAME 33          /* gpsimd_lsp_info.name (abi.h) and a NUL */
 #define GPSIMD_ZY_MODE 16              /* "pidns", "userns", "pgroup" */
 /* Ready, once the objects are loaded: one byte "R" with the memfd of a
  * struct gz_ready followed by each loaded core's op names, every name
@@ -53,8 +54,8 @@ struct gz_vector {
  * the objects' static initialisers wrote. Every field an int64_t. */
 #define GPSIMD_ZY_READY_FIELDS(X) X(magic) X(cgroup)
 /* loaded: the device loader's checks passed (else error says why);
-   has_lsp: the lsp_* fields hold gpsimd_linker_spec_info()'s answer */
-#define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(lsp_core_id) X(scratch_origin) X(scratch_size) X(nops)
+   has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
+#define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(nops)
 /* Per vector: a struct gz_reply, with a memfd of the kept output when
  * noutput > 0 (per output entry, its head bytes then its tail bytes);
  * error not empty: the vector did not run, and why. elapsed in ns. */
@@ -64,7 +65,7 @@ struct gz_vector {
 
 struct gz_core {
     GPSIMD_ZY_CORE_FIELDS(GPSIMD_ZY_I64)
-    char lsp_name[GPSIMD_ZY_LSP_NAME];
+    gpsimd_lsp_info lsp;
     char error[GPSIMD_ZY_TEXT];
 };
 struct gz_ready {
