@@ -220,7 +220,7 @@ static int wait_helpers(void)
 /* ---- runs -------------------------------------------------------------------- */
 
 /* Core k's stdout and stderr in run p: its own pipes (at fds 3 + 2k and
- * 4 + 2k, where leader_main put them), which the zygote drains, in the
+ * 4 + 2k, where gl_fork_leader put them), which the zygote drains, in the
  * vector's first run; /dev/null (at 3 + 2 * ncores) in the runs after it,
  * so that what a vector's cores wrote is what one run of them wrote. */
 static void to_core_output(int k, int p)
@@ -290,10 +290,7 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
     unsigned char *arg_buf = alloc((size_t)V->arg_len);
     unsigned char *ret_buf = alloc((size_t)V->desc_len);
     int q = follower[p];
-    for (;;) {
-        int k = cb_claim(p, shared);
-        if (k < 0)
-            break;
+    for (int k; (k = cb_claim(p, shared)) >= 0;) {
         launch(p, k, index, arg_buf, ret_buf);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */

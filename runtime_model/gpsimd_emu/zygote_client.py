@@ -13,6 +13,7 @@ so that it is written once.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -35,48 +36,27 @@ MAX_READY = 64 << 20
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _int64s(macro: str) -> list:
-    """The ``int64_t`` fields of the X-macro ``macro`` of zygote.h."""
-    return [(name, ctypes.c_int64) for (name,) in xmacro_rows("zygote.h", macro)]
+def _struct(name: str, *more: tuple) -> type:
+    """``struct <name>`` of zygote.h as a ``ctypes.Structure``: the
+    ``int64_t`` fields of its X-macro (``gz_run``: ``GPSIMD_ZY_RUN_FIELDS``),
+    then the ``(name, ctype)`` fields ``more``."""
+    rows = xmacro_rows("zygote.h", f"GPSIMD_ZY_{name[3:].upper()}_FIELDS")
+    return type(name, (ctypes.Structure,),
+                {"_fields_": [(field, ctypes.c_int64) for (field,) in rows] + list(more)})
 
 
-def _text(size: int) -> type:
-    return ctypes.c_char * size
-
-
-class _Run(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_RUN_FIELDS")
-
-
-class Vector(ctypes.Structure):
-    """``struct gz_vector``: one vector for the zygote."""
-
-    _fields_ = _int64s("GPSIMD_ZY_VECTOR_FIELDS") + [("runs", _Run * ZY["MAX_RUNS"]),
-                                                     ("op", _text(ZY["OP_NAME"]))]
-
-
-class _Core(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_CORE_FIELDS") + [("lsp", GpsimdLspInfo),
-                                                   ("error", _text(ZY["TEXT"]))]
-
-
-class Ready(ctypes.Structure):
-    """``struct gz_ready``: the head of the ready message."""
-
-    _fields_ = _int64s("GPSIMD_ZY_READY_FIELDS") + [
-        ("mode", _text(ZY["MODE"])), ("missing", _text(ZY["TEXT"])),
-        ("cores", _Core * ZY["MAX_CORES"])]
-
-
-class _Output(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_OUTPUT_FIELDS")
-
-
-class Reply(ctypes.Structure):
-    """``struct gz_reply``: the answer to one vector."""
-
-    _fields_ = _int64s("GPSIMD_ZY_REPLY_FIELDS") + [
-        ("output", _Output * (2 * ZY["MAX_CORES"])), ("error", _text(ZY["TEXT"]))]
+_Run = _struct("gz_run")
+#: One vector for the zygote.
+Vector = _struct("gz_vector", ("runs", _Run * ZY["MAX_RUNS"]),
+                 ("op", ctypes.c_char * ZY["OP_NAME"]))
+_Core = _struct("gz_core", ("lsp", GpsimdLspInfo), ("error", ctypes.c_char * ZY["TEXT"]))
+#: The head of the ready message.
+Ready = _struct("gz_ready", ("mode", ctypes.c_char * ZY["MODE"]),
+                ("missing", ctypes.c_char * ZY["TEXT"]), ("cores", _Core * ZY["MAX_CORES"]))
+_Output = _struct("gz_output")
+#: The answer to one vector.
+Reply = _struct("gz_reply", ("output", _Output * (2 * ZY["MAX_CORES"])),
+                ("error", ctypes.c_char * ZY["TEXT"]))
 
 
 def _str(raw: bytes, errors: str = "replace") -> str:
@@ -168,7 +148,7 @@ def vector_message(req: dict) -> bytes:
                  "bindings_at", "args_at", "arg_len", "page", "desc_len"):
         setattr(v, name, int(req[name]))
     for i, run in enumerate(runs):
-        v.runs[i].index, v.runs[i].poison = int(run["index"]), int(run["poison"])
+        v.runs[i].index = int(run["index"])
         v.runs[i].ordered = int(bool(run["ordered"]))
         v.runs[i].copy = int(run.get("copy", run["index"]))
         v.runs[i].after = int(run.get("after", -1))
@@ -359,17 +339,13 @@ class ZygoteClient:
         ready, it is left to end by itself: this process's subreaper reaps
         it, and gives its relay the time to remove the memory cgroup
         (``contain.sweep``). Idempotent."""
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
         if self.pid is None:
             return
         if not wait and self._ready is not None:
             self.pid = None
             return
-        try:
+        with contextlib.suppress(ChildProcessError):
             contain.end_within(self.pid, 1.0)
-        except ChildProcessError:
-            pass
         self.pid = None

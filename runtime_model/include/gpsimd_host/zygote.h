@@ -35,7 +35,7 @@
 /* copy: the copy of the core objects a run launches; after: -1, or the run
  * whose launch of each core this run's launch of it follows at once, in
  * the same process (a second call of the same loaded objects) */
-#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(poison) X(copy) X(after)
+#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(copy) X(after)
 
 #define GPSIMD_ZY_I64(name) int64_t name;
 struct gz_run { GPSIMD_ZY_RUN_FIELDS(GPSIMD_ZY_I64) };
