@@ -369,7 +369,7 @@ static void rebase(gpsimd_core_binding *b, uint64_t base)
  * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
 long gl_fork_leader(struct gl_request *req)
 {
-    pid_t pid = fork();
+    pid_t zygote = getpid(), pid = fork();        /* (the leader dies with the zygote) */
     if (pid != 0)
         return pid < 0 ? -errno : pid;
     R = req;
@@ -377,7 +377,7 @@ long gl_fork_leader(struct gl_request *req)
     setpgid(0, 0);
     if (req->oom_first)
         sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
-    sb_die_with_parent((int)R->zygote);
+    sb_die_with_parent(zygote);
     gl_set_name("gpsimd-vector");
     static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)

@@ -69,17 +69,12 @@ void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state)
 /* Record a model error (the first one wins), then end the process. */
 void cb_model_error(const char *what, int err)
 {
-    char text[GPSIMD_ZY_CB_ERROR_CAPACITY];
-    int n;
+    char text[GPSIMD_ZY_CB_ERROR_CAPACITY];    /* (cut to fit, its NUL not recorded) */
     if (err)
-        n = snprintf(text, sizeof text, "device model error: OSError: [Errno %d] %s: %s",
-                     err, strerror(err), what);
+        snprintf(text, sizeof text, "device model error: OSError: [Errno %d] %s: %s",
+                 err, strerror(err), what);
     else
-        n = snprintf(text, sizeof text, "device model error: %s", what);
-    if (n < 0)
-        n = 0;
-    if (n > GPSIMD_ZY_CB_ERROR_CAPACITY)
-        n = GPSIMD_ZY_CB_ERROR_CAPACITY;
+        snprintf(text, sizeof text, "device model error: %s", what);
     if (cb == NULL) {
         fprintf(stderr, "gpsimd_emu: device model error in a vector's process: %s\n",
                 text + strlen("device model error: "));
@@ -87,10 +82,10 @@ void cb_model_error(const char *what, int err)
     }
     cb_protect(1);
     if (cb->error_len == 0) {
-        memcpy(cb->error, text, (size_t)n);
+        cb->error_len = (uint32_t)strlen(text);
+        memcpy(cb->error, text, cb->error_len);
         cb->error_pass = cb_run;
         cb->error_core = cb_core;
-        cb->error_len = (uint32_t)n;
     }
     _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
 }

@@ -195,7 +195,6 @@ static void run(struct gz_vector *m, int image_fd)
     r.image_fd = image_fd;
     r.devnull = devnull;
     r.data_limit = data_base + (extra < GPSIMD_ZY_MIN_DATA ? GPSIMD_ZY_MIN_DATA : extra);
-    r.zygote = getpid();
     r.oom_first = limited && SB.cg_inside;
     int nstreams = 2 * (int)v->ncores;
     gz_streams_begin(r.out, 2 * ncores);

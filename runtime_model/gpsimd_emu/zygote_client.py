@@ -148,10 +148,8 @@ def vector_message(req: dict) -> bytes:
                  "bindings_at", "args_at", "arg_len", "page", "desc_len"):
         setattr(v, name, int(req[name]))
     for i, run in enumerate(runs):
-        v.runs[i].index = int(run["index"])
-        v.runs[i].ordered = int(bool(run["ordered"]))
-        v.runs[i].copy = int(run.get("copy", run["index"]))
-        v.runs[i].after = int(run.get("after", -1))
+        v.runs[i] = _Run(index=int(run["index"]), ordered=int(bool(run["ordered"])),
+                         copy=int(run.get("copy", run["index"])), after=int(run.get("after", -1)))
     return bytes(v)
 
 

@@ -51,11 +51,10 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
     snprintf(where, sizeof where, "/proc/self/fd/%d", fd);
     /* (what the static initialisers write goes to the load output's
        memfd, at most GPSIMD_ZY_OUTPUT_KEEP bytes of it) */
-    struct rlimit fsize, small;
+    struct rlimit fsize;
     getrlimit(RLIMIT_FSIZE, &fsize);
-    small = (struct rlimit){GPSIMD_ZY_OUTPUT_KEEP, fsize.rlim_max};
     fflush(NULL);
-    setrlimit(RLIMIT_FSIZE, &small);
+    setrlimit(RLIMIT_FSIZE, &(struct rlimit){GPSIMD_ZY_OUTPUT_KEEP, fsize.rlim_max});
     void *h = dlopen(where, RTLD_NOW | RTLD_LOCAL);
     fflush(NULL);
     setrlimit(RLIMIT_FSIZE, &fsize);
@@ -78,14 +77,12 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
         entry->has_lsp = 1;
         entry->lsp = *info;
     }
-    struct object *o = &gz_objects[c][k];
-    int (*cnt)(void) = why[0] ? NULL : (int (*)(void))got[1];
+    struct object *o = &gz_objects[c][k];      /* (no ops unless every check passed) */
     const char *(*name_of)(int) = (const char *(*)(int))got[2];
     void *(*ptr_of)(int) = (void *(*)(int))got[3];
-    if (!why[0])
-        o->binder = got[4];
-    int n = cnt ? cnt() : 0;
-    if (cnt && n < 0)
+    o->binder = got[4];
+    int n = why[0] ? 0 : ((int (*)(void))got[1])();
+    if (n < 0)
         snprintf(why, sizeof why, "%s: get_func_cnt() returned %d", name, n);
     if (!why[0] && n > 0) {
         o->names = calloc((size_t)n, sizeof *o->names);
