@@ -146,14 +146,11 @@ static int whole_running(void)
         struct job *j = &whole[p];
         if (!j->pid || j->done)
             continue;
-        int st = 0;
-        pid_t got = waitpid(j->pid, &st, WNOHANG);
-        if (got == 0 || (got < 0 && errno != ECHILD)) {
+        pid_t got = waitpid(j->pid, &j->status, WNOHANG);   /* (0: status left as it was) */
+        if (got == 0 || (got < 0 && errno != ECHILD))
             n++;
-            continue;
-        }
-        j->done = 1;
-        j->status = got > 0 ? st : 0;
+        else
+            j->done = 1;
     }
     return n;
 }

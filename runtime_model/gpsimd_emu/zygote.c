@@ -8,15 +8,12 @@
  * with globals no launch touched; a run that is a second call launches the
  * copy of the run it follows); N: core objects.
  *
- * It makes the sandbox (sandbox.c) while the worker reads the objects,
- * takes them in one message, loads and checks copy 0 of each (what their
- * static initialisers write kept up to GPSIMD_ZY_OUTPUT_KEEP bytes), sends
- * the ready message, then loads the other copies. Then per message, one
- * vector: the memory limit, the leader (leader.c), the wait while it
- * drains what the cores write, the sweep and the reply. At end of file:
- * the sweep, exit 0 (the relay removes the cgroup). The messages are
- * gpsimd_host/zygote.h's; each step: ARCHITECTURE.md "Processes and
- * containment".
+ * This file is its loop: the sandbox (sandbox.c), the objects
+ * (zygote_objects.c) and the ready message, then per message one vector
+ * (the memory limit, the leader of leader.c, the wait while it drains what
+ * the cores write, the sweep) and its reply; at end of file the sweep and
+ * exit 0. The messages are gpsimd_host/zygote.h's; each step:
+ * ARCHITECTURE.md "Processes and containment".
  *
  * Built by the host profile (gpsimd_build.zygote_recipe) with
  * -DGZ_SOURCE_DIGEST, which the worker reads from the file and compares
@@ -95,8 +92,8 @@ static int ready_fd(const struct gz_ready *ready)
     int ok = fd >= 0 && sb_write_all(fd, ready, sizeof *ready) == 0;
     for (int k = 0; k < ncores; k++)
         for (int i = 0; ok && i < gz_objects[0][k].nops; i++)
-            ok = sb_write_all(fd, gz_objects[0][k].names[i],
-                              strlen(gz_objects[0][k].names[i]) + 1) == 0;
+            ok = sb_write_all(fd, gz_objects[0][k].ops[i].name,
+                              strlen(gz_objects[0][k].ops[i].name) + 1) == 0;
     if (!ok && fd >= 0)
         close(fd);
     return ok ? fd : -1;

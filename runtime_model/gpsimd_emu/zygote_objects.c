@@ -85,9 +85,7 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
     if (n < 0)
         snprintf(why, sizeof why, "%s: get_func_cnt() returned %d", name, n);
     if (!why[0] && n > 0) {
-        o->names = calloc((size_t)n, sizeof *o->names);
-        o->launchers = calloc((size_t)n, sizeof *o->launchers);
-        if (o->names == NULL || o->launchers == NULL)
+        if ((o->ops = calloc((size_t)n, sizeof *o->ops)) == NULL)
             snprintf(why, sizeof why, "%s: no memory for %d ops", name, n);
     }
     for (int i = 0; i < n && !why[0]; i++) {
@@ -98,12 +96,10 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
         else if (p == NULL)
             snprintf(why, sizeof why, "%s: get_func_ptr(%d) (%s) returned null", name, i, s);
         for (int j = 0; j < i && !why[0]; j++)
-            if (strcmp(o->names[j], s) == 0)
+            if (strcmp(o->ops[j].name, s) == 0)
                 snprintf(why, sizeof why, "%s: op '%s' registered twice", name, s);
-        if (!why[0]) {
-            o->names[i] = strdup(s);
-            o->launchers[i] = p;
-        }
+        if (!why[0])
+            o->ops[i] = (struct op){strdup(s), p};
     }
     o->nops = why[0] ? 0 : n;
     if (c != 0)
@@ -116,7 +112,7 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
 void *gz_launcher_of(const struct object *o, const char *op)
 {
     for (int i = 0; i < o->nops; i++)
-        if (strcmp(o->names[i], op) == 0)
-            return o->launchers[i];
+        if (strcmp(o->ops[i].name, op) == 0)
+            return o->ops[i].launcher;
     return NULL;
 }
