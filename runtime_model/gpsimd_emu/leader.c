@@ -400,10 +400,8 @@ long gl_fork_leader(struct gl_request *req)
             close(fd);
     to_core_output(0, (int)V->runs[0].index);
 
-    if (R->data_limit > 0) {
-        struct rlimit lim = {(rlim_t)R->data_limit, (rlim_t)R->data_limit};
-        setrlimit(RLIMIT_DATA, &lim);
-    }
+    if (R->data_limit > 0)
+        setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)R->data_limit, (rlim_t)R->data_limit});
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
     for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)

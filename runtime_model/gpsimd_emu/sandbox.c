@@ -242,9 +242,7 @@ static void relay(pid_t pid, int req, int ack, int parent)
     int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
     sandboxed = pid;
     sandboxed_fd = ended;
-    struct sigaction stop = {0};
-    stop.sa_handler = end_sandbox;
-    sigemptyset(&stop.sa_mask);
+    struct sigaction stop = {.sa_handler = end_sandbox};    /* (an empty mask, no flags) */
     sigaction(SIGINT, &stop, NULL);
     sigaction(SIGTERM, &stop, NULL);
     sigaction(SIGHUP, &stop, NULL);

@@ -59,9 +59,7 @@ static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 {
     char control[CMSG_SPACE(4 * sizeof(int))] = {0};
     struct iovec io = {(void *)msg, n};
-    struct msghdr h = {0};
-    h.msg_iov = &io;
-    h.msg_iovlen = 1;
+    struct msghdr h = {.msg_iov = &io, .msg_iovlen = 1};
     if (nfds > 0) {
         h.msg_control = control;
         h.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
@@ -149,7 +147,7 @@ static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
     char why[512];
-    r = (struct gl_request){.v = *m};
+    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
@@ -189,8 +187,6 @@ static void run(struct gz_vector *m, int image_fd)
     }
     if (!limited && v->parallel > 1)     /* RLIMIT_DATA only: shared out among the jobs */
         extra /= v->parallel;
-    r.image_fd = image_fd;
-    r.devnull = devnull;
     r.data_limit = data_base + (extra < GPSIMD_ZY_MIN_DATA ? GPSIMD_ZY_MIN_DATA : extra);
     r.oom_first = limited && SB.cg_inside;
     int nstreams = 2 * (int)v->ncores;
@@ -237,11 +233,8 @@ static ssize_t receive(void *buf, size_t size, int *fds, int max, int *nfds)
 {
     char control[CMSG_SPACE(16 * sizeof(int))];
     struct iovec io = {buf, size};
-    struct msghdr h = {0};
-    h.msg_iov = &io;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof control;
+    struct msghdr h = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = control,
+                       .msg_controllen = sizeof control};
     ssize_t n;
     while ((n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
@@ -301,8 +294,7 @@ int main(int argc, char **argv)
     }
     sb_die_with_parent(parent);
     gl_set_name("gpsimd-zygote");
-    struct rlimit none = {0, 0};
-    setrlimit(RLIMIT_CORE, &none);       /* a crashing kernel leaves no core file */
+    setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});   /* a crashing kernel leaves no core file */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
     /* from here what this process writes (the objects' static
