@@ -9,36 +9,25 @@ reads. The leader makes the page read-only around each launch
 and the request's nonce, every state, index and count in range; anything
 else fails that vector as a corrupt record, naming the field.
 
-Layout: the ``GPSIMD_ZY_CB_*`` offsets of ``gpsimd_host/zygote.h`` (read
-here, written by ``leader.c``); the fields, little-endian::
-
-    header   magic b"GPSIMDCB", nonce u64, version u32, npasses u32,
-             ncores u32, error_pass i32, error_core i32, error_len u32,
-             leader_done u32, spread u32
-    error    UTF-8 text (a model error in a vector process)
-    passes   per run: state u32, faulted u32, claimed u32, ncores u32,
-             order u8[8], t_start u64, t_end u64, then its sem_t
-    slots    per run and core: state u32, status u32, bind_rc i32, job u32,
-             t_start u64, t_end u64 (CLOCK_MONOTONIC ns)
-    jobs     per process: pid i32, pass u32, wait_status i32, state u32
-
-A pass's cores are claimed in its ``order`` under a process-shared POSIX
+Layout: ``gz_control`` of ``gpsimd_host/zygote.h`` (read here through
+``binding.header_struct``, written by ``leader.c``), little-endian. A
+pass's cores are claimed in its ``order`` under a process-shared POSIX
 semaphore (``sem_init``), so that several processes may share a pass.
 """
 
 from __future__ import annotations
 
 import ctypes
-import struct
-from typing import List, Tuple
+from typing import List
 
 from gpsimd_device.headers import defines
 
+from .binding import header_struct
 from .contain import libc as _c
 
 __all__ = [
-    "SIZE", "MAX_PASSES", "MAX_CORES", "MAX_JOBS", "MAGIC", "ControlBlock", "RecordError",
-    "SLOT_IDLE", "SLOT_STARTED", "SLOT_DONE", "SLOT_BIND_FAILED",
+    "SIZE", "MAX_PASSES", "MAX_CORES", "MAX_JOBS", "MAGIC", "Block", "ControlBlock",
+    "RecordError", "SLOT_STARTED", "SLOT_DONE", "SLOT_BIND_FAILED",
     "PASS_PENDING", "PASS_RUNNING", "PASS_DONE", "PASS_SKIPPED",
     "JOB_RUNNING", "JOB_EXITED", "EXIT_MODEL_ERROR", "CANCELLED", "ZY",
 ]
@@ -57,32 +46,21 @@ ERROR_CAPACITY = ZY["CB_ERROR_CAPACITY"]
 EXIT_MODEL_ERROR = ZY["EXIT_MODEL_ERROR"]
 CANCELLED = ZY["CANCELLED"]
 
-SLOT_IDLE, SLOT_STARTED, SLOT_DONE, SLOT_BIND_FAILED = (
-    0, ZY["SLOT_STARTED"], ZY["SLOT_DONE"], ZY["SLOT_BIND_FAILED"])
 PASS_PENDING, PASS_RUNNING, PASS_DONE, PASS_SKIPPED = (
     0, ZY["PASS_RUNNING"], ZY["PASS_DONE"], ZY["PASS_SKIPPED"])
+SLOT_STARTED, SLOT_DONE, SLOT_BIND_FAILED = (
+    ZY["SLOT_STARTED"], ZY["SLOT_DONE"], ZY["SLOT_BIND_FAILED"])
 JOB_RUNNING, JOB_EXITED = ZY["JOB_RUNNING"], ZY["JOB_EXITED"]
 
-_HEADER = struct.Struct("<8sQIIIiiIII")
-_ERROR_FIELDS = ZY["CB_ERROR_FIELDS"]      # error_pass, error_core, error_len
-_LEADER_DONE = ZY["CB_LEADER_DONE"]
-_ERROR = ZY["CB_ERROR"]
-_PASSES = ZY["CB_PASSES"]
-_PASS = struct.Struct("<IIII8sQQ")         # then the sem_t
-_PASS_FIELDS = ("state", "faulted", "claimed", "ncores", "order", "t_start", "t_end")
-_PASS_SIZE = ZY["CB_PASS_SIZE"]
-_SEM_OFFSET = ZY["CB_SEM"]
-_SLOTS = ZY["CB_SLOTS"]
-_SLOT = struct.Struct("<IIiIQQ")
-_SLOT_FIELDS = ("state", "status", "bind_rc", "job", "t_start", "t_end")
-_JOBS = ZY["CB_JOBS"]
-_JOB = struct.Struct("<iIiI")
-_JOB_FIELDS = ("pid", "pass", "wait_status", "state")
-assert _SLOT.size == ZY["CB_SLOT_SIZE"] and _JOB.size == ZY["CB_JOB_SIZE"]
-assert _HEADER.size <= _ERROR and _PASS.size <= _SEM_OFFSET
-assert _PASSES == _ERROR + ERROR_CAPACITY and _SLOTS == _PASSES + MAX_PASSES * _PASS_SIZE
-assert _JOBS == _SLOTS + MAX_PASSES * MAX_CORES * _SLOT.size
-assert _JOBS + MAX_JOBS * _JOB.size <= SIZE
+#: ``gz_control``: the whole page's records (``ctypes.Structure``).
+Block = header_struct("zygote.h", "gz_control")
+_PASS = header_struct("zygote.h", "gz_pass")
+assert ctypes.sizeof(Block) <= SIZE
+
+
+def _record(c: ctypes.Structure) -> dict:
+    """A record's fields by name (a pass's semaphore left out)."""
+    return {name: getattr(c, name) for name, _ in c._fields_ if name != "sem"}
 
 
 class RecordError(ValueError):
@@ -102,6 +80,9 @@ class ControlBlock:
         self.buf = memoryview(buf)[offset:offset + SIZE]
         self.base = base + offset if base else 0
 
+    def _block(self) -> ctypes.Structure:
+        return Block.from_buffer(self.buf)
+
     # ---- writing (the worker, before the run; the vector's processes write
     # the rest: leader.c)
 
@@ -110,33 +91,25 @@ class ControlBlock:
         """A fresh record: header, ``orders[p]`` the cores of pass p in
         the order they are to be claimed (all passes pending)."""
         self.buf[:] = bytes(SIZE)
-        _HEADER.pack_into(self.buf, 0, MAGIC, nonce, VERSION, npasses, ncores, -1, -1, 0, 0, 0)
+        b = self._block()
+        b.magic, b.nonce, b.version, b.npasses, b.ncores = MAGIC, nonce, VERSION, npasses, ncores
+        b.error_pass = b.error_core = -1
         for p, order in enumerate(orders):
-            _PASS.pack_into(self.buf, _PASSES + p * _PASS_SIZE, PASS_PENDING, 0, 0, len(order),
-                            bytes(order).ljust(8, b"\0"), 0, 0)
+            b.passes[p].ncores = len(order)
+            b.passes[p].order[:len(order)] = order
 
     def init_semaphores(self) -> None:
         """``sem_init`` the claim semaphore of every pass (process-shared)."""
-        for p in range(self.npasses):
+        for p in range(self._block().npasses):
             if _c().sem_init(ctypes.c_void_p(self._sem(p)), 1, 1) != 0:
                 raise OSError(ctypes.get_errno(), "sem_init")
 
     def _sem(self, p: int) -> int:
         if not self.base:
             raise RuntimeError("the control block is not in a shared mapping")
-        return self.base + _PASSES + p * _PASS_SIZE + _SEM_OFFSET
+        return self.base + Block.passes.offset + p * ctypes.sizeof(_PASS) + _PASS.sem.offset
 
     # ---- reading -------------------------------------------------------
-
-    def _header(self):
-        return _HEADER.unpack_from(self.buf, 0)
-
-    @property
-    def npasses(self) -> int:
-        return self._header()[3]
-
-    def _record(self, layout: struct.Struct, at: int, names: Tuple[str, ...]) -> dict:
-        return dict(zip(names, layout.unpack_from(self.buf, at)))
 
     def validate(self, nonce: int, npasses: int, ncores: int) -> dict:
         """The whole record, checked: ``{"error": (pass, core, text) or None,
@@ -147,24 +120,25 @@ class ControlBlock:
             RecordError: naming the first field that is not what a run of
                 the model can write.
         """
-        magic, got_nonce, version, np_, nc, e_pass, e_core, e_len, done, _ = self._header()
-        if magic != MAGIC:
+        b = self._block()
+        if b.magic != MAGIC:
             raise RecordError("its magic was overwritten")
-        if got_nonce != nonce or version != VERSION:
+        if b.nonce != nonce or b.version != VERSION:
             raise RecordError("it belongs to another run (nonce or version differs)")
-        if np_ != npasses or nc != ncores:
-            raise RecordError(f"it describes {np_} runs of {nc} cores, not {npasses} of {ncores}")
-        if e_len > ERROR_CAPACITY or not -1 <= e_pass < npasses or not -1 <= e_core < ncores:
+        if b.npasses != npasses or b.ncores != ncores:
+            raise RecordError(f"it describes {b.npasses} runs of {b.ncores} cores, "
+                              f"not {npasses} of {ncores}")
+        if b.error_len > ERROR_CAPACITY or not -1 <= b.error_pass < npasses \
+                or not -1 <= b.error_core < ncores:
             raise RecordError("its error entry is out of range")
-        if done not in (0, 1):
-            raise RecordError(f"leader state {done}")
+        if b.leader_done not in (0, 1):
+            raise RecordError(f"leader state {b.leader_done}")
         error = None
-        if e_len:
-            error = (e_pass, e_core,
-                     bytes(self.buf[_ERROR:_ERROR + e_len]).decode("utf-8", errors="replace"))
+        if b.error_len:
+            error = (b.error_pass, b.error_core, b.error[:b.error_len].decode("utf-8", "replace"))
         passes = []
         for p in range(npasses):
-            r = self._record(_PASS, _PASSES + p * _PASS_SIZE, _PASS_FIELDS)
+            r = _record(b.passes[p])
             r["order"] = list(r["order"][:min(r["ncores"], 8)])
             if r["state"] > PASS_SKIPPED or r["faulted"] > 1 or r["ncores"] > ncores \
                     or r["claimed"] > r["ncores"] or any(k >= ncores for k in r["order"]):
@@ -173,7 +147,7 @@ class ControlBlock:
         slots = [[] for _ in range(npasses)]
         for p in range(npasses):
             for k in range(ncores):
-                s = self._record(_SLOT, _SLOTS + (p * MAX_CORES + k) * _SLOT.size, _SLOT_FIELDS)
+                s = _record(b.slots[p * MAX_CORES + k])
                 if s["state"] > SLOT_BIND_FAILED or s["status"] > 1 or s["job"] >= MAX_JOBS:
                     raise RecordError(f"run {p}, core {k}: state {s['state']}, status "
                                       f"{s['status']}, job {s['job']}")
@@ -181,12 +155,12 @@ class ControlBlock:
                     raise RecordError(f"run {p}, core {k}: ends before it starts")
                 slots[p].append(s)
         jobs = []
-        for j in range(MAX_JOBS):
-            r = self._record(_JOB, _JOBS + j * _JOB.size, _JOB_FIELDS)
+        for j, c in enumerate(b.jobs):
+            r = _record(c)
             if r["state"] == 0:
                 continue
             if r["state"] > JOB_EXITED or r["pass"] >= npasses:
                 raise RecordError(f"process record {j}: state {r['state']}, run {r['pass']}")
             jobs.append(dict(r, index=j))
-        return {"error": error, "leader_done": bool(done), "passes": passes, "slots": slots,
-                "jobs": jobs}
+        return {"error": error, "leader_done": bool(b.leader_done), "passes": passes,
+                "slots": slots, "jobs": jobs}

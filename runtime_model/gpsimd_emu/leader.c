@@ -45,7 +45,6 @@ struct job { int index, run, pid, done, status; };
  * or a helper forked from it). */
 static const struct gl_request *R;
 static const struct gz_vector *V;    /* &R->v */
-static unsigned char *image;
 static gpsimd_core_binding bindings[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 static unsigned char *arg_stream, *out_desc;
 static int jobs_n;                       /* process records used */
@@ -78,15 +77,11 @@ static void *alloc(size_t n)
 
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
+/* SIGALRM in seconds (0: none; else at least 1 ms) */
 static void set_alarm(double seconds)
 {
-    struct itimerval t = {{0, 0}, {0, 0}};
-    if (seconds > 0) {
-        t.it_value.tv_sec = (time_t)seconds;
-        t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
-        if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0)
-            t.it_value.tv_usec = 1;
-    }
+    struct itimerval t = {{0, 0}, {(time_t)seconds, 0}};
+    t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
     setitimer(ITIMER_REAL, &t, NULL);
 }
 
@@ -111,21 +106,6 @@ static void reap_orphans(void)
 static int make_run(const struct gz_run *r, int index);
 static void run_cores(const struct gz_run *r, int index, double deadline);
 
-static void helper_main(const struct gz_run *r, int index, int leader, double deadline,
-                        int is_whole)
-{
-    sb_die_with_parent(leader);
-    gl_set_name("gpsimd-core");
-    is_helper = 1;
-    nhelping = 0;
-    memset(whole, 0, sizeof whole);
-    if (is_whole)
-        make_run(r, index);
-    else
-        run_cores(r, index, deadline);
-    _exit(0);
-}
-
 static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
 {
     int index = jobs_n;
@@ -138,8 +118,18 @@ static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
     pid_t pid = fork();
     if (pid < 0)
         cb_model_error("fork", errno);
-    if (pid == 0)
-        helper_main(r, index, leader, deadline, is_whole);
+    if (pid == 0) {                        /* the helper */
+        sb_die_with_parent(leader);
+        gl_set_name("gpsimd-core");
+        is_helper = 1;
+        nhelping = 0;
+        memset(whole, 0, sizeof whole);
+        if (is_whole)
+            make_run(r, index);
+        else
+            run_cores(r, index, deadline);
+        _exit(0);
+    }
     cb_set_job(index, pid, p, 0, GPSIMD_ZY_JOB_RUNNING);
     jobs_n++;
     struct job j = {index, p, pid, 0, 0};
@@ -156,14 +146,11 @@ static int whole_running(void)
         struct job *j = &whole[p];
         if (!j->pid || j->done)
             continue;
-        int st = 0;
-        pid_t got = waitpid(j->pid, &st, WNOHANG);
-        if (got == 0 || (got < 0 && errno != ECHILD)) {
+        pid_t got = waitpid(j->pid, &j->status, WNOHANG);   /* (0: status left as it was) */
+        if (got == 0 || (got < 0 && errno != ECHILD))
             n++;
-            continue;
-        }
-        j->done = 1;
-        j->status = got > 0 ? st : 0;
+        else
+            j->done = 1;
     }
     return n;
 }
@@ -175,24 +162,17 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
     if (!(V->spread_now || gl_mono() - started >= (double)V->spread_after_ns * 1e-9))
         return;
     int free_ = (int)V->parallel - 1 - whole_running();
-    for (int i = 0; i < V->nruns; i++) {   /* whole runs that need not wait for this one */
-        if (free_ <= 0)
-            break;
+    for (int i = 0; i < V->nruns && free_ > 0; i++) {   /* whole runs that need not wait */
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
-                && cb_pass_state(q) == 0) {
+                && cb->passes[q].state == 0) {
             fork_helper(later, 1, 0.0);
             free_--;
         }
     }
-    if (!r->ordered) {
-        int n = cb_unclaimed((int)r->index);
-        if (n > free_)
-            n = free_;
-        for (int i = 0; i < n; i++)
-            fork_helper(r, 0, deadline);
-    }
+    for (int n = cb_unclaimed((int)r->index); !r->ordered && n > 0 && free_ > 0; n--, free_--)
+        fork_helper(r, 0, deadline);          /* the rest of this run's cores */
     cb_protect(0);
 }
 
@@ -217,7 +197,7 @@ static void wait_whole(void)
             kill(j.pid, SIGKILL);
         int st = j.done ? j.status : wait_pid(j.pid);
         int bad = job_ended(j, cancel ? GPSIMD_ZY_CANCELLED : st);
-        if (!cancel && (bad || cb_faulted(p)))
+        if (!cancel && (bad || cb->passes[p].faulted))
             stop_after = p;
     }
     memset(whole, 0, sizeof whole);
@@ -237,7 +217,7 @@ static int wait_helpers(void)
 /* ---- runs -------------------------------------------------------------------- */
 
 /* Core k's stdout and stderr in run p: its own pipes (at fds 3 + 2k and
- * 4 + 2k, where leader_main put them), which the zygote drains, in the
+ * 4 + 2k, where gl_fork_leader put them), which the zygote drains, in the
  * vector's first run; /dev/null (at 3 + 2 * ncores) in the runs after it,
  * so that what a vector's cores wrote is what one run of them wrote. */
 static void to_core_output(int k, int p)
@@ -307,14 +287,11 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
     unsigned char *arg_buf = alloc((size_t)V->arg_len);
     unsigned char *ret_buf = alloc((size_t)V->desc_len);
     int q = follower[p];
-    for (;;) {
-        int k = cb_claim(p, shared);
-        if (k < 0)
-            break;
+    for (int k; (k = cb_claim(p, shared)) >= 0;) {
         launch(p, k, index, arg_buf, ret_buf);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
-        if (q >= 0 && !cb_faulted(p))
+        if (q >= 0 && !cb->passes[p].faulted)
             launch(q, k, index, arg_buf, ret_buf);
         cb_run = p;
         if (may_help)
@@ -342,8 +319,9 @@ static int make_run(const struct gz_run *r, int index)
         return 1;
     cb_set_pass(p, GPSIMD_ZY_PASS_DONE, now_ns());
     if (q >= 0)
-        cb_set_pass(q, cb_faulted(p) ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE, now_ns());
-    return cb_faulted(p) || (q >= 0 && cb_faulted(q));
+        cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE,
+                    now_ns());
+    return cb->passes[p].faulted || (q >= 0 && cb->passes[q].faulted);
 }
 
 static void leader_run(void)
@@ -355,7 +333,7 @@ static void leader_run(void)
             continue;                      /* a helper makes it */
         if (is_follower[p] || stop_after >= 0) {   /* (a follower: made with the run it
                                                       follows, unless that run was not) */
-            if (!is_follower[p] || cb_pass_state(p) == 0)
+            if (!is_follower[p] || cb->passes[p].state == 0)
                 cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, now_ns());
             continue;
         }
@@ -368,9 +346,8 @@ static void leader_run(void)
 
 /* The binding bytes with this process's host addresses (the file offsets
  * the worker wrote plus the image's base). */
-static void rebase(gpsimd_core_binding *b)
+static void rebase(gpsimd_core_binding *b, uint64_t base)
 {
-    uint64_t base = (uint64_t)(uintptr_t)image;
     b->scratch_host += base;
     b->dataram_host += base;
     b->printf_host += base;
@@ -382,21 +359,33 @@ static void rebase(gpsimd_core_binding *b)
         b->read_map_host += base;
 }
 
-static void leader_main(void)
+/* ---- the entry points -------------------------------------------------------- */
+
+/* Fork the vector's leader (in its own process group). Returns its pid, or
+ * -errno. The request must stay valid until the call returns; its runs and
+ * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
+long gl_fork_leader(struct gl_request *req)
 {
-    sb_die_with_parent((int)R->zygote);
+    pid_t zygote = getpid(), pid = fork();        /* (the leader dies with the zygote) */
+    if (pid != 0)
+        return pid < 0 ? -errno : pid;
+    R = req;
+    V = &req->v;
+    setpgid(0, 0);
+    if (req->oom_first)
+        sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
+    sb_die_with_parent(zygote);
     gl_set_name("gpsimd-vector");
-    signal(SIGINT, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGHUP, SIG_DFL);
-    signal(SIGCHLD, SIG_DFL);              /* (whatever a static initialiser set) */
-    signal(SIGALRM, SIG_DFL);
+    static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
+    for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
+        signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
     if (mm == MAP_FAILED)
         cb_model_error("mmap", errno);
     close((int)R->image_fd);               /* no descriptor leads back into the image */
-    image = cb_page = mm;
+    unsigned char *image = mm;
+    cb = mm;
     cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.., then nothing of the model's is
        reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
@@ -411,10 +400,8 @@ static void leader_main(void)
             close(fd);
     to_core_output(0, (int)V->runs[0].index);
 
-    if (R->data_limit > 0) {
-        struct rlimit lim = {(rlim_t)R->data_limit, (rlim_t)R->data_limit};
-        setrlimit(RLIMIT_DATA, &lim);
-    }
+    if (R->data_limit > 0)
+        setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)R->data_limit, (rlim_t)R->data_limit});
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
     for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
@@ -425,7 +412,7 @@ static void leader_main(void)
         for (int k = 0; k < V->ncores; k++) {
             int64_t at = V->bindings_at + (p * V->ncores + k) * V->binding_size;
             memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
-            rebase(&bindings[p][k]);
+            rebase(&bindings[p][k], (uint64_t)(uintptr_t)image);
         }
         if (a < 0)
             continue;
@@ -441,25 +428,4 @@ static void leader_main(void)
     leader_run();
     cb_leader_done();
     _exit(0);
-}
-
-/* ---- the entry points -------------------------------------------------------- */
-
-/* Fork the vector's leader (in its own process group). Returns its pid, or
- * -errno. The request must stay valid until the call returns; its runs and
- * cores are within GPSIMD_ZY_MAX_RUNS and GPSIMD_ZY_MAX_CORES (the zygote checked them). */
-long gl_fork_leader(struct gl_request *req)
-{
-    pid_t pid = fork();
-    if (pid < 0)
-        return -errno;
-    if (pid > 0)
-        return pid;
-    R = req;
-    V = &req->v;
-    setpgid(0, 0);
-    if (req->oom_first)
-        sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
-    leader_main();
-    _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);     /* not reached */
 }

@@ -14,7 +14,6 @@
 struct gl_request {
     struct gz_vector v;
     int image_fd;                        /* the image memfd */
-    int zygote;                          /* the pid the leader dies with */
     int oom_first;                       /* oom_score_adj 1000 */
     int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
     int out[2 * GPSIMD_ZY_MAX_CORES];    /* per core: stdout's and stderr's pipe (write end) */

@@ -1,6 +1,7 @@
 /* The control block (gpsimd_host/zygote.h) as a vector's processes write
- * it (leader_control.c), for leader.c only: the page is writable only
- * while no kernel runs (cb_protect; each writer here makes it writable);
+ * it (leader_control.c), for leader.c only, which reads it through cb: the
+ * page is writable only while no kernel runs (cb_protect; each writer here
+ * makes it writable);
  * p is a run, k a core, j a process record; times in CLOCK_MONOTONIC
  * nanoseconds. */
 #ifndef GPSIMD_EMU_LEADER_CONTROL_H
@@ -8,15 +9,15 @@
 
 #include <stdint.h>
 
-extern unsigned char *cb_page;           /* NULL until the image is mapped */
+#include "gpsimd_host/zygote.h"
+
+extern gz_control *cb;                   /* NULL until the image is mapped */
 extern int cb_ncores;                    /* the vector's cores */
 extern int cb_run, cb_core;              /* where a model error happens (-1: no run, core) */
 
 void cb_protect(int writable);
 void cb_set_pass(int p, uint32_t state, int64_t t);
 void cb_mark_faulted(int p);
-int cb_faulted(int p);
-uint32_t cb_pass_state(int p);
 void cb_set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
                  uint32_t job, int64_t t0, int64_t t1);
 void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state);

@@ -242,9 +242,7 @@ static void relay(pid_t pid, int req, int ack, int parent)
     int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);
     sandboxed = pid;
     sandboxed_fd = ended;
-    struct sigaction stop = {0};
-    stop.sa_handler = end_sandbox;
-    sigemptyset(&stop.sa_mask);
+    struct sigaction stop = {.sa_handler = end_sandbox};    /* (an empty mask, no flags) */
     sigaction(SIGINT, &stop, NULL);
     sigaction(SIGTERM, &stop, NULL);
     sigaction(SIGHUP, &stop, NULL);
@@ -317,14 +315,12 @@ static void make_mounts(void)
         note("a private mount namespace", errno);
         return;
     }
-    if (SB.cg_version) {
-        sb_cg_open();
-        if (umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {   /* (locked in a user namespace) */
-            note("the memory cgroup (it cannot be hidden here)", errno);
-            for (int i = 0; i < 2; i++)
-                close(SB.cg_fds[i]);
-            SB.cg_version = SB.cg_inside = 0;            /* (the relay removes it) */
-        }
+    /* (the cgroup's limit files are open: sb_cg_create set a limit) */
+    if (SB.cg_version && umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {  /* (locked in a userns) */
+        note("the memory cgroup (it cannot be hidden here)", errno);
+        for (int i = 0; i < 2; i++)
+            close(SB.cg_fds[i]);
+        SB.cg_version = SB.cg_inside = 0;                /* (the relay removes it) */
     }
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     if (syscall(SYS_mount_setattr, -1, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)

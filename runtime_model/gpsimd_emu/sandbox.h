@@ -36,7 +36,6 @@ int sb_read_pids(int dir, const char *file, pid_t *pids, int max);
 
 /* sandbox_cgroup.c */
 void sb_cg_create(void);
-void sb_cg_open(void);
 int sb_cg_join(void);
 int sb_cg_set_limit(int64_t bytes);
 int64_t sb_cg_usage(void);

@@ -88,14 +88,6 @@ void sb_cg_create(void)
     }
 }
 
-/* The cgroup's files a limit is written to, opened once (the mount is
- * detached from the namespace after this). */
-void sb_cg_open(void)
-{
-    for (int i = CG_LIMIT; i <= CG_SWAP; i++)
-        SB.cg_fds[i] = openat(SB.cg_dir, cg_files[SB.cg_version - 1][i], O_WRONLY | O_CLOEXEC);
-}
-
 /* Join the run's cgroup: the calling process, single-threaded. On v1 the
  * calling thread writes "0" to "tasks", which moves it without the
  * kernel's global lock of thread groups (0.3 ms here, where a write to
@@ -114,8 +106,11 @@ static int write_number(int fd, int64_t value)
 
 int sb_cg_set_limit(int64_t bytes)
 {
+    /* the files a limit is written to, opened once (at sb_cg_create's
+       first limit: the mount is detached from the namespace later) */
     if (SB.cg_fds[CG_LIMIT] < 0)
-        sb_cg_open();
+        for (int i = CG_LIMIT; i <= CG_SWAP; i++)
+            SB.cg_fds[i] = openat(SB.cg_dir, cg_files[SB.cg_version - 1][i], O_WRONLY | O_CLOEXEC);
     if (bytes == SB.cg_limit)
         return 0;
     /* v1: memory and swap (memsw), never below the limit, as the limit when

@@ -8,15 +8,12 @@
  * with globals no launch touched; a run that is a second call launches the
  * copy of the run it follows); N: core objects.
  *
- * It makes the sandbox (sandbox.c) while the worker reads the objects,
- * takes them in one message, loads and checks copy 0 of each (what their
- * static initialisers write kept up to GPSIMD_ZY_OUTPUT_KEEP bytes), sends
- * the ready message, then loads the other copies. Then per message, one
- * vector: the memory limit, the leader (leader.c), the wait while it
- * drains what the cores write, the sweep and the reply. At end of file:
- * the sweep, exit 0 (the relay removes the cgroup). The messages are
- * gpsimd_host/zygote.h's; each step: ARCHITECTURE.md "Processes and
- * containment".
+ * This file is its loop: the sandbox (sandbox.c), the objects
+ * (zygote_objects.c) and the ready message, then per message one vector
+ * (the memory limit, the leader of leader.c, the wait while it drains what
+ * the cores write, the sweep) and its reply; at end of file the sweep and
+ * exit 0. The messages are gpsimd_host/zygote.h's; each step:
+ * ARCHITECTURE.md "Processes and containment".
  *
  * Built by the host profile (gpsimd_build.zygote_recipe) with
  * -DGZ_SOURCE_DIGEST, which the worker reads from the file and compares
@@ -62,9 +59,7 @@ static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 {
     char control[CMSG_SPACE(4 * sizeof(int))] = {0};
     struct iovec io = {(void *)msg, n};
-    struct msghdr h = {0};
-    h.msg_iov = &io;
-    h.msg_iovlen = 1;
+    struct msghdr h = {.msg_iov = &io, .msg_iovlen = 1};
     if (nfds > 0) {
         h.msg_control = control;
         h.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
@@ -95,22 +90,14 @@ static int ready_fd(const struct gz_ready *ready)
     int ok = fd >= 0 && sb_write_all(fd, ready, sizeof *ready) == 0;
     for (int k = 0; k < ncores; k++)
         for (int i = 0; ok && i < gz_objects[0][k].nops; i++)
-            ok = sb_write_all(fd, gz_objects[0][k].names[i],
-                              strlen(gz_objects[0][k].names[i]) + 1) == 0;
+            ok = sb_write_all(fd, gz_objects[0][k].ops[i].name,
+                              strlen(gz_objects[0][k].ops[i].name) + 1) == 0;
     if (!ok && fd >= 0)
         close(fd);
     return ok ? fd : -1;
 }
 
 /* ---- processes ----------------------------------------------------------------- */
-
-/* the children of this process (one thread: its own list) */
-static int children(pid_t *out, int max)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/task/%d/children", (int)getpid());
-    return sb_read_pids(AT_FDCWD, path, out, max);
-}
 
 /* Kill and reap whatever the vector left: in a namespace, every other
  * process of it; else (a subreaper) the children, and what comes back. */
@@ -124,9 +111,11 @@ static void sweep(void)
         return;
     }
     double deadline = gl_mono() + 5.0;
+    char children[64];                   /* (one thread: its own list) */
+    snprintf(children, sizeof children, "/proc/self/task/%d/children", (int)getpid());
     for (;;) {
         pid_t pids[512];
-        int n = children(pids, 512);
+        int n = sb_read_pids(AT_FDCWD, children, pids, 512);
         for (int i = 0; i < n; i++) {
             killpg(pids[i], SIGKILL);
             kill(pids[i], SIGKILL);
@@ -154,33 +143,20 @@ static int64_t data_bytes(void)
 
 static int64_t data_base, baseline;
 
-static void send_reply(int status, int timed_out, double elapsed, long long oom, long pid)
-{
-    reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
-                              .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
-                              .oom_kills = oom, .pid = pid};
-    int fd = gz_kept(&reply, 2 * ncores);
-    send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
-    if (fd >= 0)
-        close(fd);
-}
-
 static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
     char why[512];
-    r = (struct gl_request){.v = *m};
+    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
-        close(image_fd);
         reply_error("a request of more runs or cores than the zygote holds");
         return;
     }
     for (int i = 0; i < v->nruns; i++) {
         int64_t p = v->runs[i].index, c = v->runs[i].copy;
         if (p < 0 || p >= GPSIMD_ZY_MAX_RUNS || c < 0 || c >= ncopies) {
-            close(image_fd);
             reply_error("a request of a run the zygote holds no copy of the objects for");
             return;
         }
@@ -190,7 +166,6 @@ static void run(struct gz_vector *m, int image_fd)
             if (r.launchers[p][k] == NULL) {
                 snprintf(why, sizeof why, "copy %lld of core object %d has no op %s "
                          "(it did not load again)", (long long)c, k, v->op);
-                close(image_fd);
                 reply_error(why);
                 return;
             }
@@ -212,17 +187,13 @@ static void run(struct gz_vector *m, int image_fd)
     }
     if (!limited && v->parallel > 1)     /* RLIMIT_DATA only: shared out among the jobs */
         extra /= v->parallel;
-    r.image_fd = image_fd;
-    r.devnull = devnull;
     r.data_limit = data_base + (extra < GPSIMD_ZY_MIN_DATA ? GPSIMD_ZY_MIN_DATA : extra);
-    r.zygote = getpid();
     r.oom_first = limited && SB.cg_inside;
     int nstreams = 2 * (int)v->ncores;
     gz_streams_begin(r.out, 2 * ncores);
     double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
         + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = gl_mono();
     long pid = gl_fork_leader(&r);
-    close(image_fd);
     int status = 0, timed_out = 0;
     if (pid >= 0) {
         timed_out = gz_wait_vector((pid_t)pid, start + cap, &status, nstreams) != 0;
@@ -242,8 +213,14 @@ static void run(struct gz_vector *m, int image_fd)
         reply_error(why);
         return;
     }
-    long long oom = limited && SB.cg_version ? (long long)(sb_cg_oom_kills() - oom0) : 0;
-    send_reply(status, timed_out, elapsed, oom, pid);
+    reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
+                              .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
+                              .pid = pid};
+    reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
+    int fd = gz_kept(&reply, 2 * ncores);
+    send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
+    if (fd >= 0)
+        close(fd);
 }
 
 /* ---- the program --------------------------------------------------------------------- */
@@ -256,11 +233,8 @@ static ssize_t receive(void *buf, size_t size, int *fds, int max, int *nfds)
 {
     char control[CMSG_SPACE(16 * sizeof(int))];
     struct iovec io = {buf, size};
-    struct msghdr h = {0};
-    h.msg_iov = &io;
-    h.msg_iovlen = 1;
-    h.msg_control = control;
-    h.msg_controllen = sizeof control;
+    struct msghdr h = {.msg_iov = &io, .msg_iovlen = 1, .msg_control = control,
+                       .msg_controllen = sizeof control};
     ssize_t n;
     while ((n = recvmsg(sock, &h, MSG_CMSG_CLOEXEC)) < 0 && errno == EINTR)
         ;
@@ -320,8 +294,7 @@ int main(int argc, char **argv)
     }
     sb_die_with_parent(parent);
     gl_set_name("gpsimd-zygote");
-    struct rlimit none = {0, 0};
-    setrlimit(RLIMIT_CORE, &none);       /* a crashing kernel leaves no core file */
+    setrlimit(RLIMIT_CORE, &(struct rlimit){0, 0});   /* a crashing kernel leaves no core file */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGXFSZ, SIG_IGN);
     /* from here what this process writes (the objects' static
@@ -333,16 +306,15 @@ int main(int argc, char **argv)
         dup2(out, 1);
         dup2(out, 2);
     }
-    int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (null >= 0 && null != 0) {
+    /* stdin, and the cores' output after a vector's first run: /dev/null,
+       opened now (the sandbox has no devices), the latter above every fd a
+       leader moves its pipes to */
+    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (null >= 0) {
         dup2(null, 0);
-        close(null);
-    }
-    /* (the sandbox has no devices; above every fd a leader moves its pipes to) */
-    int w = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    if (w >= 0) {
-        devnull = fcntl(w, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
-        close(w);
+        devnull = fcntl(null, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
+        if (null != 0)
+            close(null);
     }
     sb_enter(parent, sock);
     static char names[GPSIMD_ZY_MAX_CORES * 4096];
@@ -393,13 +365,12 @@ int main(int argc, char **argv)
         ssize_t n = receive(&m, sizeof m, &image_fd, 1, &nfds);
         if (n <= 0)
             break;                       /* end of file: the worker is done */
-        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || nfds < 1) {
-            if (nfds > 0)
-                close(image_fd);
+        if (n != (ssize_t)sizeof m || m.magic != (int64_t)GPSIMD_ZY_MAGIC || nfds < 1)
             reply_error("a request the zygote cannot read");
-            continue;
-        }
-        run(&m, image_fd);
+        else
+            run(&m, image_fd);           /* (the vector's leader has its own copy) */
+        if (nfds > 0)
+            close(image_fd);
     }
     sweep();
     return 0;

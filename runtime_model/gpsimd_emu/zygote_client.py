@@ -13,6 +13,7 @@ so that it is written once.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -23,6 +24,7 @@ from gpsimd_device import zygote as program
 from gpsimd_device.headers import INCLUDE_DIR, xmacro_rows
 
 from . import contain
+from .binding import GpsimdLspInfo
 from .control import ZY
 from .cores import CoreSpec
 
@@ -34,48 +36,27 @@ MAX_READY = 64 << 20
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _int64s(macro: str) -> list:
-    """The ``int64_t`` fields of the X-macro ``macro`` of zygote.h."""
-    return [(name, ctypes.c_int64) for (name,) in xmacro_rows("zygote.h", macro)]
+def _struct(name: str, *more: tuple) -> type:
+    """``struct <name>`` of zygote.h as a ``ctypes.Structure``: the
+    ``int64_t`` fields of its X-macro (``gz_run``: ``GPSIMD_ZY_RUN_FIELDS``),
+    then the ``(name, ctype)`` fields ``more``."""
+    rows = xmacro_rows("zygote.h", f"GPSIMD_ZY_{name[3:].upper()}_FIELDS")
+    return type(name, (ctypes.Structure,),
+                {"_fields_": [(field, ctypes.c_int64) for (field,) in rows] + list(more)})
 
 
-def _text(size: int) -> type:
-    return ctypes.c_char * size
-
-
-class _Run(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_RUN_FIELDS")
-
-
-class Vector(ctypes.Structure):
-    """``struct gz_vector``: one vector for the zygote."""
-
-    _fields_ = _int64s("GPSIMD_ZY_VECTOR_FIELDS") + [("runs", _Run * ZY["MAX_RUNS"]),
-                                                     ("op", _text(ZY["OP_NAME"]))]
-
-
-class _Core(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_CORE_FIELDS") + [("lsp_name", _text(ZY["LSP_NAME"])),
-                                                   ("error", _text(ZY["TEXT"]))]
-
-
-class Ready(ctypes.Structure):
-    """``struct gz_ready``: the head of the ready message."""
-
-    _fields_ = _int64s("GPSIMD_ZY_READY_FIELDS") + [
-        ("mode", _text(ZY["MODE"])), ("missing", _text(ZY["TEXT"])),
-        ("cores", _Core * ZY["MAX_CORES"])]
-
-
-class _Output(ctypes.Structure):
-    _fields_ = _int64s("GPSIMD_ZY_OUTPUT_FIELDS")
-
-
-class Reply(ctypes.Structure):
-    """``struct gz_reply``: the answer to one vector."""
-
-    _fields_ = _int64s("GPSIMD_ZY_REPLY_FIELDS") + [
-        ("output", _Output * (2 * ZY["MAX_CORES"])), ("error", _text(ZY["TEXT"]))]
+_Run = _struct("gz_run")
+#: One vector for the zygote.
+Vector = _struct("gz_vector", ("runs", _Run * ZY["MAX_RUNS"]),
+                 ("op", ctypes.c_char * ZY["OP_NAME"]))
+_Core = _struct("gz_core", ("lsp", GpsimdLspInfo), ("error", ctypes.c_char * ZY["TEXT"]))
+#: The head of the ready message.
+Ready = _struct("gz_ready", ("mode", ctypes.c_char * ZY["MODE"]),
+                ("missing", ctypes.c_char * ZY["TEXT"]), ("cores", _Core * ZY["MAX_CORES"]))
+_Output = _struct("gz_output")
+#: The answer to one vector.
+Reply = _struct("gz_reply", ("output", _Output * (2 * ZY["MAX_CORES"])),
+                ("error", ctypes.c_char * ZY["TEXT"]))
 
 
 def _str(raw: bytes, errors: str = "replace") -> str:
@@ -99,7 +80,8 @@ def read_ready(data: bytes, ncores: int) -> Optional[dict]:
     for c in head.cores[:ncores]:
         entry: dict = {}
         if c.has_lsp:
-            entry["lsp"] = [c.lsp_core_id, c.scratch_origin, c.scratch_size, _str(c.lsp_name)]
+            entry["lsp"] = [c.lsp.core_id, c.lsp.scratch_origin, c.lsp.scratch_size,
+                            _str(c.lsp.name)]
         if c.loaded:
             entry["ops"] = [_str(n, "surrogateescape") for n in names[at:at + c.nops]]
             at += c.nops
@@ -166,10 +148,8 @@ def vector_message(req: dict) -> bytes:
                  "bindings_at", "args_at", "arg_len", "page", "desc_len"):
         setattr(v, name, int(req[name]))
     for i, run in enumerate(runs):
-        v.runs[i].index, v.runs[i].poison = int(run["index"]), int(run["poison"])
-        v.runs[i].ordered = int(bool(run["ordered"]))
-        v.runs[i].copy = int(run.get("copy", run["index"]))
-        v.runs[i].after = int(run.get("after", -1))
+        v.runs[i] = _Run(index=int(run["index"]), ordered=int(bool(run["ordered"])),
+                         copy=int(run.get("copy", run["index"])), after=int(run.get("after", -1)))
     return bytes(v)
 
 
@@ -202,17 +182,9 @@ class ZygoteError(Exception):
 #: glibc's per-thread malloc cache hands a freed block back as it was,
 #: without the fill of mallopt(M_PERTURB) that poisons malloc / new memory
 #: under the checks (runtime_model/src/host_entry.cpp): off in the zygote
-#: and the processes it forks (a glibc tunable, read at process start).
+#: and the processes it forks (a glibc tunable, read at process start;
+#: appended to ``GLIBC_TUNABLES``: the last setting of a tunable wins).
 TCACHE_OFF = "glibc.malloc.tcache_count=0"
-
-
-def zygote_environ() -> dict:
-    """The zygote's environment: ours, with ``TCACHE_OFF`` appended to
-    ``GLIBC_TUNABLES`` (the last setting of a tunable wins)."""
-    env = dict(os.environ)
-    tunables = env.get("GLIBC_TUNABLES")
-    env["GLIBC_TUNABLES"] = f"{tunables}:{TCACHE_OFF}" if tunables else TCACHE_OFF
-    return env
 
 
 def _read_fd(fd: int, limit: int) -> bytes:
@@ -243,7 +215,9 @@ class ZygoteClient:
         argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(ncores)]
         try:
             os.set_inheritable(child.fileno(), True)
-            self.pid: Optional[int] = os.posix_spawn(path, argv, zygote_environ())
+            tunables = [t for t in (os.environ.get("GLIBC_TUNABLES"), TCACHE_OFF) if t]
+            env = dict(os.environ, GLIBC_TUNABLES=":".join(tunables))
+            self.pid: Optional[int] = os.posix_spawn(path, argv, env)
         except BaseException:
             self.sock.close()
             raise
@@ -363,17 +337,13 @@ class ZygoteClient:
         ready, it is left to end by itself: this process's subreaper reaps
         it, and gives its relay the time to remove the memory cgroup
         (``contain.sweep``). Idempotent."""
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
         if self.pid is None:
             return
         if not wait and self._ready is not None:
             self.pid = None
             return
-        try:
+        with contextlib.suppress(ChildProcessError):
             contain.end_within(self.pid, 1.0)
-        except ChildProcessError:
-            pass
         self.pid = None

@@ -51,11 +51,10 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
     snprintf(where, sizeof where, "/proc/self/fd/%d", fd);
     /* (what the static initialisers write goes to the load output's
        memfd, at most GPSIMD_ZY_OUTPUT_KEEP bytes of it) */
-    struct rlimit fsize, small;
+    struct rlimit fsize;
     getrlimit(RLIMIT_FSIZE, &fsize);
-    small = (struct rlimit){GPSIMD_ZY_OUTPUT_KEEP, fsize.rlim_max};
     fflush(NULL);
-    setrlimit(RLIMIT_FSIZE, &small);
+    setrlimit(RLIMIT_FSIZE, &(struct rlimit){GPSIMD_ZY_OUTPUT_KEEP, fsize.rlim_max});
     void *h = dlopen(where, RTLD_NOW | RTLD_LOCAL);
     fflush(NULL);
     setrlimit(RLIMIT_FSIZE, &fsize);
@@ -76,25 +75,17 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
     }
     if (info != NULL) {
         entry->has_lsp = 1;
-        entry->lsp_core_id = info->core_id;
-        entry->scratch_origin = (int64_t)info->scratch_origin;
-        entry->scratch_size = (int64_t)info->scratch_size;
-        _Static_assert(sizeof info->name < sizeof entry->lsp_name, "a name and a NUL");
-        memcpy(entry->lsp_name, info->name, sizeof info->name);
+        entry->lsp = *info;
     }
-    struct object *o = &gz_objects[c][k];
-    int (*cnt)(void) = why[0] ? NULL : (int (*)(void))got[1];
+    struct object *o = &gz_objects[c][k];      /* (no ops unless every check passed) */
     const char *(*name_of)(int) = (const char *(*)(int))got[2];
     void *(*ptr_of)(int) = (void *(*)(int))got[3];
-    if (!why[0])
-        o->binder = got[4];
-    int n = cnt ? cnt() : 0;
-    if (cnt && n < 0)
+    o->binder = got[4];
+    int n = why[0] ? 0 : ((int (*)(void))got[1])();
+    if (n < 0)
         snprintf(why, sizeof why, "%s: get_func_cnt() returned %d", name, n);
     if (!why[0] && n > 0) {
-        o->names = calloc((size_t)n, sizeof *o->names);
-        o->launchers = calloc((size_t)n, sizeof *o->launchers);
-        if (o->names == NULL || o->launchers == NULL)
+        if ((o->ops = calloc((size_t)n, sizeof *o->ops)) == NULL)
             snprintf(why, sizeof why, "%s: no memory for %d ops", name, n);
     }
     for (int i = 0; i < n && !why[0]; i++) {
@@ -105,12 +96,10 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
         else if (p == NULL)
             snprintf(why, sizeof why, "%s: get_func_ptr(%d) (%s) returned null", name, i, s);
         for (int j = 0; j < i && !why[0]; j++)
-            if (strcmp(o->names[j], s) == 0)
+            if (strcmp(o->ops[j].name, s) == 0)
                 snprintf(why, sizeof why, "%s: op '%s' registered twice", name, s);
-        if (!why[0]) {
-            o->names[i] = strdup(s);
-            o->launchers[i] = p;
-        }
+        if (!why[0])
+            o->ops[i] = (struct op){strdup(s), p};
     }
     o->nops = why[0] ? 0 : n;
     if (c != 0)
@@ -123,7 +112,7 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
 void *gz_launcher_of(const struct object *o, const char *op)
 {
     for (int i = 0; i < o->nops; i++)
-        if (strcmp(o->names[i], op) == 0)
-            return o->launchers[i];
+        if (strcmp(o->ops[i].name, op) == 0)
+            return o->ops[i].launcher;
     return NULL;
 }

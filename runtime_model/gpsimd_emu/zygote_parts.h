@@ -13,8 +13,7 @@
 struct object {                          /* one copy of one core object */
     void *binder;                        /* gpsimd_bind_core */
     int nops;
-    char **names;                        /* get_func_name(i) */
-    void **launchers;                    /* get_func_ptr(i) */
+    struct op { char *name; void *launcher; } *ops;   /* get_func_name(i), get_func_ptr(i) */
 };
 extern struct object gz_objects[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry);

@@ -1,7 +1,7 @@
 """Kernels that reach into the model (a hostile kernel runs in the model's
 own processes): each is caught by the worker's own checks. A kernel that
-forges "the second run was skipped" in the control block (at the offsets
-of gpsimd_host/zygote.h), or writes over the leader's state so that it
+forges "the second run was skipped" in the control block (gz_control of
+gpsimd_host/zygote.h), or writes over the leader's state so that it
 skips it, fails
 as a corrupt record (the worker accepts no skipped run before a fault);
 one that cancels its run's timer fails as timed out (the
@@ -51,11 +51,11 @@ torch::Tensor sneaky(const torch::Tensor& x) {
     return out;
 }
 // the control block: the page holding the magic, at or before the output
-unsigned char* control_block(const torch::Tensor& out) {
+gz_control* control_block(const torch::Tensor& out) {
     uintptr_t p = (uintptr_t)neuron_translate(neuron_translate_ctx(),
                                               out.unsafeGetTensorImpl()->device_addr);
     for (p &= ~(uintptr_t)4095; ; p -= 4096)
-        if (memcmp((void*)p, "GPSIMDCB", 8) == 0) return (unsigned char*)p;
+        if (memcmp((void*)p, "GPSIMDCB", 8) == 0) return (gz_control*)p;
 }
 uint64_t now_ns() {
     struct timespec t;
@@ -74,19 +74,16 @@ FORGERY = COMMON + r"""
 // run 0, then: "run 0 done, run 1 skipped, the leader done", and _exit(0)
 torch::Tensor forge_skip(const torch::Tensor& x) {
     torch::Tensor out = sneaky(x);
-    unsigned char* cb = control_block(out);
+    gz_control* cb = control_block(out);
     mprotect(cb, 4096, PROT_READ | PROT_WRITE);
     const uint64_t t = now_ns();
-    const uint32_t done = GPSIMD_ZY_SLOT_DONE, skipped = GPSIMD_ZY_PASS_SKIPPED,
-                   exited = GPSIMD_ZY_JOB_EXITED, one = 1;
-    const size_t pass0 = GPSIMD_ZY_CB_PASSES, pass1 = pass0 + GPSIMD_ZY_CB_PASS_SIZE;
-    memcpy(cb + GPSIMD_ZY_CB_SLOTS, &done, 4);             // slot (0, 0): done at t
-    memcpy(cb + GPSIMD_ZY_CB_SLOTS + 24, &t, 8);
-    memcpy(cb + pass0, &done, 4);                          // pass 0: done at t
-    memcpy(cb + pass0 + 32, &t, 8);
-    memcpy(cb + pass1, &skipped, 4);                       // pass 1: skipped
-    memcpy(cb + GPSIMD_ZY_CB_JOBS + 12, &exited, 4);       // job 0: exited
-    memcpy(cb + GPSIMD_ZY_CB_LEADER_DONE, &one, 4);
+    cb->slots[0].state = GPSIMD_ZY_SLOT_DONE;              // slot (0, 0): done at t
+    cb->slots[0].t_end = t;
+    cb->passes[0].state = GPSIMD_ZY_PASS_DONE;             // pass 0: done at t
+    cb->passes[0].t_end = t;
+    cb->passes[1].state = GPSIMD_ZY_PASS_SKIPPED;          // pass 1: skipped
+    cb->jobs[0].state = GPSIMD_ZY_JOB_EXITED;              // job 0: exited
+    cb->leader_done = 1;
     _exit(0);
 }
 // the leader's stop_after (STOP_AFTER: its offset in the program) set to run 0
@@ -99,9 +96,9 @@ torch::Tensor scribble_stop(const torch::Tensor& x) {
 // run 1's first core made 200
 torch::Tensor forge_order(const torch::Tensor& x) {
     torch::Tensor out = sneaky(x);
-    unsigned char* cb = control_block(out);
+    gz_control* cb = control_block(out);
     mprotect(cb, 4096, PROT_READ | PROT_WRITE);
-    cb[GPSIMD_ZY_CB_PASSES + GPSIMD_ZY_CB_PASS_SIZE + 16] = 200;   // pass 1's order[0]
+    cb->passes[1].order[0] = 200;
     return out;
 }
 // cancels its run's timer, then takes 1.5 s (the limit: 1 s)

@@ -1,18 +1,24 @@
 """The control block (gpsimd_emu.control): what a vector's processes write
 and what the worker accepts; anything else is a corrupt record naming the
 field, never a crash of the model."""
+import ctypes
 import mmap
 import struct
 
 import pytest
 
 from gpsimd_emu import control
-from gpsimd_emu.control import ControlBlock, RecordError
+from gpsimd_emu.binding import header_struct
+from gpsimd_emu.control import Block, ControlBlock, RecordError
+
+# (the offsets of gpsimd_host/zygote.h's gz_control, as leader.c writes it)
+_PASSES, _SLOTS, _JOBS = Block.passes.offset, Block.slots.offset, Block.jobs.offset
+_SLOT = ctypes.sizeof(header_struct("zygote.h", "gz_slot"))
+_JOB = ctypes.sizeof(header_struct("zygote.h", "gz_job"))
 
 
 def _block(npasses=2, ncores=8, nonce=42):
     mm = mmap.mmap(-1, control.SIZE)
-    import ctypes
     base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
     ctl = ControlBlock(mm, 0, base)
     ctl.init(nonce, npasses, ncores, [list(range(ncores)), list(range(ncores))[::-1]][:npasses])
@@ -29,18 +35,17 @@ def test_a_fresh_record_validates():
 
 
 def test_what_a_run_writes_reads_back():
-    # (as leader.c writes it, at the offsets of gpsimd_host/zygote.h)
     mm, ctl = _block()
-    struct.pack_into("<IIII", mm, control._PASSES, control.PASS_DONE, 1, 8, 8)
-    struct.pack_into("<QQ", mm, control._PASSES + 24, 100, 200)
-    struct.pack_into("<IIiIQQ", mm, control._SLOTS + 3 * control._SLOT.size,
+    struct.pack_into("<IIII", mm, _PASSES, control.PASS_DONE, 1, 8, 8)
+    struct.pack_into("<QQ", mm, _PASSES + 24, 100, 200)
+    struct.pack_into("<IIiIQQ", mm, _SLOTS + 3 * _SLOT,
                      control.SLOT_DONE, 1, 0, 2, 10, 30)
-    struct.pack_into("<iIiI", mm, control._JOBS + 2 * control._JOB.size, 1234, 0, 0,
+    struct.pack_into("<iIiI", mm, _JOBS + 2 * _JOB, 1234, 0, 0,
                      control.JOB_EXITED)
     text = b"device model error: boom"
-    mm[control._ERROR:control._ERROR + len(text)] = text
-    struct.pack_into("<iiI", mm, control._ERROR_FIELDS, 0, 3, len(text))
-    struct.pack_into("<I", mm, control._LEADER_DONE, 1)
+    mm[Block.error.offset:Block.error.offset + len(text)] = text
+    struct.pack_into("<iiI", mm, Block.error_pass.offset, 0, 3, len(text))
+    struct.pack_into("<I", mm, Block.leader_done.offset, 1)
     rec = ctl.validate(42, 2, 8)
     assert rec["passes"][0]["state"] == control.PASS_DONE and rec["passes"][0]["faulted"] == 1
     assert (rec["passes"][0]["t_start"], rec["passes"][0]["t_end"]) == (100, 200)
@@ -53,12 +58,12 @@ def test_what_a_run_writes_reads_back():
 @pytest.mark.parametrize("offset,data,field", [
     (0, b"XXXXXXXX", "magic"),
     (8, struct.pack("<Q", 7), "another run"),
-    (control._LEADER_DONE, struct.pack("<I", 9), "leader state"),
-    (control._SLOTS, struct.pack("<I", 77), "run 0, core 0"),
-    (control._SLOTS + control._SLOT.size * (control.MAX_CORES + 1) + 8,
+    (Block.leader_done.offset, struct.pack("<I", 9), "leader state"),
+    (_SLOTS, struct.pack("<I", 77), "run 0, core 0"),
+    (_SLOTS + _SLOT * (control.MAX_CORES + 1) + 8,
      struct.pack("<i", 0) + struct.pack("<I", 999), "run 1, core 1"),
-    (control._PASSES, struct.pack("<I", 42), "run 0: its pass record"),
-    (control._JOBS, struct.pack("<iIiI", 5, 3, 0, 2), "process record 0"),
+    (_PASSES, struct.pack("<I", 42), "run 0: its pass record"),
+    (_JOBS, struct.pack("<iIiI", 5, 3, 0, 2), "process record 0"),
 ])
 def test_garbage_is_a_named_record_error(offset, data, field):
     mm, ctl = _block()

@@ -16,6 +16,7 @@ from conftest import build_zygote
 from gpsimd_device import zygote as program
 from gpsimd_device.headers import INCLUDE_DIR
 from gpsimd_emu import abi, control, zygote_client
+from gpsimd_emu.binding import header_struct
 from gpsimd_emu.zygote_client import Ready, Reply, Vector, vector_message
 
 pytestmark = pytest.mark.slow      # (the tests compile)
@@ -29,13 +30,15 @@ _PROBE = r"""
 int main(void) {
     printf("{\"vector\": %zu, \"runs\": %zu, \"op\": %zu, \"run\": %zu, \"timeout_ns\": %zu,"
            " \"sem_t\": %zu, \"binding\": %zu, \"ready\": %zu, \"ready_cores\": %zu,"
-           " \"core_error\": %zu, \"reply\": %zu, \"reply_error\": %zu, \"output\": %zu}\n",
+           " \"core_error\": %zu, \"reply\": %zu, \"reply_error\": %zu, \"output\": %zu,"
+           " \"control\": %zu, \"jobs\": %zu, \"sem\": %zu, \"error_len\": %zu}\n",
            sizeof(struct gz_vector), offsetof(struct gz_vector, runs),
            offsetof(struct gz_vector, op), sizeof(struct gz_run),
            offsetof(struct gz_vector, timeout_ns), sizeof(sem_t), sizeof(gpsimd_core_binding),
            sizeof(struct gz_ready), offsetof(struct gz_ready, cores),
            offsetof(struct gz_core, error), sizeof(struct gz_reply),
-           offsetof(struct gz_reply, error), sizeof(struct gz_output));
+           offsetof(struct gz_reply, error), sizeof(struct gz_output), sizeof(gz_control),
+           offsetof(gz_control, jobs), offsetof(gz_pass, sem), offsetof(gz_control, error_len));
     return 0;
 }
 """
@@ -52,8 +55,12 @@ def test_the_message_is_the_c_structure(tmp_path):
     assert (c["runs"], c["op"], c["timeout_ns"]) == (Vector.runs.offset, Vector.op.offset,
                                                       Vector.timeout_ns.offset)
     assert c["run"] * control.MAX_PASSES == Vector.runs.size
-    # the control block's semaphore fits its pass record; the binding is abi.py's
-    assert control._SEM_OFFSET + c["sem_t"] <= control._PASS_SIZE
+    # the control block as control.py reads it; its semaphore fits its pass
+    # record; the binding is abi.py's
+    block, pass_ = control.Block, header_struct("zygote.h", "gz_pass")
+    assert (c["control"], c["jobs"], c["error_len"]) == (
+        ctypes.sizeof(block), block.jobs.offset, block.error_len.offset)
+    assert c["sem"] == pass_.sem.offset and c["sem_t"] <= pass_.sem.size
     assert c["binding"] == ctypes.sizeof(abi.GpsimdCoreBinding)
     # the answers: the ready message's head and a reply
     assert (c["ready"], c["ready_cores"]) == (ctypes.sizeof(Ready), Ready.cores.offset)
@@ -78,7 +85,7 @@ def test_a_vector_message_holds_the_request():
             v.timeout_ns) == (1 << 20, 8, 2, 2, 1, 250_000_000, 9_500_000_000)
     assert (v.bindings_at, v.args_at, v.arg_len, v.page, v.desc_len) == (8192, 12288, 96,
                                                                         4096, 48)
-    assert [(r.index, r.ordered, r.poison) for r in v.runs[:2]] == [(0, 0, 0xA5), (3, 1, 0x5A)]
+    assert [(r.index, r.ordered) for r in v.runs[:2]] == [(0, 0), (3, 1)]
     with pytest.raises(ValueError, match="op name of 256 bytes"):
         vector_message(dict(req, op="x" * 256))
     many = control.ZY["MAX_RUNS"] + 1

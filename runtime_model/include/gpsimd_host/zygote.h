@@ -1,7 +1,8 @@
 /* The emulator's native program, gpsimd-zygote (runtime_model/gpsimd_emu/
  * zygote.c, sandbox.c, leader.c): the one definition of what it and the
  * Python worker share. The worker reads this file (gpsimd_device.headers:
- * every "#define GPSIMD_ZY_* <number>" line and the X-macros), so a
+ * every "#define GPSIMD_ZY_* <number>" line and the X-macros; the control
+ * block's typedefs through gpsimd_emu.binding.header_struct), so a
  * layout, a limit or a state is written here and nowhere else.
  *
  * Not a kernel-facing header: kernels never include it.
@@ -10,6 +11,8 @@
 #define GPSIMD_HOST_ZYGOTE_H
 
 #include <stdint.h>
+
+#include "gpsimd_host/abi.h"
 
 /* ---- limits -------------------------------------------------------------- */
 #define GPSIMD_ZY_MAX_RUNS 5           /* runs of a vector (first, second, ...) */
@@ -32,7 +35,7 @@
 /* copy: the copy of the core objects a run launches; after: -1, or the run
  * whose launch of each core this run's launch of it follows at once, in
  * the same process (a second call of the same loaded objects) */
-#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(poison) X(copy) X(after)
+#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(copy) X(after)
 
 #define GPSIMD_ZY_I64(name) int64_t name;
 struct gz_run { GPSIMD_ZY_RUN_FIELDS(GPSIMD_ZY_I64) };
@@ -44,7 +47,6 @@ struct gz_vector {
 
 /* ---- the zygote's answers ---------------------------------------------------- */
 #define GPSIMD_ZY_TEXT 1024            /* bytes of a text field, its NUL included */
-#define GPSIMD_ZY_LSP_NAME 33          /* gpsimd_lsp_info.name (abi.h) and a NUL */
 #define GPSIMD_ZY_MODE 16              /* "pidns", "userns", "pgroup" */
 /* Ready, once the objects are loaded: one byte "R" with the memfd of a
  * struct gz_ready followed by each loaded core's op names, every name
@@ -52,8 +54,8 @@ struct gz_vector {
  * the objects' static initialisers wrote. Every field an int64_t. */
 #define GPSIMD_ZY_READY_FIELDS(X) X(magic) X(cgroup)
 /* loaded: the device loader's checks passed (else error says why);
-   has_lsp: the lsp_* fields hold gpsimd_linker_spec_info()'s answer */
-#define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(lsp_core_id) X(scratch_origin) X(scratch_size) X(nops)
+   has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
+#define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(nops)
 /* Per vector: a struct gz_reply, with a memfd of the kept output when
  * noutput > 0 (per output entry, its head bytes then its tail bytes);
  * error not empty: the vector did not run, and why. elapsed in ns. */
@@ -63,7 +65,7 @@ struct gz_vector {
 
 struct gz_core {
     GPSIMD_ZY_CORE_FIELDS(GPSIMD_ZY_I64)
-    char lsp_name[GPSIMD_ZY_LSP_NAME];
+    gpsimd_lsp_info lsp;
     char error[GPSIMD_ZY_TEXT];
 };
 struct gz_ready {
@@ -79,20 +81,54 @@ struct gz_reply {
     char error[GPSIMD_ZY_TEXT];
 };
 
-/* ---- the control block: the image's first page (little-endian) ------------ */
+/* ---- the control block: the image's first page (little-endian) ------------
+ * The worker writes the header and each run's order (gpsimd_emu.control),
+ * a vector's processes the rest (leader_control.c); times are
+ * CLOCK_MONOTONIC nanoseconds, states the GPSIMD_ZY_*_ numbers below. */
 #define GPSIMD_ZY_CB_SIZE 4096
 #define GPSIMD_ZY_CB_VERSION 1
-#define GPSIMD_ZY_CB_ERROR_FIELDS 28   /* error_pass i32, error_core i32, error_len u32 */
-#define GPSIMD_ZY_CB_LEADER_DONE 40
-#define GPSIMD_ZY_CB_ERROR 64          /* UTF-8 text of a model error */
 #define GPSIMD_ZY_CB_ERROR_CAPACITY 1024
-#define GPSIMD_ZY_CB_PASSES 1088       /* MAX_RUNS records */
-#define GPSIMD_ZY_CB_PASS_SIZE 80
-#define GPSIMD_ZY_CB_SEM 40            /* a pass's claim semaphore (sem_t) */
-#define GPSIMD_ZY_CB_SLOTS 1488        /* MAX_RUNS x MAX_CORES records */
-#define GPSIMD_ZY_CB_SLOT_SIZE 32
-#define GPSIMD_ZY_CB_JOBS 2768         /* MAX_JOBS records */
-#define GPSIMD_ZY_CB_JOB_SIZE 16
+#define GPSIMD_ZY_CB_SEM_WORDS 5       /* a run's claim semaphore: a sem_t (40 bytes) */
+#define GPSIMD_ZY_CB_SLOTS 40          /* MAX_RUNS x MAX_CORES */
+typedef struct {                       /* a run (a pass) */
+    uint32_t state;                    /* 0: pending */
+    uint32_t faulted;
+    uint32_t claimed;                  /* of the cores in order */
+    uint32_t ncores;
+    uint8_t order[GPSIMD_ZY_MAX_CORES];    /* its cores, in the order they are claimed */
+    uint64_t t_start;
+    uint64_t t_end;
+    uint64_t sem[GPSIMD_ZY_CB_SEM_WORDS];  /* process-shared (sem_init) */
+} gz_pass;
+typedef struct {                       /* a core in a run: slots[run * MAX_CORES + core] */
+    uint32_t state;                    /* 0: idle */
+    uint32_t status;                   /* 1: the launcher did not return OK */
+    int32_t bind_rc;
+    uint32_t job;                      /* the process record of the process that ran it */
+    uint64_t t_start;
+    uint64_t t_end;
+} gz_slot;
+typedef struct {                       /* a process of the vector */
+    int32_t pid;
+    uint32_t pass;
+    int32_t wait_status;
+    uint32_t state;
+} gz_job;
+typedef struct {
+    char magic[8];                     /* "GPSIMDCB" */
+    uint64_t nonce;                    /* the request's */
+    uint32_t version;
+    uint32_t npasses;
+    uint32_t ncores;
+    int32_t error_pass;                /* where the model error happened (-1: no run, core) */
+    int32_t error_core;
+    uint32_t error_len;                /* bytes of error; 0: none */
+    uint32_t leader_done;              /* 1: the leader recorded every run */
+    char error[GPSIMD_ZY_CB_ERROR_CAPACITY];   /* UTF-8 text of a model error */
+    gz_pass passes[GPSIMD_ZY_MAX_RUNS];
+    gz_slot slots[GPSIMD_ZY_CB_SLOTS];
+    gz_job jobs[GPSIMD_ZY_MAX_JOBS];
+} gz_control;
 
 #define GPSIMD_ZY_SLOT_STARTED 1
 #define GPSIMD_ZY_SLOT_DONE 2
