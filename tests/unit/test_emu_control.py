@@ -13,8 +13,7 @@ from gpsimd_emu.control import Block, ControlBlock, RecordError
 
 # (the offsets of gpsimd_host/zygote.h's gz_control, as leader.c writes it)
 _PASSES, _SLOTS, _JOBS = Block.passes.offset, Block.slots.offset, Block.jobs.offset
-_SLOT = ctypes.sizeof(header_struct("zygote.h", "gz_slot"))
-_JOB = ctypes.sizeof(header_struct("zygote.h", "gz_job"))
+_SLOT = header_struct("zygote.h", "gz_slot")
 
 
 def _block(npasses=2, ncores=8, nonce=42):
@@ -35,17 +34,20 @@ def test_a_fresh_record_validates():
 
 
 def test_what_a_run_writes_reads_back():
+    # (as leader.c writes it: gz_control's fields by name)
     mm, ctl = _block()
-    struct.pack_into("<IIII", mm, _PASSES, control.PASS_DONE, 1, 8, 8)
-    struct.pack_into("<QQ", mm, _PASSES + 24, 100, 200)
-    struct.pack_into("<IIiIQQ", mm, _SLOTS + 3 * _SLOT,
-                     control.SLOT_DONE, 1, 0, 2, 10, 30)
-    struct.pack_into("<iIiI", mm, _JOBS + 2 * _JOB, 1234, 0, 0,
-                     control.JOB_EXITED)
+    blk = Block.from_buffer(mm)
+    run0, slot, job = blk.passes[0], blk.slots[3], blk.jobs[2]
+    run0.state, run0.faulted, run0.claimed, run0.ncores = control.PASS_DONE, 1, 8, 8
+    run0.t_start, run0.t_end = 100, 200
+    slot.state, slot.status, slot.bind_rc, slot.job = control.SLOT_DONE, 1, 0, 2
+    slot.t_start, slot.t_end = 10, 30
+    job.pid, job.state = 1234, control.JOB_EXITED
     text = b"device model error: boom"
-    mm[Block.error.offset:Block.error.offset + len(text)] = text
-    struct.pack_into("<iiI", mm, Block.error_pass.offset, 0, 3, len(text))
-    struct.pack_into("<I", mm, Block.leader_done.offset, 1)
+    blk.error = text
+    blk.error_pass, blk.error_core, blk.error_len = 0, 3, len(text)
+    blk.leader_done = 1
+    del blk, run0, slot, job            # (the mmap may close with no view left)
     rec = ctl.validate(42, 2, 8)
     assert rec["passes"][0]["state"] == control.PASS_DONE and rec["passes"][0]["faulted"] == 1
     assert (rec["passes"][0]["t_start"], rec["passes"][0]["t_end"]) == (100, 200)
@@ -57,10 +59,10 @@ def test_what_a_run_writes_reads_back():
 
 @pytest.mark.parametrize("offset,data,field", [
     (0, b"XXXXXXXX", "magic"),
-    (8, struct.pack("<Q", 7), "another run"),
+    (Block.nonce.offset, struct.pack("<Q", 7), "another run"),
     (Block.leader_done.offset, struct.pack("<I", 9), "leader state"),
     (_SLOTS, struct.pack("<I", 77), "run 0, core 0"),
-    (_SLOTS + _SLOT * (control.MAX_CORES + 1) + 8,
+    (_SLOTS + ctypes.sizeof(_SLOT) * (control.MAX_CORES + 1) + _SLOT.bind_rc.offset,
      struct.pack("<i", 0) + struct.pack("<I", 999), "run 1, core 1"),
     (_PASSES, struct.pack("<I", 42), "run 0: its pass record"),
     (_JOBS, struct.pack("<iIiI", 5, 3, 0, 2), "process record 0"),
