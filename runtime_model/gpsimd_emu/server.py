@@ -21,6 +21,7 @@ loaded serves no request (``STALE``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import select
@@ -68,18 +69,14 @@ def _preload() -> None:
     # (made once, cached; a first parse compiles argparse's patterns)
     sys.modules[f"{__package__}.cli"].build_parser().parse_args(
         ["run", "p.json", "--results", "r.json", "--failed-results", "f.json", "--zygote", "z"])
-    try:
+    with contextlib.suppress(OSError):  # (each run says what is wrong)
         sys.modules[f"{__package__}.zygote_client"].source_digest()
-    except OSError:
-        pass                            # (each run says what is wrong)
 
 
 def _close(fds) -> None:
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def _drop(conn: socket.socket, fds: List[int]) -> None:
@@ -89,10 +86,8 @@ def _drop(conn: socket.socket, fds: List[int]) -> None:
 
 
 def _reply(sock: socket.socket, message: dict) -> None:
-    try:
+    with contextlib.suppress(OSError):  # (the client is gone: nothing to tell)
         sock.send(encode(message))
-    except OSError:
-        pass                            # the client is gone: nothing to tell
 
 
 def _request_of(message) -> "dict | str":
@@ -137,12 +132,9 @@ class Server:
                 ready, _, _ = select.select(watched, [], [], timeout)
             except InterruptedError:
                 continue
-            if self.wake_r in ready:
-                try:
-                    while os.read(self.wake_r, 64):
-                        pass
-                except BlockingIOError:
-                    pass
+            if self.wake_r in ready:        # (what is left wakes the next select)
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self.wake_r, 1 << 12)
             self._reap()
             for pid, sock in list(self.runs.items()):
                 if sock in ready and self._gone(sock):
@@ -166,10 +158,8 @@ class Server:
             return
 
         def load() -> None:
-            try:
+            with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOAD_NICE)
-            except OSError:
-                pass
             try:
                 _preload()
             finally:
@@ -339,8 +329,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     to serve, 2 for bad arguments."""
     argv = sys.argv[1:] if argv is None else argv
     load = argv[3:] == ["--load"]
-    if len(argv) not in (3, 4) or not (argv[1].isdigit() and argv[2].isdigit()) or \
-            (len(argv) == 4 and not load) or \
+    if len(argv) != 3 + load or not (argv[1].isdigit() and argv[2].isdigit()) or \
             not argv[0].startswith(f"gpsimd-emu/{os.getuid()}/{argv[1]}.{argv[2]}/"):
         print("usage: python -m gpsimd_emu.server NAME PID START [--load]", file=sys.stderr)
         return 2
