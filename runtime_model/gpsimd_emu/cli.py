@@ -29,12 +29,9 @@ A ninja build's test step hands its run to that ninja run's emulator
 server when there is one (``gpsimd_emu.client.served``, first thing: the same
 output, results and exit status); else, or when the server says so:
 
-Processes: this one (stdlib only) is the subreaper of the whole run and
-forks the worker (numpy: inputs, references, judging), which starts the
-zygote (``gpsimd_emu.zygote_client``). On SIGINT, SIGTERM or SIGHUP it
-kills every descendant and ends by that signal; when the worker ends,
-whatever descendant is left is killed too (``supervise``; ARCHITECTURE.md
-"Processes and containment"): no process of a test run outlives it.
+Processes: this one (stdlib only) supervises the worker it forks
+(``supervise``; ARCHITECTURE.md "Processes and containment"): no process
+of a test run outlives it.
 """
 
 from __future__ import annotations
@@ -110,26 +107,22 @@ def _on_signal(sig, frame) -> None:
 
 class Prepared(NamedTuple):
     """A run's arguments, read and checked (``load``): ``args``, the
-    ``plan`` (with its locations), ``options``, the results files
-    (``outputs``) and ``limit``, the seconds the whole run may take."""
+    ``plan`` (with its locations), ``options`` and ``limit``, the seconds
+    the whole run may take."""
     args: argparse.Namespace
     plan: TestPlan
     options: RunOptions
-    outputs: tuple
     limit: float
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run the CLI; returns the exit status (0 all passed, 1 a vector
-    failed, 2 unusable plan or unwritable results, 3 the run overran)."""
+    """Run the CLI; returns the exit status (module text)."""
     one_blas_thread()      # before the worker imports numpy (settings.one_blas_thread)
     args = parse(argv)
     if isinstance(args, int):
         return args
     prepared = load(args)
-    if isinstance(prepared, int):
-        return settle(args, prepared)
-    return settle(args, supervise(prepared))
+    return settle(args, prepared if isinstance(prepared, int) else supervise(prepared))
 
 
 def settle(args: argparse.Namespace, status: int) -> int:
@@ -162,9 +155,8 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     if args.quiet is None:      # read now: the parser is made once, maybe in another environment
         args.quiet = os.environ.get(QUIET_ENV) == "1"
     if args.failed_results:
-        for path in (args.results, args.failed_results, args.record_failures, *args.stale):
-            if path is None:
-                continue
+        for path in filter(None, (args.results, args.failed_results, args.record_failures,
+                                  *args.stale)):
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -194,7 +186,6 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
         except (OSError, ValueError) as e:
             say(f"cannot read locations {args.locations}: {e}")
             return 2
-    outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
     zygote = args.zygote or program.default_path(args.plan)
     problem = program_problem(zygote)
     if problem:
@@ -202,25 +193,17 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
         return 2
     options = run_options(args, zygote, args.stack_scale)
     limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
-    return Prepared(args, plan, options, outputs, limit)
-
-
-def fork_worker(prepared: Prepared) -> int:
-    """Fork the worker (``contain.fork_child``: it dies with this process,
-    a model bug is printed, never a silent exit); returns its pid."""
-    def worker() -> int:
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
-        return _run_worker(prepared.args, prepared.plan, prepared.options)
-    return contain.fork_child(worker)
+    return Prepared(args, plan, options, limit)
 
 
 def supervise(prepared: Prepared) -> int:
     """This process supervises the run: it becomes the subreaper, forks
-    the worker (under this process's signal handling: ``fork_worker``),
-    waits for it within ``prepared.limit`` and returns the run's exit
-    status (module text)."""
-    plan, outputs, limit = prepared.plan, prepared.outputs, prepared.limit
+    the worker (``contain.fork_child``: it dies with this process, a model
+    bug is printed, never a silent exit; ``_run_worker``), waits for it
+    within ``prepared.limit``, ends every descendant left (``contain.sweep``)
+    and returns the run's exit status (module text); on SIGINT, SIGTERM or
+    SIGHUP it ends them all and itself by that signal."""
+    args, plan, limit = prepared.args, prepared.plan, prepared.limit
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.
@@ -229,7 +212,7 @@ def supervise(prepared: Prepared) -> int:
         signal.signal(sig, _on_signal)
     pid = None
     try:
-        pid = fork_worker(prepared)
+        pid = contain.fork_child(lambda: _run_worker(prepared))
         status = contain.end_within(pid, limit)     # (None: it was killed)
         pid = None
     except _Stopped as stop:
@@ -251,17 +234,20 @@ def supervise(prepared: Prepared) -> int:
     if code < 0:
         say(f"{plan.library}: the emulator died with signal {-code} and wrote no results")
         return 1
-    if code in (0, 1) and not any(os.path.exists(p) for p in outputs):
+    if code in (0, 1) and not any(os.path.exists(p)
+                                  for p in (args.results, args.failed_results) if p):
         say(f"{plan.library}: the emulator exited with status {code} and wrote no results "
             f"(a reference or the emulator itself failed)")
         return 1
     return code
 
 
-def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
+def _run_worker(prepared: Prepared) -> int:
     """The worker: run every vector, print the lines, write the results."""
     from .session import LibrarySession
-    library = plan.library
+    for sig in STOP_SIGNALS:            # (the supervisor's handlers are not the worker's)
+        signal.signal(sig, signal.SIG_DFL)
+    args, plan, library = prepared.args, prepared.plan, prepared.plan.library
     verbose = os.environ.get(VERBOSE_ENV) == "1"
 
     def show(r) -> None:
@@ -280,7 +266,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
                     print(line, file=sys.stderr)
             sys.stderr.flush()
 
-    with LibrarySession(plan, root=args.root, options=options) as session:
+    with LibrarySession(plan, root=args.root, options=prepared.options) as session:
         results = session.run_all(show)
         # Under a relay this process does not wait for the zygote: it ends
         # while the results are written, and the supervising process, the
