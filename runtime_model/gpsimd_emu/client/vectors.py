@@ -6,6 +6,7 @@ pytest plugin runs its vectors through (:class:`VectorClient`),
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -93,14 +94,10 @@ class VectorClient:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             proc.stdin.close()
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pass
         self._kill(proc)                # (and whatever is left of its group)
 
     def _start(self):
