@@ -33,8 +33,8 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from . import contain
-from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_files, peer_pid,
-                              peer_uid, proc_stat)
+from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_files, peer,
+                              proc_stat)
 from .settings import one_blas_thread
 
 __all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "LOAD_NICE", "STALE"]
@@ -186,13 +186,13 @@ class Server:
             return True
         fds: List[int] = []
         try:
-            if peer_uid(conn) != os.getuid():
+            asker, uid = peer(conn)
+            if uid != os.getuid():
                 conn.close()
                 return True
             conn.settimeout(2.0)        # (a client sends its message at once)
             data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
             conn.settimeout(None)
-            asker = peer_pid(conn)
         except OSError:
             _drop(conn, fds)
             return True
@@ -335,15 +335,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pid, start = int(argv[1]), int(argv[2])
-    try:
-        watch = os.pidfd_open(pid)
-    except OSError:
-        return 3
-    stat = proc_stat(pid)
-    if stat is None or stat[2] != start:    # (checked once the pidfd holds the process)
-        return 3
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     try:
+        watch = os.pidfd_open(pid)
+        stat = proc_stat(pid)               # (checked once the pidfd holds the process)
+        if stat is None or stat[2] != start:
+            return 3
         listener.bind(b"\0" + argv[0].encode())
     except OSError:
         return 3

@@ -36,7 +36,7 @@ import sys
 import time
 
 from .protocol import (LOG_ENV, SERVER_ENV, STOP_SIGNALS, decode, encode, end_by,
-                       find_ninja, model_files, peer_pid, peer_uid, server_key, server_name)
+                       find_ninja, model_files, peer, server_key, server_name)
 
 __all__ = ["hand_off", "name_for", "start_server", "ask_to_load", "stop_server", "run_step",
            "prestart_step", "FIRST_REPLY_TIMEOUT", "STATUS_GRACE", "STOP_WAIT"]
@@ -69,7 +69,7 @@ def _connect(name: bytes):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.connect(name)
-        if peer_uid(sock) == os.getuid():
+        if peer(sock)[1] == os.getuid():
             return sock
     except OSError:
         pass
@@ -132,7 +132,7 @@ def stop_server(name: bytes) -> None:
     if sock is None:
         return
     try:
-        pidfd = os.pidfd_open(peer_pid(sock))
+        pidfd = os.pidfd_open(peer(sock)[0])
     except OSError:
         pidfd = None
     try:
@@ -280,7 +280,7 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
         if first == _TIMED_OUT:
             # (it may still start the run: nothing is run here, the run fails)
             _log(env, "failed: no answer")
-            return _fail(f"the emulator server of this build (pid {peer_pid(sock)}) did not "
+            return _fail(f"the emulator server of this build (pid {peer(sock)[0]}) did not "
                          f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run "
                          f"(${SERVER_ENV}=0 runs each test by itself)")
         if first is False:
