@@ -42,7 +42,7 @@ import json
 import os
 import signal
 import sys
-from typing import List, NamedTuple, Optional, Union
+from typing import List, Optional, Tuple, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
@@ -94,25 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Stopped(BaseException):
-    """A signal asked the run to stop."""
-
-    def __init__(self, sig: int):
-        super().__init__(sig)
-        self.sig = sig
+    """A signal (``args[0]``) asked the run to stop."""
 
 
 def _on_signal(sig, frame) -> None:
     raise _Stopped(sig)
-
-
-class Prepared(NamedTuple):
-    """A run's arguments, read and checked (``load``): ``args``, the
-    ``plan`` (with its locations), ``options`` and ``limit``, the seconds
-    the whole run may take."""
-    args: argparse.Namespace
-    plan: TestPlan
-    options: RunOptions
-    limit: float
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -121,8 +107,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parse(argv)
     if isinstance(args, int):
         return args
-    prepared = load(args)
-    return settle(args, prepared if isinstance(prepared, int) else supervise(prepared))
+    loaded = load(args)
+    return settle(args, loaded if isinstance(loaded, int) else supervise(args, *loaded))
 
 
 def settle(args: argparse.Namespace, status: int) -> int:
@@ -167,9 +153,10 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     return args
 
 
-def load(args: argparse.Namespace) -> Union[Prepared, int]:
-    """Read the plan and its locations named by ``args`` (``parse``); an
-    exit status (2, the reason on stderr) when one cannot be read."""
+def load(args: argparse.Namespace) -> Union[Tuple[TestPlan, RunOptions], int]:
+    """The plan (with its locations) and the run's options named by
+    ``args`` (``parse``); an exit status (2, the reason on stderr) when the
+    plan, its locations or the zygote program cannot be read."""
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
@@ -191,19 +178,18 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
     if problem:
         say(f"cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
-    options = run_options(args, zygote, args.stack_scale)
-    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
-    return Prepared(args, plan, options, limit)
+    return plan, run_options(args, zygote, args.stack_scale)
 
 
-def supervise(prepared: Prepared) -> int:
+def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """This process supervises the run: it becomes the subreaper, forks
     the worker (``contain.fork_child``: it dies with this process, a model
     bug is printed, never a silent exit; ``_run_worker``), waits for it
-    within ``prepared.limit``, ends every descendant left (``contain.sweep``)
-    and returns the run's exit status (module text); on SIGINT, SIGTERM or
+    within the run's limit (four time limits a vector, for one vector more
+    than the plan has, plus ``RUN_SLACK``), ends every descendant left (``contain.sweep``) and
+    returns the run's exit status (module text); on SIGINT, SIGTERM or
     SIGHUP it ends them all and itself by that signal."""
-    args, plan, limit = prepared.args, prepared.plan, prepared.limit
+    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.
@@ -212,7 +198,7 @@ def supervise(prepared: Prepared) -> int:
         signal.signal(sig, _on_signal)
     pid = None
     try:
-        pid = contain.fork_child(lambda: _run_worker(prepared))
+        pid = contain.fork_child(lambda: _run_worker(args, plan, options))
         status = contain.end_within(pid, limit)     # (None: it was killed)
         pid = None
     except _Stopped as stop:
@@ -221,7 +207,7 @@ def supervise(prepared: Prepared) -> int:
         if pid is not None:     # it and every descendant left, ours to reap (the subreaper)
             contain.kill(pid)
         contain.sweep()
-        return end_by(stop.sig)
+        return end_by(stop.args[0])
     finally:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
@@ -242,12 +228,12 @@ def supervise(prepared: Prepared) -> int:
     return code
 
 
-def _run_worker(prepared: Prepared) -> int:
+def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """The worker: run every vector, print the lines, write the results."""
     from .session import LibrarySession
     for sig in STOP_SIGNALS:            # (the supervisor's handlers are not the worker's)
         signal.signal(sig, signal.SIG_DFL)
-    args, plan, library = prepared.args, prepared.plan, prepared.plan.library
+    library = plan.library
     verbose = os.environ.get(VERBOSE_ENV) == "1"
 
     def show(r) -> None:
@@ -266,7 +252,7 @@ def _run_worker(prepared: Prepared) -> int:
                     print(line, file=sys.stderr)
             sys.stderr.flush()
 
-    with LibrarySession(plan, root=args.root, options=prepared.options) as session:
+    with LibrarySession(plan, root=args.root, options=options) as session:
         results = session.run_all(show)
         # Under a relay this process does not wait for the zygote: it ends
         # while the results are written, and the supervising process, the
