@@ -52,7 +52,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device import zygote as program
 
 from . import contain
-from .client.protocol import STOP_SIGNALS, end_by
+from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by
 from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
                        add_run_options, one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
@@ -185,11 +185,11 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
     """This process supervises the run: it becomes the subreaper, forks
     the worker (``contain.fork_child``: it dies with this process, a model
     bug is printed, never a silent exit; ``_run_worker``), waits for it
-    within the run's limit (four time limits a vector, for one vector more
-    than the plan has, plus ``RUN_SLACK``), ends every descendant left (``contain.sweep``) and
+    within the run's limit (``RUNS_PER_VECTOR`` time limits a vector, for
+    one vector more than the plan has, plus ``RUN_SLACK``), ends every descendant left (``contain.sweep``) and
     returns the run's exit status (module text); on SIGINT, SIGTERM or
     SIGHUP it ends them all and itself by that signal."""
-    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
+    limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.

@@ -318,8 +318,7 @@ def _run(req: dict, fds: List[int]) -> int:
         os.umask(req["umask"])
     os.environ.clear()
     os.environ.update(req["env"])
-    one_blas_thread()      # what the references see: as in a command's run
-    from .cli import main as cli_main
+    from .cli import main as cli_main   # (which sets one BLAS thread, as the command does)
     return cli_main(list(req["argv"]))
 
 

@@ -1,12 +1,12 @@
 """What the emulator server (``gpsimd_emu.server``) and its clients
 (``gpsimd_emu.client.served``, the build) agree on: the environment
 variables that steer the emulator (each name defined here only), the
-vectors' default time limit, the signals that stop a run and ending by
-one (``end_by``), the process a server serves (``this_process``,
-``find_ninja``, ``proc_stat``), the server's abstract socket name
-(``server_name``), the model's files a server must share with a client
-(``model_files``), the pid and user at the other end of a socket, and the
-message format (``encode``, ``decode``: ``marshal``).
+vectors' default time limit and runs, the signals that stop a run and
+ending by one (``end_by``), the process a server serves
+(``this_process``, ``find_ninja``, ``proc_stat``), the server's abstract
+socket name (``server_name``), the model's files a server must share with
+a client (``model_files``), the pid and user at the other end of a socket
+(``peer``), and the message format (``encode``, ``decode``: ``marshal``).
 
 Standard library only, and only modules that cost a command no import
 time (no json, socket, typing, which import re and enum): a ninja test
@@ -23,7 +23,7 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "end_by", "find_ninja", "this_process",
+           "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja", "this_process",
            "model_files", "include_dir", "server_key", "server_name", "peer",
            "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
 
@@ -47,6 +47,10 @@ MAX_MESSAGE = 1 << 20
 #: private pass, its second run, each fixed-order pass) before it is
 #: killed (``--timeout``, README's ``EMU_TIMEOUT``; ``gpsimd_emu.settings``).
 DEFAULT_TIMEOUT = 60.0
+#: The most runs of its cores one vector makes (two against private
+#: poisoned outputs, two against a shared one in fixed orders): the
+#: whole run's and a vector service request's time limits count them.
+RUNS_PER_VECTOR = 4
 #: The signals that stop a test run: a ninja step sends them on to its
 #: served run; the run's supervising process, on one, ends the whole run
 #: and itself by that signal (``gpsimd_emu.cli``).

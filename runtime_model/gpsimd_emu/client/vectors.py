@@ -15,14 +15,11 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from .protocol import DEFAULT_TIMEOUT
+from .protocol import DEFAULT_TIMEOUT, RUNS_PER_VECTOR
 from .process import end_group, run_group, start_group
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
 
-#: The most runs of its cores one vector makes (two against private
-#: poisoned outputs, two against a shared one in fixed orders).
-RUNS_PER_VECTOR = 4
 #: Seconds a request may take beyond one more time limit (for the
 #: reference, the inputs and the judging): for the first request, the
 #: service's start (an interpreter, numpy, the library's zygote), on a
