@@ -22,16 +22,13 @@ With ``--failed-results F``, the results file is the proof of a passing run
 which a vector failed writes its results to ``F`` instead.
 
 ``python -m gpsimd_emu prestart STAMP``: a ninja build's step before its
-test steps: starts that ninja run's emulator server loading the model,
-writes the empty file ``STAMP`` and exits 0 (``gpsimd_emu.client.served``).
+test steps, which has that ninja run's emulator server load the model
+(``gpsimd_emu.client.served.prestart_step``).
 
-A ninja build's test step hands its run to that ninja run's emulator
-server when there is one (``gpsimd_emu.client.served``, first thing: the same
-output, results and exit status); else, or when the server says so:
-
-Processes: this one (stdlib only) supervises the worker it forks
-(``supervise``; ARCHITECTURE.md "Processes and containment"): no process
-of a test run outlives it.
+Processes: a run that no server took (the same output, results and exit
+status either way) is supervised by this process (stdlib only), which
+forks the worker (``supervise``; ARCHITECTURE.md "Processes and
+containment"): no process of a test run outlives it.
 """
 
 from __future__ import annotations
