@@ -280,10 +280,9 @@ class Server:
             contain.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         for pid, sock in self.runs.items():     # (the status of a run that ended in time)
-            try:
+            status = None
+            with contextlib.suppress(ChildProcessError):
                 status = contain.end_within(pid, deadline - time.monotonic())
-            except ChildProcessError:
-                status = None
             if status is not None:
                 _reply(sock, {"status": status})
             sock.close()

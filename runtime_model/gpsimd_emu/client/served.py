@@ -55,6 +55,8 @@ _TIMED_OUT = "timed out"
 
 
 def _log(env: dict, line: str) -> None:
+    """Append ``line`` to the hand-offs' log (``LOG_ENV``), if any; None, so
+    that ``return _log(env, "here: ...")`` hands the run back to the caller."""
     path = env.get(LOG_ENV)
     if path:
         try:
@@ -246,23 +248,19 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
     not started yet (one waiting for the model to load) is given up
     (None)."""
     if env.get(SERVER_ENV) == "0":
-        _log(env, f"here: turned off (${SERVER_ENV}=0)")
-        return None
+        return _log(env, f"here: turned off (${SERVER_ENV}=0)")
     if cancel is not None and select.select([cancel], [], [], 0)[0]:
-        _log(env, "here: the build stops")
-        return None
+        return _log(env, "here: the build stops")
     files = model_files() if files is None else files
     name = name_for(served, python, env, files)
     sock = _connect(name)
     if sock is None and start is not None:
         began = start_server(name, python, env, start)
         if not start:
-            _log(env, "here: no server yet" + ("; started one" if began else ""))
-            return None
+            return _log(env, "here: no server yet" + ("; started one" if began else ""))
         sock = _connect(name)
     if sock is None:
-        _log(env, "here: no server")
-        return None
+        return _log(env, "here: no server")
     mask = os.umask(0o022)
     os.umask(mask)
     request = encode({"argv": list(argv), "cwd": os.getcwd(), "env": dict(env), "umask": mask,
@@ -273,8 +271,7 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
             sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                       struct.pack(f"{len(relay.ends)}i", *relay.ends))])
         except OSError as e:
-            _log(env, f"here: the request could not be sent ({e})")
-            return None
+            return _log(env, f"here: the request could not be sent ({e})")
         relay.close_ends()
         first = relay.wait(sock, FIRST_REPLY_TIMEOUT, cancel)
         if first == _TIMED_OUT:
@@ -283,12 +280,10 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
             return _fail(f"the emulator server of this build (pid {peer(sock)[0]}) did not "
                          f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run "
                          f"(${SERVER_ENV}=0 runs each test by itself)")
-        if first is False:
-            _log(env, "here: the build stops")     # (a run the server starts now, it ends:
-            return None                             # its client is gone)
+        if first is False:      # (a run the server starts now, it ends: its client is gone)
+            return _log(env, "here: the build stops")
         if not first or "pid" not in first:
-            _log(env, f"here: {(first or {}).get('here', 'no answer')}")
-            return None
+            return _log(env, f"here: {(first or {}).get('here', 'no answer')}")
         pid = int(first["pid"])
         _log(env, f"served pid={pid}")
         try:
