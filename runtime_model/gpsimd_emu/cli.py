@@ -183,9 +183,10 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
     the worker (``contain.fork_child``: it dies with this process, a model
     bug is printed, never a silent exit; ``_run_worker``), waits for it
     within the run's limit (``RUNS_PER_VECTOR`` time limits a vector, for
-    one vector more than the plan has, plus ``RUN_SLACK``), ends every descendant left (``contain.sweep``) and
-    returns the run's exit status (module text); on SIGINT, SIGTERM or
-    SIGHUP it ends them all and itself by that signal."""
+    one vector more than the plan has, plus ``RUN_SLACK``), ends every
+    descendant left (``contain.sweep``) and returns the run's exit status
+    (module text); on SIGINT, SIGTERM or SIGHUP it ends them all and
+    itself by that signal."""
     limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this

@@ -23,8 +23,8 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja", "this_process",
-           "model_files", "include_dir", "server_key", "server_name", "peer",
+           "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja",
+           "this_process", "model_files", "include_dir", "server_key", "server_name", "peer",
            "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
