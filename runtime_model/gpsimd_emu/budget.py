@@ -1,13 +1,8 @@
 """A vector's memory budget: what it declares before anything is made, and
 the messages of a vector that does not fit (``RunOptions.memory``, the
-``--memory`` option, ``EMU_MEMORY`` of the build).
-
-Two checks happen before memory is allocated for a vector: the inputs its
-plan declares (shapes and dtypes, ``.npy`` headers) before they are made,
-and the whole device image (``DeviceImage.plan``, an :class:`ImageSize`)
-before it is laid out.
-While the cores run, the limit holds for everything they allocate too
-(the zygote, ``zygote.c``: a memory cgroup, ``RLIMIT_DATA``).
+``--memory`` option, ``EMU_MEMORY`` of the build), and the device image's
+size (:class:`ImageSize`). Where the limit holds, before and while the
+cores run: ARCHITECTURE.md "Processes and containment" (Memory).
 """
 
 from __future__ import annotations

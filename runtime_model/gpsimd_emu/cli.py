@@ -22,19 +22,13 @@ With ``--failed-results F``, the results file is the proof of a passing run
 which a vector failed writes its results to ``F`` instead.
 
 ``python -m gpsimd_emu prestart STAMP``: a ninja build's step before its
-test steps: starts that ninja run's emulator server loading the model,
-writes the empty file ``STAMP`` and exits 0 (``gpsimd_emu.client.served``).
+test steps, which has that ninja run's emulator server load the model
+(``gpsimd_emu.client.served.prestart_step``).
 
-A ninja build's test step hands its run to that ninja run's emulator
-server when there is one (``gpsimd_emu.client.served``, first thing: the same
-output, results and exit status); else, or when the server says so:
-
-Processes: this one (stdlib only) is the subreaper of the whole run and
-forks the worker (numpy: inputs, references, judging), which starts the
-zygote (``gpsimd_emu.zygote_client``). On SIGINT, SIGTERM or SIGHUP it
-kills every descendant and ends by that signal; when the worker ends,
-whatever descendant is left is killed too (``supervise``; ARCHITECTURE.md
-"Processes and containment"): no process of a test run outlives it.
+Processes: a run that no server took (the same output, results and exit
+status either way) is supervised by this process (stdlib only), which
+forks the worker (``supervise``; ARCHITECTURE.md "Processes and
+containment"): no process of a test run outlives it.
 """
 
 from __future__ import annotations
@@ -45,7 +39,7 @@ import json
 import os
 import signal
 import sys
-from typing import List, NamedTuple, Optional, Union
+from typing import List, Optional, Tuple, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
@@ -55,7 +49,7 @@ from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device import zygote as program
 
 from . import contain
-from .client.protocol import STOP_SIGNALS, end_by
+from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by
 from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
                        add_run_options, one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
@@ -97,39 +91,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 class _Stopped(BaseException):
-    """A signal asked the run to stop."""
-
-    def __init__(self, sig: int):
-        super().__init__(sig)
-        self.sig = sig
+    """A signal (``args[0]``) asked the run to stop."""
 
 
 def _on_signal(sig, frame) -> None:
     raise _Stopped(sig)
 
 
-class Prepared(NamedTuple):
-    """A run's arguments, read and checked (``load``): ``args``, the
-    ``plan`` (with its locations), ``options``, the results files
-    (``outputs``) and ``limit``, the seconds the whole run may take."""
-    args: argparse.Namespace
-    plan: TestPlan
-    options: RunOptions
-    outputs: tuple
-    limit: float
-
-
 def main(argv: Optional[List[str]] = None) -> int:
-    """Run the CLI; returns the exit status (0 all passed, 1 a vector
-    failed, 2 unusable plan or unwritable results, 3 the run overran)."""
+    """Run the CLI; returns the exit status (module text)."""
     one_blas_thread()      # before the worker imports numpy (settings.one_blas_thread)
     args = parse(argv)
     if isinstance(args, int):
         return args
-    prepared = load(args)
-    if isinstance(prepared, int):
-        return settle(args, prepared)
-    return settle(args, supervise(prepared))
+    loaded = load(args)
+    return settle(args, loaded if isinstance(loaded, int) else supervise(args, *loaded))
 
 
 def settle(args: argparse.Namespace, status: int) -> int:
@@ -162,9 +138,8 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     if args.quiet is None:      # read now: the parser is made once, maybe in another environment
         args.quiet = os.environ.get(QUIET_ENV) == "1"
     if args.failed_results:
-        for path in (args.results, args.failed_results, args.record_failures, *args.stale):
-            if path is None:
-                continue
+        for path in filter(None, (args.results, args.failed_results, args.record_failures,
+                                  *args.stale)):
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -175,9 +150,10 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     return args
 
 
-def load(args: argparse.Namespace) -> Union[Prepared, int]:
-    """Read the plan and its locations named by ``args`` (``parse``); an
-    exit status (2, the reason on stderr) when one cannot be read."""
+def load(args: argparse.Namespace) -> Union[Tuple[TestPlan, RunOptions], int]:
+    """The plan (with its locations) and the run's options named by
+    ``args`` (``parse``); an exit status (2, the reason on stderr) when the
+    plan, its locations or the zygote program cannot be read."""
     try:
         plan = TestPlan.load(args.plan)
     except PlanError as e:
@@ -194,33 +170,24 @@ def load(args: argparse.Namespace) -> Union[Prepared, int]:
         except (OSError, ValueError) as e:
             say(f"cannot read locations {args.locations}: {e}")
             return 2
-    outputs = (args.results, args.failed_results) if args.failed_results else (args.results,)
     zygote = args.zygote or program.default_path(args.plan)
     problem = program_problem(zygote)
     if problem:
         say(f"cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
-    options = run_options(args, zygote, args.stack_scale)
-    limit = args.timeout * 4 * (plan.vector_count() + 1) + RUN_SLACK
-    return Prepared(args, plan, options, outputs, limit)
+    return plan, run_options(args, zygote, args.stack_scale)
 
 
-def fork_worker(prepared: Prepared) -> int:
-    """Fork the worker (``contain.fork_child``: it dies with this process,
-    a model bug is printed, never a silent exit); returns its pid."""
-    def worker() -> int:
-        for sig in STOP_SIGNALS:
-            signal.signal(sig, signal.SIG_DFL)
-        return _run_worker(prepared.args, prepared.plan, prepared.options)
-    return contain.fork_child(worker)
-
-
-def supervise(prepared: Prepared) -> int:
+def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """This process supervises the run: it becomes the subreaper, forks
-    the worker (under this process's signal handling: ``fork_worker``),
-    waits for it within ``prepared.limit`` and returns the run's exit
-    status (module text)."""
-    plan, outputs, limit = prepared.plan, prepared.outputs, prepared.limit
+    the worker (``contain.fork_child``: it dies with this process, a model
+    bug is printed, never a silent exit; ``_run_worker``), waits for it
+    within the run's limit (``RUNS_PER_VECTOR`` time limits a vector, for
+    one vector more than the plan has, plus ``RUN_SLACK``), ends every
+    descendant left (``contain.sweep``) and returns the run's exit status
+    (module text); on SIGINT, SIGTERM or SIGHUP it ends them all and
+    itself by that signal."""
+    limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
     # The vectors run under a worker process, so that whatever a reference
     # (run in the worker, outside any vector's limit) does to it, this
     # process can still say what happened; the whole run is bounded.
@@ -229,7 +196,7 @@ def supervise(prepared: Prepared) -> int:
         signal.signal(sig, _on_signal)
     pid = None
     try:
-        pid = fork_worker(prepared)
+        pid = contain.fork_child(lambda: _run_worker(args, plan, options))
         status = contain.end_within(pid, limit)     # (None: it was killed)
         pid = None
     except _Stopped as stop:
@@ -238,7 +205,7 @@ def supervise(prepared: Prepared) -> int:
         if pid is not None:     # it and every descendant left, ours to reap (the subreaper)
             contain.kill(pid)
         contain.sweep()
-        return end_by(stop.sig)
+        return end_by(stop.args[0])
     finally:
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
@@ -251,7 +218,8 @@ def supervise(prepared: Prepared) -> int:
     if code < 0:
         say(f"{plan.library}: the emulator died with signal {-code} and wrote no results")
         return 1
-    if code in (0, 1) and not any(os.path.exists(p) for p in outputs):
+    if code in (0, 1) and not any(os.path.exists(p)
+                                  for p in (args.results, args.failed_results) if p):
         say(f"{plan.library}: the emulator exited with status {code} and wrote no results "
             f"(a reference or the emulator itself failed)")
         return 1
@@ -261,6 +229,8 @@ def supervise(prepared: Prepared) -> int:
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """The worker: run every vector, print the lines, write the results."""
     from .session import LibrarySession
+    for sig in STOP_SIGNALS:            # (the supervisor's handlers are not the worker's)
+        signal.signal(sig, signal.SIG_DFL)
     library = plan.library
     verbose = os.environ.get(VERBOSE_ENV) == "1"
 

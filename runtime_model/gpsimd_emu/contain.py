@@ -10,6 +10,7 @@ the memory cgroup, privileges) is the zygote's, in C (``sandbox.c``).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import select
@@ -50,10 +51,8 @@ def become_subreaper() -> bool:
 def set_name(name: str) -> None:
     """The process name ``ps`` and ``/proc/PID/comm`` show (15 bytes kept)."""
     buf = ctypes.create_string_buffer(name.encode()[:15])
-    try:
+    with contextlib.suppress(AttributeError, OSError):
         libc().prctl(PR_SET_NAME, buf, 0, 0, 0)
-    except (AttributeError, OSError):
-        pass
 
 
 def fork_child(body: Callable[[], int]) -> int:
@@ -89,10 +88,8 @@ def fork_child(body: Callable[[], int]) -> int:
 def kill(pid: int, sig: int = signal.SIGKILL, group: bool = False) -> None:
     """Send ``sig`` to ``pid`` (``group``: to the process group it leads);
     nothing if it is gone."""
-    try:
+    with contextlib.suppress(OSError):
         (os.killpg if group else os.kill)(pid, sig)
-    except OSError:
-        pass
 
 
 def end_within(pid: int, seconds: float) -> Optional[int]:
@@ -127,10 +124,8 @@ def _wait_any(pids: list, seconds: float) -> None:
     fds = []
     try:
         for pid in pids:
-            try:
+            with contextlib.suppress(OSError):
                 fds.append(os.pidfd_open(pid))
-            except OSError:
-                pass
         seconds = max(0.0, seconds)
         select.select(fds, [], [], seconds if len(fds) == len(pids) else min(seconds, 0.001))
     finally:

@@ -21,6 +21,7 @@ loaded serves no request (``STALE``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import select
@@ -32,8 +33,8 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from . import contain
-from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_files, peer_pid,
-                              peer_uid, proc_stat)
+from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_files, peer,
+                              proc_stat)
 from .settings import one_blas_thread
 
 __all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "LOAD_NICE", "STALE"]
@@ -68,18 +69,14 @@ def _preload() -> None:
     # (made once, cached; a first parse compiles argparse's patterns)
     sys.modules[f"{__package__}.cli"].build_parser().parse_args(
         ["run", "p.json", "--results", "r.json", "--failed-results", "f.json", "--zygote", "z"])
-    try:
+    with contextlib.suppress(OSError):  # (each run says what is wrong)
         sys.modules[f"{__package__}.zygote_client"].source_digest()
-    except OSError:
-        pass                            # (each run says what is wrong)
 
 
 def _close(fds) -> None:
     for fd in fds:
-        try:
+        with contextlib.suppress(OSError):
             os.close(fd)
-        except OSError:
-            pass
 
 
 def _drop(conn: socket.socket, fds: List[int]) -> None:
@@ -89,10 +86,8 @@ def _drop(conn: socket.socket, fds: List[int]) -> None:
 
 
 def _reply(sock: socket.socket, message: dict) -> None:
-    try:
+    with contextlib.suppress(OSError):  # (the client is gone: nothing to tell)
         sock.send(encode(message))
-    except OSError:
-        pass                            # the client is gone: nothing to tell
 
 
 def _request_of(message) -> "dict | str":
@@ -137,12 +132,9 @@ class Server:
                 ready, _, _ = select.select(watched, [], [], timeout)
             except InterruptedError:
                 continue
-            if self.wake_r in ready:
-                try:
-                    while os.read(self.wake_r, 64):
-                        pass
-                except BlockingIOError:
-                    pass
+            if self.wake_r in ready:        # (what is left wakes the next select)
+                with contextlib.suppress(BlockingIOError):
+                    os.read(self.wake_r, 1 << 12)
             self._reap()
             for pid, sock in list(self.runs.items()):
                 if sock in ready and self._gone(sock):
@@ -166,10 +158,8 @@ class Server:
             return
 
         def load() -> None:
-            try:
+            with contextlib.suppress(OSError):
                 os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOAD_NICE)
-            except OSError:
-                pass
             try:
                 _preload()
             finally:
@@ -196,13 +186,13 @@ class Server:
             return True
         fds: List[int] = []
         try:
-            if peer_uid(conn) != os.getuid():
+            asker, uid = peer(conn)
+            if uid != os.getuid():
                 conn.close()
                 return True
             conn.settimeout(2.0)        # (a client sends its message at once)
             data, fds, _, _ = socket.recv_fds(conn, MAX_MESSAGE, 2)
             conn.settimeout(None)
-            asker = peer_pid(conn)
         except OSError:
             _drop(conn, fds)
             return True
@@ -290,10 +280,9 @@ class Server:
             contain.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + STOP_GRACE
         for pid, sock in self.runs.items():     # (the status of a run that ended in time)
-            try:
+            status = None
+            with contextlib.suppress(ChildProcessError):
                 status = contain.end_within(pid, deadline - time.monotonic())
-            except ChildProcessError:
-                status = None
             if status is not None:
                 _reply(sock, {"status": status})
             sock.close()
@@ -328,8 +317,7 @@ def _run(req: dict, fds: List[int]) -> int:
         os.umask(req["umask"])
     os.environ.clear()
     os.environ.update(req["env"])
-    one_blas_thread()      # what the references see: as in a command's run
-    from .cli import main as cli_main
+    from .cli import main as cli_main   # (which sets one BLAS thread, as the command does)
     return cli_main(list(req["argv"]))
 
 
@@ -339,22 +327,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     to serve, 2 for bad arguments."""
     argv = sys.argv[1:] if argv is None else argv
     load = argv[3:] == ["--load"]
-    if len(argv) not in (3, 4) or not (argv[1].isdigit() and argv[2].isdigit()) or \
-            (len(argv) == 4 and not load) or \
+    if len(argv) != 3 + load or not (argv[1].isdigit() and argv[2].isdigit()) or \
             not argv[0].startswith(f"gpsimd-emu/{os.getuid()}/{argv[1]}.{argv[2]}/"):
         print("usage: python -m gpsimd_emu.server NAME PID START [--load]", file=sys.stderr)
         return 2
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pid, start = int(argv[1]), int(argv[2])
-    try:
-        watch = os.pidfd_open(pid)
-    except OSError:
-        return 3
-    stat = proc_stat(pid)
-    if stat is None or stat[2] != start:    # (checked once the pidfd holds the process)
-        return 3
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET | socket.SOCK_CLOEXEC)
     try:
+        watch = os.pidfd_open(pid)
+        stat = proc_stat(pid)               # (checked once the pidfd holds the process)
+        if stat is None or stat[2] != start:
+            return 3
         listener.bind(b"\0" + argv[0].encode())
     except OSError:
         return 3

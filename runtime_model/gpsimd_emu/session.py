@@ -5,16 +5,12 @@ vector service::
     with LibrarySession(plan, root=".", options=RunOptions(timeout=5)) as s:
         result = s.run_vector("relu_forward", "small")   # VectorResult
 
-The session reads and verifies the plan's core objects (``prepare_cores``)
-and starts the zygote (``gpsimd-zygote``, through
-``gpsimd_emu.zygote_client``), which loads them once in its sandbox. Each
-vector then checks the inputs its plan declares, then its whole device
-image, against the memory limit, before making anything; makes its inputs
-and expected output (``gpsimd_emu.vectors``); lays out the device image in
-a memfd (``gpsimd_emu.image``) for the zygote, which forks the vector's
-processes (``zygote.c``, ``leader.c``); and judges the validated control
-block and the runs (``gpsimd_emu.judge``) and the outputs
-(``gpsimd_emu.checks``).
+The session reads the plan's core objects (``prepare_cores``) while the
+zygote (``zygote_client``) starts, and has it load them once. Per vector:
+the memory limit (``budget``), its inputs and expected output
+(``materials``), its device image (``image``), run by the zygote, then
+judged (``judge``, ``checks``); in which order, and why: ARCHITECTURE.md
+"Processes and containment".
 
 A session must be closed (``close`` or ``with``): that ends the zygote.
 """
@@ -164,9 +160,7 @@ class LibrarySession:
                         self._submit(ready)
                     if inflight is not None:
                         done(self._collect(inflight))
-                    inflight = ready if isinstance(ready, _Pending) else None
-                    if inflight is None:
-                        done(ready)
+                    inflight = ready if isinstance(ready, _Pending) else done(ready)
             if inflight is not None:
                 done(self._collect(inflight))
         finally:

@@ -5,6 +5,7 @@ interrupts included (:func:`run_group`). Standard library only."""
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -45,11 +46,9 @@ def children(pid: int) -> List[int]:
     except OSError:
         return out
     for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                out += [int(p) for p in f.read().split()]
-        except (OSError, ValueError):
-            pass
+        with contextlib.suppress(OSError, ValueError), \
+                open(f"/proc/{pid}/task/{tid}/children") as f:
+            out += [int(p) for p in f.read().split()]
     return out
 
 
@@ -98,12 +97,9 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
             continue
     if proc.returncode is None:
         proc.wait()
-    for stream in (proc.stdin, proc.stdout, proc.stderr):
-        try:
-            if stream is not None:
-                stream.close()
-        except OSError:                 # (what stdin held for a reader now gone)
-            pass
+    for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
+        with contextlib.suppress(OSError):  # (what stdin held for a reader now gone)
+            stream.close()
 
 
 class Ended(NamedTuple):

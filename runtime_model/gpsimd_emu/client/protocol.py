@@ -1,12 +1,12 @@
 """What the emulator server (``gpsimd_emu.server``) and its clients
 (``gpsimd_emu.client.served``, the build) agree on: the environment
 variables that steer the emulator (each name defined here only), the
-vectors' default time limit, the signals that stop a run and ending by
-one (``end_by``), the process a server serves (``this_process``,
-``find_ninja``, ``proc_stat``), the server's abstract socket name
-(``server_name``), the model's files a server must share with a client
-(``model_files``), the user and pid at the other end of a socket, and the
-message format (``encode``, ``decode``: ``marshal``).
+vectors' default time limit and runs, the signals that stop a run and
+ending by one (``end_by``), the process a server serves
+(``this_process``, ``find_ninja``, ``proc_stat``), the server's abstract
+socket name (``server_name``), the model's files a server must share with
+a client (``model_files``), the pid and user at the other end of a socket
+(``peer``), and the message format (``encode``, ``decode``: ``marshal``).
 
 Standard library only, and only modules that cost a command no import
 time (no json, socket, typing, which import re and enum): a ninja test
@@ -23,8 +23,8 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "STOP_SIGNALS", "end_by", "find_ninja", "this_process",
-           "model_files", "include_dir", "server_key", "server_name", "peer_uid", "peer_pid",
+           "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja",
+           "this_process", "model_files", "include_dir", "server_key", "server_name", "peer",
            "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
@@ -47,6 +47,10 @@ MAX_MESSAGE = 1 << 20
 #: private pass, its second run, each fixed-order pass) before it is
 #: killed (``--timeout``, README's ``EMU_TIMEOUT``; ``gpsimd_emu.settings``).
 DEFAULT_TIMEOUT = 60.0
+#: The most runs of its cores one vector makes (two against private
+#: poisoned outputs, two against a shared one in fixed orders): the
+#: whole run's and a vector service request's time limits count them.
+RUNS_PER_VECTOR = 4
 #: The signals that stop a test run: a ninja step sends them on to its
 #: served run; the run's supervising process, on one, ends the whole run
 #: and itself by that signal (``gpsimd_emu.cli``).
@@ -58,8 +62,7 @@ _SHELLS = ("sh", "bash", "dash", "zsh")
 #: ``samu`` implementation of the same file format).
 NINJA_NAMES = ("ninja", "ninja-build", "samu")
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-_RUNTIME_MODEL = os.path.dirname(_PACKAGE_DIR)
+_RUNTIME_MODEL = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def end_by(sig: int) -> int:
@@ -143,9 +146,9 @@ def model_files() -> str:
     running server's. (numpy's and ml_dtypes' versions are the
     interpreter's and its path's: ``server_key``.)"""
     parts = []
-    folders = [(os.path.join(_RUNTIME_MODEL, p), p) for p in ("gpsimd_emu", "gpsimd_device")]
-    folders += [(os.path.join(_PACKAGE_DIR, "client"), "gpsimd_emu/client"),
-                (os.path.join(include_dir(), "gpsimd_host"), "gpsimd_host")]
+    folders = [(os.path.join(_RUNTIME_MODEL, p), p)
+               for p in ("gpsimd_emu", "gpsimd_device", "gpsimd_emu/client")]
+    folders.append((os.path.join(include_dir(), "gpsimd_host"), "gpsimd_host"))
     for folder, label in folders:
         try:
             names = sorted(os.listdir(folder))
@@ -179,20 +182,11 @@ def server_name(served: "tuple[int, int]", key: str) -> bytes:
     return f"\0gpsimd-emu/{os.getuid()}/{served[0]}.{served[1]}/{crc:08x}".encode()
 
 
-def _peer(sock) -> "tuple[int, int, int]":
+def peer(sock) -> "tuple[int, int]":
+    """(pid, user id) of the process at the other end of ``sock`` (a
+    ``socket.socket`` or ``_socket.socket``), from ``SO_PEERCRED``."""
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", creds)
-
-
-def peer_uid(sock) -> int:
-    """The user id of the process at the other end of ``sock`` (a
-    ``socket.socket`` or ``_socket.socket``)."""
-    return _peer(sock)[1]
-
-
-def peer_pid(sock) -> int:
-    """The pid of the process at the other end of ``sock``."""
-    return _peer(sock)[0]
+    return struct.unpack("3i", creds)[:2]
 
 
 def encode(message: dict) -> bytes:

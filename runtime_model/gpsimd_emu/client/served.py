@@ -10,14 +10,13 @@ and when it ends: ARCHITECTURE.md "Processes and containment". Whatever
 fails (no server, another version of the model, a refusal), nothing was
 started and the caller runs the command itself.
 
-Protocol (``SOCK_SEQPACKET``, the abstract socket ``protocol.server_name``;
-each message a dict in ``protocol.encode``'s format; both sides check
-that the other is of the same user, ``SO_PEERCRED``): the client sends
-``{"argv", "cwd", "env", "umask", "files"}`` with the write ends of two
-pipes (one when its stdout and stderr are one file, as under ninja),
-which the run takes as its stdout and stderr and the client copies to its
-own (``_Relay``); the server answers ``{"here": reason}`` (not taken) or
-``{"pid": n}`` and, once the run ended, ``{"status": wait status}``
+Protocol (ARCHITECTURE.md "Processes and containment"): dicts in
+``protocol.encode``'s format over ``SOCK_SEQPACKET``, at the abstract socket
+``protocol.server_name``, both sides of the same user (``SO_PEERCRED``).
+The request ``{"argv", "cwd", "env", "umask", "files"}`` carries the write
+ends of the run's stdout and stderr (one pipe twice when they are one file,
+as under ninja: ``_Relay``); the answers are ``{"here": reason}`` (not
+taken) or ``{"pid": n}``, then ``{"status": wait status}``
 (``FIRST_REPLY_TIMEOUT``, ``STATUS_GRACE``). ``{"load": true}`` asks a
 server to load the model; ``{"stop": true}``, from the served process
 only, ends it and its runs.
@@ -37,7 +36,7 @@ import sys
 import time
 
 from .protocol import (LOG_ENV, SERVER_ENV, STOP_SIGNALS, decode, encode, end_by,
-                       find_ninja, model_files, peer_pid, peer_uid, server_key, server_name)
+                       find_ninja, model_files, peer, server_key, server_name)
 
 __all__ = ["hand_off", "name_for", "start_server", "ask_to_load", "stop_server", "run_step",
            "prestart_step", "FIRST_REPLY_TIMEOUT", "STATUS_GRACE", "STOP_WAIT"]
@@ -51,10 +50,13 @@ STATUS_GRACE = 2.0
 #: Seconds ``stop_server`` waits for a server to end its runs and exit.
 STOP_WAIT = 10.0
 _MAX_REPLY = 1 << 12
-_TIMEOUT = getattr(socket, "timeout", TimeoutError)
+#: What ``_Relay.wait`` returns when its time is up.
+_TIMED_OUT = "timed out"
 
 
 def _log(env: dict, line: str) -> None:
+    """Append ``line`` to the hand-offs' log (``LOG_ENV``), if any; None, so
+    that ``return _log(env, "here: ...")`` hands the run back to the caller."""
     path = env.get(LOG_ENV)
     if path:
         try:
@@ -69,7 +71,7 @@ def _connect(name: bytes):
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         sock.connect(name)
-        if peer_uid(sock) == os.getuid():
+        if peer(sock)[1] == os.getuid():
             return sock
     except OSError:
         pass
@@ -132,7 +134,7 @@ def stop_server(name: bytes) -> None:
     if sock is None:
         return
     try:
-        pidfd = os.pidfd_open(peer_pid(sock))
+        pidfd = os.pidfd_open(peer(sock)[0])
     except OSError:
         pidfd = None
     try:
@@ -145,15 +147,6 @@ def stop_server(name: bytes) -> None:
         sock.close()
         if pidfd is not None:
             os.close(pidfd)
-
-
-def _recv(sock) -> "dict | None":
-    """One reply, or None at end of file or for one that is not ours."""
-    try:
-        data = sock.recv(_MAX_REPLY)
-    except OSError:
-        return None
-    return decode(data) if data else None
 
 
 class _Relay:
@@ -201,41 +194,37 @@ class _Relay:
         return True
 
     def wait(self, sock, timeout: "float | None", stop: "int | None" = None):
-        """Copy output until a message comes on ``sock`` (returned, None at
-        its end of file; with no ``sock``, until every pipe ends), ``timeout``
-        seconds pass (``_TIMEOUT`` raised), or ``stop`` (a pidfd, a pipe)
-        is readable (``False`` returned)."""
+        """Copy output until a message comes on ``sock`` (returned; None at
+        its end of file or for one that is not ours; with no ``sock``, until
+        every pipe ends), ``timeout`` seconds pass (``_TIMED_OUT``), or
+        ``stop`` (a pidfd, a pipe) is readable (``False`` returned)."""
         poll = select.poll()
-        watched = {fd: "pipe" for fd in self.pipes}
-        if sock is not None:
-            watched[sock.fileno()] = "sock"
-        if stop is not None:
-            watched[stop] = "stop"
+        watched = dict.fromkeys(self.pipes, "pipe")
+        for fd, kind in ((None if sock is None else sock.fileno(), "sock"), (stop, "stop")):
+            if fd is not None:
+                watched[fd] = kind
         for fd in watched:
             poll.register(fd, select.POLLIN)
         deadline = None if timeout is None else time.monotonic() + timeout
         while sock is not None or "pipe" in watched.values():
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = poll.poll(None if left is None else left * 1000)
+            ready = poll.poll(None if deadline is None
+                              else max(0.0, deadline - time.monotonic()) * 1000)
             if not ready:
-                raise _TIMEOUT()
+                return _TIMED_OUT
             for fd, _ in ready:
                 kind = watched.get(fd)
                 if kind == "pipe" and not self.copy(fd):
                     poll.unregister(fd)
                     del watched[fd]
                 elif kind == "sock":
-                    return _recv(sock)
+                    try:
+                        data = sock.recv(_MAX_REPLY)
+                    except OSError:
+                        return None
+                    return decode(data) if data else None
                 elif kind == "stop":
                     return False
         return None
-
-    def drain(self, seconds: float) -> None:
-        """Copy what is left, until every pipe ends or ``seconds`` pass."""
-        try:
-            self.wait(None, seconds)
-        except _TIMEOUT:
-            pass
 
 
 def _fail(message: str) -> int:
@@ -259,27 +248,22 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
     not started yet (one waiting for the model to load) is given up
     (None)."""
     if env.get(SERVER_ENV) == "0":
-        _log(env, f"here: turned off (${SERVER_ENV}=0)")
-        return None
+        return _log(env, f"here: turned off (${SERVER_ENV}=0)")
     if cancel is not None and select.select([cancel], [], [], 0)[0]:
-        _log(env, "here: the build stops")
-        return None
+        return _log(env, "here: the build stops")
     files = model_files() if files is None else files
-    cwd = os.getcwd()
     name = name_for(served, python, env, files)
     sock = _connect(name)
     if sock is None and start is not None:
         began = start_server(name, python, env, start)
         if not start:
-            _log(env, "here: no server yet" + ("; started one" if began else ""))
-            return None
+            return _log(env, "here: no server yet" + ("; started one" if began else ""))
         sock = _connect(name)
     if sock is None:
-        _log(env, "here: no server")
-        return None
+        return _log(env, "here: no server")
     mask = os.umask(0o022)
     os.umask(mask)
-    request = encode({"argv": list(argv), "cwd": cwd, "env": dict(env), "umask": mask,
+    request = encode({"argv": list(argv), "cwd": os.getcwd(), "env": dict(env), "umask": mask,
                       "files": files})
     relay = _Relay()
     try:
@@ -287,23 +271,19 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
             sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                       struct.pack(f"{len(relay.ends)}i", *relay.ends))])
         except OSError as e:
-            _log(env, f"here: the request could not be sent ({e})")
-            return None
+            return _log(env, f"here: the request could not be sent ({e})")
         relay.close_ends()
-        try:
-            first = relay.wait(sock, FIRST_REPLY_TIMEOUT, cancel)
-        except _TIMEOUT:
+        first = relay.wait(sock, FIRST_REPLY_TIMEOUT, cancel)
+        if first == _TIMED_OUT:
             # (it may still start the run: nothing is run here, the run fails)
             _log(env, "failed: no answer")
-            return _fail(f"the emulator server of this build (pid {peer_pid(sock)}) did not "
+            return _fail(f"the emulator server of this build (pid {peer(sock)[0]}) did not "
                          f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run "
                          f"(${SERVER_ENV}=0 runs each test by itself)")
-        if first is False:
-            _log(env, "here: the build stops")     # (a run the server starts now, it ends:
-            return None                             # its client is gone)
+        if first is False:      # (a run the server starts now, it ends: its client is gone)
+            return _log(env, "here: the build stops")
         if not first or "pid" not in first:
-            _log(env, f"here: {(first or {}).get('here', 'no answer')}")
-            return None
+            return _log(env, f"here: {(first or {}).get('here', 'no answer')}")
         pid = int(first["pid"])
         _log(env, f"served pid={pid}")
         try:
@@ -315,18 +295,15 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
                 started(pid)
             last = relay.wait(sock, None, ended)
             if last is False:           # the run ended: its status comes now
-                try:
-                    last = relay.wait(sock, STATUS_GRACE)
-                except _TIMEOUT:
-                    last = None         # (a server that was stopped)
+                last = relay.wait(sock, STATUS_GRACE)   # (or not: a server stopped)
         finally:
             if ended is not None:
                 os.close(ended)
-        relay.drain(STATUS_GRACE)
+        relay.wait(None, STATUS_GRACE)      # what is left, until every pipe ends
     finally:
         relay.close()
         sock.close()
-    if last is None or "status" not in last:
+    if not isinstance(last, dict) or "status" not in last:
         return _fail("the emulator server of this build ended, or stopped answering, "
                      "during the run")
     return int(last["status"])

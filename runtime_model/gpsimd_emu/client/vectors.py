@@ -6,6 +6,7 @@ pytest plugin runs its vectors through (:class:`VectorClient`),
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -14,14 +15,11 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from .protocol import DEFAULT_TIMEOUT
+from .protocol import DEFAULT_TIMEOUT, RUNS_PER_VECTOR
 from .process import end_group, run_group, start_group
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
 
-#: The most runs of its cores one vector makes (two against private
-#: poisoned outputs, two against a shared one in fixed orders).
-RUNS_PER_VECTOR = 4
 #: Seconds a request may take beyond one more time limit (for the
 #: reference, the inputs and the judging): for the first request, the
 #: service's start (an interpreter, numpy, the library's zygote), on a
@@ -93,14 +91,10 @@ class VectorClient:
         proc, self._proc = self._proc, None
         if proc is None:
             return
-        try:
+        with contextlib.suppress(OSError):
             proc.stdin.close()
-        except OSError:
-            pass
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pass
         self._kill(proc)                # (and whatever is left of its group)
 
     def _start(self):
