@@ -83,3 +83,12 @@ def test_the_build_names_the_same_variables():
     assert ninja_path.JOBS_ENV is protocol.JOBS_ENV and ninja_path.SERVER_ENV is protocol.SERVER_ENV
     assert set(settings.BLAS_THREADS_ENV) <= set(options.PASSED_ENV)
     assert "GPSIMD_EMU" not in (ROOT / "SConstruct").read_text()
+
+def test_the_time_limits_count_every_run_a_vector_makes():
+    # (the whole run's and a vector service request's limits count
+    # RUNS_PER_VECTOR time limits a vector: as many as runs_for makes at
+    # the most, the second call included, or a slow vector is cut short)
+    from gpsimd_emu.client.protocol import RUNS_PER_VECTOR
+    from gpsimd_emu.runs import runs_for
+    most = max(len(runs_for(cores, checks)) for cores in range(1, 9) for checks in (False, True))
+    assert RUNS_PER_VECTOR == most == 5
