@@ -140,7 +140,7 @@ def vector_message(req: dict) -> bytes:
     if not 1 <= len(runs) <= ZY["MAX_RUNS"] or not 1 <= int(req["ncores"]) <= ZY["MAX_CORES"]:
         raise ValueError(f"{len(runs)} runs of {req['ncores']} cores do not fit the zygote")
     v = Vector(magic=ZY["MAGIC"], op=op, nruns=len(runs),
-               spread_after_ns=int(float(req.get("spread_after", 0.02)) * 1e9),
+               spread_after_ns=int(float(req["spread_after"]) * 1e9),
                timeout_ns=int(float(req["timeout"]) * 1e9),
                parallel=max(1, int(req.get("parallel", 1))),
                spread_now=1 if req.get("spread_now") else 0)
