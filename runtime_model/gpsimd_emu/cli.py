@@ -228,9 +228,9 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """The worker: run every vector, print the lines, write the results."""
-    from .session import LibrarySession
-    for sig in STOP_SIGNALS:            # (the supervisor's handlers are not the worker's)
+    for sig in STOP_SIGNALS:    # (the worker's own, before it imports the model)
         signal.signal(sig, signal.SIG_DFL)
+    from .session import LibrarySession
     library = plan.library
     verbose = os.environ.get(VERBOSE_ENV) == "1"
 

@@ -402,6 +402,32 @@ def test_cli_unreadable_plan_exits_2(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
+_CTRL_C_WHILE_IMPORTING = """
+import importlib.abc, os, signal, sys
+from gpsimd_emu import cli, contain
+
+class CtrlC(importlib.abc.MetaPathFinder):      # (a Ctrl-C while the worker imports the model)
+    def find_spec(self, name, path, target=None):
+        if name == "gpsimd_emu.session":
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.meta_path.insert(0, CtrlC())
+for sig in cli.STOP_SIGNALS:                    # (the supervisor's handlers, as supervise sets them)
+    signal.signal(sig, cli._on_signal)
+pid = contain.fork_child(lambda: cli._run_worker(None, None, None))
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def test_a_ctrl_c_while_the_worker_starts_ends_it_quietly():
+    """The worker takes its own signal handling before it imports the
+    model: a Ctrl-C then ends it by the signal, not with a traceback of the
+    supervisor's stop."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
+    proc = subprocess.run([sys.executable, "-c", _CTRL_C_WHILE_IMPORTING], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert (proc.stdout, proc.stderr) == ("-2\n", "")
+
 @needs_cxx
 @pytest.mark.parametrize("define", ["-DCRASH_AT_LOAD", "-DCRASH_AT_SECOND_LOAD"])
 def test_a_static_initialiser_that_crashes_fails_every_vector_without_traceback(
