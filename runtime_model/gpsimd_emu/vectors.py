@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import importlib.util
 import itertools
+import math
 import os
 import sys
 import traceback
@@ -58,10 +59,6 @@ class Input:
     location: str = "hbm"
 
 
-def _path(path: str, root: str) -> str:
-    return path if os.path.isabs(path) else os.path.join(root, path)
-
-
 def _dtype(name) -> dt.DType:
     try:
         return dt.by_name(name)
@@ -103,9 +100,8 @@ def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
 
 
 def _load_npy(path: str, root: str, what: str) -> np.ndarray:
-    full = _path(path, root)
-    try:
-        return np.load(full, allow_pickle=False)
+    try:       # (a path relative to root; os.path.join keeps an absolute one)
+        return np.load(os.path.join(root, path), allow_pickle=False)
     except (OSError, ValueError) as e:
         raise PlanError(f"{what}: cannot load {path}: {e}") from None
 
@@ -272,26 +268,29 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     file, module, func = ref.file, ref.module, ref.function
     if not func:
         raise PlanError("reference without a function")
-    full = _path(file, root) if file else None
+    if not (file or module):
+        raise PlanError("reference needs a file or a module")
+    full = os.path.join(root, file) if file else None
     folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
     mod = _REF_CACHE.get((full, module))
     label = file or module
     if mod is None:
+        if file and not os.path.isfile(full):
+            raise PlanError(f"reference {file}: no such file")
         # (another folder's module of a name this reference's folder holds)
         forget_local_modules(folder)
+        local_folder(folder)
         try:
-            if file:
-                if not os.path.isfile(full):
-                    raise PlanError(f"reference {file}: no such file")
+            if module and not file:
+                mod = importlib.import_module(module)
+            else:
                 stem = os.path.splitext(os.path.basename(full))[0]
                 name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
-                local_folder(folder)
                 # (with a loader given, a spec is always made)
                 spec = importlib.util.spec_from_file_location(
                     name, full, loader=SourceOnlyLoader(name, full))
-                mod = importlib.util.module_from_spec(spec)
+                mod = sys.modules[name] = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, folder)
-                sys.modules[name] = mod
                 try:
                     spec.loader.exec_module(mod)
                 except BaseException:
@@ -300,16 +299,9 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                 finally:
                     with contextlib.suppress(ValueError):
                         sys.path.remove(folder)
-            elif module:
-                local_folder(folder)
-                mod = importlib.import_module(module)
-            else:
-                raise PlanError("reference needs a file or a module")
-        except PlanError:
-            raise
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
-            where = _user_frame(e, file)
-            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}{where}") from None
+            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}"
+                            f"{_user_frame(e, file)}") from None
         _REF_CACHE[(full, module)] = mod
     fn = getattr(mod, func, None)
     if not callable(fn):
@@ -367,9 +359,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             raw = _asarray(exp.values, out_dtype)
         except ValueError as e:
             raise PlanError(f"{exp.source}: {e}") from None
-        if vector.output.source and raw.ndim > 1:   # nested: its shape is meant
-            _check_shape_function(vector, raw, out_dtype, True)
-        if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
+        meant = vector.output.source and raw.ndim > 1   # (nested: its shape is checked below)
+        if shape is not None and raw.shape != shape and raw.size == math.prod(shape) and not meant:
             raw = raw.reshape(shape)
     elif exp.npy is not None:
         raw = _load_npy(exp.npy, root, "expected")
@@ -395,10 +386,8 @@ def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DTy
     if tuple(raw.shape) != shape:
         mine, theirs = f"shape {list(raw.shape)}", list(shape)
     elif not inline and raw.dtype != out_dtype.numpy:
-        try:
-            mine, theirs = f"dtype {dt.by_numpy(raw.dtype).name}", out_dtype.name
-        except KeyError:
-            mine, theirs = f"dtype {raw.dtype}", out_dtype.name
+        # (a device dtype's name is its numpy dtype's, gpsimd_emu.dtypes)
+        mine, theirs = f"dtype {raw.dtype}", out_dtype.name
     else:
         return
     raise PlanError(f"the expected result ({vector.expected.source}) has {mine}, but "
