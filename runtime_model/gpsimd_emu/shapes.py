@@ -57,26 +57,18 @@ class _Child:
     def __init__(self, work: Callable[[Callable[[Any], None]], None]):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.pid = os.fork()
-        if self.pid == 0:  # pragma: no cover - the child
-            status = 0
-            try:
-                os.close(out_r)
-                os.close(err_r)
-                os.dup2(err_w, 2)
 
-                def emit(obj: Any) -> None:
-                    os.write(out_w, (json.dumps(obj) + "\n").encode("utf-8"))
-                work(emit)
-            except BaseException as e:   # a Python-level problem: say it
-                try:
-                    os.write(2, f"{type(e).__name__}: {e}\n".encode("utf-8", "replace"))
-                except OSError:
-                    pass
-                status = 3
-            os._exit(status)
+        def body() -> int:      # (contain.fork_child: it dies with this process)
+            os.close(out_r)
+            os.close(err_r)
+            os.dup2(err_w, 2)
+            try:
+                work(lambda obj: os.write(out_w, (json.dumps(obj) + "\n").encode("utf-8")))
+            except Exception as e:      # a Python-level problem: say it
+                print(f"{type(e).__name__}: {e}", file=sys.stderr)
+                return 3
+            return 0
+        self.pid = contain.fork_child(body)
         os.close(out_w)
         os.close(err_w)
         self.out, self.err = out_r, err_r
@@ -181,11 +173,10 @@ def _call_args(op: OpPlan, vector: VectorPlan) -> List[Any]:
 
 def _evaluate(library: str, calls: List[Tuple[int, List[Any]]],
               emit: Callable[[Any], None]) -> None:  # pragma: no cover - runs in the child
-    from .shapelib import ShapeLibrary, TensorArg
+    from .shapelib import ShapeLibrary
     lib = ShapeLibrary(library)
     for index, args in calls:
-        values = [TensorArg(a[1], a[2]) if a[0] == "tensor" else a[1] for a in args]
-        o = lib.call(index, values)
+        o = lib.call(index, args)
         emit({"dtype": o.dtype, "shape": list(o.shape), "fault": o.fault})
 
 
