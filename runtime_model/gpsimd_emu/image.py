@@ -27,9 +27,8 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .budget import ImageSize
-from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES, POISON_A,
-                     POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
+from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
+                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
 from .runs import RunSpec, runs_for
@@ -347,9 +346,8 @@ class DeviceImage:
     def masks(self, run: int) -> List[np.ndarray]:
         """Per core, the written mask of a private run (computed once)."""
         if run not in self._masks:
-            poison = POISON_A if run == 0 else POISON_B
-            self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
-                                for row in self.copies(run)]
+            self._masks[run] = [written_mask(row, self.runs[run].poison, self.itemsize,
+                                             self.num_elem) for row in self.copies(run)]
         return self._masks[run]
 
     def read_maps(self, run: int) -> np.ndarray:
