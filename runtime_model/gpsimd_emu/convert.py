@@ -34,10 +34,6 @@ def _device_float(dtype: np.dtype) -> bool:
         return False
 
 
-def _article(name: str) -> str:
-    return "an" if name.startswith("int") else "a"     # (int8, uint8, float16)
-
-
 def _as_float(v) -> float:
     try:
         return float(v)
@@ -102,10 +98,7 @@ def _integer_problems(a: np.ndarray, dtype: dt.DType, name: str, limits: str
 def _raise_first(problems: List[Tuple[np.ndarray, str]], shown: np.ndarray, what: str,
                  origin: str) -> None:
     """Raise the PlanError of the first bad element, if any."""
-    bad = np.zeros(shown.shape, dtype=bool)
-    for mask, _ in problems:
-        bad |= mask
-    flat = bad.reshape(-1)
+    flat = np.reshape(np.logical_or.reduce([mask for mask, _ in problems], axis=0), -1)
     if not flat.any():
         return
     i = int(np.argmax(flat))
@@ -158,7 +151,8 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
                         "the array as float32 or an integer dtype)")
     if a.dtype.kind not in "biufcO" and not _device_float(a.dtype):
         raise PlanError(f"{what}s{origin}: not numbers (numpy dtype {a.dtype})")
-    name = f"{_article(dtype.name)} {dtype.name} ({role})"
+    article = "an" if dtype.name.startswith("int") else "a"     # (int8, uint8, float16)
+    name = f"{article} {dtype.name} ({role})"
     if dtype.is_integer:
         info = np.iinfo(target)
         limits = f"{dtype.name} ({role}, {info.min}..{info.max})"

@@ -181,9 +181,8 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
 def make_scalar(spec: ScalarSpec, what: str = "input") -> Tuple[np.ndarray, Any]:
     """A scalar input: ``(0-D array of the plan dtype, Python number)``.
 
-    The plan's ``dtype`` decides the HBM payload (``int`` -> int32,
-    ``long long`` -> int64, ``float`` -> float32, ``Scalar`` by its value;
-    ARCHITECTURE.md). The Python number is the value the device sees.
+    The plan's ``dtype`` (ARCHITECTURE.md "The test plan") decides the HBM
+    payload; the Python number is the value the device sees.
 
     Raises:
         PlanError: no/unknown dtype, a non-numeric value, or a value the
@@ -325,11 +324,9 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
     """The expected output, converted to ``out_dtype`` (C-contiguous; by
     ``convert.to_dtype``, inline ``values`` as literal values).
 
-    ``reference``: called with the inputs in schema order (arrays for
-    tensors, Python numbers for scalars; each array a private copy), its
-    result ``np.asarray``-ed. ``values``: a nested list, reshaped to the
-    output shape when that is given and has the same element count.
-    ``npy``: a ``.npy`` path.
+    A reference (ARCHITECTURE.md "The test plan") gets a private copy of
+    each input array, its result ``np.asarray``-ed; inline ``values`` are
+    reshaped to the output shape when that is given and has as many elements.
 
     Raises:
         PlanError: no expected entry, an import problem, the reference
