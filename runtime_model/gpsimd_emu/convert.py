@@ -26,10 +26,8 @@ __all__ = ["to_dtype", "exact_ints"]
 
 def _device_float(dtype: np.dtype) -> bool:
     """True for a numpy float dtype, ml_dtypes' included (kind ``V``)."""
-    if dtype.kind == "f":
-        return True
     try:
-        return dt.by_numpy(dtype).is_float
+        return dtype.kind == "f" or dt.by_numpy(dtype).is_float
     except KeyError:
         return False
 

@@ -5,12 +5,9 @@ output (docs/shape-functions.md). Two build steps::
     python -m gpsimd_emu.shapes registration LIB.so -o registration.json
     python -m gpsimd_emu.shapes outputs LIB.so PLAN_IN -o PLAN_OUT
 
-``registration`` writes what the library's ``NEURON_LIBRARY`` blocks
-registered (``gpsimd_device.shapes.Registration``); ``outputs`` writes the
-plan with each vector's output from its op's shape function, or
-``output.error`` when the call faults, its result is no shape the device
-holds or the vector's own ``output`` disagrees (ARCHITECTURE.md "Shape
-functions"; docs/shape-functions.md "What the emulator does with it").
+What each writes: ARCHITECTURE.md "Shape functions"; when a vector gets
+``output.error`` instead of an output: docs/shape-functions.md "What the
+emulator does with it", or a result that is no shape the device holds.
 
 Native code may crash or hang: loading and calls run in a child process
 (one for the whole plan, a new one after a crash or a time limit of
