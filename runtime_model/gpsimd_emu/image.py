@@ -122,9 +122,9 @@ class DeviceImage:
         at += align_up(len(self.runs) * num_cores * _BINDING, PAGE)
         self._args_at = at
         at += 2 * PAGE
-        in_at: List[Tuple[int, int]] = []
-        out_at: List[List[int]] = []
-        out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
+        in_at: Dict[int, int] = {}      # (a run that has arenas of its own: their offset)
+        self._out_at: List[List[int]] = []
+        self._out_each = out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
         per_core = core_nbytes(scratch_size)
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
         self._mem_at: List[List[int]] = []
@@ -137,18 +137,14 @@ class DeviceImage:
         #: per run, whether it has arenas of its own (else the run it follows')
         self._owns = [r.after < 0 or r.index == self.other_run for r in self.runs]
         for r in self.runs:
-            if not self._owns[r.index]:     # the inputs of the run it follows
-                in_at.append(in_at[r.after])
-            else:
-                in_at.append((at, at + align_up(capacity, PAGE)))
+            if self._owns[r.index]:
+                in_at[r.index] = at
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
-            out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
+            self._out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
             self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
                                  for k in range(num_cores)])
             at += (per_core + (rmap if r.private else 0)) * num_cores
-        self._out_at = out_at
-        self._out_each = out_each
         self._mem_each = per_core + rmap
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
@@ -162,10 +158,12 @@ class DeviceImage:
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
             self.arenas = []
-            for r, (h, sb) in zip(self.runs, in_at):
-                self.arenas.append(self.arenas[r.after] if not self._owns[r.index] else
-                                   (Arena(HBM_BASE, capacity, self.file, h),
-                                    Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb)))
+            for r in self.runs:     # (a run without arenas has the inputs of the run it follows)
+                off = in_at.get(r.index)
+                self.arenas.append(self.arenas[r.after] if off is None else (
+                    Arena(HBM_BASE, capacity, self.file, off),
+                    Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file,
+                          off + align_up(capacity, PAGE))))
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, Arena, int, int]] = []
             #: per input, the bytes after it up to the next allocation (at
@@ -205,8 +203,7 @@ class DeviceImage:
             #: input than its guard lands there (or in the next input), never
             #: on zeros that the reference's padding may expect
             self._tails: List[Tuple[bool, int, int]] = [
-                (sbuf, a.used, len(a.u8) - a.used) for sbuf, a in ((False, self.hbm),
-                                                                    (True, self.sbuf))]
+                (bool(sbuf), a.used, len(a.u8) - a.used) for sbuf, a in enumerate(self.arenas[0])]
             if checks:
                 for r in own:
                     for sbuf, off, n in self._input_guards + self._tails:
@@ -366,17 +363,16 @@ class DeviceImage:
         the most of any run (an arena's tail counts for its last input)."""
         out = []
         last = {g[0]: i for i, g in enumerate(self._input_guards)}
-        tails = {sbuf: (at, n) for sbuf, at, n in self._tails}
-        for i, ((name, arena, off, n), (sbuf, g_at, g_n)) in enumerate(zip(self.input_spans,
-                                                                          self._input_guards)):
-            snap = self._snapshots[sbuf]
-            guards = [(g_at, g_n)] + ([tails[sbuf]] if last[sbuf] == i else [])
+        for i, ((name, _, off, n), (sbuf, g_at, g_n)) in enumerate(
+                zip(self.input_spans, self._input_guards)):
+            snap = self._snapshots[sbuf][off:off + n]
+            guards = [(g_at, g_n)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
             changed = past = 0
             for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
-                u8 = self.arenas[p][sbuf].u8
-                changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap[off:off + n])))
+                u8, poison = self.arenas[p][sbuf].u8, self.runs[p].tcm_poison
+                changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap)))
                 if self.checks:
-                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != self.runs[p].tcm_poison))
+                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != poison))
                                          for a, m in guards))
             if changed or past:
                 out.append((name, changed, past))
