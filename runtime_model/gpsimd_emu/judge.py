@@ -112,12 +112,9 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: in
         f": {name_arguments(msg, op)}" if msg else "")
 
 
-def _printf_tail(image: DeviceImage, k: int, run: int = 0, limit: int = 300) -> str:
-    text = image.printf_text(run, k)
-    if not text:
-        return ""
-    text = text[-limit:].replace("\n", "\\n")
-    return f"; printf ends with: {text!r}"
+def _printf_tail(image: DeviceImage, k: int, run: int) -> str:
+    text = image.printf_text(run, k)[-300:].replace("\n", "\\n")
+    return f"; printf ends with: {text!r}" if text else ""
 
 
 def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, int]]:

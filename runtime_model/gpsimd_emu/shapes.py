@@ -277,16 +277,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     try:
         args.run(args)
+        return 0
     except StepError as e:
-        print(f"gpsimd: {args.library}: {e}", file=sys.stderr)
-        return 1
+        why = f"{args.library}: {e}"
     except PlanError as e:
-        print(f"gpsimd: {e}", file=sys.stderr)
-        return 1
+        why = str(e)
     except OSError as e:
-        print(f"gpsimd: {e.filename or args.output}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    return 0
+        why = f"{e.filename or args.output}: {e.strerror or e}"
+    print(f"gpsimd: {why}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -75,11 +75,7 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
     return tuple(shape)
 
 
-def _integral(v: Any) -> Any:
-    return int(v) if isinstance(v, float) and v.is_integer() else v
-
-
-def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
+def _asarray(values: Any, dtype: dt.DType) -> np.ndarray:
     """A plan's nested list as an array (``convert.to_dtype`` then checks
     it against the dtype), exact for 64-bit integers: numpy makes float64
     of a list that mixes ints above 2**63 with others, or with a float,
@@ -92,9 +88,11 @@ def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
         ValueError: a ragged list.
     """
     approx = np.asarray(values)
-    if dtype is None or not dtype.is_integer or approx.dtype.kind != "f":
+    if not dtype.is_integer or approx.dtype.kind != "f":
         return approx
-    ints = np.frompyfunc(_integral, 1, 1)(np.array(values, dtype=object))
+    integral = np.frompyfunc(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v,
+                             1, 1)
+    ints = integral(np.array(values, dtype=object))
     exact = exact_ints(ints.tolist()) if all(isinstance(v, int) for v in ints.flat) else None
     return approx if exact is None else exact
 
