@@ -124,10 +124,10 @@ def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
                         f"core {meta.get('core')}, the plan says {lsp!r} core {core}")
     if info is None:
         return
-    want_id = abi.LSP_SINGLE if core is None else core
-    want_size = abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE
-    fields = [("name", info.name, lsp), ("core_id", info.core_id, want_id),
-              ("scratch_size", info.scratch_size, want_size)]
+    fields = [("name", info.name, lsp),
+              ("core_id", info.core_id, abi.LSP_SINGLE if core is None else core),
+              ("scratch_size", info.scratch_size,
+               abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE)]
     if core is not None:
         fields.append(("scratch_origin", info.scratch_origin, abi.scratch_origin(core)))
     shown = lambda v: repr(v) if isinstance(v, str) else f"{v:#x}"  # noqa: E731

@@ -177,16 +177,16 @@ def _evaluate(library: str, calls: List[Tuple[int, List[Any]]],
         emit({"dtype": o.dtype, "shape": list(o.shape), "fault": o.fault})
 
 
-def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...], source: str) -> Optional[str]:
+def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...],
+              source: str) -> Optional[str]:
     """Why the vector's own output (manifest ``output:``) disagrees with
     the shape function's result, or None."""
-    given = vector.output
-    if given.dtype is not None and given.dtype != dtype:
-        return (f"the vector's output gives dtype {given.dtype}, but {source} gives {dtype} "
-                "(the runtime allocates the output from the shape function)")
-    if given.shape is not None and tuple(given.shape) != tuple(shape):
-        return (f"the vector's output gives shape {list(given.shape)}, but {source} gives "
-                f"{list(shape)} (the runtime allocates the output from the shape function)")
+    out = vector.output
+    given_shape = None if out.shape is None else list(out.shape)
+    for what, given, got in (("dtype", out.dtype, dtype), ("shape", given_shape, list(shape))):
+        if given is not None and given != got:
+            return (f"the vector's output gives {what} {given}, but {source} gives {got} "
+                    "(the runtime allocates the output from the shape function)")
     return None
 
 
@@ -220,14 +220,15 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
         start = len(results)
         child = _Child(lambda emit, rest=calls[start:]: _evaluate(library, rest, emit))
         while len(results) < len(calls):
-            got = child.next(LOAD_TIMEOUT if len(results) == start else CALL_TIMEOUT)
+            limit = LOAD_TIMEOUT if len(results) == start else CALL_TIMEOUT     # (a load first)
+            got = child.next(limit)
             if got is None:
                 break
             results.append(got)
         why = child.end()
         if len(results) < len(calls):
             if child.timed_out:
-                why = f"did not return within {CALL_TIMEOUT:g} s"
+                why = f"did not return within {limit:g} s"
             results.append({"fault": f"the call {why or 'ended without an answer'}"})
     for (oi, vi, source), got in zip(slots, results):
         vector = plan.ops[oi].vectors[vi]
