@@ -276,19 +276,19 @@ class DeviceImage:
                                   num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
                                   arg_stream_host=self._args_at, retval_host=self._args_at + PAGE,
                                   stack_scale=self.stack_scale, out_itemsize=self.itemsize)
+        out = b.regions[2]          # (a view of b; its host is each core's copy)
+        out.device_addr, out.size, out.flags = self.out_addr, self.out_nbytes, abi.REGION_OUTPUT
         for r in self.runs:
             for i, arena in enumerate(self.arenas[r.index]):     # (hbm, sbuf)
                 b.regions[i] = abi.GpsimdRegion(arena.device_base, arena.capacity,
                                                 arena.file_offset, abi.REGION_READONLY, 0)
             b.checks, b.poison, b.tcm_poison = r.checks, r.poison, r.tcm_poison
-            for k in range(self.num_cores):
-                b.core_id = k
-                b.regions[2] = abi.GpsimdRegion(self.out_addr, self.out_nbytes,
-                                                self._out_at[r.index][k], abi.REGION_OUTPUT, 0)
-                b.scratch_host, b.dataram_host, b.printf_host, b.report_host = (
-                    self._part(r.index, k, part) for part in range(4))
-                reads = r.private and r.checks & abi.CHECK_READS
-                b.read_map_host = self._part(r.index, k, 4) if reads else 0
+            reads = r.private and r.checks & abi.CHECK_READS
+            for k, mem in enumerate(self._mem_at[r.index]):
+                b.core_id, out.host = k, self._out_at[r.index][k]
+                b.scratch_host, b.dataram_host, b.printf_host, b.report_host, read_map = (
+                    mem + part_at for part_at in self._part_at)
+                b.read_map_host = read_map if reads else 0
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
                 self.file.mm[at:at + _BINDING] = bytes(b)
 

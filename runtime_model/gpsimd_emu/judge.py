@@ -280,7 +280,8 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         for k, s in enumerate(row):
             if s["state"] == control.SLOT_BIND_FAILED:
                 detail = report_text(image, k, None, p)
-                text = f"gpsimd_bind_core returned {s['bind_rc']}" + (f" ({detail})" if detail else "")
+                text = f"gpsimd_bind_core returned {s['bind_rc']}" + (
+                    f" ({detail})" if detail else "")
             elif s["state"] == control.SLOT_DONE and (
                     s["status"] != 0 or image.report(p, k).status != abi.STATUS_OK):
                 text = report_text(image, k, op, p) or "launcher returned a fault"
