@@ -322,8 +322,7 @@ class _Layout:
         for k in range(image.num_cores):
             r = image.report(0, k)
             if r.status != abi.STATUS_OK:
-                msg = r.message.decode("utf-8", errors="replace")
-                m = _OFFSET_COUNT.search(msg)
+                m = _OFFSET_COUNT.search(r.message.decode("utf-8", errors="replace"))
                 rng = [int(m.group(1)), int(m.group(1)) + int(m.group(2))] if m else None
                 self.doc["cores"][k]["fault"] = {"kind": fault_name(r.fault_kind), "range": rng}
 
