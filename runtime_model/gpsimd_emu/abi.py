@@ -4,9 +4,8 @@
 
 * the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
   (``pack_descriptor``): location, shape form, ISA dtype, the shape union
-  (HOST-MODEL: INLINE_4D = 4 x u32, INLINE_8D = 8 x u16, left-aligned,
-  unused slots 0; OUT_OF_LINE = HBM address of int64 dims + ndim) and the
-  storage union (the HBM or the SBUF arm);
+  (its HOST-MODEL forms are abi.h's) and the storage union (the HBM or the
+  SBUF arm);
 * the argument stream (``pack_arg_stream``, abi.h HOST-MODEL):
   ``gpsimd_arg_stream_header`` then the descriptors;
 * (re-exported from ``gpsimd_emu.binding``) the ctypes structures of

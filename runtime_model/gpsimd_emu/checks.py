@@ -1,14 +1,9 @@
 """What a vector's outputs show (``judge_output``), with the checks on: the
-model's rows of ARCHITECTURE.md "The checks" (writes past the output and
-over or past an input; the SPMD write sets of the private runs and an
-uninitialised result of ``customop_return_tensor``; reads of output a core
-had not written; values from never-written memory; order dependence; state
-kept between calls), each with the message that table shows; then the
-comparison of the merged output with the expected one (none when one of
-the above makes the values meaningless). With checks on, the vector's
-write-set layout is returned as ranges (``layout``): per core what it
-wrote, read before writing, wrote past the end, its fault; holes, overlaps
-and order-dependent ranges (never per element).
+model's rows of ARCHITECTURE.md "The checks", each with the message that
+table shows; then the comparison of the merged output with the expected
+one (none when one of them makes the values meaningless). With checks on,
+the vector's write-set layout is returned as ranges, never per element
+(``layout``: ARCHITECTURE.md "Emulator results").
 """
 
 from __future__ import annotations

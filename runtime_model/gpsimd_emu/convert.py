@@ -2,12 +2,9 @@
 conversion of ``gpsimd_emu.vectors`` for inputs and expected outputs
 alike, by the rule of docs/manifest.md "Values and dtypes": an integer
 dtype holds a value exactly or the vector fails with a ``PlanError`` naming
-the first bad element, its index, the dtype and where the values come from
-(an integer output is compared exactly: nothing is truncated, wrapped or
-saturated); a float dtype rounds to nearest, past its largest finite value
-to ±inf, except ``literal`` values (written by hand), which must stay
-finite; raw bytes (numpy ``V<n>``) of the dtype's item size are read as the
-dtype, bit for bit.
+the first bad element; a float dtype rounds to nearest (``literal`` values
+must stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
+read as the dtype, bit for bit.
 """
 
 from __future__ import annotations
