@@ -181,11 +181,11 @@ def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...],
               source: str) -> Optional[str]:
     """Why the vector's own output (manifest ``output:``) disagrees with
     the shape function's result, or None."""
-    out = vector.output
-    given_shape = None if out.shape is None else list(out.shape)
-    for what, given, got in (("dtype", out.dtype, dtype), ("shape", given_shape, list(shape))):
-        if given is not None and given != got:
-            return (f"the vector's output gives {what} {given}, but {source} gives {got} "
+    given = vector.output
+    given_shape = None if given.shape is None else list(given.shape)
+    for what, mine, theirs in (("dtype", given.dtype, dtype), ("shape", given_shape, list(shape))):
+        if mine is not None and mine != theirs:
+            return (f"the vector's output gives {what} {mine}, but {source} gives {theirs} "
                     "(the runtime allocates the output from the shape function)")
     return None
 
