@@ -4,9 +4,8 @@
 
 * the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
   (``pack_descriptor``): location, shape form, ISA dtype, the shape union
-  (HOST-MODEL: INLINE_4D = 4 x u32, INLINE_8D = 8 x u16, left-aligned,
-  unused slots 0; OUT_OF_LINE = HBM address of int64 dims + ndim) and the
-  storage union (the HBM or the SBUF arm);
+  (its HOST-MODEL forms are abi.h's) and the storage union (the HBM or the
+  SBUF arm);
 * the argument stream (``pack_arg_stream``, abi.h HOST-MODEL):
   ``gpsimd_arg_stream_header`` then the descriptors;
 * (re-exported from ``gpsimd_emu.binding``) the ctypes structures of
@@ -28,69 +27,50 @@ from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noq
 
 __all__ = [
     "ABI_VERSION", "DESCRIPTOR_SIZE", "MAX_ARGS", "ARG_STREAM_ARGS_OFFSET",
-    "Location", "ShapeForm", "ArgType",
-    "DATARAM_BASE", "DATARAM_SIZE", "TCM_POOL_SIZE", "STREAM_TCM_BYTES",
-    "SCRATCH_BASE", "SCRATCH_CORE_SIZE", "SCRATCH_SINGLE_SIZE",
-    "PRINTF_CAPACITY", "NUM_CORES", "DEFAULT_STACK_SIZE", "LSP_SINGLE",
-    "REGION_READONLY", "MAX_REGIONS", "STATUS_OK",
-    "MESSAGE_CAPACITY", "WARNINGS_CAPACITY", "REPORT_COPY_PATH", "REPORT_GET_DST",
-    "REPORT_TCM_NULL", "REPORT_OUTPUT_SIZE", "REPORT_TCM_USED", "REPORT_EMPTY_USED",
-    "REPORT_OUTPUT_READ", "REPORT_OUTPUT_UNTRACKED", "REPORT_SCRATCH_USED", "REPORT_STACK_POISONED",
-    "REPORT_HEAP_POISONED", "REGION_OUTPUT", "CHECK_POISON_EMPTY", "CHECK_MULTICORE",
-    "CHECK_COHERENCE", "CHECK_ARG_DTYPE", "CHECK_READS", "CHECK_POISON_SCRATCH", "CHECK_POISON_STACK",
-    "CHECK_POISON_HEAP", "CHECK_ALL",
+    "Location", "ShapeForm", "ArgType", "DATARAM_SIZE", "TCM_POOL_SIZE",
+    "SCRATCH_BASE", "SCRATCH_CORE_SIZE", "SCRATCH_SINGLE_SIZE", "PRINTF_CAPACITY", "NUM_CORES",
+    "LSP_SINGLE", "REGION_READONLY", "REGION_OUTPUT", "STATUS_OK", "REPORT_COPY_PATH",
+    "REPORT_OUTPUT_SIZE", "REPORT_TCM_USED", "REPORT_EMPTY_USED", "REPORT_OUTPUT_READ",
+    "REPORT_OUTPUT_UNTRACKED", "REPORT_SCRATCH_USED", "REPORT_STACK_POISONED",
+    "REPORT_HEAP_POISONED", "CHECK_READS", "CHECK_ALL",
     "choose_shape_form", "pack_descriptor", "pack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
     "scratch_origin", "lsp_name",
 ]
 
-# ---- constants (abi.h, read through gpsimd_device) ---------------------------
+# ---- constants: the ``#define GPSIMD_<NAME>`` lines of abi.h (gpsimd_device.limits), the
+# ones the model uses; what each means is said beside it there ----------------
 
 _ABI = _limits.ABI
-ABI_VERSION = _ABI["HOST_ABI_VERSION"]                  #: GPSIMD_HOST_ABI_VERSION
+ABI_VERSION = _ABI["HOST_ABI_VERSION"]
 _Descriptor = header_struct("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR")
 _StreamHeader = header_struct("abi.h", "gpsimd_arg_stream_header")
 DESCRIPTOR_SIZE = ctypes.sizeof(_Descriptor)            #: sizeof(arg_tensor_t), 48 bytes
-MAX_ARGS = _limits.MAX_ARGS                             #: GPSIMD_MAX_ARGS
+MAX_ARGS = _limits.MAX_ARGS
 ARG_STREAM_ARGS_OFFSET = _ABI["ARG_STREAM_ARGS_OFFSET"]  #: bytes
-DATARAM_BASE = _limits.DATARAM_BASE                     #: device address of the dataram/TCM window
 DATARAM_SIZE = _limits.DATARAM_SIZE                     #: 64 KiB
 TCM_POOL_SIZE = _limits.TCM_POOL_SIZE                   #: 16 KiB per core
-STREAM_TCM_BYTES = _limits.STREAM_TCM_BYTES             #: 4 KiB per active stream accessor
 SCRATCH_BASE = _limits.SCRATCH_BASE                     #: core i scratch origin = BASE + i * 2 MiB
 SCRATCH_CORE_SIZE = _limits.SCRATCH_CORE_SIZE           #: 2 MiB, multicore
 SCRATCH_SINGLE_SIZE = _limits.SCRATCH_SINGLE_SIZE       #: 32 MiB, single-core
 PRINTF_CAPACITY = _limits.PRINTF_CAPACITY               #: 128 KiB printf ring
 NUM_CORES = _limits.NUM_CORES
-DEFAULT_STACK_SIZE = _limits.DEFAULT_STACK_SIZE         #: bytes (the Neuron SDK's build driver, build_custom_op.py)
 LSP_SINGLE = _limits.LSP_SINGLE                         #: gpsimd_lsp_info.core_id, single-core LSP
-REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bit
-REGION_OUTPUT = _ABI["REGION_OUTPUT"]                   #: the output copy (reads tracked)
-MAX_REGIONS = _ABI["MAX_REGIONS"]
+REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bits
+REGION_OUTPUT = _ABI["REGION_OUTPUT"]
 STATUS_OK = 0                                           #: enum gpsimd_status
-MESSAGE_CAPACITY = _ABI["MESSAGE_CAPACITY"]             #: bytes of gpsimd_core_report.message
-WARNINGS_CAPACITY = _ABI["WARNINGS_CAPACITY"]           #: bytes of gpsimd_core_report.warnings
-#: gpsimd_core_report.flags bits (abi.h GPSIMD_REPORT_*, HOST-MODEL).
-REPORT_COPY_PATH = _ABI["REPORT_COPY_PATH"]             #: customop_return_tensor copied a result
-REPORT_GET_DST = _ABI["REPORT_GET_DST"]                 #: the kernel called get_dst_tensor
-REPORT_TCM_NULL = _ABI["REPORT_TCM_NULL"]               #: a tcm_malloc returned null
-REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]         #: the result's element count is not the output's
-REPORT_TCM_USED = _ABI["REPORT_TCM_USED"]               #: the kernel got tcm_malloc / staging memory
-REPORT_EMPTY_USED = _ABI["REPORT_EMPTY_USED"]           #: the kernel made a torch::empty() tensor
-REPORT_OUTPUT_READ = _ABI["REPORT_OUTPUT_READ"]         #: it read never-written output elements
-REPORT_OUTPUT_UNTRACKED = _ABI["REPORT_OUTPUT_UNTRACKED"]  #: an accessor / raw pointer on the output
-REPORT_SCRATCH_USED = _ABI["REPORT_SCRATCH_USED"]       #: the kernel got a neuron_hbm_allocate block
-REPORT_STACK_POISONED = _ABI["REPORT_STACK_POISONED"]   #: the launch's stack held the tcm_poison
-REPORT_HEAP_POISONED = _ABI["REPORT_HEAP_POISONED"]     #: malloc / new blocks held the tcm_poison
-#: gpsimd_core_binding.checks bits (abi.h GPSIMD_CHECK_*, HOST-MODEL).
-CHECK_POISON_EMPTY = _ABI["CHECK_POISON_EMPTY"]         #: fill torch::empty() storage with the poison
-CHECK_MULTICORE = _ABI["CHECK_MULTICORE"]               #: docs/kernel-api.md multicore rules
-CHECK_COHERENCE = _ABI["CHECK_COHERENCE"]               #: stream coherence policies
-CHECK_ARG_DTYPE = _ABI["CHECK_ARG_DTYPE"]               #: customop_next_* vs the descriptor dtype
-CHECK_READS = _ABI["CHECK_READS"]                       #: record reads of never-written output
-CHECK_POISON_SCRATCH = _ABI["CHECK_POISON_SCRATCH"]     #: fill neuron_hbm_allocate blocks
-CHECK_POISON_STACK = _ABI["CHECK_POISON_STACK"]         #: fill the launcher stack
-CHECK_POISON_HEAP = _ABI["CHECK_POISON_HEAP"]           #: fill malloc / new blocks (M_PERTURB)
+#: gpsimd_core_report.flags bits (GPSIMD_REPORT_*, HOST-MODEL).
+REPORT_COPY_PATH = _ABI["REPORT_COPY_PATH"]
+REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]
+REPORT_TCM_USED = _ABI["REPORT_TCM_USED"]
+REPORT_EMPTY_USED = _ABI["REPORT_EMPTY_USED"]
+REPORT_OUTPUT_READ = _ABI["REPORT_OUTPUT_READ"]
+REPORT_OUTPUT_UNTRACKED = _ABI["REPORT_OUTPUT_UNTRACKED"]
+REPORT_SCRATCH_USED = _ABI["REPORT_SCRATCH_USED"]
+REPORT_STACK_POISONED = _ABI["REPORT_STACK_POISONED"]
+REPORT_HEAP_POISONED = _ABI["REPORT_HEAP_POISONED"]
+#: gpsimd_core_binding.checks bits (GPSIMD_CHECK_*, HOST-MODEL).
+CHECK_READS = _ABI["CHECK_READS"]
 CHECK_ALL = _ABI["CHECK_ALL"]
 
 _MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8

@@ -1,14 +1,9 @@
 """What a vector's outputs show (``judge_output``), with the checks on: the
-model's rows of ARCHITECTURE.md "The checks" (writes past the output and
-over or past an input; the SPMD write sets of the private runs and an
-uninitialised result of ``customop_return_tensor``; reads of output a core
-had not written; values from never-written memory; order dependence; state
-kept between calls), each with the message that table shows; then the
-comparison of the merged output with the expected one (none when one of
-the above makes the values meaningless). With checks on, the vector's
-write-set layout is returned as ranges (``layout``): per core what it
-wrote, read before writing, wrote past the end, its fault; holes, overlaps
-and order-dependent ranges (never per element).
+model's rows of ARCHITECTURE.md "The checks", each with the message that
+table shows; then the comparison of the merged output with the expected
+one (none when one of them makes the values meaningless). With checks on,
+the vector's write-set layout is returned as ranges, never per element
+(``layout``: ARCHITECTURE.md "Emulator results").
 """
 
 from __future__ import annotations
@@ -91,8 +86,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
             return problems, None, None, []
         actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
         return problems, compare(actual, expected, image.out_dtype, rtol, atol), None, []
-    n, size = image.num_elem, image.itemsize
-    ncores = image.num_cores
+    n, size, ncores = image.num_elem, image.itemsize, image.num_cores
     core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
 
@@ -129,9 +123,8 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     merge_problems = list(merged.problems)
     if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
         # the copy path wrote every element (ARCHITECTURE.md "The device's marshalling"):
-        # the holes are elements of
-        # the returned tensor the kernel never wrote (empty() is poisoned
-        # with the run's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
+        # the holes are elements of the returned tensor the kernel never wrote
+        # (empty() is poisoned with the run's poison byte, abi.h GPSIMD_CHECK_POISON_EMPTY)
         merge_problems = [
             "uninitialised elements reached the output through the copy path (the returned "
             "tensor, copied by customop_return_tensor, was never written there; e.g. "
@@ -153,9 +146,8 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     problems += reads
     uninit = _uninit_problems(image, cores, outcome, layout) if not holes else []
     problems += uninit
-    race = _order_problem(image, outcome, merged.writers, readers, layout)
-    if race:
-        problems.append(race)
+    race = _order_problems(image, outcome, merged.writers, readers, layout)
+    problems += race
     later = _second_call_problems(image, cores, outcome, masks) if not (holes or uninit) else []
     problems += later
     if holes or reads or uninit or race or later or expected is None:
@@ -171,7 +163,8 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
     bit mask of the cores in cross-core reads (readers and writers)."""
     out = []
     involved = 0
-    readers = [k for k in range(image.num_cores) if image.report(0, k).flags & abi.REPORT_OUTPUT_READ]
+    readers = [k for k in range(image.num_cores)
+               if image.report(0, k).flags & abi.REPORT_OUTPUT_READ]
     if not readers:
         return out, involved
     maps = image.read_maps(0)
@@ -287,24 +280,24 @@ STATE = ("state the kernel keeps between calls in static or global variables: on
          "the library stays loaded, and each call starts from what the calls before it left")
 
 
-def _order_problem(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,
-                   readers: int, layout: "_Layout") -> Optional[str]:
+def _order_problems(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,
+                    readers: int, layout: "_Layout") -> List[str]:
     """Elements that differ between the two fixed-order runs; the cores
     involved: their writers, and the cores of cross-core reads."""
     if image.num_cores < 2 or len(image.runs) < 4 or not (outcome.ran(2) and outcome.ran(3)):
-        return None
+        return []
     diff = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0),
                             image.itemsize, image.num_elem)
     if not diff.any():
-        return None
+        return []
     ranges = true_ranges(diff)
     layout.doc["order_dependent"] = layout.ranges(ranges)
     bits = int(np.bitwise_or.reduce(writers[diff])) | readers
     involved = [layout.core_ids[j] for j in range(image.num_cores) if bits >> j & 1]
     who = f"{cores_text(involved)} involved; " if involved else ""
-    return (f"the result depends on the order the cores run in: output elements "
+    return [f"the result depends on the order the cores run in: output elements "
             f"{format_ranges(ranges)} differ between running them in the orders 0..7 and 7..0 "
-            f"against one shared output ({who}on the device they run at the same time)")
+            f"against one shared output ({who}on the device they run at the same time)"]
 
 
 _OFFSET_COUNT = re.compile(r"offset (\d+), count (\d+)")
@@ -324,8 +317,7 @@ class _Layout:
         for k in range(image.num_cores):
             r = image.report(0, k)
             if r.status != abi.STATUS_OK:
-                msg = r.message.decode("utf-8", errors="replace")
-                m = _OFFSET_COUNT.search(msg)
+                m = _OFFSET_COUNT.search(r.message.decode("utf-8", errors="replace"))
                 rng = [int(m.group(1)), int(m.group(1)) + int(m.group(2))] if m else None
                 self.doc["cores"][k]["fault"] = {"kind": fault_name(r.fault_kind), "range": rng}
 

@@ -1,9 +1,9 @@
 """Comparing an op's output with the expected array.
 
 Floating types are compared in float64 with numpy's ``assert_allclose`` rule
-``|actual - expected| <= atol + rtol * |expected|`` (ARCHITECTURE.md), NaN equal to NaN and an infinity equal only to the same
-infinity; integer types are compared exactly. Tolerances default per dtype
-(``gpsimd_emu.dtypes``).
+``|actual - expected| <= atol + rtol * |expected|`` (ARCHITECTURE.md), NaN
+equal to NaN and an infinity equal only to the same infinity; integer types
+are compared exactly. Tolerances default per dtype (``gpsimd_emu.dtypes``).
 """
 
 from __future__ import annotations
@@ -96,14 +96,10 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: DType,
         a = a_flat.astype(np.float64)
         e = e_flat.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):
-            both_nan = np.isnan(a) & np.isnan(e)
-            same_inf = np.isinf(a) & np.isinf(e) & (a == e)
-            exact = both_nan | same_inf
-            err = np.abs(a - e)
-            finite = np.isfinite(a) & np.isfinite(e)
-            good = exact | (finite & (err <= atol + rtol * np.abs(e)))
-            err = np.where(exact, 0.0, err)
-            err = np.where(np.isnan(err), np.inf, err)
+            exact = (a == e) | (np.isnan(a) & np.isnan(e))   # (an infinity: the same one)
+            err = np.where(exact, 0.0, np.abs(a - e))
+            good = exact | (np.isfinite(a) & np.isfinite(e) & (err <= atol + rtol * np.abs(e)))
+        err[np.isnan(err)] = np.inf         # (NaN on one side only)
         tol_text = f"rtol={rtol:g}, atol={atol:g}"
     else:
         err = _int_abs_diff(a_flat, e_flat)

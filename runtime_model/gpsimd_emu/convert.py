@@ -2,12 +2,9 @@
 conversion of ``gpsimd_emu.vectors`` for inputs and expected outputs
 alike, by the rule of docs/manifest.md "Values and dtypes": an integer
 dtype holds a value exactly or the vector fails with a ``PlanError`` naming
-the first bad element, its index, the dtype and where the values come from
-(an integer output is compared exactly: nothing is truncated, wrapped or
-saturated); a float dtype rounds to nearest, past its largest finite value
-to ±inf, except ``literal`` values (written by hand), which must stay
-finite; raw bytes (numpy ``V<n>``) of the dtype's item size are read as the
-dtype, bit for bit.
+the first bad element; a float dtype rounds to nearest (``literal`` values
+must stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
+read as the dtype, bit for bit.
 """
 
 from __future__ import annotations
@@ -26,16 +23,10 @@ __all__ = ["to_dtype", "exact_ints"]
 
 def _device_float(dtype: np.dtype) -> bool:
     """True for a numpy float dtype, ml_dtypes' included (kind ``V``)."""
-    if dtype.kind == "f":
-        return True
     try:
-        return dt.by_numpy(dtype).is_float
+        return dtype.kind == "f" or dt.by_numpy(dtype).is_float
     except KeyError:
         return False
-
-
-def _article(name: str) -> str:
-    return "an" if name.startswith("int") else "a"     # (int8, uint8, float16)
 
 
 def _as_float(v) -> float:
@@ -102,10 +93,7 @@ def _integer_problems(a: np.ndarray, dtype: dt.DType, name: str, limits: str
 def _raise_first(problems: List[Tuple[np.ndarray, str]], shown: np.ndarray, what: str,
                  origin: str) -> None:
     """Raise the PlanError of the first bad element, if any."""
-    bad = np.zeros(shown.shape, dtype=bool)
-    for mask, _ in problems:
-        bad |= mask
-    flat = bad.reshape(-1)
+    flat = np.reshape(np.logical_or.reduce([mask for mask, _ in problems], axis=0), -1)
     if not flat.any():
         return
     i = int(np.argmax(flat))
@@ -158,7 +146,8 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
                         "the array as float32 or an integer dtype)")
     if a.dtype.kind not in "biufcO" and not _device_float(a.dtype):
         raise PlanError(f"{what}s{origin}: not numbers (numpy dtype {a.dtype})")
-    name = f"{_article(dtype.name)} {dtype.name} ({role})"
+    article = "an" if dtype.name.startswith("int") else "a"     # (int8, uint8, float16)
+    name = f"{article} {dtype.name} ({role})"
     if dtype.is_integer:
         info = np.iinfo(target)
         limits = f"{dtype.name} ({role}, {info.min}..{info.max})"

@@ -64,7 +64,6 @@ def prepare_cores(plan: TestPlan, root: str = ".") -> Tuple[List[CoreSpec], Opti
         return [], (f"plan lists cores {got}, a {'multicore' if multicore else 'single-core'} "
                     f"library needs {want}")
     cores: List[CoreSpec] = []
-    error = None
     for e in entries:
         spec = CoreSpec(e.core, e.lsp, e.object)
         if spec.lsp != abi.lsp_name(spec.core):
@@ -78,8 +77,6 @@ def prepare_cores(plan: TestPlan, root: str = ".") -> Tuple[List[CoreSpec], Opti
                     spec.fd = payload_fd(spec.obj)
             except LoadError as err:
                 spec.error = str(err)
-        if spec.error and error is None:
-            error = spec.error
         cores.append(spec)
-    return cores, error
+    return cores, next((c.error for c in cores if c.error), None)
 

@@ -17,8 +17,8 @@ what a vector touches is charged to its memory cgroup.
 from __future__ import annotations
 
 import ctypes
+import math
 import mmap
-import struct
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -27,9 +27,8 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .budget import ImageSize
-from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES, POISON_A,
-                     POISON_B, SBUF_PARTITIONS,
-                     SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
+from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
+                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
 from .runs import RunSpec, runs_for
@@ -39,14 +38,6 @@ __all__ = ["RunSpec", "runs_for", "ImageSize", "DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
-_B = abi.GpsimdCoreBinding
-_U64 = struct.Struct("<Q")
-_CORE_ID = struct.Struct("<I")
-_OFF_CORE_ID = _B.core_id.offset
-_OFF_OUT_HOST = _B.regions.offset + 2 * ctypes.sizeof(abi.GpsimdRegion) + abi.GpsimdRegion.host.offset
-_OFF_MEM = (_B.scratch_host.offset, _B.dataram_host.offset, _B.printf_host.offset,
-            _B.report_host.offset)
-_OFF_READ_MAP = _B.read_map_host.offset
 
 
 class DeviceImage:
@@ -76,11 +67,11 @@ class DeviceImage:
         guard_size: bytes after each output copy that no region covers;
             ``guard_of(run)`` of them hold the run's poison
             (``copies(run, guard_of(run))`` reads them).
+        input_spans: ``(name, arena, offset, nbytes)`` of each input.
 
     What the runs left is read in place: ``copies`` (every core's output of
     a run as one strided view), ``masks``, ``read_maps``, ``report``,
     ``printf_text``.
-        input_spans: ``(name, arena, offset, nbytes)`` of each input.
     """
 
     @staticmethod
@@ -115,7 +106,7 @@ class DeviceImage:
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
         self.itemsize = out_dtype.itemsize
-        self.num_elem = int(np.prod(self.out_shape, dtype=np.int64)) if self.out_shape else 1
+        self.num_elem = math.prod(self.out_shape)
         self.out_nbytes = self.num_elem * self.itemsize
         in_sbuf = [i.location == "sbuf" for i in inputs]
         capacity = ALIGN * (3 * len(inputs) + 4)
@@ -131,9 +122,9 @@ class DeviceImage:
         at += align_up(len(self.runs) * num_cores * _BINDING, PAGE)
         self._args_at = at
         at += 2 * PAGE
-        in_at: List[Tuple[int, int]] = []
-        out_at: List[List[int]] = []
-        out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
+        in_at: Dict[int, int] = {}      # (a run that has arenas of its own: their offset)
+        self._out_at: List[List[int]] = []
+        self._out_each = out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
         per_core = core_nbytes(scratch_size)
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
         self._mem_at: List[List[int]] = []
@@ -146,18 +137,14 @@ class DeviceImage:
         #: per run, whether it has arenas of its own (else the run it follows')
         self._owns = [r.after < 0 or r.index == self.other_run for r in self.runs]
         for r in self.runs:
-            if not self._owns[r.index]:     # the inputs of the run it follows
-                in_at.append(in_at[r.after])
-            else:
-                in_at.append((at, at + align_up(capacity, PAGE)))
+            if self._owns[r.index]:
+                in_at[r.index] = at
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
-            out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
+            self._out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
             self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
                                  for k in range(num_cores)])
             at += (per_core + (rmap if r.private else 0)) * num_cores
-        self._out_at = out_at
-        self._out_each = out_each
         self._mem_each = per_core + rmap
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
@@ -171,10 +158,12 @@ class DeviceImage:
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
             self.arenas = []
-            for r, (h, sb) in zip(self.runs, in_at):
-                self.arenas.append(self.arenas[r.after] if not self._owns[r.index] else
-                                   (Arena(HBM_BASE, capacity, self.file, h),
-                                    Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file, sb)))
+            for r in self.runs:     # (a run without arenas has the inputs of the run it follows)
+                off = in_at.get(r.index)
+                self.arenas.append(self.arenas[r.after] if off is None else (
+                    Arena(HBM_BASE, capacity, self.file, off),
+                    Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file,
+                          off + align_up(capacity, PAGE))))
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, Arena, int, int]] = []
             #: per input, the bytes after it up to the next allocation (at
@@ -197,13 +186,12 @@ class DeviceImage:
                 self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
             self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr,
                                              out_location == "sbuf")
-            self.input_snapshot = self.hbm.u8[:self.hbm.used].copy()
-            self.sbuf_snapshot = self.sbuf.u8[:self.sbuf.used].copy()
+            #: run 0's ``(hbm, sbuf)`` arenas as written: every run's copy starts so
+            self._snapshots = [a.u8[:a.used].copy() for a in self.arenas[0]]
             own = [r for r in self.runs if self._owns[r.index]]
             for r in own[1:]:
-                hbm, sbuf = self.arenas[r.index]
-                hbm.u8[:self.hbm.used] = self.input_snapshot
-                sbuf.u8[:self.sbuf.used] = self.sbuf_snapshot
+                for a, snap in zip(self.arenas[r.index], self._snapshots):
+                    a.u8[:len(snap)] = snap
             if self.other_run is not None:
                 for (_, arena, off, n), inp in zip(self.input_spans, second_inputs):
                     if inp.array.nbytes != n:
@@ -215,8 +203,7 @@ class DeviceImage:
             #: input than its guard lands there (or in the next input), never
             #: on zeros that the reference's padding may expect
             self._tails: List[Tuple[bool, int, int]] = [
-                (sbuf, a.used, len(a.u8) - a.used) for sbuf, a in ((False, self.hbm),
-                                                                    (True, self.sbuf))]
+                (bool(sbuf), a.used, len(a.u8) - a.used) for sbuf, a in enumerate(self.arenas[0])]
             if checks:
                 for r in own:
                     for sbuf, off, n in self._input_guards + self._tails:
@@ -269,63 +256,41 @@ class DeviceImage:
         shape_addr = None
         if form == abi.ShapeForm.OUT_OF_LINE:
             shape_addr = self.hbm.write_array(np.asarray(shape, dtype="<i8"))
-        if not sbuf:
-            return abi.pack_descriptor(dtype.isa, shape, addr, form=form, shape_addr=shape_addr)
-        n = int(np.prod(shape, dtype=np.int64)) if len(shape) else 1
-        return abi.pack_descriptor(dtype.isa, shape, addr - SBUF_WINDOW_BASE,
-                                   location=abi.Location.SBUF, form=form,
-                                   shape_addr=shape_addr, num_partitions=SBUF_PARTITIONS,
-                                   num_elem_per_block=n)
+        arm = dict(location=abi.Location.SBUF, num_partitions=SBUF_PARTITIONS,
+                   num_elem_per_block=math.prod(shape)) if sbuf else {}
+        return abi.pack_descriptor(dtype.isa, shape, addr - (SBUF_WINDOW_BASE if sbuf else 0),
+                                   form=form, shape_addr=shape_addr, **arm)
 
     # ---- before the run -------------------------------------------------
 
     def write_args(self) -> None:
         """Store ``arg_stream`` and ``out_desc`` and every run's bindings in
-        the file (again after a test patched the bytes)."""
+        the file (again after a test patched the bytes). A binding's host
+        pointers are file offsets (``arg_stream_host`` / ``retval_host``:
+        of the bytes the vector's process copies for each launch)."""
         if len(self.arg_stream) > PAGE or len(self.out_desc) > PAGE:
             raise ValueError("argument stream or output descriptor larger than a page")
-        u8 = self.file.u8
-        a = self._args_at
-        u8[a:a + PAGE] = 0
-        u8[a:a + len(self.arg_stream)] = np.frombuffer(self.arg_stream, np.uint8)
-        u8[a + PAGE:a + 2 * PAGE] = 0
-        u8[a + PAGE:a + PAGE + len(self.out_desc)] = np.frombuffer(self.out_desc, np.uint8)
+        for at, data in ((self._args_at, self.arg_stream), (self._args_at + PAGE, self.out_desc)):
+            self.file.mm[at:at + PAGE] = data.ljust(PAGE, b"\0")
+        b = abi.GpsimdCoreBinding(abi_version=abi.ABI_VERSION, core_count=self.num_cores,
+                                  num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
+                                  arg_stream_host=self._args_at, retval_host=self._args_at + PAGE,
+                                  stack_scale=self.stack_scale, out_itemsize=self.itemsize)
+        out = b.regions[2]          # (a view of b; its host is each core's copy)
+        out.device_addr, out.size, out.flags = self.out_addr, self.out_nbytes, abi.REGION_OUTPUT
         for r in self.runs:
-            template = bytes(self._binding(r))
-            for k in range(self.num_cores):
+            for i, arena in enumerate(self.arenas[r.index]):     # (hbm, sbuf)
+                b.regions[i] = abi.GpsimdRegion(arena.device_base, arena.capacity,
+                                                arena.file_offset, abi.REGION_READONLY, 0)
+            b.checks, b.poison, b.tcm_poison = r.checks, r.poison, r.tcm_poison
+            reads = r.private and r.checks & abi.CHECK_READS
+            for k, mem in enumerate(self._mem_at[r.index]):
+                b.core_id, out.host = k, self._out_at[r.index][k]
+                b.scratch_host, b.dataram_host, b.printf_host, b.report_host, read_map = (
+                    mem + part_at for part_at in self._part_at)
+                b.read_map_host = read_map if reads else 0
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
-                self.file.mm[at:at + _BINDING] = template
-                _CORE_ID.pack_into(self.file.mm, at + _OFF_CORE_ID, k)
-                _U64.pack_into(self.file.mm, at + _OFF_OUT_HOST, self._out_at[r.index][k])
-                for part, field in enumerate(_OFF_MEM):
-                    _U64.pack_into(self.file.mm, at + field, self._part(r.index, k, part))
-                if r.private and r.checks & abi.CHECK_READS:
-                    _U64.pack_into(self.file.mm, at + _OFF_READ_MAP, self._part(r.index, k, 4))
-
-    def _binding(self, run: RunSpec) -> abi.GpsimdCoreBinding:
-        """The fields of every core's binding in ``run`` (``write_args``
-        adds each core's own), with file offsets for host pointers
-        (``arg_stream_host`` / ``retval_host`` are the offsets of the bytes
-        the vector's process copies for each launch)."""
-        b = abi.GpsimdCoreBinding()
-        b.abi_version = abi.ABI_VERSION
-        b.core_count = self.num_cores
-        b.num_regions = 3
-        hbm, sbuf = self.arenas[run.index]
-        for i, (arena, flags, size) in enumerate((
-                (hbm, abi.REGION_READONLY, hbm.capacity),
-                (sbuf, abi.REGION_READONLY, sbuf.capacity))):
-            b.regions[i] = abi.GpsimdRegion(arena.device_base, size, arena.file_offset, flags, 0)
-        b.regions[2] = abi.GpsimdRegion(self.out_addr, self.out_nbytes, 0, abi.REGION_OUTPUT, 0)
-        b.sbuf_window_base = SBUF_WINDOW_BASE
-        b.arg_stream_host = self._args_at
-        b.retval_host = self._args_at + PAGE
-        b.stack_scale = self.stack_scale
-        b.checks = run.checks
-        b.poison = run.poison
-        b.tcm_poison = run.tcm_poison
-        b.out_itemsize = self.itemsize
-        return b
+                self.file.mm[at:at + _BINDING] = bytes(b)
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
@@ -378,9 +343,8 @@ class DeviceImage:
     def masks(self, run: int) -> List[np.ndarray]:
         """Per core, the written mask of a private run (computed once)."""
         if run not in self._masks:
-            poison = POISON_A if run == 0 else POISON_B
-            self._masks[run] = [written_mask(row, poison, self.itemsize, self.num_elem)
-                                for row in self.copies(run)]
+            self._masks[run] = [written_mask(row, self.runs[run].poison, self.itemsize,
+                                             self.num_elem) for row in self.copies(run)]
         return self._masks[run]
 
     def read_maps(self, run: int) -> np.ndarray:
@@ -399,17 +363,16 @@ class DeviceImage:
         the most of any run (an arena's tail counts for its last input)."""
         out = []
         last = {g[0]: i for i, g in enumerate(self._input_guards)}
-        tails = {sbuf: (at, n) for sbuf, at, n in self._tails}
-        for i, ((name, arena, off, n), (sbuf, g_at, g_n)) in enumerate(zip(self.input_spans,
-                                                                          self._input_guards)):
-            snap = self.sbuf_snapshot if sbuf else self.input_snapshot
-            guards = [(g_at, g_n)] + ([tails[sbuf]] if last[sbuf] == i else [])
+        for i, ((name, _, off, n), (sbuf, g_at, g_n)) in enumerate(
+                zip(self.input_spans, self._input_guards)):
+            snap = self._snapshots[sbuf][off:off + n]
+            guards = [(g_at, g_n)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
             changed = past = 0
             for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
-                u8 = self.arenas[p][sbuf].u8
-                changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap[off:off + n])))
+                u8, poison = self.arenas[p][sbuf].u8, self.runs[p].tcm_poison
+                changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap)))
                 if self.checks:
-                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != self.runs[p].tcm_poison))
+                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != poison))
                                          for a, m in guards))
             if changed or past:
                 out.append((name, changed, past))

@@ -95,9 +95,7 @@ def name_arguments(message: str, op: Optional[OpPlan]) -> str:
 
     def label(m: "re.Match[str]") -> str:
         i = int(m.group(1))
-        if i < len(args):
-            return f"{m.group(0)} ({args[i].name}: {args[i].type})"
-        return m.group(0)
+        return f"{m.group(0)} ({args[i].name}: {args[i].type})" if i < len(args) else m.group(0)
     return _ARG_INDEX.sub(label, message)
 
 
@@ -114,12 +112,9 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: in
         f": {name_arguments(msg, op)}" if msg else "")
 
 
-def _printf_tail(image: DeviceImage, k: int, run: int = 0, limit: int = 300) -> str:
-    text = image.printf_text(run, k)
-    if not text:
-        return ""
-    text = text[-limit:].replace("\n", "\\n")
-    return f"; printf ends with: {text!r}"
+def _printf_tail(image: DeviceImage, k: int, run: int) -> str:
+    text = image.printf_text(run, k)[-300:].replace("\n", "\\n")
+    return f"; printf ends with: {text!r}" if text else ""
 
 
 def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, int]]:
@@ -188,7 +183,6 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
     still tell which elements were written), but the output is then not
     compared.
     """
-    labels = {r.index: r.label for r in image.runs}
     if outcome.error:
         return [outcome.error], True
     rec = outcome.record
@@ -196,7 +190,8 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         st = outcome.wait_status
         why = outcome.record_error or "no record"
         if st is not None and os.WIFSIGNALED(st):
-            return [f"the device model process died with {contain.signal_name(os.WTERMSIG(st))}"], True
+            return [f"the device model process died with "
+                    f"{contain.signal_name(os.WTERMSIG(st))}"], True
         return [f"the vector's processes left no valid record of the run ({why}): a kernel "
                 f"wrote over the model's memory"], True
 
@@ -206,7 +201,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
             return ""
         names = {core_no(cores, k) for p, k in pairs if p == pairs[0][0]}
         verb = "was" if len(names) == 1 else "were"
-        return f" ({cores_text(names)} {verb} running{labels.get(pairs[0][0], '')})"
+        return f" ({cores_text(names)} {verb} running{image.runs[pairs[0][0]].label})"
 
     if outcome.timed_out:
         return [f"timed out after {timeout:g} s{running_text(running_cores(rec))}"], True
@@ -241,7 +236,8 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
             if pairs:
                 p, k = pairs[0]
                 detail = report_text(image, k, op, p)
-                msg = f"{core_name(cores, k)} crashed with {contain.signal_name(sig)}{labels.get(p, '')}"
+                msg = (f"{core_name(cores, k)} crashed with {contain.signal_name(sig)}"
+                       f"{image.runs[p].label}")
                 if detail:
                     msg += f" ({detail})"
                 return [msg + _printf_tail(image, k, p)], True
@@ -280,11 +276,12 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
             continue
         if state != control.PASS_DONE:
             break
-        label = labels.get(p, "")
+        label = image.runs[p].label
         for k, s in enumerate(row):
             if s["state"] == control.SLOT_BIND_FAILED:
                 detail = report_text(image, k, None, p)
-                text = f"gpsimd_bind_core returned {s['bind_rc']}" + (f" ({detail})" if detail else "")
+                text = f"gpsimd_bind_core returned {s['bind_rc']}" + (
+                    f" ({detail})" if detail else "")
             elif s["state"] == control.SLOT_DONE and (
                     s["status"] != 0 or image.report(p, k).status != abi.STATUS_OK):
                 text = report_text(image, k, op, p) or "launcher returned a fault"
@@ -297,12 +294,12 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
 
     for k in range(image.num_cores):
         r = image.report(0, k)
-        name = core_name(cores, k)
         for what, used, cap in (("TCM pool", r.tcm_peak, abi.TCM_POOL_SIZE),
                                 ("dataram", r.dataram_peak, abi.DATARAM_SIZE),
                                 ("scratch window", r.scratch_peak, image.scratch_size)):
             if used > cap:
-                problems.append(f"{name} used {used} bytes of the {what} (capacity {cap})")
+                problems.append(f"{core_name(cores, k)} used {used} bytes of the {what} "
+                                f"(capacity {cap})")
     return problems, False
 
 

@@ -1,23 +1,20 @@
-"""Read host packed objects and load core objects, as the device loader does.
-
-The host pack format is ``gpsimd_device.pack`` (its reader and writer).
+"""Read host packed objects and load core objects, as the device loader does
+(ARCHITECTURE.md "The host pack format"; the format's reader and writer are
+``gpsimd_device.pack``'s).
 
 A plain (unpacked) ELF ``.so`` is accepted too: with ``-g`` in the user's
 cflags no pack step exists (the Neuron SDK's build driver, build_custom_op.py GOTCHA).
 
-Loading: the payload goes to a ``memfd`` (``payload_fd``), which the
-zygote (``zygote.c``) ``dlopen``-s through ``/proc/self/fd/N`` with
-``RTLD_LOCAL``, so every core object has its own copy of the runtime's
-state (ARCHITECTURE.md "Build outputs"), and registers its ops through the
-generated trio ``get_func_cnt`` / ``get_func_name`` / ``get_func_ptr``
-(the Neuron SDK's build driver, build_custom_op.py); ``check_lsp`` checks
-what it reports of the object's linker spec.
+Loading: ``payload_fd`` puts the payload in the ``memfd`` that the zygote
+(``zygote.c``) ``dlopen``-s through ``/proc/self/fd/N``; the object lists
+its ops through the generated trio (ARCHITECTURE.md "The generated
+wrapper"); ``check_lsp`` checks what it reports of its linker spec.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, Optional
 
 from gpsimd_device import pack as _pack
@@ -71,11 +68,6 @@ class LspInfo:
     scratch_size: int
     name: str
 
-    @property
-    def core(self) -> Optional[int]:
-        """The core number, or None for the single-core LSP."""
-        return None if self.core_id == abi.LSP_SINGLE else self.core_id
-
 
 def parse_pack(data: bytes, path: str = "<bytes>") -> PackedObject:
     """Verify and split a packed object (``gpsimd_device.pack.parse_pack``).
@@ -111,8 +103,7 @@ def read_object(path: str, name: Optional[str] = None) -> PackedObject:
         return PackedObject(name, {}, data, False, path)
     if data.startswith(_pack.MAGIC[:len(data)]) and len(data) < len(_pack.MAGIC):
         raise LoadError(f"{name}: truncated: {len(data)} bytes")
-    obj = parse_pack(data, name)
-    return PackedObject(name, obj.metadata, obj.payload, True, path)
+    return replace(parse_pack(data, name), file=path)
 
 
 def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
@@ -133,10 +124,10 @@ def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
                         f"core {meta.get('core')}, the plan says {lsp!r} core {core}")
     if info is None:
         return
-    want_id = abi.LSP_SINGLE if core is None else core
-    want_size = abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE
-    fields = [("name", info.name, lsp), ("core_id", info.core_id, want_id),
-              ("scratch_size", info.scratch_size, want_size)]
+    fields = [("name", info.name, lsp),
+              ("core_id", info.core_id, abi.LSP_SINGLE if core is None else core),
+              ("scratch_size", info.scratch_size,
+               abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE)]
     if core is not None:
         fields.append(("scratch_origin", info.scratch_origin, abi.scratch_origin(core)))
     shown = lambda v: repr(v) if isinstance(v, str) else f"{v:#x}"  # noqa: E731

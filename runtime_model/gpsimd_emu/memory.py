@@ -1,22 +1,10 @@
-"""Emulated device memory: the image file, HBM arenas and the per-core
-buffer sizes.
-
-Every buffer is shared memory, so that the writes a kernel makes in the
-processes that run a vector are visible to the model after they exit (or
-crash). A vector's buffers are carved out of one ``ImageFile`` (a memfd
-the worker maps and sends to the zygote, which maps it in the vector's
-processes at another address: the bindings carry offsets into the file;
-the layout, the output copies and their guard zones are
-``gpsimd_emu.image``'s).
-
-* HBM: ``Arena`` objects with a device base address and a 64-byte aligned
-  bump allocator. Inputs (and the out-of-line dims and scalar payloads) live
-  in one arena at ``HBM_BASE`` = 0x1_0000_0000, so device addresses need 64
-  bits as on the device (the device ABI (gpsimd_host/abi.h) QUIRK).
-* Per core (``core_sizes``): the scratch window (2 MiB multicore, 32 MiB
-  single; docs/kernel-api.md, Limits), the 64 KiB dataram, the 128 KiB printf
-  ring and the ``gpsimd_core_report``, all host-backed and passed in the
-  binding (abi.h).
+"""Emulated device memory: the image file (``ImageFile``: a memfd the worker
+maps and sends to the zygote, which maps it in the vector's processes at
+another address; its layout is ``gpsimd_emu.image``'s), the input arenas
+in it (``Arena``: device addresses and a 64-byte aligned bump allocator)
+and each core's host buffers (``core_sizes``). Every buffer is shared
+memory, so that the writes a kernel makes in the processes that run a
+vector are visible to the model after they exit (or crash).
 """
 
 from __future__ import annotations
@@ -31,19 +19,18 @@ import numpy as np
 from . import abi
 
 __all__ = [
-    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN",
-    "POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "GUARD_BYTES", "LATER_GUARD_BYTES",
-    "ImageFile", "Arena", "core_sizes", "core_nbytes", "align_up", "printf_text",
+    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GUARD_BYTES",
+    "LATER_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
+    "align_up", "printf_text",
 ]
 
-#: Device address of the input HBM arena: above 4 GiB so that an address
-#: truncated to 32 bits is caught.
+#: Device address of the input HBM arena (the inputs, out-of-line dims and
+#: scalar payloads): above 4 GiB, so that device addresses need 64 bits as
+#: on the device (abi.h) and an address truncated to 32 bits is caught.
 HBM_BASE = 0x1_0000_0000
-#: Device address of the model's SBUF window (the ``_sbuf_window`` base the
-#: runtime adds, ARCHITECTURE.md "The device's marshalling"; passed as
-#: ``sbuf_window_base`` in the binding). A tensor placed in SBUF has a u32
-#: *offset* from this base in the descriptor's SBUF arm (abi.h,
-#: ``gpsimd_tpb_storage``); the runtime adds the base. HOST-MODEL: the
+#: Device address of the model's SBUF window: the ``_sbuf_window`` base the
+#: runtime adds to the u32 offset of an SBUF descriptor (ARCHITECTURE.md "The
+#: device's marshalling"; the binding's ``sbuf_window_base``). HOST-MODEL: the
 #: spec gives no value; 0x2_0000_0000 keeps SBUF apart from the HBM arena
 #: and, like it, needs 64 bits, so a base dropped or truncated is caught.
 SBUF_WINDOW_BASE = 0x2_0000_0000
@@ -53,8 +40,6 @@ SBUF_WINDOW_BASE = 0x2_0000_0000
 SBUF_PARTITIONS = 1
 #: Allocation alignment in HBM, bytes.
 ALIGN = 64
-# The poison bytes live with the runs that use them (stdlib-only module).
-from .runs import POISON_A, POISON_B, TCM_POISON_A, TCM_POISON_B  # noqa: E402
 
 #: Bytes of guard zone after each output copy (outside the region) of a
 #: vector's first run, and of the private runs after it (a write past the

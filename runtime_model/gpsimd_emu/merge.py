@@ -1,14 +1,11 @@
 """Which core wrote which output element: poison detection and the multicore
-merge, as pure functions of arrays.
-
-Each core runs against a private copy of the output filled with a poison
-byte (ARCHITECTURE.md; ``memory.POISON_A``). An element counts as
-written by a core when any of its bytes differs from the poison. A value that
-happens to equal the poison is caught by a second run with the complement
-poison (``memory.POISON_B``): the written mask of a core is the OR of both
-runs' masks, and an element's value is always taken from the first run
-(where it is either changed, or equal to the poison because the kernel wrote
-exactly that value).
+merge, as pure functions of arrays (the runs, their private output copies
+and poisons: ARCHITECTURE.md "The checks"). An element counts as written by
+a core when any of its bytes differs from the poison; a core's written mask
+is the OR of runs 0 and 1 (``POISON_A`` and its complement ``POISON_B``:
+a value equal to one poison differs from the other), and an element's value
+is always run 0's (changed, or the poison because the kernel wrote exactly
+that value).
 
 Offsets in messages are flat element offsets into the output (row-major),
 given as half-open ranges ``[a, b)``.
@@ -200,18 +197,14 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
             overlaps.append(((s, e), tuple(core_ids[k] for k in range(n) if bits >> k & 1)))
     idle = [core_ids[k] for k in range(n) if not np.any(masks[k])]
 
-    problems: List[str] = []
-    if n == 1:
-        if holes:
-            problems.append(f"elements never written: {format_ranges(holes)}")
-    else:
-        if holes:
-            problems.append(f"elements never written by any core: {format_ranges(holes)}")
-        if overlaps:
-            parts = [f"[{a}, {b}) by {cores_text(c)}" for (a, b), c in overlaps[:MAX_RANGES]]
-            if len(overlaps) > MAX_RANGES:
-                parts.append(f"... ({len(overlaps) - MAX_RANGES} more ranges)")
-            problems.append("elements written by more than one core: " + ", ".join(parts))
-        if idle:
-            problems.append(f"{cores_text(idle)} wrote nothing")  # == MergeResult.idle_text
+    # (one core: no overlap, and an idle core is all holes)
+    problems = [f"elements never written{' by any core' if n > 1 else ''}: "
+                f"{format_ranges(holes)}"] if holes else []
+    if overlaps:
+        parts = [f"[{a}, {b}) by {cores_text(c)}" for (a, b), c in overlaps[:MAX_RANGES]]
+        if len(overlaps) > MAX_RANGES:
+            parts.append(f"... ({len(overlaps) - MAX_RANGES} more ranges)")
+        problems.append("elements written by more than one core: " + ", ".join(parts))
+    if idle and n > 1:
+        problems.append(f"{cores_text(idle)} wrote nothing")  # == MergeResult.idle_text
     return MergeResult(merged.view(np.uint8), writers, holes, overlaps, idle, problems)

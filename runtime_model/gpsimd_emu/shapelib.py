@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Optional, Sequence, Tuple, Union
+from typing import Optional, Sequence, Tuple
 
 from gpsimd_device.dtypes import by_isa, by_name
 from gpsimd_device.faults import fault_name
@@ -23,8 +23,7 @@ from gpsimd_device.shapes import (PARAM_KINDS, Registration, RegisteredLibrary, 
 
 from .binding import header_struct
 
-__all__ = ["ShapeError", "ShapeLibrary", "TensorArg", "Outcome", "ARG_TENSOR", "ARG_INT",
-           "ARG_FLOAT"]
+__all__ = ["ShapeError", "ShapeLibrary", "Outcome", "ARG_TENSOR", "ARG_INT", "ARG_FLOAT"]
 
 _ABI = defines("shape_abi.h")
 ARG_TENSOR, ARG_INT, ARG_FLOAT = (_ABI["SHAPE_ARG_TENSOR"], _ABI["SHAPE_ARG_INT"],
@@ -42,17 +41,6 @@ _LibraryInfo = header_struct("shape_abi.h", "gpsimd_shape_library_info")
 _DefInfo = header_struct("shape_abi.h", "gpsimd_shape_def_info")
 _SIZES = (ctypes.sizeof(_Arg), ctypes.sizeof(_Result), ctypes.sizeof(_LibraryInfo),
           ctypes.sizeof(_DefInfo), _ABI["SHAPE_ABI_VERSION"])
-
-
-class TensorArg:
-    """A tensor argument of a call: a dtype name and sizes (no data)."""
-
-    def __init__(self, dtype: str, sizes: Sequence[int]):
-        self.dtype = dtype
-        self.sizes = tuple(int(s) for s in sizes)
-
-
-Value = Union[TensorArg, int, float]
 
 
 class Outcome:
@@ -120,23 +108,24 @@ class ShapeLibrary:
                                     bool(d.callable)))
         return Registration(tuple(libraries), tuple(ops))
 
-    def call(self, index: int, args: Sequence[Value]) -> Outcome:
-        """Run the shape function of registration ``index`` on ``args``
-        (:class:`TensorArg` for a tensor, ``int``/``float`` for a number)."""
+    def call(self, index: int, args: Sequence[tuple]) -> Outcome:
+        """Run the shape function of registration ``index`` on ``args``, one
+        per argument: ``("tensor", dtype name, sizes)`` (no data), or
+        ``("int", value)`` or ``("float", value)`` for a number."""
         arr = (_Arg * max(1, len(args)))()
-        for k, value in enumerate(args):
+        for k, (kind, *value) in enumerate(args):
             a = arr[k]
-            if isinstance(value, TensorArg):
-                if len(value.sizes) > _MAX_DIMS:
-                    return Outcome(fault=f"BAD_ARGUMENT: argument {k} has {len(value.sizes)} "
+            if kind == "tensor":
+                dtype, sizes = value
+                if len(sizes) > _MAX_DIMS:
+                    return Outcome(fault=f"BAD_ARGUMENT: argument {k} has {len(sizes)} "
                                          f"dimensions")
-                a.kind, a.dtype, a.ndim = ARG_TENSOR, by_name(value.dtype).isa, len(value.sizes)
-                for d, size in enumerate(value.sizes):
-                    a.sizes[d] = size
-            elif isinstance(value, float):
-                a.kind, a.f = ARG_FLOAT, value
+                a.kind, a.dtype, a.ndim = ARG_TENSOR, by_name(dtype).isa, len(sizes)
+                a.sizes[:len(sizes)] = [int(size) for size in sizes]
+            elif kind == "float":
+                a.kind, a.f = ARG_FLOAT, value[0]
             else:
-                a.kind, a.i = ARG_INT, int(value)
+                a.kind, a.i = ARG_INT, int(value[0])
         out = _Result()
         status = self.lib.gpsimd_shape_call(index, arr, len(args), ctypes.byref(out))
         if status != 0 or out.status != 0:

@@ -5,12 +5,9 @@ output (docs/shape-functions.md). Two build steps::
     python -m gpsimd_emu.shapes registration LIB.so -o registration.json
     python -m gpsimd_emu.shapes outputs LIB.so PLAN_IN -o PLAN_OUT
 
-``registration`` writes what the library's ``NEURON_LIBRARY`` blocks
-registered (``gpsimd_device.shapes.Registration``); ``outputs`` writes the
-plan with each vector's output from its op's shape function, or
-``output.error`` when the call faults, its result is no shape the device
-holds or the vector's own ``output`` disagrees (ARCHITECTURE.md "Shape
-functions"; docs/shape-functions.md "What the emulator does with it").
+What each writes: ARCHITECTURE.md "Shape functions"; when a vector gets
+``output.error`` instead of an output: docs/shape-functions.md "What the
+emulator does with it", or a result that is no shape the device holds.
 
 Native code may crash or hang: loading and calls run in a child process
 (one for the whole plan, a new one after a crash or a time limit of
@@ -57,26 +54,18 @@ class _Child:
     def __init__(self, work: Callable[[Callable[[Any], None]], None]):
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.pid = os.fork()
-        if self.pid == 0:  # pragma: no cover - the child
-            status = 0
-            try:
-                os.close(out_r)
-                os.close(err_r)
-                os.dup2(err_w, 2)
 
-                def emit(obj: Any) -> None:
-                    os.write(out_w, (json.dumps(obj) + "\n").encode("utf-8"))
-                work(emit)
-            except BaseException as e:   # a Python-level problem: say it
-                try:
-                    os.write(2, f"{type(e).__name__}: {e}\n".encode("utf-8", "replace"))
-                except OSError:
-                    pass
-                status = 3
-            os._exit(status)
+        def body() -> int:      # (contain.fork_child: it dies with this process)
+            os.close(out_r)
+            os.close(err_r)
+            os.dup2(err_w, 2)
+            try:
+                work(lambda obj: os.write(out_w, (json.dumps(obj) + "\n").encode("utf-8")))
+            except Exception as e:      # a Python-level problem: say it
+                print(f"{type(e).__name__}: {e}", file=sys.stderr)
+                return 3
+            return 0
+        self.pid = contain.fork_child(body)
         os.close(out_w)
         os.close(err_w)
         self.out, self.err = out_r, err_r
@@ -181,24 +170,23 @@ def _call_args(op: OpPlan, vector: VectorPlan) -> List[Any]:
 
 def _evaluate(library: str, calls: List[Tuple[int, List[Any]]],
               emit: Callable[[Any], None]) -> None:  # pragma: no cover - runs in the child
-    from .shapelib import ShapeLibrary, TensorArg
+    from .shapelib import ShapeLibrary
     lib = ShapeLibrary(library)
     for index, args in calls:
-        values = [TensorArg(a[1], a[2]) if a[0] == "tensor" else a[1] for a in args]
-        o = lib.call(index, values)
+        o = lib.call(index, args)
         emit({"dtype": o.dtype, "shape": list(o.shape), "fault": o.fault})
 
 
-def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...], source: str) -> Optional[str]:
+def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...],
+              source: str) -> Optional[str]:
     """Why the vector's own output (manifest ``output:``) disagrees with
     the shape function's result, or None."""
     given = vector.output
-    if given.dtype is not None and given.dtype != dtype:
-        return (f"the vector's output gives dtype {given.dtype}, but {source} gives {dtype} "
-                "(the runtime allocates the output from the shape function)")
-    if given.shape is not None and tuple(given.shape) != tuple(shape):
-        return (f"the vector's output gives shape {list(given.shape)}, but {source} gives "
-                f"{list(shape)} (the runtime allocates the output from the shape function)")
+    given_shape = None if given.shape is None else list(given.shape)
+    for what, mine, theirs in (("dtype", given.dtype, dtype), ("shape", given_shape, list(shape))):
+        if mine is not None and mine != theirs:
+            return (f"the vector's output gives {what} {mine}, but {source} gives {theirs} "
+                    "(the runtime allocates the output from the shape function)")
     return None
 
 
@@ -232,14 +220,15 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
         start = len(results)
         child = _Child(lambda emit, rest=calls[start:]: _evaluate(library, rest, emit))
         while len(results) < len(calls):
-            got = child.next(LOAD_TIMEOUT if len(results) == start else CALL_TIMEOUT)
+            limit = LOAD_TIMEOUT if len(results) == start else CALL_TIMEOUT     # (a load first)
+            got = child.next(limit)
             if got is None:
                 break
             results.append(got)
         why = child.end()
         if len(results) < len(calls):
             if child.timed_out:
-                why = f"did not return within {CALL_TIMEOUT:g} s"
+                why = f"did not return within {limit:g} s"
             results.append({"fault": f"the call {why or 'ended without an answer'}"})
     for (oi, vi, source), got in zip(slots, results):
         vector = plan.ops[oi].vectors[vi]
@@ -289,16 +278,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     try:
         args.run(args)
+        return 0
     except StepError as e:
-        print(f"gpsimd: {args.library}: {e}", file=sys.stderr)
-        return 1
+        why = f"{args.library}: {e}"
     except PlanError as e:
-        print(f"gpsimd: {e}", file=sys.stderr)
-        return 1
+        why = str(e)
     except OSError as e:
-        print(f"gpsimd: {e.filename or args.output}: {e.strerror or e}", file=sys.stderr)
-        return 1
-    return 0
+        why = f"{e.filename or args.output}: {e.strerror or e}"
+    print(f"gpsimd: {why}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

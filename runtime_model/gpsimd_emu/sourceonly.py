@@ -67,16 +67,12 @@ def forget_local_modules(folder: str) -> None:
     reference keeps the modules it imported: its globals hold them.
     Modules no name of ``folder`` shadows stay.)"""
     folder = os.path.join(os.path.abspath(folder), "")
-    taken = {}
     for name, module in list(sys.modules.items()):
         if not isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
             continue
-        top = name.split(".")[0]
-        if top not in taken:
-            base = os.path.join(folder, top)
-            taken[top] = os.path.isdir(base) or os.path.isfile(base + ".py")
+        base = os.path.join(folder, name.split(".")[0])
         origin = os.path.abspath(getattr(module, "__file__", "") or "")
-        if taken[top] and not origin.startswith(folder):
+        if (os.path.isdir(base) or os.path.isfile(base + ".py")) and not origin.startswith(folder):
             del sys.modules[name]
 
 

@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import importlib.util
 import itertools
+import math
 import os
 import sys
 import traceback
@@ -58,10 +59,6 @@ class Input:
     location: str = "hbm"
 
 
-def _path(path: str, root: str) -> str:
-    return path if os.path.isabs(path) else os.path.join(root, path)
-
-
 def _dtype(name) -> dt.DType:
     try:
         return dt.by_name(name)
@@ -78,11 +75,7 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
     return tuple(shape)
 
 
-def _integral(v: Any) -> Any:
-    return int(v) if isinstance(v, float) and v.is_integer() else v
-
-
-def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
+def _asarray(values: Any, dtype: dt.DType) -> np.ndarray:
     """A plan's nested list as an array (``convert.to_dtype`` then checks
     it against the dtype), exact for 64-bit integers: numpy makes float64
     of a list that mixes ints above 2**63 with others, or with a float,
@@ -95,17 +88,18 @@ def _asarray(values: Any, dtype: Optional[dt.DType] = None) -> np.ndarray:
         ValueError: a ragged list.
     """
     approx = np.asarray(values)
-    if dtype is None or not dtype.is_integer or approx.dtype.kind != "f":
+    if not dtype.is_integer or approx.dtype.kind != "f":
         return approx
-    ints = np.frompyfunc(_integral, 1, 1)(np.array(values, dtype=object))
+    integral = np.frompyfunc(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v,
+                             1, 1)
+    ints = integral(np.array(values, dtype=object))
     exact = exact_ints(ints.tolist()) if all(isinstance(v, int) for v in ints.flat) else None
     return approx if exact is None else exact
 
 
 def _load_npy(path: str, root: str, what: str) -> np.ndarray:
-    full = _path(path, root)
-    try:
-        return np.load(full, allow_pickle=False)
+    try:       # (a path relative to root; os.path.join keeps an absolute one)
+        return np.load(os.path.join(root, path), allow_pickle=False)
     except (OSError, ValueError) as e:
         raise PlanError(f"{what}: cannot load {path}: {e}") from None
 
@@ -185,9 +179,8 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
 def make_scalar(spec: ScalarSpec, what: str = "input") -> Tuple[np.ndarray, Any]:
     """A scalar input: ``(0-D array of the plan dtype, Python number)``.
 
-    The plan's ``dtype`` decides the HBM payload (``int`` -> int32,
-    ``long long`` -> int64, ``float`` -> float32, ``Scalar`` by its value;
-    ARCHITECTURE.md). The Python number is the value the device sees.
+    The plan's ``dtype`` (ARCHITECTURE.md "The test plan") decides the HBM
+    payload; the Python number is the value the device sees.
 
     Raises:
         PlanError: no/unknown dtype, a non-numeric value, or a value the
@@ -272,26 +265,29 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     file, module, func = ref.file, ref.module, ref.function
     if not func:
         raise PlanError("reference without a function")
-    full = _path(file, root) if file else None
+    if not (file or module):
+        raise PlanError("reference needs a file or a module")
+    full = os.path.join(root, file) if file else None
     folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
     mod = _REF_CACHE.get((full, module))
     label = file or module
     if mod is None:
+        if file and not os.path.isfile(full):
+            raise PlanError(f"reference {file}: no such file")
         # (another folder's module of a name this reference's folder holds)
         forget_local_modules(folder)
+        local_folder(folder)
         try:
-            if file:
-                if not os.path.isfile(full):
-                    raise PlanError(f"reference {file}: no such file")
+            if module and not file:
+                mod = importlib.import_module(module)
+            else:
                 stem = os.path.splitext(os.path.basename(full))[0]
                 name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
-                local_folder(folder)
                 # (with a loader given, a spec is always made)
                 spec = importlib.util.spec_from_file_location(
                     name, full, loader=SourceOnlyLoader(name, full))
-                mod = importlib.util.module_from_spec(spec)
+                mod = sys.modules[name] = importlib.util.module_from_spec(spec)
                 sys.path.insert(0, folder)
-                sys.modules[name] = mod
                 try:
                     spec.loader.exec_module(mod)
                 except BaseException:
@@ -300,16 +296,9 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                 finally:
                     with contextlib.suppress(ValueError):
                         sys.path.remove(folder)
-            elif module:
-                local_folder(folder)
-                mod = importlib.import_module(module)
-            else:
-                raise PlanError("reference needs a file or a module")
-        except PlanError:
-            raise
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
-            where = _user_frame(e, file)
-            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}{where}") from None
+            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}"
+                            f"{_user_frame(e, file)}") from None
         _REF_CACHE[(full, module)] = mod
     fn = getattr(mod, func, None)
     if not callable(fn):
@@ -333,11 +322,9 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
     """The expected output, converted to ``out_dtype`` (C-contiguous; by
     ``convert.to_dtype``, inline ``values`` as literal values).
 
-    ``reference``: called with the inputs in schema order (arrays for
-    tensors, Python numbers for scalars; each array a private copy), its
-    result ``np.asarray``-ed. ``values``: a nested list, reshaped to the
-    output shape when that is given and has the same element count.
-    ``npy``: a ``.npy`` path.
+    A reference (ARCHITECTURE.md "The test plan") gets a private copy of
+    each input array, its result ``np.asarray``-ed; inline ``values`` are
+    reshaped to the output shape when that is given and has as many elements.
 
     Raises:
         PlanError: no expected entry, an import problem, the reference
@@ -367,9 +354,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             raw = _asarray(exp.values, out_dtype)
         except ValueError as e:
             raise PlanError(f"{exp.source}: {e}") from None
-        if vector.output.source and raw.ndim > 1:   # nested: its shape is meant
-            _check_shape_function(vector, raw, out_dtype, True)
-        if shape is not None and raw.shape != shape and raw.size == int(np.prod(shape)):
+        meant = vector.output.source and raw.ndim > 1   # (nested: its shape is checked below)
+        if shape is not None and raw.shape != shape and raw.size == math.prod(shape) and not meant:
             raw = raw.reshape(shape)
     elif exp.npy is not None:
         raw = _load_npy(exp.npy, root, "expected")
@@ -395,10 +381,8 @@ def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DTy
     if tuple(raw.shape) != shape:
         mine, theirs = f"shape {list(raw.shape)}", list(shape)
     elif not inline and raw.dtype != out_dtype.numpy:
-        try:
-            mine, theirs = f"dtype {dt.by_numpy(raw.dtype).name}", out_dtype.name
-        except KeyError:
-            mine, theirs = f"dtype {raw.dtype}", out_dtype.name
+        # (a device dtype's name is its numpy dtype's, gpsimd_emu.dtypes)
+        mine, theirs = f"dtype {raw.dtype}", out_dtype.name
     else:
         return
     raise PlanError(f"the expected result ({vector.expected.source}) has {mine}, but "

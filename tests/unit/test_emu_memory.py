@@ -72,7 +72,8 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
     prefilled_bytes counts those pages besides what the worker wrote."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import GUARD_BYTES, LATER_GUARD_BYTES, POISON_A, POISON_B
+    from gpsimd_emu.memory import GUARD_BYTES, LATER_GUARD_BYTES
+    from gpsimd_emu.runs import POISON_A, POISON_B
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
     image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
