@@ -50,6 +50,16 @@ def test_nan_equals_nan_and_infinities():
     assert "[0] actual 1 expected nan" in c.message
 
 
+
+def test_an_infinite_tolerance_passes_equal_values_as_numpy_does():
+    # (rtol: .inf in the manifest: inf * |0| is NaN, which must not make 0 against 0 a mismatch;
+    # numpy.isclose(0, 0, rtol=inf) is True)
+    e = np.array([0.0, -0.0, 2.0, 0.0], np.float32)
+    a = np.array([0.0, 0.0, 7.0, 1.0], np.float32)
+    c = compare(a, e, F32, rtol=math.inf, atol=0.0)
+    assert c.mismatches == 1 and "[3] actual 1 expected 0" in c.message
+    assert np.isclose(a, e, rtol=math.inf, atol=0.0).tolist() == [True, True, True, False]
+
 def test_integers_are_exact_without_overflow():
     i64 = dt.by_name("int64")
     e = np.array([np.iinfo(np.int64).min, 5], np.int64)
