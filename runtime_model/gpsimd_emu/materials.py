@@ -18,14 +18,16 @@ from .vectors import Input, expected_output, location_of, make_inputs, output_sh
 __all__ = ["materials", "signature", "second_call_of"]
 
 
-def materials(op: OpPlan, vector: VectorPlan, root: str) -> tuple:
+def materials(op: OpPlan, vector: VectorPlan, root: str,
+              inputs: Optional[Sequence[Input]] = None) -> tuple:
     """``(inputs, out_dtype, expected, shape, rtol, atol, out_location)``
-    of a vector (``expected`` None for a checks-only one).
+    of a vector (``expected`` None for a checks-only one; ``inputs``: made
+    already, by ``make_inputs``).
 
     Raises:
         PlanError, MemoryError: it cannot be made.
     """
-    inputs = make_inputs(op, vector, root)
+    inputs = make_inputs(op, vector, root) if inputs is None else inputs
     try:
         out_dtype = dt.by_name(vector.output.dtype)
     except KeyError as e:
@@ -49,8 +51,12 @@ def signature(inputs: Sequence[Input], out_dtype: dt.DType, shape, out_location:
     """What two vectors share when one's arguments can take the other's
     places in a device image: every argument's kind, dtype, shape and
     place, and the output's."""
-    return (tuple((i.kind, i.dtype.name, i.array.shape, i.location) for i in inputs),
-            out_dtype.name, tuple(shape), out_location)
+    return _places(inputs), out_dtype.name, tuple(shape), out_location
+
+
+def _places(inputs: Sequence[Input]) -> tuple:
+    """The arguments' part of a ``signature``."""
+    return tuple((i.kind, i.dtype.name, i.array.shape, i.location) for i in inputs)
 
 
 def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tuple],
@@ -62,7 +68,8 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
     session's last vector of the op in that form, is used when it is that
     one; else they are made again, and used only if ``passed(its name)``,
     which may run that vector on its own first: a vector that does not
-    pass judges no second call); else None (the second call repeats the
+    pass judges no second call; its reference runs only when its arguments
+    take the same places); else None (the second call repeats the
     vector's own)."""
     names = [v.name for v in op.vectors]
     if vector.name not in names or names.index(vector.name) == 0:
@@ -70,7 +77,11 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
     prev = op.vectors[names.index(vector.name) - 1]
     if last is None or last[1] != prev.name:
         try:
-            inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root)
+            inputs = make_inputs(op, prev, root)
+            if _places(inputs) != sig[0]:       # (its reference is not run for nothing)
+                return None
+            inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root,
+                                                                              inputs)
         except (PlanError, MemoryError):
             return None
         last = (signature(inputs, out_dtype, shape, where), prev.name, inputs, expected,
