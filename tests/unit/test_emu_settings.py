@@ -1,6 +1,5 @@
 """Run settings (gpsimd_emu.settings) and memory-limit messages
 (gpsimd_emu.budget)."""
-import re
 import sys
 
 import pytest
