@@ -4,9 +4,9 @@ run (what ``python -m gpsimd_emu run`` runs; named ``gpsimd-run``) per
 request, so that a run does not pay for an interpreter and numpy (about
 0.2 s of its start-up). Its clients and protocol:
 ``gpsimd_emu.client.served``; who starts it, its link to the served
-process (a pidfd) and its loading of the model (a thread at nice
-``LOAD_NICE``, requests waiting ``LOAD_WAIT`` for it): ARCHITECTURE.md
-"Processes and containment".
+process (a pidfd) and its loading of the model (a thread, requests
+waiting ``LOAD_WAIT`` for it): ARCHITECTURE.md "Processes and
+containment".
 
 ``python -m gpsimd_emu.server NAME PID START [--load]`` binds the
 abstract socket ``NAME`` (``protocol.server_name``), then forks and its
@@ -37,15 +37,13 @@ from .client.protocol import (MAX_MESSAGE, STOP_SIGNALS, decode, encode, model_f
                               proc_stat)
 from .settings import one_blas_thread
 
-__all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "LOAD_NICE", "STALE"]
+__all__ = ["main", "Server", "STOP_GRACE", "LOAD_WAIT", "STALE"]
 
 #: Seconds a run has to end after SIGTERM when the server stops.
 STOP_GRACE = 2.0
 #: Seconds a request waits for the model being loaded before it is
 #: answered ``here`` (``client.served.FIRST_REPLY_TIMEOUT`` is longer).
 LOAD_WAIT = 5.0
-#: The nice value (setpriority(2), of the loading thread alone).
-LOAD_NICE = 10
 #: The answer to a request while the server's model is not the files'.
 STALE = "the model changed while the server loaded it"
 
@@ -153,13 +151,14 @@ class Server:
 
     def start_loading(self) -> None:
         """Load the model in a thread (``_preload``), unless it is loaded or
-        loading; ``_loaded`` runs once it is done."""
+        loading; ``_loaded`` runs once it is done. The thread keeps the
+        server's priority: one lowered (a nice value of its own) is starved
+        on a loaded machine while it holds the GIL, and the serving thread
+        then cannot answer a request within the client's deadline."""
         if self._loader is not None or self.ready:
             return
 
         def load() -> None:
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), LOAD_NICE)
             try:
                 _preload()
             finally:

@@ -232,3 +232,24 @@ def test_a_server_run_reads_its_environment_and_says_a_bad_plan_once(built_proje
     finally:
         os.chdir(cwd)
         emu_server.close()
+
+
+def test_the_model_loads_at_the_priority_of_the_thread_that_answers(monkeypatch):
+    """The thread that loads the model runs at the server's own priority.
+    At a lower one, a loaded machine starves it while it holds the GIL, and
+    the serving thread, which needs the GIL to answer a request, misses the
+    client's first-reply deadline: a fresh clone's first build beside ten
+    busy processes failed its test steps with 'did not answer within 10 s'."""
+    import threading
+    from gpsimd_emu import server
+    seen = []
+    monkeypatch.setattr(server, "_preload", lambda: seen.append(
+        os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+    srv = server.Server(None, -1, os.getpid(), "")
+    try:
+        srv.start_loading()
+        srv._loader.join()
+    finally:
+        os.close(srv.wake_r)
+        os.close(srv.wake_w)
+    assert seen == [os.getpriority(os.PRIO_PROCESS, 0)]
