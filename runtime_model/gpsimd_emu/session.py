@@ -160,7 +160,9 @@ class LibrarySession:
                         self._submit(ready)
                     if inflight is not None:
                         done(self._collect(inflight))
-                    inflight = ready if isinstance(ready, _Pending) else done(ready)
+                    inflight = ready if isinstance(ready, _Pending) else None
+                    if inflight is None:
+                        done(ready)
             if inflight is not None:
                 done(self._collect(inflight))
         finally:

@@ -55,8 +55,7 @@ _TIMED_OUT = "timed out"
 
 
 def _log(env: dict, line: str) -> None:
-    """Append ``line`` to the hand-offs' log (``LOG_ENV``), if any; None, so
-    that ``return _log(env, "here: ...")`` hands the run back to the caller."""
+    """Append ``line`` to the hand-offs' log (``LOG_ENV``), if any."""
     path = env.get(LOG_ENV)
     if path:
         try:
@@ -64,6 +63,11 @@ def _log(env: dict, line: str) -> None:
                 f.write(line + "\n")
         except OSError:
             pass
+
+
+def _here(env: dict, why: str) -> None:
+    """Hand the run back to the caller (``hand_off``'s None), logging ``why``."""
+    _log(env, "here: " + why)
 
 
 def _connect(name: bytes):
@@ -248,19 +252,19 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
     not started yet (one waiting for the model to load) is given up
     (None)."""
     if env.get(SERVER_ENV) == "0":
-        return _log(env, f"here: turned off (${SERVER_ENV}=0)")
+        return _here(env, f"turned off (${SERVER_ENV}=0)")
     if cancel is not None and select.select([cancel], [], [], 0)[0]:
-        return _log(env, "here: the build stops")
+        return _here(env, "the build stops")
     files = model_files() if files is None else files
     name = name_for(served, python, env, files)
     sock = _connect(name)
     if sock is None and start is not None:
         began = start_server(name, python, env, start)
         if not start:
-            return _log(env, "here: no server yet" + ("; started one" if began else ""))
+            return _here(env, "no server yet" + ("; started one" if began else ""))
         sock = _connect(name)
     if sock is None:
-        return _log(env, "here: no server")
+        return _here(env, "no server")
     mask = os.umask(0o022)
     os.umask(mask)
     request = encode({"argv": list(argv), "cwd": os.getcwd(), "env": dict(env), "umask": mask,
@@ -271,7 +275,7 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
             sock.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                       struct.pack(f"{len(relay.ends)}i", *relay.ends))])
         except OSError as e:
-            return _log(env, f"here: the request could not be sent ({e})")
+            return _here(env, f"the request could not be sent ({e})")
         relay.close_ends()
         first = relay.wait(sock, FIRST_REPLY_TIMEOUT, cancel)
         if first == _TIMED_OUT:
@@ -281,9 +285,9 @@ def hand_off(argv: "list[str]", served: "tuple[int, int]", python: str, env: dic
                          f"answer within {FIRST_REPLY_TIMEOUT:g} s; nothing was run "
                          f"(${SERVER_ENV}=0 runs each test by itself)")
         if first is False:      # (a run the server starts now, it ends: its client is gone)
-            return _log(env, "here: the build stops")
+            return _here(env, "the build stops")
         if not first or "pid" not in first:
-            return _log(env, f"here: {(first or {}).get('here', 'no answer')}")
+            return _here(env, str((first or {}).get("here", "no answer")))
         pid = int(first["pid"])
         _log(env, f"served pid={pid}")
         try:
