@@ -245,6 +245,14 @@ class LibrarySession:
         """
         return self._collect_now(*self._find(op, vector), patch_image)
 
+    def record_verdicts(self, op: str, verdicts: dict) -> None:
+        """Record whether vectors of op ``op`` passed (``{vector name:
+        bool}``), as an earlier process of the same run judged them: a
+        vector that did not pass (one that timed out there, say) is not run
+        again here for the next vector's second call."""
+        for name, passed in verdicts.items():
+            self._passed.setdefault((op, str(name)), bool(passed))
+
     def _passes_alone(self, op: OpPlan, name: str) -> bool:
         """Did vector ``name`` of ``op`` pass in this session? One that has
         not run (a pytest run of some vectors: ``-k``, ``--lf``, ``-n``,

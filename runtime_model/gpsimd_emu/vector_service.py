@@ -7,7 +7,9 @@ and kills this process's group when it is over.
 [--no-checks] [--zygote PROGRAM]``: opens the plan's library session
 (``gpsimd_emu.session.LibrarySession``), writes ``{"ready": true}`` on
 stdout, then reads one request per line on stdin, ``{"op": NAME,
-"vector": NAME}``, and answers each with one line, the vector's result
+"vector": NAME, "verdicts": {NAME: PASSED}}`` (``verdicts``: those the
+client had of the op's vectors, from this process or one before it,
+``LibrarySession.record_verdicts``), and answers each with one line, the vector's result
 (``VectorResult.to_json`` with its ``elements`` and ``printf``), or
 ``{"error": TEXT}`` for an op or vector the plan does not have. It ends
 at end of input. A plan that cannot be read is one line ``{"error":
@@ -58,8 +60,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         for line in sys.stdin:
             try:
                 req = json.loads(line)
+                session.record_verdicts(str(req["op"]), req.get("verdicts") or {})
                 result = session.run_vector(str(req["op"]), str(req["vector"]))
-            except (ValueError, KeyError, TypeError) as e:
+            except (ValueError, KeyError, TypeError, AttributeError) as e:
                 answer({"error": f"bad request {line.strip()[:200]!r}: {e}"})
                 continue
             # (with what the JSON of a result leaves out: the PASS line's

@@ -529,22 +529,28 @@ def test_a_library_with_shape_functions_runs_its_shaped_plan(built_project, tmp_
     assert got and set(got.values()) == {"PASSED"}, proc.stdout
 
 
-def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_path):
+@pytest.mark.parametrize("size", [11, 2], ids=["other_shape", "same_shape"])
+def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_path, size):
     """Issue 26: the plugin runs its vectors through the emulator's client,
     in a process of their own, so a hung reference fails its vector once
     its time is up (and its processes are ended) instead of hanging pytest;
-    the next vector runs in a new process."""
+    the next vector runs in a new process, and fails by its own values
+    whether or not its arguments take the hung vector's places (then the
+    new process is told that the hung vector did not pass, and does not
+    run its reference again for the second call)."""
     proj = tmp_path / "hang_repo"
     (proj / "src").mkdir(parents=True)
     (proj / "src/negate.cpp").write_text(KERNEL)
     (proj / "ref.py").write_text("import numpy as np\n\ndef negate(x):\n    return -x\n")
-    (proj / "ops.yaml").write_text(MANIFEST.replace("numpy:negative", "ref.py:negate"))
+    manifest = MANIFEST.replace("numpy:negative", "ref.py:negate")
+    (proj / "ops.yaml").write_text(manifest.replace("shape: [11]", f"shape: [{size}]"))
     (proj / "SConstruct").write_text(SCONSTRUCT)
     proc = run_scons(proj, env=_env())
     assert proc.returncode == 2, proc.stdout + proc.stderr    # [wrong] fails
     (proj / "ref.py").write_text("import numpy as np\n\ndef negate(x):\n"
-                                 "    if x.size == 11:\n        while True:\n            pass\n"
-                                 "    return -x\n")
+                                 "    if x.size == %d:\n"
+                                 "        while True:\n            pass\n"
+                                 "    return -x\n" % size)
     start = time.monotonic()
     proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA", "--gpsimd-timeout", "0.5")
     took = time.monotonic() - start
@@ -555,8 +561,7 @@ def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_p
             "or the emulator that never returns?); its processes were ended") in proc.stdout, \
         proc.stdout
     # the next vector fails by its own wrong values: the hung vector before
-    # it, whose arguments are of another shape, is not run again for its
-    # second call
+    # it is not run again for its second call
     wrong = [line for line in proc.stdout.splitlines()
              if line.startswith("FAIL team::negate[wrong] (ops.yaml:12:13): ")]
     assert wrong and "2 of 2 elements differ" in wrong[0] and "timed out" not in wrong[0], \

@@ -56,7 +56,9 @@ class VectorClient:
     longer than ``timeout`` seconds for each of :data:`RUNS_PER_VECTOR`
     runs and one more (the reference, inputs and judging), plus
     :data:`START_SLACK` (a reference that never returns, say), ends the
-    service's whole group; the next request starts a new one.
+    service's whole group; the next request starts a new one, told the
+    verdicts of the vectors before (a vector that timed out is not run
+    again there for the next vector's second call).
 
     ``argv``: the service's arguments after the plan (``--root``,
     ``--timeout``, ``--no-checks``, ``--zygote``); ``env``: its
@@ -71,6 +73,8 @@ class VectorClient:
         self.env = env
         self._proc: Optional[subprocess.Popen] = None
         self._buffer = b""
+        #: op -> {vector: it passed}, for every vector this client ran
+        self._verdicts: dict = {}
 
     def run(self, op: str, vector: str) -> dict:
         """The result of one vector (``VectorResult.to_json``), or ``{"error":
@@ -79,12 +83,17 @@ class VectorClient:
         proc = self._proc or self._start()
         if isinstance(proc, dict):
             return proc
+        verdicts = self._verdicts.setdefault(op, {})
         try:
-            proc.stdin.write((json.dumps({"op": op, "vector": vector}) + "\n").encode())
+            proc.stdin.write((json.dumps({"op": op, "vector": vector, "verdicts": verdicts})
+                              + "\n").encode())
             proc.stdin.flush()
         except OSError:
-            return self._lost("ended before the request")
-        return self._reply(time.monotonic() + self.limit)
+            doc = self._lost("ended before the request")
+        else:
+            doc = self._reply(time.monotonic() + self.limit)
+        verdicts[vector] = doc.get("status") == "pass"
+        return doc
 
     def close(self) -> None:
         """End the service (end of its input, then its whole group)."""
