@@ -76,3 +76,17 @@ def test_a_call_that_does_not_return_fails_its_vector_by_the_call_limit(relu_pla
         else:
             assert out.error == f"{SOURCE} faulted: the call did not return within 0.3 s"
     assert took >= 3 * 0.3, took        # (three calls waited out their limit)
+
+
+def test_a_registration_that_does_not_load_in_time_is_a_step_error(monkeypatch):
+    from gpsimd_emu import shapelib
+
+    class Hangs:            # (the library's initialisers never return)
+        def __init__(self, path):
+            time.sleep(60)
+    monkeypatch.setattr(shapelib, "ShapeLibrary", Hangs)
+    monkeypatch.setattr(shapes, "LOAD_TIMEOUT", 0.5)     # (only waited out)
+    with pytest.raises(shapes.StepError) as e:
+        shapes.read_registration("lib.so")
+    assert str(e.value) == ("loading the shape library took more than 0.5 s (its "
+                            "NEURON_LIBRARY blocks or static initialisers do not return)")
