@@ -92,7 +92,7 @@ def test_same_bytes_and_results_as_the_scons_path(ninja_project, scons_project):
 def test_a_null_build_runs_only_the_summary_print(ninja_project):
     proc = ninja(ninja_project, "-d", "explain")
     dirty = re.findall(r"ninja explain: (\S+) is dirty", proc.stderr)
-    assert set(dirty) <= {"build/host/.summary-printed", "build/host/.run-begun"}, proc.stderr
+    assert set(dirty) <= {"build/host/.summary-printed"}, proc.stderr
     assert proc.stdout.splitlines()[-2:] == [
         "streams: 12 passed, 0 failed (not run in this build)",
         "all libraries: 104 passed, 0 failed"]
@@ -113,7 +113,7 @@ def test_results_rewritten_unchanged_leave_the_next_build_null(ninja_project):
     assert "build/host/test-summary.txt is dirty" in first.stderr, first.stderr
     again = ninja(ninja_project, "-d", "explain")
     dirty = re.findall(r"ninja explain: (\S+) is dirty", again.stderr)
-    assert set(dirty) <= {"build/host/.summary-printed", "build/host/.run-begun"}, again.stderr
+    assert set(dirty) <= {"build/host/.summary-printed"}, again.stderr
 
 
 def test_the_test_steps_share_a_server_that_ends_with_ninja(ninja_project, tmp_path):
@@ -179,7 +179,7 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     prestart = "build/host/relu/.emu-prestart"
     for lib in ("relu", "spmd", "elementwise"):
         _, order_only = _query(ninja_project, f"build/host/{lib}/test-results.json")
-        assert order_only == {f"build/host/{lib}/.emu-prestart", "build/host/.run-begun"}, lib
+        assert order_only == {f"build/host/{lib}/.emu-prestart"}, lib
     inputs, _ = _query(ninja_project, prestart)
     assert {RELU, "kernels/relu/shape.cpp", "kernels/relu/reference.py",
             "build/host/relu/testplan.json", "build/host/relu/wrapper.cpp",
@@ -220,8 +220,7 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
         log.unlink()
         other.write_text(other_text + "\n// another library's edit\n")
         steps = re.findall(r"^\[\d+/\d+\] (.*)$", run("relu").stdout, re.M)
-        assert steps == ["Building build/host/.run-begun", "Building build/host/relu/.verdict"] \
-            and not log.exists()
+        assert steps == ["Building build/host/relu/.verdict"] and not log.exists()
         proc = run("elementwise")
         assert "elementwise: 24 passed, 0 failed" in proc.stdout
         assert log.read_text().splitlines()[0] == "prestart: started a server"
@@ -232,9 +231,9 @@ def test_a_kernel_edit_prestarts_the_server_and_the_test_step_is_served(ninja_pr
     ninja(ninja_project, "relu")
     assert results.read_bytes() == before
     null = ninja(ninja_project, "-d", "explain", "relu")
-    # (only the edge that marks each run's start, and the library's verdict)
+    # (only the library's verdict)
     assert re.findall(r"^\[\d+/\d+\] (.*)$", null.stdout, re.M) == [
-        "Building build/host/.run-begun", "Building build/host/relu/.verdict"], null.stdout
+        "Building build/host/relu/.verdict"], null.stdout
     assert "is dirty" not in null.stderr, null.stderr
     ninja(ninja_project)                # (the summary, for the tests after this one)
 
@@ -247,7 +246,7 @@ def test_scons_options_reach_ninja_and_j_is_not_in_the_commands(ninja_project):
     assert other.returncode == 0, other.stdout + other.stderr
     assert "ninja -f build/build.ninja -j1\n" in other.stdout
     assert re.findall(r"^\[\d+/\d+\] (.*)$", other.stdout, re.M) == [
-        "Building build/host/.run-begun", "Building build/host/.summary-printed"], other.stdout
+        "Building build/host/.summary-printed"], other.stdout
     assert "GPSIMD_EMU_JOBS" not in (ninja_project / "build/build.ninja").read_text()
     (ninja_project / RELU).touch()
     dry = run_scons(ninja_project, "--experimental=ninja", "-n")
@@ -611,8 +610,7 @@ def test_each_build_folder_has_its_own_ninja_file_and_state(tmp_path):
                                   env={"PATH": os.environ["PATH"]})
             assert proc.returncode == 0, proc.stdout + proc.stderr
             assert re.findall(r"^\[\d+/\d+\] (.*)$", proc.stdout, re.M) == [
-                f"Building {b}/host/.run-begun", f"Building {b}/host/.summary-printed"], \
-                proc.stdout + proc.stderr
+                f"Building {b}/host/.summary-printed"], proc.stdout + proc.stderr
             assert proc.stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed"
 
 
@@ -685,15 +683,17 @@ def _writer(fifo, proc, timeout=300):
     return got[0]
 
 
-def _held_run(proj, program=NINJA):
+def _held_run(proj, program=NINJA, retest=("relu",)):
     """``program -f build/build.ninja`` started in ``proj`` with relu's
-    reference made to wait (``_HOLD``) and its results removed, once its
-    relu test is inside the reference: ``(process, the fifo's write end)``
-    (a byte written to it lets the reference return)."""
+    reference made to wait (``_HOLD``) and the results of ``retest`` (relu
+    among them) removed, once its relu test is inside the reference:
+    ``(process, the fifo's write end)`` (a byte written to it lets the
+    reference return)."""
     reference = proj / "kernels/relu/reference.py"
     reference.write_text(reference.read_text().replace("def relu_forward(x):\n", _HOLD, 1))
     assert "Regenerating build/build.ninja" in ninja(proj).stdout
-    (proj / "build/host/relu/test-results.json").unlink()       # (RETEST)
+    for lib in retest:
+        (proj / f"build/host/{lib}/test-results.json").unlink()     # (RETEST)
     fifo = proj / "hold-relu"
     os.mkfifo(fifo)
     proc = subprocess.Popen([str(program), "-f", "build/build.ninja"], cwd=str(proj),
@@ -761,6 +761,36 @@ def test_a_ninja_run_holds_its_build_folder_against_scons_and_another_ninja(smal
     assert summary[0] == "relu: 4 passed, 6 failed" and summary[-1] == (
         "all libraries: 20 passed, 6 failed"), summary
     assert summary[-1] in last.stdout.splitlines()
+
+
+def test_a_second_ninja_that_stops_leaves_the_first_s_summary_true(small_ninja):
+    """Two ninja runs at once: the first tests spmd, then holds relu's test;
+    the second stops at its first step (the folder is in use). Its edge
+    that begins every run used to mark the run's start for both, so the
+    first's summary said that spmd, which it had just tested, was "not run
+    in this build". Each run's start is now its own."""
+    proj = small_ninja
+    first, held = _held_run(proj, retest=("relu", "spmd"))
+    try:
+        spmd = proj / "build/host/spmd/test-results.json"
+        deadline = time.monotonic() + 300
+        while not spmd.exists():        # (its test runs beside relu's held one)
+            assert time.monotonic() < deadline and first.poll() is None, "no spmd results"
+            time.sleep(0.05)
+        second = subprocess.run(NINJA_F, cwd=str(proj), capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 1
+        assert "gpsimd: the build folder build is in use by process" in second.stdout, \
+            second.stdout
+    finally:
+        os.write(held, b"x")
+        os.close(held)
+    out, _ = first.communicate(timeout=600)
+    assert first.returncode == 0, out
+    assert out.splitlines()[-3:] == ["relu: 10 passed, 0 failed", "spmd: 16 passed, 0 failed",
+                                     "all libraries: 26 passed, 0 failed"], out
+    assert (proj / "build/host/test-summary.txt").read_text().splitlines() == \
+        out.splitlines()[-3:]
 
 
 def test_a_ninja_of_another_name_holds_its_build_folder(small_ninja, tmp_path):

@@ -5,8 +5,9 @@
     a ninja build's summary: one line per library whose passing results
     file is given, in a state of ``gpsimd_build.results_summary`` (a
     failed run's ``.failed.json`` or a run's failure record ``.error.txt``
-    when there are no passing results; results made before ``STAMP``, made
-    as the ninja run began, were not run in this build), then ``all
+    when there are no passing results; results made before ``STAMP``, the
+    ninja run's mark of its lock, made by its first step, were not run in
+    this build), then ``all
     libraries: N passed, M failed`` when they are all ``N`` libraries of
     the collection, else ``total: ...``; written to OUT, which ninja
     prints with ``cat``. With ``--report PAGE`` (and ``--multicore LIB``
@@ -186,8 +187,8 @@ def add_parser(sub) -> None:
     sm.add_argument("--all", type=int, required=True, help="libraries in the collection")
     sm.add_argument("--report", help="also write the HTML report of the results here")
     sm.add_argument("--since", metavar="STAMP",
-                    help="a file made as this ninja run began: results made before it were "
-                         "not run in this build")
+                    help="this ninja run's mark, made as its first step took the build "
+                         "folder's lock: results made before it were not run in this build")
     sm.add_argument("--multicore", action="append", default=[],
                     help="a multicore library (its vectors are drawn in the report)")
     sm.add_argument("--inputs", metavar="SPEC",

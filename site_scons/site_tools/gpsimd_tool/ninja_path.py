@@ -182,17 +182,28 @@ def _guard(env) -> str:
     (:func:`summary`) does first: make sure that this ninja run holds the
     build folder's lock, or stop (``gpsimd_build.buildlock.hold_for_ninja``:
     the ``lock`` step, which one step of the run takes it with and which
-    marks that). The mark is looked for with the shell's builtins alone
-    (its name: ninja's pid, ``$PPID``, and start time, field 22 of its
-    ``/proc`` stat), so that only the first step that does any work starts
-    Python for it and a null build none. Ninja's escapes not yet made."""
+    marks that). The mark is looked for with the shell's builtins alone,
+    so that only the first step that does any work starts Python for it
+    and a null build none. It leaves the mark's path in ``$m``
+    (:func:`_this_run`). Ninja's escapes not yet made."""
     ninja_dir = str(env["NINJA_DIR"])
     build_dir = os.path.dirname(ninja_dir) or "."
-    mark = shlex.quote(os.path.join(ninja_dir, buildlock.MARK_PREFIX))
     step = env.subst("$GPSIMD_STEP")
-    return ("{ read -r s 2>/dev/null </proc/$PPID/stat; set -- $s; "
-            f"[ -e {mark}$PPID.${{22}} ] || {step} lock {shlex.quote(build_dir)} "
+    return (f"{{ {_this_run(env)}; [ -e \"$m\" ] || {step} lock {shlex.quote(build_dir)} "
             f"{shlex.quote(ninja_dir)} $PPID; }} && ")
+
+
+def _this_run(env) -> str:
+    """Shell builtins that set ``$m`` to the path of this ninja run's mark
+    (``gpsimd_build.buildlock.MARK_PREFIX``: its name holds ninja's pid,
+    ``$PPID``, and start time, field 22 of its ``/proc`` stat), which the
+    run's first step that does any work makes as it takes the build
+    folder's lock: it is how the run's steps know the lock is theirs, and
+    the run's start (results older than it were not made by this run; a
+    second ninja run, which stops, has a mark of its own, made never).
+    Ninja's escapes not yet made."""
+    mark = shlex.quote(os.path.join(str(env["NINJA_DIR"]), buildlock.MARK_PREFIX))
+    return f"read -r s 2>/dev/null </proc/$PPID/stat; set -- $s; m={mark}$PPID.${{22}}"
 
 
 def _guarded(env, command: str, rest: str = "") -> str:
@@ -285,19 +296,16 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
     results file; ``multicore``: the multicore libraries' names; its
     arguments in ``SUMMARY_ARGS``, written now), the edge that prints it
     on every run (``cat``; its output is never made, so ninja always runs
-    it; a summary older than the run's start is printed with its results
-    marked as not run in this build), and the edge that begins every run,
-    before the test steps and the summary step: it marks when the run
-    began (``.run-start``), so that the summary tells results this run
-    made from those an earlier run made. ``spec``: the inputs spec's node
+    it; a summary older than the run's start, or any in a run that did
+    nothing, is printed with its results marked as not run in this
+    build): the run's start is its mark (:func:`_this_run`), so that the
+    summary tells results this run made from those an earlier run made,
+    whatever another ninja run does meanwhile. ``spec``: the inputs spec's node
     (:func:`inputs_spec`), from which the summary step also writes the
     inputs record. Every other step runs the summary step when it fails
     (:func:`_failure_rules`). Returns the nodes to build by default."""
-    stamp = f"{profile_dir}/.run-start"
-    env["GPSIMD_RUN_BEGINCOM"] = f"touch {stamp}"
-    begin = env.Command(f"{profile_dir}/.run-begun", [], "$GPSIMD_RUN_BEGINCOM")
     outputs = [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"]
-    args = ["-o", outputs[0], "--all", str(libraries), "--since", stamp, "--report", outputs[1]]
+    args = ["-o", outputs[0], "--all", str(libraries), "--report", outputs[1]]
     args += [a for name in multicore for a in ("--multicore", name)]
     if spec is not None:
         args += ["--inputs", spec.path, "--ninja-dir", env["NINJA_DIR"]]
@@ -305,26 +313,23 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
                            "".join(f"{a}\n" for a in args + [str(r) for r in results]))
     text = graph.step(env.GpsimdSummary(outputs, results, GPSIMD_SUMMARY_ARGS=args_file)[:1])
     env.Depends(text, [args_file] + ([spec] if spec is not None else []))
-    env.Requires(list(results) + text, begin)
-    # (a summary older than this run's start is an earlier run's: its
-    # results were not run in this build, and it says so)
-    env["GPSIMD_SUMMARY_PRINTCOM"] = (f"if [ {stamp} -nt $SOURCE ]; then sed -E "
-                                      f"{states.as_kept_sed()} $SOURCE; else cat $SOURCE; fi")
+    # (the summary with its results marked as not run in this build: the
+    # print rule's choice, when the summary is an earlier run's)
+    env["GPSIMD_SUMMARY_PRINTCOM"] = f"sed -E {states.as_kept_sed()} $SOURCE"
     printed = env.GpsimdSummaryPrint(f"{profile_dir}/.summary-printed", text)
-    # (their own rules, without the failure branch; the two edges that run
-    # on every run, a null one too, without the lock either: they write
+    # (their own rules, without the failure branch; the edge that prints,
+    # run on every run, a null one too, without the lock either: it writes
     # nothing another build reads; an action that is one $VARIABLE reaches
     # the ninja tool as the variable's value)
     for name, provider in (("GPSIMD_SUMMARYCOM", _summary_provider),
-                           ("GPSIMD_SUMMARY_PRINTCOM", _every_run_provider),
-                           ("GPSIMD_RUN_BEGINCOM", _every_run_provider)):
+                           ("GPSIMD_SUMMARY_PRINTCOM", _every_run_provider)):
         for key in ("$" + name, "${" + name + "}", env[name]):
             env.NinjaRuleMapping(key, provider)
     return text + printed
 
 
 #: Made (touched) by a step's failure branch: a step of this run failed
-#: when it is newer than the run's start (``.run-start``).
+#: when it is newer than the run's start (its mark, :func:`_this_run`).
 RUN_FAILED = ".run-failed"
 
 
@@ -344,19 +349,24 @@ def failure_rules(env, step: str, profile_dir: str) -> None:
     ``env.NinjaRule``, which the tool merges over its own; test steps get a
     rule of their own, mapped by :func:`map_tests`.)"""
     quote = shlex.quote
-    summary = f"{step} summary @{quote(f'{profile_dir}/{SUMMARY_ARGS}')} --after-failure"
-    failed, started = quote(f"{profile_dir}/{RUN_FAILED}"), quote(f"{profile_dir}/.run-start")
+    summary = (f"{step} summary @{quote(f'{profile_dir}/{SUMMARY_ARGS}')} --since \"$m\" "
+               "--after-failure")
+    failed = quote(f"{profile_dir}/{RUN_FAILED}")
     on_fail = (" || { touch " + failed + "; " + summary + "; exit 1; }").replace("$", "$$")
     _rules(env, on_fail)
     env.NinjaRule("GENERATED_CMD", _guarded(env, "( $cmd )", on_fail),
                   description="Building $out", pool="local_pool")
-    after = (f"; if [ {failed} -nt {started} ]; then {summary} --quiet; fi").replace("$", "$$")
+    after = (f"; if [ {failed} -nt \"$m\" ]; then {summary} --quiet; fi").replace("$", "$$")
     env.NinjaRule("GPSIMD_TEST", _guarded(env, "( $cmd )", on_fail + after),
                   description="Building $out", pool="local_pool")
-    env.NinjaRule("GPSIMD_SUMMARY", _guarded(env, "$cmd"), description="Building $out",
-                  pool="local_pool")
-    env.NinjaRule("GPSIMD_EVERY_RUN", "$env$cmd", description="Building $out",
-                  pool="local_pool")
+    env.NinjaRule("GPSIMD_SUMMARY", _guarded(env, '$cmd --since "$$m"'),
+                  description="Building $out", pool="local_pool")
+    # (the summary as this run wrote it, or, when it is an earlier run's or
+    # this run did nothing, $cmd: with its results marked as not run in
+    # this build)
+    printing = (_this_run(env) + '; if [ -e "$m" ] && [ ! "$m" -nt ').replace("$", "$$")
+    env.NinjaRule("GPSIMD_EVERY_RUN", f"$env{{ {printing}$in ]; then cat $in; else $cmd; fi; }}",
+                  description="Building $out", pool="local_pool")
 
 
 def map_tests(env) -> None:
