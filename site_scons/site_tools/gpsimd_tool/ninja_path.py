@@ -303,7 +303,7 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
     whatever another ninja run does meanwhile. ``spec``: the inputs spec's node
     (:func:`inputs_spec`), from which the summary step also writes the
     inputs record. Every other step runs the summary step when it fails
-    (:func:`_failure_rules`). Returns the nodes to build by default."""
+    (:func:`failure_rules`). Returns the nodes to build by default."""
     outputs = [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"]
     args = ["-o", outputs[0], "--all", str(libraries), "--report", outputs[1]]
     args += [a for name in multicore for a in ("--multicore", name)]
