@@ -379,10 +379,17 @@ long gl_fork_leader(struct gl_request *req)
     static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
+    if (R->said >= 0)                      /* (no control block to record an error in yet) */
+        dup2(R->said, 2);
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
-    if (mm == MAP_FAILED)
-        cb_model_error("mmap", errno);
+    if (mm == MAP_FAILED) {
+        int err = errno;
+        char what[GPSIMD_ZY_OP_NAME + 64];
+        snprintf(what, sizeof what, "cannot map the device image of op %s (%lld bytes)", V->op,
+                 (long long)V->size);
+        cb_model_error(what, err);
+    }
     close((int)R->image_fd);               /* no descriptor leads back into the image */
     unsigned char *image = mm;
     cb = mm;

@@ -54,6 +54,7 @@ __attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING
 static int sock, gone;
 static int ncopies, ncores;
 static int devnull = -1;
+static int said[2] = {-1, -1};           /* a leader's stderr until it maps the image (a pipe) */
 
 static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 {
@@ -139,6 +140,16 @@ static int64_t data_bytes(void)
     return at ? strtoll(at + 8, NULL, 10) * 1024 : 0;
 }
 
+/* What a vector's leader said before it had a control block to record a
+ * model error in (leader.c), into text ("" when nothing); the pipe emptied. */
+static void leader_said(char *text, size_t size)
+{
+    ssize_t n = said[0] < 0 ? -1 : read(said[0], text, size - 1);
+    text[n > 0 ? n : 0] = 0;
+    for (char rest[256]; n > 0 && read(said[0], rest, sizeof rest) > 0;)
+        ;
+}
+
 /* ---- one vector ------------------------------------------------------------------ */
 
 static int64_t data_base, baseline;
@@ -146,8 +157,8 @@ static int64_t data_base, baseline;
 static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
-    char why[512];
-    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull};
+    char why[GPSIMD_ZY_TEXT];
+    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull, .said = said[1]};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
@@ -210,6 +221,11 @@ static void run(struct gz_vector *m, int image_fd)
     sb_fresh_workdir();
     if (pid < 0) {
         snprintf(why, sizeof why, "fork of the vector's leader: %s", strerror((int)-pid));
+        reply_error(why);
+        return;
+    }
+    leader_said(why, sizeof why);        /* (the image not mapped: it did not run) */
+    if (why[0] && WIFEXITED(status) && WEXITSTATUS(status) == GPSIMD_ZY_EXIT_MODEL_ERROR) {
         reply_error(why);
         return;
     }
@@ -356,6 +372,12 @@ int main(int argc, char **argv)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGALRM, SIG_DFL);
     gz_make_pipes(ncores);
+    if (pipe2(said, O_CLOEXEC | O_NONBLOCK) == 0)       /* (above a leader's output fds) */
+        for (int i = 0; i < 2; i++) {
+            int low = said[i];
+            said[i] = fcntl(low, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
+            close(low);
+        }
     data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
     if (SB.cg_inside && SB.cg_version)   /* (the objects are loaded: what they hold) */
         baseline = sb_cg_usage();
