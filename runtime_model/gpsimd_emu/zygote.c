@@ -233,7 +233,12 @@ static void run(struct gz_vector *m, int image_fd)
                               .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
                               .pid = pid};
     reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
-    int fd = gz_kept(&reply, 2 * ncores);
+    int fd, err = gz_kept(&reply, 2 * ncores, &fd);
+    if (err) {
+        snprintf(why, sizeof why, "cannot keep what the cores wrote in a memfd: %s", strerror(err));
+        reply_error(why);
+        return;
+    }
     send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
     if (fd >= 0)
         close(fd);

@@ -24,6 +24,6 @@ void gz_make_pipes(int ncores);
 void gz_streams_begin(int *out, int n);
 int gz_wait_vector(pid_t pid, double deadline, int *status, int nstreams);
 void gz_drain(int n);
-int gz_kept(struct gz_reply *reply, int n);
+int gz_kept(struct gz_reply *reply, int n, int *fd);
 
 #endif

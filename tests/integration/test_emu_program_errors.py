@@ -155,8 +155,8 @@ def test_what_the_cores_wrote_that_cannot_be_kept_fails_the_vector(built, tmp_pa
     with session(tmp_path, built, zygote_program, monkeypatch, fail="gpsimd-output") as s:
         hello, relu = s.run_vector("hello", "a"), s.run_vector("relu", "a")
     assert (hello.status, hello.message, hello.output) == (
-        "fail", "the device model process failed: cannot keep what the cores wrote: "
-        "memfd_create: Too many open files", [])
+        "fail", "the device model process failed: cannot keep what the cores wrote in a "
+        "memfd: Too many open files", [])
     assert (relu.status, relu.message) == ("pass", "")
 
 
