@@ -356,6 +356,8 @@ int main(int argc, char **argv)
         return 2;                        /* (no memory for the ready message) */
     send_fds("R", 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);
+    if (out >= 0)                        /* (the worker's now; stdout and stderr below too) */
+        close(out);
     /* the other copies load while the worker makes its first vector ready;
        their static initialisers write to a memfd no one reads (copy 0's
        output was sent: the worker reads it once) */
