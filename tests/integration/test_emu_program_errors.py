@@ -5,7 +5,7 @@ core object (tests/native/fake_core.cpp): a failure is said to the user
 a process that no longer uses it. What no kernel can make fail is made to
 by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` of a
 file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
-lists."""
+lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on."""
 import os
 import shutil
 import subprocess
@@ -58,6 +58,15 @@ int openat(int dir, const char *path, int flags, ...) {
     return ((int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat"))(dir, path, flags,
                                                                             mode);
 }
+int pipe2(int fds[2], int flags) {
+    static int calls;                  /* (of this process, and of those it forked) */
+    const char *from = getenv("GPSIMD_TEST_FAIL_PIPE2");
+    if (from && ++calls >= atoi(from)) {
+        errno = EMFILE;
+        return -1;
+    }
+    return ((int (*)(int *, int))dlsym(RTLD_NEXT, "pipe2"))(fds, flags);
+}
 int memfd_create(const char *name, unsigned flags) {
     if (listed(name)) {
         errno = EMFILE;
@@ -72,14 +81,15 @@ REFERENCE = "import numpy as np\ndef relu(x):\n    return np.maximum(x, np.float
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The stand-in object (its op ``hello`` also writing to stdout) and the shim."""
+    """The stand-in object (its op ``hello`` also writing to stdout, and
+    listing the descriptors it can reach) and the shim."""
     d = tmp_path_factory.mktemp("program_errors")
     so, shim = d / "fake.so", d / "fail.so"
     subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
                     "-I", os.path.join(ROOT, "runtime_model", "include"),
                     f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
                     f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
-                    "-DHELLO_ON_STDOUT", "-o", str(so),
+                    "-DHELLO_ON_STDOUT", "-DLIST_FDS", "-o", str(so),
                     os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
     (d / "fail.c").write_text(SHIM)
     subprocess.run(["gcc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", str(shim),
@@ -87,10 +97,10 @@ def built(tmp_path_factory):
     return so, shim
 
 
-def session(tmp_path, so, zygote_program, monkeypatch, fail=None, contain=None):
+def session(tmp_path, so, zygote_program, monkeypatch, **env):
     """A session of the ops ``relu`` and ``hello`` (vectors ``a`` and
-    ``b``), its program started with the shim failing what ``fail`` names
-    (and in the mode ``contain``)."""
+    ``b``), its program started with the variables ``env`` (None: left
+    out), and the shim when one of them is its own."""
     (tmp_path / "ref.py").write_text(REFERENCE)
     vectors = [{"name": name, "where": "ops.yaml:1:3", "inputs": {"x": {
         "kind": "tensor", "dtype": "float32", "shape": [4],
@@ -104,11 +114,11 @@ def session(tmp_path, so, zygote_program, monkeypatch, fail=None, contain=None):
                  "args": [{"name": "x", "type": "Tensor"}], "stack_size": 4196,
                  "vectors": vectors} for name in ("relu", "hello")]}
     with monkeypatch.context() as m:
-        if fail:
-            m.setenv("LD_PRELOAD", str(so[1]))
-            m.setenv("GPSIMD_TEST_FAIL", fail)
-        if contain:
-            m.setenv("GPSIMD_EMU_CONTAIN", contain)
+        for name, value in env.items():
+            if value is not None:
+                m.setenv(name, value)
+                if name.startswith("GPSIMD_TEST_FAIL"):
+                    m.setenv("LD_PRELOAD", str(so[1]))
         return LibrarySession(TestPlan.from_json(plan), root=str(tmp_path),
                               options=RunOptions(zygote=zygote_program, timeout=10))
 
@@ -152,7 +162,8 @@ def test_what_the_cores_wrote_that_cannot_be_kept_fails_the_vector(built, tmp_pa
     it cannot be made the vector fails saying so (the entries once came
     without their bytes, and a later stream's bytes in the memfd read as
     an earlier one's); a vector whose cores write nothing needs none."""
-    with session(tmp_path, built, zygote_program, monkeypatch, fail="gpsimd-output") as s:
+    with session(tmp_path, built, zygote_program, monkeypatch,
+                 GPSIMD_TEST_FAIL="gpsimd-output") as s:
         hello, relu = s.run_vector("hello", "a"), s.run_vector("relu", "a")
     assert (hello.status, hello.message, hello.output) == (
         "fail", "the device model process failed: cannot keep what the cores wrote in a "
@@ -171,7 +182,8 @@ def test_a_memory_cgroup_given_up_leaves_no_descriptor(built, tmp_path, zygote_p
     from the kernels (a user namespace, whose mounts are locked): the
     zygote then holds no descriptor of it (nor the relay, when there is
     no cgroup left to remove), and the vectors run under RLIMIT_DATA."""
-    with session(tmp_path, built, zygote_program, monkeypatch, fail, contain) as s:
+    with session(tmp_path, built, zygote_program, monkeypatch, GPSIMD_TEST_FAIL=fail,
+                 GPSIMD_EMU_CONTAIN=contain) as s:
         assert s.run_vector("relu", "a").status == "pass"
         assert not s.ready()["cgroup"]
         held = {name: [link for link in links if "/gpsimd-emu-" in link]
@@ -189,3 +201,17 @@ def test_the_zygote_keeps_no_descriptor_of_what_it_handed_over(built, tmp_path, 
         assert s.run_vector("hello", "a").status == "pass"
         held = descriptors(s)["zygote"]
     assert [link for link in held if "gpsimd-load-output" in link or "image" in link] == [], held
+
+
+def test_a_stream_whose_pipe_cannot_be_made_leaves_the_kernel_nothing_of_the_zygotes(
+        built, tmp_path, zygote_program, monkeypatch):
+    """The leader moves each core's pipes to fds 3.. and closes every fd
+    above them: a stream whose pipe could not be made (pipe2 fails from
+    the zygote's second one on: the core's stderr) is /dev/null there,
+    not whatever the zygote had at that number (its socket to the worker,
+    its cgroup's folder, the relay's pipes)."""
+    with session(tmp_path, built, zygote_program, monkeypatch, GPSIMD_TEST_FAIL_PIPE2="4") as s:
+        hello = s.run_vector("hello", "a")
+    assert hello.status == "pass", hello.message
+    assert [o["text"] for o in hello.output] == [
+        "hello from core 0\nfd 3: pipe\nfd 4: /dev/null\nfd 5: /dev/null\n"]
