@@ -394,12 +394,15 @@ long gl_fork_leader(struct gl_request *req)
     unsigned char *image = mm;
     cb = mm;
     cb_ncores = (int)V->ncores;
-    /* the cores' output pipes to fds 3.., then nothing of the model's is
-       reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
+    /* the cores' output pipes to fds 3.. (/dev/null for one that could not
+       be made), then nothing of the model's is reachable through an fd
+       (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
-    for (int i = 0; i < nfds; i++)
-        if (R->out[i] >= 0 && dup2(R->out[i], 3 + i) < 0)
+    for (int i = 0; i < nfds; i++) {
+        int from = R->out[i] >= 0 ? R->out[i] : R->devnull;
+        if (from >= 0 ? dup2(from, 3 + i) < 0 : close(3 + i) != 0 && errno != EBADF)
             cb_model_error("dup2 of an output pipe", errno);
+    }
     if (R->devnull >= 0 && dup2(R->devnull, 3 + nfds++) < 0)
         cb_model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
