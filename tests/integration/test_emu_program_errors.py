@@ -222,3 +222,15 @@ def test_a_stream_whose_pipe_cannot_be_made_leaves_the_kernel_nothing_of_the_zyg
     assert hello.status == "pass", hello.message
     assert [o["text"] for o in hello.output] == [
         "hello from core 0\nfd 3: pipe\nfd 4: /dev/null\nfd 5: /dev/null\n"]
+
+
+def test_a_copy_of_the_objects_that_does_not_load_says_why(built, tmp_path, zygote_program,
+                                                          monkeypatch):
+    """The copies past the first load after the ready message, each from a
+    memfd of its own: when that memfd cannot be made the vectors that
+    launch that copy fail saying why (not only that it did not load)."""
+    with session(tmp_path, built, zygote_program, monkeypatch, GPSIMD_TEST_FAIL="fake.so") as s:
+        relu = s.run_vector("relu", "a")
+    assert (relu.status, relu.message) == (
+        "fail", "the device model process failed: copy 1 of core object 0 has no op relu (it "
+        "did not load again: memfd_create: Too many open files)")
