@@ -175,8 +175,9 @@ static void run(struct gz_vector *m, int image_fd)
             r.launchers[p][k] = gz_launcher_of(&gz_objects[c][k], v->op);
             r.binders[p][k] = gz_objects[c][k].binder;
             if (r.launchers[p][k] == NULL) {
-                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s "
-                         "(it did not load again)", (long long)c, k, v->op);
+                const char *e = gz_objects[c][k].error;
+                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s (it did "
+                         "not load again%s%s)", (long long)c, k, v->op, e[0] ? ": " : "", e);
                 reply_error(why);
                 return;
             }

@@ -14,6 +14,7 @@ struct object {                          /* one copy of one core object */
     void *binder;                        /* gpsimd_bind_core */
     int nops;
     struct op { char *name; void *launcher; } *ops;   /* get_func_name(i), get_func_ptr(i) */
+    char error[256];                     /* why a copy past the first did not load ("") */
 };
 extern struct object gz_objects[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry);
