@@ -379,8 +379,7 @@ long gl_fork_leader(struct gl_request *req)
     static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
-    if (R->said >= 0)                      /* (no control block to record an error in yet) */
-        dup2(R->said, 2);
+    cb_said = R->said;                     /* (no control block to record an error in yet) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
     if (mm == MAP_FAILED) {

@@ -16,6 +16,7 @@
 gz_control *cb;
 int cb_ncores;
 int cb_run = -1, cb_core = -1;
+int cb_said = -1;
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the control block is little-endian; this file writes it natively"
@@ -67,13 +68,14 @@ void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state)
 }
 
 /* Record a model error (the first one wins), then end the process. With
- * no control block yet (the image not mapped) it is said on stderr, which
- * is then the zygote's pipe: the zygote's reply says it. */
+ * no control block yet (the image not mapped) it is said on cb_said, the
+ * zygote's pipe: the zygote's reply says it. */
 void cb_model_error(const char *what, int err)
 {
     char text[GPSIMD_ZY_CB_ERROR_CAPACITY];    /* (cut to fit, its NUL not recorded) */
     if (cb == NULL) {
-        dprintf(2, "%s%s%s", what, err ? ": " : "", err ? strerror(err) : "");
+        dprintf(cb_said >= 0 ? cb_said : 2, "%s%s%s", what, err ? ": " : "",
+                err ? strerror(err) : "");
         _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
     }
     if (err)
