@@ -379,20 +379,29 @@ long gl_fork_leader(struct gl_request *req)
     static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
+    cb_said = R->said;                     /* (no control block to record an error in yet) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
-    if (mm == MAP_FAILED)
-        cb_model_error("mmap", errno);
+    if (mm == MAP_FAILED) {
+        int err = errno;
+        char what[GPSIMD_ZY_OP_NAME + 64];
+        snprintf(what, sizeof what, "cannot map the device image of op %s (%lld bytes)", V->op,
+                 (long long)V->size);
+        cb_model_error(what, err);
+    }
     close((int)R->image_fd);               /* no descriptor leads back into the image */
     unsigned char *image = mm;
     cb = mm;
     cb_ncores = (int)V->ncores;
-    /* the cores' output pipes to fds 3.., then nothing of the model's is
-       reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
+    /* the cores' output pipes to fds 3.. (/dev/null for one that could not
+       be made), then nothing of the model's is reachable through an fd
+       (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
-    for (int i = 0; i < nfds; i++)
-        if (R->out[i] >= 0 && dup2(R->out[i], 3 + i) < 0)
+    for (int i = 0; i < nfds; i++) {
+        int from = R->out[i] >= 0 ? R->out[i] : R->devnull;
+        if (from >= 0 ? dup2(from, 3 + i) < 0 : close(3 + i) != 0 && errno != EBADF)
             cb_model_error("dup2 of an output pipe", errno);
+    }
     if (R->devnull >= 0 && dup2(R->devnull, 3 + nfds++) < 0)
         cb_model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)

@@ -19,6 +19,8 @@ struct gl_request {
     int out[2 * GPSIMD_ZY_MAX_CORES];    /* per core: stdout's and stderr's pipe (write end) */
     int devnull;                         /* /dev/null for writing: the cores' output after
                                             the first run (-1: the pipes then too) */
+    int said;                            /* where the leader says a model error until the
+                                            image is mapped (the zygote replies with it) */
     void *launchers[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];  /* int (*)(void), per copy */
     void *binders[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];    /* gpsimd_bind_core, per copy */
 };

@@ -14,6 +14,7 @@
 extern gz_control *cb;                   /* NULL until the image is mapped */
 extern int cb_ncores;                    /* the vector's cores */
 extern int cb_run, cb_core;              /* where a model error happens (-1: no run, core) */
+extern int cb_said;                      /* where one is said while cb is NULL (-1: stderr) */
 
 void cb_protect(int writable);
 void cb_set_pass(int p, uint32_t state, int64_t t);

@@ -318,9 +318,8 @@ static void make_mounts(void)
     /* (the cgroup's limit files are open: sb_cg_create set a limit) */
     if (SB.cg_version && umount2("/sys/fs/cgroup", MNT_DETACH) != 0) {  /* (locked in a userns) */
         note("the memory cgroup (it cannot be hidden here)", errno);
-        for (int i = 0; i < 2; i++)
-            close(SB.cg_fds[i]);
-        SB.cg_version = SB.cg_inside = 0;                /* (the relay removes it) */
+        sb_cg_close();                                   /* (the relay removes it) */
+        SB.cg_inside = 0;
     }
     struct mount_attr ro = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
     if (syscall(SYS_mount_setattr, -1, "/", AT_RECURSIVE, &ro, sizeof ro) != 0)
@@ -394,7 +393,7 @@ static void lock_down(void)
 
 void sb_enter(int parent, int relay_closes)
 {
-    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_parent = -1;
+    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_dir = SB.cg_parent = -1;
     SB.cg_limit = -1;
     SB.mode = "pgroup";
     sb_cg_create();

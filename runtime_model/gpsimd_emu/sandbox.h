@@ -41,6 +41,7 @@ int sb_cg_set_limit(int64_t bytes);
 int64_t sb_cg_usage(void);
 int64_t sb_cg_oom_kills(void);
 void sb_cg_remove(void);
+void sb_cg_close(void);                  /* its descriptors closed, SB.cg_version 0 */
 void sb_cg_remove_below(void);
 
 #endif

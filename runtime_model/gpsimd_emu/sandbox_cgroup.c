@@ -79,9 +79,12 @@ void sb_cg_create(void)
         snprintf(SB.cg_path, sizeof SB.cg_path, "%s/gpsimd-emu-%d", base, (int)getpid());
         if (mkdir(SB.cg_path, 0755) != 0 && errno != EEXIST)
             continue;
-        SB.cg_dir = open(SB.cg_path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        SB.cg_version = SB.cg_dir >= 0 ? version : 0;
-        if (SB.cg_version && sb_cg_set_limit((int64_t)1 << 40) != 0)
+        if ((SB.cg_dir = open(SB.cg_path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+            rmdir(SB.cg_path);
+            continue;
+        }
+        SB.cg_version = version;
+        if (sb_cg_set_limit((int64_t)1 << 40) != 0)
             sb_cg_remove();
         if (SB.cg_version)               /* (for the relay: sb_cg_remove_below) */
             SB.cg_parent = open(base, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -177,11 +180,19 @@ void sb_cg_remove(void)
         sb_cg_set_limit((int64_t)1 << 40);
         return;
     }
-    for (int i = CG_LIMIT; i <= CG_SWAP; i++)
-        if (SB.cg_fds[i] >= 0)
-            close(SB.cg_fds[i]);
-    SB.cg_fds[CG_LIMIT] = SB.cg_fds[CG_SWAP] = -1;
+    sb_cg_close();
     cg_rmdir(AT_FDCWD, SB.cg_path, 0);
+}
+
+/* Its folder and limit files closed, in a process that gives it up. */
+void sb_cg_close(void)
+{
+    int *fds[] = {&SB.cg_fds[CG_LIMIT], &SB.cg_fds[CG_SWAP], &SB.cg_dir};
+    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++) {
+        if (*fds[i] >= 0)
+            close(*fds[i]);
+        *fds[i] = -1;
+    }
     SB.cg_version = 0;
 }
 

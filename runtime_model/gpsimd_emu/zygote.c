@@ -54,6 +54,7 @@ __attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING
 static int sock, gone;
 static int ncopies, ncores;
 static int devnull = -1;
+static int said[2] = {-1, -1};           /* a leader's stderr until it maps the image (a pipe) */
 
 static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 {
@@ -139,6 +140,16 @@ static int64_t data_bytes(void)
     return at ? strtoll(at + 8, NULL, 10) * 1024 : 0;
 }
 
+/* What a vector's leader said before it had a control block to record a
+ * model error in (leader.c), into text ("" when nothing); the pipe emptied. */
+static void leader_said(char *text, size_t size)
+{
+    ssize_t n = said[0] < 0 ? -1 : read(said[0], text, size - 1);
+    text[n > 0 ? n : 0] = 0;
+    for (char rest[256]; n > 0 && read(said[0], rest, sizeof rest) > 0;)
+        ;
+}
+
 /* ---- one vector ------------------------------------------------------------------ */
 
 static int64_t data_base, baseline;
@@ -146,8 +157,8 @@ static int64_t data_base, baseline;
 static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
-    char why[512];
-    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull};
+    char why[GPSIMD_ZY_TEXT];
+    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull, .said = said[1]};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
@@ -164,8 +175,9 @@ static void run(struct gz_vector *m, int image_fd)
             r.launchers[p][k] = gz_launcher_of(&gz_objects[c][k], v->op);
             r.binders[p][k] = gz_objects[c][k].binder;
             if (r.launchers[p][k] == NULL) {
-                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s "
-                         "(it did not load again)", (long long)c, k, v->op);
+                const char *e = gz_objects[c][k].error;
+                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s (it did "
+                         "not load again%s%s)", (long long)c, k, v->op, e[0] ? ": " : "", e);
                 reply_error(why);
                 return;
             }
@@ -213,11 +225,21 @@ static void run(struct gz_vector *m, int image_fd)
         reply_error(why);
         return;
     }
+    leader_said(why, sizeof why);        /* (the image not mapped: it did not run) */
+    if (why[0] && WIFEXITED(status) && WEXITSTATUS(status) == GPSIMD_ZY_EXIT_MODEL_ERROR) {
+        reply_error(why);
+        return;
+    }
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
                               .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
                               .pid = pid};
     reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
-    int fd = gz_kept(&reply, 2 * ncores);
+    int fd, err = gz_kept(&reply, 2 * ncores, &fd);
+    if (err) {
+        snprintf(why, sizeof why, "cannot keep what the cores wrote in a memfd: %s", strerror(err));
+        reply_error(why);
+        return;
+    }
     send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
     if (fd >= 0)
         close(fd);
@@ -335,6 +357,8 @@ int main(int argc, char **argv)
         return 2;                        /* (no memory for the ready message) */
     send_fds("R", 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);
+    if (out >= 0)                        /* (the worker's now; stdout and stderr below too) */
+        close(out);
     /* the other copies load while the worker makes its first vector ready;
        their static initialisers write to a memfd no one reads (copy 0's
        output was sent: the worker reads it once) */
@@ -356,6 +380,12 @@ int main(int argc, char **argv)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGALRM, SIG_DFL);
     gz_make_pipes(ncores);
+    if (pipe2(said, O_CLOEXEC | O_NONBLOCK) == 0)       /* (above a leader's output fds) */
+        for (int i = 0; i < 2; i++) {
+            int low = said[i];
+            said[i] = fcntl(low, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
+            close(low);
+        }
     data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
     if (SB.cg_inside && SB.cg_version)   /* (the objects are loaded: what they hold) */
         baseline = sb_cg_usage();

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +37,13 @@ static int copy_into(int to, int from)
 void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
 {
     char where[64], why[1024];
+    struct object *o = &gz_objects[c][k];      /* (no ops unless every check passed) */
     if (c != 0) {
         const char *base = strrchr(name, '/');
         int own = memfd_create(base ? base + 1 : name, MFD_CLOEXEC);
         if (own < 0 || copy_into(own, fd) != 0) {
+            snprintf(o->error, sizeof o->error, "%s: %s", own < 0 ? "memfd_create" : "its copy",
+                     strerror(errno));
             if (own >= 0)
                 close(own);
             return;
@@ -77,7 +81,6 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
         entry->has_lsp = 1;
         entry->lsp = *info;
     }
-    struct object *o = &gz_objects[c][k];      /* (no ops unless every check passed) */
     const char *(*name_of)(int) = (const char *(*)(int))got[2];
     void *(*ptr_of)(int) = (void *(*)(int))got[3];
     o->binder = got[4];
@@ -102,8 +105,12 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
             o->ops[i] = (struct op){strdup(s), p};
     }
     o->nops = why[0] ? 0 : n;
-    if (c != 0)
+    if (c != 0) {                        /* (its memfd open while it is loaded) */
+        snprintf(o->error, sizeof o->error, "%s", why);
+        if (h == NULL)
+            close(fd);
         return;
+    }
     snprintf(entry->error, sizeof entry->error, "%s", why);
     entry->loaded = !why[0];
     entry->nops = o->nops;

@@ -119,32 +119,34 @@ void gz_drain(int n)
 }
 
 /* The reply's output entries (per stream written to: its core, fd, total
- * and the bytes kept of it) for the first n streams, and a memfd of the
- * kept bytes (per entry, its head then its tail); -1 when nothing was
- * written, or when the kept bytes could not be written (no entry then). */
-int gz_kept(struct gz_reply *reply, int n)
+ * and the bytes kept of it) for the first n streams, and in *fd a memfd of
+ * the kept bytes (per entry, its head then its tail; -1 when nothing was
+ * written): 0, or the errno of a memfd that could not be made or written
+ * (no entry, no memfd then: an entry never comes without its bytes). */
+int gz_kept(struct gz_reply *reply, int n, int *fd)
 {
-    int fd = -1;
+    *fd = -1;
+    errno = 0;
     for (int i = 0; i < n; i++) {
         struct stream *s = &streams[i];
         if (s->total == 0)
             continue;
         size_t head = s->total < KEEP ? (size_t)s->total : KEEP;
         size_t tail = s->total > 2 * KEEP ? KEEP : (size_t)(s->total - (int64_t)head);
-        reply->output[reply->noutput++] = (struct gz_output){i / 2, 1 + i % 2, s->total,
-                                                             (int64_t)head, (int64_t)tail};
-        if (fd < 0)
-            fd = memfd_create("gpsimd-output", MFD_CLOEXEC);
         size_t at = (size_t)(s->total - (int64_t)tail) % KEEP;    /* (the ring: two slices) */
         size_t first = tail < KEEP - at ? tail : KEEP - at;
-        if (fd >= 0 && (sb_write_all(fd, s->head, head)
-                        || sb_write_all(fd, s->tail + at, first)
-                        || sb_write_all(fd, s->tail, tail - first))) {
-            close(fd);
-            fd = -1;
-            reply->noutput = 0;          /* (no memory for it: said as nothing kept) */
-            break;
+        if ((*fd < 0 && (*fd = memfd_create("gpsimd-output", MFD_CLOEXEC)) < 0)
+                || sb_write_all(*fd, s->head, head) || sb_write_all(*fd, s->tail + at, first)
+                || sb_write_all(*fd, s->tail, tail - first)) {
+            int err = errno ? errno : EIO;
+            if (*fd >= 0)
+                close(*fd);
+            *fd = -1;
+            reply->noutput = 0;
+            return err;
         }
+        reply->output[reply->noutput++] = (struct gz_output){i / 2, 1 + i % 2, s->total,
+                                                             (int64_t)head, (int64_t)tail};
     }
-    return fd;
+    return 0;
 }

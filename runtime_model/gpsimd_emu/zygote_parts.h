@@ -14,6 +14,7 @@ struct object {                          /* one copy of one core object */
     void *binder;                        /* gpsimd_bind_core */
     int nops;
     struct op { char *name; void *launcher; } *ops;   /* get_func_name(i), get_func_ptr(i) */
+    char error[256];                     /* why a copy past the first did not load ("") */
 };
 extern struct object gz_objects[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
 void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry);
@@ -24,6 +25,6 @@ void gz_make_pipes(int ncores);
 void gz_streams_begin(int *out, int n);
 int gz_wait_vector(pid_t pid, double deadline, int *status, int nstreams);
 void gz_drain(int n);
-int gz_kept(struct gz_reply *reply, int n);
+int gz_kept(struct gz_reply *reply, int n, int *fd);
 
 #endif

@@ -58,7 +58,8 @@ struct gz_vector {
 #define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(nops)
 /* Per vector: a struct gz_reply, with a memfd of the kept output when
  * noutput > 0 (per output entry, its head bytes then its tail bytes);
- * error not empty: the vector did not run, and why. elapsed in ns. */
+ * error not empty: the vector did not run, or what its cores wrote could
+ * not be kept, and why. elapsed in ns. */
 #define GPSIMD_ZY_REPLY_FIELDS(X) X(magic) X(wait_status) X(timed_out) X(elapsed_ns) X(oom_kills) X(pid) X(noutput)
 /* one stream a core wrote to: fd 1 or 2, bytes written, kept from the start and the end */
 #define GPSIMD_ZY_OUTPUT_FIELDS(X) X(core) X(fd) X(total) X(head) X(tail)

@@ -1,0 +1,236 @@
+"""The error paths of the emulator's program (gpsimd-zygote: leader.c,
+zygote.c, zygote_output.c, sandbox_cgroup.c), run against the stand-in
+core object (tests/native/fake_core.cpp): a failure is said to the user
+(the vector fails with it, the next one runs) and leaves no descriptor in
+a process that no longer uses it. What no kernel can make fail is made to
+by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` of a
+file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
+lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on."""
+import os
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from gpsimd_device.plan import TestPlan
+from gpsimd_emu import abi
+from gpsimd_emu.client.process import children
+from gpsimd_emu.image import DeviceImage
+from gpsimd_emu.session import LibrarySession, RunOptions
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CXX = shutil.which("g++") or shutil.which("c++")
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CXX is None, reason="no C++ compiler")]
+
+SHIM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+/* 1 when GPSIMD_TEST_FAIL (names separated by commas) lists the last part of name */
+static int listed(const char *name) {
+    const char *list = getenv("GPSIMD_TEST_FAIL"), *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    size_t n = strlen(base);
+    for (const char *at = list; at && *at; at = strchr(at, ',') ? strchr(at, ',') + 1 : NULL)
+        if (strncmp(at, base, n) == 0 && (at[n] == ',' || at[n] == 0))
+            return 1;
+    return 0;
+}
+int openat(int dir, const char *path, int flags, ...) {
+    mode_t mode = 0;
+    if (flags & (O_CREAT | O_TMPFILE)) {
+        va_list ap;
+        va_start(ap, flags);
+        mode = va_arg(ap, mode_t);
+        va_end(ap);
+    }
+    if (listed(path)) {
+        errno = EACCES;
+        return -1;
+    }
+    return ((int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat"))(dir, path, flags,
+                                                                            mode);
+}
+int pipe2(int fds[2], int flags) {
+    static int calls;                  /* (of this process, and of those it forked) */
+    const char *from = getenv("GPSIMD_TEST_FAIL_PIPE2");
+    if (from && ++calls >= atoi(from)) {
+        errno = EMFILE;
+        return -1;
+    }
+    return ((int (*)(int *, int))dlsym(RTLD_NEXT, "pipe2"))(fds, flags);
+}
+int memfd_create(const char *name, unsigned flags) {
+    if (listed(name)) {
+        errno = EMFILE;
+        return -1;
+    }
+    return ((int (*)(const char *, unsigned))dlsym(RTLD_NEXT, "memfd_create"))(name, flags);
+}
+"""
+
+REFERENCE = "import numpy as np\ndef relu(x):\n    return np.maximum(x, np.float32(0))\n"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """The stand-in object (its op ``hello`` also writing to stdout, and
+    listing the descriptors it can reach) and the shim."""
+    d = tmp_path_factory.mktemp("program_errors")
+    so, shim = d / "fake.so", d / "fail.so"
+    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
+                    "-I", os.path.join(ROOT, "runtime_model", "include"),
+                    f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
+                    f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
+                    "-DHELLO_ON_STDOUT", "-DLIST_FDS", "-o", str(so),
+                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
+    (d / "fail.c").write_text(SHIM)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", str(shim),
+                    str(d / "fail.c"), "-ldl"], check=True)
+    return so, shim
+
+
+def session(tmp_path, so, zygote_program, monkeypatch, **env):
+    """A session of the ops ``relu`` and ``hello`` (vectors ``a`` and
+    ``b``), its program started with the variables ``env`` (None: left
+    out), and the shim when one of them is its own."""
+    (tmp_path / "ref.py").write_text(REFERENCE)
+    vectors = [{"name": name, "where": "ops.yaml:1:3", "inputs": {"x": {
+        "kind": "tensor", "dtype": "float32", "shape": [4],
+        "random": {"seed": 7, "distribution": "normal"}}},
+        "output": {"dtype": "float32", "shape": None},
+        "expected": {"reference": {"file": "ref.py", "function": "relu"}},
+        "rtol": 1e-6, "atol": 1e-5} for name in ("a", "b")]
+    plan = {"format": 1, "library": "fake", "multicore": False, "cores": [
+        {"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so[0])}],
+        "ops": [{"name": name, "schema": f"my_ops::{name}(Tensor x) -> Tensor",
+                 "args": [{"name": "x", "type": "Tensor"}], "stack_size": 4196,
+                 "vectors": vectors} for name in ("relu", "hello")]}
+    with monkeypatch.context() as m:
+        for name, value in env.items():
+            if value is not None:
+                m.setenv(name, value)
+                if name.startswith("GPSIMD_TEST_FAIL"):
+                    m.setenv("LD_PRELOAD", str(so[1]))
+        return LibrarySession(TestPlan.from_json(plan), root=str(tmp_path),
+                              options=RunOptions(zygote=zygote_program, timeout=10))
+
+
+def descriptors(s: LibrarySession) -> dict:
+    """{"relay": [...], "zygote": [...]}: what each of the program's two
+    processes' descriptors lead to (``/proc/PID/fd``)."""
+    relay = s.zygote.pid
+    out = {}
+    for name, pid in (("relay", relay), ("zygote", children(relay)[0])):
+        out[name] = []
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            try:
+                out[name].append(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            except FileNotFoundError:
+                pass
+    return out
+
+
+def test_a_leader_that_cannot_map_the_image_says_why(built, tmp_path, zygote_program,
+                                                      monkeypatch):
+    """The leader maps the image, whose control block is where a model
+    error is recorded: when the map fails (here a size no address space
+    holds) no block is there yet, and what the leader says reaches the
+    zygote's reply instead; the next vector runs."""
+    request, sizes = DeviceImage.request, [1 << 56]
+    monkeypatch.setattr(DeviceImage, "request",
+                        lambda image: dict(request(image), **(
+                            {"size": sizes.pop()} if sizes else {})))
+    with session(tmp_path, built, zygote_program, monkeypatch) as s:
+        first, second = s.run_vector("relu", "a"), s.run_vector("relu", "b")
+    assert (first.status, first.message) == (
+        "fail", "the device model process failed: cannot map the device image of op relu "
+        f"({1 << 56} bytes): Cannot allocate memory")
+    assert (second.status, second.message) == ("pass", "")
+
+
+def test_what_the_cores_wrote_that_cannot_be_kept_fails_the_vector(built, tmp_path,
+                                                                    zygote_program, monkeypatch):
+    """The reply's output entries come with a memfd of their bytes: when
+    it cannot be made the vector fails saying so (the entries once came
+    without their bytes, and a later stream's bytes in the memfd read as
+    an earlier one's); a vector whose cores write nothing needs none."""
+    with session(tmp_path, built, zygote_program, monkeypatch,
+                 GPSIMD_TEST_FAIL="gpsimd-output") as s:
+        hello, relu = s.run_vector("hello", "a"), s.run_vector("relu", "a")
+    assert (hello.status, hello.message, hello.output) == (
+        "fail", "the device model process failed: cannot keep what the cores wrote in a "
+        "memfd: Too many open files", [])
+    assert (relu.status, relu.message) == ("pass", "")
+
+
+@pytest.mark.parametrize("given_up, fail, contain", [
+    ("at its first limit", "memory.limit_in_bytes,memory.max", None),
+    ("when it cannot be joined", "tasks,cgroup.procs", None),
+    ("when it cannot be hidden", None, "userns")])
+def test_a_memory_cgroup_given_up_leaves_no_descriptor(built, tmp_path, zygote_program,
+                                                       monkeypatch, given_up, fail, contain):
+    """The memory cgroup is given up when its first limit cannot be
+    written, when the zygote cannot join it, or when it cannot be hidden
+    from the kernels (a user namespace, whose mounts are locked): the
+    zygote then holds no descriptor of it (nor the relay, when there is
+    no cgroup left to remove), and the vectors run under RLIMIT_DATA."""
+    with session(tmp_path, built, zygote_program, monkeypatch, GPSIMD_TEST_FAIL=fail,
+                 GPSIMD_EMU_CONTAIN=contain) as s:
+        assert s.run_vector("relu", "a").status == "pass"
+        assert not s.ready()["cgroup"]
+        held = {name: [link for link in links if "/gpsimd-emu-" in link]
+                for name, links in descriptors(s).items()}
+    assert held["zygote"] == []
+    if given_up == "at its first limit":
+        assert held["relay"] == []
+
+
+def test_the_zygote_keeps_no_descriptor_of_what_it_handed_over(built, tmp_path, zygote_program,
+                                                               monkeypatch):
+    """The load output's memfd goes to the worker with the ready message;
+    the zygote keeps none of it (nor, once it has replied, of a vector's
+    image: it closes that one just after its reply)."""
+    with session(tmp_path, built, zygote_program, monkeypatch) as s:
+        assert s.run_vector("hello", "a").status == "pass"
+        for _ in range(100):
+            held = [link for link in descriptors(s)["zygote"]
+                    if "gpsimd-load-output" in link or "gpsimd-image" in link]
+            if not held:
+                break
+            time.sleep(0.01)
+    assert held == []
+
+
+def test_a_stream_whose_pipe_cannot_be_made_leaves_the_kernel_nothing_of_the_zygotes(
+        built, tmp_path, zygote_program, monkeypatch):
+    """The leader moves each core's pipes to fds 3.. and closes every fd
+    above them: a stream whose pipe could not be made (pipe2 fails from
+    the zygote's second one on: the core's stderr) is /dev/null there,
+    not whatever the zygote had at that number (its socket to the worker,
+    its cgroup's folder, the relay's pipes)."""
+    with session(tmp_path, built, zygote_program, monkeypatch, GPSIMD_TEST_FAIL_PIPE2="4") as s:
+        hello = s.run_vector("hello", "a")
+    assert hello.status == "pass", hello.message
+    assert [o["text"] for o in hello.output] == [
+        "hello from core 0\nfd 3: pipe\nfd 4: /dev/null\nfd 5: /dev/null\n"]
+
+
+def test_a_copy_of_the_objects_that_does_not_load_says_why(built, tmp_path, zygote_program,
+                                                          monkeypatch):
+    """The copies past the first load after the ready message, each from a
+    memfd of its own: when that memfd cannot be made the vectors that
+    launch that copy fail saying why (not only that it did not load)."""
+    with session(tmp_path, built, zygote_program, monkeypatch, GPSIMD_TEST_FAIL="fake.so") as s:
+        relu = s.run_vector("relu", "a")
+    assert (relu.status, relu.message) == (
+        "fail", "the device model process failed: copy 1 of core object 0 has no op relu (it "
+        "did not load again: memfd_create: Too many open files)")
