@@ -7,8 +7,8 @@ SCM_RIGHTS) and read its replies (a ``Reply`` each, with a memfd of what
 the cores wrote when they wrote anything).
 
 Every message's layout (``struct gz_vector``, ``gz_ready``, ``gz_reply``
-of ``gpsimd_host/zygote.h``) is built here from the header's X-macros,
-so that it is written once.
+of ``gpsimd_host/zygote.h``) is read from the header
+(``binding.header_struct``), so that it is written once.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import socket
 from typing import List, Optional, Sequence
 
 from gpsimd_device import zygote as program
-from gpsimd_device.headers import INCLUDE_DIR, xmacro_rows
+from gpsimd_device.headers import INCLUDE_DIR
 
 from . import contain
-from .binding import GpsimdLspInfo
+from .binding import header_struct
 from .control import ZY
 from .cores import CoreSpec
 
@@ -36,27 +36,13 @@ MAX_READY = 64 << 20
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _struct(name: str, *more: tuple) -> type:
-    """``struct <name>`` of zygote.h as a ``ctypes.Structure``: the
-    ``int64_t`` fields of its X-macro (``gz_run``: ``GPSIMD_ZY_RUN_FIELDS``),
-    then the ``(name, ctype)`` fields ``more``."""
-    rows = xmacro_rows("zygote.h", f"GPSIMD_ZY_{name[3:].upper()}_FIELDS")
-    return type(name, (ctypes.Structure,),
-                {"_fields_": [(field, ctypes.c_int64) for (field,) in rows] + list(more)})
-
-
-_Run = _struct("gz_run")
+_Run = header_struct("zygote.h", "gz_run")
 #: One vector for the zygote.
-Vector = _struct("gz_vector", ("runs", _Run * ZY["MAX_RUNS"]),
-                 ("op", ctypes.c_char * ZY["OP_NAME"]))
-_Core = _struct("gz_core", ("lsp", GpsimdLspInfo), ("error", ctypes.c_char * ZY["TEXT"]))
+Vector = header_struct("zygote.h", "gz_vector")
 #: The head of the ready message.
-Ready = _struct("gz_ready", ("mode", ctypes.c_char * ZY["MODE"]),
-                ("missing", ctypes.c_char * ZY["TEXT"]), ("cores", _Core * ZY["MAX_CORES"]))
-_Output = _struct("gz_output")
+Ready = header_struct("zygote.h", "gz_ready")
 #: The answer to one vector.
-Reply = _struct("gz_reply", ("output", _Output * (2 * ZY["MAX_CORES"])),
-                ("error", ctypes.c_char * ZY["TEXT"]))
+Reply = header_struct("zygote.h", "gz_reply")
 
 
 def _str(raw: bytes, errors: str = "replace") -> str:
@@ -104,7 +90,7 @@ def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
     if len(data) != ctypes.sizeof(Reply):
         return None
     r = Reply.from_buffer_copy(data)
-    if r.magic != ZY["MAGIC"] or not 0 <= r.noutput <= 2 * ZY["MAX_CORES"]:
+    if r.magic != ZY["MAGIC"] or not 0 <= r.noutput <= len(r.output):
         return None
     if r.error:
         return {"error": _str(r.error)}
