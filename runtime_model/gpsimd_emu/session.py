@@ -203,12 +203,11 @@ class LibrarySession:
         """
         ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
         if self._load_checked is None:
-            from .loader import LoadError, LspInfo, check_lsp
+            from .loader import LoadError, check_lsp
             checked = []
             for spec, entry in zip(self.cores, ready["cores"]):
                 try:
-                    info = LspInfo(*entry["lsp"]) if "lsp" in entry else None
-                    check_lsp(spec.obj, info, spec.lsp, spec.core)
+                    check_lsp(spec.obj, entry.get("lsp"), spec.lsp, spec.core)
                     if "error" in entry:
                         raise LoadError(entry["error"])
                     checked.append(None)

@@ -52,9 +52,9 @@ def _str(raw: bytes, errors: str = "replace") -> str:
 def read_ready(data: bytes, ncores: int) -> Optional[dict]:
     """The ready message's memfd bytes as ``{"mode", "cgroup", "missing",
     "cores": [...]}``, each core ``{"ops": [names]}`` or ``{"error":
-    text}``, with ``"lsp": [core_id, scratch_origin, scratch_size, name]``
-    when the object answered ``gpsimd_linker_spec_info()``; None when it is
-    not a whole ready message of ``ncores`` cores."""
+    text}``, with ``"lsp"`` (a ``binding.GpsimdLspInfo``) when the object
+    answered ``gpsimd_linker_spec_info()``; None when it is not a whole
+    ready message of ``ncores`` cores."""
     size = ctypes.sizeof(Ready)
     if len(data) < size or not 1 <= ncores <= ZY["MAX_CORES"]:
         return None
@@ -66,8 +66,7 @@ def read_ready(data: bytes, ncores: int) -> Optional[dict]:
     for c in head.cores[:ncores]:
         entry: dict = {}
         if c.has_lsp:
-            entry["lsp"] = [c.lsp.core_id, c.lsp.scratch_origin, c.lsp.scratch_size,
-                            _str(c.lsp.name)]
+            entry["lsp"] = c.lsp
         if c.loaded:
             entry["ops"] = [_str(n, "surrogateescape") for n in names[at:at + c.nops]]
             at += c.nops
