@@ -81,7 +81,7 @@ def read_ready(data: bytes, ncores: int) -> Optional[dict]:
 
 def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
     """A reply and the bytes of its output memfd as ``{"wait_status",
-    "timed_out", "elapsed" (seconds), "oom_kills", "pid", "output"}``, its
+    "timed_out", "oom_kills", "pid", "output"}``, its
     ``output`` a list of ``{"core", "stream", "bytes", "text"}`` (the kept
     text: at most ``GPSIMD_ZY_OUTPUT_KEEP`` bytes from the start and as
     many from the end); ``{"error": text}`` when the vector did not run;
@@ -105,8 +105,7 @@ def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
         output.append({"core": o.core, "stream": "stdout" if o.fd == 1 else "stderr",
                        "bytes": o.total, "text": _str(text)})
     return {"wait_status": r.wait_status, "timed_out": bool(r.timed_out),
-            "elapsed": r.elapsed_ns * 1e-9, "oom_kills": r.oom_kills, "pid": r.pid,
-            "output": output}
+            "oom_kills": r.oom_kills, "pid": r.pid, "output": output}
 
 
 def vector_message(req: dict) -> bytes:
