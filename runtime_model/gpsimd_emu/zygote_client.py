@@ -123,17 +123,15 @@ def vector_message(req: dict) -> bytes:
         raise ValueError(f"op name of {len(op)} bytes (at most {ZY['OP_NAME'] - 1})")
     if not 1 <= len(runs) <= ZY["MAX_RUNS"] or not 1 <= int(req["ncores"]) <= ZY["MAX_CORES"]:
         raise ValueError(f"{len(runs)} runs of {req['ncores']} cores do not fit the zygote")
-    v = Vector(magic=ZY["MAGIC"], op=op, nruns=len(runs),
-               spread_after_ns=int(float(req["spread_after"]) * 1e9),
-               timeout_ns=int(float(req["timeout"]) * 1e9),
-               parallel=max(1, int(req.get("parallel", 1))),
-               spread_now=1 if req.get("spread_now") else 0)
-    for name in ("memory", "image_total", "prefilled", "size", "ncores", "binding_size",
-                 "bindings_at", "args_at", "arg_len", "page", "desc_len"):
-        setattr(v, name, int(req[name]))
-    for i, run in enumerate(runs):
-        v.runs[i] = _Run(index=int(run["index"]), ordered=int(bool(run["ordered"])),
-                         copy=int(run.get("copy", run["index"])), after=int(run.get("after", -1)))
+    # (every int64_t field of the structures from the request's key of its name)
+    values = dict(req, magic=ZY["MAGIC"], nruns=len(runs), spread_now=bool(req.get("spread_now")),
+                  parallel=max(1, int(req.get("parallel", 1))),
+                  spread_after_ns=float(req["spread_after"]) * 1e9,
+                  timeout_ns=float(req["timeout"]) * 1e9)
+    v = Vector(op=op, **{f: int(values[f]) for f, t in Vector._fields_ if t is ctypes.c_int64})
+    for i, run in enumerate(runs):      # (copy: the run's own by default; after: none)
+        run = dict({"copy": run["index"], "after": -1}, **run)
+        v.runs[i] = _Run(**{f: int(run[f]) for f, _ in _Run._fields_})
     return bytes(v)
 
 
