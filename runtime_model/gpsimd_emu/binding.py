@@ -32,11 +32,11 @@ _SCALARS = {"uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16,
             "int64_t": ctypes.c_int64, "double": ctypes.c_double, "char": ctypes.c_char,
             "char*": ctypes.c_char_p}
 #: One declaration: its type (a name, or a nested ``struct { ... }``), then
-#: its declarators, each a name and an array length (a product of numbers
-#: and ``GPSIMD_*`` defines of the header), separated by commas.
-_DECL = re.compile(r"\s*(struct\s*\{[^{}]*\}|[^;{}]*?)\s*\b(\w+\s*(?:\[[^];]*\])?"
-                   r"(?:\s*,\s*\w+\s*(?:\[[^];]*\])?)*)\s*;")
-_DECLARATOR = re.compile(r"(\w+)\s*(?:\[([^]]*)\])?")
+#: its declarators, separated by commas: each a name and an array length (a
+#: product of numbers and ``GPSIMD_*`` defines of the header).
+_DECLARATOR = r"([A-Za-z_]\w*)\s*(?:\[([^];]*)\])?"
+_DECL = re.compile(r"\s*(struct\s*\{[^{}]*\}|[^;{}]*?)\s*\b(" + _DECLARATOR
+                   + r"(?:\s*,\s*" + _DECLARATOR + r")*)\s*;")
 #: The body of a ``struct``/``union``: fields, at most one level of braces.
 _BODY = r"\{((?:[^{}]|\{[^{}]*\})*)\}"
 
@@ -57,11 +57,11 @@ def _length(header: str, expr: str) -> int:
 
 def _layout(header: str, name: str, kind: str, body: str) -> type:
     fields = []
-    for spelling, declarators in _DECL.findall(body):
+    for spelling, declarators, *_ in _DECL.findall(body):
         ctype = (_layout(header, f"{name}.{declarators}", "struct",
                          spelling[spelling.index("{") + 1:-1])
                  if "{" in spelling else _ctype(header, spelling))
-        for field, length in _DECLARATOR.findall(declarators):
+        for field, length in re.findall(_DECLARATOR, declarators):
             fields.append((field, ctype * _length(header, length) if length else ctype))
     rest = _DECL.sub("", body).strip()
     if rest:
