@@ -25,8 +25,7 @@ __all__ = ["header_struct", "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBindi
            "GpsimdLspInfo"]
 
 #: C field types of the headers -> ctypes (``char*``: a C string; any other
-#: ``T*`` a pointer; ``const`` does not matter; another name, ``struct`` or
-#: not: a structure).
+#: ``T*`` a pointer; ``const`` does not matter; another name: a structure).
 _SCALARS = {"uint8_t": ctypes.c_uint8, "uint16_t": ctypes.c_uint16,
             "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64, "int32_t": ctypes.c_int32,
             "int64_t": ctypes.c_int64, "double": ctypes.c_double, "char": ctypes.c_char,
@@ -42,7 +41,7 @@ _BODY = r"\{((?:[^{}]|\{[^{}]*\})*)\}"
 
 
 def _ctype(header: str, spelling: str):
-    t = re.sub(r"\b(?:const|struct)\b|\s+", "", spelling)
+    t = re.sub(r"\bconst\b|\s+", "", spelling)
     if t in _SCALARS:
         return _SCALARS[t]
     if t.endswith("*"):
@@ -73,24 +72,23 @@ def _layout(header: str, name: str, kind: str, body: str) -> type:
 def _definition(header: str, name: str):
     """``(header, kind, body)`` of the structure ``name`` in ``header`` or
     in a header it includes (first found), or None."""
-    text, n = header_text(header), re.escape(name)
-    m = re.search(rf"typedef\s+(struct|union)\s*{_BODY}\s*{n}\s*;"
-                  rf"|\b(struct|union)\s+{n}\s*{_BODY}\s*;", text)
+    text = header_text(header)
+    m = re.search(rf"typedef\s+(struct|union)\s*\w*\s*{_BODY}\s*{re.escape(name)}\s*;", text)
     if m is not None:
-        return header, m.group(1) or m.group(3), m.group(2) or m.group(4)
+        return header, m.group(1), m.group(2)
     found = (_definition(h, name) for h in re.findall(r'#include\s+"gpsimd_host/([\w.]+)"', text))
     return next(filter(None, found), None)
 
 
 @functools.lru_cache(maxsize=None)
 def header_struct(header: str, name: str) -> type:
-    """The ``typedef struct { ... } name;`` or ``struct name { ... };`` (or
-    ``union``) of the header ``gpsimd_host/<header>``, or of a header it
-    includes, as a ``ctypes.Structure`` (``ctypes.Union``) of the same
-    fields, in order: a field's type may be another such structure, or a
-    ``struct { ... }`` of its own; several fields may share a declaration
-    (``int64_t a, b;``); an array's length is a number, a ``GPSIMD_*``
-    define of the header or a product of them. One class per structure.
+    """The ``typedef struct [tag] { ... } name;`` (or ``union``) of the
+    header ``gpsimd_host/<header>``, or of a header it includes, as a
+    ``ctypes.Structure`` (``ctypes.Union``) of the same fields, in order:
+    a field's type may be another such typedef, or a ``struct { ... }`` of
+    its own; several fields may share a declaration (``int64_t a, b;``);
+    an array's length is a number, a ``GPSIMD_*`` define of the header or
+    a product of them. One class per typedef.
 
     Raises:
         HeaderError: no such structure, or a field this reader cannot read.

@@ -33,13 +33,13 @@
 /* copy: the copy of the core objects a run launches; after: -1, or the run
  * whose launch of each core this run's launch of it follows at once, in
  * the same process (a second call of the same loaded objects) */
-struct gz_run { int64_t index, ordered, copy, after; };
-struct gz_vector {                     /* times in nanoseconds, sizes and offsets in bytes */
+typedef struct gz_run { int64_t index, ordered, copy, after; } gz_run;
+typedef struct gz_vector {             /* times in nanoseconds, sizes and offsets in bytes */
     int64_t magic, memory, image_total, prefilled, size, ncores, nruns, parallel, spread_now,
         spread_after_ns, timeout_ns, binding_size, bindings_at, args_at, arg_len, page, desc_len;
-    struct gz_run runs[GPSIMD_ZY_MAX_RUNS];
+    gz_run runs[GPSIMD_ZY_MAX_RUNS];
     char op[GPSIMD_ZY_OP_NAME];          /* the op's function, NUL-terminated */
-};
+} gz_vector;
 
 /* ---- the zygote's answers ---------------------------------------------------- */
 #define GPSIMD_ZY_TEXT 1024            /* bytes of a text field, its NUL included */
@@ -48,29 +48,29 @@ struct gz_vector {                     /* times in nanoseconds, sizes and offset
  * struct gz_ready followed by each loaded core's op names, every name
  * ending in a NUL, core after core (nops of each), and the memfd of what
  * the objects' static initialisers wrote. */
-struct gz_core {
+typedef struct gz_core {
     /* loaded: the device loader's checks passed (else error says why);
        has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
     int64_t loaded, has_lsp, nops;
     gpsimd_lsp_info lsp;
     char error[GPSIMD_ZY_TEXT];
-};
-struct gz_ready {
+} gz_core;
+typedef struct gz_ready {
     int64_t magic, cgroup;
     char mode[GPSIMD_ZY_MODE];
     char missing[GPSIMD_ZY_TEXT];        /* what is not contained, "" when all is */
-    struct gz_core cores[GPSIMD_ZY_MAX_CORES];
-};
+    gz_core cores[GPSIMD_ZY_MAX_CORES];
+} gz_ready;
 /* one stream a core wrote to: fd 1 or 2, bytes written, kept from the start and the end */
-struct gz_output { int64_t core, fd, total, head, tail; };
+typedef struct gz_output { int64_t core, fd, total, head, tail; } gz_output;
 /* Per vector: a struct gz_reply, with a memfd of the kept output when
  * noutput > 0 (per output entry, its head bytes then its tail bytes);
  * error not empty: the vector did not run, and why. */
-struct gz_reply {
+typedef struct gz_reply {
     int64_t magic, wait_status, timed_out, elapsed_ns, oom_kills, pid, noutput;
-    struct gz_output output[2 * GPSIMD_ZY_MAX_CORES];
+    gz_output output[2 * GPSIMD_ZY_MAX_CORES];
     char error[GPSIMD_ZY_TEXT];
-};
+} gz_reply;
 
 /* ---- the control block: the image's first page (little-endian) ------------
  * The worker writes the header and each run's order (gpsimd_emu.control),
