@@ -104,8 +104,8 @@ lsp_name = _lsp.lsp_name
 
 #: The inline shape forms: the array of abi.h's shape union each fills, its
 #: largest rank and its largest dim (abi.h's limits).
-_INLINE = {ShapeForm.INLINE_4D: ("dims4", _ABI["MAX_DIMS_4D"], _ABI["MAX_DIM_SIZE_4D"]),
-           ShapeForm.INLINE_8D: ("dims8", _ABI["MAX_DIMS"], _ABI["MAX_DIM_SIZE"])}
+_INLINE = {ShapeForm.INLINE_4D: ("dims4", _limits.MAX_DIMS_4D, _limits.MAX_DIM_SIZE_4D),
+           ShapeForm.INLINE_8D: ("dims8", _limits.MAX_DIMS, _limits.MAX_DIM_SIZE)}
 
 
 def _fits_inline(dims: Tuple[int, ...], form: int) -> bool:
