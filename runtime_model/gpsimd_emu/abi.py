@@ -102,13 +102,14 @@ class ArgType:
 scratch_origin = _lsp.scratch_origin
 lsp_name = _lsp.lsp_name
 
-#: The inline shape forms (abi.h ``dims4``, ``dims8``): slots, largest dim, what fits.
-_INLINE = {ShapeForm.INLINE_4D: (4, 0xFFFFFFFF, "(rank <= 4, 0 < dim < 2**32)"),
-           ShapeForm.INLINE_8D: (8, 0xFFFF, "(rank <= 8, 0 < dim <= 65535)")}
+#: The inline shape forms: the array of abi.h's shape union each fills, its
+#: largest rank and its largest dim (abi.h's limits).
+_INLINE = {ShapeForm.INLINE_4D: ("dims4", _limits.MAX_DIMS_4D, _limits.MAX_DIM_SIZE_4D),
+           ShapeForm.INLINE_8D: ("dims8", _limits.MAX_DIMS, _limits.MAX_DIM_SIZE)}
 
 
 def _fits_inline(dims: Tuple[int, ...], form: int) -> bool:
-    slots, largest, _ = _INLINE[form]
+    _, slots, largest = _INLINE[form]
     return len(dims) <= slots and all(0 < d <= largest for d in dims)
 
 
@@ -138,10 +139,14 @@ def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
     return dims
 
 
-def _fit(what: str, value: int, bits: int) -> None:
-    """ValueError ``"<what> does not fit u<bits>"`` unless ``0 <= value < 2**bits``."""
+def _put(record: ctypes.Structure, field: str, value: int, what: str = "") -> None:
+    """``record.field = value``; ValueError ``"<what> does not fit u<bits>"``
+    (``what`` by default ``"<field> <value>"``) unless ``0 <= value <
+    2**bits``, ``bits`` the field's width in abi.h."""
+    bits = 8 * getattr(type(record), field).size
     if not 0 <= value < 1 << bits:
-        raise ValueError(f"{what} does not fit u{bits}")
+        raise ValueError(f"{what or f'{field} {value}'} does not fit u{bits}")
+    setattr(record, field, value)
 
 
 def pack_descriptor(
@@ -180,34 +185,31 @@ def pack_descriptor(
     if form is None:
         form = choose_shape_form(dims)
     num_elem = math.prod(dims)
-    _fit(f"dtype {dtype}", dtype, 8)
-    _fit(f"num_elem {num_elem}", num_elem, 32)
-
-    d = _Descriptor(location=location, framework_shape_type=form, dtype=dtype)
+    d = _Descriptor(location=location, framework_shape_type=form)
+    _put(d, "dtype", dtype)
     if form in _INLINE:
-        slots, _, fits = _INLINE[form]
+        field, slots, largest = _INLINE[form]
         if not _fits_inline(dims, form):
-            raise ValueError(f"shape {list(dims)} does not fit INLINE_{slots}D {fits}")
-        getattr(d.framework_shape, f"dims{slots}")[:len(dims)] = dims
+            raise ValueError(f"shape {list(dims)} does not fit INLINE_{slots}D "
+                             f"(rank <= {slots}, 0 < dim <= {largest})")
+        getattr(d.framework_shape, field)[:len(dims)] = dims
     elif form == ShapeForm.OUT_OF_LINE:
         if shape_addr is None:
             raise ValueError("the out-of-line shape form needs shape_addr")
-        _fit(f"shape_addr {shape_addr:#x}", shape_addr, 64)
-        d.framework_shape.out_of_line.addr, d.framework_shape.out_of_line.ndim = \
-            shape_addr, len(dims)
+        _put(d.framework_shape.out_of_line, "addr", shape_addr, f"shape_addr {shape_addr:#x}")
+        d.framework_shape.out_of_line.ndim = len(dims)
     else:
         raise ValueError(f"unknown shape form {form}")
 
     if location == Location.HBM:
-        _fit(f"HBM address {addr:#x}", addr, 64)
-        d.storage.hbm.addr, d.storage.hbm.num_elem = addr, num_elem
+        _put(d.storage.hbm, "addr", addr, f"HBM address {addr:#x}")
+        _put(d.storage.hbm, "num_elem", num_elem)
     elif location == Location.SBUF:
-        _fit(f"SBUF address {addr:#x}", addr, 32)
-        _fit(f"num_partitions {num_partitions}", num_partitions, 8)
-        _fit(f"num_elem_per_block {num_elem_per_block}", num_elem_per_block, 32)
         tpb = d.storage.tpb
-        tpb.addr, tpb.num_elem, tpb.num_partitions, tpb.num_elem_per_block = \
-            addr, num_elem, num_partitions, num_elem_per_block
+        _put(tpb, "addr", addr, f"SBUF address {addr:#x}")
+        _put(tpb, "num_elem", num_elem)
+        _put(tpb, "num_partitions", num_partitions)
+        _put(tpb, "num_elem_per_block", num_elem_per_block)
     else:
         raise ValueError(f"unknown location {location}")
     return bytes(d)

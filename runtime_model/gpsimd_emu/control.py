@@ -54,7 +54,6 @@ JOB_RUNNING, JOB_EXITED = ZY["JOB_RUNNING"], ZY["JOB_EXITED"]
 
 #: ``gz_control``: the whole page's records (``ctypes.Structure``).
 Block = header_struct("zygote.h", "gz_control")
-_PASS = header_struct("zygote.h", "gz_pass")
 assert ctypes.sizeof(Block) <= SIZE
 
 
@@ -69,16 +68,12 @@ class RecordError(ValueError):
 
 
 class ControlBlock:
-    """The control block at ``offset`` of a writable buffer (an mmap of the
-    image, or any bytearray in tests).
+    """The control block at the start of a writable buffer: an mmap of the
+    image (its semaphores then shared with the vector's processes), or any
+    bytearray in tests."""
 
-    ``base`` is the buffer's host address, needed for the semaphores (0
-    when the buffer is not a real mapping: no semaphores).
-    """
-
-    def __init__(self, buf, offset: int = 0, base: int = 0):
-        self.buf = memoryview(buf)[offset:offset + SIZE]
-        self.base = base + offset if base else 0
+    def __init__(self, buf):
+        self.buf = memoryview(buf)[:SIZE]
 
     def _block(self) -> ctypes.Structure:
         return Block.from_buffer(self.buf)
@@ -100,14 +95,10 @@ class ControlBlock:
 
     def init_semaphores(self) -> None:
         """``sem_init`` the claim semaphore of every pass (process-shared)."""
-        for p in range(self._block().npasses):
-            if _c().sem_init(ctypes.c_void_p(self._sem(p)), 1, 1) != 0:
+        b = self._block()
+        for p in range(b.npasses):
+            if _c().sem_init(ctypes.byref(b.passes[p].sem), 1, 1) != 0:
                 raise OSError(ctypes.get_errno(), "sem_init")
-
-    def _sem(self, p: int) -> int:
-        if not self.base:
-            raise RuntimeError("the control block is not in a shared mapping")
-        return self.base + Block.passes.offset + p * ctypes.sizeof(_PASS) + _PASS.sem.offset
 
     # ---- reading -------------------------------------------------------
 
@@ -139,7 +130,7 @@ class ControlBlock:
         passes = []
         for p in range(npasses):
             r = _record(b.passes[p])
-            r["order"] = list(r["order"][:min(r["ncores"], 8)])
+            r["order"] = list(r["order"][:r["ncores"]])
             if r["state"] > PASS_SKIPPED or r["faulted"] > 1 or r["ncores"] > ncores \
                     or r["claimed"] > r["ncores"] or any(k >= ncores for k in r["order"]):
                 raise RecordError(f"run {p}: its pass record is out of range")

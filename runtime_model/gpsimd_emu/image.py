@@ -154,7 +154,7 @@ class DeviceImage:
         self.scratch_size = scratch_size
         self.file = ImageFile(at)
         try:
-            self.ctl = control.ControlBlock(self.file.mm, 0, self.file.host)
+            self.ctl = control.ControlBlock(self.file.mm)
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
             self.arenas = []

@@ -34,7 +34,6 @@ class RunOutcome:
     Attributes:
         wait_status: the leader's wait status (None: not known).
         timed_out: the zygote killed the vector at its overall limit.
-        elapsed: seconds from the leader's fork to its end.
         oom_kills: processes the memory cgroup killed (0 without one).
         record: the validated control block (``ControlBlock.validate``), or
             None when ``record_error`` says why it is unusable.
@@ -44,7 +43,6 @@ class RunOutcome:
 
     wait_status: Optional[int]
     timed_out: bool
-    elapsed: float
     oom_kills: int = 0
     record: Optional[dict] = None
     record_error: Optional[str] = None

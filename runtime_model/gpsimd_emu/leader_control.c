@@ -24,7 +24,6 @@ int cb_said = -1;
 
 _Static_assert(sizeof(gz_control) <= GPSIMD_ZY_CB_SIZE, "the control block's page");
 _Static_assert(sizeof(sem_t) <= sizeof cb->passes[0].sem, "a pass record holds its semaphore");
-_Static_assert(GPSIMD_ZY_CB_SLOTS == GPSIMD_ZY_MAX_RUNS * GPSIMD_ZY_MAX_CORES, "a slot a core");
 
 /* Make the control page writable or read-only (every function here that
  * writes makes it writable first). The page's state is known after each

@@ -21,8 +21,7 @@ from gpsimd_device import pack as _pack
 
 from . import abi
 
-__all__ = ["LoadError", "PackedObject", "LspInfo", "check_lsp", "parse_pack", "read_object",
-           "payload_fd"]
+__all__ = ["LoadError", "PackedObject", "check_lsp", "parse_pack", "read_object", "payload_fd"]
 
 _ELF_MAGIC = b"\x7fELF"
 
@@ -50,23 +49,6 @@ class PackedObject:
     payload: bytes
     packed: bool
     file: Optional[str] = None
-
-
-@dataclass(frozen=True)
-class LspInfo:
-    """The linker spec baked into a core object (abi.h ``gpsimd_lsp_info``).
-
-    Attributes:
-        core_id: 0..7, or ``abi.LSP_SINGLE`` for the single-core LSP.
-        scratch_origin: device address of the scratch window.
-        scratch_size: bytes.
-        name: e.g. ``"lsp_fll_load_cpu3"``.
-    """
-
-    core_id: int
-    scratch_origin: int
-    scratch_size: int
-    name: str
 
 
 def parse_pack(data: bytes, path: str = "<bytes>") -> PackedObject:
@@ -106,7 +88,7 @@ def read_object(path: str, name: Optional[str] = None) -> PackedObject:
     return replace(parse_pack(data, name), file=path)
 
 
-def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
+def check_lsp(obj: PackedObject, info: Optional[abi.GpsimdLspInfo], lsp: str,
               core: Optional[int]) -> None:
     """Check a core object was linked with linker spec ``lsp`` for ``core``
     (None = single-core): the pack metadata's ``lsp`` and ``core`` when
@@ -124,7 +106,7 @@ def check_lsp(obj: PackedObject, info: Optional[LspInfo], lsp: str,
                         f"core {meta.get('core')}, the plan says {lsp!r} core {core}")
     if info is None:
         return
-    fields = [("name", info.name, lsp),
+    fields = [("name", info.name.decode("utf-8", "replace"), lsp),
               ("core_id", info.core_id, abi.LSP_SINGLE if core is None else core),
               ("scratch_size", info.scratch_size,
                abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE)]

@@ -203,12 +203,11 @@ class LibrarySession:
         """
         ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
         if self._load_checked is None:
-            from .loader import LoadError, LspInfo, check_lsp
+            from .loader import LoadError, check_lsp
             checked = []
             for spec, entry in zip(self.cores, ready["cores"]):
                 try:
-                    info = LspInfo(*entry["lsp"]) if "lsp" in entry else None
-                    check_lsp(spec.obj, info, spec.lsp, spec.core)
+                    check_lsp(spec.obj, entry.get("lsp"), spec.lsp, spec.core)
                     if "error" in entry:
                         raise LoadError(entry["error"])
                     checked.append(None)
@@ -411,7 +410,7 @@ class LibrarySession:
         opts, image = self.options, p.image
 
         def failed(error: str) -> RunOutcome:
-            return RunOutcome(None, False, 0.0, error=error, memory=opts.memory)
+            return RunOutcome(None, False, error=error, memory=opts.memory)
         if p.error:
             return failed(p.error)
         npasses = len(image.runs)
@@ -425,9 +424,8 @@ class LibrarySession:
         self._answered = True
         if "error" in reply:            # (the zygote could not take the vector)
             return failed(f"the device model process failed: {reply['error']}")
-        p.output = reply.get("output", [])
-        outcome = RunOutcome(reply.get("wait_status"), bool(reply.get("timed_out")),
-                             float(reply.get("elapsed", 0.0)), int(reply.get("oom_kills", 0)),
+        p.output = reply["output"]
+        outcome = RunOutcome(reply["wait_status"], reply["timed_out"], reply["oom_kills"],
                              memory=opts.memory)
         try:
             outcome.record = image.ctl.validate(p.nonce, npasses, image.num_cores)

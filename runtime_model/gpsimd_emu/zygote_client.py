@@ -7,8 +7,8 @@ SCM_RIGHTS) and read its replies (a ``Reply`` each, with a memfd of what
 the cores wrote when they wrote anything).
 
 Every message's layout (``struct gz_vector``, ``gz_ready``, ``gz_reply``
-of ``gpsimd_host/zygote.h``) is built here from the header's X-macros,
-so that it is written once.
+of ``gpsimd_host/zygote.h``) is read from the header
+(``binding.header_struct``), so that it is written once.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ import socket
 from typing import List, Optional, Sequence
 
 from gpsimd_device import zygote as program
-from gpsimd_device.headers import INCLUDE_DIR, xmacro_rows
+from gpsimd_device.headers import INCLUDE_DIR
 
 from . import contain
-from .binding import GpsimdLspInfo
+from .binding import header_struct
 from .control import ZY
 from .cores import CoreSpec
 
@@ -36,27 +36,13 @@ MAX_READY = 64 << 20
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def _struct(name: str, *more: tuple) -> type:
-    """``struct <name>`` of zygote.h as a ``ctypes.Structure``: the
-    ``int64_t`` fields of its X-macro (``gz_run``: ``GPSIMD_ZY_RUN_FIELDS``),
-    then the ``(name, ctype)`` fields ``more``."""
-    rows = xmacro_rows("zygote.h", f"GPSIMD_ZY_{name[3:].upper()}_FIELDS")
-    return type(name, (ctypes.Structure,),
-                {"_fields_": [(field, ctypes.c_int64) for (field,) in rows] + list(more)})
-
-
-_Run = _struct("gz_run")
+_Run = header_struct("zygote.h", "gz_run")
 #: One vector for the zygote.
-Vector = _struct("gz_vector", ("runs", _Run * ZY["MAX_RUNS"]),
-                 ("op", ctypes.c_char * ZY["OP_NAME"]))
-_Core = _struct("gz_core", ("lsp", GpsimdLspInfo), ("error", ctypes.c_char * ZY["TEXT"]))
+Vector = header_struct("zygote.h", "gz_vector")
 #: The head of the ready message.
-Ready = _struct("gz_ready", ("mode", ctypes.c_char * ZY["MODE"]),
-                ("missing", ctypes.c_char * ZY["TEXT"]), ("cores", _Core * ZY["MAX_CORES"]))
-_Output = _struct("gz_output")
+Ready = header_struct("zygote.h", "gz_ready")
 #: The answer to one vector.
-Reply = _struct("gz_reply", ("output", _Output * (2 * ZY["MAX_CORES"])),
-                ("error", ctypes.c_char * ZY["TEXT"]))
+Reply = header_struct("zygote.h", "gz_reply")
 
 
 def _str(raw: bytes, errors: str = "replace") -> str:
@@ -66,9 +52,9 @@ def _str(raw: bytes, errors: str = "replace") -> str:
 def read_ready(data: bytes, ncores: int) -> Optional[dict]:
     """The ready message's memfd bytes as ``{"mode", "cgroup", "missing",
     "cores": [...]}``, each core ``{"ops": [names]}`` or ``{"error":
-    text}``, with ``"lsp": [core_id, scratch_origin, scratch_size, name]``
-    when the object answered ``gpsimd_linker_spec_info()``; None when it is
-    not a whole ready message of ``ncores`` cores."""
+    text}``, with ``"lsp"`` (a ``binding.GpsimdLspInfo``) when the object
+    answered ``gpsimd_linker_spec_info()``; None when it is not a whole
+    ready message of ``ncores`` cores."""
     size = ctypes.sizeof(Ready)
     if len(data) < size or not 1 <= ncores <= ZY["MAX_CORES"]:
         return None
@@ -80,8 +66,7 @@ def read_ready(data: bytes, ncores: int) -> Optional[dict]:
     for c in head.cores[:ncores]:
         entry: dict = {}
         if c.has_lsp:
-            entry["lsp"] = [c.lsp.core_id, c.lsp.scratch_origin, c.lsp.scratch_size,
-                            _str(c.lsp.name)]
+            entry["lsp"] = c.lsp
         if c.loaded:
             entry["ops"] = [_str(n, "surrogateescape") for n in names[at:at + c.nops]]
             at += c.nops
@@ -96,7 +81,7 @@ def read_ready(data: bytes, ncores: int) -> Optional[dict]:
 
 def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
     """A reply and the bytes of its output memfd as ``{"wait_status",
-    "timed_out", "elapsed" (seconds), "oom_kills", "pid", "output"}``, its
+    "timed_out", "oom_kills", "pid", "output"}``, its
     ``output`` a list of ``{"core", "stream", "bytes", "text"}`` (the kept
     text: at most ``GPSIMD_ZY_OUTPUT_KEEP`` bytes from the start and as
     many from the end); ``{"error": text}`` when the vector did not run;
@@ -104,7 +89,7 @@ def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
     if len(data) != ctypes.sizeof(Reply):
         return None
     r = Reply.from_buffer_copy(data)
-    if r.magic != ZY["MAGIC"] or not 0 <= r.noutput <= 2 * ZY["MAX_CORES"]:
+    if r.magic != ZY["MAGIC"] or not 0 <= r.noutput <= len(r.output):
         return None
     if r.error:
         return {"error": _str(r.error)}
@@ -120,8 +105,7 @@ def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
         output.append({"core": o.core, "stream": "stdout" if o.fd == 1 else "stderr",
                        "bytes": o.total, "text": _str(text)})
     return {"wait_status": r.wait_status, "timed_out": bool(r.timed_out),
-            "elapsed": r.elapsed_ns * 1e-9, "oom_kills": r.oom_kills, "pid": r.pid,
-            "output": output}
+            "oom_kills": r.oom_kills, "pid": r.pid, "output": output}
 
 
 def vector_message(req: dict) -> bytes:
@@ -139,17 +123,15 @@ def vector_message(req: dict) -> bytes:
         raise ValueError(f"op name of {len(op)} bytes (at most {ZY['OP_NAME'] - 1})")
     if not 1 <= len(runs) <= ZY["MAX_RUNS"] or not 1 <= int(req["ncores"]) <= ZY["MAX_CORES"]:
         raise ValueError(f"{len(runs)} runs of {req['ncores']} cores do not fit the zygote")
-    v = Vector(magic=ZY["MAGIC"], op=op, nruns=len(runs),
-               spread_after_ns=int(float(req["spread_after"]) * 1e9),
-               timeout_ns=int(float(req["timeout"]) * 1e9),
-               parallel=max(1, int(req.get("parallel", 1))),
-               spread_now=1 if req.get("spread_now") else 0)
-    for name in ("memory", "image_total", "prefilled", "size", "ncores", "binding_size",
-                 "bindings_at", "args_at", "arg_len", "page", "desc_len"):
-        setattr(v, name, int(req[name]))
-    for i, run in enumerate(runs):
-        v.runs[i] = _Run(index=int(run["index"]), ordered=int(bool(run["ordered"])),
-                         copy=int(run.get("copy", run["index"])), after=int(run.get("after", -1)))
+    # (every int64_t field of the structures from the request's key of its name)
+    values = dict(req, magic=ZY["MAGIC"], nruns=len(runs), spread_now=bool(req.get("spread_now")),
+                  parallel=max(1, int(req.get("parallel", 1))),
+                  spread_after_ns=float(req["spread_after"]) * 1e9,
+                  timeout_ns=float(req["timeout"]) * 1e9)
+    v = Vector(op=op, **{f: int(values[f]) for f, t in Vector._fields_ if t is ctypes.c_int64})
+    for i, run in enumerate(runs):      # (copy: the run's own by default; after: none)
+        run = dict({"copy": run["index"], "after": -1}, **run)
+        v.runs[i] = _Run(**{f: int(run[f]) for f, _ in _Run._fields_})
     return bytes(v)
 
 

@@ -18,8 +18,7 @@ _SLOT = header_struct("zygote.h", "gz_slot")
 
 def _block(npasses=2, ncores=8, nonce=42):
     mm = mmap.mmap(-1, control.SIZE)
-    base = ctypes.addressof(ctypes.c_char.from_buffer(mm))
-    ctl = ControlBlock(mm, 0, base)
+    ctl = ControlBlock(mm)
     ctl.init(nonce, npasses, ncores, [list(range(ncores)), list(range(ncores))[::-1]][:npasses])
     ctl.init_semaphores()
     return mm, ctl

@@ -5,7 +5,7 @@ import zlib
 
 import pytest
 
-from gpsimd_emu import loader
+from gpsimd_emu import abi, loader
 from gpsimd_emu.loader import LoadError
 
 ELF = b"\x7fELF" + bytes(range(60))
@@ -86,3 +86,18 @@ def test_read_object_plain_so_and_missing(tmp_path):
     q.write_bytes(b"hello world, not an object at all")
     with pytest.raises(LoadError, match="bad magic"):
         loader.read_object(str(q))
+
+
+def test_the_linker_spec_an_object_reports_is_checked():
+    """``check_lsp`` reads the zygote's ``gpsimd_lsp_info`` (binding.GpsimdLspInfo)."""
+    obj = loader.PackedObject("c.so", {}, ELF, False)
+    spec = abi.GpsimdLspInfo(core_id=3, scratch_origin=abi.scratch_origin(3),
+                             scratch_size=abi.SCRATCH_CORE_SIZE, name=b"lsp_fll_load_cpu3")
+    loader.check_lsp(obj, spec, "lsp_fll_load_cpu3", 3)
+    loader.check_lsp(obj, None, "lsp_fll_load_cpu3", 3)
+    with pytest.raises(LoadError, match=r"^c.so: wrong linker spec for core 4: name "
+                       r"'lsp_fll_load_cpu3' \(expected 'lsp_fll_load_cpu4'\), core_id 0x3 "
+                       r"\(expected 0x4\), scratch_origin 0x84600000 \(expected 0x84800000\)$"):
+        loader.check_lsp(obj, spec, "lsp_fll_load_cpu4", 4)
+    with pytest.raises(LoadError, match=r"single-core: .*scratch_size 0x200000 \(expected "):
+        loader.check_lsp(obj, spec, "lsp_fll_load_cpu_single", None)

@@ -1,11 +1,10 @@
 """The emulator's program, ``gpsimd-zygote``, against its one definition
-(``gpsimd_host/zygote.h``): the messages the worker reads and writes
-through the header's X-macros have the C structures' sizes and offsets (a C program
-compiled from the same header says them), the program carries the digest
-of its sources and is refused when it was built from others, and it
-refuses what it cannot read."""
+(``gpsimd_host/zygote.h``): the structures the worker reads and writes
+through ``binding.header_struct`` have the C structures' sizes and
+offsets (a C program compiled from the same header says them), the
+program carries the digest of its sources and is refused when it was
+built from others, and it refuses what it cannot read."""
 import ctypes
-import json
 import os
 import socket
 import subprocess
@@ -21,52 +20,47 @@ from gpsimd_emu.zygote_client import Ready, Reply, Vector, vector_message
 
 pytestmark = pytest.mark.slow      # (the tests compile)
 
-_PROBE = r"""
-#include <semaphore.h>
-#include <stddef.h>
-#include <stdio.h>
-#include "gpsimd_host/abi.h"
-#include "gpsimd_host/zygote.h"
-int main(void) {
-    printf("{\"vector\": %zu, \"runs\": %zu, \"op\": %zu, \"run\": %zu, \"timeout_ns\": %zu,"
-           " \"sem_t\": %zu, \"binding\": %zu, \"ready\": %zu, \"ready_cores\": %zu,"
-           " \"core_error\": %zu, \"reply\": %zu, \"reply_error\": %zu, \"output\": %zu,"
-           " \"control\": %zu, \"jobs\": %zu, \"sem\": %zu, \"error_len\": %zu}\n",
-           sizeof(struct gz_vector), offsetof(struct gz_vector, runs),
-           offsetof(struct gz_vector, op), sizeof(struct gz_run),
-           offsetof(struct gz_vector, timeout_ns), sizeof(sem_t), sizeof(gpsimd_core_binding),
-           sizeof(struct gz_ready), offsetof(struct gz_ready, cores),
-           offsetof(struct gz_core, error), sizeof(struct gz_reply),
-           offsetof(struct gz_reply, error), sizeof(struct gz_output), sizeof(gz_control),
-           offsetof(gz_control, jobs), offsetof(gz_pass, sem), offsetof(gz_control, error_len));
-    return 0;
-}
-"""
+#: Every structure of zygote.h the worker reads (``binding.header_struct``),
+#: by its C name.
+_STRUCTS = {"struct gz_vector": Vector, "struct gz_run": header_struct("zygote.h", "gz_run"),
+            "struct gz_ready": Ready, "struct gz_core": header_struct("zygote.h", "gz_core"),
+            "struct gz_reply": Reply, "struct gz_output": header_struct("zygote.h", "gz_output"),
+            "gz_control": control.Block, "gz_pass": header_struct("zygote.h", "gz_pass"),
+            "gz_slot": header_struct("zygote.h", "gz_slot"),
+            "gz_job": header_struct("zygote.h", "gz_job")}
 
 
 def test_the_message_is_the_c_structure(tmp_path):
+    """Every size and field offset of those structures, as a C program
+    compiled from the same header says them; the semaphore fits its pass
+    record, and the core's linker spec and the binding are abi.py's."""
+    lines = ["#include <semaphore.h>", "#include <stddef.h>", "#include <stdio.h>",
+             '#include "gpsimd_host/zygote.h"', "int main(void) {",
+             'printf("sem_t %zu\\n", sizeof(sem_t));',
+             'printf("binding %zu\\n", sizeof(gpsimd_core_binding));']
+    for cname, cls in _STRUCTS.items():
+        lines.append(f'printf("{cname}|sizeof %zu\\n", sizeof({cname}));')
+        lines += [f'printf("{cname}|{f} %zu\\n", offsetof({cname}, {f}));' for f, _ in cls._fields_]
     src = tmp_path / "probe.c"
-    src.write_text(_PROBE)
+    src.write_text("\n".join(lines + ["return 0;", "}", ""]))
     subprocess.run(["gcc", "-I", INCLUDE_DIR, "-o", str(tmp_path / "probe"), str(src)],
                    check=True)
-    c = json.loads(subprocess.run([str(tmp_path / "probe")], capture_output=True,
-                                  text=True, check=True).stdout)
-    assert c["vector"] == ctypes.sizeof(Vector)
-    assert (c["runs"], c["op"], c["timeout_ns"]) == (Vector.runs.offset, Vector.op.offset,
-                                                      Vector.timeout_ns.offset)
-    assert c["run"] * control.MAX_PASSES == Vector.runs.size
-    # the control block as control.py reads it; its semaphore fits its pass
-    # record; the binding is abi.py's
-    block, pass_ = control.Block, header_struct("zygote.h", "gz_pass")
-    assert (c["control"], c["jobs"], c["error_len"]) == (
-        ctypes.sizeof(block), block.jobs.offset, block.error_len.offset)
-    assert c["sem"] == pass_.sem.offset and c["sem_t"] <= pass_.sem.size
-    assert c["binding"] == ctypes.sizeof(abi.GpsimdCoreBinding)
-    # the answers: the ready message's head and a reply
-    assert (c["ready"], c["ready_cores"]) == (ctypes.sizeof(Ready), Ready.cores.offset)
-    assert c["core_error"] == zygote_client._Core.error.offset
-    assert (c["reply"], c["reply_error"]) == (ctypes.sizeof(Reply), Reply.error.offset)
-    assert c["output"] * 2 * control.MAX_CORES == Reply.output.size
+    c = dict(line.rsplit(" ", 1) for line in subprocess.run(
+        [str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout.splitlines())
+    checked = 0
+    for cname, cls in _STRUCTS.items():
+        assert int(c[f"{cname}|sizeof"]) == ctypes.sizeof(cls), cname
+        for f, _ in cls._fields_:
+            assert int(c[f"{cname}|{f}"]) == getattr(cls, f).offset, (cname, f)
+            checked += 1
+    assert checked == 19 + 4 + 5 + 5 + 9 + 5 + 13 + 8 + 6 + 4
+    assert (Vector.runs.size, Reply.output.size) == (
+        ctypes.sizeof(_STRUCTS["struct gz_run"]) * control.MAX_PASSES,
+        ctypes.sizeof(_STRUCTS["struct gz_output"]) * 2 * control.MAX_CORES)
+    pass_ = _STRUCTS["gz_pass"]
+    assert int(c["sem_t"]) <= pass_.sem.size
+    assert int(c["binding"]) == ctypes.sizeof(abi.GpsimdCoreBinding)
+    assert _STRUCTS["struct gz_core"].lsp.size == ctypes.sizeof(abi.GpsimdLspInfo)
 
 
 def test_a_vector_message_holds_the_request():

@@ -1,9 +1,9 @@
 /* The emulator's native program, gpsimd-zygote (runtime_model/gpsimd_emu/
  * zygote.c, sandbox.c, leader.c): the one definition of what it and the
- * Python worker share. The worker reads this file (gpsimd_device.headers:
- * every "#define GPSIMD_ZY_* <number>" line and the X-macros; the control
- * block's typedefs through gpsimd_emu.binding.header_struct), so a
- * layout, a limit or a state is written here and nowhere else.
+ * Python worker share. The worker reads this file (every "#define
+ * GPSIMD_ZY_* <number>" line through gpsimd_device.headers, every structure
+ * through gpsimd_emu.binding.header_struct), so a layout, a limit or a
+ * state is written here and nowhere else.
  *
  * Not a kernel-facing header: kernels never include it.
  */
@@ -30,20 +30,16 @@
 
 /* ---- one vector: the worker's message (with the image memfd) -------------- */
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
-/* every field an int64_t; times in nanoseconds, sizes and offsets in bytes */
-#define GPSIMD_ZY_VECTOR_FIELDS(X) X(magic) X(memory) X(image_total) X(prefilled) X(size) X(ncores) X(nruns) X(parallel) X(spread_now) X(spread_after_ns) X(timeout_ns) X(binding_size) X(bindings_at) X(args_at) X(arg_len) X(page) X(desc_len)
 /* copy: the copy of the core objects a run launches; after: -1, or the run
  * whose launch of each core this run's launch of it follows at once, in
  * the same process (a second call of the same loaded objects) */
-#define GPSIMD_ZY_RUN_FIELDS(X) X(index) X(ordered) X(copy) X(after)
-
-#define GPSIMD_ZY_I64(name) int64_t name;
-struct gz_run { GPSIMD_ZY_RUN_FIELDS(GPSIMD_ZY_I64) };
-struct gz_vector {
-    GPSIMD_ZY_VECTOR_FIELDS(GPSIMD_ZY_I64)
-    struct gz_run runs[GPSIMD_ZY_MAX_RUNS];
+typedef struct gz_run { int64_t index, ordered, copy, after; } gz_run;
+typedef struct gz_vector {             /* times in nanoseconds, sizes and offsets in bytes */
+    int64_t magic, memory, image_total, prefilled, size, ncores, nruns, parallel, spread_now,
+        spread_after_ns, timeout_ns, binding_size, bindings_at, args_at, arg_len, page, desc_len;
+    gz_run runs[GPSIMD_ZY_MAX_RUNS];
     char op[GPSIMD_ZY_OP_NAME];          /* the op's function, NUL-terminated */
-};
+} gz_vector;
 
 /* ---- the zygote's answers ---------------------------------------------------- */
 #define GPSIMD_ZY_TEXT 1024            /* bytes of a text field, its NUL included */
@@ -51,36 +47,31 @@ struct gz_vector {
 /* Ready, once the objects are loaded: one byte "R" with the memfd of a
  * struct gz_ready followed by each loaded core's op names, every name
  * ending in a NUL, core after core (nops of each), and the memfd of what
- * the objects' static initialisers wrote. Every field an int64_t. */
-#define GPSIMD_ZY_READY_FIELDS(X) X(magic) X(cgroup)
-/* loaded: the device loader's checks passed (else error says why);
-   has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
-#define GPSIMD_ZY_CORE_FIELDS(X) X(loaded) X(has_lsp) X(nops)
+ * the objects' static initialisers wrote. */
+typedef struct gz_core {
+    /* loaded: the device loader's checks passed (else error says why);
+       has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
+    int64_t loaded, has_lsp, nops;
+    gpsimd_lsp_info lsp;
+    char error[GPSIMD_ZY_TEXT];
+} gz_core;
+typedef struct gz_ready {
+    int64_t magic, cgroup;
+    char mode[GPSIMD_ZY_MODE];
+    char missing[GPSIMD_ZY_TEXT];        /* what is not contained, "" when all is */
+    gz_core cores[GPSIMD_ZY_MAX_CORES];
+} gz_ready;
+/* one stream a core wrote to: fd 1 or 2, bytes written, kept from the start and the end */
+typedef struct gz_output { int64_t core, fd, total, head, tail; } gz_output;
 /* Per vector: a struct gz_reply, with a memfd of the kept output when
  * noutput > 0 (per output entry, its head bytes then its tail bytes);
  * error not empty: the vector did not run, or what its cores wrote could
  * not be kept, and why. elapsed in ns. */
-#define GPSIMD_ZY_REPLY_FIELDS(X) X(magic) X(wait_status) X(timed_out) X(elapsed_ns) X(oom_kills) X(pid) X(noutput)
-/* one stream a core wrote to: fd 1 or 2, bytes written, kept from the start and the end */
-#define GPSIMD_ZY_OUTPUT_FIELDS(X) X(core) X(fd) X(total) X(head) X(tail)
-
-struct gz_core {
-    GPSIMD_ZY_CORE_FIELDS(GPSIMD_ZY_I64)
-    gpsimd_lsp_info lsp;
+typedef struct gz_reply {
+    int64_t magic, wait_status, timed_out, elapsed_ns, oom_kills, pid, noutput;
+    gz_output output[2 * GPSIMD_ZY_MAX_CORES];
     char error[GPSIMD_ZY_TEXT];
-};
-struct gz_ready {
-    GPSIMD_ZY_READY_FIELDS(GPSIMD_ZY_I64)
-    char mode[GPSIMD_ZY_MODE];
-    char missing[GPSIMD_ZY_TEXT];        /* what is not contained, "" when all is */
-    struct gz_core cores[GPSIMD_ZY_MAX_CORES];
-};
-struct gz_output { GPSIMD_ZY_OUTPUT_FIELDS(GPSIMD_ZY_I64) };
-struct gz_reply {
-    GPSIMD_ZY_REPLY_FIELDS(GPSIMD_ZY_I64)
-    struct gz_output output[2 * GPSIMD_ZY_MAX_CORES];
-    char error[GPSIMD_ZY_TEXT];
-};
+} gz_reply;
 
 /* ---- the control block: the image's first page (little-endian) ------------
  * The worker writes the header and each run's order (gpsimd_emu.control),
@@ -90,7 +81,6 @@ struct gz_reply {
 #define GPSIMD_ZY_CB_VERSION 1
 #define GPSIMD_ZY_CB_ERROR_CAPACITY 1024
 #define GPSIMD_ZY_CB_SEM_WORDS 5       /* a run's claim semaphore: a sem_t (40 bytes) */
-#define GPSIMD_ZY_CB_SLOTS 40          /* MAX_RUNS x MAX_CORES */
 typedef struct {                       /* a run (a pass) */
     uint32_t state;                    /* 0: pending */
     uint32_t faulted;
@@ -127,7 +117,7 @@ typedef struct {
     uint32_t leader_done;              /* 1: the leader recorded every run */
     char error[GPSIMD_ZY_CB_ERROR_CAPACITY];   /* UTF-8 text of a model error */
     gz_pass passes[GPSIMD_ZY_MAX_RUNS];
-    gz_slot slots[GPSIMD_ZY_CB_SLOTS];
+    gz_slot slots[GPSIMD_ZY_MAX_RUNS * GPSIMD_ZY_MAX_CORES];
     gz_job jobs[GPSIMD_ZY_MAX_JOBS];
 } gz_control;
 
