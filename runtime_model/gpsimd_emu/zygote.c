@@ -216,7 +216,6 @@ static void run(struct gz_vector *m, int image_fd)
                 ;
         }
     }
-    double elapsed = gl_mono() - start;
     sweep();
     gz_drain(nstreams);                  /* (every writer is gone: what is left) */
     sb_fresh_workdir();
@@ -231,8 +230,7 @@ static void run(struct gz_vector *m, int image_fd)
         return;
     }
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
-                              .timed_out = timed_out, .elapsed_ns = (int64_t)(elapsed * 1e9),
-                              .pid = pid};
+                              .timed_out = timed_out, .pid = pid};
     reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
     int fd, err = gz_kept(&reply, 2 * ncores, &fd);
     if (err) {

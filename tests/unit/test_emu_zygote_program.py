@@ -53,7 +53,7 @@ def test_the_message_is_the_c_structure(tmp_path):
         for f, _ in cls._fields_:
             assert int(c[f"{cname}|{f}"]) == getattr(cls, f).offset, (cname, f)
             checked += 1
-    assert checked == 19 + 4 + 5 + 5 + 9 + 5 + 13 + 8 + 6 + 4
+    assert checked == 19 + 4 + 5 + 5 + 8 + 5 + 13 + 8 + 6 + 4
     assert (Vector.runs.size, Reply.output.size) == (
         ctypes.sizeof(_STRUCTS["struct gz_run"]) * control.MAX_PASSES,
         ctypes.sizeof(_STRUCTS["struct gz_output"]) * 2 * control.MAX_CORES)

@@ -66,9 +66,9 @@ typedef struct gz_output { int64_t core, fd, total, head, tail; } gz_output;
 /* Per vector: a struct gz_reply, with a memfd of the kept output when
  * noutput > 0 (per output entry, its head bytes then its tail bytes);
  * error not empty: the vector did not run, or what its cores wrote could
- * not be kept, and why. elapsed in ns. */
+ * not be kept, and why. */
 typedef struct gz_reply {
-    int64_t magic, wait_status, timed_out, elapsed_ns, oom_kills, pid, noutput;
+    int64_t magic, wait_status, timed_out, oom_kills, pid, noutput;
     gz_output output[2 * GPSIMD_ZY_MAX_CORES];
     char error[GPSIMD_ZY_TEXT];
 } gz_reply;
