@@ -7,6 +7,7 @@ by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` of a
 file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
 lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on."""
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -234,3 +235,67 @@ def test_a_copy_of_the_objects_that_does_not_load_says_why(built, tmp_path, zygo
     assert (relu.status, relu.message) == (
         "fail", "the device model process failed: copy 1 of core object 0 has no op relu (it "
         "did not load again: memfd_create: Too many open files)")
+
+
+@pytest.fixture(scope="module")
+def multicore(tmp_path_factory):
+    """The stand-in object of each of the eight cores."""
+    d = tmp_path_factory.mktemp("program_errors_cores")
+    jobs = [subprocess.Popen([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
+                              "-Wl,-Bsymbolic", "-I", os.path.join(ROOT, "runtime_model", "include"),
+                              f"-DCORE_ID={i}u", f"-DORIGIN={abi.scratch_origin(i)}ull",
+                              f"-DSIZE={abi.SCRATCH_CORE_SIZE}ull", f'-DNAME="{abi.lsp_name(i)}"',
+                              "-o", str(d / f"fake_cpu{i}.so"),
+                              os.path.join(ROOT, "tests", "native", "fake_core.cpp")])
+            for i in range(8)]
+    assert [job.wait() for job in jobs] == [0] * 8
+    return [d / f"fake_cpu{i}.so" for i in range(8)]
+
+
+def spread(tmp_path, cores, zygote_program, ops):
+    """A session of a multicore library of ``ops`` (vector ``a`` each, the
+    reference relu), each run spread at once over eight processes."""
+    (tmp_path / "ref.py").write_text(REFERENCE)
+    vector = {"name": "a", "where": "ops.yaml:1:3", "inputs": {"x": {
+        "kind": "tensor", "dtype": "float32", "shape": [64],
+        "random": {"seed": 7, "distribution": "normal"}}},
+        "output": {"dtype": "float32", "shape": None},
+        "expected": {"reference": {"file": "ref.py", "function": "relu"}},
+        "rtol": 1e-6, "atol": 1e-5}
+    plan = {"format": 1, "library": "fake", "multicore": True, "cores": [
+        {"core": i, "lsp": abi.lsp_name(i), "object": str(so)} for i, so in enumerate(cores)],
+        "ops": [{"name": name, "schema": f"my_ops::{name}(Tensor x) -> Tensor",
+                 "args": [{"name": "x", "type": "Tensor"}], "stack_size": 4196,
+                 "vectors": [vector]} for name in ops]}
+    return LibrarySession(TestPlan.from_json(plan), root=str(tmp_path), options=RunOptions(
+        zygote=zygote_program, timeout=10, parallel=8, spread_after=0.0))
+
+
+def test_a_kernel_that_ignores_sigchld_leaves_a_helpers_crash_a_crash(multicore, tmp_path,
+                                                                       zygote_program):
+    """A kernel runs in the leader: one that ignores SIGCHLD there has the
+    kernel of Linux reap the leader's helpers, whose wait statuses are then
+    lost. The leader sets SIGCHLD back after each launch, so a core that
+    crashes in a helper forked after it is still said to crash (in the
+    first run, or a later one when core 7 of the first ran in the leader;
+    it read as an exit 0)."""
+    with spread(tmp_path, multicore, zygote_program, ["nochld_crash", "relu"]) as s:
+        crash, relu = s.run_vector("nochld_crash", "a"), s.run_vector("relu", "a")
+    assert crash.status == "fail" and re.fullmatch(r"core 7 crashed with SIGSEGV( \(.*\))?",
+                                                   crash.message), crash.message
+    assert (relu.status, relu.message) == ("pass", "")
+
+
+def test_a_helper_whose_end_the_leader_cannot_learn_fails_the_vector(multicore, tmp_path,
+                                                                     zygote_program):
+    """A kernel that waits for the leader's children itself takes their
+    wait statuses: the leader, whose wait then fails, does not read that as
+    a normal end (a helper that crashed between two launches would pass);
+    the vector fails naming the cores that process ran."""
+    with spread(tmp_path, multicore, zygote_program, ["reap", "relu"]) as s:
+        reap, relu = s.run_vector("reap", "a"), s.run_vector("relu", "a")
+    assert reap.status == "fail" and re.fullmatch(
+        r"the helper process that ran cores? [-0-9, ]+( \(.*\))? ended, and how is not known: a "
+        r"kernel waited for the model.s processes itself, or had them reaped \(SIGCHLD ignored\), "
+        r"so their wait status was lost", reap.message), reap.message
+    assert (relu.status, relu.message) == ("pass", "")
