@@ -85,20 +85,42 @@ static void set_alarm(double seconds)
     setitimer(ITIMER_REAL, &t, NULL);
 }
 
+/* A helper's wait status; GPSIMD_ZY_LOST, never a normal end, when the
+ * wait fails (a kernel waited for it, or had it reaped: SIGCHLD ignored) */
 static int wait_pid(int pid)
 {
     int st;
     while (waitpid(pid, &st, 0) != pid)
         if (errno != EINTR)
-            return 0;
+            return GPSIMD_ZY_LOST;
     return st;
 }
 
+/* What the leader relies on, set again after each launch (a kernel runs in
+ * this process): SIGCHLD at its default, so that a helper's end waits for
+ * waitpid (SIG_IGN or SA_NOCLDWAIT has Linux reap it, its status lost), and
+ * SIGALRM, the run's time limit, ending the process. */
+static void own_signals(void)
+{
+    static const int own[] = {SIGCHLD, SIGALRM};
+    sigset_t set;
+    sigemptyset(&set);
+    for (int i = 0; i < 2; i++) {
+        sigaction(own[i], &(struct sigaction){.sa_handler = SIG_DFL}, NULL);
+        sigaddset(&set, own[i]);
+    }
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+}
+
+/* Reap what else ended (what a kernel forked); a whole run's helper among
+ * it keeps its status for wait_whole (read as lost, it failed the vector) */
 static void reap_orphans(void)
 {
     int st;
-    while (waitpid(-1, &st, WNOHANG) > 0)
-        ;
+    for (pid_t pid; (pid = waitpid(-1, &st, WNOHANG)) > 0;)
+        for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
+            if (whole[p].pid == pid && !whole[p].done)
+                whole[p] = (struct job){whole[p].index, p, pid, 1, st};
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -149,8 +171,8 @@ static int whole_running(void)
         pid_t got = waitpid(j->pid, &j->status, WNOHANG);   /* (0: status left as it was) */
         if (got == 0 || (got < 0 && errno != ECHILD))
             n++;
-        else
-            j->done = 1;
+        else if ((j->done = 1) && got < 0)
+            j->status = GPSIMD_ZY_LOST;       /* (ended, how not known: see wait_pid) */
     }
     return n;
 }
@@ -262,6 +284,7 @@ static void launch(int p, int k, int index, unsigned char *arg_buf, unsigned cha
     int64_t t1 = now_ns();
     int status = ((launcher_fn)R->launchers[p][k])();
     int64_t t2 = now_ns();
+    own_signals();
     fflush(NULL);                          /* what the core's stdio holds is the core's */
     gpsimd_core_report *report = (gpsimd_core_report *)(uintptr_t)b->report_host;
     int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
@@ -376,9 +399,10 @@ long gl_fork_leader(struct gl_request *req)
         sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
     sb_die_with_parent(zygote);
     gl_set_name("gpsimd-vector");
-    static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
+    static const int reset[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
+    own_signals();
     cb_said = R->said;                     /* (no control block to record an error in yet) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);

@@ -27,6 +27,8 @@
 #define GPSIMD_ZY_KILL_GRACE_MS 2000   /* a vector's deadline: every run's limit + this */
 #define GPSIMD_ZY_EXIT_MODEL_ERROR 70  /* a vector's process recorded a model error */
 #define GPSIMD_ZY_CANCELLED -2         /* wait status of a run a fault made unneeded */
+#define GPSIMD_ZY_LOST -3              /* wait status of a helper whose wait failed (its end
+                                          not known: a kernel reaped it, or ignored SIGCHLD) */
 
 /* ---- one vector: the worker's message (with the image memfd) -------------- */
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
