@@ -118,6 +118,7 @@ static int crash() {
     if (B.core_id == B.core_count - 1) raise(SIGSEGV);
     return relu();
 }
+#ifdef HOSTILE_OPS
 // The emulator's processes (ARCHITECTURE.md "Processes and containment"):
 // 1 in the vector's leader, 0 in a helper it forked
 static int in_leader() {
@@ -140,6 +141,12 @@ static int reap() {
     else usleep(20000);
     return relu();
 }
+#define HOSTILE_NAMES , "nochld_crash", "reap"
+#define HOSTILE_FNS , nochld_crash, reap
+#else
+#define HOSTILE_NAMES
+#define HOSTILE_FNS
+#endif
 static int hang() { for (volatile int i = 0;; i = i) {} return 0; }
 static int faulty() { return fault(9, "tcm_to_tensor: offset 12 + 4 > numel 13"); }
 static int hello() {
@@ -187,11 +194,10 @@ static int ool_shape() {  // output [2, 0, 3]: dims out of line, as int64 in HBM
 
 typedef int (*wrapper_fn)();
 static const char* names[] = {"relu", "relu_buggy", "scale", "crash", "hang", "faulty",
-                              "hello", "copy_i8", "overrun", "touch_input", "ool_shape",
-                              "nochld_crash", "reap"};
+                              "hello", "copy_i8", "overrun", "touch_input", "ool_shape"
+                              HOSTILE_NAMES};
 static wrapper_fn fns[] = {relu, relu_buggy, scale, crash, hang, faulty,
-                           hello, copy_i8, overrun, touch_input, ool_shape,
-                           nochld_crash, reap};
+                           hello, copy_i8, overrun, touch_input, ool_shape HOSTILE_FNS};
 int get_func_cnt() { return sizeof names / sizeof names[0]; }
 char const* get_func_name(int i) { return i >= 0 && i < get_func_cnt() ? names[i] : "error"; }
 wrapper_fn get_func_ptr(int i) { return i >= 0 && i < get_func_cnt() ? fns[i] : 0; }
