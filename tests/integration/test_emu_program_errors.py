@@ -5,10 +5,12 @@ core object (tests/native/fake_core.cpp): a failure is said to the user
 a process that no longer uses it. What no kernel can make fail is made to
 by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` of a
 file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
-lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on."""
+lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on; what a
+kernel can (ignore SIGCHLD in the leader) by ops of the stand-in."""
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 
@@ -19,6 +21,7 @@ from gpsimd_emu import abi
 from gpsimd_emu.client.process import children
 from gpsimd_emu.image import DeviceImage
 from gpsimd_emu.session import LibrarySession, RunOptions
+from gpsimd_emu.zygote_client import ZygoteClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -239,12 +242,14 @@ def test_a_copy_of_the_objects_that_does_not_load_says_why(built, tmp_path, zygo
 
 @pytest.fixture(scope="module")
 def multicore(tmp_path_factory):
-    """The stand-in object of each of the eight cores."""
+    """The stand-in object of each of the eight cores, with its ops that
+    reach into the leader (HOSTILE_OPS)."""
     d = tmp_path_factory.mktemp("program_errors_cores")
     jobs = [subprocess.Popen([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
                               "-Wl,-Bsymbolic", "-I", os.path.join(ROOT, "runtime_model", "include"),
                               f"-DCORE_ID={i}u", f"-DORIGIN={abi.scratch_origin(i)}ull",
                               f"-DSIZE={abi.SCRATCH_CORE_SIZE}ull", f'-DNAME="{abi.lsp_name(i)}"',
+                              "-DHOSTILE_OPS",
                               "-o", str(d / f"fake_cpu{i}.so"),
                               os.path.join(ROOT, "tests", "native", "fake_core.cpp")])
             for i in range(8)]
@@ -299,3 +304,30 @@ def test_a_helper_whose_end_the_leader_cannot_learn_fails_the_vector(multicore, 
         r"kernel waited for the model.s processes itself, or had them reaped \(SIGCHLD ignored\), "
         r"so their wait status was lost", reap.message), reap.message
     assert (relu.status, relu.message) == ("pass", "")
+
+
+def _half_a_message(client, cores):
+    """The objects' message without its descriptors."""
+    socket.send_fds(client.sock, [b"".join(os.fsencode(c.path) + b"\0" for c in cores)], [])
+
+
+@pytest.mark.parametrize("fail, said", [
+    (dict(GPSIMD_TEST_FAIL_PIPE2="1"),
+     "gpsimd-zygote: cannot start the sandbox's relay: Too many open files"),
+    (dict(GPSIMD_TEST_FAIL="gpsimd-ready"),
+     "gpsimd-zygote: cannot make the ready message: Too many open files"),
+    ({}, "gpsimd-zygote: no whole message of 1 core objects")])
+def test_what_the_program_says_before_it_is_ready_reaches_the_user(
+        built, tmp_path, zygote_program, monkeypatch, fail, said):
+    """What the program says before its ready message went to the load
+    output's memfd, which only that message sends: its relay that cannot
+    be made (pipe2 fails), a ready message that cannot be (its memfd), an
+    objects' message that is not whole (no descriptors) ended it with
+    'exited with status N (a static initialiser of a core object?)'."""
+    if not fail:
+        monkeypatch.setattr(ZygoteClient, "load", _half_a_message)
+    with session(tmp_path, built, zygote_program, monkeypatch, **fail) as s:
+        relu = s.run_vector("relu", "a")
+    assert (relu.status, relu.message) == (
+        "fail", f"the core objects could not be loaded: the device model process ended before "
+        f"it was ready: {said}")
