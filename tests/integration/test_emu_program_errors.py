@@ -331,3 +331,15 @@ def test_what_the_program_says_before_it_is_ready_reaches_the_user(
     assert (relu.status, relu.message) == (
         "fail", f"the core objects could not be loaded: the device model process ended before "
         f"it was ready: {said}")
+
+
+def test_the_later_copies_write_nowhere_near_the_load_output_handed_over(
+        built, tmp_path, zygote_program, monkeypatch):
+    """What the copies past the first write while they load goes to a memfd
+    of its own; when that memfd cannot be made, to /dev/null: not to the
+    load output's, which the worker has (fds 1 and 2 stayed on it)."""
+    with session(tmp_path, built, zygote_program, monkeypatch,
+                 GPSIMD_TEST_FAIL="gpsimd-load-rest") as s:
+        assert s.run_vector("relu", "a").status == "pass"
+        held = [link for link in descriptors(s)["zygote"] if "gpsimd-load-output" in link]
+    assert held == []
