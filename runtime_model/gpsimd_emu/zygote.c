@@ -376,15 +376,14 @@ int main(int argc, char **argv)
     if (out >= 0)                        /* (the worker's now; stdout and stderr below too) */
         close(out);
     /* the other copies load while the worker makes its first vector ready;
-       their static initialisers write to a memfd no one reads (copy 0's
-       output was sent: the worker reads it once) */
+       their static initialisers write to a memfd no one reads, or to
+       /dev/null (copy 0's output was sent: the worker reads it once) */
     int rest = memfd_create("gpsimd-load-rest", MFD_CLOEXEC);
-    if (rest >= 0) {
-        fflush(NULL);
-        dup2(rest, 1);
-        dup2(rest, 2);
+    fflush(NULL);
+    dup2(rest >= 0 ? rest : devnull, 1);
+    dup2(rest >= 0 ? rest : devnull, 2);
+    if (rest >= 0)
         close(rest);
-    }
     for (int c = 1; c < ncopies; c++)
         for (int k = 0; k < ncores; k++)
             gz_load(c, k, payload[k], name[k], NULL);       /* (no entry: c > 0) */
