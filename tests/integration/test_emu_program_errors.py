@@ -3,8 +3,8 @@ zygote.c, zygote_output.c, sandbox_cgroup.c), run against the stand-in
 core object (tests/native/fake_core.cpp): a failure is said to the user
 (the vector fails with it, the next one runs) and leaves no descriptor in
 a process that no longer uses it. What no kernel can make fail is made to
-by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` of a
-file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
+by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` and
+``open`` of a file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
 lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on; what a
 kernel can (ignore SIGCHLD in the leader) by ops of the stand-in."""
 import os
@@ -62,6 +62,13 @@ int openat(int dir, const char *path, int flags, ...) {
     }
     return ((int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat"))(dir, path, flags,
                                                                             mode);
+}
+int open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = flags & (O_CREAT | O_TMPFILE) ? va_arg(ap, mode_t) : 0;
+    va_end(ap);
+    return openat(AT_FDCWD, path, flags, mode);
 }
 int pipe2(int fds[2], int flags) {
     static int calls;                  /* (of this process, and of those it forked) */
@@ -343,3 +350,30 @@ def test_the_later_copies_write_nowhere_near_the_load_output_handed_over(
         assert s.run_vector("relu", "a").status == "pass"
         held = [link for link in descriptors(s)["zygote"] if "gpsimd-load-output" in link]
     assert held == []
+
+
+def _cgroup_parent() -> str:
+    """The folder the program makes its memory cgroup in (v1's, else v2's)."""
+    with open("/proc/self/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    v1 = [path for _, names, path in lines if "memory" in names.split(",")]
+    return f"/sys/fs/cgroup/memory{v1[0]}" if v1 else \
+        f"/sys/fs/cgroup{[path for n, _, path in lines if n == '0'][0]}"
+
+
+def test_the_cgroup_is_removed_when_its_parent_folder_could_not_be_opened(
+        built, tmp_path, zygote_program, monkeypatch):
+    """The relay removes the cgroup through a descriptor of its parent
+    folder (the path may be hidden from it); when that folder could not be
+    opened, it called unlinkat(-1, ...) and the cgroup stayed."""
+    parent = _cgroup_parent().rstrip("/")
+    if not os.path.basename(parent):
+        pytest.skip("the memory cgroup's parent is the root")
+    with session(tmp_path, built, zygote_program, monkeypatch,
+                 GPSIMD_TEST_FAIL=os.path.basename(parent)) as s:
+        assert s.run_vector("relu", "a").status == "pass"
+        if not s.ready()["cgroup"]:
+            pytest.skip("no memory cgroup here")
+        cgroup = f"{parent}/gpsimd-emu-{s.zygote.pid}"
+        assert os.path.isdir(cgroup)
+    assert not os.path.exists(cgroup)
