@@ -377,3 +377,18 @@ def test_the_cgroup_is_removed_when_its_parent_folder_could_not_be_opened(
         cgroup = f"{parent}/gpsimd-emu-{s.zygote.pid}"
         assert os.path.isdir(cgroup)
     assert not os.path.exists(cgroup)
+
+
+def test_a_helper_that_ends_between_two_launches_fails_the_vector(multicore, tmp_path,
+                                                                  zygote_program):
+    """A whole run's helper whose process a kernel's thread ends (exit
+    status 0) between two launches left its run unfinished, which the
+    judge took for the run that stopped the vector: the vector passed,
+    that run and those after it never judged."""
+    with spread(tmp_path, multicore, zygote_program, ["quit_between", "relu"]) as s:
+        quit, relu = s.run_vector("quit_between", "a"), s.run_vector("relu", "a")
+    assert quit.status == "fail" and re.fullmatch(
+        r"the helper process that ran core \d \(second run\) ended \(exit status 0\) before its "
+        r"run was done: a kernel ended it between two launches \(a thread of its own\?\)",
+        quit.message), quit.message
+    assert (relu.status, relu.message) == ("pass", "")
