@@ -153,8 +153,10 @@ static gz_control* control_block() {
 }
 static gz_control* cb;
 static gz_slot* launched;
+static int holding;
 static void* quit_later(void*) {
     sem_wait((sem_t*)cb->passes[1].sem);  // (the run's next claim waits for it)
+    __atomic_store_n(&holding, 1, __ATOMIC_RELEASE);
     while (__atomic_load_n(&launched->state, __ATOMIC_ACQUIRE) != GPSIMD_ZY_SLOT_DONE) usleep(1000);
     usleep(20000);
     _exit(0);
@@ -170,6 +172,7 @@ static int quit_between() {
             mprotect(cb, 4096, PROT_READ | PROT_WRITE);
             pthread_t t;
             pthread_create(&t, nullptr, quit_later, nullptr);
+            while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE)) usleep(100);
         }
     return relu();
 }
