@@ -218,6 +218,9 @@ static void wait_whole(void)
         if (cancel)
             kill(j.pid, SIGKILL);
         int st = j.done ? j.status : wait_pid(j.pid);
+        if (st == 0 && !cancel && cb->passes[p].state != GPSIMD_ZY_PASS_DONE
+                && !cb_left_running(j.index, p))
+            st = GPSIMD_ZY_UNFINISHED;         /* (ended between launches: a kernel's thread) */
         int bad = job_ended(j, cancel ? GPSIMD_ZY_CANCELLED : st);
         if (!cancel && (bad || cb->passes[p].faulted))
             stop_after = p;

@@ -29,6 +29,7 @@
 #define GPSIMD_ZY_CANCELLED -2         /* wait status of a run a fault made unneeded */
 #define GPSIMD_ZY_LOST -3              /* wait status of a helper whose wait failed (its end
                                           not known: a kernel reaped it, or ignored SIGCHLD) */
+#define GPSIMD_ZY_UNFINISHED -4        /* of a whole run's helper that exited 0, its run not done */
 
 /* ---- one vector: the worker's message (with the image memfd) -------------- */
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
