@@ -50,7 +50,8 @@ typedef struct gz_vector {             /* times in nanoseconds, sizes and offset
 /* Ready, once the objects are loaded: one byte "R" with the memfd of a
  * struct gz_ready followed by each loaded core's op names, every name
  * ending in a NUL, core after core (nops of each), and the memfd of what
- * the objects' static initialisers wrote. */
+ * the objects' static initialisers wrote. Or, when it ends before: one
+ * byte "E" with the memfd of what it wrote, its last line why. */
 typedef struct gz_core {
     /* loaded: the device loader's checks passed (else error says why);
        has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
