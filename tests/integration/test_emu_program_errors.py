@@ -252,12 +252,12 @@ def multicore(tmp_path_factory):
     """The stand-in object of each of the eight cores, with its ops that
     reach into the leader (HOSTILE_OPS)."""
     d = tmp_path_factory.mktemp("program_errors_cores")
+    include = os.path.join(ROOT, "runtime_model", "include")
     jobs = [subprocess.Popen([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
-                              "-Wl,-Bsymbolic", "-I", os.path.join(ROOT, "runtime_model", "include"),
+                              "-Wl,-Bsymbolic", "-I", include,
                               f"-DCORE_ID={i}u", f"-DORIGIN={abi.scratch_origin(i)}ull",
                               f"-DSIZE={abi.SCRATCH_CORE_SIZE}ull", f'-DNAME="{abi.lsp_name(i)}"',
-                              "-DHOSTILE_OPS",
-                              "-o", str(d / f"fake_cpu{i}.so"),
+                              "-DHOSTILE_OPS", "-o", str(d / f"fake_cpu{i}.so"),
                               os.path.join(ROOT, "tests", "native", "fake_core.cpp")])
             for i in range(8)]
     assert [job.wait() for job in jobs] == [0] * 8
@@ -303,11 +303,12 @@ def test_a_helper_whose_end_the_leader_cannot_learn_fails_the_vector(multicore, 
     """A kernel that waits for the leader's children itself takes their
     wait statuses: the leader, whose wait then fails, does not read that as
     a normal end (a helper that crashed between two launches would pass);
-    the vector fails naming the cores that process ran."""
+    the vector fails naming the cores that process ran (none: a helper
+    started late on a loaded machine may find every core claimed)."""
     with spread(tmp_path, multicore, zygote_program, ["reap", "relu"]) as s:
         reap, relu = s.run_vector("reap", "a"), s.run_vector("relu", "a")
     assert reap.status == "fail" and re.fullmatch(
-        r"the helper process that ran cores? [-0-9, ]+( \(.*\))? ended, and how is not known: a "
+        r"the helper process( that ran cores? [-0-9, ]+)?( \(.*\))? ended, and how is not known: a "
         r"kernel waited for the model.s processes itself, or had them reaped \(SIGCHLD ignored\), "
         r"so their wait status was lost", reap.message), reap.message
     assert (relu.status, relu.message) == ("pass", "")
