@@ -20,7 +20,7 @@ from . import abi, contain, control
 from .budget import exceeded
 from .cores import CoreSpec
 from .image import DeviceImage
-from .control import CANCELLED, EXIT_MODEL_ERROR
+from .control import CANCELLED, EXIT_MODEL_ERROR, LOST, UNFINISHED
 from .merge import cores_text
 
 __all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "output_warnings",
@@ -131,6 +131,29 @@ def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
             and fault_name(r.fault_kind) == "CXX_EXCEPTION" and b"std::bad_alloc" in r.message]
 
 
+#: How a helper's end reads when its leader could not learn it (wait status
+#: ``LOST``), or when it exited 0 before its whole run was done (``UNFINISHED``)
+_HELPER_END = {
+    LOST: (", and how is not known: a kernel waited for the model's processes itself, or had "
+           "them reaped (SIGCHLD ignored), so their wait status was lost"),
+    UNFINISHED: (" (exit status 0) before its run was done: a kernel ended it between two "
+                 "launches (a thread of its own?)")}
+
+
+def _helper_end_text(image: DeviceImage, cores: Sequence[CoreSpec], record: dict, run: int,
+                     job: int, pairs: Sequence[Tuple[int, int]], st: int) -> str:
+    """Process record ``job``, a helper of run ``run``, ended as ``st``
+    (``_HELPER_END``): named by the core it was running (``pairs``: its
+    launches left running), else by those it ran."""
+    if pairs:
+        p, k = pairs[0]
+        return f"{core_name(cores, k)} ended its process{image.runs[p].label}{_HELPER_END[st]}"
+    ran = [core_no(cores, k) for k, s in enumerate(record["slots"][run]) if s["job"] == job
+           and s["state"] == control.SLOT_DONE]
+    who = f" that ran {cores_text(ran)}" if ran else ""
+    return f"the helper process{who}{image.runs[run].label} ended{_HELPER_END[st]}"
+
+
 def check_runs(record: dict) -> None:
     """Check, from the worker's side, that a record which says the leader
     finished has every run the leader had to make: each run is done
@@ -216,7 +239,8 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         pairs = running_cores(rec, job["index"])
         if os.WIFEXITED(st) and os.WEXITSTATUS(st) == 0 and not pairs:
             continue
-        bad.append((job["pass"], min((k for _, k in pairs), default=1 << 30), st, pairs))
+        bad.append((job["pass"], min((k for _, k in pairs), default=1 << 30), st, pairs,
+                    job["index"]))
     bad.sort(key=lambda b: b[:2])
     if bad and not (rec["error"] and all(
             os.WIFEXITED(b[2]) and os.WEXITSTATUS(b[2]) == EXIT_MODEL_ERROR for b in bad)):
@@ -225,7 +249,9 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                for b in bad if b[0] == run):
             pairs = [x for x in running_cores(rec) if x[0] == run]
             return [f"timed out after {timeout:g} s{running_text(pairs)}"], True
-        _, _, st, pairs = bad[0]
+        run, _, st, pairs, job = bad[0]
+        if st in _HELPER_END:
+            return [_helper_end_text(image, cores, rec, run, job, pairs, st)], True
         if os.WIFSIGNALED(st):
             sig = os.WTERMSIG(st)
             if sig == signal.SIGKILL and outcome.oom_kills:

@@ -33,9 +33,7 @@
 #include "gpsimd_host/zygote.h"
 #include "leader.h"
 #include "leader_control.h"
-
-typedef int (*launcher_fn)(void);
-typedef int (*binder_fn)(const gpsimd_core_binding *);
+#include "leader_launch.h"
 
 /* a helper process: its record's index, its run; a whole run's helper
    reaped while the leader ran (done) leaves its wait status here */
@@ -45,8 +43,6 @@ struct job { int index, run, pid, done, status; };
  * or a helper forked from it). */
 static const struct gl_request *R;
 static const struct gz_vector *V;    /* &R->v */
-static gpsimd_core_binding bindings[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
-static unsigned char *arg_stream, *out_desc;
 static int jobs_n;                       /* process records used */
 static struct job helping[GPSIMD_ZY_MAX_JOBS];
 static int nhelping;
@@ -58,22 +54,14 @@ static int is_follower[GPSIMD_ZY_MAX_RUNS];
 
 /* ---- small helpers ------------------------------------------------------- */
 
-static int64_t now_ns(void)
+int64_t gl_now_ns(void)
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-double gl_mono(void) { return (double)now_ns() * 1e-9; }
-
-static void *alloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (p == NULL)
-        cb_model_error("MemoryError: the leader's buffers do not fit its memory limit", 0);
-    return p;
-}
+double gl_mono(void) { return (double)gl_now_ns() * 1e-9; }
 
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
@@ -85,20 +73,26 @@ static void set_alarm(double seconds)
     setitimer(ITIMER_REAL, &t, NULL);
 }
 
+/* A helper's wait status; GPSIMD_ZY_LOST, never a normal end, when the
+ * wait fails (a kernel waited for it, or had it reaped: SIGCHLD ignored) */
 static int wait_pid(int pid)
 {
     int st;
     while (waitpid(pid, &st, 0) != pid)
         if (errno != EINTR)
-            return 0;
+            return GPSIMD_ZY_LOST;
     return st;
 }
 
+/* Reap what else ended (what a kernel forked); a whole run's helper among
+ * it keeps its status for wait_whole (read as lost, it failed the vector) */
 static void reap_orphans(void)
 {
     int st;
-    while (waitpid(-1, &st, WNOHANG) > 0)
-        ;
+    for (pid_t pid; (pid = waitpid(-1, &st, WNOHANG)) > 0;)
+        for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
+            if (whole[p].pid == pid && !whole[p].done)
+                whole[p] = (struct job){whole[p].index, p, pid, 1, st};
 }
 
 /* ---- helpers ---------------------------------------------------------------- */
@@ -113,7 +107,7 @@ static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
         return;
     int p = (int)r->index;
     if (is_whole)                          /* claimed before the fork */
-        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, now_ns());
+        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
     int leader = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -149,8 +143,8 @@ static int whole_running(void)
         pid_t got = waitpid(j->pid, &j->status, WNOHANG);   /* (0: status left as it was) */
         if (got == 0 || (got < 0 && errno != ECHILD))
             n++;
-        else
-            j->done = 1;
+        else if ((j->done = 1) && got < 0)
+            j->status = GPSIMD_ZY_LOST;       /* (ended, how not known: see wait_pid) */
     }
     return n;
 }
@@ -196,6 +190,9 @@ static void wait_whole(void)
         if (cancel)
             kill(j.pid, SIGKILL);
         int st = j.done ? j.status : wait_pid(j.pid);
+        if (st == 0 && !cancel && cb->passes[p].state != GPSIMD_ZY_PASS_DONE
+                && !cb_left_running(j.index, p))
+            st = GPSIMD_ZY_UNFINISHED;         /* (ended between launches: a kernel's thread) */
         int bad = job_ended(j, cancel ? GPSIMD_ZY_CANCELLED : st);
         if (!cancel && (bad || cb->passes[p].faulted))
             stop_after = p;
@@ -216,60 +213,6 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
-/* Core k's stdout and stderr in run p: its own pipes (at fds 3 + 2k and
- * 4 + 2k, where gl_fork_leader put them), which the zygote drains, in the
- * vector's first run; /dev/null (at 3 + 2 * ncores) in the runs after it,
- * so that what a vector's cores wrote is what one run of them wrote. */
-static void to_core_output(int k, int p)
-{
-    static int current = -1;
-    int fd = p == (int)V->runs[0].index || R->devnull < 0 ? 3 + 2 * k : 3 + 2 * (int)V->ncores;
-    if (fd == current)
-        return;
-    dup2(fd, 1);
-    dup2(fd == 3 + 2 * k ? fd + 1 : fd, 2);
-    current = fd;
-}
-
-/* Launch core k in run p (its slot recorded as started, then as done), in
- * the run's own working folder. */
-static void launch(int p, int k, int index, unsigned char *arg_buf, unsigned char *ret_buf)
-{
-    static int in_dir = -1;
-    if (p != in_dir) {
-        sb_run_dir(p);
-        in_dir = p;
-    }
-    cb_run = p;
-    cb_core = k;
-    int64_t t0 = now_ns();
-    cb_set_slot(p, k, GPSIMD_ZY_SLOT_STARTED, 0, 0, (uint32_t)index, t0, 0);
-    cb_protect(0);
-    gpsimd_core_binding *b = &bindings[p][k];
-    /* fresh argument bytes for each launch (an earlier kernel may have
-       written over them) */
-    memcpy(arg_buf, arg_stream, (size_t)V->arg_len);
-    memcpy(ret_buf, out_desc, (size_t)V->desc_len);
-    b->arg_stream_host = (uint64_t)(uintptr_t)arg_buf;
-    b->retval_host = (uint64_t)(uintptr_t)ret_buf;
-    int rc = ((binder_fn)R->binders[p][k])(b);
-    if (rc != 0) {
-        cb_set_slot(p, k, GPSIMD_ZY_SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, now_ns());
-        cb_mark_faulted(p);
-        return;
-    }
-    to_core_output(k, p);
-    int64_t t1 = now_ns();
-    int status = ((launcher_fn)R->launchers[p][k])();
-    int64_t t2 = now_ns();
-    fflush(NULL);                          /* what the core's stdio holds is the core's */
-    gpsimd_core_report *report = (gpsimd_core_report *)(uintptr_t)b->report_host;
-    int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
-    cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
-    if (!ok)
-        cb_mark_faulted(p);
-}
-
 static void run_cores(const struct gz_run *r, int index, double deadline)
 {
     int p = (int)r->index;
@@ -284,15 +227,13 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
     double started = gl_mono();
     if (may_help && V->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
-    unsigned char *arg_buf = alloc((size_t)V->arg_len);
-    unsigned char *ret_buf = alloc((size_t)V->desc_len);
     int q = follower[p];
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
-        launch(p, k, index, arg_buf, ret_buf);
+        gl_launch(p, k, index);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
         if (q >= 0 && !cb->passes[p].faulted)
-            launch(q, k, index, arg_buf, ret_buf);
+            gl_launch(q, k, index);
         cb_run = p;
         if (may_help)
             maybe_help(r, started, deadline);
@@ -306,9 +247,9 @@ static int make_run(const struct gz_run *r, int index)
 {
     int p = (int)r->index, q = follower[p];
     double start = gl_mono();
-    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, now_ns());
+    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
     if (q >= 0)
-        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING, now_ns());
+        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_RUNNING);
     /* (a run with a follower makes two launches of each core: twice the time) */
     run_cores(r, index, start + (double)V->timeout_ns * 1e-9 * (q >= 0 ? 2 : 1));
@@ -317,10 +258,10 @@ static int make_run(const struct gz_run *r, int index)
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_EXITED);
     if (bad || cb_left_running(index, p) || (q >= 0 && cb_left_running(index, q)))
         return 1;
-    cb_set_pass(p, GPSIMD_ZY_PASS_DONE, now_ns());
+    cb_set_pass(p, GPSIMD_ZY_PASS_DONE, gl_now_ns());
     if (q >= 0)
         cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE,
-                    now_ns());
+                    gl_now_ns());
     return cb->passes[p].faulted || (q >= 0 && cb->passes[q].faulted);
 }
 
@@ -334,7 +275,7 @@ static void leader_run(void)
         if (is_follower[p] || stop_after >= 0) {   /* (a follower: made with the run it
                                                       follows, unless that run was not) */
             if (!is_follower[p] || cb->passes[p].state == 0)
-                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, now_ns());
+                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, gl_now_ns());
             continue;
         }
         int index = jobs_n++;
@@ -342,21 +283,6 @@ static void leader_run(void)
             stop_after = p;
     }
     wait_whole();
-}
-
-/* The binding bytes with this process's host addresses (the file offsets
- * the worker wrote plus the image's base). */
-static void rebase(gpsimd_core_binding *b, uint64_t base)
-{
-    b->scratch_host += base;
-    b->dataram_host += base;
-    b->printf_host += base;
-    b->report_host += base;
-    uint32_t n = b->num_regions < GPSIMD_MAX_REGIONS ? b->num_regions : GPSIMD_MAX_REGIONS;
-    for (uint32_t i = 0; i < n; i++)
-        b->regions[i].host += base;
-    if (b->read_map_host)
-        b->read_map_host += base;
 }
 
 /* ---- the entry points -------------------------------------------------------- */
@@ -376,9 +302,10 @@ long gl_fork_leader(struct gl_request *req)
         sb_write_text(AT_FDCWD, "/proc/self/oom_score_adj", "1000");
     sb_die_with_parent(zygote);
     gl_set_name("gpsimd-vector");
-    static const int reset[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGALRM};
+    static const int reset[] = {SIGINT, SIGTERM, SIGHUP};
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
+    gl_own_signals();
     cb_said = R->said;                     /* (no control block to record an error in yet) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
                     (int)R->image_fd, 0);
@@ -407,22 +334,17 @@ long gl_fork_leader(struct gl_request *req)
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
-    to_core_output(0, (int)V->runs[0].index);
 
     if (R->data_limit > 0)
         setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)R->data_limit, (rlim_t)R->data_limit});
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
+    gl_launches_begin(R, image);
     for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
         follower[p] = -1;
     for (int i = 0; i < V->nruns; i++) {
         int p = (int)V->runs[i].index;
         int64_t a = V->runs[i].after;
-        for (int k = 0; k < V->ncores; k++) {
-            int64_t at = V->bindings_at + (p * V->ncores + k) * V->binding_size;
-            memcpy(&bindings[p][k], image + at, sizeof(gpsimd_core_binding));
-            rebase(&bindings[p][k], (uint64_t)(uintptr_t)image);
-        }
         if (a < 0)
             continue;
         if (a >= GPSIMD_ZY_MAX_RUNS || a == p || follower[a] >= 0)
@@ -430,10 +352,6 @@ long gl_fork_leader(struct gl_request *req)
         follower[a] = p;
         is_follower[p] = 1;
     }
-    arg_stream = alloc((size_t)V->arg_len);
-    memcpy(arg_stream, image + V->args_at, (size_t)V->arg_len);
-    out_desc = alloc((size_t)V->desc_len);
-    memcpy(out_desc, image + V->args_at + V->page, (size_t)V->desc_len);
     leader_run();
     cb_leader_done();
     _exit(0);

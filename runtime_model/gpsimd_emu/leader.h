@@ -29,5 +29,6 @@ struct gl_request {
 long gl_fork_leader(struct gl_request *req);
 void gl_set_name(const char *name);
 double gl_mono(void);                   /* CLOCK_MONOTONIC, in seconds */
+int64_t gl_now_ns(void);                /* and in nanoseconds */
 
 #endif

@@ -391,7 +391,7 @@ static void lock_down(void)
 
 /* ---- the entry -------------------------------------------------------------- */
 
-void sb_enter(int parent, int relay_closes)
+int sb_enter(int parent, int relay_closes)
 {
     SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_dir = SB.cg_parent = -1;
     SB.cg_limit = -1;
@@ -412,12 +412,9 @@ void sb_enter(int parent, int relay_closes)
     }
     /* (in every mode: the relay outlives the zygote to remove the cgroup) */
     int req[2], ack[2];
-    if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0)
-        _exit(1);
-    pid_t outside = getpid();
-    pid_t pid = fork();
-    if (pid < 0)
-        _exit(1);
+    pid_t outside = getpid(), pid = -1;
+    if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0 || (pid = fork()) < 0)
+        return -1;                       /* (the program ends: its descriptors too) */
     if (pid > 0) {
         close(relay_closes);             /* (the worker sees the zygote's end) */
         close(req[1]);
@@ -447,4 +444,5 @@ void sb_enter(int parent, int relay_closes)
         make_mounts();
     }
     lock_down();
+    return 0;
 }

@@ -21,7 +21,7 @@ struct sandbox {
     int refresh[2];                      /* to the relay: its answer, the request */
 };
 extern struct sandbox SB;
-void sb_enter(int parent, int relay_closes);
+int sb_enter(int parent, int relay_closes);   /* 0, or -1 (errno): no relay */
 void sb_die_with_parent(int parent);
 void sb_fresh_workdir(void);
 void sb_run_dir(int p);

@@ -197,9 +197,12 @@ void sb_cg_close(void)
 }
 
 /* The relay's removal, once the zygote is reaped: through the fd of the
- * cgroup's parent folder (the path may be hidden here). */
+ * cgroup's parent folder (the path may be hidden here), else of the
+ * cgroup's own "..", else by its path. */
 void sb_cg_remove_below(void)
 {
-    if (SB.cg_version)
-        cg_rmdir(SB.cg_parent, strrchr(SB.cg_path, '/') + 1, 1);
+    if (!SB.cg_version)
+        return;
+    int dir = SB.cg_parent >= 0 ? SB.cg_parent : openat(SB.cg_dir, "..", O_PATH | O_DIRECTORY);
+    cg_rmdir(dir >= 0 ? dir : AT_FDCWD, dir >= 0 ? strrchr(SB.cg_path, '/') + 1 : SB.cg_path, 1);
 }

@@ -110,7 +110,9 @@ class LibrarySession:
         if self.zygote is not None:
             self.zygote.close(wait)
             self.zygote = None
-        if error is not None:
+        if isinstance(error, ZygoteError) and error.said:
+            self._zygote_error = self._failure(error)
+        elif error is not None:
             self._zygote_error = f"cannot start the device model process: {error}"
 
     def __enter__(self) -> "LibrarySession":
@@ -357,6 +359,8 @@ class LibrarySession:
         was still loading the copies past the first (module ``zygote.c``)."""
         if self._answered:
             return f"the device model process failed: {e}"
+        if e.said:
+            return f"the core objects could not be loaded: the device model process {e}"
         return (f"the core objects could not be loaded: the device model process {e} "
                 f"(a static initialiser of a core object?)")
 

@@ -83,6 +83,17 @@ static void reply_error(const char *what)
     send_fds((const char *)&reply, sizeof reply, NULL, 0);
 }
 
+/* End the program before its ready message (exit status code), what it
+ * said (the load output, why: every line of it printed) sent first to the
+ * worker, which never reads it otherwise: "E" with its memfd. */
+__attribute__((noreturn)) static void fail_before_ready(int out, int code)
+{
+    fflush(NULL);
+    if (out >= 0)
+        send_fds("E", 1, &out, 1);
+    exit(code);
+}
+
 /* The ready message's memfd: the struct, then every core's op names (-1:
  * no memory for it) */
 static int ready_fd(const struct gz_ready *ready)
@@ -93,8 +104,10 @@ static int ready_fd(const struct gz_ready *ready)
         for (int i = 0; ok && i < gz_objects[0][k].nops; i++)
             ok = sb_write_all(fd, gz_objects[0][k].ops[i].name,
                               strlen(gz_objects[0][k].ops[i].name) + 1) == 0;
+    int err = errno;
     if (!ok && fd >= 0)
         close(fd);
+    errno = err;                         /* (why, for the caller) */
     return ok ? fd : -1;
 }
 
@@ -278,8 +291,8 @@ static ssize_t receive(void *buf, size_t size, int *fds, int max, int *nfds)
 }
 
 /* The objects' message: ncores names (in buf, each ending in a NUL) and
- * as many descriptors; 0 when it is whole, else -1 (said on stderr, which
- * the worker reads as the load output). */
+ * as many descriptors; 0 when it is whole, else -1 (said on stderr: the
+ * load output). */
 static int receive_objects(char *buf, size_t size, int *fds, const char **names)
 {
     int nfds, nnames = 0;                /* (counted past ncores: refused below) */
@@ -336,12 +349,15 @@ int main(int argc, char **argv)
         if (null != 0)
             close(null);
     }
-    sb_enter(parent, sock);
+    if (sb_enter(parent, sock) != 0) {
+        fprintf(stderr, "gpsimd-zygote: cannot start the sandbox's relay: %s\n", strerror(errno));
+        fail_before_ready(out, 1);
+    }
     static char names[GPSIMD_ZY_MAX_CORES * 4096];
     int payload[GPSIMD_ZY_MAX_CORES];
     const char *name[GPSIMD_ZY_MAX_CORES];
     if (receive_objects(names, sizeof names, payload, name) != 0)
-        return 2;
+        fail_before_ready(out, 2);
     static struct gz_ready ready;
     ready.magic = (int64_t)GPSIMD_ZY_MAGIC;
     ready.cgroup = SB.cg_version != 0;
@@ -351,22 +367,23 @@ int main(int argc, char **argv)
         gz_load(0, k, payload[k], name[k], &ready.cores[k]);
     fflush(NULL);
     int fds[2] = {ready_fd(&ready), out};
-    if (fds[0] < 0)
-        return 2;                        /* (no memory for the ready message) */
+    if (fds[0] < 0) {
+        fprintf(stderr, "gpsimd-zygote: cannot make the ready message: %s\n", strerror(errno));
+        fail_before_ready(out, 2);
+    }
     send_fds("R", 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);
     if (out >= 0)                        /* (the worker's now; stdout and stderr below too) */
         close(out);
     /* the other copies load while the worker makes its first vector ready;
-       their static initialisers write to a memfd no one reads (copy 0's
-       output was sent: the worker reads it once) */
+       their static initialisers write to a memfd no one reads, or to
+       /dev/null (copy 0's output was sent: the worker reads it once) */
     int rest = memfd_create("gpsimd-load-rest", MFD_CLOEXEC);
-    if (rest >= 0) {
-        fflush(NULL);
-        dup2(rest, 1);
-        dup2(rest, 2);
+    fflush(NULL);
+    dup2(rest >= 0 ? rest : devnull, 1);
+    dup2(rest >= 0 ? rest : devnull, 2);
+    if (rest >= 0)
         close(rest);
-    }
     for (int c = 1; c < ncopies; c++)
         for (int k = 0; k < ncores; k++)
             gz_load(c, k, payload[k], name[k], NULL);       /* (no entry: c > 0) */

@@ -22,6 +22,7 @@ from typing import List, Optional, Sequence
 
 from gpsimd_device import zygote as program
 from gpsimd_device.headers import INCLUDE_DIR
+from gpsimd_device.printable import visible
 
 from . import contain
 from .binding import header_struct
@@ -158,7 +159,10 @@ def program_problem(path: Optional[str]) -> Optional[str]:
 
 class ZygoteError(Exception):
     """The zygote died or sent something else than a reply; the message
-    completes "the device model process ..." ("died with SIGSEGV")."""
+    completes "the device model process ..." ("died with SIGSEGV").
+    ``said``: the zygote said why (before its ready message)."""
+
+    said = False
 
 
 #: glibc's per-thread malloc cache hands a freed block back as it was,
@@ -227,6 +231,11 @@ class ZygoteClient:
             try:
                 socket.send_fds(self.sock, [names], fds)
             except OSError as e:
+                try:
+                    self.ready(0.0)      # (it ended: why, when it said so)
+                except ZygoteError as ended:
+                    if ended.said:
+                        raise ended from None
                 raise ZygoteError(str(e)) from None
         finally:
             for fd in opened:
@@ -238,12 +247,17 @@ class ZygoteClient:
         ready, _, _ = select.select([self.sock], [], [], max(0.0, timeout))
         if not ready:
             raise ZygoteError(f"gave no answer within {timeout:g} s")
-        try:
-            data, fds, _, _ = socket.recv_fds(self.sock, ctypes.sizeof(Reply), 4)
-        except ConnectionResetError:     # (it died with a message of ours unread)
-            raise ZygoteError(self._death()) from None
-        except OSError as e:
-            raise ZygoteError(str(e)) from None
+        for flags in (0, socket.MSG_DONTWAIT):
+            try:
+                data, fds, _, _ = socket.recv_fds(self.sock, ctypes.sizeof(Reply), 4, flags)
+                break
+            except (ConnectionResetError, BlockingIOError):
+                # (it died with a message of ours unread: that error comes
+                # once, before what it sent, which is still there)
+                if flags:
+                    raise ZygoteError(self._death()) from None
+            except OSError as e:
+                raise ZygoteError(str(e)) from None
         texts = [_read_fd(fd, limit) for fd, limit in zip(fds, limits)]
         for fd in fds[len(limits):]:
             os.close(fd)
@@ -275,6 +289,12 @@ class ZygoteClient:
         """
         if self._ready is None:
             data, texts = self._recv(timeout, (MAX_READY, ZY["OUTPUT_KEEP"]))
+            if data == b"E" and texts:   # (it ends: what it said, its last line why)
+                lines = texts[0].decode("utf-8", "replace").strip().splitlines()
+                said = ZygoteError(f"ended before it was ready: "
+                                   f"{visible(lines[-1] if lines else '?')}")
+                said.said = True
+                raise said
             if data != b"R" or not texts:
                 raise ZygoteError("sent something else than its ready message")
             self._ready = read_ready(texts[0], self.ncores)

@@ -3,11 +3,14 @@ zygote.c, zygote_output.c, sandbox_cgroup.c), run against the stand-in
 core object (tests/native/fake_core.cpp): a failure is said to the user
 (the vector fails with it, the next one runs) and leaves no descriptor in
 a process that no longer uses it. What no kernel can make fail is made to
-by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` of a
-file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
-lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on."""
+by a shim preloaded into the program (``LD_PRELOAD``): ``openat`` and
+``open`` of a file, and ``memfd_create`` of a memfd, whose name ``GPSIMD_TEST_FAIL``
+lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on; what a
+kernel can (ignore SIGCHLD in the leader) by ops of the stand-in."""
 import os
+import re
 import shutil
+import socket
 import subprocess
 import time
 
@@ -18,6 +21,7 @@ from gpsimd_emu import abi
 from gpsimd_emu.client.process import children
 from gpsimd_emu.image import DeviceImage
 from gpsimd_emu.session import LibrarySession, RunOptions
+from gpsimd_emu.zygote_client import ZygoteClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CXX = shutil.which("g++") or shutil.which("c++")
@@ -58,6 +62,13 @@ int openat(int dir, const char *path, int flags, ...) {
     }
     return ((int (*)(int, const char *, int, ...))dlsym(RTLD_NEXT, "openat"))(dir, path, flags,
                                                                             mode);
+}
+int open(const char *path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    mode_t mode = flags & (O_CREAT | O_TMPFILE) ? va_arg(ap, mode_t) : 0;
+    va_end(ap);
+    return openat(AT_FDCWD, path, flags, mode);
 }
 int pipe2(int fds[2], int flags) {
     static int calls;                  /* (of this process, and of those it forked) */
@@ -234,3 +245,151 @@ def test_a_copy_of_the_objects_that_does_not_load_says_why(built, tmp_path, zygo
     assert (relu.status, relu.message) == (
         "fail", "the device model process failed: copy 1 of core object 0 has no op relu (it "
         "did not load again: memfd_create: Too many open files)")
+
+
+@pytest.fixture(scope="module")
+def multicore(tmp_path_factory):
+    """The stand-in object of each of the eight cores, with its ops that
+    reach into the leader (HOSTILE_OPS)."""
+    d = tmp_path_factory.mktemp("program_errors_cores")
+    include = os.path.join(ROOT, "runtime_model", "include")
+    jobs = [subprocess.Popen([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
+                              "-Wl,-Bsymbolic", "-I", include,
+                              f"-DCORE_ID={i}u", f"-DORIGIN={abi.scratch_origin(i)}ull",
+                              f"-DSIZE={abi.SCRATCH_CORE_SIZE}ull", f'-DNAME="{abi.lsp_name(i)}"',
+                              "-DHOSTILE_OPS", "-o", str(d / f"fake_cpu{i}.so"),
+                              os.path.join(ROOT, "tests", "native", "fake_core.cpp")])
+            for i in range(8)]
+    assert [job.wait() for job in jobs] == [0] * 8
+    return [d / f"fake_cpu{i}.so" for i in range(8)]
+
+
+def spread(tmp_path, cores, zygote_program, ops):
+    """A session of a multicore library of ``ops`` (vector ``a`` each, the
+    reference relu), each run spread at once over eight processes."""
+    (tmp_path / "ref.py").write_text(REFERENCE)
+    vector = {"name": "a", "where": "ops.yaml:1:3", "inputs": {"x": {
+        "kind": "tensor", "dtype": "float32", "shape": [64],
+        "random": {"seed": 7, "distribution": "normal"}}},
+        "output": {"dtype": "float32", "shape": None},
+        "expected": {"reference": {"file": "ref.py", "function": "relu"}},
+        "rtol": 1e-6, "atol": 1e-5}
+    plan = {"format": 1, "library": "fake", "multicore": True, "cores": [
+        {"core": i, "lsp": abi.lsp_name(i), "object": str(so)} for i, so in enumerate(cores)],
+        "ops": [{"name": name, "schema": f"my_ops::{name}(Tensor x) -> Tensor",
+                 "args": [{"name": "x", "type": "Tensor"}], "stack_size": 4196,
+                 "vectors": [vector]} for name in ops]}
+    return LibrarySession(TestPlan.from_json(plan), root=str(tmp_path), options=RunOptions(
+        zygote=zygote_program, timeout=10, parallel=8, spread_after=0.0))
+
+
+def test_a_kernel_that_ignores_sigchld_leaves_a_helpers_crash_a_crash(multicore, tmp_path,
+                                                                       zygote_program):
+    """A kernel runs in the leader: one that ignores SIGCHLD there has the
+    kernel of Linux reap the leader's helpers, whose wait statuses are then
+    lost. The leader sets SIGCHLD back after each launch, so a core that
+    crashes in a helper forked after it is still said to crash (in the
+    first run, or a later one when core 7 of the first ran in the leader;
+    it read as an exit 0)."""
+    with spread(tmp_path, multicore, zygote_program, ["nochld_crash", "relu"]) as s:
+        crash, relu = s.run_vector("nochld_crash", "a"), s.run_vector("relu", "a")
+    assert crash.status == "fail" and re.fullmatch(r"core 7 crashed with SIGSEGV( \(.*\))?",
+                                                   crash.message), crash.message
+    assert (relu.status, relu.message) == ("pass", "")
+
+
+def test_a_helper_whose_end_the_leader_cannot_learn_fails_the_vector(multicore, tmp_path,
+                                                                     zygote_program):
+    """A kernel that waits for the leader's children itself takes their
+    wait statuses: the leader, whose wait then fails, does not read that as
+    a normal end (a helper that crashed between two launches would pass);
+    the vector fails naming the cores that process ran (none: a helper
+    started late on a loaded machine may find every core claimed)."""
+    with spread(tmp_path, multicore, zygote_program, ["reap", "relu"]) as s:
+        reap, relu = s.run_vector("reap", "a"), s.run_vector("relu", "a")
+    assert reap.status == "fail" and re.fullmatch(
+        r"the helper process( that ran cores? [-0-9, ]+)?( \(.*\))? ended, and how is not known: a "
+        r"kernel waited for the model.s processes itself, or had them reaped \(SIGCHLD ignored\), "
+        r"so their wait status was lost", reap.message), reap.message
+    assert (relu.status, relu.message) == ("pass", "")
+
+
+def _half_a_message(client, cores):
+    """The objects' message without its descriptors."""
+    socket.send_fds(client.sock, [b"".join(os.fsencode(c.path) + b"\0" for c in cores)], [])
+
+
+@pytest.mark.parametrize("fail, said", [
+    (dict(GPSIMD_TEST_FAIL_PIPE2="1"),
+     "gpsimd-zygote: cannot start the sandbox's relay: Too many open files"),
+    (dict(GPSIMD_TEST_FAIL="gpsimd-ready"),
+     "gpsimd-zygote: cannot make the ready message: Too many open files"),
+    ({}, "gpsimd-zygote: no whole message of 1 core objects")])
+def test_what_the_program_says_before_it_is_ready_reaches_the_user(
+        built, tmp_path, zygote_program, monkeypatch, fail, said):
+    """What the program says before its ready message went to the load
+    output's memfd, which only that message sends: its relay that cannot
+    be made (pipe2 fails), a ready message that cannot be (its memfd), an
+    objects' message that is not whole (no descriptors) ended it with
+    'exited with status N (a static initialiser of a core object?)'."""
+    if not fail:
+        monkeypatch.setattr(ZygoteClient, "load", _half_a_message)
+    with session(tmp_path, built, zygote_program, monkeypatch, **fail) as s:
+        relu = s.run_vector("relu", "a")
+    assert (relu.status, relu.message) == (
+        "fail", f"the core objects could not be loaded: the device model process ended before "
+        f"it was ready: {said}")
+
+
+def test_the_later_copies_write_nowhere_near_the_load_output_handed_over(
+        built, tmp_path, zygote_program, monkeypatch):
+    """What the copies past the first write while they load goes to a memfd
+    of its own; when that memfd cannot be made, to /dev/null: not to the
+    load output's, which the worker has (fds 1 and 2 stayed on it)."""
+    with session(tmp_path, built, zygote_program, monkeypatch,
+                 GPSIMD_TEST_FAIL="gpsimd-load-rest") as s:
+        assert s.run_vector("relu", "a").status == "pass"
+        held = [link for link in descriptors(s)["zygote"] if "gpsimd-load-output" in link]
+    assert held == []
+
+
+def _cgroup_parent() -> str:
+    """The folder the program makes its memory cgroup in (v1's, else v2's)."""
+    with open("/proc/self/cgroup") as f:
+        lines = [line.rstrip("\n").split(":", 2) for line in f]
+    v1 = [path for _, names, path in lines if "memory" in names.split(",")]
+    return f"/sys/fs/cgroup/memory{v1[0]}" if v1 else \
+        f"/sys/fs/cgroup{[path for n, _, path in lines if n == '0'][0]}"
+
+
+def test_the_cgroup_is_removed_when_its_parent_folder_could_not_be_opened(
+        built, tmp_path, zygote_program, monkeypatch):
+    """The relay removes the cgroup through a descriptor of its parent
+    folder (the path may be hidden from it); when that folder could not be
+    opened, it called unlinkat(-1, ...) and the cgroup stayed."""
+    parent = _cgroup_parent().rstrip("/")
+    if not os.path.basename(parent):
+        pytest.skip("the memory cgroup's parent is the root")
+    with session(tmp_path, built, zygote_program, monkeypatch,
+                 GPSIMD_TEST_FAIL=os.path.basename(parent)) as s:
+        assert s.run_vector("relu", "a").status == "pass"
+        if not s.ready()["cgroup"]:
+            pytest.skip("no memory cgroup here")
+        cgroup = f"{parent}/gpsimd-emu-{s.zygote.pid}"
+        assert os.path.isdir(cgroup)
+    assert not os.path.exists(cgroup)
+
+
+def test_a_helper_that_ends_between_two_launches_fails_the_vector(multicore, tmp_path,
+                                                                  zygote_program):
+    """A whole run's helper whose process a kernel's thread ends (exit
+    status 0) between two launches left its run unfinished, which the
+    judge took for the run that stopped the vector: the vector passed,
+    that run and those after it never judged."""
+    with spread(tmp_path, multicore, zygote_program, ["quit_between", "relu"]) as s:
+        quit, relu = s.run_vector("quit_between", "a"), s.run_vector("relu", "a")
+    assert quit.status == "fail" and re.fullmatch(
+        r"the helper process that ran core \d \(second run\) ended \(exit status 0\) before its "
+        r"run was done: a kernel ended it between two launches \(a thread of its own\?\)",
+        quit.message), quit.message
+    assert (relu.status, relu.message) == ("pass", "")

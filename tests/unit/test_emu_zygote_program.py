@@ -141,7 +141,8 @@ def test_the_program_ends_on_an_objects_message_that_is_not_whole(zygote_program
                                                                    names, nfds):
     """The objects' message must hold one name (ending in a NUL) and one
     descriptor per object: else the program ends with status 2, before
-    loading anything or answering."""
+    loading anything, its only answer why ("E" and the memfd of what it
+    said), not a ready message."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     os.set_inheritable(theirs.fileno(), True)
     proc = subprocess.Popen([zygote_program, str(theirs.fileno()), str(os.getpid()), "1", "1"],
@@ -150,7 +151,10 @@ def test_the_program_ends_on_an_objects_message_that_is_not_whole(zygote_program
     r, w = os.pipe()
     socket.send_fds(mine, [names], [r] * nfds)
     assert proc.wait(timeout=10) == 2
+    said, fds, _, _ = socket.recv_fds(mine, 1 << 16, 1)
+    assert said == b"E" and len(fds) == 1
+    assert os.pread(fds[0], 1 << 16, 0) == b"gpsimd-zygote: no whole message of 1 core objects\n"
     assert mine.recv(1 << 16) == b""     # (no ready message: its end closed)
-    for fd in (r, w):
+    for fd in (r, w, *fds):
         os.close(fd)
     mine.close()

@@ -27,6 +27,9 @@
 #define GPSIMD_ZY_KILL_GRACE_MS 2000   /* a vector's deadline: every run's limit + this */
 #define GPSIMD_ZY_EXIT_MODEL_ERROR 70  /* a vector's process recorded a model error */
 #define GPSIMD_ZY_CANCELLED -2         /* wait status of a run a fault made unneeded */
+#define GPSIMD_ZY_LOST -3              /* wait status of a helper whose wait failed (its end
+                                          not known: a kernel reaped it, or ignored SIGCHLD) */
+#define GPSIMD_ZY_UNFINISHED -4        /* of a whole run's helper that exited 0, its run not done */
 
 /* ---- one vector: the worker's message (with the image memfd) -------------- */
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
@@ -47,7 +50,8 @@ typedef struct gz_vector {             /* times in nanoseconds, sizes and offset
 /* Ready, once the objects are loaded: one byte "R" with the memfd of a
  * struct gz_ready followed by each loaded core's op names, every name
  * ending in a NUL, core after core (nops of each), and the memfd of what
- * the objects' static initialisers wrote. */
+ * the objects' static initialisers wrote. Or, when it ends before: one
+ * byte "E" with the memfd of what it wrote, its last line why. */
 typedef struct gz_core {
     /* loaded: the device loader's checks passed (else error says why);
        has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
