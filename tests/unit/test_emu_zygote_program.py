@@ -34,11 +34,14 @@ _STRUCTS = {"struct gz_vector": Vector, "struct gz_run": header_struct("zygote.h
 def test_the_message_is_the_c_structure(tmp_path):
     """Every size and field offset of those structures, as a C program
     compiled from the same header says them; the semaphore fits its pass
-    record, and the core's linker spec and the binding are abi.py's."""
+    record, the magic its field, a vector's cores are the device's, and the
+    core's linker spec and the binding are abi.py's."""
     pass_ = _STRUCTS["gz_pass"]
     checked = check_layouts(tmp_path, ["semaphore.h", "gpsimd_host/zygote.h"], _STRUCTS, {
         f"sizeof(sem_t) <= {pass_.sem.size}": 1,
-        "sizeof(gpsimd_core_binding)": ctypes.sizeof(abi.GpsimdCoreBinding)})
+        "sizeof(gpsimd_core_binding)": ctypes.sizeof(abi.GpsimdCoreBinding),
+        "sizeof(GPSIMD_ZY_CB_MAGIC) - 1": control.Block.magic.size,
+        "GPSIMD_ZY_MAX_CORES == GPSIMD_NUM_CORES": 1})
     # (gz_core's lsp: its 5 fields as well)
     assert sum(checked.values()) == 19 + 4 + 5 + (5 + 5) + 8 + 5 + 13 + 8 + 6 + 4
     assert (Vector.runs.size, Reply.output.size) == (

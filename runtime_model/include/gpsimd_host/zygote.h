@@ -78,6 +78,7 @@ typedef struct gz_reply {
  * a vector's processes the rest (leader_control.c); times are
  * CLOCK_MONOTONIC nanoseconds, states the GPSIMD_ZY_*_ numbers below. */
 #define GPSIMD_ZY_CB_SIZE 4096
+#define GPSIMD_ZY_CB_MAGIC "GPSIMDCB"  /* gz_control.magic (no NUL) */
 #define GPSIMD_ZY_CB_VERSION 1
 #define GPSIMD_ZY_CB_ERROR_CAPACITY 1024
 #define GPSIMD_ZY_CB_SEM_WORDS 5       /* a run's claim semaphore: a sem_t (40 bytes) */
@@ -106,7 +107,7 @@ typedef struct {                       /* a process of the vector */
     uint32_t state;
 } gz_job;
 typedef struct {
-    char magic[8];                     /* "GPSIMDCB" */
+    char magic[8];                     /* GPSIMD_ZY_CB_MAGIC */
     uint64_t nonce;                    /* the request's */
     uint32_t version;
     uint32_t npasses;
