@@ -1,5 +1,7 @@
 """Byte layout of descriptors, argument streams and binding structs (gpsimd_emu.abi)."""
 import ctypes
+import functools
+import operator
 import os
 import struct
 import subprocess
@@ -196,6 +198,10 @@ def test_constants_match_abi_h_text():
         "CHECK_POISON_EMPTY", "CHECK_MULTICORE", "CHECK_COHERENCE", "CHECK_ARG_DTYPE")})
     for name, value in expect.items():
         assert int(defines[name], 0) == value, name
+    # GPSIMD_CHECK_ALL is every GPSIMD_CHECK_* bit, each bit one check's
+    checks = [v for k, v in limits.ABI.items() if k.startswith("CHECK_") and k != "CHECK_ALL"]
+    assert abi.CHECK_ALL == sum(checks) == functools.reduce(operator.or_, checks)
+    assert all(v & (v - 1) == 0 for v in checks)
 
 
 # ---- properties -----------------------------------------------------------------
