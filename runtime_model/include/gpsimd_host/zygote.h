@@ -83,7 +83,7 @@ typedef struct gz_reply {
 #define GPSIMD_ZY_CB_ERROR_CAPACITY 1024
 #define GPSIMD_ZY_CB_SEM_WORDS 5       /* a run's claim semaphore: a sem_t (40 bytes) */
 typedef struct {                       /* a run (a pass) */
-    uint32_t state;                    /* 0: pending */
+    uint32_t state;                    /* GPSIMD_ZY_PASS_* */
     uint32_t faulted;
     uint32_t claimed;                  /* of the cores in order */
     uint32_t ncores;
@@ -125,6 +125,7 @@ typedef struct {
 #define GPSIMD_ZY_SLOT_STARTED 1
 #define GPSIMD_ZY_SLOT_DONE 2
 #define GPSIMD_ZY_SLOT_BIND_FAILED 3
+#define GPSIMD_ZY_PASS_PENDING 0       /* (a zeroed record) */
 #define GPSIMD_ZY_PASS_RUNNING 1
 #define GPSIMD_ZY_PASS_DONE 2
 #define GPSIMD_ZY_PASS_SKIPPED 3
