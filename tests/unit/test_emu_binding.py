@@ -59,7 +59,7 @@ def test_the_shape_librarys_structures_are_the_compilers(tmp_path):
     names = ("gpsimd_shape_arg", "gpsimd_shape_result", "gpsimd_shape_library_info",
              "gpsimd_shape_def_info")
     structs = {t: header_struct("shape_abi.h", t) for t in names}
-    assert (structs["gpsimd_shape_arg"], structs["gpsimd_shape_def_info"]) == (
-        shapelib._Arg, shapelib._DefInfo)
+    assert tuple(structs.values()) == (shapelib._Arg, shapelib._Result, shapelib._LibraryInfo,
+                                       shapelib._DefInfo)
     checked = check_layouts(tmp_path, ["gpsimd_host/shape_abi.h"], structs)
     assert list(checked.values()) == [7, 6, 4, 12]
