@@ -8,7 +8,9 @@ kernels compile against them); Python reads the same text:
   value an ``int`` (decimal or hex, ``u``/``ull`` suffixes allowed) or a
   ``str`` (a string literal);
 * ``xmacro_rows(name, macro)``: the argument lists of the ``X(...)`` rows of
-  an X-macro ``#define <macro>(X) ...``, each a tuple of stripped strings.
+  an X-macro ``#define <macro>(X) ...``, each a tuple of stripped strings;
+* ``enum_values(name, enum, prefix)``: the members of ``enum <enum> { ... }``
+  and their values.
 
 Raises ``HeaderError`` (an ``ImportError``, so a broken installation fails at
 import with the header's path) when a header cannot be read or lacks what is
@@ -22,7 +24,8 @@ import os
 import re
 from typing import Dict, List, Tuple, Union
 
-__all__ = ["INCLUDE_DIR", "HeaderError", "header_path", "header_text", "defines", "xmacro_rows"]
+__all__ = ["INCLUDE_DIR", "HeaderError", "header_path", "header_text", "defines", "xmacro_rows",
+           "enum_values"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -94,3 +97,29 @@ def xmacro_rows(name: str, macro: str) -> List[Tuple[str, ...]]:
     if not rows:
         raise HeaderError(f"{header_path(name)}: {macro}(X) has no rows")
     return rows
+
+
+@functools.lru_cache(maxsize=None)
+def enum_values(name: str, enum: str, prefix: str = "") -> Dict[str, int]:
+    """``{member: value}`` of ``enum <enum> { ... };`` in the header
+    ``gpsimd_host/<name>``, in order, each member's name without ``prefix``
+    (which every member must start with); a member without ``= <number>``
+    is the one before it plus one, as in C (the first: 0).
+
+    Raises:
+        HeaderError: no such enum, or a member this reader cannot read (a
+            macro, an expression, a name without ``prefix``).
+    """
+    m = re.search(r"\benum\s+" + re.escape(enum) + r"\s*\{([^{}]*)\}", header_text(name))
+    if not m:
+        raise HeaderError(f"{header_path(name)}: no enum {enum}")
+    member = re.compile(re.escape(prefix) + r"(\w+)\s*(?:=\s*(0[xX][0-9A-Fa-f]+|-?\d+)[uU]?)?")
+    out: Dict[str, int] = {}
+    value = -1
+    for item in filter(None, (s.strip() for s in m.group(1).split(","))):
+        found = member.fullmatch(item)
+        if not found:
+            raise HeaderError(f"{header_path(name)}: enum {enum}: cannot read {item!r}")
+        value = int(found.group(2), 0) if found.group(2) else value + 1
+        out[found.group(1)] = value
+    return out

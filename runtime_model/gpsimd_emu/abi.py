@@ -1,6 +1,7 @@
 """What the model hands to the C++ runtime, in the layouts of
-``runtime_model/include/gpsimd_host/abi.h`` (read from it by
-``gpsimd_emu.binding.header_struct``; the header gives every offset):
+``runtime_model/include/gpsimd_host/abi.h`` (read from it: the structures
+by ``gpsimd_emu.binding.header_struct``, the enums by
+``gpsimd_device.headers.enum_values``; the header gives every offset and value):
 
 * the 48-byte argument descriptor ``NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR``
   (``pack_descriptor``): location, shape form, ISA dtype, the shape union
@@ -21,6 +22,7 @@ from typing import Optional, Sequence, Tuple
 
 from gpsimd_device import limits as _limits
 from gpsimd_device import lsp as _lsp
+from gpsimd_device.headers import enum_values
 
 from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: F401
                       GpsimdRegion, header_struct)
@@ -58,7 +60,6 @@ NUM_CORES = _limits.NUM_CORES
 LSP_SINGLE = _limits.LSP_SINGLE                         #: gpsimd_lsp_info.core_id, single-core LSP
 REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bits
 REGION_OUTPUT = _ABI["REGION_OUTPUT"]
-STATUS_OK = 0                                           #: enum gpsimd_status
 #: gpsimd_core_report.flags bits (GPSIMD_REPORT_*, HOST-MODEL).
 REPORT_COPY_PATH = _ABI["REPORT_COPY_PATH"]
 REPORT_OUTPUT_SIZE = _ABI["REPORT_OUTPUT_SIZE"]
@@ -76,27 +77,39 @@ CHECK_ALL = _ABI["CHECK_ALL"]
 _MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8
 
 
+#: The enums of abi.h, read from it (prefix of their members left out).
+_LOCATIONS = enum_values("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION",
+                         "NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_")
+_FORMS = enum_values("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE",
+                     "NEURON_ISA_TPB_CUSTOM_OP_")
+_ARG_TYPES = enum_values("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE",
+                         "NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_")
+STATUS_OK = enum_values("abi.h", "gpsimd_status", "GPSIMD_STATUS_")["OK"]
+
+
 class Location:
     """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`` (abi.h): descriptor byte +0."""
 
-    INVALID = 0
-    SBUF = 1
-    HBM = 2
+    INVALID = _LOCATIONS["INVALID"]
+    SBUF = _LOCATIONS["SBUF"]
+    HBM = _LOCATIONS["HBM"]
 
 
 class ShapeForm:
-    """``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE`` (abi.h): byte +1."""
+    """``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE`` (abi.h): byte +1
+    (``INLINE_8D`` is C's ``INLINE_SHAPE8D``, ``OUT_OF_LINE``
+    ``OUT_OF_LINE_SHAPE``, ``INLINE_4D`` ``INLINE_SHAPE4D``)."""
 
-    INLINE_8D = 0
-    OUT_OF_LINE = 1
-    INLINE_4D = 2
+    INLINE_8D = _FORMS["INLINE_SHAPE8D"]
+    OUT_OF_LINE = _FORMS["OUT_OF_LINE_SHAPE"]
+    INLINE_4D = _FORMS["INLINE_SHAPE4D"]
 
 
 class ArgType:
     """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE`` (abi.h HOST-MODEL values)."""
 
-    INVALID = 0
-    TENSOR = 1
+    INVALID = _ARG_TYPES["INVALID"]
+    TENSOR = _ARG_TYPES["TENSOR"]
 
 
 scratch_origin = _lsp.scratch_origin

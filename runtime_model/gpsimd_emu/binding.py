@@ -7,9 +7,10 @@ four of ``abi.h`` below (the model fills a binding and reads a report:
 ``GpsimdRegion``, ``GpsimdCoreReport``, ``GpsimdCoreBinding``,
 ``GpsimdLspInfo``) and ``gpsimd_emu.abi``'s descriptor, ``zygote.h``'s
 (``gpsimd_emu.control``, ``gpsimd_emu.zygote_client``) and
-``shape_abi.h``'s (``gpsimd_emu.shapelib``). tests/unit/test_emu_abi.py
-and tests/unit/test_emu_zygote_program.py compare every size and offset
-with the C compiler's ``sizeof``/``offsetof``.
+``shape_abi.h``'s (``gpsimd_emu.shapelib``). tests/unit/test_emu_abi.py,
+tests/unit/test_emu_zygote_program.py and tests/unit/test_emu_binding.py
+compare every size and offset with the C compiler's ``sizeof``/``offsetof``
+(tests/c_layout.py).
 """
 
 from __future__ import annotations

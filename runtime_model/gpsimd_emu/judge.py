@@ -333,7 +333,7 @@ def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:
 
     * each warning the runtime raised (abi.h ``gpsimd_core_report.warnings``,
       e.g. stream coherence under INCOHERENT_VERBOSE), and how many more
-      did not fit the 1024-byte buffer;
+      did not fit its buffer (abi.h ``GPSIMD_WARNINGS_CAPACITY`` bytes);
     * a printf ring that wrapped: more than ``abi.PRINTF_CAPACITY`` (128 KiB)
       printed, the oldest bytes dropped (docs/kernel-api.md, Limits).
     """

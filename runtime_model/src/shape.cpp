@@ -32,6 +32,9 @@
 #include "tensor_impl.h"
 #include "torchneuron/register.h"
 
+static_assert(GPSIMD_SHAPE_MAX_DIMS == GPSIMD_MAX_DIMS,
+              "gpsimd_host/shape_abi.h differs from gpsimd_host/abi.h");
+
 namespace gpsimd_rt {
 namespace {
 

@@ -55,7 +55,7 @@ gz_control* control_block(const torch::Tensor& out) {
     uintptr_t p = (uintptr_t)neuron_translate(neuron_translate_ctx(),
                                               out.unsafeGetTensorImpl()->device_addr);
     for (p &= ~(uintptr_t)4095; ; p -= 4096)
-        if (memcmp((void*)p, "GPSIMDCB", 8) == 0) return (gz_control*)p;
+        if (memcmp((void*)p, GPSIMD_ZY_CB_MAGIC, 8) == 0) return (gz_control*)p;
 }
 uint64_t now_ns() {
     struct timespec t;

@@ -108,20 +108,30 @@ def test_header_reader(tmp_path, monkeypatch):
     d = tmp_path / "gpsimd_host"
     d.mkdir()
     (d / "t.h").write_text('#define GPSIMD_A 0x10u\n#define GPSIMD_B 7\n#define GPSIMD_S "x y"\n'
-                           "/* X(NO, 1) */\n#define GPSIMD_T(X) \\\n  X(a, 1) /* c */ \\\n  X(b, 2)\n")
+                           "/* X(NO, 1) */\n#define GPSIMD_T(X) \\\n  X(a, 1) /* c */ \\\n  X(b, 2)\n"
+                           "enum t_e { T_E_A = 3, T_E_B, /* T_E_NO = 9, */ T_E_C = 0x10u, };\n"
+                           "enum t_f { T_F_A = 1 << 2 };\nenum t_g { T_G_A, OTHER_B };\n")
     monkeypatch.setattr(headers, "INCLUDE_DIR", str(tmp_path))
-    headers.header_text.cache_clear()
-    headers.defines.cache_clear()
+    for cached in (headers.header_text, headers.defines, headers.enum_values):
+        cached.cache_clear()
     try:
         assert headers.defines("t.h") == {"A": 16, "B": 7, "S": "x y"}
         assert headers.xmacro_rows("t.h", "GPSIMD_T") == [("a", "1"), ("b", "2")]
+        assert headers.enum_values("t.h", "t_e", "T_E_") == {"A": 3, "B": 4, "C": 16}
+        assert headers.enum_values("t.h", "t_g") == {"T_G_A": 0, "OTHER_B": 1}
+        with pytest.raises(headers.HeaderError, match="no enum t_h"):
+            headers.enum_values("t.h", "t_h")
+        with pytest.raises(headers.HeaderError, match="enum t_f: cannot read 'T_F_A = 1 << 2'"):
+            headers.enum_values("t.h", "t_f", "T_F_")
+        with pytest.raises(headers.HeaderError, match="enum t_g: cannot read 'OTHER_B'"):
+            headers.enum_values("t.h", "t_g", "T_G_")
         with pytest.raises(headers.HeaderError, match="no X-macro GPSIMD_U"):
             headers.xmacro_rows("t.h", "GPSIMD_U")
         with pytest.raises(headers.HeaderError, match="cannot read"):
             headers.defines("missing.h")
     finally:
-        headers.header_text.cache_clear()
-        headers.defines.cache_clear()
+        for cached in (headers.header_text, headers.defines, headers.enum_values):
+            cached.cache_clear()
 
 
 def test_plan_round_trip_of_the_shipped_collection():

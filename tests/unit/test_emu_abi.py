@@ -1,7 +1,8 @@
 """Byte layout of descriptors, argument streams and binding structs (gpsimd_emu.abi)."""
 import ctypes
+import functools
+import operator
 import os
-import shutil
 import struct
 import subprocess
 
@@ -11,6 +12,9 @@ from gpsimd_device import limits
 from gpsimd_emu import abi
 from gpsimd_emu.abi import Location, ShapeForm
 import abi_decode as dec
+from c_layout import CC, check_layouts, fields
+from gpsimd_device.headers import enum_values
+from gpsimd_emu.binding import header_struct
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = os.path.join(ROOT, "runtime_model", "include")
@@ -129,79 +133,46 @@ def test_scratch_origins_and_lsp_names():
     assert abi.lsp_name(None) == "lsp_fll_load_cpu_single"
 
 
-C_PROBE = r"""
-#include <stddef.h>
-#include <stdio.h>
-#include "gpsimd_host/abi.h"
-#define F(t, m) printf("%s %s %zu\n", #t, #m, offsetof(t, m));
-#define S(t) printf("%s sizeof %zu\n", #t, sizeof(t));
-int main(void) {
-  S(NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR) F(arg_tensor_t, framework_shape) F(arg_tensor_t, storage)
-  F(arg_tensor_t, reserved1) F(arg_tensor_t, storage.hbm.num_elem) F(arg_tensor_t, storage.tpb.num_elem)
-  F(arg_tensor_t, storage.tpb.num_partitions) F(arg_tensor_t, storage.tpb.num_elem_per_block)
-  F(arg_tensor_t, framework_shape.out_of_line.ndim)
-  S(gpsimd_region) F(gpsimd_region, device_addr) F(gpsimd_region, size) F(gpsimd_region, host) F(gpsimd_region, flags) F(gpsimd_region, reserved)
-  S(gpsimd_core_report) F(gpsimd_core_report, status) F(gpsimd_core_report, fault_kind) F(gpsimd_core_report, printf_total)
-  F(gpsimd_core_report, printf_len) F(gpsimd_core_report, printf_head) F(gpsimd_core_report, tcm_peak)
-  F(gpsimd_core_report, scratch_peak) F(gpsimd_core_report, dataram_peak) F(gpsimd_core_report, message)
-  F(gpsimd_core_report, flags) F(gpsimd_core_report, warning_count) F(gpsimd_core_report, warnings)
-  S(gpsimd_core_binding) F(gpsimd_core_binding, abi_version) F(gpsimd_core_binding, core_id) F(gpsimd_core_binding, core_count)
-  F(gpsimd_core_binding, num_regions) F(gpsimd_core_binding, regions) F(gpsimd_core_binding, scratch_host)
-  F(gpsimd_core_binding, dataram_host) F(gpsimd_core_binding, sbuf_window_base) F(gpsimd_core_binding, arg_stream_host)
-  F(gpsimd_core_binding, retval_host) F(gpsimd_core_binding, printf_host) F(gpsimd_core_binding, report_host)
-  F(gpsimd_core_binding, stack_scale) F(gpsimd_core_binding, checks) F(gpsimd_core_binding, poison)
-  F(gpsimd_core_binding, tcm_poison) F(gpsimd_core_binding, read_map_host)
-  F(gpsimd_core_binding, out_itemsize) F(gpsimd_core_binding, reserved2)
-  S(gpsimd_lsp_info) F(gpsimd_lsp_info, core_id) F(gpsimd_lsp_info, reserved) F(gpsimd_lsp_info, scratch_origin)
-  F(gpsimd_lsp_info, scratch_size) F(gpsimd_lsp_info, name)
-  S(gpsimd_arg_stream_header)
-  printf("GPSIMD_ARG_STREAM_ARGS_OFFSET %u\nGPSIMD_MAX_ARGS %u\nGPSIMD_MAX_REGIONS %u\n",
-         GPSIMD_ARG_STREAM_ARGS_OFFSET, GPSIMD_MAX_ARGS, GPSIMD_MAX_REGIONS);
-  return 0;
-}
-"""
-
-CTYPES_NAMES = {"gpsimd_region": abi.GpsimdRegion, "gpsimd_core_report": abi.GpsimdCoreReport,
-                "gpsimd_core_binding": abi.GpsimdCoreBinding, "gpsimd_lsp_info": abi.GpsimdLspInfo}
+#: Every structure of abi.h the model reads (``binding.header_struct``), by its C name.
+_STRUCTS = {t: header_struct("abi.h", t) for t in ("NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR",
+                                                  "gpsimd_arg_stream_header")}
+_STRUCTS.update({"gpsimd_region": abi.GpsimdRegion, "gpsimd_core_report": abi.GpsimdCoreReport,
+                 "gpsimd_core_binding": abi.GpsimdCoreBinding, "gpsimd_lsp_info": abi.GpsimdLspInfo})
+#: abi.h's enums, read by abi.py: (enum, prefix of its members).
+_ENUMS = [("NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION", "NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_"),
+          ("NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE", "NEURON_ISA_TPB_CUSTOM_OP_"),
+          ("NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_"),
+          ("gpsimd_status", "GPSIMD_STATUS_")]
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
-                    reason="no C compiler")
-def test_python_and_c_agree_on_every_size_and_offset(tmp_path):
-    src = tmp_path / "probe.c"
-    src.write_text(C_PROBE)
-    exe = tmp_path / "probe"
-    cc = shutil.which("cc") or shutil.which("gcc")
-    subprocess.run([cc, "-std=c99", "-Wall", "-Werror", "-I", INCLUDE, "-o", str(exe), str(src)],
-                   check=True)
-    out = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
-    facts = {}
-    for line in out.splitlines():
-        *key, value = line.split()
-        facts[tuple(key)] = int(value)
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_python_and_c_agree_on_every_size_offset_and_enum_value(tmp_path):
+    values = {"GPSIMD_ARG_STREAM_ARGS_OFFSET": abi.ARG_STREAM_ARGS_OFFSET,
+              "GPSIMD_MAX_ARGS": abi.MAX_ARGS, "GPSIMD_MAX_REGIONS": limits.ABI["MAX_REGIONS"]}
+    values.update({prefix + name: value for enum, prefix in _ENUMS
+                   for name, value in enum_values("abi.h", enum, prefix).items()})
+    checked = check_layouts(tmp_path, ["gpsimd_host/abi.h"], _STRUCTS, values)
+    # (the descriptor's and the stream header's nested fields as well)
+    assert list(checked.values()) == [8 + 6 + 10, 3, 5, 12, 19, 5]
     # The descriptor (the device ABI (gpsimd_host/abi.h)).
-    t = "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR"
-    assert facts[(t, "sizeof")] == abi.DESCRIPTOR_SIZE == 48
-    assert facts[("arg_tensor_t", "framework_shape")] == 8
-    assert facts[("arg_tensor_t", "storage")] == 24
-    assert facts[("arg_tensor_t", "reserved1")] == 40
-    assert facts[("arg_tensor_t", "storage.hbm.num_elem")] == 32
-    assert facts[("arg_tensor_t", "storage.tpb.num_elem")] == 28
-    assert facts[("arg_tensor_t", "storage.tpb.num_partitions")] == 32
-    assert facts[("arg_tensor_t", "storage.tpb.num_elem_per_block")] == 36
-    assert facts[("arg_tensor_t", "framework_shape.out_of_line.ndim")] == 16
-    assert facts[("gpsimd_arg_stream_header", "sizeof")] == abi.ARG_STREAM_ARGS_OFFSET
-    assert facts[("GPSIMD_ARG_STREAM_ARGS_OFFSET",)] == abi.ARG_STREAM_ARGS_OFFSET
-    assert facts[("GPSIMD_MAX_ARGS",)] == abi.MAX_ARGS
-    assert facts[("GPSIMD_MAX_REGIONS",)] == limits.ABI["MAX_REGIONS"]
-    checked = 0
-    for cname, cls in CTYPES_NAMES.items():
-        assert facts[(cname, "sizeof")] == ctypes.sizeof(cls), cname
-        for fname, *_ in cls._fields_:
-            assert facts[(cname, fname)] == getattr(cls, fname).offset, (cname, fname)
-            checked += 1
-    assert checked == 5 + 12 + 19 + 5
+    t = _STRUCTS["NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR"]
+    assert ctypes.sizeof(t) == abi.DESCRIPTOR_SIZE == 48
+    offsets = {path: offset for path, offset, _ in fields(t)}
+    spec = {"framework_shape": 8, "storage": 24, "reserved1": 40, "storage.hbm.num_elem": 32,
+            "storage.tpb.num_elem": 28, "storage.tpb.num_partitions": 32,
+            "storage.tpb.num_elem_per_block": 36, "framework_shape.out_of_line.ndim": 16}
+    assert {p: offsets[p] for p in spec} == spec
+    assert ctypes.sizeof(_STRUCTS["gpsimd_arg_stream_header"]) == abi.ARG_STREAM_ARGS_OFFSET
+    assert (abi.Location.HBM, abi.Location.SBUF, abi.ShapeForm.INLINE_4D,
+            abi.ShapeForm.OUT_OF_LINE, abi.ShapeForm.INLINE_8D, abi.ArgType.TENSOR,
+            abi.STATUS_OK) == (values["NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_HBM"],
+                               values["NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_SBUF"],
+                               values["NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE4D"],
+                               values["NEURON_ISA_TPB_CUSTOM_OP_OUT_OF_LINE_SHAPE"],
+                               values["NEURON_ISA_TPB_CUSTOM_OP_INLINE_SHAPE8D"],
+                               values["NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_TENSOR"],
+                               values["GPSIMD_STATUS_OK"])
 
 
 def test_constants_match_abi_h_text():
@@ -227,6 +198,10 @@ def test_constants_match_abi_h_text():
         "CHECK_POISON_EMPTY", "CHECK_MULTICORE", "CHECK_COHERENCE", "CHECK_ARG_DTYPE")})
     for name, value in expect.items():
         assert int(defines[name], 0) == value, name
+    # GPSIMD_CHECK_ALL is every GPSIMD_CHECK_* bit, each bit one check's
+    checks = [v for k, v in limits.ABI.items() if k.startswith("CHECK_") and k != "CHECK_ALL"]
+    assert abi.CHECK_ALL == sum(checks) == functools.reduce(operator.or_, checks)
+    assert all(v & (v - 1) == 0 for v in checks)
 
 
 # ---- properties -----------------------------------------------------------------

@@ -1,11 +1,14 @@
 """binding.header_struct, the one reader of the host headers' C structures
-(the real headers' sizes and offsets are compared with the compiler's by
-test_emu_abi.py and test_emu_zygote_program.py)."""
+(the real headers' sizes and offsets are compared with the compiler's here
+for shape_abi.h, by test_emu_abi.py and test_emu_zygote_program.py for the
+others)."""
 import ctypes
 
 import pytest
 
+from c_layout import CC, check_layouts
 from gpsimd_device import headers
+from gpsimd_emu import shapelib
 from gpsimd_emu.binding import header_struct
 
 _A = "#define GPSIMD_N 3\ntypedef struct { uint16_t x; char name[GPSIMD_N]; } rd_a;\n"
@@ -45,3 +48,18 @@ def test_the_structures_a_header_writes(tmp_path, monkeypatch):
         header_struct("rd_b.h", "rd_tag")    # (a tag is not a typedef)
     with pytest.raises(headers.HeaderError, match=r"rd_bits: cannot read 'int32_t x : 3;'$"):
         header_struct("rd_b.h", "rd_bits")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CC is None, reason="no C compiler")
+def test_the_shape_librarys_structures_are_the_compilers(tmp_path):
+    """Every size and field offset of the structures shapelib reads, as a C
+    program compiled from shape_abi.h says them (a shape library checks only
+    their sizes, at load)."""
+    names = ("gpsimd_shape_arg", "gpsimd_shape_result", "gpsimd_shape_library_info",
+             "gpsimd_shape_def_info")
+    structs = {t: header_struct("shape_abi.h", t) for t in names}
+    assert tuple(structs.values()) == (shapelib._Arg, shapelib._Result, shapelib._LibraryInfo,
+                                       shapelib._DefInfo)
+    checked = check_layouts(tmp_path, ["gpsimd_host/shape_abi.h"], structs)
+    assert list(checked.values()) == [7, 6, 4, 12]

@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 
+from c_layout import check_layouts
 from conftest import build_zygote
 from gpsimd_device import zygote as program
 from gpsimd_device.headers import INCLUDE_DIR
@@ -33,33 +34,19 @@ _STRUCTS = {"struct gz_vector": Vector, "struct gz_run": header_struct("zygote.h
 def test_the_message_is_the_c_structure(tmp_path):
     """Every size and field offset of those structures, as a C program
     compiled from the same header says them; the semaphore fits its pass
-    record, and the core's linker spec and the binding are abi.py's."""
-    lines = ["#include <semaphore.h>", "#include <stddef.h>", "#include <stdio.h>",
-             '#include "gpsimd_host/zygote.h"', "int main(void) {",
-             'printf("sem_t %zu\\n", sizeof(sem_t));',
-             'printf("binding %zu\\n", sizeof(gpsimd_core_binding));']
-    for cname, cls in _STRUCTS.items():
-        lines.append(f'printf("{cname}|sizeof %zu\\n", sizeof({cname}));')
-        lines += [f'printf("{cname}|{f} %zu\\n", offsetof({cname}, {f}));' for f, _ in cls._fields_]
-    src = tmp_path / "probe.c"
-    src.write_text("\n".join(lines + ["return 0;", "}", ""]))
-    subprocess.run(["gcc", "-I", INCLUDE_DIR, "-o", str(tmp_path / "probe"), str(src)],
-                   check=True)
-    c = dict(line.rsplit(" ", 1) for line in subprocess.run(
-        [str(tmp_path / "probe")], capture_output=True, text=True, check=True).stdout.splitlines())
-    checked = 0
-    for cname, cls in _STRUCTS.items():
-        assert int(c[f"{cname}|sizeof"]) == ctypes.sizeof(cls), cname
-        for f, _ in cls._fields_:
-            assert int(c[f"{cname}|{f}"]) == getattr(cls, f).offset, (cname, f)
-            checked += 1
-    assert checked == 19 + 4 + 5 + 5 + 8 + 5 + 13 + 8 + 6 + 4
+    record, the magic its field, a vector's cores are the device's, and the
+    core's linker spec and the binding are abi.py's."""
+    pass_ = _STRUCTS["gz_pass"]
+    checked = check_layouts(tmp_path, ["semaphore.h", "gpsimd_host/zygote.h"], _STRUCTS, {
+        f"sizeof(sem_t) <= {pass_.sem.size}": 1,
+        "sizeof(gpsimd_core_binding)": ctypes.sizeof(abi.GpsimdCoreBinding),
+        "sizeof(GPSIMD_ZY_CB_MAGIC) - 1": control.Block.magic.size,
+        "GPSIMD_ZY_MAX_CORES == GPSIMD_NUM_CORES": 1})
+    # (gz_core's lsp: its 5 fields as well)
+    assert sum(checked.values()) == 19 + 4 + 5 + (5 + 5) + 8 + 5 + 13 + 8 + 6 + 4
     assert (Vector.runs.size, Reply.output.size) == (
         ctypes.sizeof(_STRUCTS["struct gz_run"]) * control.MAX_PASSES,
         ctypes.sizeof(_STRUCTS["struct gz_output"]) * 2 * control.MAX_CORES)
-    pass_ = _STRUCTS["gz_pass"]
-    assert int(c["sem_t"]) <= pass_.sem.size
-    assert int(c["binding"]) == ctypes.sizeof(abi.GpsimdCoreBinding)
     assert _STRUCTS["struct gz_core"].lsp.size == ctypes.sizeof(abi.GpsimdLspInfo)
 
 

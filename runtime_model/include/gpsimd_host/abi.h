@@ -1,7 +1,7 @@
 /*
  * gpsimd_host/abi.h -- the byte-level contract between the Python device
- * model (runtime_model/gpsimd_emu, which mirrors every struct here with
- * ctypes/struct) and the host C++ runtime linked into every core object.
+ * model (runtime_model/gpsimd_emu, which reads every struct and enum here
+ * from this text) and the host C++ runtime linked into every core object.
  *
  * Two kinds of fact live here:
  *
@@ -14,7 +14,7 @@
  *     the members of the 16-byte shape union, the argument-stream header,
  *     the argument-type enum values, and the core-binding structure the
  *     model hands to a core before it launches an op.  A test checks that
- *     Python and C++ agree on every size and offset.
+ *     Python and C++ agree on every size, offset and enum value.
  *
  * This header is C (and C++) compatible and has no dependencies beyond
  * <stdint.h>.

@@ -82,11 +82,12 @@ typedef struct gz_reply {
  * a vector's processes the rest (leader_control.c); times are
  * CLOCK_MONOTONIC nanoseconds, states the GPSIMD_ZY_*_ numbers below. */
 #define GPSIMD_ZY_CB_SIZE 4096
+#define GPSIMD_ZY_CB_MAGIC "GPSIMDCB"  /* gz_control.magic (no NUL) */
 #define GPSIMD_ZY_CB_VERSION 1
 #define GPSIMD_ZY_CB_ERROR_CAPACITY 1024
 #define GPSIMD_ZY_CB_SEM_WORDS 5       /* a run's claim semaphore: a sem_t (40 bytes) */
 typedef struct {                       /* a run (a pass) */
-    uint32_t state;                    /* 0: pending */
+    uint32_t state;                    /* GPSIMD_ZY_PASS_* */
     uint32_t faulted;
     uint32_t claimed;                  /* of the cores in order */
     uint32_t ncores;
@@ -110,7 +111,7 @@ typedef struct {                       /* a process of the vector */
     uint32_t state;
 } gz_job;
 typedef struct {
-    char magic[8];                     /* "GPSIMDCB" */
+    char magic[8];                     /* GPSIMD_ZY_CB_MAGIC */
     uint64_t nonce;                    /* the request's */
     uint32_t version;
     uint32_t npasses;
@@ -128,6 +129,7 @@ typedef struct {
 #define GPSIMD_ZY_SLOT_STARTED 1
 #define GPSIMD_ZY_SLOT_DONE 2
 #define GPSIMD_ZY_SLOT_BIND_FAILED 3
+#define GPSIMD_ZY_PASS_PENDING 0       /* (a zeroed record) */
 #define GPSIMD_ZY_PASS_RUNNING 1
 #define GPSIMD_ZY_PASS_DONE 2
 #define GPSIMD_ZY_PASS_SKIPPED 3
