@@ -85,12 +85,13 @@ static void reply_error(const char *what)
 
 /* End the program before its ready message (exit status code), what it
  * said (the load output, why: every line of it printed) sent first to the
- * worker, which never reads it otherwise: "E" with its memfd. */
+ * worker, which never reads it otherwise: GPSIMD_ZY_NOT_READY with its
+ * memfd. */
 __attribute__((noreturn)) static void fail_before_ready(int out, int code)
 {
     fflush(NULL);
     if (out >= 0)
-        send_fds("E", 1, &out, 1);
+        send_fds(GPSIMD_ZY_NOT_READY, 1, &out, 1);
     exit(code);
 }
 
@@ -371,7 +372,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gpsimd-zygote: cannot make the ready message: %s\n", strerror(errno));
         fail_before_ready(out, 2);
     }
-    send_fds("R", 1, fds, out >= 0 ? 2 : 1);
+    send_fds(GPSIMD_ZY_READY, 1, fds, out >= 0 ? 2 : 1);
     close(fds[0]);
     if (out >= 0)                        /* (the worker's now; stdout and stderr below too) */
         close(out);

@@ -289,13 +289,13 @@ class ZygoteClient:
         """
         if self._ready is None:
             data, texts = self._recv(timeout, (MAX_READY, ZY["OUTPUT_KEEP"]))
-            if data == b"E" and texts:   # (it ends: what it said, its last line why)
+            if data == ZY["NOT_READY"].encode() and texts:   # (it ends: what it said, its last line why)
                 lines = texts[0].decode("utf-8", "replace").strip().splitlines()
                 said = ZygoteError(f"ended before it was ready: "
                                    f"{visible(lines[-1] if lines else '?')}")
                 said.said = True
                 raise said
-            if data != b"R" or not texts:
+            if data != ZY["READY"].encode() or not texts:
                 raise ZygoteError("sent something else than its ready message")
             self._ready = read_ready(texts[0], self.ncores)
             if self._ready is None:

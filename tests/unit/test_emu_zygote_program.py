@@ -110,7 +110,7 @@ def test_the_program_refuses_what_it_cannot_read(zygote_program, tmp_path):
     ready = zygote_client.read_ready(os.pread(fds[0], 1 << 20, 0), 1)
     for fd in fds:
         os.close(fd)
-    assert data == b"R" and ready["mode"] in ("pidns", "userns", "pgroup")
+    assert data == control.ZY["READY"].encode() and ready["mode"] in ("pidns", "userns", "pgroup")
     assert list(ready["cores"][0]) == ["error"]
     assert ready["cores"][0]["error"].startswith(f"{bad}: cannot load: ")
     r, w = os.pipe()
@@ -139,7 +139,7 @@ def test_the_program_ends_on_an_objects_message_that_is_not_whole(zygote_program
     socket.send_fds(mine, [names], [r] * nfds)
     assert proc.wait(timeout=10) == 2
     said, fds, _, _ = socket.recv_fds(mine, 1 << 16, 1)
-    assert said == b"E" and len(fds) == 1
+    assert said == control.ZY["NOT_READY"].encode() and len(fds) == 1
     assert os.pread(fds[0], 1 << 16, 0) == b"gpsimd-zygote: no whole message of 1 core objects\n"
     assert mine.recv(1 << 16) == b""     # (no ready message: its end closed)
     for fd in (r, w, *fds):

@@ -47,11 +47,14 @@ typedef struct gz_vector {             /* times in nanoseconds, sizes and offset
 /* ---- the zygote's answers ---------------------------------------------------- */
 #define GPSIMD_ZY_TEXT 1024            /* bytes of a text field, its NUL included */
 #define GPSIMD_ZY_MODE 16              /* "pidns", "userns", "pgroup" */
-/* Ready, once the objects are loaded: one byte "R" with the memfd of a
- * struct gz_ready followed by each loaded core's op names, every name
- * ending in a NUL, core after core (nops of each), and the memfd of what
- * the objects' static initialisers wrote. Or, when it ends before: one
- * byte "E" with the memfd of what it wrote, its last line why. */
+/* Ready, once the objects are loaded: one byte GPSIMD_ZY_READY with the
+ * memfd of a struct gz_ready followed by each loaded core's op names,
+ * every name ending in a NUL, core after core (nops of each), and the
+ * memfd of what the objects' static initialisers wrote. Or, when it ends
+ * before: one byte GPSIMD_ZY_NOT_READY with the memfd of what it wrote,
+ * its last line why. */
+#define GPSIMD_ZY_READY "R"
+#define GPSIMD_ZY_NOT_READY "E"
 typedef struct gz_core {
     /* loaded: the device loader's checks passed (else error says why);
        has_lsp: lsp holds gpsimd_linker_spec_info()'s answer */
