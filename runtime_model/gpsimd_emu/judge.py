@@ -157,18 +157,27 @@ def _helper_end_text(image: DeviceImage, cores: Sequence[CoreSpec], record: dict
 def check_runs(record: dict) -> None:
     """Check, from the worker's side, that a record which says the leader
     finished has every run the leader had to make: each run is done
-    without a fault until the one that stopped the vector (faulted, or
-    left running by a process that ended badly); no run before it is
-    skipped.
+    without a fault, every core of it launched and ended (or its binding
+    failed, which is judged), until the one that stopped the vector
+    (faulted, or left running by a process that ended badly); no run
+    before it is skipped.
 
     Raises:
-        control.RecordError: naming the run that was skipped or never made
-            (a kernel wrote over the record or over the leader's state).
+        control.RecordError: naming the run that was skipped or never made,
+            or the core a done run never launched (a kernel wrote over the
+            record or over the leader's state, or a kernel's thread ended
+            a process of the model between two launches).
     """
     if not record["leader_done"] or record["error"]:
         return                           # (judged as an early end or a model error)
     for p, r in enumerate(record["passes"]):
         if r["state"] == control.PASS_DONE and not r["faulted"]:
+            for k, s in enumerate(record["slots"][p][:r["ncores"]]):
+                if s["state"] not in (control.SLOT_DONE, control.SLOT_BIND_FAILED):
+                    raise control.RecordError(
+                        f"run {p} is done, but core {k} was never launched in it or did "
+                        f"not end; a kernel's thread that ended a process of the model "
+                        f"between two launches?")
             continue
         if r["state"] in (control.PASS_SKIPPED, control.PASS_PENDING):
             what = "skipped" if r["state"] == control.PASS_SKIPPED else "never made"

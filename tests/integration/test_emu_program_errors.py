@@ -393,3 +393,23 @@ def test_a_helper_that_ends_between_two_launches_fails_the_vector(multicore, tmp
         r"run was done: a kernel ended it between two launches \(a thread of its own\?\)",
         quit.message), quit.message
     assert (relu.status, relu.message) == ("pass", "")
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_a_run_whose_helper_ends_before_its_second_call_never_passes(multicore, tmp_path,
+                                                                      zygote_program, attempt):
+    """A helper of run 0 whose process a kernel's thread ends (exit status
+    0) after its first launch of a core, before its second call's launch
+    of that core: the leader marked the second call's run done with that
+    core never launched, and since only core 0 writes the output, the
+    vector passed (found in review, 2 times in 4). The worker now fails a
+    done run with a core never launched; when the thread ends the process
+    elsewhere, the vector fails as a process that ended badly."""
+    with spread(tmp_path, multicore, zygote_program, ["quit_second", "relu"]) as s:
+        quit, relu = s.run_vector("quit_second", "a"), s.run_vector("relu", "a")
+    assert quit.status == "fail" and re.fullmatch(
+        r"the vector's processes left no valid record of the run \(run 4 is done, but core \d "
+        r"was never launched in it or did not end; a kernel's thread that ended a process of "
+        r"the model between two launches\?\): a kernel wrote over the model's memory"
+        r"|core \d ended the process \(exit status 0\)", quit.message), quit.message
+    assert (relu.status, relu.message) == ("pass", "")

@@ -122,6 +122,8 @@ static int crash() {
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "gpsimd_host/zygote.h"
 // The emulator's processes (ARCHITECTURE.md "Processes and containment"):
 // 1 in the vector's leader, 0 in a helper it forked
@@ -176,8 +178,52 @@ static int quit_between() {
         }
     return relu();
 }
-#define HOSTILE_NAMES , "nochld_crash", "reap", "quit_between"
-#define HOSTILE_FNS , nochld_crash, reap, quit_between
+// in a helper of run 0 (one that shares the run, not a whole run's), at
+// its first launch of a core other than 0: a thread ends the process (exit
+// status 0) once that launch is done, before the second call's launch of
+// the same core in that process starts (the second call's folder, made a
+// chain of symlinks, widens that window to milliseconds). Only core 0
+// writes the output, all of it, as a kernel whose work is on one core.
+static gz_slot* first_done;
+static void* quit_now(void*) {
+    while (__atomic_load_n(&first_done->state, __ATOMIC_ACQUIRE) != GPSIMD_ZY_SLOT_DONE) {}
+    _exit(0);
+}
+static void slow_run4() {
+    if (rename("/tmp/run4", "/tmp/r4") != 0) return;
+    mkdir("/tmp/d", 0700);
+    mkdir("/tmp/d/x", 0700);
+    static char t[4096];
+    for (int i = 38; i >= 0; i--) {
+        int n = snprintf(t, sizeof t, "/tmp/d");
+        while (n < 4000) n += snprintf(t + n, sizeof t - n, "/x/..");
+        snprintf(t + n, sizeof t - n, i == 38 ? "/../r4" : "/../L%d", i + 1);
+        char name[32];
+        snprintf(name, sizeof name, i == 0 ? "/tmp/run4" : "/tmp/L%d", i);
+        symlink(t, name);
+    }
+}
+static int quit_second() {
+    static int once;
+    cb = control_block();
+    if (!in_leader() && !once++ && B.core_id != 0) {
+        slow_run4();
+        for (int j = 0; j < GPSIMD_ZY_MAX_JOBS; j++)
+            if (cb->jobs[j].pid == getpid() && cb->jobs[j].pass == 0) {
+                first_done = &cb->slots[0 * GPSIMD_ZY_MAX_CORES + B.core_id];
+                pthread_t t;
+                pthread_create(&t, nullptr, quit_now, nullptr);
+                break;
+            }
+    }
+    if (B.core_id != 0) return 0;
+    const float* x = (const float*)translate(arg(0)->storage.hbm.addr);
+    float* y = (float*)translate(out()->storage.hbm.addr);
+    for (uint32_t i = 0; i < out()->storage.hbm.num_elem; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+    return 0;
+}
+#define HOSTILE_NAMES , "nochld_crash", "reap", "quit_between", "quit_second"
+#define HOSTILE_FNS , nochld_crash, reap, quit_between, quit_second
 #else
 #define HOSTILE_NAMES
 #define HOSTILE_FNS

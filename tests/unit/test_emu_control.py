@@ -71,3 +71,36 @@ def test_garbage_is_a_named_record_error(offset, data, field):
     mm[offset:offset + len(data)] = data
     with pytest.raises(RecordError, match=field):
         ctl.validate(42, 2, 8)
+
+
+def _finished(slot_states):
+    """A record whose leader finished run 0 (done, no fault) and run 1
+    (done, no fault), with run 0's slots in ``slot_states`` and run 1's
+    all done."""
+    from gpsimd_emu.judge import check_runs     # (the worker's check of a finished record)
+    mm, ctl = _block()
+    blk = Block.from_buffer(mm)
+    for p in range(2):
+        run = blk.passes[p]
+        run.state, run.claimed, run.ncores = control.PASS_DONE, 8, 8
+        for k in range(8):
+            blk.slots[p * control.MAX_CORES + k].state = \
+                slot_states[k] if p == 0 else control.SLOT_DONE
+    blk.leader_done = 1
+    del blk, run
+    return check_runs, ctl.validate(42, 2, 8)
+
+
+def test_a_finished_run_whose_core_was_never_launched_is_a_corrupt_record():
+    """A run marked done without a fault whose core was never launched
+    (slot never started: a helper ended, exit 0, between its claim or its
+    launches and the next, by a kernel's thread): the vector must fail,
+    not be judged on the cores that ran."""
+    check_runs, rec = _finished([control.SLOT_DONE] * 8)
+    check_runs(rec)                             # (every core launched: nothing to say)
+    check_runs, rec = _finished([control.SLOT_DONE] * 3 + [0] + [control.SLOT_DONE] * 4)
+    with pytest.raises(RecordError, match=r"^run 0 is done, but core 3 was never launched in it"):
+        check_runs(rec)
+    check_runs, rec = _finished([control.SLOT_DONE] * 7 + [control.SLOT_STARTED])
+    with pytest.raises(RecordError, match=r"^run 0 is done, but core 7 was never launched in it"):
+        check_runs(rec)
