@@ -60,17 +60,19 @@ def _places(inputs: Sequence[Input]) -> tuple:
 
 
 def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tuple],
-                   root: str, passed: Callable[[str], bool] = lambda name: True
-                   ) -> Optional[tuple]:
+                   root: str, passed: Callable[[str], bool] = lambda name: True,
+                   failed: Callable[[str], bool] = lambda name: False) -> Optional[tuple]:
     """The second call's arguments, ``(signature, name, inputs, expected,
     rtol, atol)``: those of the vector before ``vector`` in the plan when
     it has the signature ``sig`` and an expected output (``last``, the
     session's last vector of the op in that form, is used when it is that
-    one; else they are made again, only if ``passed(its name)``, which
-    may run that vector on its own first and is asked only when its
-    arguments take the same places: a vector that does not pass judges no
-    second call, and its reference is not run again); else None (the
-    second call repeats the vector's own)."""
+    one; else they are made again when its arguments take the same places
+    and ``failed(its name)``, whether it is known not to have passed, is
+    false (the reference of one that hung is not run again), and used
+    only if ``passed(its name)``, which may run that vector on its own
+    first and is asked only when the whole signature matches: a vector
+    that does not pass judges no second call); else None (the second call
+    repeats the vector's own)."""
     names = [v.name for v in op.vectors]
     if vector.name not in names or names.index(vector.name) == 0:
         return None
@@ -78,9 +80,7 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
     if last is None or last[1] != prev.name:
         try:
             inputs = make_inputs(op, prev, root)
-            # (its reference runs only when its arguments take the same
-            # places and it passed: one that hung is not run again)
-            if prev.expected.checks_only or _places(inputs) != sig[0] or not passed(prev.name):
+            if prev.expected.checks_only or _places(inputs) != sig[0] or failed(prev.name):
                 return None
             inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root,
                                                                               inputs)
@@ -88,4 +88,6 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
             return None
         last = (signature(inputs, out_dtype, shape, where), prev.name, inputs, expected,
                 rtol, atol)
+        if last[0] != sig or not passed(prev.name):
+            return None
     return last if last[0] == sig else None
