@@ -357,11 +357,12 @@ class LibrarySession:
 
     def _failure(self, e: ZygoteError) -> str:
         """What the zygote's failure ``e`` means: before its first answer it
-        was still loading the copies past the first (module ``zygote.c``)."""
+        was still loading the copies past the first (module ``zygote.c``),
+        unless it said why it ended before it was ready."""
         if self._answered:
             return f"the device model process failed: {e}"
-        if e.said:
-            return f"the core objects could not be loaded: the device model process {e}"
+        if e.said:          # (it said why: not the objects' fault, maybe none's)
+            return f"the device model process {e}"
         return (f"the core objects could not be loaded: the device model process {e} "
                 f"(a static initialiser of a core object?)")
 
