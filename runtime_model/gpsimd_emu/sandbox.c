@@ -413,8 +413,12 @@ int sb_enter(int parent, int relay_closes)
     /* (in every mode: the relay outlives the zygote to remove the cgroup) */
     int req[2], ack[2];
     pid_t outside = getpid(), pid = -1;
-    if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0 || (pid = fork()) < 0)
-        return -1;                       /* (the program ends: its descriptors too) */
+    if (pipe2(req, O_CLOEXEC) != 0 || pipe2(ack, O_CLOEXEC) != 0 || (pid = fork()) < 0) {
+        int e = errno;                   /* (the program ends, and no relay removes */
+        sb_cg_remove();                  /* its cgroup) */
+        errno = e;
+        return -1;
+    }
     if (pid > 0) {
         close(relay_closes);             /* (the worker sees the zygote's end) */
         close(req[1]);
