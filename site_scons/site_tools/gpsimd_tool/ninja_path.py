@@ -178,14 +178,13 @@ def setup(env) -> None:
 
 
 def _guard(env) -> str:
-    """What every step of the ninja file but the two that run on every run
+    """What every step of the ninja file but the summary's print edge
     (:func:`summary`) does first: make sure that this ninja run holds the
-    build folder's lock, or stop (``gpsimd_build.buildlock.hold_for_ninja``:
-    the ``lock`` step, which one step of the run takes it with and which
-    marks that). The mark is looked for with the shell's builtins alone,
-    so that only the first step that does any work starts Python for it
-    and a null build none. It leaves the mark's path in ``$m``
-    (:func:`_this_run`). Ninja's escapes not yet made."""
+    build folder's lock, or stop (the ``lock`` step,
+    ``gpsimd_build.buildlock.hold_for_ninja``, which marks that the run
+    holds it: the mark, :func:`_this_run`, is looked for with the shell's
+    builtins, so that a null build starts no Python). Leaves the mark's
+    path in ``$m``. Ninja's escapes not yet made."""
     ninja_dir = str(env["NINJA_DIR"])
     build_dir = os.path.dirname(ninja_dir) or "."
     step = env.subst("$GPSIMD_STEP")
@@ -195,13 +194,12 @@ def _guard(env) -> str:
 
 def _this_run(env) -> str:
     """Shell builtins that set ``$m`` to the path of this ninja run's mark
-    (``gpsimd_build.buildlock.MARK_PREFIX``: its name holds ninja's pid,
-    ``$PPID``, and start time, field 22 of its ``/proc`` stat), which the
-    run's first step that does any work makes as it takes the build
-    folder's lock: it is how the run's steps know the lock is theirs, and
-    the run's start (results older than it were not made by this run; a
-    second ninja run, which stops, has a mark of its own, made never).
-    Ninja's escapes not yet made."""
+    (``gpsimd_build.buildlock.MARK_PREFIX``: ninja's pid, ``$PPID``, and
+    start time, field 22 of its ``/proc`` stat), made by the run's first
+    step that does any work as it takes the lock: how the run's steps know
+    the lock is theirs, and the run's start (older results are not this
+    run's; a second run, which stops, never makes its own). Ninja's
+    escapes not yet made."""
     mark = shlex.quote(os.path.join(str(env["NINJA_DIR"]), buildlock.MARK_PREFIX))
     return f"read -r s 2>/dev/null </proc/$PPID/stat; set -- $s; m={mark}$PPID.${{22}}"
 
@@ -295,15 +293,13 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
     """The summary step (``test-summary.txt`` and ``report.html`` from every
     results file; ``multicore``: the multicore libraries' names; its
     arguments in ``SUMMARY_ARGS``, written now), the edge that prints it
-    on every run (``cat``; its output is never made, so ninja always runs
-    it; a summary older than the run's start, or any in a run that did
-    nothing, is printed with its results marked as not run in this
-    build): the run's start is its mark (:func:`_this_run`), so that the
-    summary tells results this run made from those an earlier run made,
-    whatever another ninja run does meanwhile. ``spec``: the inputs spec's node
-    (:func:`inputs_spec`), from which the summary step also writes the
-    inputs record. Every other step runs the summary step when it fails
-    (:func:`failure_rules`). Returns the nodes to build by default."""
+    on every run (its output is never made; a summary older than the
+    run's start, :func:`_this_run`, or any in a run that did nothing, is
+    printed with its results marked as not run in this build). ``spec``:
+    the inputs spec's node (:func:`inputs_spec`), from which the summary
+    step also writes the inputs record. Every other step runs the summary
+    step when it fails (:func:`failure_rules`). Returns the nodes to build
+    by default."""
     outputs = [f"{profile_dir}/{states.SUMMARY_FILE}", f"{profile_dir}/{states.REPORT_FILE}"]
     args = ["-o", outputs[0], "--all", str(libraries), "--report", outputs[1]]
     args += [a for name in multicore for a in ("--multicore", name)]
@@ -313,8 +309,7 @@ def summary(env, graph, results: List[Any], profile_dir: str, libraries: int,
                            "".join(f"{a}\n" for a in args + [str(r) for r in results]))
     text = graph.step(env.GpsimdSummary(outputs, results, GPSIMD_SUMMARY_ARGS=args_file)[:1])
     env.Depends(text, [args_file] + ([spec] if spec is not None else []))
-    # (the summary with its results marked as not run in this build: the
-    # print rule's choice, when the summary is an earlier run's)
+    # (the print rule's choice when the summary is an earlier run's)
     env["GPSIMD_SUMMARY_PRINTCOM"] = f"sed -E {states.as_kept_sed()} $SOURCE"
     printed = env.GpsimdSummaryPrint(f"{profile_dir}/.summary-printed", text)
     # (their own rules, without the failure branch; the edge that prints,
