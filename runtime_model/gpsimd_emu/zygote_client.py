@@ -44,6 +44,10 @@ Vector = header_struct("zygote.h", "gz_vector")
 Ready = header_struct("zygote.h", "gz_ready")
 #: The answer to one vector.
 Reply = header_struct("zygote.h", "gz_reply")
+#: The fields a request fills by name (``vector_message``): every int64_t
+#: field of a ``Vector``, and every field of a run
+_VECTOR_INTS = tuple(f for f, t in Vector._fields_ if t is ctypes.c_int64)
+_RUN_FIELDS = tuple(f for f, _ in _Run._fields_)
 
 
 def _str(raw: bytes, errors: str = "replace") -> str:
@@ -129,10 +133,10 @@ def vector_message(req: dict) -> bytes:
                   parallel=max(1, int(req.get("parallel", 1))),
                   spread_after_ns=float(req["spread_after"]) * 1e9,
                   timeout_ns=float(req["timeout"]) * 1e9)
-    v = Vector(op=op, **{f: int(values[f]) for f, t in Vector._fields_ if t is ctypes.c_int64})
+    v = Vector(op=op, **{f: int(values[f]) for f in _VECTOR_INTS})
     for i, run in enumerate(runs):      # (copy: the run's own by default; after: none)
         run = dict({"copy": run["index"], "after": -1}, **run)
-        v.runs[i] = _Run(**{f: int(run[f]) for f, _ in _Run._fields_})
+        v.runs[i] = _Run(**{f: int(run[f]) for f in _RUN_FIELDS})
     return bytes(v)
 
 
@@ -289,7 +293,8 @@ class ZygoteClient:
         """
         if self._ready is None:
             data, texts = self._recv(timeout, (MAX_READY, ZY["OUTPUT_KEEP"]))
-            if data == ZY["NOT_READY"].encode() and texts:   # (it ends: what it said, its last line why)
+            # (it ended before it was ready: what it said, its last line why)
+            if data == ZY["NOT_READY"].encode() and texts:
                 lines = texts[0].decode("utf-8", "replace").strip().splitlines()
                 said = ZygoteError(f"ended before it was ready: "
                                    f"{visible(lines[-1] if lines else '?')}")
