@@ -247,10 +247,9 @@ class LibrarySession:
         return self._collect_now(*self._find(op, vector), patch_image)
 
     def record_verdicts(self, op: str, verdicts: dict) -> None:
-        """Record whether vectors of op ``op`` passed (``{vector name:
-        bool}``), as an earlier process of the same run judged them: a
-        vector that did not pass (one that timed out there, say) is not run
-        again here for the next vector's second call."""
+        """Record ``{vector name: passed}`` of op ``op`` as an earlier
+        process of the same run judged them (one that timed out there is
+        not run again here for the next vector's second call)."""
         for name, passed in verdicts.items():
             self._passed.setdefault((op, str(name)), bool(passed))
 
@@ -356,12 +355,11 @@ class LibrarySession:
             p.error = self._zygote_error
 
     def _failure(self, e: ZygoteError) -> str:
-        """What the zygote's failure ``e`` means: before its first answer it
-        was still loading the copies past the first (module ``zygote.c``),
-        unless it said why it ended before it was ready."""
+        """What the zygote's failure ``e`` means: unless it said why, before
+        its first answer it was loading the copies past the first."""
         if self._answered:
             return f"the device model process failed: {e}"
-        if e.said:          # (it said why: not the objects' fault, maybe none's)
+        if e.said:
             return f"the device model process {e}"
         return (f"the core objects could not be loaded: the device model process {e} "
                 f"(a static initialiser of a core object?)")
