@@ -173,8 +173,7 @@ def _evaluate(library: str, calls: List[Tuple[int, List[Any]]],
     from .shapelib import ShapeLibrary
     lib = ShapeLibrary(library)
     for index, args in calls:
-        o = lib.call(index, args)
-        emit({"dtype": o.dtype, "shape": list(o.shape), "fault": o.fault})
+        emit(lib.call(index, args))
 
 
 def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...],
