@@ -155,14 +155,13 @@ class LibrarySession:
         inflight: Optional[_Pending] = None
         self._pipelined = True      # (every vector runs, in order: none is run alone)
         try:
-            for op in self.plan.ops:
-                for vector in op.vectors:
-                    ready = self._prepare(op, vector)
-                    if inflight is not None:
-                        done(self._collect(inflight))
-                    inflight = ready if isinstance(ready, _Pending) else None
-                    if inflight is None:
-                        done(ready)
+            for op, vector in [(op, v) for op in self.plan.ops for v in op.vectors]:
+                ready = self._prepare(op, vector)
+                if inflight is not None:
+                    done(self._collect(inflight))
+                inflight = ready if isinstance(ready, _Pending) else None
+                if inflight is None:
+                    done(ready)
             if inflight is not None:
                 done(self._collect(inflight))
         finally:
@@ -370,21 +369,17 @@ class LibrarySession:
                 result.warnings = warnings_of(image, self.cores)
             result.output = p.output
             result.warnings += output_warnings(p.output)
-            comparison = None
             if not fatal:
-                more, comparison, layout, notes = judge_output(
+                more, comparison, result.layout, notes = judge_output(
                     image, self.cores, outcome, p.expected, p.rtol, p.atol)
-                result.layout = layout
                 result.warnings += notes
-                if problems:        # a core faulted: say what was written, compare nothing
-                    comparison = None
+                # (a core faulted: say what was written, compare nothing)
+                if comparison is not None and not problems:
+                    result.max_abs_err, result.mismatches, result.elements = (
+                        comparison.max_abs_err, comparison.mismatches, comparison.total)
+                    if not comparison.ok:
+                        more.append(comparison.message)
                 problems += more
-            if comparison is not None:
-                result.max_abs_err = comparison.max_abs_err
-                result.mismatches = comparison.mismatches
-                result.elements = comparison.total
-                if not comparison.ok:
-                    problems.append(comparison.message)
             if problems:
                 hint = expected_shape_hint(p.vector, image)
                 result.message = "; ".join(problems + ([hint] if hint else []))
