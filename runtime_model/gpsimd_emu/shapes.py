@@ -236,11 +236,10 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
             continue
         dtype, shape = got["dtype"], tuple(got["shape"])
         problem = shape_problem(shape)
-        conflict = _conflict(vector, dtype, shape, source) if problem is None else None
+        problem = (_conflict(vector, dtype, shape, source) if problem is None
+                   else f"{source} gives shape {list(shape)}, which {problem}")
         if problem is not None:
-            fail(oi, vi, f"{source} gives shape {list(shape)}, which {problem}")
-        elif conflict is not None:
-            fail(oi, vi, conflict)
+            fail(oi, vi, problem)
         else:
             outputs[(oi, vi)] = OutputSpec(dtype, shape, vector.output.location, source=source)
     return replace(plan, ops=tuple(
