@@ -2,15 +2,10 @@
 that each layout is written once, in C (ARCHITECTURE.md "Host C++ runtime
 <-> model"); what each field holds, and its unit, is said beside it there.
 
-Every Python reader of a structure of those headers goes through it: the
-four of ``abi.h`` below (the model fills a binding and reads a report:
-``GpsimdRegion``, ``GpsimdCoreReport``, ``GpsimdCoreBinding``,
-``GpsimdLspInfo``) and ``gpsimd_emu.abi``'s descriptor, ``zygote.h``'s
-(``gpsimd_emu.control``, ``gpsimd_emu.zygote_client``) and
-``shape_abi.h``'s (``gpsimd_emu.shapelib``). tests/unit/test_emu_abi.py,
-tests/unit/test_emu_zygote_program.py and tests/unit/test_emu_binding.py
-compare every size and offset with the C compiler's ``sizeof``/``offsetof``
-(tests/c_layout.py).
+Every Python reader of a structure of ``abi.h``, ``zygote.h`` or
+``shape_abi.h`` goes through it (the four of ``abi.h`` the model fills and
+reads, a binding and a report, are below); tests/c_layout.py compares every
+size and offset with the C compiler's ``sizeof``/``offsetof``.
 """
 
 from __future__ import annotations

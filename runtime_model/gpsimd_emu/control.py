@@ -87,7 +87,8 @@ class ControlBlock:
     def init(self, nonce: int, npasses: int, ncores: int,
              orders: List[List[int]]) -> None:
         """A fresh record: header, ``orders[p]`` the cores of pass p in
-        the order they are to be claimed (all passes pending)."""
+        the order they are to be claimed (all passes pending), and the claim
+        semaphore of every pass ``sem_init``-ed (process-shared)."""
         self.buf[:] = bytes(SIZE)
         b = self._block()
         b.magic, b.nonce, b.version, b.npasses, b.ncores = MAGIC, nonce, VERSION, npasses, ncores
@@ -95,11 +96,6 @@ class ControlBlock:
         for p, order in enumerate(orders):
             b.passes[p].ncores = len(order)
             b.passes[p].order[:len(order)] = order
-
-    def init_semaphores(self) -> None:
-        """``sem_init`` the claim semaphore of every pass (process-shared)."""
-        b = self._block()
-        for p in range(b.npasses):
             if _c().sem_init(ctypes.byref(b.passes[p].sem), 1, 1) != 0:
                 raise OSError(ctypes.get_errno(), "sem_init")
 

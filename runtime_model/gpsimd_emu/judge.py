@@ -58,16 +58,19 @@ class RunOutcome:
 
     def launches(self) -> int:
         """Launches that ended (every run and core)."""
-        if not self.record:
-            return 0
-        return sum(s["state"] == control.SLOT_DONE for row in self.record["slots"] for s in row)
+        return len(_slots(self.record, control.SLOT_DONE))
 
     def kernel_seconds(self) -> float:
         """Seconds the cores' launchers took, every run and core together."""
-        if not self.record:
-            return 0.0
-        return sum((s["t_end"] - s["t_start"]) / 1e9 for row in self.record["slots"]
-                   for s in row if s["state"] == control.SLOT_DONE)
+        return sum((s["t_end"] - s["t_start"]) / 1e9
+                   for _, _, s in _slots(self.record, control.SLOT_DONE))
+
+
+def _slots(record: Optional[dict], state: int) -> List[Tuple[int, int, dict]]:
+    """``(run, core index, slot)`` of every slot of ``record`` (none when
+    None) in ``state``, in run order, then core order."""
+    return [(p, k, s) for p, row in enumerate(record["slots"] if record else ())
+            for k, s in enumerate(row) if s["state"] == state]
 
 
 def core_no(cores: Sequence[CoreSpec], k: int) -> int:
@@ -118,15 +121,14 @@ def _printf_tail(image: DeviceImage, k: int, run: int) -> str:
 def running_cores(record: dict, job: Optional[int] = None) -> List[Tuple[int, int]]:
     """``(run, core index)`` of every launch that started and did not end
     (only those of process record ``job`` when given), in run order."""
-    return [(p, k) for p, row in enumerate(record["slots"]) for k, s in enumerate(row)
-            if s["state"] == control.SLOT_STARTED and (job is None or s["job"] == job)]
+    return [(p, k) for p, k, s in _slots(record, control.SLOT_STARTED)
+            if job is None or s["job"] == job]
 
 
 def _bad_allocs(image: DeviceImage, record: dict) -> List[int]:
     """Core indices whose launch ended in a ``std::bad_alloc`` (an
     allocation the memory limit refused)."""
-    reports = ((k, image.report(p, k)) for p, row in enumerate(record["slots"])
-               for k, s in enumerate(row) if s["state"] == control.SLOT_DONE)
+    reports = ((k, image.report(p, k)) for p, k, _ in _slots(record, control.SLOT_DONE))
     return [k for k, r in reports if r.status != abi.STATUS_OK
             and fault_name(r.fault_kind) == "CXX_EXCEPTION" and b"std::bad_alloc" in r.message]
 
@@ -148,8 +150,8 @@ def _helper_end_text(image: DeviceImage, cores: Sequence[CoreSpec], record: dict
     if pairs:
         p, k = pairs[0]
         return f"{core_name(cores, k)} ended its process{image.runs[p].label}{_HELPER_END[st]}"
-    ran = [core_no(cores, k) for k, s in enumerate(record["slots"][run]) if s["job"] == job
-           and s["state"] == control.SLOT_DONE]
+    ran = [core_no(cores, k) for p, k, s in _slots(record, control.SLOT_DONE)
+           if p == run and s["job"] == job]
     who = f" that ran {cores_text(ran)}" if ran else ""
     return f"the helper process{who}{image.runs[run].label} ended{_HELPER_END[st]}"
 
@@ -192,14 +194,12 @@ def _over_time(record: dict, timeout: float) -> Optional[Tuple[int, int]]:
     which its timer should have ended (a kernel that set a timer of its own,
     e.g. ``alarm()``); None when there is none."""
     limit = int(timeout * 1e9) + 1_000_000           # (1 ms: the clocks' rounding)
-    for p, row in enumerate(record["slots"]):
-        per_job: Dict[int, List[Tuple[int, int]]] = {}
-        for k, s in enumerate(row):
-            if s["state"] == control.SLOT_DONE:
-                per_job.setdefault(s["job"], []).append((s["t_end"] - s["t_start"], k))
-        for launches in per_job.values():
-            if sum(d for d, _ in launches) > limit:
-                return p, max(launches)[1]
+    per_job: Dict[Tuple[int, int], List[Tuple[int, int]]] = {}     # (run, job) -> launches
+    for p, k, s in _slots(record, control.SLOT_DONE):
+        per_job.setdefault((p, s["job"]), []).append((s["t_end"] - s["t_start"], k))
+    for (p, _), launches in per_job.items():
+        if sum(d for d, _ in launches) > limit:
+            return p, max(launches)[1]
     return None
 
 
@@ -372,7 +372,7 @@ def output_warnings(output: List[dict]) -> List[str]:
             f"({format_size(keep)} kept)" for o in output if o["bytes"] > keep]
 
 
-def expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
+def expected_shape_hint(vector: VectorPlan, image: DeviceImage) -> Optional[str]:
     """When the output descriptor's size was taken from the expected result
     (no ``output.shape`` in the vector) and the kernel's result does not fit
     it (a core's report has ``REPORT_OUTPUT_SIZE``), say where that size
@@ -382,5 +382,5 @@ def expected_shape_hint(vector: VectorPlan, shape, image) -> Optional[str]:
         return None
     if not any(image.report(0, k).flags & abi.REPORT_OUTPUT_SIZE for k in range(image.num_cores)):
         return None
-    return (f"the output descriptor's shape {list(shape)} comes from {vector.expected.source} "
-            f"(give output.shape to fix it, or check the reference)")
+    return (f"the output descriptor's shape {list(image.out_shape)} comes from "
+            f"{vector.expected.source} (give output.shape to fix it, or check the reference)")

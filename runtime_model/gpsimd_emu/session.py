@@ -155,16 +155,13 @@ class LibrarySession:
         inflight: Optional[_Pending] = None
         self._pipelined = True      # (every vector runs, in order: none is run alone)
         try:
-            for op in self.plan.ops:
-                for vector in op.vectors:
-                    ready = self._prepare(op, vector)
-                    if isinstance(ready, _Pending):
-                        self._submit(ready)
-                    if inflight is not None:
-                        done(self._collect(inflight))
-                    inflight = ready if isinstance(ready, _Pending) else None
-                    if inflight is None:
-                        done(ready)
+            for op, vector in [(op, v) for op in self.plan.ops for v in op.vectors]:
+                ready = self._prepare(op, vector)
+                if inflight is not None:
+                    done(self._collect(inflight))
+                inflight = ready if isinstance(ready, _Pending) else None
+                if inflight is None:
+                    done(ready)
             if inflight is not None:
                 done(self._collect(inflight))
         finally:
@@ -210,9 +207,7 @@ class LibrarySession:
             for spec, entry in zip(self.cores, ready["cores"]):
                 try:
                     check_lsp(spec.obj, entry.get("lsp"), spec.lsp, spec.core)
-                    if "error" in entry:
-                        raise LoadError(entry["error"])
-                    checked.append(None)
+                    checked.append(entry.get("error"))     # (it did not load)
                 except LoadError as e:
                     checked.append(str(e))
             self._load_checked = checked
@@ -266,15 +261,13 @@ class LibrarySession:
     def _collect_now(self, op: OpPlan, vector: VectorPlan, patch_image=None,
                      alone: bool = False) -> VectorResult:
         ready = self._prepare(op, vector, patch_image, alone)
-        if not isinstance(ready, _Pending):
-            return ready
-        self._submit(ready)
-        return self._collect(ready)
+        return self._collect(ready) if isinstance(ready, _Pending) else ready
 
     def _prepare(self, op: OpPlan, vector: VectorPlan, patch_image: Optional[Callable] = None,
                  alone: bool = False) -> Union[VectorResult, "_Pending"]:
         """Check the memory limit, make the inputs and the expected output,
-        lay out the image: a ``_Pending`` ready to send, or the failed
+        lay out the image and queue it in the zygote: a ``_Pending`` (a
+        failure to queue kept for ``_collect``), or the failed
         ``VectorResult`` when the vector cannot run. ``alone``: its second
         call repeats its own arguments (``_passes_alone``)."""
         import numpy as np
@@ -303,8 +296,7 @@ class LibrarySession:
         problem = self._cores_problem(op)
         if problem:
             return failed(problem)
-        multicore = self.cores[0].core is not None
-        scratch = abi.SCRATCH_CORE_SIZE if multicore else abi.SCRATCH_SINGLE_SIZE
+        scratch = abi.SCRATCH_SINGLE_SIZE if self.cores[0].core is None else abi.SCRATCH_CORE_SIZE
         out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
         other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
@@ -316,8 +308,7 @@ class LibrarySession:
         size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
                                 scratch, opts.checks, second_inputs=other is not None)
         if size.total > opts.memory:
-            return failed(too_big("device image", size.total, opts.memory,
-                                  size.describe()))
+            return failed(too_big("device image", size.total, opts.memory, size.describe()))
         try:
             image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
                                 checks=opts.checks, stack_scale=opts.stack_scale,
@@ -333,7 +324,6 @@ class LibrarySession:
             self._nonce = (self._nonce + 1) & ((1 << 64) - 1)
             image.ctl.init(self._nonce, len(image.runs), image.num_cores,
                            [list(r.order) for r in image.runs])
-            image.ctl.init_semaphores()
             image.poison_outputs()
         except BaseException:
             image.close()
@@ -343,16 +333,12 @@ class LibrarySession:
                        spread_now=self._slow_ops.get(op.name, False),
                        memory=opts.memory, image_total=size.total,
                        prefilled=image.prefilled_bytes())
-        return _Pending(op, vector, failed(""), image, request, self._nonce, expected, rtol, atol,
-                        shape)
-
-    def _submit(self, p: "_Pending") -> None:
-        """Queue the vector in the zygote (a failure is kept for _collect)."""
+        pending = _Pending(op, vector, failed(""), image, self._nonce, expected, rtol, atol)
         try:
-            self.zygote.send(p.request, p.image.file.fd)
+            self.zygote.send(request, image.file.fd)
         except ZygoteError as e:
-            self._zygote_error = self._failure(e)
-            p.error = self._zygote_error
+            self._zygote_error = pending.error = self._failure(e)
+        return pending
 
     def _failure(self, e: ZygoteError) -> str:
         """What the zygote's failure ``e`` means: unless it said why, before
@@ -383,23 +369,19 @@ class LibrarySession:
                 result.warnings = warnings_of(image, self.cores)
             result.output = p.output
             result.warnings += output_warnings(p.output)
-            comparison = None
             if not fatal:
-                more, comparison, layout, notes = judge_output(
+                more, comparison, result.layout, notes = judge_output(
                     image, self.cores, outcome, p.expected, p.rtol, p.atol)
-                result.layout = layout
                 result.warnings += notes
-                if problems:        # a core faulted: say what was written, compare nothing
-                    comparison = None
+                # (a core faulted: say what was written, compare nothing)
+                if comparison is not None and not problems:
+                    result.max_abs_err, result.mismatches, result.elements = (
+                        comparison.max_abs_err, comparison.mismatches, comparison.total)
+                    if not comparison.ok:
+                        more.append(comparison.message)
                 problems += more
-            if comparison is not None:
-                result.max_abs_err = comparison.max_abs_err
-                result.mismatches = comparison.mismatches
-                result.elements = comparison.total
-                if not comparison.ok:
-                    problems.append(comparison.message)
             if problems:
-                hint = expected_shape_hint(p.vector, p.shape, image)
+                hint = expected_shape_hint(p.vector, image)
                 result.message = "; ".join(problems + ([hint] if hint else []))
             else:
                 result.status = CHECKED if p.expected is None else "pass"
@@ -441,17 +423,15 @@ class LibrarySession:
             for job in outcome.record["jobs"]:
                 if (job["state"] == control.JOB_RUNNING and job["pid"] == reply.get("pid")
                         and outcome.wait_status is not None):
-                    job["wait_status"] = outcome.wait_status
-                    job["state"] = control.JOB_EXITED
+                    job.update(wait_status=outcome.wait_status, state=control.JOB_EXITED)
         return outcome
 
 
 class _Pending:
-    """A vector laid out and (once submitted) queued in the zygote."""
+    """A vector laid out and queued in the zygote."""
 
-    def __init__(self, op, vector, result, image, request, nonce, expected, rtol, atol, shape):
-        self.op, self.vector, self.result, self.image = op, vector, result, image
-        self.request, self.nonce = request, nonce
-        self.expected, self.rtol, self.atol, self.shape = expected, rtol, atol, shape
+    def __init__(self, op, vector, result, image, nonce, expected, rtol, atol):
+        self.op, self.vector, self.result, self.image, self.nonce = op, vector, result, image, nonce
+        self.expected, self.rtol, self.atol = expected, rtol, atol
         self.error: Optional[str] = None
         self.output: List[dict] = []     # what the cores wrote (ZygoteClient.receive)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ctypes
 import os
-from typing import Optional, Sequence, Tuple
+from typing import Optional, Sequence
 
 from gpsimd_device.dtypes import by_isa, by_name
 from gpsimd_device.faults import fault_name
@@ -23,7 +23,7 @@ from gpsimd_device.shapes import (PARAM_KINDS, Registration, RegisteredLibrary, 
 
 from .binding import header_struct
 
-__all__ = ["ShapeError", "ShapeLibrary", "Outcome", "ARG_TENSOR", "ARG_INT", "ARG_FLOAT"]
+__all__ = ["ShapeError", "ShapeLibrary", "ARG_TENSOR", "ARG_INT", "ARG_FLOAT"]
 
 _ABI = defines("shape_abi.h")
 ARG_TENSOR, ARG_INT, ARG_FLOAT = (_ABI["SHAPE_ARG_TENSOR"], _ABI["SHAPE_ARG_INT"],
@@ -41,15 +41,6 @@ _LibraryInfo = header_struct("shape_abi.h", "gpsimd_shape_library_info")
 _DefInfo = header_struct("shape_abi.h", "gpsimd_shape_def_info")
 _SIZES = (ctypes.sizeof(_Arg), ctypes.sizeof(_Result), ctypes.sizeof(_LibraryInfo),
           ctypes.sizeof(_DefInfo), _ABI["SHAPE_ABI_VERSION"])
-
-
-class Outcome:
-    """What a call gave: ``dtype`` (a name) and ``shape``, or ``fault``
-    (``"KIND: message"``)."""
-
-    def __init__(self, dtype: Optional[str] = None, shape: Tuple[int, ...] = (),
-                 fault: Optional[str] = None):
-        self.dtype, self.shape, self.fault = dtype, shape, fault
 
 
 def _text(b: Optional[bytes]) -> str:
@@ -108,18 +99,19 @@ class ShapeLibrary:
                                     bool(d.callable)))
         return Registration(tuple(libraries), tuple(ops))
 
-    def call(self, index: int, args: Sequence[tuple]) -> Outcome:
+    def call(self, index: int, args: Sequence[tuple]) -> dict:
         """Run the shape function of registration ``index`` on ``args``, one
         per argument: ``("tensor", dtype name, sizes)`` (no data), or
-        ``("int", value)`` or ``("float", value)`` for a number."""
+        ``("int", value)`` or ``("float", value)`` for a number. What it
+        gave, as ``gpsimd_emu.shapes`` reads it: ``{"dtype": name, "shape":
+        [sizes]}``, or ``{"fault": "KIND: message"}``."""
         arr = (_Arg * max(1, len(args)))()
         for k, (kind, *value) in enumerate(args):
             a = arr[k]
             if kind == "tensor":
                 dtype, sizes = value
                 if len(sizes) > _MAX_DIMS:
-                    return Outcome(fault=f"BAD_ARGUMENT: argument {k} has {len(sizes)} "
-                                         f"dimensions")
+                    return {"fault": f"BAD_ARGUMENT: argument {k} has {len(sizes)} dimensions"}
                 a.kind, a.dtype, a.ndim = ARG_TENSOR, by_name(dtype).isa, len(sizes)
                 a.sizes[:len(sizes)] = [int(size) for size in sizes]
             elif kind == "float":
@@ -129,10 +121,11 @@ class ShapeLibrary:
         out = _Result()
         status = self.lib.gpsimd_shape_call(index, arr, len(args), ctypes.byref(out))
         if status != 0 or out.status != 0:
-            return Outcome(fault=f"{fault_name(out.fault_kind)}: {_text(out.message)}")
+            return {"fault": f"{fault_name(out.fault_kind)}: {_text(out.message)}"}
         try:
             dtype = by_isa(out.dtype).name
         except KeyError as e:
-            return Outcome(fault=f"DTYPE: {e.args[0]}")
-        return Outcome(dtype, tuple(int(out.sizes[d]) for d in range(min(out.ndim, _MAX_DIMS))))
+            return {"fault": f"DTYPE: {e.args[0]}"}
+        return {"dtype": dtype,
+                "shape": [int(out.sizes[d]) for d in range(min(out.ndim, _MAX_DIMS))]}
 

@@ -173,8 +173,7 @@ def _evaluate(library: str, calls: List[Tuple[int, List[Any]]],
     from .shapelib import ShapeLibrary
     lib = ShapeLibrary(library)
     for index, args in calls:
-        o = lib.call(index, args)
-        emit({"dtype": o.dtype, "shape": list(o.shape), "fault": o.fault})
+        emit(lib.call(index, args))
 
 
 def _conflict(vector: VectorPlan, dtype: str, shape: Tuple[int, ...],
@@ -237,11 +236,10 @@ def shaped_plan(plan: TestPlan, library: str, registration: Registration) -> Tes
             continue
         dtype, shape = got["dtype"], tuple(got["shape"])
         problem = shape_problem(shape)
-        conflict = _conflict(vector, dtype, shape, source) if problem is None else None
+        problem = (_conflict(vector, dtype, shape, source) if problem is None
+                   else f"{source} gives shape {list(shape)}, which {problem}")
         if problem is not None:
-            fail(oi, vi, f"{source} gives shape {list(shape)}, which {problem}")
-        elif conflict is not None:
-            fail(oi, vi, conflict)
+            fail(oi, vi, problem)
         else:
             outputs[(oi, vi)] = OutputSpec(dtype, shape, vector.output.location, source=source)
     return replace(plan, ops=tuple(

@@ -20,7 +20,6 @@ def _block(npasses=2, ncores=8, nonce=42):
     mm = mmap.mmap(-1, control.SIZE)
     ctl = ControlBlock(mm)
     ctl.init(nonce, npasses, ncores, [list(range(ncores)), list(range(ncores))[::-1]][:npasses])
-    ctl.init_semaphores()
     return mm, ctl
 
 
