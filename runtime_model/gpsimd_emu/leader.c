@@ -237,8 +237,7 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
         cb_run = p;
         if (may_help)
             maybe_help(r, started, deadline);
-    }
-    cb_core = -1;
+    }                                      /* (cb_core -1 again: cb_claim) */
 }
 
 /* 1 when the vector must stop after run r (a fault, a helper's bad end, a
@@ -353,6 +352,6 @@ long gl_fork_leader(struct gl_request *req)
         is_follower[p] = 1;
     }
     leader_run();
-    cb_leader_done();
+    cb_protect(1)->leader_done = 1;        /* the last record: its runs all recorded */
     _exit(0);
 }

@@ -1,7 +1,7 @@
 /* The control block (gpsimd_host/zygote.h) as a vector's processes write
  * it (leader_control.c), for leader.c only, which reads it through cb: the
- * page is writable only while no kernel runs (cb_protect; each writer here
- * makes it writable);
+ * page is writable only while no kernel runs (cb_protect, which returns
+ * cb; each writer here makes it writable);
  * p is a run, k a core, j a process record; times in CLOCK_MONOTONIC
  * nanoseconds. */
 #ifndef GPSIMD_EMU_LEADER_CONTROL_H
@@ -16,13 +16,11 @@ extern int cb_ncores;                    /* the vector's cores */
 extern int cb_run, cb_core;              /* where a model error happens (-1: no run, core) */
 extern int cb_said;                      /* where one is said while cb is NULL (-1: stderr) */
 
-void cb_protect(int writable);
+gz_control *cb_protect(int writable);
 void cb_set_pass(int p, uint32_t state, int64_t t);
-void cb_mark_faulted(int p);
 void cb_set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
                  uint32_t job, int64_t t0, int64_t t1);
 void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state);
-void cb_leader_done(void);
 __attribute__((noreturn)) void cb_model_error(const char *what, int err);
 int cb_claim(int p, int shared);
 int cb_unclaimed(int p);

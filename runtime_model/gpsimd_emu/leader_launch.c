@@ -126,7 +126,7 @@ void gl_launch(int p, int k, int index)
     int rc = ((binder_fn)R->binders[p][k])(b);
     if (rc != 0) {
         cb_set_slot(p, k, GPSIMD_ZY_SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, gl_now_ns());
-        cb_mark_faulted(p);
+        cb_protect(1)->passes[p].faulted = 1;
         return;
     }
     to_core_output(k, p);
@@ -139,5 +139,5 @@ void gl_launch(int p, int k, int index)
     int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
     cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
     if (!ok)
-        cb_mark_faulted(p);
+        cb_protect(1)->passes[p].faulted = 1;
 }

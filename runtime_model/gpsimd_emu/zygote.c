@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,10 +77,14 @@ static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 
 static struct gz_reply reply;
 
-static void reply_error(const char *what)
+/* The reply that says why the vector did not run (printf's format) */
+__attribute__((format(printf, 1, 2))) static void reply_error(const char *format, ...)
 {
+    va_list ap;
+    va_start(ap, format);
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC};
-    snprintf(reply.error, sizeof reply.error, "%s", what[0] ? what : "?");
+    vsnprintf(reply.error, sizeof reply.error, format, ap);
+    va_end(ap);
     send_fds((const char *)&reply, sizeof reply, NULL, 0);
 }
 
@@ -190,9 +195,8 @@ static void run(struct gz_vector *m, int image_fd)
             r.binders[p][k] = gz_objects[c][k].binder;
             if (r.launchers[p][k] == NULL) {
                 const char *e = gz_objects[c][k].error;
-                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s (it did "
-                         "not load again%s%s)", (long long)c, k, v->op, e[0] ? ": " : "", e);
-                reply_error(why);
+                reply_error("copy %lld of core object %d has no op %s (it did not load again%s%s)",
+                            (long long)c, k, v->op, e[0] ? ": " : "", e);
                 return;
             }
         }
@@ -234,13 +238,12 @@ static void run(struct gz_vector *m, int image_fd)
     gz_drain(nstreams);                  /* (every writer is gone: what is left) */
     sb_fresh_workdir();
     if (pid < 0) {
-        snprintf(why, sizeof why, "fork of the vector's leader: %s", strerror((int)-pid));
-        reply_error(why);
+        reply_error("fork of the vector's leader: %s", strerror((int)-pid));
         return;
     }
     leader_said(why, sizeof why);        /* (the image not mapped: it did not run) */
     if (why[0] && WIFEXITED(status) && WEXITSTATUS(status) == GPSIMD_ZY_EXIT_MODEL_ERROR) {
-        reply_error(why);
+        reply_error("%s", why);
         return;
     }
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
@@ -248,8 +251,7 @@ static void run(struct gz_vector *m, int image_fd)
     reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
     int fd, err = gz_kept(&reply, 2 * ncores, &fd);
     if (err) {
-        snprintf(why, sizeof why, "cannot keep what the cores wrote in a memfd: %s", strerror(err));
-        reply_error(why);
+        reply_error("cannot keep what the cores wrote in a memfd: %s", strerror(err));
         return;
     }
     send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
