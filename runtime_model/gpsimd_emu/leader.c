@@ -18,7 +18,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -30,10 +29,7 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
-#include "gpsimd_host/zygote.h"
-#include "leader.h"
-#include "leader_control.h"
-#include "leader_launch.h"
+#include "leader_parts.h"
 
 /* a helper process: its record's index, its run; a whole run's helper
    reaped while the leader ran (done) leaves its wait status here */

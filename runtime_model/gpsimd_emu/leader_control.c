@@ -1,6 +1,6 @@
 /* The control block (gpsimd_host/zygote.h, the image's first page) as a
  * vector's processes (leader.c) write it: its records' fields, the claims
- * of a run's cores and a model error (leader_control.h). */
+ * of a run's cores and a model error (leader_parts.h). */
 #define _GNU_SOURCE
 #include <semaphore.h>
 #include <stdint.h>
@@ -9,9 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gpsimd_host/zygote.h"
-#include "leader.h"
-#include "leader_control.h"
+#include "leader_parts.h"
 
 gz_control *cb;
 int cb_ncores;

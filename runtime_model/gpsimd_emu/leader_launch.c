@@ -1,4 +1,4 @@
-/* A core's launch in a vector's processes (leader_launch.h, for leader.c):
+/* A core's launch in a vector's processes (leader_parts.h, for leader.c):
  * its binding at this process's addresses, fresh argument bytes, its
  * output pipes at fds 1 and 2, the launcher, its slot's records, and then
  * the signals the leader relies on set again (a kernel runs in this
@@ -12,10 +12,7 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
-#include "gpsimd_host/zygote.h"
-#include "leader.h"
-#include "leader_control.h"
-#include "leader_launch.h"
+#include "leader_parts.h"
 
 typedef int (*launcher_fn)(void);
 typedef int (*binder_fn)(const gpsimd_core_binding *);
