@@ -37,8 +37,7 @@ struct job { int index, run, pid, done, status; };
 
 /* The state of this process (a fork of the zygote: one vector's leader,
  * or a helper forked from it). */
-static const struct gl_request *R;
-static const struct gz_vector *V;    /* &R->v */
+static const struct gz_vector *V;        /* the request's */
 static int jobs_n;                       /* process records used */
 static struct job helping[GPSIMD_ZY_MAX_JOBS];
 static int nhelping;
@@ -290,7 +289,6 @@ long gl_fork_leader(struct gl_request *req)
     pid_t zygote = getpid(), pid = fork();        /* (the leader dies with the zygote) */
     if (pid != 0)
         return pid < 0 ? -errno : pid;
-    R = req;
     V = &req->v;
     setpgid(0, 0);
     if (req->oom_first)
@@ -301,9 +299,9 @@ long gl_fork_leader(struct gl_request *req)
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
     gl_own_signals();
-    cb_said = R->said;                     /* (no control block to record an error in yet) */
+    cb_said = req->said;                   /* (no control block to record an error in yet) */
     void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                    (int)R->image_fd, 0);
+                    (int)req->image_fd, 0);
     if (mm == MAP_FAILED) {
         int err = errno;
         char what[GPSIMD_ZY_OP_NAME + 64];
@@ -311,7 +309,7 @@ long gl_fork_leader(struct gl_request *req)
                  (long long)V->size);
         cb_model_error(what, err);
     }
-    close((int)R->image_fd);               /* no descriptor leads back into the image */
+    close((int)req->image_fd);             /* no descriptor leads back into the image */
     unsigned char *image = mm;
     cb = mm;
     cb_ncores = (int)V->ncores;
@@ -320,23 +318,22 @@ long gl_fork_leader(struct gl_request *req)
        (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
     for (int i = 0; i < nfds; i++) {
-        int from = R->out[i] >= 0 ? R->out[i] : R->devnull;
+        int from = req->out[i] >= 0 ? req->out[i] : req->devnull;
         if (from >= 0 ? dup2(from, 3 + i) < 0 : close(3 + i) != 0 && errno != EBADF)
             cb_model_error("dup2 of an output pipe", errno);
     }
-    if (R->devnull >= 0 && dup2(R->devnull, 3 + nfds++) < 0)
+    if (req->devnull >= 0 && dup2(req->devnull, 3 + nfds++) < 0)
         cb_model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
 
-    if (R->data_limit > 0)
-        setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)R->data_limit, (rlim_t)R->data_limit});
+    if (req->data_limit > 0)
+        setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)req->data_limit, (rlim_t)req->data_limit});
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
-    gl_launches_begin(R, image);
-    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
-        follower[p] = -1;
+    gl_launches_begin(req, image);
+    memset(follower, -1, sizeof follower);   /* (every int -1) */
     for (int i = 0; i < V->nruns; i++) {
         int p = (int)V->runs[i].index;
         int64_t a = V->runs[i].after;

@@ -97,6 +97,18 @@ int sb_read_pids(int dir, const char *file, pid_t *pids, int max)
     return n;
 }
 
+int64_t sb_read_number(int dir, const char *file, const char *key)
+{
+    char text[8192];
+    size_t len = key ? strlen(key) : 0;
+    if (sb_read_text(dir, file, text, sizeof text) <= 0)
+        return 0;
+    for (char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!key || (strncmp(line, key, len) == 0 && (line[len] == ' ' || line[len] == '\t')))
+            return strtoll(line + len, NULL, 10);
+    return 0;
+}
+
 static void note(const char *what, int err)
 {
     size_t n = strlen(SB.missing);

@@ -8,12 +8,10 @@
  * with globals no launch touched; a run that is a second call launches the
  * copy of the run it follows); N: core objects.
  *
- * This file is its loop: the sandbox (sandbox.c), the objects
- * (zygote_objects.c) and the ready message, then per message one vector
- * (the memory limit, the leader of leader.c, the wait while it drains what
- * the cores write, the sweep) and its reply; at end of file the sweep and
- * exit 0. The messages are gpsimd_host/zygote.h's; each step:
- * ARCHITECTURE.md "Processes and containment".
+ * This file is its loop: the sandbox, the objects and the ready message,
+ * then a vector per message and its reply, until end of file. The
+ * messages are gpsimd_host/zygote.h's; each step: ARCHITECTURE.md
+ * "Processes and containment".
  *
  * Built by the host profile (gpsimd_build.zygote_recipe) with
  * -DGZ_SOURCE_DIGEST, which the worker reads from the file and compares
@@ -148,15 +146,6 @@ static void sweep(void)
         if (n && !reaped)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
-}
-
-/* VmData of /proc/self/status: what RLIMIT_DATA counts */
-static int64_t data_bytes(void)
-{
-    char text[8192];
-    sb_read_text(AT_FDCWD, "/proc/self/status", text, sizeof text);
-    char *at = strstr(text, "\nVmData:");
-    return at ? strtoll(at + 8, NULL, 10) * 1024 : 0;
 }
 
 /* What a vector's leader said before it had a control block to record a
@@ -404,7 +393,8 @@ int main(int argc, char **argv)
             said[i] = fcntl(low, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
             close(low);
         }
-    data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
+    data_base = sb_read_number(AT_FDCWD, "/proc/self/status", "VmData:") * 1024   /* (what */
+        + GPSIMD_ZY_DATA_SLACK;          /* RLIMIT_DATA counts, in KiB) */
     if (SB.cg_inside && SB.cg_version)   /* (the objects are loaded: what they hold) */
         baseline = sb_cg_usage();
     while (!gone) {
