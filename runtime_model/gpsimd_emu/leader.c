@@ -17,9 +17,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -299,19 +297,8 @@ long gl_fork_leader(struct gl_request *req)
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
     gl_own_signals();
-    cb_said = req->said;                   /* (no control block to record an error in yet) */
-    void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                    (int)req->image_fd, 0);
-    if (mm == MAP_FAILED) {
-        int err = errno;
-        char what[GPSIMD_ZY_OP_NAME + 64];
-        snprintf(what, sizeof what, "cannot map the device image of op %s (%lld bytes)", V->op,
-                 (long long)V->size);
-        cb_model_error(what, err);
-    }
-    close((int)req->image_fd);             /* no descriptor leads back into the image */
-    unsigned char *image = mm;
-    cb = mm;
+    close(req->image_fd);                  /* no descriptor leads back into the image */
+    cb = req->image;
     cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.. (/dev/null for one that could not
        be made), then nothing of the model's is reachable through an fd
@@ -332,7 +319,7 @@ long gl_fork_leader(struct gl_request *req)
         setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)req->data_limit, (rlim_t)req->data_limit});
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
-    gl_launches_begin(req, image);
+    gl_launches_begin(req);
     memset(follower, -1, sizeof follower);   /* (every int -1) */
     for (int i = 0; i < V->nruns; i++) {
         int p = (int)V->runs[i].index;

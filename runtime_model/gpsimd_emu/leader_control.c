@@ -14,7 +14,6 @@
 gz_control *cb;
 int cb_ncores;
 int cb_run = -1, cb_core = -1;
-int cb_said = -1;
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the control block is little-endian; this file writes it natively"
@@ -60,17 +59,10 @@ void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state)
     cb_protect(1)->jobs[j] = (gz_job){pid, (uint32_t)p, wait_status, state};
 }
 
-/* Record a model error (the first one wins), then end the process. With
- * no control block yet (the image not mapped) it is said on cb_said, the
- * zygote's pipe: the zygote's reply says it. */
+/* Record a model error (the first one wins), then end the process. */
 void cb_model_error(const char *what, int err)
 {
     char text[GPSIMD_ZY_CB_ERROR_CAPACITY];    /* (cut to fit, its NUL not recorded) */
-    if (cb == NULL) {
-        dprintf(cb_said >= 0 ? cb_said : 2, "%s%s%s", what, err ? ": " : "",
-                err ? strerror(err) : "");
-        _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
-    }
     if (err)
         snprintf(text, sizeof text, "device model error: OSError: [Errno %d] %s: %s",
                  err, strerror(err), what);

@@ -78,10 +78,11 @@ static void to_core_output(int k, int p)
     current = fd;
 }
 
-/* Before the runs (the image mapped at image, the cores' pipes at fds
+/* Before the runs (the image mapped at req->image, the cores' pipes at fds
  * 3..): each run's bindings, the arguments, fds 1 and 2 at core 0's pipes. */
-void gl_launches_begin(const struct gl_request *req, unsigned char *image)
+void gl_launches_begin(const struct gl_request *req)
 {
+    unsigned char *image = req->image;
     R = req;
     V = &req->v;
     for (int i = 0; i < V->nruns; i++)

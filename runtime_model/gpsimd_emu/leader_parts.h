@@ -12,10 +12,9 @@
 #include "leader.h"
 
 /* leader_control.c */
-extern gz_control *cb;                   /* NULL until the image is mapped */
+extern gz_control *cb;                   /* the image's first page */
 extern int cb_ncores;                    /* the vector's cores */
 extern int cb_run, cb_core;              /* where a model error happens (-1: no run, core) */
-extern int cb_said;                      /* where one is said while cb is NULL (-1: stderr) */
 gz_control *cb_protect(int writable);
 void cb_set_pass(int p, uint32_t state, int64_t t);
 void cb_set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
@@ -27,7 +26,7 @@ int cb_unclaimed(int p);
 int cb_left_running(int index, int p);
 
 /* leader_launch.c */
-void gl_launches_begin(const struct gl_request *req, unsigned char *image);
+void gl_launches_begin(const struct gl_request *req);
 void gl_launch(int p, int k, int index);
 void gl_own_signals(void);
 

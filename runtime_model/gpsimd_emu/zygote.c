@@ -53,7 +53,6 @@ __attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING
 static int sock, gone;
 static int ncopies, ncores;
 static int devnull = -1;
-static int said[2] = {-1, -1};           /* a leader's stderr until it maps the image (a pipe) */
 
 static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 {
@@ -148,16 +147,6 @@ static void sweep(void)
     }
 }
 
-/* What a vector's leader said before it had a control block to record a
- * model error in (leader.c), into text ("" when nothing); the pipe emptied. */
-static void leader_said(char *text, size_t size)
-{
-    ssize_t n = said[0] < 0 ? -1 : read(said[0], text, size - 1);
-    text[n > 0 ? n : 0] = 0;
-    for (char rest[256]; n > 0 && read(said[0], rest, sizeof rest) > 0;)
-        ;
-}
-
 /* ---- one vector ------------------------------------------------------------------ */
 
 static int64_t data_base, baseline;
@@ -165,8 +154,7 @@ static int64_t data_base, baseline;
 static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
-    char why[GPSIMD_ZY_TEXT];
-    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull, .said = said[1]};
+    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
@@ -189,6 +177,12 @@ static void run(struct gz_vector *m, int image_fd)
                 return;
             }
         }
+    }
+    r.image = mmap(NULL, (size_t)v->size, PROT_READ | PROT_WRITE, MAP_SHARED, image_fd, 0);
+    if (r.image == MAP_FAILED) {
+        reply_error("cannot map the device image of op %s (%lld bytes): %s", v->op,
+                    (long long)v->size, strerror(errno));
+        return;
     }
     int64_t extra = v->memory - v->image_total, oom0 = 0;
     int limited = 0;
@@ -226,13 +220,9 @@ static void run(struct gz_vector *m, int image_fd)
     sweep();
     gz_drain(nstreams);                  /* (every writer is gone: what is left) */
     sb_fresh_workdir();
+    munmap(r.image, (size_t)v->size);
     if (pid < 0) {
         reply_error("fork of the vector's leader: %s", strerror((int)-pid));
-        return;
-    }
-    leader_said(why, sizeof why);        /* (the image not mapped: it did not run) */
-    if (why[0] && WIFEXITED(status) && WEXITSTATUS(status) == GPSIMD_ZY_EXIT_MODEL_ERROR) {
-        reply_error("%s", why);
         return;
     }
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
@@ -387,12 +377,6 @@ int main(int argc, char **argv)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGALRM, SIG_DFL);
     gz_make_pipes(ncores);
-    if (pipe2(said, O_CLOEXEC | O_NONBLOCK) == 0)       /* (above a leader's output fds) */
-        for (int i = 0; i < 2; i++) {
-            int low = said[i];
-            said[i] = fcntl(low, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
-            close(low);
-        }
     data_base = sb_read_number(AT_FDCWD, "/proc/self/status", "VmData:") * 1024   /* (what */
         + GPSIMD_ZY_DATA_SLACK;          /* RLIMIT_DATA counts, in KiB) */
     if (SB.cg_inside && SB.cg_version)   /* (the objects are loaded: what they hold) */
