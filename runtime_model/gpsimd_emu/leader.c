@@ -54,15 +54,13 @@ int64_t gl_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-double gl_mono(void) { return (double)gl_now_ns() * 1e-9; }
-
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
-/* SIGALRM in seconds (0: none; else at least 1 ms) */
-static void set_alarm(double seconds)
+/* SIGALRM in ns (0: none; else at least 1 ms) */
+static void set_alarm(int64_t ns)
 {
-    struct itimerval t = {{0, 0}, {(time_t)seconds, 0}};
-    t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
+    struct itimerval t = {{0, 0}, {(time_t)(ns / 1000000000),
+                                   (suseconds_t)(ns % 1000000000 / 1000)}};
     setitimer(ITIMER_REAL, &t, NULL);
 }
 
@@ -91,16 +89,16 @@ static void reap_orphans(void)
 /* ---- helpers ---------------------------------------------------------------- */
 
 static int make_run(const struct gz_run *r, int index);
-static void run_cores(const struct gz_run *r, int index, double deadline);
+static void run_cores(const struct gz_run *r, int index, int64_t deadline);
 
-static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
+static void fork_helper(const struct gz_run *r, int is_whole, int64_t deadline)
 {
     int index = jobs_n;
     if (index >= GPSIMD_ZY_MAX_JOBS)
         return;
     int p = (int)r->index;
     if (is_whole)                          /* claimed before the fork */
-        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
+        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING);
     int leader = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -142,11 +140,11 @@ static int whole_running(void)
     return n;
 }
 
-static void maybe_help(const struct gz_run *r, double started, double deadline)
+static void maybe_help(const struct gz_run *r, int64_t started, int64_t deadline)
 {
     if (V->parallel < 2 || nhelping || is_helper)
         return;
-    if (!(V->spread_now || gl_mono() - started >= (double)V->spread_after_ns * 1e-9))
+    if (!(V->spread_now || gl_now_ns() - started >= V->spread_after_ns))
         return;
     int free_ = (int)V->parallel - 1 - whole_running();
     for (int i = 0; i < V->nruns && free_ > 0; i++) {   /* whole runs that need not wait */
@@ -154,7 +152,7 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
                 && cb->passes[q].state == 0) {
-            fork_helper(later, 1, 0.0);
+            fork_helper(later, 1, 0);
             free_--;
         }
     }
@@ -206,19 +204,18 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
-static void run_cores(const struct gz_run *r, int index, double deadline)
+static void run_cores(const struct gz_run *r, int index, int64_t deadline)
 {
     int p = (int)r->index;
     cb_run = p;
     cb_core = -1;
-    double remaining = deadline - gl_mono();
+    int64_t remaining = deadline - gl_now_ns();
     if (remaining <= 0)
         kill(getpid(), SIGALRM);
-    set_alarm(remaining > 1e-3 ? remaining : 1e-3);
+    set_alarm(remaining > 1000000 ? remaining : 1000000);
     int shared = V->parallel > 1 && !r->ordered;
-    int may_help = V->parallel > 1 && !is_helper;
-    double started = gl_mono();
-    if (may_help && V->spread_now)
+    int64_t started = gl_now_ns();
+    if (V->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
     int q = follower[p];
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
@@ -228,8 +225,7 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
         if (q >= 0 && !cb->passes[p].faulted)
             gl_launch(q, k, index);
         cb_run = p;
-        if (may_help)
-            maybe_help(r, started, deadline);
+        maybe_help(r, started, deadline);  /* (it tells whether this process may) */
     }                                      /* (cb_core -1 again: cb_claim) */
 }
 
@@ -238,22 +234,21 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
 static int make_run(const struct gz_run *r, int index)
 {
     int p = (int)r->index, q = follower[p];
-    double start = gl_mono();
-    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
+    int64_t start = gl_now_ns();
+    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING);
     if (q >= 0)
-        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
+        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING);
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_RUNNING);
     /* (a run with a follower makes two launches of each core: twice the time) */
-    run_cores(r, index, start + (double)V->timeout_ns * 1e-9 * (q >= 0 ? 2 : 1));
+    run_cores(r, index, start + V->timeout_ns * (q >= 0 ? 2 : 1));
     int bad = wait_helpers();
     set_alarm(0);
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_EXITED);
     if (bad || cb_left_running(index, p) || (q >= 0 && cb_left_running(index, q)))
         return 1;
-    cb_set_pass(p, GPSIMD_ZY_PASS_DONE, gl_now_ns());
+    cb_set_pass(p, GPSIMD_ZY_PASS_DONE);
     if (q >= 0)
-        cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE,
-                    gl_now_ns());
+        cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE);
     return cb->passes[p].faulted || (q >= 0 && cb->passes[q].faulted);
 }
 
@@ -267,7 +262,7 @@ static void leader_run(void)
         if (is_follower[p] || stop_after >= 0) {   /* (a follower: made with the run it
                                                       follows, unless that run was not) */
             if (!is_follower[p] || cb->passes[p].state == 0)
-                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, gl_now_ns());
+                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED);
             continue;
         }
         int index = jobs_n++;

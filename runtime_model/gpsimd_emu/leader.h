@@ -28,7 +28,6 @@ struct gl_request {
 /* leader.c */
 long gl_fork_leader(struct gl_request *req);
 void gl_set_name(const char *name);
-double gl_mono(void);                   /* CLOCK_MONOTONIC, in seconds */
-int64_t gl_now_ns(void);                /* and in nanoseconds */
+int64_t gl_now_ns(void);                /* CLOCK_MONOTONIC, in nanoseconds */
 
 #endif

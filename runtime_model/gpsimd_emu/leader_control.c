@@ -37,14 +37,14 @@ gz_control *cb_protect(int writable)
     return cb;
 }
 
-void cb_set_pass(int p, uint32_t state, int64_t t)
+void cb_set_pass(int p, uint32_t state)
 {
-    cb_protect(1);
-    cb->passes[p].state = state;
+    gz_pass *r = &cb_protect(1)->passes[p];
+    r->state = state;
     if (state == GPSIMD_ZY_PASS_RUNNING)
-        cb->passes[p].t_start = (uint64_t)t;
+        r->t_start = (uint64_t)gl_now_ns();
     else if (state == GPSIMD_ZY_PASS_DONE || state == GPSIMD_ZY_PASS_SKIPPED)
-        cb->passes[p].t_end = (uint64_t)t;
+        r->t_end = (uint64_t)gl_now_ns();
 }
 
 void cb_set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,

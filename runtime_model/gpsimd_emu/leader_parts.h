@@ -16,7 +16,7 @@ extern gz_control *cb;                   /* the image's first page */
 extern int cb_ncores;                    /* the vector's cores */
 extern int cb_run, cb_core;              /* where a model error happens (-1: no run, core) */
 gz_control *cb_protect(int writable);
-void cb_set_pass(int p, uint32_t state, int64_t t);
+void cb_set_pass(int p, uint32_t state);    /* (its start or end: now) */
 void cb_set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
                  uint32_t job, int64_t t0, int64_t t1);
 void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state);

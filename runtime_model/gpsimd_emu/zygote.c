@@ -127,7 +127,7 @@ static void sweep(void)
             ;
         return;
     }
-    double deadline = gl_mono() + 5.0;
+    int64_t deadline = gl_now_ns() + 5000000000;
     char children[64];                   /* (one thread: its own list) */
     snprintf(children, sizeof children, "/proc/self/task/%d/children", (int)getpid());
     for (;;) {
@@ -140,7 +140,7 @@ static void sweep(void)
         int reaped = 0;
         while (waitpid(-1, &st, WNOHANG) > 0)
             reaped++;
-        if ((n == 0 && reaped == 0) || gl_mono() > deadline)
+        if ((n == 0 && reaped == 0) || gl_now_ns() > deadline)
             return;
         if (n && !reaped)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
@@ -204,12 +204,12 @@ static void run(struct gz_vector *m, int image_fd)
     r.oom_first = limited && SB.cg_inside;
     int nstreams = 2 * (int)v->ncores;
     gz_streams_begin(r.out, 2 * ncores);
-    double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
-        + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = gl_mono();
+    int64_t deadline = gl_now_ns() + v->timeout_ns * v->nruns
+        + GPSIMD_ZY_KILL_GRACE_MS * (int64_t)1000000;
     long pid = gl_fork_leader(&r);
     int status = 0, timed_out = 0;
     if (pid >= 0) {
-        timed_out = gz_wait_vector((pid_t)pid, start + cap, &status, nstreams) != 0;
+        timed_out = gz_wait_vector((pid_t)pid, deadline, &status, nstreams) != 0;
         killpg((pid_t)pid, SIGKILL);     /* whatever stayed in its group */
         if (timed_out) {
             kill((pid_t)pid, SIGKILL);
