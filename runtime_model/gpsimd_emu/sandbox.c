@@ -38,7 +38,8 @@
 #include "gpsimd_host/zygote.h"
 #include "sandbox.h"
 
-struct sandbox SB;
+struct sandbox SB = {.mode = "pgroup", .cg_dir = -1, .cg_parent = -1, .cg_fds = {-1, -1},
+                     .cg_limit = -1};
 
 /* Die (SIGKILL) with the process ``parent`` (contain.die_with_parent): at
  * once when it is already gone, unless this process is PID 1 of a new
@@ -388,9 +389,6 @@ static void lock_down(void)
 
 int sb_enter(int parent, int relay_closes)
 {
-    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_dir = SB.cg_parent = -1;
-    SB.cg_limit = -1;
-    SB.mode = "pgroup";
     sb_cg_create();
     const char *forced = getenv("GPSIMD_EMU_CONTAIN");
     int tries[2] = {CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID};

@@ -135,27 +135,20 @@ static int64_t cg_read(int file, const char *key)
 int64_t sb_cg_usage(void) { return cg_read(CG_USAGE, NULL); }
 int64_t sb_cg_oom_kills(void) { return cg_read(CG_EVENTS, "oom_kill"); }
 
-/* SIGKILL every process still in the cgroup: the vectors' processes that
- * outlived the zygote (without a PID namespace an orphan that left its
- * process group lives on; none can leave the cgroup). A pid is read and
- * killed within microseconds: no time for its number to come round. */
-static void kill_members(void)
-{
-    pid_t pids[4096];                    /* (as many as 8 KiB of text can list) */
-    int n = sb_read_pids(SB.cg_dir, "cgroup.procs", pids, 4096);
-    for (int i = 0; i < n; i++)
-        if (pids[i] > 1)
-            kill(pids[i], SIGKILL);
-}
-
 /* Remove the cgroup (path, below the folder dir), trying again for half a
- * second while it is busy, its members killed between tries when
- * kill_them. */
+ * second while it is busy, when kill_them with every process still in it
+ * SIGKILLed between tries: the vectors' processes that outlived the zygote
+ * (without a PID namespace an orphan that left its process group lives
+ * on; none can leave the cgroup). A pid is read and killed within
+ * microseconds: no time for its number to come round. */
 static void cg_rmdir(int dir, const char *path, int kill_them)
 {
+    pid_t pids[4096];                    /* (as many as 8 KiB of text can list) */
     for (int i = 0; i < 50 && unlinkat(dir, path, AT_REMOVEDIR) != 0 && errno == EBUSY; i++) {
-        if (kill_them)
-            kill_members();
+        int n = kill_them ? sb_read_pids(SB.cg_dir, "cgroup.procs", pids, 4096) : 0;
+        for (int j = 0; j < n; j++)
+            if (pids[j] > 1)
+                kill(pids[j], SIGKILL);
         usleep(10000);
     }
 }
