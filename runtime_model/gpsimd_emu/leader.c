@@ -17,10 +17,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -30,10 +27,7 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
-#include "gpsimd_host/zygote.h"
-#include "leader.h"
-#include "leader_control.h"
-#include "leader_launch.h"
+#include "leader_parts.h"
 
 /* a helper process: its record's index, its run; a whole run's helper
    reaped while the leader ran (done) leaves its wait status here */
@@ -41,8 +35,7 @@ struct job { int index, run, pid, done, status; };
 
 /* The state of this process (a fork of the zygote: one vector's leader,
  * or a helper forked from it). */
-static const struct gl_request *R;
-static const struct gz_vector *V;    /* &R->v */
+static const struct gz_vector *V;        /* the request's */
 static int jobs_n;                       /* process records used */
 static struct job helping[GPSIMD_ZY_MAX_JOBS];
 static int nhelping;
@@ -61,15 +54,13 @@ int64_t gl_now_ns(void)
     return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-double gl_mono(void) { return (double)gl_now_ns() * 1e-9; }
-
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
-/* SIGALRM in seconds (0: none; else at least 1 ms) */
-static void set_alarm(double seconds)
+/* SIGALRM in ns (0: none; else at least 1 ms) */
+static void set_alarm(int64_t ns)
 {
-    struct itimerval t = {{0, 0}, {(time_t)seconds, 0}};
-    t.it_value.tv_usec = (suseconds_t)((seconds - (double)t.it_value.tv_sec) * 1e6);
+    struct itimerval t = {{0, 0}, {(time_t)(ns / 1000000000),
+                                   (suseconds_t)(ns % 1000000000 / 1000)}};
     setitimer(ITIMER_REAL, &t, NULL);
 }
 
@@ -98,16 +89,16 @@ static void reap_orphans(void)
 /* ---- helpers ---------------------------------------------------------------- */
 
 static int make_run(const struct gz_run *r, int index);
-static void run_cores(const struct gz_run *r, int index, double deadline);
+static void run_cores(const struct gz_run *r, int index, int64_t deadline);
 
-static void fork_helper(const struct gz_run *r, int is_whole, double deadline)
+static void fork_helper(const struct gz_run *r, int is_whole, int64_t deadline)
 {
     int index = jobs_n;
     if (index >= GPSIMD_ZY_MAX_JOBS)
         return;
     int p = (int)r->index;
     if (is_whole)                          /* claimed before the fork */
-        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
+        cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING);
     int leader = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -149,11 +140,11 @@ static int whole_running(void)
     return n;
 }
 
-static void maybe_help(const struct gz_run *r, double started, double deadline)
+static void maybe_help(const struct gz_run *r, int64_t started, int64_t deadline)
 {
     if (V->parallel < 2 || nhelping || is_helper)
         return;
-    if (!(V->spread_now || gl_mono() - started >= (double)V->spread_after_ns * 1e-9))
+    if (!(V->spread_now || gl_now_ns() - started >= V->spread_after_ns))
         return;
     int free_ = (int)V->parallel - 1 - whole_running();
     for (int i = 0; i < V->nruns && free_ > 0; i++) {   /* whole runs that need not wait */
@@ -161,7 +152,7 @@ static void maybe_help(const struct gz_run *r, double started, double deadline)
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
                 && cb->passes[q].state == 0) {
-            fork_helper(later, 1, 0.0);
+            fork_helper(later, 1, 0);
             free_--;
         }
     }
@@ -213,19 +204,18 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
-static void run_cores(const struct gz_run *r, int index, double deadline)
+static void run_cores(const struct gz_run *r, int index, int64_t deadline)
 {
     int p = (int)r->index;
     cb_run = p;
     cb_core = -1;
-    double remaining = deadline - gl_mono();
+    int64_t remaining = deadline - gl_now_ns();
     if (remaining <= 0)
         kill(getpid(), SIGALRM);
-    set_alarm(remaining > 1e-3 ? remaining : 1e-3);
+    set_alarm(remaining > 1000000 ? remaining : 1000000);
     int shared = V->parallel > 1 && !r->ordered;
-    int may_help = V->parallel > 1 && !is_helper;
-    double started = gl_mono();
-    if (may_help && V->spread_now)
+    int64_t started = gl_now_ns();
+    if (V->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
     int q = follower[p];
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
@@ -235,10 +225,8 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
         if (q >= 0 && !cb->passes[p].faulted)
             gl_launch(q, k, index);
         cb_run = p;
-        if (may_help)
-            maybe_help(r, started, deadline);
-    }
-    cb_core = -1;
+        maybe_help(r, started, deadline);  /* (it tells whether this process may) */
+    }                                      /* (cb_core -1 again: cb_claim) */
 }
 
 /* 1 when the vector must stop after run r (a fault, a helper's bad end, a
@@ -246,22 +234,21 @@ static void run_cores(const struct gz_run *r, int index, double deadline)
 static int make_run(const struct gz_run *r, int index)
 {
     int p = (int)r->index, q = follower[p];
-    double start = gl_mono();
-    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
+    int64_t start = gl_now_ns();
+    cb_set_pass(p, GPSIMD_ZY_PASS_RUNNING);
     if (q >= 0)
-        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING, gl_now_ns());
+        cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING);
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_RUNNING);
     /* (a run with a follower makes two launches of each core: twice the time) */
-    run_cores(r, index, start + (double)V->timeout_ns * 1e-9 * (q >= 0 ? 2 : 1));
+    run_cores(r, index, start + V->timeout_ns * (q >= 0 ? 2 : 1));
     int bad = wait_helpers();
     set_alarm(0);
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_EXITED);
     if (bad || cb_left_running(index, p) || (q >= 0 && cb_left_running(index, q)))
         return 1;
-    cb_set_pass(p, GPSIMD_ZY_PASS_DONE, gl_now_ns());
+    cb_set_pass(p, GPSIMD_ZY_PASS_DONE);
     if (q >= 0)
-        cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE,
-                    gl_now_ns());
+        cb_set_pass(q, cb->passes[p].faulted ? GPSIMD_ZY_PASS_SKIPPED : GPSIMD_ZY_PASS_DONE);
     return cb->passes[p].faulted || (q >= 0 && cb->passes[q].faulted);
 }
 
@@ -275,7 +262,7 @@ static void leader_run(void)
         if (is_follower[p] || stop_after >= 0) {   /* (a follower: made with the run it
                                                       follows, unless that run was not) */
             if (!is_follower[p] || cb->passes[p].state == 0)
-                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED, gl_now_ns());
+                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED);
             continue;
         }
         int index = jobs_n++;
@@ -295,7 +282,6 @@ long gl_fork_leader(struct gl_request *req)
     pid_t zygote = getpid(), pid = fork();        /* (the leader dies with the zygote) */
     if (pid != 0)
         return pid < 0 ? -errno : pid;
-    R = req;
     V = &req->v;
     setpgid(0, 0);
     if (req->oom_first)
@@ -306,42 +292,30 @@ long gl_fork_leader(struct gl_request *req)
     for (size_t i = 0; i < sizeof reset / sizeof *reset; i++)
         signal(reset[i], SIG_DFL);         /* (whatever a static initialiser set) */
     gl_own_signals();
-    cb_said = R->said;                     /* (no control block to record an error in yet) */
-    void *mm = mmap(NULL, (size_t)V->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-                    (int)R->image_fd, 0);
-    if (mm == MAP_FAILED) {
-        int err = errno;
-        char what[GPSIMD_ZY_OP_NAME + 64];
-        snprintf(what, sizeof what, "cannot map the device image of op %s (%lld bytes)", V->op,
-                 (long long)V->size);
-        cb_model_error(what, err);
-    }
-    close((int)R->image_fd);               /* no descriptor leads back into the image */
-    unsigned char *image = mm;
-    cb = mm;
+    close(req->image_fd);                  /* no descriptor leads back into the image */
+    cb = req->image;
     cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.. (/dev/null for one that could not
        be made), then nothing of the model's is reachable through an fd
        (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
     for (int i = 0; i < nfds; i++) {
-        int from = R->out[i] >= 0 ? R->out[i] : R->devnull;
+        int from = req->out[i] >= 0 ? req->out[i] : req->devnull;
         if (from >= 0 ? dup2(from, 3 + i) < 0 : close(3 + i) != 0 && errno != EBADF)
             cb_model_error("dup2 of an output pipe", errno);
     }
-    if (R->devnull >= 0 && dup2(R->devnull, 3 + nfds++) < 0)
+    if (req->devnull >= 0 && dup2(req->devnull, 3 + nfds++) < 0)
         cb_model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)
             close(fd);
 
-    if (R->data_limit > 0)
-        setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)R->data_limit, (rlim_t)R->data_limit});
+    if (req->data_limit > 0)
+        setrlimit(RLIMIT_DATA, &(struct rlimit){(rlim_t)req->data_limit, (rlim_t)req->data_limit});
     if (V->binding_size != (int64_t)sizeof(gpsimd_core_binding))
         cb_model_error("the binding size differs from abi.h's", 0);
-    gl_launches_begin(R, image);
-    for (int p = 0; p < GPSIMD_ZY_MAX_RUNS; p++)
-        follower[p] = -1;
+    gl_launches_begin(req);
+    memset(follower, -1, sizeof follower);   /* (every int -1) */
     for (int i = 0; i < V->nruns; i++) {
         int p = (int)V->runs[i].index;
         int64_t a = V->runs[i].after;
@@ -353,6 +327,6 @@ long gl_fork_leader(struct gl_request *req)
         is_follower[p] = 1;
     }
     leader_run();
-    cb_leader_done();
+    cb_protect(1)->leader_done = 1;        /* the last record: its runs all recorded */
     _exit(0);
 }

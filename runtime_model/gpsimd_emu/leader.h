@@ -13,14 +13,14 @@
 /* A vector's request: the worker's message and what the zygote adds. */
 struct gl_request {
     struct gz_vector v;
-    int image_fd;                        /* the image memfd */
+    void *image;                         /* the image, mapped by the zygote (no control block
+                                            to record an error in before it is) */
+    int image_fd;                        /* its memfd (the leader closes it) */
     int oom_first;                       /* oom_score_adj 1000 */
     int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
     int out[2 * GPSIMD_ZY_MAX_CORES];    /* per core: stdout's and stderr's pipe (write end) */
     int devnull;                         /* /dev/null for writing: the cores' output after
                                             the first run (-1: the pipes then too) */
-    int said;                            /* where the leader says a model error until the
-                                            image is mapped (the zygote replies with it) */
     void *launchers[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];  /* int (*)(void), per copy */
     void *binders[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];    /* gpsimd_bind_core, per copy */
 };
@@ -28,7 +28,6 @@ struct gl_request {
 /* leader.c */
 long gl_fork_leader(struct gl_request *req);
 void gl_set_name(const char *name);
-double gl_mono(void);                   /* CLOCK_MONOTONIC, in seconds */
-int64_t gl_now_ns(void);                /* and in nanoseconds */
+int64_t gl_now_ns(void);                /* CLOCK_MONOTONIC, in nanoseconds */
 
 #endif

@@ -1,6 +1,6 @@
 /* The control block (gpsimd_host/zygote.h, the image's first page) as a
  * vector's processes (leader.c) write it: its records' fields, the claims
- * of a run's cores and a model error (leader_control.h). */
+ * of a run's cores and a model error (leader_parts.h). */
 #define _GNU_SOURCE
 #include <semaphore.h>
 #include <stdint.h>
@@ -9,14 +9,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "gpsimd_host/zygote.h"
-#include "leader.h"
-#include "leader_control.h"
+#include "leader_parts.h"
 
 gz_control *cb;
 int cb_ncores;
 int cb_run = -1, cb_core = -1;
-int cb_said = -1;
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the control block is little-endian; this file writes it natively"
@@ -32,51 +29,40 @@ _Static_assert(sizeof(sem_t) <= sizeof cb->passes[0].sem, "a pass record holds i
  * is not made: two mprotect calls per launch, not four. */
 static int cb_writable = 1;               /* as mmap() made it */
 
-void cb_protect(int writable)
+gz_control *cb_protect(int writable)
 {
-    if (writable == cb_writable)
-        return;
-    mprotect(cb, GPSIMD_ZY_CB_SIZE, PROT_READ | (writable ? PROT_WRITE : 0));
+    if (writable != cb_writable)
+        mprotect(cb, GPSIMD_ZY_CB_SIZE, PROT_READ | (writable ? PROT_WRITE : 0));
     cb_writable = writable;
+    return cb;
 }
 
-void cb_set_pass(int p, uint32_t state, int64_t t)
+void cb_set_pass(int p, uint32_t state)
 {
-    cb_protect(1);
-    cb->passes[p].state = state;
+    gz_pass *r = &cb_protect(1)->passes[p];
+    r->state = state;
     if (state == GPSIMD_ZY_PASS_RUNNING)
-        cb->passes[p].t_start = (uint64_t)t;
+        r->t_start = (uint64_t)gl_now_ns();
     else if (state == GPSIMD_ZY_PASS_DONE || state == GPSIMD_ZY_PASS_SKIPPED)
-        cb->passes[p].t_end = (uint64_t)t;
+        r->t_end = (uint64_t)gl_now_ns();
 }
-
-void cb_mark_faulted(int p) { cb_protect(1); cb->passes[p].faulted = 1; }
 
 void cb_set_slot(int p, int k, uint32_t state, uint32_t status, int32_t bind_rc,
                  uint32_t job, int64_t t0, int64_t t1)
 {
-    cb_protect(1);
-    cb->slots[p * GPSIMD_ZY_MAX_CORES + k] = (gz_slot){state, status, bind_rc, job,
-                                                       (uint64_t)t0, (uint64_t)t1};
+    cb_protect(1)->slots[p * GPSIMD_ZY_MAX_CORES + k] = (gz_slot){state, status, bind_rc, job,
+                                                                   (uint64_t)t0, (uint64_t)t1};
 }
 
 void cb_set_job(int j, int pid, int p, int wait_status, uint32_t state)
 {
-    cb_protect(1);
-    cb->jobs[j] = (gz_job){pid, (uint32_t)p, wait_status, state};
+    cb_protect(1)->jobs[j] = (gz_job){pid, (uint32_t)p, wait_status, state};
 }
 
-/* Record a model error (the first one wins), then end the process. With
- * no control block yet (the image not mapped) it is said on cb_said, the
- * zygote's pipe: the zygote's reply says it. */
+/* Record a model error (the first one wins), then end the process. */
 void cb_model_error(const char *what, int err)
 {
     char text[GPSIMD_ZY_CB_ERROR_CAPACITY];    /* (cut to fit, its NUL not recorded) */
-    if (cb == NULL) {
-        dprintf(cb_said >= 0 ? cb_said : 2, "%s%s%s", what, err ? ": " : "",
-                err ? strerror(err) : "");
-        _exit(GPSIMD_ZY_EXIT_MODEL_ERROR);
-    }
     if (err)
         snprintf(text, sizeof text, "device model error: OSError: [Errno %d] %s: %s",
                  err, strerror(err), what);
@@ -99,24 +85,20 @@ void cb_model_error(const char *what, int err)
  * over the page): a count or core out of range is a model error. */
 int cb_claim(int p, int shared)
 {
-    gz_pass *r = &cb->passes[p];
-    cb_protect(1);
+    gz_pass *r = &cb_protect(1)->passes[p];
     if (shared)
         while (sem_wait((sem_t *)r->sem) != 0)
             ;
     int k = -1;
     uint32_t claimed = r->claimed, n = r->ncores;
-    if (n > (uint32_t)cb_ncores || claimed > n) {
-        cb_core = -1;
+    cb_core = -1;                        /* (an error here is no core's) */
+    if (n > (uint32_t)cb_ncores || claimed > n)
         cb_model_error("the control block was overwritten (a run's claim count)", 0);
-    }
     if (claimed < n) {
         r->claimed = claimed + 1;
         k = r->order[claimed];
-        if (k >= cb_ncores) {
-            cb_core = -1;
+        if (k >= cb_ncores)
             cb_model_error("the control block was overwritten (a run's core order)", 0);
-        }
     }
     if (shared)
         sem_post((sem_t *)r->sem);
@@ -136,11 +118,4 @@ int cb_left_running(int index, int p)
                 && cb->slots[p * GPSIMD_ZY_MAX_CORES + k].job == (uint32_t)index)
             return 1;
     return 0;
-}
-
-/* The leader's last record: the vector's end (its runs all recorded). */
-void cb_leader_done(void)
-{
-    cb_protect(1);
-    cb->leader_done = 1;
 }

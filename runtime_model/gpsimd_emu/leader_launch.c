@@ -1,4 +1,4 @@
-/* A core's launch in a vector's processes (leader_launch.h, for leader.c):
+/* A core's launch in a vector's processes (leader_parts.h, for leader.c):
  * its binding at this process's addresses, fresh argument bytes, its
  * output pipes at fds 1 and 2, the launcher, its slot's records, and then
  * the signals the leader relies on set again (a kernel runs in this
@@ -12,10 +12,7 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
-#include "gpsimd_host/zygote.h"
-#include "leader.h"
-#include "leader_control.h"
-#include "leader_launch.h"
+#include "leader_parts.h"
 
 typedef int (*launcher_fn)(void);
 typedef int (*binder_fn)(const gpsimd_core_binding *);
@@ -81,10 +78,11 @@ static void to_core_output(int k, int p)
     current = fd;
 }
 
-/* Before the runs (the image mapped at image, the cores' pipes at fds
+/* Before the runs (the image mapped at req->image, the cores' pipes at fds
  * 3..): each run's bindings, the arguments, fds 1 and 2 at core 0's pipes. */
-void gl_launches_begin(const struct gl_request *req, unsigned char *image)
+void gl_launches_begin(const struct gl_request *req)
 {
+    unsigned char *image = req->image;
     R = req;
     V = &req->v;
     for (int i = 0; i < V->nruns; i++)
@@ -126,7 +124,7 @@ void gl_launch(int p, int k, int index)
     int rc = ((binder_fn)R->binders[p][k])(b);
     if (rc != 0) {
         cb_set_slot(p, k, GPSIMD_ZY_SLOT_BIND_FAILED, 0, rc, (uint32_t)index, t0, gl_now_ns());
-        cb_mark_faulted(p);
+        cb_protect(1)->passes[p].faulted = 1;
         return;
     }
     to_core_output(k, p);
@@ -139,5 +137,5 @@ void gl_launch(int p, int k, int index)
     int ok = status == GPSIMD_STATUS_OK && report->status == GPSIMD_STATUS_OK;
     cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, status != GPSIMD_STATUS_OK, 0, (uint32_t)index, t1, t2);
     if (!ok)
-        cb_mark_faulted(p);
+        cb_protect(1)->passes[p].faulted = 1;
 }

@@ -1,18 +1,11 @@
-/* The sandbox of a library run's vectors, made once by the zygote at its
- * start (zygote.c), in the manner of Bazel's linux-sandbox: the zygote PID
- * 1 of a new PID namespace (root), or of one inside a new user namespace,
- * with network, mount and SysV IPC namespaces of its own (the file system
- * read-only, a fresh /proc, a private working directory made again
- * between vectors: sb_fresh_workdir), then no_new_privs, no capability and
- * a seccomp filter, before any core object is loaded (their static
- * initialisers run in the zygote). The process that called stays outside
- * as the relay: it relays the zygote's end, makes the working directory
- * again on its request, and removes the memory cgroup (sandbox_cgroup.c),
- * in every mode. Where no PID namespace can be made, the mode is "pgroup"
- * and SB.missing says what is not contained; GPSIMD_EMU_CONTAIN forces a
- * mode (tests). Each wall and why: ARCHITECTURE.md "Processes and
- * containment".
- */
+/* The sandbox of a library run's vectors (sandbox.h), made once by the
+ * zygote at its start (zygote.c: sb_enter), in the manner of Bazel's
+ * linux-sandbox: the namespaces and mounts, then the privileges, before
+ * any core object is loaded; outside stays the relay, which relays the
+ * zygote's end, makes its working directory again on request and removes
+ * the memory cgroup (sandbox_cgroup.c). GPSIMD_EMU_CONTAIN forces a mode
+ * (tests). Each wall, its order and why: ARCHITECTURE.md "Processes and
+ * containment". */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -45,7 +38,8 @@
 #include "gpsimd_host/zygote.h"
 #include "sandbox.h"
 
-struct sandbox SB;
+struct sandbox SB = {.mode = "pgroup", .cg_dir = -1, .cg_parent = -1, .cg_fds = {-1, -1},
+                     .cg_limit = -1};
 
 /* Die (SIGKILL) with the process ``parent`` (contain.die_with_parent): at
  * once when it is already gone, unless this process is PID 1 of a new
@@ -102,6 +96,18 @@ int sb_read_pids(int dir, const char *file, pid_t *pids, int max)
         pids[n++] = (pid_t)pid;
     }
     return n;
+}
+
+int64_t sb_read_number(int dir, const char *file, const char *key)
+{
+    char text[8192];
+    size_t len = key ? strlen(key) : 0;
+    if (sb_read_text(dir, file, text, sizeof text) <= 0)
+        return 0;
+    for (char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
+        if (!key || (strncmp(line, key, len) == 0 && (line[len] == ' ' || line[len] == '\t')))
+            return strtoll(line + len, NULL, 10);
+    return 0;
 }
 
 static void note(const char *what, int err)
@@ -277,16 +283,6 @@ static void relay(pid_t pid, int req, int ack, int parent)
     _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 1);
 }
 
-static void map_ids(uid_t uid, gid_t gid)
-{
-    char text[64];
-    sb_write_text(AT_FDCWD, "/proc/self/setgroups", "deny");
-    snprintf(text, sizeof text, "%d %d 1", (int)uid, (int)uid);
-    sb_write_text(AT_FDCWD, "/proc/self/uid_map", text);
-    snprintf(text, sizeof text, "%d %d 1", (int)gid, (int)gid);
-    sb_write_text(AT_FDCWD, "/proc/self/gid_map", text);
-}
-
 /* At most GPSIMD_ZY_MAX_PIDS processes in this PID namespace (a fork bomb
  * would take the machine's PIDs): its own pid_max, which Linux keeps per
  * PID namespace since 6.14 (before, the file is the machine's: not
@@ -393,20 +389,21 @@ static void lock_down(void)
 
 int sb_enter(int parent, int relay_closes)
 {
-    SB.cg_fds[0] = SB.cg_fds[1] = SB.cg_dir = SB.cg_parent = -1;
-    SB.cg_limit = -1;
-    SB.mode = "pgroup";
     sb_cg_create();
     const char *forced = getenv("GPSIMD_EMU_CONTAIN");
     int tries[2] = {CLONE_NEWPID, CLONE_NEWUSER | CLONE_NEWPID};
     const char *modes[2] = {"pidns", "userns"};
-    uid_t uid = getuid();
-    gid_t gid = getgid();
+    char ids[2][64];                     /* (in a user namespace: the user's own, mapped) */
+    snprintf(ids[0], sizeof ids[0], "%d %d 1", (int)getuid(), (int)getuid());
+    snprintf(ids[1], sizeof ids[1], "%d %d 1", (int)getgid(), (int)getgid());
     for (int i = 0; i < 2; i++) {
         if ((forced && *forced && strcmp(forced, modes[i]) != 0) || unshare(tries[i]) != 0)
             continue;
-        if (tries[i] & CLONE_NEWUSER)
-            map_ids(uid, gid);
+        if (tries[i] & CLONE_NEWUSER) {
+            sb_write_text(AT_FDCWD, "/proc/self/setgroups", "deny");
+            sb_write_text(AT_FDCWD, "/proc/self/uid_map", ids[0]);
+            sb_write_text(AT_FDCWD, "/proc/self/gid_map", ids[1]);
+        }
         SB.mode = modes[i];
         break;
     }

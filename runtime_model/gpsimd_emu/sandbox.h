@@ -33,6 +33,8 @@ int sb_write_text(int dir, const char *file, const char *text);
 ssize_t sb_read_text(int dir, const char *file, char *text, size_t size);
 /* the pids a small file lists (cgroup.procs, a task's children), at most max */
 int sb_read_pids(int dir, const char *file, pid_t *pids, int max);
+/* the number a one-number file holds (key NULL), or its line "key N" (0: none) */
+int64_t sb_read_number(int dir, const char *file, const char *key);
 
 /* sandbox_cgroup.c */
 void sb_cg_create(void);

@@ -53,16 +53,14 @@ void sb_cg_create(void)
     char text[4096], bases[2][400] = {"", ""};
     if (sb_read_text(AT_FDCWD, "/proc/self/cgroup", text, sizeof text) <= 0)
         return;
-    for (char *line = text; line && *line;) {        /* "id:controllers:path" */
-        char *end = strchr(line, '\n'), *c1 = strchr(line, ':');
-        if (end)
-            *end = 0;
-        char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
-        if (c2 && c2 - c1 == 1 && c1 - line == 1 && line[0] == '0')
+    char *save, *c1, *c2;                            /* lines "id:controllers:path" */
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if ((c1 = strchr(line, ':')) == NULL || (c2 = strchr(c1 + 1, ':')) == NULL)
+            continue;
+        if (c2 - c1 == 1 && c1 - line == 1 && line[0] == '0')
             snprintf(bases[1], sizeof bases[1], "/sys/fs/cgroup%s", c2 + 1);
-        else if (c2 && memmem(c1, (size_t)(c2 - c1), "memory", 6))
+        else if (memmem(c1, (size_t)(c2 - c1), "memory", 6))
             snprintf(bases[0], sizeof bases[0], "/sys/fs/cgroup/memory%s", c2 + 1);
-        line = end ? end + 1 : NULL;
     }
     for (int version = 1; version <= 2 && !SB.cg_version; version++) {
         const char *base = bases[version - 1];
@@ -129,46 +127,28 @@ int sb_cg_set_limit(int64_t bytes)
     return rc;
 }
 
-/* The value of line "key N" of a cgroup file, or of a one-number file
- * (key NULL); 0 when it cannot be read. */
 static int64_t cg_read(int file, const char *key)
 {
-    char text[4096];
-    if (sb_read_text(SB.cg_dir, cg_files[SB.cg_version - 1][file], text, sizeof text) <= 0)
-        return 0;
-    if (key == NULL)
-        return strtoll(text, NULL, 10);
-    size_t len = strlen(key);
-    for (char *line = text; line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL)
-        if (strncmp(line, key, len) == 0 && line[len] == ' ')
-            return strtoll(line + len + 1, NULL, 10);
-    return 0;
+    return sb_read_number(SB.cg_dir, cg_files[SB.cg_version - 1][file], key);
 }
 
 int64_t sb_cg_usage(void) { return cg_read(CG_USAGE, NULL); }
 int64_t sb_cg_oom_kills(void) { return cg_read(CG_EVENTS, "oom_kill"); }
 
-/* SIGKILL every process still in the cgroup: the vectors' processes that
- * outlived the zygote (without a PID namespace an orphan that left its
- * process group lives on; none can leave the cgroup). A pid is read and
- * killed within microseconds: no time for its number to come round. */
-static void kill_members(void)
-{
-    pid_t pids[4096];                    /* (as many as 8 KiB of text can list) */
-    int n = sb_read_pids(SB.cg_dir, "cgroup.procs", pids, 4096);
-    for (int i = 0; i < n; i++)
-        if (pids[i] > 1)
-            kill(pids[i], SIGKILL);
-}
-
 /* Remove the cgroup (path, below the folder dir), trying again for half a
- * second while it is busy, its members killed between tries when
- * kill_them. */
+ * second while it is busy, when kill_them with every process still in it
+ * SIGKILLed between tries: the vectors' processes that outlived the zygote
+ * (without a PID namespace an orphan that left its process group lives
+ * on; none can leave the cgroup). A pid is read and killed within
+ * microseconds: no time for its number to come round. */
 static void cg_rmdir(int dir, const char *path, int kill_them)
 {
+    pid_t pids[4096];                    /* (as many as 8 KiB of text can list) */
     for (int i = 0; i < 50 && unlinkat(dir, path, AT_REMOVEDIR) != 0 && errno == EBUSY; i++) {
-        if (kill_them)
-            kill_members();
+        int n = kill_them ? sb_read_pids(SB.cg_dir, "cgroup.procs", pids, 4096) : 0;
+        for (int j = 0; j < n; j++)
+            if (pids[j] > 1)
+                kill(pids[j], SIGKILL);
         usleep(10000);
     }
 }
@@ -187,12 +167,10 @@ void sb_cg_remove(void)
 /* Its folder and limit files closed, in a process that gives it up. */
 void sb_cg_close(void)
 {
-    int *fds[] = {&SB.cg_fds[CG_LIMIT], &SB.cg_fds[CG_SWAP], &SB.cg_dir};
-    for (size_t i = 0; i < sizeof fds / sizeof *fds; i++) {
-        if (*fds[i] >= 0)
-            close(*fds[i]);
-        *fds[i] = -1;
-    }
+    close(SB.cg_fds[CG_LIMIT]);          /* (close(-1): EBADF, nothing closed) */
+    close(SB.cg_fds[CG_SWAP]);
+    close(SB.cg_dir);
+    SB.cg_fds[CG_LIMIT] = SB.cg_fds[CG_SWAP] = SB.cg_dir = -1;
     SB.cg_version = 0;
 }
 

@@ -8,12 +8,10 @@
  * with globals no launch touched; a run that is a second call launches the
  * copy of the run it follows); N: core objects.
  *
- * This file is its loop: the sandbox (sandbox.c), the objects
- * (zygote_objects.c) and the ready message, then per message one vector
- * (the memory limit, the leader of leader.c, the wait while it drains what
- * the cores write, the sweep) and its reply; at end of file the sweep and
- * exit 0. The messages are gpsimd_host/zygote.h's; each step:
- * ARCHITECTURE.md "Processes and containment".
+ * This file is its loop: the sandbox, the objects and the ready message,
+ * then a vector per message and its reply, until end of file. The
+ * messages are gpsimd_host/zygote.h's; each step: ARCHITECTURE.md
+ * "Processes and containment".
  *
  * Built by the host profile (gpsimd_build.zygote_recipe) with
  * -DGZ_SOURCE_DIGEST, which the worker reads from the file and compares
@@ -25,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,7 +53,6 @@ __attribute__((used)) const char gz_digest[] = "GPSIMD-ZYGOTE-DIGEST:" GZ_STRING
 static int sock, gone;
 static int ncopies, ncores;
 static int devnull = -1;
-static int said[2] = {-1, -1};           /* a leader's stderr until it maps the image (a pipe) */
 
 static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 {
@@ -76,10 +74,14 @@ static void send_fds(const char *msg, size_t n, const int *fds, int nfds)
 
 static struct gz_reply reply;
 
-static void reply_error(const char *what)
+/* The reply that says why the vector did not run (printf's format) */
+__attribute__((format(printf, 1, 2))) static void reply_error(const char *format, ...)
 {
+    va_list ap;
+    va_start(ap, format);
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC};
-    snprintf(reply.error, sizeof reply.error, "%s", what[0] ? what : "?");
+    vsnprintf(reply.error, sizeof reply.error, format, ap);
+    va_end(ap);
     send_fds((const char *)&reply, sizeof reply, NULL, 0);
 }
 
@@ -125,7 +127,7 @@ static void sweep(void)
             ;
         return;
     }
-    double deadline = gl_mono() + 5.0;
+    int64_t deadline = gl_now_ns() + 5000000000;
     char children[64];                   /* (one thread: its own list) */
     snprintf(children, sizeof children, "/proc/self/task/%d/children", (int)getpid());
     for (;;) {
@@ -138,30 +140,11 @@ static void sweep(void)
         int reaped = 0;
         while (waitpid(-1, &st, WNOHANG) > 0)
             reaped++;
-        if ((n == 0 && reaped == 0) || gl_mono() > deadline)
+        if ((n == 0 && reaped == 0) || gl_now_ns() > deadline)
             return;
         if (n && !reaped)
             nanosleep(&(struct timespec){0, 1000000}, NULL);
     }
-}
-
-/* VmData of /proc/self/status: what RLIMIT_DATA counts */
-static int64_t data_bytes(void)
-{
-    char text[8192];
-    sb_read_text(AT_FDCWD, "/proc/self/status", text, sizeof text);
-    char *at = strstr(text, "\nVmData:");
-    return at ? strtoll(at + 8, NULL, 10) * 1024 : 0;
-}
-
-/* What a vector's leader said before it had a control block to record a
- * model error in (leader.c), into text ("" when nothing); the pipe emptied. */
-static void leader_said(char *text, size_t size)
-{
-    ssize_t n = said[0] < 0 ? -1 : read(said[0], text, size - 1);
-    text[n > 0 ? n : 0] = 0;
-    for (char rest[256]; n > 0 && read(said[0], rest, sizeof rest) > 0;)
-        ;
 }
 
 /* ---- one vector ------------------------------------------------------------------ */
@@ -171,8 +154,7 @@ static int64_t data_base, baseline;
 static void run(struct gz_vector *m, int image_fd)
 {
     static struct gl_request r;
-    char why[GPSIMD_ZY_TEXT];
-    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull, .said = said[1]};
+    r = (struct gl_request){.v = *m, .image_fd = image_fd, .devnull = devnull};
     r.v.op[GPSIMD_ZY_OP_NAME - 1] = 0;
     const struct gz_vector *v = &r.v;
     if (v->nruns < 1 || v->nruns > GPSIMD_ZY_MAX_RUNS || v->ncores < 1 || v->ncores > ncores) {
@@ -190,12 +172,17 @@ static void run(struct gz_vector *m, int image_fd)
             r.binders[p][k] = gz_objects[c][k].binder;
             if (r.launchers[p][k] == NULL) {
                 const char *e = gz_objects[c][k].error;
-                snprintf(why, sizeof why, "copy %lld of core object %d has no op %s (it did "
-                         "not load again%s%s)", (long long)c, k, v->op, e[0] ? ": " : "", e);
-                reply_error(why);
+                reply_error("copy %lld of core object %d has no op %s (it did not load again%s%s)",
+                            (long long)c, k, v->op, e[0] ? ": " : "", e);
                 return;
             }
         }
+    }
+    r.image = mmap(NULL, (size_t)v->size, PROT_READ | PROT_WRITE, MAP_SHARED, image_fd, 0);
+    if (r.image == MAP_FAILED) {
+        reply_error("cannot map the device image of op %s (%lld bytes): %s", v->op,
+                    (long long)v->size, strerror(errno));
+        return;
     }
     int64_t extra = v->memory - v->image_total, oom0 = 0;
     int limited = 0;
@@ -217,12 +204,12 @@ static void run(struct gz_vector *m, int image_fd)
     r.oom_first = limited && SB.cg_inside;
     int nstreams = 2 * (int)v->ncores;
     gz_streams_begin(r.out, 2 * ncores);
-    double cap = (double)v->timeout_ns * 1e-9 * (double)v->nruns
-        + GPSIMD_ZY_KILL_GRACE_MS / 1000.0, start = gl_mono();
+    int64_t deadline = gl_now_ns() + v->timeout_ns * v->nruns
+        + GPSIMD_ZY_KILL_GRACE_MS * (int64_t)1000000;
     long pid = gl_fork_leader(&r);
     int status = 0, timed_out = 0;
     if (pid >= 0) {
-        timed_out = gz_wait_vector((pid_t)pid, start + cap, &status, nstreams) != 0;
+        timed_out = gz_wait_vector((pid_t)pid, deadline, &status, nstreams) != 0;
         killpg((pid_t)pid, SIGKILL);     /* whatever stayed in its group */
         if (timed_out) {
             kill((pid_t)pid, SIGKILL);
@@ -233,14 +220,9 @@ static void run(struct gz_vector *m, int image_fd)
     sweep();
     gz_drain(nstreams);                  /* (every writer is gone: what is left) */
     sb_fresh_workdir();
+    munmap(r.image, (size_t)v->size);
     if (pid < 0) {
-        snprintf(why, sizeof why, "fork of the vector's leader: %s", strerror((int)-pid));
-        reply_error(why);
-        return;
-    }
-    leader_said(why, sizeof why);        /* (the image not mapped: it did not run) */
-    if (why[0] && WIFEXITED(status) && WEXITSTATUS(status) == GPSIMD_ZY_EXIT_MODEL_ERROR) {
-        reply_error(why);
+        reply_error("fork of the vector's leader: %s", strerror((int)-pid));
         return;
     }
     reply = (struct gz_reply){.magic = (int64_t)GPSIMD_ZY_MAGIC, .wait_status = status,
@@ -248,8 +230,7 @@ static void run(struct gz_vector *m, int image_fd)
     reply.oom_kills = limited && SB.cg_version ? sb_cg_oom_kills() - oom0 : 0;
     int fd, err = gz_kept(&reply, 2 * ncores, &fd);
     if (err) {
-        snprintf(why, sizeof why, "cannot keep what the cores wrote in a memfd: %s", strerror(err));
-        reply_error(why);
+        reply_error("cannot keep what the cores wrote in a memfd: %s", strerror(err));
         return;
     }
     send_fds((const char *)&reply, sizeof reply, &fd, fd >= 0);
@@ -396,13 +377,8 @@ int main(int argc, char **argv)
     signal(SIGCHLD, SIG_DFL);
     signal(SIGALRM, SIG_DFL);
     gz_make_pipes(ncores);
-    if (pipe2(said, O_CLOEXEC | O_NONBLOCK) == 0)       /* (above a leader's output fds) */
-        for (int i = 0; i < 2; i++) {
-            int low = said[i];
-            said[i] = fcntl(low, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
-            close(low);
-        }
-    data_base = data_bytes() + GPSIMD_ZY_DATA_SLACK;
+    data_base = sb_read_number(AT_FDCWD, "/proc/self/status", "VmData:") * 1024   /* (what */
+        + GPSIMD_ZY_DATA_SLACK;          /* RLIMIT_DATA counts, in KiB) */
     if (SB.cg_inside && SB.cg_version)   /* (the objects are loaded: what they hold) */
         baseline = sb_cg_usage();
     while (!gone) {

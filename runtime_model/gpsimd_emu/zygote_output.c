@@ -74,7 +74,7 @@ void gz_make_pipes(int ncores)
 
 /* Wait for the leader, draining the streams: 0 with its status, or -1 at
  * the deadline (left running). */
-int gz_wait_vector(pid_t pid, double deadline, int *status, int nstreams)
+int gz_wait_vector(pid_t pid, int64_t deadline, int *status, int nstreams)
 {
     int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     int rc = -1;
@@ -86,13 +86,13 @@ int gz_wait_vector(pid_t pid, double deadline, int *status, int nstreams)
         }
         if (got < 0 && errno != EINTR)
             break;
-        double left = deadline - gl_mono();
+        int64_t left = deadline - gl_now_ns();
         if (left <= 0)
             break;
         struct pollfd p[1 + 2 * GPSIMD_ZY_MAX_CORES] = {{pidfd, POLLIN, 0}};   /* (-1: ignored) */
         for (int i = 0; i < nstreams; i++)
             p[1 + i] = (struct pollfd){streams[i].fd, POLLIN, 0};
-        if (poll(p, (nfds_t)(1 + nstreams), pidfd >= 0 ? (int)(left * 1000) + 1 : 1) > 0)
+        if (poll(p, (nfds_t)(1 + nstreams), pidfd >= 0 ? (int)(left / 1000000) + 1 : 1) > 0)
             for (int i = 0; i < nstreams; i++)
                 if (p[1 + i].revents)
                     drain(&streams[i]);

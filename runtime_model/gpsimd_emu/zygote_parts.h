@@ -23,7 +23,7 @@ void *gz_launcher_of(const struct object *o, const char *op);
 /* zygote_output.c: streams 2k and 2k + 1 are core k's stdout and stderr */
 void gz_make_pipes(int ncores);
 void gz_streams_begin(int *out, int n);
-int gz_wait_vector(pid_t pid, double deadline, int *status, int nstreams);
+int gz_wait_vector(pid_t pid, int64_t deadline, int *status, int nstreams);   /* (ns) */
 void gz_drain(int n);
 int gz_kept(struct gz_reply *reply, int n, int *fd);
 

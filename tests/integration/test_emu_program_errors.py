@@ -150,12 +150,11 @@ def descriptors(s: LibrarySession) -> dict:
     return out
 
 
-def test_a_leader_that_cannot_map_the_image_says_why(built, tmp_path, zygote_program,
-                                                      monkeypatch):
-    """The leader maps the image, whose control block is where a model
-    error is recorded: when the map fails (here a size no address space
-    holds) no block is there yet, and what the leader says reaches the
-    zygote's reply instead; the next vector runs."""
+def test_an_image_that_cannot_be_mapped_says_why(built, tmp_path, zygote_program, monkeypatch):
+    """The zygote maps the image, whose control block is where a model
+    error is recorded, before it forks the leader: when the map fails
+    (here a size no address space holds) no block is there yet, and the
+    zygote's reply says why; the next vector runs."""
     request, sizes = DeviceImage.request, [1 << 56]
     monkeypatch.setattr(DeviceImage, "request",
                         lambda image: dict(request(image), **(
