@@ -53,9 +53,8 @@ def one_blas_thread(environ=os.environ) -> bool:
     return True
 
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+_UNITS = dict({"": 1, "b": 1}, **{p + s: 1 << 10 * i for i, p in enumerate("kmgt", 1)
+                                  for s in ("", "b", "ib")})
 
 
 def parse_size(text: str) -> int:
@@ -148,9 +147,7 @@ def _count(text: str) -> int:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options every entry that runs a plan's vectors takes (``python
     -m gpsimd_emu run``, ``-m gpsimd_emu.vector_service``, ``-m
-    gpsimd_explore``): ``--root``,
-    ``--zygote``, ``--timeout``, ``--memory``, ``--parallel``,
-    ``--no-checks``; :func:`run_options` makes their ``RunOptions``."""
+    gpsimd_explore``); :func:`run_options` makes their ``RunOptions``."""
     p.add_argument("--root", default=".",
                    help="directory the plan's relative paths start from (default: the current one)")
     p.add_argument("--zygote", metavar="PROGRAM",

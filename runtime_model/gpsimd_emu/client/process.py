@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -18,15 +19,10 @@ __all__ = ["libc", "die_with_parent", "tied_to_me", "children", "start_group", "
 #: prctl(2)'s option: a signal when the parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
 
-_libc = None
-
-
+@functools.lru_cache(maxsize=None)
 def libc():
     """The C library (``ctypes.CDLL(None)``), loaded once."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def prctl(option: int, arg: int) -> bool:
