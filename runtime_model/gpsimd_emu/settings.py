@@ -48,8 +48,7 @@ def one_blas_thread(environ=os.environ) -> bool:
     build. Results do not depend on the machine's CPU count either."""
     if any(name in environ for name in BLAS_THREADS_ENV):
         return False
-    for name in BLAS_THREADS_ENV:
-        environ[name] = "1"
+    environ.update(dict.fromkeys(BLAS_THREADS_ENV, "1"))
     return True
 
 

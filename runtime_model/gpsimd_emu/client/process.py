@@ -82,17 +82,14 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
     """End ``proc``'s process group (it leads one): SIGTERM, then SIGKILL
     after ``grace`` seconds (0: SIGKILL at once); reaps ``proc`` and
     closes its pipes."""
-    for sig in ((signal.SIGTERM,) if grace > 0 else ()) + (signal.SIGKILL,):
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(grace if sig == signal.SIGTERM else None)
-            break
-        except ProcessLookupError:      # (the group is gone)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    if proc.returncode is None:
-        proc.wait()
+    with contextlib.suppress(ProcessLookupError):       # (the group is gone)
+        if grace > 0:
+            os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace)
+        if proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
     for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
         with contextlib.suppress(OSError):  # (what stdin held for a reader now gone)
             stream.close()
