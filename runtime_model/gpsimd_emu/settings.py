@@ -41,11 +41,10 @@ def one_blas_thread(environ=os.environ) -> bool:
     unless one of them is set already (then the user's choice stands);
     returns whether it set them. Called before numpy is imported by a test
     run (the CLI, the emulator server), so that its numpy starts no BLAS
-    threads: OpenBLAS starts one per CPU when it loads, and they spin for
-    about 0.1 s of CPU (measured here: ``import numpy`` 262 ms of CPU
-    against 165 ms with one thread, the same wall time) in a process whose
-    references are small and that runs beside a test run per job of the
-    build. Results do not depend on the machine's CPU count either."""
+    threads, which spin for about 0.1 s of CPU (BENCHMARKS.md, "One BLAS
+    thread") in a process whose references are small and that runs beside
+    a test run per job of the build. Results do not depend on the
+    machine's CPU count either."""
     if any(name in environ for name in BLAS_THREADS_ENV):
         return False
     environ.update(dict.fromkeys(BLAS_THREADS_ENV, "1"))

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from .protocol import DEFAULT_TIMEOUT, RUNS_PER_VECTOR
+from .protocol import DEFAULT_TIMEOUT, MODEL_ROOT, RUNS_PER_VECTOR
 from .process import end_group, run_group, start_group
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
@@ -43,8 +43,7 @@ def _model_env(base: Optional[dict]) -> dict:
     holds this package first on ``PYTHONPATH``: a child imports the model
     this process would, whatever is installed."""
     env = dict(os.environ if base is None else base)
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get(
+    env["PYTHONPATH"] = os.pathsep.join([MODEL_ROOT] + [p for p in env.get(
         "PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
