@@ -87,7 +87,7 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
             os.killpg(proc.pid, signal.SIGTERM)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(grace)
-        if proc.returncode is None:
+        if grace <= 0 or proc.returncode is None:
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
