@@ -8,6 +8,7 @@ it, its link to the served process (a pidfd), its loading of the model
 (a thread, requests waiting ``LOAD_WAIT`` for it) and its end:
 ARCHITECTURE.md "Processes and containment".
 """
+
 from __future__ import annotations
 
 import contextlib
