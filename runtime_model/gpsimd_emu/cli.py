@@ -1,17 +1,14 @@
 """Command line of the device model (ARCHITECTURE.md "Emulator results"):
 the supervising process of a test run (``python -m gpsimd_emu``, whose
 ``__main__`` first offers a ninja step's run to its build's server, and
-the ``gpsimd-emu`` command run it).
+the ``gpsimd-emu`` command run it; it forks the worker: ``supervise``).
 
-``python -m gpsimd_emu run PLAN.json --results OUT.json [--failed-results F.json]
-[--timeout S] [--memory SIZE] [--parallel N] [--root DIR] [--stack-scale N]
-[--no-checks] [--locations L.json] [--quiet]``
-
-Prints one line per vector (``PASS ...`` / ``FAIL lib::op[vector] (where):
-message``) and ``lib: N passed, M failed``; with ``--quiet`` (or
-``$GPSIMD_EMU_QUIET=1``, the build's ``QUIET=1``) only the ``FAIL`` lines and
-the ``PASS`` lines that carry a warning, with what core 0 printed for them;
-writes the results JSON; exits 0 only when every vector passed, 1 when
+``python -m gpsimd_emu run PLAN.json --results OUT.json [options]``
+(``build_parser``) prints one line per vector (``PASS ...`` / ``FAIL
+lib::op[vector] (where): message``) and ``lib: N passed, M failed``; with
+``--quiet`` (or ``$GPSIMD_EMU_QUIET=1``, the build's ``QUIET=1``) only the
+``FAIL`` lines and the ``PASS`` lines that carry a warning, with what core
+0 printed for them; writes the results JSON; exits 0 only when every vector passed, 1 when
 one failed, 2 when the plan itself cannot be read or the results cannot
 be written, 3 when the whole run took longer than the vectors' time
 limits allow (a reference that never returns). What core 0 printed goes
@@ -21,14 +18,7 @@ With ``--failed-results F``, the results file is the proof of a passing run
 (what the build's test node is): both files are removed first, and a run in
 which a vector failed writes its results to ``F`` instead.
 
-``python -m gpsimd_emu prestart STAMP``: a ninja build's step before its
-test steps, which has that ninja run's emulator server load the model
-(``gpsimd_emu.client.served.prestart_step``).
-
-Processes: a run that no server took (the same output, results and exit
-status either way) is supervised by this process (stdlib only), which
-forks the worker (``supervise``; ARCHITECTURE.md "Processes and
-containment"): no process of a test run outlives it.
+``python -m gpsimd_emu prestart STAMP``: ``gpsimd_emu.client.served.prestart_step``.
 """
 
 from __future__ import annotations

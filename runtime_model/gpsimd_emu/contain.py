@@ -11,7 +11,6 @@ the memory cgroup, privileges) is the zygote's, in C (``sandbox.c``).
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import select
 import signal
@@ -30,7 +29,6 @@ __all__ = [
     "kill", "end_within", "signal_name", "TERM_GRACE",
 ]
 
-PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -49,10 +47,10 @@ def become_subreaper() -> bool:
 
 
 def set_name(name: str) -> None:
-    """The process name ``ps`` and ``/proc/PID/comm`` show (15 bytes kept)."""
-    buf = ctypes.create_string_buffer(name.encode()[:15])
-    with contextlib.suppress(AttributeError, OSError):
-        libc().prctl(PR_SET_NAME, buf, 0, 0, 0)
+    """The process name ``ps`` and ``/proc/PID/comm`` show (the kernel
+    keeps 15 bytes), written to ``/proc/self/comm``."""
+    with contextlib.suppress(OSError), open("/proc/self/comm", "w") as f:
+        f.write(name)
 
 
 def fork_child(body: Callable[[], int]) -> int:

@@ -3,20 +3,10 @@ process) that has the model imported (numpy included) and forks a test
 run (what ``python -m gpsimd_emu run`` runs; named ``gpsimd-run``) per
 request, so that a run does not pay for an interpreter and numpy (about
 0.2 s of its start-up). Its clients and protocol:
-``gpsimd_emu.client.served``; who starts it, its link to the served
-process (a pidfd) and its loading of the model (a thread, requests
-waiting ``LOAD_WAIT`` for it): ARCHITECTURE.md "Processes and
-containment".
-
-``python -m gpsimd_emu.server NAME PID START [--load]`` binds the
-abstract socket ``NAME`` (``protocol.server_name``), then forks and its
-first process exits (0: serving; 3: the name is taken or process ``PID``
-with start time ``START`` is gone), so that the server (``gpsimd-server``)
-is no client's child. It serves until that process ends (``kill -9``
-included), asks it to stop, or SIGTERM, then ends its runs
-(``Server.stop``) and exits; it ignores SIGINT (Ctrl-C reaches the runs
-through their clients). A server whose model's files changed while it
-loaded serves no request (``STALE``).
+``gpsimd_emu.client.served``; its command line: :func:`main`; who starts
+it, its link to the served process (a pidfd), its loading of the model
+(a thread, requests waiting ``LOAD_WAIT`` for it) and its end:
+ARCHITECTURE.md "Processes and containment".
 """
 
 from __future__ import annotations
@@ -88,14 +78,17 @@ def _reply(sock: socket.socket, message: dict) -> None:
         sock.send(encode(message))
 
 
-def _request_of(message) -> "dict | str":
-    """``message`` when it is a request, or why it is not one."""
+def _refusal(message, fds: List[int], files: str) -> "str | None":
+    """Why ``message`` with ``fds`` is not a request of this server's model
+    ``files``, or None when it is one."""
+    if len(fds) != 2:
+        return "no stdout and stderr"
     if not isinstance(message, dict):
         return "not a message"
-    argv, cwd, env = message.get("argv"), message.get("cwd"), message.get("env")
-    if not (isinstance(argv, list) and isinstance(cwd, str) and isinstance(env, dict)):
+    if not (isinstance(message.get("argv"), list) and isinstance(message.get("cwd"), str)
+            and isinstance(message.get("env"), dict)):
         return "bad request"
-    return message
+    return None if message.get("files") == files else "another version of the model"
 
 
 class Server:
@@ -206,14 +199,14 @@ class Server:
         if self._gone(conn):           # the client gave up (or died) before an answer
             _drop(conn, fds)
             return True
-        req = _request_of(message) if len(fds) == 2 else "no stdout and stderr"
-        if isinstance(req, str) or req.get("files") != self.files:
-            _here(conn, fds, req if isinstance(req, str) else "another version of the model")
+        why = _refusal(message, fds, self.files)
+        if why is not None:
+            _here(conn, fds, why)
         elif not self.ready:
             self.start_loading()
-            self.waiting.append((conn, fds, req, time.monotonic() + LOAD_WAIT))
+            self.waiting.append((conn, fds, message, time.monotonic() + LOAD_WAIT))
         else:
-            self._serve(conn, fds, req)
+            self._serve(conn, fds, message)
         return True
 
     def _serve(self, conn: socket.socket, fds: List[int], req: dict) -> None:
@@ -321,9 +314,13 @@ def _run(req: dict, fds: List[int]) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """``python -m gpsimd_emu.server NAME PID START [--load]`` (module
-    text): 0 once serving (in a forked process), 3 when there is nothing
-    to serve, 2 for bad arguments."""
+    """``python -m gpsimd_emu.server NAME PID START [--load]``: binds the
+    abstract socket ``NAME`` (``protocol.server_name``), then forks, and
+    this process exits 0 once the server (``gpsimd-server``, no client's
+    child) listens; 3 when the name is taken or process ``PID`` with start
+    time ``START`` is gone; 2 for bad arguments. The server ignores SIGINT
+    (Ctrl-C reaches the runs through their clients); ``--load``: it loads
+    the model at once."""
     argv = sys.argv[1:] if argv is None else argv
     load = argv[3:] == ["--load"]
     if len(argv) != 3 + load or not (argv[1].isdigit() and argv[2].isdigit()) or \

@@ -41,21 +41,18 @@ def one_blas_thread(environ=os.environ) -> bool:
     unless one of them is set already (then the user's choice stands);
     returns whether it set them. Called before numpy is imported by a test
     run (the CLI, the emulator server), so that its numpy starts no BLAS
-    threads: OpenBLAS starts one per CPU when it loads, and they spin for
-    about 0.1 s of CPU (measured here: ``import numpy`` 262 ms of CPU
-    against 165 ms with one thread, the same wall time) in a process whose
-    references are small and that runs beside a test run per job of the
-    build. Results do not depend on the machine's CPU count either."""
+    threads, which spin for about 0.1 s of CPU (BENCHMARKS.md, "One BLAS
+    thread") in a process whose references are small and that runs beside
+    a test run per job of the build. Results do not depend on the
+    machine's CPU count either."""
     if any(name in environ for name in BLAS_THREADS_ENV):
         return False
-    for name in BLAS_THREADS_ENV:
-        environ[name] = "1"
+    environ.update(dict.fromkeys(BLAS_THREADS_ENV, "1"))
     return True
 
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20,
-          "mb": 1 << 20, "mib": 1 << 20, "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40}
+_UNITS = dict({"": 1, "b": 1}, **{p + s: 1 << 10 * i for i, p in enumerate("kmgt", 1)
+                                  for s in ("", "b", "ib")})
 
 
 def parse_size(text: str) -> int:
@@ -148,9 +145,7 @@ def _count(text: str) -> int:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options every entry that runs a plan's vectors takes (``python
     -m gpsimd_emu run``, ``-m gpsimd_emu.vector_service``, ``-m
-    gpsimd_explore``): ``--root``,
-    ``--zygote``, ``--timeout``, ``--memory``, ``--parallel``,
-    ``--no-checks``; :func:`run_options` makes their ``RunOptions``."""
+    gpsimd_explore``); :func:`run_options` makes their ``RunOptions``."""
     p.add_argument("--root", default=".",
                    help="directory the plan's relative paths start from (default: the current one)")
     p.add_argument("--zygote", metavar="PROGRAM",

@@ -1,7 +1,6 @@
-"""A library's vectors, run one at a time on request: the process a front
-end that runs vectors one by one (the pytest plugin) starts through
-:class:`gpsimd_emu.client.vectors.VectorClient`, which bounds each request's time
-and kills this process's group when it is over.
+"""A library's vectors, run one at a time on request: the process of
+:class:`gpsimd_emu.client.vectors.VectorClient` (the pytest plugin), which
+bounds each request's time and kills this process's group when it is over.
 
 ``python -m gpsimd_emu.vector_service PLAN [--root DIR] [--timeout S]
 [--no-checks] [--zygote PROGRAM]``: opens the plan's library session

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -18,15 +19,10 @@ __all__ = ["libc", "die_with_parent", "tied_to_me", "children", "start_group", "
 #: prctl(2)'s option: a signal when the parent dies (linux/prctl.h).
 PR_SET_PDEATHSIG = 1
 
-_libc = None
-
-
+@functools.lru_cache(maxsize=None)
 def libc():
     """The C library (``ctypes.CDLL(None)``), loaded once."""
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    return _libc
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def prctl(option: int, arg: int) -> bool:
@@ -86,17 +82,14 @@ def end_group(proc: subprocess.Popen, grace: float = 5.0) -> None:
     """End ``proc``'s process group (it leads one): SIGTERM, then SIGKILL
     after ``grace`` seconds (0: SIGKILL at once); reaps ``proc`` and
     closes its pipes."""
-    for sig in ((signal.SIGTERM,) if grace > 0 else ()) + (signal.SIGKILL,):
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(grace if sig == signal.SIGTERM else None)
-            break
-        except ProcessLookupError:      # (the group is gone)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    if proc.returncode is None:
-        proc.wait()
+    with contextlib.suppress(ProcessLookupError):       # (the group is gone)
+        if grace > 0:
+            os.killpg(proc.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(grace)
+        if grace <= 0 or proc.returncode is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
     for stream in filter(None, (proc.stdin, proc.stdout, proc.stderr)):
         with contextlib.suppress(OSError):  # (what stdin held for a reader now gone)
             stream.close()

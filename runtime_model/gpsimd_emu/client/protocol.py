@@ -25,7 +25,7 @@ import struct
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
            "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja",
            "this_process", "model_files", "include_dir", "server_key", "server_name", "peer",
-           "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES"]
+           "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES", "MODEL_ROOT"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -63,7 +63,8 @@ _SHELLS = ("sh", "bash", "dash", "zsh")
 #: ``samu`` implementation of the same file format).
 NINJA_NAMES = ("ninja", "ninja-build", "samu")
 
-_RUNTIME_MODEL = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: The folder that holds ``gpsimd_emu`` and ``gpsimd_device`` (this copy's).
+MODEL_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def end_by(sig: int) -> int:
@@ -107,14 +108,11 @@ def find_ninja() -> "tuple[int, int] | None":
     current = os.getppid()
     for _ in range(3):
         stat = proc_stat(current)
-        if stat is None:
+        if stat is None or stat[0] not in NINJA_NAMES + _SHELLS:
             return None
-        comm, parent, start = stat
-        if comm in NINJA_NAMES:
-            return current, start
-        if comm not in _SHELLS:
-            return None
-        current = parent
+        if stat[0] in NINJA_NAMES:
+            return current, stat[2]
+        current = stat[1]
     return None
 
 
@@ -133,11 +131,11 @@ def include_dir() -> str:
     """The folder of the device headers the model reads its facts from at
     import (``gpsimd_device.headers.INCLUDE_DIR``, found the same way
     without importing it)."""
-    package = os.path.join(_RUNTIME_MODEL, "gpsimd_device")
-    for candidate in (os.path.join(package, "include"), os.path.join(_RUNTIME_MODEL, "include")):
+    package = os.path.join(MODEL_ROOT, "gpsimd_device")
+    for candidate in (os.path.join(package, "include"), os.path.join(MODEL_ROOT, "include")):
         if os.path.isdir(os.path.join(candidate, "gpsimd_host")):
             return candidate
-    return os.path.join(_RUNTIME_MODEL, "include")
+    return os.path.join(MODEL_ROOT, "include")
 
 
 def model_files() -> str:
@@ -147,7 +145,7 @@ def model_files() -> str:
     running server's. (numpy's and ml_dtypes' versions are the
     interpreter's and its path's: ``server_key``.)"""
     parts = []
-    folders = [(os.path.join(_RUNTIME_MODEL, p), p)
+    folders = [(os.path.join(MODEL_ROOT, p), p)
                for p in ("gpsimd_emu", "gpsimd_device", "gpsimd_emu/client")]
     folders.append((os.path.join(include_dir(), "gpsimd_host"), "gpsimd_host"))
     for folder, label in folders:

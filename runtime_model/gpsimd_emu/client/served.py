@@ -203,30 +203,28 @@ class _Relay:
         every pipe ends), ``timeout`` seconds pass (``_TIMED_OUT``), or
         ``stop`` (a pidfd, a pipe) is readable (``False`` returned)."""
         poll = select.poll()
-        watched = dict.fromkeys(self.pipes, "pipe")
-        for fd, kind in ((None if sock is None else sock.fileno(), "sock"), (stop, "stop")):
+        pipes = set(self.pipes)
+        sock_fd = None if sock is None else sock.fileno()
+        for fd in (*pipes, sock_fd, stop):
             if fd is not None:
-                watched[fd] = kind
-        for fd in watched:
-            poll.register(fd, select.POLLIN)
+                poll.register(fd, select.POLLIN)
         deadline = None if timeout is None else time.monotonic() + timeout
-        while sock is not None or "pipe" in watched.values():
+        while sock is not None or pipes:
             ready = poll.poll(None if deadline is None
                               else max(0.0, deadline - time.monotonic()) * 1000)
             if not ready:
                 return _TIMED_OUT
             for fd, _ in ready:
-                kind = watched.get(fd)
-                if kind == "pipe" and not self.copy(fd):
+                if fd in pipes and not self.copy(fd):
                     poll.unregister(fd)
-                    del watched[fd]
-                elif kind == "sock":
+                    pipes.discard(fd)
+                elif fd == sock_fd:
                     try:
                         data = sock.recv(_MAX_REPLY)
                     except OSError:
                         return None
                     return decode(data) if data else None
-                elif kind == "stop":
+                elif fd == stop:
                     return False
         return None
 

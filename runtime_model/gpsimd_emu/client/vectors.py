@@ -15,7 +15,7 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from .protocol import DEFAULT_TIMEOUT, RUNS_PER_VECTOR
+from .protocol import DEFAULT_TIMEOUT, MODEL_ROOT, RUNS_PER_VECTOR
 from .process import end_group, run_group, start_group
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
@@ -43,8 +43,7 @@ def _model_env(base: Optional[dict]) -> dict:
     holds this package first on ``PYTHONPATH``: a child imports the model
     this process would, whatever is installed."""
     env = dict(os.environ if base is None else base)
-    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get(
+    env["PYTHONPATH"] = os.pathsep.join([MODEL_ROOT] + [p for p in env.get(
         "PYTHONPATH", "").split(os.pathsep) if p])
     return env
 
@@ -104,14 +103,13 @@ class VectorClient:
             proc.stdin.close()
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=5.0)
-        self._kill(proc)                # (and whatever is left of its group)
+        end_group(proc, grace=0)        # (and whatever is left of its group)
 
     def _start(self):
         self._buffer = b""
-        env = _model_env(self.env)
         self._proc = start_group(
             [sys.executable, "-m", "gpsimd_emu.vector_service", self.plan, *self.argv],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_model_env(self.env))
         first = self._reply(time.monotonic() + self.limit)
         if "ready" in first:
             return self._proc
@@ -123,7 +121,7 @@ class VectorClient:
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                self._kill(proc)
+                end_group(proc, grace=0)
                 self._proc = None
                 return {"error": f"timed out after {self.limit:g} s (a reference or the "
                                  f"emulator that never returns?); its processes were ended"}
@@ -142,12 +140,6 @@ class VectorClient:
 
     def _lost(self, what: str) -> dict:
         proc, self._proc = self._proc, None
-        self._kill(proc)
-        status = proc.returncode if proc is not None else None
-        return {"error": f"the emulator's process {what} (exit status {status}) without a "
-                         f"result"}
-
-    @staticmethod
-    def _kill(proc) -> None:
-        if proc is not None:
-            end_group(proc, grace=0)
+        end_group(proc, grace=0)
+        return {"error": f"the emulator's process {what} (exit status {proc.returncode}) "
+                         f"without a result"}
