@@ -92,17 +92,18 @@ def doc(inputs="x: {dtype: float32, shape: [4], values: [1, 2, 3, 4]}",
 LOAD = ("import sys, time\n"
         f"sys.path[:0] = [{str(ROOT / 'site_scons')!r}, {str(ROOT / 'runtime_model')!r}]\n"
         "from gpsimd_build.manifest import load_manifest, ManifestError\n"
-        "t = time.monotonic()\n"
+        "t = time.process_time()\n"
         "try:\n    load_manifest(sys.argv[1]); print('loaded')\n"
         "except ManifestError as err:\n    print(err)\n"
         # VmHWM: this process's peak (ru_maxrss would keep pytest's across exec)
-        "print(time.monotonic() - t, next(int(line.split()[1]) for line in "
+        "print(time.process_time() - t, next(int(line.split()[1]) for line in "
         "open('/proc/self/status') if line.startswith('VmHWM')))\n")
 
 
 def load_in_child(path, timeout=60):
     """Load ``path`` in a child Python: (exit status, diagnostics lines,
-    seconds, peak RSS in MB)."""
+    seconds of the load's CPU time (bounds that hold on a loaded machine; a
+    wait is ``timeout``'s), peak RSS in MB)."""
     proc = subprocess.run([sys.executable, "-c", LOAD, path], capture_output=True, text=True,
                           timeout=timeout)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
@@ -243,9 +244,9 @@ def test_glob_through_symlink_loops_ends_and_loads_each_file_once(proj):
     os.symlink("..", "teams/a/up")
     os.symlink("/usr", "teams/b/usr")  # outside: never walked
     path = write("ops.yaml", "version: 1\ninclude: [\"**/*.yaml\"]\n")
-    start = time.monotonic()
+    start = time.process_time()
     col = load_manifest(path)
-    assert time.monotonic() - start < 5
+    assert time.process_time() - start < 5
     # each file by its shortest spelling: its ../../k/k.cpp resolves
     assert col.manifests == ("ops.yaml", "teams/a/ops.yaml", "teams/b/ops.yaml")
     assert [lib.sources for lib in col.libraries] == [("k/k.cpp",), ("k/k.cpp",)]
@@ -360,11 +361,11 @@ def test_a_4mb_list_stops_at_the_node_limit_in_bounded_time_and_memory(proj):
 def test_a_file_beyond_the_size_limit_is_one_line_at_once(proj):
     with open("huge.yaml", "wb") as f:
         f.truncate(50 * 1024 * 1024)
-    start = time.monotonic()
+    start = time.process_time()
     assert errors("huge.yaml") == [
         f"huge.yaml:1:1: $: cannot read the file: is larger than {MAX_MANIFEST_BYTES} bytes "
         f"({50 * 1024 * 1024} bytes), the most a manifest may be (4 MiB, MAX_MANIFEST_BYTES)"]
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 1
 
 
 def test_alias_expansion_counts_against_the_node_limit(proj):
@@ -372,10 +373,10 @@ def test_alias_expansion_counts_against_the_node_limit(proj):
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n"
         for i in range(8))
     path = write("lol.yaml", laughs)
-    start = time.monotonic()
+    start = time.process_time()
     (line,) = errors(path)
     assert f"document too large: more than {MAX_NODES} YAML nodes" in line
-    assert time.monotonic() - start < 5
+    assert time.process_time() - start < 5
 
 
 # ---------------------------------------------------------------------------
@@ -394,13 +395,13 @@ def test_a_hostile_reference_file_is_a_located_message(proj, source, message):
     pathlib.Path("k/r.py").write_text(source, encoding="latin-1")
     text = doc().replace("k/ref.py:f", "k/r.py:f")
     path = write("m.yaml", text)
-    start = time.monotonic()
+    start = time.process_time()
     (line,) = errors(path)
     prefix = f"{path}:{at(text, 'k/r.py')}: $.libraries[0].ops[0].reference: reference file " \
              "'k/r.py' "
     assert line.startswith(prefix + message) and (line == prefix + message
                                                   or message.endswith(" ")), line
-    assert time.monotonic() - start < 10
+    assert time.process_time() - start < 10
 
 
 @pytest.mark.parametrize("head,message", [
@@ -413,10 +414,10 @@ def test_a_hostile_reference_file_is_a_located_message(proj, source, message):
 def test_a_hostile_npy_header_is_a_located_message(proj, head, message):
     pathlib.Path("k/h.npy").write_bytes(head)
     path = write("m.yaml", doc("x: {npy: k/h.npy}"))
-    start = time.monotonic()
+    start = time.process_time()
     assert errors(path) == [f"{path}:11:24: {VEC}.inputs.x.npy: 'k/h.npy' is not a readable "
                             f".npy file ({message})"]
-    assert time.monotonic() - start < 1
+    assert time.process_time() - start < 1
 
 
 # ---------------------------------------------------------------------------
@@ -654,14 +655,15 @@ def test_reads_still_hold_never_raises(proj):
 def test_seeded_mutations_never_traceback(proj):
     """A few hundred mutated manifests (bytes, lines, YAML structure, hostile
     values, special and outside paths; bench/fuzz_manifest.py): each loads or
-    gives located errors, within the time bound, never an internal error."""
+    gives located errors, within the time bound (CPU seconds: they hold on
+    a loaded machine), never an internal error."""
     rng = random.Random(13)
     fuzz_manifest.prepare(proj)
-    start = time.monotonic()
+    start = time.process_time()
     stats = fuzz_manifest.campaign(proj, rng, cases=300, case_timeout=5)
     assert stats["failures"] == [], stats["failures"][:3]
     assert stats["cases"] == 300 and stats["errors"] > 200
-    assert time.monotonic() - start < 50
+    assert time.process_time() - start < 50
 
 
 @pytest.mark.parametrize("error,words", [
