@@ -82,10 +82,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     wrote nothing while the others wrote every element)."""
     problems: List[str] = []
     if not image.checks:
-        if expected is None:
-            return problems, None, None, []
-        actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
-        return problems, compare(actual, expected, image.out_dtype, rtol, atol), None, []
+        return problems, _compare(image, image.output_bytes(0, 0), expected, rtol, atol), None, []
     n, size, ncores = image.num_elem, image.itemsize, image.num_cores
     core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
@@ -144,16 +141,28 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
 
     reads, readers = _read_problems(image, cores, outcome, merged.writers, layout)
     problems += reads
-    uninit = _uninit_problems(image, cores, outcome, layout) if not holes else []
+    # per element, do the two fixed-order runs (2 and 3, multicore) differ?
+    # (None unless both went to their end)
+    orders = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n) \
+        if ncores > 1 and outcome.ran(2) and outcome.ran(3) else None
+    uninit = _uninit_problems(image, outcome, masks, orders, layout) if not holes else []
     problems += uninit
-    race = _order_problems(image, outcome, merged.writers, readers, layout)
+    race = _order_problems(image, orders, merged.writers, readers, layout)
     problems += race
     later = _second_call_problems(image, cores, outcome, masks) if not (holes or uninit) else []
     problems += later
     if holes or reads or uninit or race or later or expected is None:
         return problems, None, layout.doc, warnings
-    actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
-    return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc, warnings
+    return problems, _compare(image, merged.merged, expected, rtol, atol), layout.doc, warnings
+
+
+def _compare(image: DeviceImage, raw: np.ndarray, expected: Optional[np.ndarray], rtol: float,
+             atol: float) -> Optional[Comparison]:
+    """``compare`` of an output's ``raw`` bytes with ``expected`` (None: None)."""
+    if expected is None:
+        return None
+    actual = raw.view(image.out_dtype.numpy).reshape(image.out_shape)
+    return compare(actual, expected, image.out_dtype, rtol, atol)
 
 
 def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
@@ -193,21 +202,17 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
     return out, involved
 
 
-def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
-                     layout: "_Layout") -> List[str]:
-    """Elements a core wrote in either private run whose values differ
+def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np.ndarray],
+                     orders: Optional[np.ndarray], layout: "_Layout") -> List[str]:
+    """Elements a core wrote in either private run (``masks``) whose values differ
     between the two: they depend on never-written memory, or, where the
     output itself may be the source, on the output read before it was
     written, as runs 2 and 3 tell (ARCHITECTURE.md "The checks"; elements
-    on which those two disagree are the order check's). Grouped by the
-    source."""
+    on which those two disagree, ``orders``, are the order check's).
+    Grouped by the source."""
     if not outcome.ran(1):
         return []
-    m0, m1 = image.masks(0), image.masks(1)
     n, size = image.num_elem, image.itemsize
-    orders = image.num_cores > 1 and outcome.ran(2) and outcome.ran(3)
-    if orders:
-        same_orders = ~_elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n)
     grouped: Dict[str, Tuple[List[int], np.ndarray]] = {}
 
     def add(k: int, source: str, elements: np.ndarray) -> None:
@@ -215,8 +220,7 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
         nums.append(layout.core_ids[k])
         acc |= elements
 
-    for k in range(image.num_cores):
-        written = m0[k] | m1[k]
+    for k, written in enumerate(masks):
         if not written.any():
             continue
         differ = written & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k),
@@ -226,10 +230,10 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
         layout.core(k)["uninit"] = layout.ranges(true_ranges(differ))
         flags = image.report(0, k).flags
         exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
-        if not exact and orders:
-            from_output = differ & same_orders & _elements_differ(
+        if not exact and orders is not None:
+            from_output = differ & ~orders & _elements_differ(
                 image.output_bytes(2, 0), image.output_bytes(1, k), size, n)
-            differ &= same_orders & ~from_output
+            differ &= ~orders & ~from_output
             exact = True
             if from_output.any() and flags & abi.REPORT_OUTPUT_UNTRACKED:
                 add(k, OUTPUT_SOURCE, from_output)      # (tracked reads: _read_problems')
@@ -255,9 +259,8 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     if image.second is not None:
         name, expected, rtol, atol = image.second
         outputs = [image.output_bytes(s, k) for k in range(image.num_cores)]
-        merged = merge_core_outputs(outputs, size, n, masks=masks)
-        actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
-        result = compare(actual, expected, image.out_dtype, rtol, atol)
+        result = _compare(image, merge_core_outputs(outputs, size, n, masks=masks).merged,
+                          expected, rtol, atol)
         if result.ok:
             return []
         return [f"a second call of the op, with the arguments of vector {name!r} after a call "
@@ -280,15 +283,11 @@ STATE = ("state the kernel keeps between calls in static or global variables: on
          "the library stays loaded, and each call starts from what the calls before it left")
 
 
-def _order_problems(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,
+def _order_problems(image: DeviceImage, diff: Optional[np.ndarray], writers: np.ndarray,
                     readers: int, layout: "_Layout") -> List[str]:
-    """Elements that differ between the two fixed-order runs; the cores
-    involved: their writers, and the cores of cross-core reads."""
-    if image.num_cores < 2 or len(image.runs) < 4 or not (outcome.ran(2) and outcome.ran(3)):
-        return []
-    diff = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0),
-                            image.itemsize, image.num_elem)
-    if not diff.any():
+    """Elements that differ between the two fixed-order runs (``diff``);
+    the cores involved: their writers, and the cores of cross-core reads."""
+    if diff is None or not diff.any():
         return []
     ranges = true_ranges(diff)
     layout.doc["order_dependent"] = layout.ranges(ranges)
