@@ -31,10 +31,10 @@ from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTE
                      SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
-from .runs import RunSpec, runs_for
+from .runs import runs_for
 from .vectors import Input
 
-__all__ = ["RunSpec", "runs_for", "ImageSize", "DeviceImage"]
+__all__ = ["DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
@@ -67,7 +67,10 @@ class DeviceImage:
         guard_size: bytes after each output copy that no region covers;
             ``guard_of(run)`` of them hold the run's poison
             (``copies(run, guard_of(run))`` reads them).
-        input_spans: ``(name, arena, offset, nbytes)`` of each input.
+        input_spans: ``(name, sbuf, offset, nbytes, guard)`` of each input:
+            where it is in its arena (run 0's ``sbuf`` if ``sbuf`` else
+            ``hbm``), then the bytes after it up to the next allocation (at
+            least ``INPUT_GUARD``).
 
     What the runs left is read in place: ``copies`` (every core's output of
     a run as one strided view), ``masks``, ``read_maps``, ``report``,
@@ -140,13 +143,12 @@ class DeviceImage:
             if self._owns[r.index]:
                 in_at[r.index] = at
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
-            self._out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
+            out_step, mem_step = (out_each, per_core + rmap) if r.private else (0, per_core)
+            self._out_at.append([at + out_step * k for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
-            self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
-                                 for k in range(num_cores)])
-            at += (per_core + (rmap if r.private else 0)) * num_cores
+            self._mem_at.append([at + mem_step * k for k in range(num_cores)])
+            at += mem_step * num_cores
         self._mem_each = per_core + rmap
-        self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         self._part_at = [sum(sizes[:i]) for i in range(5)]
         #: bytes after the output in each copy that no region covers
@@ -165,19 +167,14 @@ class DeviceImage:
                     Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file,
                           off + align_up(capacity, PAGE))))
             self.hbm, self.sbuf = self.arenas[0]
-            self.input_spans: List[Tuple[str, Arena, int, int]] = []
-            #: per input, the bytes after it up to the next allocation (at
-            #: least INPUT_GUARD): ``(sbuf, offset, nbytes)`` in its arena
-            self._input_guards: List[Tuple[bool, int, int]] = []
+            self.input_spans: List[Tuple[str, bool, int, int, int]] = []
             descriptors = []
             for inp, sbuf in zip(inputs, in_sbuf):
-                arena = self.sbuf if sbuf else self.hbm
+                arena = self.arenas[0][sbuf]
                 addr = arena.write_array(inp.array)
-                off = addr - arena.device_base
-                self.input_spans.append((inp.name, arena, off, inp.array.nbytes))
-                end = off + inp.array.nbytes
+                off, n = addr - arena.device_base, inp.array.nbytes
                 arena.alloc(INPUT_GUARD)
-                self._input_guards.append((sbuf, end, arena.used - end))
+                self.input_spans.append((inp.name, sbuf, off, n, arena.used - off - n))
                 descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
             self.arg_stream = abi.pack_arg_stream(descriptors)
             if out_location == "sbuf":
@@ -193,10 +190,10 @@ class DeviceImage:
                 for a, snap in zip(self.arenas[r.index], self._snapshots):
                     a.u8[:len(snap)] = snap
             if self.other_run is not None:
-                for (_, arena, off, n), inp in zip(self.input_spans, second_inputs):
+                for (_, sbuf, off, n, _), inp in zip(self.input_spans, second_inputs):
                     if inp.array.nbytes != n:
                         raise ValueError("the second call's inputs differ in size")
-                    a = self.arenas[self.other_run][arena is self.sbuf]
+                    a = self.arenas[self.other_run][sbuf]
                     a.u8[off:off + n] = np.ascontiguousarray(inp.array).reshape(-1).view(np.uint8)
             #: per arena, the bytes after its last allocation to the end of
             #: its pages: ``(sbuf, offset, nbytes)``. A read further past an
@@ -205,8 +202,9 @@ class DeviceImage:
             self._tails: List[Tuple[bool, int, int]] = [
                 (bool(sbuf), a.used, len(a.u8) - a.used) for sbuf, a in enumerate(self.arenas[0])]
             if checks:
+                guards = [(sbuf, off + n, g) for _, sbuf, off, n, g in self.input_spans]
                 for r in own:
-                    for sbuf, off, n in self._input_guards + self._tails:
+                    for sbuf, off, n in guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
             self.write_args()
         except BaseException:
@@ -220,11 +218,7 @@ class DeviceImage:
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
         """Core ``k``'s report in ``run`` (a live view; valid until close)."""
-        r = self._reports.get((run, k))
-        if r is None:
-            r = self._reports[(run, k)] = abi.GpsimdCoreReport.from_address(
-                self.file.host + self._part(run, k, 3))
-        return r
+        return abi.GpsimdCoreReport.from_address(self.file.host + self._part(run, k, 3))
 
     def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
         """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
@@ -362,11 +356,10 @@ class DeviceImage:
         inputs): ``(name, bytes changed, bytes written past its end)``,
         the most of any run (an arena's tail counts for its last input)."""
         out = []
-        last = {g[0]: i for i, g in enumerate(self._input_guards)}
-        for i, ((name, _, off, n), (sbuf, g_at, g_n)) in enumerate(
-                zip(self.input_spans, self._input_guards)):
+        last = {span[1]: i for i, span in enumerate(self.input_spans)}
+        for i, (name, sbuf, off, n, guard) in enumerate(self.input_spans):
             snap = self._snapshots[sbuf][off:off + n]
-            guards = [(g_at, g_n)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
+            guards = [(off + n, guard)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
             changed = past = 0
             for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
                 u8, poison = self.arenas[p][sbuf].u8, self.runs[p].tcm_poison
@@ -381,7 +374,6 @@ class DeviceImage:
     def close(self) -> None:
         """Release the file and every view of it (idempotent)."""
         self._masks.clear()
-        self._reports.clear()
         self.arenas = []
         self.hbm = self.sbuf = None
         self.input_spans = []
