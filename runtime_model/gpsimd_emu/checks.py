@@ -251,11 +251,10 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     against that vector's expected one; else elements that differ from run
     0's. Nothing when the call had another vector's arguments but
     ``image.second`` is None: that vector did not pass (its own run says so)."""
-    later = [r.index for r in image.runs if r.after == 0]
-    if not later or not outcome.ran(later[0]) or \
-            (image.other_run is not None and image.second is None):
+    s = next((r.index for r in image.runs if r.after == 0), None)
+    if s is None or not outcome.ran(s) or (image.other_run is not None and image.second is None):
         return []
-    s, n, size = later[0], image.num_elem, image.itemsize
+    n, size = image.num_elem, image.itemsize
     if image.second is not None:
         name, expected, rtol, atol = image.second
         outputs = [image.output_bytes(s, k) for k in range(image.num_cores)]
@@ -265,15 +264,12 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
             return []
         return [f"a second call of the op, with the arguments of vector {name!r} after a call "
                 f"with this vector's, is wrong ({STATE}): {result.message}"]
-    nums: List[int] = []
-    acc = np.zeros(n, dtype=bool)
-    for k in range(image.num_cores):
-        differ = _elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
-        if differ.any():
-            nums.append(core_no(cores, k))
-            acc |= differ
+    differ = [_elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
+              for k in range(image.num_cores)]
+    nums = [core_no(cores, k) for k, d in enumerate(differ) if d.any()]
     if not nums:
         return []
+    acc = np.logical_or.reduce(differ)
     return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} differ on a "
             f"second call of the op ({STATE})"]
 

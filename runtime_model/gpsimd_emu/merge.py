@@ -18,6 +18,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .runs import POISON_A
+
 __all__ = [
     "written_mask", "runs", "true_ranges", "format_ranges", "cores_text", "MergeResult",
     "merge_core_outputs",
@@ -140,7 +142,6 @@ class MergeResult:
 
 
 def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: int,
-                       poison: Union[int, np.ndarray] = 0xA5,
                        masks: Optional[Sequence[np.ndarray]] = None,
                        core_ids: Optional[Sequence[int]] = None) -> MergeResult:
     """Merge the private output copies of the cores of one run.
@@ -150,10 +151,9 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
             itemsize`` bytes), in core order.
         itemsize: bytes per element.
         num_elem: elements of the output.
-        poison: the poison the copies were filled with (used when ``masks``
-            is None).
         masks: per core, the ``bool`` written mask ``(num_elem,)`` (e.g. the
-            OR over two runs); default ``written_mask`` of each output.
+            OR over two runs); default ``written_mask`` of each output
+            against run 0's poison (``runs.POISON_A``).
         core_ids: the core number of each output; default ``0..n-1``.
 
     Returns:
@@ -168,12 +168,11 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
     if n == 0 or n > 62:
         raise ValueError(f"{n} cores: need 1..62")
     if masks is None:
-        masks = [written_mask(o, poison, itemsize, num_elem) for o in outputs]
+        masks = [written_mask(o, POISON_A, itemsize, num_elem) for o in outputs]
     nbytes = num_elem * itemsize
     bufs = [np.asarray(o, dtype=np.uint8).reshape(-1)[:nbytes] for o in outputs]
 
-    # the narrowest integer that holds one bit per core (8 cores: uint8)
-    wtype = np.uint8 if n <= 8 else np.uint16 if n <= 16 else np.uint32 if n <= 32 else np.int64
+    wtype = np.min_scalar_type((1 << n) - 1).type    # (one bit per core: uint8 for 8 cores)
     writers = np.zeros(num_elem, dtype=wtype)
     for k, m in enumerate(masks):
         writers |= np.asarray(m, dtype=bool).astype(wtype) << wtype(k)

@@ -270,7 +270,6 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     full = os.path.join(root, file) if file else None
     folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
     mod = _REF_CACHE.get((full, module))
-    label = file or module
     if mod is None:
         if file and not os.path.isfile(full):
             raise PlanError(f"reference {file}: no such file")
@@ -297,12 +296,12 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                     with contextlib.suppress(ValueError):
                         sys.path.remove(folder)
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
-            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}"
+            raise PlanError(f"reference {ref.label} cannot be imported: {_short_exc(e)}"
                             f"{_user_frame(e, file)}") from None
         _REF_CACHE[(full, module)] = mod
     fn = getattr(mod, func, None)
     if not callable(fn):
-        raise PlanError(f"reference {label} has no function {func!r}")
+        raise PlanError(f"reference {ref.label} has no function {func!r}")
     return fn
 
 
