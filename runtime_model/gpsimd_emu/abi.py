@@ -69,8 +69,6 @@ REPORT_HEAP_POISONED = _ABI["REPORT_HEAP_POISONED"]
 CHECK_READS = _ABI["CHECK_READS"]
 CHECK_ALL = _ABI["CHECK_ALL"]
 
-_MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8
-
 # ---- the enums of abi.h, read from it (the prefix of their members left out) -------------
 
 _OP = "NEURON_ISA_TPB_CUSTOM_OP_"
@@ -115,8 +113,8 @@ def choose_shape_form(shape: Sequence[int]) -> int:
 
 def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
     dims = tuple(int(d) for d in shape)
-    if len(dims) > _MAX_RANK:
-        raise ValueError(f"rank {len(dims)} > {_MAX_RANK}: shape {list(dims)}")
+    if len(dims) > _limits.MAX_DIMS:      # (docs/kernel-api.md, Limits)
+        raise ValueError(f"rank {len(dims)} > {_limits.MAX_DIMS}: shape {list(dims)}")
     if any(d < 0 for d in dims):
         raise ValueError(f"negative dimension in shape {list(dims)}")
     return dims

@@ -177,12 +177,10 @@ class DeviceImage:
                 self.input_spans.append((inp.name, sbuf, off, n, arena.used - off - n))
                 descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
             self.arg_stream = abi.pack_arg_stream(descriptors)
-            if out_location == "sbuf":
-                self.out_addr = SBUF_WINDOW_BASE + align_up(sbuf_capacity, 1 << 20)
-            else:
-                self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
-            self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr,
-                                             out_location == "sbuf")
+            out_sbuf = out_location == "sbuf"       # (past its arena's capacity, MiB-aligned)
+            arena = self.arenas[0][out_sbuf]
+            self.out_addr = arena.device_base + align_up(arena.capacity, 1 << 20)
+            self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr, out_sbuf)
             #: run 0's ``(hbm, sbuf)`` arenas as written: every run's copy starts so
             self._snapshots = [a.u8[:a.used].copy() for a in self.arenas[0]]
             own = [r for r in self.runs if self._owns[r.index]]
@@ -376,6 +374,5 @@ class DeviceImage:
         self._masks.clear()
         self.arenas = []
         self.hbm = self.sbuf = None
-        self.input_spans = []
         self.ctl = None
         self.file.close()

@@ -26,7 +26,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
 
 from . import dtypes as dt
 from .convert import exact_ints, to_dtype
-from .sourceonly import SourceOnlyLoader, forget_local_modules, local_folder
+from .sourceonly import SourceOnlyLoader, local_folder
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -273,8 +273,6 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     if mod is None:
         if file and not os.path.isfile(full):
             raise PlanError(f"reference {file}: no such file")
-        # (another folder's module of a name this reference's folder holds)
-        forget_local_modules(folder)
         local_folder(folder)
         try:
             if module and not file:
@@ -341,9 +339,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             with np.errstate(all="ignore"):
                 result = fn(*args)
         except BaseException as e:  # the reference's own bug
-            where = _user_frame(e, ref.file)
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
-                            f"{_short_exc(e)}{where}") from None
+                            f"{_short_exc(e)}{_user_frame(e, ref.file)}") from None
         try:
             raw = np.asarray(result)
         except (ValueError, TypeError) as e:    # (a ragged list, say)
