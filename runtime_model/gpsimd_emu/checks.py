@@ -93,12 +93,9 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     judged = [p for p, r in enumerate(image.runs) if p == 0 or outcome.ran(p)]
     beyond = np.zeros((ncores, image.guard_size // size), dtype=bool)   # per core
     for p in (p for p in judged if image.runs[p].private):
-        poison = image.runs[p].poison
         guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
-        touched = (guards != poison).any(axis=1)      # every core's guard zone at once
-        for k in np.flatnonzero(touched):
-            written = written_mask(guards[k], poison, size, guards.shape[1] // size)
-            beyond[k, :len(written)] |= written
+        written = written_mask(guards, image.runs[p].poison, size)     # (every core's at once)
+        beyond[:, :written.shape[1]] |= written
     for k in np.flatnonzero(beyond.any(axis=1)):
         ranges = true_ranges(beyond[k], offset=n)
         layout.core(k)["past_end"] = layout.ranges(ranges)
@@ -111,11 +108,8 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
             problems.append(f"input {name!r} was written past its end ({past} bytes changed "
                             f"after it)")
 
-    masks = image.masks(0)
-    if outcome.ran(1):
-        masks = [a | b for a, b in zip(masks, image.masks(1))]
-    merged = merge_core_outputs([image.output_bytes(0, k) for k in range(ncores)], size, n,
-                                masks=masks, core_ids=core_ids)
+    masks = image.masks(0) | image.masks(1) if outcome.ran(1) else image.masks(0)
+    merged = merge_core_outputs(image.copies(0), size, n, masks=masks, core_ids=core_ids)
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
     if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
@@ -213,6 +207,7 @@ def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np
     if not outcome.ran(1):
         return []
     n, size = image.num_elem, image.itemsize
+    differs = masks & _elements_differ(image.copies(0), image.copies(1), size, n)
     grouped: Dict[str, Tuple[List[int], np.ndarray]] = {}
 
     def add(k: int, source: str, elements: np.ndarray) -> None:
@@ -220,11 +215,7 @@ def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np
         nums.append(layout.core_ids[k])
         acc |= elements
 
-    for k, written in enumerate(masks):
-        if not written.any():
-            continue
-        differ = written & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k),
-                                            size, n)
+    for k, differ in enumerate(differs):
         if not differ.any():
             continue
         layout.core(k)["uninit"] = layout.ranges(true_ranges(differ))
@@ -233,7 +224,7 @@ def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np
         if not exact and orders is not None:
             from_output = differ & ~orders & _elements_differ(
                 image.output_bytes(2, 0), image.output_bytes(1, k), size, n)
-            differ &= ~orders & ~from_output
+            differ = differ & ~orders & ~from_output
             exact = True
             if from_output.any() and flags & abi.REPORT_OUTPUT_UNTRACKED:
                 add(k, OUTPUT_SOURCE, from_output)      # (tracked reads: _read_problems')
@@ -257,21 +248,19 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     n, size = image.num_elem, image.itemsize
     if image.second is not None:
         name, expected, rtol, atol = image.second
-        outputs = [image.output_bytes(s, k) for k in range(image.num_cores)]
-        result = _compare(image, merge_core_outputs(outputs, size, n, masks=masks).merged,
+        result = _compare(image, merge_core_outputs(image.copies(s), size, n, masks=masks).merged,
                           expected, rtol, atol)
         if result.ok:
             return []
         return [f"a second call of the op, with the arguments of vector {name!r} after a call "
                 f"with this vector's, is wrong ({STATE}): {result.message}"]
-    differ = [_elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
-              for k in range(image.num_cores)]
-    nums = [core_no(cores, k) for k, d in enumerate(differ) if d.any()]
+    differ = _elements_differ(image.copies(0), image.copies(s), size, n)    # (per core)
+    nums = [core_no(cores, k) for k in np.flatnonzero(differ.any(axis=1))]
     if not nums:
         return []
-    acc = np.logical_or.reduce(differ)
-    return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} differ on a "
-            f"second call of the op ({STATE})"]
+    ranges = format_ranges(true_ranges(differ.any(axis=0)))
+    return [f"{cores_text(nums)}: output elements {ranges} differ on a second call of the op "
+            f"({STATE})"]
 
 
 #: Why a second call goes wrong.

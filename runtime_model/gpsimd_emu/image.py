@@ -105,7 +105,7 @@ class DeviceImage:
         self.runs = runs_for(num_cores, checks)
         self.num_cores = num_cores
         self.stack_scale = stack_scale
-        self._masks: Dict[int, List[np.ndarray]] = {}
+        self._masks: Dict[int, np.ndarray] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
         self.itemsize = out_dtype.itemsize
@@ -332,11 +332,12 @@ class DeviceImage:
         c = self.copies(run)
         return c[core if len(c) > 1 else 0]
 
-    def masks(self, run: int) -> List[np.ndarray]:
-        """Per core, the written mask of a private run (computed once)."""
+    def masks(self, run: int) -> np.ndarray:
+        """``(cores, num_elem)`` bool: the written masks of a private run
+        (computed once)."""
         if run not in self._masks:
-            self._masks[run] = [written_mask(row, self.runs[run].poison, self.itemsize,
-                                             self.num_elem) for row in self.copies(run)]
+            self._masks[run] = written_mask(self.copies(run), self.runs[run].poison,
+                                            self.itemsize, self.num_elem)
         return self._masks[run]
 
     def read_maps(self, run: int) -> np.ndarray:

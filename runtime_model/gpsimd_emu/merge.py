@@ -37,23 +37,24 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
 
     Args:
         buf: the output copy as ``uint8`` (at least ``num_elem * itemsize``
-            bytes; bytes past that are ignored).
-        poison: the poison byte (0..255), or a ``uint8`` array of the same
-            length as the bytes compared (another copy: do they differ?).
+            bytes; bytes past that are ignored), or several, one per row
+            (2-D, each row contiguous: every core's copy of a run).
+        poison: the poison byte (0..255), or ``uint8`` bytes that broadcast
+            against ``buf``'s (another copy, or one per row: do they differ?).
         itemsize: bytes per element.
-        num_elem: elements to examine; default ``len(buf) // itemsize``.
+        num_elem: elements to examine; default ``buf.shape[-1] // itemsize``.
 
     Returns:
-        ``bool`` array of shape ``(num_elem,)``.
+        ``bool`` array of shape ``(num_elem,)``, or ``(rows, num_elem)``.
     """
-    buf = np.asarray(buf, dtype=np.uint8).reshape(-1)
+    buf = np.asarray(buf, dtype=np.uint8)
     if num_elem is None:
-        num_elem = len(buf) // itemsize
+        num_elem = buf.shape[-1] // itemsize
     nbytes = num_elem * itemsize
-    if len(buf) < nbytes:
-        raise ValueError(f"{len(buf)} bytes < {num_elem} elements x {itemsize}")
-    b = buf[:nbytes]
-    other = poison.reshape(-1)[:nbytes] if isinstance(poison, np.ndarray) else poison
+    if buf.shape[-1] < nbytes:
+        raise ValueError(f"{buf.shape[-1]} bytes < {num_elem} elements x {itemsize}")
+    b = buf[..., :nbytes]
+    other = poison[..., :nbytes] if isinstance(poison, np.ndarray) else poison
     if itemsize in (1, 2, 4, 8) and all(x.ctypes.data % itemsize == 0 for x in (b, other)
                                         if isinstance(x, np.ndarray)):
         # whole-element compare: one unsigned word per element against the
@@ -62,7 +63,7 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
         word = f"<u{itemsize}"
         return b.view(word) != (other.view(word) if isinstance(other, np.ndarray) else
                                 int.from_bytes(bytes([poison]) * itemsize, "little"))
-    return (b != other).reshape(num_elem, itemsize).any(axis=1)
+    return (b != other).reshape(*b.shape[:-1], num_elem, itemsize).any(axis=-1)
 
 
 def runs(values: np.ndarray) -> List[Tuple[int, int, int]]:
