@@ -170,9 +170,7 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
                if image.report(0, k).flags & abi.REPORT_OUTPUT_READ]
     if not readers:
         return out, involved
-    maps = image.read_maps(0)
-    if outcome.ran(1):
-        maps &= image.read_maps(1)
+    maps = image.read_maps(0) & image.read_maps(1) if outcome.ran(1) else image.read_maps(0)
     for k in readers:
         read = maps[k]
         if not read.any():

@@ -342,9 +342,8 @@ class DeviceImage:
 
     def read_maps(self, run: int) -> np.ndarray:
         """``(cores, num_elem)`` bool: did the core read the element before
-        writing it in a private run (the runtime's read maps)."""
-        if not self.runs[run].private or not self.checks:
-            return np.zeros((self.num_cores, self.num_elem), dtype=bool)
+        writing it in a private run of a checked image (only those have the
+        runtime's read maps)."""
         raw = self._rows(self._part(run, 0, 4), self._mem_each, self.read_map_bytes, self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
