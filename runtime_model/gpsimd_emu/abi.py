@@ -18,11 +18,16 @@ from __future__ import annotations
 
 import ctypes
 import math
+from enum import IntEnum
 from typing import Optional, Sequence, Tuple
 
 from gpsimd_device import limits as _limits
-from gpsimd_device import lsp as _lsp
 from gpsimd_device.headers import enum_values
+# (the limits the model uses; what each means is said in gpsimd_device.limits)
+from gpsimd_device.limits import (DATARAM_SIZE, LSP_SINGLE, MAX_ARGS, NUM_CORES,  # noqa: F401
+                                  PRINTF_CAPACITY, SCRATCH_BASE, SCRATCH_CORE_SIZE,
+                                  SCRATCH_SINGLE_SIZE, TCM_POOL_SIZE)
+from gpsimd_device.lsp import lsp_name, scratch_origin  # noqa: F401
 
 from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: F401
                       GpsimdRegion, header_struct)
@@ -40,24 +45,14 @@ __all__ = [
     "scratch_origin", "lsp_name",
 ]
 
-# ---- constants: the ``#define GPSIMD_<NAME>`` lines of abi.h (gpsimd_device.limits), the
-# ones the model uses; what each means is said beside it there ----------------
+# ---- the ``#define GPSIMD_<NAME>`` lines of abi.h (gpsimd_device.limits.ABI) ----------------
 
 _ABI = _limits.ABI
 ABI_VERSION = _ABI["HOST_ABI_VERSION"]
 _Descriptor = header_struct("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TENSOR")
 _StreamHeader = header_struct("abi.h", "gpsimd_arg_stream_header")
 DESCRIPTOR_SIZE = ctypes.sizeof(_Descriptor)            #: sizeof(arg_tensor_t), 48 bytes
-MAX_ARGS = _limits.MAX_ARGS
 ARG_STREAM_ARGS_OFFSET = _ABI["ARG_STREAM_ARGS_OFFSET"]  #: bytes
-DATARAM_SIZE = _limits.DATARAM_SIZE                     #: 64 KiB
-TCM_POOL_SIZE = _limits.TCM_POOL_SIZE                   #: 16 KiB per core
-SCRATCH_BASE = _limits.SCRATCH_BASE                     #: core i scratch origin = BASE + i * 2 MiB
-SCRATCH_CORE_SIZE = _limits.SCRATCH_CORE_SIZE           #: 2 MiB, multicore
-SCRATCH_SINGLE_SIZE = _limits.SCRATCH_SINGLE_SIZE       #: 32 MiB, single-core
-PRINTF_CAPACITY = _limits.PRINTF_CAPACITY               #: 128 KiB printf ring
-NUM_CORES = _limits.NUM_CORES
-LSP_SINGLE = _limits.LSP_SINGLE                         #: gpsimd_lsp_info.core_id, single-core LSP
 REGION_READONLY = _ABI["REGION_READONLY"]               #: gpsimd_region.flags bits
 REGION_OUTPUT = _ABI["REGION_OUTPUT"]
 #: gpsimd_core_report.flags bits (GPSIMD_REPORT_*, HOST-MODEL).
@@ -74,46 +69,19 @@ REPORT_HEAP_POISONED = _ABI["REPORT_HEAP_POISONED"]
 CHECK_READS = _ABI["CHECK_READS"]
 CHECK_ALL = _ABI["CHECK_ALL"]
 
-_MAX_RANK = _limits.MAX_DIMS    # docs/kernel-api.md, Limits; abi.h out_of_line.ndim <= 8
+# ---- the enums of abi.h, read from it (the prefix of their members left out) -------------
 
-
-#: The enums of abi.h, read from it (prefix of their members left out).
-_LOCATIONS = enum_values("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION",
-                         "NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION_")
-_FORMS = enum_values("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE",
-                     "NEURON_ISA_TPB_CUSTOM_OP_")
-_ARG_TYPES = enum_values("abi.h", "NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE",
-                         "NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE_")
+_OP = "NEURON_ISA_TPB_CUSTOM_OP_"
 STATUS_OK = enum_values("abi.h", "gpsimd_status", "GPSIMD_STATUS_")["OK"]
-
-
-class Location:
-    """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION`` (abi.h): descriptor byte +0."""
-
-    INVALID = _LOCATIONS["INVALID"]
-    SBUF = _LOCATIONS["SBUF"]
-    HBM = _LOCATIONS["HBM"]
-
-
-class ShapeForm:
-    """``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE`` (abi.h): byte +1
-    (``INLINE_8D`` is C's ``INLINE_SHAPE8D``, ``OUT_OF_LINE``
-    ``OUT_OF_LINE_SHAPE``, ``INLINE_4D`` ``INLINE_SHAPE4D``)."""
-
-    INLINE_8D = _FORMS["INLINE_SHAPE8D"]
-    OUT_OF_LINE = _FORMS["OUT_OF_LINE_SHAPE"]
-    INLINE_4D = _FORMS["INLINE_SHAPE4D"]
-
-
-class ArgType:
-    """``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE`` (abi.h HOST-MODEL values)."""
-
-    INVALID = _ARG_TYPES["INVALID"]
-    TENSOR = _ARG_TYPES["TENSOR"]
-
-
-scratch_origin = _lsp.scratch_origin
-lsp_name = _lsp.lsp_name
+#: ``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_LOCATION``: descriptor byte +0.
+Location = IntEnum("Location", enum_values("abi.h", _OP + "ARG_LOCATION", _OP + "ARG_LOCATION_"))
+#: ``enum NEURON_ISA_TPB_CUSTOM_OP_TENSOR_SHAPE_TYPE``: byte +1, its members named
+#: without ``SHAPE`` (``INLINE_8D`` is C's ``INLINE_SHAPE8D``, ``OUT_OF_LINE``
+#: ``OUT_OF_LINE_SHAPE``, ``INLINE_4D`` ``INLINE_SHAPE4D``).
+ShapeForm = IntEnum("ShapeForm", {name.replace("SHAPE", "").strip("_"): value for name, value
+                                  in enum_values("abi.h", _OP + "TENSOR_SHAPE_TYPE", _OP).items()})
+#: ``enum NEURON_ISA_TPB_CUSTOM_OP_ARG_TYPE`` (HOST-MODEL values).
+ArgType = IntEnum("ArgType", enum_values("abi.h", _OP + "ARG_TYPE", _OP + "ARG_TYPE_"))
 
 #: The inline shape forms: the array of abi.h's shape union each fills, its
 #: largest rank and its largest dim (abi.h's limits).
@@ -145,8 +113,8 @@ def choose_shape_form(shape: Sequence[int]) -> int:
 
 def _check_dims(shape: Sequence[int]) -> Tuple[int, ...]:
     dims = tuple(int(d) for d in shape)
-    if len(dims) > _MAX_RANK:
-        raise ValueError(f"rank {len(dims)} > {_MAX_RANK}: shape {list(dims)}")
+    if len(dims) > _limits.MAX_DIMS:      # (docs/kernel-api.md, Limits)
+        raise ValueError(f"rank {len(dims)} > {_limits.MAX_DIMS}: shape {list(dims)}")
     if any(d < 0 for d in dims):
         raise ValueError(f"negative dimension in shape {list(dims)}")
     return dims

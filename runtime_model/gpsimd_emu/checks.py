@@ -82,10 +82,7 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     wrote nothing while the others wrote every element)."""
     problems: List[str] = []
     if not image.checks:
-        if expected is None:
-            return problems, None, None, []
-        actual = image.output_bytes(0, 0).view(image.out_dtype.numpy).reshape(image.out_shape)
-        return problems, compare(actual, expected, image.out_dtype, rtol, atol), None, []
+        return problems, _compare(image, image.output_bytes(0, 0), expected, rtol, atol), None, []
     n, size, ncores = image.num_elem, image.itemsize, image.num_cores
     core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
@@ -96,12 +93,9 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     judged = [p for p, r in enumerate(image.runs) if p == 0 or outcome.ran(p)]
     beyond = np.zeros((ncores, image.guard_size // size), dtype=bool)   # per core
     for p in (p for p in judged if image.runs[p].private):
-        poison = image.runs[p].poison
         guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
-        touched = (guards != poison).any(axis=1)      # every core's guard zone at once
-        for k in np.flatnonzero(touched):
-            written = written_mask(guards[k], poison, size, guards.shape[1] // size)
-            beyond[k, :len(written)] |= written
+        written = written_mask(guards, image.runs[p].poison, size)     # (every core's at once)
+        beyond[:, :written.shape[1]] |= written
     for k in np.flatnonzero(beyond.any(axis=1)):
         ranges = true_ranges(beyond[k], offset=n)
         layout.core(k)["past_end"] = layout.ranges(ranges)
@@ -114,11 +108,8 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
             problems.append(f"input {name!r} was written past its end ({past} bytes changed "
                             f"after it)")
 
-    masks = image.masks(0)
-    if outcome.ran(1):
-        masks = [a | b for a, b in zip(masks, image.masks(1))]
-    merged = merge_core_outputs([image.output_bytes(0, k) for k in range(ncores)], size, n,
-                                masks=masks, core_ids=core_ids)
+    masks = image.masks(0) | image.masks(1) if outcome.ran(1) else image.masks(0)
+    merged = merge_core_outputs(image.copies(0), size, n, masks=masks, core_ids=core_ids)
     holes = bool(merged.holes)
     merge_problems = list(merged.problems)
     if ncores == 1 and holes and image.report(0, 0).flags & abi.REPORT_COPY_PATH:
@@ -144,16 +135,28 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
 
     reads, readers = _read_problems(image, cores, outcome, merged.writers, layout)
     problems += reads
-    uninit = _uninit_problems(image, cores, outcome, layout) if not holes else []
+    # per element, do the two fixed-order runs (2 and 3, multicore) differ?
+    # (None unless both went to their end)
+    orders = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n) \
+        if ncores > 1 and outcome.ran(2) and outcome.ran(3) else None
+    uninit = _uninit_problems(image, outcome, masks, orders, layout) if not holes else []
     problems += uninit
-    race = _order_problems(image, outcome, merged.writers, readers, layout)
+    race = _order_problems(image, orders, merged.writers, readers, layout)
     problems += race
     later = _second_call_problems(image, cores, outcome, masks) if not (holes or uninit) else []
     problems += later
     if holes or reads or uninit or race or later or expected is None:
         return problems, None, layout.doc, warnings
-    actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
-    return problems, compare(actual, expected, image.out_dtype, rtol, atol), layout.doc, warnings
+    return problems, _compare(image, merged.merged, expected, rtol, atol), layout.doc, warnings
+
+
+def _compare(image: DeviceImage, raw: np.ndarray, expected: Optional[np.ndarray], rtol: float,
+             atol: float) -> Optional[Comparison]:
+    """``compare`` of an output's ``raw`` bytes with ``expected`` (None: None)."""
+    if expected is None:
+        return None
+    actual = raw.view(image.out_dtype.numpy).reshape(image.out_shape)
+    return compare(actual, expected, image.out_dtype, rtol, atol)
 
 
 def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
@@ -167,9 +170,7 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
                if image.report(0, k).flags & abi.REPORT_OUTPUT_READ]
     if not readers:
         return out, involved
-    maps = image.read_maps(0)
-    if outcome.ran(1):
-        maps &= image.read_maps(1)
+    maps = image.read_maps(0) & image.read_maps(1) if outcome.ran(1) else image.read_maps(0)
     for k in readers:
         read = maps[k]
         if not read.any():
@@ -193,21 +194,18 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
     return out, involved
 
 
-def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
-                     layout: "_Layout") -> List[str]:
-    """Elements a core wrote in either private run whose values differ
+def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np.ndarray],
+                     orders: Optional[np.ndarray], layout: "_Layout") -> List[str]:
+    """Elements a core wrote in either private run (``masks``) whose values differ
     between the two: they depend on never-written memory, or, where the
     output itself may be the source, on the output read before it was
     written, as runs 2 and 3 tell (ARCHITECTURE.md "The checks"; elements
-    on which those two disagree are the order check's). Grouped by the
-    source."""
+    on which those two disagree, ``orders``, are the order check's).
+    Grouped by the source."""
     if not outcome.ran(1):
         return []
-    m0, m1 = image.masks(0), image.masks(1)
     n, size = image.num_elem, image.itemsize
-    orders = image.num_cores > 1 and outcome.ran(2) and outcome.ran(3)
-    if orders:
-        same_orders = ~_elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0), size, n)
+    differs = masks & _elements_differ(image.copies(0), image.copies(1), size, n)
     grouped: Dict[str, Tuple[List[int], np.ndarray]] = {}
 
     def add(k: int, source: str, elements: np.ndarray) -> None:
@@ -215,21 +213,16 @@ def _uninit_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: Run
         nums.append(layout.core_ids[k])
         acc |= elements
 
-    for k in range(image.num_cores):
-        written = m0[k] | m1[k]
-        if not written.any():
-            continue
-        differ = written & _elements_differ(image.output_bytes(0, k), image.output_bytes(1, k),
-                                            size, n)
+    for k, differ in enumerate(differs):
         if not differ.any():
             continue
         layout.core(k)["uninit"] = layout.ranges(true_ranges(differ))
         flags = image.report(0, k).flags
         exact = not flags & (abi.REPORT_OUTPUT_READ | abi.REPORT_OUTPUT_UNTRACKED)
-        if not exact and orders:
-            from_output = differ & same_orders & _elements_differ(
+        if not exact and orders is not None:
+            from_output = differ & ~orders & _elements_differ(
                 image.output_bytes(2, 0), image.output_bytes(1, k), size, n)
-            differ &= same_orders & ~from_output
+            differ = differ & ~orders & ~from_output
             exact = True
             if from_output.any() and flags & abi.REPORT_OUTPUT_UNTRACKED:
                 add(k, OUTPUT_SOURCE, from_output)      # (tracked reads: _read_problems')
@@ -247,32 +240,25 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
     against that vector's expected one; else elements that differ from run
     0's. Nothing when the call had another vector's arguments but
     ``image.second`` is None: that vector did not pass (its own run says so)."""
-    later = [r.index for r in image.runs if r.after == 0]
-    if not later or not outcome.ran(later[0]) or \
-            (image.other_run is not None and image.second is None):
+    s = next((r.index for r in image.runs if r.after == 0), None)
+    if s is None or not outcome.ran(s) or (image.other_run is not None and image.second is None):
         return []
-    s, n, size = later[0], image.num_elem, image.itemsize
+    n, size = image.num_elem, image.itemsize
     if image.second is not None:
         name, expected, rtol, atol = image.second
-        outputs = [image.output_bytes(s, k) for k in range(image.num_cores)]
-        merged = merge_core_outputs(outputs, size, n, masks=masks)
-        actual = merged.merged.view(image.out_dtype.numpy).reshape(image.out_shape)
-        result = compare(actual, expected, image.out_dtype, rtol, atol)
+        result = _compare(image, merge_core_outputs(image.copies(s), size, n, masks=masks).merged,
+                          expected, rtol, atol)
         if result.ok:
             return []
         return [f"a second call of the op, with the arguments of vector {name!r} after a call "
                 f"with this vector's, is wrong ({STATE}): {result.message}"]
-    nums: List[int] = []
-    acc = np.zeros(n, dtype=bool)
-    for k in range(image.num_cores):
-        differ = _elements_differ(image.output_bytes(0, k), image.output_bytes(s, k), size, n)
-        if differ.any():
-            nums.append(core_no(cores, k))
-            acc |= differ
+    differ = _elements_differ(image.copies(0), image.copies(s), size, n)    # (per core)
+    nums = [core_no(cores, k) for k in np.flatnonzero(differ.any(axis=1))]
     if not nums:
         return []
-    return [f"{cores_text(nums)}: output elements {format_ranges(true_ranges(acc))} differ on a "
-            f"second call of the op ({STATE})"]
+    ranges = format_ranges(true_ranges(differ.any(axis=0)))
+    return [f"{cores_text(nums)}: output elements {ranges} differ on a second call of the op "
+            f"({STATE})"]
 
 
 #: Why a second call goes wrong.
@@ -280,15 +266,11 @@ STATE = ("state the kernel keeps between calls in static or global variables: on
          "the library stays loaded, and each call starts from what the calls before it left")
 
 
-def _order_problems(image: DeviceImage, outcome: RunOutcome, writers: np.ndarray,
+def _order_problems(image: DeviceImage, diff: Optional[np.ndarray], writers: np.ndarray,
                     readers: int, layout: "_Layout") -> List[str]:
-    """Elements that differ between the two fixed-order runs; the cores
-    involved: their writers, and the cores of cross-core reads."""
-    if image.num_cores < 2 or len(image.runs) < 4 or not (outcome.ran(2) and outcome.ran(3)):
-        return []
-    diff = _elements_differ(image.output_bytes(2, 0), image.output_bytes(3, 0),
-                            image.itemsize, image.num_elem)
-    if not diff.any():
+    """Elements that differ between the two fixed-order runs (``diff``);
+    the cores involved: their writers, and the cores of cross-core reads."""
+    if diff is None or not diff.any():
         return []
     ranges = true_ranges(diff)
     layout.doc["order_dependent"] = layout.ranges(ranges)

@@ -148,12 +148,9 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
         raise PlanError(f"{what}s{origin}: not numbers (numpy dtype {a.dtype})")
     article = "an" if dtype.name.startswith("int") else "a"     # (int8, uint8, float16)
     name = f"{article} {dtype.name} ({role})"
-    if dtype.is_integer:
-        info = np.iinfo(target)
-        limits = f"{dtype.name} ({role}, {info.min}..{info.max})"
-    else:
-        limits = (f"{dtype.name} ({role}, largest finite {dtype.max:g}; write .inf for an "
-                  "infinity)")
+    span = f"{dtype.min}..{dtype.max}" if dtype.is_integer else \
+        f"largest finite {dtype.max:g}; write .inf for an infinity"
+    limits = f"{dtype.name} ({role}, {span})"
     shown, out = a, None
     problems: List[Tuple[np.ndarray, str]] = []
     if a.dtype.kind == "b":

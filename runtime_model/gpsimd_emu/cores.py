@@ -56,15 +56,13 @@ def prepare_cores(plan: TestPlan, root: str = ".") -> Tuple[List[CoreSpec], Opti
         vector fail (wrong core list, unreadable or corrupt object), else
         None.
     """
-    multicore = plan.multicore
-    entries = plan.cores
-    want = list(range(abi.NUM_CORES)) if multicore else [None]
-    got = [e.core for e in entries]
+    want = list(range(abi.NUM_CORES)) if plan.multicore else [None]
+    got = [e.core for e in plan.cores]
     if got != want:
-        return [], (f"plan lists cores {got}, a {'multicore' if multicore else 'single-core'} "
+        return [], (f"plan lists cores {got}, a {'multicore' if plan.multicore else 'single-core'} "
                     f"library needs {want}")
     cores: List[CoreSpec] = []
-    for e in entries:
+    for e in plan.cores:
         spec = CoreSpec(e.core, e.lsp, e.object)
         if spec.lsp != abi.lsp_name(spec.core):
             spec.error = (f"plan gives core {spec.core} the linker spec {spec.lsp!r}, "

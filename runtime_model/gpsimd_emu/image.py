@@ -31,10 +31,10 @@ from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTE
                      SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
-from .runs import RunSpec, runs_for
+from .runs import runs_for
 from .vectors import Input
 
-__all__ = ["RunSpec", "runs_for", "ImageSize", "DeviceImage"]
+__all__ = ["DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
@@ -67,7 +67,10 @@ class DeviceImage:
         guard_size: bytes after each output copy that no region covers;
             ``guard_of(run)`` of them hold the run's poison
             (``copies(run, guard_of(run))`` reads them).
-        input_spans: ``(name, arena, offset, nbytes)`` of each input.
+        input_spans: ``(name, sbuf, offset, nbytes, guard)`` of each input:
+            where it is in its arena (run 0's ``sbuf`` if ``sbuf`` else
+            ``hbm``), then the bytes after it up to the next allocation (at
+            least ``INPUT_GUARD``).
 
     What the runs left is read in place: ``copies`` (every core's output of
     a run as one strided view), ``masks``, ``read_maps``, ``report``,
@@ -102,7 +105,7 @@ class DeviceImage:
         self.runs = runs_for(num_cores, checks)
         self.num_cores = num_cores
         self.stack_scale = stack_scale
-        self._masks: Dict[int, List[np.ndarray]] = {}
+        self._masks: Dict[int, np.ndarray] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
         self.itemsize = out_dtype.itemsize
@@ -140,13 +143,12 @@ class DeviceImage:
             if self._owns[r.index]:
                 in_at[r.index] = at
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
-            self._out_at.append([at + out_each * (k if r.private else 0) for k in range(num_cores)])
+            out_step, mem_step = (out_each, per_core + rmap) if r.private else (0, per_core)
+            self._out_at.append([at + out_step * k for k in range(num_cores)])
             at += out_each * (num_cores if r.private else 1)
-            self._mem_at.append([at + (per_core + (rmap if r.private else 0)) * k
-                                 for k in range(num_cores)])
-            at += (per_core + (rmap if r.private else 0)) * num_cores
+            self._mem_at.append([at + mem_step * k for k in range(num_cores)])
+            at += mem_step * num_cores
         self._mem_each = per_core + rmap
-        self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         self._part_at = [sum(sizes[:i]) for i in range(5)]
         #: bytes after the output in each copy that no region covers
@@ -165,27 +167,20 @@ class DeviceImage:
                     Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file,
                           off + align_up(capacity, PAGE))))
             self.hbm, self.sbuf = self.arenas[0]
-            self.input_spans: List[Tuple[str, Arena, int, int]] = []
-            #: per input, the bytes after it up to the next allocation (at
-            #: least INPUT_GUARD): ``(sbuf, offset, nbytes)`` in its arena
-            self._input_guards: List[Tuple[bool, int, int]] = []
+            self.input_spans: List[Tuple[str, bool, int, int, int]] = []
             descriptors = []
             for inp, sbuf in zip(inputs, in_sbuf):
-                arena = self.sbuf if sbuf else self.hbm
+                arena = self.arenas[0][sbuf]
                 addr = arena.write_array(inp.array)
-                off = addr - arena.device_base
-                self.input_spans.append((inp.name, arena, off, inp.array.nbytes))
-                end = off + inp.array.nbytes
+                off, n = addr - arena.device_base, inp.array.nbytes
                 arena.alloc(INPUT_GUARD)
-                self._input_guards.append((sbuf, end, arena.used - end))
+                self.input_spans.append((inp.name, sbuf, off, n, arena.used - off - n))
                 descriptors.append(self._descriptor(inp.dtype, inp.array.shape, addr, sbuf))
             self.arg_stream = abi.pack_arg_stream(descriptors)
-            if out_location == "sbuf":
-                self.out_addr = SBUF_WINDOW_BASE + align_up(sbuf_capacity, 1 << 20)
-            else:
-                self.out_addr = HBM_BASE + align_up(capacity, 1 << 20)
-            self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr,
-                                             out_location == "sbuf")
+            out_sbuf = out_location == "sbuf"       # (past its arena's capacity, MiB-aligned)
+            arena = self.arenas[0][out_sbuf]
+            self.out_addr = arena.device_base + align_up(arena.capacity, 1 << 20)
+            self.out_desc = self._descriptor(out_dtype, self.out_shape, self.out_addr, out_sbuf)
             #: run 0's ``(hbm, sbuf)`` arenas as written: every run's copy starts so
             self._snapshots = [a.u8[:a.used].copy() for a in self.arenas[0]]
             own = [r for r in self.runs if self._owns[r.index]]
@@ -193,10 +188,10 @@ class DeviceImage:
                 for a, snap in zip(self.arenas[r.index], self._snapshots):
                     a.u8[:len(snap)] = snap
             if self.other_run is not None:
-                for (_, arena, off, n), inp in zip(self.input_spans, second_inputs):
+                for (_, sbuf, off, n, _), inp in zip(self.input_spans, second_inputs):
                     if inp.array.nbytes != n:
                         raise ValueError("the second call's inputs differ in size")
-                    a = self.arenas[self.other_run][arena is self.sbuf]
+                    a = self.arenas[self.other_run][sbuf]
                     a.u8[off:off + n] = np.ascontiguousarray(inp.array).reshape(-1).view(np.uint8)
             #: per arena, the bytes after its last allocation to the end of
             #: its pages: ``(sbuf, offset, nbytes)``. A read further past an
@@ -205,8 +200,9 @@ class DeviceImage:
             self._tails: List[Tuple[bool, int, int]] = [
                 (bool(sbuf), a.used, len(a.u8) - a.used) for sbuf, a in enumerate(self.arenas[0])]
             if checks:
+                guards = [(sbuf, off + n, g) for _, sbuf, off, n, g in self.input_spans]
                 for r in own:
-                    for sbuf, off, n in self._input_guards + self._tails:
+                    for sbuf, off, n in guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
             self.write_args()
         except BaseException:
@@ -220,11 +216,7 @@ class DeviceImage:
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
         """Core ``k``'s report in ``run`` (a live view; valid until close)."""
-        r = self._reports.get((run, k))
-        if r is None:
-            r = self._reports[(run, k)] = abi.GpsimdCoreReport.from_address(
-                self.file.host + self._part(run, k, 3))
-        return r
+        return abi.GpsimdCoreReport.from_address(self.file.host + self._part(run, k, 3))
 
     def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
         """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
@@ -340,18 +332,18 @@ class DeviceImage:
         c = self.copies(run)
         return c[core if len(c) > 1 else 0]
 
-    def masks(self, run: int) -> List[np.ndarray]:
-        """Per core, the written mask of a private run (computed once)."""
+    def masks(self, run: int) -> np.ndarray:
+        """``(cores, num_elem)`` bool: the written masks of a private run
+        (computed once)."""
         if run not in self._masks:
-            self._masks[run] = [written_mask(row, self.runs[run].poison, self.itemsize,
-                                             self.num_elem) for row in self.copies(run)]
+            self._masks[run] = written_mask(self.copies(run), self.runs[run].poison,
+                                            self.itemsize, self.num_elem)
         return self._masks[run]
 
     def read_maps(self, run: int) -> np.ndarray:
         """``(cores, num_elem)`` bool: did the core read the element before
-        writing it in a private run (the runtime's read maps)."""
-        if not self.runs[run].private or not self.checks:
-            return np.zeros((self.num_cores, self.num_elem), dtype=bool)
+        writing it in a private run of a checked image (only those have the
+        runtime's read maps)."""
         raw = self._rows(self._part(run, 0, 4), self._mem_each, self.read_map_bytes, self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
@@ -362,11 +354,10 @@ class DeviceImage:
         inputs): ``(name, bytes changed, bytes written past its end)``,
         the most of any run (an arena's tail counts for its last input)."""
         out = []
-        last = {g[0]: i for i, g in enumerate(self._input_guards)}
-        for i, ((name, _, off, n), (sbuf, g_at, g_n)) in enumerate(
-                zip(self.input_spans, self._input_guards)):
+        last = {span[1]: i for i, span in enumerate(self.input_spans)}
+        for i, (name, sbuf, off, n, guard) in enumerate(self.input_spans):
             snap = self._snapshots[sbuf][off:off + n]
-            guards = [(g_at, g_n)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
+            guards = [(off + n, guard)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
             changed = past = 0
             for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
                 u8, poison = self.arenas[p][sbuf].u8, self.runs[p].tcm_poison
@@ -381,9 +372,7 @@ class DeviceImage:
     def close(self) -> None:
         """Release the file and every view of it (idempotent)."""
         self._masks.clear()
-        self._reports.clear()
         self.arenas = []
         self.hbm = self.sbuf = None
-        self.input_spans = []
         self.ctl = None
         self.file.close()

@@ -9,6 +9,7 @@ vector are visible to the model after they exit (or crash).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import mmap
 import os
@@ -69,9 +70,9 @@ class ImageFile:
         OSError: the memfd cannot be made or mapped.
     """
 
-    def __init__(self, size: int, name: str = "gpsimd-image"):
+    def __init__(self, size: int):
         self.size = align_up(max(size, 1), mmap.PAGESIZE)
-        self.fd: Optional[int] = os.memfd_create(name, os.MFD_CLOEXEC)
+        self.fd: Optional[int] = os.memfd_create("gpsimd-image", os.MFD_CLOEXEC)
         try:
             os.ftruncate(self.fd, self.size)
             self.mm: Optional[mmap.mmap] = mmap.mmap(self.fd, self.size, flags=mmap.MAP_SHARED,
@@ -89,10 +90,8 @@ class ImageFile:
             self.fd = None
         if self.mm is not None:
             self.u8 = np.empty(0, np.uint8)
-            try:
+            with contextlib.suppress(BufferError):      # (a view still exports the buffer)
                 self.mm.close()
-            except BufferError:      # a view still exports the buffer
-                pass
             self.mm = None
 
 
@@ -124,15 +123,14 @@ class Arena:
         self.capacity = capacity
         self.used = 0
 
-    def alloc(self, nbytes: int, align: int = ALIGN) -> int:
-        """Reserve ``nbytes`` bytes; returns the device address (aligned to
-        ``align``, default 64). A 0-byte allocation still gets a distinct
-        address.
+    def alloc(self, nbytes: int) -> int:
+        """Reserve ``nbytes`` bytes; returns the device address (``ALIGN``-byte
+        aligned). A 0-byte allocation still gets a distinct address.
 
         Raises:
             MemoryError: the arena is full (message gives sizes in bytes).
         """
-        start = align_up(self.used, align)
+        start = align_up(self.used)
         end = start + max(nbytes, 1)
         if end > self.capacity:
             raise MemoryError(f"HBM arena at {self.device_base:#x} full: "

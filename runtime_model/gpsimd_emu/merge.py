@@ -18,6 +18,8 @@ from typing import List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
+from .runs import POISON_A
+
 __all__ = [
     "written_mask", "runs", "true_ranges", "format_ranges", "cores_text", "MergeResult",
     "merge_core_outputs",
@@ -35,23 +37,24 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
 
     Args:
         buf: the output copy as ``uint8`` (at least ``num_elem * itemsize``
-            bytes; bytes past that are ignored).
-        poison: the poison byte (0..255), or a ``uint8`` array of the same
-            length as the bytes compared (another copy: do they differ?).
+            bytes; bytes past that are ignored), or several, one per row
+            (2-D, each row contiguous: every core's copy of a run).
+        poison: the poison byte (0..255), or ``uint8`` bytes that broadcast
+            against ``buf``'s (another copy, or one per row: do they differ?).
         itemsize: bytes per element.
-        num_elem: elements to examine; default ``len(buf) // itemsize``.
+        num_elem: elements to examine; default ``buf.shape[-1] // itemsize``.
 
     Returns:
-        ``bool`` array of shape ``(num_elem,)``.
+        ``bool`` array of shape ``(num_elem,)``, or ``(rows, num_elem)``.
     """
-    buf = np.asarray(buf, dtype=np.uint8).reshape(-1)
+    buf = np.asarray(buf, dtype=np.uint8)
     if num_elem is None:
-        num_elem = len(buf) // itemsize
+        num_elem = buf.shape[-1] // itemsize
     nbytes = num_elem * itemsize
-    if len(buf) < nbytes:
-        raise ValueError(f"{len(buf)} bytes < {num_elem} elements x {itemsize}")
-    b = buf[:nbytes]
-    other = poison.reshape(-1)[:nbytes] if isinstance(poison, np.ndarray) else poison
+    if buf.shape[-1] < nbytes:
+        raise ValueError(f"{buf.shape[-1]} bytes < {num_elem} elements x {itemsize}")
+    b = buf[..., :nbytes]
+    other = poison[..., :nbytes] if isinstance(poison, np.ndarray) else poison
     if itemsize in (1, 2, 4, 8) and all(x.ctypes.data % itemsize == 0 for x in (b, other)
                                         if isinstance(x, np.ndarray)):
         # whole-element compare: one unsigned word per element against the
@@ -60,7 +63,7 @@ def written_mask(buf: np.ndarray, poison: Union[int, np.ndarray], itemsize: int,
         word = f"<u{itemsize}"
         return b.view(word) != (other.view(word) if isinstance(other, np.ndarray) else
                                 int.from_bytes(bytes([poison]) * itemsize, "little"))
-    return (b != other).reshape(num_elem, itemsize).any(axis=1)
+    return (b != other).reshape(*b.shape[:-1], num_elem, itemsize).any(axis=-1)
 
 
 def runs(values: np.ndarray) -> List[Tuple[int, int, int]]:
@@ -140,7 +143,6 @@ class MergeResult:
 
 
 def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: int,
-                       poison: Union[int, np.ndarray] = 0xA5,
                        masks: Optional[Sequence[np.ndarray]] = None,
                        core_ids: Optional[Sequence[int]] = None) -> MergeResult:
     """Merge the private output copies of the cores of one run.
@@ -150,10 +152,9 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
             itemsize`` bytes), in core order.
         itemsize: bytes per element.
         num_elem: elements of the output.
-        poison: the poison the copies were filled with (used when ``masks``
-            is None).
         masks: per core, the ``bool`` written mask ``(num_elem,)`` (e.g. the
-            OR over two runs); default ``written_mask`` of each output.
+            OR over two runs); default ``written_mask`` of each output
+            against run 0's poison (``runs.POISON_A``).
         core_ids: the core number of each output; default ``0..n-1``.
 
     Returns:
@@ -168,12 +169,11 @@ def merge_core_outputs(outputs: Sequence[np.ndarray], itemsize: int, num_elem: i
     if n == 0 or n > 62:
         raise ValueError(f"{n} cores: need 1..62")
     if masks is None:
-        masks = [written_mask(o, poison, itemsize, num_elem) for o in outputs]
+        masks = [written_mask(o, POISON_A, itemsize, num_elem) for o in outputs]
     nbytes = num_elem * itemsize
     bufs = [np.asarray(o, dtype=np.uint8).reshape(-1)[:nbytes] for o in outputs]
 
-    # the narrowest integer that holds one bit per core (8 cores: uint8)
-    wtype = np.uint8 if n <= 8 else np.uint16 if n <= 16 else np.uint32 if n <= 32 else np.int64
+    wtype = np.min_scalar_type((1 << n) - 1).type    # (one bit per core: uint8 for 8 cores)
     writers = np.zeros(num_elem, dtype=wtype)
     for k, m in enumerate(masks):
         writers |= np.asarray(m, dtype=bool).astype(wtype) << wtype(k)

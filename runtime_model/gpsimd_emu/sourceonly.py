@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Optional, Set
 
-__all__ = ["SourceOnlyLoader", "local_folder", "forget_local_modules"]
+__all__ = ["SourceOnlyLoader", "local_folder"]
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
@@ -57,28 +57,25 @@ class _LocalFinder:
 _FINDER = _LocalFinder()
 
 
-def forget_local_modules(folder: str) -> None:
-    """Before a reference of ``folder`` loads: drop from ``sys.modules``
-    each project module (one a :class:`SourceOnlyLoader` loaded) from
-    another folder whose top-level name ``folder`` holds too (``a.py`` or
-    ``a/``), with its submodules, so that the reference's ``import
-    helpers`` finds the ``helpers`` of its own folder, not one an earlier
-    reference of another folder loaded under that name. (A loaded
+def local_folder(folder: str) -> None:
+    """Before a reference of ``folder`` loads: make ``folder`` (and the
+    folder this process runs in) local, so that a module imported from it
+    from now on is compiled from its source; and first drop from
+    ``sys.modules`` each project module (one a :class:`SourceOnlyLoader`
+    loaded) from another folder whose top-level name ``folder`` holds too
+    (``a.py`` or ``a/``), with its submodules, so that the reference's
+    ``import helpers`` finds the ``helpers`` of its own folder, not one an
+    earlier reference of another folder loaded under that name. (A loaded
     reference keeps the modules it imported: its globals hold them.
     Modules no name of ``folder`` shadows stay.)"""
-    folder = os.path.join(os.path.abspath(folder), "")
+    inside = os.path.join(os.path.abspath(folder), "")
     for name, module in list(sys.modules.items()):
         if not isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
             continue
-        base = os.path.join(folder, name.split(".")[0])
+        base = os.path.join(inside, name.split(".")[0])
         origin = os.path.abspath(getattr(module, "__file__", "") or "")
-        if (os.path.isdir(base) or os.path.isfile(base + ".py")) and not origin.startswith(folder):
+        if (os.path.isdir(base) or os.path.isfile(base + ".py")) and not origin.startswith(inside):
             del sys.modules[name]
-
-
-def local_folder(folder: str) -> None:
-    """Make ``folder`` (and the folder this process runs in) local: a
-    module imported from it from now on is compiled from its source."""
     _FINDER.folders.update({os.path.abspath(folder), os.path.abspath(os.curdir)})
     if _FINDER not in sys.meta_path:
         at = next((k for k, f in enumerate(sys.meta_path)

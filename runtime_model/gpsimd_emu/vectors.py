@@ -26,7 +26,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
 
 from . import dtypes as dt
 from .convert import exact_ints, to_dtype
-from .sourceonly import SourceOnlyLoader, forget_local_modules, local_folder
+from .sourceonly import SourceOnlyLoader, local_folder
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -270,12 +270,9 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     full = os.path.join(root, file) if file else None
     folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
     mod = _REF_CACHE.get((full, module))
-    label = file or module
     if mod is None:
         if file and not os.path.isfile(full):
             raise PlanError(f"reference {file}: no such file")
-        # (another folder's module of a name this reference's folder holds)
-        forget_local_modules(folder)
         local_folder(folder)
         try:
             if module and not file:
@@ -297,12 +294,12 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                     with contextlib.suppress(ValueError):
                         sys.path.remove(folder)
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
-            raise PlanError(f"reference {label} cannot be imported: {_short_exc(e)}"
+            raise PlanError(f"reference {ref.label} cannot be imported: {_short_exc(e)}"
                             f"{_user_frame(e, file)}") from None
         _REF_CACHE[(full, module)] = mod
     fn = getattr(mod, func, None)
     if not callable(fn):
-        raise PlanError(f"reference {label} has no function {func!r}")
+        raise PlanError(f"reference {ref.label} has no function {func!r}")
     return fn
 
 
@@ -342,9 +339,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             with np.errstate(all="ignore"):
                 result = fn(*args)
         except BaseException as e:  # the reference's own bug
-            where = _user_frame(e, ref.file)
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
-                            f"{_short_exc(e)}{where}") from None
+                            f"{_short_exc(e)}{_user_frame(e, ref.file)}") from None
         try:
             raw = np.asarray(result)
         except (ValueError, TypeError) as e:    # (a ragged list, say)
