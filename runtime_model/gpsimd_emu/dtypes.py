@@ -27,7 +27,8 @@ class DType(_shared.DType):
 def _extend(row: _shared.DType) -> DType:
     dt = np.dtype(getattr(ml_dtypes, row.name, row.name))     # (ml_dtypes' names, else numpy's)
     if dt.itemsize != row.itemsize:
-        raise ImportError(f"dtype {row.name}: numpy itemsize {dt.itemsize} != {row.itemsize} of dtypes.h")
+        raise ImportError(f"dtype {row.name}: numpy itemsize {dt.itemsize} != {row.itemsize} "
+                          f"of dtypes.h")
     return DType(**{f: getattr(row, f) for f in row.__dataclass_fields__}, numpy=dt)
 
 
