@@ -6,6 +6,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
+#include "sandbox.h"
 #include "zygote_parts.h"
 
 struct object gz_objects[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];
@@ -49,6 +51,7 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
        memfd, at most GPSIMD_ZY_OUTPUT_KEEP bytes of it) */
     struct rlimit fsize;
     getrlimit(RLIMIT_FSIZE, &fsize);
+    int64_t threads = sb_read_number(AT_FDCWD, "/proc/self/status", "Threads:");
     fflush(NULL);
     setrlimit(RLIMIT_FSIZE, &(struct rlimit){GPSIMD_ZY_OUTPUT_KEEP, fsize.rlim_max});
     h = dlopen(where, RTLD_NOW | RTLD_LOCAL);
@@ -87,6 +90,11 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
                 FAIL("%s: op '%s' registered twice", name, s);
         o->ops[i] = (struct op){strdup(s), p};
     }
+    /* (a thread it started would run beside every vector, in the zygote,
+       outside every launch's limits and checks) */
+    if (sb_read_number(AT_FDCWD, "/proc/self/status", "Threads:") > threads)
+        FAIL("%s: it started a thread as it loaded (a static initialiser?); a core object may "
+             "run code only when a core is launched", name);
     o->nops = n;
 done:
     if (c != 0) {                        /* (its memfd open while it is loaded) */

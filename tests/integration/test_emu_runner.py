@@ -451,6 +451,28 @@ def test_a_static_initialiser_that_crashes_fails_every_vector_without_traceback(
 
 
 @needs_cxx
+@pytest.mark.parametrize("define", ["-DTHREAD_AT_LOAD", "-DTHREAD_AT_SECOND_LOAD"])
+def test_a_static_initialiser_that_starts_a_thread_fails_every_vector(tmp_path, objects, define):
+    """A thread a core object starts as it loads would run in the zygote
+    beside every vector, outside the limits and checks of a launch (it
+    could write what a kernel left unwritten, or what another core
+    wrote): the copy that started it does not load, and each vector fails
+    saying why (THREAD_AT_SECOND_LOAD: only the second copy's
+    initialiser starts one; that copy is the second call's and run 1's)."""
+    so = tmp_path / "thread.so"
+    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
+             "lsp_fll_load_cpu_single", define)
+    cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
+    ops = [op("relu", [vec("a", {"x": tensor([4])}), vec("b", {"x": tensor([4])})])]
+    res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path), timeout=10)
+    assert [r.status for r in res.vectors] == ["fail", "fail"]
+    why = (f"{so}: it started a thread as it loaded (a static initialiser?); a core object may "
+           f"run code only when a core is launched")
+    for r in res.vectors:
+        assert why in r.message, r.message
+
+
+@needs_cxx
 def test_what_a_static_initialiser_writes_is_printed_once_whatever_the_copies(
         tmp_path, objects, capfd):
     """Every copy of an object runs its static initialisers; what the first

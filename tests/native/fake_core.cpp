@@ -27,6 +27,19 @@ __attribute__((constructor)) static void crash_at_second_load() {
     setenv("FAKE_CORE_LOADED", "1", 1);
 }
 #endif
+#if defined(THREAD_AT_LOAD) || defined(THREAD_AT_SECOND_LOAD)
+#include <pthread.h>
+// A static initialiser that starts a thread, which waits for ever
+// (THREAD_AT_SECOND_LOAD: only a second copy's, as above).
+static void* wait_for_ever(void*) { for (;;) pause(); return nullptr; }
+__attribute__((constructor)) static void thread_at_load() {
+#ifdef THREAD_AT_SECOND_LOAD
+    if (!getenv("FAKE_CORE_THREAD")) { setenv("FAKE_CORE_THREAD", "1", 1); return; }
+#endif
+    pthread_t t;
+    pthread_create(&t, nullptr, wait_for_ever, nullptr);
+}
+#endif
 #ifdef PRINT_AT_LOAD
 // A static initialiser that writes a line (each copy of the object runs it).
 __attribute__((constructor)) static void print_at_load() { printf("fake core loaded\n"); fflush(stdout); }
