@@ -372,6 +372,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < ncores; k++)
         close(payload[k]);
     fflush(NULL);
+    sweep();                             /* (what a static initialiser started: none runs on) */
     /* what the objects' static initialisers may have changed that waiting
        for a vector's leader needs */
     signal(SIGCHLD, SIG_DFL);

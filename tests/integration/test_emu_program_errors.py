@@ -12,6 +12,7 @@ import re
 import shutil
 import socket
 import subprocess
+import threading
 import time
 
 import pytest
@@ -109,10 +110,12 @@ def built(tmp_path_factory):
     return so, shim
 
 
-def session(tmp_path, so, zygote_program, monkeypatch, **env):
-    """A session of the ops ``relu`` and ``hello`` (vectors ``a`` and
-    ``b``), its program started with the variables ``env`` (None: left
-    out), and the shim when one of them is its own."""
+def session(tmp_path, so, zygote_program, monkeypatch, ops=("relu", "hello"), timeout=10,
+            **env):
+    """A session of the ``ops`` (default ``relu`` and ``hello``; vectors
+    ``a`` and ``b``), ``timeout`` seconds a run, its program started with
+    the variables ``env`` (None: left out), and the shim when one of them
+    is its own."""
     (tmp_path / "ref.py").write_text(REFERENCE)
     vectors = [{"name": name, "where": "ops.yaml:1:3", "inputs": {"x": {
         "kind": "tensor", "dtype": "float32", "shape": [4],
@@ -124,7 +127,7 @@ def session(tmp_path, so, zygote_program, monkeypatch, **env):
         {"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so[0])}],
         "ops": [{"name": name, "schema": f"my_ops::{name}(Tensor x) -> Tensor",
                  "args": [{"name": "x", "type": "Tensor"}], "stack_size": 4196,
-                 "vectors": vectors} for name in ("relu", "hello")]}
+                 "vectors": vectors} for name in ops]}
     with monkeypatch.context() as m:
         for name, value in env.items():
             if value is not None:
@@ -132,7 +135,7 @@ def session(tmp_path, so, zygote_program, monkeypatch, **env):
                 if name.startswith("GPSIMD_TEST_FAIL"):
                     m.setenv("LD_PRELOAD", str(so[1]))
         return LibrarySession(TestPlan.from_json(plan), root=str(tmp_path),
-                              options=RunOptions(zygote=zygote_program, timeout=10))
+                              options=RunOptions(zygote=zygote_program, timeout=timeout))
 
 
 def descriptors(s: LibrarySession) -> dict:
@@ -202,6 +205,51 @@ def test_a_memory_cgroup_given_up_leaves_no_descriptor(built, tmp_path, zygote_p
     assert held["zygote"] == []
     if given_up == "at its first limit":
         assert held["relay"] == []
+
+
+@pytest.mark.parametrize("contain", [None, "pgroup"])
+def test_a_process_a_core_object_starts_as_it_loads_is_ended_before_the_first_vector(
+        tmp_path_factory, tmp_path, zygote_program, monkeypatch, contain):
+    """A process that a static initialiser forks (FORK_AT_LOAD: one per
+    copy of the object, each waiting for ever) holds what the zygote held
+    then, its socket to the worker among it, and would run beside the
+    vectors: the zygote ends every such process once the copies are
+    loaded, before it reads a vector. While the first vector's leader runs
+    (``hang``), it is the zygote's only child, in a PID namespace or not."""
+    so = tmp_path_factory.mktemp("fork_at_load") / "fork.so"
+    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
+                    "-I", os.path.join(ROOT, "runtime_model", "include"),
+                    f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
+                    f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
+                    "-DFORK_AT_LOAD", "-o", str(so),
+                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
+
+    def names(pids):
+        out = []
+        for pid in pids:
+            try:
+                with open(f"/proc/{pid}/comm") as f:
+                    out.append(f.read().strip())
+            except OSError:
+                pass
+        return sorted(out)
+    with session(tmp_path, (so, None), zygote_program, monkeypatch, ops=("hang",),
+                 timeout=1, GPSIMD_EMU_CONTAIN=contain) as s:
+        s.ready()
+        zygote = children(s.zygote.pid)[0]
+        results = []
+        run = threading.Thread(target=lambda: results.append(s.run_vector("hang", "a")))
+        run.start()
+        deadline = time.monotonic() + 60
+        try:
+            while "gpsimd-vector" not in names(children(zygote)):
+                assert run.is_alive() and time.monotonic() < deadline, results
+                time.sleep(0.002)       # (no event tells a process's start to another)
+            during = names(children(zygote))
+        finally:
+            run.join()
+    assert during == ["gpsimd-vector"]
+    assert results[0].status == "fail" and "timed out" in results[0].message, results[0].message
 
 
 def test_the_zygote_keeps_no_descriptor_of_what_it_handed_over(built, tmp_path, zygote_program,

@@ -40,6 +40,10 @@ __attribute__((constructor)) static void thread_at_load() {
     pthread_create(&t, nullptr, wait_for_ever, nullptr);
 }
 #endif
+#ifdef FORK_AT_LOAD
+// A static initialiser that forks a process, which waits for ever.
+__attribute__((constructor)) static void fork_at_load() { if (fork() == 0) for (;;) pause(); }
+#endif
 #ifdef PRINT_AT_LOAD
 // A static initialiser that writes a line (each copy of the object runs it).
 __attribute__((constructor)) static void print_at_load() { printf("fake core loaded\n"); fflush(stdout); }
