@@ -296,15 +296,13 @@ long gl_fork_leader(struct gl_request *req)
     cb = req->image;
     cb_ncores = (int)V->ncores;
     /* the cores' output pipes to fds 3.. (/dev/null for one that could not
-       be made), then nothing of the model's is reachable through an fd
-       (the zygote chose fds above 3 + 2 * ncores) */
+       be made), /dev/null after them, then nothing of the model's is
+       reachable through an fd (the zygote chose fds above 3 + 2 * ncores) */
     int nfds = 2 * (int)V->ncores;
-    for (int i = 0; i < nfds; i++) {
-        int from = req->out[i] >= 0 ? req->out[i] : req->devnull;
-        if (from >= 0 ? dup2(from, 3 + i) < 0 : close(3 + i) != 0 && errno != EBADF)
+    for (int i = 0; i < nfds; i++)
+        if (dup2(req->out[i] >= 0 ? req->out[i] : req->devnull, 3 + i) < 0)
             cb_model_error("dup2 of an output pipe", errno);
-    }
-    if (req->devnull >= 0 && dup2(req->devnull, 3 + nfds++) < 0)
+    if (dup2(req->devnull, 3 + nfds++) < 0)
         cb_model_error("dup2 of /dev/null", errno);
     if (syscall(SYS_close_range, 3 + nfds, ~0U, 0) != 0)
         for (int fd = 3 + nfds; fd < (1 << 16); fd++)

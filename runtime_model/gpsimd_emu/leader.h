@@ -20,7 +20,7 @@ struct gl_request {
     int64_t data_limit;                  /* RLIMIT_DATA bytes; 0: none */
     int out[2 * GPSIMD_ZY_MAX_CORES];    /* per core: stdout's and stderr's pipe (write end) */
     int devnull;                         /* /dev/null for writing: the cores' output after
-                                            the first run (-1: the pipes then too) */
+                                            the first run */
     void *launchers[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];  /* int (*)(void), per copy */
     void *binders[GPSIMD_ZY_MAX_RUNS][GPSIMD_ZY_MAX_CORES];    /* gpsimd_bind_core, per copy */
 };

@@ -70,7 +70,7 @@ void gl_own_signals(void)
 static void to_core_output(int k, int p)
 {
     static int current = -1;
-    int fd = p == (int)V->runs[0].index || R->devnull < 0 ? 3 + 2 * k : 3 + 2 * (int)V->ncores;
+    int fd = p == (int)V->runs[0].index ? 3 + 2 * k : 3 + 2 * (int)V->ncores;
     if (fd == current)
         return;
     dup2(fd, 1);

@@ -325,12 +325,13 @@ int main(int argc, char **argv)
        opened now (the sandbox has no devices), the latter above every fd a
        leader moves its pipes to */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 0);
-        devnull = fcntl(null, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES);
-        if (null != 0)
-            close(null);
+    if (null < 0 || dup2(null, 0) < 0
+        || (devnull = fcntl(null, F_DUPFD_CLOEXEC, 4 + 2 * GPSIMD_ZY_MAX_CORES)) < 0) {
+        fprintf(stderr, "gpsimd-zygote: cannot open /dev/null: %s\n", strerror(errno));
+        fail_before_ready(out, 1);
     }
+    if (null != 0)
+        close(null);
     if (sb_enter(parent, sock) != 0) {
         fprintf(stderr, "gpsimd-zygote: cannot start the sandbox's relay: %s\n", strerror(errno));
         fail_before_ready(out, 1);

@@ -371,7 +371,8 @@ def _half_a_message(client, cores):
      "gpsimd-zygote: cannot start the sandbox's relay: Too many open files"),
     (dict(GPSIMD_TEST_FAIL="gpsimd-ready"),
      "gpsimd-zygote: cannot make the ready message: Too many open files"),
-    ({}, "gpsimd-zygote: no whole message of 1 core objects")])
+    ({}, "gpsimd-zygote: no whole message of 1 core objects"),
+    (dict(GPSIMD_TEST_FAIL="null"), "gpsimd-zygote: cannot open /dev/null: Permission denied")])
 def test_what_the_program_says_before_it_is_ready_reaches_the_user(
         built, tmp_path, zygote_program, monkeypatch, fail, said):
     """What the program says before its ready message went to the load
@@ -380,7 +381,10 @@ def test_what_the_program_says_before_it_is_ready_reaches_the_user(
     objects' message that is not whole (no descriptors) ended it with
     'exited with status N (a static initialiser of a core object?)'; and
     the vector's failure names no culprit the program did not name. A
-    relay that cannot be made left the memory cgroup on disk."""
+    relay that cannot be made left the memory cgroup on disk. Without
+    /dev/null the program ran on, and a stream without a pipe, or the
+    later copies' output without a memfd of its own, stayed on whatever
+    the zygote had at that fd."""
     if not fail:
         monkeypatch.setattr(ZygoteClient, "load", _half_a_message)
     started, start = [], ZygoteClient.__init__
