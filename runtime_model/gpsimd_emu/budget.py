@@ -34,8 +34,14 @@ def declared_input_bytes(vector: VectorPlan, root: str = ".") -> int:
             continue
         try:
             itemsize = dt.by_name(spec.dtype).itemsize
-            shape = spec.shape if spec.npy is None else \
-                np.load(os.path.join(root, spec.npy), mmap_mode="r").shape     # (its header)
+            if spec.npy is not None:
+                with open(os.path.join(root, spec.npy), "rb") as f:
+                    major, _ = np.lib.format.read_magic(f)
+                    read = (np.lib.format.read_array_header_1_0 if major == 1
+                            else np.lib.format.read_array_header_2_0)
+                    shape, _, _ = read(f)
+            else:
+                shape = spec.shape
             if shape is not None:
                 total += math.prod(max(0, int(d)) for d in shape) * itemsize
         except Exception:

@@ -70,6 +70,24 @@ def test_declared_input_bytes_reads_shapes_and_npy_headers(tmp_path):
     assert budget.declared_input_bytes(v, str(tmp_path)) == 4000 + 15 * 8
 
 
+def test_declared_input_bytes_of_an_npy_is_its_header_s_whatever_follows(tmp_path):
+    """A .npy whose header declares 1 GiB and that holds 16 bytes (cut
+    short, or of objects numpy cannot map) counts what its header says:
+    the vector fails the memory check, before anything reads its data."""
+    import io
+
+    import numpy as np
+    for descr in ("<f4", "|O"):
+        head = io.BytesIO()
+        np.lib.format.write_array_header_1_0(head, {"descr": descr, "fortran_order": False,
+                                                    "shape": (1 << 28,)})
+        (tmp_path / "x.npy").write_bytes(head.getvalue() + b"\0" * 16)
+        v = VectorPlan.from_json({"name": "v", "inputs": {
+            "x": {"kind": "tensor", "dtype": "float32", "npy": "x.npy"}},
+            "output": {"dtype": "float32"}, "expected": {"values": [1]}}, "vector")
+        assert budget.declared_input_bytes(v, str(tmp_path)) == 1 << 30, descr
+
+
 def test_the_build_names_the_same_variables():
     """One fact, one place: the emulator's variables are named once, in its
     client (``gpsimd_emu.client.protocol``), and the build and the model
