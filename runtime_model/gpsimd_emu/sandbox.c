@@ -336,8 +336,10 @@ static void make_mounts(void)
 
 /* No socket at all (socket, socketpair: a Unix datagram pair can connect
  * to a path, vsock reaches a virtual machine's host, whatever the network
- * namespace), no io_uring (EACCES), no other ABI's calls (a 32-bit
- * socketcall). */
+ * namespace), no io_uring, no kernel keyring (without a user namespace a
+ * key outlives the build, in the user's keyring of the machine), no POSIX
+ * message queue (one outlives its vector): EACCES; no other ABI's calls (a
+ * 32-bit socketcall). */
 static int install_filter(void)
 {
 #if defined(__x86_64__)
@@ -346,18 +348,20 @@ static int install_filter(void)
 #define SB_ARCH AUDIT_ARCH_AARCH64
 #endif
 #ifdef SB_ARCH
-    struct sock_filter f[] = {
+    static const unsigned refused[] = {__NR_io_uring_setup, __NR_socket, __NR_socketpair,
+                                       __NR_add_key, __NR_request_key, __NR_keyctl, __NR_mq_open};
+    enum { N = sizeof refused / sizeof *refused };
+    struct sock_filter f[7 + N] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 4, 0),      /* x32 */
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 3, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socket, 2, 0),
-        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_socketpair, 1, 0),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, N + 1, 0),  /* x32 */
     };
+    for (int i = 0; i < N; i++)          /* (each jumps to the last: refused) */
+        f[5 + i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, refused[i], N - i, 0);
+    f[5 + N] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[6 + N] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES);
     struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 #else

@@ -374,10 +374,15 @@ int main(int argc, char **argv)
         close(payload[k]);
     fflush(NULL);
     sweep();                             /* (what a static initialiser started: none runs on) */
-    /* what the objects' static initialisers may have changed that waiting
-       for a vector's leader needs */
-    signal(SIGCHLD, SIG_DFL);
-    signal(SIGALRM, SIG_DFL);
+    /* what the objects' static initialisers may have changed: every signal
+       at its default and none blocked (waiting for a leader needs SIGCHLD
+       and SIGALRM; a handler of theirs, run by a timer of theirs, would
+       run beside the vectors) */
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    for (int s = 1; s < NSIG; s++)
+        signal(s, s == SIGPIPE || s == SIGXFSZ ? SIG_IGN : SIG_DFL);
     gz_make_pipes(ncores);
     data_base = sb_read_number(AT_FDCWD, "/proc/self/status", "VmData:") * 1024   /* (what */
         + GPSIMD_ZY_DATA_SLACK;          /* RLIMIT_DATA counts, in KiB) */

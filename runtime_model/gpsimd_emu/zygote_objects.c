@@ -30,6 +30,7 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
 {
 #define FAIL(...) do { snprintf(why, sizeof why, __VA_ARGS__); goto done; } while (0)
     char where[64], why[1024] = "";
+    pid_t self = getpid();
     struct object *o = &gz_objects[c][k];      /* (no ops unless every check passed) */
     const gpsimd_lsp_info *info = NULL;
     void *h = NULL;
@@ -97,6 +98,8 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
              "run code only when a core is launched", name);
     o->nops = n;
 done:
+    if (getpid() != self)                /* (a child the object forked, going on as the */
+        _exit(127);                      /* zygote: the zygote is stopped in its load) */
     if (c != 0) {                        /* (its memfd open while it is loaded) */
         snprintf(o->error, sizeof o->error, "%s", why);
         if (h == NULL && fd >= 0)

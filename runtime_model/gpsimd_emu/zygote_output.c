@@ -22,6 +22,7 @@
 
 struct stream {                          /* a core's stdout or stderr */
     int fd, out;                         /* the pipe's read end (non-blocking), write end */
+    int size;                            /* the pipe's size as made (bytes) */
     int64_t total;
     char *head, *tail;                   /* the first bytes, a ring of the last */
 };
@@ -69,6 +70,7 @@ void gz_make_pipes(int ncores)
         close(ends[0]);
         close(ends[1]);
         fcntl(streams[i].fd, F_SETFL, O_NONBLOCK);
+        streams[i].size = fcntl(streams[i].out, F_GETPIPE_SZ);
     }
 }
 
@@ -108,6 +110,12 @@ void gz_streams_begin(int *out, int n)
     for (int i = 0; i < n; i++) {
         streams[i].total = 0;
         out[i] = streams[i].out;
+        /* (a kernel's fcntl on its stdout changed the write end the zygote
+           keeps, O_NONBLOCK, the pipe's size: each vector gets it as made) */
+        if (out[i] >= 0) {
+            fcntl(out[i], F_SETFL, 0);
+            fcntl(out[i], F_SETPIPE_SZ, streams[i].size);
+        }
     }
 }
 

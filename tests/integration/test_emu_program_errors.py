@@ -207,21 +207,25 @@ def test_a_memory_cgroup_given_up_leaves_no_descriptor(built, tmp_path, zygote_p
         assert held["relay"] == []
 
 
-@pytest.mark.parametrize("contain", [None, "pgroup"])
-def test_a_process_a_core_object_starts_as_it_loads_is_ended_before_the_first_vector(
-        tmp_path_factory, tmp_path, zygote_program, monkeypatch, contain):
+@pytest.mark.parametrize("define, contain", [
+    ("-DFORK_AT_LOAD", None), ("-DFORK_AT_LOAD", "pgroup"), ("-DTIMER_AT_LOAD", None)])
+def test_nothing_a_core_object_starts_as_it_loads_runs_beside_a_vector(
+        tmp_path_factory, tmp_path, zygote_program, monkeypatch, define, contain):
     """A process that a static initialiser forks (FORK_AT_LOAD: one per
     copy of the object, each waiting for ever) holds what the zygote held
     then, its socket to the worker among it, and would run beside the
     vectors: the zygote ends every such process once the copies are
-    loaded, before it reads a vector. While the first vector's leader runs
-    (``hang``), it is the zygote's only child, in a PID namespace or not."""
-    so = tmp_path_factory.mktemp("fork_at_load") / "fork.so"
+    loaded, before it reads a vector. A signal handler it set, which a
+    timer of its own runs in the zygote (TIMER_AT_LOAD: the handler forks
+    such a process every 20 ms), is set back to the default then. While
+    the first vector's leader runs (``hang``, until its time limit), it is
+    the zygote's only child, in a PID namespace or not."""
+    so = tmp_path_factory.mktemp("at_load") / "at_load.so"
     subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
                     "-I", os.path.join(ROOT, "runtime_model", "include"),
                     f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
                     f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
-                    "-DFORK_AT_LOAD", "-o", str(so),
+                    define, "-o", str(so),
                     os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
 
     def names(pids):
@@ -240,16 +244,37 @@ def test_a_process_a_core_object_starts_as_it_loads_is_ended_before_the_first_ve
         results = []
         run = threading.Thread(target=lambda: results.append(s.run_vector("hang", "a")))
         run.start()
-        deadline = time.monotonic() + 60
+        deadline, during = time.monotonic() + 60, set()
         try:
             while "gpsimd-vector" not in names(children(zygote)):
                 assert run.is_alive() and time.monotonic() < deadline, results
                 time.sleep(0.002)       # (no event tells a process's start to another)
-            during = names(children(zygote))
+            while run.is_alive():       # (until the leader's time limit, 1 s)
+                during.update(names(children(zygote)))
+                time.sleep(0.002)
         finally:
             run.join()
-    assert during == ["gpsimd-vector"]
+    assert during == {"gpsimd-vector"}
     assert results[0].status == "fail" and "timed out" in results[0].message, results[0].message
+
+
+def test_a_core_object_that_forks_and_goes_on_in_its_child_does_not_load(
+        tmp_path_factory, tmp_path, zygote_program, monkeypatch):
+    """A static initialiser that forks, stops the loading process (the
+    zygote, PID 1 of its namespace, out of reach of every sweep) and goes
+    on in its child (SWAP_AT_LOAD) had the child serve every vector, which
+    passed: the child ends, and the vectors fail."""
+    so = tmp_path_factory.mktemp("swap_at_load") / "swap.so"
+    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
+                    "-I", os.path.join(ROOT, "runtime_model", "include"),
+                    f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
+                    f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
+                    "-DSWAP_AT_LOAD", "-o", str(so),
+                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
+    with session(tmp_path, (so, None), zygote_program, monkeypatch, timeout=1) as s:
+        relu = s.run_vector("relu", "a")
+    assert relu.status == "fail" and relu.message.startswith(
+        "the core objects could not be loaded: the device model process "), relu.message
 
 
 def test_the_zygote_keeps_no_descriptor_of_what_it_handed_over(built, tmp_path, zygote_program,
@@ -489,3 +514,33 @@ def test_a_run_whose_helper_ends_before_its_second_call_never_passes(multicore, 
             r"of the model between two launches\?\): a kernel wrote over the model's memory"
             r"|core \d ended the process \(exit status 0\).*", quit.message), quit.message
     assert (relu.status, relu.message) == ("pass", "")
+
+
+def test_what_a_kernel_sets_on_its_stdout_does_not_reach_the_next_vector(multicore, tmp_path,
+                                                                         zygote_program):
+    """The cores' pipes are the zygote's, kept for every vector, and a
+    kernel's stdout shares the zygote's end of its pipe: a kernel that made
+    it non-blocking and its pipe 4 KiB had the next vector's writes fail
+    (EAGAIN), its output and the warning of its size lost. Each vector
+    gets the pipes as they were made."""
+    ops = ["stdout_flags", "stdout_flags_set"]
+    with spread(tmp_path, multicore, zygote_program, ops) as s:
+        before = s.run_vector("stdout_flags", "a")
+        assert s.run_vector("stdout_flags_set", "a").status == "pass"
+        after = s.run_vector("stdout_flags", "a")
+    assert before.status == after.status == "pass", (before.message, after.message)
+    first = {o["text"] for o in before.output}
+    assert len(first) == 1 and first.pop().startswith("stdout: non-blocking 0, pipe ")
+    assert [o["text"] for o in after.output] == [o["text"] for o in before.output]
+
+
+def test_a_kernel_cannot_use_the_kernel_keyring_nor_posix_message_queues(multicore, tmp_path,
+                                                                         zygote_program):
+    """Without a user namespace (as root) a key is the machine's, in the
+    user's keyring, and outlives the build; a POSIX message queue outlives
+    its vector (only SysV IPC is cleared between vectors): both are refused
+    (EACCES), as sockets are."""
+    with spread(tmp_path, multicore, zygote_program, ["keys"]) as s:
+        keys = s.run_vector("keys", "a")
+    assert keys.status == "pass", keys.message
+    assert {o["text"] for o in keys.output} == {"add_key: 13, keyctl: 13, mq_open: 13\n"}

@@ -44,6 +44,26 @@ __attribute__((constructor)) static void thread_at_load() {
 // A static initialiser that forks a process, which waits for ever.
 __attribute__((constructor)) static void fork_at_load() { if (fork() == 0) for (;;) pause(); }
 #endif
+#ifdef TIMER_AT_LOAD
+#include <time.h>
+// A static initialiser that starts no thread and no process: a timer whose
+// signal's handler, in the zygote, forks a process that waits for ever.
+static void fork_on_tick(int) { if (fork() == 0) for (;;) pause(); }
+__attribute__((constructor)) static void timer_at_load() {
+    signal(SIGUSR2, fork_on_tick);
+    struct sigevent ev = {};
+    ev.sigev_notify = SIGEV_SIGNAL;
+    ev.sigev_signo = SIGUSR2;
+    timer_t t;
+    struct itimerspec every = {{0, 20000000}, {0, 20000000}};
+    if (timer_create(CLOCK_MONOTONIC, &ev, &t) == 0) timer_settime(t, 0, &every, nullptr);
+}
+#endif
+#ifdef SWAP_AT_LOAD
+// A static initialiser that forks: the loading process waits for ever, its
+// child goes on as if it were it.
+__attribute__((constructor)) static void swap_at_load() { if (fork() > 0) for (;;) pause(); }
+#endif
 #ifdef PRINT_AT_LOAD
 // A static initialiser that writes a line (each copy of the object runs it).
 __attribute__((constructor)) static void print_at_load() { printf("fake core loaded\n"); fflush(stdout); }
@@ -136,10 +156,13 @@ static int crash() {
     return relu();
 }
 #ifdef HOSTILE_OPS
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "gpsimd_host/zygote.h"
 // The emulator's processes (ARCHITECTURE.md "Processes and containment"):
@@ -239,8 +262,34 @@ static int quit_second() {
     for (uint32_t i = 0; i < out()->storage.hbm.num_elem; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
     return 0;
 }
-#define HOSTILE_NAMES , "nochld_crash", "reap", "quit_between", "quit_second"
-#define HOSTILE_FNS , nochld_crash, reap, quit_between, quit_second
+// stdout made non-blocking and its pipe 4 KiB (the pipe is the zygote's,
+// kept for the next vectors), then relu
+static int stdout_flags_set() {
+    fcntl(1, F_SETFL, O_NONBLOCK);
+    fcntl(1, F_SETPIPE_SZ, 4096);
+    return relu();
+}
+// what this core's stdout is (non-blocking or not, its pipe's size), then relu
+static int stdout_flags() {
+    printf("stdout: non-blocking %d, pipe %d bytes\n", !!(fcntl(1, F_GETFL) & O_NONBLOCK),
+           fcntl(1, F_GETPIPE_SZ));
+    fflush(stdout);
+    return relu();
+}
+// the kernel keyring (a thread's) and a POSIX message queue: the errno of each
+static int keys() {
+    long key = syscall(SYS_add_key, "user", "gpsimd-test", "x", 1, -1 /* the thread's */);
+    int add = key < 0 ? errno : 0;
+    int ctl = syscall(SYS_keyctl, 0 /* GET_KEYRING_ID */, -1, 0) < 0 ? errno : 0;
+    int mq = syscall(SYS_mq_open, "gpsimd-test", O_CREAT | O_RDWR, 0600, NULL) < 0 ? errno : 0;
+    printf("add_key: %d, keyctl: %d, mq_open: %d\n", add, ctl, mq);
+    fflush(stdout);
+    return relu();
+}
+#define HOSTILE_NAMES , "nochld_crash", "reap", "quit_between", "quit_second", \
+    "stdout_flags_set", "stdout_flags", "keys"
+#define HOSTILE_FNS , nochld_crash, reap, quit_between, quit_second, stdout_flags_set, \
+    stdout_flags, keys
 #else
 #define HOSTILE_NAMES
 #define HOSTILE_FNS
