@@ -64,23 +64,26 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
                    failed: Callable[[str], bool] = lambda name: False) -> Optional[tuple]:
     """The second call's arguments, ``(signature, name, inputs, expected,
     rtol, atol)``: those of the vector before ``vector`` in the plan when
-    it has the signature ``sig`` and an expected output (``last``, the
-    session's last vector of the op in that form, is used when it is that
-    one; else they are made again when its arguments take the same places
-    and ``failed(its name)``, whether it is known not to have passed, is
-    false (the reference of one that hung is not run again), and used
-    only if ``passed(its name)``, which may run that vector on its own
-    first and is asked only when the whole signature matches: a vector
-    that does not pass judges no second call); else None (the second call
-    repeats the vector's own)."""
+    it has the signature ``sig`` and an expected output, unless
+    ``failed(its name)``, whether it is known not to have passed (the
+    reference of one that hung is not run again); ``last``, the session's
+    last vector of the op in that form, is used when it is that one (its
+    verdict may not be known yet: ``LibrarySession.run_all``); else they
+    are made again when its arguments take the same places, and used only
+    if ``passed(its name)``, which may run that vector on its own first and
+    is asked only when the whole signature matches: a vector that does not
+    pass judges no second call; else None (the second call repeats the
+    vector's own)."""
     names = [v.name for v in op.vectors]
     if vector.name not in names or names.index(vector.name) == 0:
         return None
     prev = op.vectors[names.index(vector.name) - 1]
+    if failed(prev.name):
+        return None
     if last is None or last[1] != prev.name:
         try:
             inputs = make_inputs(op, prev, root)
-            if prev.expected.checks_only or _places(inputs) != sig[0] or failed(prev.name):
+            if prev.expected.checks_only or _places(inputs) != sig[0]:
                 return None
             inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root,
                                                                               inputs)

@@ -155,15 +155,20 @@ class LibrarySession:
         inflight: Optional[_Pending] = None
         self._pipelined = True      # (every vector runs, in order: none is run alone)
         try:
-            for op, vector in [(op, v) for op in self.plan.ops for v in op.vectors]:
-                ready = self._prepare(op, vector)
+            for op, vector in [(op, v) for op in self.plan.ops for v in op.vectors] + [(0, 0)]:
+                ready = self._prepare(op, vector) if op else None
                 if inflight is not None:
-                    done(self._collect(inflight))
+                    result = self._collect(inflight)
+                    if inflight.again:  # (the vector queued after it, made again after it)
+                        if isinstance(ready, _Pending):
+                            self._outcome(ready)
+                            ready.image.close()
+                        result = self._collect_now(inflight.op, inflight.vector, alone=True)
+                        ready = self._prepare(op, vector) if op else None
+                    done(result)
                 inflight = ready if isinstance(ready, _Pending) else None
-                if inflight is None:
+                if ready is not None and inflight is None:
                     done(ready)
-            if inflight is not None:
-                done(self._collect(inflight))
         finally:
             self._pipelined = False
         return results
@@ -261,7 +266,10 @@ class LibrarySession:
     def _collect_now(self, op: OpPlan, vector: VectorPlan, patch_image=None,
                      alone: bool = False) -> VectorResult:
         ready = self._prepare(op, vector, patch_image, alone)
-        return self._collect(ready) if isinstance(ready, _Pending) else ready
+        if not isinstance(ready, _Pending):
+            return ready
+        result = self._collect(ready)
+        return self._collect_now(op, vector, patch_image, True) if ready.again else result
 
     def _prepare(self, op: OpPlan, vector: VectorPlan, patch_image: Optional[Callable] = None,
                  alone: bool = False) -> Union[VectorResult, "_Pending"]:
@@ -356,7 +364,10 @@ class LibrarySession:
         from .judge import expected_shape_hint, judge_run, output_warnings, warnings_of
         opts, image, result = self.options, p.image, p.result
         if image.second is not None and not self._passed.get((p.op.name, image.second[0])):
-            image.second = None     # (a failing vector's expected output judges no other)
+            # (a failing vector's expected output judges no other: run_all made
+            # the second call with its arguments before its verdict, so a vector
+            # that passes otherwise runs again, its second call with its own)
+            image.second, p.again = None, True
         try:
             outcome = self._outcome(p)
             problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, p.op)
@@ -388,6 +399,7 @@ class LibrarySession:
             return result
         finally:
             self._passed[(p.op.name, p.vector.name)] = result.status == "pass"
+            p.again = p.again and result.status == "pass"
             image.close()
 
     def _outcome(self, p: "_Pending"):
@@ -434,4 +446,5 @@ class _Pending:
         self.op, self.vector, self.result, self.image, self.nonce = op, vector, result, image, nonce
         self.expected, self.rtol, self.atol = expected, rtol, atol
         self.error: Optional[str] = None
+        self.again = False               # (to run again: _collect)
         self.output: List[dict] = []     # what the cores wrote (ZygoteClient.receive)

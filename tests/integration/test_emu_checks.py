@@ -476,6 +476,38 @@ def _alone(proj, plan, op_name, vector_name):
     return r.status, r.message
 
 
+def test_a_vector_after_one_that_fails_still_has_its_state_checked(broken, tmp_path):
+    """A whole run makes the next vector ready while the current one runs,
+    its second call with the current one's arguments: when that vector
+    then failed, its expected output judged nothing, and the next vector
+    passed with no second call judged. call_counter's n10 fails (its own
+    second call differs); n10b, the same form, passed after it (found by
+    an attacker: every later vector of a kernel that keeps a counter
+    passed). It now runs again, its second call with its own arguments, in
+    a whole run and vector by vector alike; the vector after it is made
+    again after it."""
+    from gpsimd_emu.session import LibrarySession
+    from gpsimd_emu.settings import RunOptions
+    proj, _, _ = broken
+    data = json.loads((proj / "build/host/broken_memory/testplan.json").read_text())
+    op = next(o for o in data["ops"] if o["name"] == "call_counter")
+    again = json.loads(json.dumps(op["vectors"][0]))
+    again["name"] = "n10b"
+    again["inputs"]["x"]["random"]["seed"] = 4
+    op["vectors"].append(again)
+    data["ops"] = [op]
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    plan = load_plan(str(tmp_path / "plan.json"))
+    options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+    counted = ("fail", f"core 0: output elements [0, 10) {SECOND_CALL}")
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        whole = [(r.vector, r.status, r.message) for r in s.run_all().vectors]
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        each = [(r.vector, r.status, r.message)
+                for r in (s.run_vector("call_counter", name) for name in ("n10", "n10b"))]
+    assert whole == each == [("n10", *counted), ("n10b", *counted)]
+
+
 def test_a_vector_run_alone_has_its_second_call_judged_as_in_a_whole_run(broken, tmp_path):
     """The second call with the vector before it's arguments was judged
     only when that vector had passed earlier in the same session, so the
