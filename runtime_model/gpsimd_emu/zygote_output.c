@@ -111,11 +111,12 @@ void gz_streams_begin(int *out, int n)
         streams[i].total = 0;
         out[i] = streams[i].out;
         /* (a kernel's fcntl on its stdout changed the write end the zygote
-           keeps, O_NONBLOCK, the pipe's size: each vector gets it as made) */
-        if (out[i] >= 0) {
+           keeps, O_NONBLOCK, the pipe's size: each vector gets it as made;
+           read first, as a resize allocates) */
+        if (out[i] >= 0 && fcntl(out[i], F_GETFL) & ~O_ACCMODE)
             fcntl(out[i], F_SETFL, 0);
+        if (out[i] >= 0 && fcntl(out[i], F_GETPIPE_SZ) != streams[i].size)
             fcntl(out[i], F_SETPIPE_SZ, streams[i].size);
-        }
     }
 }
 
