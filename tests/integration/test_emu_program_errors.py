@@ -9,7 +9,6 @@ lists, and ``pipe2`` from its ``GPSIMD_TEST_FAIL_PIPE2``-th call on; what a
 kernel can (ignore SIGCHLD in the leader) by ops of the stand-in."""
 import os
 import re
-import shutil
 import socket
 import subprocess
 import threading
@@ -17,6 +16,7 @@ import time
 
 import pytest
 
+from fake_core import CXX, compile_fake_core
 from gpsimd_device.plan import TestPlan
 from gpsimd_emu import abi, control
 from gpsimd_emu.client.process import children
@@ -24,8 +24,6 @@ from gpsimd_emu.image import DeviceImage
 from gpsimd_emu.session import LibrarySession, RunOptions
 from gpsimd_emu.zygote_client import ZygoteClient
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CXX = shutil.which("g++") or shutil.which("c++")
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(CXX is None, reason="no C++ compiler")]
@@ -98,12 +96,7 @@ def built(tmp_path_factory):
     listing the descriptors it can reach) and the shim."""
     d = tmp_path_factory.mktemp("program_errors")
     so, shim = d / "fake.so", d / "fail.so"
-    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
-                    "-I", os.path.join(ROOT, "runtime_model", "include"),
-                    f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
-                    f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
-                    "-DHELLO_ON_STDOUT", "-DLIST_FDS", "-o", str(so),
-                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
+    compile_fake_core(so, None, "-DHELLO_ON_STDOUT", "-DLIST_FDS")
     (d / "fail.c").write_text(SHIM)
     subprocess.run(["gcc", "-shared", "-fPIC", "-Wall", "-Werror", "-o", str(shim),
                     str(d / "fail.c"), "-ldl"], check=True)
@@ -221,12 +214,7 @@ def test_nothing_a_core_object_starts_as_it_loads_runs_beside_a_vector(
     the first vector's leader runs (``hang``, until its time limit), it is
     the zygote's only child, in a PID namespace or not."""
     so = tmp_path_factory.mktemp("at_load") / "at_load.so"
-    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
-                    "-I", os.path.join(ROOT, "runtime_model", "include"),
-                    f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
-                    f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
-                    define, "-o", str(so),
-                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
+    compile_fake_core(so, None, define)
 
     def names(pids):
         out = []
@@ -265,12 +253,7 @@ def test_a_core_object_that_forks_and_goes_on_in_its_child_does_not_load(
     on in its child (SWAP_AT_LOAD) had the child serve every vector, which
     passed: the child ends, and the vectors fail."""
     so = tmp_path_factory.mktemp("swap_at_load") / "swap.so"
-    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
-                    "-I", os.path.join(ROOT, "runtime_model", "include"),
-                    f"-DCORE_ID={abi.LSP_SINGLE}u", f"-DORIGIN={abi.SCRATCH_BASE}ull",
-                    f"-DSIZE={abi.SCRATCH_SINGLE_SIZE}ull", '-DNAME="lsp_fll_load_cpu_single"',
-                    "-DSWAP_AT_LOAD", "-o", str(so),
-                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
+    compile_fake_core(so, None, "-DSWAP_AT_LOAD")
     with session(tmp_path, (so, None), zygote_program, monkeypatch, timeout=1) as s:
         relu = s.run_vector("relu", "a")
     assert relu.status == "fail" and relu.message.startswith(
@@ -324,13 +307,7 @@ def multicore(tmp_path_factory):
     """The stand-in object of each of the eight cores, with its ops that
     reach into the leader (HOSTILE_OPS)."""
     d = tmp_path_factory.mktemp("program_errors_cores")
-    include = os.path.join(ROOT, "runtime_model", "include")
-    jobs = [subprocess.Popen([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror",
-                              "-Wl,-Bsymbolic", "-I", include,
-                              f"-DCORE_ID={i}u", f"-DORIGIN={abi.scratch_origin(i)}ull",
-                              f"-DSIZE={abi.SCRATCH_CORE_SIZE}ull", f'-DNAME="{abi.lsp_name(i)}"',
-                              "-DHOSTILE_OPS", "-o", str(d / f"fake_cpu{i}.so"),
-                              os.path.join(ROOT, "tests", "native", "fake_core.cpp")])
+    jobs = [compile_fake_core(d / f"fake_cpu{i}.so", i, "-DHOSTILE_OPS", wait=False)
             for i in range(8)]
     assert [job.wait() for job in jobs] == [0] * 8
     return [d / f"fake_cpu{i}.so" for i in range(8)]

@@ -1,14 +1,13 @@
 """Running plans (tests/emu_run.py over LibrarySession, and the CLI)
 against stand-in core objects.
 
-The stand-in (tests/test_emu_fake_core.cpp) implements the abi.h contract
-without the C++ runtime, with ops that behave and ops that misbehave, so the
+The stand-in (tests/native/fake_core.cpp, compiled by tests/fake_core.py)
+implements the abi.h contract without the C++ runtime, with ops that behave and ops that misbehave, so the
 model's forked runs, merges and messages are tested end to end.
 """
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 
@@ -19,12 +18,12 @@ import emu_run as runner
 from emu_run import (FAULT_KINDS, LibraryResults, VectorResult, fault_kinds, fault_name,
                      format_line, write_results)
 from gpsimd_device.pack import pack_bytes
+from fake_core import CXX, compile_fake_core
 from gpsimd_emu import abi
 from gpsimd_emu.merge import cores_text
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INCLUDE = os.path.join(ROOT, "runtime_model", "include")
-CXX = shutil.which("g++") or shutil.which("c++")
 
 needs_cxx = pytest.mark.skipif(CXX is None, reason="no C++ compiler")
 
@@ -39,13 +38,6 @@ def ident(x):
 """
 
 
-def _compile(out, core_id, origin, size, name, *defines):
-    subprocess.run([CXX, "-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-Wl,-Bsymbolic",
-                    "-I", INCLUDE, f"-DCORE_ID={core_id}u", f"-DORIGIN={origin}ull",
-                    f"-DSIZE={size}ull", f'-DNAME="{name}"', *defines, "-o", str(out),
-                    os.path.join(ROOT, "tests", "native", "fake_core.cpp")], check=True)
-
-
 @pytest.fixture(scope="session")
 def objects(tmp_path_factory):
     """{"single": (.packed.so, .so), 0..7: .packed.so} of the stand-in."""
@@ -54,7 +46,7 @@ def objects(tmp_path_factory):
     d = tmp_path_factory.mktemp("fake_cores")
     out = {}
     so = d / "fake.so"
-    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE, "lsp_fll_load_cpu_single")
+    compile_fake_core(so)
     packed = d / "fake.packed.so"
     packed.write_bytes(pack_bytes(so.read_bytes(), {
         "entry": "lib_func", "library": "fake", "lsp": "lsp_fll_load_cpu_single", "core": None,
@@ -62,7 +54,7 @@ def objects(tmp_path_factory):
     out["single"] = (packed, so)
     for i in range(8):
         so = d / f"fake_cpu{i}.so"
-        _compile(so, i, abi.scratch_origin(i), abi.SCRATCH_CORE_SIZE, abi.lsp_name(i))
+        compile_fake_core(so, i)
         packed = d / f"fake_cpu{i}.packed.so"
         packed.write_bytes(pack_bytes(so.read_bytes(), {
             "entry": "lib_func", "library": "fake", "lsp": abi.lsp_name(i), "core": i,
@@ -450,8 +442,7 @@ def test_a_static_initialiser_that_crashes_or_starts_a_thread_fails_every_vector
     a kernel left unwritten, or what another core wrote): that copy does
     not load, and each vector fails saying why."""
     so = tmp_path / "at_load.so"
-    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
-             "lsp_fll_load_cpu_single", define)
+    compile_fake_core(so, None, define)
     cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
     ops = [op("relu", [vec("a", {"x": tensor([4])}), vec("b", {"x": tensor([4])})])]
     res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path), timeout=10)
@@ -467,8 +458,7 @@ def test_what_a_static_initialiser_writes_is_printed_once_whatever_the_copies(
     wrote is printed, once (the later copies load while the worker reads
     it: eight runs, since their order varies)."""
     so = tmp_path / "print_at_load.so"
-    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
-             "lsp_fll_load_cpu_single", "-DPRINT_AT_LOAD")
+    compile_fake_core(so, None, "-DPRINT_AT_LOAD")
     cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
     ops = [op("relu", [vec("a", {"x": tensor([4])})])]
     the_plan = plan(tmp_path, objects, ops, cores=cores)
@@ -487,8 +477,7 @@ def test_what_a_static_initialiser_writes_is_printed_visible_each_line_prefixed(
     library's prefix, so that it cannot clear the terminal or hide what
     follows."""
     so = tmp_path / "escapes_at_load.so"
-    _compile(so, abi.LSP_SINGLE, abi.SCRATCH_BASE, abi.SCRATCH_SINGLE_SIZE,
-             "lsp_fll_load_cpu_single", "-DESCAPES_AT_LOAD")
+    compile_fake_core(so, None, "-DESCAPES_AT_LOAD")
     cores = [{"core": None, "lsp": "lsp_fll_load_cpu_single", "object": str(so)}]
     ops = [op("relu", [vec("a", {"x": tensor([4])})])]
     res = run_plan(plan(tmp_path, objects, ops, cores=cores), root=str(tmp_path), timeout=10)

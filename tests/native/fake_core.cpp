@@ -2,7 +2,7 @@
 // abi.h contract (gpsimd_bind_core, gpsimd_linker_spec_info, the
 // registration trio) without the real runtime, with ops that behave well
 // and ops that misbehave in the ways the model must report.
-// Compiled by tests/test_emu_runner.py with -DCORE_ID=.. -DORIGIN=.. -DSIZE=.. -DNAME=..
+// Compiled by tests/fake_core.py with -DCORE_ID=.. -DORIGIN=.. -DSIZE=.. -DNAME=..
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
