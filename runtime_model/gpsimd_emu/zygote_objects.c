@@ -52,7 +52,6 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
        memfd, at most GPSIMD_ZY_OUTPUT_KEEP bytes of it) */
     struct rlimit fsize;
     getrlimit(RLIMIT_FSIZE, &fsize);
-    int64_t threads = sb_read_number(AT_FDCWD, "/proc/self/status", "Threads:");
     fflush(NULL);
     setrlimit(RLIMIT_FSIZE, &(struct rlimit){GPSIMD_ZY_OUTPUT_KEEP, fsize.rlim_max});
     h = dlopen(where, RTLD_NOW | RTLD_LOCAL);
@@ -91,15 +90,20 @@ void gz_load(int c, int k, int fd, const char *name, struct gz_core *entry)
                 FAIL("%s: op '%s' registered twice", name, s);
         o->ops[i] = (struct op){strdup(s), p};
     }
-    /* (a thread it started would run beside every vector, in the zygote,
-       outside every launch's limits and checks) */
-    if (sb_read_number(AT_FDCWD, "/proc/self/status", "Threads:") > threads)
-        FAIL("%s: it started a thread as it loaded (a static initialiser?); a core object may "
-             "run code only when a core is launched", name);
     o->nops = n;
 done:
     if (getpid() != self)                /* (a child the object forked, going on as the */
         _exit(127);                      /* zygote: the zygote is stopped in its load) */
+    /* (a thread it started would run beside every vector, in the zygote,
+       outside every launch's limits and checks; the zygote's own: one) */
+    static int64_t threads = 1;
+    int64_t now = sb_read_number(AT_FDCWD, "/proc/self/status", "Threads:");   /* (0: unread) */
+    if (now > threads && !why[0]) {
+        snprintf(why, sizeof why, "%s: it started a thread as it loaded (a static "
+                 "initialiser?); a core object may run code only when a core is launched", name);
+        o->nops = 0;
+    }
+    threads = now > 0 ? now : threads;
     if (c != 0) {                        /* (its memfd open while it is loaded) */
         snprintf(o->error, sizeof o->error, "%s", why);
         if (h == NULL && fd >= 0)
