@@ -155,8 +155,9 @@ class LibrarySession:
         inflight: Optional[_Pending] = None
         self._pipelined = True      # (every vector runs, in order: none is run alone)
         try:
-            for op, vector in [(op, v) for op in self.plan.ops for v in op.vectors] + [(0, 0)]:
-                ready = self._prepare(op, vector) if op else None
+            # (None, None): after the last vector, collect the one in flight
+            for op, vector in [(o, v) for o in self.plan.ops for v in o.vectors] + [(None, None)]:
+                ready = None if op is None else self._prepare(op, vector)
                 if inflight is not None:
                     result = self._collect(inflight)
                     if inflight.again:  # (the vector queued after it, made again after it)
@@ -164,7 +165,7 @@ class LibrarySession:
                             self._outcome(ready)
                             ready.image.close()
                         result = self._collect_now(inflight.op, inflight.vector, alone=True)
-                        ready = self._prepare(op, vector) if op else None
+                        ready = None if op is None else self._prepare(op, vector)
                     done(result)
                 inflight = ready if isinstance(ready, _Pending) else None
                 if ready is not None and inflight is None:
@@ -364,9 +365,8 @@ class LibrarySession:
         from .judge import expected_shape_hint, judge_run, output_warnings, warnings_of
         opts, image, result = self.options, p.image, p.result
         if image.second is not None and not self._passed.get((p.op.name, image.second[0])):
-            # (a failing vector's expected output judges no other: run_all made
-            # the second call with its arguments before its verdict, so a vector
-            # that passes otherwise runs again, its second call with its own)
+            # (a failing vector's expected output judges no other; run_all gave it its
+            # arguments before its verdict: passing otherwise, it runs again alone)
             image.second, p.again = None, True
         try:
             outcome = self._outcome(p)
