@@ -17,10 +17,9 @@ action, nothing falls back to calling SCons). What ninja needs on top:
   (:func:`record_failures`), a step that writes ``test-summary.txt`` and
   the report from the results, prints the summary and fails when a vector
   failed, and an edge that prints it with ``cat`` on every run, without
-  starting Python, when it passed; an edge that begins every run marks
-  the run's start, so that the summary tells what this run made
-  (:func:`summary`); every other step runs the summary step when it fails
-  (:func:`failure_rules`);
+  starting Python, when it passed; what this run made is told by the
+  run's own lock mark (:func:`summary`, :func:`_this_run`); every other
+  step runs the summary step when it fails (:func:`failure_rules`);
 * the prestart step, which starts the emulator server the test steps
   hand their runs to as the ninja run begins (:func:`prestart`);
 * ninja's own output: SCons's tool would pipe ninja's output through
