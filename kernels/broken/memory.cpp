@@ -25,6 +25,25 @@ torch::Tensor tcm_double_free(const torch::Tensor& x) {
     return torch::mul(x, 2.0f);
 }
 
+// A TCM tile sized in elements where bytes were meant: each transfer of 8
+// floats (32 bytes) goes into an 8-byte block, on the device over the TCM
+// that follows it (the pool's next block, or a stream's reservation).
+torch::Tensor tcm_too_small(const torch::Tensor& x) {
+    const int64_t tile = 8;
+    torch::Tensor out = torch::empty(x.sizes(), torch::kFloat);
+    float* buf = (float*)torch::neuron::tcm_malloc(tile);  // tile * sizeof(float) was meant
+    if (buf == nullptr) return out;
+    auto xa = x.tcm_accessor();
+    auto oa = out.tcm_accessor();
+    for (int64_t i = 0; i < x.numel(); i += tile) {
+        xa.tensor_to_tcm<float>(buf, i, tile);
+        for (int64_t j = 0; j < tile; j++) buf[j] *= 2.0f;
+        oa.tcm_to_tensor<float>(buf, i, tile);
+    }
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
 // The kernel keeps all 48 KiB of dataram staging, so the writeback of the
 // result (a copy staged through dataram) has nothing to stage through.
 torch::Tensor dataram_exhausted(const torch::Tensor& x) {

@@ -47,7 +47,7 @@ bool FirstFit::allocate(uint64_t nbytes, uint64_t align, uint64_t* offset) {
         free_.erase(it);
         if (start > blk) free_[blk] = start - blk;                     /* alignment gap */
         if (start + want < blk + blk_size) free_[start + want] = blk + blk_size - (start + want);
-        live_[start] = want;
+        live_[start] = std::make_pair(want, nbytes);
         used_ += want;
         if (used_ > peak_) peak_ = used_;
         *offset = start;
@@ -57,9 +57,9 @@ bool FirstFit::allocate(uint64_t nbytes, uint64_t align, uint64_t* offset) {
 }
 
 bool FirstFit::release(uint64_t offset) {
-    std::map<uint64_t, uint64_t>::iterator it = live_.find(offset);
+    std::map<uint64_t, std::pair<uint64_t, uint64_t> >::iterator it = live_.find(offset);
     if (it == live_.end()) return false;
-    uint64_t start = it->first, len = it->second;
+    uint64_t start = it->first, len = it->second.first;
     used_ -= len;
     live_.erase(it);
     /* coalesce with the following and the preceding free block */
@@ -78,6 +78,16 @@ bool FirstFit::release(uint64_t offset) {
         }
     }
     free_[start] = len;
+    return true;
+}
+
+bool FirstFit::holding(uint64_t offset, uint64_t* start, uint64_t* asked) const {
+    std::map<uint64_t, std::pair<uint64_t, uint64_t> >::const_iterator it = live_.upper_bound(offset);
+    if (it == live_.begin()) return false;
+    --it;
+    if (offset >= it->first + it->second.first) return false;
+    *start = it->first;
+    *asked = it->second.second;
     return true;
 }
 
@@ -283,6 +293,29 @@ static char* dataram_host() {
     return reinterpret_cast<char*>(static_cast<uintptr_t>(core().binding.dataram_host));
 }
 
+/* On the device a transfer past its TCM buffer overwrites the pool's next
+ * block, or the stream reservations and the staging after it. */
+void check_dataram_span(const void* host, uint64_t nbytes, const char* what) {
+    const char* p = static_cast<const char*>(host);
+    const char* base = dataram_host();
+    if (!nbytes || p < base || p >= base + GPSIMD_DATARAM_SIZE) return;
+    const uint64_t off = uint64_t(p - base);
+    const bool pool = off < GPSIMD_TCM_POOL_SIZE;
+    const uint64_t origin = pool ? 0 : GPSIMD_TCM_POOL_SIZE;
+    const int kind = pool ? GPSIMD_FAULT_TCM : GPSIMD_FAULT_DATARAM;
+    const char* from = pool ? "tcm_malloc" : "neuron_dataram_allocate";
+    uint64_t start = 0, asked = 0;
+    if (!(pool ? core().tcm : core().dataram).holding(off - origin, &start, &asked))
+        gpsimd_fault(kind, "%s of %llu bytes at 0x%llx: no live block of %s holds that address (freed?)", what,
+                     (unsigned long long)nbytes, (unsigned long long)(GPSIMD_DATARAM_BASE + off), from);
+    const uint64_t end = off - origin + nbytes;
+    if (end > start + asked)
+        gpsimd_fault(kind, "%s of %llu bytes at 0x%llx runs %llu bytes past the end of its %llu-byte %s block at 0x%llx",
+                     what, (unsigned long long)nbytes, (unsigned long long)(GPSIMD_DATARAM_BASE + off),
+                     (unsigned long long)(end - start - asked), (unsigned long long)asked, from,
+                     (unsigned long long)(GPSIMD_DATARAM_BASE + origin + start));
+}
+
 static void require_bound(const char* what) {
     forbid_in_shape_call(what);
     if (!core().bound) gpsimd_fault(GPSIMD_FAULT_BINDING, "%s: the core is not bound", what);
@@ -394,6 +427,7 @@ int neuron_dataram_max_free_space(uint32_t* nbytes, uint32_t alignment) {
 /* the device ABI (gpsimd_host/abi.h): HBM -> dataram. */
 int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
     const void* src = translate_range(hbm_src, nbytes, "neuron_memcpy (HBM source)");
+    check_dataram_span(dataram_dst, nbytes, "neuron_memcpy (dataram destination)");
     note_output_read(src, nbytes);
     if (nbytes) memmove(dataram_dst, src, nbytes);
     return 0;
@@ -402,6 +436,7 @@ int neuron_memcpy(void* dataram_dst, uint64_t hbm_src, size_t nbytes) {
 /* the device ABI (gpsimd_host/abi.h): dataram -> HBM. */
 int neuron_memcpy(uint64_t hbm_dst, const void* dataram_src, size_t nbytes) {
     void* dst = translate_range(hbm_dst, nbytes, "neuron_memcpy (HBM destination)");
+    check_dataram_span(dataram_src, nbytes, "neuron_memcpy (dataram source)");
     note_output_write(dst, dataram_src, nbytes);
     if (nbytes) memmove(dst, dataram_src, nbytes);
     return 0;

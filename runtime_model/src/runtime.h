@@ -44,6 +44,9 @@ class FirstFit {
     bool allocate(uint64_t nbytes, uint64_t align, uint64_t* offset);
     /* false when offset is not the start of a live block. */
     bool release(uint64_t offset);
+    /* The live block holding offset: its start and the bytes asked for it
+     * (before rounding); false when offset is in no live block. */
+    bool holding(uint64_t offset, uint64_t* start, uint64_t* asked) const;
     uint64_t largest_free(uint64_t align) const;
     uint64_t size() const { return size_; }
     uint64_t used() const { return used_; }
@@ -54,7 +57,8 @@ class FirstFit {
     uint64_t used_ = 0;
     uint64_t peak_ = 0;
     std::map<uint64_t, uint64_t> free_;  /* offset -> size */
-    std::map<uint64_t, uint64_t> live_;  /* offset -> size */
+    /* offset -> {size after rounding, bytes asked for} */
+    std::map<uint64_t, std::pair<uint64_t, uint64_t> > live_;
 };
 
 struct CoreState {
@@ -88,6 +92,13 @@ struct CoreState {
      * neuron_memcpy calls are not the kernel's stores (note_output_write). */
     bool writing_back = false;
 };
+
+/* A transfer of nbytes at host pointer p into or out of the dataram window
+ * (tensor_to_tcm, tcm_to_tensor, neuron_memcpy) stays inside the live block
+ * of tcm_malloc or neuron_dataram_allocate it starts in, or faults (TCM,
+ * DATARAM); a pointer outside the window (a local array, the heap) is not
+ * followed. */
+void check_dataram_span(const void* p, uint64_t nbytes, const char* what);
 
 /* tcm_malloc's allocator (device.cpp): nbytes of the TCM pool or null;
  * record_null remembers a failure for the TCM_NULL check. */

@@ -326,6 +326,9 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     const size_t es = elementSize(impl->dtype);
     char* t = static_cast<char*>(impl->data) + offset * es;
     if (!n) return;
+    char what[64];
+    snprintf(what, sizeof what, "%s<%s>", kind, type_name);
+    gpsimd_rt::check_dataram_span(tcm, uint64_t(n) * es, what);
     if (to_tcm) note_output_read(t, uint64_t(n) * es);
     if (to_tcm) memmove(tcm, t, n * es);
     else {

@@ -10,7 +10,7 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
 2 out-of-range accesses: accessor_oob, read_stream_oob, write_stream_oob,
   stream_after_close, tcm_oob (and remainder_bug's core 7)
 3 uninitialised output: empty_uninit
-4 capacity: tcm_null_deref, tcm_double_free, dataram_exhausted, hbm_window,
+4 capacity: tcm_null_deref, tcm_double_free, tcm_too_small, dataram_exhausted, hbm_window,
   stack_overflow, printf_flood (warning)
 5 multicore rules: std_accessor_multicore, stream_multicore, no_dst_tensor,
   coherence_error, coherence_verbose (warning)
@@ -142,6 +142,9 @@ EXPECTED = {
     ("broken_memory", "tcm_double_free"): (
         "fail", "core 0: fault TCM in op tcm_double_free: tcm_free(0x80000): double free (TCM pool offset 0)"
         + NEVER, []),
+    ("broken_memory", "tcm_too_small"): (
+        "fail", "core 0: fault TCM in op tcm_too_small: tensor_to_tcm<float> of 32 bytes at 0x80000 runs 24 bytes "
+        "past the end of its 8-byte tcm_malloc block at 0x80000; elements never written: [0, 16)", []),
     ("broken_memory", "dataram_exhausted"): (
         "fail", "core 0: fault DATARAM in op dataram_exhausted: UTensor::copy: no dataram for the staging "
         "buffer: the kernel holds 49152 of the 49152 bytes of dataram staging in 1 block(s) (largest free "

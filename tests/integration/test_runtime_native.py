@@ -252,6 +252,12 @@ FAULTS = {
     "accessor_oor": ("OUT_OF_RANGE", "accessor<float,1> out of range: offset 10, count 1, numel 10"),
     "accessor_oor_2d": ("OUT_OF_RANGE", "accessor<float,2> out of range: offset 7, count 1, numel 6"),
     "tcm_oor": ("OUT_OF_RANGE", "tensor_to_tcm<float> out of range: offset 8, count 4, numel 10"),
+    "tcm_past_block": ("TCM", "tensor_to_tcm<float> of 12 bytes at 0x80000 runs 2 bytes past the end of its "
+                              "10-byte tcm_malloc block at 0x80000"),
+    "tcm_freed_block": ("TCM", "tcm_to_tensor<float> of 4 bytes at 0x80000: no live block of tcm_malloc holds "
+                               "that address (freed?)"),
+    "dataram_past_block": ("DATARAM", "neuron_memcpy (dataram destination) of 64 bytes at 0x84000 runs 48 bytes "
+                                      "past the end of its 16-byte neuron_dataram_allocate block at 0x84000"),
     "accessor_dtype": ("DTYPE", "accessor<int32_t> on a float32 tensor"),
     "stream_oor": ("OUT_OF_RANGE", "read_stream_accessor<float> out of range: offset 10, count 1, numel 10"),
     "cxx_exception": ("CXX_EXCEPTION", "C++ exception: boom"),

@@ -478,7 +478,8 @@ int main(int argc, char** argv) {
     static const std::map<std::string, int> probes = {
         {"accessor_oor", 0}, {"tcm_oor", 1}, {"tcm_exhaust", 2}, {"tcm_double_free", 3}, {"tcm_foreign_free", 4},
         {"accessor_dtype", 5}, {"cxx_exception", 6}, {"stack_overflow", 8}, {"segv", 9}, {"scratch_full", 10},
-        {"too_many_dims", 11}, {"dim_too_big", 12}, {"printf_ring", 13}, {"factories", 14}};
+        {"too_many_dims", 11}, {"dim_too_big", 12}, {"printf_ring", 13}, {"factories", 14},
+        {"tcm_past_block", 20}, {"tcm_freed_block", 21}, {"dataram_past_block", 22}};
     if (sc == "relu_small") unary("relu", 1000);
     else if (sc == "relu_chunked") unary("relu", 60000);
     else if (sc == "scale") unary("scale", 5000, 1.75f);

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 
+#include <custom_op.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
 
@@ -188,6 +189,24 @@ torch::Tensor probe(const torch::Tensor& x, int mode) {
     }
     case 17:  // shapes must match
         return torch::add(x, torch::zeros({3}, torch::kFloat));
+    case 20: {  // a transfer of 12 bytes into a TCM block of 10 (16 once rounded)
+        float* b = static_cast<float*>(torch::neuron::tcm_malloc(10));
+        x.tcm_accessor().tensor_to_tcm<float>(b, 0, 3);
+        return torch::zeros({1}, torch::kFloat);
+    }
+    case 21: {  // a transfer out of a freed TCM block
+        float* b = static_cast<float*>(torch::neuron::tcm_malloc(64));
+        torch::neuron::tcm_free(b);
+        torch::Tensor out = torch::zeros({1}, torch::kFloat);
+        out.tcm_accessor().tcm_to_tensor<float>(b, 0, 1);
+        return out;
+    }
+    case 22: {  // 64 bytes of HBM scratch copied into 16 bytes of dataram staging
+        void* stage = nullptr;
+        neuron_dataram_allocate(16, &stage, 4);
+        neuron_memcpy(stage, neuron_hbm_allocate(64), 64);
+        return torch::zeros({1}, torch::kFloat);
+    }
     default:
         return torch::zeros({1}, torch::kFloat);
     }
