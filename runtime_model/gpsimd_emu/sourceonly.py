@@ -35,6 +35,9 @@ class _LocalFinder:
 
     def __init__(self) -> None:
         self.folders: Set[str] = set()
+        #: The folder ``local_folder`` last made ready (its modules in
+        #: ``sys.modules``), or None.
+        self.entered: Optional[str] = None
 
     def find_spec(self, fullname, path=None, target=None):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
@@ -58,25 +61,31 @@ _FINDER = _LocalFinder()
 
 
 def local_folder(folder: str) -> None:
-    """Before a reference of ``folder`` loads: make ``folder`` (and the
-    folder this process runs in) local, so that a module imported from it
-    from now on is compiled from its source; and first drop from
+    """Before a reference of ``folder`` loads, and before each of its calls
+    when a reference of another folder came between: make ``folder`` (and
+    the folder this process runs in) local, so that a module imported from
+    it from now on is compiled from its source; and first drop from
     ``sys.modules`` each project module (one a :class:`SourceOnlyLoader`
-    loaded) from another folder whose top-level name ``folder`` holds too
-    (``a.py`` or ``a/``), with its submodules, so that the reference's
+    loaded) whose top-level name ``folder`` holds too (``a.py`` or ``a/``)
+    but which is not that file or package (one of another folder, a
+    subfolder's included), with its submodules, so that the reference's
     ``import helpers`` finds the ``helpers`` of its own folder, not one an
     earlier reference of another folder loaded under that name. (A loaded
     reference keeps the modules it imported: its globals hold them.
     Modules no name of ``folder`` shadows stay.)"""
-    inside = os.path.join(os.path.abspath(folder), "")
+    folder = os.path.abspath(folder)
+    if _FINDER.entered == folder:
+        return
     for name, module in list(sys.modules.items()):
         if not isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
             continue
-        base = os.path.join(inside, name.split(".")[0])
+        base = os.path.join(folder, name.split(".")[0])
         origin = os.path.abspath(getattr(module, "__file__", "") or "")
-        if (os.path.isdir(base) or os.path.isfile(base + ".py")) and not origin.startswith(inside):
+        if (os.path.isdir(base) or os.path.isfile(base + ".py")) and origin != base + ".py" \
+                and not origin.startswith(os.path.join(base, "")):
             del sys.modules[name]
-    _FINDER.folders.update({os.path.abspath(folder), os.path.abspath(os.curdir)})
+    _FINDER.entered = folder
+    _FINDER.folders.update({folder, os.path.abspath(os.curdir)})
     if _FINDER not in sys.meta_path:
         at = next((k for k, f in enumerate(sys.meta_path)
                    if f is importlib.machinery.PathFinder), len(sys.meta_path))

@@ -250,11 +250,27 @@ def _short_exc(e: BaseException) -> str:
     return text if len(text) < 400 else text[:400] + "..."
 
 
+@contextlib.contextmanager
+def _in_folder(folder: str):
+    """``folder``'s modules ready (``sourceonly.local_folder``) and
+    ``folder`` first on ``sys.path``, for a reference's load and each call."""
+    local_folder(folder)
+    sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(folder)
+
+
 def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     """The reference function ``ref.function`` of ``ref.file`` (imported by
-    path under a unique module name, with its directory on ``sys.path``
-    while it loads) or of the importable ``ref.module``; the reference and
-    the modules it imports from the project are compiled from their source
+    path under a unique module name) or of the importable ``ref.module``,
+    loaded and called with its folder (the project's root for a module)
+    first on ``sys.path`` and the modules of that folder in ``sys.modules``
+    (``_in_folder``: an ``import helpers`` as it runs, too, finds its own
+    folder's, whatever reference ran before it); the reference and the
+    modules it imports from the project are compiled from their source
     (:mod:`.sourceonly`). Modules are cached per file/module for the process.
 
     Raises:
@@ -273,26 +289,22 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     if mod is None:
         if file and not os.path.isfile(full):
             raise PlanError(f"reference {file}: no such file")
-        local_folder(folder)
         try:
-            if module and not file:
-                mod = importlib.import_module(module)
-            else:
-                stem = os.path.splitext(os.path.basename(full))[0]
-                name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
-                # (with a loader given, a spec is always made)
-                spec = importlib.util.spec_from_file_location(
-                    name, full, loader=SourceOnlyLoader(name, full))
-                mod = sys.modules[name] = importlib.util.module_from_spec(spec)
-                sys.path.insert(0, folder)
-                try:
-                    spec.loader.exec_module(mod)
-                except BaseException:
-                    sys.modules.pop(name, None)
-                    raise
-                finally:
-                    with contextlib.suppress(ValueError):
-                        sys.path.remove(folder)
+            with _in_folder(folder):
+                if module and not file:
+                    mod = importlib.import_module(module)
+                else:
+                    stem = os.path.splitext(os.path.basename(full))[0]
+                    name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
+                    # (with a loader given, a spec is always made)
+                    spec = importlib.util.spec_from_file_location(
+                        name, full, loader=SourceOnlyLoader(name, full))
+                    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
+                    try:
+                        spec.loader.exec_module(mod)
+                    except BaseException:
+                        sys.modules.pop(name, None)
+                        raise
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
             raise PlanError(f"reference {ref.label} cannot be imported: {_short_exc(e)}"
                             f"{_user_frame(e, file)}") from None
@@ -300,7 +312,11 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     fn = getattr(mod, func, None)
     if not callable(fn):
         raise PlanError(f"reference {ref.label} has no function {func!r}")
-    return fn
+
+    def call(*args):
+        with _in_folder(folder):
+            return fn(*args)
+    return call
 
 
 def _user_frame(e: BaseException, file: Optional[str]) -> str:
@@ -320,8 +336,10 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
     ``convert.to_dtype``, inline ``values`` as literal values).
 
     A reference (ARCHITECTURE.md "The test plan") gets a private copy of
-    each input array, its result ``np.asarray``-ed; inline ``values`` are
-    reshaped to the output shape when that is given and has as many elements.
+    each input array, and its result is copied into an array of its own
+    (it may return one buffer it fills at every call); inline ``values``
+    are reshaped to the output shape when that is given and has as many
+    elements.
 
     Raises:
         PlanError: no expected entry, an import problem, the reference
@@ -342,7 +360,7 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
                             f"{_short_exc(e)}{_user_frame(e, ref.file)}") from None
         try:
-            raw = np.asarray(result)
+            raw = np.array(result)
         except (ValueError, TypeError) as e:    # (a ragged list, say)
             raise PlanError(f"{exp.source} returned no array: {_short_exc(e)}") from None
     elif exp.values is not None:

@@ -115,3 +115,36 @@ def test_a_module_no_other_folder_shadows_stays_loaded(tmp_path):
                    "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
                    "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
                    "print(a(1), b(1))\n", tmp_path) == "2 3"
+
+
+def test_a_folder_s_module_is_its_own_after_a_subfolder_s_of_that_name(tmp_path):
+    """The root holds ``helpers`` (F = 2) and so does kernels/b (F = 3): a
+    reference of the root, loaded after one of kernels/b, gets the root's,
+    and kernels/b's gets its own again (a module under the root, of any
+    subfolder, is not the root's module of that name)."""
+    (tmp_path / "kernels/b").mkdir(parents=True)
+    for folder, factor in (("", 2), ("kernels/b/", 3)):
+        (tmp_path / f"{folder}ref.py").write_text("import helpers\ndef f(x):\n    return x * helpers.F\n")
+        (tmp_path / f"{folder}helpers.py").write_text(f"F = {factor}\n")
+    assert _python("from gpsimd_device.plan import ReferenceSpec\n"
+                   "from gpsimd_emu.vectors import load_reference\n"
+                   "b = load_reference(ReferenceSpec('kernels/b/ref.py', None, 'f'))\n"
+                   "root = load_reference(ReferenceSpec('ref.py', None, 'f'))\n"
+                   "print(b(1), root(1), b(1))\n", tmp_path) == "3 2 3"
+
+
+def test_an_import_as_a_reference_runs_finds_its_own_folder_s_module(tmp_path):
+    """A reference that imports ``helpers`` only as it runs gets its own
+    folder's, alone (its folder is on ``sys.path`` while it runs) and after
+    a reference of another folder loaded a ``helpers`` of its own."""
+    for folder, factor, ref in (("a", 2, "def f(x):\n    import helpers\n    return x * helpers.F\n"),
+                                ("b", 3, "import helpers\ndef f(x):\n    return x * helpers.F\n")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "ref.py").write_text(ref)
+        (tmp_path / folder / "helpers.py").write_text(f"F = {factor}\n")
+    assert _python("from gpsimd_device.plan import ReferenceSpec\n"
+                   "from gpsimd_emu.vectors import load_reference\n"
+                   "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
+                   "alone = a(1)\n"
+                   "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
+                   "print(alone, b(1), a(1), b(1))\n", tmp_path) == "2 3 2 3"

@@ -162,6 +162,23 @@ def test_reference_called_in_schema_order_and_cast(tmp_path):
         output_shape(vector(output={"dtype": "float32", "shape": [4]}), out)
 
 
+def test_an_expected_output_is_not_the_reference_s_buffer(tmp_path):
+    """A reference that returns one buffer it fills at every call: each
+    vector's expected output keeps its own values after later calls."""
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "_out = np.zeros(3, np.float32)\n"
+        "def axpy(x, y, alpha):\n"
+        "    return np.add(x, alpha * y, out=_out)\n")
+    f32 = dt.by_name("float32")
+    first = vector()
+    out = expected_output(first, make_inputs(OP, first), f32, root=str(tmp_path))
+    alpha = {"kind": "scalar", "type": "float", "dtype": "float32", "value": 1.0}
+    second = vector(inputs={**first["inputs"], "alpha": alpha})
+    again = expected_output(second, make_inputs(OP, second), f32, root=str(tmp_path))
+    assert out.tolist() == [12.0, 24.0, 36.0] and again.tolist() == [11.0, 22.0, 33.0]
+
+
 def test_reference_problems_are_plan_errors(tmp_path):
     (tmp_path / "broken.py").write_text("import numpy as np\nx = = 1\n")
     (tmp_path / "raises.py").write_text("def f(*a):\n    raise ValueError('nope')\n")
