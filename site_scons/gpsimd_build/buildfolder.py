@@ -20,15 +20,19 @@ repository: :func:`check` refuses
   symbolic link owned by another user, up to the first folder owned by
   root or carrying the sticky bit.
 
-Call it before anything is read from the folder and again once the folder
-exists (a folder made in between by someone else is then seen).
+Before anything is read from the folder or written to it, a build makes it
+when it is missing (:func:`make`: by this process, so that no other user's
+folder can take its name after the check: in a sticky folder such as /tmp
+no one may rename over another's entry) and then checks it whole; a run
+that makes nothing (``scons -h``, ``-c``) reads nothing from a folder that
+was not there before its check.
 """
 
 import os
 import pwd
 import stat
 
-__all__ = ["UnsafeBuildFolder", "check"]
+__all__ = ["UnsafeBuildFolder", "check", "make"]
 
 
 class UnsafeBuildFolder(Exception):
@@ -109,6 +113,25 @@ def _walk_down(top: str, me: int) -> None:
                 if st.st_mode & stat.S_IWOTH:
                     raise _open_to_all("a folder in the build folder,", entry.path, st.st_mode)
                 todo.append(entry.path)
+
+
+def make(build_dir: str) -> None:
+    """Make ``build_dir`` and the folders missing above it, each with
+    ``mkdir`` by this process; one that appears in between (``EEXIST``) is
+    left for :func:`check` to judge.
+
+    Raises:
+        OSError: a folder cannot be made.
+    """
+    path, missing = os.path.abspath(build_dir), []
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing.append(path)
+        path = os.path.dirname(path)
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
 
 
 def check(build_dir: str, inside: bool = True) -> None:

@@ -31,6 +31,8 @@ import stat
 import sys
 import time
 
+from . import buildfolder
+
 __all__ = ["LOCK_NAME", "LockBusy", "UnsafeLock", "acquire", "hold_for_ninja"]
 
 LOCK_NAME = ".gpsimd-lock"
@@ -150,11 +152,14 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
     takes the lock and leaves a process holding it
     (:func:`_hold_until_gone`). A build that started this ninja and holds
     the lock (``scons --experimental=ninja``) counts as this run's. A step
-    run by hand (``runner`` is a shell) has no run to hold it for.
+    run by hand (``runner`` is a shell) has no run to hold it for. The
+    first step checks the build folder whole first, as a scons build does.
 
     Raises:
         LockBusy: another build holds it (the message names it).
         UnsafeLock, OSError: as :func:`acquire`.
+        buildfolder.UnsafeBuildFolder: the build folder is not safe to
+            build in (``buildfolder.check``), checked before the lock.
     """
     from gpsimd_emu.client.protocol import runner_of
     ninja = runner_of(runner)
@@ -168,6 +173,7 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
         fcntl.flock(gate, fcntl.LOCK_EX)
         if os.path.exists(mark):
             return                      # (another step of this run took it)
+        buildfolder.check(build_dir)    # (as a scons build does, before it writes)
         acquire(build_dir, wait=False, owner=(pid, _command_of(pid)))
         fd = _HELD.pop(os.path.realpath(build_dir))
         if fd is not None:              # (None: the build that runs this ninja holds it)

@@ -856,3 +856,29 @@ def test_a_ninja_run_stops_while_another_build_holds_its_folder(small_ninja):
     taken.join(30)
     os.close(fd)
     assert not taken.is_alive()
+
+
+def test_a_ninja_run_refuses_a_build_folder_writable_by_others(small_ninja, tmp_path):
+    """As a scons build does, a ninja run with work checks the build folder
+    whole before its first step writes (``gpsimd_build.buildfolder``): a
+    folder in it that every user may write (made under ``umask 0``, say)
+    stops the run, and the compiler never writes its depfile through a
+    link another user could have planted there."""
+    proj = small_ninja
+    relu = proj / "build/host/relu"
+    depfile = next(m.group(1) for m in re.finditer(r"depfile = (\S+)", (proj / "build/build.ninja")
+                                                  .read_text()) if "/relu/" in m.group(1))
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"kept\n")
+    os.symlink(victim, proj / depfile)
+    relu.chmod(0o777)
+    source = proj / RELU
+    source.write_text(source.read_text().replace(GOOD, GOOD + " "))
+    proc = ninja(proj, check=False)
+    assert proc.returncode == 1, proc.stdout
+    assert (f"gpsimd: a folder in the build folder, {os.path.realpath(relu)} is writable by every "
+            f"user (mode 777)") in proc.stdout, proc.stdout
+    assert victim.read_bytes() == b"kept\n"
+    relu.chmod(0o755)
+    os.unlink(proj / depfile)
+    assert ninja(proj).stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed"

@@ -227,3 +227,51 @@ def test_every_spelling_of_build_dir_is_checked_and_the_project_is_no_build_fold
         assert proc.returncode == 2, (spelling, proc.stdout + proc.stderr)
         assert "holds the project's folder" in proc.stderr, (spelling, proc.stderr)
     assert os.listdir(proj / "theirs") == []
+
+
+#: A site_init.py for a copied project: another user wins the race at its
+#: worst moment, making the build folder, with a cached manifest that runs
+#: code when it is read, just after the build's check of a folder that was
+#: not there.
+_RACE = """
+import os, pickle
+from gpsimd_build import buildfolder
+
+class _Evil:
+    def __reduce__(self):
+        return (open, ({marker!r}, "w"))
+
+_check = buildfolder.check
+
+def _check_then_plant(build_dir, inside=True):
+    _check(build_dir, inside)
+    if not os.path.lexists(build_dir):
+        os.mkdir(build_dir)
+        with open(os.path.join(build_dir, ".gpsimd-manifest"), "wb") as f:
+            pickle.dump(_Evil(), f)
+        with open(os.path.join(build_dir, ".sconsign.dblite"), "wb") as f:
+            pickle.dump(_Evil(), f)
+        for name in ("", ".gpsimd-manifest", ".sconsign.dblite"):
+            os.chown(os.path.join(build_dir, name), {nobody}, {nobody})
+
+buildfolder.check = _check_then_plant
+"""
+
+
+@pytest.mark.slow        # (runs SCons)
+@as_root
+@pytest.mark.parametrize("mode", [(), ("-n",), ("-h",), ("-c",)])
+def test_a_build_folder_another_user_makes_after_the_check_is_never_read(tmp_path, mode):
+    """A build makes its folder itself before it checks it (no other user's
+    folder can take the name after the check); a run that makes nothing
+    (-h, -c) reads nothing from a folder that was not there at its check."""
+    proj = copy_project(tmp_path / "p")
+    marker = tmp_path / "their-code-ran"
+    site_init = proj / "site_scons" / "site_init.py"
+    site_init.write_text((site_init.read_text() if site_init.exists() else "")
+                         + _RACE.format(marker=str(marker), nobody=NOBODY))
+    proc = run_scons(proj, "BUILD_DIR=build", *mode, "relu", timeout=600)
+    assert not marker.exists(), proc.stdout + proc.stderr
+    if mode in ((), ("-n",)):       # (the folder is the build's own)
+        assert os.stat(proj / "build").st_uid == os.geteuid()
+        assert proc.returncode == 0, proc.stdout + proc.stderr

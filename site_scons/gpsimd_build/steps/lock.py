@@ -13,7 +13,7 @@
 import argparse
 import sys
 
-from .. import buildlock
+from .. import buildfolder, buildlock
 
 __all__ = ["add_parser", "run"]
 
@@ -25,7 +25,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpsimd: {err}: this ninja run stops before it writes anything; run it "
               f"again once that build has ended", file=sys.stderr)
         return 1
-    except buildlock.UnsafeLock as err:
+    except (buildlock.UnsafeLock, buildfolder.UnsafeBuildFolder) as err:
         print(f"gpsimd: {err}", file=sys.stderr)
         return 1
     return 0

@@ -68,11 +68,11 @@ def _building() -> bool:
     return not (get("help") or get("no_exec") or get("question") or get("clean"))
 
 
-def _check_folder(build_dir: str, inside: bool = True) -> None:
-    """Stop (exit status 2) when the build folder is not safe to build in
-    (``gpsimd_build.buildfolder``; ``inside``: what is in it too)."""
+def _check_folder(build_dir: str) -> None:
+    """Stop (exit status 2) when the build folder, or what is in it, is not
+    safe to build in (``gpsimd_build.buildfolder``)."""
     try:
-        buildfolder.check(build_dir, inside)
+        buildfolder.check(build_dir)
     except buildfolder.UnsafeBuildFolder as err:
         _stop(f"scons: {err}")
 
@@ -136,15 +136,23 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if real_top == real or real_top.startswith(real.rstrip(os.sep) + os.sep):
         _stop(f"scons: BUILD_DIR={build_dir} holds the project's folder {top}: give the "
               f"build a folder of its own (the default is build)")
-    # before anything is read from it or written to it (what is read, the
-    # manifest cache, lies in the folder itself), and again, whole, once held
-    _check_folder(build_dir, inside=False)
+    # before anything is read from it or written to it (the manifest cache
+    # lies in it): made by this build when missing, in every mode that
+    # writes, then checked whole (gpsimd_build.buildfolder)
+    get = SCons.Script.GetOption
+    if not (get("help") or get("clean")):
+        try:
+            buildfolder.make(build_dir)
+        except OSError as err:
+            _stop(f"scons: cannot make {build_dir}: {err.strerror} (errno {err.errno})")
+    present = os.path.isdir(build_dir)
+    _check_folder(build_dir)
     if ninja.wanted() and not env.get("GENERATING_NINJA"):
         # `scons --experimental=ninja`: the ninja fast path, its files in
         # the build folder (known only here)
         ninja.load_tool(env, build_dir)
     allow = env.get("ALLOW_PATHS", "")
-    collection = manifest_cache.load(build_dir, manifest, ".", [allow])
+    collection = manifest_cache.load(build_dir, manifest, ".", [allow]) if present else None
     cached = collection is not None
     if not cached:
         from gpsimd_build.manifest import load_manifest
@@ -163,7 +171,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
         _stop(f"scons: {missing}")   # (`scons -h` still shows the help)
     # `scons -c` removes what a build of the folder reads and writes: it
     # waits for that build as another build does (when there is a folder)
-    cleaning = bool(SCons.Script.GetOption("clean")) and os.path.isdir(build_dir)
+    cleaning = bool(get("clean")) and present
     if building or cleaning:
         try:
             lock.acquire(build_dir, wait=wait_for_lock)
@@ -173,8 +181,7 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
             _stop(f"scons: {err}")
         except OSError as err:
             _stop(f"scons: cannot lock {build_dir}: {err.strerror} (errno {err.errno})")
-        _check_folder(build_dir)    # (again, now that it exists: made by us, not another)
-    if sconsign and (building or os.path.isdir(build_dir)):
+    if sconsign and (building or present):
         # (written whole, or the build stops saying so: sconsign.py)
         env.SConsignFile(os.path.join(build_dir, ".sconsign"), sconsign_db)
     if building and not cached:
