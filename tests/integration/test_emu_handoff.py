@@ -590,3 +590,36 @@ def test_a_server_whose_model_changed_while_it_loaded_serves_no_step(tmp_path):
     finally:
         srv.terminate()
         srv.wait(timeout=10)
+
+
+def test_a_name_whose_queue_is_full_is_no_server_and_never_a_wait():
+    """Another user who binds a server's name first and never accepts fills
+    its queue: the client's connect fails at once (the caller runs the
+    command itself), where a blocking connect waited as long as they held
+    the name."""
+    import threading
+    from gpsimd_emu.client import served
+    name = b"\0gpsimd-test-squat-" + os.urandom(8).hex().encode()
+    squatter = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    squatter.bind(name)
+    squatter.listen(0)
+    queued = []
+    try:
+        while True:                 # (fill its queue, as their clients would)
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            s.setblocking(False)
+            try:
+                s.connect(name)
+            except BlockingIOError:
+                s.close()
+                break
+            queued.append(s)
+        got = []
+        t = threading.Thread(target=lambda: got.append(served._connect(name)), daemon=True)
+        t.start()
+        t.join(60)
+        assert not t.is_alive(), "connect waited on a full queue"
+        assert got == [None]
+    finally:
+        for s in queued + [squatter]:
+            s.close()

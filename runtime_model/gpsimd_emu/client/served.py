@@ -71,10 +71,14 @@ def _here(env: dict, why: str) -> None:
 
 
 def _connect(name: bytes):
-    """A connection to the server ``name`` of this user, or None."""
+    """A connection to the server ``name`` of this user, or None (also when
+    the name's queue is full, as another user's listener that never accepts
+    keeps it: a connect that would wait fails at once)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
+        sock.setblocking(False)
         sock.connect(name)
+        sock.setblocking(True)
         if peer(sock)[1] == os.getuid():
             return sock
     except OSError:
