@@ -338,8 +338,11 @@ static void make_mounts(void)
  * to a path, vsock reaches a virtual machine's host, whatever the network
  * namespace), no io_uring, no kernel keyring (without a user namespace a
  * key outlives the build, in the user's keyring of the machine), no POSIX
- * message queue (one outlives its vector): EACCES; no other ABI's calls (a
- * 32-bit socketcall). */
+ * message queue (one outlives its vector), no namespace made or joined
+ * (unshare, setns, clone with a CLONE_NEW* flag: a new user namespace
+ * would give back every capability in it): EACCES; clone3, whose flags
+ * the filter cannot read, ENOSYS (the C library then uses clone); no
+ * other ABI's calls (a 32-bit socketcall). */
 static int install_filter(void)
 {
 #if defined(__x86_64__)
@@ -349,19 +352,34 @@ static int install_filter(void)
 #endif
 #ifdef SB_ARCH
     static const unsigned refused[] = {__NR_io_uring_setup, __NR_socket, __NR_socketpair,
-                                       __NR_add_key, __NR_request_key, __NR_keyctl, __NR_mq_open};
-    enum { N = sizeof refused / sizeof *refused };
-    struct sock_filter f[7 + N] = {
+                                       __NR_add_key, __NR_request_key, __NR_keyctl, __NR_mq_open,
+                                       __NR_unshare, __NR_setns};
+    const unsigned namespaces = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC
+        | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET;
+    enum { N = sizeof refused / sizeof *refused, ALLOW = 9 + N, REFUSE, NOSYS };
+#define SB_TO(from, to) (unsigned char)((to) - (from) - 1)   /* (a jump's offset) */
+    struct sock_filter f[12 + N] = {
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
         BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SB_ARCH, 1, 0),
         BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES),
         BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, N + 1, 0),  /* x32 */
+        BPF_JUMP(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, SB_TO(4, REFUSE), 0),  /* x32 */
     };
-    for (int i = 0; i < N; i++)          /* (each jumps to the last: refused) */
-        f[5 + i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, refused[i], N - i, 0);
-    f[5 + N] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-    f[6 + N] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES);
+    for (int i = 0; i < N; i++)
+        f[5 + i] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, refused[i],
+                                                SB_TO(5 + i, REFUSE), 0);
+    f[5 + N] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3,
+                                            SB_TO(5 + N, NOSYS), 0);
+    f[6 + N] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0,
+                                            SB_TO(6 + N, ALLOW));
+    f[7 + N] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                                            offsetof(struct seccomp_data, args[0]));
+    f[8 + N] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, namespaces,
+                                            SB_TO(8 + N, REFUSE), 0);
+    f[ALLOW] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    f[REFUSE] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EACCES);
+    f[NOSYS] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+#undef SB_TO
     struct sock_fprog prog = {(unsigned short)(sizeof f / sizeof f[0]), f};
     return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
 #else

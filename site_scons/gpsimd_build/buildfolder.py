@@ -32,7 +32,7 @@ import os
 import pwd
 import stat
 
-__all__ = ["UnsafeBuildFolder", "check", "make"]
+__all__ = ["UnsafeBuildFolder", "check", "check_cache", "make"]
 
 
 class UnsafeBuildFolder(Exception):
@@ -155,3 +155,23 @@ def check(build_dir: str, inside: bool = True) -> None:
     _walk_up(path, me, first)
     if inside and first == "the build folder":
         _walk_down(os.path.realpath(path), me)
+
+
+def check_cache(cache_dir: str) -> None:
+    """A shared cache (``CACHE_DIR``) trusts everyone who may write it: refuse
+    one that every user may write (``o+w``, sticky or not), or with such a
+    folder just inside it (where SCons stores its entries).
+
+    Raises:
+        UnsafeBuildFolder: the message names the folder, its mode and the fix.
+    """
+    folders = [cache_dir] + sorted(e.path for e in os.scandir(cache_dir)
+                                   if e.is_dir(follow_symlinks=False))
+    for folder in folders:
+        mode = os.stat(folder).st_mode
+        if mode & stat.S_IWOTH:
+            raise UnsafeBuildFolder(
+                f"the cache folder {folder} is writable by every user (mode "
+                f"{stat.S_IMODE(mode):o}): anyone could store an object under another "
+                f"source's key, and every build that reads the cache would take it. Take "
+                f"that right away (chmod o-w {folder}), or use a cache only your team can write")

@@ -511,6 +511,19 @@ def test_what_a_kernel_sets_on_its_stdout_does_not_reach_the_next_vector(multico
     assert [o["text"] for o in after.output] == [o["text"] for o in before.output]
 
 
+def test_a_kernel_can_make_or_join_no_namespace(multicore, tmp_path, zygote_program):
+    """A new user namespace gives back every capability in it (mounts, a
+    network of its own): unshare, setns and clone with a CLONE_NEW* flag
+    are refused (EACCES), clone3 (whose flags a filter cannot read) is
+    ENOSYS, and a thread and a process still start (the C library falls
+    back to clone)."""
+    with spread(tmp_path, multicore, zygote_program, ["namespaces"]) as s:
+        got = s.run_vector("namespaces", "a")
+    assert got.status == "pass", got.message
+    assert {o["text"] for o in got.output} == {
+        "unshare: 13, setns: 13, clone: 13, clone3: 38, thread: 0, fork: 0\n"}
+
+
 def test_a_kernel_cannot_use_the_kernel_keyring_nor_posix_message_queues(multicore, tmp_path,
                                                                          zygote_program):
     """Without a user namespace (as root) a key is the machine's, in the

@@ -159,6 +159,7 @@ static int crash() {
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -286,10 +287,33 @@ static int keys() {
     fflush(stdout);
     return relu();
 }
+// a namespace made or joined (unshare, setns, clone with CLONE_NEWUSER), and
+// clone3: the errno of each; a thread and a process still start
+static void* nothing(void*) { return nullptr; }
+static int namespaces() {
+    int un = unshare(CLONE_NEWUSER) != 0 ? errno : 0;
+    int sn = setns(-1, CLONE_NEWNET) != 0 ? errno : 0;
+    long child = syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+    if (child == 0) _exit(0);
+    int cl = child < 0 ? errno : 0;
+    if (child > 0) waitpid(child, nullptr, 0);
+    int c3 = syscall(SYS_clone3, nullptr, 0) != 0 ? errno : 0;
+    pthread_t t;
+    int th = pthread_create(&t, nullptr, nothing, nullptr);
+    if (th == 0) pthread_join(t, nullptr);
+    pid_t p = fork();
+    if (p == 0) _exit(0);
+    int st = -1;
+    if (p > 0) waitpid(p, &st, 0);
+    printf("unshare: %d, setns: %d, clone: %d, clone3: %d, thread: %d, fork: %d\n", un, sn, cl, c3,
+           th, p > 0 && st == 0 ? 0 : -1);
+    fflush(stdout);
+    return relu();
+}
 #define HOSTILE_NAMES , "nochld_crash", "reap", "quit_between", "quit_second", \
-    "stdout_flags_set", "stdout_flags", "keys"
+    "stdout_flags_set", "stdout_flags", "keys", "namespaces"
 #define HOSTILE_FNS , nochld_crash, reap, quit_between, quit_second, stdout_flags_set, \
-    stdout_flags, keys
+    stdout_flags, keys, namespaces
 #else
 #define HOSTILE_NAMES
 #define HOSTILE_FNS

@@ -275,3 +275,31 @@ def test_a_build_folder_another_user_makes_after_the_check_is_never_read(tmp_pat
     if mode in ((), ("-n",)):       # (the folder is the build's own)
         assert os.stat(proj / "build").st_uid == os.geteuid()
         assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_cache_folder_every_user_may_write_is_refused(tmp_path):
+    """Everyone who may write a shared cache is trusted with every build
+    that reads it: one that every user may write, at its top or in the
+    folders SCons stores its entries in, is refused; a group's is not."""
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    cache.chmod(0o2775)
+    buildfolder.check_cache(str(cache))
+    for folder in (cache / "ab", cache):
+        folder.chmod(0o1777)
+        with pytest.raises(buildfolder.UnsafeBuildFolder,
+                           match=f"^the cache folder {folder} is writable by every user "
+                                 f"\\(mode 1777\\)"):
+            buildfolder.check_cache(str(cache))
+
+
+@pytest.mark.slow        # (runs SCons)
+def test_scons_refuses_a_cache_every_user_may_write(tmp_path):
+    proj = copy_project(tmp_path / "p")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    proc = run_scons(proj, f"CACHE_DIR={cache}", "-n", timeout=300)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"scons: the cache folder {cache} is writable by every user "
+                                  f"(mode 777)"), proc.stderr

@@ -17,6 +17,7 @@ from typing import Iterable, List
 import SCons.Script
 from SCons.Script import BoolVariable, EnumVariable, PathVariable, Variables
 
+from gpsimd_build import buildfolder
 # (the emulator's variables, named once: imported while the tool loads)
 from gpsimd_emu.client.protocol import JOBS_ENV, QUIET_ENV, VERBOSE_ENV
 
@@ -129,6 +130,11 @@ def apply(env) -> None:
             where = f"{e.filename}: " if e.filename and e.filename != env["CACHE_DIR"] else ""
             sys.stderr.write(f"scons: cannot use CACHE_DIR={env['CACHE_DIR']}: {where}"
                              f"{e.strerror} (errno {e.errno})\n")
+            SCons.Script.Exit(2)
+        try:
+            buildfolder.check_cache(env["CACHE_DIR"])
+        except buildfolder.UnsafeBuildFolder as e:
+            sys.stderr.write(f"scons: {e}\n")
             SCons.Script.Exit(2)
     if env["FAST"]:         # the opt-in shortcut: header scans kept between runs
         SCons.Script.SetOption("implicit_cache", 1)
