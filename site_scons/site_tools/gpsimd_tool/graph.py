@@ -136,15 +136,11 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     if real_top == real or real_top.startswith(real.rstrip(os.sep) + os.sep):
         _stop(f"scons: BUILD_DIR={build_dir} holds the project's folder {top}: give the "
               f"build a folder of its own (the default is build)")
-    # before anything is read from it or written to it (the manifest cache
-    # lies in it): made by this build when missing, in every mode that
-    # writes, then checked whole (gpsimd_build.buildfolder)
+    # checked whole before anything is read from it (the manifest cache lies
+    # in it; nothing is read from a folder that was not there when checked)
+    # and, when missing, made by this build before anything is written to it
+    # and checked again (gpsimd_build.buildfolder)
     get = SCons.Script.GetOption
-    if not (get("help") or get("clean")):
-        try:
-            buildfolder.make(build_dir)
-        except OSError as err:
-            _stop(f"scons: cannot make {build_dir}: {err.strerror} (errno {err.errno})")
     present = os.path.isdir(build_dir)
     _check_folder(build_dir)
     if ninja.wanted() and not env.get("GENERATING_NINJA"):
@@ -169,6 +165,12 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     building = _building()
     if missing and (building or not SCons.Script.GetOption("help")):
         _stop(f"scons: {missing}")   # (`scons -h` still shows the help)
+    if not (present or get("help") or get("clean")):
+        try:
+            buildfolder.make(build_dir)
+        except OSError as err:
+            _stop(f"scons: cannot make {build_dir}: {err.strerror} (errno {err.errno})")
+        _check_folder(build_dir)    # (made by this build, or by another user in between)
     # `scons -c` removes what a build of the folder reads and writes: it
     # waits for that build as another build does (when there is a folder)
     cleaning = bool(get("clean")) and present
