@@ -173,7 +173,7 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
             raise PlanError(f"{what}: {spec.npy} has shape {list(raw.shape)}, "
                             f"the plan says {list(shape)}")
         data = to_dtype(raw, dtype, f"{what} value", f"its .npy {spec.npy}")
-    return np.ascontiguousarray(data)
+    return np.asarray(data, order="C")     # (0-D stays 0-D: ascontiguousarray makes it 1-D)
 
 
 def make_scalar(spec: ScalarSpec, what: str = "input") -> Tuple[np.ndarray, Any]:
@@ -377,9 +377,9 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raise PlanError("vector has no expected output (reference, values or npy)")
     if vector.output.source:
         _check_shape_function(vector, raw, out_dtype, exp.values is not None)
-    return np.ascontiguousarray(to_dtype(raw, out_dtype, "expected value", exp.source,
-                                         role="the output's dtype",
-                                         literal=exp.values is not None))
+    return np.asarray(to_dtype(raw, out_dtype, "expected value", exp.source,
+                               role="the output's dtype", literal=exp.values is not None),
+                      order="C")
 
 
 def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DType,

@@ -162,6 +162,25 @@ def test_reference_called_in_schema_order_and_cast(tmp_path):
         output_shape(vector(output={"dtype": "float32", "shape": [4]}), out)
 
 
+def test_a_0_d_tensor_stays_0_d(tmp_path):
+    """A vector's 0-D input, and a 0-D expected output, reach the kernel and
+    the comparison as 0-D (not as a tensor of shape [1], where a kernel
+    that writes nothing for a 0-D tensor passed)."""
+    x = make_tensor({"kind": "tensor", "dtype": "float32", "shape": [], "values": 1.5})
+    assert x.shape == () and x.tolist() == 1.5
+    drawn = make_tensor({"kind": "tensor", "dtype": "float32", "shape": [],
+                         "random": {"seed": 1, "distribution": "normal"}})
+    assert drawn.shape == ()
+    (tmp_path / "ref.py").write_text("import numpy as np\ndef twice(x):\n    return 2 * x\n")
+    op = {"name": "twice", "args": [{"name": "x", "type": "Tensor"}]}
+    v = vector(inputs={"x": {"kind": "tensor", "dtype": "float32", "shape": [], "values": 1.5}},
+               expected={"reference": {"file": "ref.py", "function": "twice"}})
+    ins = make_inputs(op, v)
+    assert ins[0].value.shape == ()
+    out = expected_output(v, ins, dt.by_name("float32"), root=str(tmp_path))
+    assert out.shape == () and out.tolist() == 3.0 and out.flags.c_contiguous
+
+
 def test_an_expected_output_is_not_the_reference_s_buffer(tmp_path):
     """A reference that returns one buffer it fills at every call: each
     vector's expected output keeps its own values after later calls."""
