@@ -81,6 +81,9 @@ class VectorResult:
         output: what the cores wrote to stdout and stderr, each ``{"core",
             "stream" ("stdout"/"stderr"), "bytes" (written), "text" (kept:
             the first and last 32 KiB)}``; in the JSON when not empty.
+        second_call_only: it failed on its second call alone (its first
+            call was right: the next vector's second call may take its
+            arguments, as a passed one's); in the JSON only when true.
     """
 
     op: str
@@ -96,6 +99,7 @@ class VectorResult:
     layout: Optional[Dict[str, Any]] = None
     kernel_seconds: float = 0.0
     output: List[Dict[str, Any]] = field(default_factory=list)
+    second_call_only: bool = False
 
     @property
     def passed(self) -> bool:
@@ -120,6 +124,8 @@ class VectorResult:
             doc["layout"] = self.layout
         if self.output:
             doc["output"] = [dict(o) for o in self.output]
+        if self.second_call_only:
+            doc["second_call_only"] = True
         return doc
 
     @classmethod
@@ -131,7 +137,8 @@ class VectorResult:
                    d.get("mismatches"), warnings=[str(w) for w in d.get("warnings") or []],
                    layout=layout if isinstance(layout, dict) else None,
                    output=[o for o in output if isinstance(o, dict)]
-                   if isinstance(output, list) else [])
+                   if isinstance(output, list) else [],
+                   second_call_only=d.get("second_call_only") is True)
 
 
 @dataclass

@@ -74,15 +74,18 @@ def _memory_source(image: DeviceImage, k: int, exact: bool) -> str:
 
 def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                  expected: Optional[np.ndarray], rtol: float, atol: float
-                 ) -> Tuple[List[str], Optional[Comparison], Optional[dict], List[str]]:
-    """Problems the outputs show, the comparison with ``expected`` (None
-    when the values mean nothing: elements never written, a race, values
-    from never-written memory; or when ``expected`` is None, a checks-only
-    vector), the layout (None without checks) and warnings (cores that
-    wrote nothing while the others wrote every element)."""
+                 ) -> Tuple[List[str], Optional[Comparison], Optional[dict], List[str], List[str]]:
+    """Problems the outputs of the first call show, the comparison with
+    ``expected`` (None when the values mean nothing: elements never
+    written, a race, values from never-written memory; or when ``expected``
+    is None, a checks-only vector), the layout (None without checks),
+    warnings (cores that wrote nothing while the others wrote every
+    element), and the problems of the second call (apart: the first call
+    can be right when the second is not)."""
     problems: List[str] = []
     if not image.checks:
-        return problems, _compare(image, image.output_bytes(0, 0), expected, rtol, atol), None, []
+        return problems, _compare(image, image.output_bytes(0, 0), expected, rtol, atol), None, \
+            [], []
     n, size, ncores = image.num_elem, image.itemsize, image.num_cores
     core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
@@ -144,10 +147,10 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     race = _order_problems(image, orders, merged.writers, readers, layout)
     problems += race
     later = _second_call_problems(image, cores, outcome, masks) if not (holes or uninit) else []
-    problems += later
-    if holes or reads or uninit or race or later or expected is None:
-        return problems, None, layout.doc, warnings
-    return problems, _compare(image, merged.merged, expected, rtol, atol), layout.doc, warnings
+    if holes or reads or uninit or race or expected is None:
+        return problems, None, layout.doc, warnings, later
+    return problems, _compare(image, merged.merged, expected, rtol, atol), layout.doc, warnings, \
+        later
 
 
 def _compare(image: DeviceImage, raw: np.ndarray, expected: Optional[np.ndarray], rtol: float,

@@ -60,20 +60,21 @@ def _places(inputs: Sequence[Input]) -> tuple:
 
 
 def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tuple],
-                   root: str, passed: Callable[[str], bool] = lambda name: True,
+                   root: str, right: Callable[[str], bool] = lambda name: True,
                    failed: Callable[[str], bool] = lambda name: False) -> Optional[tuple]:
     """The second call's arguments, ``(signature, name, inputs, expected,
     rtol, atol)``: those of the vector before ``vector`` in the plan when
     it has the signature ``sig`` and an expected output, unless
-    ``failed(its name)``, whether it is known not to have passed (the
-    reference of one that hung is not run again); ``last``, the session's
-    last vector of the op in that form, is used when it is that one (its
-    verdict may not be known yet: ``LibrarySession.run_all``); else they
-    are made again when its arguments take the same places, and used only
-    if ``passed(its name)``, which may run that vector on its own first and
-    is asked only when the whole signature matches: a vector that does not
-    pass judges no second call; else None (the second call repeats the
-    vector's own)."""
+    ``failed(its name)``, whether its first call is known not to have been
+    right (the reference of one that hung is not run again); ``last``, the
+    session's last vector of the op in that form, is used when it is that
+    one (its verdict may not be known yet: ``LibrarySession.run_all``);
+    else they are made again when its arguments take the same places, and
+    used only if ``right(its name)``, whether its first call was right
+    (it passed, or failed on its own second call alone), which may run
+    that vector on its own first and is asked only when the whole
+    signature matches: a vector whose first call is wrong judges no second
+    call; else None (the second call repeats the vector's own)."""
     names = [v.name for v in op.vectors]
     if vector.name not in names or names.index(vector.name) == 0:
         return None
@@ -91,6 +92,6 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
             return None
         last = (signature(inputs, out_dtype, shape, where), prev.name, inputs, expected,
                 rtol, atol)
-        if last[0] != sig or not passed(prev.name):
+        if last[0] != sig or not right(prev.name):
             return None
     return last if last[0] == sig else None

@@ -84,9 +84,11 @@ class LibrarySession:
         #: ``(signature, name, inputs, expected, rtol, atol)``; a vector of
         #: the same signature makes its second call with these arguments
         self._last_of: dict = {}
-        #: (op, vector) -> it passed in this session: a second call made with
-        #: its arguments is judged against its expected output only then
-        self._passed: dict = {}
+        #: (op, vector) -> its first call was right (it passed, or failed on
+        #: its second call alone): a second call made with its arguments is
+        #: judged against its expected output only then, so that a vector's
+        #: verdict does not depend on which vectors run with it
+        self._right: dict = {}
         self._pipelined = False
 
     def _start_zygote(self, ncores: int) -> None:
@@ -248,21 +250,23 @@ class LibrarySession:
         return self._collect_now(*self._find(op, vector), patch_image)
 
     def record_verdicts(self, op: str, verdicts: dict) -> None:
-        """Record ``{vector name: passed}`` of op ``op`` as an earlier
-        process of the same run judged them (one that timed out there is
-        not run again here for the next vector's second call)."""
-        for name, passed in verdicts.items():
-            self._passed.setdefault((op, str(name)), bool(passed))
+        """Record ``{vector name: its first call was right}`` of op ``op``
+        as an earlier process of the same run judged them (one that timed
+        out there is not run again here for the next vector's second
+        call)."""
+        for name, right in verdicts.items():
+            self._right.setdefault((op, str(name)), bool(right))
 
-    def _passes_alone(self, op: OpPlan, name: str) -> bool:
-        """Did vector ``name`` of ``op`` pass in this session? One that has
-        not run (a pytest run of some vectors: ``-k``, ``--lf``, ``-n``,
-        shards) is run now, its second call with its own arguments, so that
-        the next vector's second call, made with its arguments, is judged
-        against its expected output as in a run of the whole plan."""
-        if (op.name, name) not in self._passed and not self._pipelined:
+    def _right_alone(self, op: OpPlan, name: str) -> bool:
+        """Was the first call of vector ``name`` of ``op`` right in this
+        session? One that has not run (a pytest run of some vectors: ``-k``,
+        ``--lf``, ``-n``, shards) is run now, its second call with its own
+        arguments, so that the next vector's second call, made with its
+        arguments, is judged against its expected output as in a run of the
+        whole plan."""
+        if (op.name, name) not in self._right and not self._pipelined:
             self._collect_now(op, self._find(op, name)[1], alone=True)
-        return self._passed.get((op.name, name), False)
+        return self._right.get((op.name, name), False)
 
     def _collect_now(self, op: OpPlan, vector: VectorPlan, patch_image=None,
                      alone: bool = False) -> VectorResult:
@@ -278,7 +282,7 @@ class LibrarySession:
         lay out the image and queue it in the zygote: a ``_Pending`` (a
         failure to queue kept for ``_collect``), or the failed
         ``VectorResult`` when the vector cannot run. ``alone``: its second
-        call repeats its own arguments (``_passes_alone``)."""
+        call repeats its own arguments (``_right_alone``)."""
         import numpy as np
         from .budget import declared_input_bytes, too_big
         from .image import DeviceImage
@@ -287,7 +291,7 @@ class LibrarySession:
 
         def failed(message: str) -> VectorResult:     # (and the result until judged: "")
             if message:         # (it cannot run: it did not pass)
-                self._passed[(op.name, vector.name)] = False
+                self._right[(op.name, vector.name)] = False
             return VectorResult(op.name, vector.name, vector.where, "fail", message)
         if vector.output.error:     # the shape function gave no usable output
             return failed(vector.output.error)
@@ -309,8 +313,8 @@ class LibrarySession:
         out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
         other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
-                               lambda name: self._passes_alone(op, name),
-                               lambda name: self._passed.get((op.name, name)) is False) \
+                               lambda name: self._right_alone(op, name),
+                               lambda name: self._right.get((op.name, name)) is False) \
             if opts.checks and not alone else None
         if expected is not None:
             self._last_of[op.name] = (sig, vector.name, inputs, expected, rtol, atol)
@@ -364,9 +368,10 @@ class LibrarySession:
         from .checks import judge_output
         from .judge import expected_shape_hint, judge_run, output_warnings, warnings_of
         opts, image, result = self.options, p.image, p.result
-        if image.second is not None and not self._passed.get((p.op.name, image.second[0])):
-            # (a failing vector's expected output judges no other; run_all gave it its
-            # arguments before its verdict: passing otherwise, it runs again alone)
+        if image.second is not None and not self._right.get((p.op.name, image.second[0])):
+            # (a vector whose first call was wrong judges no other's second call;
+            # run_all gave its arguments before its verdict: its own first call
+            # right, this vector runs again alone)
             image.second, p.again = None, True
         try:
             outcome = self._outcome(p)
@@ -380,8 +385,9 @@ class LibrarySession:
                 result.warnings = warnings_of(image, self.cores)
             result.output = p.output
             result.warnings += output_warnings(p.output)
+            later: list = []
             if not fatal:
-                more, comparison, result.layout, notes = judge_output(
+                more, comparison, result.layout, notes, later = judge_output(
                     image, self.cores, outcome, p.expected, p.rtol, p.atol)
                 result.warnings += notes
                 # (a core faulted: say what was written, compare nothing)
@@ -391,15 +397,19 @@ class LibrarySession:
                     if not comparison.ok:
                         more.append(comparison.message)
                 problems += more
+            right = not problems
+            problems += later
             if problems:
                 hint = expected_shape_hint(p.vector, image)
                 result.message = "; ".join(problems + ([hint] if hint else []))
             else:
                 result.status = CHECKED if p.expected is None else "pass"
+            result.second_call_only = right and bool(later) and p.expected is not None
             return result
         finally:
-            self._passed[(p.op.name, p.vector.name)] = result.status == "pass"
-            p.again = p.again and result.status == "pass"
+            right = result.passed or result.second_call_only
+            self._right[(p.op.name, p.vector.name)] = right
+            p.again = p.again and right
             image.close()
 
     def _outcome(self, p: "_Pending"):

@@ -6,7 +6,7 @@ bounds each request's time and kills this process's group when it is over.
 [--no-checks] [--zygote PROGRAM]``: opens the plan's library session
 (``gpsimd_emu.session.LibrarySession``), writes ``{"ready": true}`` on
 stdout, then reads one request per line on stdin, ``{"op": NAME,
-"vector": NAME, "verdicts": {NAME: PASSED}}`` (``verdicts``: those the
+"vector": NAME, "verdicts": {NAME: FIRST_CALL_RIGHT}}`` (``verdicts``: those the
 client had of the op's vectors, from this process or one before it,
 ``LibrarySession.record_verdicts``), and answers each with one line, the vector's result
 (``VectorResult.to_json`` with its ``elements`` and ``printf``), or

@@ -479,16 +479,18 @@ def _alone(proj, plan, op_name, vector_name):
     return r.status, r.message
 
 
-def test_a_vector_after_one_that_fails_still_has_its_state_checked(broken, tmp_path):
-    """A whole run makes the next vector ready while the current one runs,
-    its second call with the current one's arguments: when that vector
-    then failed, its expected output judged nothing, and the next vector
-    passed with no second call judged. call_counter's n10 fails (its own
-    second call differs); n10b, the same form, passed after it (found by
-    an attacker: every later vector of a kernel that keeps a counter
-    passed). It now runs again, its second call with its own arguments, in
-    a whole run and vector by vector alike; the vector after it is made
-    again after it."""
+def test_a_vector_after_one_that_fails_on_its_second_call_has_its_own_judged_with_its_arguments(
+        broken, tmp_path):
+    """call_counter's n10 fails on its own second call; its first call is
+    right, so n10b, the same form, makes its second call with n10's
+    arguments, judged against n10's expected output: the same verdict in a
+    whole run (which makes n10b ready while n10 runs), vector by vector,
+    and with n10b alone (a pytest -k: n10 is run first, on its own). Two
+    attackers found verdicts that hung on which vectors ran: n10b passed
+    in a whole run when n10's failure dropped its second call's check, and
+    a vector after one that failed on its second call alone was judged
+    against its own arguments under -k or -n but against the previous
+    vector's in a whole run."""
     from gpsimd_emu.session import LibrarySession
     from gpsimd_emu.settings import RunOptions
     proj, _, _ = broken
@@ -502,13 +504,60 @@ def test_a_vector_after_one_that_fails_still_has_its_state_checked(broken, tmp_p
     (tmp_path / "plan.json").write_text(json.dumps(data))
     plan = load_plan(str(tmp_path / "plan.json"))
     options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
-    counted = ("fail", f"core 0: output elements [0, 10) {SECOND_CALL}")
     with LibrarySession(plan, root=str(proj), options=options) as s:
         whole = [(r.vector, r.status, r.message) for r in s.run_all().vectors]
     with LibrarySession(plan, root=str(proj), options=options) as s:
         each = [(r.vector, r.status, r.message)
                 for r in (s.run_vector("call_counter", name) for name in ("n10", "n10b"))]
-    assert whole == each == [("n10", *counted), ("n10b", *counted)]
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        alone = [(r.vector, r.status, r.message) for r in [s.run_vector("call_counter", "n10b")]]
+    assert whole == each
+    assert whole[0] == ("n10", "fail", f"core 0: output elements [0, 10) {SECOND_CALL}")
+    assert alone == whole[1:]
+    vector, status, message = whole[1]
+    assert (vector, status) == ("n10b", "fail")
+    assert message.startswith(f"a second call of the op, with the arguments of vector 'n10' after "
+                              f"a call with this vector's, is wrong ({STATE}): 10 of 10 elements "
+                              f"differ (rtol=1.3e-06, atol=1e-05): [0] actual "), message
+    # (the second call is the counter's second: 4 x where n10's reference is 2 x)
+    pairs = re.findall(r"\[\d\] actual (\S+) expected (\S+?),", message)
+    assert len(pairs) == 5
+    for actual, expected in pairs:
+        assert float(actual) == pytest.approx(2 * float(expected), rel=1e-6)
+
+
+def test_a_vector_s_verdict_does_not_hang_on_which_vectors_run_with_it(broken, tmp_path):
+    """cached_scale keeps the scale of its first call. s3 fails on its second
+    call (with s1's arguments) alone; its first call is right, so s5's second
+    call takes s3's arguments and fails, in a whole run as with s5 alone
+    (pytest -k, -n: s3 is run first, on its own). The whole run used to
+    pass s5 (s3 had failed, so s5's second call repeated its own
+    arguments, which hide the bug) where s5 alone failed."""
+    from gpsimd_emu.session import LibrarySession
+    from gpsimd_emu.settings import RunOptions
+    proj, _, _ = broken
+    data = json.loads((proj / "build/host/broken_memory/testplan.json").read_text())
+    op = next(o for o in data["ops"] if o["name"] == "cached_scale")
+    s5 = json.loads(json.dumps(op["vectors"][1]))
+    s5["name"] = "s5"
+    s5["inputs"]["x"]["values"] = [3.0, -1.0]
+    s5["inputs"]["s"]["value"] = 5.0
+    op["vectors"].append(s5)
+    data["ops"] = [op]
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    plan = load_plan(str(tmp_path / "plan.json"))
+    options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        whole = [(r.vector, r.status, r.message) for r in s.run_all().vectors]
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        alone = [(r.vector, r.status, r.message) for r in [s.run_vector("cached_scale", "s5")]]
+    # s3's arguments after s5's call: the scale 2 + 5 kept, where s3's reference scales by 2 + 3
+    assert whole[2] == alone[0] == (
+        "s5", "fail", f"a second call of the op, with the arguments of vector 's3' after a call "
+                      f"with this vector's, is wrong ({STATE}): 2 of 2 elements differ "
+                      f"(rtol=1.3e-06, atol=1e-05): [0] actual 3.5 expected 2.5, [1] actual 28 "
+                      f"expected 20; max_abs_err 8")
+    assert [v[:2] for v in whole] == [("s1", "pass"), ("s3", "fail"), ("s5", "fail")]
 
 
 def test_a_vector_run_alone_has_its_second_call_judged_as_in_a_whole_run(broken, tmp_path):
