@@ -116,13 +116,16 @@ class OutputSpec:
     the expected result must then have exactly that shape and dtype.
     ``error`` (optional) says why the shape function gave no usable output
     for this vector: the vector fails with it and nothing runs. Both are
-    written only when set (``gpsimd_emu.shapes`` fills them)."""
+    written only when set (``gpsimd_emu.shapes`` fills them).
+    ``defaulted``: the manifest gave no dtype, the first tensor input's
+    is used (written only when true)."""
 
     dtype: Any = None
     shape: Optional[Tuple[Any, ...]] = None
     location: str = "hbm"
     source: Optional[str] = None
     error: Optional[str] = None
+    defaulted: bool = False
 
     def to_json(self) -> Dict[str, Any]:
         d: Dict[str, Any] = {"dtype": self.dtype,
@@ -133,6 +136,8 @@ class OutputSpec:
             d["source"] = self.source
         if self.error is not None:
             d["error"] = self.error
+        if self.defaulted:
+            d["defaulted"] = True
         return d
 
     @classmethod
@@ -140,7 +145,8 @@ class OutputSpec:
         d = need_object(d or {}, where)
         extra = {k: str(d[k]) for k in ("source", "error") if d.get(k) is not None}
         return cls(d.get("dtype"), opt_shape(d.get("shape")),
-                   "hbm" if d.get("location") is None else d.get("location"), **extra)
+                   "hbm" if d.get("location") is None else d.get("location"), **extra,
+                   defaulted=d.get("defaulted") is True)
 
 
 @dataclass(frozen=True)

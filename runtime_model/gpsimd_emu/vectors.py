@@ -375,6 +375,11 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raw = _load_npy(exp.npy, root, "expected")
     else:
         raise PlanError("vector has no expected output (reference, values or npy)")
+    if vector.output.defaulted and exp.values is None and raw.dtype.kind in "biu" \
+            and not out_dtype.is_integer:
+        raise PlanError(f"{exp.source} gives {raw.dtype} values, but the output's dtype is "
+                        f"{out_dtype.name} only as the first tensor input's: say which the kernel "
+                        f"returns (output: {{dtype: ...}} on the op or the vector)")
     if vector.output.source:
         _check_shape_function(vector, raw, out_dtype, exp.values is not None)
     return np.asarray(to_dtype(raw, out_dtype, "expected value", exp.source,

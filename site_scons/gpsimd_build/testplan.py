@@ -46,7 +46,7 @@ def _vector(v: Vector, types: Dict[str, str]) -> VectorPlan:
     return VectorPlan(
         v.name, {i.name: _input(i, types[i.name]) for i in v.inputs},
         OutputSpec(v.output_dtype, tuple(v.output_shape) if v.output_shape is not None else None,
-                   v.output_memory),
+                   v.output_memory, defaulted=v.output_dtype_defaulted),
         _expected(v.expected), v.rtol, v.atol, str(v.location))
 
 

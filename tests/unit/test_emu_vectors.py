@@ -162,6 +162,28 @@ def test_reference_called_in_schema_order_and_cast(tmp_path):
         output_shape(vector(output={"dtype": "float32", "shape": [4]}), out)
 
 
+def test_integers_for_an_output_whose_float_dtype_was_defaulted_are_refused(tmp_path):
+    """A reference that returns int8 for an op whose output dtype the
+    manifest leaves to the first tensor input (float32): the kernel that
+    returns float32 passed and the int8 one failed on the descriptor. The
+    vector fails and asks which it is; a dtype given anywhere is used."""
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "def axpy(x, y, alpha):\n"
+        "    return np.clip(np.rint(x + alpha * y), -128, 127).astype(np.int8)\n")
+    ins = make_inputs(OP, vector())
+    defaulted = vector(output={"dtype": "float32", "shape": None, "defaulted": True})
+    with pytest.raises(PlanError, match=r"^the reference ref.py:axpy gives int8 values, but the "
+                                        r"output's dtype is float32 only as the first tensor "
+                                        r"input's: say which the kernel returns \(output: "
+                                        r"\{dtype: \.\.\.\} on the op or the vector\)$"):
+        expected_output(defaulted, ins, dt.by_name("float32"), root=str(tmp_path))
+    given = expected_output(vector(), ins, dt.by_name("float32"), root=str(tmp_path))
+    assert given.dtype == np.float32 and given.tolist() == [12.0, 24.0, 36.0]
+    as_int8 = expected_output(defaulted, ins, dt.by_name("int8"), root=str(tmp_path))
+    assert as_int8.dtype == np.int8 and as_int8.tolist() == [12, 24, 36]
+
+
 def test_a_0_d_tensor_stays_0_d(tmp_path):
     """A vector's 0-D input, and a 0-D expected output, reach the kernel and
     the comparison as 0-D (not as a tensor of shape [1], where a kernel

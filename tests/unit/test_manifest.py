@@ -629,7 +629,8 @@ def test_minimal_manifest_model():
                                         values=None, npy=None, location=loc(11, 15)),),
                     output_dtype="float32", output_shape=None,
                     expected=Expected(reference=ref, values=None, npy=None),
-                    rtol=1.3e-6, atol=1e-5, location=loc(9, 13)),)),)),),
+                    rtol=1.3e-6, atol=1e-5, location=loc(9, 13),
+                    output_dtype_defaulted=True),)),)),),
         manifests=(path,))
     assert load_manifest(path) == expected
     assert seed == m.default_seed("relu", "relu_forward", "n1000", "x")
@@ -649,6 +650,7 @@ def test_full_manifest_model():
     uniform, normal, npy = op.vectors
     # op-level output dtype and rtol; dtype default atol
     assert (uniform.output_dtype, uniform.rtol, uniform.atol) == ("float16", 1e-2, 1e-5)
+    assert not uniform.output_dtype_defaulted       # (given by the op)
     assert uniform.inputs[0].random == m.Random("uniform", 3, low=-2.0, high=2.0)
     assert normal.name == "normal-1.0"
     assert normal.inputs[0].random == m.Random(

@@ -133,6 +133,8 @@ class Vector:
     location: Location
     #: where the host places the output: "hbm" or "sbuf" (``output.location``).
     output_memory: str = "hbm"
+    #: the output dtype was given nowhere: it is the first tensor input's
+    output_dtype_defaulted: bool = False
 
 
 @dataclass(frozen=True)

@@ -323,7 +323,9 @@ class _OpChecks(_InputChecks):
         return Vector(name=name, inputs=tuple(inputs), output_dtype=output_dtype,
                       output_shape=output_shape, expected=expected, rtol=rtol, atol=atol,
                       location=self.location(path),
-                      output_memory=output.get("location", "hbm"))
+                      output_memory=output.get("location", "hbm"),
+                      output_dtype_defaulted=not (shaped or output.get("dtype")
+                                                  or op_output.get("dtype")))
 
     def vector_inputs(self, path: DocPath, vec: dict, given: dict, schema: Optional[OpSchema],
                       inputs: list, seed_parts: Tuple[str, str, str]) -> Optional[str]:
