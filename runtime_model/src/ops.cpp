@@ -315,6 +315,9 @@ static Tensor& clamp_impl(Tensor* out, const Tensor& self, const Scalar& lo, con
                           c10::isIntegralType(r->dtype);
     const double dl = lo.toDouble(), dh = hi.toDouble();
     const int64_t il = lo.toLong(), ih = hi.toLong();
+    /* uint64 elements (read as int64 bit patterns) compare unsigned; a
+     * negative bound is below all of them */
+    const bool u64 = r->dtype == ScalarType::UInt64;
     run(r, a, a, int_math,
         [dl, dh](double x, double) {
             if (x != x) return x;
@@ -322,7 +325,12 @@ static Tensor& clamp_impl(Tensor* out, const Tensor& self, const Scalar& lo, con
             const double y = x < dl ? dl : x;
             return y > dh ? dh : y;
         },
-        [il, ih](int64_t x, int64_t) { return (x < il ? il : x) > ih ? ih : (x < il ? il : x); });
+        [il, ih, u64](int64_t x, int64_t) {
+            const bool below = u64 ? il > 0 && uint64_t(x) < uint64_t(il) : x < il;
+            const int64_t y = below ? il : x;
+            const bool above = u64 ? ih < 0 || uint64_t(y) > uint64_t(ih) : y > ih;
+            return above ? ih : y;
+        });
     return out ? *out : holder;
 }
 

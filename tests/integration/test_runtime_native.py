@@ -211,6 +211,13 @@ def test_stream_accessors(build, tmp_path):
     assert r["tcm_peak"] == 2 * 4096  # each active stream holds 4 KiB of the TCM pool
 
 
+def test_clamp_compares_uint64_elements_unsigned(build, tmp_path):
+    r = scenario(build, "clamp_u64", tmp_path)
+    assert_ok(r)
+    u = np.array([5, 2000, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+    np.testing.assert_array_equal(load(r, "out", np.float32), np.clip(u, 0, 1000).astype(np.float32))
+
+
 def test_elementwise_operations(build, tmp_path):
     r = scenario(build, "elementwise", tmp_path)
     assert_ok(r)

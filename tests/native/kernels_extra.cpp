@@ -201,6 +201,20 @@ torch::Tensor probe(const torch::Tensor& x, int mode) {
         out.tcm_accessor().tcm_to_tensor<float>(b, 0, 1);
         return out;
     }
+    case 23: {  // clamp of uint64 elements past 2^63: compared unsigned
+        torch::Tensor u = torch::empty({4}, torch::kUInt64);
+        auto ua = u.accessor<uint64_t, 1>();
+        ua[0] = 5;
+        ua[1] = 2000;
+        ua[2] = (uint64_t(1) << 63) + 5;
+        ua[3] = ~uint64_t(0);
+        torch::Tensor c = torch::clamp(u, 0, 1000);
+        auto ca = c.accessor<uint64_t, 1>();
+        torch::Tensor out = torch::zeros({4}, torch::kFloat);
+        auto o = out.accessor<float, 1>();
+        for (int i = 0; i < 4; ++i) o[i] = float(ca[i]);
+        return out;
+    }
     case 22: {  // 64 bytes of HBM scratch copied into 16 bytes of dataram staging
         void* stage = nullptr;
         neuron_dataram_allocate(16, &stage, 4);
