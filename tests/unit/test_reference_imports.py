@@ -5,6 +5,7 @@ root), never numpy or the standard library; in the collection's model,
 its reads (the manifest cache) and the test's dependencies."""
 
 import ast
+import json
 import os
 import pathlib
 
@@ -226,8 +227,10 @@ def test_the_model_and_the_test_s_files_hold_them(collection):
                                "pkg/inner/deep.py", "pkg/mod.py", "pkg/sib2.py")
     assert refs[2].imports == ()
     assert testplan.plan_files(lib) == sorted(set(refs[0].imports) | {"kernels/x/ref.py"})
-    # the plan the emulator runs is the same text: what a reference imports is not in it
-    assert "imports" not in testplan.library_plan(lib, [(None, "x", "x.so")]).dumps()
+    # the plan carries them, for the emulator's check of what a reference loads
+    plan = json.loads(testplan.library_plan(lib, [(None, "x", "x.so")]).dumps())
+    assert [v["expected"]["reference"]["imports"] for v in plan["ops"][0]["vectors"]] == [
+        list(r.imports) for r in refs]
 
 
 @pytest.mark.parametrize("change", ["edit", "create", "remove", "package"])
