@@ -2,7 +2,9 @@
 their source at every run (gpsimd_emu.sourceonly): an edit that keeps a
 file's size within the second of the bytecode cache's record runs the new
 code, where a plain import runs the old; a package outside the project's
-folders keeps its cache; built-in modules keep their precedence."""
+folders keeps its cache; built-in modules keep their precedence; a
+project module a reference loads that the plan does not count among its
+imports (a computed import) fails it."""
 import os
 import subprocess
 import sys
