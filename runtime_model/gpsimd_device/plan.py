@@ -26,7 +26,7 @@ from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .limits import DEFAULT_STACK_SIZE
 from .planinputs import (InputSpec, Number, PlanError, RandomSpec, ScalarSpec, TensorSpec,
-                         input_from_json, need_object, opt_number, opt_shape)
+                         input_from_json, need_object, opt_number, opt_paths, opt_shape)
 
 __all__ = [
     "PLAN_FORMAT", "PlanError", "RandomSpec", "TensorSpec", "ScalarSpec", "InputSpec",
@@ -41,11 +41,14 @@ PLAN_FORMAT = 1
 @dataclass(frozen=True)
 class ReferenceSpec:
     """A numpy reference: ``function`` of the ``.py`` ``file`` (relative to
-    the root) or of the importable ``module``."""
+    the root) or of the importable ``module``; ``imports``, the project's
+    module files the build counts as its dependencies (root-relative), the
+    only ones it may load (None, a plan not the build's: not checked)."""
 
     file: Optional[str]
     module: Optional[str]
     function: str
+    imports: Optional[Tuple[str, ...]] = None
 
     @property
     def label(self) -> str:
@@ -53,12 +56,14 @@ class ReferenceSpec:
         return self.file or self.module or "?"
 
     def to_json(self) -> Dict[str, Any]:
-        return {"file": self.file, "module": self.module, "function": self.function}
+        return {"file": self.file, "module": self.module, "function": self.function,
+                **({} if self.imports is None else {"imports": list(self.imports)})}
 
     @classmethod
     def from_json(cls, d: Any, where: str) -> "ReferenceSpec":
         d = need_object(d, where)
-        return cls(d.get("file"), d.get("module"), d.get("function") or "")
+        return cls(d.get("file"), d.get("module"), d.get("function") or "",
+                   opt_paths(d, "imports", where))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 __all__ = ["Number", "PlanError", "RandomSpec", "TensorSpec", "ScalarSpec", "InputSpec",
            "SCALAR_DTYPES", "SCALAR_ARG_TYPES", "input_from_json", "need_object", "opt_number",
-           "opt_shape"]
+           "opt_paths", "opt_shape"]
 
 Number = Union[int, float]
 
@@ -45,6 +45,14 @@ def opt_number(d: Mapping[str, Any], key: str, where: str) -> Optional[Number]:
     if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
         raise PlanError(f"{where}.{key}: expected a number, got {v!r}")
     return v
+
+
+def opt_paths(d: Mapping[str, Any], key: str, where: str) -> Optional[Tuple[str, ...]]:
+    """``d[key]``: a list of strings, as a tuple, or None; else :class:`PlanError`."""
+    v = d.get(key)
+    if v is not None and not (isinstance(v, list) and all(isinstance(p, str) for p in v)):
+        raise PlanError(f"{where}.{key}: expected a list of paths, got {v!r}")
+    return None if v is None else tuple(v)
 
 
 def opt_shape(v: Any) -> Optional[Tuple[Any, ...]]:

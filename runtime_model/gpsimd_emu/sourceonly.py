@@ -10,14 +10,26 @@ the reference's folder or the folder the emulator runs in (the project's
 root), as the build counts them (``gpsimd_build.manifest.imports``), and
 from no more specific ``sys.path`` entry (a virtual environment inside the
 project keeps its caches).
+
+Each reference has modules of its own (:func:`own_modules`), each loaded
+as it reaches it, so that every project module file it runs is known,
+whatever form its import takes: one the build did not count as its
+dependency fails its vectors (``vectors.load_reference``).
 """
 
+import contextlib
 import importlib.machinery
 import os
 import sys
-from typing import Optional, Set
+from typing import Dict, List, Optional, Set
 
-__all__ = ["SourceOnlyLoader", "local_folder"]
+from gpsimd_device.plan import PlanError, ReferenceSpec
+
+__all__ = ["SourceOnlyLoader", "counted", "local_folder", "own_modules"]
+
+#: The sets of :func:`own_modules` in progress, each given the path of
+#: every module a :class:`SourceOnlyLoader` runs.
+_LOADING: List[Set[str]] = []
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
@@ -27,6 +39,57 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
     def get_code(self, fullname):
         return self.source_to_code(self.get_data(self.path), self.path)
 
+    def exec_module(self, module):
+        for loaded in _LOADING:
+            loaded.add(self.path)
+        super().exec_module(module)
+
+
+def _project(module) -> bool:
+    """Did a :class:`SourceOnlyLoader` load ``module``?"""
+    return isinstance(getattr(module, "__loader__", None), SourceOnlyLoader)
+
+
+@contextlib.contextmanager
+def own_modules(mine: Dict[str, object], loaded: Set[str]):
+    """A reference's load or call: of the project's modules (those a
+    :class:`SourceOnlyLoader` loaded), ``sys.modules`` holds only ``mine``,
+    those this reference loaded before, so that each other one it reaches,
+    however it names it (one an earlier reference loaded too), is loaded
+    again and its file (absolute) added to ``loaded``; then the modules
+    loaded join ``mine`` and the others are back. (A loaded reference keeps
+    its modules: its globals hold them; each reference has its own, an
+    ``import helpers`` finds its own folder's whatever ran before.)"""
+    others = {name: m for name, m in sys.modules.items() if _project(m)}
+    for name in others:
+        del sys.modules[name]
+    sys.modules.update(mine)
+    _LOADING.append(loaded)
+    try:
+        yield
+    finally:
+        _LOADING.remove(loaded)
+        for name, module in list(sys.modules.items()):
+            if _project(module):
+                mine[name] = sys.modules.pop(name)
+        sys.modules.update(others)
+
+
+def counted(ref: ReferenceSpec, loaded: Set[str], root: str) -> None:
+    """Raise PlanError when the reference ``ref`` loaded (``loaded``, as
+    :func:`own_modules` fills it) a project module file the build did not
+    count as its dependency (``ref.imports``, root-relative; None: not
+    checked)."""
+    counted = {os.path.normpath(p).replace(os.sep, "/") for p in (ref.imports or ()) + (
+        (ref.file,) if ref.file else ())}
+    extra = sorted({os.path.relpath(p, os.path.abspath(root)).replace(os.sep, "/")
+                    for p in loaded} - counted) if ref.imports is not None else []
+    if extra:
+        raise PlanError(f"reference {ref.label}:{ref.function} imported {', '.join(extra)}, "
+                        "which the build cannot see as a dependency (a computed import): an "
+                        "edit to it would not run this test again; import it with a plain "
+                        "import statement (docs/manifest.md)")
+
 
 class _LocalFinder:
     """Python's path finder, with :class:`SourceOnlyLoader` for the source
@@ -35,9 +98,6 @@ class _LocalFinder:
 
     def __init__(self) -> None:
         self.folders: Set[str] = set()
-        #: The folder ``local_folder`` last made ready (its modules in
-        #: ``sys.modules``), or None.
-        self.entered: Optional[str] = None
 
     def find_spec(self, fullname, path=None, target=None):
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
@@ -61,31 +121,10 @@ _FINDER = _LocalFinder()
 
 
 def local_folder(folder: str) -> None:
-    """Before a reference of ``folder`` loads, and before each of its calls
-    when a reference of another folder came between: make ``folder`` (and
-    the folder this process runs in) local, so that a module imported from
-    it from now on is compiled from its source; and first drop from
-    ``sys.modules`` each project module (one a :class:`SourceOnlyLoader`
-    loaded) whose top-level name ``folder`` holds too (``a.py`` or ``a/``)
-    but which is not that file or package (one of another folder, a
-    subfolder's included), with its submodules, so that the reference's
-    ``import helpers`` finds the ``helpers`` of its own folder, not one an
-    earlier reference of another folder loaded under that name. (A loaded
-    reference keeps the modules it imported: its globals hold them.
-    Modules no name of ``folder`` shadows stay.)"""
-    folder = os.path.abspath(folder)
-    if _FINDER.entered == folder:
-        return
-    for name, module in list(sys.modules.items()):
-        if not isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
-            continue
-        base = os.path.join(folder, name.split(".")[0])
-        origin = os.path.abspath(getattr(module, "__file__", "") or "")
-        if (os.path.isdir(base) or os.path.isfile(base + ".py")) and origin != base + ".py" \
-                and not origin.startswith(os.path.join(base, "")):
-            del sys.modules[name]
-    _FINDER.entered = folder
-    _FINDER.folders.update({folder, os.path.abspath(os.curdir)})
+    """Before a reference of ``folder`` loads or is called: make ``folder``
+    (and the folder this process runs in) local, so that a module imported
+    from it from now on is compiled from its source."""
+    _FINDER.folders.update({os.path.abspath(folder), os.path.abspath(os.curdir)})
     if _FINDER not in sys.meta_path:
         at = next((k for k, f in enumerate(sys.meta_path)
                    if f is importlib.machinery.PathFinder), len(sys.meta_path))

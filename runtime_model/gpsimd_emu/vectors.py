@@ -17,7 +17,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
 
 from . import dtypes as dt
 from .convert import exact_ints, to_dtype
-from .sourceonly import SourceOnlyLoader, local_folder
+from .sourceonly import SourceOnlyLoader, counted, local_folder, own_modules
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -251,13 +251,15 @@ def _short_exc(e: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _in_folder(folder: str):
-    """``folder``'s modules ready (``sourceonly.local_folder``) and
-    ``folder`` first on ``sys.path``, for a reference's load and each call."""
+def _in_folder(folder: str, mine: Dict[str, Any], loaded: Set[str]):
+    """``folder``'s modules ready (``sourceonly.local_folder``), ``folder``
+    first on ``sys.path`` and the reference's own modules in ``sys.modules``
+    (``sourceonly.own_modules``), for a reference's load and each call."""
     local_folder(folder)
     sys.path.insert(0, folder)
     try:
-        yield
+        with own_modules(mine, loaded):
+            yield
     finally:
         with contextlib.suppress(ValueError):
             sys.path.remove(folder)
@@ -267,7 +269,7 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     """The reference function ``ref.function`` of ``ref.file`` (imported by
     path under a unique module name) or of the importable ``ref.module``,
     loaded and called with its folder (the project's root for a module)
-    first on ``sys.path`` and the modules of that folder in ``sys.modules``
+    first on ``sys.path`` and its own modules in ``sys.modules``
     (``_in_folder``: an ``import helpers`` as it runs, too, finds its own
     folder's, whatever reference ran before it); the reference and the
     modules it imports from the project are compiled from their source
@@ -275,8 +277,10 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
 
     Raises:
         PlanError: the file/module cannot be imported (message gives the
-            exception and the failing line of the reference), or it has no
-            callable ``function``.
+            exception and the failing line of the reference), it has no
+            callable ``function``, or it loaded (as it loads and, from the
+            function returned, as it runs) a project module the build did
+            not count as its dependency (``ref.imports``, when given).
     """
     file, module, func = ref.file, ref.module, ref.function
     if not func:
@@ -285,12 +289,14 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
         raise PlanError("reference needs a file or a module")
     full = os.path.join(root, file) if file else None
     folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
-    mod = _REF_CACHE.get((full, module))
-    if mod is None:
+    cached = _REF_CACHE.get((full, module))
+    if cached is None:
         if file and not os.path.isfile(full):
             raise PlanError(f"reference {file}: no such file")
+        mine: Dict[str, Any] = {}
+        loaded: Set[str] = set()
         try:
-            with _in_folder(folder):
+            with _in_folder(folder, mine, loaded):
                 if module and not file:
                     mod = importlib.import_module(module)
                 else:
@@ -308,14 +314,18 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
             raise PlanError(f"reference {ref.label} cannot be imported: {_short_exc(e)}"
                             f"{_user_frame(e, file)}") from None
-        _REF_CACHE[(full, module)] = mod
+        cached = _REF_CACHE[(full, module)] = (mod, mine, loaded)
+    mod, mine, loaded = cached
+    counted(ref, loaded, root)
     fn = getattr(mod, func, None)
     if not callable(fn):
         raise PlanError(f"reference {ref.label} has no function {func!r}")
 
     def call(*args):
-        with _in_folder(folder):
-            return fn(*args)
+        with _in_folder(folder, mine, loaded):
+            result = fn(*args)
+        counted(ref, loaded, root)
+        return result
     return call
 
 
@@ -356,6 +366,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         try:
             with np.errstate(all="ignore"):
                 result = fn(*args)
+        except PlanError:           # (a module the build cannot see, load_reference)
+            raise
         except BaseException as e:  # the reference's own bug
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
                             f"{_short_exc(e)}{_user_frame(e, ref.file)}") from None

@@ -18,7 +18,7 @@ __all__ = ["PLAN_NAME", "SHAPED_PLAN_NAME", "FILES_NAME", "library_plan", "op_pl
 
 
 def _reference(ref: Reference) -> ReferenceSpec:
-    return ReferenceSpec(ref.file, ref.module, ref.function)
+    return ReferenceSpec(ref.file, ref.module, ref.function, ref.imports)
 
 
 def _input(inp, arg_type: str):

@@ -2,7 +2,9 @@
 their source at every run (gpsimd_emu.sourceonly): an edit that keeps a
 file's size within the second of the bytecode cache's record runs the new
 code, where a plain import runs the old; a package outside the project's
-folders keeps its cache; built-in modules keep their precedence."""
+folders keeps its cache; built-in modules keep their precedence; a
+project module a reference loads that the plan does not count among its
+imports (a computed import) fails it."""
 import os
 import subprocess
 import sys
@@ -148,3 +150,61 @@ def test_an_import_as_a_reference_runs_finds_its_own_folder_s_module(tmp_path):
                    "alone = a(1)\n"
                    "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
                    "print(alone, b(1), a(1), b(1))\n", tmp_path) == "2 3 2 3"
+
+
+COUNTED = """
+from gpsimd_device.plan import PlanError, ReferenceSpec
+from gpsimd_emu.vectors import load_reference
+def run(file, imports, module=None):
+    try:
+        return load_reference(ReferenceSpec(file, module, "f", imports))(1)
+    except PlanError as e:
+        return str(e)
+"""
+
+FIX = ("which the build cannot see as a dependency (a computed import): an edit to it would "
+       "not run this test again; import it with a plain import statement (docs/manifest.md)")
+
+
+def test_a_module_loaded_by_a_computed_name_fails_its_reference(tmp_path):
+    """As the reference loads (find_spec and exec_module, which no scanner
+    follows) or as it runs (a computed name), and for a module reference:
+    a project module the plan does not count fails the reference, naming
+    it; counted, or in a plan without counts, it runs."""
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k/helpa.py").write_text("F = 2\n")
+    (tmp_path / "k/load.py").write_text(
+        "import importlib.util\n_s = importlib.util.find_spec('helpa')\n"
+        "_h = importlib.util.module_from_spec(_s)\n_s.loader.exec_module(_h)\n"
+        "def f(x):\n    return x * _h.F\n")
+    (tmp_path / "k/call.py").write_text(
+        "import importlib\nN = 'helpa'\ndef f(x):\n    return x * importlib.import_module(N).F\n")
+    (tmp_path / "modref.py").write_text(
+        "import importlib\nN = 'pkg.c'\nC = importlib.import_module(N).C\ndef f(x):\n    return x + C\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.py").write_text("")
+    (tmp_path / "pkg/c.py").write_text("C = 10\n")
+    out = _python(COUNTED + "for case in ([('k/load.py', ())], [('k/call.py', ())],\n"
+                  "             [(None, ('modref.py',), 'modref')], [('k/load.py', None)],\n"
+                  "             [('k/call.py', ('k/helpa.py',))]):\n"
+                  "    print(run(*case[0]))\n", tmp_path).splitlines()
+    assert out == [f"reference k/load.py:f imported k/helpa.py, {FIX}",
+                   f"reference k/call.py:f imported k/helpa.py, {FIX}",
+                   f"reference modref:f imported pkg/__init__.py, pkg/c.py, {FIX}",
+                   "2", "2"]
+
+
+def test_a_module_an_earlier_reference_loaded_is_caught_when_reached_by_name(tmp_path):
+    """``helpa`` is in ``sys.modules`` already, loaded by a reference that
+    imports it plainly (counted): another reference of the folder that
+    reaches it by a computed name, with no loader call of its own, still
+    fails; the first still runs."""
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k/helpa.py").write_text("F = 2\n")
+    (tmp_path / "k/plain.py").write_text("import helpa\ndef f(x):\n    return x * helpa.F\n")
+    (tmp_path / "k/dyn.py").write_text(
+        "import importlib\nN = 'helpa'\ndef f(x):\n    return x * importlib.import_module(N).F\n")
+    out = _python(COUNTED + "print(run('k/plain.py', ('k/helpa.py',)))\n"
+                  "print(run('k/dyn.py', ()))\nprint(run('k/plain.py', ('k/helpa.py',)))\n",
+                  tmp_path).splitlines()
+    assert out == ["2", f"reference k/dyn.py:f imported k/helpa.py, {FIX}", "2"]

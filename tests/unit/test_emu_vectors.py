@@ -237,6 +237,23 @@ def test_reference_problems_are_plan_errors(tmp_path):
             expected_output(vector(expected={"reference": ref}), ins, f32, root=str(tmp_path))
 
 
+
+def test_a_reference_s_counted_imports_are_in_the_plan():
+    """``imports``: the module files the build counted as the reference's
+    dependencies, written only when given; a plan without them (not the
+    build's) leaves what a reference loads unchecked (None)."""
+    ref = ReferenceSpec("k/ref.py", None, "f", ("k/helpers.py", "pkg/__init__.py"))
+    assert ref.to_json() == {"file": "k/ref.py", "module": None, "function": "f",
+                             "imports": ["k/helpers.py", "pkg/__init__.py"]}
+    assert ReferenceSpec.from_json(ref.to_json(), "r") == ref
+    assert ReferenceSpec.from_json({"file": "k/ref.py", "function": "f", "imports": []},
+                                   "r").imports == ()
+    bare = ReferenceSpec.from_json({"file": "k/ref.py", "function": "f"}, "r")
+    assert bare.imports is None and "imports" not in bare.to_json()
+    for bad in ("k/helpers.py", [1]):
+        with pytest.raises(PlanError, match=r"^r\.imports: expected a list of paths, got "):
+            ReferenceSpec.from_json({"file": "k/ref.py", "function": "f", "imports": bad}, "r")
+
 def test_reference_by_module_and_expected_values():
     fn = load_reference(ReferenceSpec.from_json({"file": None, "module": "numpy", "function": "maximum"}, "r"))
     assert fn(1, 2) == 2

@@ -5,6 +5,7 @@ root), never numpy or the standard library; in the collection's model,
 its reads (the manifest cache) and the test's dependencies."""
 
 import ast
+import json
 import os
 import pathlib
 
@@ -55,6 +56,47 @@ def test_every_form_of_import_is_read():
         Import(0, "pkg.up", ()), Import(0, "kw", ()), Import(0, "importlib", ("import_module",)),
         Import(0, "aliased", ()), Import(1, "", ("sub1", "sub2"))])
 
+
+
+def test_the_documented_forms_under_any_name_and_constant_folded_are_read():
+    """An alias of import_module by assignment, a concatenation of
+    constants, ``__package__`` as the package, ``__import__``'s fromlist
+    and level, and an annotated or extended ``__all__``."""
+    tree = ast.parse(
+        "import importlib\n"
+        "im = importlib.import_module\n"
+        "im('helpa')\n"
+        "alias: object = __import__\n"
+        "alias('viaalias')\n"
+        "importlib.import_module('.' + 'sub', 'rpk')\n"
+        "importlib.import_module('.own', __package__)\n"
+        "__import__('sub2', globals(), locals(), ['FACTOR'], 1)\n"
+        "__import__('a.b', fromlist=('c',), level=0)\n"
+        "__import__(name='k' + 'w')\n"
+        "importlib.import_module('x' + name)\n"
+        "__all__: list = ['s1']\n"
+        "__all__ += ['s2']\n")
+    assert sorted(imports_of(tree)) == sorted([
+        Import(0, "importlib", ()), Import(0, "helpa", ()), Import(0, "viaalias", ()),
+        Import(0, "rpk.sub", ()), Import(1, "own", ()), Import(1, "sub2", ("FACTOR",)),
+        Import(0, "a.b", ("c",)), Import(0, "kw", ()), Import(1, "", ("s1",)),
+        Import(1, "", ("s2",))])
+
+
+@pytest.mark.parametrize("init", [
+    '__all__: list = ["sub"]\n',
+    '__all__ = []\n__all__ += ["sub"]\n',
+    'import importlib\nsub = importlib.import_module(".sub", __package__)\n',
+    'import importlib\nsub = importlib.import_module("." + "sub", "rpk")\n',
+    'sub = __import__("sub", globals(), locals(), ["FACTOR"], 1)\n'])
+def test_a_package_s_computed_but_constant_submodule_is_found(tmp_path, init):
+    write(tmp_path, {"k/ref.py": "from rpk import *\nimport rpk\n",
+                     "k/rpk/__init__.py": init, "k/rpk/sub.py": "FACTOR = 1\n",
+                     "k/rpk/other.py": ""})
+    io = Recorder(str(tmp_path))
+    assert local_modules(io, PathPolicy(io.root_real), io.root,
+                         str(tmp_path / "k/ref.py")) == (
+        ("k/rpk/__init__.py", "k/rpk/sub.py"), None)
 
 #: A project: a reference in kernels/x importing each way.
 PROJECT = {
@@ -185,8 +227,10 @@ def test_the_model_and_the_test_s_files_hold_them(collection):
                                "pkg/inner/deep.py", "pkg/mod.py", "pkg/sib2.py")
     assert refs[2].imports == ()
     assert testplan.plan_files(lib) == sorted(set(refs[0].imports) | {"kernels/x/ref.py"})
-    # the plan the emulator runs is the same text: what a reference imports is not in it
-    assert "imports" not in testplan.library_plan(lib, [(None, "x", "x.so")]).dumps()
+    # the plan carries them, for the emulator's check of what a reference loads
+    plan = json.loads(testplan.library_plan(lib, [(None, "x", "x.so")]).dumps())
+    assert [v["expected"]["reference"]["imports"] for v in plan["ops"][0]["vectors"]] == [
+        list(r.imports) for r in refs]
 
 
 @pytest.mark.parametrize("change", ["edit", "create", "remove", "package"])

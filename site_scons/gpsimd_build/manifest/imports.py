@@ -16,10 +16,9 @@ under ``try``: a superset of what one run imports): ``import a.b`` (the
 package ``a``'s ``__init__`` and ``a/b``), ``from a import b`` (and
 ``a/b`` when it is a submodule), relative imports in a package (``from .
 import b``, ``from ..c import d``), and ``importlib.import_module("a")`` or
-``__import__("a")`` with a constant name (also a relative one with a
-constant package, and the function under another name), and the
-submodules a package's literal ``__all__`` names (what ``from package
-import *`` imports). A name is resolved as Python's
+``__import__("a")`` with a constant name (see :func:`imports_of`), and the
+submodules a package's ``__all__`` names (what ``from package import *``
+imports). A name is resolved as Python's
 path finder does (``importlib.machinery.PathFinder``: in each folder, a
 package ``a/__init__.<suffix>``, then a module ``a.<suffix>``, extension
 modules first, then source, then bytecode; a folder without ``__init__`` is
@@ -29,7 +28,8 @@ fact of the collection's reads, so that a module created, removed or
 edited later loads the manifest again. An import computed at run time
 (``import_module(name)``, a changed ``sys.path``) cannot be seen, nor a
 data file a module reads (``np.load``, ``open``): such files are no
-dependency of the test.
+dependency of the test (the emulator fails a vector whose reference
+loads a module of the project not found here: ``gpsimd_emu.sourceonly``).
 """
 
 import ast
@@ -60,9 +60,12 @@ class Import(NamedTuple):
 def imports_of(tree: ast.AST) -> Tuple[Import, ...]:
     """Every import of the parsed module ``tree``, in the order written:
     import statements; calls of ``import_module`` / ``__import__`` (also
-    under another name, ``from importlib import import_module as im``)
-    whose name, and package for a relative name, are constants, given by
-    position or keyword; and a package's literal ``__all__``, which a
+    under another name: ``from importlib import import_module as im``,
+    ``im = importlib.import_module``) whose name, and package for a
+    relative name (a constant or ``__package__``), are constant strings
+    (``"." + "sub"`` too), given by position or keyword, with
+    ``__import__``'s ``fromlist`` and ``level``; and the constant strings
+    a package's ``__all__`` is given (``=``, ``: list =``, ``+=``), which a
     ``from package import *`` imports as submodules where they are."""
     out: List[Import] = []
     callers = {"import_module", "__import__"}
@@ -70,38 +73,71 @@ def imports_of(tree: ast.AST) -> Tuple[Import, ...]:
         if isinstance(node, ast.ImportFrom) and node.module == "importlib":
             callers.update(a.asname for a in node.names
                            if a.name == "import_module" and a.asname)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _name(node.value) in callers:
+            callers.update(t.id for t in _targets(node) if isinstance(t, ast.Name))
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out += [Import(0, alias.name, ()) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             out.append(Import(node.level or 0, node.module or "",
                               tuple(a.name for a in node.names if a.name != "*")))
-        elif isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else \
-                func.id if isinstance(func, ast.Name) else ""
-            if name in callers:
-                target = _constant(node, 0, "name")
-                if target and target.startswith("."):
-                    target = _absolute(target, _constant(node, 1, "package"))
-                if target:
-                    out.append(Import(0, target, ()))
-        elif isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets) \
+        elif isinstance(node, ast.Call) and _name(node.func) in callers:
+            imp = _call_import(node, _name(node.func) == "__import__")
+            if imp is not None:
+                out.append(imp)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in _targets(node)) \
                 and isinstance(node.value, (ast.List, ast.Tuple)):
-            names = tuple(e.value for e in node.value.elts
-                          if isinstance(e, ast.Constant) and isinstance(e.value, str))
+            names = tuple(n for n in map(_string, node.value.elts) if n)
             if names:
                 out.append(Import(1, "", names))
     return tuple(out)
 
 
-def _constant(call: ast.Call, position: int, keyword: str) -> Optional[str]:
-    """The constant string argument of ``call`` at ``position`` or named
-    ``keyword``, or None."""
-    arg = call.args[position] if len(call.args) > position else next(
+def _targets(node: ast.AST) -> List[ast.AST]:
+    """What the assignment ``node`` (``=``, ``:``, ``+=``) assigns."""
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
+def _name(node: Optional[ast.AST]) -> str:
+    """The name ``node`` (``f`` or ``x.f``) ends with, or ""."""
+    return node.attr if isinstance(node, ast.Attribute) else \
+        node.id if isinstance(node, ast.Name) else ""
+
+
+def _call_import(call: ast.Call, dunder: bool) -> Optional[Import]:
+    """What the call of ``import_module`` (or ``__import__``: ``dunder``)
+    imports, or None when its name is not constant."""
+    target = _string(_arg(call, 0, "name"))
+    if target is None:
+        return None
+    if dunder:          # (name, globals, locals, fromlist, level)
+        listed = _arg(call, 3, "fromlist")
+        names = tuple(n for n in map(_string, getattr(listed, "elts", ())) if n)
+        level = _arg(call, 4, "level")
+        level = level.value if isinstance(level, ast.Constant) and \
+            isinstance(level.value, int) and level.value > 0 else 0
+        return Import(level, target, names)
+    level = len(target) - len(target.lstrip("."))
+    package = _arg(call, 1, "package")
+    if level and isinstance(package, ast.Name) and package.id == "__package__":
+        return Import(level, target[level:], ())
+    target = _absolute(target, _string(package)) if level else target
+    return Import(0, target, ()) if target else None
+
+
+def _arg(call: ast.Call, position: int, keyword: str) -> Optional[ast.AST]:
+    """The argument of ``call`` at ``position`` or named ``keyword``, or None."""
+    return call.args[position] if len(call.args) > position else next(
         (k.value for k in call.keywords if k.arg == keyword), None)
-    return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, str) else None
+
+
+def _string(node: Optional[ast.AST]) -> Optional[str]:
+    """The constant string ``node`` is (``"a"``, ``"." + "a"``), or None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _string(node.left), _string(node.right)
+        return None if left is None or right is None else left + right
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 def _absolute(name: str, package: Optional[str]) -> Optional[str]:
