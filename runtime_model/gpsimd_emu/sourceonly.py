@@ -30,6 +30,9 @@ __all__ = ["SourceOnlyLoader", "counted", "local_folder", "own_modules"]
 #: The sets of :func:`own_modules` in progress, each given the path of
 #: every module a :class:`SourceOnlyLoader` runs.
 _LOADING: List[Set[str]] = []
+#: The name of every module a :class:`SourceOnlyLoader` ran in this
+#: process (so that :func:`own_modules` never walks all of ``sys.modules``).
+_NAMES: Set[str] = set()
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
@@ -40,6 +43,7 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         return self.source_to_code(self.get_data(self.path), self.path)
 
     def exec_module(self, module):
+        _NAMES.add(module.__name__)
         for loaded in _LOADING:
             loaded.add(self.path)
         super().exec_module(module)
@@ -60,19 +64,21 @@ def own_modules(mine: Dict[str, object], loaded: Set[str]):
     loaded join ``mine`` and the others are back. (A loaded reference keeps
     its modules: its globals hold them; each reference has its own, an
     ``import helpers`` finds its own folder's whatever ran before.)"""
-    others = {name: m for name, m in sys.modules.items() if _project(m)}
-    for name in others:
-        del sys.modules[name]
+    others = _take()
     sys.modules.update(mine)
     _LOADING.append(loaded)
     try:
         yield
     finally:
         _LOADING.remove(loaded)
-        for name, module in list(sys.modules.items()):
-            if _project(module):
-                mine[name] = sys.modules.pop(name)
+        mine.update(_take())
         sys.modules.update(others)
+
+
+def _take() -> Dict[str, object]:
+    """The project's modules, taken out of ``sys.modules``."""
+    return {name: sys.modules.pop(name) for name in sorted(_NAMES)
+            if _project(sys.modules.get(name))}
 
 
 def counted(ref: ReferenceSpec, loaded: Set[str], root: str) -> None:
