@@ -84,6 +84,29 @@ torch::Tensor cached_scale(const torch::Tensor& x, const torch::Scalar& s) {
     return torch::mul(x, k);
 }
 
+// State kept between calls: the first call's result is kept and returned by
+// every later call; a later call with a larger x[0] than the first reads past
+// x (a fault) before it does.
+torch::Tensor stale_or_fault(const torch::Tensor& x) {
+    static float cached[2];
+    static float first_x0;
+    static bool called = false;
+    auto xa = x.accessor<float, 1>();
+    if (!called) {
+        called = true;
+        first_x0 = xa[0];
+        cached[0] = 2.0f * xa[0];
+        cached[1] = 2.0f * xa[1];
+    } else if (xa[0] > first_x0) {
+        cached[0] += xa[5];
+    }
+    torch::Tensor out = torch::empty({2}, torch::kFloat);
+    auto oa = out.accessor<float, 1>();
+    oa[0] = cached[0];
+    oa[1] = cached[1];
+    return out;
+}
+
 // The control: a table filled on the first call and only read afterwards
 // (kept between calls, and right on every call).
 torch::Tensor lazy_table(const torch::Tensor& x) {

@@ -156,9 +156,11 @@ def _helper_end_text(image: DeviceImage, cores: Sequence[CoreSpec], record: dict
     return f"the helper process{who}{image.runs[run].label} ended{_HELPER_END[st]}"
 
 
-def check_runs(record: dict) -> None:
+def check_runs(record: dict, afters: Sequence[int] = ()) -> None:
     """Check, from the worker's side, that a record which says the leader
-    finished has every run the leader had to make: each run is done
+    finished has every run the leader had to make, in the order it makes
+    them (``afters``: each run's ``RunSpec.after``; a run made right after
+    another, the second call, comes just after it): each run is done
     without a fault, every core of it launched and ended (or its binding
     failed, which is judged), until the one that stopped the vector
     (faulted, or left running by a process that ended badly); no run
@@ -172,7 +174,11 @@ def check_runs(record: dict) -> None:
     """
     if not record["leader_done"] or record["error"]:
         return                           # (judged as an early end or a model error)
-    for p, r in enumerate(record["passes"]):
+    afters = list(afters) + [-1] * (len(record["passes"]) - len(afters))
+    order = [q for p in range(len(afters)) if afters[p] < 0
+             for q in [p] + [q for q, a in enumerate(afters) if a == p]]
+    for p in order:
+        r = record["passes"][p]
         if r["state"] == control.PASS_DONE and not r["faulted"]:
             for k, s in enumerate(record["slots"][p][:r["ncores"]]):
                 if s["state"] not in (control.SLOT_DONE, control.SLOT_BIND_FAILED):

@@ -29,7 +29,10 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   control that zeroes each first, zeroed_partials
 10 state kept between calls (the second call of the same loaded objects):
   call_counter, first_call_only, cached_scale (its second vector's second
-  call has the first vector's arguments), and the control that fills a
+  call has the first vector's arguments), stale_or_fault (a second call
+  that faults is the second call's failure: the vector's first call is
+  right, and the next vector's second call takes its arguments), and the
+  control that fills a
   table on its first call only, lazy_table
 """
 import json
@@ -218,6 +221,12 @@ EXPECTED = {
         "fail", "a second call of the op, with the arguments of vector 's1' after a call with this "
                 f"vector's, is wrong ({STATE}): 2 of 2 elements differ (rtol=1.3e-06, atol=1e-05): "
                 "[0] actual 5 expected 3, [1] actual 10 expected 6; max_abs_err 4", []),
+    # (b's second call is made with a's arguments: a failed on its second call
+    # alone, a fault, so its first call is right; b returns its own first result)
+    ("broken_memory", "stale_or_fault"): (
+        "fail", "a second call of the op, with the arguments of vector 'a' after a call with this "
+                f"vector's, is wrong ({STATE}): 2 of 2 elements differ (rtol=1.3e-06, atol=1e-05): "
+                "[0] actual 4 expected 2, [1] actual 14 expected 10; max_abs_err 4", []),
     ("broken_uninit", "first_call_only"): (
         "fail", f"cores 0-7: output elements [0, 32) {SECOND_CALL}", []),
     # the results keep what the kernel wrote as it wrote it (the printed line shows it
@@ -558,6 +567,30 @@ def test_a_vector_s_verdict_does_not_hang_on_which_vectors_run_with_it(broken, t
                       f"(rtol=1.3e-06, atol=1e-05): [0] actual 3.5 expected 2.5, [1] actual 28 "
                       f"expected 20; max_abs_err 8")
     assert [v[:2] for v in whole] == [("s1", "pass"), ("s3", "fail"), ("s5", "fail")]
+
+
+def test_a_second_call_that_faults_leaves_the_first_call_right(broken, tmp_path):
+    """stale_or_fault's a faults on its second call (z's arguments) alone:
+    the fault is named as the second call's (it stopped the runs after it,
+    which the record check used to call a kernel writing over the model's
+    memory), a's first call is right, and b's second call takes a's
+    arguments, in a whole run and with b alone (pytest -k, -n) alike: b
+    passed in the whole run and failed alone."""
+    from gpsimd_emu.session import LibrarySession
+    from gpsimd_emu.settings import RunOptions
+    proj, _, results = broken
+    a = [v for v in results["broken_memory"]["vectors"]
+         if (v["op"], v["vector"]) == ("stale_or_fault", "a")][0]
+    assert a["message"].startswith(
+        "core 0: fault OUT_OF_RANGE in op stale_or_fault: accessor<float,1> out of range: "
+        "offset 5, count 1, numel 2 (a second call of the op, from the state the first call "
+        "left)"), a["message"]
+    assert a["second_call_only"] is True
+    plan = load_plan(str(proj / "build/host/broken_memory/testplan.json"))
+    options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        alone = s.run_vector("stale_or_fault", "b")
+    assert (alone.status, alone.message) == EXPECTED[("broken_memory", "stale_or_fault")][:2]
 
 
 def test_a_vector_run_alone_has_its_second_call_judged_as_in_a_whole_run(broken, tmp_path):
