@@ -317,7 +317,7 @@ static Tensor& clamp_impl(Tensor* out, const Tensor& self, const Scalar& lo, con
     const int64_t il = lo.toLong(), ih = hi.toLong();
     /* uint64 elements (read as int64 bit patterns) compare unsigned; a
      * negative bound is below all of them */
-    const bool u64 = r->dtype == ScalarType::UInt64;
+    const bool u64 = a.t->dtype == ScalarType::UInt64;
     run(r, a, a, int_math,
         [dl, dh](double x, double) {
             if (x != x) return x;

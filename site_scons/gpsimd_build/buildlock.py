@@ -167,13 +167,14 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
         return
     pid, start = ninja
     mark = os.path.join(ninja_dir, f"{MARK_PREFIX}{pid}.{start}")
+    if not os.path.exists(mark):        # (this run's first step: before it writes)
+        buildfolder.check(build_dir)
     os.makedirs(ninja_dir, exist_ok=True)
     gate = os.open(ninja_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(gate, fcntl.LOCK_EX)
         if os.path.exists(mark):
             return                      # (another step of this run took it)
-        buildfolder.check(build_dir)    # (as a scons build does, before it writes)
         acquire(build_dir, wait=False, owner=(pid, _command_of(pid)))
         fd = _HELD.pop(os.path.realpath(build_dir))
         if fd is not None:              # (None: the build that runs this ninja holds it)

@@ -215,7 +215,9 @@ def test_clamp_compares_uint64_elements_unsigned(build, tmp_path):
     r = scenario(build, "clamp_u64", tmp_path)
     assert_ok(r)
     u = np.array([5, 2000, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
-    np.testing.assert_array_equal(load(r, "out", np.float32), np.clip(u, 0, 1000).astype(np.float32))
+    signed = np.clip(np.array([-5, 7], dtype=np.int64), 0, 1000)     # (into a uint64 result)
+    np.testing.assert_array_equal(load(r, "out", np.float32),
+                                  np.concatenate([np.clip(u, 0, 1000), signed]).astype(np.float32))
 
 
 def test_elementwise_operations(build, tmp_path):

@@ -496,7 +496,7 @@ int main(int argc, char** argv) {
     else if (sc == "elementwise") probe(16, {10}, NEURON_ISA_TPB_DTYPE_FP32, 240);
     else if (sc == "elementwise_shape") probe(17);
     else if (sc == "streams") probe(18, {10}, NEURON_ISA_TPB_DTYPE_FP32, 10);
-    else if (sc == "clamp_u64") probe(23, {10}, NEURON_ISA_TPB_DTYPE_FP32, 4);
+    else if (sc == "clamp_u64") probe(23, {10}, NEURON_ISA_TPB_DTYPE_FP32, 6);
     else if (sc == "stream_oor") probe(19);
     else if (probes.count(sc)) probe(probes.at(sc));
     else if (sc == "lsp_mismatch" || sc == "lsp_single_on_multicore" || sc == "lsp_core_count") lsp_mismatch(sc);
