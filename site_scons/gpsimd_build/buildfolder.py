@@ -74,7 +74,11 @@ def _walk_up(path: str, me: int, first: str, depth: int = 0) -> None:
             if st.st_uid not in (me, 0):
                 raise _planted(f"{what}, a symbolic link,", path, st.st_uid, me)
             if depth < 8:           # (where it leads: resolved whole, so no link is left)
-                _walk_up(os.path.realpath(path), me, what, depth + 1)
+                target = os.path.realpath(path)
+                while not os.path.lexists(target):      # (a link to nothing yet)
+                    target = os.path.dirname(target)
+                _walk_up(target, me, what if target == os.path.realpath(path) else
+                         "the folder above the build folder,", depth + 1)
         elif stat.S_ISDIR(st.st_mode):
             sticky = bool(st.st_mode & stat.S_ISVTX)
             if st.st_uid not in (me, 0):

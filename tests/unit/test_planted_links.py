@@ -305,3 +305,18 @@ def test_scons_refuses_a_cache_every_user_may_write(tmp_path):
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith(f"scons: the cache folder {cache} is writable by every user "
                                   f"(mode 777)"), proc.stderr
+
+
+def test_a_link_to_nothing_yet_is_checked_where_it_would_lead(tmp_path):
+    """A build folder that is a symbolic link to a folder not made yet is
+    checked from the first folder that exists on the way (it raised
+    FileNotFoundError, a traceback)."""
+    (tmp_path / "l").symlink_to(tmp_path / "no" / "such")
+    buildfolder.check(str(tmp_path / "l"))
+    (tmp_path / "open").mkdir()
+    (tmp_path / "open").chmod(0o777)
+    (tmp_path / "m").symlink_to(tmp_path / "open" / "build")
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder above the build folder, {tmp_path / 'open'} is "
+                             "writable by every user"):
+        buildfolder.check(str(tmp_path / "m"))
