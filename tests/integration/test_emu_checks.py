@@ -488,6 +488,21 @@ def _alone(proj, plan, op_name, vector_name):
     return r.status, r.message
 
 
+def _op_plan_with(proj, tmp_path, op_name, index, change):
+    """broken_memory's plan cut to op ``op_name``, with a copy of its vector
+    ``index`` that ``change`` changes appended: ``(plan, RunOptions)``."""
+    from gpsimd_emu.settings import RunOptions
+    data = json.loads((proj / "build/host/broken_memory/testplan.json").read_text())
+    op = next(o for o in data["ops"] if o["name"] == op_name)
+    extra = json.loads(json.dumps(op["vectors"][index]))
+    change(extra)
+    op["vectors"].append(extra)
+    data["ops"] = [op]
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    return load_plan(str(tmp_path / "plan.json")), RunOptions(
+        timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+
+
 def test_a_vector_after_one_that_fails_on_its_second_call_has_its_own_judged_with_its_arguments(
         broken, tmp_path):
     """call_counter's n10 fails on its own second call; its first call is
@@ -501,18 +516,12 @@ def test_a_vector_after_one_that_fails_on_its_second_call_has_its_own_judged_wit
     against its own arguments under -k or -n but against the previous
     vector's in a whole run."""
     from gpsimd_emu.session import LibrarySession
-    from gpsimd_emu.settings import RunOptions
     proj, _, _ = broken
-    data = json.loads((proj / "build/host/broken_memory/testplan.json").read_text())
-    op = next(o for o in data["ops"] if o["name"] == "call_counter")
-    again = json.loads(json.dumps(op["vectors"][0]))
-    again["name"] = "n10b"
-    again["inputs"]["x"]["random"]["seed"] = 4
-    op["vectors"].append(again)
-    data["ops"] = [op]
-    (tmp_path / "plan.json").write_text(json.dumps(data))
-    plan = load_plan(str(tmp_path / "plan.json"))
-    options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+
+    def n10b(v):
+        v["name"] = "n10b"
+        v["inputs"]["x"]["random"]["seed"] = 4
+    plan, options = _op_plan_with(proj, tmp_path, "call_counter", 0, n10b)
     with LibrarySession(plan, root=str(proj), options=options) as s:
         whole = [(r.vector, r.status, r.message) for r in s.run_all().vectors]
     with LibrarySession(plan, root=str(proj), options=options) as s:
@@ -543,19 +552,13 @@ def test_a_vector_s_verdict_does_not_hang_on_which_vectors_run_with_it(broken, t
     pass s5 (s3 had failed, so s5's second call repeated its own
     arguments, which hide the bug) where s5 alone failed."""
     from gpsimd_emu.session import LibrarySession
-    from gpsimd_emu.settings import RunOptions
     proj, _, _ = broken
-    data = json.loads((proj / "build/host/broken_memory/testplan.json").read_text())
-    op = next(o for o in data["ops"] if o["name"] == "cached_scale")
-    s5 = json.loads(json.dumps(op["vectors"][1]))
-    s5["name"] = "s5"
-    s5["inputs"]["x"]["values"] = [3.0, -1.0]
-    s5["inputs"]["s"]["value"] = 5.0
-    op["vectors"].append(s5)
-    data["ops"] = [op]
-    (tmp_path / "plan.json").write_text(json.dumps(data))
-    plan = load_plan(str(tmp_path / "plan.json"))
-    options = RunOptions(timeout=20, zygote=str(proj / "build/host/emu/gpsimd-zygote"))
+
+    def s5(v):
+        v["name"] = "s5"
+        v["inputs"]["x"]["values"] = [3.0, -1.0]
+        v["inputs"]["s"]["value"] = 5.0
+    plan, options = _op_plan_with(proj, tmp_path, "cached_scale", 1, s5)
     with LibrarySession(plan, root=str(proj), options=options) as s:
         whole = [(r.vector, r.status, r.message) for r in s.run_all().vectors]
     with LibrarySession(plan, root=str(proj), options=options) as s:
