@@ -158,13 +158,14 @@ def _helper_end_text(image: DeviceImage, cores: Sequence[CoreSpec], record: dict
 
 def check_runs(record: dict, afters: Sequence[int] = ()) -> None:
     """Check, from the worker's side, that a record which says the leader
-    finished has every run the leader had to make, in the order it makes
-    them (``afters``: each run's ``RunSpec.after``; a run made right after
-    another, the second call, comes just after it): each run is done
+    finished has every run the leader had to make: each run is done
     without a fault, every core of it launched and ended (or its binding
     failed, which is judged), until the one that stopped the vector
     (faulted, or left running by a process that ended badly); no run
-    before it is skipped.
+    before it is skipped, unless a run made right after an earlier one
+    (``afters``: each run's ``RunSpec.after``; the second call, made right
+    after run 0) stopped the vector: faulted, or left running by a process
+    a signal ended.
 
     Raises:
         control.RecordError: naming the run that was skipped or never made,
@@ -174,11 +175,14 @@ def check_runs(record: dict, afters: Sequence[int] = ()) -> None:
     """
     if not record["leader_done"] or record["error"]:
         return                           # (judged as an early end or a model error)
-    afters = list(afters) + [-1] * (len(record["passes"]) - len(afters))
-    order = [q for p in range(len(afters)) if afters[p] < 0
-             for q in [p] + [q for q, a in enumerate(afters) if a == p]]
-    for p in order:
-        r = record["passes"][p]
+    passes = record["passes"]
+    signalled = any(j["state"] == control.JOB_EXITED and os.WIFSIGNALED(j["wait_status"])
+                    for j in record["jobs"])
+    early = any(a >= 0 and q < len(passes) and (
+        passes[q]["state"] == control.PASS_DONE and passes[q]["faulted"]
+        or passes[q]["state"] == control.PASS_RUNNING and signalled)
+        for q, a in enumerate(afters))
+    for p, r in enumerate(passes):
         if r["state"] == control.PASS_DONE and not r["faulted"]:
             for k, s in enumerate(record["slots"][p][:r["ncores"]]):
                 if s["state"] not in (control.SLOT_DONE, control.SLOT_BIND_FAILED):
@@ -187,7 +191,7 @@ def check_runs(record: dict, afters: Sequence[int] = ()) -> None:
                         f"not end; a kernel's thread that ended a process of the model "
                         f"between two launches?")
             continue
-        if r["state"] in (control.PASS_SKIPPED, control.PASS_PENDING):
+        if r["state"] in (control.PASS_SKIPPED, control.PASS_PENDING) and not early:
             what = "skipped" if r["state"] == control.PASS_SKIPPED else "never made"
             raise control.RecordError(f"run {p} was {what} though every run before it "
                                       f"ended without a fault")
