@@ -32,3 +32,16 @@ torch::Tensor infinite_loop(const torch::Tensor& x) {
     while (n > 0) n = n + 1 - 1;
     return torch::mul(x, 2.0f);
 }
+
+// State kept between calls: from the second call on, an input whose first
+// element is 1 makes it spin (a call counter gone wrong).
+torch::Tensor spin_on_second(const torch::Tensor& x) {
+    static int calls = 0;
+    auto xa = x.accessor<float, 1>();
+    if (++calls > 1 && xa[0] == 1.0f) {
+        volatile int spin = 1;
+        while (spin) {
+        }
+    }
+    return torch::mul(x, 2.0f);
+}

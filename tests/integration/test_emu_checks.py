@@ -16,6 +16,7 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   coherence_error, coherence_verbose (warning)
 6 argument dtypes: next_int_on_float, writeback_dtype
 7 containment: segfault, abort_kernel, cxx_exception, infinite_loop,
+  spin_on_second (its second call's time limit is the second call's),
   core3_abort, fork_sleeper, fd_forger (passes: its writes reach nothing),
   memory_hog; every library's test node fails in SCons
 8 cross-core races (issue "Eight cores as the device runs them"):
@@ -227,6 +228,9 @@ EXPECTED = {
         "fail", "a second call of the op, with the arguments of vector 'a' after a call with this "
                 f"vector's, is wrong ({STATE}): 2 of 2 elements differ (rtol=1.3e-06, atol=1e-05): "
                 "[0] actual 4 expected 2, [1] actual 14 expected 10; max_abs_err 4", []),
+    ("broken_crash", "spin_on_second"): (
+        "fail", "timed out after 2 s (core 0 was running (a second call of the op, from the "
+                "state the first call left))", []),
     ("broken_uninit", "first_call_only"): (
         "fail", f"cores 0-7: output elements [0, 32) {SECOND_CALL}", []),
     # the results keep what the kernel wrote as it wrote it (the printed line shows it
@@ -572,7 +576,7 @@ def test_a_vector_s_verdict_does_not_hang_on_which_vectors_run_with_it(broken, t
     assert [v[:2] for v in whole] == [("s1", "pass"), ("s3", "fail"), ("s5", "fail")]
 
 
-def test_a_second_call_that_faults_leaves_the_first_call_right(broken, tmp_path):
+def test_a_second_call_that_faults_or_spins_leaves_the_first_call_right(broken, tmp_path):
     """stale_or_fault's a faults on its second call (z's arguments) alone:
     the fault is named as the second call's (it stopped the runs after it,
     which the record check used to call a kernel writing over the model's
@@ -594,6 +598,17 @@ def test_a_second_call_that_faults_leaves_the_first_call_right(broken, tmp_path)
     with LibrarySession(plan, root=str(proj), options=options) as s:
         alone = s.run_vector("stale_or_fault", "b")
     assert (alone.status, alone.message) == EXPECTED[("broken_memory", "stale_or_fault")][:2]
+    # a second call that spins: its time limit is the second call's (it was not
+    # named so, and b passed alone where it failed in the whole run)
+    a = [v for v in results["broken_crash"]["vectors"]
+         if (v["op"], v["vector"]) == ("spin_on_second", "a")][0]
+    assert (a["message"], a["second_call_only"]) == (
+        EXPECTED[("broken_crash", "spin_on_second")][1], True)
+    crash = load_plan(str(proj / "build/host/broken_crash/testplan.json"))
+    with LibrarySession(crash, root=str(proj), options=RunOptions(
+            timeout=2, zygote=str(proj / "build/host/emu/gpsimd-zygote"))) as s:
+        alone = s.run_vector("spin_on_second", "b")
+    assert (alone.status, alone.message) == EXPECTED[("broken_crash", "spin_on_second")][:2]
 
 
 def test_a_vector_run_alone_has_its_second_call_judged_as_in_a_whole_run(broken, tmp_path):
