@@ -6,8 +6,8 @@ modification time *in whole seconds* are those it recorded, so an edit
 made within the same second that keeps the size (``FACTOR = 2`` to ``3``)
 would run the old code: a test the build rightly runs again would judge
 against the old reference. A module is the project's when it comes from
-the reference's folder or the folder the emulator runs in (the project's
-root), as the build counts them (``gpsimd_build.manifest.imports``), and
+the reference's folder or the project's root (wherever the process
+runs), as the build counts them (``gpsimd_build.manifest.imports``), and
 from no more specific ``sys.path`` entry (a virtual environment inside the
 project keeps its caches).
 
@@ -33,6 +33,8 @@ _LOADING: List[Set[str]] = []
 #: The name of every module a :class:`SourceOnlyLoader` ran in this
 #: process (so that :func:`own_modules` never walks all of ``sys.modules``).
 _NAMES: Set[str] = set()
+#: Those of the project's namespace packages (folders without ``__init__``).
+_NAMESPACES: Set[str] = set()
 
 
 class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
@@ -50,8 +52,12 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
 
 
 def _project(module) -> bool:
-    """Did a :class:`SourceOnlyLoader` load ``module``?"""
-    return isinstance(getattr(module, "__loader__", None), SourceOnlyLoader)
+    """Is ``module`` the project's: one a :class:`SourceOnlyLoader` loaded,
+    or a namespace package of the local folders?"""
+    if isinstance(getattr(module, "__loader__", None), SourceOnlyLoader):
+        return True
+    spec = getattr(module, "__spec__", None)
+    return spec is not None and spec.origin is None and spec.name in _NAMESPACES
 
 
 @contextlib.contextmanager
@@ -66,11 +72,14 @@ def own_modules(mine: Dict[str, object], loaded: Set[str]):
     ``import helpers`` finds its own folder's whatever ran before.)"""
     others = _take()
     sys.modules.update(mine)
+    count = len(sys.modules)
     _LOADING.append(loaded)
     try:
         yield
     finally:
         _LOADING.remove(loaded)
+        if len(sys.modules) != count:   # (modules came: one under a name of its own making too)
+            _NAMES.update(name for name, m in list(sys.modules.items()) if _project(m))
         mine.update(_take())
         sys.modules.update(others)
 
@@ -110,6 +119,11 @@ class _LocalFinder:
         if spec is not None and type(spec.loader) is importlib.machinery.SourceFileLoader \
                 and self._local(spec.origin):
             spec.loader = SourceOnlyLoader(fullname, spec.origin)
+        elif spec is not None and spec.origin is None and any(
+                self._local(os.path.join(p, "__init__.py"))
+                for p in spec.submodule_search_locations or ()):
+            _NAMES.add(fullname)        # (a namespace package of the project's)
+            _NAMESPACES.add(fullname)
         return spec
 
     def _local(self, origin: Optional[str]) -> bool:
@@ -126,11 +140,11 @@ class _LocalFinder:
 _FINDER = _LocalFinder()
 
 
-def local_folder(folder: str) -> None:
+def local_folder(folder: str, root: str) -> None:
     """Before a reference of ``folder`` loads or is called: make ``folder``
-    (and the folder this process runs in) local, so that a module imported
-    from it from now on is compiled from its source."""
-    _FINDER.folders.update({os.path.abspath(folder), os.path.abspath(os.curdir)})
+    and the project's ``root`` local, so that a module imported from them
+    from now on is compiled from its source."""
+    _FINDER.folders.update({os.path.abspath(folder), os.path.abspath(root)})
     if _FINDER not in sys.meta_path:
         at = next((k for k, f in enumerate(sys.meta_path)
                    if f is importlib.machinery.PathFinder), len(sys.meta_path))

@@ -251,18 +251,20 @@ def _short_exc(e: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def _in_folder(folder: str, mine: Dict[str, Any], loaded: Set[str]):
-    """``folder``'s modules ready (``sourceonly.local_folder``), ``folder``
-    first on ``sys.path`` and the reference's own modules in ``sys.modules``
-    (``sourceonly.own_modules``), for a reference's load and each call."""
-    local_folder(folder)
-    sys.path.insert(0, folder)
+def _in_folder(folder: str, root: str, mine: Dict[str, Any], loaded: Set[str]):
+    """``folder`` and the project's ``root`` local (``sourceonly.local_folder``)
+    and first on ``sys.path``, ``folder`` before it, and the reference's own
+    modules in ``sys.modules`` (``sourceonly.own_modules``), for a
+    reference's load and each call, wherever this process runs."""
+    local_folder(folder, root)
+    sys.path[:0] = [folder, root]
     try:
         with own_modules(mine, loaded):
             yield
     finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(folder)
+        for entry in (folder, root):
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
 
 
 def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
@@ -288,7 +290,8 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     if not (file or module):
         raise PlanError("reference needs a file or a module")
     full = os.path.join(root, file) if file else None
-    folder = os.path.dirname(os.path.abspath(full)) if full else os.curdir
+    top = os.path.abspath(root)
+    folder = os.path.dirname(os.path.abspath(full)) if full else top
     cached = _REF_CACHE.get((full, module))
     if cached is None:
         if file and not os.path.isfile(full):
@@ -296,7 +299,7 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
         mine: Dict[str, Any] = {}
         loaded: Set[str] = set()
         try:
-            with _in_folder(folder, mine, loaded):
+            with _in_folder(folder, top, mine, loaded):
                 if module and not file:
                     mod = importlib.import_module(module)
                 else:
@@ -322,7 +325,7 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
         raise PlanError(f"reference {ref.label} has no function {func!r}")
 
     def call(*args):
-        with _in_folder(folder, mine, loaded):
+        with _in_folder(folder, top, mine, loaded):
             result = fn(*args)
         counted(ref, loaded, root)
         return result

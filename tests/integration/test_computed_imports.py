@@ -32,3 +32,26 @@ def test_a_computed_import_fails_the_vectors_of_its_reference(tmp_path):
         for l in failed), failed
     assert any(l.startswith("PASS relu::relu_forward[") for l in lines), lines
     assert f"relu: {len(lines) - len(failed)} passed, {len(failed)} failed" in proc.stdout
+
+
+def test_a_module_reference_from_pythonpath_runs_under_scons(tmp_path):
+    """docs/manifest.md: a ``module:function`` reference may come from
+    PYTHONPATH. The test command's environment had only the build's own
+    folders there, so scons failed it (``No module named``) where pytest
+    and ninja passed it."""
+    import yaml
+    proj = copy_project(tmp_path / "proj")
+    lib = tmp_path / "outside" / "mylib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(
+        "import numpy as np\n\n\ndef relu(x):\n    return np.maximum(x, np.float32(0))\n")
+    doc = yaml.safe_load((proj / "ops.yaml").read_text())
+    relu = next(lib for lib in doc["libraries"] if lib["name"] == "relu")
+    op = next(op for op in relu["ops"] if "relu_forward" in op.get("schema", op.get("name", "")))
+    op["reference"] = "mylib:relu"
+    doc["libraries"] = [relu]
+    (proj / "one.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+    proc = run_scons(proj, "-Q", "MANIFEST=one.yaml",
+                     env={"PYTHONPATH": str(tmp_path / "outside")})
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "relu: 10 passed, 0 failed" in proc.stdout, proc.stdout

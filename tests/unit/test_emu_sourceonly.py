@@ -79,7 +79,7 @@ def test_only_the_project_s_folders_are_compiled_from_source(project, tmp_path):
     code = ("import importlib, sys, os\n"
             "sys.path[:0] = [os.path.abspath('venv'), 'k']\n"
             "from gpsimd_emu import sourceonly\n"
-            "sourceonly.local_folder('k')\n"
+            "sourceonly.local_folder('k', '.')\n"
             f"import helpers, installed, {builtin}\n"
             "print(type(helpers.__loader__).__name__, type(installed.__loader__).__name__,\n"
             f"      {builtin}.__spec__.origin)\n")
@@ -208,3 +208,43 @@ def test_a_module_an_earlier_reference_loaded_is_caught_when_reached_by_name(tmp
                   "print(run('k/dyn.py', ()))\nprint(run('k/plain.py', ('k/helpa.py',)))\n",
                   tmp_path).splitlines()
     assert out == ["2", f"reference k/dyn.py:f imported k/helpa.py, {FIX}", "2"]
+
+
+def test_namespace_packages_and_aliased_modules_are_each_reference_s_own(tmp_path):
+    """Folders x and y each hold a namespace package ``nsp`` (no
+    ``__init__``) with a ``mod``, and y's reference also imports a
+    ``legacy`` that x's package registered under that name in
+    ``sys.modules``: each reference gets its own (the namespace package and
+    the alias were shared, so y's reference computed with x's modules)."""
+    for folder, k in (("x", 1), ("y", 2)):
+        (tmp_path / folder / "nsp").mkdir(parents=True)
+        (tmp_path / folder / "nsp" / "mod.py").write_text(f"K = {k}\n")
+    (tmp_path / "x" / "pkg").mkdir()
+    (tmp_path / "x" / "pkg" / "__init__.py").write_text(
+        "import sys\nfrom . import impl\nsys.modules['legacy'] = impl\n")
+    (tmp_path / "x" / "pkg" / "impl.py").write_text("L = 10\n")
+    (tmp_path / "y" / "legacy.py").write_text("L = 20\n")
+    (tmp_path / "x" / "ref.py").write_text(
+        "import pkg\nfrom nsp import mod\ndef f(v):\n    return v * mod.K + pkg.impl.L\n")
+    (tmp_path / "y" / "ref.py").write_text(
+        "from nsp import mod\nimport legacy\ndef f(v):\n    return v * mod.K + legacy.L\n")
+    assert _python("from gpsimd_device.plan import ReferenceSpec\n"
+                   "from gpsimd_emu.vectors import load_reference\n"
+                   "x = load_reference(ReferenceSpec('x/ref.py', None, 'f'))\n"
+                   "y = load_reference(ReferenceSpec('y/ref.py', None, 'f'))\n"
+                   "print(x(1), y(1), x(1))\n", tmp_path) == "11 22 11"
+
+
+def test_a_reference_finds_the_project_s_root_modules_from_any_folder(tmp_path):
+    """The plugin may run from another folder (``--gpsimd-build-dir``): a
+    reference's root modules are found from the project's root, not from
+    the folder the process runs in."""
+    (tmp_path / "proj" / "k").mkdir(parents=True)
+    (tmp_path / "proj" / "common.py").write_text("F = 5\n")
+    (tmp_path / "proj" / "k" / "ref.py").write_text(
+        "import common\ndef f(v):\n    return v * common.F\n")
+    (tmp_path / "elsewhere").mkdir()
+    assert _python("from gpsimd_device.plan import ReferenceSpec\n"
+                   "from gpsimd_emu.vectors import load_reference\n"
+                   f"f = load_reference(ReferenceSpec('k/ref.py', None, 'f'), {str(tmp_path / 'proj')!r})\n"
+                   "print(f(2))\n", tmp_path / "elsewhere") == "10"

@@ -216,7 +216,10 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     SCons.Script.SetOption("max_drift", -1)
     env.Decider(integrity.decider(bool(env.get("FAST"))))
     env["ENV"]["PATH"] = os.environ.get("PATH", env["ENV"].get("PATH", ""))
-    env["ENV"]["PYTHONPATH"] = _PYTHONPATH
+    # (the build's own folders first, then the user's: a reference's
+    # module:function may come from PYTHONPATH, as docs/manifest.md says)
+    env["ENV"]["PYTHONPATH"] = os.pathsep.join(
+        [_PYTHONPATH] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
     launcher = env.get("CXX_LAUNCHER") or ""
     try:
         env.Replace(**profile.construction_vars(env.Dir("#").abspath, env.Dir(build_dir).path,
