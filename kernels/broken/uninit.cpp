@@ -102,3 +102,21 @@ torch::Tensor first_call_only(const torch::Tensor& x) {
     write_partials(out, acc);
     return out;
 }
+
+// BUG (state kept between calls): the partial sums start from a zeroed HBM
+// scratch block kept in a static from the first call; custom_op.h releases
+// every block at the next launch (the device hands it out again), so a later
+// call starts from whatever is there then.
+torch::Tensor kept_scratch(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    static float* zeros = nullptr;
+    if (!zeros) {
+        zeros = (float*)neuron_translate(neuron_translate_ctx(), neuron_hbm_allocate(4 * sizeof(float)));
+        memset(zeros, 0, 4 * sizeof(float));
+    }
+    float acc[4];
+    memcpy(acc, zeros, sizeof acc);
+    add_slice(x, acc);
+    write_partials(out, acc);
+    return out;
+}

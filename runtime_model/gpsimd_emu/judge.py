@@ -266,9 +266,9 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         run = bad[0][0]
         if any(os.WIFSIGNALED(b[2]) and os.WTERMSIG(b[2]) == signal.SIGALRM
                for b in bad if b[0] == run):
-            # (the launches of that run's processes left running: a second call's
-            # too, which its process makes after the run's launch)
-            pairs = sorted(x for b in bad if b[0] == run for x in b[3])
+            # (the launches of that run left running, and of a run made right
+            # after it in the same processes: the second call's)
+            pairs = [x for x in running_cores(rec) if run in (x[0], image.runs[x[0]].after)]
             return [f"timed out after {timeout:g} s{running_text(pairs)}"], True
         run, _, st, pairs, job = bad[0]
         if st in _HELPER_END:

@@ -29,6 +29,7 @@ void FirstFit::reset(uint64_t size) {
     size_ = size;
     used_ = 0;
     peak_ = 0;
+    high_ = 0;
     free_.clear();
     live_.clear();
     if (size) free_[0] = size;
@@ -50,6 +51,7 @@ bool FirstFit::allocate(uint64_t nbytes, uint64_t align, uint64_t* offset) {
         live_[start] = std::make_pair(want, nbytes);
         used_ += want;
         if (used_ > peak_) peak_ = used_;
+        if (start + want > high_) high_ = start + want;
         *offset = start;
         return true;
     }
@@ -114,9 +116,26 @@ CoreState& core() {
 uint64_t scratch_origin() { return gpsimd_linker_spec.scratch_origin; }
 uint64_t scratch_size() { return gpsimd_linker_spec.scratch_size; }
 
+static char* dataram_host();
+
+/* custom_op.h: every block of a launch is released at the next. What the
+ * last launch handed out (scratch, TCM) goes back poisoned in the window of
+ * the current binding, so that a block a kernel keeps for its next call (a
+ * pointer in a static) reads poison, as the next launch's own blocks would
+ * overwrite it on the device. */
+void poison_released() {
+    CoreState& c = core();
+    if (c.bound && c.scratch.high() && check_enabled(GPSIMD_CHECK_POISON_SCRATCH))
+        memset(translate_range(scratch_origin(), c.scratch.high(), "the scratch window"),
+               c.binding.tcm_poison, c.scratch.high());
+    if (c.bound && c.tcm.high() && check_enabled(GPSIMD_CHECK_POISON_TCM))
+        memset(dataram_host(), c.binding.tcm_poison, c.tcm.high());
+}
+
 void reset_launch_state() {
     CoreState& c = core();
     ++c.epoch;
+    poison_released();
     c.scratch.reset(scratch_size());
     c.tcm.reset(GPSIMD_TCM_POOL_SIZE);
     c.dataram.reset(GPSIMD_DATARAM_SIZE - GPSIMD_TCM_POOL_SIZE);

@@ -86,6 +86,7 @@ extern "C" int gpsimd_bind_core(const gpsimd_core_binding* b) {
         return bind_fail(r, GPSIMD_FAULT_BINDING, 3, "binding has no scratch window backing (scratch_host)");
 
     CoreState& c = core();
+    poison_released();                  /* (in the windows of the binding it replaces) */
     c.binding = *b;
     c.report = r;
     c.bound = true;

@@ -51,11 +51,14 @@ class FirstFit {
     uint64_t size() const { return size_; }
     uint64_t used() const { return used_; }
     uint64_t peak() const { return peak_; }
+    /* The end of the highest block handed out since reset(). */
+    uint64_t high() const { return high_; }
     size_t live_blocks() const { return live_.size(); }
  private:
     uint64_t size_ = 0;
     uint64_t used_ = 0;
     uint64_t peak_ = 0;
+    uint64_t high_ = 0;
     std::map<uint64_t, uint64_t> free_;  /* offset -> size */
     /* offset -> {size after rounding, bytes asked for} */
     std::map<uint64_t, std::pair<uint64_t, uint64_t> > live_;
@@ -99,6 +102,10 @@ struct CoreState {
  * DATARAM); a pointer outside the window (a local array, the heap) is not
  * followed. */
 void check_dataram_span(const void* p, uint64_t nbytes, const char* what);
+
+/* The last launch's scratch and TCM blocks poisoned in the bound window
+ * (device.cpp): at each launch, and before a binding replaces another. */
+void poison_released();
 
 /* tcm_malloc's allocator (device.cpp): nbytes of the TCM pool or null;
  * record_null remembers a failure for the TCM_NULL check. */
