@@ -1,5 +1,6 @@
-"""References, and the modules they import from the project, are compiled
-from their source at every run, never taken from a bytecode cache.
+"""A reference's loading and calls (:func:`load_reference`). References,
+and the modules they import from the project, are compiled from their
+source at every run, never taken from a bytecode cache.
 
 Python trusts a ``__pycache__`` file while the source's size and its
 modification time *in whole seconds* are those it recorded, so an edit
@@ -14,18 +15,23 @@ project keeps its caches).
 Each reference has modules of its own (:func:`own_modules`), each loaded
 as it reaches it, so that every project module file it runs is known,
 whatever form its import takes: one the build did not count as its
-dependency fails its vectors (``vectors.load_reference``).
+dependency fails its vectors (:func:`load_reference`).
 """
 
 import contextlib
+import importlib
 import importlib.machinery
+import importlib.util
+import itertools
 import os
 import sys
-from typing import Dict, List, Optional, Set
+import traceback
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from gpsimd_device.plan import PlanError, ReferenceSpec
 
-__all__ = ["SourceOnlyLoader", "counted", "local_folder", "own_modules"]
+__all__ = ["SourceOnlyLoader", "counted", "load_reference", "local_folder", "own_modules",
+           "short_exc", "user_frame"]
 
 #: The sets of :func:`own_modules` in progress, each given the path of
 #: every module a :class:`SourceOnlyLoader` runs.
@@ -149,3 +155,112 @@ def local_folder(folder: str, root: str) -> None:
         at = next((k for k, f in enumerate(sys.meta_path)
                    if f is importlib.machinery.PathFinder), len(sys.meta_path))
         sys.meta_path.insert(at, _FINDER)
+
+
+_REF_CACHE: Dict[Tuple[Optional[str], Optional[str]], Any] = {}
+_REF_COUNTER = itertools.count()
+
+
+def short_exc(e: BaseException) -> str:
+    """``Type: message`` of ``e``, cut to 400 characters."""
+    text = f"{type(e).__name__}: {e}"
+    return text if len(text) < 400 else text[:400] + "..."
+
+
+@contextlib.contextmanager
+def _in_folder(folder: str, root: str, mine: Dict[str, Any], loaded: Set[str]):
+    """``folder`` and the project's ``root`` local (``sourceonly.local_folder``)
+    and first on ``sys.path``, ``folder`` before it, and the reference's own
+    modules in ``sys.modules`` (``sourceonly.own_modules``), for a
+    reference's load and each call, wherever this process runs."""
+    local_folder(folder, root)
+    sys.path[:0] = [folder, root]
+    try:
+        with own_modules(mine, loaded):
+            yield
+    finally:
+        for entry in (folder, root):
+            with contextlib.suppress(ValueError):
+                sys.path.remove(entry)
+
+
+def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
+    """The reference function ``ref.function`` of ``ref.file`` (imported by
+    path under a unique module name) or of the importable ``ref.module``,
+    loaded and called with its folder (the project's root for a module)
+    first on ``sys.path`` and its own modules in ``sys.modules``
+    (``_in_folder``: an ``import helpers`` as it runs, too, finds its own
+    folder's, whatever reference ran before it); the reference and the
+    modules it imports from the project are compiled from their source
+    (:mod:`.sourceonly`). Modules are cached per file/module for the process.
+
+    Raises:
+        PlanError: the file/module cannot be imported (message gives the
+            exception and the failing line of the reference), it has no
+            callable ``function``, or it loaded (as it loads and, from the
+            function returned, as it runs) a project module the build did
+            not count as its dependency (``ref.imports``, when given).
+    """
+    file, module, func = ref.file, ref.module, ref.function
+    if not func:
+        raise PlanError("reference without a function")
+    if not (file or module):
+        raise PlanError("reference needs a file or a module")
+    full = os.path.join(root, file) if file else None
+    top = os.path.abspath(root)
+    folder = os.path.dirname(os.path.abspath(full)) if full else top
+    cached = _REF_CACHE.get((full, module))
+    if cached is None:
+        if file and not os.path.isfile(full):
+            raise PlanError(f"reference {file}: no such file")
+        mine: Dict[str, Any] = {}
+        loaded: Set[str] = set()
+        try:
+            with _in_folder(folder, top, mine, loaded):
+                if module and not file:
+                    mod = importlib.import_module(module)
+                else:
+                    stem = os.path.splitext(os.path.basename(full))[0]
+                    name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
+                    # (with a loader given, a spec is always made)
+                    spec = importlib.util.spec_from_file_location(
+                        name, full, loader=SourceOnlyLoader(name, full))
+                    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
+                    try:
+                        spec.loader.exec_module(mod)
+                    except BaseException:
+                        sys.modules.pop(name, None)
+                        raise
+        except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
+            raise PlanError(f"reference {ref.label} cannot be imported: {short_exc(e)}"
+                            f"{user_frame(e, file)}") from None
+        cached = _REF_CACHE[(full, module)] = (mod, mine, loaded, [-1])
+    mod, mine, loaded, checked = cached
+
+    def check() -> None:
+        """``counted``, once for each set of modules ``loaded`` (it only grows)."""
+        if len(loaded) != checked[0]:
+            counted(ref, loaded, root)
+            checked[0] = len(loaded)
+    check()
+    fn = getattr(mod, func, None)
+    if not callable(fn):
+        raise PlanError(f"reference {ref.label} has no function {func!r}")
+
+    def call(*args):
+        with _in_folder(folder, top, mine, loaded):
+            result = fn(*args)
+        check()
+        return result
+    return call
+
+
+def user_frame(e: BaseException, file: Optional[str]) -> str:
+    """`` (at file:line)`` of the innermost frame in the reference file."""
+    if isinstance(e, SyntaxError) and e.lineno:
+        return f" (at {file or e.filename}:{e.lineno})"
+    base = os.path.basename(file) if file else None
+    for fr in reversed(traceback.extract_tb(e.__traceback__)):
+        if base and os.path.basename(fr.filename) == base:
+            return f" (at {file}:{fr.lineno})"
+    return ""

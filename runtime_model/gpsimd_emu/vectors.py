@@ -8,29 +8,22 @@ of the vector; nothing here lets a traceback escape.
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import importlib.util
-import itertools
 import math
 import os
-import sys
-import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from gpsimd_device.plan import (OpPlan, PlanError, ReferenceSpec,
-                                ScalarSpec, TensorSpec, VectorPlan)
+from gpsimd_device.plan import OpPlan, PlanError, ScalarSpec, TensorSpec, VectorPlan
 
 from . import dtypes as dt
 from .convert import exact_ints, to_dtype
-from .sourceonly import SourceOnlyLoader, counted, local_folder, own_modules
+from .sourceonly import load_reference, short_exc, user_frame
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
-    "load_reference", "expected_output", "output_shape", "tolerances",
+    "expected_output", "output_shape", "tolerances",
 ]
 
 
@@ -241,108 +234,6 @@ def make_inputs(op: OpPlan, vector: VectorPlan, root: str = ".") -> List[Input]:
     return out
 
 
-_REF_CACHE: Dict[Tuple[Optional[str], Optional[str]], Any] = {}
-_REF_COUNTER = itertools.count()
-
-
-def _short_exc(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}"
-    return text if len(text) < 400 else text[:400] + "..."
-
-
-@contextlib.contextmanager
-def _in_folder(folder: str, root: str, mine: Dict[str, Any], loaded: Set[str]):
-    """``folder`` and the project's ``root`` local (``sourceonly.local_folder``)
-    and first on ``sys.path``, ``folder`` before it, and the reference's own
-    modules in ``sys.modules`` (``sourceonly.own_modules``), for a
-    reference's load and each call, wherever this process runs."""
-    local_folder(folder, root)
-    sys.path[:0] = [folder, root]
-    try:
-        with own_modules(mine, loaded):
-            yield
-    finally:
-        for entry in (folder, root):
-            with contextlib.suppress(ValueError):
-                sys.path.remove(entry)
-
-
-def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
-    """The reference function ``ref.function`` of ``ref.file`` (imported by
-    path under a unique module name) or of the importable ``ref.module``,
-    loaded and called with its folder (the project's root for a module)
-    first on ``sys.path`` and its own modules in ``sys.modules``
-    (``_in_folder``: an ``import helpers`` as it runs, too, finds its own
-    folder's, whatever reference ran before it); the reference and the
-    modules it imports from the project are compiled from their source
-    (:mod:`.sourceonly`). Modules are cached per file/module for the process.
-
-    Raises:
-        PlanError: the file/module cannot be imported (message gives the
-            exception and the failing line of the reference), it has no
-            callable ``function``, or it loaded (as it loads and, from the
-            function returned, as it runs) a project module the build did
-            not count as its dependency (``ref.imports``, when given).
-    """
-    file, module, func = ref.file, ref.module, ref.function
-    if not func:
-        raise PlanError("reference without a function")
-    if not (file or module):
-        raise PlanError("reference needs a file or a module")
-    full = os.path.join(root, file) if file else None
-    top = os.path.abspath(root)
-    folder = os.path.dirname(os.path.abspath(full)) if full else top
-    cached = _REF_CACHE.get((full, module))
-    if cached is None:
-        if file and not os.path.isfile(full):
-            raise PlanError(f"reference {file}: no such file")
-        mine: Dict[str, Any] = {}
-        loaded: Set[str] = set()
-        try:
-            with _in_folder(folder, top, mine, loaded):
-                if module and not file:
-                    mod = importlib.import_module(module)
-                else:
-                    stem = os.path.splitext(os.path.basename(full))[0]
-                    name = f"_gpsimd_ref_{next(_REF_COUNTER)}_{stem}"
-                    # (with a loader given, a spec is always made)
-                    spec = importlib.util.spec_from_file_location(
-                        name, full, loader=SourceOnlyLoader(name, full))
-                    mod = sys.modules[name] = importlib.util.module_from_spec(spec)
-                    try:
-                        spec.loader.exec_module(mod)
-                    except BaseException:
-                        sys.modules.pop(name, None)
-                        raise
-        except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
-            raise PlanError(f"reference {ref.label} cannot be imported: {_short_exc(e)}"
-                            f"{_user_frame(e, file)}") from None
-        cached = _REF_CACHE[(full, module)] = (mod, mine, loaded)
-    mod, mine, loaded = cached
-    counted(ref, loaded, root)
-    fn = getattr(mod, func, None)
-    if not callable(fn):
-        raise PlanError(f"reference {ref.label} has no function {func!r}")
-
-    def call(*args):
-        with _in_folder(folder, top, mine, loaded):
-            result = fn(*args)
-        counted(ref, loaded, root)
-        return result
-    return call
-
-
-def _user_frame(e: BaseException, file: Optional[str]) -> str:
-    """`` (at file:line)`` of the innermost frame in the reference file."""
-    if isinstance(e, SyntaxError) and e.lineno:
-        return f" (at {file or e.filename}:{e.lineno})"
-    base = os.path.basename(file) if file else None
-    for fr in reversed(traceback.extract_tb(e.__traceback__)):
-        if base and os.path.basename(fr.filename) == base:
-            return f" (at {file}:{fr.lineno})"
-    return ""
-
-
 def expected_output(vector: VectorPlan, inputs: Sequence[Input],
                     out_dtype: dt.DType, root: str = ".") -> np.ndarray:
     """The expected output, converted to ``out_dtype`` (C-contiguous; by
@@ -373,11 +264,11 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
             raise
         except BaseException as e:  # the reference's own bug
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
-                            f"{_short_exc(e)}{_user_frame(e, ref.file)}") from None
+                            f"{short_exc(e)}{user_frame(e, ref.file)}") from None
         try:
             raw = np.array(result)
         except (ValueError, TypeError) as e:    # (a ragged list, say)
-            raise PlanError(f"{exp.source} returned no array: {_short_exc(e)}") from None
+            raise PlanError(f"{exp.source} returned no array: {short_exc(e)}") from None
     elif exp.values is not None:
         try:
             raw = _asarray(exp.values, out_dtype)

@@ -16,7 +16,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LOAD = """
 import sys
 from gpsimd_device.plan import ReferenceSpec
-from gpsimd_emu.vectors import load_reference
+from gpsimd_emu.sourceonly import load_reference
 f = load_reference(ReferenceSpec({file!r}, None, "f"))
 print(f(1), load_reference(ReferenceSpec(None, "modref", "f"))(1))
 """
@@ -96,7 +96,7 @@ def test_two_references_import_the_modules_of_their_own_folders(tmp_path):
             "import helpers\ndef f(x):\n    return x * helpers.F\n")
         (tmp_path / folder / "helpers.py").write_text(f"F = {factor}\n")
     assert _python("from gpsimd_device.plan import ReferenceSpec\n"
-                   "from gpsimd_emu.vectors import load_reference\n"
+                   "from gpsimd_emu.sourceonly import load_reference\n"
                    "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
                    "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
                    "print(a(1), b(1), a(1))\n", tmp_path) == "2 3 2"
@@ -113,7 +113,7 @@ def test_a_module_no_other_folder_shadows_stays_loaded(tmp_path):
     (tmp_path / "a/consts.py").write_text("F = 2\n")
     (tmp_path / "b/ref.py").write_text("def f(x):\n    return x * 3\n")
     assert _python("from gpsimd_device.plan import ReferenceSpec\n"
-                   "from gpsimd_emu.vectors import load_reference\n"
+                   "from gpsimd_emu.sourceonly import load_reference\n"
                    "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
                    "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
                    "print(a(1), b(1))\n", tmp_path) == "2 3"
@@ -129,7 +129,7 @@ def test_a_folder_s_module_is_its_own_after_a_subfolder_s_of_that_name(tmp_path)
         (tmp_path / f"{folder}ref.py").write_text("import helpers\ndef f(x):\n    return x * helpers.F\n")
         (tmp_path / f"{folder}helpers.py").write_text(f"F = {factor}\n")
     assert _python("from gpsimd_device.plan import ReferenceSpec\n"
-                   "from gpsimd_emu.vectors import load_reference\n"
+                   "from gpsimd_emu.sourceonly import load_reference\n"
                    "b = load_reference(ReferenceSpec('kernels/b/ref.py', None, 'f'))\n"
                    "root = load_reference(ReferenceSpec('ref.py', None, 'f'))\n"
                    "print(b(1), root(1), b(1))\n", tmp_path) == "3 2 3"
@@ -145,7 +145,7 @@ def test_an_import_as_a_reference_runs_finds_its_own_folder_s_module(tmp_path):
         (tmp_path / folder / "ref.py").write_text(ref)
         (tmp_path / folder / "helpers.py").write_text(f"F = {factor}\n")
     assert _python("from gpsimd_device.plan import ReferenceSpec\n"
-                   "from gpsimd_emu.vectors import load_reference\n"
+                   "from gpsimd_emu.sourceonly import load_reference\n"
                    "a = load_reference(ReferenceSpec('a/ref.py', None, 'f'))\n"
                    "alone = a(1)\n"
                    "b = load_reference(ReferenceSpec('b/ref.py', None, 'f'))\n"
@@ -154,7 +154,7 @@ def test_an_import_as_a_reference_runs_finds_its_own_folder_s_module(tmp_path):
 
 COUNTED = """
 from gpsimd_device.plan import PlanError, ReferenceSpec
-from gpsimd_emu.vectors import load_reference
+from gpsimd_emu.sourceonly import load_reference
 def run(file, imports, module=None):
     try:
         return load_reference(ReferenceSpec(file, module, "f", imports))(1)
@@ -229,7 +229,7 @@ def test_namespace_packages_and_aliased_modules_are_each_reference_s_own(tmp_pat
     (tmp_path / "y" / "ref.py").write_text(
         "from nsp import mod\nimport legacy\ndef f(v):\n    return v * mod.K + legacy.L\n")
     assert _python("from gpsimd_device.plan import ReferenceSpec\n"
-                   "from gpsimd_emu.vectors import load_reference\n"
+                   "from gpsimd_emu.sourceonly import load_reference\n"
                    "x = load_reference(ReferenceSpec('x/ref.py', None, 'f'))\n"
                    "y = load_reference(ReferenceSpec('y/ref.py', None, 'f'))\n"
                    "print(x(1), y(1), x(1))\n", tmp_path) == "11 22 11"
@@ -245,6 +245,6 @@ def test_a_reference_finds_the_project_s_root_modules_from_any_folder(tmp_path):
         "import common\ndef f(v):\n    return v * common.F\n")
     (tmp_path / "elsewhere").mkdir()
     assert _python("from gpsimd_device.plan import ReferenceSpec\n"
-                   "from gpsimd_emu.vectors import load_reference\n"
+                   "from gpsimd_emu.sourceonly import load_reference\n"
                    f"f = load_reference(ReferenceSpec('k/ref.py', None, 'f'), {str(tmp_path / 'proj')!r})\n"
                    "print(f(2))\n", tmp_path / "elsewhere") == "10"

@@ -6,7 +6,8 @@ import pytest
 from gpsimd_emu import dtypes as dt
 from gpsimd_device.plan import OpPlan, ReferenceSpec, ScalarSpec, TensorSpec, VectorPlan
 from gpsimd_emu import vectors
-from gpsimd_emu.vectors import PlanError, load_reference
+from gpsimd_emu.sourceonly import load_reference
+from gpsimd_emu.vectors import PlanError
 
 
 # The plan's JSON forms, read into the typed plan as the emulator reads a file.

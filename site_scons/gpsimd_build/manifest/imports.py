@@ -4,7 +4,7 @@ A reference runs in the emulator: ``file.py:function`` is imported by path
 with the file's folder first on ``sys.path`` while it loads, in a process
 started with ``python -m`` in the project's root (the root is next on
 ``sys.path``); ``module:function`` imports the module from that
-``sys.path`` (``gpsimd_emu.vectors.load_reference``). Its result depends
+``sys.path`` (``gpsimd_emu.sourceonly.load_reference``). Its result depends
 on every module it imports from those two folders, transitively: such a
 module is a dependency of the test, as the reference file is. Modules
 found elsewhere (the standard library, site-packages such as numpy,
