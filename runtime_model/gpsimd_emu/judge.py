@@ -214,26 +214,29 @@ def _over_time(record: dict, timeout: float) -> Optional[Tuple[int, int]]:
 
 
 def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
-              timeout: float, op: Optional[OpPlan] = None) -> Tuple[List[str], bool]:
+              timeout: float, op: Optional[OpPlan] = None
+              ) -> Tuple[List[str], bool, Optional[int]]:
     """Failures from the way the runs ended and from the core reports.
 
-    Returns ``(problems, fatal)``: ``fatal`` when the outputs cannot be
-    judged at all (time limit, crash, memory limit, model error, a corrupt
-    record); faults reported by the runtime are not fatal (the outputs
-    still tell which elements were written), but the output is then not
-    compared.
+    Returns ``(problems, fatal, run)``: ``fatal`` when the outputs cannot
+    be judged at all (time limit, crash, memory limit, model error, a
+    corrupt record); faults reported by the runtime are not fatal (the
+    outputs still tell which elements were written), but the output is
+    then not compared. ``run`` is the index in ``image.runs`` of the run
+    whose end or faults every problem describes (its label is in their
+    text), None when they are not one run's.
     """
     if outcome.error:
-        return [outcome.error], True
+        return [outcome.error], True, None
     rec = outcome.record
     if rec is None:
         st = outcome.wait_status
         why = outcome.record_error or "no record"
         if st is not None and os.WIFSIGNALED(st):
             return [f"the device model process died with "
-                    f"{contain.signal_name(os.WTERMSIG(st))}"], True
+                    f"{contain.signal_name(os.WTERMSIG(st))}"], True, None
         return [f"the vector's processes left no valid record of the run ({why}): a kernel "
-                f"wrote over the model's memory"], True
+                f"wrote over the model's memory"], True, None
 
     def running_text(pairs: Sequence[Tuple[int, int]]) -> str:
         """Who was running in the first run of ``pairs`` (in run order)."""
@@ -243,11 +246,15 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         verb = "was" if len(names) == 1 else "were"
         return f" ({cores_text(names)} {verb} running{image.runs[pairs[0][0]].label})"
 
+    def timed_out(pairs: Sequence[Tuple[int, int]]):
+        return ([f"timed out after {timeout:g} s{running_text(pairs)}"], True,
+                pairs[0][0] if pairs else None)
+
     if outcome.timed_out:
-        return [f"timed out after {timeout:g} s{running_text(running_cores(rec))}"], True
+        return timed_out(running_cores(rec))
     bad_alloc = _bad_allocs(image, rec)
     if bad_alloc:
-        return [exceeded(core_name(cores, bad_alloc[0]), outcome.memory)], True
+        return [exceeded(core_name(cores, bad_alloc[0]), outcome.memory)], True, None
     # the processes that ended badly, the first run's first (several may go
     # on side by side: the lowest core of the lowest run is named)
     bad = []
@@ -268,16 +275,17 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                for b in bad if b[0] == run):
             # (the launches of that run left running, and of a run made right
             # after it in the same processes: the second call's)
-            pairs = [x for x in running_cores(rec) if run in (x[0], image.runs[x[0]].after)]
-            return [f"timed out after {timeout:g} s{running_text(pairs)}"], True
+            return timed_out([x for x in running_cores(rec)
+                              if run in (x[0], image.runs[x[0]].after)])
         run, _, st, pairs, job = bad[0]
         if st in _HELPER_END:
-            return [_helper_end_text(image, cores, rec, run, job, pairs, st)], True
+            return ([_helper_end_text(image, cores, rec, run, job, pairs, st)], True,
+                    pairs[0][0] if pairs else run)
         if os.WIFSIGNALED(st):
             sig = os.WTERMSIG(st)
             if sig == signal.SIGKILL and outcome.oom_kills:
                 who = core_name(cores, pairs[0][1]) if pairs else "a core"
-                return [exceeded(who, outcome.memory)], True
+                return [exceeded(who, outcome.memory)], True, None
             if pairs:
                 p, k = pairs[0]
                 detail = report_text(image, k, op, p)
@@ -285,31 +293,32 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
                        f"{image.runs[p].label}")
                 if detail:
                     msg += f" ({detail})"
-                return [msg + _printf_tail(image, k, p)], True
-            return [f"the device model process died with {contain.signal_name(sig)}"], True
+                return [msg + _printf_tail(image, k, p)], True, p
+            return [f"the device model process died with {contain.signal_name(sig)}"], True, None
         code = os.WEXITSTATUS(st) if os.WIFEXITED(st) else -1
         if pairs:
             p, k = pairs[0]
             if code != 0:
-                return [f"{core_name(cores, k)} exited the process with status {code}"], True
+                return [f"{core_name(cores, k)} exited the process with status {code}"
+                        f"{image.runs[p].label}"], True, p
             return [f"{core_name(cores, k)} ended the process (exit status 0)"
-                    + _printf_tail(image, k, p)], True
+                    f"{image.runs[p].label}{_printf_tail(image, k, p)}"], True, p
         if not rec["error"]:
-            return [f"the device model process exited with status {code}"], True
+            return [f"the device model process exited with status {code}"], True, None
     if rec["error"]:
-        return [rec["error"][2]], True
+        return [rec["error"][2]], True, None
     st = outcome.wait_status
     if st is not None and os.WIFSIGNALED(st):
         sig = os.WTERMSIG(st)
         pairs = running_cores(rec)
         if sig == signal.SIGKILL and outcome.oom_kills and pairs:
-            return [exceeded(core_name(cores, pairs[0][1]), outcome.memory)], True
-        return [f"the device model process died with {contain.signal_name(sig)}"], True
+            return [exceeded(core_name(cores, pairs[0][1]), outcome.memory)], True, None
+        return [f"the device model process died with {contain.signal_name(sig)}"], True, None
     if not rec["leader_done"]:
-        return ["the device model process ended early"], True
+        return ["the device model process ended early"], True, None
     late = _over_time(rec, timeout)
     if late:
-        return [f"timed out after {timeout:g} s{running_text([late])}"], True
+        return timed_out([late])
 
     # Faults of the first run that has any (a later one runs only when
     # the earlier ones had none), grouped: identical texts of several cores
@@ -345,7 +354,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
             if used > cap:
                 problems.append(f"{core_name(cores, k)} used {used} bytes of the {what} "
                                 f"(capacity {cap})")
-    return problems, False
+    return problems, False, p if faults and len(problems) == len(faults) else None
 
 
 def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:

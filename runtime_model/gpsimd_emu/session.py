@@ -26,7 +26,6 @@ from gpsimd_device.results import CHECKED, LibraryResults, VectorResult
 
 from . import abi, control
 from .cores import CoreSpec, prepare_cores
-from .runs import SECOND_CALL
 from .settings import RunOptions
 from .zygote_client import ZygoteClient, ZygoteError, program_problem
 
@@ -376,9 +375,9 @@ class LibrarySession:
             image.second, p.again = None, True
         try:
             outcome = self._outcome(p)
-            problems, fatal = judge_run(image, self.cores, outcome, opts.timeout, p.op)
+            problems, fatal, run = judge_run(image, self.cores, outcome, opts.timeout, p.op)
             later: list = []
-            if problems and all(SECOND_CALL in text for text in problems):
+            if problems and run is not None and image.runs[run].after >= 0:
                 # (a fault, crash or time limit of the second call alone: the
                 # first call's outputs are judged all the same)
                 later, problems, fatal = problems, [], False

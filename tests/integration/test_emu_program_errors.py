@@ -458,6 +458,23 @@ def test_a_helper_that_ends_between_two_launches_fails_the_vector(multicore, tmp
     assert (relu.status, relu.message) == ("pass", "")
 
 
+def test_a_first_call_s_crash_is_the_first_call_s_whatever_the_kernel_prints(
+        multicore, tmp_path, zygote_program):
+    """A crash was taken for the second call's when its text (which ends
+    with what the kernel printed) held the second call's label: the first
+    call's outputs were then judged, and a vector whose first call crashed
+    counted as right on its first call (``second_call_only``), its
+    arguments used for the next vector's second call. The judge now says
+    which run stopped the vector."""
+    with spread(tmp_path, multicore, zygote_program, ["crash_quoting", "relu"]) as s:
+        crash, relu = s.run_vector("crash_quoting", "a"), s.run_vector("relu", "a")
+    assert crash.status == "fail" and re.fullmatch(
+        r"core 0 crashed with SIGSEGV( \(.*\))?; printf ends with: ' \(a second call of the "
+        r"op, from the state the first call left\)'", crash.message), crash.message
+    assert crash.second_call_only is False
+    assert (relu.status, relu.message) == ("pass", "")
+
+
 @pytest.mark.parametrize("attempt", range(3))
 def test_a_run_whose_helper_ends_before_its_second_call_never_passes(multicore, tmp_path,
                                                                       zygote_program, attempt,

@@ -310,10 +310,21 @@ static int namespaces() {
     fflush(stdout);
     return relu();
 }
+// core 0 writes the whole output right, prints the second call's label
+// and crashes, at its first call: whatever it prints, the crash is that call's
+static int crash_quoting() {
+    if (B.core_id != 0) return 0;
+    const float* x = (const float*)translate(arg(0)->storage.hbm.addr);
+    float* y = (float*)translate(out()->storage.hbm.addr);
+    for (uint32_t i = 0; i < out()->storage.hbm.num_elem; ++i) y[i] = x[i] > 0 ? x[i] : 0.0f;
+    print(" (a second call of the op, from the state the first call left)");
+    raise(SIGSEGV);
+    return 0;
+}
 #define HOSTILE_NAMES , "nochld_crash", "reap", "quit_between", "quit_second", \
-    "stdout_flags_set", "stdout_flags", "keys", "namespaces"
+    "stdout_flags_set", "stdout_flags", "keys", "namespaces", "crash_quoting"
 #define HOSTILE_FNS , nochld_crash, reap, quit_between, quit_second, stdout_flags_set, \
-    stdout_flags, keys, namespaces
+    stdout_flags, keys, namespaces, crash_quoting
 #else
 #define HOSTILE_NAMES
 #define HOSTILE_FNS
