@@ -1,19 +1,21 @@
 """The core objects of a plan, read and verified once by the worker
 (``prepare_cores``): each packed payload checked (gpsimd_device.pack) and
-put in a memfd that the zygote ``dlopen``s (``zygote.c``)."""
+put in a memfd that the zygote ``dlopen``s (``zygote.c``); then the copies
+the zygote loaded checked as the device loader checks them
+(``loaded_problems``) and for an op's kernel (``unregistered``)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
-from gpsimd_device.plan import TestPlan
+from gpsimd_device.plan import OpPlan, TestPlan
 
 from . import abi
-from .loader import LoadError, PackedObject, payload_fd, read_object
+from .loader import LoadError, PackedObject, check_lsp, payload_fd, read_object
 
-__all__ = ["CoreSpec", "prepare_cores"]
+__all__ = ["CoreSpec", "prepare_cores", "loaded_problems", "unregistered"]
 
 
 @dataclass
@@ -78,3 +80,34 @@ def prepare_cores(plan: TestPlan, root: str = ".") -> Tuple[List[CoreSpec], Opti
         cores.append(spec)
     return cores, next((c.error for c in cores if c.error), None)
 
+
+
+def loaded_problems(cores: Sequence[CoreSpec], entries: Sequence[dict]) -> List[Optional[str]]:
+    """Per core object, why the zygote's copy of it cannot run, else None:
+    the zygote could not load it, or its linker spec is not the one the
+    device loader expects (``loader.check_lsp``). ``entries``: the
+    ``cores`` of the zygote's ready message (``ZygoteClient.ready``)."""
+    problems: List[Optional[str]] = []
+    for spec, entry in zip(cores, entries):
+        try:
+            check_lsp(spec.obj, entry.get("lsp"), spec.lsp, spec.core)
+            problems.append(entry.get("error"))     # (it did not load)
+        except LoadError as e:
+            problems.append(str(e))
+    return problems
+
+
+def unregistered(cores: Sequence[CoreSpec], entries: Sequence[dict],
+                 problems: Sequence[Optional[str]], op: OpPlan) -> Optional[str]:
+    """Why no core can run ``op``: the first of ``problems``
+    (``loaded_problems``), or a core object whose registration lacks the
+    op's kernel (the ``ops`` of its ready entry), else None."""
+    for spec, entry, problem in zip(cores, entries, problems):
+        if problem:
+            return problem
+        if op.function not in entry["ops"]:
+            kernel = f"kernel {op.function!r} of op {op.name!r}" if op.function != op.name \
+                else f"op {op.name!r}"
+            return (f"{spec.path}: {kernel} is not registered (get_func_name gives "
+                    f"{', '.join(entry['ops']) or 'nothing'})")
+    return None

@@ -25,7 +25,7 @@ from gpsimd_device.plan import OpPlan, PlanError, TestPlan, VectorPlan
 from gpsimd_device.results import CHECKED, LibraryResults, VectorResult
 
 from . import abi, control
-from .cores import CoreSpec, prepare_cores
+from .cores import CoreSpec, loaded_problems, prepare_cores, unregistered
 from .settings import RunOptions
 from .zygote_client import ZygoteClient, ZygoteError, program_problem
 
@@ -189,15 +189,7 @@ class LibrarySession:
         except ZygoteError as e:        # (before its first answer: _failure)
             self._zygote_error = self._failure(e)
             return self._zygote_error
-        for spec, entry, problem in zip(self.cores, ready["cores"], self._load_checked):
-            if problem:
-                return problem
-            if op.function not in entry["ops"]:
-                kernel = f"kernel {op.function!r} of op {op.name!r}" if op.function != op.name \
-                    else f"op {op.name!r}"
-                return (f"{spec.path}: {kernel} is not registered (get_func_name gives "
-                        f"{', '.join(entry['ops']) or 'nothing'})")
-        return None
+        return unregistered(self.cores, ready["cores"], self._load_checked, op)
 
     def ready(self) -> dict:
         """The zygote's ready message (``zygote_client.ZygoteClient.ready``),
@@ -210,15 +202,7 @@ class LibrarySession:
         """
         ready = self.zygote.ready(self.options.timeout + LOAD_SLACK)
         if self._load_checked is None:
-            from .loader import LoadError, check_lsp
-            checked = []
-            for spec, entry in zip(self.cores, ready["cores"]):
-                try:
-                    check_lsp(spec.obj, entry.get("lsp"), spec.lsp, spec.core)
-                    checked.append(entry.get("error"))     # (it did not load)
-                except LoadError as e:
-                    checked.append(str(e))
-            self._load_checked = checked
+            self._load_checked = loaded_problems(self.cores, ready["cores"])
             if ready.get("missing"):
                 print(f"gpsimd_emu: {self.plan.library}: the vectors are not contained here: "
                       f"{ready['missing']}", file=sys.stderr, flush=True)
