@@ -24,8 +24,8 @@ PROGRAM_NAME = "gpsimd-zygote"
 #: Its C sources, in the ``gpsimd_emu`` package's folder (each ``.h`` the
 #: interface of the ``.c`` files of its layer: its name, then ``_`` and a part).
 SOURCE_NAMES = ("zygote.c", "zygote_objects.c", "zygote_output.c", "zygote_parts.h",
-                "sandbox.c", "sandbox_cgroup.c", "sandbox.h", "leader.c", "leader_control.c",
-                "leader_launch.c", "leader.h", "leader_parts.h")
+                "sandbox.c", "sandbox_cgroup.c", "sandbox_files.c", "sandbox.h", "leader.c",
+                "leader_control.c", "leader_launch.c", "leader.h", "leader_parts.h")
 #: The runtime's headers they include (below the include folder).
 HEADER_NAMES = ("gpsimd_host/zygote.h", "gpsimd_host/abi.h")
 #: What precedes the digest's 64 hex digits in the program's file.

@@ -1,7 +1,8 @@
 /* The sandbox of a library run's vectors (sandbox.c, its memory cgroup
- * sandbox_cgroup.c): the namespaces, the memory cgroup, the privileges and
- * the process ties, made once by the program (zygote.c) and used by a
- * vector's processes (leader.c). It is the program's lowest layer: it
+ * sandbox_cgroup.c, its whole writes and small files sandbox_files.c): the
+ * namespaces, the memory cgroup, the privileges and the process ties, made
+ * once by the program (zygote.c) and used by a vector's processes
+ * (leader.c). It is the program's lowest layer: it
  * includes neither of the others' headers. */
 #ifndef GPSIMD_EMU_SANDBOX_H
 #define GPSIMD_EMU_SANDBOX_H
@@ -25,9 +26,10 @@ int sb_enter(int parent, int relay_closes);   /* 0, or -1 (errno): no relay */
 void sb_die_with_parent(int parent);
 void sb_fresh_workdir(void);
 void sb_run_dir(int p);
-/* n bytes written whole to fd (0, else -1); a small file under the folder
-   dir (AT_FDCWD: a path) written whole, or read: at most size - 1 bytes
-   and a NUL (its length, <= 0 when nothing was read: text is "") */
+/* sandbox_files.c: n bytes written whole to fd (0, else -1); a small
+   file under the folder dir (AT_FDCWD: a path) written whole, or read: at
+   most size - 1 bytes and a NUL (its length, <= 0 when nothing was read:
+   text is "") */
 int sb_write_all(int fd, const void *data, size_t n);
 int sb_write_text(int dir, const char *file, const char *text);
 ssize_t sb_read_text(int dir, const char *file, char *text, size_t size);
