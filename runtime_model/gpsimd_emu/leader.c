@@ -47,13 +47,6 @@ static int is_follower[GPSIMD_ZY_MAX_RUNS];
 
 /* ---- small helpers ------------------------------------------------------- */
 
-int64_t gl_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 void gl_set_name(const char *name) { prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0); }
 
 /* SIGALRM in ns (0: none; else at least 1 ms) */
