@@ -78,3 +78,53 @@ def test_an_output_made_while_its_source_was_edited_is_not_cached(tmp_path):
         proc.stdout
     assert proc.returncode != 0, proc.stdout
     assert "rc: 1 passed, 1 failed" in proc.stdout, proc.stdout + proc.stderr
+
+
+MODES = {
+    "kernels/mode/mode.cpp": (
+        "#include <torch/torch.h>\n"
+        "#define rel 1.0f\n"
+        "#define dbg 2.0f\n\n"
+        "torch::Tensor plus_mode(const torch::Tensor& x) {\n"
+        "    return torch::add(x, MODE);\n"
+        "}\n"),
+    "kernels/mode/reference.py": "def plus_mode(x):\n    return x + 1\n",
+}
+
+
+def _mode_manifest(mode):
+    return ("version: 1\n"
+            "libraries:\n"
+            "  - name: mode\n"
+            "    multicore: false\n"
+            "    sources: [kernels/mode/mode.cpp]\n"
+            f"    cflags: [-DMODE={mode}]\n"
+            "    ops:\n"
+            "      - schema: \"my_ops::plus_mode(Tensor x) -> Tensor\"\n"
+            "        reference: kernels/mode/reference.py:plus_mode\n"
+            "        vectors:\n"
+            "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n")
+
+
+def test_a_flag_word_equal_to_build_dir_s_name_stays_in_the_key(tmp_path):
+    """The key replaced BUILD_DIR's name wherever it stood as a word, so
+    ``-DMODE=rel`` built into ``BUILD_DIR=rel`` and ``-DMODE=dbg`` into
+    ``BUILD_DIR=dbg`` had one key: the dbg build took the rel build's
+    object from the cache and passed (3 of 3), where it fails from
+    scratch. Only a path inside BUILD_DIR is relocated now."""
+    proj = copy_project(tmp_path / "p")
+    for path, text in MODES.items():
+        (proj / path).parent.mkdir(parents=True, exist_ok=True)
+        (proj / path).write_text(text)
+    for mode in ("rel", "dbg"):
+        (proj / f"{mode}.yaml").write_text(_mode_manifest(mode))
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    rel = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", cache)
+    assert rel.returncode == 0 and rel.stdout.splitlines()[-1] == \
+        "all libraries: 1 passed, 0 failed", rel.stdout + rel.stderr
+    dbg = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", cache)
+    assert "Retrieved `dbg/host/mode/obj/kernels/mode/mode.o'" not in dbg.stdout, dbg.stdout
+    assert dbg.returncode != 0 and [l for l in dbg.stdout.splitlines() if l.startswith("FAIL ")] \
+        == ["FAIL mode::plus_mode[v] (dbg.yaml:11:13): 2 of 2 elements differ (rtol=1.3e-06, "
+            "atol=1e-05): [0] actual 3 expected 2, [1] actual 4 expected 3; max_abs_err 1"], \
+        dbg.stdout

@@ -68,12 +68,16 @@ def _relocation(env):
 @functools.lru_cache(maxsize=None)
 def _relocator(relative: str, absolute: str, top: str):
     """:func:`_relocation`'s function for one BUILD_DIR and project (its
-    regular expressions compiled once, not for each target)."""
+    regular expressions compiled once, not for each target). BUILD_DIR's
+    names are replaced only where a path inside it starts (the name and
+    ``/``): a word of a flag that only equals its name (``-DMODE=release``
+    built into ``BUILD_DIR=release``) is kept, or two builds whose flags
+    differ in that word would share a key."""
     start = rb"(?:^|(?<=[\0\s'\"=:,(])|(?<=-I))"
     end = rb"(?=/|$|[\0\s'\",)])"
     names = sorted({relative, absolute}, key=len, reverse=True)
     build = re.compile(start + b"(?:" + b"|".join(re.escape(n.encode()) for n in names)
-                       + b")" + end)
+                       + b")(?=/)")
     top_re = re.compile(start + re.escape(top.encode()) + end)
     return lambda text: top_re.sub(_TOP, build.sub(_TOKEN, text))
 
