@@ -164,18 +164,35 @@ def check(build_dir: str, inside: bool = True) -> None:
 def check_cache(cache_dir: str) -> None:
     """A shared cache (``CACHE_DIR``) trusts everyone who may write it: refuse
     one that every user may write (``o+w``, sticky or not), or with such a
-    folder just inside it (where SCons stores its entries).
+    folder just inside it (where SCons stores its entries; one that is a
+    symbolic link is judged where it leads), or one that every user may
+    replace: a folder above it (as the links resolve) that every user may
+    write without the sticky bit, where anyone may rename the cache away
+    and put a cache of their own in its place.
 
     Raises:
         UnsafeBuildFolder: the message names the folder, its mode and the fix.
     """
-    folders = [cache_dir] + sorted(e.path for e in os.scandir(cache_dir)
-                                   if e.is_dir(follow_symlinks=False))
+    folders = [cache_dir] + sorted(e.path for e in os.scandir(cache_dir) if e.is_dir())
     for folder in folders:
-        mode = os.stat(folder).st_mode
+        real = os.path.realpath(folder)
+        mode = os.stat(real).st_mode
         if mode & stat.S_IWOTH:
             raise UnsafeBuildFolder(
                 f"the cache folder {folder} is writable by every user (mode "
                 f"{stat.S_IMODE(mode):o}): anyone could store an object under another "
                 f"source's key, and every build that reads the cache would take it. Take "
                 f"that right away (chmod o-w {folder}), or use a cache only your team can write")
+        above = os.path.dirname(real)
+        while folder == cache_dir or os.path.islink(folder):    # (the others: the cache's way)
+            mode = os.stat(above).st_mode
+            if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+                raise UnsafeBuildFolder(
+                    f"the folder {above}, on the way to the cache folder {folder}, is writable "
+                    f"by every user without the sticky bit (mode {stat.S_IMODE(mode):o}): anyone "
+                    f"could rename the cache away and put one of their own in its place, which "
+                    f"every build that reads the cache would trust. Set the sticky bit (chmod "
+                    f"+t {above}) or take that right away (chmod o-w {above})")
+            if os.path.dirname(above) == above:
+                break
+            above = os.path.dirname(above)

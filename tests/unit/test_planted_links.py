@@ -320,3 +320,40 @@ def test_a_link_to_nothing_yet_is_checked_where_it_would_lead(tmp_path):
                        match=f"^the folder above the build folder, {tmp_path / 'open'} is "
                              "writable by every user"):
         buildfolder.check(str(tmp_path / "m"))
+
+
+def test_a_cache_every_user_may_replace_is_refused(tmp_path):
+    """A cache of mode 755 in a folder every user may write without the
+    sticky bit: another user renamed it away and put a copy in its place
+    that held a good object under a broken kernel's key, and the build
+    trusted it (PASS, where a build from scratch fails). A folder just
+    inside the cache that is a link to a folder every user may write was
+    not looked at either. Both are refused now; a sticky folder on the way
+    (/tmp) is not."""
+    shared = tmp_path / "shared"
+    cache = shared / "cache"
+    (cache / "ab").mkdir(parents=True)
+    shared.chmod(0o1777)
+    buildfolder.check_cache(str(cache))
+    shared.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder {shared}, on the way to the cache folder {cache}, is "
+                             f"writable by every user without the sticky bit \\(mode 777\\)"):
+        buildfolder.check_cache(str(cache))
+    shared.chmod(0o755)
+    # an entry folder that is a link: judged where it leads, and its way
+    open_dir = tmp_path / "open"
+    (open_dir / "cd").mkdir(parents=True)
+    (cache / "cd").symlink_to(open_dir / "cd")
+    buildfolder.check_cache(str(cache))
+    (open_dir / "cd").chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the cache folder {cache / 'cd'} is writable by every user "
+                             f"\\(mode 777\\)"):
+        buildfolder.check_cache(str(cache))
+    (open_dir / "cd").chmod(0o755)
+    open_dir.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder {open_dir}, on the way to the cache folder "
+                             f"{cache / 'cd'}, is writable by every user without the sticky bit"):
+        buildfolder.check_cache(str(cache))
