@@ -200,8 +200,12 @@ class _Vectors:
         splits = getattr(self.config.option, "splits", None)    # (pytest-split's shards)
         shard = (int(self.config.option.group), int(splits)) if splits else None
         try:
+            build = self.identity()
+            every = None if self.libraries is None else {
+                lib.name: [f"{op.name}[{v.name}]" for op in lib.ops for v in op.vectors]
+                for lib in self.libraries}
             write_outputs(path, self.results, not self.config.getoption("gpsimd_no_checks"),
-                          shard, self.identity())
+                          shard, build, every)
         except OSError as e:
             sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
 

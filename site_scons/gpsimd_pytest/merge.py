@@ -9,7 +9,9 @@ A run writes, for the vectors it ran, three files with one base name
 result], ...], "build": identity}``, a result as ``gpsimd_device.results.VectorResult.to_json``);
 ``.txt``, the summary (one ``lib: N passed, M failed`` line per library,
 then ``total: ...``; ``gpsimd_build.results_summary``). All three are in
-manifest order whatever order the vectors ran in.
+manifest order whatever order the vectors ran in. The results also list
+every vector of the manifest, run or not (``"every": {library:
+["op[vector]", ...]}``).
 
 ``python -m gpsimd_pytest.merge -o BASE FILE...`` merges the shards'
 results files (``.json``) and JUnit files (``.xml``, pytest's
@@ -24,7 +26,10 @@ results of different builds: each run's results name what it tested
 (``"build"``: ``gpsimd_build.freshness.identity``, the same for every
 run on one build of one commit, on any machine and in any ``BUILD_DIR``),
 so that a shard re-run after a kernel fix, or run on another checkout,
-never makes a pass no single build made.
+never makes a pass no single build made; and a vector of the manifest
+that no file ran (a shard's ``-k``, ``--deselect`` or node ids, or
+pytest-split's groups computed from two different durations files), whose
+failure would be counted nowhere.
 """
 
 import argparse
@@ -38,7 +43,8 @@ __all__ = ["write_outputs", "merge", "main"]
 
 def write_outputs(report: str, vectors: Sequence[list], checks: bool,
                   shard: Optional[Tuple[int, int]] = None,
-                  build: Optional[str] = None) -> List[str]:
+                  build: Optional[str] = None,
+                  every: Optional[Dict[str, List[str]]] = None) -> List[str]:
     """Write the report at ``report`` and, beside it (its name without
     ``.html``), the ``.json`` results and the ``.txt`` summary of
     ``vectors`` (``[order, library, multicore, result JSON]`` each) from a
@@ -46,8 +52,9 @@ def write_outputs(report: str, vectors: Sequence[list], checks: bool,
     ``(group, splits)`` of a run that is one of pytest-split's shards
     (``--splits N --group i``), kept in the results (``"shard"``) for
     :func:`merge`; ``build``: the identity of what the run tested
-    (``gpsimd_build.freshness.identity``), kept as ``"build"``. Returns
-    the summary's lines.
+    (``gpsimd_build.freshness.identity``), kept as ``"build"``; ``every``:
+    each library's vectors in the manifest (``"op[vector]"``, in manifest
+    order), run or not, kept as ``"every"``. Returns the summary's lines.
 
     Raises:
         OSError: a file cannot be written.
@@ -72,21 +79,58 @@ def write_outputs(report: str, vectors: Sequence[list], checks: bool,
         doc["shard"] = list(shard)
     if build is not None:
         doc["build"] = build
+    if every is not None:
+        doc["every"] = every
     write_if_changed(base + ".json", json.dumps(doc, sort_keys=True, separators=(",", ":"))
                      + "\n")
     write_if_changed(base + ".txt", "\n".join(lines) + "\n")
     return lines
 
 
-def _results(path: str) -> Tuple[bool, List[list], Optional[Tuple[int, int]], Optional[str]]:
+def _results(path: str) -> Tuple[bool, List[list], Optional[Tuple[int, int]], Optional[str],
+                                 Optional[Dict[str, List[str]]]]:
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)
     if not isinstance(doc, dict) or doc.get("format") != 1:
         raise ValueError("not a results file of format 1 (gpsimd_pytest.merge)")
-    shard, build = doc.get("shard"), doc.get("build")
+    shard, build, every = doc.get("shard"), doc.get("build"), doc.get("every")
     return (bool(doc["checks"]), [list(v) for v in doc["vectors"]],
             None if shard is None else (int(shard[0]), int(shard[1])),
-            None if build is None else str(build))
+            None if build is None else str(build),
+            None if every is None else {str(k): [str(i) for i in v] for k, v in every.items()})
+
+
+def _check_every(everys: Dict[str, Optional[Dict[str, List[str]]]],
+                 ran: Sequence[list]) -> Optional[Dict[str, List[str]]]:
+    """Every vector of the manifest ran in some file (``ran``: their rows):
+    returns the manifest's vectors (``"every"``, the same in every file;
+    None when no file lists them).
+
+    Raises:
+        ValueError: a vector no file ran, files that list different
+            vectors, or one that lists none beside one that does.
+    """
+    first = next((p for p, e in everys.items() if e is not None), None)
+    if first is None:
+        return None
+    for path, every in everys.items():
+        if every != everys[first]:
+            raise ValueError(f"{first} and {path} list different vectors of the manifest"
+                             if every is not None else
+                             f"{path} does not list the manifest's vectors, {first} does: run "
+                             f"every shard with this version of gpsimd_pytest")
+    done = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]") for r in ran}
+    missing = [f"{lib}::{name}" for lib, names in everys[first].items() for name in names
+               if (lib, name) not in done]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                          else "")
+        raise ValueError(f"{len(missing)} vector{'s' if len(missing) > 1 else ''} of the "
+                         f"manifest ran in no file given ({shown}): their results would be "
+                         f"counted nowhere. Merge every shard's results; a shard's -k, "
+                         f"--deselect or node ids, or pytest-split groups computed from "
+                         f"different durations files, leave vectors out")
+    return everys[first]
 
 
 def _check_builds(builds: Dict[str, Optional[str]]) -> Optional[str]:
@@ -179,17 +223,18 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
     among them). Returns the summary's lines.
 
     Raises:
-        ValueError: a vector in two shards, a shard missing, shards of
-            different builds, a file of another kind.
+        ValueError: a vector in two shards, a shard missing, a vector of
+            the manifest in none, shards of different builds, a file of
+            another kind.
         OSError: a file cannot be read or written.
     """
-    vectors, checks, seen, junit, shards, builds = [], True, {}, [], {}, {}
+    vectors, checks, seen, junit, shards, builds, everys = [], True, {}, [], {}, {}, {}
     for path in paths:
         if path.endswith(".xml"):
             junit.append(path)
             continue
         try:
-            shard_checks, shard, shards[path], builds[path] = _results(path)
+            shard_checks, shard, shards[path], builds[path], everys[path] = _results(path)
         except (ValueError, KeyError, TypeError, IndexError) as e:
             raise ValueError(f"{path}: {e}") from None
         checks = checks and shard_checks
@@ -202,7 +247,8 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
         vectors += shard
     build = _check_builds(builds)
     _check_shards(shards)
-    lines = write_outputs(base + ".html", vectors, checks, build=build)
+    every = _check_every(everys, vectors)
+    lines = write_outputs(base + ".html", vectors, checks, build=build, every=every)
     if junit:
         order = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): list(r[0]) for r in vectors}
         tree = _junit(junit, order)

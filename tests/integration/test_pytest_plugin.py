@@ -290,6 +290,21 @@ def test_two_shards_cover_every_vector_once_and_merge_to_one_run(built, tmp_path
     assert (alone.returncode, alone.stdout, alone.stderr) == (
         2, "", "gpsimd_pytest.merge: shard 2 of 2 missing (--splits 2): their vectors would be "
                "counted nowhere\n")
+    # every shard there, but one's vectors deselected (-k): refused, naming them
+    out = tmp_path / "shard1k"
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "--splits", "2", "--group", "1",
+                     "-k", "not negate", f"--gpsimd-report={out}/report.html",
+                     "-p", "no:cacheprovider")
+    assert proc.returncode == 5, proc.stdout + proc.stderr         # (no test ran)
+    left = sorted(f"{r[1]}::{r[3]['op']}[{r[3]['vector']}]" for r in ran[0])
+    done = subprocess.run([sys.executable, "-m", "gpsimd_pytest.merge", "-o",
+                           str(tmp_path / "partial"), str(out / "report.json"), files[2]],
+                          capture_output=True, text=True, env=dict(os.environ, **_env()),
+                          timeout=120)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(
+        f"gpsimd_pytest.merge: {len(left)} vector{'s' if len(left) > 1 else ''} of the manifest "
+        f"ran in no file given ({', '.join(left)}): "), done.stderr
 
 
 @pytest.mark.campaign

@@ -14,7 +14,7 @@ def _vector(order, lib, vector, status):
                                       "warnings": []}]
 
 
-def _shards(tmp_path, groups, splits=3, builds=None):
+def _shards(tmp_path, groups, splits=3, builds=None, every=None):
     rows = {1: [_vector((0, 0, 0), "a", "v1", "pass")],
             2: [_vector((0, 0, 1), "a", "v2", "fail")],
             3: [_vector((0, 0, 2), "a", "v3", "pass")]}
@@ -23,7 +23,7 @@ def _shards(tmp_path, groups, splits=3, builds=None):
         report = tmp_path / f"shard{g}" / "report.html"
         report.parent.mkdir(parents=True, exist_ok=True)
         write_outputs(str(report), rows[g], True, (g, splits) if splits else None,
-                      (builds or {}).get(g))
+                      (builds or {}).get(g), (every or {}).get(g))
         paths.append(str(tmp_path / f"shard{g}" / "report.json"))
     return paths
 
@@ -79,3 +79,29 @@ def test_shards_of_different_builds_are_refused_naming_the_files(tmp_path):
     assert str(err.value) == (f"{paths[2]} does not say which build it tested, {paths[0]} "
                               f"does: run every shard with this version of gpsimd_pytest")
     assert not (tmp_path / "bad.txt").exists()
+
+
+def test_a_vector_no_shard_ran_is_an_error_not_a_smaller_pass(tmp_path):
+    """Every shard there, but one vector of the manifest in none (job 1's
+    groups computed from another durations file than job 2's; a shard's
+    -k or --deselect): the merge said ``total: 6 passed, 0 failed`` where
+    the build fails that vector. Each run's results now list the
+    manifest's vectors, and the merge refuses one that ran nowhere."""
+    three = ["op[v1]", "op[v2]", "op[v3]"]
+    lines = merge(_shards(tmp_path / "all", (1, 2, 3), every={g: {"a": three} for g in (1, 2, 3)}),
+                  str(tmp_path / "merged"))
+    assert lines == ["a: 2 passed, 1 failed", "total: 2 passed, 1 failed"]
+    assert json.loads((tmp_path / "merged.json").read_text())["every"] == {"a": three}
+    four = {g: {"a": three + ["op[v4]"]} for g in (1, 2, 3)}
+    with pytest.raises(ValueError) as err:
+        merge(_shards(tmp_path / "four", (1, 2, 3), every=four), str(tmp_path / "bad"))
+    assert str(err.value) == (
+        "1 vector of the manifest ran in no file given (a::op[v4]): their results would be "
+        "counted nowhere. Merge every shard's results; a shard's -k, --deselect or node ids, "
+        "or pytest-split groups computed from different durations files, leave vectors out")
+    assert not (tmp_path / "bad.txt").exists()
+    paths = _shards(tmp_path / "older", (1, 2, 3), every={1: {"a": three}, 2: {"a": three}})
+    with pytest.raises(ValueError) as err:
+        merge(paths, str(tmp_path / "bad"))
+    assert str(err.value) == (f"{paths[2]} does not list the manifest's vectors, {paths[0]} "
+                              f"does: run every shard with this version of gpsimd_pytest")
