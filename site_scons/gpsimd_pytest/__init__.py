@@ -31,9 +31,11 @@ properties.
 The run writes the HTML report of the vectors it ran
 (``gpsimd_build.report``) to ``<BUILD_DIR>/host/pytest-report.html``
 (``--gpsimd-report FILE`` elsewhere; the build's own ``report.html`` is
-left alone), in manifest order whatever the order they ran in; under
-xdist, each worker hands its results to the controlling process
-(``workeroutput``), which writes it.
+left alone), in manifest order whatever the order they ran in; each
+vector's result rides on its item's report, which xdist carries from a
+worker to the controlling process as it is made, so a worker that crashes
+loses none it made (the vector it was running counts failed). The last
+run's report goes as a run starts.
 
 The vectors run in the emulator's program the build made
 (``<BUILD_DIR>/host/emu/gpsimd-zygote``, as the build's test commands do),
@@ -61,13 +63,15 @@ shards of one build (``gpsimd_pytest.merge``; the results name the build
 they tested, ``gpsimd_build.freshness.identity``).
 """
 
+import contextlib
 import os
 import sys
 from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from .failure import VectorFailed, _FailLine
+from .failure import VectorFailed
+from .items import ManifestFile
 
 __all__ = ["VectorFailed"]
 
@@ -158,7 +162,7 @@ class _Vectors:
         #: the manifest's libraries, once collected
         self.libraries: Optional[list] = None
         #: [order, library, multicore, result JSON] of each vector run here
-        #: (and, in xdist's controlling process, by the workers)
+        #: (in xdist's controlling process, from the workers' reports)
         self.results: List[list] = []
 
     def pytest_collect_file(self, file_path, parent):
@@ -171,32 +175,90 @@ class _Vectors:
             if client is not None:
                 client.close()
         self.sessions.clear()
-        if hasattr(self.config, "workerinput"):    # an xdist worker: to the controller
-            self.config.workeroutput["gpsimd_results"] = self.results
-        elif self.results or getattr(self.config.option, "splits", None):
+        if hasattr(self.config, "workerinput"):    # (an xdist worker: its reports carry them)
+            return
+        if self.results or getattr(self.config.option, "splits", None):
             self.write_report()     # (a shard writes its files even with no vector: merge)
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node, error) -> None:
-        """(xdist) A worker ended: keep the results it ran."""
-        self.results += getattr(node, "workeroutput", {}).get("gpsimd_results", [])
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item, call):
+        """A vector's result rides on its report (``gpsimd_result``), which
+        pytest-xdist carries from a worker to the controlling process as it
+        is made: the results of a worker that crashes later are kept."""
+        outcome = yield
+        row = getattr(item, "gpsimd_row", None)
+        if call.when == "call" and row is not None:
+            outcome.get_result().gpsimd_result = row
+
+    def pytest_runtest_logreport(self, report) -> None:
+        """Keep each vector's result (module text), in the process that
+        writes the report; a vector whose item failed with none (its
+        process crashed: pytest-xdist's "worker crashed while running",
+        or an error of the plugin) is counted failed, with pytest's line."""
+        if hasattr(self.config, "workerinput"):
+            return
+        row = getattr(report, "gpsimd_result", None)
+        if row is not None:
+            self.results.append(row)
+        elif report.failed and report.when != "setup":
+            lost = self.lost_vector(report.nodeid, str(report.longrepr).strip().splitlines())
+            if lost is not None:
+                self.results.append(lost)
+
+    def lost_vector(self, nodeid: str, text: List[str]) -> Optional[list]:
+        """The results row of the vector of ``nodeid`` that failed without
+        a result (``text``: pytest's report of it), or None when the node is
+        no vector of the manifest or has a row already."""
+        from gpsimd_device.results import VectorResult
+        parts = nodeid.split("::")
+        if len(parts) < 3 or self.manifest_libraries() is None:
+            return None
+        for index, lib in enumerate(self.libraries):
+            for i, op in enumerate(lib.ops):
+                for j, v in enumerate(op.vectors):
+                    if (lib.name, f"{op.name}[{v.name}]") == (parts[-2], parts[-1]):
+                        if any(r[1] == lib.name and r[3]["op"] == op.name
+                               and r[3]["vector"] == v.name for r in self.results):
+                            return None
+                        why = text[-1] if text else "no report"
+                        return [[index, i, j], lib.name, lib.multicore, VectorResult(
+                            op.name, v.name, str(v.location), "fail",
+                            f"no result: the test process ended while it ran ({why})").to_json()]
+        return None
+
+    def report_path(self) -> Optional[str]:
+        """Where the report goes (``--gpsimd-report``, else the build's
+        ``host/pytest-report.html``), or None when the build has no such
+        folder (nothing was built there: a typo in ``--gpsimd-build-dir``?
+        No folder of ours appears)."""
+        path = self.config.getoption("gpsimd_report")
+        if path:
+            return os.path.join(str(self.config.invocation_params.dir), path)
+        folder = os.path.join(self.root, self.build_dir, "host")
+        return os.path.join(folder, "pytest-report.html") if os.path.isdir(folder) else None
+
+    def pytest_sessionstart(self, session) -> None:
+        """The last run's report, results and summary go as this run starts
+        (this run's are written at its end): a run that ends without
+        writing its own (killed, interrupted under xdist, or one that ran
+        no vector) must not leave the last run's ``total: ... passed``."""
+        path = None if hasattr(self.config, "workerinput") else self.report_path()
+        if path:
+            base = path[:-len(".html")] if path.endswith(".html") else path
+            for name in {path, base + ".json", base + ".txt"}:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(name)
 
     def write_report(self) -> None:
         """The report, results and summary of the vectors run, in manifest
         order (``gpsimd_pytest.merge.write_outputs``)."""
         from .merge import write_outputs
-        path = self.config.getoption("gpsimd_report")
-        if path:
-            path = os.path.join(str(self.config.invocation_params.dir), path)
-        else:
-            folder = os.path.join(self.build_dir, "host")
-            if not os.path.isdir(os.path.join(self.root, folder)):
-                # nothing was built there (a typo in --gpsimd-build-dir?):
-                # no folder of ours appears
-                sys.stderr.write(f"gpsimd: no report written: there is no {folder} "
-                                 f"(--gpsimd-report FILE writes it elsewhere)\n")
-                return
-            path = os.path.join(self.root, folder, "pytest-report.html")
+        path = self.report_path()
+        if path is None:
+            sys.stderr.write(f"gpsimd: no report written: there is no "
+                             f"{os.path.join(self.build_dir, 'host')} (--gpsimd-report FILE "
+                             f"writes it elsewhere)\n")
+            return
         splits = getattr(self.config.option, "splits", None)    # (pytest-split's shards)
         shard = (int(self.config.option.group), int(splits)) if splits else None
         try:
@@ -214,13 +276,20 @@ class _Vectors:
         library of the manifest, from the record the stale checks read), for
         ``gpsimd_pytest.merge``; None when the manifest cannot be read."""
         from gpsimd_build import freshness
-        if self.libraries is None:      # (xdist's controlling process collects nothing)
+        if self.manifest_libraries() is None:
+            return None
+        return freshness.identity(self._record(), self.libraries, self.build_dir, self.root)
+
+    def manifest_libraries(self) -> Optional[list]:
+        """The manifest's libraries (read here in xdist's controlling
+        process, which collects nothing), or None when it cannot be read."""
+        if self.libraries is None:
             from gpsimd_build.manifest import ManifestError
             try:
                 self.libraries = self.load().libraries
             except ManifestError:
                 return None
-        return freshness.identity(self._record(), self.libraries, self.build_dir, self.root)
+        return self.libraries
 
     def load(self):
         """The manifest's collection, its paths relative to the project as
@@ -357,86 +426,3 @@ class _Vectors:
         if why is None or why.startswith("no record"):
             return why
         return f"{why} the last build"
-
-
-class ManifestFile(pytest.File):
-    """The manifest: one collector per library."""
-
-    def collect(self):
-        from gpsimd_build.manifest import ManifestError
-        vectors = self.config.pluginmanager.get_plugin("gpsimd-vectors")
-        try:
-            collection = vectors.load()
-        except ManifestError as err:
-            raise self.CollectError(str(err)) from None
-        vectors.libraries = collection.libraries
-        for index, lib in enumerate(collection.libraries):
-            yield Library.from_parent(self, name=lib.name, library=lib, index=index)
-
-
-class Library(pytest.Collector):
-    """One library of the manifest: one item per vector of its ops."""
-
-    def __init__(self, *, library, index: int, **kwargs):
-        super().__init__(**kwargs)
-        self.library = library
-        self.index = index
-
-    def collect(self):
-        for i, op in enumerate(self.library.ops):
-            for j, v in enumerate(op.vectors):
-                # the node id given whole: pytest >= 9.2 compares ids as
-                # (path, names, [params]), parsing the --lf cache's strings so,
-                # and a name holding the brackets would never match them
-                yield Vector.from_parent(self, name=f"{op.name}[{v.name}]", op=op.name,
-                                         vector=v.name, where=str(v.location),
-                                         order=(self.index, i, j),
-                                         nodeid=f"{self.nodeid}::{op.name}[{v.name}]")
-        if self.config.getoption("gpsimd_explore"):
-            from .explore import ExploredOp
-            for op in self.library.ops:
-                yield ExploredOp.from_parent(self, name=f"explore({op.name})", op=op.name,
-                                           nodeid=f"{self.nodeid}::explore({op.name})")
-
-
-class Vector(_FailLine, pytest.Item):
-    """One test vector, run and judged by the library's session."""
-
-    def __init__(self, *, op: str, vector: str, where: str, order: Tuple[int, int, int],
-                 **kwargs):
-        super().__init__(**kwargs)
-        self.op, self.vector, self.where, self.order = op, vector, where, order
-
-    def runtest(self) -> None:
-        from gpsimd_device.results import VectorResult, format_line
-        lib = self.parent.library
-        plugin = self.config.pluginmanager.get_plugin("gpsimd-vectors")
-        client, problem = plugin.session_for(lib)
-        doc = {"error": problem} if client is None else client.run(self.op, self.vector)
-        if "error" in doc:
-            result = VectorResult(self.op, self.vector, self.where, "fail", doc["error"])
-        else:
-            result = VectorResult.from_json(doc)
-            result.where = self.where       # (the manifest's place of it as it is now)
-            result.elements = int(doc.get("elements") or 0)
-            result.printf = str(doc.get("printf") or "")
-        plugin.results.append([list(self.order), lib.name, lib.multicore, result.to_json()])
-        line = format_line(lib.name, result)
-        self.user_properties += [("where", result.where),
-                                 ("max_abs_err", result.max_abs_err),
-                                 ("mismatches", result.mismatches)]
-        self.user_properties += [("warning", w) for w in result.warnings]
-        if result.printf:       # (the kernel's text: its control characters made visible)
-            from gpsimd_device.printable import prefixed
-            for text in prefixed(f"[{lib.name}::{self.op}[{self.vector}] core 0] ",
-                                 result.printf):
-                print(text, file=sys.stderr)
-        if not (result.passed or result.checked):   # (CHECKED: every check passed)
-            raise VectorFailed(line)
-        print(line)
-
-
-    def reportinfo(self):
-        line = self.where.rsplit(":", 2)
-        lineno = int(line[1]) - 1 if len(line) == 3 and line[1].isdigit() else None
-        return self.path, lineno, f"{self.parent.name}::{self.name}"

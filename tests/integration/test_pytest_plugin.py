@@ -627,3 +627,67 @@ def test_explore_items_pass_fail_with_the_example_and_are_bounded(tmp_path):
     assert ("FALSIFIED sp::remainder_bug: FAIL sp::remainder_bug[explored_1] (explored): core 7: "
             "fault OUT_OF_RANGE in op remainder_bug") in proc.stdout
     assert "        x: {dtype: float32, shape: [1], values: [0.0]}" in proc.stdout
+
+
+def test_a_run_that_writes_no_report_leaves_none_of_the_last_run(built, tmp_path):
+    """The plugin wrote its report, results and summary only at a run's
+    end and never removed the last run's: a run killed after a FAIL, a
+    ``-n 2`` run interrupted, or one that ran no vector (``-k nomatch``)
+    left ``total: 104 passed, 0 failed`` of the run before (an attacker,
+    2 of 2). They go as a run starts now."""
+    proj, _ = built
+    out = tmp_path / "r"
+    args = ("--gpsimd-manifest", "ops.yaml", f"--gpsimd-report={out}/report.html",
+            "-p", "no:cacheprovider")
+    assert pytest_in(proj, *args).returncode == 1
+    assert (out / "report.txt").read_text() == "team: 2 passed, 1 failed\ntotal: 2 passed, 1 failed\n"
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json", "report.txt"]
+    proc = pytest_in(proj, *args, "-k", "nomatch")
+    assert proc.returncode == 5, proc.stdout + proc.stderr          # (no test ran)
+    assert list(out.iterdir()) == []
+
+
+CRASHING_CONFTEST = """\
+import os
+
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    if item.name == "negate[wrong]" and os.environ.get("CRASH_IN") == "call":
+        os._exit(9)             # (a worker killed while the vector runs: no call report)
+    yield
+
+
+def pytest_runtest_teardown(item):
+    if item.name == "negate[wrong]" and os.environ.get("CRASH_IN") == "teardown":
+        os._exit(9)             # (killed after the vector's report, before its session ends)
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("xdist") is None,
+                    reason="pytest-xdist is not installed (the test extra installs it)")
+@pytest.mark.parametrize("when", ["teardown", "call"])
+def test_a_crashed_xdist_worker_s_vectors_are_in_the_report(built, tmp_path, when):
+    """The results of an xdist worker reached the report only at the
+    worker's end: a worker killed (an OOM kill) after relu's FAILs left
+    ``total: 78 passed, 0 failed`` where pytest said 9 failed (4 of 4). A
+    result now rides on its item's report; a vector whose worker died
+    while it ran is counted failed, saying so."""
+    proj = tmp_path / "p"
+    shutil.copytree(built[0], proj)
+    (proj / "conftest.py").write_text(CRASHING_CONFTEST)
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-n", "1", "-p", "no:cacheprovider",
+                     f"--gpsimd-report={tmp_path / 'r.html'}", env={"CRASH_IN": when})
+    assert proc.returncode == 1 and "crashed while running" in proc.stdout, \
+        proc.stdout + proc.stderr
+    assert (tmp_path / "r.txt").read_text() == \
+        "team: 2 passed, 1 failed\ntotal: 2 passed, 1 failed\n"
+    rows = {r[3]["vector"]: r[3] for r in json.loads((tmp_path / "r.json").read_text())["vectors"]}
+    assert [rows[v]["status"] for v in ("n11", "wrong", "inline")] == ["pass", "fail", "pass"]
+    if when == "call":
+        assert rows["wrong"]["message"].startswith(
+            "no result: the test process ended while it ran ("), rows["wrong"]["message"]
+    else:
+        assert rows["wrong"]["message"].startswith("2 of 2 elements differ"), rows["wrong"]
