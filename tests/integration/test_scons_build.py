@@ -195,8 +195,11 @@ def test_ignore_errors_is_refused_where_it_would_pass_a_failed_vector(built_proj
         "import numpy as np\n\n\ndef relu_forward(x):\n"
         "    return np.maximum(x, np.float32(0)) + np.float32(1)\n")
     (proj / "wrongref.yaml").write_text(WRONG_REF_MANIFEST)
+    # (a folder builds every target below it: `scons -i .` ran the tests
+    # and exited 0, no summary printed)
     for targets in ((), ("wrongref",), ("test-wrongref",), ("explore-wrongref",),
-                    ("--experimental=ninja",)):
+                    ("--experimental=ninja",), (".",), ("build",), ("build/host/wrongref",),
+                    (str(proj / "build/host"),)):
         proc = run_scons(proj, "-Q", "-i", "MANIFEST=wrongref.yaml", *targets)
         assert (proc.returncode, proc.stderr) == (2, IGNORE_ERRORS_REFUSED), targets
         assert "FAIL" not in proc.stdout and "passed" not in proc.stdout, targets

@@ -167,7 +167,10 @@ class Summary:
         self.by_path: Dict[str, LibraryTests] = {lib.node.path: lib for lib in self.libraries}
 
     def wanted(self, targets: Sequence[object]) -> List[LibraryTests]:
-        """The libraries the build targets ask for, in collection order."""
+        """The libraries the build targets ask for, in collection order: by
+        an alias, a library's name, its test node's path, or a folder that
+        holds its test node (``scons .``, ``scons build/host``: SCons builds
+        every target below a folder), as given or absolute."""
         names = set()
         for t in targets:
             text = str(t)
@@ -177,8 +180,13 @@ class Summary:
                 names.add(text[5:])
             elif text in self.by_name:
                 names.add(text)
-            elif text in self.by_path:
-                names.add(self.by_path[text].name)
+            else:
+                path = os.path.normpath(text)
+                if os.path.isabs(path) and path.startswith(os.getcwd() + os.sep):
+                    path = os.path.relpath(path)        # (SCons runs in the project's folder)
+                below = "" if path == "." else path.rstrip(os.sep) + os.sep
+                names.update(lib.name for node, lib in self.by_path.items()
+                             if node == path or node.startswith(below))
         return [lib for lib in self.libraries if lib.name in names]
 
     def explored(self, targets: Sequence[str]) -> List[str]:
