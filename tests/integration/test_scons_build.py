@@ -179,6 +179,22 @@ def test_a_build_of_one_library_leaves_no_summary_that_speaks_for_it_wrongly(bui
     assert lines[-1] == full.splitlines()[-1] == "all libraries: 104 passed, 0 failed"
 
 
+def test_a_pack_built_alone_leaves_no_summary_that_passes_it(built_project, tmp_path):
+    """``scons build/host/relu/relu.packed.so`` after relu broke: exit 0,
+    and the last full build's test-summary.txt (``all libraries: 104
+    passed``) and report stayed for packs that now fail. The pack step
+    removes both first, as a test run does."""
+    proj = copy_built(built_project[0], tmp_path / "p")
+    summary, report = proj / "build/host/test-summary.txt", proj / "build/host/report.html"
+    assert summary.exists() and report.exists()
+    src = proj / "kernels/relu/relu.cpp"
+    good = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
+    src.write_text(src.read_text().replace(good, "t_out_acc[i] = t_in_acc[i];", 1))
+    proc = run_scons(proj, "-Q", "build/host/relu/relu.packed.so")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not summary.exists() and not report.exists()
+
+
 IGNORE_ERRORS_REFUSED = (
     "scons: -i (--ignore-errors) is refused for a build that runs tests: SCons would exit 0 "
     "with failed vectors; use -k (--keep-going), which builds and tests everything it can and "
