@@ -7,6 +7,10 @@ ninja path, never a stale PASS.
   in an include folder the library's ``cflags`` give (``-I``,
   ``-isystem``), one behind ``__has_include``. The compiler's depfile
   names each (``gpsimd_tool/depfiles.py``; ninja's ``deps = gcc``).
+* Headers whose absence a compile depended on, as they appear: one a
+  ``__has_include`` of a macro or of a name no ``#include`` gives probed
+  for, one earlier in the search than a macro's ``#include`` found
+  (``gpsimd_tool/probes.py``), a clean build from a cache included.
 * Python modules a reference imports, transitively: a module beside a
   ``file.py`` reference, a package's modules reached from it, and the
   modules of a ``module:function`` reference
