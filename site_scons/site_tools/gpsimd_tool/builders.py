@@ -20,7 +20,6 @@ from typing import Any, List, Tuple
 
 import SCons.Action
 import SCons.Builder
-import SCons.Scanner.C
 
 from gpsimd_build import layout
 from gpsimd_build import results_summary as states
@@ -29,7 +28,7 @@ from gpsimd_build.report_files import EXPLORE_RECORD
 from gpsimd_device import zygote
 from gpsimd_device.atomic import write_atomically
 
-from . import depfiles
+from . import depfiles, probes
 from .signature import SignedCommand
 
 
@@ -164,7 +163,7 @@ def add_builders(env):
         GPSIMD_EXPLORECOMSTR="EXPLORE  $GPSIMD_TEST_LABEL",
         GPSIMD_STACKCOMSTR="STACK    $TARGET",
     )
-    cscan = SCons.Scanner.C.CScanner()
+    cscan = probes.CScanner()   # (SCons's, and literal __has_include: probes.py)
     act = SignedCommand   # SCons's "$VAR" action, signed without substitution
     env.Append(BUILDERS={
         "GpsimdObject": SCons.Builder.Builder(

@@ -19,7 +19,10 @@ of ours on:
 An object is pushed only when its key holds every file its compile read
 (its depfile's, ``depfiles.py``): a header that only the compiler saw (a
 macro's ``#include``, a ``-include``) then never lets a clean build take
-an object compiled against another version of it.
+an object compiled against another version of it. An object whose compile
+probed for a file no scanner can name (``probes.py``: ``__has_include`` of
+a macro, ``#include_next``...) is never pushed nor retrieved: a header
+that appears later would not be in the key.
 
 A target of an environment without ``$GPSIMD_BUILD_DIR`` keeps SCons's own
 key. Everything else (where the cache is, how files are copied in and out)
@@ -33,7 +36,7 @@ import re
 
 import SCons.CacheDir
 
-from . import depfiles, integrity
+from . import depfiles, integrity, probes
 
 __all__ = ["RelocatableCacheDir", "relocatable_key", "retrieved"]
 
@@ -128,10 +131,12 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     pushes it then), nor an output whose action read a source that
     changed while it ran (``integrity.read_an_edit``: an editor's save
     during a compile or a test run; its key holds the content from before
-    the edit, so a later build of that content would take it)."""
+    the edit, so a later build of that content would take it). A compile
+    that depends on a file's absence (``probes.probing``: its key cannot
+    hold what it did not find) is neither pushed nor retrieved."""
 
     def push(self, node):
-        if depfiles.unseen(node) or integrity.read_an_edit(node):
+        if depfiles.unseen(node) or probes.probing(node) or integrity.read_an_edit(node):
             return None
         return super().push(node)
 
@@ -140,6 +145,8 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
         return super().cachepath(node if key is None else _Keyed(key))
 
     def retrieve(self, node) -> bool:
+        if probes.probing(node):
+            return False
         done = super().retrieve(node)
         if done:
             _RETRIEVED.add(node.get_abspath())

@@ -27,8 +27,9 @@ host ``-MD -MF <obj>.d``) naming every file it read, which make and ninja
   its key did not hold them) and its library is not recorded as current
   (``inputs_record.py``).
 
-On the ninja path ninja reads the depfiles itself (``ninja_path``), and
-the scanner returns nothing.
+The scanner also judges whether the compile depended on a file's absence
+(``probes.judge``). On the ninja path ninja reads the depfiles itself
+(``ninja_path``), and the scanner returns nothing.
 """
 
 import os
@@ -38,6 +39,8 @@ import SCons.Node
 import SCons.Scanner
 
 from gpsimd_build.depfile import read_prerequisites
+
+from . import probes
 
 __all__ = ["Depfiles", "SCANNER", "unseen"]
 
@@ -61,6 +64,7 @@ class Depfiles:
         self.top = os.path.abspath(top)
         self.scan = scan
         build = os.path.abspath(os.path.join(self.top, build_dir))
+        self.build = build
         self._inside = tuple(d.rstrip(os.sep) + os.sep for d in (self.top, build))
         self._full: Dict[str, str] = {}
         self._nodes: Dict[str, Any] = {}
@@ -115,7 +119,10 @@ def _scan(node, env, path=()) -> List[Any]:
     depfiles = env.get(VARIABLE)
     if depfiles is None or not depfiles.scan:
         return []
-    return depfiles.read(node)
+    found = depfiles.read(node)
+    # (does it depend on a file's absence? probes.py)
+    probes.judge(node, found, depfiles._inside)
+    return found
 
 
 #: The compile builder's target scanner (``builders.py``).

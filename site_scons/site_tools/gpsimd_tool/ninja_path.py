@@ -53,7 +53,7 @@ from gpsimd_build import results_summary as states
 from gpsimd_emu.client.protocol import JOBS_ENV, SERVER_ENV
 
 from . import scons as scons_launcher
-from . import signals
+from . import probes, signals
 from gpsimd_emu.client.process import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
@@ -378,8 +378,9 @@ def _provider(rule: str, depfile: bool = False):
     def provide(env, node, action, targets, sources, executor=None):
         _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
                                                              executor=executor)
-        if depfile:
+        if depfile:     # (and the folders its search reaches: probes.py)
             variables["depfile"] = env["GPSIMD_DEPFILES"].depfile_of(str(targets[0]))
+            deps = list(deps) + probes.search_folders(targets[0], env["GPSIMD_DEPFILES"])
         return rule, variables, deps
     return provide
 

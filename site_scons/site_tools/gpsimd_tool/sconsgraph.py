@@ -12,12 +12,39 @@ from gpsimd_device.atomic import write_if_changed
 
 from .progress import Progress
 
-__all__ = ["SConsGraph", "STEP_SOURCES_ALIAS"]
+__all__ = ["SConsGraph", "STEP_SOURCES_ALIAS", "WRAPPERS", "wrapped_program"]
 
 #: The alias of the code the build's own steps run
 #: (``layout.step_python_files``): every step node depends on it (see
 #: :meth:`SConsGraph.step`), as a test node depends on the emulator's.
 STEP_SOURCES_ALIAS = "gpsimd-step-sources"
+
+
+#: Programs that stand for a compiler in a "masquerade" folder (a link of
+#: the compiler's name to them, first on PATH) and run the next program of
+#: that name on PATH that is not such a link.
+WRAPPERS = frozenset({"ccache", "distcc", "icecc", "sccache", "buildcache"})
+
+
+def wrapped_program(found: str, name: str, path: Optional[str]) -> List[str]:
+    """The programs that run when ``name``, found on ``path`` at ``found``,
+    runs: ``found``, and when it resolves to a wrapper (:data:`WRAPPERS`),
+    the program the wrapper runs as well, found as ccache and distcc find
+    it: the next ``name`` on ``path`` that does not resolve to a wrapper
+    (none when there is none: the wrapper then fails). Without it a
+    wrapper's masquerade folder first on PATH would make every compiler
+    behind it the same program to the graph and the cache key."""
+    resolved = os.path.realpath(found)
+    if os.path.basename(resolved) not in WRAPPERS:
+        return [found]
+    base = os.path.basename(name)
+    for folder in (path or "").split(os.pathsep):
+        candidate = os.path.join(folder or ".", base)
+        real = os.path.realpath(candidate)
+        if os.path.basename(real) not in WRAPPERS and os.path.isfile(real) \
+                and os.access(real, os.X_OK):
+            return [found, os.path.abspath(candidate)]
+    return [found]
 
 
 class SConsGraph:
@@ -45,16 +72,20 @@ class SConsGraph:
         what it compiled. (SCons's own implicit command dependencies find
         the same file by substituting every node's command, which costs a
         null build more than the rest of its walk.) Every action node passes
-        here: it is counted for the ``[done/total]`` of its line. Returns
-        ``nodes``."""
+        here: it is counted for the ``[done/total]`` of its line. A program
+        found in a wrapper's masquerade folder (``/usr/lib/ccache/g++``, a
+        link to ccache) counts with the program the wrapper runs
+        (:func:`wrapped_program`). Returns ``nodes``."""
         if self.progress is not None:
             self.progress.add(nodes)
         deps = []
         for program in programs:
             if program not in self._programs:
                 name = self.env.subst(program)
-                found = self.env.WhereIs(name, path=self.env["ENV"].get("PATH")) if name else None
-                self._programs[program] = [self.env.File(found)] if found else []
+                path = self.env["ENV"].get("PATH")
+                found = self.env.WhereIs(name, path=path) if name else None
+                self._programs[program] = [self.env.File(f) for f in
+                                           wrapped_program(found, name, path)] if found else []
             deps += self._programs[program]
         if deps:
             for node in [nodes] if hasattr(nodes, "add_dependency") else nodes:
