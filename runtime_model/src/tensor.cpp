@@ -2,7 +2,7 @@
  * tensor.cpp -- the out-of-line part of the tensor library of
  * torch/torch.h (docs/kernel-api.md "Tensor members", "Making tensors",
  * "Accessors and memory", "Limits"): TensorImpl lifetime, the checks behind
- * accessors and the TCM accessor, fill_, the factories.
+ * accessors and the TCM accessor, fill_ (the factories: factories.cpp).
  */
 #include <stdio.h>
 #include <string.h>
@@ -176,7 +176,7 @@ void store_double(ScalarType t, void* b, int64_t i, double v) { store_from_scala
 void store_int(ScalarType t, void* b, int64_t i, int64_t v) { store_from_scalar(t, b, i, c10::Scalar(v)); }
 
 /* Fill numel elements with one value: encode once, replicate bytes. */
-static void fill_elements(TensorImpl* p, const c10::Scalar& v) {
+void fill_elements(TensorImpl* p, const c10::Scalar& v) {
     if (!p->numel || !p->data) return;   /* (a meta tensor of a shape function) */
     const size_t es = c10::elementSize(p->dtype);
     store_from_scalar(p->dtype, p->data, 0, v);
@@ -388,62 +388,6 @@ ConstTcmAccessor& ConstTcmAccessor::operator=(const ConstTcmAccessor& o) {
 }
 ConstTcmAccessor::~ConstTcmAccessor() {
     if (--impl_->refcount == 0) c10::detail::destroy_tensor_impl(impl_);
-}
-
-/* ---- factories (docs/kernel-api.md "Making tensors") ------------------------ */
-
-static ScalarType required_dtype(const char* who, const TensorOptions& o) {
-    /* a shape function runs with the host's PyTorch, whose default is float32 */
-    if (!o.has_dtype() && shape_call_active()) return ScalarType::Float;
-    if (!o.has_dtype())
-        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s: TensorOptions without a dtype (the device requires one)", who);
-    return o.dtype().toScalarType();
-}
-
-/* docs/kernel-api.md "Making tensors": uninitialised.  Under
- * GPSIMD_CHECK_POISON_EMPTY the storage is filled with the binding's poison
- * byte (the same byte as the pass's output copies), so an element never
- * written that reaches the output through the copy path (ARCHITECTURE.md
- * "The device's marshalling") is seen by
- * the model as never written. */
-Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
-    TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) {
-        memset(p->data, core().binding.poison, p->nbytes);
-        report_flag(GPSIMD_REPORT_EMPTY_USED);
-    }
-    return t;
-}
-
-Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::zeros", sizes, required_dtype("torch::zeros", options));
-    TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes && p->data) memset(p->data, 0, p->nbytes);
-    return t;
-}
-
-Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::ones", sizes, required_dtype("torch::ones", options));
-    fill_elements(t.unsafeGetTensorImpl(), Scalar(1));
-    return t;
-}
-
-Tensor full(IntArrayRef sizes, const Scalar& fill_value, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::full", sizes, required_dtype("torch::full", options));
-    fill_elements(t.unsafeGetTensorImpl(), fill_value);
-    return t;
-}
-
-Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
-
-Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::eye", IntArrayRef({n, m}), required_dtype("torch::eye", options));
-    TensorImpl* p = t.unsafeGetTensorImpl();
-    if (!p->data) return t;   /* (a meta tensor of a shape function) */
-    if (p->nbytes) memset(p->data, 0, p->nbytes);
-    for (int64_t i = 0; i < n && i < m; ++i) store_int(p->dtype, p->data, i * m + i, 1);
-    return t;
 }
 
 }  // namespace at

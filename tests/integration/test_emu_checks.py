@@ -35,6 +35,8 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   right, and the next vector's second call takes its arguments), and the
   control that fills a
   table on its first call only, lazy_table
+11 where the device is stricter than a host build: make_uint16 (a dtype
+  a kernel cannot create)
 """
 import json
 import os
@@ -51,7 +53,7 @@ from gpsimd_emu.merge import written_mask
 from emu_run import load_plan, prepare_cores, run_vector
 
 LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
-        "broken_race", "broken_hostile", "broken_uninit")
+        "broken_race", "broken_hostile", "broken_uninit", "broken_model")
 #: What the broken kernels are built and run with (the manifest's header).
 BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
@@ -247,6 +249,10 @@ EXPECTED = {
     ("broken_hostile", "halve_int"): (
         "fail", "expected value 0.9 at [0] is not an int32 (the output's dtype), from the vector's expected "
         "values (and 2 more)", []),
+    # 11. where the device is stricter: a dtype a kernel cannot create
+    ("broken_model", "make_uint16"): (
+        "fail", "core 0: fault DTYPE in op make_uint16: torch::zeros: a kernel cannot create a uint16 tensor on "
+        "the device (it may create float32, bfloat16, float16, int32, int8, int16, uint8, int64)" + NEVER, []),
 }
 
 
