@@ -1,5 +1,8 @@
 // Deliberately broken SINGLE-CORE kernels where the device is stricter than a
-// plain host build (docs/kernel-api.md "Limits").
+// plain host build: a dtype a kernel cannot create, a write stream's
+// unflushed writes read through another access (docs/kernel-api.md
+// "Limits", "Accessors and memory").  The control passes: a write stream
+// whose full buffer was flushed.
 #include <stdint.h>
 #include <string.h>
 #include <torch/torch.h>
@@ -9,4 +12,84 @@
 torch::Tensor make_uint16(const torch::Tensor& x) {
     torch::Tensor q = torch::zeros({x.numel()}, torch::kUInt16);
     return torch::mul(x, 2.0f);
+}
+
+// Pass 2 reads tmp through a standard accessor while pass 1's write stream
+// is still open (no close()): under COHERENT an error.
+torch::Tensor stale_accessor(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    auto xs = x.read_stream_accessor<float>();
+    auto w = tmp.write_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) w.write(xs.read() * 2.0f);
+    auto t = tmp.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (int64_t i = 0; i < n; i++) o[i] = t[i] - 1.0f;
+    return out;
+}
+
+// The same through a read stream under INCOHERENT_QUIET: no message, and
+// the read stream sees the zeros the write stream has not flushed yet.
+torch::Tensor stale_quiet(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    tmp.set_accessor_coherence_policy(torch::neuron::INCOHERENT_QUIET);
+    auto xs = x.read_stream_accessor<float>();
+    auto w = tmp.write_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) w.write(xs.read() * 2.0f);
+    auto r = tmp.read_stream_accessor<float>();
+    auto o = out.accessor<float, 1>();
+    for (int64_t i = 0; i < n; i++) o[i] = r.read() - 1.0f;
+    return out;
+}
+
+// The same through a standard accessor under INCOHERENT_VERBOSE: a warning,
+// and the stale zeros.
+torch::Tensor stale_verbose(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    tmp.set_accessor_coherence_policy(torch::neuron::INCOHERENT_VERBOSE);
+    auto xs = x.read_stream_accessor<float>();
+    auto w = tmp.write_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) w.write(xs.read() * 2.0f);
+    auto t = tmp.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (int64_t i = 0; i < n; i++) o[i] = t[i] - 1.0f;
+    return out;
+}
+
+// tensor_to_tcm of a tensor whose write stream is open: under COHERENT an error.
+torch::Tensor stale_tcm(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    auto xs = x.read_stream_accessor<float>();
+    auto w = tmp.write_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) w.write(xs.read() * 2.0f);
+    float* buf = static_cast<float*>(torch::neuron::tcm_malloc(n * sizeof(float)));
+    tmp.tcm_accessor().tensor_to_tcm<float>(buf, 0, n);
+    for (int64_t i = 0; i < n; i++) buf[i] -= 1.0f;
+    out.tcm_accessor().tcm_to_tensor<float>(buf, 0, n);
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
+// Control: under INCOHERENT_QUIET, the first 1024 floats (one full 4 KiB
+// buffer) have been flushed and are read back right; the rest, still in
+// the buffer, the kernel computes itself.
+torch::Tensor flushed_when_full(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    tmp.set_accessor_coherence_policy(torch::neuron::INCOHERENT_QUIET);
+    auto xa = x.accessor<float, 1>();
+    auto w = tmp.write_stream_accessor<float>();
+    for (int64_t i = 0; i < n; i++) w.write(xa[i] * 2.0f);
+    auto t = tmp.accessor<float, 1>();
+    auto o = out.accessor<float, 1>();
+    for (int64_t i = 0; i < n; i++) o[i] = (i < 1024 ? t[i] : xa[i] * 2.0f) - 1.0f;
+    return out;
 }

@@ -235,6 +235,11 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
         forbid_in_shape_call(what);
     }
     check_single_core_accessor("accessor", type_name, rank);
+    {
+        char what[96];
+        snprintf(what, sizeof what, "accessor<%s,%d>", type_name, rank);
+        check_open_write_stream(impl, what);
+    }
     note_output_untracked(impl->data);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
@@ -256,62 +261,6 @@ void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
 }
 
-static const char* policy_name(AccessorCoherencePolicy p) {
-    switch (p) {
-    case COHERENT: return "COHERENT";
-    case INCOHERENT_VERBOSE: return "INCOHERENT_VERBOSE";
-    case INCOHERENT_QUIET: return "INCOHERENT_QUIET";
-    }
-    return "unknown";
-}
-
-/* docs/kernel-api.md "Accessors and memory": safe use is many read streams, or one
- * write stream, per tensor at a time.  Opening a stream that breaks this is
- * a COHERENCE fault under COHERENT (the default), a warning under
- * INCOHERENT_VERBOSE, nothing under INCOHERENT_QUIET.  Open streams are
- * counted per storage, so two handles of one tensor count together. */
-void* stream_open(const TensorImpl* impl, bool write, const char* kind, const char* type_name) {
-    CoreState& c = core();
-    /* a tensor without elements has no storage to race on (and no address) */
-    if (impl->numel > 0 && check_enabled(GPSIMD_CHECK_COHERENCE)) {
-        std::pair<int, int>& open = c.streams[impl->data];
-        const int readers = open.first, writers = open.second;
-        if (writers > 0 || (write && readers > 0)) {
-            char what[160];
-            if (writers > 0)
-                snprintf(what, sizeof what, "%d write_stream_accessor%s already open", writers, writers > 1 ? "s" : "");
-            else
-                snprintf(what, sizeof what, "%d read_stream_accessor%s already open", readers, readers > 1 ? "s" : "");
-            if (impl->coherence == COHERENT)
-                gpsimd_fault(GPSIMD_FAULT_COHERENCE,
-                             "%s<%s> opened on a tensor with %s (coherence policy COHERENT: many read streams "
-                             "or one write stream per tensor at a time)", kind, type_name, what);
-            if (impl->coherence == INCOHERENT_VERBOSE)
-                record_warning("%s<%s> opened on a tensor with %s (coherence policy %s)", kind, type_name, what,
-                               policy_name(impl->coherence));
-        }
-        if (write) open.second += 1;
-        else open.first += 1;
-    }
-    return tcm_allocate(GPSIMD_STREAM_TCM_BYTES, false);
-}
-
-void stream_close(const TensorImpl* impl, bool write, void* block) {
-    CoreState& c = core();
-    std::map<const void*, std::pair<int, int> >::iterator it = c.streams.find(impl->data);
-    if (impl->numel > 0 && it != c.streams.end()) {
-        int& n = write ? it->second.second : it->second.first;
-        if (n > 0) --n;
-        if (!it->second.first && !it->second.second) c.streams.erase(it);
-    }
-    if (block) torch::neuron::tcm_free(block);
-}
-
-
-void fault_stream_closed(const char* kind, const char* type_name) {
-    gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s<%s> used after close()", kind, type_name);
-}
-
 /* docs/kernel-api.md "Accessors and memory": tensor_to_tcm / tcm_to_tensor of n
  * elements at flattened offset. */
 void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm, size_t offset,
@@ -328,6 +277,7 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     if (!n) return;
     char what[64];
     snprintf(what, sizeof what, "%s<%s>", kind, type_name);
+    check_open_write_stream(impl, what);
     gpsimd_rt::check_dataram_span(tcm, uint64_t(n) * es, what);
     if (to_tcm) note_output_read(t, uint64_t(n) * es);
     if (to_tcm) memmove(tcm, t, n * es);

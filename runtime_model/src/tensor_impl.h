@@ -35,6 +35,12 @@ void store_int(c10::ScalarType t, void* base, int64_t i, int64_t v);
  * meta tensor of a shape function). */
 void fill_elements(c10::TensorImpl* p, const c10::Scalar& v);
 
+/* Under GPSIMD_CHECK_COHERENCE, `what` ("accessor<float,1>",
+ * "tensor_to_tcm<float>") on a tensor with an open write stream: a
+ * COHERENCE fault under COHERENT, a warning under INCOHERENT_VERBOSE
+ * (streams.cpp). */
+void check_open_write_stream(const c10::TensorImpl* impl, const char* what);
+
 /* "[2, 3]" */
 const char* shape_string(const c10::TensorImpl* impl, char* buf, size_t n);
 

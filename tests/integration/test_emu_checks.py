@@ -36,7 +36,8 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   control that fills a
   table on its first call only, lazy_table
 11 where the device is stricter than a host build: make_uint16 (a dtype
-  a kernel cannot create)
+  a kernel cannot create), stale_accessor, stale_quiet, stale_verbose,
+  stale_tcm (a write stream's unflushed writes; control flushed_when_full)
 """
 import json
 import os
@@ -67,6 +68,14 @@ NEVER = "; elements never written: [0, 10)"
 MC_NEVER = "; elements never written by any core: [0, 64); cores 0-7 wrote nothing"
 MC_ACCESSOR = ("used in multicore mode: only the TCM accessor is allowed there, the standard and "
                "stream accessors race between cores (docs/kernel-api.md \"Accessors and memory\")")
+
+COHERENT_RULE = (" (coherence policy COHERENT: many read streams or one write stream per tensor at a time, "
+                 "and no other access while a write stream is open)")
+UNFLUSHED = ("on a tensor with 1 write_stream_accessor open (its unflushed writes are not in memory yet: "
+             "close() the stream first)")
+STALE = ("10 of 10 elements differ (rtol=1.3e-06, atol=1e-05): [0] actual -1 expected 3.0818381, [1] actual -1 "
+         "expected -6.11133, [2] actual -1 expected -0.16380233, [3] actual -1 expected -2.1355391, [4] actual -1 "
+         "expected -1.9052986, ... (5 more); max_abs_err 6.646")
 
 STACK_OR_HEAP = ("cores 0-7: output elements [0, 32) depend on never-written stack or heap (their values "
                  "change with the poison of local variables and malloc / new blocks: read before the kernel "
@@ -135,8 +144,7 @@ EXPECTED = {
     # 5. coherence: an error under COHERENT, a warning under INCOHERENT_VERBOSE
     ("broken_access", "coherence_error"): (
         "fail", "core 0: fault COHERENCE in op coherence_error: read_stream_accessor<float> opened on a tensor "
-        "with 1 write_stream_accessor already open (coherence policy COHERENT: many read streams or one write "
-        "stream per tensor at a time)" + NEVER, []),
+        "with 1 write_stream_accessor already open" + COHERENT_RULE + NEVER, []),
     ("broken_access", "coherence_verbose"): (
         "pass", "", ["core 0: read_stream_accessor<float> opened on a tensor with 1 write_stream_accessor already "
                      "open (coherence policy INCOHERENT_VERBOSE)"]),
@@ -249,10 +257,23 @@ EXPECTED = {
     ("broken_hostile", "halve_int"): (
         "fail", "expected value 0.9 at [0] is not an int32 (the output's dtype), from the vector's expected "
         "values (and 2 more)", []),
-    # 11. where the device is stricter: a dtype a kernel cannot create
+    # 11. where the device is stricter: a dtype a kernel cannot create, a write
+    # stream's unflushed writes read by another access (an error under
+    # COHERENT, a warning under INCOHERENT_VERBOSE, and under every policy the
+    # device's data: the stale zeros)
     ("broken_model", "make_uint16"): (
         "fail", "core 0: fault DTYPE in op make_uint16: torch::zeros: a kernel cannot create a uint16 tensor on "
         "the device (it may create float32, bfloat16, float16, int32, int8, int16, uint8, int64)" + NEVER, []),
+    ("broken_model", "stale_accessor"): (
+        "fail", "core 0: fault COHERENCE in op stale_accessor: accessor<float,1> " + UNFLUSHED + COHERENT_RULE
+        + NEVER, []),
+    ("broken_model", "stale_quiet"): ("fail", STALE, []),
+    ("broken_model", "stale_verbose"): (
+        "fail", STALE, ["core 0: accessor<float,1> " + UNFLUSHED + " (coherence policy INCOHERENT_VERBOSE)"]),
+    ("broken_model", "stale_tcm"): (
+        "fail", "core 0: fault COHERENCE in op stale_tcm: tensor_to_tcm<float> " + UNFLUSHED + COHERENT_RULE
+        + NEVER, []),
+    ("broken_model", "flushed_when_full"): ("pass", "", []),
 }
 
 

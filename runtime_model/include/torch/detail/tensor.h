@@ -44,6 +44,9 @@ struct TensorImpl;
  * GPSIMD_FAULT_COHERENCE fault under COHERENT, a warning under
  * INCOHERENT_VERBOSE, and allowed under INCOHERENT_QUIET. */
 enum AccessorCoherencePolicy { COHERENT = 0, INCOHERENT_VERBOSE = 1, INCOHERENT_QUIET = 2 };
+/* Any other access (a standard accessor, a read stream, a TCM transfer,
+ * another write stream) to a tensor with an open write stream is treated
+ * the same way (src/streams.cpp). */
 
 namespace detail {
 /* Out-of-line helpers of the runtime (src/tensor.cpp); each faults. */
@@ -56,9 +59,13 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
                   size_t offset, size_t n, bool to_tcm);
 void destroy_tensor_impl(TensorImpl* impl);
 /* A stream accessor opens (4 KiB of the TCM pool, or nullptr when full;
- * checks the coherence policy) and closes. */
+ * checks the coherence policy) and closes.  A write stream's buffer is the
+ * TCM block, or a runtime block when it is null (stream_buffer); its count
+ * elements from tensor element `first` reach memory by stream_flush. */
 void* stream_open(const TensorImpl* impl, bool write, const char* kind, const char* type_name);
-void stream_close(const TensorImpl* impl, bool write, void* block);
+void* stream_buffer(void* tcm_block);
+void stream_flush(const TensorImpl* impl, const void* buf, int64_t first, int64_t count);
+void stream_close(const TensorImpl* impl, bool write, void* tcm_block, void* buf);
 [[noreturn]] void fault_stream_closed(const char* kind, const char* type_name);
 [[noreturn]] void fault_undefined_tensor(const char* what);
 }  // namespace detail
@@ -165,21 +172,36 @@ class ImplRef {
  * one element at a time, each active stream holding 4 KiB of the TCM pool
  * (when the pool is full the stream still works: on the device it is then
  * just slow).  Reading or writing past the end is a GPSIMD_FAULT_OUT_OF_RANGE
- * fault, use after close() a GPSIMD_FAULT_BAD_ARGUMENT fault. */
+ * fault, use after close() a GPSIMD_FAULT_BAD_ARGUMENT fault.
+ *
+ * A write stream buffers as the device's does: its writes collect in its
+ * 4 KiB buffer (the TCM block stream_open gave, or one of the runtime's when
+ * the pool is full) and reach the tensor's memory when the buffer is full,
+ * on close() and on destruction, not before.  Whatever reads the tensor
+ * while the stream is open reads memory without the unflushed writes. */
+constexpr size_t kStreamBufferBytes = 4096;   /* = GPSIMD_STREAM_TCM_BYTES (checked in tensor.cpp) */
+
 template <typename T, bool Write>
 class StreamAccessor {
  public:
     StreamAccessor(TensorImpl* p, const char* kind)
-        : ref_(p), pos_(0), open_(true), tcm_(stream_open(p, Write, kind, ElementType<T>::name())) {}
+        : ref_(p), pos_(0), open_(true), tcm_(stream_open(p, Write, kind, ElementType<T>::name())),
+          buf_(Write ? static_cast<T*>(stream_buffer(tcm_)) : nullptr), pending_(0) {}
     StreamAccessor(StreamAccessor&& o) noexcept
-        : ref_(std::move(o.ref_)), pos_(o.pos_), open_(o.open_), tcm_(o.tcm_) { o.open_ = false; o.tcm_ = nullptr; }
+        : ref_(std::move(o.ref_)), pos_(o.pos_), open_(o.open_), tcm_(o.tcm_), buf_(o.buf_), pending_(o.pending_) {
+        o.open_ = false; o.tcm_ = nullptr; o.buf_ = nullptr; o.pending_ = 0;
+    }
     StreamAccessor(const StreamAccessor&) = delete;
     StreamAccessor& operator=(const StreamAccessor&) = delete;
     ~StreamAccessor() { close(); }
-    /* A write stream flushes on close (host: writes are immediate). */
+    /* A write stream flushes its buffer on close. */
     void close() {
-        if (open_) stream_close(ref_.get(), Write, tcm_);
+        if (open_) {
+            flush();
+            stream_close(ref_.get(), Write, tcm_, buf_);
+        }
         tcm_ = nullptr;
+        buf_ = nullptr;
         open_ = false;
     }
  protected:
@@ -189,11 +211,25 @@ class StreamAccessor {
         if (pos_ >= p->numel) fault_out_of_range(kind, ElementType<T>::name(), 0, pos_, 1, p->numel);
         return static_cast<T*>(p->data) + pos_++;
     }
+    void put(const char* kind, const T& v) {
+        if (!open_) fault_stream_closed(kind, ElementType<T>::name());
+        TensorImpl* p = ref_.get();
+        if (pos_ >= p->numel) fault_out_of_range(kind, ElementType<T>::name(), 0, pos_, 1, p->numel);
+        buf_[pending_++] = v;
+        ++pos_;
+        if (pending_ == int64_t(kStreamBufferBytes / sizeof(T))) flush();
+    }
  private:
+    void flush() {
+        if (pending_) stream_flush(ref_.get(), buf_, pos_ - pending_, pending_);
+        pending_ = 0;
+    }
     ImplRef ref_;
     int64_t pos_;
     bool open_;
     void* tcm_;
+    T* buf_;           /* a write stream's buffer: elements [pos_ - pending_, pos_) */
+    int64_t pending_;
 };
 }  // namespace detail
 
@@ -211,8 +247,8 @@ class WriteStreamAccessor : public detail::StreamAccessor<T, true> {
  public:
     explicit WriteStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, true>(p, "write_stream_accessor") {}
     WriteStreamAccessor(WriteStreamAccessor&&) = default;
-    /* Store v as the next element. */
-    void write(const T& v) { *this->slot("write_stream_accessor") = v; }
+    /* Store v as the next element (in the stream's buffer until it flushes). */
+    void write(const T& v) { this->put("write_stream_accessor", v); }
 };
 
 namespace detail {
