@@ -1,8 +1,9 @@
 // Deliberately broken SINGLE-CORE kernels where the device is stricter than a
 // plain host build: a dtype a kernel cannot create, a write stream's
-// unflushed writes read through another access (docs/kernel-api.md
-// "Limits", "Accessors and memory").  The control passes: a write stream
-// whose full buffer was flushed.
+// unflushed writes read through another access, a dataram buffer that is
+// not dataram (docs/kernel-api.md "Limits", "Accessors and memory").  The
+// controls pass: a write stream whose full buffer was flushed, a local
+// array on the default stack as a TCM buffer.
 #include <stdint.h>
 #include <string.h>
 #include <torch/torch.h>
@@ -91,5 +92,40 @@ torch::Tensor flushed_when_full(const torch::Tensor& x) {
     auto t = tmp.accessor<float, 1>();
     auto o = out.accessor<float, 1>();
     for (int64_t i = 0; i < n; i++) o[i] = (i < 1024 ? t[i] : xa[i] * 2.0f) - 1.0f;
+    return out;
+}
+
+// neuron_memcpy's dataram side pointed at a static array (the object's data,
+// not dataram).
+static float g_stage[64];
+torch::Tensor memcpy_static(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    uint64_t hbm = neuron_hbm_allocate(n * sizeof(float));
+    auto xa = x.accessor<float, 1>();
+    for (int64_t i = 0; i < n; i++) g_stage[i] = xa[i];
+    neuron_memcpy(hbm, g_stage, n * sizeof(float));
+    return torch::mul(x, 2.0f);
+}
+
+// tensor_to_tcm into a static array instead of tcm_malloc's block.
+static float g_buf[64];
+torch::Tensor tcm_static(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    x.tcm_accessor().tensor_to_tcm<float>(g_buf, 0, n);
+    for (int64_t i = 0; i < n; i++) g_buf[i] *= 2.0f;
+    out.tcm_accessor().tcm_to_tensor<float>(g_buf, 0, n);
+    return out;
+}
+
+// Control: a local array on the default stack (the core's local memory) as
+// the TCM buffer.
+torch::Tensor tcm_stack(const torch::Tensor& x) {
+    const int64_t n = x.numel();
+    float buf[16];
+    torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    x.tcm_accessor().tensor_to_tcm<float>(buf, 0, n);
+    for (int64_t i = 0; i < n; i++) buf[i] *= 2.0f;
+    out.tcm_accessor().tcm_to_tensor<float>(buf, 0, n);
     return out;
 }

@@ -211,7 +211,11 @@ static char* dataram_host() {
 void check_dataram_span(const void* host, uint64_t nbytes, const char* what) {
     const char* p = static_cast<const char*>(host);
     const char* base = dataram_host();
-    if (!nbytes || p < base || p >= base + GPSIMD_DATARAM_SIZE) return;
+    if (!nbytes || !p) return;   /* (null: a failed tcm_malloc, reported as TCM_NULL where used) */
+    if (p < base || p >= base + GPSIMD_DATARAM_SIZE) {
+        if (stack_place(p) == 1) return;   /* the on-core stack: local memory (docs/kernel-api.md) */
+        fault_outside_dataram(p, nbytes, what);
+    }
     const uint64_t off = uint64_t(p - base);
     const bool pool = off < GPSIMD_TCM_POOL_SIZE;
     const uint64_t origin = pool ? 0 : GPSIMD_TCM_POOL_SIZE;

@@ -37,7 +37,9 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   table on its first call only, lazy_table
 11 where the device is stricter than a host build: make_uint16 (a dtype
   a kernel cannot create), stale_accessor, stale_quiet, stale_verbose,
-  stale_tcm (a write stream's unflushed writes; control flushed_when_full)
+  stale_tcm (a write stream's unflushed writes; control flushed_when_full),
+  memcpy_static, tcm_static (a dataram buffer that is not dataram; control
+  tcm_stack, a local array on the default stack)
 """
 import json
 import os
@@ -76,6 +78,9 @@ UNFLUSHED = ("on a tensor with 1 write_stream_accessor open (its unflushed write
 STALE = ("10 of 10 elements differ (rtol=1.3e-06, atol=1e-05): [0] actual -1 expected 3.0818381, [1] actual -1 "
          "expected -6.11133, [2] actual -1 expected -0.16380233, [3] actual -1 expected -2.1355391, [4] actual -1 "
          "expected -1.9052986, ... (5 more); max_abs_err 6.646")
+NOT_DATARAM = ("of 40 bytes: the pointer is a static or global variable (the kernel's loaded object), not dataram: "
+               "it must lie in the dataram window [0x80000, 0x90000) (tcm_malloc, neuron_dataram_allocate) or on "
+               "the default stack")
 
 STACK_OR_HEAP = ("cores 0-7: output elements [0, 32) depend on never-written stack or heap (their values "
                  "change with the poison of local variables and malloc / new blocks: read before the kernel "
@@ -260,7 +265,7 @@ EXPECTED = {
     # 11. where the device is stricter: a dtype a kernel cannot create, a write
     # stream's unflushed writes read by another access (an error under
     # COHERENT, a warning under INCOHERENT_VERBOSE, and under every policy the
-    # device's data: the stale zeros)
+    # device's data: the stale zeros), a dataram buffer that is not dataram
     ("broken_model", "make_uint16"): (
         "fail", "core 0: fault DTYPE in op make_uint16: torch::zeros: a kernel cannot create a uint16 tensor on "
         "the device (it may create float32, bfloat16, float16, int32, int8, int16, uint8, int64)" + NEVER, []),
@@ -274,6 +279,12 @@ EXPECTED = {
         "fail", "core 0: fault COHERENCE in op stale_tcm: tensor_to_tcm<float> " + UNFLUSHED + COHERENT_RULE
         + NEVER, []),
     ("broken_model", "flushed_when_full"): ("pass", "", []),
+    ("broken_model", "memcpy_static"): (
+        "fail", "core 0: fault DATARAM in op memcpy_static: neuron_memcpy (dataram source) " + NOT_DATARAM + NEVER,
+        []),
+    ("broken_model", "tcm_static"): (
+        "fail", "core 0: fault DATARAM in op tcm_static: tensor_to_tcm<float> " + NOT_DATARAM + NEVER, []),
+    ("broken_model", "tcm_stack"): ("pass", "", []),
 }
 
 
