@@ -321,6 +321,21 @@ int64_t Tensor::stride(int64_t d) const {
     return p->strides[wrap_dim(p, d, "stride")];
 }
 
+/* docs/kernel-api.md "Tensor members": the storage's Q7PtrType, as the
+ * device ABI builds it (Q7PtrType{hbm_addr, ctx}); null for a tensor
+ * without storage.  The kernel reaches the data through neuron_translate,
+ * which the model does not follow element by element. */
+Q7PtrType Tensor::q7_data_ptr() const {
+    forbid_in_shape_call("q7_data_ptr()");
+    const TensorImpl* p = impl("q7_data_ptr");
+    note_output_untracked(p->data);
+    Q7PtrType q;
+    q.hbm_addr = p->device_addr;
+    q.ctx = neuron_translate_ctx();
+    q.is_nullptr = p->data == nullptr;
+    return q;
+}
+
 /* docs/kernel-api.md "Tensor members": fill_(Scalar). */
 Tensor& Tensor::fill_(const Scalar& v) {
     forbid_in_shape_call("fill_()");

@@ -48,6 +48,16 @@ enum AccessorCoherencePolicy { COHERENT = 0, INCOHERENT_VERBOSE = 1, INCOHERENT_
  * another write stream) to a tensor with an open write stream is treated
  * the same way (src/streams.cpp). */
 
+/* The storage's pointer as the device ABI builds it (gpsimd_host/abi.h):
+ * an HBM address the core reaches only through neuron_translate(ctx,
+ * hbm_addr) (custom_op.h), its translation context, and whether it is null.
+ * What Tensor::q7_data_ptr() returns. */
+struct Q7PtrType {
+    uint64_t hbm_addr;
+    void* ctx;
+    bool is_nullptr;
+};
+
 namespace detail {
 /* Out-of-line helpers of the runtime (src/tensor.cpp); each faults. */
 [[noreturn]] void fault_out_of_range(const char* kind_prefix, const char* type_name, int rank,
@@ -313,6 +323,7 @@ using c10::TensorAccessor;
 using c10::TensorImpl;
 using c10::TensorOptions;
 using c10::TypeMeta;
+using c10::Q7PtrType;
 using c10::AccessorCoherencePolicy;
 using c10::ReadStreamAccessor;
 using c10::WriteStreamAccessor;
@@ -380,6 +391,9 @@ class Tensor {
     int64_t ndimension() const { return dim(); }
     IntArrayRef sizes() const { const TensorImpl* p = impl("sizes"); return IntArrayRef(p->sizes, size_t(p->ndim)); }
     IntArrayRef strides() const { const TensorImpl* p = impl("strides"); return IntArrayRef(p->strides, size_t(p->ndim)); }
+    /* The shipped marshalling ABI's member (docs/kernel-api.md "Tensor
+     * members"): the storage's Q7PtrType. */
+    c10::Q7PtrType q7_data_ptr() const;
     int64_t size(int64_t d) const;    /* negative d counts from the end; bad d faults */
     int64_t stride(int64_t d) const;
     ScalarType scalar_type() const { return impl("scalar_type")->dtype; }
