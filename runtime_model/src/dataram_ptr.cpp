@@ -12,6 +12,7 @@
  * device the transfer goes to the wrong memory.  The host has them all in
  * one address space, so the model names which one it was.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <dlfcn.h>
 #include <stdio.h>
 

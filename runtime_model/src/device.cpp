@@ -14,6 +14,7 @@
  *   scratch window: origin/size from this object's LSP (the Neuron SDK's build driver, build_custom_op.py),
  *     host backing binding.scratch_host.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <string.h>
 
 #include "custom_op.h"
@@ -283,15 +284,6 @@ uint64_t neuron_hbm_allocate(size_t nbytes) {
         memset(translate_range(addr, nbytes, "neuron_hbm_allocate"), core().binding.tcm_poison, nbytes);
     report_flag(GPSIMD_REPORT_SCRATCH_USED);
     return addr;
-}
-
-/* custom_op.h (host-model extension). */
-void neuron_hbm_deallocate(uint64_t hbm_addr) {
-    require_bound("neuron_hbm_deallocate");
-    if (hbm_addr < scratch_origin() || !core().scratch.release(hbm_addr - scratch_origin()))
-        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT,
-                     "neuron_hbm_deallocate: 0x%llx is not a block from neuron_hbm_allocate",
-                     (unsigned long long)hbm_addr);
 }
 
 namespace gpsimd_rt {

@@ -5,6 +5,7 @@
  * (gpsimd_host/dtypes.h GPSIMD_KERNEL_DTYPES); the storage and the shape
  * limits are make_scratch_tensor's (tensor.cpp).
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <string.h>
 
 #include "gpsimd_host/dtypes.h"

@@ -35,6 +35,7 @@
  * "C++ exception: <what()>").  Every fault returns here through
  * return_to_launcher(), and the launcher returns GPSIMD_STATUS_FAULT.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -13,6 +13,7 @@
  * under its checks (GPSIMD_CHECK_COHERENCE), reports the access itself:
  * a COHERENCE fault under COHERENT, a warning under INCOHERENT_VERBOSE.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

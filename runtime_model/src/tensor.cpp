@@ -4,6 +4,7 @@
  * "Accessors and memory", "Limits"): TensorImpl lifetime, the checks behind
  * accessors and the TCM accessor, fill_ (the factories: factories.cpp).
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <stdio.h>
 #include <string.h>
 
@@ -300,26 +301,6 @@ void destroy_tensor_impl(TensorImpl* impl) {
 }  // namespace c10
 
 namespace at {
-
-static int64_t wrap_dim(const TensorImpl* p, int64_t d, const char* what) {
-    const int64_t nd = p->ndim;
-    const int64_t w = d < 0 ? d + nd : d;
-    if (w < 0 || w >= nd)
-        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s(%lld): dimension out of range for a %lld-dimensional tensor",
-                     what, (long long)d, (long long)nd);
-    return w;
-}
-
-/* docs/kernel-api.md "Tensor members". */
-int64_t Tensor::size(int64_t d) const {
-    const TensorImpl* p = impl("size");
-    return p->sizes[wrap_dim(p, d, "size")];
-}
-
-int64_t Tensor::stride(int64_t d) const {
-    const TensorImpl* p = impl("stride");
-    return p->strides[wrap_dim(p, d, "stride")];
-}
 
 /* docs/kernel-api.md "Tensor members": the storage's Q7PtrType, as the
  * device ABI builds it (Q7PtrType{hbm_addr, ctx}); null for a tensor

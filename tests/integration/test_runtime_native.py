@@ -388,6 +388,16 @@ COMPILE_FAIL = {
         "write_stream_accessor"),
     "data_ptr is not device API": ("at::Tensor f(at::Tensor x) { x.data_ptr<float>(); return x; }", "data_ptr"),
 }
+#: Host PyTorch's members and factories the device's API has not: each is a
+#: compile error saying so (the runtime's own sources reach what they need).
+NOT_IN_DEVICE_API = "is not in the device's API"
+for _call in ("x.size(0)", "x.stride(0)", "x.options()", "x.nbytes()", "x.element_size()", "x.itemsize()",
+              "x.defined()", "x.ndimension()", "x.unsafeGetTensorImpl()", "torch::eye(3, torch::kFloat)"):
+    COMPILE_FAIL[f"{_call} is not device API"] = (
+        f"at::Tensor f(at::Tensor x) {{ (void){_call}; return x; }}", NOT_IN_DEVICE_API)
+COMPILE_FAIL["neuron_hbm_deallocate is not device API"] = (
+    "#include <custom_op.h>\nat::Tensor f(at::Tensor x) { neuron_hbm_deallocate(neuron_hbm_allocate(64)); return x; }",
+    "neuron_hbm_deallocate")
 
 
 @pytest.mark.parametrize("case", sorted(COMPILE_FAIL))
@@ -411,7 +421,7 @@ torch::Tensor f(const torch::Tensor& x, const torch::Scalar& s) {
     uint16_t n16 = 3;
     torch::Tensor a = torch::zeros({num_elem}, torch::kFloat);
     torch::Tensor b = torch::ones({n16, n16}, torch::TensorOptions().dtype(torch::kBFloat16));
-    torch::Tensor c = torch::full(x.sizes(), s, x.options());
+    torch::Tensor c = torch::full(x.sizes(), s, x.scalar_type());
     torch::Tensor d = torch::eye(3, 4, at::kInt);
     torch::Tensor e = torch::empty(std::vector<int64_t>{2, 3}, torch::dtype(torch::kHalf));
     c10::Half h = 1.5f; c10::BFloat16 bf = float(h); float back = bf; (void)back;

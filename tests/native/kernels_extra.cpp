@@ -12,7 +12,7 @@
 // affine(Tensor x int64, int k, long long m) -> Tensor: x * m + k.
 torch::Tensor affine(const torch::Tensor& x, int k, long long m) {
     printf("affine: k=%d m=%lld n=%lld\n", k, m, (long long)x.numel());
-    torch::Tensor out = torch::empty(x.sizes(), x.options());
+    torch::Tensor out = torch::empty(x.sizes(), x.scalar_type());
     auto xa = x.accessor<int64_t, 1>();
     auto oa = out.accessor<int64_t, 1>();
     for (int64_t i = 0; i < x.numel(); ++i) oa[i] = xa[i] * m + k;
@@ -111,8 +111,8 @@ torch::Tensor probe(const torch::Tensor& x, int mode) {
         auto ta = t.accessor<float, 2>();
         auto ua = u.accessor<float, 2>();
         auto ea = e.accessor<float, 2>();
-        for (int64_t i = 0; i < t.size(0); ++i)
-            for (int64_t j = 0; j < t.size(-1); ++j) acc += ta[i][j] * ua[i][j];
+        for (int64_t i = 0; i < t.sizes()[0]; ++i)
+            for (int64_t j = 0; j < t.sizes()[t.dim() - 1]; ++j) acc += ta[i][j] * ua[i][j];
         for (int64_t i = 0; i < 3; ++i)
             for (int64_t j = 0; j < 4; ++j) acc += ea[i][j] * 100.0f;
         for (int64_t i = 0; i < 4; ++i) acc += float(ha[i]);

@@ -59,6 +59,11 @@ struct Q7PtrType {
 };
 
 namespace detail {
+/* false for every D: a static_assert on it fires only where a member
+ * template that names it is used. */
+template <typename D>
+struct NotInDeviceApi : std::false_type {};
+
 /* Out-of-line helpers of the runtime (src/tensor.cpp); each faults. */
 [[noreturn]] void fault_out_of_range(const char* kind_prefix, const char* type_name, int rank,
                                      int64_t offset, int64_t count, int64_t numel);
@@ -385,23 +390,43 @@ class Tensor {
     }
     ~Tensor() { release(); }
 
-    bool defined() const { return impl_ != nullptr; }
     int64_t numel() const { return impl("numel")->numel; }
     int64_t dim() const { return impl("dim")->ndim; }
-    int64_t ndimension() const { return dim(); }
     IntArrayRef sizes() const { const TensorImpl* p = impl("sizes"); return IntArrayRef(p->sizes, size_t(p->ndim)); }
+    /* The shipped marshalling ABI's members (docs/kernel-api.md "Tensor
+     * members"): the strides (contiguous, in elements) and the storage's
+     * Q7PtrType. */
     IntArrayRef strides() const { const TensorImpl* p = impl("strides"); return IntArrayRef(p->strides, size_t(p->ndim)); }
-    /* The shipped marshalling ABI's member (docs/kernel-api.md "Tensor
-     * members"): the storage's Q7PtrType. */
     c10::Q7PtrType q7_data_ptr() const;
-    int64_t size(int64_t d) const;    /* negative d counts from the end; bad d faults */
-    int64_t stride(int64_t d) const;
     ScalarType scalar_type() const { return impl("scalar_type")->dtype; }
     TypeMeta dtype() const { return TypeMeta(scalar_type()); }
-    TensorOptions options() const { return TensorOptions(scalar_type()); }
-    size_t element_size() const { return c10::elementSize(scalar_type()); }
-    size_t itemsize() const { return element_size(); }
-    size_t nbytes() const { return impl("nbytes")->nbytes; }
+
+#ifdef GPSIMD_RUNTIME_INTERNAL
+    /* The runtime's own (its sources define GPSIMD_RUNTIME_INTERNAL). */
+    bool defined() const { return impl_ != nullptr; }
+    TensorImpl* unsafeGetTensorImpl() const { return impl_; }
+#else
+    /* PyTorch members the device's Tensor does not have: a kernel (or shape
+     * function) naming one fails to compile with this message. */
+#define GPSIMD_NOT_IN_DEVICE_API_(ret, name, params, what)                                               \
+    template <typename D_ = void>                                                                      \
+    ret name params const {                                                                            \
+        static_assert(c10::detail::NotInDeviceApi<D_>::value,                                          \
+                      what " is not in the device's API (docs/kernel-api.md \"Tensor members\")");        \
+        using R_ = ret;                                                                                \
+        return R_();                                                                                   \
+    }
+    GPSIMD_NOT_IN_DEVICE_API_(bool, defined, (), "Tensor::defined()")
+    GPSIMD_NOT_IN_DEVICE_API_(int64_t, ndimension, (), "Tensor::ndimension() (use dim())")
+    GPSIMD_NOT_IN_DEVICE_API_(int64_t, size, (int64_t), "Tensor::size(d) (use sizes()[d])")
+    GPSIMD_NOT_IN_DEVICE_API_(int64_t, stride, (int64_t), "Tensor::stride(d) (use strides()[d])")
+    GPSIMD_NOT_IN_DEVICE_API_(TensorOptions, options, (), "Tensor::options() (use scalar_type())")
+    GPSIMD_NOT_IN_DEVICE_API_(size_t, element_size, (), "Tensor::element_size()")
+    GPSIMD_NOT_IN_DEVICE_API_(size_t, itemsize, (), "Tensor::itemsize()")
+    GPSIMD_NOT_IN_DEVICE_API_(size_t, nbytes, (), "Tensor::nbytes()")
+    GPSIMD_NOT_IN_DEVICE_API_(TensorImpl*, unsafeGetTensorImpl, (), "Tensor::unsafeGetTensorImpl()")
+#undef GPSIMD_NOT_IN_DEVICE_API_
+#endif
 
     /* Fill every element with v converted to the tensor's dtype. */
     Tensor& fill_(const Scalar& v);
@@ -444,9 +469,6 @@ class Tensor {
 
     TcmAccessor tcm_accessor() & { return TcmAccessor(impl("tcm_accessor")); }
     ConstTcmAccessor tcm_accessor() const& { return ConstTcmAccessor(impl("tcm_accessor")); }
-
-    /* Runtime use. */
-    TensorImpl* unsafeGetTensorImpl() const { return impl_; }
 
  private:
     TensorImpl* impl(const char* what) const {
