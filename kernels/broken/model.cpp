@@ -1,7 +1,8 @@
 // Deliberately broken SINGLE-CORE kernels where the device is stricter than a
 // plain host build: a dtype a kernel cannot create, a write stream's
 // unflushed writes read through another access, a dataram buffer that is
-// not dataram (docs/kernel-api.md "Limits", "Accessors and memory").  The
+// not dataram, or a local array on a stack the device keeps in device
+// memory (docs/kernel-api.md "Limits", "Accessors and memory").  The
 // controls pass: a write stream whose full buffer was flushed, a local
 // array on the default stack as a TCM buffer.
 #include <stdint.h>
@@ -129,3 +130,7 @@ torch::Tensor tcm_stack(const torch::Tensor& x) {
     out.tcm_accessor().tcm_to_tensor<float>(buf, 0, n);
     return out;
 }
+
+// The same with the op's stack_size above the default: the device moves that
+// stack into device memory, so the local array is not dataram.
+torch::Tensor tcm_moved_stack(const torch::Tensor& x) { return tcm_stack(x); }

@@ -38,8 +38,9 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
 11 where the device is stricter than a host build: make_uint16 (a dtype
   a kernel cannot create), stale_accessor, stale_quiet, stale_verbose,
   stale_tcm (a write stream's unflushed writes; control flushed_when_full),
-  memcpy_static, tcm_static (a dataram buffer that is not dataram; control
-  tcm_stack, a local array on the default stack)
+  memcpy_static, tcm_static, tcm_moved_stack (a dataram buffer that is not
+  dataram: a static array, a local array on a stack_size above the default;
+  control tcm_stack, a local array on the default stack)
 """
 import json
 import os
@@ -285,6 +286,11 @@ EXPECTED = {
     ("broken_model", "tcm_static"): (
         "fail", "core 0: fault DATARAM in op tcm_static: tensor_to_tcm<float> " + NOT_DATARAM + NEVER, []),
     ("broken_model", "tcm_stack"): ("pass", "", []),
+    ("broken_model", "tcm_moved_stack"): (
+        "fail", "core 0: fault DATARAM in op tcm_moved_stack: tensor_to_tcm<float> of 40 bytes: the pointer is a "
+        "local variable on a 8192-byte stack, which the device keeps in device memory (only the default 4196-byte "
+        "stack is in the core's local memory), not dataram: it must lie in the dataram window [0x80000, 0x90000) "
+        "(tcm_malloc, neuron_dataram_allocate) or on the default stack" + NEVER, []),
 }
 
 
