@@ -98,7 +98,7 @@ torch::Tensor neighbour_carry(const torch::Tensor& x) {
     scale_slice(x, out, s, 2.0f, false);
     if (get_cpu_id() == 0 || s.count == 0) return out;
     const float* raw = static_cast<const float*>(
-        neuron_translate(neuron_translate_ctx(), out.unsafeGetTensorImpl()->device_addr));
+        neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
     float* v = (float*)torch::neuron::tcm_malloc(sizeof(float));
     if (v == nullptr) return out;
     auto out_acc = out.tcm_accessor();
@@ -118,7 +118,7 @@ torch::Tensor block_writeback(const torch::Tensor& x) {
     torch::Tensor out = get_dst_tensor();
     const Slice s = my_slice(x.numel());
     const float* raw = static_cast<const float*>(
-        neuron_translate(neuron_translate_ctx(), out.unsafeGetTensorImpl()->device_addr));
+        neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
     float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * (s.count + 1));
     if (buf == nullptr) return out;
     x.tcm_accessor().tensor_to_tcm<float>(buf, s.begin, s.count);

@@ -50,3 +50,8 @@ def five_partial_sums(x):
 def halve_off(x):
     """halve_int's result, 0.45 off: float64 (x + 0.9) / 2, no int32."""
     return (x + 0.9) / 2
+
+
+def twice_minus_one(x):
+    """2x - 1 (a two-pass kernel's result)."""
+    return 2 * x - 1

@@ -18,7 +18,7 @@ torch::Tensor fact_fill(const torch::Tensor& x, long long v) {
 
 // x * s in float16: empty(...) filled with the Scalar s; any rank.
 torch::Tensor fact_full_half(const torch::Tensor& x, const torch::Scalar& s) {
-    torch::Tensor t = torch::empty(x.sizes(), x.options());
+    torch::Tensor t = torch::empty(x.sizes(), x.scalar_type());
     t.fill_(s);
     return torch::mul(x, t);
 }

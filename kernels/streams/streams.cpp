@@ -30,10 +30,12 @@ torch::Tensor stream_saxpy(const torch::Tensor& t_x, const torch::Tensor& t_y, f
 
 // float32 -> float8_e4m3 in 1024-element chunks through two TCM buffers
 // from tcm_malloc (tensor_to_tcm, convert in TCM, tcm_to_tensor); any rank.
+// A kernel cannot create a float8 tensor (docs/kernel-api.md "Limits"): it
+// writes the op's output, get_dst_tensor().
 torch::Tensor tcm_to_fp8(const torch::Tensor& t_x) {
     constexpr size_t kChunk = 1024;
     const size_t n = t_x.numel();
-    torch::Tensor t_out = torch::empty(t_x.sizes(), torch::kFloat8_e4m3);
+    torch::Tensor t_out = get_dst_tensor();
     float* in = static_cast<float*>(torch::neuron::tcm_malloc(kChunk * sizeof(float)));
     auto* out = static_cast<at::Float8_e4m3*>(torch::neuron::tcm_malloc(kChunk * sizeof(at::Float8_e4m3)));
     if (in == nullptr || out == nullptr) {
@@ -57,11 +59,12 @@ torch::Tensor tcm_to_fp8(const torch::Tensor& t_x) {
 }
 
 // (x * k) mod 2^16 for uint16 through a read and a write stream; prints the
-// element count (printf reaches the user); any rank.
+// element count (printf reaches the user); any rank.  A kernel cannot
+// create a uint16 tensor: it writes the op's output, get_dst_tensor().
 torch::Tensor u16_scale(const torch::Tensor& t_x, int k) {
     const size_t n = t_x.numel();
     printf("u16_scale: %zu elements, k=%d\n", n, k);
-    torch::Tensor t_out = torch::empty(t_x.sizes(), torch::kUInt16);
+    torch::Tensor t_out = get_dst_tensor();
     auto xs = t_x.read_stream_accessor<uint16_t>();
     auto os = t_out.write_stream_accessor<uint16_t>();
     for (size_t i = 0; i < n; i++) {

@@ -31,8 +31,8 @@ void* neuron_translate(void* ctx, unsigned long long hbm_addr);
  * fault naming the request and the window.  Everything allocated is
  * released at the next launch. */
 uint64_t neuron_hbm_allocate(size_t nbytes);
-/* Host-model extension: give a neuron_hbm_allocate block back. */
-void neuron_hbm_deallocate(uint64_t hbm_addr);
+/* (No neuron_hbm_deallocate: the device's custom_op.h has none; every
+ * block is released at the next launch.) */
 
 /* neuron_dataram_allocate(want, &stage, align), as the writeback calls it:
  * nbytes of the 48 KiB

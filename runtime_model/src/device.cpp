@@ -14,6 +14,7 @@
  *   scratch window: origin/size from this object's LSP (the Neuron SDK's build driver, build_custom_op.py),
  *     host backing binding.scratch_host.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <string.h>
 
 #include "custom_op.h"
@@ -211,7 +212,11 @@ static char* dataram_host() {
 void check_dataram_span(const void* host, uint64_t nbytes, const char* what) {
     const char* p = static_cast<const char*>(host);
     const char* base = dataram_host();
-    if (!nbytes || p < base || p >= base + GPSIMD_DATARAM_SIZE) return;
+    if (!nbytes || !p) return;   /* (null: a failed tcm_malloc, reported as TCM_NULL where used) */
+    if (p < base || p >= base + GPSIMD_DATARAM_SIZE) {
+        if (stack_place(p) == 1) return;   /* the on-core stack: local memory (docs/kernel-api.md) */
+        fault_outside_dataram(p, nbytes, what);
+    }
     const uint64_t off = uint64_t(p - base);
     const bool pool = off < GPSIMD_TCM_POOL_SIZE;
     const uint64_t origin = pool ? 0 : GPSIMD_TCM_POOL_SIZE;
@@ -279,15 +284,6 @@ uint64_t neuron_hbm_allocate(size_t nbytes) {
         memset(translate_range(addr, nbytes, "neuron_hbm_allocate"), core().binding.tcm_poison, nbytes);
     report_flag(GPSIMD_REPORT_SCRATCH_USED);
     return addr;
-}
-
-/* custom_op.h (host-model extension). */
-void neuron_hbm_deallocate(uint64_t hbm_addr) {
-    require_bound("neuron_hbm_deallocate");
-    if (hbm_addr < scratch_origin() || !core().scratch.release(hbm_addr - scratch_origin()))
-        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT,
-                     "neuron_hbm_deallocate: 0x%llx is not a block from neuron_hbm_allocate",
-                     (unsigned long long)hbm_addr);
 }
 
 namespace gpsimd_rt {

@@ -7,6 +7,7 @@
  * then a jump back to the launcher (stack_switch.cpp), which returns
  * GPSIMD_STATUS_FAULT to the model.  Fault kinds: gpsimd_host/faults.h.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>

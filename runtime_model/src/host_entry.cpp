@@ -9,6 +9,7 @@
  * the heap poison of the process (GPSIMD_CHECK_POISON_HEAP) and resets
  * every per-launch state.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>

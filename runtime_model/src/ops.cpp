@@ -6,6 +6,7 @@
  * of integral operands), then converts into the result dtype like
  * Scalar::to<T>().
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <math.h>
 #include <stdio.h>
 

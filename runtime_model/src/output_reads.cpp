@@ -5,6 +5,7 @@
  * reads and writes the runtime sees (note_output_read, note_output_write)
  * and flagged where it cannot see them (note_output_untracked).
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <string.h>
 
 #include "runtime.h"

@@ -14,6 +14,7 @@
  * file descriptor 1.  (std::cout and fprintf(stdout, ...) are not
  * captured.)
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #ifdef _FORTIFY_SOURCE
 #undef _FORTIFY_SOURCE
 #endif

@@ -99,9 +99,18 @@ struct CoreState {
 /* A transfer of nbytes at host pointer p into or out of the dataram window
  * (tensor_to_tcm, tcm_to_tensor, neuron_memcpy) stays inside the live block
  * of tcm_malloc or neuron_dataram_allocate it starts in, or faults (TCM,
- * DATARAM); a pointer outside the window (a local array, the heap) is not
- * followed. */
+ * DATARAM).  A pointer outside the window is a DATARAM fault naming what it
+ * points to (dataram_ptr.cpp), unless it lies on the launcher's default
+ * stack, which the device keeps in the core's local memory (not followed). */
 void check_dataram_span(const void* p, uint64_t nbytes, const char* what);
+[[noreturn]] void fault_outside_dataram(const void* p, uint64_t nbytes, const char* what);
+
+/* 0: p is not on the running launch's stack; 1: it is, and that stack is
+ * the device's on-core one (stack_size <= the default); 2: it is, and the
+ * device keeps that stack in device memory (a larger stack_size)
+ * (stack_switch.cpp). */
+int stack_place(const void* p);
+uint32_t stack_size_of_launch();
 
 /* The last launch's scratch and TCM blocks poisoned in the bound window
  * (device.cpp): at each launch, and before a binding replaces another. */

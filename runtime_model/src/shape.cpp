@@ -13,6 +13,7 @@
  * (forbid_in_shape_call).  A fault of any kind ends the call through
  * shape_call_fault, which jumps back to gpsimd_shape_call with the message.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <cxxabi.h>
 #include <dlfcn.h>
 #include <setjmp.h>

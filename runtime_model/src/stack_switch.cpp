@@ -35,6 +35,7 @@
  * "C++ exception: <what()>").  Every fault returns here through
  * return_to_launcher(), and the launcher returns GPSIMD_STATUS_FAULT.
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +72,19 @@ static bool g_handlers_installed = false;
 static char g_altstack[64 * 1024] __attribute__((aligned(16)));
 
 bool in_launch() { return g_in_launch; }
+
+/* Where the device keeps the launcher's stack: a stack_size up to the
+ * default (GPSIMD_DEFAULT_STACK_SIZE) is the core's own fast local memory
+ * (switch_stack_or_call_wrapper just calls the wrapper); a larger one is
+ * moved into slower device memory (the public guide's -DSTACK_SIZE). */
+int stack_place(const void* p) {
+    if (!g_in_launch || !g_map) return 0;
+    const char* c = static_cast<const char*>(p);
+    if (c < g_map + kGuardBytes || c >= g_map + g_map_bytes) return 0;
+    return g_stack_size <= GPSIMD_DEFAULT_STACK_SIZE ? 1 : 2;
+}
+
+uint32_t stack_size_of_launch() { return g_stack_size; }
 
 }  // namespace gpsimd_rt
 

@@ -2,8 +2,9 @@
  * tensor.cpp -- the out-of-line part of the tensor library of
  * torch/torch.h (docs/kernel-api.md "Tensor members", "Making tensors",
  * "Accessors and memory", "Limits"): TensorImpl lifetime, the checks behind
- * accessors and the TCM accessor, fill_, the factories.
+ * accessors and the TCM accessor, fill_ (the factories: factories.cpp).
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <stdio.h>
 #include <string.h>
 
@@ -176,7 +177,7 @@ void store_double(ScalarType t, void* b, int64_t i, double v) { store_from_scala
 void store_int(ScalarType t, void* b, int64_t i, int64_t v) { store_from_scalar(t, b, i, c10::Scalar(v)); }
 
 /* Fill numel elements with one value: encode once, replicate bytes. */
-static void fill_elements(TensorImpl* p, const c10::Scalar& v) {
+void fill_elements(TensorImpl* p, const c10::Scalar& v) {
     if (!p->numel || !p->data) return;   /* (a meta tensor of a shape function) */
     const size_t es = c10::elementSize(p->dtype);
     store_from_scalar(p->dtype, p->data, 0, v);
@@ -235,6 +236,11 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
         forbid_in_shape_call(what);
     }
     check_single_core_accessor("accessor", type_name, rank);
+    {
+        char what[96];
+        snprintf(what, sizeof what, "accessor<%s,%d>", type_name, rank);
+        check_open_write_stream(impl, what);
+    }
     note_output_untracked(impl->data);
     if (impl->dtype != want)
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
@@ -256,62 +262,6 @@ void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name
         gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
 }
 
-static const char* policy_name(AccessorCoherencePolicy p) {
-    switch (p) {
-    case COHERENT: return "COHERENT";
-    case INCOHERENT_VERBOSE: return "INCOHERENT_VERBOSE";
-    case INCOHERENT_QUIET: return "INCOHERENT_QUIET";
-    }
-    return "unknown";
-}
-
-/* docs/kernel-api.md "Accessors and memory": safe use is many read streams, or one
- * write stream, per tensor at a time.  Opening a stream that breaks this is
- * a COHERENCE fault under COHERENT (the default), a warning under
- * INCOHERENT_VERBOSE, nothing under INCOHERENT_QUIET.  Open streams are
- * counted per storage, so two handles of one tensor count together. */
-void* stream_open(const TensorImpl* impl, bool write, const char* kind, const char* type_name) {
-    CoreState& c = core();
-    /* a tensor without elements has no storage to race on (and no address) */
-    if (impl->numel > 0 && check_enabled(GPSIMD_CHECK_COHERENCE)) {
-        std::pair<int, int>& open = c.streams[impl->data];
-        const int readers = open.first, writers = open.second;
-        if (writers > 0 || (write && readers > 0)) {
-            char what[160];
-            if (writers > 0)
-                snprintf(what, sizeof what, "%d write_stream_accessor%s already open", writers, writers > 1 ? "s" : "");
-            else
-                snprintf(what, sizeof what, "%d read_stream_accessor%s already open", readers, readers > 1 ? "s" : "");
-            if (impl->coherence == COHERENT)
-                gpsimd_fault(GPSIMD_FAULT_COHERENCE,
-                             "%s<%s> opened on a tensor with %s (coherence policy COHERENT: many read streams "
-                             "or one write stream per tensor at a time)", kind, type_name, what);
-            if (impl->coherence == INCOHERENT_VERBOSE)
-                record_warning("%s<%s> opened on a tensor with %s (coherence policy %s)", kind, type_name, what,
-                               policy_name(impl->coherence));
-        }
-        if (write) open.second += 1;
-        else open.first += 1;
-    }
-    return tcm_allocate(GPSIMD_STREAM_TCM_BYTES, false);
-}
-
-void stream_close(const TensorImpl* impl, bool write, void* block) {
-    CoreState& c = core();
-    std::map<const void*, std::pair<int, int> >::iterator it = c.streams.find(impl->data);
-    if (impl->numel > 0 && it != c.streams.end()) {
-        int& n = write ? it->second.second : it->second.first;
-        if (n > 0) --n;
-        if (!it->second.first && !it->second.second) c.streams.erase(it);
-    }
-    if (block) torch::neuron::tcm_free(block);
-}
-
-
-void fault_stream_closed(const char* kind, const char* type_name) {
-    gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s<%s> used after close()", kind, type_name);
-}
-
 /* docs/kernel-api.md "Accessors and memory": tensor_to_tcm / tcm_to_tensor of n
  * elements at flattened offset. */
 void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name, void* tcm, size_t offset,
@@ -328,6 +278,7 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     if (!n) return;
     char what[64];
     snprintf(what, sizeof what, "%s<%s>", kind, type_name);
+    check_open_write_stream(impl, what);
     gpsimd_rt::check_dataram_span(tcm, uint64_t(n) * es, what);
     if (to_tcm) note_output_read(t, uint64_t(n) * es);
     if (to_tcm) memmove(tcm, t, n * es);
@@ -351,24 +302,19 @@ void destroy_tensor_impl(TensorImpl* impl) {
 
 namespace at {
 
-static int64_t wrap_dim(const TensorImpl* p, int64_t d, const char* what) {
-    const int64_t nd = p->ndim;
-    const int64_t w = d < 0 ? d + nd : d;
-    if (w < 0 || w >= nd)
-        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s(%lld): dimension out of range for a %lld-dimensional tensor",
-                     what, (long long)d, (long long)nd);
-    return w;
-}
-
-/* docs/kernel-api.md "Tensor members". */
-int64_t Tensor::size(int64_t d) const {
-    const TensorImpl* p = impl("size");
-    return p->sizes[wrap_dim(p, d, "size")];
-}
-
-int64_t Tensor::stride(int64_t d) const {
-    const TensorImpl* p = impl("stride");
-    return p->strides[wrap_dim(p, d, "stride")];
+/* docs/kernel-api.md "Tensor members": the storage's Q7PtrType, as the
+ * device ABI builds it (Q7PtrType{hbm_addr, ctx}); null for a tensor
+ * without storage.  The kernel reaches the data through neuron_translate,
+ * which the model does not follow element by element. */
+Q7PtrType Tensor::q7_data_ptr() const {
+    forbid_in_shape_call("q7_data_ptr()");
+    const TensorImpl* p = impl("q7_data_ptr");
+    note_output_untracked(p->data);
+    Q7PtrType q;
+    q.hbm_addr = p->device_addr;
+    q.ctx = neuron_translate_ctx();
+    q.is_nullptr = p->data == nullptr;
+    return q;
 }
 
 /* docs/kernel-api.md "Tensor members": fill_(Scalar). */
@@ -388,62 +334,6 @@ ConstTcmAccessor& ConstTcmAccessor::operator=(const ConstTcmAccessor& o) {
 }
 ConstTcmAccessor::~ConstTcmAccessor() {
     if (--impl_->refcount == 0) c10::detail::destroy_tensor_impl(impl_);
-}
-
-/* ---- factories (docs/kernel-api.md "Making tensors") ------------------------ */
-
-static ScalarType required_dtype(const char* who, const TensorOptions& o) {
-    /* a shape function runs with the host's PyTorch, whose default is float32 */
-    if (!o.has_dtype() && shape_call_active()) return ScalarType::Float;
-    if (!o.has_dtype())
-        gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s: TensorOptions without a dtype (the device requires one)", who);
-    return o.dtype().toScalarType();
-}
-
-/* docs/kernel-api.md "Making tensors": uninitialised.  Under
- * GPSIMD_CHECK_POISON_EMPTY the storage is filled with the binding's poison
- * byte (the same byte as the pass's output copies), so an element never
- * written that reaches the output through the copy path (ARCHITECTURE.md
- * "The device's marshalling") is seen by
- * the model as never written. */
-Tensor empty(IntArrayRef sizes, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::empty", sizes, required_dtype("torch::empty", options));
-    TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes && check_enabled(GPSIMD_CHECK_POISON_EMPTY)) {
-        memset(p->data, core().binding.poison, p->nbytes);
-        report_flag(GPSIMD_REPORT_EMPTY_USED);
-    }
-    return t;
-}
-
-Tensor zeros(IntArrayRef sizes, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::zeros", sizes, required_dtype("torch::zeros", options));
-    TensorImpl* p = t.unsafeGetTensorImpl();
-    if (p->nbytes && p->data) memset(p->data, 0, p->nbytes);
-    return t;
-}
-
-Tensor ones(IntArrayRef sizes, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::ones", sizes, required_dtype("torch::ones", options));
-    fill_elements(t.unsafeGetTensorImpl(), Scalar(1));
-    return t;
-}
-
-Tensor full(IntArrayRef sizes, const Scalar& fill_value, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::full", sizes, required_dtype("torch::full", options));
-    fill_elements(t.unsafeGetTensorImpl(), fill_value);
-    return t;
-}
-
-Tensor eye(int64_t n, const TensorOptions& options) { return eye(n, n, options); }
-
-Tensor eye(int64_t n, int64_t m, const TensorOptions& options) {
-    Tensor t = make_scratch_tensor("torch::eye", IntArrayRef({n, m}), required_dtype("torch::eye", options));
-    TensorImpl* p = t.unsafeGetTensorImpl();
-    if (!p->data) return t;   /* (a meta tensor of a shape function) */
-    if (p->nbytes) memset(p->data, 0, p->nbytes);
-    for (int64_t i = 0; i < n && i < m; ++i) store_int(p->dtype, p->data, i * m + i, 1);
-    return t;
 }
 
 }  // namespace at

@@ -1,6 +1,6 @@
 /*
  * tensor_impl.h -- runtime-internal tensor helpers shared by tensor.cpp,
- * ops.cpp and wrapper_api.cpp.
+ * factories.cpp, ops.cpp and wrapper_api.cpp.
  */
 #ifndef GPSIMD_TENSOR_IMPL_H
 #define GPSIMD_TENSOR_IMPL_H
@@ -30,6 +30,16 @@ double load_double(c10::ScalarType t, const void* base, int64_t i);
 int64_t load_int(c10::ScalarType t, const void* base, int64_t i);
 void store_double(c10::ScalarType t, void* base, int64_t i, double v);
 void store_int(c10::ScalarType t, void* base, int64_t i, int64_t v);
+
+/* Fill every element of p with v converted to its dtype (nothing for a
+ * meta tensor of a shape function). */
+void fill_elements(c10::TensorImpl* p, const c10::Scalar& v);
+
+/* Under GPSIMD_CHECK_COHERENCE, `what` ("accessor<float,1>",
+ * "tensor_to_tcm<float>") on a tensor with an open write stream: a
+ * COHERENCE fault under COHERENT, a warning under INCOHERENT_VERBOSE
+ * (streams.cpp). */
+void check_open_write_stream(const c10::TensorImpl* impl, const char* what);
 
 /* "[2, 3]" */
 const char* shape_string(const c10::TensorImpl* impl, char* buf, size_t n);

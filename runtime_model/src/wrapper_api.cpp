@@ -13,6 +13,7 @@
  * file:line, followed by the op-independent context the host has:
  *   "<file>:<line>: assertion '<expr>' failed (<context>)".
  */
+#define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <stdio.h>
 #include <string.h>
 

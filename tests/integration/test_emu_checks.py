@@ -35,6 +35,12 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   right, and the next vector's second call takes its arguments), and the
   control that fills a
   table on its first call only, lazy_table
+11 where the device is stricter than a host build: make_uint16 (a dtype
+  a kernel cannot create), stale_accessor, stale_quiet, stale_verbose,
+  stale_tcm (a write stream's unflushed writes; control flushed_when_full),
+  memcpy_static, tcm_static, tcm_moved_stack (a dataram buffer that is not
+  dataram: a static array, a local array on a stack_size above the default;
+  control tcm_stack, a local array on the default stack)
 """
 import json
 import os
@@ -51,7 +57,7 @@ from gpsimd_emu.merge import written_mask
 from emu_run import load_plan, prepare_cores, run_vector
 
 LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
-        "broken_race", "broken_hostile", "broken_uninit")
+        "broken_race", "broken_hostile", "broken_uninit", "broken_model")
 #: What the broken kernels are built and run with (the manifest's header).
 BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
@@ -65,6 +71,17 @@ NEVER = "; elements never written: [0, 10)"
 MC_NEVER = "; elements never written by any core: [0, 64); cores 0-7 wrote nothing"
 MC_ACCESSOR = ("used in multicore mode: only the TCM accessor is allowed there, the standard and "
                "stream accessors race between cores (docs/kernel-api.md \"Accessors and memory\")")
+
+COHERENT_RULE = (" (coherence policy COHERENT: many read streams or one write stream per tensor at a time, "
+                 "and no other access while a write stream is open)")
+UNFLUSHED = ("on a tensor with 1 write_stream_accessor open (its unflushed writes are not in memory yet: "
+             "close() the stream first)")
+STALE = ("10 of 10 elements differ (rtol=1.3e-06, atol=1e-05): [0] actual -1 expected 3.0818381, [1] actual -1 "
+         "expected -6.11133, [2] actual -1 expected -0.16380233, [3] actual -1 expected -2.1355391, [4] actual -1 "
+         "expected -1.9052986, ... (5 more); max_abs_err 6.646")
+NOT_DATARAM = ("of 40 bytes: the pointer is a static or global variable (the kernel's loaded object), not dataram: "
+               "it must lie in the dataram window [0x80000, 0x90000) (tcm_malloc, neuron_dataram_allocate) or on "
+               "the default stack")
 
 STACK_OR_HEAP = ("cores 0-7: output elements [0, 32) depend on never-written stack or heap (their values "
                  "change with the poison of local variables and malloc / new blocks: read before the kernel "
@@ -133,8 +150,7 @@ EXPECTED = {
     # 5. coherence: an error under COHERENT, a warning under INCOHERENT_VERBOSE
     ("broken_access", "coherence_error"): (
         "fail", "core 0: fault COHERENCE in op coherence_error: read_stream_accessor<float> opened on a tensor "
-        "with 1 write_stream_accessor already open (coherence policy COHERENT: many read streams or one write "
-        "stream per tensor at a time)" + NEVER, []),
+        "with 1 write_stream_accessor already open" + COHERENT_RULE + NEVER, []),
     ("broken_access", "coherence_verbose"): (
         "pass", "", ["core 0: read_stream_accessor<float> opened on a tensor with 1 write_stream_accessor already "
                      "open (coherence policy INCOHERENT_VERBOSE)"]),
@@ -247,6 +263,34 @@ EXPECTED = {
     ("broken_hostile", "halve_int"): (
         "fail", "expected value 0.9 at [0] is not an int32 (the output's dtype), from the vector's expected "
         "values (and 2 more)", []),
+    # 11. where the device is stricter: a dtype a kernel cannot create, a write
+    # stream's unflushed writes read by another access (an error under
+    # COHERENT, a warning under INCOHERENT_VERBOSE, and under every policy the
+    # device's data: the stale zeros), a dataram buffer that is not dataram
+    ("broken_model", "make_uint16"): (
+        "fail", "core 0: fault DTYPE in op make_uint16: torch::zeros: a kernel cannot create a uint16 tensor on "
+        "the device (it may create float32, bfloat16, float16, int32, int8, int16, uint8, int64)" + NEVER, []),
+    ("broken_model", "stale_accessor"): (
+        "fail", "core 0: fault COHERENCE in op stale_accessor: accessor<float,1> " + UNFLUSHED + COHERENT_RULE
+        + NEVER, []),
+    ("broken_model", "stale_quiet"): ("fail", STALE, []),
+    ("broken_model", "stale_verbose"): (
+        "fail", STALE, ["core 0: accessor<float,1> " + UNFLUSHED + " (coherence policy INCOHERENT_VERBOSE)"]),
+    ("broken_model", "stale_tcm"): (
+        "fail", "core 0: fault COHERENCE in op stale_tcm: tensor_to_tcm<float> " + UNFLUSHED + COHERENT_RULE
+        + NEVER, []),
+    ("broken_model", "flushed_when_full"): ("pass", "", []),
+    ("broken_model", "memcpy_static"): (
+        "fail", "core 0: fault DATARAM in op memcpy_static: neuron_memcpy (dataram source) " + NOT_DATARAM + NEVER,
+        []),
+    ("broken_model", "tcm_static"): (
+        "fail", "core 0: fault DATARAM in op tcm_static: tensor_to_tcm<float> " + NOT_DATARAM + NEVER, []),
+    ("broken_model", "tcm_stack"): ("pass", "", []),
+    ("broken_model", "tcm_moved_stack"): (
+        "fail", "core 0: fault DATARAM in op tcm_moved_stack: tensor_to_tcm<float> of 40 bytes: the pointer is a "
+        "local variable on a 8192-byte stack, which the device keeps in device memory (only the default 4196-byte "
+        "stack is in the core's local memory), not dataram: it must lie in the dataram window [0x80000, 0x90000) "
+        "(tcm_malloc, neuron_dataram_allocate) or on the default stack" + NEVER, []),
 }
 
 

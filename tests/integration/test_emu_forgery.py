@@ -52,8 +52,8 @@ torch::Tensor sneaky(const torch::Tensor& x) {
 }
 // the control block: the page holding the magic, at or before the output
 gz_control* control_block(const torch::Tensor& out) {
-    uintptr_t p = (uintptr_t)neuron_translate(neuron_translate_ctx(),
-                                              out.unsafeGetTensorImpl()->device_addr);
+    uintptr_t p = (uintptr_t)neuron_translate(out.q7_data_ptr().ctx,
+                                              out.q7_data_ptr().hbm_addr);
     for (p &= ~(uintptr_t)4095; ; p -= 4096)
         if (memcmp((void*)p, GPSIMD_ZY_CB_MAGIC, 8) == 0) return (gz_control*)p;
 }

@@ -87,7 +87,7 @@ torch::Tensor hide_tcm(const torch::Tensor& x) {
 namespace {
 __attribute__((noinline, noipa)) void maybe_set(int* v, bool set) { if (set) *v = 0; }
 float* raw(const torch::Tensor& t) {
-    return (float*)neuron_translate(neuron_translate_ctx(), t.unsafeGetTensorImpl()->device_addr);
+    return (float*)neuron_translate(t.q7_data_ptr().ctx, t.q7_data_ptr().hbm_addr);
 }
 }  // namespace
 
@@ -178,7 +178,7 @@ void slice(size_t n, size_t* b, size_t* c) {
     *c = base + (id < rem ? 1 : 0);
 }
 float* raw(const torch::Tensor& out) {
-    return (float*)neuron_translate(neuron_translate_ctx(), out.unsafeGetTensorImpl()->device_addr);
+    return (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
 }
 }  // namespace
 

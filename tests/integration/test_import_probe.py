@@ -52,10 +52,9 @@ def test_a_2d_kernel_gets_rank_2_vectors_and_passes_as_printed(tmp_path):
             "              t_in: {dtype: float32, shape: [27, 37], random: {}}\n") in text
     assert "t_grad: {dtype: float32, shape: [27, 37], random: {}}" in text
     record = json.loads((folder / "build/host/relu/explore.json").read_text())["ops"]
-    # (learned from the kernel's own fault: size(1) of a 1-dimensional tensor)
+    # (learned from the kernel's own fault: sizes()[1] of a 1-dimensional tensor)
     assert record["relu_forward"]["ranks"] == {"t_in": 2}
-    assert record["relu_forward"]["lessons"] == [
-        "size(1): dimension out of range for a 1-dimensional tensor"]
+    assert record["relu_forward"]["lessons"] == ["IntArrayRef index 1 out of range (size 1)"]
     proc = _build(folder)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert _lines(proc, "all libraries") == [

@@ -212,12 +212,17 @@ def test_stream_accessors(build, tmp_path):
 
 
 def test_clamp_compares_uint64_elements_unsigned(build, tmp_path):
-    r = scenario(build, "clamp_u64", tmp_path)
+    # (a kernel cannot create a uint64 tensor: the input and the output are uint64)
+    (tmp_path / "u").mkdir()
+    (tmp_path / "s").mkdir()
+    r = scenario(build, "clamp_u64", tmp_path / "u")
     assert_ok(r)
     u = np.array([5, 2000, 2**63 + 5, 2**64 - 1], dtype=np.uint64)
+    np.testing.assert_array_equal(load(r, "out", np.uint64), np.clip(u, 0, 1000))
+    r = scenario(build, "clamp_into_u64", tmp_path / "s")
+    assert_ok(r)
     signed = np.clip(np.array([-5, 7], dtype=np.int64), 0, 1000)     # (into a uint64 result)
-    np.testing.assert_array_equal(load(r, "out", np.float32),
-                                  np.concatenate([np.clip(u, 0, 1000), signed]).astype(np.float32))
+    np.testing.assert_array_equal(load(r, "out", np.uint64), signed.astype(np.uint64))
 
 
 def test_elementwise_operations(build, tmp_path):
@@ -383,6 +388,16 @@ COMPILE_FAIL = {
         "write_stream_accessor"),
     "data_ptr is not device API": ("at::Tensor f(at::Tensor x) { x.data_ptr<float>(); return x; }", "data_ptr"),
 }
+#: Host PyTorch's members and factories the device's API has not: each is a
+#: compile error saying so (the runtime's own sources reach what they need).
+NOT_IN_DEVICE_API = "is not in the device's API"
+for _call in ("x.size(0)", "x.stride(0)", "x.options()", "x.nbytes()", "x.element_size()", "x.itemsize()",
+              "x.defined()", "x.ndimension()", "x.unsafeGetTensorImpl()", "torch::eye(3, torch::kFloat)"):
+    COMPILE_FAIL[f"{_call} is not device API"] = (
+        f"at::Tensor f(at::Tensor x) {{ (void){_call}; return x; }}", NOT_IN_DEVICE_API)
+COMPILE_FAIL["neuron_hbm_deallocate is not device API"] = (
+    "#include <custom_op.h>\nat::Tensor f(at::Tensor x) { neuron_hbm_deallocate(neuron_hbm_allocate(64)); return x; }",
+    "neuron_hbm_deallocate")
 
 
 @pytest.mark.parametrize("case", sorted(COMPILE_FAIL))
@@ -406,7 +421,7 @@ torch::Tensor f(const torch::Tensor& x, const torch::Scalar& s) {
     uint16_t n16 = 3;
     torch::Tensor a = torch::zeros({num_elem}, torch::kFloat);
     torch::Tensor b = torch::ones({n16, n16}, torch::TensorOptions().dtype(torch::kBFloat16));
-    torch::Tensor c = torch::full(x.sizes(), s, x.options());
+    torch::Tensor c = torch::full(x.sizes(), s, x.scalar_type());
     torch::Tensor d = torch::eye(3, 4, at::kInt);
     torch::Tensor e = torch::empty(std::vector<int64_t>{2, 3}, torch::dtype(torch::kHalf));
     c10::Half h = 1.5f; c10::BFloat16 bf = float(h); float back = bf; (void)back;
@@ -428,6 +443,9 @@ torch::Tensor f(const torch::Tensor& x, const torch::Scalar& s) {
     neuron_dataram_max_free_space(&free_bytes); neuron_dataram_allocate(64, &stage);
     neuron_memcpy(stage, hbm, 64); neuron_memcpy(hbm, stage, 64); neuron_dataram_deallocate(stage);
     (void)neuron_translate(neuron_translate_ctx(), hbm);
+    torch::Q7PtrType q = x.q7_data_ptr();
+    const float* raw = static_cast<const float*>(neuron_translate(q.ctx, q.hbm_addr)); (void)raw;
+    (void)q.is_nullptr; (void)x.strides()[0];
     (void)d; (void)e; (void)get_cpu_id(); (void)get_cpu_count();
     return r;
 }

@@ -266,6 +266,24 @@ static void probe(int mode, std::vector<uint32_t> shape = {10}, uint8_t out_dtyp
     emit(L);
 }
 
+/* probe 23 / 24: clamp of uint64 elements.  A kernel cannot create a
+ * uint64 tensor (docs/kernel-api.md "Limits"): the uint64 tensors are the
+ * input (23: four elements past and below 2^63) and the output (24). */
+static void probe_u64(int mode) {
+    CoreObject obj = load(SINGLE);
+    Hbm hbm;
+    Region* x = hbm.put(std::vector<uint64_t>{5, 2000, (uint64_t(1) << 63) + 5, ~uint64_t(0)});
+    Region* k = hbm.put(std::vector<int32_t>{mode});
+    const uint32_t out_n = mode == 23 ? 4 : 2;
+    Region* y = hbm.alloc(out_n * 8);
+    arg_tensor_t out = hbm_desc(NEURON_ISA_TPB_DTYPE_UINT64, y->addr, out_n, {out_n});
+    auto s = stream_of({hbm_desc(NEURON_ISA_TPB_DTYPE_UINT64, x->addr, 4, {4}),
+                        hbm_desc(NEURON_ISA_TPB_DTYPE_INT32, k->addr, 1, {1})});
+    Launch L = launch(obj, "probe", hbm, s, &out);
+    save("out", y);
+    emit(L);
+}
+
 static void axpy_scenario(const std::string& which) {
     const bool multi = which == "axpy_multicore";
     const size_t n = multi ? 1003 : 1000;
@@ -496,7 +514,8 @@ int main(int argc, char** argv) {
     else if (sc == "elementwise") probe(16, {10}, NEURON_ISA_TPB_DTYPE_FP32, 240);
     else if (sc == "elementwise_shape") probe(17);
     else if (sc == "streams") probe(18, {10}, NEURON_ISA_TPB_DTYPE_FP32, 10);
-    else if (sc == "clamp_u64") probe(23, {10}, NEURON_ISA_TPB_DTYPE_FP32, 6);
+    else if (sc == "clamp_u64") probe_u64(23);
+    else if (sc == "clamp_into_u64") probe_u64(24);
     else if (sc == "stream_oor") probe(19);
     else if (probes.count(sc)) probe(probes.at(sc));
     else if (sc == "lsp_mismatch" || sc == "lsp_single_on_multicore" || sc == "lsp_core_count") lsp_mismatch(sc);

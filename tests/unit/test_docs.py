@@ -143,6 +143,25 @@ def test_kernel_api_limits_are_those_of_abi_h():
     assert listed.replace("\n", " ").split(", ") == list(DTYPES)
 
 
+def test_kernel_api_lists_the_dtypes_a_kernel_may_create_as_dtypes_h_does():
+    """The factories refuse any dtype outside GPSIMD_KERNEL_DTYPES
+    (gpsimd_host/dtypes.h): docs/kernel-api.md lists the same eight, in its
+    "Limits" and, as torch:: constants, in "Making tensors"."""
+    from gpsimd_device.dtypes import DTYPES
+    from gpsimd_device.headers import xmacro_rows
+    rows = xmacro_rows("dtypes.h", "GPSIMD_KERNEL_DTYPES")
+    assert len(rows) == 8
+    assert all(DTYPES[name].scalar_type == st for name, st in rows)
+    text = (DOCS / "kernel-api.md").read_text(encoding="utf-8")
+    listed = " ".join(text.split("A kernel may create ")[1].split(" tensors")[0].split())
+    names = [name for name, _ in rows]
+    assert listed == ", ".join(names[:-1]) + " and " + names[-1]
+    constants = {"Float": "kFloat", "Half": "kHalf", "BFloat16": "kBFloat16", "Int": "kInt", "Short": "kShort",
+                 "Char": "kChar", "Byte": "kByte", "Long": "kLong"}
+    making = text.split("## Making tensors")[1].split("A factory without a dtype")[0]
+    assert sorted(re.findall(r"`torch::(k\w+)`", making)) == sorted(constants[st] for _, st in rows)
+
+
 def test_the_options_table_lists_every_option_of_scons_h():
     """README's options table (or, for the explore options, its text) names
     every option the tool defines (``gpsimd_tool.options``), and no other."""

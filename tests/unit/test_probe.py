@@ -120,9 +120,8 @@ def test_the_lessons_read_the_model_s_own_fault_formats():
     strings, filled in as printf would, give the lessons above."""
     source = (ROOT / "runtime_model/src/tensor.cpp").read_text()
     index = re.search(r'"(IntArrayRef index %zu out of range \(size %zu\))"', source).group(1)
-    dim = re.search(r'"(%s\(%lld\): dimension out of range for a %lld-dimensional tensor)"',
-                    source).group(1)
     lesson = P.lesson_of(index.replace("%zu", "2", 1).replace("%zu", "1", 1))
     assert (lesson.want, lesson.have) == (3, 1)
-    lesson = P.lesson_of(dim.replace("%s", "size").replace("%lld", "1", 1).replace("%lld", "1"))
-    assert (lesson.want, lesson.have) == (2, 1)
+    # (Tensor::size(d), whose fault the "dimension out of range" lesson reads,
+    # is not in the device's API: a kernel naming it does not compile)
+    assert "dimension out of range" not in source

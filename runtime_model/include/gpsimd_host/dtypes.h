@@ -52,4 +52,19 @@
     X(float8_e4m3, FP8_EXP4,  Float8_e4m3,   40, c10::Float8_e4m3,   1, FLOAT, 240.0,                   0.125,    0.001953125)       \
     X(float8_e5m2, FP8_EXP5,  Float8_e5m2,   23, c10::Float8_e5m2,   1, FLOAT, 57344.0,                 0.25,     1.52587890625e-05)
 
+/* The dtypes a KERNEL may create (torch::empty/zeros/ones/full/eye; the
+ * public "Custom Operators API Reference Guide", "Limits"): name and
+ * c10::ScalarType member of rows above.  A factory asked for another dtype
+ * faults (runtime_model/src/tensor.cpp); docs/kernel-api.md "Limits" lists
+ * these (a test checks the list against this macro). */
+#define GPSIMD_KERNEL_DTYPES(X)     \
+    X(float32,  Float)              \
+    X(bfloat16, BFloat16)           \
+    X(float16,  Half)               \
+    X(int32,    Int)                \
+    X(int8,     Char)               \
+    X(int16,    Short)              \
+    X(uint8,    Byte)               \
+    X(int64,    Long)
+
 #endif /* GPSIMD_HOST_DTYPES_H */

@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 static torch::Tensor colbias(const torch::Tensor& t_x, const torch::Tensor& t_b, bool bug) {
-    const int64_t m = t_x.size(0), n = t_x.size(1);
+    const int64_t m = t_x.sizes()[0], n = t_x.sizes()[1];
     torch::Tensor t_out = torch::empty({m, n}, torch::kFloat);
     auto x = t_x.accessor<float, 2>();
     auto b = t_b.accessor<float, 1>();

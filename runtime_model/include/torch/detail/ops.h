@@ -27,8 +27,16 @@ Tensor empty(IntArrayRef sizes, const TensorOptions& options);   /* uninitialise
 Tensor zeros(IntArrayRef sizes, const TensorOptions& options);
 Tensor ones(IntArrayRef sizes, const TensorOptions& options);
 Tensor full(IntArrayRef sizes, const Scalar& fill_value, const TensorOptions& options);
-Tensor eye(int64_t n, const TensorOptions& options);             /* n x n */
 Tensor eye(int64_t n, int64_t m, const TensorOptions& options);  /* n x m, ones on the diagonal */
+/* eye(n, opts) is host PyTorch's, not the device's (a shape source gets it
+ * from torchneuron/register.h; a kernel must give both sizes). */
+template <typename D_ = void>
+Tensor eye(int64_t, const TensorOptions&) {
+    static_assert(c10::detail::NotInDeviceApi<D_>::value,
+                  "torch::eye(n, options) is not in the device's API: it has eye(n, m, options) "
+                  "(docs/kernel-api.md \"Making tensors\")");
+    return Tensor();
+}
 
 /* ---- element-wise, unary ---------------------------------------------- */
 #define GPSIMD_UNARY_OP_(name)                           \

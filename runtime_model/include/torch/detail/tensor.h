@@ -44,8 +44,26 @@ struct TensorImpl;
  * GPSIMD_FAULT_COHERENCE fault under COHERENT, a warning under
  * INCOHERENT_VERBOSE, and allowed under INCOHERENT_QUIET. */
 enum AccessorCoherencePolicy { COHERENT = 0, INCOHERENT_VERBOSE = 1, INCOHERENT_QUIET = 2 };
+/* Any other access (a standard accessor, a read stream, a TCM transfer,
+ * another write stream) to a tensor with an open write stream is treated
+ * the same way (src/streams.cpp). */
+
+/* The storage's pointer as the device ABI builds it (gpsimd_host/abi.h):
+ * an HBM address the core reaches only through neuron_translate(ctx,
+ * hbm_addr) (custom_op.h), its translation context, and whether it is null.
+ * What Tensor::q7_data_ptr() returns. */
+struct Q7PtrType {
+    uint64_t hbm_addr;
+    void* ctx;
+    bool is_nullptr;
+};
 
 namespace detail {
+/* false for every D: a static_assert on it fires only where a member
+ * template that names it is used. */
+template <typename D>
+struct NotInDeviceApi : std::false_type {};
+
 /* Out-of-line helpers of the runtime (src/tensor.cpp); each faults. */
 [[noreturn]] void fault_out_of_range(const char* kind_prefix, const char* type_name, int rank,
                                      int64_t offset, int64_t count, int64_t numel);
@@ -56,9 +74,13 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
                   size_t offset, size_t n, bool to_tcm);
 void destroy_tensor_impl(TensorImpl* impl);
 /* A stream accessor opens (4 KiB of the TCM pool, or nullptr when full;
- * checks the coherence policy) and closes. */
+ * checks the coherence policy) and closes.  A write stream's buffer is the
+ * TCM block, or a runtime block when it is null (stream_buffer); its count
+ * elements from tensor element `first` reach memory by stream_flush. */
 void* stream_open(const TensorImpl* impl, bool write, const char* kind, const char* type_name);
-void stream_close(const TensorImpl* impl, bool write, void* block);
+void* stream_buffer(void* tcm_block);
+void stream_flush(const TensorImpl* impl, const void* buf, int64_t first, int64_t count);
+void stream_close(const TensorImpl* impl, bool write, void* tcm_block, void* buf);
 [[noreturn]] void fault_stream_closed(const char* kind, const char* type_name);
 [[noreturn]] void fault_undefined_tensor(const char* what);
 }  // namespace detail
@@ -161,59 +183,12 @@ class ImplRef {
     TensorImpl* p_;
 };
 
-/* Stream accessors (docs/kernel-api.md "Accessors and memory"): sequential access,
- * one element at a time, each active stream holding 4 KiB of the TCM pool
- * (when the pool is full the stream still works: on the device it is then
- * just slow).  Reading or writing past the end is a GPSIMD_FAULT_OUT_OF_RANGE
- * fault, use after close() a GPSIMD_FAULT_BAD_ARGUMENT fault. */
-template <typename T, bool Write>
-class StreamAccessor {
- public:
-    StreamAccessor(TensorImpl* p, const char* kind)
-        : ref_(p), pos_(0), open_(true), tcm_(stream_open(p, Write, kind, ElementType<T>::name())) {}
-    StreamAccessor(StreamAccessor&& o) noexcept
-        : ref_(std::move(o.ref_)), pos_(o.pos_), open_(o.open_), tcm_(o.tcm_) { o.open_ = false; o.tcm_ = nullptr; }
-    StreamAccessor(const StreamAccessor&) = delete;
-    StreamAccessor& operator=(const StreamAccessor&) = delete;
-    ~StreamAccessor() { close(); }
-    /* A write stream flushes on close (host: writes are immediate). */
-    void close() {
-        if (open_) stream_close(ref_.get(), Write, tcm_);
-        tcm_ = nullptr;
-        open_ = false;
-    }
- protected:
-    T* slot(const char* kind) {
-        if (!open_) fault_stream_closed(kind, ElementType<T>::name());
-        TensorImpl* p = ref_.get();
-        if (pos_ >= p->numel) fault_out_of_range(kind, ElementType<T>::name(), 0, pos_, 1, p->numel);
-        return static_cast<T*>(p->data) + pos_++;
-    }
- private:
-    ImplRef ref_;
-    int64_t pos_;
-    bool open_;
-    void* tcm_;
-};
 }  // namespace detail
+}  // namespace c10
 
-template <typename T>
-class ReadStreamAccessor : public detail::StreamAccessor<T, false> {
- public:
-    explicit ReadStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, false>(p, "read_stream_accessor") {}
-    ReadStreamAccessor(ReadStreamAccessor&&) = default;
-    /* The next element. */
-    T read() { return *this->slot("read_stream_accessor"); }
-};
+#include "torch/detail/stream_accessor.h"
 
-template <typename T>
-class WriteStreamAccessor : public detail::StreamAccessor<T, true> {
- public:
-    explicit WriteStreamAccessor(TensorImpl* p) : detail::StreamAccessor<T, true>(p, "write_stream_accessor") {}
-    WriteStreamAccessor(WriteStreamAccessor&&) = default;
-    /* Store v as the next element. */
-    void write(const T& v) { *this->slot("write_stream_accessor") = v; }
-};
+namespace c10 {
 
 namespace detail {
 /* What every level of a standard accessor holds: the tensor's element 0,
@@ -277,6 +252,7 @@ using c10::TensorAccessor;
 using c10::TensorImpl;
 using c10::TensorOptions;
 using c10::TypeMeta;
+using c10::Q7PtrType;
 using c10::AccessorCoherencePolicy;
 using c10::ReadStreamAccessor;
 using c10::WriteStreamAccessor;
@@ -338,20 +314,43 @@ class Tensor {
     }
     ~Tensor() { release(); }
 
-    bool defined() const { return impl_ != nullptr; }
     int64_t numel() const { return impl("numel")->numel; }
     int64_t dim() const { return impl("dim")->ndim; }
-    int64_t ndimension() const { return dim(); }
     IntArrayRef sizes() const { const TensorImpl* p = impl("sizes"); return IntArrayRef(p->sizes, size_t(p->ndim)); }
+    /* The shipped marshalling ABI's members (docs/kernel-api.md "Tensor
+     * members"): the strides (contiguous, in elements) and the storage's
+     * Q7PtrType. */
     IntArrayRef strides() const { const TensorImpl* p = impl("strides"); return IntArrayRef(p->strides, size_t(p->ndim)); }
-    int64_t size(int64_t d) const;    /* negative d counts from the end; bad d faults */
-    int64_t stride(int64_t d) const;
+    c10::Q7PtrType q7_data_ptr() const;
     ScalarType scalar_type() const { return impl("scalar_type")->dtype; }
     TypeMeta dtype() const { return TypeMeta(scalar_type()); }
-    TensorOptions options() const { return TensorOptions(scalar_type()); }
-    size_t element_size() const { return c10::elementSize(scalar_type()); }
-    size_t itemsize() const { return element_size(); }
-    size_t nbytes() const { return impl("nbytes")->nbytes; }
+
+#ifdef GPSIMD_RUNTIME_INTERNAL
+    /* The runtime's own (its sources define GPSIMD_RUNTIME_INTERNAL). */
+    bool defined() const { return impl_ != nullptr; }
+    TensorImpl* unsafeGetTensorImpl() const { return impl_; }
+#else
+    /* PyTorch members the device's Tensor does not have: a kernel (or shape
+     * function) naming one fails to compile with this message. */
+#define GPSIMD_NOT_IN_DEVICE_API_(ret, name, params, what)                                               \
+    template <typename D_ = void>                                                                      \
+    ret name params const {                                                                            \
+        static_assert(c10::detail::NotInDeviceApi<D_>::value,                                          \
+                      what " is not in the device's API (docs/kernel-api.md \"Tensor members\")");        \
+        using R_ = ret;                                                                                \
+        return R_();                                                                                   \
+    }
+    GPSIMD_NOT_IN_DEVICE_API_(bool, defined, (), "Tensor::defined()")
+    GPSIMD_NOT_IN_DEVICE_API_(int64_t, ndimension, (), "Tensor::ndimension() (use dim())")
+    GPSIMD_NOT_IN_DEVICE_API_(int64_t, size, (int64_t), "Tensor::size(d) (use sizes()[d])")
+    GPSIMD_NOT_IN_DEVICE_API_(int64_t, stride, (int64_t), "Tensor::stride(d) (use strides()[d])")
+    GPSIMD_NOT_IN_DEVICE_API_(TensorOptions, options, (), "Tensor::options() (use scalar_type())")
+    GPSIMD_NOT_IN_DEVICE_API_(size_t, element_size, (), "Tensor::element_size()")
+    GPSIMD_NOT_IN_DEVICE_API_(size_t, itemsize, (), "Tensor::itemsize()")
+    GPSIMD_NOT_IN_DEVICE_API_(size_t, nbytes, (), "Tensor::nbytes()")
+    GPSIMD_NOT_IN_DEVICE_API_(TensorImpl*, unsafeGetTensorImpl, (), "Tensor::unsafeGetTensorImpl()")
+#undef GPSIMD_NOT_IN_DEVICE_API_
+#endif
 
     /* Fill every element with v converted to the tensor's dtype. */
     Tensor& fill_(const Scalar& v);
@@ -394,9 +393,6 @@ class Tensor {
 
     TcmAccessor tcm_accessor() & { return TcmAccessor(impl("tcm_accessor")); }
     ConstTcmAccessor tcm_accessor() const& { return ConstTcmAccessor(impl("tcm_accessor")); }
-
-    /* Runtime use. */
-    TensorImpl* unsafeGetTensorImpl() const { return impl_; }
 
  private:
     TensorImpl* impl(const char* what) const {
