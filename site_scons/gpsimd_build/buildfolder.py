@@ -166,9 +166,9 @@ def check_cache(cache_dir: str) -> None:
     one that every user may write (``o+w``, sticky or not), or with such a
     folder just inside it (where SCons stores its entries; one that is a
     symbolic link is judged where it leads), or one that every user may
-    replace: a folder above it (as the links resolve) that every user may
-    write without the sticky bit, where anyone may rename the cache away
-    and put a cache of their own in its place.
+    replace: a folder above it (as written, and as the links resolve) that
+    every user may write without the sticky bit, where anyone may rename
+    the cache (or a link on its way) and put their own in its place.
 
     Raises:
         UnsafeBuildFolder: the message names the folder, its mode and the fix.
@@ -183,16 +183,26 @@ def check_cache(cache_dir: str) -> None:
                 f"{stat.S_IMODE(mode):o}): anyone could store an object under another "
                 f"source's key, and every build that reads the cache would take it. Take "
                 f"that right away (chmod o-w {folder}), or use a cache only your team can write")
-        above = os.path.dirname(real)
-        while folder == cache_dir or os.path.islink(folder):    # (the others: the cache's way)
-            mode = os.stat(above).st_mode
-            if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
-                raise UnsafeBuildFolder(
-                    f"the folder {above}, on the way to the cache folder {folder}, is writable "
-                    f"by every user without the sticky bit (mode {stat.S_IMODE(mode):o}): anyone "
-                    f"could rename the cache away and put one of their own in its place, which "
-                    f"every build that reads the cache would trust. Set the sticky bit (chmod "
-                    f"+t {above}) or take that right away (chmod o-w {above})")
-            if os.path.dirname(above) == above:
-                break
-            above = os.path.dirname(above)
+        if folder == cache_dir or os.path.islink(folder):    # (the others: the cache's way)
+            # the way as written (a link on it is replaced by whoever may
+            # write the folder that holds it), then as the links resolve
+            for above in dict.fromkeys((os.path.dirname(os.path.abspath(folder)),
+                                        os.path.dirname(real))):
+                _check_cache_way(folder, above)
+
+
+def _check_cache_way(folder: str, above: str) -> None:
+    """Refuse a folder from ``above`` up (``stat``: a link on the way as
+    where it leads) that every user may write without the sticky bit."""
+    while True:
+        mode = os.stat(above).st_mode
+        if mode & stat.S_IWOTH and not mode & stat.S_ISVTX:
+            raise UnsafeBuildFolder(
+                f"the folder {above}, on the way to the cache folder {folder}, is writable "
+                f"by every user without the sticky bit (mode {stat.S_IMODE(mode):o}): anyone "
+                f"could rename the cache away and put one of their own in its place, which "
+                f"every build that reads the cache would trust. Set the sticky bit (chmod "
+                f"+t {above}) or take that right away (chmod o-w {above})")
+        if os.path.dirname(above) == above:
+            return
+        above = os.path.dirname(above)

@@ -215,7 +215,7 @@ def test_ignore_errors_is_refused_where_it_would_pass_a_failed_vector(built_proj
     # and exited 0, no summary printed)
     for targets in ((), ("wrongref",), ("test-wrongref",), ("explore-wrongref",),
                     ("--experimental=ninja",), (".",), ("build",), ("build/host/wrongref",),
-                    (str(proj / "build/host"),)):
+                    (str(proj / "build/host"),), (str(proj),)):
         proc = run_scons(proj, "-Q", "-i", "MANIFEST=wrongref.yaml", *targets)
         assert (proc.returncode, proc.stderr) == (2, IGNORE_ERRORS_REFUSED), targets
         assert "FAIL" not in proc.stdout and "passed" not in proc.stdout, targets

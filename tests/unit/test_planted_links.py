@@ -357,3 +357,22 @@ def test_a_cache_every_user_may_replace_is_refused(tmp_path):
                        match=f"^the folder {open_dir}, on the way to the cache folder "
                              f"{cache / 'cd'}, is writable by every user without the sticky bit"):
         buildfolder.check_cache(str(cache))
+
+
+def test_a_link_on_the_way_to_the_cache_is_checked_where_it_stands(tmp_path):
+    """``CACHE_DIR=/pub/link/cache`` with ``/pub`` open to all (no sticky
+    bit) and the link to a folder of mode 755: the way was walked only as
+    the link resolved, so the check passed, and anyone could point the
+    link at a cache of their own (found in review)."""
+    pub, team = tmp_path / "pub", tmp_path / "team"
+    (team / "cache").mkdir(parents=True)
+    pub.mkdir()
+    (pub / "link").symlink_to(team)
+    pub.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder {pub}, on the way to the cache folder "
+                             f"{pub / 'link' / 'cache'}, is writable by every user without "
+                             f"the sticky bit"):
+        buildfolder.check_cache(str(pub / "link" / "cache"))
+    pub.chmod(0o1777)
+    buildfolder.check_cache(str(pub / "link" / "cache"))

@@ -182,8 +182,9 @@ class Summary:
                 names.add(text)
             else:
                 path = os.path.normpath(text)
-                if os.path.isabs(path) and path.startswith(os.getcwd() + os.sep):
-                    path = os.path.relpath(path)        # (SCons runs in the project's folder)
+                here = os.getcwd()              # (SCons runs in the project's folder)
+                if os.path.isabs(path) and (path == here or path.startswith(here + os.sep)):
+                    path = os.path.relpath(path, here)
                 below = "" if path == "." else path.rstrip(os.sep) + os.sep
                 names.update(lib.name for node, lib in self.by_path.items()
                              if node == path or node.startswith(below))
