@@ -190,8 +190,21 @@ def test_a_pack_built_alone_leaves_no_summary_that_passes_it(built_project, tmp_
     src = proj / "kernels/relu/relu.cpp"
     good = "t_out_acc[i] = t_in_acc[i] > 0.0f ? t_in_acc[i] : 0.0f;"
     src.write_text(src.read_text().replace(good, "t_out_acc[i] = t_in_acc[i];", 1))
-    proc = run_scons(proj, "-Q", "build/host/relu/relu.packed.so")
+    cache = f"CACHE_DIR={tmp_path / 'cache'}"
+    proc = run_scons(proj, "-Q", cache, "build/host/relu/relu.packed.so")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert not summary.exists() and not report.exists()
+    assert "scons: relu: rebuilt and not tested; the test summary and report are removed " \
+           "(scons relu tests it)\n" in proc.stderr, proc.stderr
+    # the same packs taken from the cache (found in review: the pack step
+    # never ran, and its removal with it)
+    src.write_text(src.read_text().replace("t_out_acc[i] = t_in_acc[i];", good, 1))
+    proc = run_scons(proj, "-Q", cache)
+    assert proc.returncode == 0 and summary.exists(), proc.stdout + proc.stderr
+    src.write_text(src.read_text().replace(good, "t_out_acc[i] = t_in_acc[i];", 1))
+    proc = run_scons(proj, "-Q", cache, "build/host/relu/relu.packed.so")
+    assert proc.returncode == 0 and "Retrieved `build/host/relu/relu.packed.so' from cache" \
+        in proc.stdout, proc.stdout + proc.stderr
     assert not summary.exists() and not report.exists()
 
 

@@ -10,10 +10,6 @@
     not per core: a Python start-up costs ten strips (BENCHMARKS.md), and
     the eight core objects of a library are always relinked together.
     When one member fails, what this run wrote for the others is removed.
-    Each ``--stale FILE`` (the build's test summary and report) is removed
-    first, as a test run removes them: a build of a library's packs that
-    does not test them (``scons build/host/relu/relu.packed.so``, or
-    ninja's) leaves no summary that passes what it no longer tests.
 """
 
 import argparse
@@ -32,11 +28,6 @@ def run(args: argparse.Namespace) -> None:
     from gpsimd_emu.client.process import run_group
     from ..objgraph import TOOL_TIMEOUT
     written: List[str] = []
-    for path in args.stale:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
     try:
         for lsp, core, linked, packed, stripped in args.member:
             if core != "none" and not (core.isdigit() and int(core) < 8):
@@ -72,6 +63,4 @@ def add_parser(sub) -> None:
                     help="one core: its linker spec (e.g. lsp_fll_load_cpu3), its number "
                          "(0..7, or none for single-core), the linked object and the two "
                          "outputs")
-    pk.add_argument("--stale", metavar="FILE", action="append", default=[],
-                    help="a file to remove first (the test summary and report)")
     pk.set_defaults(run=run)

@@ -204,6 +204,7 @@ class Summary:
             targets = [str(t) for t in SCons.Script.BUILD_TARGETS]
             wanted = self.wanted(targets)
             if not wanted:
+                self._untested(targets)
                 explored = self.explored(targets)
                 if explored:
                     self.explored_report(explored)
@@ -237,6 +238,19 @@ class Summary:
             self.write_report(found, lines[-1])
         except Exception as e:  # noqa: BLE001 - at exit: report, never a traceback
             sys.stderr.write(f"scons: the test report could not be written: {_why(e)}\n")
+
+    def _untested(self, targets: Sequence[str]) -> None:
+        """A build that tests nothing but made (or took from the cache) what
+        a library's tests run on (``scons build/host/relu/relu.packed.so``):
+        the last test run's summary and report no longer speak for it, and
+        go, as a test run removes them as it starts."""
+        touched = [lib.name for lib in self.libraries if any(
+            c.get_state() == SCons.Node.executed for c in lib.node.children(scan=False))]
+        if touched:
+            for name in (states.SUMMARY_FILE, states.REPORT_FILE):
+                _remove(os.path.join(self.profile_dir, name))
+            sys.stderr.write(f"scons: {', '.join(touched)}: rebuilt and not tested; the test "
+                             f"summary and report are removed (scons {touched[0]} tests it)\n")
 
     def _report_entries(self, found) -> List[Tuple[str, str, Optional[str], bool]]:
         """``(name, state, results file or None, multicore)`` per library of
