@@ -16,20 +16,29 @@ from site_tools.gpsimd_tool import probes
     ("#includes\n#define X include\n", []),
 ])
 def test_literal_names_are_includes_and_nothing_probes(text, found):
-    assert probes.names(text) == (found, False)
+    assert probes.names(text) == (found, False, "__has_include(" in text)
 
 
 @pytest.mark.parametrize("text", [
-    '#define H "factor.h"\n#include H\n',
-    "#include_next <x.h>\n",
     '#define O "o.h"\n#if __has_include(O)\n#endif\n',
     "#if __has_include_next(<x.h>)\n#endif\n",
     '#if __has_include (\\\n"x.h")\n#endif\n',
-    '#embed "data.bin"\n',
     '#if __has_embed("data.bin")\n#endif\n',
 ])
 def test_what_no_scanner_resolves_probes(text):
-    assert probes.names(text)[1] is True
+    assert probes.names(text)[1:] == (True, True)
+
+
+@pytest.mark.parametrize("text", [
+    '#define H "factor.h"\n#include H\n',          # (read: its depfile names it)
+    "#include_next <x.h>\n",
+    "#ifdef __has_include\n#endif\n",             # (found in review: a guard in vendored headers)
+    "#if defined __has_include\n#endif\n",
+    "// older compilers lack __has_include(X)\n",
+    "/* __has_include(CFG) */\n",
+])
+def test_a_guard_a_comment_or_a_macro_s_include_probes_nothing(text):
+    assert probes.names(text)[1:] == (False, False)
 
 
 def test_the_scanner_is_scons_c_scanner_with_the_probes_names():

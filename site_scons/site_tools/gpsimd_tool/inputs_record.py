@@ -33,7 +33,7 @@ import SCons.Node.FS
 
 from gpsimd_build import freshness
 
-from . import collector, depfiles, probes
+from . import collector, depfiles
 
 __all__ = ["InputsRecord"]
 
@@ -153,5 +153,5 @@ def _leaves(root: Any, memo: Dict[int, Set[Any]], skip: Set[int],
             out |= memo.get(id(c), set())
         memo[key] = out
         unseen[key] = any(unseen.get(id(c), False) for c in children) \
-            or bool(depfiles.unseen(node)) or probes.probing(node)
+            or bool(depfiles.unseen(node))
     return memo[id(root)]

@@ -1,11 +1,9 @@
 """Headers a compile depended on by their absence: what it probed for and
-did not find, or found later in the search than where a new file would be.
+did not find.
 
 A depfile names the files a compile read, never those it looked for:
-``#if __has_include(OVERRIDE_H)`` with no such file, or ``#include H``
-found in the second folder of the include path, gives an object that
-another compile would not give once the file appears (in a folder the
-search reaches first). Here:
+``#if __has_include(OVERRIDE_H)`` with no such file gives an object that
+another compile would not give once the file appears. Here:
 
 * :func:`CScanner`, SCons's C scanner (``SCons.Scanner.ClassicCPP``, the
   same regular expression for ``#include "x"``/``<x>``), which also reads
@@ -13,22 +11,28 @@ search reaches first). Here:
   it is a dependency; not found, each build searches for it again, as for
   an ``#include`` of a missing file, so that the build after it appears
   compiles again, and a cache key holds it.
-* What no scanner can resolve (:func:`names`: ``__has_include`` of a
-  macro, ``__has_include_next``, ``#include_next``, ``#include`` of a
-  macro, ``#embed``, ``__has_embed``) makes a translation unit *probing*
-  when its source or any file of it inside the project reads so
-  (:func:`judge`, from the depfile scanner: the C scanner's files, the
-  files ``cflags`` force in, and the depfile's). A probing object is
-  compiled on every SCons build (``AlwaysBuild``; a link after it runs
-  only when its bytes changed), never pushed to nor taken from a build
-  cache (``cache.py``), and its library is not written to the record of
-  inputs (``inputs_record.py``: the pytest plugin asks for a build).
-* On the ninja path, where no Python runs in the edit loop, every compile
-  depends on the folders its search reaches (:func:`search_folders`: its
-  source's, the include folders of its flags, the folders of the headers
-  the C scanner finds, each with its subfolders; not the build folder's):
-  a new file in any of them changes the folder's time, and ninja compiles
-  again (so does any other new file there, an editor's swap file too).
+* A probe no scanner can resolve (:func:`names`: ``__has_include`` of a
+  macro, ``__has_include_next``, ``__has_embed``; comments are no code,
+  and ``defined(__has_include)`` or ``#ifdef __has_include`` probe
+  nothing) makes a translation unit *probing* when its source or any file
+  of it inside the project reads so (:func:`judge`, from the depfile
+  scanner: the C scanner's files, the files ``cflags`` force in, and the
+  depfile's). A probing object is compiled on every SCons build
+  (``AlwaysBuild``; a link after it runs only when its bytes changed) and
+  never pushed to nor taken from a build cache (``cache.py``).
+* On the ninja path, where no Python runs in the edit loop, a compile
+  whose source or scanned headers probe (literally or not) depends on the
+  folders its search reaches (:func:`search_folders`: its source's, its
+  flags' include folders, those of the headers the C scanner finds, and
+  the folder a literal probe names inside each; inside the project, not
+  the build folder): a new file in one changes the folder's time, and
+  ninja compiles it again. Other compiles depend on no folder, so that an
+  editor's swap file costs no compile.
+
+An ``#include`` of a macro, and ``#include_next``, read what they find
+(the depfile names it); a header that appears earlier in the search than
+the one they found, as for a literal ``#include`` on the ninja path, is
+not seen (docs/guarantees.md).
 """
 
 import os
@@ -41,40 +45,36 @@ __all__ = ["CScanner", "judge", "names", "probing", "search_folders"]
 
 #: SCons's own regular expression of ``SCons.Scanner.C.CScanner``.
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|import)[ \t]*(<|")([^>"]+)(>|")', re.M)
-#: Every directive that names a file: a literal ``#include``/``#import`` is
-#: SCons's; any other (a macro's, ``#include_next``, ``#embed``) probes.
-DIRECTIVE = re.compile(r'^[ \t]*#[ \t]*(include_next|include|import|embed)(?![A-Za-z0-9_])'
-                       r'(?:[ \t]*(<|")([^>"]+)(>|"))?', re.M)
+#: Comments (no code): the text is read without them.
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 #: A literal ``__has_include`` (not ``_next``): resolved as an include.
 HAS_INCLUDE = re.compile(r'__has_include[ \t]*\([ \t]*(<|")([^>"\n]+)(>|")')
-#: A ``__has_`` probe no scanner resolves: of a macro, ``_next``,
-#: ``__has_embed``. (``defined(__has_include)`` is none; ``#ifdef
-#: __has_include`` is one, harmlessly.)
-HAS_PROBE = re.compile(r'__has_include(?![ \t]*\([ \t]*["<])(?![ \t]*\))|__has_embed')
+#: A probe no scanner resolves: ``__has_include`` of a macro,
+#: ``__has_include_next``, ``__has_embed`` (each called: ``defined(...)``
+#: and ``#ifdef`` of them probe nothing).
+HAS_PROBE = re.compile(r'__has_include[ \t]*\([ \t]*(?!["<])|__has_include_next[ \t]*\(|'
+                       r'__has_embed[ \t]*\(')
 
-#: The nodes the C scanner read, those of them that probe, the other
-#: files judged (node -> probes?), and the probing objects of this run.
+#: The nodes the C scanner read, those of them that probe unresolvably,
+#: the other files judged (node -> probes?), and the probing objects of
+#: this run.
 _SCANNED: Set[Any] = set()
 _PROBING: Set[Any] = set()
 _CHECKED: Dict[Any, bool] = {}
 _PROBING_OBJECTS: Set[Any] = set()
 
 
-def names(text: str) -> Tuple[List[Tuple[str, str, str]], bool]:
+def names(text: str) -> Tuple[List[Tuple[str, str, str]], bool, bool]:
     """The includes SCons's C scanner reads in ``text`` (and the names of
-    literal ``__has_include`` probes), and whether it probes (see the
-    module docstring). One pass of the directives' expression; the
-    ``__has_`` ones only in a text that names one."""
-    found, probing = [], False
-    for kind, opening, name, closing in DIRECTIVE.findall(text):
-        if opening and kind in ("include", "import"):
-            found.append((opening, name, closing))
-        else:
-            probing = True
-    if "__has_" in text:
-        found += HAS_INCLUDE.findall(text)
-        probing = probing or HAS_PROBE.search(text) is not None
-    return found, probing
+    literal ``__has_include`` probes), whether it probes unresolvably, and
+    whether it probes at all (see the module docstring)."""
+    found = INCLUDE.findall(text)
+    if "__has_" not in text:
+        return found, False, False
+    code = COMMENT.sub(" ", text)
+    literal = HAS_INCLUDE.findall(code)
+    probing = HAS_PROBE.search(code) is not None
+    return found + literal, probing, probing or bool(literal)
 
 
 class _Scanner(SCons.Scanner.ClassicCPP):
@@ -82,9 +82,9 @@ class _Scanner(SCons.Scanner.ClassicCPP):
     includes, noting the files that probe."""
 
     def find_include_names(self, node) -> List[Any]:
-        found, probing = names(node.get_text_contents())
+        found, unresolved, _ = names(node.get_text_contents())
         _SCANNED.add(node)
-        if probing:
+        if unresolved:
             _PROBING.add(node)
         return found
 
@@ -132,40 +132,76 @@ def probing(node: Any) -> bool:
     return node in _PROBING_OBJECTS
 
 
-_WALKED: Dict[str, List[str]] = {}
+#: Per file: (does it probe, the names it probes for literally, the names
+#: it includes literally); per (file, folders): the same for it and the
+#: project's headers it includes, transitively (the ninja path: no scan).
+_FILES: Dict[str, Tuple[bool, List[str], List[str]]] = {}
+_REACHED: Dict[Tuple[str, Tuple[str, ...]], Tuple[List[str], List[str]]] = {}
 
 
-def _subtree(folder: str, skip: str) -> List[str]:
-    """``folder`` and its subfolders (not hidden ones, not ``skip``, the
-    build folder's absolute path), once per run."""
-    out = _WALKED.get(folder)
-    if out is None:
-        out = []
-        for here, dirs, _ in os.walk(folder):
-            if here == skip or here.startswith(skip + os.sep):
-                dirs[:] = []
-                continue
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            out.append(here)
-        _WALKED[folder] = out
-    return out
+def _file(path: str) -> Tuple[bool, List[str], List[str]]:
+    got = _FILES.get(path)
+    if got is None:
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        found, _, probes = names(text)
+        literal = [n for _, n, _ in HAS_INCLUDE.findall(COMMENT.sub(" ", text))] if probes else []
+        got = _FILES[path] = (probes, literal, [n for _, n, _ in found])
+    return got
+
+
+def _reached(path: str, folders: Tuple[str, ...], within) -> Tuple[List[str], List[str]]:
+    """The folders of ``path`` and of the headers it includes that
+    ``within`` accepts (found in its folder, then in ``folders``) that
+    probe, and the names they probe for literally. (Memoized; a header
+    being followed counts as not probing.)"""
+    key = (path, folders)
+    got = _REACHED.get(key)
+    if got is None:
+        _REACHED[key] = ([], [])
+        probes, literal, included = _file(path)
+        where, literal = ([os.path.dirname(path)] if probes else []), list(literal)
+        for name in included:
+            for folder in (os.path.dirname(path),) + folders:
+                found = os.path.normpath(os.path.join(folder, name))
+                if within(found) and os.path.isfile(found):
+                    more, names_ = _reached(found, folders, within)
+                    where, literal = where + more, literal + names_
+                    break
+        got = _REACHED[key] = (where, literal)
+    return got
 
 
 def search_folders(obj: Any, depfiles: Any) -> List[str]:
     """The folders (paths relative to the project's) whose new files the
-    compile of ``obj`` could find (ninja's inputs: see the module
-    docstring): those of its sources and of the headers its C scan found,
-    and its ``CPPPATH`` (its flags' include folders), each with its
-    subfolders, inside the project and outside the build folder (as
-    ``depfiles``, its ``depfiles.Depfiles``, names them)."""
-    obj.children()      # (scanned)
+    compile of ``obj`` could find, when its source or a project header it
+    includes probes (ninja's inputs: see the module docstring), else []:
+    the folders of its sources and of those headers, and its ``CPPPATH``
+    (its flags' include folders), and in each the folder a literal probe's
+    name holds (``sub/x.h``: ``sub``), inside the project and outside the
+    build folder (as ``depfiles``, its ``depfiles.Depfiles``, names them).
+    (The ninja path scans no header: the files are read here, each once.)"""
     top, build, env = depfiles.top, depfiles.build, obj.get_build_env()
-    folders = [n.get_dir().get_abspath() for n in obj.sources + (obj.implicit or [])]
-    folders += [env.Dir(d).get_abspath() for d in env.get("CPPPATH", ())]
-    out: Set[str] = set()
     inside = top.rstrip(os.sep) + os.sep
-    for folder in dict.fromkeys(folders):
-        if (folder == top or folder.startswith(inside)) and os.path.isdir(folder) \
-                and not (folder == build or folder.startswith(build + os.sep)):
-            out.update(_subtree(folder, build))
+
+    def within(path: str) -> bool:
+        return (path == top or path.startswith(inside)) and not (
+            path == build or path.startswith(build + os.sep))
+    cpppath = tuple(f for f in (env.Dir(d).get_abspath() for d in env.get("CPPPATH", ()))
+                    if within(f))
+    sources = [n.get_abspath() for n in obj.sources]
+    reached = [_reached(path, cpppath, within) for path in sources if within(path)]
+    probing = [folder for where, _ in reached for folder in where]
+    if not probing:
+        return []
+    subs = {os.path.dirname(name) for _, literal in reached for name in literal} - {""}
+    out: Set[str] = set()
+    for folder in dict.fromkeys([os.path.dirname(p) for p in sources] + list(cpppath) + probing):
+        if within(folder) and os.path.isdir(folder):
+            out.add(folder)
+            out.update(p for p in (os.path.normpath(os.path.join(folder, sub)) for sub in subs)
+                       if within(p) and os.path.isdir(p))
     return sorted(os.path.relpath(f, top) for f in out)
