@@ -10,8 +10,11 @@
  * standard accessor, a read stream, tensor_to_tcm, an element-wise op)
  * reads memory without them: the model does the same under every policy
  * (a kernel that depends on unflushed writes FAILs by its output), and,
- * under its checks (GPSIMD_CHECK_COHERENCE), reports the access itself:
- * a COHERENCE fault under COHERENT, a warning under INCOHERENT_VERBOSE.
+ * under its checks (GPSIMD_CHECK_COHERENCE), reports the access itself
+ * (not an element-wise op's: its output shows it): a COHERENCE fault
+ * under COHERENT, a warning under INCOHERENT_VERBOSE.  A read stream's
+ * own buffer is not modelled: a write to its tensor while it is open is
+ * neither reported nor hidden from it (docs/kernel-api.md).
  */
 #define GPSIMD_RUNTIME_INTERNAL 1   /* the runtime's own Tensor members (torch/detail/tensor.h) */
 #include <stdio.h>
