@@ -63,7 +63,6 @@ shards of one build (``gpsimd_pytest.merge``; the results name the build
 they tested, ``gpsimd_build.freshness.identity``).
 """
 
-import contextlib
 import os
 import sys
 from typing import Dict, List, Optional, Tuple
@@ -200,7 +199,7 @@ class _Vectors:
         row = getattr(report, "gpsimd_result", None)
         if row is not None:
             self.results.append(row)
-        elif report.failed and report.when != "setup":
+        elif report.failed:
             lost = self.lost_vector(report.nodeid, str(report.longrepr).strip().splitlines())
             if lost is not None:
                 self.results.append(lost)
@@ -246,8 +245,13 @@ class _Vectors:
         if path:
             base = path[:-len(".html")] if path.endswith(".html") else path
             for name in {path, base + ".json", base + ".txt"}:
-                with contextlib.suppress(FileNotFoundError):
+                try:
                     os.unlink(name)
+                except FileNotFoundError:
+                    pass
+                except OSError as e:    # (the run goes on; its end says it too)
+                    sys.stderr.write(f"gpsimd: cannot remove the last report {name}: "
+                                     f"{e.strerror}\n")
 
     def write_report(self) -> None:
         """The report, results and summary of the vectors run, in manifest

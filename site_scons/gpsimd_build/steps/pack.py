@@ -10,6 +10,11 @@
     not per core: a Python start-up costs ten strips (BENCHMARKS.md), and
     the eight core objects of a library are always relinked together.
     When one member fails, what this run wrote for the others is removed.
+    Each ``--stale FILE`` (the build's test summary and report) is removed
+    first, as a test run removes them: a build of a library's packs that
+    does not test them (``ninja build/host/py/py.packed.so``) leaves no
+    summary that passes what it no longer tests. (A pack the SCons path
+    takes from its cache runs no step: ``Summary._untested`` sees it.)
 """
 
 import argparse
@@ -28,6 +33,11 @@ def run(args: argparse.Namespace) -> None:
     from gpsimd_emu.client.process import run_group
     from ..objgraph import TOOL_TIMEOUT
     written: List[str] = []
+    for path in args.stale:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
     try:
         for lsp, core, linked, packed, stripped in args.member:
             if core != "none" and not (core.isdigit() and int(core) < 8):
@@ -63,4 +73,6 @@ def add_parser(sub) -> None:
                     help="one core: its linker spec (e.g. lsp_fll_load_cpu3), its number "
                          "(0..7, or none for single-core), the linked object and the two "
                          "outputs")
+    pk.add_argument("--stale", metavar="FILE", action="append", default=[],
+                    help="a file to remove first (the test summary and report)")
     pk.set_defaults(run=run)

@@ -105,7 +105,10 @@ def add_builders(env):
         GPSIMD_STEP="$PYTHON -S -m gpsimd_build.steps",
         # strip, then pack, every core of a library in one action (targets:
         # packed, stripped of each core; $GPSIMD_PACK_MEMBERS: graph.py)
+        # (the summary and the report removed first, as a test run does)
         GPSIMD_PACKCOM=("$GPSIMD_STEP pack --strip $GPSIMD_STRIP --library $GPSIMD_LIBRARY "
+                        f"--stale ${{TARGET.dir.dir}}/{states.SUMMARY_FILE} "
+                        f"--stale ${{TARGET.dir.dir}}/{states.REPORT_FILE} "
                         "$GPSIMD_PACK_MEMBERS"),
         GPSIMD_STACKCOM="$GPSIMD_STEP stack-report --library $GPSIMD_LIBRARY "
                         "--objdump $GPSIMD_OBJDUMP $GPSIMD_STACK_OPS -o $TARGET $SOURCES",

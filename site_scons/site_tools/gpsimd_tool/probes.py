@@ -45,8 +45,17 @@ __all__ = ["CScanner", "judge", "names", "probing", "search_folders"]
 
 #: SCons's own regular expression of ``SCons.Scanner.C.CScanner``.
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*(?:include|import)[ \t]*(<|")([^>"]+)(>|")', re.M)
-#: Comments (no code): the text is read without them.
-COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+#: A string or character literal (kept), or a comment (no code: dropped).
+COMMENT = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.S)
+
+
+def _code(text: str) -> str:
+    """``text`` as the preprocessor reads it for a probe: its continued
+    lines joined, its comments dropped (not inside a literal)."""
+    return COMMENT.sub(lambda m: m.group() if m.group()[0] in "\"'" else " ",
+                       text.replace("\\\n", ""))
+
+
 #: A literal ``__has_include`` (not ``_next``): resolved as an include.
 HAS_INCLUDE = re.compile(r'__has_include[ \t]*\([ \t]*(<|")([^>"\n]+)(>|")')
 #: A probe no scanner resolves: ``__has_include`` of a macro,
@@ -71,7 +80,7 @@ def names(text: str) -> Tuple[List[Tuple[str, str, str]], bool, bool]:
     found = INCLUDE.findall(text)
     if "__has_" not in text:
         return found, False, False
-    code = COMMENT.sub(" ", text)
+    code = _code(text)
     literal = HAS_INCLUDE.findall(code)
     probing = HAS_PROBE.search(code) is not None
     return found + literal, probing, probing or bool(literal)
@@ -115,7 +124,9 @@ def judge(obj: Any, read: Iterable[Any], inside: tuple) -> None:
     separator) and those of ``read`` (the nodes its depfile names) the C
     scanner did not read. (Set operations: a null build at 5,000 ops
     judges 10,000 objects.) A probing object is compiled on every build."""
-    found = not _PROBING.isdisjoint(obj.sources) or not _PROBING.isdisjoint(obj.implicit or ())
+    read = list(read)
+    found = not (_PROBING.isdisjoint(obj.sources) and _PROBING.isdisjoint(obj.implicit or ())
+                 and _PROBING.isdisjoint(read))   # (a header scanned for another compile)
     if not found:
         rest = set(read).difference(_SCANNED)
         rest.update(n for n in obj.depends if n.get_abspath().startswith(inside))
@@ -148,31 +159,39 @@ def _file(path: str) -> Tuple[bool, List[str], List[str]]:
         except OSError:
             text = ""
         found, _, probes = names(text)
-        literal = [n for _, n, _ in HAS_INCLUDE.findall(COMMENT.sub(" ", text))] if probes else []
+        literal = [n for _, n, _ in HAS_INCLUDE.findall(_code(text))] if probes else []
         got = _FILES[path] = (probes, literal, [n for _, n, _ in found])
     return got
 
 
-def _reached(path: str, folders: Tuple[str, ...], within) -> Tuple[List[str], List[str]]:
+def _reached(path: str, folders: Tuple[str, ...], within,
+             going: Set[str]) -> Tuple[List[str], List[str], bool]:
     """The folders of ``path`` and of the headers it includes that
     ``within`` accepts (found in its folder, then in ``folders``) that
-    probe, and the names they probe for literally. (Memoized; a header
-    being followed counts as not probing.)"""
+    probe, the names they probe for literally, and whether that is whole
+    (not cut short by an include cycle through ``going``, the headers
+    being followed: only whole answers are remembered)."""
     key = (path, folders)
     got = _REACHED.get(key)
-    if got is None:
-        _REACHED[key] = ([], [])
-        probes, literal, included = _file(path)
-        where, literal = ([os.path.dirname(path)] if probes else []), list(literal)
-        for name in included:
-            for folder in (os.path.dirname(path),) + folders:
-                found = os.path.normpath(os.path.join(folder, name))
-                if within(found) and os.path.isfile(found):
-                    more, names_ = _reached(found, folders, within)
-                    where, literal = where + more, literal + names_
-                    break
-        got = _REACHED[key] = (where, literal)
-    return got
+    if got is not None:
+        return got[0], got[1], True
+    going.add(path)
+    probes, literal, included = _file(path)
+    where, literal, whole = ([os.path.dirname(path)] if probes else []), list(literal), True
+    for name in included:
+        for folder in (os.path.dirname(path),) + folders:
+            found = os.path.normpath(os.path.join(folder, name))
+            if within(found) and os.path.isfile(found):
+                if found in going:
+                    whole = False
+                else:
+                    more, names_, complete = _reached(found, folders, within, going)
+                    where, literal, whole = where + more, literal + names_, whole and complete
+                break
+    going.discard(path)
+    if whole:
+        _REACHED[key] = (where, literal)
+    return where, literal, whole
 
 
 def search_folders(obj: Any, depfiles: Any) -> List[str]:
@@ -193,7 +212,7 @@ def search_folders(obj: Any, depfiles: Any) -> List[str]:
     cpppath = tuple(f for f in (env.Dir(d).get_abspath() for d in env.get("CPPPATH", ()))
                     if within(f))
     sources = [n.get_abspath() for n in obj.sources]
-    reached = [_reached(path, cpppath, within) for path in sources if within(path)]
+    reached = [_reached(path, cpppath, within, set())[:2] for path in sources if within(path)]
     probing = [folder for where, _ in reached for folder in where]
     if not probing:
         return []

@@ -243,7 +243,8 @@ class Summary:
         """A build that tests nothing but made (or took from the cache) what
         a library's tests run on (``scons build/host/relu/relu.packed.so``):
         the last test run's summary and report no longer speak for it, and
-        go, as a test run removes them as it starts."""
+        go, as a test run removes them as it starts (the pack step removes
+        them too, the ninja path's way; a pack from the cache runs none)."""
         touched = [lib.name for lib in self.libraries if any(
             c.get_state() == SCons.Node.executed for c in lib.node.children(scan=False))]
         if touched:
