@@ -193,7 +193,8 @@ class _Vectors:
         """Keep each vector's result (module text), in the process that
         writes the report; a vector whose item failed with none (its
         process crashed: pytest-xdist's "worker crashed while running",
-        or an error of the plugin) is counted failed, with pytest's line."""
+        a setup that failed, or an error of the plugin) is counted failed,
+        with the last line of pytest's report."""
         if hasattr(self.config, "workerinput"):
             return
         row = getattr(report, "gpsimd_result", None)
@@ -222,7 +223,7 @@ class _Vectors:
                         why = text[-1] if text else "no report"
                         return [[index, i, j], lib.name, lib.multicore, VectorResult(
                             op.name, v.name, str(v.location), "fail",
-                            f"no result: the test process ended while it ran ({why})").to_json()]
+                            f"no result ({why})").to_json()]
         return None
 
     def report_path(self) -> Optional[str]:

@@ -687,7 +687,26 @@ def test_a_crashed_xdist_worker_s_vectors_are_in_the_report(built, tmp_path, whe
     rows = {r[3]["vector"]: r[3] for r in json.loads((tmp_path / "r.json").read_text())["vectors"]}
     assert [rows[v]["status"] for v in ("n11", "wrong", "inline")] == ["pass", "fail", "pass"]
     if when == "call":
-        assert rows["wrong"]["message"].startswith(
-            "no result: the test process ended while it ran ("), rows["wrong"]["message"]
+        assert re.fullmatch(r"no result \(.*crashed while running.*\)",
+                            rows["wrong"]["message"]), rows["wrong"]["message"]
     else:
         assert rows["wrong"]["message"].startswith("2 of 2 elements differ"), rows["wrong"]
+
+
+def test_a_vector_whose_setup_failed_is_counted_failed_in_the_report(built, tmp_path):
+    """A vector whose pytest setup errors (a conftest's hook) has no result
+    of its own: the report said ``total: 2 passed, 0 failed`` while pytest
+    exited 1 (found in review). It is counted failed, with pytest's line."""
+    proj = tmp_path / "p"
+    shutil.copytree(built[0], proj)
+    (proj / "conftest.py").write_text(
+        "def pytest_runtest_setup(item):\n"
+        "    if item.name == 'negate[inline]':\n"
+        "        raise RuntimeError('the fixture broke')\n")
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-p", "no:cacheprovider",
+                     f"--gpsimd-report={tmp_path / 'r.html'}")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (tmp_path / "r.txt").read_text() == \
+        "team: 1 passed, 2 failed\ntotal: 1 passed, 2 failed\n"
+    rows = {r[3]["vector"]: r[3] for r in json.loads((tmp_path / "r.json").read_text())["vectors"]}
+    assert rows["inline"]["message"] == "no result (conftest.py:3: RuntimeError)", rows["inline"]
