@@ -710,3 +710,16 @@ def test_a_vector_whose_setup_failed_is_counted_failed_in_the_report(built, tmp_
         "team: 1 passed, 2 failed\ntotal: 1 passed, 2 failed\n"
     rows = {r[3]["vector"]: r[3] for r in json.loads((tmp_path / "r.json").read_text())["vectors"]}
     assert rows["inline"]["message"] == "no result (conftest.py:3: RuntimeError)", rows["inline"]
+
+
+def test_a_last_report_that_cannot_be_removed_is_one_line(built, tmp_path):
+    """The removal of the last report as a run starts let any error but a
+    missing file through: an INTERNALERROR traceback (found in review).
+    (A folder in the results file's place: root may remove any file.)"""
+    proj, _ = built
+    (tmp_path / "r.json").mkdir()
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-p", "no:cacheprovider",
+                     f"--gpsimd-report={tmp_path / 'r.html'}")
+    assert proc.returncode == 1 and "INTERNALERROR" not in proc.stdout + proc.stderr, \
+        proc.stdout + proc.stderr
+    assert f"gpsimd: cannot remove the last report {tmp_path / 'r.json'}: " in proc.stderr
