@@ -448,3 +448,18 @@ def test_a_clean_build_from_a_cache_never_takes_an_object_of_another_header(tmp_
     proc = run_scons(proj, "-Q", MANIFEST, cache)
     assert proc.returncode != 0 and _fail_lines(proc.stdout) == [line], proc.stdout
     assert "Retrieved `build/host/macro/obj/kernels/deps/macro.o'" not in proc.stdout
+
+
+def test_a_pack_built_alone_on_the_ninja_path_leaves_no_summary(ninja_project):
+    """``ninja build/host/py/py.packed.so`` after py's kernel changed made
+    the packs, ran no test, and left ``all libraries: 7 passed`` in
+    test-summary.txt (found in review): the pack step removes the summary
+    and the report first, as a test run does."""
+    summary = ninja_project / "build/host/test-summary.txt"
+    report = ninja_project / "build/host/report.html"
+    assert summary.read_text().splitlines()[-1] == "all libraries: 7 passed, 0 failed"
+    _edit(ninja_project, "kernels/deps/twice.cpp", "2.0f", "3.0f")
+    proc = subprocess.run([NINJA, "-f", "build/build.ninja", "build/host/py/py.packed.so"],
+                          cwd=str(ninja_project), capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0 and "py.packed.so" in proc.stdout, proc.stdout + proc.stderr
+    assert not summary.exists() and not report.exists()
