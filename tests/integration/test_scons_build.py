@@ -206,6 +206,13 @@ def test_a_pack_built_alone_leaves_no_summary_that_passes_it(built_project, tmp_
     assert proc.returncode == 0 and "Retrieved `build/host/relu/relu.packed.so' from cache" \
         in proc.stdout, proc.stdout + proc.stderr
     assert not summary.exists() and not report.exists()
+    # a pack that fails to build (relu no longer compiles): the last
+    # passing summary went only when the pack was made (found in review)
+    proc = run_scons(proj, "-Q", cache)
+    assert proc.returncode == 2 and summary.exists(), proc.stdout + proc.stderr
+    src.write_text(src.read_text().replace("t_out_acc[i] = t_in_acc[i];", "t_out_acc[i] = ;", 1))
+    proc = run_scons(proj, "-Q", cache, "build/host/relu/relu.packed.so")
+    assert proc.returncode == 2 and not summary.exists(), proc.stdout + proc.stderr
 
 
 IGNORE_ERRORS_REFUSED = (

@@ -240,13 +240,15 @@ class Summary:
             sys.stderr.write(f"scons: the test report could not be written: {_why(e)}\n")
 
     def _untested(self, targets: Sequence[str]) -> None:
-        """A build that tests nothing but made (or took from the cache) what
-        a library's tests run on (``scons build/host/relu/relu.packed.so``):
+        """A build that tests nothing but made (or took from the cache, or
+        failed to make) what a library's tests run on (``scons
+        build/host/relu/relu.packed.so``):
         the last test run's summary and report no longer speak for it, and
         go, as a test run removes them as it starts (the pack step removes
         them too, the ninja path's way; a pack from the cache runs none)."""
         touched = [lib.name for lib in self.libraries if any(
-            c.get_state() == SCons.Node.executed for c in lib.node.children(scan=False))]
+            c.get_state() in (SCons.Node.executed, SCons.Node.failed)
+            for c in lib.node.children(scan=False))]
         if touched:
             for name in (states.SUMMARY_FILE, states.REPORT_FILE):
                 _remove(os.path.join(self.profile_dir, name))
