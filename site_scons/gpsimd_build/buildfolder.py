@@ -187,8 +187,31 @@ def check_cache(cache_dir: str) -> None:
             # the way as written (a link on it is replaced by whoever may
             # write the folder that holds it), then as the links resolve
             for above in dict.fromkeys((os.path.dirname(os.path.abspath(folder)),
-                                        os.path.dirname(real))):
+                                        os.path.dirname(real), *_link_folders(folder))):
                 _check_cache_way(folder, above)
+
+
+def _link_folders(path: str) -> list:
+    """The folders that hold the symbolic links met while ``path`` is
+    resolved (as ``os.path.realpath`` does, a link in a link's target
+    included; at most 40)."""
+    todo, current, out = os.path.abspath(path).split(os.sep)[1:], os.sep, []
+    while todo:
+        part = todo.pop(0)
+        if part in ("", "."):
+            continue
+        if part == "..":
+            current = os.path.dirname(current)
+            continue
+        step = os.path.join(current, part)
+        if os.path.islink(step) and len(out) < 40:
+            out.append(current)
+            target = os.readlink(step)
+            current = os.sep if os.path.isabs(target) else current
+            todo = target.split(os.sep) + todo
+        else:
+            current = step
+    return out
 
 
 def _check_cache_way(folder: str, above: str) -> None:

@@ -376,3 +376,21 @@ def test_a_link_on_the_way_to_the_cache_is_checked_where_it_stands(tmp_path):
         buildfolder.check_cache(str(pub / "link" / "cache"))
     pub.chmod(0o1777)
     buildfolder.check_cache(str(pub / "link" / "cache"))
+
+
+def test_a_link_within_a_link_on_the_cache_s_way_is_checked(tmp_path):
+    """``home/l1 -> open/l2 -> team`` with ``open`` open to all without
+    the sticky bit: only the way as written and as resolved were walked,
+    so the folder that holds the second link was never looked at (found
+    in review)."""
+    home, open_dir, team = tmp_path / "home", tmp_path / "open", tmp_path / "team"
+    for d in (home, open_dir, team / "cache"):
+        d.mkdir(parents=True)
+    (open_dir / "l2").symlink_to(team)
+    (home / "l1").symlink_to(open_dir / "l2")
+    buildfolder.check_cache(str(home / "l1" / "cache"))
+    open_dir.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder {open_dir}, on the way to the cache folder "
+                             f"{home / 'l1' / 'cache'}, is writable by every user"):
+        buildfolder.check_cache(str(home / "l1" / "cache"))
