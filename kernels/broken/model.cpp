@@ -17,11 +17,13 @@ torch::Tensor make_uint16(const torch::Tensor& x) {
 }
 
 // Pass 2 reads tmp through a standard accessor while pass 1's write stream
-// is still open (no close()): under COHERENT an error.
-torch::Tensor stale_accessor(const torch::Tensor& x) {
+// is still open (no close()); tmp's coherence policy INCOHERENT_VERBOSE
+// when ``verbose``, else COHERENT.
+static torch::Tensor read_back_open(const torch::Tensor& x, bool verbose) {
     const int64_t n = x.numel();
     torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
     torch::Tensor out = torch::zeros({n}, torch::kFloat);
+    if (verbose) tmp.set_accessor_coherence_policy(torch::neuron::INCOHERENT_VERBOSE);
     auto xs = x.read_stream_accessor<float>();
     auto w = tmp.write_stream_accessor<float>();
     for (int64_t i = 0; i < n; i++) w.write(xs.read() * 2.0f);
@@ -30,6 +32,9 @@ torch::Tensor stale_accessor(const torch::Tensor& x) {
     for (int64_t i = 0; i < n; i++) o[i] = t[i] - 1.0f;
     return out;
 }
+
+// Under COHERENT (the default): an error.
+torch::Tensor stale_accessor(const torch::Tensor& x) { return read_back_open(x, false); }
 
 // The same through a read stream under INCOHERENT_QUIET: no message, and
 // the read stream sees the zeros the write stream has not flushed yet.
@@ -49,19 +54,7 @@ torch::Tensor stale_quiet(const torch::Tensor& x) {
 
 // The same through a standard accessor under INCOHERENT_VERBOSE: a warning,
 // and the stale zeros.
-torch::Tensor stale_verbose(const torch::Tensor& x) {
-    const int64_t n = x.numel();
-    torch::Tensor tmp = torch::zeros({n}, torch::kFloat);
-    torch::Tensor out = torch::zeros({n}, torch::kFloat);
-    tmp.set_accessor_coherence_policy(torch::neuron::INCOHERENT_VERBOSE);
-    auto xs = x.read_stream_accessor<float>();
-    auto w = tmp.write_stream_accessor<float>();
-    for (int64_t i = 0; i < n; i++) w.write(xs.read() * 2.0f);
-    auto t = tmp.accessor<float, 1>();
-    auto o = out.accessor<float, 1>();
-    for (int64_t i = 0; i < n; i++) o[i] = t[i] - 1.0f;
-    return out;
-}
+torch::Tensor stale_verbose(const torch::Tensor& x) { return read_back_open(x, true); }
 
 // tensor_to_tcm of a tensor whose write stream is open: under COHERENT an error.
 torch::Tensor stale_tcm(const torch::Tensor& x) {

@@ -57,8 +57,8 @@ from . import probes, signals
 from gpsimd_emu.client.process import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
-           "failure_rules", "map_tests", "record_failures", "verdict",
-           "drop_jobs", "made_from", "prestart"]
+           "failure_rules", "map_tests", "record_failures", "verdict", "drop_jobs", "made_from",
+           "prestart"]
 
 
 def wanted() -> bool:
@@ -158,10 +158,6 @@ def drop_jobs(env) -> None:
     everything. :func:`_run_ninja` gives it to ninja's environment."""
     env["ENV"].pop(JOBS_ENV, None)
 
-#: The construction variables that hold a compile command (rule GPSIMD_CXX).
-_COMPILE_COMS = ("GPSIMD_CXXCOM",)
-
-
 def active(env) -> bool:
     """Is SCons generating a ninja file (``--experimental=ninja``)?"""
     return bool(env.get("GENERATING_NINJA"))
@@ -224,10 +220,9 @@ def map_compiles(env) -> None:
     profile's (``$GPSIMD_DEPFILES``). (An action that is one ``$VARIABLE``
     reaches the ninja tool as the variable's value, so the mapping is by
     value, as the tool's own mappings of ``$CXXCOM`` are.)"""
-    for name in _COMPILE_COMS:
-        for key in ("$" + name, "${" + name + "}", env.get(name)):
-            if isinstance(key, str):
-                env.NinjaRuleMapping(key, _compile_provider)
+    for key in ("$GPSIMD_CXXCOM", "${GPSIMD_CXXCOM}", env.get("GPSIMD_CXXCOM")):
+        if isinstance(key, str):
+            env.NinjaRuleMapping(key, _compile_provider)
 
 
 def regenerate_on(env, paths: Iterable[str]) -> None:
@@ -372,13 +367,14 @@ def map_tests(env) -> None:
 
 def _provider(rule: str, depfile: bool = False):
     """A rule mapping: SCons's generic command on the ninja rule ``rule``
-    (compiles: ``GPSIMD_CXX``, with their depfile; test steps:
-    ``GPSIMD_TEST``; the summary's two edges: ``GPSIMD_SUMMARY``, without
-    the failure branch)."""
+    (compiles: ``GPSIMD_CXX``, with their depfile and, when they probe for
+    headers, the folders their search reaches: ``probes.search_folders``;
+    test steps: ``GPSIMD_TEST``; the summary's two edges: ``GPSIMD_SUMMARY``,
+    without the failure branch)."""
     def provide(env, node, action, targets, sources, executor=None):
         _, variables, deps = env.NinjaGetGenericShellCommand(node, action, targets, sources,
                                                              executor=executor)
-        if depfile:     # (and the folders its search reaches: probes.py)
+        if depfile:
             variables["depfile"] = env["GPSIMD_DEPFILES"].depfile_of(str(targets[0]))
             deps = list(deps) + probes.search_folders(targets[0], env["GPSIMD_DEPFILES"])
         return rule, variables, deps

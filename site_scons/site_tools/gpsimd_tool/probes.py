@@ -65,11 +65,9 @@ HAS_PROBE = re.compile(r'__has_include[ \t]*\([ \t]*(?!["<])|__has_include_next[
                        r'__has_embed[ \t]*\(')
 
 #: The nodes the C scanner read, those of them that probe unresolvably,
-#: the other files judged (node -> probes?), and the probing objects of
-#: this run.
+#: and the probing objects of this run.
 _SCANNED: Set[Any] = set()
 _PROBING: Set[Any] = set()
-_CHECKED: Dict[Any, bool] = {}
 _PROBING_OBJECTS: Set[Any] = set()
 
 
@@ -103,19 +101,6 @@ def CScanner() -> Any:
     return _Scanner("CScanner", "$CPPSUFFIXES", "CPPPATH", INCLUDE.pattern)
 
 
-def _reads_a_probe(node: Any) -> bool:
-    """Does the file of ``node`` probe? (Read once per run.)"""
-    found = _CHECKED.get(node)
-    if found is None:
-        try:
-            with open(node.get_abspath(), encoding="utf-8", errors="replace") as f:
-                found = names(f.read())[1]
-        except OSError:
-            found = False
-        _CHECKED[node] = found
-    return found
-
-
 def judge(obj: Any, read: Iterable[Any], inside: tuple) -> None:
     """Note whether the compile of ``obj`` probes (see the module
     docstring): its sources and the headers the C scanner found (already
@@ -130,7 +115,7 @@ def judge(obj: Any, read: Iterable[Any], inside: tuple) -> None:
     if not found:
         rest = set(read).difference(_SCANNED)
         rest.update(n for n in obj.depends if n.get_abspath().startswith(inside))
-        found = any(_reads_a_probe(n) for n in rest)
+        found = any(_file(n.get_abspath())[0] for n in rest)
     if found:
         _PROBING_OBJECTS.add(obj)
         obj.set_always_build()
@@ -143,14 +128,15 @@ def probing(node: Any) -> bool:
     return node in _PROBING_OBJECTS
 
 
-#: Per file: (does it probe, the names it probes for literally, the names
-#: it includes literally); per (file, folders): the same for it and the
-#: project's headers it includes, transitively (the ninja path: no scan).
-_FILES: Dict[str, Tuple[bool, List[str], List[str]]] = {}
+#: Per file, read once a run: (does it probe unresolvably, does it probe
+#: at all, the names it probes for literally, the names it includes
+#: literally); per (file, folders): which of it and the project's headers
+#: it includes, transitively, probe (the ninja path: no scan).
+_FILES: Dict[str, Tuple[bool, bool, List[str], List[str]]] = {}
 _REACHED: Dict[Tuple[str, Tuple[str, ...]], Tuple[List[str], List[str]]] = {}
 
 
-def _file(path: str) -> Tuple[bool, List[str], List[str]]:
+def _file(path: str) -> Tuple[bool, bool, List[str], List[str]]:
     got = _FILES.get(path)
     if got is None:
         try:
@@ -158,9 +144,9 @@ def _file(path: str) -> Tuple[bool, List[str], List[str]]:
                 text = f.read()
         except OSError:
             text = ""
-        found, _, probes = names(text)
+        found, unresolved, probes = names(text)
         literal = [n for _, n, _ in HAS_INCLUDE.findall(_code(text))] if probes else []
-        got = _FILES[path] = (probes, literal, [n for _, n, _ in found])
+        got = _FILES[path] = (unresolved, probes, literal, [n for _, n, _ in found])
     return got
 
 
@@ -176,7 +162,7 @@ def _reached(path: str, folders: Tuple[str, ...], within,
     if got is not None:
         return got[0], got[1], True
     going.add(path)
-    probes, literal, included = _file(path)
+    _, probes, literal, included = _file(path)
     where, literal, whole = ([os.path.dirname(path)] if probes else []), list(literal), True
     for name in included:
         for folder in (os.path.dirname(path),) + folders:

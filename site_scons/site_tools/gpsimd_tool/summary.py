@@ -204,7 +204,7 @@ class Summary:
             targets = [str(t) for t in SCons.Script.BUILD_TARGETS]
             wanted = self.wanted(targets)
             if not wanted:
-                self._untested(targets)
+                self._untested()
                 explored = self.explored(targets)
                 if explored:
                     self.explored_report(explored)
@@ -239,13 +239,13 @@ class Summary:
         except Exception as e:  # noqa: BLE001 - at exit: report, never a traceback
             sys.stderr.write(f"scons: the test report could not be written: {_why(e)}\n")
 
-    def _untested(self, targets: Sequence[str]) -> None:
+    def _untested(self) -> None:
         """A build that tests nothing but made (or took from the cache, or
         failed to make) what a library's tests run on (``scons
-        build/host/relu/relu.packed.so``):
-        the last test run's summary and report no longer speak for it, and
-        go, as a test run removes them as it starts (the pack step removes
-        them too, the ninja path's way; a pack from the cache runs none)."""
+        build/host/relu/relu.packed.so``): the last test run's summary and
+        report no longer speak for it, and go, as a test run removes them
+        as it starts (the pack step removes them too, the ninja path's way;
+        a pack from the cache runs none)."""
         touched = [lib.name for lib in self.libraries if any(
             c.get_state() in (SCons.Node.executed, SCons.Node.failed)
             for c in lib.node.children(scan=False))]
