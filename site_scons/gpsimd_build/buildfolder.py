@@ -1,4 +1,4 @@
-"""Is a build folder safe to build in? (stdlib only)
+"""Is a build folder safe to build in?
 
 Every file the build writes in ``BUILD_DIR`` (ours, the compiler's, the
 linker's, SCons's database, ninja's) is written by whoever runs the build,
@@ -25,12 +25,18 @@ when it is missing (:func:`make`: by this process, so that no other user's
 folder can take its name after the check: in a sticky folder such as /tmp
 no one may rename over another's entry) and then checks it whole; a run
 that makes nothing (``scons -h``, ``-c``) reads nothing from a folder that
-was not there before its check.
+was not there before its check. The check reads again only the folders
+that changed since the last one (:data:`REMEMBERED`): a build of 5,000 ops
+has about 2,000 folders, 60 ms to read whole, 6 ms to ``lstat``.
 """
 
+import json
 import os
 import pwd
 import stat
+import time
+
+from gpsimd_device.atomic import write_atomically
 
 __all__ = ["UnsafeBuildFolder", "check", "check_cache", "make"]
 
@@ -95,28 +101,97 @@ def _walk_up(path: str, me: int, first: str, depth: int = 0) -> None:
         path, strict, what = parent, False, "the folder above the build folder,"
 
 
+#: In the build folder: what the last check of it saw, so that the next one
+#: reads again only the folders that changed since (JSON).
+REMEMBERED = ".gpsimd-folders"
+#: A folder changed this close to a check (ns) is read again by the next one:
+#: a change right after ours could carry the same coarse ``ctime``.
+_RACY_NS = 2_000_000_000
+
+
 def _walk_down(top: str, me: int) -> None:
     """Check every folder and symbolic link inside ``top`` (files are not
-    read: only a folder's owner may make entries in it)."""
-    todo = [top]
+    read: only a folder's owner may make entries in it). Every folder is
+    ``lstat``-ed (its owner and mode); its entries are read again only when
+    it changed since the last check (:data:`REMEMBERED`): a new, removed or
+    renamed entry, or a change of the folder's mode or owner, sets its
+    ``ctime``, and a folder of the same inode, ``ctime``, ``mtime`` and link
+    count holds the same entries, as git's index trusts a file's stat."""
+    record = os.path.join(top, REMEMBERED)
+    known = _recall(record, me)
+    now, seen = time.time_ns(), {}
+    todo = [("", top)]
     while todo:
-        folder = todo.pop()
+        rel, folder = todo.pop()
         try:
-            entries = list(os.scandir(folder))
+            st = os.lstat(folder)
         except OSError:
             continue
-        for entry in entries:
-            if entry.is_symlink():
-                uid = entry.stat(follow_symlinks=False).st_uid
-                if uid not in (me, 0):
-                    raise _planted("a symbolic link in the build folder,", entry.path, uid, me)
-            elif entry.is_dir(follow_symlinks=False):
-                st = entry.stat(follow_symlinks=False)
-                if st.st_uid not in (me, 0):
-                    raise _planted("a folder in the build folder,", entry.path, st.st_uid, me)
-                if st.st_mode & stat.S_IWOTH:
-                    raise _open_to_all("a folder in the build folder,", entry.path, st.st_mode)
-                todo.append(entry.path)
+        if not stat.S_ISDIR(st.st_mode):
+            continue            # (the entry its folder's record named is gone)
+        if rel:
+            if st.st_uid not in (me, 0):
+                raise _planted("a folder in the build folder,", folder, st.st_uid, me)
+            if st.st_mode & stat.S_IWOTH:
+                raise _open_to_all("a folder in the build folder,", folder, st.st_mode)
+        # (the build folder itself is read each time: the record is in it)
+        stamp = [st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_nlink] if rel else [0] * 4
+        old = known.get(rel) if rel else None
+        if old is not None and old[:4] == stamp:
+            inside = old[4]
+        else:
+            inside = _read_folder(folder, me)
+            if inside is None:
+                continue
+        if st.st_ctime_ns < now - _RACY_NS:
+            seen[rel] = stamp + [inside]
+        todo.extend((f"{rel}/{name}" if rel else name, f"{folder}/{name}") for name in inside
+                    if isinstance(name, str) and name not in ("", ".", "..") and "/" not in name)
+    if seen == known:
+        return
+    try:
+        write_atomically(record, json.dumps(seen, separators=(",", ":"), sort_keys=True))
+    except OSError:
+        pass                    # (the next check reads every folder again)
+
+
+def _read_folder(folder: str, me: int):
+    """The names of the folders in ``folder`` (None: it is gone), after
+    checking the symbolic links in it."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return None
+    inside = []
+    for entry in entries:
+        if entry.is_symlink():
+            uid = entry.stat(follow_symlinks=False).st_uid
+            if uid not in (me, 0):
+                raise _planted("a symbolic link in the build folder,", entry.path, uid, me)
+        elif entry.is_dir(follow_symlinks=False):
+            inside.append(entry.name)
+    return sorted(inside)
+
+
+def _recall(record: str, me: int) -> dict:
+    """What the last check saw (empty when there is no record of ours, or it
+    is not one)."""
+    try:
+        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return {}
+    try:
+        with os.fdopen(fd, "rb") as f:
+            if os.fstat(f.fileno()).st_uid != me:
+                return {}
+            known = json.loads(f.read(1 << 26))
+        if isinstance(known, dict) and all(
+                isinstance(v, list) and len(v) == 5 and isinstance(v[4], list)
+                for v in known.values()):
+            return known        # (a name in it is checked where it is used)
+    except (OSError, ValueError):
+        pass
+    return {}
 
 
 def make(build_dir: str) -> None:
