@@ -103,8 +103,11 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         ranges = true_ranges(beyond[k], offset=n)
         layout.core(k)["past_end"] = layout.ranges(ranges)
         problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
-                        f"elements {format_ranges(ranges)} (the output has {n} elements)")
+                        f"elements {format_ranges(ranges)} (the output has {n} element"
+                        f"{'s' if n != 1 else ''})")
+    modified = False
     for name, changed, past in image.modified_inputs(judged):
+        modified = True
         if changed:
             problems.append(f"input {name!r} was modified ({changed} bytes changed)")
         if past:
@@ -146,7 +149,9 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     problems += uninit
     race = _order_problems(image, orders, merged.writers, readers, layout)
     problems += race
-    later = _second_call_problems(image, cores, outcome, masks) if not (holes or uninit) else []
+    # (a modified input, reported, explains a second call's other output)
+    later = _second_call_problems(image, cores, outcome, masks) \
+        if not (holes or uninit or modified) else []
     if holes or reads or uninit or race or expected is None:
         return problems, None, layout.doc, warnings, later
     return problems, _compare(image, merged.merged, expected, rtol, atol), layout.doc, warnings, \

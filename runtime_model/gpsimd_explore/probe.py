@@ -43,7 +43,7 @@ CTYPE_ALIASES: Dict[str, str] = {"char": "int8", "long": "int64", "long long": "
 _BY_CTYPE: Dict[str, str] = {**{d.ctype: d.name for d in DTYPES.values()}, **CTYPE_ALIASES}
 
 _SHAPE = re.compile(r"fault SHAPE in op \S+: \w+<([^,<>]+),(\d+)> on a (\d+)-dimensional tensor")
-_DTYPE = re.compile(r"fault DTYPE in op \S+: \w+<([^<>]+)> on a (\w+) tensor")
+_DTYPE = re.compile(r"fault DTYPE in op \S+: \w+<([^<>]+)> on an? (\w+) tensor")
 _DIM = re.compile(r"\w+\((-?\d+)\): dimension out of range for a (\d+)-dimensional tensor")
 #: ``sizes()[1]`` (or ``strides()[1]``) of a 1-dimensional tensor.
 _INDEX = re.compile(r"IntArrayRef index (\d+) out of range \(size (\d+)\)")

@@ -39,8 +39,8 @@ static ScalarType required_dtype(const char* who, const TensorOptions& o) {
         gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "%s: TensorOptions without a dtype (the device requires one)", who);
     const ScalarType t = o.dtype().toScalarType();
     if (c10::elementSize(t) != 0 && !kernel_creatable(t))
-        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s: a kernel cannot create a %s tensor on the device (it may create %.*s)",
-                     who, c10::dtype_name(t), int(sizeof kKernelDtypes) - 3, kKernelDtypes);
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s: a kernel cannot create %s %s tensor on the device (it may create %.*s)",
+                     who, article(c10::dtype_name(t)), c10::dtype_name(t), int(sizeof kKernelDtypes) - 3, kKernelDtypes);
     return t;
 }
 

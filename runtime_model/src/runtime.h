@@ -208,6 +208,9 @@ void printf_append(const char* data, size_t n);
 /* Argument parser / output protocol reset (wrapper_api.cpp). */
 void marshalling_reset();
 
+/* "a" or "an" before a dtype's name in a message ("an int32 tensor"). */
+inline const char* article(const char* dtype) { return dtype[0] == 'i' ? "an" : "a"; }
+
 }  // namespace gpsimd_rt
 
 #pragma GCC visibility pop

@@ -243,7 +243,8 @@ void check_accessor(const TensorImpl* impl, ScalarType want, const char* type_na
     }
     note_output_untracked(impl->data);
     if (impl->dtype != want)
-        gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on a %s tensor", type_name, dtype_name(impl->dtype));
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "accessor<%s> on %s %s tensor", type_name,
+                     article(dtype_name(impl->dtype)), dtype_name(impl->dtype));
     if (impl->ndim != rank)
         gpsimd_fault(GPSIMD_FAULT_SHAPE, "accessor<%s,%d> on a %d-dimensional tensor", type_name, rank,
                      int(impl->ndim));
@@ -259,7 +260,8 @@ void check_stream(const TensorImpl* impl, ScalarType want, const char* type_name
     check_single_core_accessor(kind, type_name, 0);
     note_output_untracked(impl->data);
     if (impl->dtype != want)
-        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on %s %s tensor", kind, type_name,
+                     article(dtype_name(impl->dtype)), dtype_name(impl->dtype));
 }
 
 /* docs/kernel-api.md "Accessors and memory": tensor_to_tcm / tcm_to_tensor of n
@@ -269,7 +271,8 @@ void tcm_transfer(const TensorImpl* impl, ScalarType want, const char* type_name
     const char* kind = to_tcm ? "tensor_to_tcm" : "tcm_to_tensor";
     forbid_in_shape_call(kind);
     if (impl->dtype != want)
-        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on a %s tensor", kind, type_name, dtype_name(impl->dtype));
+        gpsimd_fault(GPSIMD_FAULT_DTYPE, "%s<%s> on %s %s tensor", kind, type_name,
+                     article(dtype_name(impl->dtype)), dtype_name(impl->dtype));
     const uint64_t numel = uint64_t(impl->numel);
     if (offset > numel || n > numel - offset)
         fault_out_of_range(kind, type_name, 0, int64_t(offset), int64_t(n), impl->numel);

@@ -365,6 +365,12 @@ static int touch_input() {
     x[0] = 42.0f;
     return relu();
 }
+static int touch_input_after() {    // a right output, then its input changed
+    const int rc = relu();
+    float* x = (float*)translate(arg(0)->storage.hbm.addr);
+    x[0] = 42.0f;
+    return rc;
+}
 static int ool_shape() {  // output [2, 0, 3]: dims out of line, as int64 in HBM
     const arg_tensor_t* o = out();
     if (o->framework_shape_type != 1 || o->framework_shape.out_of_line.ndim != 3)
@@ -376,10 +382,12 @@ static int ool_shape() {  // output [2, 0, 3]: dims out of line, as int64 in HBM
 
 typedef int (*wrapper_fn)();
 static const char* names[] = {"relu", "relu_buggy", "scale", "crash", "hang", "faulty",
-                              "hello", "copy_i8", "overrun", "touch_input", "ool_shape"
+                              "hello", "copy_i8", "overrun", "touch_input", "ool_shape",
+                              "touch_input_after"
                               HOSTILE_NAMES};
 static wrapper_fn fns[] = {relu, relu_buggy, scale, crash, hang, faulty,
-                           hello, copy_i8, overrun, touch_input, ool_shape HOSTILE_FNS};
+                           hello, copy_i8, overrun, touch_input, ool_shape,
+                           touch_input_after HOSTILE_FNS};
 int get_func_cnt() { return sizeof names / sizeof names[0]; }
 char const* get_func_name(int i) { return i >= 0 && i < get_func_cnt() ? names[i] : "error"; }
 wrapper_fn get_func_ptr(int i) { return i >= 0 && i < get_func_cnt() ? fns[i] : 0; }

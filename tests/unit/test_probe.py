@@ -113,6 +113,11 @@ def test_every_accessor_type_name_of_the_model_maps_to_its_dtype():
         message = f"core 0: fault DTYPE in op f: accessor<{spelled}> on a float16 tensor"
         lesson = P.lesson_of(message)
         assert lesson is not None and lesson.want == by_scalar[scalar], spelled
+    # "an" before a dtype that starts with a vowel sound (runtime.h article())
+    lesson = P.lesson_of("core 0: fault DTYPE in op f: accessor<float> on an int32 tensor")
+    assert lesson is not None and lesson.want == "float32"
+    assert 'return dtype[0] == \'i\' ? "an" : "a";' in (
+        ROOT / "runtime_model/src/runtime.h").read_text()
 
 
 def test_the_lessons_read_the_model_s_own_fault_formats():
