@@ -197,28 +197,43 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
+/* SIGALRM at deadline (ns, gl_now_ns's clock); at once when it has passed */
+static void arm(int64_t deadline)
+{
+    int64_t remaining = deadline - gl_now_ns();
+    if (remaining <= 0)
+        kill(getpid(), SIGALRM);
+    set_alarm(remaining > 1000000 ? remaining : 1000000);
+}
+
+/* The run's launches in this process by deadline; those of its follower
+ * (the second call) have a limit of their own, the vector's timeout, so
+ * that a hang in either call ends after the limit, not twice it. */
 static void run_cores(const struct gz_run *r, int index, int64_t deadline)
 {
     int p = (int)r->index;
     cb_run = p;
     cb_core = -1;
-    int64_t remaining = deadline - gl_now_ns();
-    if (remaining <= 0)
-        kill(getpid(), SIGALRM);
-    set_alarm(remaining > 1000000 ? remaining : 1000000);
+    arm(deadline);
     int shared = V->parallel > 1 && !r->ordered;
     int64_t started = gl_now_ns();
     if (V->spread_now)
         maybe_help(r, started, deadline);  /* cores known to take long */
     int q = follower[p];
+    int64_t followed = 0;                  /* ns the second calls took */
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
+        arm(deadline + followed);
         gl_launch(p, k, index);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
-        if (q >= 0 && !cb->passes[p].faulted)
+        if (q >= 0 && !cb->passes[p].faulted) {
+            int64_t t = gl_now_ns();
+            arm(t + V->timeout_ns - followed);
             gl_launch(q, k, index);
+            followed += gl_now_ns() - t;
+        }
         cb_run = p;
-        maybe_help(r, started, deadline);  /* (it tells whether this process may) */
+        maybe_help(r, started, deadline + followed);  /* (it tells whether this process may) */
     }                                      /* (cb_core -1 again: cb_claim) */
 }
 
@@ -232,8 +247,7 @@ static int make_run(const struct gz_run *r, int index)
     if (q >= 0)
         cb_set_pass(q, GPSIMD_ZY_PASS_RUNNING);
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_RUNNING);
-    /* (a run with a follower makes two launches of each core: twice the time) */
-    run_cores(r, index, start + V->timeout_ns * (q >= 0 ? 2 : 1));
+    run_cores(r, index, start + V->timeout_ns);
     int bad = wait_helpers();
     set_alarm(0);
     cb_set_job(index, getpid(), p, 0, GPSIMD_ZY_JOB_EXITED);

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -163,6 +164,21 @@ def test_timeout_kills_the_vector(tmp_path, objects):
     res = by_name(run_plan(p, root=str(tmp_path), timeout=1.0))
     assert res["loop"].message == "timed out after 1 s (core 0 was running)"
     assert res["after"].status == "pass"
+
+
+@needs_cxx
+def test_a_hung_first_call_times_out_at_the_limit_not_twice_it(tmp_path, objects):
+    """Run 0 also makes the op's second call (in the same process, core by
+    core): the two calls have a limit each, so a hang in the first one ends
+    after the limit, where the run's one shared deadline waited for twice it."""
+    p = plan(tmp_path, objects, [op("relu", [vec("before", {"x": tensor([4])})]),
+                                 op("hang", [vec("loop", {"x": tensor([4])})])])
+    at = {}
+    res = by_name(run_plan(p, root=str(tmp_path), timeout=3.0,
+                           on_result=lambda r: at.setdefault(r.vector, time.monotonic())))
+    assert res["loop"].message == "timed out after 3 s (core 0 was running)"
+    took = at["loop"] - at["before"]
+    assert 3.0 <= took < 5.0, took      # (twice the limit: 6 s and more)
 
 
 @needs_cxx
