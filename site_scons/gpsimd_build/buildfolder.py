@@ -30,13 +30,12 @@ that changed since the last one (:data:`REMEMBERED`): a build of 5,000 ops
 has about 2,000 folders, 60 ms to read whole, 6 ms to ``lstat``.
 """
 
+import contextlib
 import json
 import os
 import pwd
 import stat
-import time
-
-from gpsimd_device.atomic import write_atomically
+import tempfile
 
 __all__ = ["UnsafeBuildFolder", "check", "check_cache", "make"]
 
@@ -102,57 +101,64 @@ def _walk_up(path: str, me: int, first: str, depth: int = 0) -> None:
 
 
 #: In the build folder: what the last check of it saw, so that the next one
-#: reads again only the folders that changed since (JSON).
+#: reads again only the folders that changed since (JSON, mode 0600).
 REMEMBERED = ".gpsimd-folders"
-#: A folder changed this close to a check (ns) is read again by the next one:
-#: a change right after ours could carry the same coarse ``ctime``.
+#: A folder changed this close (ns) to a check, on the file system's clock,
+#: is read again by the next one: a change just after ours could carry the
+#: same coarse ``ctime``.
 _RACY_NS = 2_000_000_000
 
 
-def _walk_down(top: str, me: int) -> None:
+def _walk_down(top: str, me: int, remember: bool) -> None:
     """Check every folder and symbolic link inside ``top`` (files are not
     read: only a folder's owner may make entries in it). Every folder is
     ``lstat``-ed (its owner and mode); its entries are read again only when
     it changed since the last check (:data:`REMEMBERED`): a new, removed or
     renamed entry, or a change of the folder's mode or owner, sets its
     ``ctime``, and a folder of the same inode, ``ctime``, ``mtime`` and link
-    count holds the same entries, as git's index trusts a file's stat."""
+    count holds the same entries, as git's index trusts a file's stat.
+    ``top`` itself is read each time (the record is in it). With
+    ``remember``, what was seen is recorded for the next check."""
     record = os.path.join(top, REMEMBERED)
     known = _recall(record, me)
-    now, seen = time.time_ns(), {}
+    seen = {}
     todo = [("", top)]
     while todo:
         rel, folder = todo.pop()
         try:
             st = os.lstat(folder)
-        except OSError:
+        except (OSError, ValueError):
             continue
         if not stat.S_ISDIR(st.st_mode):
             continue            # (the entry its folder's record named is gone)
+        old = None
         if rel:
             if st.st_uid not in (me, 0):
                 raise _planted("a folder in the build folder,", folder, st.st_uid, me)
             if st.st_mode & stat.S_IWOTH:
                 raise _open_to_all("a folder in the build folder,", folder, st.st_mode)
-        # (the build folder itself is read each time: the record is in it)
-        stamp = [st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_nlink] if rel else [0] * 4
-        old = known.get(rel) if rel else None
-        if old is not None and old[:4] == stamp:
-            inside = old[4]
+            old = known.get(rel)
+        stamp = [st.st_ino, st.st_ctime_ns, st.st_mtime_ns, st.st_nlink]
+        if isinstance(old, list) and len(old) == 5 and old[:4] == stamp:
+            inside = _names(old[4])
         else:
             inside = _read_folder(folder, me)
             if inside is None:
                 continue
-        if st.st_ctime_ns < now - _RACY_NS:
+        if rel:
             seen[rel] = stamp + [inside]
-        todo.extend((f"{rel}/{name}" if rel else name, f"{folder}/{name}") for name in inside
-                    if isinstance(name, str) and name not in ("", ".", "..") and "/" not in name)
-    if seen == known:
-        return
-    try:
-        write_atomically(record, json.dumps(seen, separators=(",", ":"), sort_keys=True))
-    except OSError:
-        pass                    # (the next check reads every folder again)
+        todo.extend((f"{rel}/{name}" if rel else name, f"{folder}/{name}") for name in inside)
+    if remember and seen != known:
+        _remember(top, record, seen, known)
+
+
+def _names(names) -> list:
+    """The folder names of a record's entry that stay inside their folder
+    (each once)."""
+    if not isinstance(names, list):
+        return []
+    return sorted({n for n in names if isinstance(n, str) and n not in ("", ".", "..")
+                   and "/" not in n and "\0" not in n})
 
 
 def _read_folder(folder: str, me: int):
@@ -174,24 +180,46 @@ def _read_folder(folder: str, me: int):
 
 
 def _recall(record: str, me: int) -> dict:
-    """What the last check saw (empty when there is no record of ours, or it
-    is not one)."""
+    """What the last check saw: empty unless the record is a regular file of
+    ours with one name that no one else may write (a FIFO is not waited for)."""
     try:
-        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
         return {}
     try:
         with os.fdopen(fd, "rb") as f:
-            if os.fstat(f.fileno()).st_uid != me:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != me or st.st_nlink != 1 \
+                    or st.st_mode & 0o022:
                 return {}
             known = json.loads(f.read(1 << 26))
-        if isinstance(known, dict) and all(
-                isinstance(v, list) and len(v) == 5 and isinstance(v[4], list)
-                for v in known.values()):
-            return known        # (a name in it is checked where it is used)
-    except (OSError, ValueError):
+        return known if isinstance(known, dict) else {}
+    except (OSError, ValueError, RecursionError):
+        return {}
+
+
+def _remember(top: str, record: str, seen: dict, known: dict) -> None:
+    """Record ``seen`` but the folders changed within :data:`_RACY_NS` of
+    now on the file system's clock (the ``ctime`` of the record's new file,
+    made 0600 with ``O_EXCL``), when that differs from ``known``; a record
+    that cannot be written is no record (the next check reads every folder)."""
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f"{REMEMBERED}.", suffix=".tmp", dir=top)
+    except OSError:
+        return
+    try:
+        with os.fdopen(fd, "wb") as f:
+            now = os.fstat(f.fileno()).st_ctime_ns
+            seen = {rel: entry for rel, entry in seen.items() if entry[1] < now - _RACY_NS}
+            if seen != known:
+                f.write(json.dumps(seen, separators=(",", ":"), sort_keys=True).encode())
+        if seen != known:
+            os.replace(tmp, record)
+            return
+    except OSError:
         pass
-    return {}
+    with contextlib.suppress(OSError):
+        os.unlink(tmp)
 
 
 def make(build_dir: str) -> None:
@@ -213,11 +241,13 @@ def make(build_dir: str) -> None:
             pass
 
 
-def check(build_dir: str, inside: bool = True) -> None:
+def check(build_dir: str, inside: bool = True, remember: bool = True) -> None:
     """Check ``build_dir`` (which need not exist yet: then its first
     existing folder is checked as the folder above it) and, with
     ``inside``, every folder and link inside it (module text: one
-    ``lstat`` a folder or link, files are not visited).
+    ``lstat`` a folder or link, files are not visited). With ``remember``
+    (a run that builds; not ``scons -n``), what was seen is recorded in the
+    folder for the next check.
 
     Raises:
         UnsafeBuildFolder: the message names the folder or link, its owner
@@ -233,7 +263,7 @@ def check(build_dir: str, inside: bool = True) -> None:
         path, first = parent, "the folder above the build folder,"
     _walk_up(path, me, first)
     if inside and first == "the build folder":
-        _walk_down(os.path.realpath(path), me)
+        _walk_down(os.path.realpath(path), me, remember)
 
 
 def check_cache(cache_dir: str) -> None:

@@ -243,8 +243,8 @@ class _Evil:
 
 _check = buildfolder.check
 
-def _check_then_plant(build_dir, inside=True):
-    _check(build_dir, inside)
+def _check_then_plant(build_dir, inside=True, remember=True):
+    _check(build_dir, inside, remember)
     if not os.path.lexists(build_dir):
         os.mkdir(build_dir)
         with open(os.path.join(build_dir, ".gpsimd-manifest"), "wb") as f:

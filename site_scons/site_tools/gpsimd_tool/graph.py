@@ -72,7 +72,7 @@ def _check_folder(build_dir: str) -> None:
     """Stop (exit status 2) when the build folder, or what is in it, is not
     safe to build in (``gpsimd_build.buildfolder``)."""
     try:
-        buildfolder.check(build_dir)
+        buildfolder.check(build_dir, remember=_building())    # (-n, -q, -h, -c: no record)
     except buildfolder.UnsafeBuildFolder as err:
         _stop(f"scons: {err}")
 
