@@ -268,7 +268,7 @@ class LibrarySession:
         ``VectorResult`` when the vector cannot run. ``alone``: its second
         call repeats its own arguments (``_right_alone``)."""
         import numpy as np
-        from .budget import declared_input_bytes, too_big
+        from .budget import inputs_too_big, too_big
         from .image import DeviceImage
         from .materials import materials, second_call_of, signature
         opts = self.options
@@ -279,9 +279,9 @@ class LibrarySession:
             return VectorResult(op.name, vector.name, vector.where, "fail", message)
         if vector.output.error:     # the shape function gave no usable output
             return failed(vector.output.error)
-        declared = declared_input_bytes(vector, self.root)
-        if declared > opts.memory:
-            return failed(too_big("inputs", declared, opts.memory))
+        problem = inputs_too_big(vector, self.root, opts.memory)   # (before anything is made)
+        if problem:
+            return failed(problem)
         try:
             inputs, out_dtype, expected, shape, rtol, atol, out_location = \
                 materials(op, vector, self.root)

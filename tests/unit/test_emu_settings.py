@@ -109,3 +109,41 @@ def test_the_time_limits_count_every_run_a_vector_makes():
     from gpsimd_emu.runs import runs_for
     most = max(len(runs_for(cores, checks)) for cores in range(1, 9) for checks in (False, True))
     assert RUNS_PER_VECTOR == most == 5
+
+
+def test_a_random_input_counts_what_making_it_takes():
+    """A random input is drawn as 64-bit numbers and checked: the worker
+    holds about 18 bytes an element more than it declares while it makes
+    it (an int8 input of 500 MB took 8.8 GB with a 512 MiB limit, which
+    held only for the declared bytes)."""
+    v = VectorPlan.from_json({"name": "v", "inputs": {
+        "x": {"kind": "tensor", "dtype": "int8", "shape": [1000], "random": {"seed": 1}},
+        "y": {"kind": "tensor", "dtype": "float32", "shape": [10], "random": {"seed": 1}},
+        "w": {"kind": "tensor", "dtype": "float32", "shape": [5], "values": [1, 2, 3, 4, 5]}},
+        "output": {"dtype": "float32"}, "expected": {"values": [1]}}, "vector")
+    assert budget.declared_input_bytes(v) == 1000 + 40 + 20
+    assert budget.bytes_to_make(v) == 1060 + 1000 * budget.RANDOM_WORK_BYTES
+    assert budget.inputs_too_big(v, ".", 1060 + 18000) is None
+    assert budget.inputs_too_big(v, ".", 1 << 10) == (
+        "the vector's inputs need 18.6 KiB (while they are made: a random input is drawn as "
+        "64-bit numbers first), more than the 1 KiB memory limit (--memory, EMU_MEMORY)")
+
+
+def test_random_work_bytes_cover_what_the_worker_takes(tmp_path):
+    """RANDOM_WORK_BYTES against ru_maxrss of a fresh process making the
+    largest case (an int8 input from a normal draw)."""
+    import subprocess
+    code = (
+        "import resource, sys; sys.path[:0] = sys.argv[1:]\n"
+        "from gpsimd_device.plan import TensorSpec\n"
+        "from gpsimd_emu import vectors\n"
+        "n = 8_000_000\n"
+        "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "spec = TensorSpec.from_json('x', {'kind': 'tensor', 'dtype': 'int8', 'shape': [n], "
+        "'random': {'distribution': 'normal', 'seed': 1}}, 'x')\n"
+        "a = vectors.make_tensor(spec)\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) * 1024 / n)\n")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "runtime_model"),
+                          str(ROOT / "site_scons")], capture_output=True, text=True, check=True)
+    per_element = float(out.stdout)
+    assert 1 + budget.RANDOM_WORK_BYTES * 0.8 < per_element <= 1 + budget.RANDOM_WORK_BYTES
