@@ -13,6 +13,7 @@ node and nothing else, so one run reports every independent problem.
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..buildnames import reserved_reason
 from ..diagnostics import Diagnostic, DocPath, Location, shown
 from ..yamlloc import LocatedDocument
 from .defaults import _Defaults
@@ -302,6 +303,9 @@ class _ManifestFile(_OpChecks, _FileChecks):
         if name_ok and name in RESERVED_LIBRARY_NAMES:
             self.error(path + ("name",),
                        f"library name '{shown(name)}' is reserved (docs/kernel-api.md, Limits)")
+        elif name_ok and reserved_reason(name):
+            self.error(path + ("name",), f"library name {reserved_reason(name)}: rename the "
+                                         "library (docs/manifest.md \"Names and strings\")")
         sources: List[str] = []
         if self.usable(lib, "sources", path + ("sources",), list):
             sources = self.existing_paths(path + ("sources",), lib["sources"], "source file",

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from gpsimd_build import codegen, testplan
+from gpsimd_build.buildnames import EXPLORE_PREFIX, TEST_PREFIX
 from gpsimd_build.profiles import Shared, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
 
@@ -159,7 +160,7 @@ class Libraries:
             ninja.prestart(env, graph, lib_dir, results)
             verdict = ninja.verdict(env, lib_dir, lib.name, results)
             self.verdicts += verdict
-        env.Alias(f"test-{lib.name}", results + verdict)
+        env.Alias(f"{TEST_PREFIX}{lib.name}", results + verdict)
         # `scons explore-<lib>`: a search for failing inputs (always runs;
         # a failing example's .npy go to explore/ beside the manifest)
         explore = graph.uses(env.GpsimdExplore(
@@ -170,7 +171,7 @@ class Libraries:
             GPSIMD_TEST_LABEL=lib.name), "$PYTHON")
         env.Depends(explore, self.emu_sources + [self.program])
         env.AlwaysBuild(explore)
-        env.Alias(f"explore-{lib.name}", explore)
+        env.Alias(f"{EXPLORE_PREFIX}{lib.name}", explore)
         self.explore += explore
         self.explore_by_lib[lib.name] = list(explore)
         self.results += results
