@@ -129,3 +129,93 @@ def test_a_collection_target_never_selects_one_library():
     assert selected_libraries(libs, "build/host", ["test"]) == libs
     assert selected_libraries(libs, "build/host", ["bad"]) == libs[1:]
 
+
+# -- 2. strings that reach a command mean what they say ----------------------
+
+@pytest.mark.parametrize("field,text,column,why", [
+    ("sources", '["k/r${Z}.cpp"]', 19, "SCons and ninja read '$'"),
+    ("sources", '["k/x$(id).cpp"]', 19, "SCons and ninja read '$'"),
+    ("sources", '["k/q;id;.cpp"]', 19, "';': the shell"),
+    ("sources", "['k/q`id`.cpp']", 19, "'`': the shell"),
+    ("sources", '["k/r*.cpp"]', 19, "'*': the shell"),
+    ("sources", '["k/a\\\\b.cpp"]', 15, "'\\': the shell"),
+    ("sources", '["-o.cpp"]', 16, "'-' at the start: the compiler reads"),
+    ("sources", '["@k.cpp"]', 16, "'@' at the start: the compiler reads"),
+    ("includes", '["k${NOPE}"]', 18, "SCons and ninja read '$'"),
+    ("cflags", '["-DVAL=$Z"]', 21, "SCons and ninja read '$'"),
+    ("cflags", "['-DV=\"1.0\"']", 19, "'\"': the shell"),
+    ("cflags", '["-DA=1;id"]', 20, "';': the shell"),
+])
+def test_a_string_a_command_would_read_otherwise_is_refused(proj, field, text, column, why):
+    for name in ("r${Z}.cpp", "r.cpp", "x$(id).cpp", "q;id;.cpp", "q`id`.cpp", "r*.cpp",
+                 "a\\b.cpp", "k${NOPE}"):
+        (proj / "k" / name).write_text("// kernel\n")
+    (proj / "-o.cpp").write_text("")
+    (proj / "@k.cpp").write_text("")
+    doc = manifest(library(extra=f"    {field}: {text}\n") if field != "sources"
+                   else library(sources=text))
+    path = write("ops.yaml", doc)
+    (line,) = errors(path)
+    assert line.startswith(f"ops.yaml:{4 if field == 'sources' else 5}:{column}: "), line
+    assert why in line and "cannot reach a build command as written" in line, line
+
+
+def test_npy_reference_and_include_paths_are_held_to_the_same_rule(proj):
+    (proj / "k" / "e${Z}.npy").write_text("")
+    (proj / "r${Z}.py").write_text("def f(x):\n    return x\n")
+    write("i$x/ops.yaml", manifest(library("other")))
+    path = write("ops.yaml", manifest(library(
+        expected='{npy: "k/e${Z}.npy"}', op_extra="        reference: \"r${Z}.py:f\"\n"),
+        head='include: ["i$x/ops.yaml"]\n'))
+    lines = errors(path)
+    assert [line.split(": ")[1] for line in lines] == [
+        "$.include[0]", "$.libraries[0].ops[0].reference",
+        "$.libraries[0].ops[0].vectors[0].expected.npy"]
+    assert all("SCons and ninja read '$'" in line for line in lines)
+
+
+def test_a_glob_include_that_matches_a_name_with_a_dollar_is_refused(proj):
+    write("teams/a$b/ops.yaml", manifest(library("other")))
+    path = write("ops.yaml", manifest(library(), head='include: ["teams/*/ops.yaml"]\n'))
+    (line,) = errors(path)
+    assert line.startswith("ops.yaml:2:11: $.include[0]: include pattern 'teams/*/ops.yaml' "
+                           "matches 'teams/a$b/ops.yaml' cannot reach"), line
+
+
+@pytest.mark.slow
+def test_the_file_compiled_is_the_file_named(tmp_path):
+    """A real build of sources whose names hold every punctuation a path
+    may keep (a space, ':', '+', '=', ',', '%', '!', '{}', ']', '~' and
+    '#' inside a word): each one compiles the file named, not a decoy
+    whose name SCons, ninja or the shell would have made of it."""
+    from conftest import copy_project, run_scons
+    project = copy_project(tmp_path / "p")
+    k = project / "k"
+    k.mkdir()
+    plus1 = "#include <torch/torch.h>\ntorch::Tensor f(const torch::Tensor& x) " \
+            "{ return torch::add(x, 1); }\n"
+    decoy = "#include <torch/torch.h>\ntorch::Tensor f(const torch::Tensor& x) { return x; }\n"
+    names = ["a b.cpp", "a:b.cpp", "a+b=c,d%e!f{g}h].cpp", "a~b#c.cpp"]
+    for name in names:
+        (k / name).write_text(plus1)
+    for name in ("a.cpp", "ab.cpp", "b.cpp", "a+b=c,d%e!f.cpp", "a~b.cpp"):
+        (k / name).write_text(decoy)
+    libs = "".join(library(f"l{i}", sources=json.dumps([f"k/{n}"]),
+                           schema="my_ops::f(Tensor x) -> Tensor", expected="{values: [2, 3]}")
+                   for i, n in enumerate(names))
+    write(project / "att.yaml", manifest(libs))
+    for extra in ([], ["--experimental=ninja", "BUILD_DIR=build-ninja"]):
+        proc = run_scons(project, "-Q", "MANIFEST=att.yaml", *extra)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out
+        assert f"all libraries: {len(names)} passed, 0 failed" in out, out
+    # k/r${Z}.cpp would compile k/r.cpp (before: a FAIL, or a PASS for the
+    # wrong kernel): refused before anything is built
+    (k / "r${Z}.cpp").write_text(plus1)
+    (k / "r.cpp").write_text(decoy)
+    write(project / "dollar.yaml", manifest(library(
+        "ld", sources='["k/r${Z}.cpp"]', schema="my_ops::f(Tensor x) -> Tensor",
+        expected="{values: [2, 3]}")))
+    proc = run_scons(project, "-Q", "MANIFEST=dollar.yaml")
+    assert proc.returncode != 0 and "dollar.yaml:4:19: " in proc.stderr, proc.stderr
+    assert "PASS" not in proc.stdout and "CXX" not in proc.stdout, proc.stdout

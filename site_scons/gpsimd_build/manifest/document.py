@@ -22,6 +22,7 @@ from .shapes import LibraryShapes
 from .paths import KIND_WORDS, PathPolicy, has_magic, split_pattern
 from .reads import Recorder
 from .rules import MAX_DIAGNOSTICS_PER_FILE, RESERVED_LIBRARY_NAMES
+from .commandtext import command_message, command_problem
 from .files import OUTSIDE_RULE, _FileChecks
 from .schema import _describe, _schema_diagnostics, _validator, _without_values
 from .vectors import _OpChecks
@@ -195,6 +196,8 @@ class _ManifestFile(_OpChecks, _FileChecks):
         for key in ("cflags", "multicore", "stack_size", "rtol", "atol"):
             if key in given and self.clean(path + (key,)):
                 value = given[key]
+                if key == "cflags" and not self.flags_safe(path + (key,), value):
+                    continue
                 out[key] = tuple(value) if key == "cflags" else \
                     float(value) if key in ("rtol", "atol") else value
         if isinstance(given.get("explore"), dict) and self.clean(path + ("explore",)):
@@ -203,6 +206,12 @@ class _ManifestFile(_OpChecks, _FileChecks):
             out["includes"] = tuple(self.existing_paths(
                 path + ("includes",), given["includes"], "include directory", True))
         return _Defaults(**out)
+
+    def flags_safe(self, path: DocPath, flags: list) -> bool:
+        """Whether every compiler flag of ``flags`` reaches the compile
+        meaning what it says (:mod:`.commandtext`); reports each that would not."""
+        return all([self.command_safe(path + (k,), flag, "compiler flag")
+                    for k, flag in enumerate(flags) if isinstance(flag, str)])
 
     def libraries(self) -> List[Optional[Library]]:
         """Check every library of this file and its ops; one model (or None) each."""
@@ -232,6 +241,9 @@ class _ManifestFile(_OpChecks, _FileChecks):
                                  "relative to this manifest's folder so the tree can move")
                 continue
             absolute, relative = self.resolve(written)
+            if not self.command_safe(path, written, "include", relative=relative,
+                                     glob=has_magic(written)):
+                continue
             if has_magic(written):
                 matches = self.glob_matches(path, written, relative, me)
                 if matches:
@@ -281,6 +293,11 @@ class _ManifestFile(_OpChecks, _FileChecks):
                 continue
             real = self.io.real(absolute)
             if real == me:
+                continue
+            if command_problem(self.io.rel(absolute), path=True) is not None:
+                self.error(path, command_message(
+                    f"include pattern '{shown(written)}' matches", self.io.rel(absolute),
+                    command_problem(self.io.rel(absolute), path=True)))
                 continue
             if not self.policy.inside(real):
                 self.error(path, f"include pattern '{shown(written)}' matches "
@@ -337,6 +354,8 @@ class _ManifestFile(_OpChecks, _FileChecks):
             for j, op in enumerate(ops_value):
                 ops.append(self.op(path + ("ops", j), op, name, names, defaults, shapes,
                                    kernels))
+        if "cflags" in lib and self.usable(lib, "cflags", path + ("cflags",), list):
+            self.flags_safe(path + ("cflags",), lib["cflags"])
         if not self.clean(path, except_items_of="ops"):
             return None
         multicore = lib.get("multicore", self.defaults.multicore)

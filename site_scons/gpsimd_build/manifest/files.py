@@ -13,6 +13,7 @@ from typing import Optional, Tuple
 from gpsimd_device.limits import shape_problem
 
 from ..diagnostics import DocPath, shown
+from .commandtext import command_message, command_problem
 from .imports import local_modules
 from .model import Reference
 from .paths import KIND_WORDS
@@ -40,11 +41,27 @@ class _FileChecks:
                          f"{shown(self.io.rel(real))}): {OUTSIDE_RULE}")
         return False
 
+    def command_safe(self, path: DocPath, written: str, what: str, *, relative: Optional[str] = None,
+                     glob: bool = False) -> bool:
+        """Whether the path (root-relative: ``relative``) or flag ``written``
+        reaches a command meaning what it says (:mod:`.commandtext`);
+        reports the first character that would not, at that character."""
+        text = written if relative is None else relative
+        problem = command_problem(text, path=relative is not None, glob=glob)
+        if problem is None:
+            return True
+        at = written.find(text[problem[0]])
+        self.error(path, command_message(what, written, problem), offset=at if at >= 0 else None)
+        return False
+
     def named_path(self, path: DocPath, written: str, what: str, want: str) -> Optional[str]:
-        """Check a path written in this manifest: inside the allowed folders
-        and of the kind ``want`` (``"regular"`` or ``"dir"``). Its
-        root-relative path, or None after reporting."""
+        """Check a path written in this manifest: one a command reads as
+        written, inside the allowed folders and of the kind ``want``
+        (``"regular"`` or ``"dir"``). Its root-relative path, or None after
+        reporting."""
         absolute, relative = self.resolve(written)
+        if not self.command_safe(path, written, what, relative=relative):
+            return None
         if not self.inside(path, what, written, absolute):
             return None
         kind = self.io.kind(absolute)
