@@ -219,3 +219,59 @@ def test_the_file_compiled_is_the_file_named(tmp_path):
     proc = run_scons(project, "-Q", "MANIFEST=dollar.yaml")
     assert proc.returncode != 0 and "dollar.yaml:4:19: " in proc.stderr, proc.stderr
     assert "PASS" not in proc.stdout and "CXX" not in proc.stdout, proc.stdout
+
+
+# -- 3. a number is the number written ---------------------------------------
+
+INT64 = "x: {dtype: int64, shape: [1], values: [0]}"
+
+
+@pytest.mark.parametrize("inputs,expected,where,message", [
+    (INT64, "{values: [9007199254740993.0]}", "11:33: $.libraries[0].ops[0].vectors[0]"
+     ".expected.values[0]", "9007199254740993.0 is the integer 9007199254740993, but as a "
+     "float literal it reads as 9007199254740992 (a double holds no more than 53 bits); the "
+     "integer dtype int64 takes it exactly or not at all: write 9007199254740993"),
+    (INT64, "{values: [1.00000000000000001e17]}", "11:33: $.libraries[0].ops[0].vectors[0]"
+     ".expected.values[0]", "1.00000000000000001e17 is the integer 100000000000000001, but"),
+    (INT64, "{values: [0.99999999999999999]}", "11:33: $.libraries[0].ops[0].vectors[0]"
+     ".expected.values[0]", "0.99999999999999999 is a number with a fraction, but as a float "
+     "literal it reads as 1 "),
+    ("x: {dtype: int64, shape: [1], values: [9007199254740993.0]}", "{values: [0]}",
+     "10:54: $.libraries[0].ops[0].vectors[0].inputs.x.values[0]", "9007199254740993.0 is"),
+    ("x: {dtype: int64, shape: [2], random: {distribution: integers, low: 0, "
+     "high: 9007199254740993.0}}", "{values: [0, 0]}",
+     "10:92: $.libraries[0].ops[0].vectors[0].inputs.x.random.high",
+     "integers distribution: 9007199254740993.0 is"),
+    (INT64, "{values: [1e309]}", "11:33: $.libraries[0].ops[0].vectors[0].expected.values[0]",
+     "number '1e309' is beyond the largest double (1.8e308) and would become an infinity; "
+     "write .inf or -.inf for one"),
+    ("x: {dtype: float16, shape: [1], values: [-1e400]}", "{values: [0]}",
+     "10:56: $.libraries[0].ops[0].vectors[0].inputs.x.values[0]", "number '-1e400' is beyond"),
+])
+def test_a_literal_is_judged_by_its_text(proj, inputs, expected, where, message):
+    path = write("ops.yaml", manifest(library(inputs=inputs, expected=expected)))
+    (line,) = errors(path)
+    assert line.startswith(f"ops.yaml:{where}: {message}"), line
+
+
+def test_a_long_long_scalar_written_as_an_inexact_float_is_refused(proj):
+    path = write("ops.yaml", manifest(library(
+        schema="my_ops::f(Tensor x, long long n) -> Tensor",
+        inputs=INT64 + "\n              n: 9007199254740993.0")))
+    (line,) = errors(path)
+    assert line.startswith("ops.yaml:11:18: $.libraries[0].ops[0].vectors[0].inputs.n: "
+                           "argument 'n' (long long): 9007199254740993.0 is the integer"), line
+
+
+def test_exact_float_literals_and_written_infinities_stay(proj):
+    """1e17 and 2.0 are exactly the integers written; a float dtype rounds
+    9007199254740993.0 as it rounds any value; .inf and .nan are kept."""
+    path = write("ops.yaml", manifest(
+        library(inputs="x: {dtype: int64, shape: [3], values: [1e17, 2.0, -0.0]}",
+                expected="{values: [1.0e17, 2, 0]}"),
+        library("f", inputs="x: {dtype: float32, shape: [3], values: [9007199254740993.0, "
+                            ".inf, .nan]}", expected="{values: [1.00000000000000001e17, "
+                                                     "-.inf, .nan]}")))
+    lib, flib = load_manifest(path).libraries
+    assert lib.ops[0].vectors[0].inputs[0].values == [1e17, 2.0, -0.0]
+    assert flib.ops[0].vectors[0].expected.values[1] == float("-inf")

@@ -304,7 +304,7 @@ class _OpChecks(_InputChecks):
             self.error(path, "cannot tell the output dtype: give output: {dtype: ...} on the "
                              "vector or the op (no tensor input with a known dtype)")
 
-        expected = self.expected(path, vec, op_reference, output_shape)
+        expected = self.expected(path, vec, op_reference, output_shape, output_dtype)
         if expected is _CHECKS_ONLY:
             expected = None
             if output_shape is None and not shaped and self.clean(path):
@@ -370,9 +370,11 @@ class _OpChecks(_InputChecks):
         return first_tensor_dtype
 
     def expected(self, path: DocPath, vec: dict, op_reference: Any,
-                 output_shape: Optional[Tuple[int, ...]]) -> Any:
+                 output_shape: Optional[Tuple[int, ...]], output_dtype: Optional[str]) -> Any:
         """A vector's expected result (its own, else the op's reference),
-        :data:`_CHECKS_ONLY` when it has none, or None after reporting."""
+        :data:`_CHECKS_ONLY` when it has none, or None after reporting.
+        ``output_dtype``: None when a shape function gives it (an integer
+        dtype, as far as the literals' exactness goes)."""
         if "expected" not in vec:
             if op_reference is _BAD_REFERENCE:
                 return None  # the op's reference was reported already
@@ -400,7 +402,8 @@ class _OpChecks(_InputChecks):
             return Expected(reference=None, values=None, npy=found[0]) if found else None
         values = exp["values"]
         if not self.clean(epath + ("values",)) or \
-                not self.check_values(epath + ("values",), values, output_shape, None):
+                not self.check_values(epath + ("values",), values, output_shape, None) or \
+                not self.exact_literals(epath + ("values",), output_dtype):
             return None
         return Expected(reference=None, values=values, npy=None)
 
