@@ -275,3 +275,43 @@ def test_exact_float_literals_and_written_infinities_stay(proj):
     lib, flib = load_manifest(path).libraries
     assert lib.ops[0].vectors[0].inputs[0].values == [1e17, 2.0, -0.0]
     assert flib.ops[0].vectors[0].expected.values[1] == float("-inf")
+
+
+# -- 4. names are bounded ----------------------------------------------------
+
+def test_name_limits_are_the_schemas_and_the_docs():
+    from gpsimd_build.manifest import rules
+    schema = json.loads((ROOT / "schema" / "ops.schema.json").read_text())
+    assert schema["$defs"]["identifier"]["maxLength"] == rules.MAX_NAME_CHARS
+    assert schema["$defs"]["vector"]["properties"]["name"]["maxLength"] == \
+        rules.MAX_VECTOR_NAME_CHARS
+    doc = (ROOT / "docs" / "manifest.md").read_text()
+    assert f"| `MAX_NAME_CHARS` | {rules.MAX_NAME_CHARS} characters" in doc
+    assert f"| `MAX_VECTOR_NAME_CHARS` | {rules.MAX_VECTOR_NAME_CHARS} characters" in doc
+    # the longest file named after them: explore's example arrays
+    assert len(f"{'l' * 64}.{'o' * 31}.{'0' * 12}.{'a' * 64}.npy".encode()) < 255
+
+
+@pytest.mark.parametrize("where,build,message", [
+    ("3:11: $.libraries[0].name", lambda n: library(n),
+     "library name 'LLLLLLLLLLLLLLLLLLLLLLLL...' has {n} characters; a library name has at "
+     "most 64 (the build names files"),
+    ("8:19: $.libraries[0].ops[0].vectors[0].name", lambda n: library(vector=n),
+     "vector name 'LLLLLLLLLLLLLLLLLLLLLLLL...' has {n} characters; a vector name has at most "
+     "128"),
+    ("6:38: $.libraries[0].ops[0].schema", lambda n: library(
+        schema=f"my_ops::relu(Tensor {n}) -> Tensor", inputs=f"{n}: {{dtype: float32, "
+        "shape: [2], values: [1, 2]}"),
+     "argument name 'LLLLLLLLLLLLLLLLLLLLLLLL...' has {n} characters; an argument name has at "
+     "most 64"),
+])
+@pytest.mark.parametrize("length", [245, 300, 3_000_000])
+def test_a_name_too_long_for_a_file_is_a_located_error(proj, where, build, message, length):
+    if "schema" in where and length > 2000:
+        pytest.skip("an op schema has at most 2,048 characters (MAX_SCHEMA_CHARS)")
+    name = "L" * (length if "vector" not in where else length + 64)
+    path = write("ops.yaml", manifest(build(name)))
+    lines = errors(path)
+    assert lines[0].startswith(f"ops.yaml:{where}: " + message.format(n=len(name))), \
+        lines[0][:300]
+    assert max(len(line) for line in lines) < 1000

@@ -17,6 +17,7 @@ from ..diagnostics import Diagnostic, DocPath, shown, shown_repr
 from ..opschema import MAX_NAME_LENGTH
 from ..yamlloc import LocatedDocument
 from .rules import MAX_DIAGNOSTICS_PER_FILE, MAX_DIM_SIZE, MAX_DIM_SIZE_4D, MAX_DIMS, MAX_DIMS_4D
+from .rules import MAX_NAME_CHARS, MAX_VECTOR_NAME_CHARS
 
 #: The JSON Schema of the manifest (``schema/ops.schema.json`` in a checkout,
 #: package data when installed: ``gpsimd_build.layout``).
@@ -234,6 +235,12 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
         if key == "name" and parent is not None and isinstance(parent, int) and len(path) >= 3 \
                 and path[-3] == "ops":
             message = _name_too_long(str(value))
+        elif expect in (MAX_NAME_CHARS, MAX_VECTOR_NAME_CHARS) and isinstance(value, str):
+            what = "vector name" if path[-3:-2] == ("vectors",) else \
+                "library name" if path[-3:-2] == ("libraries",) else "name"
+            message = (f"{what} '{shown(value, 24)}' has {len(value)} characters; a {what} "
+                       f"has at most {expect} (the build names files and prints lines after "
+                       "it; docs/manifest.md \"Limits of the manifest reader\")")
         else:
             message = f"{shown_repr(value)} is longer than {expect} characters"
         return [doc.diagnostic(path, message)]

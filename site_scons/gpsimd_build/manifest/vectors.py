@@ -24,7 +24,7 @@ from .defaults import _Defaults, _op_with_defaults
 from .model import Expected, Op, ScalarInput, TensorInput, Vector
 from .inputs import _InputChecks
 from .shapes import LibraryShapes
-from .rules import DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, SCALAR_ARG_TYPES
+from .rules import DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, MAX_NAME_CHARS, SCALAR_ARG_TYPES
 from .schema import _name_too_long, _suggest
 
 # Stands for an op reference that was reported as bad (vectors then say nothing more).
@@ -97,6 +97,9 @@ class _OpChecks(_InputChecks):
                                                      f"function, '{shown(text, 200)}', is not "
                                                      f"valid: {shown(err.message, 200)}; give "
                                                      "schema:")
+        if schema is not None:
+            schema = self.argument_names(path + ("schema" if "schema" in op else "name",),
+                                         text if "schema" in op else None, schema)
         kernel, kernel_given = self.kernel_name(path, op, name, shapes)
         if kernel is not None and kernels is not None and (kernel_given or name not in names):
             where = path + (("kernel",) if "kernel" in op else ())
@@ -326,6 +329,21 @@ class _OpChecks(_InputChecks):
                       output_memory=output.get("location", "hbm"),
                       output_dtype_defaulted=not (shaped or output.get("dtype")
                                                   or op_output.get("dtype")))
+
+    def argument_names(self, path: DocPath, text: Optional[str],
+                       schema: OpSchema) -> Optional[OpSchema]:
+        """``schema``, or None after reporting an argument name longer than
+        :data:`MAX_NAME_CHARS` (explore names files after it) at its place in
+        ``text`` (the schema written; None: derived)."""
+        for arg in schema.arguments:
+            if len(arg.name) > MAX_NAME_CHARS:
+                at = text.find(arg.name) if text is not None else -1
+                self.error(path, f"argument name '{shown(arg.name, 24)}' has {len(arg.name)} "
+                                 f"characters; an argument name has at most {MAX_NAME_CHARS} "
+                                 "(docs/manifest.md \"Limits of the manifest reader\")",
+                           offset=at if at >= 0 else None)
+                return None
+        return schema
 
     def vector_inputs(self, path: DocPath, vec: dict, given: dict, schema: Optional[OpSchema],
                       inputs: list, seed_parts: Tuple[str, str, str]) -> Optional[str]:
