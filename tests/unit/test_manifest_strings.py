@@ -315,3 +315,45 @@ def test_a_name_too_long_for_a_file_is_a_located_error(proj, where, build, messa
     assert lines[0].startswith(f"ops.yaml:{where}: " + message.format(n=len(name))), \
         lines[0][:300]
     assert max(len(line) for line in lines) < 1000
+
+
+# -- 5. patterns anchor truly ------------------------------------------------
+
+def _patterns(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "pattern" and isinstance(value, str):
+                yield value
+            else:
+                yield from _patterns(value)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _patterns(item)
+
+
+#: A string each pattern of the schema matches (a new pattern needs one).
+PATTERN_SAMPLES = {"identifier": "relu", "reference": "k/ref.py:f", "vector": "v1.a-b"}
+
+
+def test_no_schema_pattern_lets_a_trailing_newline_through():
+    schema = json.loads((ROOT / "schema" / "ops.schema.json").read_text())
+    patterns = sorted(set(_patterns(schema)))
+    assert len(patterns) == len(PATTERN_SAMPLES)
+    for pattern in patterns:
+        samples = [s for s in PATTERN_SAMPLES.values() if re.search(pattern, s)]
+        assert samples, f"no sample for {pattern}"
+        for sample in samples:
+            for bad in (sample + "\n", sample + "\n\n", "\n" + sample, sample + "\r\n"):
+                assert re.search(pattern, bad) is None, (pattern, bad)
+
+
+@pytest.mark.parametrize("build,where,words", [
+    (lambda: library('"relu\\n"'), "3:11: $.libraries[0].name", "'relu\\n' is not a C identifier"),
+    (lambda: library(vector='"v1\\n"'), "8:19: $.libraries[0].ops[0].vectors[0].name",
+     "'v1\\n' is not a valid vector name"),
+    (lambda: library(op_extra='        reference: "numpy:negative\\n"\n'),
+     "7:20: $.libraries[0].ops[0].reference", "'numpy:negative\\n' is not a reference"),
+])
+def test_a_name_with_a_trailing_newline_is_refused(proj, build, where, words):
+    path = write("ops.yaml", manifest(build()))
+    assert errors(path)[0].startswith(f"ops.yaml:{where}: {words}")

@@ -77,12 +77,14 @@ _TYPE_WORDS = {
     "boolean": "a boolean (true or false)", "null": "null",
 }
 
+#: (each pattern ends in (?!\n)$: a Python ``$`` (jsonschema's re.search) also
+#: matches before a final newline, and "relu\n" would be a name; ECMA-262 reads it alike)
 _PATTERN_WORDS = {
-    "^[A-Za-z_][A-Za-z0-9_]*$":
+    "^[A-Za-z_][A-Za-z0-9_]*(?!\\n)$":
         "is not a C identifier (letters, digits and '_', not starting with a digit)",
-    "^[^:]+:[A-Za-z_][A-Za-z0-9_]*$":
+    "^[^:\\n]+:[A-Za-z_][A-Za-z0-9_]*(?!\\n)$":
         "is not a reference: write 'path/file.py:function' or 'dotted.module:function'",
-    "^[A-Za-z0-9_][A-Za-z0-9_.-]*$":
+    "^[A-Za-z0-9_][A-Za-z0-9_.-]*(?!\\n)$":
         "is not a valid vector name (letters, digits, '_', '-' and '.')",
 }
 
