@@ -7,6 +7,7 @@ these: ``scons test`` would build one library and report only its
 vectors, a library ``runtime`` would share the runtime's objects' folder).
 """
 
+import os
 from typing import Tuple
 
 #: The collection's targets (``scons -h``).
@@ -37,6 +38,10 @@ LSP_DIR = "lsp"
 EMU_DIR = "emu"
 BUILD_FOLDERS: Tuple[str, ...] = (RUNTIME_DIR, LSP_DIR, EMU_DIR)
 
+#: The object stem of the generated wrapper (``<lib>/obj/wrapper.o``),
+#: beside the sources' (:func:`source_stem`).
+WRAPPER_STEM = "wrapper"
+
 #: Every name a library may not have because the build uses it.
 BUILD_RESERVED_NAMES: Tuple[str, ...] = COLLECTION_TARGETS + BUILD_FOLDERS
 
@@ -57,3 +62,15 @@ def reserved_reason(name: str) -> str:
         return (f"'{name}' is a folder of the build's own (<BUILD_DIR>/<profile>/{name}/), "
                 "where this library's files would mix with the build's")
     return ""
+
+
+def source_stem(src: str) -> str:
+    """A source's object path stem (``<lib>/obj/<stem>.o``; a shape
+    source's ``<lib>/shapes/obj/<stem>.o``): its root-relative path without
+    its suffix; a source outside the root (an allowed folder,
+    ``../aws/relu.cpp``) under ``outside/`` (``outside/aws/relu``). Two
+    sources of one library with one stem, or a kernel source whose stem is
+    :data:`WRAPPER_STEM`, are refused by the manifest loader."""
+    parts = os.path.normpath(src).replace(os.sep, "/").split("/")
+    inside = [p for p in parts if p != ".."]
+    return os.path.splitext("/".join((["outside"] if len(inside) < len(parts) else []) + inside))[0]

@@ -357,3 +357,35 @@ def test_no_schema_pattern_lets_a_trailing_newline_through():
 def test_a_name_with_a_trailing_newline_is_refused(proj, build, where, words):
     path = write("ops.yaml", manifest(build()))
     assert errors(path)[0].startswith(f"ops.yaml:{where}: {words}")
+
+
+# -- 6. two sources, one object ----------------------------------------------
+
+@pytest.mark.parametrize("sources,where,message", [
+    ('[k/r.cpp, k/r.cc]', "4:24", "source 'k/r.cc' compiles to obj/k/r.o, as 'k/r.cpp' (line 4) "
+     "does: both would be one object; rename one of them"),
+    ('[k/k.cpp, wrapper.cpp]', "4:24", "source 'wrapper.cpp' compiles to obj/wrapper.o, the "
+     "object of the library's generated wrapper (wrapper.cpp): rename the source"),
+    ('[wrapper.cc]', "4:15", "source 'wrapper.cc' compiles to obj/wrapper.o, the object"),
+    ('["../x/r.cpp", outside/x/r.cpp]', "4:29", "source 'outside/x/r.cpp' compiles to "
+     "obj/outside/x/r.o, as '../x/r.cpp' (line 4) does"),
+])
+def test_two_sources_that_make_one_object_are_refused(proj, sources, where, message):
+    for name in ("k/r.cpp", "k/r.cc", "wrapper.cpp", "wrapper.cc", "outside/x/r.cpp"):
+        write(proj / name, "// kernel\n")
+    write(proj.parent / "x" / "r.cpp", "// kernel\n")
+    path = write("ops.yaml", manifest(library(sources=sources)))
+    (line,) = errors(path, allow_paths=[str(proj.parent / "x")])
+    index = 1 if "," in sources else 0
+    assert line.startswith(f"ops.yaml:{where}: $.libraries[0].sources[{index}]: "), line
+    assert message in line, line
+
+
+def test_two_shape_sources_that_make_one_object_are_refused(proj):
+    write("k/s.cpp", "// shapes\n")
+    write("k/s.cc", "// shapes\n")
+    path = write("ops.yaml", manifest(library(extra="    shape_sources: [k/s.cpp, k/s.cc]\n")))
+    lines = errors(path)
+    assert any(line.startswith("ops.yaml:5:30: $.libraries[0].shape_sources[1]: source 'k/s.cc' "
+                               "compiles to shapes/obj/k/s.o, as 'k/s.cpp' (line 5) does")
+               for line in lines), lines

@@ -327,12 +327,15 @@ class _ManifestFile(_OpChecks, _FileChecks):
         if self.usable(lib, "sources", path + ("sources",), list):
             sources = self.existing_paths(path + ("sources",), lib["sources"], "source file",
                                           False)
+            self.object_collisions(path + ("sources",), lib["sources"], "obj", True)
         shape_sources: List[str] = []
         shapes: Optional[LibraryShapes] = None
         if "shape_sources" in lib and self.usable(lib, "shape_sources", path + ("shape_sources",),
                                                   list):
             shape_sources = self.existing_paths(path + ("shape_sources",), lib["shape_sources"],
                                                 "shape source", False)
+            self.object_collisions(path + ("shape_sources",), lib["shape_sources"],
+                                   "shapes/obj", False)
             for k, item in enumerate(lib["shape_sources"]):
                 if isinstance(item, str) and self.resolve(item)[1] in sources:
                     self.error(path + ("shape_sources", k),

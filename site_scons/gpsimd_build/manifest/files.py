@@ -12,6 +12,7 @@ from typing import Optional, Tuple
 
 from gpsimd_device.limits import shape_problem
 
+from ..buildnames import WRAPPER_STEM, source_stem
 from ..diagnostics import DocPath, shown
 from .commandtext import command_message, command_problem
 from .imports import local_modules
@@ -78,6 +79,34 @@ class _FileChecks:
             self.error(path, f"{what} '{shown(written)}' is {KIND_WORDS[kind]}, not {noun} "
                              f"{where}")
         return None
+
+    def object_collisions(self, path: DocPath, written: list, folder: str,
+                          generated: bool) -> None:
+        """Report each source of the list ``written`` (at ``path``) whose
+        object (``<folder>/<stem>.o``, :func:`~gpsimd_build.buildnames.source_stem`)
+        is another's of the list (``k/r.cpp`` and ``k/r.cc``; ``../x/r.cpp``
+        and ``outside/x/r.cpp``) or, with ``generated``, the generated
+        wrapper's (a ``wrapper.cpp`` at the root): SCons would see two ways
+        to build one file."""
+        seen: dict = {WRAPPER_STEM: None} if generated else {}
+        for k, item in enumerate(written):
+            if not isinstance(item, str) or not self.clean(path + (k,)):
+                continue
+            relative = self.resolve(item)[1]
+            stem = source_stem(relative)
+            if stem not in seen:
+                seen[stem] = (item, relative, self.line(path + (k,)))
+                continue
+            first = seen[stem]
+            if first is None:
+                self.error(path + (k,), f"source '{shown(item)}' compiles to {folder}/{stem}.o, "
+                                        "the object of the library's generated wrapper "
+                                        f"({WRAPPER_STEM}.cpp): rename the source")
+            elif first[1] != relative:   # (the same file twice: reported as listed twice)
+                self.error(path + (k,), f"source '{shown(item)}' compiles to {folder}/"
+                                        f"{shown(stem)}.o, as '{shown(first[0])}' (line "
+                                        f"{first[2]}) does: both would be one object; rename "
+                                        "one of them")
 
     def reference(self, path: DocPath, text: str) -> Optional[Reference]:
         """Parse 'path/file.py:function' or 'dotted.module:function'."""
