@@ -389,3 +389,80 @@ def test_two_shape_sources_that_make_one_object_are_refused(proj):
     assert any(line.startswith("ops.yaml:5:30: $.libraries[0].shape_sources[1]: source 'k/s.cc' "
                                "compiles to shapes/obj/k/s.o, as 'k/s.cpp' (line 5) does")
                for line in lines), lines
+
+
+# -- 7. tolerances, include names, explore ranges ----------------------------
+
+@pytest.mark.parametrize("where,text,message", [
+    ("vector", "            rtol: .nan\n", "rtol must be a finite number, got nan (a NaN "
+     "tolerance makes every comparison fail)"),
+    ("vector", "            atol: .inf\n", "atol must be a finite number, got inf (an infinite "
+     "tolerance passes any output)"),
+    ("op", "        atol: -.inf\n", "atol must be a finite number, got -inf"),
+    ("library", "    defaults: {rtol: .inf}\n", "rtol must be a finite number, got inf"),
+    ("manifest", "defaults: {atol: .nan}\n", "atol must be a finite number, got nan"),
+])
+def test_a_tolerance_is_finite(proj, where, text, message):
+    doc = manifest(library(vec_extra=text if where == "vector" else "",
+                           op_extra=text if where == "op" else "",
+                           extra=text if where == "library" else ""),
+                   head=text if where == "manifest" else "")
+    path = write("ops.yaml", doc)
+    lines = [line for line in errors(path) if message in line]
+    assert lines and lines[0].split(": ")[1].endswith(("rtol", "atol")), errors(path)
+
+
+def test_an_include_name_that_exists_is_that_file_not_a_pattern(proj):
+    write("inc/ops[1].yaml", manifest(library("bracket", sources="[../k/k.cpp]")))
+    write("inc/ops1.yaml", manifest(library("one", sources="[../k/k.cpp]")))
+    path = write("ops.yaml", 'version: 1\ninclude: ["inc/ops[1].yaml"]\n')
+    assert [lib.name for lib in load_manifest(path).libraries] == ["bracket"]
+    # a pattern where no file has its name is a pattern
+    path = write("top2.yaml", 'version: 1\ninclude: ["inc/ops[1-2].yaml"]\n')
+    assert [lib.name for lib in load_manifest(path).libraries] == ["one"]
+
+
+def test_an_include_folder_a_shell_would_read_is_refused(proj):
+    write("inc[1]/ops.yaml", manifest(library("bracket", sources="[../k/k.cpp]")))
+    path = write("ops.yaml", 'version: 1\ninclude: ["inc[1]/ops.yaml"]\n')
+    (line,) = errors(path)
+    assert line.startswith("ops.yaml:2:15: $.include[0]: include 'inc[1]/ops.yaml' cannot reach "
+                           "a build command as written: '[': the shell"), line
+
+
+EXPLORE_OP = ("my_ops::f(Tensor x, int lo, long long big, float s, Scalar a) -> Tensor")
+EXPLORE_INPUTS = ("x: {dtype: int32, shape: [2], values: [1, 2]}\n              lo: 1\n"
+                  "              big: 2\n              s: 0.5\n              a: 1.5")
+
+
+@pytest.mark.parametrize("block,where,message", [
+    ("{low: -1e308, high: 1e308}", "explore.low", "explore: [low, high] = [-1e+308, 1e+308] is "
+     "not within the values of int32 (-2147483648..2147483647), which tensor argument 'x' is "
+     "drawn in"),
+    ("{low: 0, high: 1e10}", "explore.high", "is not within the values of int32"),
+    ("{scalars: {lo: {low: 1e30, high: 1e31}}}", "explore.scalars.lo", "explore: scalars: lo: "
+     "[1e+30, 1e+31] is not a range of int32 (-2147483648..2147483647, integers), the dtype of "
+     "argument 'lo' (int)"),
+    ("{scalars: {lo: {low: 0.5, high: 0.7}}}", "explore.scalars.lo", "is not a range of int32"),
+    ("{scalars: {big: {low: 0, high: 9007199254740993.0}}}", "explore.scalars.big.high",
+     "explore: 9007199254740993.0 is the integer 9007199254740993, but as a float literal it "
+     "reads as 9007199254740992"),
+    ("{scalars: {s: {low: -1e39, high: 0}}}", "explore.scalars.s", "is not a range of float32"),
+    ("{scalars: {a: {low: -1e300, high: 0}}}", "explore.scalars.a", "is not a range of float32"),
+])
+def test_explore_ranges_fit_the_dtype_drawn(proj, block, where, message):
+    path = write("ops.yaml", manifest(library(schema=EXPLORE_OP, inputs=EXPLORE_INPUTS,
+                                              expected="{values: [1, 2]}",
+                                              op_extra=f"        explore: {block}\n")))
+    (line,) = errors(path)
+    assert f": $.libraries[0].ops[0].{where}: " in line and message in line, line
+
+
+def test_explore_ranges_without_a_vector_hold_to_the_widest_dtype(proj):
+    doc = manifest(library(op_extra="        explore: {low: -1e300, high: 0}\n")
+                   .split("        vectors:")[0])
+    path = write("ops.yaml", doc)
+    (line,) = errors(path)
+    assert "is not within the values of any dtype (-3.40282e+38..3.40282e+38)" in line, line
+    path = write("ok.yaml", doc.replace("-1e300", "-1e30"))
+    assert load_manifest(path).libraries[0].ops[0].explore.low == -1e30

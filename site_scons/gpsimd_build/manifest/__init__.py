@@ -77,7 +77,7 @@ headers and reference files, parsed without running them), ``imports``
 (the local modules a reference imports), ``reads`` (the
 one door to the filesystem, and what it saw), ``paths`` (the path policy,
 file kinds, include globs), ``commandtext`` (the characters a string that
-reaches a command may not hold).
+reaches a command may not hold), ``exploreblock`` (an op's ``explore:``).
 """
 
 from ..diagnostics import Diagnostic, Location

@@ -24,7 +24,8 @@ from .reads import Recorder
 from .rules import MAX_DIAGNOSTICS_PER_FILE, RESERVED_LIBRARY_NAMES
 from .commandtext import command_message, command_problem
 from .files import OUTSIDE_RULE, _FileChecks
-from .schema import _describe, _schema_diagnostics, _validator, _without_values
+from .schema import (_describe, _nonfinite_tolerances, _schema_diagnostics, _validator,
+                     _without_values)
 from .vectors import _OpChecks
 
 
@@ -147,6 +148,7 @@ class _ManifestFile(_OpChecks, _FileChecks):
             return False
         left_out = tuple(self.doc.bad_paths)
         view, values_problems = _without_values(value)
+        values_problems += _nonfinite_tolerances(value)
         for path, message in values_problems:
             if not any(path[:len(bad)] == bad for bad in left_out):
                 self.mark(path)
@@ -241,10 +243,18 @@ class _ManifestFile(_OpChecks, _FileChecks):
                                  "relative to this manifest's folder so the tree can move")
                 continue
             absolute, relative = self.resolve(written)
-            if not self.command_safe(path, written, "include", relative=relative,
-                                     glob=has_magic(written)):
+            # (a name that exists is that file, '[1]' and all; a glob only
+            # when nothing has that name)
+            pattern = has_magic(written) and not (
+                self.policy.inside(self.io.real(absolute)) and self.io.kind(absolute) != "missing")
+            # (a manifest's folder reaches commands, explore's; its file name
+            # only build.ninja's dependencies, where '*?[' mean themselves)
+            folder = os.path.dirname(relative)
+            if not self.command_safe(path, written, "include", glob=True) or (
+                    not pattern and folder and not self.command_safe(
+                        path, written, "include", relative=folder + "/")):
                 continue
-            if has_magic(written):
+            if pattern:
                 matches = self.glob_matches(path, written, relative, me)
                 if matches:
                     out.append((path, matches))
@@ -294,10 +304,12 @@ class _ManifestFile(_OpChecks, _FileChecks):
             real = self.io.real(absolute)
             if real == me:
                 continue
-            if command_problem(self.io.rel(absolute), path=True) is not None:
-                self.error(path, command_message(
-                    f"include pattern '{shown(written)}' matches", self.io.rel(absolute),
-                    command_problem(self.io.rel(absolute), path=True)))
+            match = self.io.rel(absolute)
+            problem = command_problem(os.path.dirname(match) + "/", path=True) or \
+                command_problem(os.path.basename(match), path=False, glob=True)
+            if problem is not None:
+                self.error(path, command_message(f"include pattern '{shown(written)}' matches",
+                                                 match, problem))
                 continue
             if not self.policy.inside(real):
                 self.error(path, f"include pattern '{shown(written)}' matches "

@@ -7,6 +7,7 @@ list, got a string", "unknown key 'soruces' (did you mean 'sources'?)").
 import difflib
 import functools
 import json
+import math
 from typing import Any, List, Optional, Sequence, Tuple
 
 import jsonschema
@@ -298,6 +299,37 @@ def _without_values(document: Any) -> Tuple[Any, List[Tuple[DocPath, str]]]:
     if view_libs is None:
         return document, problems
     return dict(document, libraries=view_libs), problems
+
+
+def _nonfinite_tolerances(document: Any) -> List[Tuple[DocPath, str]]:
+    """Every ``rtol``/``atol`` that is NaN or infinite (the schema's
+    ``minimum`` lets NaN through and takes ``.inf``; an infinite tolerance
+    passes any output), at each level that may give one."""
+    problems: List[Tuple[DocPath, str]] = []
+
+    def check(mapping: Any, base: DocPath) -> None:
+        for key in ("rtol", "atol"):
+            value = mapping.get(key) if isinstance(mapping, dict) else None
+            if isinstance(value, float) and not math.isfinite(value):
+                why = "a NaN tolerance makes every comparison fail" if math.isnan(value) \
+                    else "an infinite tolerance passes any output"
+                problems.append((base + (key,), f"{key} must be a finite number, got {value} "
+                                 f"({why})"))
+    if not isinstance(document, dict):
+        return problems
+    check(document.get("defaults"), ("defaults",))
+    libraries = document.get("libraries")
+    for i, lib in enumerate(libraries if isinstance(libraries, list) else []):
+        if not isinstance(lib, dict):
+            continue
+        check(lib.get("defaults"), ("libraries", i, "defaults"))
+        ops = lib.get("ops")
+        for j, op in enumerate(ops if isinstance(ops, list) else []):
+            check(op, ("libraries", i, "ops", j))
+            vectors = op.get("vectors") if isinstance(op, dict) else None
+            for k, vec in enumerate(vectors if isinstance(vectors, list) else []):
+                check(vec, ("libraries", i, "ops", j, "vectors", k))
+    return problems
 
 
 def _vector_without_values(vec: dict, base: DocPath,
