@@ -10,6 +10,7 @@ lone surrogates). Its caller is :func:`gpsimd_build.yamlloc.read_yaml_text`.
 
 import math
 import re
+from decimal import Decimal
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 import yaml
@@ -122,6 +123,9 @@ class _Composer:
         self.key_spans: Dict[DocPath, _RawSpan] = {}
         self.problems: List[Diagnostic] = []
         self.bad_paths: List[DocPath] = []
+        # float literals whose double is an integer other than the number
+        # written (9007199254740993.0, 0.99999999999999999), by path
+        self.inexact: Dict[DocPath, str] = {}
         self.nodes = 0
         # anchor -> [start, end, start_mark]: its events are log[start:end]
         # (end None while the node is open)
@@ -361,7 +365,16 @@ class _Composer:
                 return math.nan
             if value.startswith(("0o", "0x")):
                 return float(_int(value))
-            return float(value)
+            number = float(value)
+            if math.isinf(number):   # not written .inf: a literal past the largest double
+                if record:
+                    self._problem(event, path, f"number '{shown(value, 24)}' is beyond the "
+                                  "largest double (1.8e308) and would become an infinity; "
+                                  "write .inf or -.inf for one")
+                return None
+            if number.is_integer() and Decimal(value) != Decimal(number):
+                self.inexact[path] = value
+            return number
         if record:
             if tag in (_TAG + "bool", _TAG + "int", _TAG + "float"):
                 self._problem(event, path, f"cannot read '{shown(value)}' as "

@@ -100,7 +100,8 @@ class LocatedDocument:
     def __init__(self, file: str, value: Any, spans: Dict[DocPath, Any],
                  key_spans: Dict[DocPath, Any], text: str = "",
                  problems: Tuple[Diagnostic, ...] = (),
-                 bad_paths: Tuple[DocPath, ...] = ()):
+                 bad_paths: Tuple[DocPath, ...] = (),
+                 inexact: Optional[Dict[DocPath, str]] = None):
         self.file = file
         self.value = value
         self._spans = spans
@@ -108,6 +109,9 @@ class LocatedDocument:
         self._text = text
         self.problems = problems
         self.bad_paths = bad_paths
+        #: the text of each float literal whose double is an integer other
+        #: than the number written (read where an integer dtype needs it)
+        self.inexact = inexact or {}
 
     def _make(self, raw: Any) -> NodeSpan:
         if isinstance(raw, NodeSpan):
@@ -221,7 +225,8 @@ def read_yaml_text(text: str, file: str) -> LocatedDocument:
             file, 1, 1, (), "empty document (the file holds no YAML value)")])
     return LocatedDocument(file, composer.value, composer.spans,  # type: ignore[attr-defined]
                            composer.key_spans, text, tuple(composer.problems),
-                           tuple(composer.bad_paths))
+                           tuple(composer.bad_paths),
+                           composer.inexact)  # type: ignore[attr-defined]
 
 
 def load_yaml_text(text: str, file: str) -> LocatedDocument:

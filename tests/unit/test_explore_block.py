@@ -151,9 +151,14 @@ def test_the_whole_block_over_the_defaults_into_the_plan_and_back(tmp_path):
                                        "same_shape names 'x' in more than one group"),
     ("{low: 0, high: .nan}", "9:33: $.libraries[0].ops[0].explore.high: explore: high must be a "
                              "finite number, got nan"),
-    ("{scalars: {k: {low: -1e400, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: "
+    ("{scalars: {k: {low: -.inf, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: "
                                               "explore: scalars.k.low must be a finite number, "
                                               "got -inf"),
+    # (a literal past the largest double is refused as it is read: issue 17)
+    ("{scalars: {k: {low: -1e400, high: 1}}}", "9:38: $.libraries[0].ops[0].explore.scalars.k"
+                                              ".low: number '-1e400' is beyond the largest "
+                                              "double (1.8e308) and would become an infinity; "
+                                              "write .inf or -.inf for one"),
     ("{scalars: {k: {low: 2, high: 1}}}", "9:28: $.libraries[0].ops[0].explore.scalars: explore: "
                                           "scalars: k: high (1) is below low (2)"),
     ("{keep_shape: [w, k]}", "9:31: $.libraries[0].ops[0].explore.keep_shape: explore: "

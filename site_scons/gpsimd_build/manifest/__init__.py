@@ -76,7 +76,8 @@ test vectors), ``inputs`` (tensor and scalar inputs, literal values),
 headers and reference files, parsed without running them), ``imports``
 (the local modules a reference imports), ``reads`` (the
 one door to the filesystem, and what it saw), ``paths`` (the path policy,
-file kinds, include globs).
+file kinds, include globs), ``commandtext`` (the characters a string that
+reaches a command may not hold), ``exploreblock`` (an op's ``explore:``).
 """
 
 from ..diagnostics import Diagnostic, Location

@@ -13,6 +13,7 @@ node and nothing else, so one run reports every independent problem.
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..buildnames import reserved_reason
 from ..diagnostics import Diagnostic, DocPath, Location, shown
 from ..yamlloc import LocatedDocument
 from .defaults import _Defaults
@@ -21,8 +22,10 @@ from .shapes import LibraryShapes
 from .paths import KIND_WORDS, PathPolicy, has_magic, split_pattern
 from .reads import Recorder
 from .rules import MAX_DIAGNOSTICS_PER_FILE, RESERVED_LIBRARY_NAMES
+from .commandtext import command_message, command_problem
 from .files import OUTSIDE_RULE, _FileChecks
-from .schema import _describe, _schema_diagnostics, _validator, _without_values
+from .schema import (_describe, _nonfinite_tolerances, _schema_diagnostics, _validator,
+                     _without_values)
 from .vectors import _OpChecks
 
 
@@ -145,6 +148,7 @@ class _ManifestFile(_OpChecks, _FileChecks):
             return False
         left_out = tuple(self.doc.bad_paths)
         view, values_problems = _without_values(value)
+        values_problems += _nonfinite_tolerances(value)
         for path, message in values_problems:
             if not any(path[:len(bad)] == bad for bad in left_out):
                 self.mark(path)
@@ -194,6 +198,8 @@ class _ManifestFile(_OpChecks, _FileChecks):
         for key in ("cflags", "multicore", "stack_size", "rtol", "atol"):
             if key in given and self.clean(path + (key,)):
                 value = given[key]
+                if key == "cflags" and not self.flags_safe(path + (key,), value):
+                    continue
                 out[key] = tuple(value) if key == "cflags" else \
                     float(value) if key in ("rtol", "atol") else value
         if isinstance(given.get("explore"), dict) and self.clean(path + ("explore",)):
@@ -202,6 +208,12 @@ class _ManifestFile(_OpChecks, _FileChecks):
             out["includes"] = tuple(self.existing_paths(
                 path + ("includes",), given["includes"], "include directory", True))
         return _Defaults(**out)
+
+    def flags_safe(self, path: DocPath, flags: list) -> bool:
+        """Whether every compiler flag of ``flags`` reaches the compile
+        meaning what it says (:mod:`.commandtext`); reports each that would not."""
+        return all([self.command_safe(path + (k,), flag, "compiler flag")
+                    for k, flag in enumerate(flags) if isinstance(flag, str)])
 
     def libraries(self) -> List[Optional[Library]]:
         """Check every library of this file and its ops; one model (or None) each."""
@@ -231,7 +243,18 @@ class _ManifestFile(_OpChecks, _FileChecks):
                                  "relative to this manifest's folder so the tree can move")
                 continue
             absolute, relative = self.resolve(written)
-            if has_magic(written):
+            # (a name that exists is that file, '[1]' and all; a glob only
+            # when nothing has that name)
+            pattern = has_magic(written) and not (
+                self.policy.inside(self.io.real(absolute)) and self.io.kind(absolute) != "missing")
+            # (a manifest's folder reaches commands, explore's; its file name
+            # only build.ninja's dependencies, where '*?[' mean themselves)
+            folder = os.path.dirname(relative)
+            if not self.command_safe(path, written, "include", glob=True) or (
+                    not pattern and folder and not self.command_safe(
+                        path, written, "include", relative=folder + "/")):
+                continue
+            if pattern:
                 matches = self.glob_matches(path, written, relative, me)
                 if matches:
                     out.append((path, matches))
@@ -281,6 +304,13 @@ class _ManifestFile(_OpChecks, _FileChecks):
             real = self.io.real(absolute)
             if real == me:
                 continue
+            match = self.io.rel(absolute)
+            problem = command_problem(os.path.dirname(match) + "/", path=True) or \
+                command_problem(os.path.basename(match), path=False, glob=True)
+            if problem is not None:
+                self.error(path, command_message(f"include pattern '{shown(written)}' matches",
+                                                 match, problem))
+                continue
             if not self.policy.inside(real):
                 self.error(path, f"include pattern '{shown(written)}' matches "
                                  f"{shown(self.io.rel(absolute))}, which is outside the project "
@@ -302,16 +332,22 @@ class _ManifestFile(_OpChecks, _FileChecks):
         if name_ok and name in RESERVED_LIBRARY_NAMES:
             self.error(path + ("name",),
                        f"library name '{shown(name)}' is reserved (docs/kernel-api.md, Limits)")
+        elif name_ok and reserved_reason(name):
+            self.error(path + ("name",), f"library name {reserved_reason(name)}: rename the "
+                                         "library (docs/manifest.md \"Names and strings\")")
         sources: List[str] = []
         if self.usable(lib, "sources", path + ("sources",), list):
             sources = self.existing_paths(path + ("sources",), lib["sources"], "source file",
                                           False)
+            self.object_collisions(path + ("sources",), lib["sources"], "obj", True)
         shape_sources: List[str] = []
         shapes: Optional[LibraryShapes] = None
         if "shape_sources" in lib and self.usable(lib, "shape_sources", path + ("shape_sources",),
                                                   list):
             shape_sources = self.existing_paths(path + ("shape_sources",), lib["shape_sources"],
                                                 "shape source", False)
+            self.object_collisions(path + ("shape_sources",), lib["shape_sources"],
+                                   "shapes/obj", False)
             for k, item in enumerate(lib["shape_sources"]):
                 if isinstance(item, str) and self.resolve(item)[1] in sources:
                     self.error(path + ("shape_sources", k),
@@ -333,6 +369,8 @@ class _ManifestFile(_OpChecks, _FileChecks):
             for j, op in enumerate(ops_value):
                 ops.append(self.op(path + ("ops", j), op, name, names, defaults, shapes,
                                    kernels))
+        if "cflags" in lib and self.usable(lib, "cflags", path + ("cflags",), list):
+            self.flags_safe(path + ("cflags",), lib["cflags"])
         if not self.clean(path, except_items_of="ops"):
             return None
         multicore = lib.get("multicore", self.defaults.multicore)

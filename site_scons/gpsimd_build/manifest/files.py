@@ -12,7 +12,9 @@ from typing import Optional, Tuple
 
 from gpsimd_device.limits import shape_problem
 
+from ..buildnames import WRAPPER_STEM, source_stem
 from ..diagnostics import DocPath, shown
+from .commandtext import command_message, command_problem
 from .imports import local_modules
 from .model import Reference
 from .paths import KIND_WORDS
@@ -40,11 +42,27 @@ class _FileChecks:
                          f"{shown(self.io.rel(real))}): {OUTSIDE_RULE}")
         return False
 
+    def command_safe(self, path: DocPath, written: str, what: str, *, relative: Optional[str] = None,
+                     glob: bool = False) -> bool:
+        """Whether the path (root-relative: ``relative``) or flag ``written``
+        reaches a command meaning what it says (:mod:`.commandtext`);
+        reports the first character that would not, at that character."""
+        text = written if relative is None else relative
+        problem = command_problem(text, path=relative is not None, glob=glob)
+        if problem is None:
+            return True
+        at = written.find(text[problem[0]])
+        self.error(path, command_message(what, written, problem), offset=at if at >= 0 else None)
+        return False
+
     def named_path(self, path: DocPath, written: str, what: str, want: str) -> Optional[str]:
-        """Check a path written in this manifest: inside the allowed folders
-        and of the kind ``want`` (``"regular"`` or ``"dir"``). Its
-        root-relative path, or None after reporting."""
+        """Check a path written in this manifest: one a command reads as
+        written, inside the allowed folders and of the kind ``want``
+        (``"regular"`` or ``"dir"``). Its root-relative path, or None after
+        reporting."""
         absolute, relative = self.resolve(written)
+        if not self.command_safe(path, written, what, relative=relative):
+            return None
         if not self.inside(path, what, written, absolute):
             return None
         kind = self.io.kind(absolute)
@@ -61,6 +79,34 @@ class _FileChecks:
             self.error(path, f"{what} '{shown(written)}' is {KIND_WORDS[kind]}, not {noun} "
                              f"{where}")
         return None
+
+    def object_collisions(self, path: DocPath, written: list, folder: str,
+                          generated: bool) -> None:
+        """Report each source of the list ``written`` (at ``path``) whose
+        object (``<folder>/<stem>.o``, :func:`~gpsimd_build.buildnames.source_stem`)
+        is another's of the list (``k/r.cpp`` and ``k/r.cc``; ``../x/r.cpp``
+        and ``outside/x/r.cpp``) or, with ``generated``, the generated
+        wrapper's (a ``wrapper.cpp`` at the root): SCons would see two ways
+        to build one file."""
+        seen: dict = {WRAPPER_STEM: None} if generated else {}
+        for k, item in enumerate(written):
+            if not isinstance(item, str) or not self.clean(path + (k,)):
+                continue
+            relative = self.resolve(item)[1]
+            stem = source_stem(relative)
+            if stem not in seen:
+                seen[stem] = (item, relative, self.line(path + (k,)))
+                continue
+            first = seen[stem]
+            if first is None:
+                self.error(path + (k,), f"source '{shown(item)}' compiles to {folder}/{stem}.o, "
+                                        "the object of the library's generated wrapper "
+                                        f"({WRAPPER_STEM}.cpp): rename the source")
+            elif first[1] != relative:   # (the same file twice: reported as listed twice)
+                self.error(path + (k,), f"source '{shown(item)}' compiles to {folder}/"
+                                        f"{shown(stem)}.o, as '{shown(first[0])}' (line "
+                                        f"{first[2]}) does: both would be one object; rename "
+                                        "one of them")
 
     def reference(self, path: DocPath, text: str) -> Optional[Reference]:
         """Parse 'path/file.py:function' or 'dotted.module:function'."""

@@ -7,6 +7,7 @@ dtype; read iteratively). A part of :class:`~.document._ManifestFile` via
 """
 
 import math
+from decimal import Decimal
 from typing import Any, List, Optional, Sequence, Tuple
 
 from ..diagnostics import DocPath, shown_repr
@@ -77,6 +78,30 @@ def _product(shape: Sequence[int]) -> int:
 class _InputChecks:
     """The input and value checks of a manifest file."""
 
+    def exact_literals(self, prefix: DocPath, dtype: Optional[str], what: str = "") -> bool:
+        """For an integer ``dtype`` (or one not known yet: None), that no
+        float literal at or under ``prefix`` reads as another integer than
+        the number written (``9007199254740993.0`` is the double
+        9007199254740992, ``0.99999999999999999`` is 1.0): the YAML text is
+        judged, not the double. Reports the first; False then."""
+        if dtype is not None and dtype not in INTEGER_DTYPES:
+            return True
+        for path, text in self.doc.inexact.items():
+            if path[:len(prefix)] != prefix:
+                continue
+            number = Decimal(text)
+            read = int(float(text))
+            written = f"the integer {int(number)}" if number == number.to_integral_value() \
+                else "a number with a fraction"
+            fix = f"write {int(number)}" if number == number.to_integral_value() \
+                else "write an integer"
+            self.error(path, f"{what}{text} is {written}, but as a float literal it reads as "
+                             f"{read} (a double holds no more than 53 bits); the integer "
+                             f"dtype{'' if dtype is None else ' ' + dtype} takes it exactly "
+                             f"or not at all: {fix}")
+            return False
+        return True
+
     def check_values(self, path: DocPath, values: Any, shape: Optional[Tuple[int, ...]],
                      dtype: Optional[str]) -> bool:
         """Literal values: a regular nested list whose element count is the
@@ -91,6 +116,8 @@ class _InputChecks:
                              f"({_product(shape)} elements)")
             return False
         if dtype in INTEGER_DTYPES:
+            if not self.exact_literals(path, dtype):
+                return False
             low, high = INTEGER_DTYPES[dtype]
             for k, value in enumerate(leaves):
                 if not (_is_int(value) or (isinstance(value, float) and value.is_integer())):
@@ -207,6 +234,8 @@ class _InputChecks:
                                  f"({spec.get('high', 1.0)})")
                 return None
         else:
+            if not self.exact_literals(path, None, "integers distribution: "):
+                return None
             for key in ("low", "high"):
                 if key in spec and not (_is_int(spec[key]) or float(spec[key]).is_integer()):
                     self.error(path + (key,), f"{key} of the integers distribution must be an "
@@ -244,6 +273,8 @@ class _InputChecks:
                                                    else "int64")
         if dtype in INTEGER_DTYPES:
             if isinstance(number, float):
+                if not self.exact_literals(vpath, dtype, f"argument '{name}' ({arg_type}): "):
+                    return None
                 if not number.is_integer():
                     self.error(vpath, f"argument '{name}' has type {arg_type} ({dtype}): "
                                       f"{number!r} is not an integer")

@@ -62,6 +62,15 @@ MAX_PATH_CHARS = 4096
 #: Longest op schema string (characters; 32 arguments with long names fit).
 #: The schema's ``$defs.op.properties.schema.maxLength`` equals it.
 MAX_SCHEMA_CHARS = 2048
+#: Longest library, argument (and explore dimension) name, in characters:
+#: the longest file name the build makes from them, explore's
+#: ``<lib>.<op>.<12 hex>.<arg>.npy``, stays far below a file system's
+#: 255-byte component limit. The schema's ``$defs.identifier.maxLength``
+#: equals it.
+MAX_NAME_CHARS = 64
+#: Longest vector name (characters; the schema's vector ``name.maxLength``):
+#: every result line and report row prints it.
+MAX_VECTOR_NAME_CHARS = 128
 #: Most problems reported for one manifest file; past it the file's checks
 #: stop with one more line saying so (a generated file gone wrong can hold
 #: thousands).

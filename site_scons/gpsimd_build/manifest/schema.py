@@ -7,6 +7,7 @@ list, got a string", "unknown key 'soruces' (did you mean 'sources'?)").
 import difflib
 import functools
 import json
+import math
 from typing import Any, List, Optional, Sequence, Tuple
 
 import jsonschema
@@ -17,6 +18,7 @@ from ..diagnostics import Diagnostic, DocPath, shown, shown_repr
 from ..opschema import MAX_NAME_LENGTH
 from ..yamlloc import LocatedDocument
 from .rules import MAX_DIAGNOSTICS_PER_FILE, MAX_DIM_SIZE, MAX_DIM_SIZE_4D, MAX_DIMS, MAX_DIMS_4D
+from .rules import MAX_NAME_CHARS, MAX_VECTOR_NAME_CHARS
 
 #: The JSON Schema of the manifest (``schema/ops.schema.json`` in a checkout,
 #: package data when installed: ``gpsimd_build.layout``).
@@ -76,12 +78,14 @@ _TYPE_WORDS = {
     "boolean": "a boolean (true or false)", "null": "null",
 }
 
+#: (each pattern ends in (?!\n)$: a Python ``$`` (jsonschema's re.search) also
+#: matches before a final newline, and "relu\n" would be a name; ECMA-262 reads it alike)
 _PATTERN_WORDS = {
-    "^[A-Za-z_][A-Za-z0-9_]*$":
+    "^[A-Za-z_][A-Za-z0-9_]*(?!\\n)$":
         "is not a C identifier (letters, digits and '_', not starting with a digit)",
-    "^[^:]+:[A-Za-z_][A-Za-z0-9_]*$":
+    "^[^:\\n]+:[A-Za-z_][A-Za-z0-9_]*(?!\\n)$":
         "is not a reference: write 'path/file.py:function' or 'dotted.module:function'",
-    "^[A-Za-z0-9_][A-Za-z0-9_.-]*$":
+    "^[A-Za-z0-9_][A-Za-z0-9_.-]*(?!\\n)$":
         "is not a valid vector name (letters, digits, '_', '-' and '.')",
 }
 
@@ -234,6 +238,12 @@ def _schema_diagnostics(doc: LocatedDocument, error: jsonschema.ValidationError)
         if key == "name" and parent is not None and isinstance(parent, int) and len(path) >= 3 \
                 and path[-3] == "ops":
             message = _name_too_long(str(value))
+        elif expect in (MAX_NAME_CHARS, MAX_VECTOR_NAME_CHARS) and isinstance(value, str):
+            what = "vector name" if path[-3:-2] == ("vectors",) else \
+                "library name" if path[-3:-2] == ("libraries",) else "name"
+            message = (f"{what} '{shown(value, 24)}' has {len(value)} characters; a {what} "
+                       f"has at most {expect} (the build names files and prints lines after "
+                       "it; docs/manifest.md \"Limits of the manifest reader\")")
         else:
             message = f"{shown_repr(value)} is longer than {expect} characters"
         return [doc.diagnostic(path, message)]
@@ -289,6 +299,37 @@ def _without_values(document: Any) -> Tuple[Any, List[Tuple[DocPath, str]]]:
     if view_libs is None:
         return document, problems
     return dict(document, libraries=view_libs), problems
+
+
+def _nonfinite_tolerances(document: Any) -> List[Tuple[DocPath, str]]:
+    """Every ``rtol``/``atol`` that is NaN or infinite (the schema's
+    ``minimum`` lets NaN through and takes ``.inf``; an infinite tolerance
+    passes any output), at each level that may give one."""
+    problems: List[Tuple[DocPath, str]] = []
+
+    def check(mapping: Any, base: DocPath) -> None:
+        for key in ("rtol", "atol"):
+            value = mapping.get(key) if isinstance(mapping, dict) else None
+            if isinstance(value, float) and not math.isfinite(value):
+                why = "a NaN tolerance makes every comparison fail" if math.isnan(value) \
+                    else "an infinite tolerance passes any output"
+                problems.append((base + (key,), f"{key} must be a finite number, got {value} "
+                                 f"({why})"))
+    if not isinstance(document, dict):
+        return problems
+    check(document.get("defaults"), ("defaults",))
+    libraries = document.get("libraries")
+    for i, lib in enumerate(libraries if isinstance(libraries, list) else []):
+        if not isinstance(lib, dict):
+            continue
+        check(lib.get("defaults"), ("libraries", i, "defaults"))
+        ops = lib.get("ops")
+        for j, op in enumerate(ops if isinstance(ops, list) else []):
+            check(op, ("libraries", i, "ops", j))
+            vectors = op.get("vectors") if isinstance(op, dict) else None
+            for k, vec in enumerate(vectors if isinstance(vectors, list) else []):
+                check(vec, ("libraries", i, "ops", j, "vectors", k))
+    return problems
 
 
 def _vector_without_values(vec: dict, base: DocPath,

@@ -11,20 +11,19 @@ not fill their shape, nor does a bad ``dtype`` hide a missing ``.npy`` file.
 A model is built only for a node without any error.
 """
 
-import math
 import re
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..diagnostics import DocPath, shown
 from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_RESERVED_NAMES,
                         OpSchema, OpSchemaError, parse_schema)
-from gpsimd_device.plan import ExploreSpec
 
 from .defaults import _Defaults, _op_with_defaults
 from .model import Expected, Op, ScalarInput, TensorInput, Vector
+from .exploreblock import _ExploreChecks
 from .inputs import _InputChecks
 from .shapes import LibraryShapes
-from .rules import DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, SCALAR_ARG_TYPES
+from .rules import DEFAULT_STACK_SIZE, DEFAULT_TOLERANCES, MAX_NAME_CHARS, SCALAR_ARG_TYPES
 from .schema import _name_too_long, _suggest
 
 # Stands for an op reference that was reported as bad (vectors then say nothing more).
@@ -40,7 +39,7 @@ CHECKS_ONLY_NEEDS_SHAPE = (
     "{reference | values | npy} or a reference on the op")
 
 
-class _OpChecks(_InputChecks):
+class _OpChecks(_ExploreChecks, _InputChecks):
     """The op and vector checks of a manifest file (mixed into
     :class:`~.document._ManifestFile`)."""
 
@@ -97,6 +96,9 @@ class _OpChecks(_InputChecks):
                                                      f"function, '{shown(text, 200)}', is not "
                                                      f"valid: {shown(err.message, 200)}; give "
                                                      "schema:")
+        if schema is not None:
+            schema = self.argument_names(path + ("schema" if "schema" in op else "name",),
+                                         text if "schema" in op else None, schema)
         kernel, kernel_given = self.kernel_name(path, op, name, shapes)
         if kernel is not None and kernels is not None and (kernel_given or name not in names):
             where = path + (("kernel",) if "kernel" in op else ())
@@ -129,7 +131,7 @@ class _OpChecks(_InputChecks):
                 vectors.append(self.vector(path + ("vectors", k), vec, library, name or "?",
                                            schema, op_defaults, reference, vector_names,
                                            shapes is not None))
-        explore = self.explore_block(path, op, defaults.explore, schema)
+        explore = self.explore_block(path, op, defaults.explore, schema, vectors)
         if schema is None or name is None or kernel is None \
                 or not self.clean(path, except_items_of="vectors"):
             return None
@@ -140,89 +142,6 @@ class _OpChecks(_InputChecks):
                                         else DEFAULT_STACK_SIZE)),
                   vectors=tuple(vectors), location=self.location(path),  # type: ignore[arg-type]
                   kernel=kernel, schema_derived=derived, kernel_given=kernel_given)
-
-    def explore_block(self, path: DocPath, op: dict, inherited: Optional[dict],
-                      schema: Any) -> Optional[ExploreSpec]:
-        """The op's ``explore:`` keys over the inherited block (defaults),
-        checked against the op's arguments: an ``ExploreSpec`` or None
-        (none given, or errors reported)."""
-        own = op.get("explore")
-        if own is not None and not (isinstance(own, dict) and self.clean(path + ("explore",))):
-            return None
-        block = {**(inherited or {}), **(own or {})}
-        if not block:
-            return None
-        at = path + ("explore",)
-
-        def where(key: str) -> DocPath:     # (the op's key, else the op's block or the op)
-            return at + (key,) if own and key in own else at if own else path
-        ok = True
-        ranges = [((k,), block[k]) for k in ("low", "high") if k in block]
-        ranges += [(("scalars", n, k), r[k]) for n, r in block.get("scalars", {}).items()
-                   for k in ("low", "high")]
-        for keys, value in ranges:
-            if not math.isfinite(value):
-                self.error(where(keys[0]), f"explore: {'.'.join(keys)} must be a finite number, "
-                                           f"got {value}")
-                ok = False
-        if not ok:
-            return None
-        if ("low" in block) != ("high" in block):
-            self.error(where("low" if "low" in block else "high"),
-                       "explore: low and high go together (give both)")
-            ok = False
-        elif "low" in block and block["low"] > block["high"]:
-            self.error(where("high"), f"explore: high ({block['high']:g}) is below low "
-                                      f"({block['low']:g})")
-            ok = False
-        args = {a.name: a.type for a in schema.arguments} if schema is not None else None
-        if args is not None:
-            tensors = {n for n, t in args.items() if t == "Tensor"}
-            dtypes = block.get("dtype")
-            named = [("dtype", n, tensors) for n in dtypes] if isinstance(dtypes, dict) else []
-            named += [("same_shape", n, tensors) for g in block.get("same_shape", []) for n in g]
-            named += [("keep_shape", n, tensors) for n in block.get("keep_shape", [])]
-            named += [("shapes", n, tensors) for n in block.get("shapes", {})]
-            named += [("scalars", n, set(args) - tensors) for n in block.get("scalars", {})]
-            if "output" in block:
-                named.append(("output", block["output"]["like"], tensors))
-            for key, n, allowed in named:
-                if n not in allowed:
-                    kind = "tensor" if allowed is tensors else "scalar"
-                    have = ", ".join(sorted(allowed)) or "none"
-                    self.error(where(key), f"explore: {key} names '{shown(n)}', which is not a "
-                                           f"{kind} argument of the op (its {kind}s: {have})")
-                    ok = False
-            grouped = [n for g in block.get("same_shape", []) for n in g]
-            for n in sorted({n for n in grouped if grouped.count(n) > 1}):
-                self.error(where("same_shape"), f"explore: same_shape names '{shown(n)}' in "
-                                                "more than one group")
-                ok = False
-            for n in sorted(set(grouped) & set(block.get("keep_shape", []))):
-                self.error(where("keep_shape"), f"explore: keep_shape names '{shown(n)}', which "
-                                                "same_shape also names")
-                ok = False
-            for n in sorted((set(grouped) | set(block.get("keep_shape", [])))
-                            & set(block.get("shapes", {}))):
-                self.error(where("shapes"), f"explore: shapes names '{shown(n)}', which "
-                                            "same_shape or keep_shape also names")
-                ok = False
-        for n, r in block.get("scalars", {}).items():
-            if r["low"] > r["high"]:
-                self.error(where("scalars"), f"explore: scalars: {shown(n)}: high "
-                                             f"({r['high']:g}) is below low ({r['low']:g})")
-                ok = False
-        if not ok:
-            return None
-        dtypes = block.get("dtype") or {}
-        output = block.get("output") or {}
-        return ExploreSpec(
-            block.get("low"), block.get("high"),
-            {"*": dtypes} if isinstance(dtypes, str) else dict(dtypes), block.get("max_elements"),
-            tuple(tuple(g) for g in block.get("same_shape", [])),
-            {n: (float(r["low"]), float(r["high"])) for n, r in block.get("scalars", {}).items()},
-            output.get("like"), output.get("dtype"), tuple(block.get("keep_shape", [])),
-            {n: tuple(dims) for n, dims in block.get("shapes", {}).items()})
 
     def kernel_name(self, path: DocPath, op: dict, name: Optional[str],
                     shapes: Optional[LibraryShapes]) -> Tuple[Optional[str], bool]:
@@ -304,7 +223,7 @@ class _OpChecks(_InputChecks):
             self.error(path, "cannot tell the output dtype: give output: {dtype: ...} on the "
                              "vector or the op (no tensor input with a known dtype)")
 
-        expected = self.expected(path, vec, op_reference, output_shape)
+        expected = self.expected(path, vec, op_reference, output_shape, output_dtype)
         if expected is _CHECKS_ONLY:
             expected = None
             if output_shape is None and not shaped and self.clean(path):
@@ -326,6 +245,21 @@ class _OpChecks(_InputChecks):
                       output_memory=output.get("location", "hbm"),
                       output_dtype_defaulted=not (shaped or output.get("dtype")
                                                   or op_output.get("dtype")))
+
+    def argument_names(self, path: DocPath, text: Optional[str],
+                       schema: OpSchema) -> Optional[OpSchema]:
+        """``schema``, or None after reporting an argument name longer than
+        :data:`MAX_NAME_CHARS` (explore names files after it) at its place in
+        ``text`` (the schema written; None: derived)."""
+        for arg in schema.arguments:
+            if len(arg.name) > MAX_NAME_CHARS:
+                at = text.find(arg.name) if text is not None else -1
+                self.error(path, f"argument name '{shown(arg.name, 24)}' has {len(arg.name)} "
+                                 f"characters; an argument name has at most {MAX_NAME_CHARS} "
+                                 "(docs/manifest.md \"Limits of the manifest reader\")",
+                           offset=at if at >= 0 else None)
+                return None
+        return schema
 
     def vector_inputs(self, path: DocPath, vec: dict, given: dict, schema: Optional[OpSchema],
                       inputs: list, seed_parts: Tuple[str, str, str]) -> Optional[str]:
@@ -370,9 +304,11 @@ class _OpChecks(_InputChecks):
         return first_tensor_dtype
 
     def expected(self, path: DocPath, vec: dict, op_reference: Any,
-                 output_shape: Optional[Tuple[int, ...]]) -> Any:
+                 output_shape: Optional[Tuple[int, ...]], output_dtype: Optional[str]) -> Any:
         """A vector's expected result (its own, else the op's reference),
-        :data:`_CHECKS_ONLY` when it has none, or None after reporting."""
+        :data:`_CHECKS_ONLY` when it has none, or None after reporting.
+        ``output_dtype``: None when a shape function gives it (an integer
+        dtype, as far as the literals' exactness goes)."""
         if "expected" not in vec:
             if op_reference is _BAD_REFERENCE:
                 return None  # the op's reference was reported already
@@ -400,7 +336,8 @@ class _OpChecks(_InputChecks):
             return Expected(reference=None, values=None, npy=found[0]) if found else None
         values = exp["values"]
         if not self.clean(epath + ("values",)) or \
-                not self.check_values(epath + ("values",), values, output_shape, None):
+                not self.check_values(epath + ("values",), values, output_shape, None) or \
+                not self.exact_literals(epath + ("values",), output_dtype):
             return None
         return Expected(reference=None, values=values, npy=None)
 

@@ -34,6 +34,7 @@ from gpsimd_device.lsp import MULTICORE_LSPS, SINGLE_LSP, LinkerSpec
 from gpsimd_device.pack import pack_metadata
 from gpsimd_device.versions import VERSIONS
 
+from ..buildnames import LSP_DIR, RUNTIME_DIR
 from .base import HOST_DIALECT, Graph, Profile, ProfileError, Shared, prefix_maps
 
 __all__ = ["DEPFILE_SUFFIX", "GOLD", "HOST_CXXFLAGS", "HOST_LINKFLAGS", "RUNTIME_DEBUGFLAGS",
@@ -189,7 +190,7 @@ class HostProfile(Profile):
         holds the absolute path of the install folder."""
         include, sources = INCLUDE_DIR, sorted(glob.glob(os.path.join(RUNTIME_SRC, "*.cpp")))
         if os.path.isabs(graph.dir_path(os.path.dirname(INCLUDE_DIR))):
-            mirror = f"{profile_dir}/runtime"
+            mirror = f"{profile_dir}/{RUNTIME_DIR}"
             for rel, text in runtime_files():
                 graph.text(f"{mirror}/{rel}", text)
             include = f"{mirror}/include"
@@ -199,16 +200,16 @@ class HostProfile(Profile):
         objects: List[Any] = []
         for src in sources:
             stem = os.path.splitext(os.path.basename(src))[0]
-            objects.append(graph.compile(f"{profile_dir}/runtime/obj/{stem}.o",
+            objects.append(graph.compile(f"{profile_dir}/{RUNTIME_DIR}/obj/{stem}.o",
                                          graph.source(src), **vars))
-        shared.stack_graph = [graph.stack_graph(f"{profile_dir}/runtime/stack-graph.json",
+        shared.stack_graph = [graph.stack_graph(f"{profile_dir}/{RUNTIME_DIR}/stack-graph.json",
                                                 objects)]
-        shared.nodes["runtime"] = [graph.archive(f"{profile_dir}/runtime/libneuroncustomop.a",
+        shared.nodes["runtime"] = [graph.archive(f"{profile_dir}/{RUNTIME_DIR}/libneuroncustomop.a",
                                                  objects)]
         for spec in MULTICORE_LSPS + (SINGLE_LSP,):
-            cpp = graph.text(f"{profile_dir}/lsp/{spec.name}.cpp", lsp_source(spec))
-            shared.nodes[f"lsp:{spec.name}"] = [graph.compile(f"{profile_dir}/lsp/{spec.name}.o",
-                                                              cpp, **vars)]
+            cpp = graph.text(f"{profile_dir}/{LSP_DIR}/{spec.name}.cpp", lsp_source(spec))
+            shared.nodes[f"lsp:{spec.name}"] = [graph.compile(
+                f"{profile_dir}/{LSP_DIR}/{spec.name}.o", cpp, **vars)]
         return shared
 
     def link(self, graph: Graph, target: str, objects: Sequence[Any], spec: LinkerSpec,

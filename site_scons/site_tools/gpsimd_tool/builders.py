@@ -22,6 +22,7 @@ import SCons.Action
 import SCons.Builder
 
 from gpsimd_build import layout
+from gpsimd_build.buildnames import EMU_DIR
 from gpsimd_build import results_summary as states
 from gpsimd_build import zygote_recipe
 from gpsimd_build.report_files import EXPLORE_RECORD
@@ -205,7 +206,7 @@ def zygote_node(env, graph, profile_dir: str, include: str) -> Any:
     paths = zygote.source_paths(layout.emulator_dir(), include)
     compiled = zygote_recipe.c_sources(paths)
     return graph.uses(env.GpsimdZygote(
-        f"{profile_dir}/emu/{zygote.PROGRAM_NAME}", [env.File(p) for p in paths],
+        f"{profile_dir}/{EMU_DIR}/{zygote.PROGRAM_NAME}", [env.File(p) for p in paths],
         GPSIMD_ZYGOTE_INCLUDE=include, CPPPATH=[env.Dir(include)],
         GPSIMD_ZYGOTE_SOURCES=[env.File(p) for p in compiled],
         GPSIMD_ZYGOTE_DIGEST=zygote.source_digest(layout.emulator_dir(), include)),

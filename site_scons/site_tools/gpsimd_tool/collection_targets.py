@@ -9,6 +9,7 @@ from typing import Any, List
 
 import SCons.Script
 
+from gpsimd_build import buildnames as names
 from gpsimd_build import ninjarecord, testplan
 
 from . import ninja_path as ninja
@@ -30,7 +31,7 @@ def add_targets(top_env, libs: Libraries, collection, libraries: List[Any],
         db = env.GpsimdCompileDb(f"{build_dir}/compile_commands.json", [])
         env.AlwaysBuild(db)
         env.NoCache(db)
-        env.Alias("compiledb", db)
+        env.Alias(names.COMPILEDB, db)
     # `scons digests`: computed and printed every time, never from a cache
     # (named from BUILD_DIR: the same text for any BUILD_DIR)
     top = env.Dir(build_dir)
@@ -40,19 +41,19 @@ def add_targets(top_env, libs: Libraries, collection, libraries: List[Any],
                                            [listing] + libs.artifacts))
     env.AlwaysBuild(digests)
     env.NoCache(digests)
-    env.Alias("digests", digests)
+    env.Alias(names.DIGESTS, digests)
     # `scons schemas`: every op's canonical schema (derived ones too); on
     # the ninja path an edge whose output is never made, so `ninja schemas`
     # prints them on every run too (an alias's own action is not written
     # into build.ninja)
     if libs.to_ninja:
-        env.Alias("schemas", env.GpsimdPrint(f"{profile_dir}/.schemas-printed", libs.schemas))
+        env.Alias(names.SCHEMAS, env.GpsimdPrint(f"{profile_dir}/.schemas-printed", libs.schemas))
     else:
-        env.AlwaysBuild(env.Alias("schemas", libs.schemas, "@cat $SOURCES"))
+        env.AlwaysBuild(env.Alias(names.SCHEMAS, libs.schemas, "@cat $SOURCES"))
     if profile.runs_tests:
-        env.Alias("test", libs.results + libs.verdicts)
-        env.Alias("explore", libs.explore)
-        env.Alias("stack-report", libs.stack)
+        env.Alias(names.TEST, libs.results + libs.verdicts)
+        env.Alias(names.EXPLORE, libs.explore)
+        env.Alias(names.STACK_REPORT, libs.stack)
         # library by library, each one's stack report before its tests (a
         # report found up to date leaves the progress total before the
         # test line; a library's results come before the next one's compiles)
@@ -65,9 +66,9 @@ def add_targets(top_env, libs: Libraries, collection, libraries: List[Any],
                                      len(collection.libraries),
                                      [lib.name for lib in libraries if lib.multicore], spec)
             ninja.failure_rules(top_env, env.subst("$GPSIMD_STEP"), profile_dir)
-        env.Default(env.Alias("all", default))
+        env.Default(env.Alias(names.ALL, default))
     else:
-        env.Default(env.Alias("all", libs.loadable + libs.versions))
+        env.Default(env.Alias(names.ALL, libs.loadable + libs.versions))
     if libs.to_ninja:
         files = [f for lib in libraries for f in testplan.plan_files(lib)]
         from gpsimd_build.manifest import SCHEMA_PATH

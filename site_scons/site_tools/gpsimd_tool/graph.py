@@ -21,7 +21,7 @@ from typing import Any, Dict, List
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import buildfolder, buildlock as lock, layout, project_record
+from gpsimd_build import buildfolder, buildnames, buildlock as lock, layout, project_record
 from gpsimd_build.manifest.model import ManifestError
 from gpsimd_build.profiles import ProfileError, Shared, get_profile
 
@@ -44,7 +44,7 @@ __all__ = ["GpsimdCollection"]
 _PYTHONPATH = os.pathsep.join(layout.python_roots())
 #: The alias of the emulator's code and the facts it reads
 #: (``layout.emulator_python_files``): every test node depends on it.
-EMU_SOURCES_ALIAS = "gpsimd-emulator-sources"
+EMU_SOURCES_ALIAS = buildnames.EMU_SOURCES_ALIAS
 
 
 def _outputs(folder) -> List[Any]:

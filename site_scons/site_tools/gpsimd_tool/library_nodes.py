@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
 from gpsimd_build import codegen, testplan
+from gpsimd_build.buildnames import EXPLORE_PREFIX, TEST_PREFIX, WRAPPER_STEM, source_stem
 from gpsimd_build.profiles import Shared, linked_names, linker_specs
 from gpsimd_device.versions import versions_json
 
 from . import ninja_path as ninja
 from .inputs_record import InputsRecord
-from .shapes_graph import schemas_text, shape_nodes, source_stem
+from .shapes_graph import schemas_text, shape_nodes
 from .summary import LibraryTests
 
 __all__ = ["Libraries"]
@@ -79,7 +80,7 @@ class Libraries:
         lib_dir = f"{self.profile_dir}/{lib.name}"
         compile_vars = profile.compile_vars(shared, lib.includes, lib.cflags)
         wrapper = [graph.text(f"{lib_dir}/wrapper.cpp", _wrapper_text(lib, profile.dialect))]
-        sources = [(src, source_stem(src)) for src in lib.sources] + [(wrapper[0], "wrapper")]
+        sources = [(src, source_stem(src)) for src in lib.sources] + [(wrapper[0], WRAPPER_STEM)]
         objects = []
         for src, stem in sources:
             obj = graph.compile(f"{lib_dir}/obj/{stem}.o", src, **compile_vars)
@@ -159,7 +160,7 @@ class Libraries:
             ninja.prestart(env, graph, lib_dir, results)
             verdict = ninja.verdict(env, lib_dir, lib.name, results)
             self.verdicts += verdict
-        env.Alias(f"test-{lib.name}", results + verdict)
+        env.Alias(f"{TEST_PREFIX}{lib.name}", results + verdict)
         # `scons explore-<lib>`: a search for failing inputs (always runs;
         # a failing example's .npy go to explore/ beside the manifest)
         explore = graph.uses(env.GpsimdExplore(
@@ -170,7 +171,7 @@ class Libraries:
             GPSIMD_TEST_LABEL=lib.name), "$PYTHON")
         env.Depends(explore, self.emu_sources + [self.program])
         env.AlwaysBuild(explore)
-        env.Alias(f"explore-{lib.name}", explore)
+        env.Alias(f"{EXPLORE_PREFIX}{lib.name}", explore)
         self.explore += explore
         self.explore_by_lib[lib.name] = list(explore)
         self.results += results

@@ -6,7 +6,7 @@ recording the programs its command runs as explicit dependencies."""
 import os
 from typing import Any, Dict, List, Optional, Tuple
 
-from gpsimd_build import layout
+from gpsimd_build import buildnames, layout
 from gpsimd_build.cflags import named_inputs
 from gpsimd_device.atomic import write_if_changed
 
@@ -17,7 +17,7 @@ __all__ = ["SConsGraph", "STEP_SOURCES_ALIAS", "WRAPPERS", "wrapped_program"]
 #: The alias of the code the build's own steps run
 #: (``layout.step_python_files``): every step node depends on it (see
 #: :meth:`SConsGraph.step`), as a test node depends on the emulator's.
-STEP_SOURCES_ALIAS = "gpsimd-step-sources"
+STEP_SOURCES_ALIAS = buildnames.STEP_SOURCES_ALIAS
 
 
 #: Programs that stand for a compiler in a "masquerade" folder (a link of

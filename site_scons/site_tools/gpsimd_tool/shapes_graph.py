@@ -29,12 +29,12 @@ running the tests on a plan the old code shaped.
 included) from ``<lib>/schemas.txt``, written for every library.
 """
 
-import os
 from typing import Any, List, Optional
 
 import SCons.Builder
 
 from gpsimd_build import testplan
+from gpsimd_build.buildnames import source_stem
 from gpsimd_build.regcheck import manifest_facts
 
 from .signature import SignedCommand
@@ -88,16 +88,6 @@ class ShapeNodes:
 
     def all(self) -> List[Any]:
         return self.objects + [self.library] + self.registration + self.check + self.plan
-
-
-def source_stem(src: str) -> str:
-    """A source's object path stem (kernel and shape objects alike): its
-    path below the top without its suffix; a source outside the top (an
-    allowed folder, ``../aws/relu.cpp``) under ``outside/``
-    (``outside/aws/relu``)."""
-    parts = os.path.normpath(src).replace(os.sep, "/").split("/")
-    inside = [p for p in parts if p != ".."]
-    return os.path.splitext("/".join((["outside"] if len(inside) < len(parts) else []) + inside))[0]
 
 
 def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,

@@ -4,21 +4,25 @@ adds about targets and libraries."""
 
 from typing import Any, List
 
+from gpsimd_build import buildnames as names_
+
 __all__ = ["help_text", "selected_libraries"]
 
 
 def selected_libraries(libraries, profile_dir: str, targets) -> List[Any]:
     """The libraries whose graph this run needs: when every command-line
     target names a library (``<lib>``, ``test-<lib>``, or a path under
-    ``<profile_dir>/<lib>/``), those libraries only; else all of them."""
+    ``<profile_dir>/<lib>/``), those libraries only; else all of them. A
+    collection target (``test``, ``all``...) is never one library's, even
+    if a library had its name (the loader refuses such a name)."""
     names = {lib.name for lib in libraries}
     wanted = set()
     for target in targets:
         t = str(target).rstrip("/")
-        if t in names:
+        if t in names and names_.library_target(t):
             wanted.add(t)
-        elif t.startswith("test-") and t[5:] in names:
-            wanted.add(t[5:])
+        elif t.startswith(names_.TEST_PREFIX) and t[len(names_.TEST_PREFIX):] in names:
+            wanted.add(t[len(names_.TEST_PREFIX):])
         elif t.startswith(profile_dir + "/") and t[len(profile_dir) + 1:].split("/")[0] in names:
             wanted.add(t[len(profile_dir) + 1:].split("/")[0])
         else:

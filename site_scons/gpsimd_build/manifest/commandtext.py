@@ -1,0 +1,60 @@
+"""Manifest strings that reach a command: a path (a source, an include
+folder, a ``.npy`` or reference file, an included manifest) becomes an SCons
+node and a word of a command line, a flag (``cflags``) a word too. SCons
+substitutes ``$`` in both (``k/r${Z}.cpp`` is ``k/r.cpp``, ``-DVAL=$Z`` is
+``-DVAL=``), ninja reads ``$`` as its escape, and every command runs through
+``sh -c``: a word is passed as written (in double quotes when it holds a
+space), so the shell reads its quotes, ``;``, ``|``, ``*``... A string that
+holds such a character would not mean what it says: the loader refuses it
+(docs/manifest.md "Names and strings"); nothing is escaped.
+"""
+
+import re
+from typing import Optional, Tuple
+
+from ..diagnostics import shown
+
+_WHY_DOLLAR = ("SCons and ninja read '$' as a variable, replaced by its value (${Z} "
+               "by nothing when Z is unset)")
+_WHY_SHELL = "the shell that runs the command reads it"
+
+#: Characters read as syntax anywhere in a word: SCons's and ninja's ``$``,
+#: the shell's quotes, escapes, operators and globs, control characters.
+_ANYWHERE = re.compile(r"[$`\"'\\;&|<>()*?\[\x00-\x1f\x7f]")
+#: Characters read as syntax at the start of a word (the shell's ``~`` and
+#: ``#``); for a path also the compiler's option (``-``) and response-file
+#: (``@``) prefixes.
+_FIRST_FLAG = "~#"
+_FIRST_PATH = "~#-@"
+#: A glob's own characters, allowed in an include pattern.
+_GLOB = "*?["
+
+
+def command_problem(text: str, *, path: bool, glob: bool = False) -> Optional[Tuple[int, str]]:
+    """(offset of the first character that a command would read as syntax,
+    why) in ``text``, a path (``path``) or a flag; None when every
+    character means itself. ``glob``: an include pattern, whose ``*``, ``?``
+    and ``[`` are the pattern's."""
+    for m in _ANYWHERE.finditer(text):
+        char = m.group()
+        if glob and char in _GLOB:
+            continue
+        if char == "$":
+            return m.start(), _WHY_DOLLAR
+        if char < " " or char == "\x7f":
+            return m.start(), f"a control character ({char!r}) cannot be passed to a command"
+        return m.start(), f"'{char}': {_WHY_SHELL}"
+    if text and text[0] in (_FIRST_PATH if path else _FIRST_FLAG):
+        char = text[0]
+        why = f"the compiler reads a word that starts with '{char}' as " + (
+            "an option" if char == "-" else "a response file") if char in "-@" else \
+            f"{_WHY_SHELL} at the start of a word"
+        return 0, f"'{char}' at the start: {why}"
+    return None
+
+
+def command_message(what: str, written: str, problem: Tuple[int, str]) -> str:
+    """The located error's text for ``written`` (a ``what``)."""
+    return (f"{what} '{shown(written)}' cannot reach a build command as written: {problem[1]}; "
+            f"{'write it without' if what == 'compiler flag' else 'rename it to a name without'} "
+            "that character (docs/manifest.md \"Names and strings\")")
