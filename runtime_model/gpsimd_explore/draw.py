@@ -16,7 +16,8 @@ from gpsimd_device.plan import ExploreSpec, VectorPlan
 
 from gpsimd_emu.dtypes import by_name
 
-__all__ = ["inputs_strategy", "sweep_inputs", "spread_values", "PARTITION_SIZES", "PAST_LIMITS"]
+__all__ = ["inputs_strategy", "sweep_inputs", "sweep_all", "spread_values", "PARTITION_SIZES",
+           "PAST_LIMITS"]
 
 
 #: Dimension sizes that catch partition bugs: 1, primes, counts that do
@@ -277,3 +278,14 @@ def sweep_inputs(template: VectorPlan, max_elements: int, explore: Optional[Expl
             inputs[name] = arr.astype(target) if target.kind in "biuf" else arr
         out.append(inputs)
     return out
+
+
+def sweep_all(templates: List[VectorPlan], max_elements: int, explore: Optional[ExploreSpec],
+              seed: int) -> List[Tuple[int, Dict[str, object]]]:
+    """:func:`sweep_inputs` of every template, ``(template index, inputs)``,
+    by turns (the first of each, then the second of each, ...): a sweep
+    cut short still reaches every template, a dtype whose bug only a large
+    tensor shows included."""
+    each = [sweep_inputs(t, max_elements, explore, seed + i) for i, t in enumerate(templates)]
+    return [(i, each[i][j]) for j in range(max((len(e) for e in each), default=0))
+            for i in range(len(each)) if j < len(each[i])]

@@ -80,7 +80,7 @@ from gpsimd_device.printable import visible
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
-from .draw import inputs_strategy, sweep_inputs
+from .draw import inputs_strategy, sweep_all
 from .example import example_vector, vector_yaml
 from .probe import lesson_of, probe
 from gpsimd_emu.settings import add_run_options, run_options
@@ -228,14 +228,16 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     state = {"count": 0, "rejected": 0, "failed": None, "start": time.monotonic(),
              "timed_out": False}
 
+    folder = os.path.join(work, op.name)
+
     def run(drawn, refuse=None) -> None:
         index, arrays = drawn
         if time_limit is not None and time.monotonic() - state["start"] > time_limit:
             state["timed_out"] = True
             return                      # (the limit is reached: no more runs)
         state["count"] += 1
-        folder = os.path.join(work, op.name)
-        vector = shaped(example_vector(templates[index], arrays, "explore", folder, root))
+        template = templates[index]
+        vector = shaped(example_vector(template, arrays, "explore", folder, root))
         result = session.run_vector(op, vector)
         if not (result.passed or result.checked):
             if lesson_of(result.message) is not None:
@@ -245,13 +247,14 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
                 state["rejected"] += 1
                 (refuse or reject)()
                 return
-            state["failed"] = (templates[index], arrays, result)
+            state["failed"] = (template, arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
 
-    # the sweep past the device's buffers, after the search: a quarter of
-    # the examples at most, taken from the search's
-    sweep = sweep_inputs(templates[0], max_elements, explore, seed)[:examples // 4]
+    # the sweep past the device's buffers, after the search: of every
+    # template, by turns, a quarter of the examples at most, taken from
+    # the search's
+    sweep = sweep_all(templates, max_elements, explore, seed)[:examples // 4]
 
     # (one folder per op: the search functions of a library's ops look
     # alike to Hypothesis, which keys its database by the function, and one
@@ -270,8 +273,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     held = bool(database) and os.path.isdir(database) and any(os.scandir(database))
     try:
         prop()
-        for arrays in sweep:
-            run((0, arrays), refuse=lambda: None)
+        for index, arrays in sweep:
+            run((index, arrays), refuse=lambda: None)
     except _Falsified:
         template, arrays, result = state["failed"]
         stem = f"{plan.library}.{op.name}.{_digest(arrays)}"
