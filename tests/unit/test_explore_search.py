@@ -76,3 +76,32 @@ def test_the_sweep_reaches_every_dtype_the_vectors_give(tmp_path, seed):
     status, text, _ = _explore(tmp_path, kernel, vectors, seed=seed)
     assert status == "FALSIFIED", text
     assert "dtype: float16" in text
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_sweep_grows_tensors_of_different_shapes(tmp_path, seed):
+    """a[m,k] and v[k], wrong past 20000 elements of a: found whatever the
+    seed, k kept equal in both."""
+    seen = []
+
+    def kernel(a, vector):
+        seen.append((a["a"].shape, a["v"].shape))
+        assert a["a"].shape[1] == a["v"].shape[0]
+        return _fail("wrong") if a["a"].size > 20000 else ""
+    vectors = [_vector("m4k8", {"a": ("float32", [4, 8]), "v": ("float32", [8])})]
+    status, text, _ = _explore(tmp_path, kernel, vectors, seed=seed)
+    assert status == "FALSIFIED", text
+
+
+def test_the_sweep_of_tied_sizes_keeps_them_equal_within_the_cap():
+    from gpsimd_explore.draw import sweep_inputs
+    template = _vector("v", {"a": ("float32", [4, 8]), "v": ("float32", [8])})
+    swept = sweep_inputs(template, 1 << 15, None, 0)
+    shapes = [(s["a"].shape, s["v"].shape) for s in swept]
+    assert ((1025, 1), (1,)) in shapes and ((1, 1025), (1025,)) in shapes
+    assert ((1, 32768), (32768,)) in shapes
+    assert all(a[1] == v[0] and np.prod(a) <= 1 << 15 for a, v in shapes)
+    square = sweep_inputs(_vector("v", {"x": ("float32", [4, 4]), "b": ("float32", [4])}),
+                          1 << 15, None, 0)
+    assert [s["x"].shape for s in square] == [(33, 33), (64, 64), (65, 65), (129, 129),
+                                              (181, 181)]
