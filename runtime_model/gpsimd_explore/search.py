@@ -82,7 +82,8 @@ from gpsimd_device.zygote import default_path
 
 from .draw import inputs_strategy, sweep_all
 from .example import example_vector, vector_yaml
-from .probe import lesson_of, probe
+from .probe import probe
+from .verdict import refused
 from gpsimd_emu.settings import add_run_options, run_options
 
 __all__ = ["main", "explore_op"]
@@ -240,9 +241,9 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
         vector = shaped(example_vector(template, arrays, "explore", folder, root))
         result = session.run_vector(op, vector)
         if not (result.passed or result.checked):
-            if lesson_of(result.message) is not None:
-                # (the kernel refuses that rank or dtype: not its bug, and
-                # not one of the examples counted)
+            if refused(session, op, template, vector, arrays, result.message):
+                # (the kernel refuses a rank its vectors do not use: not
+                # its bug, and not one of the examples counted)
                 state["count"] -= 1
                 state["rejected"] += 1
                 (refuse or reject)()

@@ -105,3 +105,26 @@ def test_the_sweep_of_tied_sizes_keeps_them_equal_within_the_cap():
                           1 << 15, None, 0)
     assert [s["x"].shape for s in square] == [(33, 33), (64, 64), (65, 65), (129, 129),
                                               (181, 181)]
+
+
+def _rank_fault(index, ndim):
+    return f"fault SHAPE in op op: IntArrayRef index {index} out of range (size {ndim})"
+
+
+def test_a_fault_at_the_vector_s_own_rank_is_the_op_s_bug(tmp_path):
+    """``sizes()[dim()]`` past 1000 elements of a rank-1 vector's tensor:
+    the fault names rank 1, the vector's own, so it is reported."""
+    def kernel(a, vector):
+        x = a["x"]
+        return _rank_fault(x.ndim, x.ndim) if x.size > 1000 else ""
+    status, text, _ = _explore(tmp_path, kernel, [_vector("n100", {"x": ("float32", [100])})])
+    assert status == "FALSIFIED", text
+    assert "IntArrayRef index 1 out of range (size 1)" in text
+
+
+def test_a_fault_at_a_rank_the_vector_does_not_use_is_rejected(tmp_path):
+    def kernel(a, vector):
+        x = a["x"]
+        return _rank_fault(1, x.ndim) if x.ndim < 2 else ""
+    status, text, _ = _explore(tmp_path, kernel, [_vector("m4k8", {"x": ("float32", [4, 8])})])
+    assert status == "EXPLORED", text
