@@ -182,11 +182,10 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
         """The group's rank first (it shrinks there), or any rank up to the
         device's, each dimension then at most the rank-th root of the cap
         (a rank the kernel refuses is rejected: ``explore_op``)."""
-        if rank == 0:
-            return st.just(())
         other = st.integers(1, MAX_DIMS).flatmap(
             lambda r: dims(r, max(1, int(cap ** (1.0 / r) + 1e-9))))
-        return st.one_of(dims(rank, cap), other)
+        # (rank 0 too: its one shape first, then the other ranks as any)
+        return st.one_of(st.just(()) if rank == 0 else dims(rank, cap), other)
     scalars = {}
     for name, spec in template.inputs.items():
         if getattr(spec, "kind", None) != "scalar":

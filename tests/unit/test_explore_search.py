@@ -128,3 +128,26 @@ def test_a_fault_at_a_rank_the_vector_does_not_use_is_rejected(tmp_path):
         return _rank_fault(1, x.ndim) if x.ndim < 2 else ""
     status, text, _ = _explore(tmp_path, kernel, [_vector("m4k8", {"x": ("float32", [4, 8])})])
     assert status == "EXPLORED", text
+
+
+def test_a_rank_0_vector_is_drawn_at_other_ranks(tmp_path):
+    """A kernel that writes only element 0, with a vector of shape []."""
+    def kernel(a, vector):
+        return _fail("elements never written by any core") if a["x"].size > 1 else ""
+    status, text, _ = _explore(tmp_path, kernel, [_vector("r0", {"x": ("float32", [])})])
+    assert status == "FALSIFIED", text
+
+
+def test_a_rank_0_vector_s_search_draws_other_ranks_and_shrinks_to_its_own():
+    from hypothesis import find, given, settings
+    from gpsimd_explore.draw import inputs_strategy
+    strategy = inputs_strategy(_vector("r0", {"x": ("float32", [])}), 1 << 15)
+    ranks = set()
+
+    @settings(max_examples=60, database=None, derandomize=True)
+    @given(strategy)
+    def draw(values):
+        ranks.add(values["x"].ndim)
+    draw()
+    assert 0 in ranks and len(ranks) > 2
+    assert find(strategy, lambda v: True, settings=settings(database=None))["x"].shape == ()
