@@ -151,3 +151,55 @@ def test_a_rank_0_vector_s_search_draws_other_ranks_and_shrinks_to_its_own():
     draw()
     assert 0 in ranks and len(ranks) > 2
     assert find(strategy, lambda v: True, settings=settings(database=None))["x"].shape == ()
+
+
+_PASTE = """version: 1
+libraries:
+  - name: lib
+    sources: [k.cpp]
+    ops:
+      - schema: "my_ops::f(Tensor x, Tensor y) -> Tensor"
+        reference: ref.py:f
+        OP_KEYS
+        vectors:
+          - name: v
+            inputs:
+              x: {dtype: float32, shape: [4], random: {distribution: normal}, location: sbuf}
+              y: {dtype: float32, shape: [4], random: {distribution: normal}}
+            VECTOR_KEYS
+"""
+
+
+@pytest.mark.parametrize("op_keys, vector_keys", [
+    ("rtol: 0.5", "rtol: 0\n            atol: 0"),
+    ("atol: 0.25", "output: {dtype: float16, location: sbuf}"),
+    ("output: {dtype: int32}", "atol: 1e-05"),
+])
+def test_a_pasted_example_is_judged_as_explore_judged_it(tmp_path, op_keys, vector_keys):
+    """The printed example carries what the judgement of its template used
+    besides the inputs: tolerances (the vector's or the op's, where they
+    are not the output dtype's defaults), the output's dtype and location,
+    an input's location; pasted under the op's vectors, the plan's vector
+    is judged as the explored one was."""
+    from gpsimd_build.manifest import load_manifest
+    from gpsimd_build.testplan import op_plan
+    from gpsimd_explore.example import example_vector, vector_yaml
+    (tmp_path / "k.cpp").write_text("")
+    (tmp_path / "ref.py").write_text("def f(x, y):\n    return x\n")
+    text = _PASTE.replace("OP_KEYS", op_keys).replace("VECTOR_KEYS", vector_keys)
+    manifest = tmp_path / "ops.yaml"
+    manifest.write_text(text)
+    template = op_plan(load_manifest(str(manifest), root=str(tmp_path)).libraries[0].ops[0]) \
+        .vectors[0]
+    arrays = {"x": np.array([1.0, 2.0], np.float32), "y": np.arange(20, dtype=np.float32)}
+    explored = example_vector(template, arrays, "e", str(tmp_path / "work"), str(tmp_path))
+    example = vector_yaml(template, arrays, "e", str(tmp_path), "", "lib.f", order=["x", "y"])
+    manifest.write_text(text + "".join(" " * 10 + line + "\n" for line in example.splitlines()))
+    pasted = op_plan(load_manifest(str(manifest), root=str(tmp_path)).libraries[0].ops[0]) \
+        .vectors[1]
+    for field in ("rtol", "atol", "expected"):
+        assert getattr(pasted, field) == getattr(explored, field), (field, example)
+    assert (pasted.output.dtype, pasted.output.location) == \
+        (explored.output.dtype, explored.output.location), example
+    assert {k: v.location for k, v in pasted.inputs.items()} == \
+        {k: v.location for k, v in explored.inputs.items()} == {"x": "sbuf", "y": "hbm"}
