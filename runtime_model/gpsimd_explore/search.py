@@ -233,9 +233,12 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
 
     def run(drawn, refuse=None) -> None:
         index, arrays = drawn
-        if time_limit is not None and time.monotonic() - state["start"] > time_limit:
+        if state["failed"] is None and time_limit is not None and \
+                time.monotonic() - state["start"] > time_limit:
+            # (the limit ends the search for a failure, never the shrinking
+            # or the replay of one found: those run every example)
             state["timed_out"] = True
-            return                      # (the limit is reached: no more runs)
+            return
         state["count"] += 1
         template = templates[index]
         vector = shaped(example_vector(template, arrays, "explore", folder, root))

@@ -153,6 +153,34 @@ def test_a_rank_0_vector_s_search_draws_other_ranks_and_shrinks_to_its_own():
     assert find(strategy, lambda v: True, settings=settings(database=None))["x"].shape == ()
 
 
+def test_the_time_limit_ends_the_search_never_the_shrinking(tmp_path, monkeypatch):
+    """A clock that moves a second a run, a limit of 12 s: the failure
+    found before the limit is shrunk and replayed past it, and reported."""
+    clock = {"now": 0.0}
+    monkeypatch.setattr(search, "time", types.SimpleNamespace(monotonic=lambda: clock["now"]))
+
+    def kernel(a, vector):
+        clock["now"] += 1.0
+        return _fail("wrong") if a["x"].size > 3 else ""
+    status, text, session = _explore(tmp_path, kernel,
+                                     [_vector("n2", {"x": ("float32", [2])})],
+                                     examples=100, time_limit=12)
+    assert status == "FALSIFIED", text
+    assert session.runs > 12
+
+
+def test_the_time_limit_ends_a_search_that_finds_nothing(tmp_path, monkeypatch):
+    clock = {"now": 0.0}
+    monkeypatch.setattr(search, "time", types.SimpleNamespace(monotonic=lambda: clock["now"]))
+
+    def kernel(a, vector):
+        clock["now"] += 1.0
+        return ""
+    status, text, session = _explore(tmp_path, kernel, [_vector("n2", {"x": ("float32", [2])})],
+                                     examples=100, time_limit=5)
+    assert status == "EXPLORED" and text.endswith("(time limit)") and session.runs <= 7, text
+
+
 _PASTE = """version: 1
 libraries:
   - name: lib
