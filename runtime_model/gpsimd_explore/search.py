@@ -67,7 +67,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -358,7 +360,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("gpsimd_explore: needs Hypothesis: python3 -m pip install "
                   "'gpsimd-build[explore]'", file=sys.stderr)
             return 2
-    from gpsimd_emu.session import LibrarySession
     from gpsimd_emu.shapes import StepError
     from gpsimd_emu.zygote_client import program_problem
     try:
@@ -372,9 +373,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     if problem:
         print(f"gpsimd_explore: {problem}; build it: scons {zygote}", file=sys.stderr)
         return 2
-    inputs = _inputs(args, plan, zygote) if args.record else {}
     options = run_options(args, zygote)
-    work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
+    inputs = _inputs(args, plan, zygote) if args.record else {}
+    # (the drawn inputs' files: a folder of this run's own, so that two
+    # explores of one library at once, pytest-xdist's workers or two
+    # shells, never run each other's; removed when it ends)
+    scratch = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
+    os.makedirs(scratch, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=scratch)
+    try:
+        return _explore_all(args, plan, shaper, options, inputs, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _explore_all(args: argparse.Namespace, plan: TestPlan, shaper: Optional[Callable],
+                 options, inputs: Dict[str, Optional[str]], work: str) -> int:
+    """Every op of ``plan`` explored (``options``: the session's, ``inputs``:
+    the record's digests), its drawn inputs' files in ``work``: the exit
+    status (module text)."""
+    from gpsimd_emu.session import LibrarySession
     counts = {"FALSIFIED": 0, "SKIPPED": 0, "errors": 0}
     records: Dict[str, dict] = {}
     with LibrarySession(plan, root=args.root, options=options) as session:

@@ -365,3 +365,32 @@ def test_named_dimensions_find_a_bug_a_square_vector_hides(built_project, tmp_pa
     assert lines[0] == "EXPLORED cb::colbias_ok: 40 examples, every check passed", lines
     assert lines[1].startswith("FALSIFIED cb::colbias_mod_bug: FAIL cb::colbias_mod_bug[explored_")
     assert lines[-1] == "cb: 2 ops explored, 1 falsified"
+
+
+def test_two_explores_of_one_library_at_once_never_share_their_drawn_inputs(built_project,
+                                                                           tmp_path):
+    """Two ``python -m gpsimd_explore`` runs of one library at once (two
+    shells, or pytest-xdist's workers, each with its own database) print
+    what one alone prints: each writes its drawn inputs in a folder of its
+    own (they shared ``explore/<op>/x.npy``: FlakyFailure, or an example
+    falsified by the other run's file), removed when it ends."""
+    import os
+    import subprocess
+    import sys
+    proj = copy_built(built_project[0], tmp_path / "p")
+    env = dict(os.environ, PYTHONPATH=str(ROOT / "runtime_model"))
+
+    def start(name):
+        return subprocess.Popen(
+            [sys.executable, "-m", "gpsimd_explore", "build/host/relu/testplan.json",
+             "--zygote", "build/host/emu/gpsimd-zygote", "--root", ".", "--examples", "60",
+             "--shapes", "build/host/relu/shapes/relu_shapes.so",
+             "--database", str(tmp_path / f"db-{name}"), "--save-dir", str(tmp_path / name),
+             "--save-prefix", "explore/"], cwd=str(proj), env=env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+    alone = start("alone").communicate(timeout=900)[0]
+    runs = [start(name) for name in ("a", "b")]
+    outputs = [run.communicate(timeout=900)[0] for run in runs]
+    assert "relu: 2 ops explored, 1 falsified" in alone.splitlines(), alone
+    assert outputs == [alone, alone], outputs
+    assert not any((proj / "build/host/relu/explore").iterdir())
