@@ -9,15 +9,22 @@ than its vector's: a tensor drawn at the rank its vector gives is a rank
 the op is tested at, so a fault there (``sizes()[dim()]`` on a large
 tensor, or when a dimension is 1) is the op's bug. A DTYPE fault is never
 a refusal: every drawn tensor has its vector's dtype.
+
+A reference may fail first, on the rank the kernel would refuse (``rowsum``'s
+``x.sum(axis=1)`` on a rank-1 tensor): when the example drew another rank
+and the failure is the reference's, the kernel is run checks-only on the
+same inputs, and the example is rejected when the kernel refuses that
+rank; at the vector's own ranks a reference's failure is reported.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict
 
 import numpy as np
 
-from gpsimd_device.plan import VectorPlan
+from gpsimd_device.plan import ExpectedSpec, OutputSpec, VectorPlan
 
 from .draw import _shape_of
 from .probe import lesson_of
@@ -46,8 +53,22 @@ def refused(session, op, template: VectorPlan, vector: VectorPlan,
             arrays: Dict[str, object], message: str) -> bool:
     """True when the failure ``message`` of ``vector`` (``template`` with
     ``arrays``) is the kernel refusing a rank the example drew other than
-    its vector's (module text)."""
+    its vector's (module text); ``session`` runs the kernel again,
+    checks-only, when the reference failed at such a rank."""
     ranks = other_ranks(template, arrays)
     if not ranks:
         return False
-    return _refusal(message, ranks)
+    if _refusal(message, ranks):
+        return True
+    ref = vector.expected.reference
+    if ref is None or f"reference {ref.label}:{ref.function} " not in message:
+        return False        # (not the reference's failure: the kernel's own)
+    # (the reference failed first: would the kernel have refused that rank?)
+    output = vector.output
+    if output.shape is None:    # (the reference gave it: a guess, only its faults matter)
+        first = next((a for a in arrays.values() if isinstance(a, np.ndarray)), None)
+        output = OutputSpec(output.dtype, tuple(first.shape) if first is not None else (),
+                            output.location)
+    again = session.run_vector(op, dataclasses.replace(
+        vector, expected=ExpectedSpec(), output=output))
+    return not (again.passed or again.checked) and _refusal(again.message, ranks)

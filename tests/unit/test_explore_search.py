@@ -153,6 +153,26 @@ def test_a_rank_0_vector_s_search_draws_other_ranks_and_shrinks_to_its_own():
     assert find(strategy, lambda v: True, settings=settings(database=None))["x"].shape == ()
 
 
+def test_a_reference_failing_at_a_rank_the_kernel_refuses_is_rejected(tmp_path):
+    """``accessor<float,2>``, vectors of rank 2, a reference that raises on
+    rank 1: the kernel's refusal wins; at rank 2 a raising reference is
+    reported."""
+    def kernel(a, vector):
+        x = a["x"]
+        if not vector.expected.checks_only and x.ndim == 1:
+            return "reference ref.py:f raised AxisError: axis 1 is out of bounds"
+        if x.ndim != 2:
+            return f"fault SHAPE in op op: accessor<float,2> on a {x.ndim}-dimensional tensor"
+        return ""
+    status, text, _ = _explore(tmp_path, kernel, [_vector("m4k8", {"x": ("float32", [4, 8])})])
+    assert status == "EXPLORED", text
+
+    def raising(a, vector):
+        return "reference ref.py:f raised ValueError: no" if a["x"].size > 100 else ""
+    status, text, _ = _explore(tmp_path, raising, [_vector("m4k8", {"x": ("float32", [4, 8])})])
+    assert status == "FALSIFIED" and "raised ValueError" in text, text
+
+
 def test_the_time_limit_ends_the_search_never_the_shrinking(tmp_path, monkeypatch):
     """A clock that moves a second a run, a limit of 12 s: the failure
     found before the limit is shrunk and replayed past it, and reported."""
