@@ -55,8 +55,13 @@ the emulator's program, by path relative to the record's folder), which
 Deterministic and bounded: ``--examples`` per op (default 100), the seed
 ``--seed`` (default 0), failing examples kept in Hypothesis's example
 database ``--database`` (a folder per op) and replayed first next time (the line says
-``replayed``), and ``--time-limit`` seconds per op (the line says ``time
-limit``). Exit status: 0 when no op was falsified, 1 when one was, 2 when
+``replayed``), and ``--time-limit`` seconds per op of search (the line
+says ``time limit``; a failure found within them is shrunk and replayed
+however long that takes). The drawn inputs' files go to a folder of the
+run's own under the plan's ``explore/``, removed at its end (two runs of
+one library at once never meet). A failing example is reported unless
+the kernel refuses a rank it drew other than its vector's
+(``gpsimd_explore.verdict``). Exit status: 0 when no op was falsified, 1 when one was, 2 when
 the plan or the program cannot be used or Hypothesis is not installed.
 """
 
@@ -311,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", type=int, default=100, help="per op; 0: the probe phase only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-elements", type=int, default=1 << 15)
-    p.add_argument("--time-limit", type=float, default=None, help="seconds per op")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds per op of search (a failure found is still shrunk)")
     p.add_argument("--database", help="Hypothesis's example database (a folder)")
     p.add_argument("--save-dir", default=".", help="where the .npy of a failing example go")
     p.add_argument("--save-prefix", default="", help="their names' prefix in the YAML")
