@@ -16,7 +16,8 @@ from gpsimd_device.plan import ExploreSpec, VectorPlan
 
 from gpsimd_emu.dtypes import by_name
 
-__all__ = ["inputs_strategy", "sweep_inputs", "spread_values", "PARTITION_SIZES", "PAST_LIMITS"]
+__all__ = ["inputs_strategy", "sweep_inputs", "sweep_all", "spread_values", "PARTITION_SIZES",
+           "PAST_LIMITS"]
 
 
 #: Dimension sizes that catch partition bugs: 1, primes, counts that do
@@ -181,11 +182,10 @@ def inputs_strategy(template: VectorPlan, max_elements: int,
         """The group's rank first (it shrinks there), or any rank up to the
         device's, each dimension then at most the rank-th root of the cap
         (a rank the kernel refuses is rejected: ``explore_op``)."""
-        if rank == 0:
-            return st.just(())
         other = st.integers(1, MAX_DIMS).flatmap(
             lambda r: dims(r, max(1, int(cap ** (1.0 / r) + 1e-9))))
-        return st.one_of(dims(rank, cap), other)
+        # (rank 0 too: its one shape first, then the other ranks as any)
+        return st.one_of(st.just(()) if rank == 0 else dims(rank, cap), other)
     scalars = {}
     for name, spec in template.inputs.items():
         if getattr(spec, "kind", None) != "scalar":
@@ -251,29 +251,70 @@ def _shape_of(spec) -> List[int]:
 def sweep_inputs(template: VectorPlan, max_elements: int, explore: Optional[ExploreSpec],
                  seed: int) -> List[Dict[str, object]]:
     """Inputs past the device's buffers, tried after the search (so that no
-    seed misses them): for each count of :data:`PAST_LIMITS` within the cap,
-    smallest first, every tensor of a shared shape (:func:`shape_groups`)
-    of that many
-    elements (``(n, 1, ...)`` at the template's rank) with
-    :func:`spread_values`; the other tensors and the scalars as the
-    template's. Empty when no tensor shares a shape."""
+    seed misses them): for each count ``n`` of :data:`PAST_LIMITS` within
+    the cap, smallest first, every tensor of a shared shape
+    (:func:`shape_groups`) of ``n`` elements (``(n, 1, ...)`` at the
+    template's rank, ``(n,)`` for rank 0); then, for each dimension size
+    the other tensors draw (one per distinct size of the template's, as
+    in the search, or per name of ``explore: shapes:``), that size grown
+    so that the largest tensor it is in has ``n`` elements (the ``e``-th
+    root, rounded up, or down past the cap, for a tensor it is in ``e``
+    times) and every other
+    drawn size 1, when every tensor stays within the cap: ``a[m,k]`` and
+    ``v[k]`` as ``a[n,1], v[1]`` and ``a[1,n], v[n]``. Tensors in
+    ``keep_shape``, and the scalars, as the template's; values
+    :func:`spread_values`."""
     explore = explore or ExploreSpec()
     cap = explore.max_elements or max_elements
     tensors = {k: v for k, v in template.inputs.items() if getattr(v, "kind", None) == "tensor"}
     shapes = {k: tuple(_shape_of(v)) for k, v in tensors.items()}
-    grouped = {n for g in shape_groups(shapes, explore) for n in g
-               if shapes[n] and n not in explore.shapes}          # (rank 0: one element)
-    if not grouped:
-        return []
-    out = []
-    for i, n in enumerate(c for c in PAST_LIMITS if c <= cap):
-        inputs: Dict[str, object] = {}
+    grouped = {n for g in shape_groups(shapes, explore) for n in g if n not in explore.shapes}
+    # (each other tensor's dimensions as symbols: ("size", d) tied by the
+    # template's size, ("name", s) by explore: shapes:, or a fixed number)
+    dims: Dict[str, tuple] = {}
+    for name in tensors:
+        if name in grouped or name in explore.keep_shape:
+            continue
+        if name in explore.shapes:
+            dims[name] = tuple(("name", d) if isinstance(d, str) else d
+                               for d in explore.shapes[name])
+        else:
+            dims[name] = tuple(("size", d) for d in shapes[name])
+    symbols = list(dict.fromkeys(d for ds in dims.values() for d in ds if isinstance(d, tuple)))
+
+    def arrays(shape_of: Dict[str, Tuple[int, ...]], i: int) -> Dict[str, object]:
+        out: Dict[str, object] = {}
         for k, (name, spec) in enumerate(tensors.items()):
-            if name not in grouped:
-                continue
-            shape = (n,) + (1,) * (len(shapes[name]) - 1)
-            arr = spread_values(spec.dtype, shape, explore.bounds, seed * 1000 + i * 10 + k)
-            target = by_name(spec.dtype).numpy
-            inputs[name] = arr.astype(target) if target.kind in "biuf" else arr
-        out.append(inputs)
+            if name in shape_of:
+                arr = spread_values(spec.dtype, shape_of[name], explore.bounds,
+                                    seed * 1000 + i * 10 + k)
+                target = by_name(spec.dtype).numpy
+                out[name] = arr.astype(target) if target.kind in "biuf" else arr
+        return out
+
+    out: List[Dict[str, object]] = []
+    for n in (c for c in PAST_LIMITS if c <= cap):
+        if grouped:
+            out.append(arrays({name: (n,) + (1,) * (len(shapes[name]) - 1)
+                               for name in grouped}, len(out)))
+        for symbol in symbols:
+            top = max(ds.count(symbol) for ds in dims.values())
+            root = round(n ** (1.0 / top), 9)
+            for size in dict.fromkeys((max(1, math.ceil(root)), max(1, math.floor(root)))):
+                grown = {name: tuple(size if d == symbol else 1 if isinstance(d, tuple) else d
+                                     for d in ds) for name, ds in dims.items()}
+                if all(math.prod(s) <= cap for s in grown.values()):
+                    out.append(arrays(grown, len(out)))
+                    break
     return out
+
+
+def sweep_all(templates: List[VectorPlan], max_elements: int, explore: Optional[ExploreSpec],
+              seed: int) -> List[Tuple[int, Dict[str, object]]]:
+    """:func:`sweep_inputs` of every template, ``(template index, inputs)``,
+    by turns (the first of each, then the second of each, ...): a sweep
+    cut short still reaches every template, a dtype whose bug only a large
+    tensor shows included."""
+    each = [sweep_inputs(t, max_elements, explore, seed + i) for i, t in enumerate(templates)]
+    return [(i, each[i][j]) for j in range(max((len(e) for e in each), default=0))
+            for i in range(len(each)) if j < len(each[i])]

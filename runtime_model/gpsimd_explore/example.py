@@ -8,11 +8,12 @@ from __future__ import annotations
 import io
 import math
 import os
-from typing import Dict, Sequence
+from typing import Dict, List, Sequence
 
 import numpy as np
 
 from gpsimd_device.atomic import write_atomically
+from gpsimd_device.dtypes import TOLERANCES
 from gpsimd_device.plan import VectorPlan
 
 __all__ = ["INLINE_ELEMENTS", "example_vector", "vector_yaml"]
@@ -37,15 +38,19 @@ def example_vector(template: VectorPlan, arrays: Dict[str, np.ndarray], name: st
     file in ``folder``, named relative to ``root``) and no fixed output."""
     doc = template.to_json()
     doc["name"] = name
-    doc["output"] = {"dtype": doc["output"].get("dtype"), "shape": None}
+    given = doc["output"]
+    doc["output"] = {"dtype": given.get("dtype"), "shape": None,   # (its location kept)
+                     **{k: given[k] for k in ("location", "defaulted") if k in given}}
     for arg, arr in arrays.items():
         if not isinstance(arr, np.ndarray):     # (a drawn scalar)
             doc["inputs"][arg]["value"] = arr
             continue
         path = os.path.join(folder, f"{arg}.npy")
         _save(path, arr)
-        doc["inputs"][arg] = {"kind": "tensor", "dtype": doc["inputs"][arg]["dtype"],
-                              "shape": list(arr.shape), "npy": os.path.relpath(path, root)}
+        given = doc["inputs"][arg]
+        doc["inputs"][arg] = {"kind": "tensor", "dtype": given["dtype"],
+                              "shape": list(arr.shape), "npy": os.path.relpath(path, root),
+                              **({"location": given["location"]} if "location" in given else {})}
     return VectorPlan.from_json(doc, name)
 
 
@@ -75,7 +80,9 @@ def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
     op's reference is the op's own); an input with more than
     :data:`INLINE_ELEMENTS` elements or one that is not finite is written
     to ``save_dir/stem.<arg>.npy`` and named ``prefix`` + that file name
-    (a drawn NaN or subnormal is kept exactly). ``order``: the op's
+    (a drawn NaN or subnormal is kept exactly); with the template's
+    tolerances, output dtype and locations (:func:`_judgement`), so that
+    pasted it is judged as explore judged it. ``order``: the op's
     argument names, the order the inputs are written in (the schema's;
     default the template's)."""
     lines = [f"- name: {name}", "  inputs:"]
@@ -87,13 +94,37 @@ def vector_yaml(template: VectorPlan, arrays: Dict[str, np.ndarray], name: str,
             continue
         arr = arrays[arg]
         dtype, shape = spec.dtype, list(arr.shape)
+        where = f", location: {spec.location}" if getattr(spec, "location", "hbm") != "hbm" else ""
         wide = arr.astype(np.float64) if arr.dtype.kind not in "iub" else arr
         if arr.size <= INLINE_ELEMENTS and bool(np.all(np.isfinite(wide))):
             values = _yaml_values(wide.tolist() if arr.dtype.kind != "b" else arr.tolist())
-            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, values: {values}}}")
+            lines.append(f"    {arg}: {{dtype: {dtype}, shape: {shape}, values: {values}{where}}}")
         else:
             file = f"{stem}.{arg}.npy"
             _save(os.path.join(save_dir, file), arr)
             # (the .npy gives the shape: the manifest refuses both)
-            lines.append(f"    {arg}: {{dtype: {dtype}, npy: {prefix}{file}}}")
-    return "\n".join(lines) + "\n"
+            lines.append(f"    {arg}: {{dtype: {dtype}, npy: {prefix}{file}{where}}}")
+    return "\n".join(lines + _judgement(template)) + "\n"
+
+
+def _judgement(template: VectorPlan) -> List[str]:
+    """The YAML lines of what the judgement of ``template``'s examples used
+    besides the inputs and the op's reference: its tolerances where they
+    are not its output dtype's defaults (a vector's ``rtol: 0``, or the
+    op's), its output's dtype where the manifest gave one and its
+    location, so that pasted the example is judged as explore judged it."""
+    out = template.output
+    default = TOLERANCES.get(out.dtype, (None, None)) if out.dtype else (None, None)
+    lines = []
+    output = []
+    if out.dtype and not out.defaulted and out.source is None:
+        output.append(f"dtype: {out.dtype}")
+    if out.location != "hbm":
+        output.append(f"location: {out.location}")
+    if output:
+        lines.append(f"  output: {{{', '.join(output)}}}")
+    for key, value, usual in (("rtol", template.rtol, default[0]),
+                              ("atol", template.atol, default[1])):
+        if value is not None and value != usual:
+            lines.append(f"  {key}: {_yaml_scalar(value)}")
+    return lines

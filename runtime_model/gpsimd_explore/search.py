@@ -55,8 +55,13 @@ the emulator's program, by path relative to the record's folder), which
 Deterministic and bounded: ``--examples`` per op (default 100), the seed
 ``--seed`` (default 0), failing examples kept in Hypothesis's example
 database ``--database`` (a folder per op) and replayed first next time (the line says
-``replayed``), and ``--time-limit`` seconds per op (the line says ``time
-limit``). Exit status: 0 when no op was falsified, 1 when one was, 2 when
+``replayed``), and ``--time-limit`` seconds per op of search (the line
+says ``time limit``; a failure found within them is shrunk and replayed
+however long that takes). The drawn inputs' files go to a folder of the
+run's own under the plan's ``explore/``, removed at its end (two runs of
+one library at once never meet). A failing example is reported unless
+the kernel refuses a rank it drew other than its vector's
+(``gpsimd_explore.verdict``). Exit status: 0 when no op was falsified, 1 when one was, 2 when
 the plan or the program cannot be used or Hypothesis is not installed.
 """
 
@@ -67,7 +72,9 @@ import dataclasses
 import hashlib
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Callable, Dict, List, Optional, Tuple
 
@@ -80,9 +87,10 @@ from gpsimd_device.printable import visible
 from gpsimd_device.results import format_line
 from gpsimd_device.zygote import default_path
 
-from .draw import inputs_strategy, sweep_inputs
+from .draw import inputs_strategy, sweep_all
 from .example import example_vector, vector_yaml
-from .probe import lesson_of, probe
+from .probe import probe
+from .verdict import refused
 from gpsimd_emu.settings import add_run_options, run_options
 
 __all__ = ["main", "explore_op"]
@@ -228,30 +236,36 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     state = {"count": 0, "rejected": 0, "failed": None, "start": time.monotonic(),
              "timed_out": False}
 
+    folder = os.path.join(work, op.name)
+
     def run(drawn, refuse=None) -> None:
         index, arrays = drawn
-        if time_limit is not None and time.monotonic() - state["start"] > time_limit:
+        if state["failed"] is None and time_limit is not None and \
+                time.monotonic() - state["start"] > time_limit:
+            # (the limit ends the search for a failure, never the shrinking
+            # or the replay of one found: those run every example)
             state["timed_out"] = True
-            return                      # (the limit is reached: no more runs)
+            return
         state["count"] += 1
-        folder = os.path.join(work, op.name)
-        vector = shaped(example_vector(templates[index], arrays, "explore", folder, root))
+        template = templates[index]
+        vector = shaped(example_vector(template, arrays, "explore", folder, root))
         result = session.run_vector(op, vector)
         if not (result.passed or result.checked):
-            if lesson_of(result.message) is not None:
-                # (the kernel refuses that rank or dtype: not its bug, and
-                # not one of the examples counted)
+            if refused(session, op, template, vector, arrays, result.message):
+                # (the kernel refuses a rank its vectors do not use: not
+                # its bug, and not one of the examples counted)
                 state["count"] -= 1
                 state["rejected"] += 1
                 (refuse or reject)()
                 return
-            state["failed"] = (templates[index], arrays, result)
+            state["failed"] = (template, arrays, result)
             state.setdefault("first_failure", state["count"])
             raise _Falsified(result.message)
 
-    # the sweep past the device's buffers, after the search: a quarter of
-    # the examples at most, taken from the search's
-    sweep = sweep_inputs(templates[0], max_elements, explore, seed)[:examples // 4]
+    # the sweep past the device's buffers, after the search: of every
+    # template, by turns, a quarter of the examples at most, taken from
+    # the search's
+    sweep = sweep_all(templates, max_elements, explore, seed)[:examples // 4]
 
     # (one folder per op: the search functions of a library's ops look
     # alike to Hypothesis, which keys its database by the function, and one
@@ -270,8 +284,8 @@ def explore_op(session, plan: TestPlan, op, *, examples: int, seed: int, max_ele
     held = bool(database) and os.path.isdir(database) and any(os.scandir(database))
     try:
         prop()
-        for arrays in sweep:
-            run((0, arrays), refuse=lambda: None)
+        for index, arrays in sweep:
+            run((index, arrays), refuse=lambda: None)
     except _Falsified:
         template, arrays, result = state["failed"]
         stem = f"{plan.library}.{op.name}.{_digest(arrays)}"
@@ -302,7 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--examples", type=int, default=100, help="per op; 0: the probe phase only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--max-elements", type=int, default=1 << 15)
-    p.add_argument("--time-limit", type=float, default=None, help="seconds per op")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds per op of search (a failure found is still shrunk)")
     p.add_argument("--database", help="Hypothesis's example database (a folder)")
     p.add_argument("--save-dir", default=".", help="where the .npy of a failing example go")
     p.add_argument("--save-prefix", default="", help="their names' prefix in the YAML")
@@ -351,7 +366,6 @@ def main(argv: Optional[List[str]] = None) -> int:
             print("gpsimd_explore: needs Hypothesis: python3 -m pip install "
                   "'gpsimd-build[explore]'", file=sys.stderr)
             return 2
-    from gpsimd_emu.session import LibrarySession
     from gpsimd_emu.shapes import StepError
     from gpsimd_emu.zygote_client import program_problem
     try:
@@ -365,9 +379,26 @@ def main(argv: Optional[List[str]] = None) -> int:
     if problem:
         print(f"gpsimd_explore: {problem}; build it: scons {zygote}", file=sys.stderr)
         return 2
-    inputs = _inputs(args, plan, zygote) if args.record else {}
     options = run_options(args, zygote)
-    work = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
+    inputs = _inputs(args, plan, zygote) if args.record else {}
+    # (the drawn inputs' files: a folder of this run's own, so that two
+    # explores of one library at once, pytest-xdist's workers or two
+    # shells, never run each other's; removed when it ends)
+    scratch = os.path.join(os.path.dirname(os.path.abspath(args.plan)), "explore")
+    os.makedirs(scratch, exist_ok=True)
+    work = tempfile.mkdtemp(prefix=f"run-{os.getpid()}-", dir=scratch)
+    try:
+        return _explore_all(args, plan, shaper, options, inputs, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _explore_all(args: argparse.Namespace, plan: TestPlan, shaper: Optional[Callable],
+                 options, inputs: Dict[str, Optional[str]], work: str) -> int:
+    """Every op of ``plan`` explored (``options``: the session's, ``inputs``:
+    the record's digests), its drawn inputs' files in ``work``: the exit
+    status (module text)."""
+    from gpsimd_emu.session import LibrarySession
     counts = {"FALSIFIED": 0, "SKIPPED": 0, "errors": 0}
     records: Dict[str, dict] = {}
     with LibrarySession(plan, root=args.root, options=options) as session:

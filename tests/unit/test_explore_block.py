@@ -297,12 +297,16 @@ def test_the_sweep_tries_every_count_past_the_buffers_within_the_cap():
                for v in swept)
     capped = sweep_inputs(template({"x": [2, 3]}), 1 << 15, ExploreSpec(max_elements=5000), 0)
     assert [v["x"].shape for v in capped] == [(1025, 1), (4095, 1), (4097, 1)]
-    assert sweep_inputs(template({"x": [4, 8], "w": [8]}), 1 << 15, None, 0) == []
-    # the tensors explore: shapes: does not name share theirs, as in the search
+    # tensors of different shapes: each of their sizes grown in turn (the others 1)
+    apart = sweep_inputs(template({"x": [4, 8], "w": [8]}), 1 << 15, None, 0)
+    assert [(v["x"].shape, v["w"].shape) for v in apart][:2] == [((1025, 1), (1,)),
+                                                                 ((1, 1025), (1025,))]
+    # the tensors explore: shapes: does not name share theirs, as in the search;
+    # the named one's dimension is grown apart
     rest = sweep_inputs(template({"x": [4, 8], "y": [4, 8], "w": [8]}), 1 << 15,
                         ExploreSpec(shapes={"w": ("n",)}), 0)
-    assert [sorted(v) for v in rest] == [["x", "y"]] * 5
-    assert [v["y"].shape for v in rest][0] == (1025, 1)
+    assert [sorted(v) for v in rest] == [["x", "y"], ["w"]] * 5
+    assert rest[0]["y"].shape == (1025, 1) and rest[1]["w"].shape == (1025,)
 
 
 def test_named_dimensions_are_drawn_apart_where_the_vector_ties_them(tmp_path):
