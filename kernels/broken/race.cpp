@@ -142,3 +142,27 @@ torch::Tensor own_readback(const torch::Tensor& x) {
     scale_slice(x, out, s, 1.0f, true);
     return out;
 }
+
+// A race from the second call on: each core reads (through tensor_to_tcm,
+// which the runtime follows) the first element of the next core's slice
+// and adds 1 to its own first element when that core has written it
+// already (a wrong shortcut). Its first call is right; on the device its second call reads
+// the next core's element before or after that core writes it.
+static int second_race_calls = 0;
+torch::Tensor second_race(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    scale_slice(x, out, s, 2.0f, false);
+    const size_t n = size_t(x.numel());
+    if (second_race_calls++ == 0 || s.count == 0 || s.begin + s.count >= n) return out;
+    float* v = (float*)torch::neuron::tcm_malloc(3 * sizeof(float));
+    if (v == nullptr) return out;
+    auto out_acc = out.tcm_accessor();
+    out_acc.tensor_to_tcm<float>(v, s.begin + s.count, 1);
+    x.tcm_accessor().tensor_to_tcm<float>(v + 1, s.begin + s.count, 1);
+    out_acc.tensor_to_tcm<float>(v + 2, s.begin, 1);
+    if (v[0] == 2.0f * v[1]) v[2] += 1.0f;      // (the next core is done: a wrong shortcut)
+    out_acc.tcm_to_tensor<float>(v + 2, s.begin, 1);
+    torch::neuron::tcm_free(v);
+    return out;
+}

@@ -24,7 +24,8 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   last_writer and neighbour_carry (order dependence), block_writeback (a
   lost update: another core's element read through a raw pointer and stored
   back unwritten through the TCM accessor), own_readback (the control:
-  reading back what a core wrote itself is no race)
+  reading back what a core wrote itself is no race), second_race (a read
+  of another core's output made from the second call on)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
@@ -210,6 +211,11 @@ EXPECTED = {
                           f"before writing them; core {k + 1} writes them ({RACE})"
                           for k in range(7)), []),
     ("broken_race", "own_readback"): ("pass", "", []),
+    # a read of the next core's element made on the second call only
+    ("broken_race", "second_race"): (
+        "fail", "; ".join(f"core {k} read output elements [{125 * (k + 1)}, {125 * (k + 1) + 1}) "
+                          f"before writing them on a second call of the op; core {k + 1} writes "
+                          f"them ({RACE})" for k in range(7)), []),
     # 7. containment of a hostile kernel; 9. uninitialised TCM
     ("broken_hostile", "fork_sleeper"): ("fail", "timed out after 2 s (core 0 was running)", []),
     ("broken_hostile", "fd_forger"): ("pass", "", []),
