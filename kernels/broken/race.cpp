@@ -186,3 +186,30 @@ torch::Tensor input_scratch(const torch::Tensor& x) {
     scale_slice(x, out, s, 2.0f, false);
     return out;
 }
+
+// A shortcut on two other cores being done: core 4 reads the first output
+// elements of cores 2 and 6 through a raw pointer and adds 1 to its own
+// first element when both hold their results. In the order 0..7 core 4
+// sees only core 2 done, in 7..0 only core 6; on the device, core 4 slower,
+// both can be.
+torch::Tensor both_done(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    const size_t per = size_t(x.numel()) / get_cpu_count();
+    scale_slice(x, out, s, 2.0f, false);
+    if (get_cpu_id() != 4 || s.count == 0) return out;
+    const float* raw = static_cast<const float*>(
+        neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
+    float* v = (float*)torch::neuron::tcm_malloc(3 * sizeof(float));
+    if (v == nullptr) return out;
+    auto in_acc = x.tcm_accessor();
+    in_acc.tensor_to_tcm<float>(v, 2 * per, 1);
+    in_acc.tensor_to_tcm<float>(v + 1, 6 * per, 1);
+    if (raw[2 * per] == 2.0f * v[0] && raw[6 * per] == 2.0f * v[1]) {
+        out.tcm_accessor().tensor_to_tcm<float>(v + 2, s.begin, 1);
+        v[2] += 1.0f;
+        out.tcm_accessor().tcm_to_tensor<float>(v + 2, s.begin, 1);
+    }
+    torch::neuron::tcm_free(v);
+    return out;
+}

@@ -145,6 +145,8 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     uninit = _uninit_problems(image, outcome, masks, orders, layout) if not holes else []
     problems += uninit
     race = _order_problems(image, orders, merged.writers, readers, layout)
+    race += _all_written_problems(image, outcome, masks, orders, merged.writers, layout) \
+        if not (holes or race) else []
     problems += race
     later = _second_call_problems(image, cores, outcome, masks, merged.writers) \
         if not (holes or uninit) else []
@@ -331,6 +333,41 @@ def _order_problems(image: DeviceImage, diff: Optional[np.ndarray], writers: np.
     return [f"the result depends on the order the cores run in: output elements "
             f"{format_ranges(ranges)} differ between running them in the orders 0..7 and 7..0 "
             f"against one shared output ({who}on the device they run at the same time)"]
+
+
+def _all_written_problems(image: DeviceImage, outcome: RunOutcome, masks: np.ndarray,
+                          orders: Optional[np.ndarray], writers: np.ndarray,
+                          layout: "_Layout") -> List[str]:
+    """Elements the run with every other core's part written (the run with a
+    ``base``: ``runs.ALL_WRITTEN``) left otherwise than run 2, where the
+    cores that read the output through a pointer ran with only the cores
+    before them done; but not the order check's (``orders``), nor elements
+    that change with the poison in runs 0 and 1 (a core's own elements read
+    before it wrote them: ``_uninit_problems``')."""
+    x = next((r.index for r in image.runs if r.base >= 0), None)
+    if x is None or not outcome.ran(x):
+        return []
+    launched = [k for k in range(image.num_cores)
+                if image.report(0, k).flags & abi.REPORT_OUTPUT_UNTRACKED]
+    n, size = image.num_elem, image.itemsize
+    diff = _elements_differ(image.output_bytes(x, 0), image.output_bytes(image.runs[x].base, 0),
+                            size, n) if launched else None
+    if diff is None or not diff.any():
+        return []
+    diff &= ~(masks & _elements_differ(image.copies(0), image.copies(1), size, n)).any(axis=0)
+    if orders is not None:
+        diff &= ~orders
+    if not diff.any():
+        return []
+    ranges = true_ranges(diff)
+    layout.doc["order_dependent"] = layout.ranges(ranges)
+    bits = int(np.bitwise_or.reduce(writers[diff]))
+    involved = [layout.core_ids[k] for k in launched if bits >> k & 1] or \
+        [layout.core_ids[k] for k in launched]
+    return [f"the result depends on which other cores are done when a core runs: output "
+            f"elements {format_ranges(ranges)} differ between running {cores_text(involved)} "
+            f"with every other core's part of one shared output written and in the order 0..7 "
+            f"(on the device the cores run at the same time: any of them may be done first)"]
 
 
 _OFFSET_COUNT = re.compile(r"offset (\d+), count (\d+)")

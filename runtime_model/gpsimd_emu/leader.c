@@ -144,7 +144,7 @@ static void maybe_help(const struct gz_run *r, int64_t started, int64_t deadline
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
-                && cb->passes[q].state == 0) {
+                && later->base < 0 && cb->passes[q].state == 0) {
             fork_helper(later, 1, 0);
             free_--;
         }
@@ -197,6 +197,50 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
+/* Core k's binding in run p as the worker wrote it (host fields: file offsets). */
+static const gpsimd_core_binding *binding_at(int p, int k)
+{
+    return (const gpsimd_core_binding *)((unsigned char *)cb + V->bindings_at
+                                         + (p * V->ncores + k) * V->binding_size);
+}
+
+/* The output region's file offset and bytes in a binding (0: none). */
+static int64_t output_of(const gpsimd_core_binding *b, int64_t *size)
+{
+    for (uint32_t i = 0; i < b->num_regions && i < GPSIMD_MAX_REGIONS; i++)
+        if (b->regions[i].flags & GPSIMD_REGION_OUTPUT) {
+            *size = (int64_t)b->regions[i].size;
+            return (int64_t)b->regions[i].host;
+        }
+    return *size = 0;
+}
+
+/* A run with a base (gz_run): core k is launched only when run 0 found it
+ * reading the output through a pointer; before the first such launch the
+ * run's shared output gets the base run's final one. 1: launch it. */
+static int based_launch(const struct gz_run *r, int k, int index)
+{
+    static int filled[GPSIMD_ZY_MAX_RUNS];
+    int p = (int)r->index;
+    const gpsimd_core_binding *first = binding_at((int)V->runs[0].index, k);
+    const gpsimd_core_report *report = (const gpsimd_core_report *)(
+        (unsigned char *)cb + first->report_host);
+    if (!(report->flags & GPSIMD_REPORT_OUTPUT_UNTRACKED)) {
+        int64_t t = gl_now_ns();
+        cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, 0, 0, (uint32_t)index, t, t);
+        return 0;
+    }
+    if (!filled[p]) {
+        int64_t n, m, to = output_of(binding_at(p, 0), &n);
+        int64_t from = output_of(binding_at((int)r->base, 0), &m);
+        if (n != m || to + n > V->size || from + m > V->size)
+            cb_model_error("a based run's output differs from its base's", 0);
+        memcpy((unsigned char *)cb + to, (unsigned char *)cb + from, (size_t)n);
+        filled[p] = 1;
+    }
+    return 1;
+}
+
 static void run_cores(const struct gz_run *r, int index, int64_t deadline)
 {
     int p = (int)r->index;
@@ -212,6 +256,8 @@ static void run_cores(const struct gz_run *r, int index, int64_t deadline)
         maybe_help(r, started, deadline);  /* cores known to take long */
     int q = follower[p];
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
+        if (r->base >= 0 && !based_launch(r, k, index))
+            continue;
         gl_launch(p, k, index);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
@@ -257,6 +303,13 @@ static void leader_run(void)
             if (!is_follower[p] || cb->passes[p].state == 0)
                 cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED);
             continue;
+        }
+        if (r->base >= 0) {                /* (after every run before it: wait_whole) */
+            wait_whole();
+            if (stop_after >= 0) {
+                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED);
+                continue;
+            }
         }
         int index = jobs_n++;
         if (make_run(r, index))

@@ -27,7 +27,8 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   reading back what a core wrote itself is no race), second_race (a read
   of another core's output made from the second call on), input_scratch
   (its own slice of the input as scratch, restored), and its single-core
-  control broken_access's input_restore
+  control broken_access's input_restore; both_done (a result on two other
+  cores being done, which neither fixed order shows)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
@@ -223,6 +224,13 @@ EXPECTED = {
         "fail", "; ".join(f"core {k} read output elements [{125 * (k + 1)}, {125 * (k + 1) + 1}) "
                           f"before writing them on a second call of the op; core {k + 1} writes "
                           f"them ({RACE})" for k in range(7)), []),
+    # core 4 on cores 2 and 6 both done: neither order shows it, every other
+    # core done does
+    ("broken_race", "both_done"): (
+        "fail", "the result depends on which other cores are done when a core runs: output elements "
+                "[500, 501) differ between running core 4 with every other core's part of one shared "
+                "output written and in the order 0..7 (on the device the cores run at the same time: "
+                "any of them may be done first)", []),
     # its own slice of the input as scratch, restored: a fault at the write
     ("broken_race", "input_scratch"): (
         "fail", "; ".join(f"core {k}: fault MULTICORE in op input_scratch: a write to input 'x' at "
