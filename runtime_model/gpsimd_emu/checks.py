@@ -347,8 +347,8 @@ def _all_written_problems(image: DeviceImage, outcome: RunOutcome, masks: np.nda
     x = next((r.index for r in image.runs if r.base >= 0), None)
     if x is None or not outcome.ran(x):
         return []
-    launched = [k for k in range(image.num_cores)
-                if image.report(0, k).flags & abi.REPORT_OUTPUT_UNTRACKED]
+    launched = [k for k in range(image.num_cores) if any(
+        image.report(q, k).flags & abi.REPORT_OUTPUT_UNTRACKED for q in range(x))]
     n, size = image.num_elem, image.itemsize
     diff = _elements_differ(image.output_bytes(x, 0), image.output_bytes(image.runs[x].base, 0),
                             size, n) if launched else None

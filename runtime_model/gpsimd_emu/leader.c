@@ -215,17 +215,18 @@ static int64_t output_of(const gpsimd_core_binding *b, int64_t *size)
     return *size = 0;
 }
 
-/* A run with a base (gz_run): core k is launched only when run 0 found it
- * reading the output through a pointer; before the first such launch the
- * run's shared output gets the base run's final one. 1: launch it. */
+/* A run with a base (gz_run): core k is launched only when a run before it
+ * found it reading the output through a pointer; before the first such
+ * launch the run's shared output gets the base run's final one. 1: launch it. */
 static int based_launch(const struct gz_run *r, int k, int index)
 {
     static int filled[GPSIMD_ZY_MAX_RUNS];
     int p = (int)r->index;
-    const gpsimd_core_binding *first = binding_at((int)V->runs[0].index, k);
-    const gpsimd_core_report *report = (const gpsimd_core_report *)(
-        (unsigned char *)cb + first->report_host);
-    if (!(report->flags & GPSIMD_REPORT_OUTPUT_UNTRACKED)) {
+    uint32_t flags = 0;
+    for (int i = 0; i < V->nruns && V->runs[i].index != p; i++)
+        flags |= ((const gpsimd_core_report *)((unsigned char *)cb
+                  + binding_at((int)V->runs[i].index, k)->report_host))->flags;
+    if (!(flags & GPSIMD_REPORT_OUTPUT_UNTRACKED)) {
         int64_t t = gl_now_ns();
         cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, 0, 0, (uint32_t)index, t, t);
         return 0;

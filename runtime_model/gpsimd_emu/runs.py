@@ -53,9 +53,9 @@ class RunSpec:
             of it follows at once, in the same process (a second call).
         base: -1, or the run whose final shared output this shared run's
             starts from, made after every run before it, launching only
-            the cores run 0 found reading the output through a pointer
-            (``REPORT_OUTPUT_UNTRACKED``): each with every other core's part
-            written (gpsimd_host/zygote.h ``gz_run``).
+            the cores a run before it found reading the output through a
+            pointer (``REPORT_OUTPUT_UNTRACKED``): each with every other
+            core's part written (gpsimd_host/zygote.h ``gz_run``).
     """
 
     index: int

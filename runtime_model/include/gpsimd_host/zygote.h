@@ -37,9 +37,9 @@
  * whose launch of each core this run's launch of it follows at once, in
  * the same process (a second call of the same loaded objects); base: -1,
  * or the run whose final shared output this shared run's starts from, made
- * after every run before it, launching only the cores whose run-0 report
- * has GPSIMD_REPORT_OUTPUT_UNTRACKED (each core then runs with every other
- * core's part of the output written) */
+ * after every run before it, launching only the cores whose report has
+ * GPSIMD_REPORT_OUTPUT_UNTRACKED in a run before it (each core then runs
+ * with every other core's part of the output written) */
 typedef struct gz_run { int64_t index, ordered, copy, after, base; } gz_run;
 typedef struct gz_vector {             /* times in nanoseconds, sizes and offsets in bytes */
     int64_t magic, memory, image_total, prefilled, size, ncores, nruns, parallel, spread_now,
