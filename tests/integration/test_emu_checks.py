@@ -28,7 +28,8 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   of another core's output made from the second call on), input_scratch
   (its own slice of the input as scratch, restored), and its single-core
   control broken_access's input_restore; both_done (a result on two other
-  cores being done, which neither fixed order shows)
+  cores being done, which neither fixed order shows); second_overlap (an
+  element another core writes, written from the second call on)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
@@ -224,6 +225,11 @@ EXPECTED = {
         "fail", "; ".join(f"core {k} read output elements [{125 * (k + 1)}, {125 * (k + 1) + 1}) "
                           f"before writing them on a second call of the op; core {k + 1} writes "
                           f"them ({RACE})" for k in range(7)), []),
+    # core 3 writes core 0's element 0 too, from its second call on (b's second
+    # call, with a's arguments, is judged by the merged output: it was right)
+    ("broken_race", "second_overlap"): (
+        "fail", "elements written by more than one core on a second call of the op: [0, 1) by "
+                "cores 0, 3", []),
     # core 4 on cores 2 and 6 both done: neither order shows it, every other
     # core done does
     ("broken_race", "both_done"): (
