@@ -197,22 +197,18 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
-/* Core k's binding in run p as the worker wrote it (host fields: file offsets). */
-static const gpsimd_core_binding *binding_at(int p, int k)
+/* The output region of core k in run p (its host address, *size its bytes;
+ * NULL: none). */
+static unsigned char *output_of(int p, int k, uint64_t *size)
 {
-    return (const gpsimd_core_binding *)((unsigned char *)cb + V->bindings_at
-                                         + (p * V->ncores + k) * V->binding_size);
-}
-
-/* The output region's file offset and bytes in a binding (0: none). */
-static int64_t output_of(const gpsimd_core_binding *b, int64_t *size)
-{
+    const gpsimd_core_binding *b = gl_binding(p, k);
     for (uint32_t i = 0; i < b->num_regions && i < GPSIMD_MAX_REGIONS; i++)
         if (b->regions[i].flags & GPSIMD_REGION_OUTPUT) {
-            *size = (int64_t)b->regions[i].size;
-            return (int64_t)b->regions[i].host;
+            *size = b->regions[i].size;
+            return (unsigned char *)(uintptr_t)b->regions[i].host;
         }
-    return *size = 0;
+    *size = 0;
+    return NULL;
 }
 
 /* A run with a base (gz_run): core k is launched only when a run before it
@@ -224,19 +220,19 @@ static int based_launch(const struct gz_run *r, int k, int index)
     int p = (int)r->index;
     uint32_t flags = 0;
     for (int i = 0; i < V->nruns && V->runs[i].index != p; i++)
-        flags |= ((const gpsimd_core_report *)((unsigned char *)cb
-                  + binding_at((int)V->runs[i].index, k)->report_host))->flags;
+        flags |= ((const gpsimd_core_report *)(uintptr_t)gl_binding(
+                  (int)V->runs[i].index, k)->report_host)->flags;
     if (!(flags & GPSIMD_REPORT_OUTPUT_UNTRACKED)) {
         int64_t t = gl_now_ns();
         cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, 0, 0, (uint32_t)index, t, t);
         return 0;
     }
     if (!filled[p]) {
-        int64_t n, m, to = output_of(binding_at(p, 0), &n);
-        int64_t from = output_of(binding_at((int)r->base, 0), &m);
-        if (n != m || to + n > V->size || from + m > V->size)
+        uint64_t n, m;
+        unsigned char *to = output_of(p, 0, &n), *from = output_of((int)r->base, 0, &m);
+        if (to == NULL || from == NULL || n != m)
             cb_model_error("a based run's output differs from its base's", 0);
-        memcpy((unsigned char *)cb + to, (unsigned char *)cb + from, (size_t)n);
+        memcpy(to, from, (size_t)n);
         filled[p] = 1;
     }
     return 1;
