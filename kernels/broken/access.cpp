@@ -4,6 +4,8 @@
 // (docs/kernel-api.md "Accessors and memory", "Making tensors").
 #include <stdint.h>
 #include <torch/torch.h>
+#include <custom_op.h>
+#include <neuron/neuron-utils.hpp>
 
 // Standard accessor: the loop runs one element too far (i <= n).
 torch::Tensor accessor_oob(const torch::Tensor& x) {
@@ -93,4 +95,14 @@ torch::Tensor coherence_verbose(const torch::Tensor& x) {
     auto back = out.read_stream_accessor<float>();
     for (int64_t i = 0; i < x.numel(); i++) os.write(2.0f * xs.read());
     return out;
+}
+
+// The control of broken_race's input_scratch, single-core: the input as
+// scratch (negated in place through a raw pointer, then restored). No other
+// core reads it meanwhile: harmless on the device, and it passes.
+torch::Tensor input_restore(const torch::Tensor& x) {
+    float* raw = static_cast<float*>(neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr));
+    for (int64_t i = 0; i < x.numel(); i++) raw[i] = -raw[i];
+    for (int64_t i = 0; i < x.numel(); i++) raw[i] = -raw[i];
+    return torch::mul(x, 2.0f);
 }

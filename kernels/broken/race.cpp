@@ -142,3 +142,84 @@ torch::Tensor own_readback(const torch::Tensor& x) {
     scale_slice(x, out, s, 1.0f, true);
     return out;
 }
+
+// A race from the second call on: each core reads (through tensor_to_tcm,
+// which the runtime follows) the first element of the next core's slice
+// and adds 1 to its own first element when that core has written it
+// already (a wrong shortcut). Its first call is right; on the device its second call reads
+// the next core's element before or after that core writes it.
+static int second_race_calls = 0;
+torch::Tensor second_race(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    scale_slice(x, out, s, 2.0f, false);
+    const size_t n = size_t(x.numel());
+    if (second_race_calls++ == 0 || s.count == 0 || s.begin + s.count >= n) return out;
+    float* v = (float*)torch::neuron::tcm_malloc(3 * sizeof(float));
+    if (v == nullptr) return out;
+    auto out_acc = out.tcm_accessor();
+    out_acc.tensor_to_tcm<float>(v, s.begin + s.count, 1);
+    x.tcm_accessor().tensor_to_tcm<float>(v + 1, s.begin + s.count, 1);
+    out_acc.tensor_to_tcm<float>(v + 2, s.begin, 1);
+    if (v[0] == 2.0f * v[1]) v[2] += 1.0f;      // (the next core is done: a wrong shortcut)
+    out_acc.tcm_to_tensor<float>(v + 2, s.begin, 1);
+    torch::neuron::tcm_free(v);
+    return out;
+}
+
+// Its own slice of the INPUT as scratch: each core negates it in place
+// through a raw pointer, reads the last input element of the previous
+// core's slice (a halo), and restores its slice; the inputs end as they
+// were. On the device the previous core may be mid-scratch: the halo reads
+// negated.
+torch::Tensor input_scratch(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    float* raw = static_cast<float*>(neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr));
+    float* halo = (float*)torch::neuron::tcm_malloc(2 * sizeof(float));
+    if (halo == nullptr) return out;
+    for (size_t i = 0; i < s.count; i++) raw[s.begin + i] = -raw[s.begin + i];
+    if (s.begin > 0) x.tcm_accessor().tensor_to_tcm<float>(halo, s.begin - 1, 1);
+    for (size_t i = 0; i < s.count; i++) raw[s.begin + i] = -raw[s.begin + i];
+    if (s.begin > 0) x.tcm_accessor().tensor_to_tcm<float>(halo + 1, s.begin - 1, 1);
+    torch::neuron::tcm_free(halo);
+    scale_slice(x, out, s, 2.0f, false);
+    return out;
+}
+
+// A shortcut on two other cores being done: core 4 reads the first output
+// elements of cores 2 and 6 through a raw pointer and adds 1 to its own
+// first element when both hold their results. In the order 0..7 core 4
+// sees only core 2 done, in 7..0 only core 6; on the device, core 4 slower,
+// both can be.
+torch::Tensor both_done(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const Slice s = my_slice(x.numel());
+    const size_t per = size_t(x.numel()) / get_cpu_count();
+    scale_slice(x, out, s, 2.0f, false);
+    if (get_cpu_id() != 4 || s.count == 0) return out;
+    const float* raw = static_cast<const float*>(
+        neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
+    float* v = (float*)torch::neuron::tcm_malloc(3 * sizeof(float));
+    if (v == nullptr) return out;
+    auto in_acc = x.tcm_accessor();
+    in_acc.tensor_to_tcm<float>(v, 2 * per, 1);
+    in_acc.tensor_to_tcm<float>(v + 1, 6 * per, 1);
+    if (raw[2 * per] == 2.0f * v[0] && raw[6 * per] == 2.0f * v[1]) {
+        out.tcm_accessor().tensor_to_tcm<float>(v + 2, s.begin, 1);
+        v[2] += 1.0f;
+        out.tcm_accessor().tcm_to_tensor<float>(v + 2, s.begin, 1);
+    }
+    torch::neuron::tcm_free(v);
+    return out;
+}
+
+// Two writers from the second call on: core 3 also stores element 0 (core
+// 0's) with the same value, on every call after its first.
+static int second_overlap_calls = 0;
+torch::Tensor second_overlap(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    scale_slice(x, out, my_slice(x.numel()), 2.0f, false);
+    if (second_overlap_calls++ > 0 && get_cpu_id() == 3) scale_slice(x, out, Slice{0, 1}, 2.0f, false);
+    return out;
+}

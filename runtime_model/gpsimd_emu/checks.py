@@ -148,9 +148,11 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     uninit = _uninit_problems(image, outcome, masks, orders, layout) if not holes else []
     problems += uninit
     race = _order_problems(image, orders, merged.writers, readers, layout)
+    race += _all_written_problems(image, outcome, masks, orders, merged.writers, layout) \
+        if not (holes or race) else []
     problems += race
     # (a modified input, reported, explains a second call's other output)
-    later = _second_call_problems(image, cores, outcome, masks) \
+    later = _second_call_problems(image, cores, outcome, masks, merged.writers) \
         if not (holes or uninit or modified) else []
     if holes or reads or uninit or race or expected is None:
         return problems, None, layout.doc, warnings, later
@@ -241,16 +243,63 @@ def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np
 
 
 def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
-                          outcome: RunOutcome, masks: Sequence[np.ndarray]) -> List[str]:
+                          outcome: RunOutcome, masks: Sequence[np.ndarray],
+                          writers: np.ndarray) -> List[str]:
     """The second call (``runs.SECOND_CALL``, ARCHITECTURE.md "The checks"):
-    with another vector's arguments (``image.second``), its output (each
-    element from the core that wrote it in the first runs, ``masks``)
-    against that vector's expected one; else elements that differ from run
-    0's. Nothing when the call had another vector's arguments but
-    ``image.second`` is None: that vector did not pass (its own run says so)."""
+    its cross-core reads and elements several cores wrote
+    (``_second_call_races``); with another vector's arguments
+    (``image.second``), its output (each element from the core that wrote it
+    in the first runs, ``masks``) against that vector's expected one; else
+    elements that differ from run 0's. No comparison when the call had
+    another vector's arguments but ``image.second`` is None: that vector
+    did not pass (its own run says so)."""
     s = next((r.index for r in image.runs if r.after == 0), None)
-    if s is None or not outcome.ran(s) or (image.other_run is not None and image.second is None):
+    if s is None or not outcome.ran(s):
         return []
+    races = _second_call_races(image, cores, outcome, s, writers)
+    if image.other_run is not None and image.second is None:
+        return races
+    return races + _second_call_values(image, cores, s, masks)
+
+
+def _second_call_races(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
+                       s: int, writers: np.ndarray) -> List[str]:
+    """Of a multicore second call (run ``s``, one private run: one poison),
+    what the first call's runs find of it too, where they did not: reads of
+    output elements that other cores write (``writers``, the first call's),
+    made before the core wrote them (read while holding the poison), and
+    elements written by several cores. (A core's own elements read while
+    holding the poison are not named: with one poison, a value it wrote
+    can equal it.)"""
+    if image.num_cores < 2:
+        return []
+    out = []
+    names = [core_no(cores, k) for k in range(image.num_cores)]
+    maps = image.read_maps(s)
+    first = image.read_maps(0) & image.read_maps(1) if outcome.ran(1) else image.read_maps(0)
+    for k in range(image.num_cores):
+        if not image.report(s, k).flags & abi.REPORT_OUTPUT_READ:
+            continue
+        others = writers & ~np.asarray(1 << k, dtype=writers.dtype)
+        cross = maps[k] & ~first[k] & (others != 0)
+        if cross.any():
+            bits = int(np.bitwise_or.reduce(others[cross]))
+            who = [names[j] for j in range(image.num_cores) if bits >> j & 1]
+            out.append(f"{core_name(cores, k)} read output elements "
+                       f"{format_ranges(true_ranges(cross))} before writing them on a second "
+                       f"call of the op; {cores_text(who)} "
+                       f"{'writes' if len(who) == 1 else 'write'} them ({RACE})")
+    several = (image.masks(s).sum(axis=0) > 1) & ~(writers & (writers - 1) != 0)
+    if several.any():
+        who = [names[k] for k in np.flatnonzero(image.masks(s)[:, several].any(axis=1))]
+        out.append(f"elements written by more than one core on a second call of the op: "
+                   f"{format_ranges(true_ranges(several))} by {cores_text(who)}")
+    return out
+
+
+def _second_call_values(image: DeviceImage, cores: Sequence[CoreSpec], s: int,
+                        masks: Sequence[np.ndarray]) -> List[str]:
+    """``_second_call_problems``' comparison."""
     n, size = image.num_elem, image.itemsize
     if image.second is not None:
         name, expected, rtol, atol = image.second
@@ -288,6 +337,41 @@ def _order_problems(image: DeviceImage, diff: Optional[np.ndarray], writers: np.
     return [f"the result depends on the order the cores run in: output elements "
             f"{format_ranges(ranges)} differ between running them in the orders 0..7 and 7..0 "
             f"against one shared output ({who}on the device they run at the same time)"]
+
+
+def _all_written_problems(image: DeviceImage, outcome: RunOutcome, masks: np.ndarray,
+                          orders: Optional[np.ndarray], writers: np.ndarray,
+                          layout: "_Layout") -> List[str]:
+    """Elements the run with every other core's part written (the run with a
+    ``base``: ``runs.ALL_WRITTEN``) left otherwise than run 2, where the
+    cores that read the output through a pointer ran with only the cores
+    before them done; but not the order check's (``orders``), nor elements
+    that change with the poison in runs 0 and 1 (a core's own elements read
+    before it wrote them: ``_uninit_problems``')."""
+    x = next((r.index for r in image.runs if r.base >= 0), None)
+    if x is None or not outcome.ran(x):
+        return []
+    launched = [k for k in range(image.num_cores) if any(
+        image.report(q, k).flags & abi.REPORT_OUTPUT_UNTRACKED for q in range(x))]
+    n, size = image.num_elem, image.itemsize
+    diff = _elements_differ(image.output_bytes(x, 0), image.output_bytes(image.runs[x].base, 0),
+                            size, n) if launched else None
+    if diff is None or not diff.any():
+        return []
+    diff &= ~(masks & _elements_differ(image.copies(0), image.copies(1), size, n)).any(axis=0)
+    if orders is not None:
+        diff &= ~orders
+    if not diff.any():
+        return []
+    ranges = true_ranges(diff)
+    layout.doc["order_dependent"] = layout.ranges(ranges)
+    bits = int(np.bitwise_or.reduce(writers[diff]))
+    involved = [layout.core_ids[k] for k in launched if bits >> k & 1] or \
+        [layout.core_ids[k] for k in launched]
+    return [f"the result depends on which other cores are done when a core runs: output "
+            f"elements {format_ranges(ranges)} differ between running {cores_text(involved)} "
+            f"with every other core's part of one shared output written and in the order 0..7 "
+            f"(on the device the cores run at the same time: any of them may be done first)"]
 
 
 _OFFSET_COUNT = re.compile(r"offset (\d+), count (\d+)")

@@ -91,7 +91,8 @@ class DeviceImage:
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
         # (a second call reads its first run's inputs, or its own: another vector's)
-        own = sum(r.after < 0 or second_inputs for r in runs)
+        own = sum((r.after < 0 and r.base < 0) or (r.after >= 0 and second_inputs)
+                  for r in runs)
         inputs = own * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
                  + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
@@ -138,7 +139,9 @@ class DeviceImage:
             next((r.index for r in self.runs if r.after >= 0), None)
         self.second: Optional[tuple] = None
         #: per run, whether it has arenas of its own (else the run it follows')
-        self._owns = [r.after < 0 or r.index == self.other_run for r in self.runs]
+        # (a run with a base reads its base's: run 2's, read-only in its launches)
+        self._owns = [(r.after < 0 and r.base < 0) or r.index == self.other_run
+                      for r in self.runs]
         for r in self.runs:
             if self._owns[r.index]:
                 in_at[r.index] = at
@@ -162,7 +165,7 @@ class DeviceImage:
             self.arenas = []
             for r in self.runs:     # (a run without arenas has the inputs of the run it follows)
                 off = in_at.get(r.index)
-                self.arenas.append(self.arenas[r.after] if off is None else (
+                self.arenas.append(self.arenas[max(r.after, r.base)] if off is None else (
                     Arena(HBM_BASE, capacity, self.file, off),
                     Arena(SBUF_WINDOW_BASE, sbuf_capacity, self.file,
                           off + align_up(capacity, PAGE))))

@@ -109,8 +109,24 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: in
     if r.status == abi.STATUS_OK and not msg:
         return ""
     where = f" in op {op.name}" if op is not None else ""
+    msg = _INPUT_AT.sub(lambda m: _input_at(image, int(m.group(1), 16)), msg)
     return f"fault {fault_name(r.fault_kind)}{where}" + (
         f": {name_arguments(msg, op)}" if msg else "")
+
+
+_INPUT_AT = re.compile(r"the input at device address 0x([0-9a-f]+)")
+
+
+def _input_at(image: DeviceImage, addr: int) -> str:
+    """The input (its byte offset) or the bytes after one at device address
+    ``addr`` (the runtime's read-only regions: stack_switch.cpp)."""
+    for name, sbuf, off, n, guard in image.input_spans:
+        at = addr - image.arenas[0][sbuf].device_base - off
+        if 0 <= at < n:
+            return f"input {name!r} at byte offset {at}"
+        if n <= at < n + guard:
+            return f"input {name!r} at byte offset {at} (past its {n} bytes)"
+    return f"the inputs' memory at device address {addr:#x}"
 
 
 def _printf_tail(image: DeviceImage, k: int, run: int) -> str:

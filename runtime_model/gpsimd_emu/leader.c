@@ -144,7 +144,7 @@ static void maybe_help(const struct gz_run *r, int64_t started, int64_t deadline
         const struct gz_run *later = &V->runs[i];
         int q = (int)later->index;
         if (q > r->index && V->ncores > 1 && !whole[q].pid && !is_follower[q]
-                && cb->passes[q].state == 0) {
+                && later->base < 0 && cb->passes[q].state == 0) {
             fork_helper(later, 1, 0);
             free_--;
         }
@@ -197,6 +197,47 @@ static int wait_helpers(void)
 
 /* ---- runs -------------------------------------------------------------------- */
 
+/* The output region of core k in run p (its host address, *size its bytes;
+ * NULL: none). */
+static unsigned char *output_of(int p, int k, uint64_t *size)
+{
+    const gpsimd_core_binding *b = gl_binding(p, k);
+    for (uint32_t i = 0; i < b->num_regions && i < GPSIMD_MAX_REGIONS; i++)
+        if (b->regions[i].flags & GPSIMD_REGION_OUTPUT) {
+            *size = b->regions[i].size;
+            return (unsigned char *)(uintptr_t)b->regions[i].host;
+        }
+    *size = 0;
+    return NULL;
+}
+
+/* A run with a base (gz_run): core k is launched only when a run before it
+ * found it reading the output through a pointer; before the first such
+ * launch the run's shared output gets the base run's final one. 1: launch it. */
+static int based_launch(const struct gz_run *r, int k, int index)
+{
+    static int filled[GPSIMD_ZY_MAX_RUNS];
+    int p = (int)r->index;
+    uint32_t flags = 0;
+    for (int i = 0; i < V->nruns && V->runs[i].index != p; i++)
+        flags |= ((const gpsimd_core_report *)(uintptr_t)gl_binding(
+                  (int)V->runs[i].index, k)->report_host)->flags;
+    if (!(flags & GPSIMD_REPORT_OUTPUT_UNTRACKED)) {
+        int64_t t = gl_now_ns();
+        cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, 0, 0, (uint32_t)index, t, t);
+        return 0;
+    }
+    if (!filled[p]) {
+        uint64_t n, m;
+        unsigned char *to = output_of(p, 0, &n), *from = output_of((int)r->base, 0, &m);
+        if (to == NULL || from == NULL || n != m)
+            cb_model_error("a based run's output differs from its base's", 0);
+        memcpy(to, from, (size_t)n);
+        filled[p] = 1;
+    }
+    return 1;
+}
+
 /* SIGALRM at deadline (ns, gl_now_ns's clock); at once when it has passed */
 static void arm(int64_t deadline)
 {
@@ -222,6 +263,8 @@ static void run_cores(const struct gz_run *r, int index, int64_t deadline)
     int q = follower[p];
     int64_t followed = 0;                  /* ns the second calls took */
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
+        if (r->base >= 0 && !based_launch(r, k, index))
+            continue;
         arm(deadline + followed);
         gl_launch(p, k, index);
         /* the second call: the same loaded object again, in this process,
@@ -271,6 +314,13 @@ static void leader_run(void)
             if (!is_follower[p] || cb->passes[p].state == 0)
                 cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED);
             continue;
+        }
+        if (r->base >= 0) {                /* (after every run before it: wait_whole) */
+            wait_whole();
+            if (stop_after >= 0) {
+                cb_set_pass(p, GPSIMD_ZY_PASS_SKIPPED);
+                continue;
+            }
         }
         int index = jobs_n++;
         if (make_run(r, index))

@@ -139,3 +139,10 @@ void gl_launch(int p, int k, int index)
     if (!ok)
         cb_protect(1)->passes[p].faulted = 1;
 }
+
+/* Core k's binding in run p as its launches get it (read before the runs:
+ * what a kernel wrote over the image's copy changes nothing). */
+const gpsimd_core_binding *gl_binding(int p, int k)
+{
+    return &bindings[p][k];
+}

@@ -29,5 +29,6 @@ int cb_left_running(int index, int p);
 void gl_launches_begin(const struct gl_request *req);
 void gl_launch(int p, int k, int index);
 void gl_own_signals(void);
+const gpsimd_core_binding *gl_binding(int p, int k);   /* at this process's addresses */
 
 #endif

@@ -1,8 +1,9 @@
 """The runs of a vector's cores (``runs_for``): with the checks on, run 0
 and run 1 against private output copies (``POISON_A`` / ``POISON_B``), the
 multicore fixed-order runs 2 and 3 against one shared zero-filled output,
-and last the second call (``SECOND_CALL``), as ARCHITECTURE.md "The checks"
-tells; without checks, one run, every core against one shared zero-filled
+the second call (``SECOND_CALL``), and multicore last the run of the
+cores that read the output through a pointer with every other core's part
+written (``ALL_WRITTEN``), as ARCHITECTURE.md "The checks" tells; without checks, one run, every core against one shared zero-filled
 output, as on the device. (Stdlib only: the zygote reads the count too.)
 """
 
@@ -14,7 +15,7 @@ from typing import List, Tuple
 from . import abi
 
 __all__ = ["POISON_A", "POISON_B", "TCM_POISON_A", "TCM_POISON_B", "RunSpec", "runs_for",
-           "copies_for", "SECOND_CALL"]
+           "copies_for", "SECOND_CALL", "ALL_WRITTEN"]
 
 #: Poison bytes of the output copies: pass A fills with 0xA5, pass B with
 #: the complement 0x5A, so no value can equal the poison in both passes.
@@ -50,6 +51,11 @@ class RunSpec:
             -1: globals no launch touched).
         after: -1, or the run whose launch of each core this run's launch
             of it follows at once, in the same process (a second call).
+        base: -1, or the run whose final shared output this shared run's
+            starts from, made after every run before it, launching only
+            the cores a run before it found reading the output through a
+            pointer (``REPORT_OUTPUT_UNTRACKED``): each with every other
+            core's part written (gpsimd_host/zygote.h ``gz_run``).
     """
 
     index: int
@@ -62,6 +68,7 @@ class RunSpec:
     label: str = ""
     copy: int = -1
     after: int = -1
+    base: int = -1
 
     @property
     def objects(self) -> int:
@@ -71,11 +78,13 @@ class RunSpec:
     def to_json(self) -> dict:
         return {"index": self.index, "private": self.private, "poison": self.poison,
                 "order": list(self.order), "ordered": self.ordered, "copy": self.objects,
-                "after": self.after}
+                "after": self.after, "base": self.base}
 
 
-#: The label of the second call (``runs_for``'s last run with the checks).
+#: The label of the second call (``runs_for``'s run after run 0).
 SECOND_CALL = " (a second call of the op, from the state the first call left)"
+#: The label of the run with every other core's part written (multicore, last).
+ALL_WRITTEN = " (each core with every other core's part of one shared output written)"
 
 
 def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
@@ -96,6 +105,13 @@ def runs_for(num_cores: int, checks: bool) -> List[RunSpec]:
                          checks=shared, label=" (cores in the order 7..0, one shared output)")]
     runs.append(RunSpec(len(runs), True, POISON_A, TCM_POISON_A, cores, checks=abi.CHECK_ALL,
                         label=SECOND_CALL, copy=0, after=0))
+    if num_cores > 1:
+        # (a core whose result hangs on a combination of other cores being
+        # done that neither order shows: both of its neighbours, say; its
+        # own copy of the objects, the next one: the second call has none)
+        runs.append(RunSpec(len(runs), False, POISON_B, TCM_POISON_B, cores, ordered=True,
+                            checks=shared, label=ALL_WRITTEN,
+                            copy=1 + max(r.objects for r in runs), base=2))
     return runs
 
 

@@ -64,8 +64,8 @@ static void note(const char *what, int err)
 /* The working directory's folders: /tmp and a folder per run of a vector
  * (sb_run_dir: the runs of one vector do not see each other's files). */
 static const char *const workdirs[1 + GPSIMD_ZY_MAX_RUNS] = {
-    "/tmp", "/tmp/run0", "/tmp/run1", "/tmp/run2", "/tmp/run3", "/tmp/run4"};
-_Static_assert(GPSIMD_ZY_MAX_RUNS == 5, "a folder per run");
+    "/tmp", "/tmp/run0", "/tmp/run1", "/tmp/run2", "/tmp/run3", "/tmp/run4", "/tmp/run5"};
+_Static_assert(GPSIMD_ZY_MAX_RUNS == 6, "a folder per run");
 /* their change times when they were made: any file made, removed or
  * renamed in one, or any change to one, changes its ctime (which no
  * process can set) */

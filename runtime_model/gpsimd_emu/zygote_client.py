@@ -134,8 +134,8 @@ def vector_message(req: dict) -> bytes:
                   spread_after_ns=float(req["spread_after"]) * 1e9,
                   timeout_ns=float(req["timeout"]) * 1e9)
     v = Vector(op=op, **{f: int(values[f]) for f in _VECTOR_INTS})
-    for i, run in enumerate(runs):      # (copy: the run's own by default; after: none)
-        run = dict({"copy": run["index"], "after": -1}, **run)
+    for i, run in enumerate(runs):      # (copy: the run's own by default; after, base: none)
+        run = dict({"copy": run["index"], "after": -1, "base": -1}, **run)
         v.runs[i] = _Run(**{f: int(run[f]) for f in _RUN_FIELDS})
     return bytes(v)
 

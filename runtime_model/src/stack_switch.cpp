@@ -28,7 +28,9 @@
  * SIGSEGV/SIGBUS handler (on a sigaltstack) turns an access to the guard
  * into a GPSIMD_FAULT_STACK_OVERFLOW fault, an access below the size of a
  * request tcm_malloc returned null for (in this launch) into
- * GPSIMD_FAULT_TCM_NULL, and any other invalid access made on the wrapper
+ * GPSIMD_FAULT_TCM_NULL, a write to the inputs of a multicore op (read-only
+ * for its launches under the checks) into GPSIMD_FAULT_MULTICORE, and any
+ * other invalid access made on the wrapper
  * stack into GPSIMD_FAULT_SEGV; signals from elsewhere go to
  * the previously installed handler.  A trampoline at the bottom of the
  * wrapper stack catches C++ exceptions (GPSIMD_FAULT_CXX_EXCEPTION,
@@ -168,6 +170,41 @@ static void chain_signal(int sig, siginfo_t* si, void* uctx) {
     old->sa_handler(sig);
 }
 
+/* The read-only regions (the inputs) of a multicore core under
+ * GPSIMD_CHECK_MULTICORE: made PROT_READ for the launch (set_inputs_readonly),
+ * so that a write to an input, by any means, faults at once (a write restored
+ * before the run ends leaves no trace in the inputs' bytes). On the device
+ * the other cores read the inputs meanwhile. A single-core op may write its
+ * input and restore it: no one else reads it while it runs. */
+static bool inputs_readonly() {
+    const CoreState& c = core();
+    return c.binding.core_count > 1 && check_enabled(GPSIMD_CHECK_MULTICORE);
+}
+
+static void set_inputs_readonly(bool readonly) {
+    const CoreState& c = core();
+    const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
+    for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
+        const gpsimd_region& r = c.binding.regions[i];
+        if (!(r.flags & GPSIMD_REGION_READONLY) || !r.size || r.host % page) continue;
+        mprotect(reinterpret_cast<void*>(uintptr_t(r.host)), (r.size + page - 1) / page * page,
+                 PROT_READ | (readonly ? 0 : PROT_WRITE));
+    }
+}
+
+/* The read-only region (an input arena) holding `addr`, or null. */
+static const gpsimd_region* readonly_region(const char* addr) {
+    const CoreState& c = core();
+    const uintptr_t a = uintptr_t(addr), page = uintptr_t(sysconf(_SC_PAGESIZE));
+    for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
+        const gpsimd_region& r = c.binding.regions[i];
+        if ((r.flags & GPSIMD_REGION_READONLY) && a >= r.host
+                && a < r.host + (r.size + page - 1) / page * page)
+            return &r;
+    }
+    return nullptr;
+}
+
 static void memory_fault_handler(int sig, siginfo_t* si, void* uctx) {
     char* addr = static_cast<char*>(si->si_addr);
     const uintptr_t sp = interrupted_sp(uctx);
@@ -193,6 +230,15 @@ static void memory_fault_handler(int sig, siginfo_t* si, void* uctx) {
                      (unsigned long long)c.tcm_null_request,
                      GPSIMD_TCM_POOL_SIZE, (unsigned long long)c.tcm_null_in_use);
             record_fault(GPSIMD_FAULT_TCM_NULL, msg);
+        } else if (const gpsimd_region* r = inputs_readonly() ? readonly_region(addr) : nullptr) {
+            /* (the model names the input at this device address: judge.py) */
+            snprintf(msg, sizeof msg,
+                     "a write to the input at device address 0x%llx: in a multicore op every core "
+                     "reads the inputs while the others run, so a core that writes one, even to "
+                     "restore it, races with their reads (docs/kernel-api.md \"Multicore (SPMD) "
+                     "libraries\")",
+                     (unsigned long long)(r->device_addr + (uintptr_t(addr) - r->host)));
+            record_fault(GPSIMD_FAULT_MULTICORE, msg);
         } else {
             snprintf(msg, sizeof msg, "%s: invalid memory access at address %p",
                      sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", (void*)addr);
@@ -297,6 +343,8 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     makecontext(&g_wrapper_ctx, trampoline, 0);
 
     install_handlers();
+    const bool readonly = inputs_readonly();
+    if (readonly) set_inputs_readonly(true);
     g_wrapper_fn = wrapper_fn_ptr;
     switched_stack = true;
     g_in_launch = true;
@@ -305,6 +353,7 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     g_in_launch = false;
     switched_stack = false;
     gpsimd_rt_refill_lo = gpsimd_rt_refill_hi = 0;
+    if (readonly) set_inputs_readonly(false);
     uninstall_handlers();
     munmap(g_map, g_map_bytes);
     g_map = nullptr;

@@ -24,7 +24,12 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   last_writer and neighbour_carry (order dependence), block_writeback (a
   lost update: another core's element read through a raw pointer and stored
   back unwritten through the TCM accessor), own_readback (the control:
-  reading back what a core wrote itself is no race)
+  reading back what a core wrote itself is no race), second_race (a read
+  of another core's output made from the second call on), input_scratch
+  (its own slice of the input as scratch, restored), and its single-core
+  control broken_access's input_restore; both_done (a result on two other
+  cores being done, which neither fixed order shows); second_overlap (an
+  element another core writes, written from the second call on)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
   stack: scratch_uninit, malloc_uninit, new_uninit, stack_uninit, and the
   control that zeroes each first, zeroed_partials
@@ -68,6 +73,9 @@ ORDER = ("the result depends on the order the cores run in: output elements {ran
          "between running them in the orders 0..7 and 7..0 against one shared output ({who} "
          "involved; on the device they run at the same time)")
 NEVER = "; elements never written: [0, 10)"
+INPUT_RACE = ("in a multicore op every core reads the inputs while the others run, so a core "
+              "that writes one, even to restore it, races with their reads (docs/kernel-api.md "
+              "\"Multicore (SPMD) libraries\")")
 MC_NEVER = "; elements never written by any core: [0, 64); cores 0-7 wrote nothing"
 MC_ACCESSOR = ("used in multicore mode: only the TCM accessor is allowed there, the standard and "
                "stream accessors race between cores (docs/kernel-api.md \"Accessors and memory\")")
@@ -154,6 +162,8 @@ EXPECTED = {
     ("broken_access", "coherence_verbose"): (
         "pass", "", ["core 0: read_stream_accessor<float> opened on a tensor with 1 write_stream_accessor already "
                      "open (coherence policy INCOHERENT_VERBOSE)"]),
+    # the input as scratch, restored, single-core: nothing else reads it meanwhile
+    ("broken_access", "input_restore"): ("pass", "", []),
     # 4. capacity
     ("broken_memory", "tcm_null_deref"): (
         "fail", "core 0: fault TCM_NULL in op tcm_null_deref: null TCM pointer dereferenced: SIGSEGV at address "
@@ -210,6 +220,28 @@ EXPECTED = {
                           f"before writing them; core {k + 1} writes them ({RACE})"
                           for k in range(7)), []),
     ("broken_race", "own_readback"): ("pass", "", []),
+    # a read of the next core's element made on the second call only
+    ("broken_race", "second_race"): (
+        "fail", "; ".join(f"core {k} read output elements [{125 * (k + 1)}, {125 * (k + 1) + 1}) "
+                          f"before writing them on a second call of the op; core {k + 1} writes "
+                          f"them ({RACE})" for k in range(7)), []),
+    # core 3 writes core 0's element 0 too, from its second call on (b's second
+    # call, with a's arguments, is judged by the merged output: it was right)
+    ("broken_race", "second_overlap"): (
+        "fail", "elements written by more than one core on a second call of the op: [0, 1) by "
+                "cores 0, 3", []),
+    # core 4 on cores 2 and 6 both done: neither order shows it, every other
+    # core done does
+    ("broken_race", "both_done"): (
+        "fail", "the result depends on which other cores are done when a core runs: output elements "
+                "[500, 501) differ between running core 4 with every other core's part of one shared "
+                "output written and in the order 0..7 (on the device the cores run at the same time: "
+                "any of them may be done first)", []),
+    # its own slice of the input as scratch, restored: a fault at the write
+    ("broken_race", "input_scratch"): (
+        "fail", "; ".join(f"core {k}: fault MULTICORE in op input_scratch: a write to input 'x' at "
+                          f"byte offset {500 * k}: {INPUT_RACE}" for k in range(8))
+        + "; elements never written by any core: [0, 1000); cores 0-7 wrote nothing", []),
     # 7. containment of a hostile kernel; 9. uninitialised TCM
     ("broken_hostile", "fork_sleeper"): ("fail", "timed out after 2 s (core 0 was running)", []),
     ("broken_hostile", "fd_forger"): ("pass", "", []),

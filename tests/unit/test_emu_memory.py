@@ -79,7 +79,7 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
     image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
                         dt.by_name("float32"), (10,), 8, abi.SCRATCH_CORE_SIZE)
     try:
-        assert [r.private for r in image.runs] == [True, True, False, False, True]
+        assert [r.private for r in image.runs] == [True, True, False, False, True, False]
         image.poison_outputs()
         u8 = image.file.u8
         out = ALIGN                          # the output (40 bytes) rounded up
@@ -89,14 +89,15 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
             for at in image._out_at[run]:
                 assert (u8[at:at + n] == poison).all()
                 assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
-        for run in (2, 3):
+        for run in (2, 3, 5):
             at = image._out_at[run][0]
             assert not u8[at:at + out].any()
         pages = lambda n: -(-n // PAGE) * PAGE  # noqa: E731
         # (each run's inputs, with the rest of their arenas' pages poisoned;
         # the second call reads those of run 0)
         assert image.arenas[4] is image.arenas[0]
-        worker_wrote = (image._bindings_at + pages(5 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
+        assert image.arenas[5] is image.arenas[2]     # (the run with every core done)
+        worker_wrote = (image._bindings_at + pages(6 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
                         + 2 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
         assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES)
                                                               + 2 * pages(out + LATER_GUARD_BYTES))

@@ -108,7 +108,7 @@ def test_the_time_limits_count_every_run_a_vector_makes():
     from gpsimd_emu.client.protocol import RUNS_PER_VECTOR
     from gpsimd_emu.runs import runs_for
     most = max(len(runs_for(cores, checks)) for cores in range(1, 9) for checks in (False, True))
-    assert RUNS_PER_VECTOR == most == 5
+    assert RUNS_PER_VECTOR == most == 6
 
 
 def test_a_random_input_counts_what_making_it_takes():

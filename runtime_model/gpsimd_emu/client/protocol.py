@@ -49,9 +49,11 @@ MAX_MESSAGE = 1 << 20
 DEFAULT_TIMEOUT = 60.0
 #: The most runs of its cores one vector makes (two against private
 #: poisoned outputs, two against a shared one in fixed orders, the second
-#: call; ``gpsimd_emu.runs.runs_for``, checked by a test): the whole run's
+#: call, and the run of the cores that read the output through a pointer
+#: with every other core done; ``gpsimd_emu.runs.runs_for``, checked by a
+#: test): the whole run's
 #: and a vector service request's time limits count them.
-RUNS_PER_VECTOR = 5
+RUNS_PER_VECTOR = 6
 #: The signals that stop a test run: a ninja step sends them on to its
 #: served run; the run's supervising process, on one, ends the whole run
 #: and itself by that signal (``gpsimd_emu.cli``).

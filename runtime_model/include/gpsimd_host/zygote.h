@@ -15,9 +15,9 @@
 #include "gpsimd_host/abi.h"
 
 /* ---- limits -------------------------------------------------------------- */
-#define GPSIMD_ZY_MAX_RUNS 5           /* runs of a vector (first, second, ...) */
+#define GPSIMD_ZY_MAX_RUNS 6           /* runs of a vector (first, second, ...) */
 #define GPSIMD_ZY_MAX_CORES 8
-#define GPSIMD_ZY_MAX_JOBS 64          /* process records of the control block */
+#define GPSIMD_ZY_MAX_JOBS 56          /* process records of the control block (its page) */
 #define GPSIMD_ZY_OP_NAME 256          /* bytes of an op's name, NUL included */
 #define GPSIMD_ZY_OUTPUT_KEEP 32768    /* bytes kept of a core's stream: head and tail each */
 #define GPSIMD_ZY_MIN_DATA 67108864    /* bytes a vector's cores get at least (64 MiB) */
@@ -35,8 +35,12 @@
 #define GPSIMD_ZY_MAGIC 0x314e5552595a4c47   /* "GLZYRUN1", little-endian */
 /* copy: the copy of the core objects a run launches; after: -1, or the run
  * whose launch of each core this run's launch of it follows at once, in
- * the same process (a second call of the same loaded objects) */
-typedef struct gz_run { int64_t index, ordered, copy, after; } gz_run;
+ * the same process (a second call of the same loaded objects); base: -1,
+ * or the run whose final shared output this shared run's starts from, made
+ * after every run before it, launching only the cores whose report has
+ * GPSIMD_REPORT_OUTPUT_UNTRACKED in a run before it (each core then runs
+ * with every other core's part of the output written) */
+typedef struct gz_run { int64_t index, ordered, copy, after, base; } gz_run;
 typedef struct gz_vector {             /* times in nanoseconds, sizes and offsets in bytes */
     int64_t magic, memory, image_total, prefilled, size, ncores, nruns, parallel, spread_now,
         spread_after_ns, timeout_ns, binding_size, bindings_at, args_at, arg_len, page, desc_len;
