@@ -178,7 +178,8 @@ def test_a_hung_first_call_times_out_at_the_limit_not_twice_it(tmp_path, objects
                            on_result=lambda r: at.setdefault(r.vector, time.monotonic())))
     assert res["loop"].message == "timed out after 3 s (core 0 was running)"
     took = at["loop"] - at["before"]
-    assert 3.0 <= took < 5.0, took      # (twice the limit: 6 s and more)
+    assert took < 5.0, took      # (twice the limit: 6 s and more; the vector may start
+    #  a little before the one ahead of it reports)
 
 
 @needs_cxx
