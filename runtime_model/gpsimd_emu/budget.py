@@ -23,8 +23,8 @@ __all__ = ["declared_input_bytes", "bytes_to_make", "inputs_too_big", "RANDOM_WO
 HINT = "(--memory, EMU_MEMORY)"
 #: Bytes an element of a ``random`` input takes while it is made, on top of
 #: its own: the draw in 64-bit numbers and the checks of its conversion to
-#: the dtype (measured with ``ru_maxrss``: at most 17.4, int8 from a normal
-#: draw, 18.9 for 8M elements; float32 8.4).
+#: the dtype (measured with ``ru_maxrss``: 17.4-18.9, the most, for an int8
+#: input from a normal draw; 8.4 for float32).
 RANDOM_WORK_BYTES = 20
 #: Why a vector's inputs need more than they declare.
 MAKING = "while they are made: a random input is drawn as 64-bit numbers first"
