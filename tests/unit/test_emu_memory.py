@@ -97,8 +97,64 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         # the second call reads those of run 0)
         assert image.arenas[4] is image.arenas[0]
         worker_wrote = (image._bindings_at + pages(5 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
-                        + 2 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
+                        + 3 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
         assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES)
                                                               + 2 * pages(out + LATER_GUARD_BYTES))
     finally:
         image.close()
+
+
+def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
+    """Each run's inputs, outputs (with their guard zones), cores' memory
+    and records (printf rings, reports, read maps) are separated by gaps
+    (PROT_NONE in the vector's processes, listed in the gap table after
+    the output descriptor): a write that runs on from a tensor, before or
+    after it, faults before it reaches a record."""
+    from gpsimd_emu import dtypes as dt
+    from gpsimd_emu.image import DeviceImage, PAGE
+    from gpsimd_emu.memory import GAP_BYTES
+    from gpsimd_emu.vectors import Input
+    x = np.arange(10, dtype=np.float32)
+    image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
+                        dt.by_name("float32"), (10,), 8, abi.SCRATCH_CORE_SIZE)
+    try:
+        table = image.file.u8[image._args_at + 2 * PAGE:][:PAGE].view("<u8")
+        assert table[0] == len(image.gaps) and [tuple(p) for p in table[1:1 + 2 * len(image.gaps)]
+                                                .reshape(-1, 2)] == image.gaps
+        assert all(n == GAP_BYTES and at % PAGE == 0 for at, n in image.gaps)
+        # every part of the file in order: (start, end, kind)
+        parts = [(at, at + n, "gap") for at, n in image.gaps]
+        for r in image.runs:
+            for a in image.arenas[r.index]:
+                parts.append((a.file_offset, a.file_offset + len(a.u8), "tensor"))
+            for at in sorted(set(image._out_at[r.index])):
+                parts.append((at, at + image._out_each, "tensor"))
+            for k in range(8):
+                parts.append((image._part(r.index, k, 0), image._part(r.index, k, 1)
+                              + -(-abi.DATARAM_SIZE // PAGE) * PAGE, "memory"))
+                parts.append((image._part(r.index, k, 2), image._part(r.index, k, 2)
+                              + image._rec_each[r.index], "records"))
+        parts = sorted(set(parts))
+        for (_, end, kind), (start, _, after) in zip(parts, parts[1:]):
+            assert end <= start
+            if {kind, after} == {"records", "tensor"} or {kind, after} == {"memory", "tensor"}:
+                raise AssertionError(f"{kind} next to {after} at {end}")
+            if kind == "records" and after != "records":
+                assert after == "gap"
+    finally:
+        image.close()
+
+
+def test_a_report_no_runtime_writes_is_refused():
+    from gpsimd_emu.records import overwritten
+    r = abi.GpsimdCoreReport()
+    assert overwritten(r, 4096) is None
+    r.status, r.fault_kind = 1, 19
+    assert overwritten(r, 4096) is None
+    r.fault_kind = 1109917696
+    assert overwritten(r, 4096) == "fault code 1109917696 with status 1"
+    r.fault_kind, r.tcm_peak = 19, 4767060206681587712
+    assert overwritten(r, 4096) == ("4767060206681587712 bytes of the TCM pool in use "
+                                    "(capacity 16384)")
+    r.tcm_peak, r.scratch_peak = 0, 4097
+    assert overwritten(r, 4096) == "4097 bytes of the scratch window in use (capacity 4096)"
