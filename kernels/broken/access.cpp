@@ -3,6 +3,7 @@
 // result returned uninitialised, and stream coherence violations
 // (docs/kernel-api.md "Accessors and memory", "Making tensors").
 #include <stdint.h>
+#include <custom_op.h>
 #include <torch/torch.h>
 
 // Standard accessor: the loop runs one element too far (i <= n).
@@ -92,5 +93,17 @@ torch::Tensor coherence_verbose(const torch::Tensor& x) {
     auto os = out.write_stream_accessor<float>();
     auto back = out.read_stream_accessor<float>();
     for (int64_t i = 0; i < x.numel(); i++) os.write(2.0f * xs.read());
+    return out;
+}
+
+// Right (2x, through a raw pointer), then two writes before the output's
+// first element (an index computed as i - 1 and i - 50 at i = 0).
+torch::Tensor write_before(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+    const float* xp = (const float*)neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr);
+    for (int64_t i = 0; i < x.numel(); i++) p[i] = 2.0f * xp[i];
+    p[-1] = 42.0f;
+    p[-50] = 1.0f;
     return out;
 }

@@ -4,6 +4,7 @@
 // "Accessors and memory", "Limits").
 #include <stdint.h>
 #include <stdlib.h>
+#include <custom_op.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
 
@@ -106,5 +107,20 @@ torch::Tensor core3_abort(const torch::Tensor& x) {
     const size_t numel = x.numel(), id = get_cpu_id(), count = get_cpu_count();
     const size_t part = numel / count;
     double_slice(x, out, part * id, id == count - 1 ? numel - part * id : part);
+    return out;
+}
+
+// Every core doubles its slice; core 3 then fills the 4 KiB before the
+// output through a raw pointer (an index that went below 0): the 1024
+// elements before it.
+torch::Tensor write_before_mc(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t numel = x.numel(), id = get_cpu_id(), count = get_cpu_count();
+    const size_t part = numel / count;
+    double_slice(x, out, part * id, id == count - 1 ? numel - part * id : part);
+    if (id == 3) {
+        float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+        for (int i = 1; i <= 1024; i++) p[-i] = 42.0f;
+    }
     return out;
 }

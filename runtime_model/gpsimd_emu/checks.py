@@ -20,6 +20,7 @@ from .compare import Comparison, compare
 from .cores import CoreSpec
 from .image import DeviceImage
 from .judge import RunOutcome, core_name, core_no
+from .memory import BEFORE_GUARD_BYTES
 from .merge import cores_text, format_ranges, merge_core_outputs, true_ranges, written_mask
 from .merge import written_mask as _elements_differ  # (of two copies: per element, differ?)
 
@@ -104,6 +105,13 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         layout.core(k)["past_end"] = layout.ranges(ranges)
         problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
                         f"elements {format_ranges(ranges)} (the output has {n} elements)")
+    before = np.zeros((ncores, BEFORE_GUARD_BYTES // size), dtype=bool)
+    for p in (p for p in judged if image.runs[p].private):
+        before |= written_mask(image.befores(p), image.runs[p].poison, size)
+    for k in np.flatnonzero(before.any(axis=1)):
+        ranges = format_ranges(true_ranges(before[k], offset=-before.shape[1]))
+        problems.append(f"{core_name(cores, k)} wrote before the start of the output: "
+                        f"elements {ranges}")
     for name, changed, past in image.modified_inputs(judged):
         if changed:
             problems.append(f"input {name!r} was modified ({changed} bytes changed)")

@@ -31,7 +31,7 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .budget import ImageSize
-from .memory import (ALIGN, GAP_BYTES, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
+from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
                      SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
@@ -70,7 +70,9 @@ class DeviceImage:
         out_addr, out_nbytes, num_elem, itemsize: the output.
         guard_size: bytes after each output copy that no region covers;
             ``guard_of(run)`` of them hold the run's poison
-            (``copies(run, guard_of(run))`` reads them).
+            (``copies(run, guard_of(run))`` reads them); the
+            ``BEFORE_GUARD_BYTES`` before each copy of a private run hold it
+            too (``befores(run)``).
         input_spans: ``(name, sbuf, offset, nbytes, guard)`` of each input:
             where it is in its arena (run 0's ``sbuf`` if ``sbuf`` else
             ``hbm``), then the bytes after it up to the next allocation (at
@@ -90,7 +92,7 @@ class DeviceImage:
         them."""
         runs = runs_for(num_cores, checks)
         copies = sum(num_cores if r.private else 1 for r in runs)
-        out_each = align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
+        out_each = BEFORE_GUARD_BYTES + align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
@@ -131,7 +133,7 @@ class DeviceImage:
         at += 3 * PAGE                  # (arguments, output descriptor, gap table)
         in_at: Dict[int, int] = {}      # (a run that has arenas of its own: their offset)
         self._out_at: List[List[int]] = []
-        self._out_each = out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
+        self._out_each = out_each = BEFORE_GUARD_BYTES + align_up(out_capacity + GUARD_BYTES, PAGE)
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         dev_each, rec_each = sizes[0] + sizes[1], sizes[2] + sizes[3]
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
@@ -160,8 +162,8 @@ class DeviceImage:
                 in_at[r.index] = at = gap(at)
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
             at = gap(at)
-            out_step = out_each if r.private else 0
-            self._out_at.append([at + out_step * k for k in range(num_cores)])
+            out_step = out_each if r.private else 0      # (each copy after its guard)
+            self._out_at.append([at + BEFORE_GUARD_BYTES + out_step * k for k in range(num_cores)])
             at = gap(at + out_each * (num_cores if r.private else 1))
             self._dev_at.append([at + dev_each * k for k in range(num_cores)])
             at = gap(at + dev_each * num_cores)
@@ -250,6 +252,12 @@ class DeviceImage:
         rows = self.num_cores if self.runs[run].private else 1
         return self._rows(self._out_at[run][0], self._out_each, self.out_nbytes + extra, rows)
 
+    def befores(self, run: int) -> np.ndarray:
+        """The ``BEFORE_GUARD_BYTES`` before each output copy of a private
+        run as one ``(cores, BEFORE_GUARD_BYTES)`` uint8 view."""
+        return self._rows(self._out_at[run][0] - BEFORE_GUARD_BYTES, self._out_each,
+                          BEFORE_GUARD_BYTES, self.num_cores)
+
     def printf_text(self, run: int, k: int) -> str:
         """What core ``k`` printed in ``run`` (the kept part of its ring)."""
         r = self.report(run, k)
@@ -309,8 +317,9 @@ class DeviceImage:
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
-        private run, each with its guard zone (contiguous)."""
-        return [(self._out_at[r.index], self.out_nbytes + self.guard_of(r.index), r.poison)
+        private run, each with its guard zones (contiguous)."""
+        return [([at - BEFORE_GUARD_BYTES for at in self._out_at[r.index]],
+                 BEFORE_GUARD_BYTES + self.out_nbytes + self.guard_of(r.index), r.poison)
                 for r in self.runs if r.private]
 
     def guard_of(self, run: int) -> int:

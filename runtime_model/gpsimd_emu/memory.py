@@ -21,7 +21,7 @@ from . import abi
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "GUARD_BYTES",
-    "LATER_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
+    "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
     "align_up", "printf_text",
 ]
 
@@ -49,6 +49,10 @@ ALIGN = 64
 #: multicore vector about 0.35 ms, BENCHMARKS.md).
 GUARD_BYTES = 64 * 1024
 LATER_GUARD_BYTES = 4 * 1024
+#: Bytes of guard zone before each output copy, in every private run (a
+#: page: the copy starts page-aligned); a write further before the output
+#: lands in a gap (``GAP_BYTES``) and faults.
+BEFORE_GUARD_BYTES = 4 * 1024
 #: Bytes of each gap of the image (``gpsimd_emu.image``) that the vector's
 #: processes map ``PROT_NONE``: between the inputs, the outputs, the cores'
 #: memory and the model's records (printf rings, reports, read maps), so

@@ -8,7 +8,8 @@ elements; plus the switch that turns the checks off (``--no-checks``,
 Check (issue "The emulator finds the bugs the device hides") -> vectors:
 1 SPMD write sets: remainder_bug, overlap, idle_core
 2 out-of-range accesses: accessor_oob, read_stream_oob, write_stream_oob,
-  stream_after_close, tcm_oob (and remainder_bug's core 7)
+  stream_after_close, tcm_oob (and remainder_bug's core 7); writes before
+  the output through a raw pointer: write_before, write_before_mc
 3 uninitialised output: empty_uninit
 4 capacity: tcm_null_deref, tcm_double_free, tcm_too_small, dataram_exhausted, hbm_window,
   stack_overflow, printf_flood (warning)
@@ -130,6 +131,12 @@ EXPECTED = {
         "\"Multicore (SPMD) libraries\")" + MC_NEVER, []),
     ("broken_spmd", "hbm_window"): ("fail", _hbm_window(), []),
     ("broken_spmd", "core3_abort"): ("fail", "core 3 crashed with SIGABRT", []),
+    # writes before the output through a raw pointer: the guard before each
+    # copy (core 3's were taken for core 2's past the end, single-core passed)
+    ("broken_spmd", "write_before_mc"): (
+        "fail", "core 3 wrote before the start of the output: elements [-1024, 0)", []),
+    ("broken_access", "write_before"): (
+        "fail", "core 0 wrote before the start of the output: elements [-50, -49), [-1, 0)", []),
     # 2. out-of-range through every accessor kind, a stream after close()
     ("broken_access", "accessor_oob"): (
         "fail", "core 0: fault OUT_OF_RANGE in op accessor_oob: accessor<float,1> out of range: offset 10, "
@@ -366,7 +373,7 @@ def test_scons_fails_each_library_and_prints_located_lines(broken):
             "OUT_OF_RANGE in op remainder_bug: tensor_to_tcm<float> out of range: offset 946, count 62, "
             "numel 1001; elements never written by any core: [875, 882), [946, 1001)") in lines
     # a warning rides on the PASS line
-    assert ("PASS broken_access::coherence_verbose[n10] (kernels/broken/ops.yaml:111:13): max_abs_err 0 over "
+    assert ("PASS broken_access::coherence_verbose[n10] (kernels/broken/ops.yaml:117:13): max_abs_err 0 over "
             "10 elements; warning: core 0: read_stream_accessor<float> opened on a tensor with 1 "
             "write_stream_accessor already open (coherence policy INCOHERENT_VERBOSE)") in lines
     assert "Traceback" not in proc.stdout + proc.stderr

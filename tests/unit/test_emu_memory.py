@@ -65,14 +65,15 @@ def test_printf_ring_wraps_from_head():
 
 
 def test_the_worker_poisons_every_private_output_copy_and_counts_it():
-    """DeviceImage.poison_outputs: run 0's copies with their guard zone in
+    """DeviceImage.poison_outputs: run 0's copies with their guard zones (a
+    page before each copy, in every private run) in
     POISON_A, run 1's with a page of theirs in POISON_B (a write past the
     output is judged in every private run), the shared runs' one copy
     untouched;
     prefilled_bytes counts those pages besides what the worker wrote."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import GUARD_BYTES, LATER_GUARD_BYTES
+    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GUARD_BYTES, LATER_GUARD_BYTES
     from gpsimd_emu.runs import POISON_A, POISON_B
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
@@ -87,8 +88,9 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
                                (1, POISON_B, out + LATER_GUARD_BYTES),
                                (4, POISON_A, out + LATER_GUARD_BYTES)):
             for at in image._out_at[run]:
-                assert (u8[at:at + n] == poison).all()
+                assert (u8[at - BEFORE_GUARD_BYTES:at + n] == poison).all()
                 assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
+                assert u8[at - BEFORE_GUARD_BYTES - 1] != poison
         for run in (2, 3):
             at = image._out_at[run][0]
             assert not u8[at:at + out].any()
@@ -98,8 +100,8 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         assert image.arenas[4] is image.arenas[0]
         worker_wrote = (image._bindings_at + pages(5 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
                         + 3 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
-        assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES)
-                                                              + 2 * pages(out + LATER_GUARD_BYTES))
+        assert image.prefilled_bytes() - worker_wrote == 8 * (
+            3 * BEFORE_GUARD_BYTES + pages(out + GUARD_BYTES) + 2 * pages(out + LATER_GUARD_BYTES))
     finally:
         image.close()
 
@@ -112,7 +114,7 @@ def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
     after it, faults before it reaches a record."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import GAP_BYTES
+    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GAP_BYTES
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
     image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
@@ -127,7 +129,8 @@ def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
         for r in image.runs:
             for a in image.arenas[r.index]:
                 parts.append((a.file_offset, a.file_offset + len(a.u8), "tensor"))
-            for at in sorted(set(image._out_at[r.index])):
+            for at in sorted(set(image._out_at[r.index])):     # (from its guard before it)
+                at -= BEFORE_GUARD_BYTES
                 parts.append((at, at + image._out_each, "tensor"))
             for k in range(8):
                 parts.append((image._part(r.index, k, 0), image._part(r.index, k, 1)
