@@ -107,3 +107,13 @@ torch::Tensor write_before(const torch::Tensor& x) {
     p[-50] = 1.0f;
     return out;
 }
+
+// out[i] = 2 x[i] + x[i - 1] through a raw pointer; BUG: at i = 0 it reads
+// x[-1], which the reference takes as 0.
+torch::Tensor read_before(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+    const float* xp = (const float*)neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr);
+    for (int64_t i = 0; i < x.numel(); i++) p[i] = 2.0f * xp[i] + xp[i - 1];
+    return out;
+}

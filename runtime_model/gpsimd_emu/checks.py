@@ -41,8 +41,12 @@ OUTPUT_SOURCE = ("output elements read before they were written (through a stand
 #: The never-written memory a core can read, by report flag (abi.h): how a
 #: message names it, and what holds its poison. A use flag says the kernel
 #: got such memory; the stack and the heap are poisoned for every checked
-#: launch (their flags say so), and two runs cannot tell which was read.
-_SOURCES = ((abi.REPORT_TCM_USED, "TCM", "tcm_malloc memory"),
+#: launch (their flags say so), and two runs cannot tell which was read; so
+#: are the bytes around each input (``image``), which a raw pointer into an
+#: input (``INPUT_RAW``) can read.
+_SOURCES = ((abi.REPORT_INPUT_RAW, "memory around an input",
+             "the bytes around each input that a raw pointer reads outside it"),
+            (abi.REPORT_TCM_USED, "TCM", "tcm_malloc memory"),
             (abi.REPORT_EMPTY_USED, "torch::empty() storage", "torch::empty() storage"),
             (abi.REPORT_SCRATCH_USED, "HBM scratch", "neuron_hbm_allocate blocks"),
             (abi.REPORT_STACK_POISONED, "stack", "local variables"),
@@ -112,12 +116,15 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         ranges = format_ranges(true_ranges(before[k], offset=-before.shape[1]))
         problems.append(f"{core_name(cores, k)} wrote before the start of the output: "
                         f"elements {ranges}")
-    for name, changed, past in image.modified_inputs(judged):
+    for name, changed, past, before in image.modified_inputs(judged):
         if changed:
             problems.append(f"input {name!r} was modified ({changed} bytes changed)")
         if past:
             problems.append(f"input {name!r} was written past its end ({past} bytes changed "
                             f"after it)")
+        if before:
+            problems.append(f"input {name!r} was written before its start ({before} bytes "
+                            f"changed before it)")
 
     masks = image.masks(0) | image.masks(1) if outcome.ran(1) else image.masks(0)
     merged = merge_core_outputs(image.copies(0), size, n, masks=masks, core_ids=core_ids)

@@ -76,7 +76,8 @@ class DeviceImage:
         input_spans: ``(name, sbuf, offset, nbytes, guard)`` of each input:
             where it is in its arena (run 0's ``sbuf`` if ``sbuf`` else
             ``hbm``), then the bytes after it up to the next allocation (at
-            least ``INPUT_GUARD``).
+            least ``INPUT_GUARD``). The ``INPUT_GUARD`` bytes before the
+            first input of each arena hold the run's poison too.
 
     What the runs left is read in place: ``copies`` (every core's output of
     a run as one strided view), ``masks``, ``read_maps``, ``report``,
@@ -98,7 +99,8 @@ class DeviceImage:
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
         # (a second call reads its first run's inputs, or its own: another vector's)
         own = sum(r.after < 0 or second_inputs for r in runs)
-        inputs = own * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
+        inputs = own * (sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
+                        + 2 * INPUT_GUARD)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 3 * PAGE
                  + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
         return ImageSize(inputs, copies * out_each, copies, core_memory, other)
@@ -191,6 +193,8 @@ class DeviceImage:
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, bool, int, int, int]] = []
             descriptors = []
+            for a in self.arenas[0]:    # (the bytes before the first input, poisoned too)
+                a.alloc(INPUT_GUARD)
             for inp, sbuf in zip(inputs, in_sbuf):
                 arena = self.arenas[0][sbuf]
                 addr = arena.write_array(inp.array)
@@ -223,6 +227,7 @@ class DeviceImage:
                 (bool(sbuf), a.used, len(a.u8) - a.used) for sbuf, a in enumerate(self.arenas[0])]
             if checks:
                 guards = [(sbuf, off + n, g) for _, sbuf, off, n, g in self.input_spans]
+                guards += [(sbuf, 0, INPUT_GUARD) for sbuf in (False, True)]
                 for r in own:
                     for sbuf, off, n in guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
@@ -380,26 +385,30 @@ class DeviceImage:
                          self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
-    def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int]]:
+    def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int, int]]:
         """Inputs whose bytes changed, or the bytes after which (up to the
-        next allocation, at least ``INPUT_GUARD``) changed from the run's
-        poison, in any of ``runs`` (each run has its own copy of the
-        inputs): ``(name, bytes changed, bytes written past its end)``,
-        the most of any run (an arena's tail counts for its last input)."""
+        next allocation, at least ``INPUT_GUARD``) or before which (the
+        first of its arena) changed from the run's poison, in any of
+        ``runs`` (each run has its own copy of the inputs): ``(name, bytes
+        changed, bytes written past its end, before its start)``, the most
+        of any run (an arena's tail counts for its last input)."""
         out = []
         last = {span[1]: i for i, span in enumerate(self.input_spans)}
+        first = {span[1]: i for i, span in reversed(list(enumerate(self.input_spans)))}
         for i, (name, sbuf, off, n, guard) in enumerate(self.input_spans):
             snap = self._snapshots[sbuf][off:off + n]
             guards = [(off + n, guard)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
-            changed = past = 0
+            lead = [(0, INPUT_GUARD)] if first[sbuf] == i else []
+            changed = past = before = 0
             for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
                 u8, poison = self.arenas[p][sbuf].u8, self.runs[p].tcm_poison
                 changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap)))
                 if self.checks:
-                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != poison))
-                                         for a, m in guards))
-            if changed or past:
-                out.append((name, changed, past))
+                    past, before = (max(got, sum(int(np.count_nonzero(u8[a:a + m] != poison))
+                                                 for a, m in spans))
+                                    for got, spans in ((past, guards), (before, lead)))
+            if changed or past or before:
+                out.append((name, changed, past, before))
         return out
 
     def close(self) -> None:

@@ -9,7 +9,8 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
 1 SPMD write sets: remainder_bug, overlap, idle_core
 2 out-of-range accesses: accessor_oob, read_stream_oob, write_stream_oob,
   stream_after_close, tcm_oob (and remainder_bug's core 7); writes before
-  the output through a raw pointer: write_before, write_before_mc
+  the output through a raw pointer: write_before, write_before_mc; a read
+  before the first input through a raw pointer: read_before, read_before_mc
 3 uninitialised output: empty_uninit
 4 capacity: tcm_null_deref, tcm_double_free, tcm_too_small, dataram_exhausted, hbm_window,
   stack_overflow, printf_flood (warning)
@@ -137,6 +138,18 @@ EXPECTED = {
         "fail", "core 3 wrote before the start of the output: elements [-1024, 0)", []),
     ("broken_access", "write_before"): (
         "fail", "core 0 wrote before the start of the output: elements [-50, -49), [-1, 0)", []),
+    # a read before the first input through a raw pointer: the bytes before
+    # it hold the run's poison, as those after it (both passed, reading 0)
+    ("broken_spmd", "read_before_mc"): (
+        "fail", "core 0: output elements [0, 1) depend on never-written memory around an input, TCM, stack "
+        "or heap (their values change with the poison of the bytes around each input that a raw pointer "
+        "reads outside it, tcm_malloc memory, local variables and malloc / new blocks: read before the "
+        "kernel wrote it)", []),
+    ("broken_access", "read_before"): (
+        "fail", "core 0: output elements [0, 1) depend on never-written memory (their values change with the "
+        "poison of the bytes around each input that a raw pointer reads outside it, local variables, malloc "
+        "/ new blocks and output elements the kernel read before writing them through a standard or stream "
+        "accessor or a raw pointer)", []),
     # 2. out-of-range through every accessor kind, a stream after close()
     ("broken_access", "accessor_oob"): (
         "fail", "core 0: fault OUT_OF_RANGE in op accessor_oob: accessor<float,1> out of range: offset 10, "
@@ -373,7 +386,7 @@ def test_scons_fails_each_library_and_prints_located_lines(broken):
             "OUT_OF_RANGE in op remainder_bug: tensor_to_tcm<float> out of range: offset 946, count 62, "
             "numel 1001; elements never written by any core: [875, 882), [946, 1001)") in lines
     # a warning rides on the PASS line
-    assert ("PASS broken_access::coherence_verbose[n10] (kernels/broken/ops.yaml:117:13): max_abs_err 0 over "
+    assert ("PASS broken_access::coherence_verbose[n10] (kernels/broken/ops.yaml:123:13): max_abs_err 0 over "
             "10 elements; warning: core 0: read_stream_accessor<float> opened on a tensor with 1 "
             "write_stream_accessor already open (coherence policy INCOHERENT_VERBOSE)") in lines
     assert "Traceback" not in proc.stdout + proc.stderr

@@ -161,3 +161,28 @@ def test_a_report_no_runtime_writes_is_refused():
                                     "(capacity 16384)")
     r.tcm_peak, r.scratch_peak = 0, 4097
     assert overwritten(r, 4096) == "4097 bytes of the scratch window in use (capacity 4096)"
+
+
+def test_the_bytes_before_each_arena_s_first_input_hold_the_run_s_poison():
+    """A read before the first input (x[-1] through a raw pointer) reads
+    the run's TCM poison, as one past an input does, not a zero that may
+    be the padding a reference expects; a write there is named."""
+    from gpsimd_emu import dtypes as dt
+    from gpsimd_emu.image import DeviceImage
+    from gpsimd_emu.memory import INPUT_GUARD
+    from gpsimd_emu.vectors import Input
+    x = np.arange(10, dtype=np.float32)
+    image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
+                        dt.by_name("float32"), (10,), 1, abi.SCRATCH_SINGLE_SIZE)
+    try:
+        (name, sbuf, off, n, _), = image.input_spans
+        assert (name, sbuf, off) == ("x", False, INPUT_GUARD)
+        for r in image.runs:
+            for a in image.arenas[r.index]:
+                assert (a.u8[:INPUT_GUARD] == image.runs[r.index if r.after < 0 else r.after]
+                        .tcm_poison).all()
+        assert image.modified_inputs([0, 1]) == []
+        image.arenas[1][0].u8[INPUT_GUARD - 4:INPUT_GUARD] = 0
+        assert image.modified_inputs([0, 1]) == [("x", 0, 0, 4)]
+    finally:
+        image.close()
