@@ -3,8 +3,8 @@
 // result returned uninitialised, and stream coherence violations
 // (docs/kernel-api.md "Accessors and memory", "Making tensors").
 #include <stdint.h>
-#include <torch/torch.h>
 #include <custom_op.h>
+#include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
 
 // Standard accessor: the loop runs one element too far (i <= n).
@@ -105,4 +105,26 @@ torch::Tensor input_restore(const torch::Tensor& x) {
     for (int64_t i = 0; i < x.numel(); i++) raw[i] = -raw[i];
     for (int64_t i = 0; i < x.numel(); i++) raw[i] = -raw[i];
     return torch::mul(x, 2.0f);
+}
+
+// Right (2x, through a raw pointer), then two writes before the output's
+// first element (an index computed as i - 1 and i - 50 at i = 0).
+torch::Tensor write_before(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+    const float* xp = (const float*)neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr);
+    for (int64_t i = 0; i < x.numel(); i++) p[i] = 2.0f * xp[i];
+    p[-1] = 42.0f;
+    p[-50] = 1.0f;
+    return out;
+}
+
+// out[i] = 2 x[i] + x[i - 1] through a raw pointer; BUG: at i = 0 it reads
+// x[-1], which the reference takes as 0.
+torch::Tensor read_before(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+    const float* xp = (const float*)neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr);
+    for (int64_t i = 0; i < x.numel(); i++) p[i] = 2.0f * xp[i] + xp[i - 1];
+    return out;
 }

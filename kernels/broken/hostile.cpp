@@ -4,17 +4,24 @@
 // every file descriptor, memory without bound, escape sequences that fake
 // a PASS on the terminal) or find (TCM read before it was written:
 // zero-filled on the host, garbage on the device); and an honest kernel
-// whose vector expects what its integer output cannot hold.
+// whose vector expects what its integer output cannot hold. And kernels that
+// write over the model's records of their launch: a stray write that would
+// erase the read map that fails them (caught at the model's gaps), and a
+// deliberate one that skips the gaps and forges a fault code (its report
+// refused as one no runtime writes).
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
 #include <stdexcept>
 
+#include <custom_op.h>
 #include <torch/torch.h>
+#include "gpsimd_host/abi.h"
 
 // Forks a child that sleeps 90 s (in a session of its own, out of the
 // vector's process group), then spins until the vector's time limit.
@@ -91,4 +98,52 @@ torch::Tensor halve_int(const torch::Tensor& t_x) {
     auto out = t_out.accessor<int32_t, 1>();
     for (size_t i = 0; i < n; i++) out[i] = x[i] / 2;
     return t_out;
+}
+
+// 2x + 0 * out: reads the never-written output through the TCM accessor
+// (in the read map: on the device it may be a NaN, and 0 * NaN is NaN),
+// then zeroes a page 3 pages before its output, where the model kept the
+// first run's read maps: without the model's gaps, a PASS.
+torch::Tensor readmap_eraser(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t n = size_t(x.numel());
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * n);
+    float* old = (float*)torch::neuron::tcm_malloc(sizeof(float) * n);
+    if (buf == nullptr || old == nullptr) return out;
+    x.tcm_accessor().tensor_to_tcm<float>(buf, 0, n);
+    out.tcm_accessor().tensor_to_tcm<float>(old, 0, n);   // BUG: never written
+    for (size_t i = 0; i < n; i++) buf[i] = 2.0f * buf[i] + 0.0f * old[i];
+    out.tcm_accessor().tcm_to_tensor<float>(buf, 0, n);
+    torch::neuron::tcm_free(old);
+    torch::neuron::tcm_free(buf);
+    char* p = (char*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+    memset(p - 3 * 4096, 0, 4096);
+    return out;
+}
+
+// Right (2x), but in the second run (a never-written TCM word holds run
+// 1's poison, 0xC3) it finds the first run's printf ring before its output
+// (every page on the way made writable, the model's gaps too) and writes
+// 42.0f over the status and fault code of the report that follows the ring.
+torch::Tensor report_forger(const torch::Tensor& x) {
+    printf("FORGE-ME");
+    torch::Tensor out = get_dst_tensor();
+    const size_t n = size_t(x.numel());
+    float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+    const float* xp = (const float*)neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr);
+    for (size_t i = 0; i < n; i++) p[i] = 2.0f * xp[i];
+    uint32_t* word = (uint32_t*)torch::neuron::tcm_malloc(16);
+    const bool second_run = word != nullptr && word[0] == 0xC3C3C3C3u;
+    torch::neuron::tcm_free(word);
+    if (!second_run) return out;
+    uintptr_t page = ((uintptr_t)p & ~(uintptr_t)4095) - 4096;
+    for (;; page -= 4096) {
+        mprotect((void*)page, 4096, PROT_READ | PROT_WRITE);
+        if (memcmp((void*)page, "FORGE-ME", 8) == 0) break;
+    }
+    gpsimd_core_report* r = (gpsimd_core_report*)(page + ((GPSIMD_PRINTF_CAPACITY + 4095) & ~4095u));
+    const float fake = 42.0f;
+    memcpy(&r->status, &fake, 4);
+    memcpy(&r->fault_kind, &fake, 4);
+    return out;
 }

@@ -4,6 +4,7 @@
 // "Accessors and memory", "Limits").
 #include <stdint.h>
 #include <stdlib.h>
+#include <custom_op.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
 
@@ -106,5 +107,38 @@ torch::Tensor core3_abort(const torch::Tensor& x) {
     const size_t numel = x.numel(), id = get_cpu_id(), count = get_cpu_count();
     const size_t part = numel / count;
     double_slice(x, out, part * id, id == count - 1 ? numel - part * id : part);
+    return out;
+}
+
+// Every core doubles its slice; core 3 then fills the 4 KiB before the
+// output through a raw pointer (an index that went below 0): the 1024
+// elements before it.
+torch::Tensor write_before_mc(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t numel = x.numel(), id = get_cpu_id(), count = get_cpu_count();
+    const size_t part = numel / count;
+    double_slice(x, out, part * id, id == count - 1 ? numel - part * id : part);
+    if (id == 3) {
+        float* p = (float*)neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr);
+        for (int i = 1; i <= 1024; i++) p[-i] = 42.0f;
+    }
+    return out;
+}
+
+// out[i] = 2 x[i] + x[i - 1], each core its slice through TCM, x[i - 1]
+// through a raw pointer; BUG: core 0 reads x[-1], which the reference takes
+// as 0.
+torch::Tensor read_before_mc(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t numel = x.numel(), id = get_cpu_id(), count = get_cpu_count();
+    const size_t part = numel / count, begin = part * id;
+    const size_t n = id == count - 1 ? numel - begin : part;
+    const float* xp = (const float*)neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr);
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * (n ? n : 1));
+    if (buf == nullptr) return out;
+    x.tcm_accessor().tensor_to_tcm<float>(buf, begin, n);
+    for (size_t j = 0; j < n; j++) buf[j] = 2.0f * buf[j] + xp[(int64_t)(begin + j) - 1];
+    out.tcm_accessor().tcm_to_tensor<float>(buf, begin, n);
+    torch::neuron::tcm_free(buf);
     return out;
 }

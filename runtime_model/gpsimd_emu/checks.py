@@ -20,6 +20,7 @@ from .compare import Comparison, compare
 from .cores import CoreSpec
 from .image import DeviceImage
 from .judge import RunOutcome, core_name, core_no
+from .memory import BEFORE_GUARD_BYTES
 from .merge import cores_text, format_ranges, merge_core_outputs, true_ranges, written_mask
 from .merge import written_mask as _elements_differ  # (of two copies: per element, differ?)
 
@@ -40,8 +41,12 @@ OUTPUT_SOURCE = ("output elements read before they were written (through a stand
 #: The never-written memory a core can read, by report flag (abi.h): how a
 #: message names it, and what holds its poison. A use flag says the kernel
 #: got such memory; the stack and the heap are poisoned for every checked
-#: launch (their flags say so), and two runs cannot tell which was read.
-_SOURCES = ((abi.REPORT_TCM_USED, "TCM", "tcm_malloc memory"),
+#: launch (their flags say so), and two runs cannot tell which was read; so
+#: are the bytes around each input (``image``), which a raw pointer into an
+#: input (``INPUT_RAW``) can read.
+_SOURCES = ((abi.REPORT_INPUT_RAW, "memory around an input",
+             "the bytes around each input that a raw pointer reads outside it"),
+            (abi.REPORT_TCM_USED, "TCM", "tcm_malloc memory"),
             (abi.REPORT_EMPTY_USED, "torch::empty() storage", "torch::empty() storage"),
             (abi.REPORT_SCRATCH_USED, "HBM scratch", "neuron_hbm_allocate blocks"),
             (abi.REPORT_STACK_POISONED, "stack", "local variables"),
@@ -105,14 +110,24 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
                         f"elements {format_ranges(ranges)} (the output has {n} element"
                         f"{'s' if n != 1 else ''})")
+    before = np.zeros((ncores, BEFORE_GUARD_BYTES // size), dtype=bool)
+    for p in (p for p in judged if image.runs[p].private):
+        before |= written_mask(image.befores(p), image.runs[p].poison, size)
+    for k in np.flatnonzero(before.any(axis=1)):
+        ranges = format_ranges(true_ranges(before[k], offset=-before.shape[1]))
+        problems.append(f"{core_name(cores, k)} wrote before the start of the output: "
+                        f"elements {ranges}")
     modified = False
-    for name, changed, past in image.modified_inputs(judged):
+    for name, changed, past, before in image.modified_inputs(judged):
         modified = True
         if changed:
             problems.append(f"input {name!r} was modified ({changed} bytes changed)")
         if past:
             problems.append(f"input {name!r} was written past its end ({past} bytes changed "
                             f"after it)")
+        if before:
+            problems.append(f"input {name!r} was written before its start ({before} bytes "
+                            f"changed before it)")
 
     masks = image.masks(0) | image.masks(1) if outcome.ran(1) else image.masks(0)
     merged = merge_core_outputs(image.copies(0), size, n, masks=masks, core_ids=core_ids)

@@ -3,13 +3,17 @@
 
 The file holds, page-aligned, in this order: the control block
 (``gpsimd_emu.control``), one ``gpsimd_core_binding`` per run and core,
-the argument stream and output descriptor, and per run: the HBM and SBUF
-input arenas (a copy per run, at the same device addresses, so that runs
-that go on at the same time cannot see each other's writes to an input),
-the outputs (each with a guard zone), and per core the scratch window,
-dataram, printf ring, report and read map. A binding's host pointers are
-*offsets into the file*: each process that maps the image adds its own base
-(``leader.c``). The worker only writes the inputs, the arguments
+the argument stream, output descriptor and gap table, and per run: the HBM
+and SBUF input arenas (a copy per run, at the same device addresses, so
+that runs that go on at the same time cannot see each other's writes to an
+input), the outputs (each with a guard zone), every core's scratch window
+and dataram, then every core's records (printf ring, report, read map).
+A ``GAP_BYTES`` gap, which the vector's processes map ``PROT_NONE`` (the
+gap table), comes before each run's arenas, outputs, cores' memory and
+records and after the last run: a stray write that runs on from a tensor
+faults (the runtime names the nearest tensor) before it reaches the
+model's records. A binding's host pointers are *offsets into the file*:
+each process that maps the image adds its own base (``leader.c``). The worker only writes the inputs, the arguments
 and the bindings; the vector's processes poison what they use, so that
 what a vector touches is charged to its memory cgroup.
 """
@@ -27,7 +31,7 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .budget import ImageSize
-from .memory import (ALIGN, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
+from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
                      SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
@@ -66,11 +70,14 @@ class DeviceImage:
         out_addr, out_nbytes, num_elem, itemsize: the output.
         guard_size: bytes after each output copy that no region covers;
             ``guard_of(run)`` of them hold the run's poison
-            (``copies(run, guard_of(run))`` reads them).
+            (``copies(run, guard_of(run))`` reads them); the
+            ``BEFORE_GUARD_BYTES`` before each copy of a private run hold it
+            too (``befores(run)``).
         input_spans: ``(name, sbuf, offset, nbytes, guard)`` of each input:
             where it is in its arena (run 0's ``sbuf`` if ``sbuf`` else
             ``hbm``), then the bytes after it up to the next allocation (at
-            least ``INPUT_GUARD``).
+            least ``INPUT_GUARD``). The ``INPUT_GUARD`` bytes before the
+            first input of each arena hold the run's poison too.
 
     What the runs left is read in place: ``copies`` (every core's output of
     a run as one strided view), ``masks``, ``read_maps``, ``report``,
@@ -86,15 +93,16 @@ class DeviceImage:
         them."""
         runs = runs_for(num_cores, checks)
         copies = sum(num_cores if r.private else 1 for r in runs)
-        out_each = align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
+        out_each = BEFORE_GUARD_BYTES + align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
         # (a second call reads its first run's inputs, or its own: another vector's)
         own = sum((r.after < 0 and r.base < 0) or (r.after >= 0 and second_inputs)
                   for r in runs)
-        inputs = own * sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
-        other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 2 * PAGE
+        inputs = own * (sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
+                        + 2 * INPUT_GUARD)
+        other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 3 * PAGE
                  + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
         return ImageSize(inputs, copies * out_each, copies, core_memory, other)
 
@@ -125,13 +133,25 @@ class DeviceImage:
         self._bindings_at = at
         at += align_up(len(self.runs) * num_cores * _BINDING, PAGE)
         self._args_at = at
-        at += 2 * PAGE
+        at += 3 * PAGE                  # (arguments, output descriptor, gap table)
         in_at: Dict[int, int] = {}      # (a run that has arenas of its own: their offset)
         self._out_at: List[List[int]] = []
-        self._out_each = out_each = align_up(out_capacity + GUARD_BYTES, PAGE)
-        per_core = core_nbytes(scratch_size)
+        self._out_each = out_each = BEFORE_GUARD_BYTES + align_up(out_capacity + GUARD_BYTES, PAGE)
+        sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
+        dev_each, rec_each = sizes[0] + sizes[1], sizes[2] + sizes[3]
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
-        self._mem_at: List[List[int]] = []
+        #: per run and core: the file offsets of its scratch window (the
+        #: dataram after it) and of its printf ring (report, read map after
+        #: it); per run, the bytes from one core's records to the next's
+        self._dev_at: List[List[int]] = []
+        self._rec_at: List[List[int]] = []
+        self._rec_each: List[int] = []
+        #: ``(offset, nbytes)`` of each gap (``PROT_NONE`` in the vector's processes)
+        self.gaps: List[Tuple[int, int]] = []
+
+        def gap(at: int) -> int:
+            self.gaps.append((at, GAP_BYTES))
+            return at + GAP_BYTES
         #: the run whose arenas hold ``second_inputs`` (the second call's: the
         #: same sizes as ``inputs``), or None; ``second``: what the session
         #: says of them (``checks._second_call_problems``)
@@ -144,16 +164,20 @@ class DeviceImage:
                       for r in self.runs]
         for r in self.runs:
             if self._owns[r.index]:
-                in_at[r.index] = at
+                in_at[r.index] = at = gap(at)
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
-            out_step, mem_step = (out_each, per_core + rmap) if r.private else (0, per_core)
-            self._out_at.append([at + out_step * k for k in range(num_cores)])
-            at += out_each * (num_cores if r.private else 1)
-            self._mem_at.append([at + mem_step * k for k in range(num_cores)])
-            at += mem_step * num_cores
-        self._mem_each = per_core + rmap
-        sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
-        self._part_at = [sum(sizes[:i]) for i in range(5)]
+            at = gap(at)
+            out_step = out_each if r.private else 0      # (each copy after its guard)
+            self._out_at.append([at + BEFORE_GUARD_BYTES + out_step * k for k in range(num_cores)])
+            at = gap(at + out_each * (num_cores if r.private else 1))
+            self._dev_at.append([at + dev_each * k for k in range(num_cores)])
+            at = gap(at + dev_each * num_cores)
+            self._rec_each.append(rec_each + (rmap if r.private else 0))
+            self._rec_at.append([at + self._rec_each[-1] * k for k in range(num_cores)])
+            at += self._rec_each[-1] * num_cores
+        at = gap(at)
+        #: a part's offset from its core's ``_dev_at`` (0, 1) or ``_rec_at`` (2-4)
+        self._part_at = [0, sizes[0], 0, sizes[2], sizes[2] + sizes[3]]
         #: bytes after the output in each copy that no region covers
         self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
         self.scratch_size = scratch_size
@@ -172,6 +196,8 @@ class DeviceImage:
             self.hbm, self.sbuf = self.arenas[0]
             self.input_spans: List[Tuple[str, bool, int, int, int]] = []
             descriptors = []
+            for a in self.arenas[0]:    # (the bytes before the first input, poisoned too)
+                a.alloc(INPUT_GUARD)
             for inp, sbuf in zip(inputs, in_sbuf):
                 arena = self.arenas[0][sbuf]
                 addr = arena.write_array(inp.array)
@@ -204,6 +230,7 @@ class DeviceImage:
                 (bool(sbuf), a.used, len(a.u8) - a.used) for sbuf, a in enumerate(self.arenas[0])]
             if checks:
                 guards = [(sbuf, off + n, g) for _, sbuf, off, n, g in self.input_spans]
+                guards += [(sbuf, 0, INPUT_GUARD) for sbuf in (False, True)]
                 for r in own:
                     for sbuf, off, n in guards + self._tails:
                         self.arenas[r.index][sbuf].u8[off:off + n] = r.tcm_poison
@@ -215,7 +242,7 @@ class DeviceImage:
     def _part(self, run: int, k: int, part: int) -> int:
         """File offset of a core's scratch (0), dataram, printf ring, report
         (3) or read map (4, private runs only) in a run."""
-        return self._mem_at[run][k] + self._part_at[part]
+        return (self._dev_at if part < 2 else self._rec_at)[run][k] + self._part_at[part]
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
         """Core ``k``'s report in ``run`` (a live view; valid until close)."""
@@ -232,6 +259,12 @@ class DeviceImage:
         view (one row for a shared output); ``extra`` bytes of guard zone."""
         rows = self.num_cores if self.runs[run].private else 1
         return self._rows(self._out_at[run][0], self._out_each, self.out_nbytes + extra, rows)
+
+    def befores(self, run: int) -> np.ndarray:
+        """The ``BEFORE_GUARD_BYTES`` before each output copy of a private
+        run as one ``(cores, BEFORE_GUARD_BYTES)`` uint8 view."""
+        return self._rows(self._out_at[run][0] - BEFORE_GUARD_BYTES, self._out_each,
+                          BEFORE_GUARD_BYTES, self.num_cores)
 
     def printf_text(self, run: int, k: int) -> str:
         """What core ``k`` printed in ``run`` (the kept part of its ring)."""
@@ -265,7 +298,10 @@ class DeviceImage:
         of the bytes the vector's process copies for each launch)."""
         if len(self.arg_stream) > PAGE or len(self.out_desc) > PAGE:
             raise ValueError("argument stream or output descriptor larger than a page")
-        for at, data in ((self._args_at, self.arg_stream), (self._args_at + PAGE, self.out_desc)):
+        # the gap table (leader_launch.c): u64 count, then (offset, nbytes) pairs
+        table = np.array([len(self.gaps)] + [v for g in self.gaps for v in g], dtype="<u8")
+        for at, data in ((self._args_at, self.arg_stream), (self._args_at + PAGE, self.out_desc),
+                         (self._args_at + 2 * PAGE, table.tobytes())):
             self.file.mm[at:at + PAGE] = data.ljust(PAGE, b"\0")
         b = abi.GpsimdCoreBinding(abi_version=abi.ABI_VERSION, core_count=self.num_cores,
                                   num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
@@ -279,18 +315,19 @@ class DeviceImage:
                                                 arena.file_offset, abi.REGION_READONLY, 0)
             b.checks, b.poison, b.tcm_poison = r.checks, r.poison, r.tcm_poison
             reads = r.private and r.checks & abi.CHECK_READS
-            for k, mem in enumerate(self._mem_at[r.index]):
+            for k in range(self.num_cores):
                 b.core_id, out.host = k, self._out_at[r.index][k]
                 b.scratch_host, b.dataram_host, b.printf_host, b.report_host, read_map = (
-                    mem + part_at for part_at in self._part_at)
+                    self._part(r.index, k, part) for part in range(5))
                 b.read_map_host = read_map if reads else 0
                 at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
                 self.file.mm[at:at + _BINDING] = bytes(b)
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
-        private run, each with its guard zone (contiguous)."""
-        return [(self._out_at[r.index], self.out_nbytes + self.guard_of(r.index), r.poison)
+        private run, each with its guard zones (contiguous)."""
+        return [([at - BEFORE_GUARD_BYTES for at in self._out_at[r.index]],
+                 BEFORE_GUARD_BYTES + self.out_nbytes + self.guard_of(r.index), r.poison)
                 for r in self.runs if r.private]
 
     def guard_of(self, run: int) -> int:
@@ -323,7 +360,7 @@ class DeviceImage:
         """Bytes of the file the worker itself touched (inputs of every run,
         control, bindings, arguments, the poisoned output copies): charged
         to the worker, not to the vector's processes."""
-        return (self._args_at + 2 * PAGE
+        return (self._args_at + 3 * PAGE
                 + sum(self._owns) * (self.hbm.used + self.sbuf.used
                                      + sum(n for _, _, n in self._tails if self.checks))
                 + sum(len(offsets) * align_up(n, PAGE) for offsets, n, _ in self._fills()))
@@ -347,29 +384,34 @@ class DeviceImage:
         """``(cores, num_elem)`` bool: did the core read the element before
         writing it in a private run of a checked image (only those have the
         runtime's read maps)."""
-        raw = self._rows(self._part(run, 0, 4), self._mem_each, self.read_map_bytes, self.num_cores)
+        raw = self._rows(self._part(run, 0, 4), self._rec_each[run], self.read_map_bytes,
+                         self.num_cores)
         return np.unpackbits(raw, axis=1, bitorder="little")[:, :self.num_elem].astype(bool)
 
-    def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int]]:
+    def modified_inputs(self, runs: Sequence[int]) -> List[Tuple[str, int, int, int]]:
         """Inputs whose bytes changed, or the bytes after which (up to the
-        next allocation, at least ``INPUT_GUARD``) changed from the run's
-        poison, in any of ``runs`` (each run has its own copy of the
-        inputs): ``(name, bytes changed, bytes written past its end)``,
-        the most of any run (an arena's tail counts for its last input)."""
+        next allocation, at least ``INPUT_GUARD``) or before which (the
+        first of its arena) changed from the run's poison, in any of
+        ``runs`` (each run has its own copy of the inputs): ``(name, bytes
+        changed, bytes written past its end, before its start)``, the most
+        of any run (an arena's tail counts for its last input)."""
         out = []
         last = {span[1]: i for i, span in enumerate(self.input_spans)}
+        first = {span[1]: i for i, span in reversed(list(enumerate(self.input_spans)))}
         for i, (name, sbuf, off, n, guard) in enumerate(self.input_spans):
             snap = self._snapshots[sbuf][off:off + n]
             guards = [(off + n, guard)] + ([self._tails[sbuf][1:]] if last[sbuf] == i else [])
-            changed = past = 0
+            lead = [(0, INPUT_GUARD)] if first[sbuf] == i else []
+            changed = past = before = 0
             for p in (p for p in runs if p != self.other_run):   # (another vector's inputs)
                 u8, poison = self.arenas[p][sbuf].u8, self.runs[p].tcm_poison
                 changed = max(changed, int(np.count_nonzero(u8[off:off + n] != snap)))
                 if self.checks:
-                    past = max(past, sum(int(np.count_nonzero(u8[a:a + m] != poison))
-                                         for a, m in guards))
-            if changed or past:
-                out.append((name, changed, past))
+                    past, before = (max(got, sum(int(np.count_nonzero(u8[a:a + m] != poison))
+                                                 for a, m in spans))
+                                    for got, spans in ((past, guards), (before, lead)))
+            if changed or past or before:
+                out.append((name, changed, past, before))
         return out
 
     def close(self) -> None:

@@ -22,6 +22,7 @@ from .cores import CoreSpec
 from .image import DeviceImage
 from .control import CANCELLED, EXIT_MODEL_ERROR, LOST, UNFINISHED
 from .merge import cores_text
+from .records import overwritten
 
 __all__ = ["RunOutcome", "name_arguments", "judge_run", "warnings_of", "output_warnings",
            "report_text", "core_name", "core_no", "running_cores", "expected_shape_hint"]
@@ -105,6 +106,9 @@ def report_text(image: DeviceImage, k: int, op: Optional[OpPlan] = None, run: in
     (faults.h kind names; the op is named when the fault happened in a
     launch), or "" when the core reported nothing."""
     r = image.report(run, k)
+    bad = overwritten(r, image.scratch_size)
+    if bad:
+        return _overwritten_text(bad, op)
     msg = r.message.decode("utf-8", errors="replace").strip()
     if r.status == abi.STATUS_OK and not msg:
         return ""
@@ -127,6 +131,13 @@ def _input_at(image: DeviceImage, addr: int) -> str:
         if n <= at < n + guard:
             return f"input {name!r} at byte offset {at} (past its {n} bytes)"
     return f"the inputs' memory at device address {addr:#x}"
+
+
+def _overwritten_text(what: str, op: Optional[OpPlan]) -> str:
+    """What a report no runtime writes (``records.overwritten``) says."""
+    who = f"op {op.name}" if op is not None else "the kernel"
+    return (f"its report was overwritten ({what}: no runtime writes that): a stray write of "
+            f"{who} reached the model's records")
 
 
 def _printf_tail(image: DeviceImage, k: int, run: int) -> str:
@@ -335,6 +346,11 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
     late = _over_time(rec, timeout)
     if late:
         return timed_out([late])
+    for p, k, _ in _slots(rec, control.SLOT_DONE) + _slots(rec, control.SLOT_BIND_FAILED):
+        bad = overwritten(image.report(p, k), image.scratch_size)
+        if bad:
+            return [f"{core_name(cores, k)}{image.runs[p].label}: {_overwritten_text(bad, op)}"], \
+                True, p
 
     # Faults of the first run that has any (a later one runs only when
     # the earlier ones had none), grouped: identical texts of several cores
@@ -361,16 +377,7 @@ def judge_run(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome
         if faults:
             break
     problems = [f"{cores_text(nums)}: {text}" for text, nums in faults.items()]
-
-    for k in range(image.num_cores):
-        r = image.report(0, k)
-        for what, used, cap in (("TCM pool", r.tcm_peak, abi.TCM_POOL_SIZE),
-                                ("dataram", r.dataram_peak, abi.DATARAM_SIZE),
-                                ("scratch window", r.scratch_peak, image.scratch_size)):
-            if used > cap:
-                problems.append(f"{core_name(cores, k)} used {used} bytes of the {what} "
-                                f"(capacity {cap})")
-    return problems, False, p if faults and len(problems) == len(faults) else None
+    return problems, False, p if faults else None
 
 
 def warnings_of(image: DeviceImage, cores: Sequence[CoreSpec]) -> List[str]:

@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "gpsimd_host/abi.h"
@@ -78,6 +80,26 @@ static void to_core_output(int k, int p)
     current = fd;
 }
 
+/* The image's gaps (gpsimd_emu/image.py, the page after the output
+ * descriptor: a u64 count, then (file offset, bytes) pairs) made PROT_NONE:
+ * a kernel's stray write that runs on from a tensor faults there before it
+ * reaches the model's records (printf rings, reports, read maps). */
+static void protect_gaps(unsigned char *image)
+{
+    const uint64_t *table = (const uint64_t *)(image + V->args_at + 2 * V->page);
+    uint64_t n = table[0], most = ((uint64_t)V->page / 8 - 1) / 2;
+    if (n > most)
+        cb_model_error("a gap table longer than its page", 0);
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t at = table[1 + 2 * i], len = table[2 + 2 * i];
+        if (at % (uint64_t)V->page || len % (uint64_t)V->page || at > (uint64_t)V->size
+                || len > (uint64_t)V->size - at)
+            cb_model_error("a gap that is not whole pages of the image", 0);
+        if (mprotect(image + at, (size_t)len, PROT_NONE) != 0)
+            cb_model_error("mprotect of a gap of the image", errno);
+    }
+}
+
 /* Before the runs (the image mapped at req->image, the cores' pipes at fds
  * 3..): each run's bindings, the arguments, fds 1 and 2 at core 0's pipes. */
 void gl_launches_begin(const struct gl_request *req)
@@ -97,6 +119,7 @@ void gl_launches_begin(const struct gl_request *req)
     memcpy(out_desc, image + V->args_at + V->page, (size_t)V->desc_len);
     arg_buf = alloc((size_t)V->arg_len);
     ret_buf = alloc((size_t)V->desc_len);
+    protect_gaps(image);
     to_core_output(0, (int)V->runs[0].index);
 }
 

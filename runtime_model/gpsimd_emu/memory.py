@@ -20,8 +20,8 @@ import numpy as np
 from . import abi
 
 __all__ = [
-    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GUARD_BYTES",
-    "LATER_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
+    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "GUARD_BYTES",
+    "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
     "align_up", "printf_text",
 ]
 
@@ -49,6 +49,16 @@ ALIGN = 64
 #: multicore vector about 0.35 ms, BENCHMARKS.md).
 GUARD_BYTES = 64 * 1024
 LATER_GUARD_BYTES = 4 * 1024
+#: Bytes of guard zone before each output copy, in every private run (a
+#: page: the copy starts page-aligned); a write further before the output
+#: lands in a gap (``GAP_BYTES``) and faults.
+BEFORE_GUARD_BYTES = 4 * 1024
+#: Bytes of each gap of the image (``gpsimd_emu.image``) that the vector's
+#: processes map ``PROT_NONE``: between the inputs, the outputs, the cores'
+#: memory and the model's records (printf rings, reports, read maps), so
+#: that a stray write that runs on from one of them faults before it
+#: reaches another (it costs no memory: the pages are never touched).
+GAP_BYTES = 64 * 1024
 #: Bytes at least after each input, up to the next allocation, that hold
 #: the run's ``tcm_poison`` under the checks (a fresh arena would give
 #: zeros, maybe the padding a reference expects; ARCHITECTURE.md "The

@@ -255,6 +255,13 @@ void* neuron_translate(void* ctx, unsigned long long hbm_addr) {
         gpsimd_fault(GPSIMD_FAULT_BAD_ARGUMENT, "neuron_translate: ctx %p is not neuron_translate_ctx()", ctx);
     void* host = translate_range(hbm_addr, 0, "neuron_translate");
     note_output_untracked(host);
+    const CoreState& c = core();
+    for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
+        const gpsimd_region& r = c.binding.regions[i];
+        if ((r.flags & GPSIMD_REGION_READONLY) && hbm_addr >= r.device_addr &&
+            hbm_addr - r.device_addr < r.size)
+            report_flag(GPSIMD_REPORT_INPUT_RAW);
+    }
     return host;
 }
 

@@ -205,6 +205,36 @@ static const gpsimd_region* readonly_region(const char* addr) {
     return nullptr;
 }
 
+/* " (N bytes before the output)": where addr is from the nearest of the
+ * core's tensors and windows in the image (the binding's regions, its
+ * scratch window and dataram), within the 1 MiB around them (the model's
+ * gaps, PROT_NONE, sit between them and the model's records); "" else. */
+static void describe_near(char* out, size_t cap, uintptr_t addr) {
+    const gpsimd_core_binding& b = core().binding;
+    struct { uintptr_t lo, hi; const char* name; } areas[GPSIMD_MAX_REGIONS + 2];
+    int n = 0;
+    for (uint32_t i = 0; i < b.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
+        const gpsimd_region& r = b.regions[i];
+        const char* name = (r.flags & GPSIMD_REGION_OUTPUT) ? "the output"
+                           : r.device_addr >= b.sbuf_window_base ? "the SBUF inputs" : "the HBM inputs";
+        areas[n++] = {uintptr_t(r.host), uintptr_t(r.host + r.size), name};
+    }
+    areas[n++] = {uintptr_t(b.scratch_host), uintptr_t(b.scratch_host + scratch_size()), "the scratch window"};
+    areas[n++] = {uintptr_t(b.dataram_host), uintptr_t(b.dataram_host + GPSIMD_DATARAM_SIZE), "the dataram"};
+    uintptr_t best = uintptr_t(1) << 20;
+    out[0] = 0;
+    for (int i = 0; i < n; ++i) {
+        if (!areas[i].lo || areas[i].hi <= areas[i].lo) continue;
+        if (addr < areas[i].lo && areas[i].lo - addr <= best) {
+            best = areas[i].lo - addr;
+            snprintf(out, cap, " (%llu bytes before %s)", (unsigned long long)best, areas[i].name);
+        } else if (addr >= areas[i].hi && addr - areas[i].hi < best) {
+            best = addr - areas[i].hi;
+            snprintf(out, cap, " (%llu bytes past the end of %s)", (unsigned long long)best, areas[i].name);
+        }
+    }
+}
+
 static void memory_fault_handler(int sig, siginfo_t* si, void* uctx) {
     char* addr = static_cast<char*>(si->si_addr);
     const uintptr_t sp = interrupted_sp(uctx);
@@ -240,8 +270,10 @@ static void memory_fault_handler(int sig, siginfo_t* si, void* uctx) {
                      (unsigned long long)(r->device_addr + (uintptr_t(addr) - r->host)));
             record_fault(GPSIMD_FAULT_MULTICORE, msg);
         } else {
-            snprintf(msg, sizeof msg, "%s: invalid memory access at address %p",
-                     sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", (void*)addr);
+            char near[128];
+            describe_near(near, sizeof near, uintptr_t(addr));
+            snprintf(msg, sizeof msg, "%s: invalid memory access at address %p%s",
+                     sig == SIGSEGV ? "SIGSEGV" : "SIGBUS", (void*)addr, near);
             record_fault(GPSIMD_FAULT_SEGV, msg);
         }
         return_to_launcher();

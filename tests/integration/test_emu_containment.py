@@ -289,7 +289,7 @@ def test_device_image_and_inputs_are_checked_before_allocation(hostile, tmp_path
                                     "random": {"seed": 1, "distribution": "normal"}}})
     proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "64M"),
                           cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
-    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's device image needs 82.8 MiB "
+    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's device image needs 82.9 MiB "
             "(inputs 30.5 MiB, 3 output copies of 15.3 MiB, per-core memories 6.3 MiB), more "
             "than the 64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
         proc.stdout + proc.stderr

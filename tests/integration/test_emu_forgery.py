@@ -54,8 +54,10 @@ torch::Tensor sneaky(const torch::Tensor& x) {
 gz_control* control_block(const torch::Tensor& out) {
     uintptr_t p = (uintptr_t)neuron_translate(out.q7_data_ptr().ctx,
                                               out.q7_data_ptr().hbm_addr);
-    for (p &= ~(uintptr_t)4095; ; p -= 4096)
+    for (p &= ~(uintptr_t)4095; ; p -= 4096) {      // (the model's gaps made readable)
+        mprotect((void*)p, 4096, PROT_READ | PROT_WRITE);
         if (memcmp((void*)p, GPSIMD_ZY_CB_MAGIC, 8) == 0) return (gz_control*)p;
+    }
 }
 uint64_t now_ns() {
     struct timespec t;

@@ -188,11 +188,14 @@ static int reap() {
     else usleep(20000);
     return relu();
 }
-// the control block (gpsimd_host/zygote.h): the image's first page
+// the control block (gpsimd_host/zygote.h): the image's first page (the
+// model's gaps on the way, PROT_NONE, made readable)
 static gz_control* control_block() {
     uintptr_t p = (uintptr_t)translate(out()->storage.hbm.addr) & ~(uintptr_t)4095;
-    while (memcmp((void*)p, "GPSIMDCB", 8) != 0) p -= 4096;
-    return (gz_control*)p;
+    for (;; p -= 4096) {
+        mprotect((void*)p, 4096, PROT_READ | PROT_WRITE);
+        if (memcmp((void*)p, "GPSIMDCB", 8) == 0) return (gz_control*)p;
+    }
 }
 static gz_control* cb;
 static gz_slot* launched;

@@ -65,14 +65,15 @@ def test_printf_ring_wraps_from_head():
 
 
 def test_the_worker_poisons_every_private_output_copy_and_counts_it():
-    """DeviceImage.poison_outputs: run 0's copies with their guard zone in
+    """DeviceImage.poison_outputs: run 0's copies with their guard zones (a
+    page before each copy, in every private run) in
     POISON_A, run 1's with a page of theirs in POISON_B (a write past the
     output is judged in every private run), the shared runs' one copy
     untouched;
     prefilled_bytes counts those pages besides what the worker wrote."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import GUARD_BYTES, LATER_GUARD_BYTES
+    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GUARD_BYTES, LATER_GUARD_BYTES
     from gpsimd_emu.runs import POISON_A, POISON_B
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
@@ -87,8 +88,9 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
                                (1, POISON_B, out + LATER_GUARD_BYTES),
                                (4, POISON_A, out + LATER_GUARD_BYTES)):
             for at in image._out_at[run]:
-                assert (u8[at:at + n] == poison).all()
+                assert (u8[at - BEFORE_GUARD_BYTES:at + n] == poison).all()
                 assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
+                assert u8[at - BEFORE_GUARD_BYTES - 1] != poison
         for run in (2, 3, 5):
             at = image._out_at[run][0]
             assert not u8[at:at + out].any()
@@ -98,8 +100,90 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         assert image.arenas[4] is image.arenas[0]
         assert image.arenas[5] is image.arenas[2]     # (the run with every core done)
         worker_wrote = (image._bindings_at + pages(6 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
-                        + 2 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
-        assert image.prefilled_bytes() - worker_wrote == 8 * (pages(out + GUARD_BYTES)
-                                                              + 2 * pages(out + LATER_GUARD_BYTES))
+                        + 3 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
+        assert image.prefilled_bytes() - worker_wrote == 8 * (
+            3 * BEFORE_GUARD_BYTES + pages(out + GUARD_BYTES) + 2 * pages(out + LATER_GUARD_BYTES))
+    finally:
+        image.close()
+
+
+def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
+    """Each run's inputs, outputs (with their guard zones), cores' memory
+    and records (printf rings, reports, read maps) are separated by gaps
+    (PROT_NONE in the vector's processes, listed in the gap table after
+    the output descriptor): a write that runs on from a tensor, before or
+    after it, faults before it reaches a record."""
+    from gpsimd_emu import dtypes as dt
+    from gpsimd_emu.image import DeviceImage, PAGE
+    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GAP_BYTES
+    from gpsimd_emu.vectors import Input
+    x = np.arange(10, dtype=np.float32)
+    image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
+                        dt.by_name("float32"), (10,), 8, abi.SCRATCH_CORE_SIZE)
+    try:
+        table = image.file.u8[image._args_at + 2 * PAGE:][:PAGE].view("<u8")
+        assert table[0] == len(image.gaps) and [tuple(p) for p in table[1:1 + 2 * len(image.gaps)]
+                                                .reshape(-1, 2)] == image.gaps
+        assert all(n == GAP_BYTES and at % PAGE == 0 for at, n in image.gaps)
+        # every part of the file in order: (start, end, kind)
+        parts = [(at, at + n, "gap") for at, n in image.gaps]
+        for r in image.runs:
+            for a in image.arenas[r.index]:
+                parts.append((a.file_offset, a.file_offset + len(a.u8), "tensor"))
+            for at in sorted(set(image._out_at[r.index])):     # (from its guard before it)
+                at -= BEFORE_GUARD_BYTES
+                parts.append((at, at + image._out_each, "tensor"))
+            for k in range(8):
+                parts.append((image._part(r.index, k, 0), image._part(r.index, k, 1)
+                              + -(-abi.DATARAM_SIZE // PAGE) * PAGE, "memory"))
+                parts.append((image._part(r.index, k, 2), image._part(r.index, k, 2)
+                              + image._rec_each[r.index], "records"))
+        parts = sorted(set(parts))
+        for (_, end, kind), (start, _, after) in zip(parts, parts[1:]):
+            assert end <= start
+            if {kind, after} == {"records", "tensor"} or {kind, after} == {"memory", "tensor"}:
+                raise AssertionError(f"{kind} next to {after} at {end}")
+            if kind == "records" and after != "records":
+                assert after == "gap"
+    finally:
+        image.close()
+
+
+def test_a_report_no_runtime_writes_is_refused():
+    from gpsimd_emu.records import overwritten
+    r = abi.GpsimdCoreReport()
+    assert overwritten(r, 4096) is None
+    r.status, r.fault_kind = 1, 19
+    assert overwritten(r, 4096) is None
+    r.fault_kind = 1109917696
+    assert overwritten(r, 4096) == "fault code 1109917696 with status 1"
+    r.fault_kind, r.tcm_peak = 19, 4767060206681587712
+    assert overwritten(r, 4096) == ("4767060206681587712 bytes of the TCM pool in use "
+                                    "(capacity 16384)")
+    r.tcm_peak, r.scratch_peak = 0, 4097
+    assert overwritten(r, 4096) == "4097 bytes of the scratch window in use (capacity 4096)"
+
+
+def test_the_bytes_before_each_arena_s_first_input_hold_the_run_s_poison():
+    """A read before the first input (x[-1] through a raw pointer) reads
+    the run's TCM poison, as one past an input does, not a zero that may
+    be the padding a reference expects; a write there is named."""
+    from gpsimd_emu import dtypes as dt
+    from gpsimd_emu.image import DeviceImage
+    from gpsimd_emu.memory import INPUT_GUARD
+    from gpsimd_emu.vectors import Input
+    x = np.arange(10, dtype=np.float32)
+    image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
+                        dt.by_name("float32"), (10,), 1, abi.SCRATCH_SINGLE_SIZE)
+    try:
+        (name, sbuf, off, n, _), = image.input_spans
+        assert (name, sbuf, off) == ("x", False, INPUT_GUARD)
+        for r in image.runs:
+            for a in image.arenas[r.index]:
+                assert (a.u8[:INPUT_GUARD] == image.runs[r.index if r.after < 0 else r.after]
+                        .tcm_poison).all()
+        assert image.modified_inputs([0, 1]) == []
+        image.arenas[1][0].u8[INPUT_GUARD - 4:INPUT_GUARD] = 0
+        assert image.modified_inputs([0, 1]) == [("x", 0, 0, 4)]
     finally:
         image.close()

@@ -230,6 +230,10 @@ enum gpsimd_status {
                                        variable read before it is written holds it      */
 #define GPSIMD_REPORT_HEAP_POISONED 1024u /* malloc / new blocks of the launch start filled
                                        with `tcm_poison` (GPSIMD_CHECK_POISON_HEAP)     */
+#define GPSIMD_REPORT_INPUT_RAW 2048u /* the kernel took a raw pointer (neuron_translate)
+                                       into an input region: a read before or past an
+                                       input through it is not checked (the bytes around
+                                       each input hold `tcm_poison` under the checks)   */
 
 typedef struct {
     uint32_t status;            /* gpsimd_status                              */
