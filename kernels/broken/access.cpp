@@ -97,16 +97,6 @@ torch::Tensor coherence_verbose(const torch::Tensor& x) {
     return out;
 }
 
-// The control of broken_race's input_scratch, single-core: the input as
-// scratch (negated in place through a raw pointer, then restored). No other
-// core reads it meanwhile: harmless on the device, and it passes.
-torch::Tensor input_restore(const torch::Tensor& x) {
-    float* raw = static_cast<float*>(neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr));
-    for (int64_t i = 0; i < x.numel(); i++) raw[i] = -raw[i];
-    for (int64_t i = 0; i < x.numel(); i++) raw[i] = -raw[i];
-    return torch::mul(x, 2.0f);
-}
-
 // Right (2x, through a raw pointer), then two writes before the output's
 // first element (an index computed as i - 1 and i - 50 at i = 0).
 torch::Tensor write_before(const torch::Tensor& x) {

@@ -32,7 +32,7 @@ Check (issue "The emulator finds the bugs the device hides") -> vectors:
   reading back what a core wrote itself is no race), second_race (a read
   of another core's output made from the second call on), input_scratch
   (its own slice of the input as scratch, restored), and its single-core
-  control broken_access's input_restore; both_done (a result on two other
+  control broken_args's input_restore; both_done (a result on two other
   cores being done, which neither fixed order shows); second_overlap (an
   element another core writes, written from the second call on)
 9 uninitialised TCM: tcm_uninit; HBM scratch, heap (malloc, new[]) and
@@ -186,7 +186,7 @@ EXPECTED = {
         "pass", "", ["core 0: read_stream_accessor<float> opened on a tensor with 1 write_stream_accessor already "
                      "open (coherence policy INCOHERENT_VERBOSE)"]),
     # the input as scratch, restored, single-core: nothing else reads it meanwhile
-    ("broken_access", "input_restore"): ("pass", "", []),
+    ("broken_args", "input_restore"): ("pass", "", []),
     # 4. capacity
     ("broken_memory", "tcm_null_deref"): (
         "fail", "core 0: fault TCM_NULL in op tcm_null_deref: null TCM pointer dereferenced: SIGSEGV at address "

@@ -279,8 +279,10 @@ def test_device_image_and_inputs_are_checked_before_allocation(hostile, tmp_path
                                     "random": {"seed": 1, "distribution": "normal"}}})
     proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "64M"),
                           cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
-    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's inputs need 152.6 MiB, more "
-            "than the 64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
+    # (40M float32: 152.6 MiB declared, and 20 bytes an element while drawn)
+    assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's inputs need 915.5 MiB (while "
+            "they are made: a random input is drawn as 64-bit numbers first), more than the "
+            "64 MiB memory limit (--memory, EMU_MEMORY)") in proc.stdout.splitlines(), \
         proc.stdout + proc.stderr
     # an output the reference makes big: the image (3 runs: the second call
     # has an output copy and core memories of its own) is over the limit
