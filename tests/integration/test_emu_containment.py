@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from conftest import ROOT, copy_built, fill, run_scons
@@ -286,9 +287,11 @@ def test_device_image_and_inputs_are_checked_before_allocation(hostile, tmp_path
         proc.stdout + proc.stderr
     # an output the reference makes big: the image (3 runs: the second call
     # has an output copy and core memories of its own) is over the limit
+    # (the input from a .npy: nothing drawn)
+    np.save(tmp_path / "x.npy", np.ones(4000000, np.float32))
     plan = _plan_with(proj, path, {"fd_forger"}, tmp_path,
                       inputs={"x": {"kind": "tensor", "dtype": "float32", "shape": [4000000],
-                                    "random": {"seed": 1, "distribution": "normal"}}})
+                                    "npy": str(tmp_path / "x.npy")}})
     proc = subprocess.run(_cli(plan, "--results", str(tmp_path / "r.json"), "--memory", "64M"),
                           cwd=str(proj), env=_env(), capture_output=True, text=True, timeout=60)
     assert ("FAIL broken_hostile::fd_forger[n10] (?): the vector's device image needs 82.9 MiB "
