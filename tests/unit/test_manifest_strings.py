@@ -143,7 +143,9 @@ def test_a_collection_target_never_selects_one_library():
     ("sources", '["@k.cpp"]', 16, "'@' at the start: the compiler reads"),
     ("includes", '["k${NOPE}"]', 18, "SCons and ninja read '$'"),
     ("cflags", '["-DVAL=$Z"]', 21, "SCons and ninja read '$'"),
-    ("cflags", "['-DV=\"1.0\"']", 19, "'\"': the shell"),
+    ("cflags", '["-DA={1,2}"]', 19, "'{': the shell"),
+    ("cflags", '["-DF(x)=x"]', 18, "'(': the shell"),
+    ("sources", '["k/{r,q}.cpp"]', 18, "'{': the shell"),
     ("cflags", '["-DA=1;id"]', 20, "';': the shell"),
 ])
 def test_a_string_a_command_would_read_otherwise_is_refused(proj, field, text, column, why):
@@ -158,6 +160,15 @@ def test_a_string_a_command_would_read_otherwise_is_refused(proj, field, text, c
     (line,) = errors(path)
     assert line.startswith(f"ops.yaml:{4 if field == 'sources' else 5}:{column}: "), line
     assert why in line and "cannot reach a build command as written" in line, line
+
+
+def test_a_flag_keeps_the_shell_s_quotes_and_backslashes(proj):
+    """A flag is a shell word, as CFLAGS are to make: '-DNAME=\\"xy\\"' is the
+    string macro "xy" (refusing it left no way to pass one)."""
+    path = write("ops.yaml", manifest(library(
+        extra="    cflags: ['-DNAME=\\\"xy\\\"', \"-DQ='a'\", '-I../common', '-O2']\n")))
+    (lib,) = load_manifest(path).libraries
+    assert list(lib.cflags[-4:]) == ['-DNAME=\\"xy\\"', "-DQ='a'", "-I../common", "-O2"]
 
 
 def test_npy_reference_and_include_paths_are_held_to_the_same_rule(proj):
@@ -185,7 +196,7 @@ def test_a_glob_include_that_matches_a_name_with_a_dollar_is_refused(proj):
 @pytest.mark.slow
 def test_the_file_compiled_is_the_file_named(tmp_path):
     """A real build of sources whose names hold every punctuation a path
-    may keep (a space, ':', '+', '=', ',', '%', '!', '{}', ']', '~' and
+    may keep (a space, ':', '+', '=', ',', '%', '!', ']', '~' and
     '#' inside a word): each one compiles the file named, not a decoy
     whose name SCons, ninja or the shell would have made of it."""
     from conftest import copy_project, run_scons
@@ -195,7 +206,7 @@ def test_the_file_compiled_is_the_file_named(tmp_path):
     plus1 = "#include <torch/torch.h>\ntorch::Tensor f(const torch::Tensor& x) " \
             "{ return torch::add(x, 1); }\n"
     decoy = "#include <torch/torch.h>\ntorch::Tensor f(const torch::Tensor& x) { return x; }\n"
-    names = ["a b.cpp", "a:b.cpp", "a+b=c,d%e!f{g}h].cpp", "a~b#c.cpp"]
+    names = ["a b.cpp", "a:b.cpp", "a+b=c,d%e!f]h.cpp", "a~b#c.cpp"]
     for name in names:
         (k / name).write_text(plus1)
     for name in ("a.cpp", "ab.cpp", "b.cpp", "a+b=c,d%e!f.cpp", "a~b.cpp"):
@@ -470,3 +481,21 @@ def test_explore_ranges_without_a_vector_hold_to_the_widest_dtype(proj):
     assert "is not within the values of any dtype (-3.40282e+38..3.40282e+38)" in line, line
     path = write("ok.yaml", doc.replace("-1e300", "-1e30"))
     assert load_manifest(path).libraries[0].ops[0].explore.low == -1e30
+
+
+def test_expected_float_literals_of_a_shape_function_s_output_are_kept(proj):
+    """A library whose shape function gives the output dtype (float32
+    here): its expected 3.0e38 is a float, not an integer written inexactly
+    (the loader refused it, as if the output were an integer)."""
+    write("k/shape.cpp", '#include <torch/torch.h>\n#include "torchneuron/register.h"\n'
+          "torch::Tensor twice_shape(torch::Tensor x) { return torch::zeros(x.sizes(), "
+          "torch::kFloat); }\n"
+          'NEURON_LIBRARY(my_ops, m) { m.def("twice", &twice_shape, "twice"); }\n')
+    write("k/r.cpp", "// kernel\n")
+    path = write("ops.yaml", "version: 1\nlibraries:\n  - name: lib3\n    sources: [k/r.cpp]\n"
+                 "    shape_sources: [k/shape.cpp]\n    ops:\n      - name: twice\n"
+                 "        vectors:\n          - name: big\n            inputs:\n"
+                 "              x: {dtype: float32, shape: [2], values: [1.5e38, 1e20]}\n"
+                 "            expected: {values: [3.0e+38, 2.0e+20]}\n")
+    (lib,) = load_manifest(path).libraries
+    assert lib.ops[0].vectors[0].expected.values == [3.0e38, 2.0e20]

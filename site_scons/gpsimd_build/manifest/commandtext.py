@@ -4,9 +4,13 @@ node and a word of a command line, a flag (``cflags``) a word too. SCons
 substitutes ``$`` in both (``k/r${Z}.cpp`` is ``k/r.cpp``, ``-DVAL=$Z`` is
 ``-DVAL=``), ninja reads ``$`` as its escape, and every command runs through
 ``sh -c``: a word is passed as written (in double quotes when it holds a
-space), so the shell reads its quotes, ``;``, ``|``, ``*``... A string that
-holds such a character would not mean what it says: the loader refuses it
-(docs/manifest.md "Names and strings"); nothing is escaped.
+space), so the shell reads its quotes, ``;``, ``|``, ``*``, and where ``sh``
+is bash its braces. A path that holds such a character would not mean what
+it says: the loader refuses it (docs/manifest.md "Names and strings"). A
+flag is a shell word, as ``CFLAGS`` are to make: its quotes, backslashes
+are the shell's (``-DNAME=\\"x\\"`` is a string macro), and what would run
+another command or make other words of it (``$``, backticks, operators,
+parentheses, globs, braces) is refused.
 """
 
 import re
@@ -19,8 +23,10 @@ _WHY_DOLLAR = ("SCons and ninja read '$' as a variable, replaced by its value ($
 _WHY_SHELL = "the shell that runs the command reads it"
 
 #: Characters read as syntax anywhere in a word: SCons's and ninja's ``$``,
-#: the shell's quotes, escapes, operators and globs, control characters.
-_ANYWHERE = re.compile(r"[$`\"'\\;&|<>()*?\[\x00-\x1f\x7f]")
+#: the shell's quotes, escapes, operators, globs and (bash's) braces,
+#: control characters; a flag keeps the shell's quoting (``"'\``).
+_ANYWHERE = re.compile(r"[$`\"'\\;&|<>()*?\[{}\x00-\x1f\x7f]")
+_ANYWHERE_FLAG = re.compile(r"[$`;&|<>()*?\[{}\x00-\x1f\x7f]")
 #: Characters read as syntax at the start of a word (the shell's ``~`` and
 #: ``#``); for a path also the compiler's option (``-``) and response-file
 #: (``@``) prefixes.
@@ -30,12 +36,14 @@ _FIRST_PATH = "~#-@"
 _GLOB = "*?["
 
 
-def command_problem(text: str, *, path: bool, glob: bool = False) -> Optional[Tuple[int, str]]:
+def command_problem(text: str, *, path: bool, glob: bool = False,
+                    flag: bool = False) -> Optional[Tuple[int, str]]:
     """(offset of the first character that a command would read as syntax,
-    why) in ``text``, a path (``path``) or a flag; None when every
-    character means itself. ``glob``: an include pattern, whose ``*``, ``?``
-    and ``[`` are the pattern's."""
-    for m in _ANYWHERE.finditer(text):
+    why) in ``text``, a path (``path``: its first character too) or a name;
+    None when every character means itself. ``glob``: an include pattern,
+    whose ``*``, ``?`` and ``[`` are the pattern's. ``flag``: a compiler
+    flag, a shell word (module text)."""
+    for m in (_ANYWHERE_FLAG if flag else _ANYWHERE).finditer(text):
         char = m.group()
         if glob and char in _GLOB:
             continue

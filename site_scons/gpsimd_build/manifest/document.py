@@ -212,7 +212,7 @@ class _ManifestFile(_OpChecks, _FileChecks):
     def flags_safe(self, path: DocPath, flags: list) -> bool:
         """Whether every compiler flag of ``flags`` reaches the compile
         meaning what it says (:mod:`.commandtext`); reports each that would not."""
-        return all([self.command_safe(path + (k,), flag, "compiler flag")
+        return all([self.command_safe(path + (k,), flag, "compiler flag", flag=True)
                     for k, flag in enumerate(flags) if isinstance(flag, str)])
 
     def libraries(self) -> List[Optional[Library]]:

@@ -43,12 +43,12 @@ class _FileChecks:
         return False
 
     def command_safe(self, path: DocPath, written: str, what: str, *, relative: Optional[str] = None,
-                     glob: bool = False) -> bool:
+                     glob: bool = False, flag: bool = False) -> bool:
         """Whether the path (root-relative: ``relative``) or flag ``written``
         reaches a command meaning what it says (:mod:`.commandtext`);
         reports the first character that would not, at that character."""
         text = written if relative is None else relative
-        problem = command_problem(text, path=relative is not None, glob=glob)
+        problem = command_problem(text, path=relative is not None, glob=glob, flag=flag)
         if problem is None:
             return True
         at = written.find(text[problem[0]])
