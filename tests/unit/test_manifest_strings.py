@@ -473,6 +473,20 @@ def test_explore_ranges_fit_the_dtype_drawn(proj, block, where, message):
     assert f": $.libraries[0].ops[0].{where}: " in line and message in line, line
 
 
+def test_explore_ranges_fit_every_dtype_the_vectors_give(proj):
+    """float32 and float16 vectors: each dtype is searched, so the range must
+    fit float16 too (checked against the first vector's alone, 1e5 was drawn
+    as inf in float16 and gave a false FALSIFIED)."""
+    half = ("          - name: w\n            inputs:\n"
+            "              x: {dtype: float16, shape: [2], values: [1, 2]}\n"
+            "            expected: {values: [1, 2]}\n")
+    path = write("ops.yaml", manifest(library(
+        vec_extra=half, op_extra="        explore: {low: -1.0e5, high: 1.0e5}\n")))
+    (line,) = errors(path)
+    assert ": $.libraries[0].ops[0].explore.low: explore: [low, high] = [-100000, 100000] is " \
+           "not within the values of float16 (-65504..65504)" in line, line
+
+
 def test_explore_ranges_without_a_vector_hold_to_the_widest_dtype(proj):
     doc = manifest(library(op_extra="        explore: {low: -1e300, high: 0}\n")
                    .split("        vectors:")[0])

@@ -121,7 +121,8 @@ class _ExploreChecks:
     def explore_ranges(self, where: Callable[[str], DocPath], block: dict, own: Optional[dict],
                        args: Dict[str, str], vectors: Sequence[Any]) -> bool:
         """``low``/``high`` within the range of every tensor argument's dtype
-        (a vector's, else the block's ``dtype``, else float32's, the widest),
+        (each its vectors give, else the block's ``dtype``, else float32's,
+        the widest),
         each ``scalars`` range within its argument's dtype (int: int32, long
         long: int64, float and Scalar: float32), an integer one written
         exactly. Reports each that is not; False then."""
@@ -129,18 +130,23 @@ class _ExploreChecks:
         if "low" in block:
             given = block.get("dtype")
             for name in sorted(n for n, t in args.items() if t == "Tensor"):
-                dtype = next((i.dtype for v in vectors if v is not None for i in v.inputs
-                              if isinstance(i, TensorInput) and i.name == name), None) \
-                    or (given if isinstance(given, str) else (given or {}).get(name))
-                lo, hi = _range(dtype or _WIDEST)
-                if block["low"] < lo or block["high"] > hi:
-                    self.error(where("low" if block["low"] < lo else "high"),
-                               f"explore: [low, high] = [{_num(block['low'])}, "
-                               f"{_num(block['high'])}] is not within the values of "
-                               f"{dtype or 'any dtype'} ({_num(lo)}..{_num(hi)}), which tensor "
-                               f"argument '{shown(name)}' is drawn in")
-                    ok = False
-                    break
+                # (every dtype the vectors give it: each is searched)
+                drawn = sorted({i.dtype for v in vectors if v is not None for i in v.inputs
+                                if isinstance(i, TensorInput) and i.name == name and i.dtype}) \
+                    or [given if isinstance(given, str) else (given or {}).get(name)]
+                for dtype in drawn:
+                    lo, hi = _range(dtype or _WIDEST)
+                    if block["low"] < lo or block["high"] > hi:
+                        break
+                else:
+                    continue
+                self.error(where("low" if block["low"] < lo else "high"),
+                           f"explore: [low, high] = [{_num(block['low'])}, "
+                           f"{_num(block['high'])}] is not within the values of "
+                           f"{dtype or 'any dtype'} ({_num(lo)}..{_num(hi)}), which tensor "
+                           f"argument '{shown(name)}' is drawn in")
+                ok = False
+                break
         for name, r in block.get("scalars", {}).items():
             if name not in args:
                 continue
