@@ -363,17 +363,17 @@ class _Composer:
                 return -math.inf if lowered.startswith("-") else math.inf
             if lowered == ".nan":
                 return math.nan
-            if value.startswith(("0o", "0x")):
-                return float(_int(value))
-            number = float(value)
+            exact = _int(value) if value.startswith(("0o", "0x")) else None
+            number = float(value) if exact is None else float(exact)
             if math.isinf(number):   # not written .inf: a literal past the largest double
                 if record:
                     self._problem(event, path, f"number '{shown(value, 24)}' is beyond the "
                                   "largest double (1.8e308) and would become an infinity; "
                                   "write .inf or -.inf for one")
                 return None
-            if number.is_integer() and Decimal(value) != Decimal(number):
-                self.inexact[path] = value
+            if number.is_integer() and (Decimal(value) if exact is None else exact) \
+                    != Decimal(number):
+                self.inexact[path] = value if exact is None else str(exact)
             return number
         if record:
             if tag in (_TAG + "bool", _TAG + "int", _TAG + "float"):

@@ -513,3 +513,13 @@ def test_expected_float_literals_of_a_shape_function_s_output_are_kept(proj):
                  "            expected: {values: [3.0e+38, 2.0e+20]}\n")
     (lib,) = load_manifest(path).libraries
     assert lib.ops[0].vectors[0].expected.values == [3.0e38, 2.0e20]
+
+
+def test_a_hex_float_literal_is_judged_by_its_value(proj):
+    """`!!float 0x20000000000001` is 2**53 + 1, read as the double 2**53:
+    refused for an integer dtype as any inexact float literal is."""
+    path = write("ops.yaml", manifest(library(inputs="x: {dtype: int64, shape: [2], values: "
+                                              "[!!float 0x20000000000001, 1]}")))
+    (line,) = errors(path)
+    assert "9007199254740993 is the integer 9007199254740993, but as a float literal it reads " \
+           "as 9007199254740992" in line, line
