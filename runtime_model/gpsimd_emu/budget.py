@@ -23,7 +23,7 @@ __all__ = ["declared_input_bytes", "bytes_to_make", "inputs_too_big", "RANDOM_WO
 HINT = "(--memory, EMU_MEMORY)"
 #: Bytes an element of a ``random`` input takes while it is made, on top of
 #: its own: the draw in 64-bit numbers and the checks of its conversion to
-#: the dtype (measured with ``ru_maxrss``: 17.4-18.9, the most, for an int8
+#: the dtype (measured as the peak resident memory: 17.4-18.9, the most, for an int8
 #: input from a normal draw; 8.4 for float32).
 RANDOM_WORK_BYTES = 20
 #: Why a vector's inputs need more than they declare.
