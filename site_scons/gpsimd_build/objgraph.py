@@ -13,7 +13,9 @@ one object every path produces:
   flow from the entry (8 bytes: the return address), adding pushes and
   ``sub $N,%rsp``, taking back pops and ``add``; the frame is the largest
   depth reached. The forms GCC writes for frame pointers (``mov %rsp,%rbp``,
-  ``leave``, ``lea -N(%rbp),%rsp``) and for ``-fstack-clash-protection``'s
+  ``leave``, ``lea -N(%rbp),%rsp``), for ``%rsp`` kept in a callee-saved
+  register across pushed arguments (``mov %rsp,%rbx`` ... ``mov %rbx,%rsp``,
+  unless the register is written between), and for ``-fstack-clash-protection``'s
   probe loops (``lea -N(%rsp),%r11`` ... ``cmp %r11,%rsp``) are followed;
   a loop of page probes with no such bound, and ``sub %reg,%rsp``, allocate
   at run time (``dynamic``; GCC counts up to 16 bytes of alignment for such
@@ -38,6 +40,8 @@ from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
 from gpsimd_emu.client.process import run_group
+
+from .stackdepth import Insn as _Insn, State as _State, Unknown as _Unknown, step as _step
 
 __all__ = ["TOOL_TIMEOUT", "INDIRECT", "Function", "ObjectGraphError", "read_objects",
            "parse_objdump", "merge", "demangle", "dumps", "loads"]
@@ -78,28 +82,13 @@ _INSN = re.compile(r"^\s*([0-9a-f]+):\t([^\t]*)(?:\t\s*[0-9a-f]+: (R_\S+)\t(\S+)
 _SYM = re.compile(r"^([0-9a-f]+) (.{7}) (\S+)\t([0-9a-f]+) (?:\.hidden |\.protected |\.internal )?(.+)$")
 _TARGET = re.compile(r"^([0-9a-f]+) <(.+?)(?:\+0x([0-9a-f]+))?>$")
 _ADDEND = re.compile(r"^(.+?)([+-]0x[0-9a-f]+)?$")
-_IMM = re.compile(r"^\$(0x[0-9a-f]+|\d+),%rsp$")
-_LEA = re.compile(r"^(-?0x[0-9a-f]+)?\(%(rsp|rbp)\),%(rsp|r11)$")
 _PREFIXES = ("notrack", "bnd", "rex.W", "data16", "cs", "ds", "lock", "rep", "repz", "repnz")
-
-
-def _signed(text: str) -> int:
-    v = int(text, 16) if text.lstrip("-").startswith("0x") else int(text)
-    return v - (1 << 64) if v >= 1 << 63 else v
 
 
 def _base(name: str) -> str:
     """The function a ``.cold`` part belongs to, or a ``.localalias`` (GCC's
     local name for a function's calls to itself) names."""
     return re.sub(r"\.(cold(\.\d+)?|localalias)$", "", name)
-
-
-@dataclass
-class _Insn:
-    addr: int
-    op: str
-    args: str
-    reloc: Optional[Tuple[str, str]]
 
 
 class _Object:
@@ -205,78 +194,6 @@ def _jump_target(obj: _Object, section: str, insn: _Insn):
     offset = int(m.group(1), 16)
     fname = obj.at.get((section, offset - int(m.group(3) or "0", 16))) or m.group(2)
     return obj.name(fname), (section, offset)
-
-
-class _Unknown(Exception):
-    """``%rsp`` set in a way the walk does not follow."""
-
-
-@dataclass(frozen=True)
-class _State:
-    """The stack depth below the caller's frame (bytes, the return address
-    included) and where ``mov %rsp,%rbp`` and ``%r11`` point (depths)."""
-
-    depth: int
-    fp: Optional[int] = None
-    r11: Optional[int] = None
-
-
-def _step(insn: _Insn, st: _State, probe_head: bool) -> Tuple[_State, bool]:
-    """The state after one instruction, and whether it allocates at run time.
-
-    Raises:
-        _Unknown: ``%rsp`` set in a way not followed.
-    """
-    op, args, d = insn.op, insn.args, st.depth
-    if op == "enter" or (op.startswith(("xchg", "pop")) and "%rsp" in args) \
-            or args.endswith(("%esp", ",%sp")):
-        raise _Unknown
-    if op.startswith("push"):
-        return _State(d + 8, st.fp, st.r11), False
-    if op.startswith("pop"):
-        return _State(d - 8, st.fp, st.r11), False
-    if op == "leave":
-        if st.fp is None:
-            raise _Unknown
-        return _State(st.fp - 8, st.fp, st.r11), False
-    if op.startswith("mov") and args in ("%rsp,%rbp", "%rsp,%r11", "%rbp,%rsp"):
-        if args == "%rsp,%rbp":
-            return _State(d, d, st.r11), False
-        if args == "%rsp,%r11":
-            return _State(d, st.fp, d), False
-        if st.fp is None:
-            raise _Unknown
-        return _State(st.fp, st.fp, st.r11), False
-    if op.startswith("cmp") and args.endswith(",%rsp"):
-        if args == "%r11,%rsp":             # a probe loop ends where %r11 points
-            if st.r11 is None:
-                raise _Unknown
-            return _State(max(d, st.r11), st.fp, st.r11), False
-        return st, True                      # page probes for a run-time area
-    imm = _IMM.match(args.replace("%r11", "%rsp")) if args.endswith(("%rsp", "%r11")) else None
-    if imm and op.startswith(("sub", "add")):
-        n = _signed(imm.group(1)) * (1 if op.startswith("sub") else -1)
-        if args.endswith("%r11"):
-            if st.r11 is None:
-                raise _Unknown
-            return _State(d, st.fp, st.r11 + n), False
-        # (a page probe at a loop's head is bounded by the loop's cmp)
-        return (st if probe_head else _State(d + n, st.fp, st.r11)), False
-    lea = _LEA.match(args) if op.startswith("lea") else None
-    if lea:
-        n, base, dest = _signed(lea.group(1) or "0"), lea.group(2), lea.group(3)
-        if base == "rsp":
-            return (_State(d, st.fp, d - n) if dest == "r11" else _State(d - n, st.fp, st.r11)), False
-        if st.fp is None or dest == "r11":
-            raise _Unknown
-        return _State(st.fp - n, st.fp, st.r11), False
-    if op.startswith("sub") and re.match(r"^%r\w+,%rsp$", args):
-        return st, True
-    if imm and op.startswith("and") and args.endswith("%rsp"):   # realignment
-        return _State(d - _signed(imm.group(1)) - 1, st.fp, st.r11), False
-    if args.endswith("%rsp") and not args.startswith("%rsp,"):
-        raise _Unknown
-    return st, False
 
 
 def _walk(obj: _Object, fname: str, parts: List[str]) -> Function:

@@ -86,6 +86,28 @@ def test_rsp_set_another_way_leaves_the_frame_unknown(insn):
     assert g["f"].frame is None
 
 
+def test_rsp_kept_in_a_callee_saved_register_is_followed():
+    """GCC keeps %rsp in %rbx across stack arguments it pushes for a call
+    (memory_fault_handler's snprintf did, at one commit): the frame is the
+    deepest point, as -fstack-usage says (an unknown frame failed the stack
+    report's comparison with GCC)."""
+    # (one address a line, within the listing's 16-byte function; the walk
+    # adds the depth of each push and sub, and takes back the restore)
+    code = ["push   %rbx", "sub    $0x200,%rsp", "mov    %rsp,%rbx", "push   %rax",
+            "push   %rax", "call   f", "mov    %rbx,%rsp", "add    $0x200,%rsp", "pop    %rbx",
+            "ret"]
+
+    def frame(lines):
+        return objgraph.parse_objdump(_listing(*(f"   {i:x}:\t{insn}"
+                                                 for i, insn in enumerate(lines))))["f"].frame
+    assert frame(code) == 8 + 8 + 0x200 + 16
+    # written in between (any of its names): no longer %rsp, never guessed
+    for write in ("mov    $0x1,%ebx", "pop    %rbx", "lea    0x8(%rax),%rbx", "xor    %bl,%bl"):
+        assert frame(code[:5] + [write] + code[6:]) is None, write
+    # another register than the one that holds it
+    assert frame(code[:6] + ["mov    %r12,%rsp"] + code[7:]) is None
+
+
 def test_a_plain_frame_is_counted():
     g = objgraph.parse_objdump(_listing("   0:\tpush   %rbx", "   1:\tsub    $0x20,%rsp",
                                         "   5:\tadd    $0x20,%rsp", "   9:\tpop    %rbx",
