@@ -217,6 +217,15 @@ def alive(pid: int) -> bool:
         return False
 
 
+def write(path, text) -> str:
+    """Write ``text`` (UTF-8) to ``path``, its folders made; the path as a
+    string (the manifest tests' files)."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
 def copy_project(dest: pathlib.Path) -> pathlib.Path:
     """Copy what a build needs (no build outputs, no VCS data) to ``dest``."""
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "build", ".sconsign*")

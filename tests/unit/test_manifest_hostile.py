@@ -21,12 +21,12 @@ import time
 
 import pytest
 
+from conftest import ROOT, write
 from gpsimd_build.manifest import ManifestError, Read, load_manifest, reads_still_hold
 from gpsimd_build.diagnostics import shown
 from gpsimd_build.manifest import paths as mpaths
 from gpsimd_build.yamlloc import MAX_DEPTH, MAX_MANIFEST_BYTES, MAX_NODES, MAX_NUMBER_LENGTH
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "bench"))
 import fuzz_manifest  # noqa: E402
 
@@ -50,13 +50,6 @@ def proj(tmp_path, monkeypatch):
                                        + header + bytes(16))
     monkeypatch.chdir(root)
     return root
-
-
-def write(path, text):
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def at(text, needle, nth=0, skip=0):

@@ -11,16 +11,15 @@ Each is a located error (never a traceback, a silent change or a PASS).
 
 import ast
 import json
-import pathlib
 import re
 import types
 
 import pytest
 
+from conftest import ROOT, write
 from gpsimd_build import buildnames
 from gpsimd_build.manifest import ManifestError, load_manifest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 SITE = ROOT / "site_scons"
 
 
@@ -31,13 +30,6 @@ def proj(tmp_path, monkeypatch):
     (tmp_path / "k" / "k.cpp").write_text("// kernel\n")
     monkeypatch.chdir(tmp_path)
     return tmp_path
-
-
-def write(path, text):
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return str(path)
 
 
 def errors(path, **kwargs):
