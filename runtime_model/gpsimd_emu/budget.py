@@ -61,6 +61,11 @@ def bytes_to_make(vector: VectorPlan, root: str = ".") -> int:
     """Bytes the worker holds while it makes the vector's inputs:
     :func:`declared_input_bytes` and the largest ``random`` input's
     :data:`RANDOM_WORK_BYTES` an element (one input is made at a time)."""
+    return declared_input_bytes(vector, root) + _random_work(vector)
+
+
+def _random_work(vector: VectorPlan) -> int:
+    """The largest ``random`` input's working bytes while it is drawn."""
     work = 0
     for spec in vector.inputs.values():
         if isinstance(spec, TensorSpec) and spec.random is not None and spec.shape is not None:
@@ -68,17 +73,16 @@ def bytes_to_make(vector: VectorPlan, root: str = ".") -> int:
                 work = max(work, math.prod(max(0, int(d)) for d in spec.shape) * RANDOM_WORK_BYTES)
             except (TypeError, ValueError):
                 continue
-    return declared_input_bytes(vector, root) + work
+    return work
 
 
 def inputs_too_big(vector: VectorPlan, root: str, limit: int) -> Optional[str]:
     """Why the vector's inputs cannot be made within ``limit`` bytes
     (:func:`bytes_to_make`), or None."""
-    need = bytes_to_make(vector, root)
-    if need <= limit:
+    declared, work = declared_input_bytes(vector, root), _random_work(vector)
+    if declared + work <= limit:
         return None
-    return too_big("inputs", need, limit, MAKING if need > declared_input_bytes(vector, root)
-                   else None)
+    return too_big("inputs", declared + work, limit, MAKING if work else None)
 
 
 def too_big(what: str, need: int, limit: int, detail: Optional[str] = None) -> str:

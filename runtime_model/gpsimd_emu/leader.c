@@ -265,7 +265,8 @@ static void run_cores(const struct gz_run *r, int index, int64_t deadline)
     for (int k; (k = cb_claim(p, shared)) >= 0;) {
         if (r->base >= 0 && !based_launch(r, k, index))
             continue;
-        arm(deadline + followed);
+        if (q >= 0)                        /* (else the one alarm set above holds) */
+            arm(deadline + followed);
         gl_launch(p, k, index);
         /* the second call: the same loaded object again, in this process,
            from the state the first call left (unless that call faulted) */
