@@ -8,6 +8,7 @@
 #include <custom_op.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
+#include <gpsimd_host/abi.h>   // (GPSIMD_CHECK_READS: both_done_hidden)
 
 namespace {
 
@@ -192,14 +193,29 @@ torch::Tensor input_scratch(const torch::Tensor& x) {
 // first element when both hold their results. In the order 0..7 core 4
 // sees only core 2 done, in 7..0 only core 6; on the device, core 4 slower,
 // both can be.
-torch::Tensor both_done(const torch::Tensor& x) {
+// Core 4 on cores 2 and 6 both done, through a raw pointer to the output.
+// both_done_hidden hides the pointer from the check as two attacks did:
+// it takes it only in the runs without the read check (the shared ones),
+// found by asking the runtime linked into the object, and steps back from
+// the output's end, translated from an address made from the input's (the
+// output starts at the next MiB: the model's layout).
+namespace gpsimd_rt { bool check_enabled(uint32_t check); }
+
+torch::Tensor both_done_via(const torch::Tensor& x, bool hidden) {
     torch::Tensor out = get_dst_tensor();
     const Slice s = my_slice(x.numel());
     const size_t per = size_t(x.numel()) / get_cpu_count();
     scale_slice(x, out, s, 2.0f, false);
     if (get_cpu_id() != 4 || s.count == 0) return out;
-    const float* raw = static_cast<const float*>(
-        neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
+    if (hidden && gpsimd_rt::check_enabled(GPSIMD_CHECK_READS)) return out;
+    const float* raw;
+    if (hidden) {
+        const auto q = x.q7_data_ptr();
+        const uint64_t end = (q.hbm_addr & ~0xFFFFFull) + 0x100000 + x.numel() * sizeof(float);
+        raw = static_cast<const float*>(neuron_translate(q.ctx, end)) - x.numel();
+    } else {
+        raw = static_cast<const float*>(neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
+    }
     float* v = (float*)torch::neuron::tcm_malloc(3 * sizeof(float));
     if (v == nullptr) return out;
     auto in_acc = x.tcm_accessor();
@@ -213,6 +229,9 @@ torch::Tensor both_done(const torch::Tensor& x) {
     torch::neuron::tcm_free(v);
     return out;
 }
+
+torch::Tensor both_done(const torch::Tensor& x) { return both_done_via(x, false); }
+torch::Tensor both_done_hidden(const torch::Tensor& x) { return both_done_via(x, true); }
 
 // Two writers from the second call on: core 3 also stores element 0 (core
 // 0's) with the same value, on every call after its first.

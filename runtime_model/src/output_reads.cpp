@@ -19,17 +19,19 @@ void setup_read_tracking() {
     c.out_itemsize = 0;
     c.read_map = nullptr;
     c.writing_back = false;
-    if (!check_enabled(GPSIMD_CHECK_READS) || !c.binding.read_map_host || !c.binding.out_itemsize) return;
-    for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
+    /* (the output's bounds in every run, for note_output_untracked: the
+     * shared runs, which keep no read map, flag a raw pointer too) */
+    for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS && !c.out_host; ++i) {
         const gpsimd_region& r = c.binding.regions[i];
         if (r.flags & GPSIMD_REGION_OUTPUT) {
             c.out_host = reinterpret_cast<const unsigned char*>(static_cast<uintptr_t>(r.host));
             c.out_size = r.size;
-            c.out_itemsize = c.binding.out_itemsize;
-            c.read_map = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(c.binding.read_map_host));
-            return;
         }
     }
+    if (!c.out_host || !check_enabled(GPSIMD_CHECK_READS) || !c.binding.read_map_host ||
+        !c.binding.out_itemsize) return;
+    c.out_itemsize = c.binding.out_itemsize;
+    c.read_map = reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(c.binding.read_map_host));
 }
 
 void note_output_read(const void* host, uint64_t nbytes) {
@@ -111,10 +113,11 @@ void note_output_write(const void* host, const void* src, uint64_t nbytes) {
     if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
 }
 
+/* The output's end counts: a kernel may step back from it. */
 void note_output_untracked(const void* host) {
     const CoreState& c = core();
     const unsigned char* p = static_cast<const unsigned char*>(host);
-    if (c.read_map && p >= c.out_host && p < c.out_host + c.out_size)
+    if (c.out_host && p >= c.out_host && p <= c.out_host + c.out_size)
         report_flag(GPSIMD_REPORT_OUTPUT_UNTRACKED);
 }
 

@@ -148,7 +148,8 @@ void note_output_write(const void* host, const void* src, uint64_t nbytes);
 
 /* The kernel got a way to read [host, ...) that the runtime does not see
  * (a standard or stream accessor, a raw pointer): report flag
- * GPSIMD_REPORT_OUTPUT_UNTRACKED when host lies in the tracked output. */
+ * GPSIMD_REPORT_OUTPUT_UNTRACKED when host lies in the output or at its
+ * end, in every run (the shared ones, without a read map, too). */
 void note_output_untracked(const void* host);
 
 /* The binding's GPSIMD_CHECK_* bits (0 when unbound). */

@@ -221,7 +221,8 @@ enum gpsimd_status {
 #define GPSIMD_REPORT_OUTPUT_READ 64u /* a read of never-written output elements was
                                        recorded in the binding's read map               */
 #define GPSIMD_REPORT_OUTPUT_UNTRACKED 128u /* the kernel took a standard or stream accessor,
-                                       or a raw pointer (neuron_translate), on the output:
+                                       or a raw pointer (neuron_translate), on the output
+                                       or at its end, in any run:
                                        reads through those are not in the read map      */
 #define GPSIMD_REPORT_SCRATCH_USED 256u /* the kernel got a neuron_hbm_allocate block (HBM
                                        scratch, uninitialised on the device)            */
