@@ -78,7 +78,18 @@ def _walk_up(path: str, me: int, first: str, depth: int = 0) -> None:
         if stat.S_ISLNK(st.st_mode):
             if st.st_uid not in (me, 0):
                 raise _planted(f"{what}, a symbolic link,", path, st.st_uid, me)
-            if depth < 8:           # (where it leads: resolved whole, so no link is left)
+            if depth < 8:
+                # every link its resolution meets (a link in its target
+                # too) is checked, with the folder that holds it: whoever
+                # may replace one points the build elsewhere
+                for link in _links_met(path):
+                    owner = os.lstat(link).st_uid
+                    if owner not in (me, 0):
+                        raise _planted(f"a symbolic link on the way to {first} {path},", link,
+                                       owner, me)
+                    _walk_up(os.path.dirname(link), me, "the folder above the build folder,",
+                             depth + 1)
+                # where it leads: resolved whole, so no link is left
                 target = os.path.realpath(path)
                 while not os.path.lexists(target):      # (a link to nothing yet)
                     target = os.path.dirname(target)
@@ -292,14 +303,15 @@ def check_cache(cache_dir: str) -> None:
             # the way as written (a link on it is replaced by whoever may
             # write the folder that holds it), then as the links resolve
             for above in dict.fromkeys((os.path.dirname(os.path.abspath(folder)),
-                                        os.path.dirname(real), *_link_folders(folder))):
+                                        os.path.dirname(real),
+                                        *map(os.path.dirname, _links_met(folder)))):
                 _check_cache_way(folder, above)
 
 
-def _link_folders(path: str) -> list:
-    """The folders that hold the symbolic links met while ``path`` is
-    resolved (as ``os.path.realpath`` does, a link in a link's target
-    included; at most 40)."""
+def _links_met(path: str) -> list:
+    """The symbolic links met while ``path`` is resolved (as
+    ``os.path.realpath`` does, a link in a link's target included; at most
+    40), each as a path with no link before its last part."""
     todo, current, out = os.path.abspath(path).split(os.sep)[1:], os.sep, []
     while todo:
         part = todo.pop(0)
@@ -310,7 +322,7 @@ def _link_folders(path: str) -> list:
             continue
         step = os.path.join(current, part)
         if os.path.islink(step) and len(out) < 40:
-            out.append(current)
+            out.append(step)
             target = os.readlink(step)
             current = os.sep if os.path.isabs(target) else current
             todo = target.split(os.sep) + todo

@@ -394,3 +394,27 @@ def test_a_link_within_a_link_on_the_cache_s_way_is_checked(tmp_path):
                        match=f"^the folder {open_dir}, on the way to the cache folder "
                              f"{home / 'l1' / 'cache'}, is writable by every user"):
         buildfolder.check_cache(str(home / "l1" / "cache"))
+
+
+def test_a_link_another_user_owns_inside_the_target_of_a_link_of_ours_is_refused(tmp_path):
+    """``mine/b -> theirs/l/build``, ``theirs/l -> real`` of another user:
+    only our link and where it leads were checked, so the other user could
+    point the build, between two builds, at a folder of their own (found
+    by an attack: a depfile written through a link they planted)."""
+    mine, theirs, real = tmp_path / "mine", tmp_path / "theirs", tmp_path / "real"
+    for d in (mine, theirs, real / "build"):
+        d.mkdir(parents=True)
+    (theirs / "l").symlink_to(real)
+    (mine / "b").symlink_to(theirs / "l" / "build")
+    buildfolder.check(str(mine / "b"))
+    os.lchown(theirs / "l", NOBODY, NOBODY)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^a symbolic link on the way to the build folder {mine / 'b'}, "
+                             f"{theirs / 'l'} is owned by uid {NOBODY}"):
+        buildfolder.check(str(mine / "b"))
+    # the folder that holds it: they could replace our own link there
+    os.lchown(theirs / "l", 0, 0)
+    os.chown(theirs, NOBODY, NOBODY)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder above the build folder, {theirs} is owned by uid {NOBODY}"):
+        buildfolder.check(str(mine / "b"))
