@@ -139,6 +139,10 @@ def test_a_collection_target_never_selects_one_library():
     ("cflags", '["-DF(x)=x"]', 18, "'(': the shell"),
     ("sources", '["k/{r,q}.cpp"]', 18, "'{': the shell"),
     ("cflags", '["-DA=1;id"]', 20, "';': the shell"),
+    # one flag, three words: SCons quotes a word with a space ("-DA" -DB "-DC")
+    ("cflags", "['-DA\" -DWRONG \"-DB']", 18, "the shell would read it as other than one word"),
+    ("cflags", "['-DA\"', '-O2']", 18, "a quote or backslash left open"),
+    ("cflags", "['-DX=a\\', '-O2']", 20, "a quote or backslash left open"),
 ])
 def test_a_string_a_command_would_read_otherwise_is_refused(proj, field, text, column, why):
     for name in ("r${Z}.cpp", "r.cpp", "x$(id).cpp", "q;id;.cpp", "q`id`.cpp", "r*.cpp",

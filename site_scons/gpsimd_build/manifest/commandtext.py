@@ -10,10 +10,13 @@ it says: the loader refuses it (docs/manifest.md "Names and strings"). A
 flag is a shell word, as ``CFLAGS`` are to make: its quotes, backslashes
 are the shell's (``-DNAME=\\"x\\"`` is a string macro), and what would run
 another command or make other words of it (``$``, backticks, operators,
-parentheses, globs, braces) is refused.
+parentheses, globs, braces; a quote or backslash left open, or one in a
+flag that holds a space, which the command holds in double quotes:
+``-DA" -DB "-DC`` would be three words) is refused.
 """
 
 import re
+import shlex
 from typing import Optional, Tuple
 
 from ..diagnostics import shown
@@ -52,6 +55,10 @@ def command_problem(text: str, *, path: bool, glob: bool = False,
         if char < " " or char == "\x7f":
             return m.start(), f"a control character ({char!r}) cannot be passed to a command"
         return m.start(), f"'{char}': {_WHY_SHELL}"
+    if flag and not _one_word(text):
+        at = min(text.find(c) % (len(text) + 1) for c in "\"'\\")
+        return at, ("the shell would read it as other than one word: a quote or backslash left "
+                    "open, or one in a flag that holds a space (passed inside double quotes)")
     if text and text[0] in (_FIRST_PATH if path else _FIRST_FLAG):
         char = text[0]
         why = f"the compiler reads a word that starts with '{char}' as " + (
@@ -59,6 +66,21 @@ def command_problem(text: str, *, path: bool, glob: bool = False,
             f"{_WHY_SHELL} at the start of a word"
         return 0, f"'{char}' at the start: {why}"
     return None
+
+
+def _one_word(flag: str) -> bool:
+    """Does ``flag`` read as exactly one word in the shell, as a command
+    holds it? A flag that holds a space is passed inside double quotes
+    (SCons's ``quote_spaces``, which the ninja file's commands share), where
+    its own quotes and backslashes would mean something else: it may have
+    none. (POSIX rules, ``shlex``; the characters where it and ``sh`` differ
+    are refused before.)"""
+    if " " in flag:
+        return not any(c in flag for c in "\"'\\")
+    try:
+        return len(shlex.split(flag)) == 1
+    except ValueError:          # (an open quote, a trailing backslash)
+        return False
 
 
 def command_message(what: str, written: str, problem: Tuple[int, str]) -> str:
