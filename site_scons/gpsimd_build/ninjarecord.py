@@ -42,10 +42,13 @@ SPEC_NAME = "inputs-spec.json"
 _DEPS_MAGIC = b"# ninjadeps\n"
 
 
-def spec_text(libraries: Dict[str, Tuple[str, List[str], Dict[str, List[str]]]]) -> str:
+def spec_text(libraries: Dict[str, Tuple[str, List[str], Dict[str, List[str]]]],
+              allowed: Iterable[str] = ()) -> str:
     """The spec: ``libraries`` maps a name to ``(key, root paths, {a step's
-    output path: the source paths it reads})``."""
-    return json.dumps({"format": 1, "libraries": {
+    output path: the source paths it reads})``; ``allowed``: the folders
+    outside the project the manifest may name (relative to the project),
+    whose headers in ninja's deps log are recorded too."""
+    return json.dumps({"format": 2, "allowed": sorted(allowed), "libraries": {
         name: {"key": key, "roots": sorted(roots),
                "steps": {out: sorted(set(srcs)) for out, srcs in sorted(steps.items())}}
         for name, (key, roots, steps) in sorted(libraries.items())}},
@@ -108,12 +111,13 @@ def read_deps_log(path: str) -> Dict[str, List[str]]:
             for o, ins in deps.items() if 0 <= o < len(paths)}
 
 
-def _read_spec(path: str) -> Optional[dict]:
+def _read_spec(path: str) -> Optional[Tuple[dict, List[str]]]:
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-        return doc["libraries"] if doc.get("format") == 1 else None
-    except (OSError, ValueError, KeyError, AttributeError):
+        return (doc["libraries"], [str(a) for a in doc["allowed"]]) if doc.get("format") == 2 \
+            else None
+    except (OSError, ValueError, KeyError, AttributeError, TypeError):
         return None
 
 
@@ -125,10 +129,13 @@ def _mtime(path: str, root: str) -> Optional[int]:
 
 
 def up_to_date(entry: dict, built: Dict[str, int], deps: Dict[str, List[str]],
-               root: str = ".") -> Optional[List[str]]:
+               root: str = ".", allowed: Iterable[str] = ()) -> Optional[List[str]]:
     """The files a spec ``entry`` is built from when ninja holds it up to
-    date (roots first), or None (module text). Absolute paths (the
-    compiler's own headers) are not the project's: left out."""
+    date (roots first), or None (module text). An absolute path (a header
+    of the deps log) is left out (the compiler's own headers) unless it
+    lies in one of the ``allowed`` folders (relative to ``root``): then it
+    is named relative to ``root``, as the inputs record names such files."""
+    inside = tuple(os.path.join(os.path.realpath(os.path.join(root, a)), "") for a in allowed)
     files = list(entry["roots"])
     if any(_mtime(p, root) is None for p in files):
         return None
@@ -138,7 +145,9 @@ def up_to_date(entry: dict, built: Dict[str, int], deps: Dict[str, List[str]],
             return None
         for src in list(sources) + deps.get(out, []):
             if os.path.isabs(src):
-                continue
+                if not inside or not os.path.realpath(src).startswith(inside):
+                    continue
+                src = os.path.relpath(src, os.path.abspath(root))
             mtime = _mtime(src, root)
             if mtime is None or mtime > started:
                 return None
@@ -151,14 +160,15 @@ def current(spec_path: str, ninja_dir: str,
     """{name: (key, the files it is built from)} of every entry of the spec
     at ``spec_path`` that ninja (its logs in ``ninja_dir``) holds up to
     date (:func:`up_to_date`); None when the spec cannot be read."""
-    libraries = _read_spec(spec_path)
-    if libraries is None:
+    spec = _read_spec(spec_path)
+    if spec is None:
         return None
+    libraries, allowed = spec
     built = read_build_log(os.path.join(ninja_dir, ".ninja_log"))
     deps = read_deps_log(os.path.join(ninja_dir, ".ninja_deps"))
     done: Dict[str, Tuple[str, List[str]]] = {}
     for name, entry in libraries.items():
-        files = up_to_date(entry, built, deps, root)
+        files = up_to_date(entry, built, deps, root, allowed)
         if files is not None:
             done[name] = (entry["key"], files)
     return done

@@ -491,6 +491,36 @@ def test_objects_older_than_their_sources_are_never_tested(built, tmp_path):
     assert _outcomes(proc.stdout) == {IDS[0]: "FAILED", IDS[1]: "PASSED", IDS[2]: "FAILED"}
 
 
+def test_a_kernel_in_an_allowed_folder_outside_the_project_is_never_tested_stale(tmp_path):
+    """A kernel and its header in an ``allow_paths`` folder outside the
+    project: the record left out every absolute path (the compiler's own
+    headers), so after an edit the plugin ran the old objects and passed
+    (found by an attack). They are recorded relative to the project."""
+    proj, vendor = tmp_path / "team_repo", tmp_path / "vendor"
+    proj.mkdir()
+    vendor.mkdir()
+    (vendor / "negate.cpp").write_text(HEADER_KERNEL)
+    (vendor / "sign.h").write_text("#define SIGN -1\n")
+    (proj / "ops.yaml").write_text(MANIFEST.replace("version: 1\n", "version: 1\nallow_paths: [../vendor]\n")
+                                   .replace("src/negate.cpp", "../vendor/negate.cpp"))
+    (proj / "SConstruct").write_text(SCONSTRUCT)
+    assert run_scons(proj, env=_env()).returncode == 2        # [wrong] fails
+    ok = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(ok.stdout) == {IDS[0]: "PASSED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, ok.stdout
+    record = json.loads((proj / "build/host/inputs.json").read_text())
+    assert {"../vendor/negate.cpp", "../vendor/sign.h"} <= set(record["libraries"]["team"]["files"])
+    assert not [p for p in record["files"] if p.startswith(str(tmp_path))]
+    for path, text in (("sign.h", "#define SIGN 1\n"),
+                       ("negate.cpp", KERNEL.replace("o[i] = -a[i];", "o[i] = a[i];"))):
+        before = (vendor / path).read_text()
+        (vendor / path).write_text(text)                # now a wrong kernel
+        proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA")
+        assert _outcomes(proc.stdout) == dict.fromkeys(IDS, "FAILED"), proc.stdout
+        assert (f"the objects of team may be out of date (../vendor/{path} changed since the "
+                "last build): build it first: `scons team`" in proc.stdout), proc.stdout
+        (vendor / path).write_text(before)
+
+
 def test_a_manifest_flag_a_missing_object_or_an_edit_during_the_build_is_never_tested(
         built, tmp_path):
     """What the objects are made from besides files (a library's cflags),

@@ -106,3 +106,28 @@ def test_current_names_what_ninja_holds_up_to_date_for_the_summary_after_a_failu
     os.utime(tmp_path / "a.cpp", ns=(300, 300))
     assert ninjarecord.current(str(spec), str(ninja_dir), str(tmp_path)) == {}
     assert ninjarecord.current(str(tmp_path / "none.json"), str(ninja_dir), str(tmp_path)) is None
+
+
+def test_a_header_in_an_allowed_folder_outside_is_recorded_relative_to_the_project(tmp_path):
+    """A kernel's header in an ``allow_paths`` folder outside the project:
+    ninja's deps log names it by its absolute path, which was left out with
+    the compiler's own, so the pytest plugin ran objects older than it (a
+    wrong PASS found by an attack). It is named relative to the project."""
+    proj, vendor = tmp_path / "proj", tmp_path / "vendor"
+    proj.mkdir()
+    vendor.mkdir()
+    for path in (proj / "a.cpp", proj / "lib.so", vendor / "v.h"):
+        path.write_text(path.name)
+        os.utime(path, ns=(100, 100))
+    spec = proj / ninjarecord.SPEC_NAME
+    spec.write_text(ninjarecord.spec_text(
+        {"lib": ("KEY", ["lib.so"], {"lib.so": [], "a.o": ["a.cpp"]})}, ["../vendor"]))
+    ninja_dir = proj / ".ninja"
+    ninja_dir.mkdir()
+    (ninja_dir / ".ninja_log").write_text("# ninja log v7\n0\t1\t200\ta.o\th\n0\t1\t200\tlib.so\th\n")
+    _deps_log(ninja_dir / ".ninja_deps",
+              [("a.o", ["a.cpp", str(vendor / "v.h"), "/usr/include/stdio.h"])])
+    assert ninjarecord.current(str(spec), str(ninja_dir), str(proj)) == {
+        "lib": ("KEY", ["lib.so", "a.cpp", "../vendor/v.h"])}
+    os.utime(vendor / "v.h", ns=(300, 300))          # (edited after the compile)
+    assert ninjarecord.current(str(spec), str(ninja_dir), str(proj)) == {}

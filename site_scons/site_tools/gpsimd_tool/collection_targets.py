@@ -61,7 +61,7 @@ def add_targets(top_env, libs: Libraries, collection, libraries: List[Any],
         if libs.to_ninja:
             # (what ninja built each library from, recorded by the summary step)
             spec = graph.text(f"{profile_dir}/{ninjarecord.SPEC_NAME}",
-                              ninja.inputs_spec(libs.inputs.roots, graph.programs()))
+                              ninja.inputs_spec(libs.inputs, graph.programs()))
             default += ninja.summary(env, graph, libs.results, profile_dir,
                                      len(collection.libraries),
                                      [lib.name for lib in libraries if lib.multicore], spec)

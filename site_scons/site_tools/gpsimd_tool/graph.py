@@ -251,7 +251,9 @@ def _collection(env, manifest, build_dir, toolchain, wait_for_lock, sconsign):
     emu_sources = env.Alias(EMU_SOURCES_ALIAS,
                             [env.File(f) for f in layout.emulator_python_files()])
     program = zygote_node(env, graph, profile_dir, shared.include) if profile.runs_tests else None
-    inputs = InputsRecord(profile_dir, graph.programs)
+    inputs = InputsRecord(profile_dir, graph.programs, allowed=(
+        os.path.normpath(os.path.join(env.Dir("#").abspath, r.value))
+        for r in collection.reads if r.kind == "allow"))
     if program is not None:
         inputs.add_zygote(program)
     libs = Libraries(env, graph, profile, shared, profile_dir, program, emu_sources, inputs,

@@ -9,10 +9,12 @@ the graph: the nodes without a builder (kernel and shape sources, the
 headers SCons's scanner found, the runtime's sources, generated texts such
 as the LSP sources and the plan), except the programs the commands run
 (the compiler, Python: not what an object is built *from*, and absolute
-paths) and the files outside the project (an installed tool's own
-sources, e.g. the emulator's program's: the record, an output, holds no
-absolute path; the runtime's are mirrored into the build folder and
-recorded there). A library one of whose objects this run compiled from
+paths) and the files outside the project and outside the folders the
+manifest may name (``ALLOW_PATHS``, ``allow_paths:``): the system's
+headers, an installed tool's own sources, e.g. the emulator's program's
+(the runtime's are mirrored into the build folder and recorded there). A
+file in an allowed folder outside the project is recorded by its path
+relative to the project (the record, an output, holds no absolute path). A library one of whose objects this run compiled from
 a file that was not yet among its dependencies (a header only the
 compiler's depfile names, ``depfiles.unseen``) is not recorded: the next
 build compiles that object again, and records it. The emulator's program
@@ -45,10 +47,17 @@ class InputsRecord:
     (registered with ``atexit``) writes ``<profile_dir>/inputs.json``.
     ``programs``: returns the program nodes to leave out."""
 
-    def __init__(self, profile_dir: str, programs: Callable[[], Iterable[Any]] = list):
+    def __init__(self, profile_dir: str, programs: Callable[[], Iterable[Any]] = list,
+                 allowed: Iterable[str] = ()):
+        """``allowed``: the real paths of the folders outside the project
+        that the manifest may name."""
         self.path = os.path.join(profile_dir, freshness.RECORD_NAME)
         self.roots: Dict[str, Tuple[str, List[Any]]] = {}
         self._programs = programs
+        #: the allowed folders outside the project (real paths)
+        self.allowed = tuple(allowed)
+        self._allowed = tuple(os.path.join(a, "") for a in self.allowed)
+        self._build = os.path.join(os.path.realpath(os.path.dirname(profile_dir)), "")
 
     def add(self, lib: Any, roots: Iterable[Any]) -> None:
         """``lib``: the manifest library; ``roots``: the nodes a front end
@@ -88,15 +97,17 @@ class InputsRecord:
                     leaves |= _leaves(node, memo, skip, unseen)
                 if any(unseen[id(node)] for node in roots if id(node) in unseen):
                     continue        # (not current until the next build: see the docstring)
-                # (a file outside the project, e.g. an installed tool's own
-                # source, has an absolute path: no output holds one)
-                leaves = {n for n in leaves if not os.path.isabs(n.path)}
+                paths = []
                 for node in leaves:
+                    path = self.recorded_path(node)
+                    if path is None:
+                        continue
+                    paths.append(path)
                     st = node.stat()             # SCons's, from when it first looked
                     if st is not None:
-                        stats[node.path] = (st.st_size, st.st_mtime_ns)
+                        stats[path] = (st.st_size, st.st_mtime_ns)
                 stats.update(freshness.stat_files(n.path for n in roots))
-                done[name] = (key, [n.path for n in leaves] + [n.path for n in roots])
+                done[name] = (key, paths + [n.path for n in roots])
         if not done:
             return
         try:
@@ -104,6 +115,18 @@ class InputsRecord:
         except OSError as e:
             sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
                              "the pytest plugin will ask for another build\n")
+
+
+    def recorded_path(self, node: Any) -> Any:
+        """The path ``node`` is recorded by, or None when it is not
+        recorded: a file outside the project (an absolute path) is, by its
+        path relative to the project, when it lies in an allowed folder."""
+        if not os.path.isabs(node.path):
+            return node.path
+        real = os.path.realpath(node.abspath)
+        if real.startswith(self._allowed or ("\0",)) and not real.startswith(self._build):
+            return os.path.relpath(node.abspath)
+        return None             # (a build folder outside: what we wrote there, as before)
 
 
 def _recorded(record: Any, name: str, key: str, now: Dict[str, Any]) -> bool:

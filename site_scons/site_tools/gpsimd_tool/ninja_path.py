@@ -241,21 +241,24 @@ def record_failures(env) -> None:
     env["GPSIMD_TEST_NINJA_ARGS"] = ["--record-failures", "${TARGET.base}.error.txt"]
 
 
-def inputs_spec(roots: Dict[str, Tuple[str, List[Any]]], programs: Iterable[Any]) -> str:
+def inputs_spec(record, programs: Iterable[Any]) -> str:
     """The text of the inputs spec (``gpsimd_build.ninjarecord``): for each
-    entry of ``roots`` (name -> ``(key, root nodes)``, the inputs record's)
-    every step below its roots with the files no step makes that it reads
-    (its sources and explicit dependencies; the headers come from ninja's
-    deps log), leaving out ``programs`` (the compilers) and files outside
-    the project (absolute paths)."""
+    entry of ``record.roots`` (name -> ``(key, root nodes)``, the inputs
+    record's) every step below its roots with the files no step makes that
+    it reads (its sources and explicit dependencies; the headers come from
+    ninja's deps log), leaving out ``programs`` (the compilers) and the
+    files the record leaves out (``record.recorded_path``: outside the
+    project and its allowed folders); and the allowed folders outside the
+    project, for the headers of the deps log."""
     skip = {id(n) for n in programs}
     out = {}
-    for name, (key, nodes) in roots.items():
-        steps = {step.path: [c.path for c in reads if isinstance(c, SCons.Node.FS.Base)
-                             and id(c) not in skip and not os.path.isabs(c.path)]
+    for name, (key, nodes) in record.roots.items():
+        steps = {step.path: [p for p in (record.recorded_path(c) for c in reads
+                                         if isinstance(c, SCons.Node.FS.Base) and id(c) not in skip)
+                             if p is not None]
                  for step, reads in _steps_below(nodes).items()}
         out[name] = (key, [n.path for n in nodes], steps)
-    return ninjarecord.spec_text(out)
+    return ninjarecord.spec_text(out, [os.path.relpath(a) for a in record.allowed])
 
 
 def _steps_below(nodes) -> Dict[Any, List[Any]]:
