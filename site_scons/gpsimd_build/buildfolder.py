@@ -77,18 +77,20 @@ def _walk_up(path: str, me: int, first: str, depth: int = 0) -> None:
         st = os.lstat(path)
         if stat.S_ISLNK(st.st_mode):
             if st.st_uid not in (me, 0):
-                raise _planted(f"{what}, a symbolic link,", path, st.st_uid, me)
+                raise _planted(f"{what.rstrip(',')}, a symbolic link,", path, st.st_uid, me)
             if depth < 8:
                 # every link its resolution meets (a link in its target
-                # too) is checked, with the folder that holds it: whoever
-                # may replace one points the build elsewhere
-                for link in _links_met(path):
+                # too) is checked, and every folder it passes through (one
+                # it leaves again by '..' too): whoever may replace one
+                # points the build elsewhere
+                links, folders = _resolution(path)
+                for link in links:
                     owner = os.lstat(link).st_uid
                     if owner not in (me, 0):
-                        raise _planted(f"a symbolic link on the way to {first} {path},", link,
-                                       owner, me)
-                    _walk_up(os.path.dirname(link), me, "the folder above the build folder,",
-                             depth + 1)
+                        raise _planted(f"a symbolic link on the way to {first.rstrip(',')} "
+                                       f"{path},", link, owner, me)
+                for folder in folders:
+                    _walk_up(folder, me, "the folder above the build folder,", depth + 1)
                 # where it leads: resolved whole, so no link is left
                 target = os.path.realpath(path)
                 while not os.path.lexists(target):      # (a link to nothing yet)
@@ -241,7 +243,9 @@ def make(build_dir: str) -> None:
     Raises:
         OSError: a folder cannot be made.
     """
-    path, missing = os.path.abspath(build_dir), []
+    # (where its links lead: a link to nothing yet gets its target made
+    # now, by this process, not by whoever makes it first)
+    path, missing = os.path.realpath(build_dir), []
     while not os.path.lexists(path) and os.path.dirname(path) != path:
         missing.append(path)
         path = os.path.dirname(path)
@@ -304,15 +308,17 @@ def check_cache(cache_dir: str) -> None:
             # write the folder that holds it), then as the links resolve
             for above in dict.fromkeys((os.path.dirname(os.path.abspath(folder)),
                                         os.path.dirname(real),
-                                        *map(os.path.dirname, _links_met(folder)))):
+                                        *map(os.path.dirname, _resolution(folder)[0]))):
                 _check_cache_way(folder, above)
 
 
-def _links_met(path: str) -> list:
-    """The symbolic links met while ``path`` is resolved (as
-    ``os.path.realpath`` does, a link in a link's target included; at most
-    40), each as a path with no link before its last part."""
-    todo, current, out = os.path.abspath(path).split(os.sep)[1:], os.sep, []
+def _resolution(path: str) -> tuple:
+    """``(links, folders)``: the symbolic links met while ``path`` is
+    resolved (as ``os.path.realpath`` does, a link in a link's target
+    included; at most 40), each as a path with no link before its last
+    part, and the existing folders the resolution passes through (one it
+    leaves again by ``..`` too), the same way."""
+    todo, current, links, folders = os.path.abspath(path).split(os.sep)[1:], os.sep, [], []
     while todo:
         part = todo.pop(0)
         if part in ("", "."):
@@ -321,14 +327,16 @@ def _links_met(path: str) -> list:
             current = os.path.dirname(current)
             continue
         step = os.path.join(current, part)
-        if os.path.islink(step) and len(out) < 40:
-            out.append(step)
+        if os.path.islink(step) and len(links) < 40:
+            links.append(step)
             target = os.readlink(step)
             current = os.sep if os.path.isabs(target) else current
             todo = target.split(os.sep) + todo
         else:
             current = step
-    return out
+            if os.path.isdir(step) and step not in folders:
+                folders.append(step)
+    return links, folders
 
 
 def _check_cache_way(folder: str, above: str) -> None:

@@ -418,3 +418,40 @@ def test_a_link_another_user_owns_inside_the_target_of_a_link_of_ours_is_refused
     with pytest.raises(buildfolder.UnsafeBuildFolder,
                        match=f"^the folder above the build folder, {theirs} is owned by uid {NOBODY}"):
         buildfolder.check(str(mine / "b"))
+
+
+def test_a_folder_a_link_passes_through_and_leaves_by_dotdot_is_checked(tmp_path):
+    """``mine/b -> theirs/x/../../real/build``: the resolution passes
+    through ``theirs/x`` and leaves it, so neither the links' holders nor
+    the real path named it, and its owner could swap ``x`` for a link
+    between the check and the build (found in review); likewise a folder
+    every user may write without the sticky bit."""
+    mine, theirs, real, open_dir = (tmp_path / n for n in ("mine", "theirs", "real", "open"))
+    for d in (mine, theirs / "x", real / "build", open_dir / "x"):
+        d.mkdir(parents=True)
+    (mine / "b").symlink_to(f"{theirs}/x/../../real/build")
+    (mine / "o").symlink_to(f"{open_dir}/x/../../real/build")
+    for link in ("b", "o"):
+        buildfolder.check(str(mine / link))
+    os.chown(theirs, NOBODY, NOBODY)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder above the build folder, {theirs} is owned by uid {NOBODY}"):
+        buildfolder.check(str(mine / "b"))
+    open_dir.chmod(0o777)
+    with pytest.raises(buildfolder.UnsafeBuildFolder,
+                       match=f"^the folder above the build folder, {open_dir} is writable by every user"):
+        buildfolder.check(str(mine / "o"))
+
+
+def test_a_link_to_nothing_yet_gets_its_target_made_by_the_build(tmp_path):
+    """``mine/dl -> pub/nb`` in a sticky folder every user may write:
+    ``make`` made nothing (the link exists), so whoever made ``pub/nb``
+    first, after the check, owned the build folder (found in review)."""
+    mine, pub = tmp_path / "mine", tmp_path / "pub"
+    mine.mkdir()
+    pub.mkdir()
+    pub.chmod(0o1777)
+    (mine / "dl").symlink_to(pub / "nb" / "build")
+    buildfolder.make(str(mine / "dl"))
+    assert (pub / "nb" / "build").is_dir() and (pub / "nb").stat().st_uid == os.geteuid()
+    buildfolder.check(str(mine / "dl"))
