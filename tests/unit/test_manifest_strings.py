@@ -143,6 +143,10 @@ def test_a_collection_target_never_selects_one_library():
     ("cflags", "['-DA\" -DWRONG \"-DB']", 18, "the shell would read it as other than one word"),
     ("cflags", "['-DA\"', '-O2']", 18, "a quote or backslash left open"),
     ("cflags", "['-DX=a\\', '-O2']", 20, "a quote or backslash left open"),
+    ("cflags", "['-DM=\"a b\"']", 19, "a quote that ends the double quotes"),
+    # ninja's line wrapping drops the blanks that start a line
+    ("cflags", "['-include/h  x.h']", 25, "a run of spaces"),
+    ("sources", '["k/a  b.cpp"]', 19, "a run of spaces"),
 ])
 def test_a_string_a_command_would_read_otherwise_is_refused(proj, field, text, column, why):
     for name in ("r${Z}.cpp", "r.cpp", "x$(id).cpp", "q;id;.cpp", "q`id`.cpp", "r*.cpp",
@@ -162,9 +166,11 @@ def test_a_flag_keeps_the_shell_s_quotes_and_backslashes(proj):
     """A flag is a shell word, as CFLAGS are to make: '-DNAME=\\"xy\\"' is the
     string macro "xy" (refusing it left no way to pass one)."""
     path = write("ops.yaml", manifest(library(
-        extra="    cflags: ['-DNAME=\\\"xy\\\"', \"-DQ='a'\", '-I../common', '-O2']\n")))
+        extra="    cflags: ['-DNAME=\\\"xy\\\"', \"-DQ='a'\", '-I../common', '-O2', "
+              "'-DMSG=\\\"hello world\\\"']\n")))
     (lib,) = load_manifest(path).libraries
-    assert list(lib.cflags[-4:]) == ['-DNAME=\\"xy\\"', "-DQ='a'", "-I../common", "-O2"]
+    assert list(lib.cflags[-5:]) == ['-DNAME=\\"xy\\"', "-DQ='a'", "-I../common", "-O2",
+                                     '-DMSG=\\"hello world\\"']
 
 
 def test_npy_reference_and_include_paths_are_held_to_the_same_rule(proj):

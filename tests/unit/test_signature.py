@@ -55,6 +55,20 @@ def test_any_value_the_command_names_changes_the_signature(env, change):
     assert presig(env) != before
 
 
+def test_one_flag_with_a_space_is_not_two_flags(env):
+    """The command holds a list element with a space in double quotes, one
+    word: ``["-DA=1 -DB"]`` and ``["-DA=1", "-DB"]`` are other commands,
+    whose signatures were the same (an object not compiled again when a
+    manifest's cflags changed between them: found in review)."""
+    env.Replace(FLAGS=["-DA=1 -DB"])
+    one = presig(env)
+    env.Replace(FLAGS=["-DA=1", "-DB"])
+    assert presig(env) != one
+    assert signature_text("$FLAGS", env) == "-DA=1 -DB"
+    env.Replace(FLAGS=["-DA=1 -DB"])
+    assert signature_text("$FLAGS", env) == '"-DA=1 -DB"'
+
+
 @pytest.mark.parametrize("change", [
     {"LAUNCHER": "distcc"}, {"PREFIX": ["-ffile-prefix-map=/other=."]}, {"UNUSED": "x"},
 ])

@@ -10,9 +10,11 @@ it says: the loader refuses it (docs/manifest.md "Names and strings"). A
 flag is a shell word, as ``CFLAGS`` are to make: its quotes, backslashes
 are the shell's (``-DNAME=\\"x\\"`` is a string macro), and what would run
 another command or make other words of it (``$``, backticks, operators,
-parentheses, globs, braces; a quote or backslash left open, or one in a
-flag that holds a space, which the command holds in double quotes:
-``-DA" -DB "-DC`` would be three words) is refused.
+parentheses, globs, braces; a quote or backslash left open, or a quote
+that ends the double quotes a command holds a flag with a space in:
+``-DA" -DB "-DC`` would be three words; ``-DM=\\"a b\\"`` is one) is refused.
+A run of spaces, in a path or a flag, is refused too: the ninja file's
+lines are wrapped at a space, and ninja drops the blanks that start a line.
 """
 
 import re
@@ -58,7 +60,11 @@ def command_problem(text: str, *, path: bool, glob: bool = False,
     if flag and not _one_word(text):
         at = min(text.find(c) % (len(text) + 1) for c in "\"'\\")
         return at, ("the shell would read it as other than one word: a quote or backslash left "
-                    "open, or one in a flag that holds a space (passed inside double quotes)")
+                    "open, or a quote that ends the double quotes a flag that holds a space is "
+                    "passed in (write \\\" there)")
+    if "  " in text:
+        return text.index("  "), ("a run of spaces: the ninja file's lines are wrapped at a "
+                                  "space, and ninja drops the blanks that start a line")
     if text and text[0] in (_FIRST_PATH if path else _FIRST_FLAG):
         char = text[0]
         why = f"the compiler reads a word that starts with '{char}' as " + (
@@ -69,16 +75,14 @@ def command_problem(text: str, *, path: bool, glob: bool = False,
 
 
 def _one_word(flag: str) -> bool:
-    """Does ``flag`` read as exactly one word in the shell, as a command
-    holds it? A flag that holds a space is passed inside double quotes
-    (SCons's ``quote_spaces``, which the ninja file's commands share), where
-    its own quotes and backslashes would mean something else: it may have
-    none. (POSIX rules, ``shlex``; the characters where it and ``sh`` differ
-    are refused before.)"""
-    if " " in flag:
-        return not any(c in flag for c in "\"'\\")
+    """Does ``flag`` read as exactly one word in the shell as a command
+    holds it: in double quotes when it holds a space (SCons's
+    ``quote_spaces``, which the ninja file's commands share), where ``\\"``
+    and ``\\\\`` are the escapes and a single quote is itself? (POSIX rules,
+    ``shlex``; the characters where it and ``sh`` differ are refused
+    before.)"""
     try:
-        return len(shlex.split(flag)) == 1
+        return len(shlex.split(f'"{flag}"' if " " in flag else flag)) == 1
     except ValueError:          # (an open quote, a trailing backslash)
         return False
 

@@ -98,7 +98,10 @@ def _value(value: Any, env: Any, depth: int) -> str:
     if isinstance(value, str):
         return _expand(value, env, depth)
     if isinstance(value, (list, tuple, UserList)):
-        return " ".join(_value(v, env, depth) for v in value)
+        # (an element with a space is one word of the command, which holds
+        # it in double quotes: ["-DA=1 -DB"] is not ["-DA=1", "-DB"])
+        return " ".join(f'"{v}"' if isinstance(v, str) and " " in v and "$" not in v
+                        else _value(v, env, depth) for v in value)
     if isinstance(value, (bool, int, float)):
         return str(value)
     if isinstance(value, SCons.Node.Node):
