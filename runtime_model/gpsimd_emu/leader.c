@@ -227,14 +227,26 @@ static int based_launch(const struct gz_run *r, int k, int index)
         cb_set_slot(p, k, GPSIMD_ZY_SLOT_DONE, 0, 0, (uint32_t)index, t, t);
         return 0;
     }
+    uint64_t n, m;
+    unsigned char *to = output_of(p, 0, &n), *from = output_of((int)r->base, 0, &m);
+    if (to == NULL || from == NULL || n != m)
+        cb_model_error("a based run's output differs from its base's", 0);
     if (!filled[p]) {
-        uint64_t n, m;
-        unsigned char *to = output_of(p, 0, &n), *from = output_of((int)r->base, 0, &m);
-        if (to == NULL || from == NULL || n != m)
-            cb_model_error("a based run's output differs from its base's", 0);
         memcpy(to, from, (size_t)n);
         filled[p] = 1;
     }
+    /* its own part not written yet, as on the device when it runs last:
+     * the elements it wrote in run 0 (bytes of its copy other than that
+     * run's poison) back to the zeros of the shared output */
+    const gpsimd_core_binding *b0 = gl_binding((int)V->runs[0].index, k);
+    unsigned char *mine = output_of((int)V->runs[0].index, k, &m);
+    uint64_t es = b0->out_itemsize ? b0->out_itemsize : 1;
+    for (uint64_t e = 0; mine != NULL && m == n && e + es <= n; e += es)
+        for (uint64_t j = 0; j < es; j++)
+            if (mine[e + j] != b0->poison) {
+                memset(to + e, 0, (size_t)es);
+                break;
+            }
     return 1;
 }
 

@@ -36,11 +36,15 @@ void setup_read_tracking() {
 
 void note_output_read(const void* host, uint64_t nbytes) {
     CoreState& c = core();
-    if (!c.read_map || !nbytes) return;
+    if (!c.out_host || !nbytes) return;
     const unsigned char* p = static_cast<const unsigned char*>(host);
     const unsigned char* lo = c.out_host;
     const unsigned char* hi = c.out_host + c.out_size;
     if (p >= hi || p + nbytes <= lo) return;
+    if (!c.read_map) {          /* (a shared run: a read no map follows) */
+        report_flag(GPSIMD_REPORT_OUTPUT_UNTRACKED);
+        return;
+    }
     const uint64_t es = c.out_itemsize;
     const uint64_t a = uint64_t((p > lo ? p : lo) - lo) / es;
     const uint64_t end = uint64_t((p + nbytes < hi ? p + nbytes : hi) - lo);
@@ -113,7 +117,10 @@ void note_output_write(const void* host, const void* src, uint64_t nbytes) {
     if (any) report_flag(GPSIMD_REPORT_OUTPUT_READ);
 }
 
-/* The output's end counts: a kernel may step back from it. */
+/* The output's end counts: a kernel may step back from it. A read in a run
+ * without a read map (the shared ones) is flagged the same way
+ * (note_output_read): the run with every other core's part written
+ * (leader.c based_launch) runs again every core flagged in any run. */
 void note_output_untracked(const void* host) {
     const CoreState& c = core();
     const unsigned char* p = static_cast<const unsigned char*>(host);
