@@ -20,6 +20,7 @@ from typing import Any, List, Tuple
 
 import SCons.Action
 import SCons.Builder
+import SCons.Subst
 
 from gpsimd_build import layout
 from gpsimd_build.buildnames import EMU_DIR
@@ -77,7 +78,11 @@ def _write_compile_db(target, source, env) -> None:
     entries = []
     for obj, src, compile_env in COMPILES:
         entries.append({
-            "command": compile_env.subst("$GPSIMD_CXXCOM", target=[obj], source=[src]),
+            # (each word as the build's command holds it: one with a space
+            # in double quotes, as SCons passes it to the shell)
+            "command": " ".join(SCons.Subst.quote_spaces(str(word)) for word in
+                                compile_env.subst_list("$GPSIMD_CXXCOM", target=[obj],
+                                                       source=[src])[0]),
             "directory": top,
             "file": (src if src.is_derived() else src.srcnode()).get_path(),
             "output": obj.get_path(),
