@@ -20,6 +20,7 @@ what a vector touches is charged to its memory cgroup.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import mmap
@@ -42,6 +43,10 @@ __all__ = ["DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
+#: ``gpsimd_core_binding`` as a numpy record (``write_args`` writes them all at once)
+_BINDING_DTYPE = np.dtype(abi.GpsimdCoreBinding)
+#: madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14; the mmap module names it from Python 3.12)
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
 
 
 class DeviceImage:
@@ -115,6 +120,7 @@ class DeviceImage:
         self.num_cores = num_cores
         self.stack_scale = stack_scale
         self._masks: Dict[int, np.ndarray] = {}
+        self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
         self.itemsize = out_dtype.itemsize
@@ -245,8 +251,12 @@ class DeviceImage:
         return (self._dev_at if part < 2 else self._rec_at)[run][k] + self._part_at[part]
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
-        """Core ``k``'s report in ``run`` (a live view; valid until close)."""
-        return abi.GpsimdCoreReport.from_address(self.file.host + self._part(run, k, 3))
+        """Core ``k``'s report in ``run`` (a live view, made once; valid until close)."""
+        view = self._reports.get((run, k))
+        if view is None:
+            view = self._reports[run, k] = abi.GpsimdCoreReport.from_address(
+                self.file.host + self._part(run, k, 3))
+        return view
 
     def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
         """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
@@ -303,25 +313,30 @@ class DeviceImage:
         for at, data in ((self._args_at, self.arg_stream), (self._args_at + PAGE, self.out_desc),
                          (self._args_at + 2 * PAGE, table.tobytes())):
             self.file.mm[at:at + PAGE] = data.ljust(PAGE, b"\0")
-        b = abi.GpsimdCoreBinding(abi_version=abi.ABI_VERSION, core_count=self.num_cores,
-                                  num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
-                                  arg_stream_host=self._args_at, retval_host=self._args_at + PAGE,
-                                  stack_scale=self.stack_scale, out_itemsize=self.itemsize)
-        out = b.regions[2]          # (a view of b; its host is each core's copy)
-        out.device_addr, out.size, out.flags = self.out_addr, self.out_nbytes, abi.REGION_OUTPUT
-        for r in self.runs:
+        # every binding at once: one record per run and core, zero but for
+        # the fields set here (as a fresh GpsimdCoreBinding), written in one go
+        nc, runs = self.num_cores, self.runs
+        b = np.zeros(len(runs) * nc, dtype=_BINDING_DTYPE)
+        b["abi_version"], b["core_count"], b["num_regions"] = abi.ABI_VERSION, nc, 3
+        b["sbuf_window_base"], b["stack_scale"], b["out_itemsize"] = (
+            SBUF_WINDOW_BASE, self.stack_scale, self.itemsize)
+        b["arg_stream_host"], b["retval_host"] = self._args_at, self._args_at + PAGE
+        b["core_id"] = np.tile(np.arange(nc), len(runs))
+        regions = b["regions"]      # (a view of b; region 2 is each core's output copy)
+        regions[:, 2]["device_addr"], regions[:, 2]["size"] = self.out_addr, self.out_nbytes
+        regions[:, 2]["flags"] = abi.REGION_OUTPUT
+        for r in runs:
+            rows = b[r.index * nc:(r.index + 1) * nc]
             for i, arena in enumerate(self.arenas[r.index]):     # (hbm, sbuf)
-                b.regions[i] = abi.GpsimdRegion(arena.device_base, arena.capacity,
-                                                arena.file_offset, abi.REGION_READONLY, 0)
-            b.checks, b.poison, b.tcm_poison = r.checks, r.poison, r.tcm_poison
-            reads = r.private and r.checks & abi.CHECK_READS
-            for k in range(self.num_cores):
-                b.core_id, out.host = k, self._out_at[r.index][k]
-                b.scratch_host, b.dataram_host, b.printf_host, b.report_host, read_map = (
-                    self._part(r.index, k, part) for part in range(5))
-                b.read_map_host = read_map if reads else 0
-                at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
-                self.file.mm[at:at + _BINDING] = bytes(b)
+                rows["regions"][:, i] = (arena.device_base, arena.capacity, arena.file_offset,
+                                         abi.REGION_READONLY, 0)
+            rows["checks"], rows["poison"], rows["tcm_poison"] = r.checks, r.poison, r.tcm_poison
+            rows["regions"][:, 2]["host"] = self._out_at[r.index]
+            for part, field in enumerate(("scratch_host", "dataram_host", "printf_host",
+                                          "report_host", "read_map_host")):
+                if part < 4 or (r.private and r.checks & abi.CHECK_READS):
+                    rows[field] = [self._part(r.index, k, part) for k in range(nc)]
+        self.file.mm[self._bindings_at:self._bindings_at + b.nbytes] = b.tobytes()
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
@@ -342,9 +357,13 @@ class DeviceImage:
         only read or overwrite those pages: a leader that faulted them in
         cost each vector about 1 ms on the zygote's side of the pipeline);
         they are charged to the worker (``prefilled_bytes``)."""
-        u8 = self.file.u8
+        u8, mm = self.file.u8, self.file.mm
         for offsets, n, poison in self._fills():
             for at in offsets:
+                # (the copy's pages made at once, not one page fault at a
+                # time; a kernel without MADV_POPULATE_WRITE faults them in)
+                with contextlib.suppress(OSError):
+                    mm.madvise(_MADV_POPULATE_WRITE, at - at % PAGE, at % PAGE + n)
                 u8[at:at + n] = poison
 
     def request(self) -> dict:
@@ -417,6 +436,7 @@ class DeviceImage:
     def close(self) -> None:
         """Release the file and every view of it (idempotent)."""
         self._masks.clear()
+        self._reports.clear()
         self.arenas = []
         self.hbm = self.sbuf = None
         self.ctl = None
