@@ -43,8 +43,6 @@ __all__ = ["DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
-#: ``gpsimd_core_binding`` as a numpy record (``write_args`` writes them all at once)
-_BINDING_DTYPE = np.dtype(abi.GpsimdCoreBinding)
 #: madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14; the mmap module names it from Python 3.12)
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
 
@@ -260,9 +258,12 @@ class DeviceImage:
 
     def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
         """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
-        row every ``stride`` bytes (a view)."""
-        return np.lib.stride_tricks.as_strided(self.file.u8[at:], shape=(rows, nbytes),
-                                               strides=(stride, 1), writeable=False)
+        row every ``stride`` bytes (a read-only view; numpy checks that it
+        lies in the file)."""
+        view = np.ndarray((rows, nbytes), np.uint8, buffer=self.file.u8, offset=at,
+                          strides=(stride, 1))
+        view.flags.writeable = False
+        return view
 
     def copies(self, run: int, extra: int = 0) -> np.ndarray:
         """The outputs of a run as one ``(cores, out_nbytes + extra)`` uint8
@@ -313,30 +314,25 @@ class DeviceImage:
         for at, data in ((self._args_at, self.arg_stream), (self._args_at + PAGE, self.out_desc),
                          (self._args_at + 2 * PAGE, table.tobytes())):
             self.file.mm[at:at + PAGE] = data.ljust(PAGE, b"\0")
-        # every binding at once: one record per run and core, zero but for
-        # the fields set here (as a fresh GpsimdCoreBinding), written in one go
-        nc, runs = self.num_cores, self.runs
-        b = np.zeros(len(runs) * nc, dtype=_BINDING_DTYPE)
-        b["abi_version"], b["core_count"], b["num_regions"] = abi.ABI_VERSION, nc, 3
-        b["sbuf_window_base"], b["stack_scale"], b["out_itemsize"] = (
-            SBUF_WINDOW_BASE, self.stack_scale, self.itemsize)
-        b["arg_stream_host"], b["retval_host"] = self._args_at, self._args_at + PAGE
-        b["core_id"] = np.tile(np.arange(nc), len(runs))
-        regions = b["regions"]      # (a view of b; region 2 is each core's output copy)
-        regions[:, 2]["device_addr"], regions[:, 2]["size"] = self.out_addr, self.out_nbytes
-        regions[:, 2]["flags"] = abi.REGION_OUTPUT
-        for r in runs:
-            rows = b[r.index * nc:(r.index + 1) * nc]
+        b = abi.GpsimdCoreBinding(abi_version=abi.ABI_VERSION, core_count=self.num_cores,
+                                  num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
+                                  arg_stream_host=self._args_at, retval_host=self._args_at + PAGE,
+                                  stack_scale=self.stack_scale, out_itemsize=self.itemsize)
+        out = b.regions[2]          # (a view of b; its host is each core's copy)
+        out.device_addr, out.size, out.flags = self.out_addr, self.out_nbytes, abi.REGION_OUTPUT
+        for r in self.runs:
             for i, arena in enumerate(self.arenas[r.index]):     # (hbm, sbuf)
-                rows["regions"][:, i] = (arena.device_base, arena.capacity, arena.file_offset,
-                                         abi.REGION_READONLY, 0)
-            rows["checks"], rows["poison"], rows["tcm_poison"] = r.checks, r.poison, r.tcm_poison
-            rows["regions"][:, 2]["host"] = self._out_at[r.index]
-            for part, field in enumerate(("scratch_host", "dataram_host", "printf_host",
-                                          "report_host", "read_map_host")):
-                if part < 4 or (r.private and r.checks & abi.CHECK_READS):
-                    rows[field] = [self._part(r.index, k, part) for k in range(nc)]
-        self.file.mm[self._bindings_at:self._bindings_at + b.nbytes] = b.tobytes()
+                b.regions[i] = abi.GpsimdRegion(arena.device_base, arena.capacity,
+                                                arena.file_offset, abi.REGION_READONLY, 0)
+            b.checks, b.poison, b.tcm_poison = r.checks, r.poison, r.tcm_poison
+            reads = r.private and r.checks & abi.CHECK_READS
+            for k in range(self.num_cores):
+                b.core_id, out.host = k, self._out_at[r.index][k]
+                b.scratch_host, b.dataram_host, b.printf_host, b.report_host, read_map = (
+                    self._part(r.index, k, part) for part in range(5))
+                b.read_map_host = read_map if reads else 0
+                at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
+                self.file.mm[at:at + _BINDING] = bytes(b)
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
