@@ -51,6 +51,10 @@
 #include "runtime.h"
 #include "stack_switch.hpp"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* (Linux 5.14; older C libraries do not name it) */
+#endif
+
 /* stack_switch.hpp:4 -- true while a wrapper runs on the switched stack. */
 bool switched_stack = false;
 
@@ -366,7 +370,10 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     mprotect(g_map, kGuardBytes, PROT_NONE);
     if (check_enabled(GPSIMD_CHECK_POISON_STACK)) {
         /* a local variable read before it is written holds the run's byte
-         * (a fresh mapping would give zeros in every run) */
+         * (a fresh mapping would give zeros in every run); its pages made
+         * in one call, not a fault each (a kernel without it: the memset
+         * faults them in) */
+        madvise(g_map + kGuardBytes, bytes, MADV_POPULATE_WRITE);
         memset(g_map + kGuardBytes, c.binding.tcm_poison, bytes);
         gpsimd_rt_refill_lo = uintptr_t(g_map + kGuardBytes);
         gpsimd_rt_refill_hi = uintptr_t(g_map + g_map_bytes);
