@@ -13,7 +13,9 @@ gap table), comes before each run's arenas, outputs, cores' memory and
 records and after the last run: a stray write that runs on from a tensor
 faults (the runtime names the nearest tensor) before it reaches the
 model's records. A binding's host pointers are *offsets into the file*:
-each process that maps the image adds its own base (``leader.c``). The worker only writes the inputs, the arguments
+each process that maps the image adds its own base (``leader.c``), and
+once read, the bindings, arguments and gap table are ``PROT_NONE`` there
+too (``leader_launch.c``). The worker only writes the inputs, the arguments
 and the bindings; the vector's processes poison what they use, so that
 what a vector touches is charged to its memory cgroup.
 """
