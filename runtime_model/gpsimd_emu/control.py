@@ -1,5 +1,5 @@
 """The control block: how a vector's processes tell the model what happened
-(stdlib and ctypes only).
+(stdlib and ctypes at import: the worker's ``validate`` imports numpy).
 
 It is the first page of the vector's device image (a memfd the worker
 creates, ``gpsimd_emu.image``), so no file descriptor carries results: a
@@ -58,6 +58,15 @@ JOB_RUNNING, JOB_EXITED = ZY["JOB_RUNNING"], ZY["JOB_EXITED"]
 #: ``gz_control``: the whole page's records (``ctypes.Structure``).
 Block = header_struct("zygote.h", "gz_control")
 assert ctypes.sizeof(Block) <= SIZE
+
+
+def _numpy():
+    """numpy, imported when the worker first validates a record (not when
+    this module is), and ``Block`` as its record type (``_numpy.block``)."""
+    import numpy
+    if not hasattr(_numpy, "block"):
+        _numpy.block = numpy.dtype(Block)
+    return numpy
 
 
 def _record(c: ctypes.Structure) -> dict:
@@ -134,21 +143,24 @@ class ControlBlock:
                     or r["claimed"] > r["ncores"] or any(k >= ncores for k in r["order"]):
                 raise RecordError(f"run {p}: its pass record is out of range")
             passes.append(r)
-        slots = [[] for _ in range(npasses)]
-        for p in range(npasses):
-            for k in range(ncores):
-                s = _record(b.slots[p * MAX_CORES + k])
-                if s["state"] > SLOT_BIND_FAILED or s["status"] > 1 or s["job"] >= MAX_JOBS:
-                    raise RecordError(f"run {p}, core {k}: state {s['state']}, status "
-                                      f"{s['status']}, job {s['job']}")
-                if s["state"] == SLOT_DONE and s["t_end"] < s["t_start"]:
-                    raise RecordError(f"run {p}, core {k}: ends before it starts")
-                slots[p].append(s)
+        # (the slots and jobs read and checked at once; the first slot out of
+        # range, in run and core order, named)
+        np = _numpy()
+        record = np.frombuffer(self.buf, dtype=_numpy.block, count=1)[0]
+        s = record["slots"][:npasses * MAX_CORES].reshape(npasses, MAX_CORES)[:, :ncores]
+        wrong = (s["state"] > SLOT_BIND_FAILED) | (s["status"] > 1) | (s["job"] >= MAX_JOBS)
+        bad = wrong | ((s["state"] == SLOT_DONE) & (s["t_end"] < s["t_start"]))
+        if bad.any():
+            p, k = divmod(int(np.argmax(bad.reshape(-1))), ncores)
+            if wrong[p, k]:
+                raise RecordError(f"run {p}, core {k}: state {s['state'][p, k]}, status "
+                                  f"{s['status'][p, k]}, job {s['job'][p, k]}")
+            raise RecordError(f"run {p}, core {k}: ends before it starts")
+        names = s.dtype.names
+        slots = [[dict(zip(names, t)) for t in row] for row in s.tolist()]
         jobs = []
-        for j, c in enumerate(b.jobs):
-            r = _record(c)
-            if r["state"] == 0:
-                continue
+        for j in np.flatnonzero(record["jobs"]["state"]).tolist():
+            r = _record(b.jobs[j])
             if r["state"] > JOB_EXITED or r["pass"] >= npasses:
                 raise RecordError(f"process record {j}: state {r['state']}, run {r['pass']}")
             jobs.append(dict(r, index=j))

@@ -13,13 +13,16 @@ gap table), comes before each run's arenas, outputs, cores' memory and
 records and after the last run: a stray write that runs on from a tensor
 faults (the runtime names the nearest tensor) before it reaches the
 model's records. A binding's host pointers are *offsets into the file*:
-each process that maps the image adds its own base (``leader.c``). The worker only writes the inputs, the arguments
+each process that maps the image adds its own base (``leader.c``), and
+once read, the bindings, arguments and gap table are ``PROT_NONE`` there
+too (``leader_launch.c``). The worker only writes the inputs, the arguments
 and the bindings; the vector's processes poison what they use, so that
 what a vector touches is charged to its memory cgroup.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import mmap
@@ -42,6 +45,8 @@ __all__ = ["DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
+#: madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14; the mmap module names it from Python 3.12)
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
 
 
 class DeviceImage:
@@ -115,6 +120,7 @@ class DeviceImage:
         self.num_cores = num_cores
         self.stack_scale = stack_scale
         self._masks: Dict[int, np.ndarray] = {}
+        self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         self.out_dtype = out_dtype
         self.out_shape = tuple(out_shape)
         self.itemsize = out_dtype.itemsize
@@ -245,14 +251,21 @@ class DeviceImage:
         return (self._dev_at if part < 2 else self._rec_at)[run][k] + self._part_at[part]
 
     def report(self, run: int, k: int) -> abi.GpsimdCoreReport:
-        """Core ``k``'s report in ``run`` (a live view; valid until close)."""
-        return abi.GpsimdCoreReport.from_address(self.file.host + self._part(run, k, 3))
+        """Core ``k``'s report in ``run`` (a live view, made once; valid until close)."""
+        view = self._reports.get((run, k))
+        if view is None:
+            view = self._reports[run, k] = abi.GpsimdCoreReport.from_address(
+                self.file.host + self._part(run, k, 3))
+        return view
 
     def _rows(self, at: int, stride: int, nbytes: int, rows: int) -> np.ndarray:
         """``rows`` x ``nbytes`` bytes of the file from offset ``at``, one
-        row every ``stride`` bytes (a view)."""
-        return np.lib.stride_tricks.as_strided(self.file.u8[at:], shape=(rows, nbytes),
-                                               strides=(stride, 1), writeable=False)
+        row every ``stride`` bytes (a read-only view; numpy checks that it
+        lies in the file)."""
+        view = np.ndarray((rows, nbytes), np.uint8, buffer=self.file.u8, offset=at,
+                          strides=(stride, 1))
+        view.flags.writeable = False
+        return view
 
     def copies(self, run: int, extra: int = 0) -> np.ndarray:
         """The outputs of a run as one ``(cores, out_nbytes + extra)`` uint8
@@ -342,9 +355,13 @@ class DeviceImage:
         only read or overwrite those pages: a leader that faulted them in
         cost each vector about 1 ms on the zygote's side of the pipeline);
         they are charged to the worker (``prefilled_bytes``)."""
-        u8 = self.file.u8
+        u8, mm = self.file.u8, self.file.mm
         for offsets, n, poison in self._fills():
             for at in offsets:
+                # (the copy's pages made at once, not one page fault at a
+                # time; a kernel without MADV_POPULATE_WRITE faults them in)
+                with contextlib.suppress(OSError):
+                    mm.madvise(_MADV_POPULATE_WRITE, at - at % PAGE, at % PAGE + n)
                 u8[at:at + n] = poison
 
     def request(self) -> dict:
@@ -417,6 +434,7 @@ class DeviceImage:
     def close(self) -> None:
         """Release the file and every view of it (idempotent)."""
         self._masks.clear()
+        self._reports.clear()
         self.arenas = []
         self.hbm = self.sbuf = None
         self.ctl = None

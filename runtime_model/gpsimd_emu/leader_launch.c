@@ -120,6 +120,16 @@ void gl_launches_begin(const struct gl_request *req)
     arg_buf = alloc((size_t)V->arg_len);
     ret_buf = alloc((size_t)V->desc_len);
     protect_gaps(image);
+    /* the bindings, arguments and gap table, read: PROT_NONE from here on (no
+       launch reads them: each has its copies), so that the control page is a
+       mapping of its own, which each launch's two cb_protect calls change
+       without splitting and merging the image's mapping */
+    uint64_t page = (uint64_t)V->page, from = ((uint64_t)V->bindings_at + page - 1) / page * page,
+             to = (uint64_t)V->args_at + 3 * page;
+    if (to > (uint64_t)V->size || from > to)
+        cb_model_error("the image's bindings and arguments are not within it", 0);
+    if (to > from && mprotect(image + from, (size_t)(to - from), PROT_NONE) != 0)
+        cb_model_error("mprotect of the image's bindings", errno);
     to_core_output(0, (int)V->runs[0].index);
 }
 

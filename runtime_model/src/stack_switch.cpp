@@ -51,6 +51,10 @@
 #include "runtime.h"
 #include "stack_switch.hpp"
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23   /* (Linux 5.14; older C libraries do not name it) */
+#endif
+
 /* stack_switch.hpp:4 -- true while a wrapper runs on the switched stack. */
 bool switched_stack = false;
 
@@ -171,24 +175,30 @@ static void chain_signal(int sig, siginfo_t* si, void* uctx) {
 }
 
 /* The read-only regions (the inputs) of a multicore core under
- * GPSIMD_CHECK_MULTICORE: made PROT_READ for the launch (set_inputs_readonly),
- * so that a write to an input, by any means, faults at once (a write restored
- * before the run ends leaves no trace in the inputs' bytes). On the device
- * the other cores read the inputs meanwhile. A single-core op may write its
- * input and restore it: no one else reads it while it runs. */
+ * GPSIMD_CHECK_MULTICORE: made PROT_READ at the start of each launch
+ * (set_inputs_readonly), so that a write to an input, by any means, faults at
+ * once (a write restored before the run ends leaves no trace in the inputs'
+ * bytes). On the device the other cores read the inputs meanwhile. They stay
+ * read-only after the launch, to the end of the process: nothing of the
+ * host's writes an input while the cores run (the vector's processes are
+ * made for it, and its inputs are written before), and the next launch of
+ * the run's cores in this process then finds them so (an mprotect that
+ * changes nothing splits no mapping: two of those a launch, not four that
+ * split and merge the image's mapping). A single-core op may write its input
+ * and restore it: no one else reads it while it runs. */
 static bool inputs_readonly() {
     const CoreState& c = core();
     return c.binding.core_count > 1 && check_enabled(GPSIMD_CHECK_MULTICORE);
 }
 
-static void set_inputs_readonly(bool readonly) {
+static void set_inputs_readonly() {
     const CoreState& c = core();
     const uintptr_t page = uintptr_t(sysconf(_SC_PAGESIZE));
     for (uint32_t i = 0; i < c.binding.num_regions && i < GPSIMD_MAX_REGIONS; ++i) {
         const gpsimd_region& r = c.binding.regions[i];
         if (!(r.flags & GPSIMD_REGION_READONLY) || !r.size || r.host % page) continue;
         mprotect(reinterpret_cast<void*>(uintptr_t(r.host)), (r.size + page - 1) / page * page,
-                 PROT_READ | (readonly ? 0 : PROT_WRITE));
+                 PROT_READ);
     }
 }
 
@@ -360,7 +370,10 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     mprotect(g_map, kGuardBytes, PROT_NONE);
     if (check_enabled(GPSIMD_CHECK_POISON_STACK)) {
         /* a local variable read before it is written holds the run's byte
-         * (a fresh mapping would give zeros in every run) */
+         * (a fresh mapping would give zeros in every run); its pages made
+         * in one call, not a fault each (a kernel without it: the memset
+         * faults them in) */
+        madvise(g_map + kGuardBytes, bytes, MADV_POPULATE_WRITE);
         memset(g_map + kGuardBytes, c.binding.tcm_poison, bytes);
         gpsimd_rt_refill_lo = uintptr_t(g_map + kGuardBytes);
         gpsimd_rt_refill_hi = uintptr_t(g_map + g_map_bytes);
@@ -375,8 +388,7 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     makecontext(&g_wrapper_ctx, trampoline, 0);
 
     install_handlers();
-    const bool readonly = inputs_readonly();
-    if (readonly) set_inputs_readonly(true);
+    if (inputs_readonly()) set_inputs_readonly();
     g_wrapper_fn = wrapper_fn_ptr;
     switched_stack = true;
     g_in_launch = true;
@@ -385,7 +397,6 @@ int switch_stack_or_call_wrapper(uintptr_t wrapper_fn_ptr, uint32_t stack_size) 
     g_in_launch = false;
     switched_stack = false;
     gpsimd_rt_refill_lo = gpsimd_rt_refill_hi = 0;
-    if (readonly) set_inputs_readonly(false);
     uninstall_handlers();
     munmap(g_map, g_map_bytes);
     g_map = nullptr;
