@@ -40,8 +40,8 @@ from gpsimd_device import zygote as program
 
 from . import contain
 from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by
-from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
-                       add_run_options, one_blas_thread, run_options)
+from .settings import (QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions, add_run_options,
+                       one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
 
 
@@ -72,8 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
                           "written; kept out of the plan so that moving a vector's lines "
                           "does not re-run its tests")
     add_run_options(run)
-    run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
-                     help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
     run.add_argument("--quiet", action="store_true", default=None,
                      help="print only failures and passes with warnings, no summary line "
                           f"(default when ${QUIET_ENV} is 1)")
@@ -165,7 +163,7 @@ def load(args: argparse.Namespace) -> Union[Tuple[TestPlan, RunOptions], int]:
     if problem:
         say(f"cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
-    return plan, run_options(args, zygote, args.stack_scale)
+    return plan, run_options(args, zygote)
 
 
 def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
