@@ -39,11 +39,7 @@ OUTPUT_SOURCE = ("output elements read before they were written (through a stand
 
 
 #: The never-written memory a core can read, by report flag (abi.h): how a
-#: message names it, and what holds its poison. A use flag says the kernel
-#: got such memory; the stack and the heap are poisoned for every checked
-#: launch (their flags say so), and two runs cannot tell which was read; so
-#: are the bytes around each input (``image``), which a raw pointer into an
-#: input (``INPUT_RAW``) can read.
+#: message names it, and what holds its poison (ARCHITECTURE.md "The checks").
 _SOURCES = ((abi.REPORT_INPUT_RAW, "memory around an input",
              "the bytes around each input that a raw pointer reads outside it"),
             (abi.REPORT_TCM_USED, "TCM", "tcm_malloc memory"),
@@ -221,12 +217,10 @@ def _read_problems(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOu
 
 def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np.ndarray],
                      orders: Optional[np.ndarray], layout: "_Layout") -> List[str]:
-    """Elements a core wrote in either private run (``masks``) whose values differ
-    between the two: they depend on never-written memory, or, where the
-    output itself may be the source, on the output read before it was
-    written, as runs 2 and 3 tell (ARCHITECTURE.md "The checks"; elements
-    on which those two disagree, ``orders``, are the order check's).
-    Grouped by the source."""
+    """Elements a core wrote in either private run (``masks``) whose values
+    differ between the two, grouped by their source (ARCHITECTURE.md "The
+    checks"; elements runs 2 and 3 disagree on, ``orders``, are the order
+    check's)."""
     if not outcome.ran(1):
         return []
     n, size = image.num_elem, image.itemsize
@@ -260,14 +254,10 @@ def _uninit_problems(image: DeviceImage, outcome: RunOutcome, masks: Sequence[np
 def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
                           outcome: RunOutcome, masks: Sequence[np.ndarray],
                           writers: np.ndarray) -> List[str]:
-    """The second call (``runs.SECOND_CALL``, ARCHITECTURE.md "The checks"):
-    its cross-core reads and elements several cores wrote
-    (``_second_call_races``); with another vector's arguments
-    (``image.second``), its output (each element from the core that wrote it
-    in the first runs, ``masks``) against that vector's expected one; else
-    elements that differ from run 0's. No comparison when the call had
-    another vector's arguments but ``image.second`` is None: that vector
-    did not pass (its own run says so)."""
+    """The second call's problems (``runs.SECOND_CALL``, ARCHITECTURE.md
+    "The checks"): ``_second_call_races``, then ``_second_call_values``,
+    unless the call had another vector's arguments but ``image.second`` is
+    None (that vector did not pass: its own run says so)."""
     s = next((r.index for r in image.runs if r.after == 0), None)
     if s is None or not outcome.ran(s):
         return []
@@ -279,13 +269,11 @@ def _second_call_problems(image: DeviceImage, cores: Sequence[CoreSpec],
 
 def _second_call_races(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutcome,
                        s: int, writers: np.ndarray) -> List[str]:
-    """Of a multicore second call (run ``s``, one private run: one poison),
-    what the first call's runs find of it too, where they did not: reads of
-    output elements that other cores write (``writers``, the first call's),
-    made before the core wrote them (read while holding the poison), and
-    elements written by several cores. (A core's own elements read while
-    holding the poison are not named: with one poison, a value it wrote
-    can equal it.)"""
+    """Of a multicore second call (run ``s``, one poison), what the first
+    call's runs did not find: reads of output elements other cores write
+    (``writers``) made before the core wrote them, and elements several
+    cores wrote. (A core's own such reads are not named: with one poison,
+    a value it wrote can equal it.)"""
     if image.num_cores < 2:
         return []
     out = []
@@ -314,7 +302,10 @@ def _second_call_races(image: DeviceImage, cores: Sequence[CoreSpec], outcome: R
 
 def _second_call_values(image: DeviceImage, cores: Sequence[CoreSpec], s: int,
                         masks: Sequence[np.ndarray]) -> List[str]:
-    """``_second_call_problems``' comparison."""
+    """With another vector's arguments (``image.second``), the output
+    (each element from the core that wrote it in the first runs, ``masks``)
+    against that vector's expected one; else elements that differ from run
+    0's."""
     n, size = image.num_elem, image.itemsize
     if image.second is not None:
         name, expected, rtol, atol = image.second
@@ -357,12 +348,10 @@ def _order_problems(image: DeviceImage, diff: Optional[np.ndarray], writers: np.
 def _all_written_problems(image: DeviceImage, outcome: RunOutcome, masks: np.ndarray,
                           orders: Optional[np.ndarray], writers: np.ndarray,
                           layout: "_Layout") -> List[str]:
-    """Elements the run with every other core's part written (the run with a
-    ``base``: ``runs.ALL_WRITTEN``) left otherwise than run 2, where the
-    cores that read the output through a pointer ran with only the cores
-    before them done; but not the order check's (``orders``), nor elements
-    that change with the poison in runs 0 and 1 (a core's own elements read
-    before it wrote them: ``_uninit_problems``')."""
+    """Elements the run with every other core's part written
+    (``runs.ALL_WRITTEN``, ARCHITECTURE.md "The checks") left otherwise than
+    run 2; but not the order check's (``orders``), nor those that change
+    with the poison in runs 0 and 1 (``_uninit_problems``')."""
     x = next((r.index for r in image.runs if r.base >= 0), None)
     if x is None or not outcome.ran(x):
         return []

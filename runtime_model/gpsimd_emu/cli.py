@@ -40,8 +40,8 @@ from gpsimd_device import zygote as program
 
 from . import contain
 from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by
-from .settings import (DEFAULT_STACK_SCALE, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions,
-                       add_run_options, one_blas_thread, run_options)
+from .settings import (QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions, add_run_options,
+                       one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
 
 
@@ -72,8 +72,6 @@ def build_parser() -> argparse.ArgumentParser:
                           "written; kept out of the plan so that moving a vector's lines "
                           "does not re-run its tests")
     add_run_options(run)
-    run.add_argument("--stack-scale", type=int, default=DEFAULT_STACK_SCALE,
-                     help=f"host stack bytes per device stack byte (default {DEFAULT_STACK_SCALE})")
     run.add_argument("--quiet", action="store_true", default=None,
                      help="print only failures and passes with warnings, no summary line "
                           f"(default when ${QUIET_ENV} is 1)")
@@ -165,22 +163,17 @@ def load(args: argparse.Namespace) -> Union[Tuple[TestPlan, RunOptions], int]:
     if problem:
         say(f"cannot run {args.plan}: {problem}; build it: scons {zygote}")
         return 2
-    return plan, run_options(args, zygote, args.stack_scale)
+    return plan, run_options(args, zygote)
 
 
 def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
-    """This process supervises the run: it becomes the subreaper, forks
-    the worker (``contain.fork_child``: it dies with this process, a model
-    bug is printed, never a silent exit; ``_run_worker``), waits for it
-    within the run's limit (``RUNS_PER_VECTOR`` time limits a vector, for
-    one vector more than the plan has, plus ``RUN_SLACK``), ends every
-    descendant left (``contain.sweep``) and returns the run's exit status
-    (module text); on SIGINT, SIGTERM or SIGHUP it ends them all and
-    itself by that signal."""
+    """This process supervises the run (ARCHITECTURE.md "Processes and
+    containment"): as the subreaper, it forks the worker
+    (``contain.fork_child``, ``_run_worker``), waits for it within the
+    run's limit, ends every descendant left (``contain.sweep``) and returns
+    the run's exit status (module text); on a stop signal it ends them all
+    and itself by that signal."""
     limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
-    # The vectors run under a worker process, so that whatever a reference
-    # (run in the worker, outside any vector's limit) does to it, this
-    # process can still say what happened; the whole run is bounded.
     contain.become_subreaper()
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
@@ -242,11 +235,7 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
 
     with LibrarySession(plan, root=args.root, options=options) as session:
         results = session.run_all(show)
-        # Under a relay this process does not wait for the zygote: it ends
-        # while the results are written, and the supervising process, the
-        # run's subreaper, reaps it, giving the relay the time to remove
-        # the memory cgroup (``supervise``, ``contain.sweep``).
-        session.close(wait=False)
+        session.close(wait=False)       # (the supervisor reaps the zygote: ZygoteClient.close)
     if not args.quiet:   # (the build prints the summary)
         print(results.summary_line(), flush=True)
     out = args.results if results.ok or not args.failed_results else args.failed_results

@@ -110,9 +110,7 @@ def end_within(pid: int, seconds: float) -> Optional[int]:
 
 
 #: Seconds ``sweep`` gives a zygote's relay (``sandbox.c``, named as the
-#: program, ``gpsimd_device.zygote.PROGRAM_NAME``) to end on SIGTERM before
-#: SIGKILL: it ends the sandbox and removes its memory cgroup, which a
-#: SIGKILL would leave behind. Every other child is killed at once.
+#: program) to end on SIGTERM, removing its memory cgroup, before SIGKILL.
 TERM_GRACE = 1.0
 
 

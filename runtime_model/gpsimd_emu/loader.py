@@ -83,8 +83,6 @@ def read_object(path: str, name: Optional[str] = None) -> PackedObject:
         raise LoadError(f"{name}: cannot read: {e.strerror or e}") from None
     if data.startswith(_ELF_MAGIC):
         return PackedObject(name, {}, data, False, path)
-    if data.startswith(_pack.MAGIC[:len(data)]) and len(data) < len(_pack.MAGIC):
-        raise LoadError(f"{name}: truncated: {len(data)} bytes")
     return replace(parse_pack(data, name), file=path)
 
 

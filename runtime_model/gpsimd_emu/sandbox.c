@@ -181,10 +181,8 @@ static void end_sandbox(int sig)
 
 /* Serve the zygote's requests for a fresh working directory (requests:
  * a byte on `req`; the answer, "1" or "0", on `ack`), wait for its end
- * and end as it ended, its cgroup removed. A stop signal (SIGINT,
- * SIGTERM, SIGHUP), and the death of the worker `parent` (SIGTERM), end
- * the zygote first: the relay outlives it to remove the cgroup, which a
- * SIGKILL of the relay would leave behind. */
+ * and end as it ended, its cgroup removed; a stop signal, or the death of
+ * the worker `parent`, ends the zygote first (ARCHITECTURE.md). */
 static void relay(pid_t pid, int req, int ack, int parent)
 {
     int st = 0, mnt = -1, ended = (int)syscall(SYS_pidfd_open, pid, 0);

@@ -143,11 +143,9 @@ class Server:
         self.stopping = True
 
     def start_loading(self) -> None:
-        """Load the model in a thread (``_preload``), unless it is loaded or
-        loading; ``_loaded`` runs once it is done. The thread keeps the
-        server's priority: one lowered (a nice value of its own) is starved
-        on a loaded machine while it holds the GIL, and the serving thread
-        then cannot answer a request within the client's deadline."""
+        """Load the model in a thread (``_preload``, at the server's priority:
+        ARCHITECTURE.md), unless it is loaded or loading; ``_loaded`` runs
+        once it is done."""
         if self._loader is not None or self.ready:
             return
 

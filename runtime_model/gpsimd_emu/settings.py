@@ -168,9 +168,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                         "reported)")
 
 
-def run_options(args: argparse.Namespace, zygote: Optional[str],
-                stack_scale: int = DEFAULT_STACK_SCALE) -> "RunOptions":
+def run_options(args: argparse.Namespace, zygote: Optional[str]) -> "RunOptions":
     """The ``RunOptions`` of :func:`add_run_options`' arguments."""
-    return RunOptions(timeout=args.timeout, stack_scale=stack_scale, checks=args.checks,
-                      memory=args.memory, parallel=args.parallel, zygote=zygote)
+    return RunOptions(timeout=args.timeout, checks=args.checks, memory=args.memory,
+                      parallel=args.parallel, zygote=zygote)
 

@@ -1,21 +1,13 @@
-"""A reference's loading and calls (:func:`load_reference`). References,
-and the modules they import from the project, are compiled from their
-source at every run, never taken from a bytecode cache.
-
-Python trusts a ``__pycache__`` file while the source's size and its
-modification time *in whole seconds* are those it recorded, so an edit
-made within the same second that keeps the size (``FACTOR = 2`` to ``3``)
-would run the old code: a test the build rightly runs again would judge
-against the old reference. A module is the project's when it comes from
-the reference's folder or the project's root (wherever the process
-runs), as the build counts them (``gpsimd_build.manifest.imports``), and
+"""A reference's loading and calls (:func:`load_reference`): references,
+and the modules they import from the project, compiled from their source
+at every run, never from a bytecode cache (whose check goes by whole
+seconds), each reference with modules of its own (:func:`own_modules`), so
+that every project module file it runs is known and one the build did not
+count as its dependency fails its vectors (docs/manifest.md). A module is
+the project's when it comes from the reference's folder or the project's
+root, as the build counts them (``gpsimd_build.manifest.imports``), and
 from no more specific ``sys.path`` entry (a virtual environment inside the
 project keeps its caches).
-
-Each reference has modules of its own (:func:`own_modules`), each loaded
-as it reaches it, so that every project module file it runs is known,
-whatever form its import takes: one the build did not count as its
-dependency fails its vectors (:func:`load_reference`).
 """
 
 import contextlib
@@ -187,12 +179,8 @@ def _in_folder(folder: str, root: str, mine: Dict[str, Any], loaded: Set[str]):
 def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
     """The reference function ``ref.function`` of ``ref.file`` (imported by
     path under a unique module name) or of the importable ``ref.module``,
-    loaded and called with its folder (the project's root for a module)
-    first on ``sys.path`` and its own modules in ``sys.modules``
-    (``_in_folder``: an ``import helpers`` as it runs, too, finds its own
-    folder's, whatever reference ran before it); the reference and the
-    modules it imports from the project are compiled from their source
-    (:mod:`.sourceonly`). Modules are cached per file/module for the process.
+    loaded and called in its folder (the project's root for a module) with
+    its own modules (``_in_folder``); cached per file/module for the process.
 
     Raises:
         PlanError: the file/module cannot be imported (message gives the

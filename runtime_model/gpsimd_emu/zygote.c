@@ -13,9 +13,8 @@
  * messages are gpsimd_host/zygote.h's; each step: ARCHITECTURE.md
  * "Processes and containment".
  *
- * Built by the host profile (gpsimd_build.zygote_recipe) with
- * -DGZ_SOURCE_DIGEST, which the worker reads from the file and compares
- * with the digest of its own sources before it starts it.
+ * Built (gpsimd_build.zygote_recipe) with -DGZ_SOURCE_DIGEST, which the
+ * worker compares with its own sources' before it starts it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

@@ -4,11 +4,8 @@
 a ``SOCK_SEQPACKET`` socket pair, send it the core objects, read its ready
 message, send it vectors (a ``Vector``, the image memfd riding along as
 SCM_RIGHTS) and read its replies (a ``Reply`` each, with a memfd of what
-the cores wrote when they wrote anything).
-
-Every message's layout (``struct gz_vector``, ``gz_ready``, ``gz_reply``
-of ``gpsimd_host/zygote.h``) is read from the header
-(``binding.header_struct``), so that it is written once.
+the cores wrote when they wrote anything); their layouts are
+``gpsimd_host/zygote.h``'s (``binding.header_struct``).
 """
 
 from __future__ import annotations
@@ -169,11 +166,9 @@ class ZygoteError(Exception):
     said = False
 
 
-#: glibc's per-thread malloc cache hands a freed block back as it was,
-#: without the fill of mallopt(M_PERTURB) that poisons malloc / new memory
-#: under the checks (runtime_model/src/host_entry.cpp): off in the zygote
-#: and the processes it forks (a glibc tunable, read at process start;
-#: appended to ``GLIBC_TUNABLES``: the last setting of a tunable wins).
+#: glibc's per-thread malloc cache, which skips the poison of malloc / new
+#: memory (ARCHITECTURE.md "The checks"), off in the zygote and what it
+#: forks (appended to ``GLIBC_TUNABLES``: the last setting of one wins).
 TCACHE_OFF = "glibc.malloc.tcache_count=0"
 
 

@@ -1,25 +1,15 @@
 """Test runs handed to a build's emulator server (``gpsimd_emu.server``):
 the client side of both build paths (standard library only, nothing else
-of the package, no numpy). The SCons tool (``gpsimd_tool.emu_server``)
-hands each ``python -m gpsimd_emu run`` command to the server of its scons
-process (:func:`hand_off`); a ninja test step, to the server of the ninja
-process it runs under (:func:`run_step`, ``protocol.find_ninja``), which
-its prestart step (:func:`prestart_step`) has load the model beside the
-compiles. Who starts a server, what it serves (a pid and its start time)
-and when it ends: ARCHITECTURE.md "Processes and containment". Whatever
-fails (no server, another version of the model, a refusal), nothing was
-started and the caller runs the command itself.
-
-Protocol (ARCHITECTURE.md "Processes and containment"): dicts in
-``protocol.encode``'s format over ``SOCK_SEQPACKET``, at the abstract socket
-``protocol.server_name``, both sides of the same user (``SO_PEERCRED``).
-The request ``{"argv", "cwd", "env", "umask", "files"}`` carries the write
-ends of the run's stdout and stderr (one pipe twice when they are one file,
-as under ninja: ``_Relay``); the answers are ``{"here": reason}`` (not
-taken) or ``{"pid": n}``, then ``{"status": wait status}``
-(``FIRST_REPLY_TIMEOUT``, ``STATUS_GRACE``). ``{"load": true}`` asks a
-server to load the model; ``{"stop": true}``, from the served process
-only, ends it and its runs.
+of the package, no numpy): :func:`hand_off` (the SCons tool's,
+``gpsimd_tool.emu_server``, with scons as the served process), and
+:func:`run_step` and :func:`prestart_step` (a ninja step's, its ninja
+process served: ``protocol.find_ninja``). Whatever fails, nothing was
+started and the caller runs the command itself. Who starts a server, when
+it ends, and the protocol: ARCHITECTURE.md "Processes and containment"
+(``protocol.encode``'s dicts: requests ``{"argv", "cwd", "env", "umask",
+"files"}`` with the write ends of the run's stdout and stderr, ``{"load":
+true}``, ``{"stop": true}``; answers ``{"here": reason}``, or ``{"pid":
+n}`` then ``{"status": wait status}``).
 """
 
 from __future__ import annotations
