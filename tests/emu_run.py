@@ -70,7 +70,6 @@ atexit.register(_close_sessions)
 def run_vector(library: str, op: OpPlan, vector: VectorPlan,
                cores: Sequence[CoreSpec], core_error: Optional[str] = None, *,
                root: str = ".", timeout: float = DEFAULT_TIMEOUT,
-               stack_scale: int = DEFAULT_STACK_SCALE,
                patch_image: Optional[Callable[[DeviceImage], None]] = None,
                checks: bool = True, zygote: Optional[str] = None,
                options: Optional[RunOptions] = None) -> VectorResult:
@@ -83,7 +82,7 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
             caller closes them (their zygote ends with them).
         core_error: a problem with the core objects: the vector fails with it.
         root: directory plan paths are relative to.
-        timeout, stack_scale, checks, zygote: see ``RunOptions`` (ignored
+        timeout, checks, zygote: see ``RunOptions`` (ignored
             when ``options`` is given).
         patch_image: fault injection for tests (``LibrarySession.run_vector``).
 
@@ -92,8 +91,7 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
         objects or the kernel.
     """
     if options is None:
-        options = RunOptions(timeout=timeout, stack_scale=stack_scale, checks=checks,
-                             zygote=zygote)
+        options = RunOptions(timeout=timeout, checks=checks, zygote=zygote)
     key = (tuple(id(c) for c in cores), core_error, root, options)
     session = _SESSIONS.get(key)
     if session is None:
@@ -112,7 +110,6 @@ def run_vector(library: str, op: OpPlan, vector: VectorPlan,
 
 
 def run_plan(plan: TestPlan, *, root: str = ".", timeout: float = DEFAULT_TIMEOUT,
-             stack_scale: int = DEFAULT_STACK_SCALE,
              on_result: Optional[Callable[[VectorResult], None]] = None,
              checks: bool = True, zygote: Optional[str] = None,
              options: Optional[RunOptions] = None) -> LibraryResults:
@@ -122,7 +119,7 @@ def run_plan(plan: TestPlan, *, root: str = ".", timeout: float = DEFAULT_TIMEOU
         plan: the plan (``load_plan``).
         root: directory the plan's relative paths are resolved against
             (where SCons runs: the project top).
-        timeout, stack_scale, checks, zygote: see ``RunOptions`` (ignored
+        timeout, checks, zygote: see ``RunOptions`` (ignored
             when ``options`` is given).
         on_result: called with each ``VectorResult`` as soon as it is known
             (the CLI prints its line).
@@ -131,7 +128,6 @@ def run_plan(plan: TestPlan, *, root: str = ".", timeout: float = DEFAULT_TIMEOU
         The ``LibraryResults``.
     """
     if options is None:
-        options = RunOptions(timeout=timeout, stack_scale=stack_scale, checks=checks,
-                             zygote=zygote)
+        options = RunOptions(timeout=timeout, checks=checks, zygote=zygote)
     with LibrarySession(plan, root=root, options=options) as session:
         return session.run_all(on_result)

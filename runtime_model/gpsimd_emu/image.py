@@ -39,6 +39,7 @@ from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, GUARD_BYTES, HBM_BASE
                      core_sizes, printf_text)
 from .merge import written_mask
 from .runs import runs_for
+from .settings import DEFAULT_STACK_SCALE
 from .vectors import Input
 
 __all__ = ["DeviceImage"]
@@ -62,7 +63,6 @@ class DeviceImage:
             of the output descriptor (the device ABI (gpsimd_host/abi.h)).
         checks: True: the runs of ``runs_for`` with checks; False: one run
             as the device does.
-        stack_scale: the bindings' ``stack_scale``.
 
     Attributes:
         runs: the ``RunSpec`` list.
@@ -114,11 +114,10 @@ class DeviceImage:
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
                  out_location: str = "hbm", checks: bool = True,
-                 stack_scale: int = 16, second_inputs: Optional[Sequence[Input]] = None):
+                 second_inputs: Optional[Sequence[Input]] = None):
         self.checks = checks
         self.runs = runs_for(num_cores, checks)
         self.num_cores = num_cores
-        self.stack_scale = stack_scale
         self._masks: Dict[int, np.ndarray] = {}
         self._reports: Dict[Tuple[int, int], abi.GpsimdCoreReport] = {}
         self.out_dtype = out_dtype
@@ -319,7 +318,7 @@ class DeviceImage:
         b = abi.GpsimdCoreBinding(abi_version=abi.ABI_VERSION, core_count=self.num_cores,
                                   num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
                                   arg_stream_host=self._args_at, retval_host=self._args_at + PAGE,
-                                  stack_scale=self.stack_scale, out_itemsize=self.itemsize)
+                                  stack_scale=DEFAULT_STACK_SCALE, out_itemsize=self.itemsize)
         out = b.regions[2]          # (a view of b; its host is each core's copy)
         out.device_addr, out.size, out.flags = self.out_addr, self.out_nbytes, abi.REGION_OUTPUT
         for r in self.runs:

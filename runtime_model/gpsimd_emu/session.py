@@ -308,8 +308,7 @@ class LibrarySession:
             return failed(too_big("device image", size.total, opts.memory, size.describe()))
         try:
             image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
-                                checks=opts.checks, stack_scale=opts.stack_scale,
-                                second_inputs=other[2] if other else None)
+                                checks=opts.checks, second_inputs=other[2] if other else None)
             if other is not None:
                 image.second = other[1], other[3], other[4], other[5]
         except (ValueError, MemoryError, OSError) as e:

@@ -104,11 +104,9 @@ class RunOptions:
     (processes; None: ``default_parallel()``; 0 or 1: one after another)
     and ``zygote`` (the ``gpsimd-zygote`` program the build made,
     ``gpsimd_device.zygote``; None: the vectors fail, saying so); and
-    ``stack_scale`` (host stack bytes per device stack byte) and
     ``spread_after`` (``SPREAD_AFTER``; 0: at once)."""
 
     timeout: float = DEFAULT_TIMEOUT
-    stack_scale: int = DEFAULT_STACK_SCALE
     checks: bool = True
     memory: int = DEFAULT_MEMORY
     parallel: Optional[int] = None
