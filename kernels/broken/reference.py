@@ -60,3 +60,8 @@ def twice_minus_one(x):
 def stencil(x):
     """2 x[i] + x[i - 1], x[-1] taken as 0 (the padding the kernel forgot)."""
     return (x * np.float32(2) + np.concatenate([np.zeros(1, x.dtype), x[:-1]])).astype(np.float32)
+
+
+def stencil_pad0(x):
+    """y[i] = x[i] + x[i + 1], x padded with a zero."""
+    return (x + np.append(x[1:], np.float32(0))).astype(np.float32)

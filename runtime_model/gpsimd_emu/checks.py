@@ -91,28 +91,39 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
     core_ids = [core_no(cores, k) for k in range(len(cores))]
     layout = _Layout(image, core_ids)
 
-    # every private run that went to its end, and run 0 (a later run a
-    # fault stopped is not judged): a write that happens in one run only
-    # (a branch on never-written memory) is found too
+    # every run that went to its end, and run 0 (a later run a fault stopped
+    # is not judged): a write that happens in one run only (a branch on
+    # never-written memory) is found too; a shared output's, by run (``shared``)
     judged = [p for p, r in enumerate(image.runs) if p == 0 or outcome.ran(p)]
-    beyond = np.zeros((ncores, image.guard_size // size), dtype=bool)   # per core
-    for p in (p for p in judged if image.runs[p].private):
+    beyond = np.zeros((ncores, max(map(image.guard_of, judged)) // size), dtype=bool)
+    before = np.zeros((ncores, BEFORE_GUARD_BYTES // size), dtype=bool)
+    shared: List[str] = []
+    for p in judged:
         guards = image.copies(p, image.guard_of(p))[:, image.out_nbytes:]
-        written = written_mask(guards, image.runs[p].poison, size)     # (every core's at once)
-        beyond[:, :written.shape[1]] |= written
+        past = written_mask(guards, image.runs[p].poison, size)     # (every core's at once)
+        lead = written_mask(image.befores(p), image.runs[p].poison, size)
+        if image.runs[p].private:
+            beyond[:, :past.shape[1]] |= past
+            before |= lead
+            continue
+        count = f" (the output has {n} element{'s' if n != 1 else ''})"
+        for what, mask, offset, tail in (("past the end of", past[0], n, count),
+                                         ("before the start of", lead[0], -lead.shape[1], "")):
+            if mask.any():
+                shared.append((f"{what} the output only in a run against one shared output"
+                               f"{image.runs[p].label}: elements "
+                               f"{format_ranges(true_ranges(mask, offset=offset))}{tail}"))
     for k in np.flatnonzero(beyond.any(axis=1)):
         ranges = true_ranges(beyond[k], offset=n)
         layout.core(k)["past_end"] = layout.ranges(ranges)
         problems.append(f"{core_name(cores, k)} wrote past the end of the output: "
                         f"elements {format_ranges(ranges)} (the output has {n} element"
                         f"{'s' if n != 1 else ''})")
-    before = np.zeros((ncores, BEFORE_GUARD_BYTES // size), dtype=bool)
-    for p in (p for p in judged if image.runs[p].private):
-        before |= written_mask(image.befores(p), image.runs[p].poison, size)
     for k in np.flatnonzero(before.any(axis=1)):
         ranges = format_ranges(true_ranges(before[k], offset=-before.shape[1]))
         problems.append(f"{core_name(cores, k)} wrote before the start of the output: "
                         f"elements {ranges}")
+    problems += [f"a core wrote {text}" for text in (shared if not problems else [])]
     modified = False
     for name, changed, past, before in image.modified_inputs(judged):
         modified = True
@@ -167,8 +178,17 @@ def judge_output(image: DeviceImage, cores: Sequence[CoreSpec], outcome: RunOutc
         if not (holes or uninit or modified) else []
     if holes or reads or uninit or race or expected is None:
         return problems, None, layout.doc, warnings, later
-    return problems, _compare(image, merged.merged, expected, rtol, atol), layout.doc, warnings, \
-        later
+    comparison = _compare(image, merged.merged, expected, rtol, atol)
+    if comparison.ok and ncores > 1 and outcome.ran(2):
+        # the run most like the device (every core, one zero-filled output):
+        # a kernel that reads its own never-written output through a pointer
+        # and tests it for zero is right against the poisons, not there
+        device = _compare(image, image.output_bytes(2, 0), expected, rtol, atol)
+        if not device.ok:
+            problems.append(f"the output is wrong in the run most like the device"
+                            f"{image.runs[2].label}, which starts from a zero-filled output: "
+                            f"{device.message}")
+    return problems, comparison, layout.doc, warnings, later
 
 
 def _compare(image: DeviceImage, raw: np.ndarray, expected: Optional[np.ndarray], rtol: float,

@@ -35,7 +35,7 @@ from . import control
 from . import dtypes as dt
 from .budget import ImageSize
 from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
-                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
+                     OUTPUT_GAP_BYTES, SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
                      core_sizes, printf_text)
 from .merge import written_mask
 from .runs import runs_for
@@ -48,6 +48,16 @@ PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
 #: madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14; the mmap module names it from Python 3.12)
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+
+
+def _out_each(out_nbytes: int, run: int) -> int:
+    """Bytes of one output copy of ``run`` with its guard zones: the
+    ``BEFORE_GUARD_BYTES`` before it, then the output and at least
+    ``GUARD_BYTES`` (run 0) or ``LATER_GUARD_BYTES`` (the runs after it)
+    to the end of a page; every byte after the output holds the run's
+    poison and is checked (``DeviceImage.guard_of``)."""
+    guard = LATER_GUARD_BYTES if run else GUARD_BYTES
+    return BEFORE_GUARD_BYTES + align_up(max(out_nbytes, 1) + guard, PAGE)
 
 
 class DeviceImage:
@@ -98,7 +108,7 @@ class DeviceImage:
         them."""
         runs = runs_for(num_cores, checks)
         copies = sum(num_cores if r.private else 1 for r in runs)
-        out_each = BEFORE_GUARD_BYTES + align_up(align_up(max(out_nbytes, 1)) + GUARD_BYTES, PAGE)
+        out_all = sum((num_cores if r.private else 1) * _out_each(out_nbytes, r.index) for r in runs)
         read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
         per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
         core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
@@ -109,7 +119,7 @@ class DeviceImage:
                         + 2 * INPUT_GUARD)
         other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 3 * PAGE
                  + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
-        return ImageSize(inputs, copies * out_each, copies, core_memory, other)
+        return ImageSize(inputs, out_all, copies, core_memory, other)
 
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
@@ -130,7 +140,6 @@ class DeviceImage:
         capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if not s)
         sbuf_capacity = ALIGN * (2 * len(inputs) + 1)
         sbuf_capacity += sum(align_up(max(i.array.nbytes, 1)) for i, s in zip(inputs, in_sbuf) if s)
-        out_capacity = align_up(max(self.out_nbytes, 1))
         self.read_map_bytes = (self.num_elem + 7) // 8
 
         # the file's layout (every part page-aligned)
@@ -141,7 +150,8 @@ class DeviceImage:
         at += 3 * PAGE                  # (arguments, output descriptor, gap table)
         in_at: Dict[int, int] = {}      # (a run that has arenas of its own: their offset)
         self._out_at: List[List[int]] = []
-        self._out_each = out_each = BEFORE_GUARD_BYTES + align_up(out_capacity + GUARD_BYTES, PAGE)
+        #: per run, the bytes from one output copy's start to the next's
+        self._out_each = [_out_each(self.out_nbytes, r.index) for r in self.runs]
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         dev_each, rec_each = sizes[0] + sizes[1], sizes[2] + sizes[3]
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
@@ -154,9 +164,9 @@ class DeviceImage:
         #: ``(offset, nbytes)`` of each gap (``PROT_NONE`` in the vector's processes)
         self.gaps: List[Tuple[int, int]] = []
 
-        def gap(at: int) -> int:
-            self.gaps.append((at, GAP_BYTES))
-            return at + GAP_BYTES
+        def gap(at: int, nbytes: int = GAP_BYTES) -> int:
+            self.gaps.append((at, nbytes))
+            return at + nbytes
         #: the run whose arenas hold ``second_inputs`` (the second call's: the
         #: same sizes as ``inputs``), or None; ``second``: what the session
         #: says of them (``checks._second_call_problems``)
@@ -172,9 +182,10 @@ class DeviceImage:
                 in_at[r.index] = at = gap(at)
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
             at = gap(at)
+            out_each = self._out_each[r.index]
             out_step = out_each if r.private else 0      # (each copy after its guard)
             self._out_at.append([at + BEFORE_GUARD_BYTES + out_step * k for k in range(num_cores)])
-            at = gap(at + out_each * (num_cores if r.private else 1))
+            at = gap(at + out_each * (num_cores if r.private else 1), OUTPUT_GAP_BYTES)
             self._dev_at.append([at + dev_each * k for k in range(num_cores)])
             at = gap(at + dev_each * num_cores)
             self._rec_each.append(rec_each + (rmap if r.private else 0))
@@ -183,8 +194,8 @@ class DeviceImage:
         at = gap(at)
         #: a part's offset from its core's ``_dev_at`` (0, 1) or ``_rec_at`` (2-4)
         self._part_at = [0, sizes[0], 0, sizes[2], sizes[2] + sizes[3]]
-        #: bytes after the output in each copy that no region covers
-        self.guard_size = out_capacity - self.out_nbytes + GUARD_BYTES
+        #: bytes after the output in each copy that no region covers (run 0's)
+        self.guard_size = self.guard_of(0)
         self.scratch_size = scratch_size
         self.file = ImageFile(at)
         try:
@@ -270,13 +281,14 @@ class DeviceImage:
         """The outputs of a run as one ``(cores, out_nbytes + extra)`` uint8
         view (one row for a shared output); ``extra`` bytes of guard zone."""
         rows = self.num_cores if self.runs[run].private else 1
-        return self._rows(self._out_at[run][0], self._out_each, self.out_nbytes + extra, rows)
+        return self._rows(self._out_at[run][0], self._out_each[run], self.out_nbytes + extra, rows)
 
     def befores(self, run: int) -> np.ndarray:
-        """The ``BEFORE_GUARD_BYTES`` before each output copy of a private
-        run as one ``(cores, BEFORE_GUARD_BYTES)`` uint8 view."""
-        return self._rows(self._out_at[run][0] - BEFORE_GUARD_BYTES, self._out_each,
-                          BEFORE_GUARD_BYTES, self.num_cores)
+        """The ``BEFORE_GUARD_BYTES`` before each output copy of a run as
+        one ``(cores, BEFORE_GUARD_BYTES)`` uint8 view (one row for a shared
+        output)."""
+        return self._rows(self._out_at[run][0] - BEFORE_GUARD_BYTES, self._out_each[run],
+                          BEFORE_GUARD_BYTES, self.num_cores if self.runs[run].private else 1)
 
     def printf_text(self, run: int, k: int) -> str:
         """What core ``k`` printed in ``run`` (the kept part of its ring)."""
@@ -337,16 +349,27 @@ class DeviceImage:
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
-        private run, each with its guard zones (contiguous)."""
-        return [([at - BEFORE_GUARD_BYTES for at in self._out_at[r.index]],
-                 BEFORE_GUARD_BYTES + self.out_nbytes + self.guard_of(r.index), r.poison)
-                for r in self.runs if r.private]
+        private run, each with its guard zones (contiguous), and of the
+        guard zones before and after a shared run's output (which stays
+        zero-filled, as on the device)."""
+        fills = []
+        for r in self.runs:
+            at = self._out_at[r.index]
+            if r.private:
+                fills.append(([a - BEFORE_GUARD_BYTES for a in at],
+                              BEFORE_GUARD_BYTES + self.out_nbytes + self.guard_of(r.index),
+                              r.poison))
+            elif self.checks:
+                fills += [([at[0] - BEFORE_GUARD_BYTES], BEFORE_GUARD_BYTES, r.poison),
+                          ([at[0] + self.out_nbytes], self.guard_of(r.index), r.poison)]
+        return fills
 
     def guard_of(self, run: int) -> int:
-        """The bytes after a private run's output copies that hold its
-        poison: ``guard_size`` in run 0, less in the runs after it (the
-        output's rounding and ``LATER_GUARD_BYTES``)."""
-        return self.guard_size - (GUARD_BYTES - LATER_GUARD_BYTES if run else 0)
+        """The bytes after a run's output copies, up to the next copy's
+        guard zone or the gap after them, that hold its poison under the
+        checks: at least ``GUARD_BYTES`` in run 0, ``LATER_GUARD_BYTES`` in
+        the runs after it."""
+        return self._out_each[run] - BEFORE_GUARD_BYTES - self.out_nbytes
 
     def poison_outputs(self) -> None:
         """Fill every private run's output copies with that run's poison.

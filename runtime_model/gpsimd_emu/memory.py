@@ -20,7 +20,7 @@ import numpy as np
 from . import abi
 
 __all__ = [
-    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "GUARD_BYTES",
+    "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "OUTPUT_GAP_BYTES", "GUARD_BYTES",
     "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
     "align_up", "printf_text",
 ]
@@ -59,6 +59,11 @@ BEFORE_GUARD_BYTES = 4 * 1024
 #: that a stray write that runs on from one of them faults before it
 #: reaches another (it costs no memory: the pages are never touched).
 GAP_BYTES = 64 * 1024
+#: Bytes of the gap after each run's outputs: a stray write up to 1 GiB
+#: past the output (a wrong stride, say) faults there, instead of landing
+#: in the cores' scratch windows after it, which nothing checks (it costs
+#: no memory either: address space only).
+OUTPUT_GAP_BYTES = 1 << 30
 #: Bytes at least after each input, up to the next allocation, that hold
 #: the run's ``tcm_poison`` under the checks (a fresh arena would give
 #: zeros, maybe the padding a reference expects; ARCHITECTURE.md "The

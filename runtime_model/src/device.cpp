@@ -105,6 +105,11 @@ uint64_t FirstFit::largest_free(uint64_t align) const {
     return best & ~(align - 1);
 }
 
+uint64_t FirstFit::free_after(uint64_t offset) const {
+    std::map<uint64_t, std::pair<uint64_t, uint64_t> >::const_iterator it = live_.upper_bound(offset);
+    return it == live_.end() ? size_ : it->first;
+}
+
 /* ---- the core --------------------------------------------------------- */
 
 /* Never destroyed: a kernel's static at::Tensor may be released during
@@ -198,9 +203,14 @@ void* translate_range(uint64_t addr, uint64_t nbytes, const char* what) {
 
 /* Uninitialised TCM is found by running twice with two poisons (the model
  * compares the outputs): what tcm_malloc and neuron_dataram_allocate hand
- * the kernel starts poisoned (only the pages a kernel uses are touched). */
-static void poison_block(void* p, uint64_t nbytes) {
-    if (check_enabled(GPSIMD_CHECK_POISON_TCM)) memset(p, core().binding.tcm_poison, nbytes);
+ * the kernel starts poisoned, and the free bytes after it up to the next
+ * live block or the pool's end too, so that a read past the block (s[n] of
+ * a stencil) is poison, not a zero the reference's padding may expect
+ * (only the pages a kernel uses are touched). off: the block's offset in
+ * pool. */
+static void poison_block(void* p, const FirstFit& pool, uint64_t off) {
+    if (check_enabled(GPSIMD_CHECK_POISON_TCM))
+        memset(p, core().binding.tcm_poison, pool.free_after(off) - off);
 }
 
 static char* dataram_host() {
@@ -315,7 +325,8 @@ int dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
 int neuron_dataram_allocate(uint32_t nbytes, void** ptr, uint32_t alignment) {
     const int rc = dataram_allocate(nbytes, ptr, alignment);
     if (rc == 0) {
-        poison_block(*ptr, nbytes);
+        poison_block(*ptr, core().dataram,
+                     uint64_t(static_cast<char*>(*ptr) - dataram_host() - GPSIMD_TCM_POOL_SIZE));
         report_flag(GPSIMD_REPORT_TCM_USED);
     }
     return rc;
@@ -405,7 +416,7 @@ void* tcm_malloc(size_t nbytes) {
     require_bound("tcm_malloc");
     void* p = tcm_allocate(nbytes, true);
     if (p) {
-        poison_block(p, nbytes);
+        poison_block(p, core().tcm, uint64_t(static_cast<char*>(p) - dataram_host()));
         report_flag(GPSIMD_REPORT_TCM_USED);
     }
     return p;

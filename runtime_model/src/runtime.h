@@ -48,6 +48,9 @@ class FirstFit {
      * (before rounding); false when offset is in no live block. */
     bool holding(uint64_t offset, uint64_t* start, uint64_t* asked) const;
     uint64_t largest_free(uint64_t align) const;
+    /* The end of the free bytes after the live block at offset: the next
+     * live block's start, or the window's end. */
+    uint64_t free_after(uint64_t offset) const;
     uint64_t size() const { return size_; }
     uint64_t used() const { return used_; }
     uint64_t peak() const { return peak_; }

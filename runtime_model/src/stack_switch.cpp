@@ -217,8 +217,9 @@ static const gpsimd_region* readonly_region(const char* addr) {
 
 /* " (N bytes before the output)": where addr is from the nearest of the
  * core's tensors and windows in the image (the binding's regions, its
- * scratch window and dataram), within the 1 MiB around them (the model's
- * gaps, PROT_NONE, sit between them and the model's records); "" else. */
+ * scratch window and dataram), within the 2 GiB around them (the model's
+ * gaps, PROT_NONE, sit between them and the model's records; the one after
+ * the outputs is 1 GiB, gpsimd_emu.memory.OUTPUT_GAP_BYTES); "" else. */
 static void describe_near(char* out, size_t cap, uintptr_t addr) {
     const gpsimd_core_binding& b = core().binding;
     struct { uintptr_t lo, hi; const char* name; } areas[GPSIMD_MAX_REGIONS + 2];
@@ -231,7 +232,7 @@ static void describe_near(char* out, size_t cap, uintptr_t addr) {
     }
     areas[n++] = {uintptr_t(b.scratch_host), uintptr_t(b.scratch_host + scratch_size()), "the scratch window"};
     areas[n++] = {uintptr_t(b.dataram_host), uintptr_t(b.dataram_host + GPSIMD_DATARAM_SIZE), "the dataram"};
-    uintptr_t best = uintptr_t(1) << 20;
+    uintptr_t best = uintptr_t(1) << 31;
     out[0] = 0;
     for (int i = 0; i < n; ++i) {
         if (!areas[i].lo || areas[i].hi <= areas[i].lo) continue;

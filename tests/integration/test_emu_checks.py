@@ -67,7 +67,8 @@ from gpsimd_emu.merge import written_mask
 from emu_run import load_plan, prepare_cores, run_vector
 
 LIBS = ("broken_spmd", "broken_access", "broken_memory", "broken_args", "broken_crash",
-        "broken_race", "broken_race2", "broken_hostile", "broken_uninit", "broken_model")
+        "broken_race", "broken_race2", "broken_hostile", "broken_uninit", "broken_model",
+        "broken_memory2", "broken_shared")
 #: What the broken kernels are built and run with (the manifest's header).
 BROKEN_OPTIONS = ("MANIFEST=kernels/broken/ops.yaml", "EMU_TIMEOUT=2", "EMU_MEMORY=256M")
 RACE = "a cross-core race on the device: cores do not wait for each other"
@@ -99,6 +100,10 @@ NOT_DATARAM = ("of 40 bytes: the pointer is a static or global variable (the ker
 STACK_OR_HEAP = ("cores 0-7: output elements [0, 32) depend on never-written stack or heap (their values "
                  "change with the poison of local variables and malloc / new blocks: read before the kernel "
                  "wrote it)")
+
+PAST_BLOCK = ("core 0: output elements [15, 16) depend on never-written memory (their values change with the "
+              "poison of tcm_malloc memory, local variables, malloc / new blocks and output elements the kernel "
+              "read before writing them through a standard or stream accessor or a raw pointer)")
 
 
 def _hbm_window():
@@ -372,6 +377,40 @@ EXPECTED = {
         "local variable on a 8192-byte stack, which the device keeps in device memory (only the default 4196-byte "
         "stack is in the core's local memory), not dataram: it must lie in the dataram window [0x80000, 0x90000) "
         "(tcm_malloc, neuron_dataram_allocate) or on the default stack" + NEVER, []),
+    # every byte from an output copy to the next copy's guard zone or the gap
+    # after the last one is poisoned and checked, in every private run (a
+    # store in the page's rounding bytes after run 0's 64 KiB guard zone, or
+    # 8000 bytes past the end in the second run only, passed); past it a 1 GiB
+    # gap faults (a store 1.2 MB past the end landed in the scratch window)
+    ("broken_memory2", "stray_rounding"): (
+        "fail", "core 0 wrote past the end of the output: elements [16400, 16401) (the output has 16 "
+        "elements); core 0: fault SEGV in op stray_rounding: SIGSEGV: invalid memory access at address ADDR "
+        "(65536 bytes past the end of the output) (a second call of the op, from the state the first call "
+        "left)", []),
+    ("broken_memory2", "stray_second_run"): (
+        "fail", "core 0 wrote past the end of the output: elements [2000, 2001) (the output has 16 elements)",
+        []),
+    ("broken_memory2", "stray_far"): (
+        "fail", "core 0: fault SEGV in op stray_far: SIGSEGV: invalid memory access at address ADDR "
+        "(1199936 bytes past the end of the output)", []),
+    # the free bytes after a TCM or dataram block hold the run's poison (a
+    # read one past the block read 0 in both runs: the reference's padding)
+    ("broken_memory2", "stencil_tcm"): ("fail", PAST_BLOCK, []),
+    ("broken_memory2", "stencil_dataram"): ("fail", PAST_BLOCK, []),
+    # the runs against one shared output: their guard zones are checked, and
+    # the run most like the device (0..7) is compared with the reference
+    ("broken_shared", "past_end_race"): (
+        "fail", "a core wrote past the end of the output only in a run against one shared output (cores in "
+        "the order 7..0, one shared output): elements [64, 65) (the output has 64 elements)", []),
+    ("broken_shared", "before_start_race"): (
+        "fail", "a core wrote before the start of the output only in a run against one shared output (cores "
+        "in the order 7..0, one shared output): elements [-1, 0)", []),
+    ("broken_shared", "skip_on_zero"): (
+        "fail", "the output is wrong in the run most like the device (cores in the order 0..7, one shared "
+        "output), which starts from a zero-filled output: 64 of 64 elements differ (rtol=1.3e-06, atol=1e-05): "
+        "[0] actual 0 expected 4.0818381, [1] actual 0 expected -5.11133, [2] actual 0 expected 0.83619767, "
+        "[3] actual 0 expected -1.1355392, [4] actual 0 expected -0.90529859, ... (59 more); max_abs_err 6.646",
+        []),
 }
 
 

@@ -68,12 +68,14 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
     """DeviceImage.poison_outputs: run 0's copies with their guard zones (a
     page before each copy, in every private run) in
     POISON_A, run 1's with a page of theirs in POISON_B (a write past the
-    output is judged in every private run), the shared runs' one copy
-    untouched;
+    output is judged in every private run), every byte from the output to
+    the next copy's guard zone or the gap after the last one (no unchecked
+    rounding bytes), the shared runs' one copy zero-filled between guard
+    zones of the run's poison;
     prefilled_bytes counts those pages besides what the worker wrote."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GUARD_BYTES, LATER_GUARD_BYTES
+    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GUARD_BYTES, LATER_GUARD_BYTES, OUTPUT_GAP_BYTES
     from gpsimd_emu.runs import POISON_A, POISON_B
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
@@ -84,17 +86,23 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         image.poison_outputs()
         u8 = image.file.u8
         out = ALIGN                          # the output (40 bytes) rounded up
-        for run, poison, n in ((0, POISON_A, out + GUARD_BYTES),
-                               (1, POISON_B, out + LATER_GUARD_BYTES),
-                               (4, POISON_A, out + LATER_GUARD_BYTES)):
-            for at in image._out_at[run]:
-                assert (u8[at - BEFORE_GUARD_BYTES:at + n] == poison).all()
-                assert u8[at + n:at + n + 1].tolist() in ([0], [])   # and no further
-                assert u8[at - BEFORE_GUARD_BYTES - 1] != poison
-        for run in (2, 3, 5):
-            at = image._out_at[run][0]
-            assert not u8[at:at + out].any()
         pages = lambda n: -(-n // PAGE) * PAGE  # noqa: E731
+        for run, poison, n in ((0, POISON_A, pages(40 + GUARD_BYTES)),
+                               (1, POISON_B, pages(40 + LATER_GUARD_BYTES)),
+                               (4, POISON_A, pages(40 + LATER_GUARD_BYTES))):
+            assert image.guard_of(run) == n - 40
+            for at in image._out_at[run]:      # (each copy's guard up to the next copy's)
+                assert (u8[at - BEFORE_GUARD_BYTES:at + n] == poison).all()
+            first, last = image._out_at[run][0], image._out_at[run][-1]
+            assert u8[last + n:last + n + 1].tolist() in ([0], [])   # and no further
+            assert u8[first - BEFORE_GUARD_BYTES - 1] != poison
+            assert (last + n, OUTPUT_GAP_BYTES) in image.gaps
+        for run in (2, 3, 5):
+            at, n = image._out_at[run][0], pages(40 + LATER_GUARD_BYTES)
+            assert not u8[at:at + 40].any()
+            assert (u8[at - BEFORE_GUARD_BYTES:at] == POISON_B).all()
+            assert (u8[at + 40:at + n] == POISON_B).all()
+            assert (at + n, OUTPUT_GAP_BYTES) in image.gaps
         # (each run's inputs, with the rest of their arenas' pages poisoned;
         # the second call reads those of run 0)
         assert image.arenas[4] is image.arenas[0]
@@ -102,7 +110,8 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         worker_wrote = (image._bindings_at + pages(6 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
                         + 3 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
         assert image.prefilled_bytes() - worker_wrote == 8 * (
-            3 * BEFORE_GUARD_BYTES + pages(out + GUARD_BYTES) + 2 * pages(out + LATER_GUARD_BYTES))
+            3 * BEFORE_GUARD_BYTES + pages(out + GUARD_BYTES) + 2 * pages(out + LATER_GUARD_BYTES)
+        ) + 3 * (BEFORE_GUARD_BYTES + pages(40 + LATER_GUARD_BYTES))   # (the shared runs' guards)
     finally:
         image.close()
 
@@ -115,7 +124,7 @@ def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
     after it, faults before it reaches a record."""
     from gpsimd_emu import dtypes as dt
     from gpsimd_emu.image import DeviceImage, PAGE
-    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GAP_BYTES
+    from gpsimd_emu.memory import BEFORE_GUARD_BYTES, GAP_BYTES, OUTPUT_GAP_BYTES
     from gpsimd_emu.vectors import Input
     x = np.arange(10, dtype=np.float32)
     image = DeviceImage([Input("x", "tensor", dt.by_name("float32"), x, x)],
@@ -124,7 +133,12 @@ def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
         table = image.file.u8[image._args_at + 2 * PAGE:][:PAGE].view("<u8")
         assert table[0] == len(image.gaps) and [tuple(p) for p in table[1:1 + 2 * len(image.gaps)]
                                                 .reshape(-1, 2)] == image.gaps
-        assert all(n == GAP_BYTES and at % PAGE == 0 for at, n in image.gaps)
+        # (the one after each run's outputs 1 GiB: a write far past the output
+        # faults there, not in the cores' memory after it)
+        outputs_end = {image._out_at[r.index][-1] + image.guard_of(r.index) + 40 for r in image.runs}
+        assert all(n == (OUTPUT_GAP_BYTES if at in outputs_end else GAP_BYTES) and at % PAGE == 0
+                   for at, n in image.gaps)
+        assert sum(n == OUTPUT_GAP_BYTES for _, n in image.gaps) == len(image.runs)
         # every part of the file in order: (start, end, kind)
         parts = [(at, at + n, "gap") for at, n in image.gaps]
         for r in image.runs:
@@ -132,7 +146,7 @@ def test_gaps_keep_the_model_s_records_apart_from_every_tensor():
                 parts.append((a.file_offset, a.file_offset + len(a.u8), "tensor"))
             for at in sorted(set(image._out_at[r.index])):     # (from its guard before it)
                 at -= BEFORE_GUARD_BYTES
-                parts.append((at, at + image._out_each, "tensor"))
+                parts.append((at, at + image._out_each[r.index], "tensor"))
             for k in range(8):
                 parts.append((image._part(r.index, k, 0), image._part(r.index, k, 1)
                               + -(-abi.DATARAM_SIZE // PAGE) * PAGE, "memory"))
