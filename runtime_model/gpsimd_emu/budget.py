@@ -1,24 +1,29 @@
 """A vector's memory budget: what it declares before anything is made, and
 the messages of a vector that does not fit (``RunOptions.memory``, the
 ``--memory`` option, ``EMU_MEMORY`` of the build), and the device image's
-size (:class:`ImageSize`). Where the limit holds, before and while the
+size before it is made (:func:`image_size`, :class:`ImageSize`). Where the limit holds, before and while the
 cores run: ARCHITECTURE.md "Processes and containment" (Memory).
 """
 
 from __future__ import annotations
 
+import ctypes
 import math
+import mmap
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Sequence
 
 import numpy as np
 
 from gpsimd_device.plan import TensorSpec, VectorPlan
 
+from . import abi, control
+from .memory import ALIGN, INPUT_GUARD, align_up, core_nbytes, out_each
+from .runs import runs_for
 from .settings import format_size
 
 __all__ = ["declared_input_bytes", "bytes_to_make", "inputs_too_big", "RANDOM_WORK_BYTES",
-           "too_big", "exceeded", "ImageSize"]
+           "too_big", "exceeded", "ImageSize", "image_size"]
 
 HINT = "(--memory, EMU_MEMORY)"
 #: Bytes an element of a ``random`` input takes while it is made, on top of
@@ -100,7 +105,7 @@ def exceeded(core: str, limit: int) -> str:
 
 @dataclass
 class ImageSize:
-    """Bytes of a vector's device image, by part (``DeviceImage.plan``)."""
+    """Bytes of a vector's device image, by part (:func:`image_size`)."""
 
     inputs: int
     outputs: int
@@ -117,3 +122,26 @@ class ImageSize:
         per = self.outputs // max(1, self.output_copies)
         return (f"inputs {format_size(self.inputs)}, {self.output_copies} output copies of "
                 f"{format_size(per)}, per-core memories {format_size(self.core_memory)}")
+
+
+def image_size(input_nbytes: Sequence[int], out_nbytes: int, num_cores: int,
+               scratch_size: int, checks: bool, second_inputs: bool = False) -> ImageSize:
+    """The bytes a ``DeviceImage`` of these sizes takes, before any is made
+    (its layout: ``gpsimd_emu.image``). The scratch windows are not
+    counted: they are the device's, sparse in the file, and count (in the
+    vector's cgroup) as the cores touch them."""
+    page = mmap.PAGESIZE
+    runs = runs_for(num_cores, checks)
+    copies = sum(num_cores if r.private else 1 for r in runs)
+    out_all = sum((num_cores if r.private else 1) * out_each(out_nbytes, r.index) for r in runs)
+    read_map = align_up(max((out_nbytes + 7) // 8, 1), page)
+    per_core = core_nbytes(scratch_size) - align_up(scratch_size, page)
+    core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
+    # (a second call reads its first run's inputs, or its own: another vector's)
+    own = sum((r.after < 0 and r.base < 0) or (r.after >= 0 and second_inputs) for r in runs)
+    inputs = own * (sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
+                    + 2 * INPUT_GUARD)
+    bindings = len(runs) * num_cores * ctypes.sizeof(abi.GpsimdCoreBinding)
+    other = (control.SIZE + align_up(bindings, page) + 3 * page
+             + own * (2 * page + align_up(ALIGN * (3 * len(input_nbytes) + 5), page)))
+    return ImageSize(inputs, out_all, copies, core_memory, other)

@@ -33,10 +33,9 @@ import numpy as np
 from . import abi
 from . import control
 from . import dtypes as dt
-from .budget import ImageSize
-from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, GUARD_BYTES, HBM_BASE, INPUT_GUARD, LATER_GUARD_BYTES,
-                     OUTPUT_GAP_BYTES, SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_nbytes,
-                     core_sizes, printf_text)
+from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, HBM_BASE, INPUT_GUARD, OUTPUT_GAP_BYTES,
+                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_sizes,
+                     out_each, printf_text)
 from .merge import written_mask
 from .runs import runs_for
 from .settings import DEFAULT_STACK_SCALE
@@ -48,16 +47,6 @@ PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
 #: madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14; the mmap module names it from Python 3.12)
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
-
-
-def _out_each(out_nbytes: int, run: int) -> int:
-    """Bytes of one output copy of ``run`` with its guard zones: the
-    ``BEFORE_GUARD_BYTES`` before it, then the output and at least
-    ``GUARD_BYTES`` (run 0) or ``LATER_GUARD_BYTES`` (the runs after it)
-    to the end of a page; every byte after the output holds the run's
-    poison and is checked (``DeviceImage.guard_of``)."""
-    guard = LATER_GUARD_BYTES if run else GUARD_BYTES
-    return BEFORE_GUARD_BYTES + align_up(max(out_nbytes, 1) + guard, PAGE)
 
 
 class DeviceImage:
@@ -99,28 +88,6 @@ class DeviceImage:
     ``printf_text``.
     """
 
-    @staticmethod
-    def plan(input_nbytes: Sequence[int], out_nbytes: int, num_cores: int,
-             scratch_size: int, checks: bool, second_inputs: bool = False) -> ImageSize:
-        """The bytes an image of these sizes takes, before any is made. The
-        scratch windows are not counted: they are the device's, sparse in
-        the file, and count (in the vector's cgroup) as the cores touch
-        them."""
-        runs = runs_for(num_cores, checks)
-        copies = sum(num_cores if r.private else 1 for r in runs)
-        out_all = sum((num_cores if r.private else 1) * _out_each(out_nbytes, r.index) for r in runs)
-        read_map = align_up(max((out_nbytes + 7) // 8, 1), PAGE)
-        per_core = core_nbytes(scratch_size) - align_up(scratch_size, PAGE)
-        core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
-        # (a second call reads its first run's inputs, or its own: another vector's)
-        own = sum((r.after < 0 and r.base < 0) or (r.after >= 0 and second_inputs)
-                  for r in runs)
-        inputs = own * (sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
-                        + 2 * INPUT_GUARD)
-        other = (control.SIZE + align_up(len(runs) * num_cores * _BINDING, PAGE) + 3 * PAGE
-                 + own * (2 * PAGE + align_up(ALIGN * (3 * len(input_nbytes) + 5), PAGE)))
-        return ImageSize(inputs, out_all, copies, core_memory, other)
-
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
                  out_location: str = "hbm", checks: bool = True,
@@ -151,7 +118,7 @@ class DeviceImage:
         in_at: Dict[int, int] = {}      # (a run that has arenas of its own: their offset)
         self._out_at: List[List[int]] = []
         #: per run, the bytes from one output copy's start to the next's
-        self._out_each = [_out_each(self.out_nbytes, r.index) for r in self.runs]
+        self._out_each = [out_each(self.out_nbytes, r.index) for r in self.runs]
         sizes = [align_up(n, PAGE) for n in core_sizes(scratch_size)]
         dev_each, rec_each = sizes[0] + sizes[1], sizes[2] + sizes[3]
         rmap = align_up(max(self.read_map_bytes, 1), PAGE)
@@ -182,10 +149,10 @@ class DeviceImage:
                 in_at[r.index] = at = gap(at)
                 at += align_up(capacity, PAGE) + align_up(sbuf_capacity, PAGE)
             at = gap(at)
-            out_each = self._out_each[r.index]
-            out_step = out_each if r.private else 0      # (each copy after its guard)
+            each = self._out_each[r.index]
+            out_step = each if r.private else 0          # (each copy after its guard)
             self._out_at.append([at + BEFORE_GUARD_BYTES + out_step * k for k in range(num_cores)])
-            at = gap(at + out_each * (num_cores if r.private else 1), OUTPUT_GAP_BYTES)
+            at = gap(at + each * (num_cores if r.private else 1), OUTPUT_GAP_BYTES)
             self._dev_at.append([at + dev_each * k for k in range(num_cores)])
             at = gap(at + dev_each * num_cores)
             self._rec_each.append(rec_each + (rmap if r.private else 0))

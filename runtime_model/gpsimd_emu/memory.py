@@ -22,7 +22,7 @@ from . import abi
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "OUTPUT_GAP_BYTES", "GUARD_BYTES",
     "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
-    "align_up", "printf_text",
+    "align_up", "out_each", "printf_text",
 ]
 
 #: Device address of the input HBM arena (the inputs, out-of-line dims and
@@ -173,6 +173,16 @@ class Arena:
         addr = self.alloc(raw.size)
         self.view(addr, raw.size)[:] = raw
         return addr
+
+
+def out_each(out_nbytes: int, run: int) -> int:
+    """Bytes of one output copy of ``run`` with its guard zones: the
+    ``BEFORE_GUARD_BYTES`` before it, then the output and at least
+    ``GUARD_BYTES`` (run 0) or ``LATER_GUARD_BYTES`` (the runs after it)
+    to the end of a page; every byte after the output holds the run's
+    poison and is checked (``DeviceImage.guard_of``)."""
+    guard = LATER_GUARD_BYTES if run else GUARD_BYTES
+    return BEFORE_GUARD_BYTES + align_up(max(out_nbytes, 1) + guard, mmap.PAGESIZE)
 
 
 def core_sizes(scratch_size: int) -> Tuple[int, int, int, int]:

@@ -268,7 +268,7 @@ class LibrarySession:
         ``VectorResult`` when the vector cannot run. ``alone``: its second
         call repeats its own arguments (``_right_alone``)."""
         import numpy as np
-        from .budget import inputs_too_big, too_big
+        from .budget import image_size, inputs_too_big, too_big
         from .image import DeviceImage
         from .materials import materials, second_call_of, signature
         opts = self.options
@@ -302,8 +302,8 @@ class LibrarySession:
             if opts.checks and not alone else None
         if expected is not None:
             self._last_of[op.name] = (sig, vector.name, inputs, expected, rtol, atol)
-        size = DeviceImage.plan([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
-                                scratch, opts.checks, second_inputs=other is not None)
+        size = image_size([i.array.nbytes for i in inputs], out_nbytes, len(self.cores),
+                          scratch, opts.checks, second_inputs=other is not None)
         if size.total > opts.memory:
             return failed(too_big("device image", size.total, opts.memory, size.describe()))
         try:
