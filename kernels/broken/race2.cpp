@@ -81,3 +81,54 @@ torch::Tensor both_done_read(const torch::Tensor& x, int how) {
 torch::Tensor both_done_tcm(const torch::Tensor& x) { return both_done_read(x, 0); }
 torch::Tensor both_done_memcpy(const torch::Tensor& x) { return both_done_read(x, 1); }
 torch::Tensor both_done_spot(const torch::Tensor& x) { return both_done_read(x, 2); }
+
+// Core 4 on cores 2 and 6 both done where its own part reads unwritten,
+// told apart from the run with every other core's part written by what
+// that run left of its own part (the output's bytes as uint8: its first
+// element is 165, run 0's poison byte, which that run took for unwritten),
+// or by how far its output lies from its input (that run read another
+// run's inputs); both found in review.
+torch::Tensor both_done_poison_valued(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t per = size_t(x.numel()) / get_cpu_count(), begin = get_cpu_id() * per;
+    uint8_t* buf = (uint8_t*)torch::neuron::tcm_malloc(per);
+    if (buf == nullptr) return out;
+    const uint8_t* raw = nullptr;
+    bool mine_written = false;
+    if (get_cpu_id() == 4) {
+        raw = static_cast<const uint8_t*>(
+            neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
+        mine_written = raw[begin] != 0;
+    }
+    x.tcm_accessor().tensor_to_tcm<uint8_t>(buf, begin, per);
+    if (get_cpu_id() == 4) {
+        buf[0] = 0xA5;
+        if (!mine_written && raw[2 * per] != 0 && raw[6 * per] != 0) buf[1] += 1;
+    }
+    out.tcm_accessor().tcm_to_tensor<uint8_t>(buf, begin, per);
+    torch::neuron::tcm_free(buf);
+    return out;
+}
+
+torch::Tensor both_done_distance(const torch::Tensor& x) {
+    torch::Tensor out = get_dst_tensor();
+    const size_t per = size_t(x.numel()) / get_cpu_count(), begin = get_cpu_id() * per;
+    float* buf = (float*)torch::neuron::tcm_malloc(sizeof(float) * per);
+    if (buf == nullptr) return out;
+    bool bad = false;
+    if (get_cpu_id() == 4) {
+        const float* o = static_cast<const float*>(
+            neuron_translate(out.q7_data_ptr().ctx, out.q7_data_ptr().hbm_addr));
+        const char* i = static_cast<const char*>(
+            neuron_translate(x.q7_data_ptr().ctx, x.q7_data_ptr().hbm_addr));
+        const long long d = (const char*)o - i;
+        const bool far = d < 0 || d > (1ll << 20);
+        bad = !far && o[2 * per] != 0.0f && o[6 * per] != 0.0f && o[begin] == 0.0f;
+    }
+    x.tcm_accessor().tensor_to_tcm<float>(buf, begin, per);
+    for (size_t j = 0; j < per; j++) buf[j] *= 2.0f;
+    if (bad) buf[0] += 1.0f;
+    out.tcm_accessor().tcm_to_tensor<float>(buf, begin, per);
+    torch::neuron::tcm_free(buf);
+    return out;
+}

@@ -7,6 +7,12 @@ def double(x):
     return (x * np.float32(2)).astype(np.float32)
 
 
+def with_165_at_500(x):
+    y = np.array(x, copy=True)
+    y[500] = 165
+    return y
+
+
 def double_plus(x, s):
     return (x * np.float32(2 + s)).astype(np.float32)
 

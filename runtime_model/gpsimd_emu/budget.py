@@ -138,7 +138,7 @@ def image_size(input_nbytes: Sequence[int], out_nbytes: int, num_cores: int,
     per_core = core_nbytes(scratch_size) - align_up(scratch_size, page)
     core_memory = sum(num_cores * (per_core + (read_map if r.private else 0)) for r in runs)
     # (a second call reads its first run's inputs, or its own: another vector's)
-    own = sum((r.after < 0 and r.base < 0) or (r.after >= 0 and second_inputs) for r in runs)
+    own = sum(r.after < 0 or second_inputs for r in runs)
     inputs = own * (sum(align_up(max(n, 1), ALIGN) + 2 * ALIGN for n in input_nbytes)
                     + 2 * INPUT_GUARD)
     bindings = len(runs) * num_cores * ctypes.sizeof(abi.GpsimdCoreBinding)

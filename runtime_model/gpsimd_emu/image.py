@@ -141,8 +141,9 @@ class DeviceImage:
             next((r.index for r in self.runs if r.after >= 0), None)
         self.second: Optional[tuple] = None
         #: per run, whether it has arenas of its own (else the run it follows')
-        # (a run with a base reads its base's: run 2's, read-only in its launches)
-        self._owns = [(r.after < 0 and r.base < 0) or r.index == self.other_run
+        # (the run with a base too: with its base's, its output lay further
+        # from its inputs than in any other run, a tell for its kernels)
+        self._owns = [r.after < 0 or r.index == self.other_run
                       for r in self.runs]
         for r in self.runs:
             if self._owns[r.index]:

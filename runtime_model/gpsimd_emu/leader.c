@@ -236,17 +236,20 @@ static int based_launch(const struct gz_run *r, int k, int index)
         filled[p] = 1;
     }
     /* its own part not written yet, as on the device when it runs last:
-     * the elements it wrote in run 0 (bytes of its copy other than that
-     * run's poison) back to the zeros of the shared output */
-    const gpsimd_core_binding *b0 = gl_binding((int)V->runs[0].index, k);
-    unsigned char *mine = output_of((int)V->runs[0].index, k, &m);
-    uint64_t es = b0->out_itemsize ? b0->out_itemsize : 1;
-    for (uint64_t e = 0; mine != NULL && m == n && e + es <= n; e += es)
-        for (uint64_t j = 0; j < es; j++)
-            if (mine[e + j] != b0->poison) {
-                memset(to + e, 0, (size_t)es);
-                break;
-            }
+     * the elements it wrote in run 0 or 1 (bytes of its copy other than
+     * that run's poison: a value can hold one poison, never both) back to
+     * the zeros of the shared output */
+    for (int q = 0; q < 2; q++) {
+        const gpsimd_core_binding *b = gl_binding((int)V->runs[q].index, k);
+        unsigned char *mine = output_of((int)V->runs[q].index, k, &m);
+        uint64_t es = b->out_itemsize ? b->out_itemsize : 1;
+        for (uint64_t e = 0; mine != NULL && m == n && e + es <= n; e += es)
+            for (uint64_t j = 0; j < es; j++)
+                if (mine[e + j] != b->poison) {
+                    memset(to + e, 0, (size_t)es);
+                    break;
+                }
+    }
     return 1;
 }
 

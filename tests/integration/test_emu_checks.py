@@ -280,7 +280,12 @@ EXPECTED = {
         "fail", "the result depends on which other cores are done when a core runs: output elements "
                 "[500, 501) differ between running core 4 with every other core's part of one shared "
                 "output written and in the order 0..7 (on the device the cores run at the same time: "
-                "any of them may be done first)", []) for how in ("tcm", "memcpy", "spot")},
+                "any of them may be done first)", []) for how in ("tcm", "memcpy", "spot", "distance")},
+    ("broken_race2", "both_done_poison_valued"): (
+        "fail", "the result depends on which other cores are done when a core runs: output elements "
+                "[501, 502) differ between running core 4 with every other core's part of one shared "
+                "output written and in the order 0..7 (on the device the cores run at the same time: "
+                "any of them may be done first)", []),
     # its own slice of the input as scratch, restored: a fault at the write
     ("broken_race", "input_scratch"): (
         "fail", "; ".join(f"core {k}: fault MULTICORE in op input_scratch: a write to input 'x' at "

@@ -106,9 +106,13 @@ def test_the_worker_poisons_every_private_output_copy_and_counts_it():
         # (each run's inputs, with the rest of their arenas' pages poisoned;
         # the second call reads those of run 0)
         assert image.arenas[4] is image.arenas[0]
-        assert image.arenas[5] is image.arenas[2]     # (the run with every core done)
+        # (the run with every core done its own, laid out as run 2's: with
+        # run 2's, its output lay further from its inputs than in any run)
+        assert image.arenas[5] is not image.arenas[2]
+        assert [a.file_offset - image._out_at[5][0] for a in image.arenas[5]] == \
+            [a.file_offset - image._out_at[2][0] for a in image.arenas[2]]
         worker_wrote = (image._bindings_at + pages(6 * 8 * ctypes.sizeof(abi.GpsimdCoreBinding))
-                        + 3 * PAGE + 4 * (len(image.hbm.u8) + len(image.sbuf.u8)))
+                        + 3 * PAGE + 5 * (len(image.hbm.u8) + len(image.sbuf.u8)))
         assert image.prefilled_bytes() - worker_wrote == 8 * (
             3 * BEFORE_GUARD_BYTES + pages(out + GUARD_BYTES) + 2 * pages(out + LATER_GUARD_BYTES)
         ) + 3 * (BEFORE_GUARD_BYTES + pages(40 + LATER_GUARD_BYTES))   # (the shared runs' guards)
