@@ -7,16 +7,20 @@ exclusively (``tempfile.mkstemp``: ``O_CREAT|O_EXCL``, which refuses a
 symbolic link in its place), and the rename replaces whatever entry has
 the final name (a planted link included) without following it.
 :func:`file_digest` is the one digest of a file's bytes that the build's
-records, the explorer's record and the report compare."""
+records, the explorer's record and the report compare. :func:`open_private`
+reads back a file that only its writer may have written (a record the
+build loads with ``pickle``, written ``private``)."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
+import stat
 import tempfile
 from typing import Optional, Union
 
-__all__ = ["write_atomically", "write_if_changed", "umask", "file_digest"]
+__all__ = ["write_atomically", "write_if_changed", "umask", "file_digest", "open_private"]
 
 
 def umask() -> int:
@@ -34,10 +38,12 @@ def umask() -> int:
     return mask
 
 
-def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = False) -> None:
+def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = False,
+                     private: bool = False) -> None:
     """Write ``data`` (bytes, or text written as UTF-8) to ``path`` through a
     temporary file in the same folder (``.<name>.<random>.tmp``, made
-    exclusively, with the mode a new file gets: ``0o666`` less the umask)
+    exclusively, with the mode a new file gets: ``0o666`` less the umask;
+    ``private``: ``0o600``, for :func:`open_private`)
     renamed over it; the temporary file is removed if writing fails,
     whatever the exception. A symbolic or hard link at ``path`` is
     replaced, never written through. With ``make_folder``, the folder is
@@ -60,7 +66,7 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
         raise OSError(e.errno, e.strerror, path) from e
     try:
         with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o666 & ~umask())
+            os.fchmod(f.fileno(), 0o600 if private else 0o666 & ~umask())
             f.write(data)
         os.replace(tmp, path)
     except BaseException as e:
@@ -106,3 +112,27 @@ def file_digest(path: str) -> Optional[str]:
     except OSError:
         return None
     return h.hexdigest()
+
+
+def open_private(path: str):
+    """``path`` opened for reading (binary) when it is a regular file of this
+    process's user, with one name, that no one else may write (not group-
+    or other-writable): what a folder's group or another user replaced or
+    planted is never read (a pickle runs code). Neither follows a link nor
+    waits on a FIFO.
+
+    Raises:
+        FileNotFoundError: there is none.
+        PermissionError: it is not such a file (``strerror`` says so).
+        OSError: it cannot be opened.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    f = os.fdopen(fd, "rb")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1 \
+            or st.st_mode & 0o022:
+        f.close()
+        raise PermissionError(errno.EPERM, "not a file of yours alone (another user or "
+                              "your group could have written it)", path)
+    return f
+

@@ -37,6 +37,8 @@ import pwd
 import stat
 import tempfile
 
+from gpsimd_device.atomic import open_private
+
 __all__ = ["UnsafeBuildFolder", "check", "check_cache", "make"]
 
 
@@ -133,7 +135,7 @@ def _walk_down(top: str, me: int, remember: bool) -> None:
     ``top`` itself is read each time (the record is in it). With
     ``remember``, what was seen is recorded for the next check."""
     record = os.path.join(top, REMEMBERED)
-    known = _recall(record, me)
+    known = _recall(record)
     seen = {}
     todo = [("", top)]
     while todo:
@@ -192,19 +194,11 @@ def _read_folder(folder: str, me: int):
     return sorted(inside)
 
 
-def _recall(record: str, me: int) -> dict:
+def _recall(record: str) -> dict:
     """What the last check saw: empty unless the record is a regular file of
     ours with one name that no one else may write (a FIFO is not waited for)."""
     try:
-        fd = os.open(record, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return {}
-    try:
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != me or st.st_nlink != 1 \
-                    or st.st_mode & 0o022:
-                return {}
+        with open_private(record) as f:
             known = json.loads(f.read(1 << 26))
         return known if isinstance(known, dict) else {}
     except (OSError, ValueError, RecursionError):

@@ -455,3 +455,51 @@ def test_a_link_to_nothing_yet_gets_its_target_made_by_the_build(tmp_path):
     buildfolder.make(str(mine / "dl"))
     assert (pub / "nb" / "build").is_dir() and (pub / "nb").stat().st_uid == os.geteuid()
     buildfolder.check(str(mine / "dl"))
+
+
+class _Runs:
+    """A pickle that runs code when it is loaded: it makes ``path``."""
+
+    def __init__(self, path):
+        self.path = str(path)
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def test_a_record_the_build_unpickles_is_read_only_when_no_one_else_could_write_it(tmp_path):
+    """The manifest cache, the .sconsign database and the outputs' record
+    are pickles in the build folder: a group member (a folder made g+w by
+    umask 002) replaced one and ran code as the builder, root included
+    (found in review). Each is written 0600 and read only when it is a
+    file of the builder's that no one else may write."""
+    import pickle
+    from site_tools.gpsimd_tool import integrity, manifest_cache, sconsign
+    mark = tmp_path / "ran"
+    build = tmp_path / "build"
+    build.mkdir()
+    paths = {"manifest": build / manifest_cache.CACHE_NAME,
+             "sconsign": build / ".sconsign.dblite",
+             "integrity": build / integrity.RECORD_NAME}
+
+    def load(which):
+        if which == "manifest":
+            return manifest_cache.load(str(build), "ops.yaml")
+        if which == "sconsign":
+            return sconsign.Database(str(paths[which]), "r")
+        return integrity.OutputRecord(str(build))
+
+    for which, path in paths.items():
+        for owner, mode in ((NOBODY, 0o644), (os.geteuid(), 0o664), (os.geteuid(), 0o646)):
+            path.write_bytes(pickle.dumps(_Runs(mark)))
+            os.chown(path, owner, -1)
+            path.chmod(mode)
+            load(which)
+            assert not mark.exists(), (which, owner, oct(mode))
+        path.unlink()
+    # ours, 0600: read (and a real record round-trips)
+    db = sconsign.Database(str(paths["sconsign"]), "c")
+    db["k"] = b"v"
+    db.sync()
+    assert stat.S_IMODE(paths["sconsign"].stat().st_mode) == 0o600
+    assert dict(sconsign.Database(str(paths["sconsign"]), "r")) == {"k": b"v"}

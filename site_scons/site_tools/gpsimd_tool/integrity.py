@@ -32,7 +32,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 import SCons.Node
 import SCons.Node.FS
-from gpsimd_device.atomic import write_atomically
+from gpsimd_device.atomic import open_private, write_atomically
 
 from . import sconsign
 
@@ -65,7 +65,7 @@ class OutputRecord:
         self._stats: Dict[str, os.stat_result] = {}
         self._nodes: List[SCons.Node.FS.File] = []
         try:
-            with open(self.path, "rb") as f:
+            with open_private(self.path) as f:      # (a pickle)
                 doc = pickle.load(f)
             if isinstance(doc, dict) and doc.get("format") == _FORMAT:
                 self.entries = doc["entries"]
@@ -143,7 +143,7 @@ class OutputRecord:
         data = pickle.dumps({"format": _FORMAT, "entries": self.entries},
                             protocol=pickle.HIGHEST_PROTOCOL)
         try:
-            write_atomically(self.path, data, make_folder=True)
+            write_atomically(self.path, data, make_folder=True, private=True)
         except OSError as e:
             sys.stderr.write(f"scons: cannot write {self.path}: {e.strerror} (errno {e.errno}); "
                              "the next build will check every output by content\n")

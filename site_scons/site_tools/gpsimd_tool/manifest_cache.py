@@ -22,6 +22,8 @@ import os
 import pickle
 from typing import Iterable, Optional
 
+from gpsimd_device.atomic import open_private
+
 __all__ = ["CACHE_NAME", "code_digest", "load", "store"]
 
 CACHE_NAME = ".gpsimd-manifest"
@@ -65,7 +67,7 @@ def load(build_dir: str, manifest: str, root: str = ".", allow_paths: Iterable[s
     """The cached collection of ``manifest`` if it is still what loading it
     would give, else None (never raises)."""
     try:
-        with open(os.path.join(build_dir, CACHE_NAME), "rb") as f:
+        with open_private(os.path.join(build_dir, CACHE_NAME)) as f:     # (a pickle)
             doc = pickle.load(f)
         if doc["key"] != _key(manifest, root, allow_paths):
             return None
@@ -86,7 +88,7 @@ def store(build_dir: str, collection, manifest: str, root: str = ".",
         data = pickle.dumps({"key": _key(manifest, root, allow_paths),
                              "reads": tuple(collection.reads), "collection": collection},
                             protocol=pickle.HIGHEST_PROTOCOL)
-        write_atomically(os.path.join(build_dir, CACHE_NAME), data)
+        write_atomically(os.path.join(build_dir, CACHE_NAME), data, private=True)
     except (OSError, pickle.PicklingError, TypeError, AttributeError) as e:
         return str(e)
     return None

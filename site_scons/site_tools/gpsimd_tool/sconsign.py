@@ -16,13 +16,12 @@ on disk does not know: an output it no longer knows the sources of would
 otherwise be trusted by the next build (after a revert, the object of the
 edit the failed write forgot)."""
 
-import builtins
 import os
 import pickle
 import sys
 from typing import Dict
 
-from gpsimd_device.atomic import write_atomically
+from gpsimd_device.atomic import open_private, write_atomically
 
 __all__ = ["open", "written", "SUFFIX"]
 
@@ -47,12 +46,15 @@ class Database(dict):
         self.writable = flag != "r"
         if flag != "n":
             try:
-                with builtins.open(path, "rb") as f:
+                with open_private(path) as f:        # (a pickle)
                     data = pickle.load(f)
                 if isinstance(data, dict):
                     self.update(data)
             except FileNotFoundError:
                 pass
+            except PermissionError as e:
+                sys.stderr.write(f"scons: ignoring {path}: {e.strerror}; every target is "
+                                 "built again\n")
             except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError,
                     AttributeError, IndexError, ImportError):
                 # unreadable: nothing is known to be built (every target is
@@ -74,7 +76,7 @@ class Database(dict):
             return
         data: Dict[str, bytes] = dict(self)
         try:
-            write_atomically(self.path, pickle.dumps(data, pickle.HIGHEST_PROTOCOL))
+            write_atomically(self.path, pickle.dumps(data, pickle.HIGHEST_PROTOCOL), private=True)
         except OSError as e:
             _failed.append(self.path)
             self.dirty = False      # (said once)
