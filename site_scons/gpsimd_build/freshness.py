@@ -231,8 +231,10 @@ def identity(record: Record, libraries: Iterable, build_dir: str, root: str = ".
             if inside and os.path.basename(path) in plans:
                 continue
             digest = record.files[path][2] or file_digest(os.path.join(root, path))
+            # (a file outside the project, in an allowed folder, is named
+            # relative to the project: by its digest alone, wherever it is)
             files.append(["<BUILD_DIR>/" + os.path.normpath(path)[len(folder):] if inside
-                          else path, digest])
+                          else "<outside>" if path.startswith("..") else path, digest])
         return [key, sorted(files)]
 
     from . import layout

@@ -129,13 +129,16 @@ def _mtime(path: str, root: str) -> Optional[int]:
 
 
 def up_to_date(entry: dict, built: Dict[str, int], deps: Dict[str, List[str]],
-               root: str = ".", allowed: Iterable[str] = ()) -> Optional[List[str]]:
+               root: str = ".", allowed: Iterable[str] = (),
+               build_dir: str = "") -> Optional[List[str]]:
     """The files a spec ``entry`` is built from when ninja holds it up to
     date (roots first), or None (module text). An absolute path (a header
     of the deps log) is left out (the compiler's own headers) unless it
-    lies in one of the ``allowed`` folders (relative to ``root``): then it
-    is named relative to ``root``, as the inputs record names such files."""
+    lies in one of the ``allowed`` folders (relative to ``root``) and not in
+    ``build_dir`` (what we wrote there): then it is named relative to
+    ``root``, as the inputs record names such files."""
     inside = tuple(os.path.join(os.path.realpath(os.path.join(root, a)), "") for a in allowed)
+    ours = os.path.join(os.path.realpath(build_dir), "") if build_dir else "\0"
     files = list(entry["roots"])
     if any(_mtime(p, root) is None for p in files):
         return None
@@ -145,7 +148,8 @@ def up_to_date(entry: dict, built: Dict[str, int], deps: Dict[str, List[str]],
             return None
         for src in list(sources) + deps.get(out, []):
             if os.path.isabs(src):
-                if not inside or not os.path.realpath(src).startswith(inside):
+                real = os.path.realpath(src)
+                if not inside or not real.startswith(inside) or real.startswith(ours):
                     continue
                 src = os.path.relpath(src, os.path.abspath(root))
             mtime = _mtime(src, root)
@@ -168,7 +172,8 @@ def current(spec_path: str, ninja_dir: str,
     deps = read_deps_log(os.path.join(ninja_dir, ".ninja_deps"))
     done: Dict[str, Tuple[str, List[str]]] = {}
     for name, entry in libraries.items():
-        files = up_to_date(entry, built, deps, root, allowed)
+        files = up_to_date(entry, built, deps, root, allowed,
+                           os.path.dirname(os.path.dirname(os.path.abspath(spec_path))))
         if files is not None:
             done[name] = (entry["key"], files)
     return done

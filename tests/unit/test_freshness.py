@@ -222,6 +222,16 @@ def test_identity_is_of_contents_not_of_times_or_the_build_folder(tmp_path):
     (tmp_path / "k.cpp").write_text("int k2;\n")
     assert identity(record, "b6") != one
     assert identity(freshness.Record(), "build") != one
+    (tmp_path / "k.cpp").write_text("int k;\n")
+    # a header in an allowed folder outside the project, recorded relative
+    # to it: the same identity wherever the project is (found in review)
+    seen = set()
+    for rel, digest in (("../v/h.h", "a" * 64), ("../../v/h.h", "a" * 64), ("../v/h.h", "b" * 64)):
+        record = build("b7")
+        record.files[rel] = (1, 1, digest)
+        record.libraries["relu"] = ("key", sorted(record.libraries["relu"][1] + [rel]))
+        seen.add(identity(record, "b7"))
+    assert len(seen) == 2 and one not in seen
 
 
 def test_identity_holds_the_emulators_python_code(tmp_path, monkeypatch):

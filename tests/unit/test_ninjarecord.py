@@ -114,12 +114,12 @@ def test_a_header_in_an_allowed_folder_outside_is_recorded_relative_to_the_proje
     the compiler's own, so the pytest plugin ran objects older than it (a
     wrong PASS found by an attack). It is named relative to the project."""
     proj, vendor = tmp_path / "proj", tmp_path / "vendor"
-    proj.mkdir()
-    vendor.mkdir()
-    for path in (proj / "a.cpp", proj / "lib.so", vendor / "v.h"):
+    (proj / "b" / "host").mkdir(parents=True)
+    (vendor / "build" / "host").mkdir(parents=True)
+    for path in (proj / "a.cpp", proj / "lib.so", vendor / "v.h", vendor / "build/host/w.cpp"):
         path.write_text(path.name)
         os.utime(path, ns=(100, 100))
-    spec = proj / ninjarecord.SPEC_NAME
+    spec = proj / "b" / "host" / ninjarecord.SPEC_NAME
     spec.write_text(ninjarecord.spec_text(
         {"lib": ("KEY", ["lib.so"], {"lib.so": [], "a.o": ["a.cpp"]})}, ["../vendor"]))
     ninja_dir = proj / ".ninja"
@@ -128,6 +128,14 @@ def test_a_header_in_an_allowed_folder_outside_is_recorded_relative_to_the_proje
     _deps_log(ninja_dir / ".ninja_deps",
               [("a.o", ["a.cpp", str(vendor / "v.h"), "/usr/include/stdio.h"])])
     assert ninjarecord.current(str(spec), str(ninja_dir), str(proj)) == {
+        "lib": ("KEY", ["lib.so", "a.cpp", "../vendor/v.h"])}
+    # a build folder in the allowed folder: what we wrote there is not
+    # recorded (as on the SCons path), so no record names the build folder
+    spec2 = vendor / "build" / "host" / ninjarecord.SPEC_NAME
+    spec2.write_text(spec.read_text())
+    _deps_log(ninja_dir / ".ninja_deps", [("a.o", ["a.cpp", str(vendor / "v.h"),
+                                                  str(vendor / "build/host/w.cpp")])])
+    assert ninjarecord.current(str(spec2), str(ninja_dir), str(proj)) == {
         "lib": ("KEY", ["lib.so", "a.cpp", "../vendor/v.h"])}
     os.utime(vendor / "v.h", ns=(300, 300))          # (edited after the compile)
     assert ninjarecord.current(str(spec), str(ninja_dir), str(proj)) == {}
