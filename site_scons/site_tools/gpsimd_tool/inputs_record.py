@@ -58,6 +58,7 @@ class InputsRecord:
         self.allowed = tuple(allowed)
         self._allowed = tuple(os.path.join(a, "") for a in self.allowed)
         self._build = os.path.join(os.path.realpath(os.path.dirname(profile_dir)), "")
+        self._outside: Dict[str, Any] = {}     # (recorded_path of an absolute path, once)
 
     def add(self, lib: Any, roots: Iterable[Any]) -> None:
         """``lib``: the manifest library; ``roots``: the nodes a front end
@@ -123,10 +124,11 @@ class InputsRecord:
         path relative to the project, when it lies in an allowed folder."""
         if not os.path.isabs(node.path):
             return node.path
-        real = os.path.realpath(node.abspath)
-        if real.startswith(self._allowed or ("\0",)) and not real.startswith(self._build):
-            return os.path.relpath(node.abspath)
-        return None             # (a build folder outside: what we wrote there, as before)
+        if node.path not in self._outside:      # (a system header: every library's)
+            real = os.path.realpath(node.abspath)
+            self._outside[node.path] = os.path.relpath(node.abspath) if real.startswith(
+                self._allowed or ("\0",)) and not real.startswith(self._build) else None
+        return self._outside[node.path]         # (None: a build folder outside: ours)
 
 
 def _recorded(record: Any, name: str, key: str, now: Dict[str, Any]) -> bool:
