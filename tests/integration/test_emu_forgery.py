@@ -9,6 +9,7 @@ worker compares the launches' times with the limit); one that rewrites a
 run's core order fails (the leader checks every index it reads); a
 static initialiser that ignores SIGCHLD in the zygote changes nothing."""
 import json
+import os
 import subprocess
 
 import pytest
@@ -19,6 +20,10 @@ from gpsimd_device.plan import TestPlan
 from gpsimd_emu.session import LibrarySession, RunOptions
 
 ZYGOTE = "build/host/emu/gpsimd-zygote"
+
+# the kernels find the control block as tests/native/fake_core.cpp does
+with open(os.path.join(os.path.dirname(__file__), "..", "native", "control_block_finder.h")) as f:
+    FINDER = f.read().replace("#pragma once\n", "")
 
 COMMON = r"""
 #include <dlfcn.h>
@@ -35,6 +40,7 @@ COMMON = r"""
 #include <custom_op.h>
 #include <torch/torch.h>
 #include <neuron/neuron-utils.hpp>
+""" + FINDER + r"""
 namespace {
 // out = 2 x, plus 1 unless a never-written tcm_malloc word holds run 0's
 // TCM poison (0x3C): right in the first run, wrong in the second
@@ -51,32 +57,10 @@ torch::Tensor sneaky(const torch::Tensor& x) {
     torch::neuron::tcm_free(buf);
     return out;
 }
-// the start of the image's mapping that holds addr (file offset 0 of the
-// memfd), read from /proc/self/maps: a walk back page by page would read
-// the 1 GiB gap after each run's outputs (gpsimd_emu.memory.OUTPUT_GAP_BYTES),
-// a page allocated for each; 0 when not found
-static uintptr_t image_start(uintptr_t addr) {
-    FILE* f = fopen("/proc/self/maps", "r");
-    char line[512];
-    uintptr_t best = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi, off;
-        if (sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) == 3 && off == 0 && lo <= addr
-                && lo > best && strstr(line, "gpsimd-image"))
-            best = lo;
-    }
-    if (f) fclose(f);
-    return best;
-}
-// the control block: the page holding the magic, at or before the output
+// the control block: the image's first page, found from the output
 gz_control* control_block(const torch::Tensor& out) {
-    uintptr_t p = (uintptr_t)neuron_translate(out.q7_data_ptr().ctx,
-                                              out.q7_data_ptr().hbm_addr);
-    if (uintptr_t start = image_start(p)) p = start;
-    for (p &= ~(uintptr_t)4095; ; p -= 4096) {      // (the model's gaps made readable)
-        mprotect((void*)p, 4096, PROT_READ | PROT_WRITE);
-        if (memcmp((void*)p, GPSIMD_ZY_CB_MAGIC, 8) == 0) return (gz_control*)p;
-    }
+    return control_block_at((uintptr_t)neuron_translate(out.q7_data_ptr().ctx,
+                                                        out.q7_data_ptr().hbm_addr));
 }
 uint64_t now_ns() {
     struct timespec t;

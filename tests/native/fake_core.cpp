@@ -165,7 +165,7 @@ static int crash() {
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-#include "gpsimd_host/zygote.h"
+#include "control_block_finder.h"
 // The emulator's processes (ARCHITECTURE.md "Processes and containment"):
 // 1 in the vector's leader, 0 in a helper it forked
 static int in_leader() {
@@ -188,32 +188,9 @@ static int reap() {
     else usleep(20000);
     return relu();
 }
-// the start of the image's mapping that holds addr (file offset 0 of the
-// memfd), read from /proc/self/maps: a walk back page by page would read
-// the 1 GiB gap after each run's outputs (gpsimd_emu.memory.OUTPUT_GAP_BYTES),
-// a page allocated for each; 0 when not found
-static uintptr_t image_start(uintptr_t addr) {
-    FILE* f = fopen("/proc/self/maps", "r");
-    char line[512];
-    uintptr_t best = 0;
-    while (f && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi, off;
-        if (sscanf(line, "%lx-%lx %*s %lx", &lo, &hi, &off) == 3 && off == 0 && lo <= addr
-                && lo > best && strstr(line, "gpsimd-image"))
-            best = lo;
-    }
-    if (f) fclose(f);
-    return best;
-}
-// the control block (gpsimd_host/zygote.h): the image's first page (the
-// model's gaps on the way, PROT_NONE, made readable)
+// the control block: the image's first page
 static gz_control* control_block() {
-    uintptr_t p = (uintptr_t)translate(out()->storage.hbm.addr) & ~(uintptr_t)4095;
-    if (uintptr_t start = image_start(p)) p = start;
-    for (;; p -= 4096) {
-        mprotect((void*)p, 4096, PROT_READ | PROT_WRITE);
-        if (memcmp((void*)p, "GPSIMDCB", 8) == 0) return (gz_control*)p;
-    }
+    return control_block_at((uintptr_t)translate(out()->storage.hbm.addr));
 }
 static gz_control* cb;
 static gz_slot* launched;
