@@ -281,6 +281,7 @@ def build_zygote(dest: pathlib.Path, emulator_dir=None, include_dir=None) -> str
         include_dir, path, zygote.source_digest(emulator_dir, include_dir))
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr     # -Wall: no warning
+    subprocess.run(zygote_recipe.protect_command(path), check=True)
     return path
 
 

@@ -4,20 +4,25 @@ and the digest that ties a built program to them (stdlib only).
 The build compiles it once per build folder (``gpsimd_build.zygote_recipe``
 passes the digest as ``-DGZ_SOURCE_DIGEST``); the emulator starts it and
 first compares the digest the file holds with that of its own sources
-(``program_problem``), so a program built from other sources is never run.
+(``program_problem``), so a program built from other sources is never run,
+and runs only a file of its user alone (``open_program``).
 Here, beside the other contracts of the build and the emulator, because
 both sides compute the digest and neither imports the other.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import os
 from typing import Optional
 
+from .atomic import open_private
+
 __all__ = ["PROGRAM_NAME", "SOURCE_NAMES", "HEADER_NAMES", "MARKER", "source_paths",
-           "source_digest", "program_digest", "default_path", "program_problem"]
+           "source_digest", "open_program", "default_path",
+           "program_problem"]
 
 #: The program's file name in ``<BUILD_DIR>/<profile>/emu/``.
 PROGRAM_NAME = "gpsimd-zygote"
@@ -56,18 +61,43 @@ def source_digest(emulator_dir: str, include_dir: str) -> str:
     return h.hexdigest()
 
 
-def program_digest(path: str) -> Optional[str]:
-    """The digest a built program holds, or None (no marker, unreadable)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return None
+def _digest_in(data: bytes) -> Optional[str]:
+    """The digest a built program's bytes hold, or None (no marker)."""
     at = data.find(MARKER)
     if at < 0:
         return None
     digest = data[at + len(MARKER):at + len(MARKER) + 64]
     return digest.decode("ascii", "replace") if len(digest) == 64 else None
+
+
+def open_program(path: str, emulator_dir: str, include_dir: str) -> int:
+    """A descriptor of the program at ``path`` (close-on-exec) when it can
+    run this emulator's vectors: a file of this user alone
+    (``atomic.open_private``: another user, or the group of a
+    group-writable build folder, could have written any other, and it
+    runs unconfined as whoever runs the vectors), executable, built from
+    this emulator's sources. Run it through ``/proc/self/fd/N``: the file
+    checked is the one that runs, whatever is renamed over ``path`` since.
+
+    Raises:
+        OSError: why it cannot (``strerror`` says so; the filename is ``path``).
+    """
+    try:
+        f = open_private(path)
+    except PermissionError as e:
+        raise OSError(e.errno, f"{e.strerror}: the build makes it yours, not group- or "
+                      "other-writable (chmod go-w)", path) from None
+    except FileNotFoundError:
+        raise OSError(errno.ENOENT, "does not exist", path) from None
+    try:
+        if not os.fstat(f.fileno()).st_mode & 0o100:
+            raise OSError(errno.EACCES, "is not executable", path)
+        if _digest_in(f.read()) != source_digest(emulator_dir, include_dir):
+            raise OSError(errno.ENOEXEC, "was built from other sources than this emulator's",
+                          path)
+        return os.dup(f.fileno())          # (close-on-exec, as os.dup makes it)
+    finally:
+        f.close()
 
 
 def default_path(plan_path: str) -> str:
@@ -80,11 +110,9 @@ def default_path(plan_path: str) -> str:
 
 def program_problem(path: str, emulator_dir: str, include_dir: str) -> Optional[str]:
     """Why the program at ``path`` cannot run this emulator's vectors
-    (missing, not executable, built from other sources), or None."""
-    if not os.path.isfile(path):
-        return f"{path} does not exist"
-    if not os.access(path, os.X_OK):
-        return f"{path} is not executable"
-    if program_digest(path) != source_digest(emulator_dir, include_dir):
-        return f"{path} was built from other sources than this emulator's"
+    (:func:`open_program`'s reason), or None."""
+    try:
+        os.close(open_program(path, emulator_dir, include_dir))
+    except OSError as e:
+        return f"{path} {e.strerror}"
     return None

@@ -196,18 +196,26 @@ class ZygoteClient:
         #: what the objects' static initialisers wrote (kept by the zygote)
         self.load_output = b""
         path = os.path.abspath(path)     # (its working directory will not be ours)
-        self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        # (the file checked is the one that runs: through its descriptor,
+        # whatever is renamed over the path meanwhile)
+        program_fd = program.open_program(path, _HERE, INCLUDE_DIR)
+        try:
+            self.sock, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except BaseException:
+            os.close(program_fd)
+            raise
         argv = [path, str(child.fileno()), str(os.getpid()), str(copies), str(ncores)]
         try:
             os.set_inheritable(child.fileno(), True)
             tunables = [t for t in (os.environ.get("GLIBC_TUNABLES"), TCACHE_OFF) if t]
             env = dict(os.environ, GLIBC_TUNABLES=":".join(tunables))
-            self.pid: Optional[int] = os.posix_spawn(path, argv, env)
+            self.pid: Optional[int] = os.posix_spawn(f"/proc/self/fd/{program_fd}", argv, env)
         except BaseException:
             self.sock.close()
             raise
         finally:
             child.close()
+            os.close(program_fd)
 
     def load(self, cores: Sequence[CoreSpec]) -> None:
         """Send the core objects (the zygote makes its sandbox meanwhile):

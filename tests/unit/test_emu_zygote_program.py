@@ -92,6 +92,40 @@ def test_a_program_of_other_sources_is_refused(zygote_program, tmp_path):
     assert "no zygote program was given" in zygote_client.program_problem(None)
 
 
+def test_only_a_program_of_its_user_alone_runs(zygote_program, tmp_path):
+    """The program runs unconfined as whoever runs the vectors: one its
+    group or others may write (the linker's mode under ``umask 002``, in a
+    group-writable build folder), or with a second name, could have been
+    written by someone else (a script carrying the digest runs anything),
+    so it is refused; the one the build makes is not group-writable."""
+    assert os.stat(zygote_program).st_mode & 0o022 == 0       # (protect_command)
+    digest = zygote_client.source_digest()
+    for mode in (0o775, 0o757):
+        forged = tmp_path / f"forged{mode:o}"
+        forged.write_text(f"#!/bin/sh\n# {program.MARKER.decode()}{digest}\n"
+                          f"touch {tmp_path}/ran\n")
+        forged.chmod(mode)
+        problem = zygote_client.program_problem(str(forged))
+        assert problem == (f"{forged} not a file of yours alone (another user or your group "
+                           "could have written it): the build makes it yours, not group- or "
+                           "other-writable (chmod go-w)")
+        with pytest.raises(OSError, match="not a file of yours alone"):
+            zygote_client.ZygoteClient(str(forged), 1)
+    linked = tmp_path / "linked"
+    os.link(zygote_program, linked)
+    try:
+        assert "not a file of yours alone" in zygote_client.program_problem(str(linked))
+    finally:
+        linked.unlink()
+    assert not (tmp_path / "ran").exists()
+    if os.geteuid() == 0:                  # (another user's, made by root)
+        theirs = tmp_path / "theirs"
+        theirs.write_bytes(open(zygote_program, "rb").read())
+        theirs.chmod(0o755)
+        os.chown(theirs, 65534, 65534)
+        assert "not a file of yours alone" in zygote_client.program_problem(str(theirs))
+
+
 def test_the_program_refuses_what_it_cannot_read(zygote_program, tmp_path):
     proc = subprocess.run([zygote_program, "3"], capture_output=True, text=True)
     assert proc.returncode == 2 and "usage:" in proc.stderr

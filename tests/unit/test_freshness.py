@@ -253,3 +253,27 @@ def test_identity_holds_the_emulators_python_code(tmp_path, monkeypatch):
     one = code("a", "C = 3\n")
     assert code("b", "C = 3\n") == one
     assert code("c", "C = 4\n") != one
+
+
+def test_a_header_in_an_allowed_folder_named_through_a_link_is_recorded(tmp_path, monkeypatch):
+    """``ALLOW_PATHS`` naming its folder through a symbolic link (a home
+    folder's link to a data disk): the header's real path was compared with
+    the folder as written, so it was taken for a system header and left out
+    of the record, and an edit of it was never stale for the pytest plugin
+    (found in review)."""
+    import types
+    from conftest import ROOT
+    monkeypatch.syspath_prepend(str(ROOT / "site_scons" / "site_tools"))
+    from gpsimd_tool.inputs_record import InputsRecord
+    (tmp_path / "data" / "vendor").mkdir(parents=True)
+    (tmp_path / "data" / "vendor" / "s.h").write_text("#define S 2\n")
+    (tmp_path / "vendor").symlink_to(tmp_path / "data" / "vendor")
+    (tmp_path / "proj").mkdir()
+    monkeypatch.chdir(tmp_path / "proj")
+    record = InputsRecord("build/host", allowed=[str(tmp_path / "vendor")])
+    for spelled in ("vendor", "data/vendor"):
+        header = str(tmp_path / spelled / "s.h")
+        node = types.SimpleNamespace(path=header, abspath=header)
+        assert record.recorded_path(node) == f"../{spelled}/s.h"
+    system = types.SimpleNamespace(path="/usr/include/stdio.h", abspath="/usr/include/stdio.h")
+    assert record.recorded_path(system) is None

@@ -154,7 +154,8 @@ def add_builders(env):
             "$GPSIMD_CXX", [f"${{GPSIMD_ZYGOTE_SOURCES[{i}]}}" for i in range(
                 len(zygote_recipe.c_sources(list(zygote.SOURCE_NAMES))))],
             "$GPSIMD_ZYGOTE_INCLUDE", "$TARGET",
-            "$GPSIMD_ZYGOTE_DIGEST")),
+            "$GPSIMD_ZYGOTE_DIGEST")) + " && " + " ".join(
+                zygote_recipe.protect_command("$TARGET")),
         GPSIMD_ZYGOTECOMSTR="CC       $TARGET",
         GPSIMD_CXXCOMSTR="CXX      $TARGET",
         GPSIMD_LINKCOMSTR="LINK     $TARGET",

@@ -49,13 +49,15 @@ class InputsRecord:
 
     def __init__(self, profile_dir: str, programs: Callable[[], Iterable[Any]] = list,
                  allowed: Iterable[str] = ()):
-        """``allowed``: the real paths of the folders outside the project
-        that the manifest may name."""
+        """``allowed``: the folders outside the project that the manifest
+        may name (resolved here: a header's real path is compared with them,
+        so one named through a link to the folder was taken for a system
+        header and left out)."""
         self.path = os.path.join(profile_dir, freshness.RECORD_NAME)
         self.roots: Dict[str, Tuple[str, List[Any]]] = {}
         self._programs = programs
         #: the allowed folders outside the project (real paths)
-        self.allowed = tuple(allowed)
+        self.allowed = tuple(os.path.realpath(a) for a in allowed)
         self._allowed = tuple(os.path.join(a, "") for a in self.allowed)
         self._build = os.path.join(os.path.realpath(os.path.dirname(profile_dir)), "")
         self._outside: Dict[str, Any] = {}     # (recorded_path of an absolute path, once)
