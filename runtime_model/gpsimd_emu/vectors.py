@@ -193,14 +193,12 @@ LOCATIONS = ("hbm", "sbuf")
 
 
 def location_of(loc: Any, what: str) -> str:
-    """A plan tensor's or output's ``location``: ``"hbm"`` (the default) or
-    ``"sbuf"`` (the device ABI (gpsimd_host/abi.h) location enum).
+    """A plan tensor's or output's ``location``: ``"hbm"`` or ``"sbuf"``
+    (the device ABI (gpsimd_host/abi.h) location enum).
 
     Raises:
         PlanError: any other value.
     """
-    if loc is None:
-        return "hbm"
     if loc not in LOCATIONS:
         raise PlanError(f"{what}: unknown location {loc!r} (hbm or sbuf)")
     return loc
