@@ -285,22 +285,21 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
                         f"{out_dtype.name} only as the first tensor input's: say which the kernel "
                         f"returns (output: {{dtype: ...}} on the op or the vector)")
     if vector.output.source:
-        _check_shape_function(vector, raw, out_dtype, exp.values is not None)
+        _check_shape_function(vector, shape or (), raw, out_dtype, exp.values is not None)
     return np.asarray(to_dtype(raw, out_dtype, "expected value", exp.source,
                                role="the output's dtype", literal=exp.values is not None),
                       order="C")
 
 
-def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DType,
-                          inline: bool) -> None:
+def _check_shape_function(vector: VectorPlan, shape: Tuple[int, ...], raw: np.ndarray,
+                          out_dtype: dt.DType, inline: bool) -> None:
     """With a shape function (``output.source``), the expected result must
-    have its shape and dtype, as the runtime allocates the output from it
+    have its ``shape`` and dtype, as the runtime allocates the output from it
     (inline values are of the output dtype by construction: shape only).
 
     Raises:
         PlanError: naming both sides and where each comes from.
     """
-    shape = tuple(int(d) for d in vector.output.shape or ())
     if tuple(raw.shape) != shape:
         mine, theirs = f"shape {list(raw.shape)}", list(shape)
     elif not inline and raw.dtype != out_dtype.numpy:
@@ -313,18 +312,20 @@ def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DTy
                     "from the shape function: fix the one that is wrong)")
 
 
-def output_shape(vector: VectorPlan, expected: np.ndarray) -> Tuple[int, ...]:
+def output_shape(vector: VectorPlan, expected: Optional[np.ndarray]) -> Tuple[int, ...]:
     """The output shape: the plan's ``output.shape``, or the expected array's
-    shape when that is null.
+    shape when that is null (``expected`` None: a checks-only vector).
 
     Raises:
-        PlanError: the plan gives a shape that differs from the expected
-            array's.
+        PlanError: a bad shape, none for a checks-only vector, or one that
+            differs from the expected array's.
     """
     shape = _shape(vector.output.shape, "output")
+    if shape is None and expected is None:
+        raise PlanError("a checks-only vector (no expected result) needs output.shape")
     if shape is None:
         return tuple(expected.shape)
-    if tuple(expected.shape) != shape:
+    if expected is not None and tuple(expected.shape) != shape:
         raise PlanError(f"expected output has shape {list(expected.shape)}, "
                         f"the plan's output shape is {list(shape)}")
     return shape
