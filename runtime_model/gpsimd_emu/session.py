@@ -293,7 +293,7 @@ class LibrarySession:
         problem = self._cores_problem(op)
         if problem:
             return failed(problem)
-        scratch = abi.SCRATCH_SINGLE_SIZE if self.cores[0].core is None else abi.SCRATCH_CORE_SIZE
+        scratch = abi.scratch_size(self.cores[0].core)
         out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
         other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
