@@ -17,6 +17,7 @@ A session must be closed (``close`` or ``with``): that ends the zygote.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Callable, List, Optional, Sequence, Union
@@ -267,7 +268,6 @@ class LibrarySession:
         failure to queue kept for ``_collect``), or the failed
         ``VectorResult`` when the vector cannot run. ``alone``: its second
         call repeats its own arguments (``_right_alone``)."""
-        import numpy as np
         from .budget import image_size, inputs_too_big, too_big
         from .image import DeviceImage
         from .materials import materials, second_call_of, signature
@@ -294,7 +294,7 @@ class LibrarySession:
         if problem:
             return failed(problem)
         scratch = abi.scratch_size(self.cores[0].core)
-        out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
+        out_nbytes = math.prod(shape) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
         other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
                                lambda name: self._right_alone(op, name),
