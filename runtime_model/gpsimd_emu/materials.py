@@ -1,9 +1,6 @@
 """What a vector is made of (``materials``: its inputs, expected output and
 output's place), and the arguments of its second call (``second_call_of``,
-``runs.SECOND_CALL``): those of the vector before it in the plan when they
-can take its arguments' places in its device image, so that the second
-call is made with other arguments than the first, as a loaded library's
-next call on the device is."""
+``runs.SECOND_CALL``; ARCHITECTURE.md "The checks")."""
 
 from __future__ import annotations
 

@@ -85,10 +85,8 @@ class LibrarySession:
         #: ``(signature, name, inputs, expected, rtol, atol)``; a vector of
         #: the same signature makes its second call with these arguments
         self._last_of: dict = {}
-        #: (op, vector) -> its first call was right (it passed, or failed on
-        #: its second call alone): a second call made with its arguments is
-        #: judged against its expected output only then, so that a vector's
-        #: verdict does not depend on which vectors run with it
+        #: (op, vector) -> its first call was right (it passed, or failed on its
+        #: second call alone; why: ARCHITECTURE.md "The checks", the second call)
         self._right: dict = {}
         self._pipelined = False
 
