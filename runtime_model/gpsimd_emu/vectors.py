@@ -69,13 +69,11 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
 
 
 def _asarray(values: Any, dtype: dt.DType) -> np.ndarray:
-    """A plan's nested list as an array (``convert.to_dtype`` then checks
-    it against the dtype), exact for 64-bit integers: numpy makes float64
-    of a list that mixes ints above 2**63 with others, or with a float,
-    which would round uint64 values. For an integer dtype such a list, its
-    integral floats taken as the ints they equal, is read as int64, then
-    uint64; one with another value (a fraction, NaN, ±inf) stays float64,
-    to be reported, not truncated.
+    """A plan's nested list as an array, exact for 64-bit integers (then
+    ``convert.to_dtype`` checks it): for an integer dtype, a list numpy
+    reads as float64 (ints past 2**63 beside others, or floats) is read as
+    int64, then uint64, its integral floats as the ints they equal; one
+    with another value (a fraction, NaN, ±inf) stays float64, to be reported.
 
     Raises:
         ValueError: a ragged list.
