@@ -27,7 +27,7 @@ from gpsimd_device.headers import enum_values
 from gpsimd_device.limits import (DATARAM_SIZE, LSP_SINGLE, MAX_ARGS, NUM_CORES,  # noqa: F401
                                   PRINTF_CAPACITY, SCRATCH_BASE, SCRATCH_CORE_SIZE,
                                   SCRATCH_SINGLE_SIZE, TCM_POOL_SIZE)
-from gpsimd_device.lsp import lsp_name, scratch_origin  # noqa: F401
+from gpsimd_device.lsp import lsp_name, scratch_origin, scratch_size  # noqa: F401
 
 from .binding import (GpsimdCoreBinding, GpsimdCoreReport, GpsimdLspInfo,  # noqa: F401
                       GpsimdRegion, header_struct)
@@ -42,7 +42,7 @@ __all__ = [
     "REPORT_HEAP_POISONED", "REPORT_INPUT_RAW", "CHECK_READS", "CHECK_ALL",
     "choose_shape_form", "pack_descriptor", "pack_arg_stream",
     "GpsimdRegion", "GpsimdCoreReport", "GpsimdCoreBinding", "GpsimdLspInfo",
-    "scratch_origin", "lsp_name",
+    "scratch_origin", "scratch_size", "lsp_name",
 ]
 
 # ---- the ``#define GPSIMD_<NAME>`` lines of abi.h (gpsimd_device.limits.ABI) ----------------

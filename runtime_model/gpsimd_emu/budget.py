@@ -22,7 +22,7 @@ from .memory import ALIGN, INPUT_GUARD, align_up, core_nbytes, out_each
 from .runs import runs_for
 from .settings import format_size
 
-__all__ = ["declared_input_bytes", "bytes_to_make", "inputs_too_big", "RANDOM_WORK_BYTES",
+__all__ = ["declared_input_bytes", "inputs_too_big", "RANDOM_WORK_BYTES",
            "too_big", "exceeded", "ImageSize", "image_size"]
 
 HINT = "(--memory, EMU_MEMORY)"
@@ -62,15 +62,9 @@ def declared_input_bytes(vector: VectorPlan, root: str = ".") -> int:
     return total
 
 
-def bytes_to_make(vector: VectorPlan, root: str = ".") -> int:
-    """Bytes the worker holds while it makes the vector's inputs:
-    :func:`declared_input_bytes` and the largest ``random`` input's
-    :data:`RANDOM_WORK_BYTES` an element (one input is made at a time)."""
-    return declared_input_bytes(vector, root) + _random_work(vector)
-
-
 def _random_work(vector: VectorPlan) -> int:
-    """The largest ``random`` input's working bytes while it is drawn."""
+    """The largest ``random`` input's working bytes while it is drawn (one
+    input is made at a time)."""
     work = 0
     for spec in vector.inputs.values():
         if isinstance(spec, TensorSpec) and spec.random is not None and spec.shape is not None:
@@ -82,8 +76,9 @@ def _random_work(vector: VectorPlan) -> int:
 
 
 def inputs_too_big(vector: VectorPlan, root: str, limit: int) -> Optional[str]:
-    """Why the vector's inputs cannot be made within ``limit`` bytes
-    (:func:`bytes_to_make`), or None."""
+    """Why the vector's inputs cannot be made within ``limit`` bytes, or
+    None: the worker holds :func:`declared_input_bytes` and the largest
+    ``random`` input's :data:`RANDOM_WORK_BYTES` an element."""
     declared, work = declared_input_bytes(vector, root), _random_work(vector)
     if declared + work <= limit:
         return None

@@ -3,15 +3,13 @@
 Floating types are compared in float64 with numpy's ``assert_allclose`` rule
 ``|actual - expected| <= atol + rtol * |expected|`` (ARCHITECTURE.md), NaN
 equal to NaN and an infinity equal only to the same infinity; integer types
-are compared exactly. Tolerances default per dtype (``gpsimd_emu.dtypes``).
+are compared exactly, with the vector's tolerances (``vectors.tolerances``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional
-
 import numpy as np
 
 from .dtypes import DType
@@ -63,7 +61,7 @@ def _int_abs_diff(a: np.ndarray, e: np.ndarray) -> np.ndarray:
 
 
 def compare(actual: np.ndarray, expected: np.ndarray, dtype: DType,
-            rtol: Optional[float] = None, atol: Optional[float] = None) -> Comparison:
+            rtol: float, atol: float) -> Comparison:
     """Compare two arrays of the same shape holding ``dtype`` values.
 
     Args:
@@ -71,7 +69,7 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: DType,
         expected: the reference, same shape (cast to ``dtype`` by the caller).
         dtype: the output dtype; integers are compared exactly (tolerances
             ignored), floats within ``atol + rtol * |expected|``.
-        rtol, atol: tolerances; None means the dtype's default.
+        rtol, atol: the vector's tolerances (``vectors.tolerances``).
 
     Returns:
         A ``Comparison``; a shape mismatch gives ``ok=False`` with every
@@ -91,8 +89,6 @@ def compare(actual: np.ndarray, expected: np.ndarray, dtype: DType,
     e_flat = expected.reshape(-1)
 
     if dtype.is_float:
-        rtol = dtype.rtol if rtol is None else float(rtol)
-        atol = dtype.atol if atol is None else float(atol)
         a = a_flat.astype(np.float64)
         e = e_flat.astype(np.float64)
         with np.errstate(invalid="ignore", over="ignore"):

@@ -106,8 +106,7 @@ def check_lsp(obj: PackedObject, info: Optional[abi.GpsimdLspInfo], lsp: str,
         return
     fields = [("name", info.name.decode("utf-8", "replace"), lsp),
               ("core_id", info.core_id, abi.LSP_SINGLE if core is None else core),
-              ("scratch_size", info.scratch_size,
-               abi.SCRATCH_SINGLE_SIZE if core is None else abi.SCRATCH_CORE_SIZE)]
+              ("scratch_size", info.scratch_size, abi.scratch_size(core))]
     if core is not None:
         fields.append(("scratch_origin", info.scratch_origin, abi.scratch_origin(core)))
     shown = lambda v: repr(v) if isinstance(v, str) else f"{v:#x}"  # noqa: E731

@@ -1,9 +1,6 @@
 """What a vector is made of (``materials``: its inputs, expected output and
 output's place), and the arguments of its second call (``second_call_of``,
-``runs.SECOND_CALL``): those of the vector before it in the plan when they
-can take its arguments' places in its device image, so that the second
-call is made with other arguments than the first, as a loaded library's
-next call on the device is."""
+``runs.SECOND_CALL``; ARCHITECTURE.md "The checks")."""
 
 from __future__ import annotations
 
@@ -32,14 +29,9 @@ def materials(op: OpPlan, vector: VectorPlan, root: str,
         out_dtype = dt.by_name(vector.output.dtype)
     except KeyError as e:
         raise PlanError(f"output: {e.args[0]}") from None
-    if vector.expected.checks_only:
-        expected = None
-        if vector.output.shape is None:
-            raise PlanError("a checks-only vector (no expected result) needs output.shape")
-        shape = tuple(int(d) for d in vector.output.shape)
-    else:
-        expected = expected_output(vector, inputs, out_dtype, root)
-        shape = output_shape(vector, expected)
+    expected = None if vector.expected.checks_only else \
+        expected_output(vector, inputs, out_dtype, root)
+    shape = output_shape(vector, expected)
     rtol, atol = tolerances(vector, out_dtype)
     out_location = location_of(vector.output.location, "output")
     if len(shape) > MAX_DIMS:

@@ -29,11 +29,9 @@ __all__ = [
 #: scalar payloads): above 4 GiB, so that device addresses need 64 bits as
 #: on the device (abi.h) and an address truncated to 32 bits is caught.
 HBM_BASE = 0x1_0000_0000
-#: Device address of the model's SBUF window: the ``_sbuf_window`` base the
-#: runtime adds to the u32 offset of an SBUF descriptor (ARCHITECTURE.md "The
-#: device's marshalling"; the binding's ``sbuf_window_base``). HOST-MODEL: the
-#: spec gives no value; 0x2_0000_0000 keeps SBUF apart from the HBM arena
-#: and, like it, needs 64 bits, so a base dropped or truncated is caught.
+#: Device address of the model's SBUF window (the binding's ``sbuf_window_base``:
+#: ARCHITECTURE.md "The test plan"). HOST-MODEL: apart from the HBM arena and,
+#: like it, past 32 bits, so a base dropped or truncated is caught.
 SBUF_WINDOW_BASE = 0x2_0000_0000
 #: ``num_partitions`` the model writes in an SBUF descriptor (u8 at +32).
 #: HOST-MODEL: the model lays an SBUF tensor out contiguously, as one
@@ -42,32 +40,21 @@ SBUF_PARTITIONS = 1
 #: Allocation alignment in HBM, bytes.
 ALIGN = 64
 
-#: Bytes of guard zone after each output copy (outside the region) of a
-#: vector's first run, and of the private runs after it (a write past the
-#: output that only a later run makes: a branch on never-written memory;
-#: one page, since filling and judging 64 KiB per core again cost a
-#: multicore vector about 0.35 ms, BENCHMARKS.md).
+# The guard zones and gaps, and what each catches: ARCHITECTURE.md "The checks".
+#: Bytes of guard zone after each output copy of run 0, and of the private
+#: runs after it (a page: 64 KiB a core again cost a multicore vector 0.35 ms,
+#: BENCHMARKS.md).
 GUARD_BYTES = 64 * 1024
 LATER_GUARD_BYTES = 4 * 1024
-#: Bytes of guard zone before each output copy, in every private run (a
-#: page: the copy starts page-aligned); a write further before the output
-#: lands in a gap (``GAP_BYTES``) and faults.
+#: Bytes of guard zone before each output copy, in every private run.
 BEFORE_GUARD_BYTES = 4 * 1024
-#: Bytes of each gap of the image (``gpsimd_emu.image``) that the vector's
-#: processes map ``PROT_NONE``: between the inputs, the outputs, the cores'
-#: memory and the model's records (printf rings, reports, read maps), so
-#: that a stray write that runs on from one of them faults before it
-#: reaches another (it costs no memory: the pages are never touched).
+#: Bytes of each gap of the image that the vector's processes map
+#: ``PROT_NONE`` (no memory: the pages are never touched).
 GAP_BYTES = 64 * 1024
-#: Bytes of the gap after each run's outputs: a stray write up to 1 GiB
-#: past the output (a wrong stride, say) faults there, instead of landing
-#: in the cores' scratch windows after it, which nothing checks (it costs
-#: no memory either: address space only).
+#: Bytes of the gap after each run's outputs (address space only).
 OUTPUT_GAP_BYTES = 1 << 30
-#: Bytes at least after each input, up to the next allocation, that hold
-#: the run's ``tcm_poison`` under the checks (a fresh arena would give
-#: zeros, maybe the padding a reference expects; ARCHITECTURE.md "The
-#: checks", writes past an input).
+#: Bytes at least after each input that hold the run's ``tcm_poison`` (zeros
+#: might be the padding a reference expects).
 INPUT_GUARD = ALIGN
 
 

@@ -1,11 +1,7 @@
 """Whether a core's report (abi.h ``gpsimd_core_report``) can be what the
-runtime wrote (``overwritten``). A kernel runs in the model's processes and
-its report is writable while it runs: gaps the vector's processes map
-``PROT_NONE`` keep a write that runs on from a tensor away from the
-reports (``gpsimd_emu.image``), but a write far from any tensor may still
-land on one. A report no runtime could have written is never read as a
-fault, a count or a flag: the judge says the core's records were
-overwritten (``judge.judge_run``).
+runtime wrote (``overwritten``): a stray write far from any tensor may land
+on it, and the judge reads no fault, count or flag from a report no runtime
+could have written (``judge.judge_run``; ARCHITECTURE.md "The checks").
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ A session must be closed (``close`` or ``with``): that ends the zygote.
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from typing import Callable, List, Optional, Sequence, Union
@@ -84,10 +85,8 @@ class LibrarySession:
         #: ``(signature, name, inputs, expected, rtol, atol)``; a vector of
         #: the same signature makes its second call with these arguments
         self._last_of: dict = {}
-        #: (op, vector) -> its first call was right (it passed, or failed on
-        #: its second call alone): a second call made with its arguments is
-        #: judged against its expected output only then, so that a vector's
-        #: verdict does not depend on which vectors run with it
+        #: (op, vector) -> its first call was right (it passed, or failed on its
+        #: second call alone; why: ARCHITECTURE.md "The checks", the second call)
         self._right: dict = {}
         self._pipelined = False
 
@@ -267,7 +266,6 @@ class LibrarySession:
         failure to queue kept for ``_collect``), or the failed
         ``VectorResult`` when the vector cannot run. ``alone``: its second
         call repeats its own arguments (``_right_alone``)."""
-        import numpy as np
         from .budget import image_size, inputs_too_big, too_big
         from .image import DeviceImage
         from .materials import materials, second_call_of, signature
@@ -293,8 +291,8 @@ class LibrarySession:
         problem = self._cores_problem(op)
         if problem:
             return failed(problem)
-        scratch = abi.SCRATCH_SINGLE_SIZE if self.cores[0].core is None else abi.SCRATCH_CORE_SIZE
-        out_nbytes = (int(np.prod(shape, dtype=np.int64)) if shape else 1) * out_dtype.itemsize
+        scratch = abi.scratch_size(self.cores[0].core)
+        out_nbytes = math.prod(shape) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
         other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
                                lambda name: self._right_alone(op, name),

@@ -85,10 +85,7 @@ def default_parallel() -> int:
     """How many processes a vector's cores may use at once by default: the
     CPUs this process may run on divided by the jobs the build runs at once
     (``$GPSIMD_EMU_JOBS``, 1 when unset), at least 1."""
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    cpus = len(os.sched_getaffinity(0))     # (Linux: always there, never fails for itself)
     try:
         jobs = max(1, int(os.environ.get(JOBS_ENV, "1")))
     except ValueError:

@@ -3,7 +3,7 @@ registration, and ask each op's shape function for each test vector's
 output (docs/shape-functions.md). Two build steps::
 
     python -m gpsimd_emu.shapes registration LIB.so -o registration.json
-    python -m gpsimd_emu.shapes outputs LIB.so PLAN_IN -o PLAN_OUT
+    python -m gpsimd_emu.shapes outputs LIB.so REGISTRATION PLAN_IN -o PLAN_OUT
 
 What each writes: ARCHITECTURE.md "Shape functions"; when a vector gets
 ``output.error`` instead of an output: docs/shape-functions.md "What the
@@ -254,7 +254,11 @@ def _registration(args: argparse.Namespace) -> None:
 
 def _outputs(args: argparse.Namespace) -> None:
     plan = TestPlan.load(args.plan)
-    registration = read_registration(args.library)
+    try:        # (the registration step's: the library is not loaded twice for it)
+        with open(args.registration, encoding="utf-8") as f:
+            registration = Registration.loads(f.read())
+    except ValueError as e:
+        raise ValueError(f"{args.registration}: {e}") from None
     write_atomically(args.output, shaped_plan(plan, args.library, registration).dumps())
 
 
@@ -270,6 +274,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rg.set_defaults(run=_registration)
     ou = sub.add_parser("outputs", help="fill each vector's output from its shape function")
     ou.add_argument("library")
+    ou.add_argument("registration", help="what the registration step wrote")
     ou.add_argument("plan")
     ou.add_argument("-o", "--output", required=True)
     ou.set_defaults(run=_outputs)
@@ -279,7 +284,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     except StepError as e:
         why = f"{args.library}: {e}"
-    except PlanError as e:
+    except (PlanError, ValueError) as e:
         why = str(e)
     except OSError as e:
         why = f"{e.filename or args.output}: {e.strerror or e}"

@@ -69,13 +69,11 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
 
 
 def _asarray(values: Any, dtype: dt.DType) -> np.ndarray:
-    """A plan's nested list as an array (``convert.to_dtype`` then checks
-    it against the dtype), exact for 64-bit integers: numpy makes float64
-    of a list that mixes ints above 2**63 with others, or with a float,
-    which would round uint64 values. For an integer dtype such a list, its
-    integral floats taken as the ints they equal, is read as int64, then
-    uint64; one with another value (a fraction, NaN, ±inf) stays float64,
-    to be reported, not truncated.
+    """A plan's nested list as an array, exact for 64-bit integers (then
+    ``convert.to_dtype`` checks it): for an integer dtype, a list numpy
+    reads as float64 (ints past 2**63 beside others, or floats) is read as
+    int64, then uint64, its integral floats as the ints they equal; one
+    with another value (a fraction, NaN, ±inf) stays float64, to be reported.
 
     Raises:
         ValueError: a ragged list.
@@ -193,14 +191,12 @@ LOCATIONS = ("hbm", "sbuf")
 
 
 def location_of(loc: Any, what: str) -> str:
-    """A plan tensor's or output's ``location``: ``"hbm"`` (the default) or
-    ``"sbuf"`` (the device ABI (gpsimd_host/abi.h) location enum).
+    """A plan tensor's or output's ``location``: ``"hbm"`` or ``"sbuf"``
+    (the device ABI (gpsimd_host/abi.h) location enum).
 
     Raises:
         PlanError: any other value.
     """
-    if loc is None:
-        return "hbm"
     if loc not in LOCATIONS:
         raise PlanError(f"{what}: unknown location {loc!r} (hbm or sbuf)")
     return loc
@@ -287,22 +283,21 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
                         f"{out_dtype.name} only as the first tensor input's: say which the kernel "
                         f"returns (output: {{dtype: ...}} on the op or the vector)")
     if vector.output.source:
-        _check_shape_function(vector, raw, out_dtype, exp.values is not None)
+        _check_shape_function(vector, shape or (), raw, out_dtype, exp.values is not None)
     return np.asarray(to_dtype(raw, out_dtype, "expected value", exp.source,
                                role="the output's dtype", literal=exp.values is not None),
                       order="C")
 
 
-def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DType,
-                          inline: bool) -> None:
+def _check_shape_function(vector: VectorPlan, shape: Tuple[int, ...], raw: np.ndarray,
+                          out_dtype: dt.DType, inline: bool) -> None:
     """With a shape function (``output.source``), the expected result must
-    have its shape and dtype, as the runtime allocates the output from it
+    have its ``shape`` and dtype, as the runtime allocates the output from it
     (inline values are of the output dtype by construction: shape only).
 
     Raises:
         PlanError: naming both sides and where each comes from.
     """
-    shape = tuple(int(d) for d in vector.output.shape or ())
     if tuple(raw.shape) != shape:
         mine, theirs = f"shape {list(raw.shape)}", list(shape)
     elif not inline and raw.dtype != out_dtype.numpy:
@@ -315,18 +310,20 @@ def _check_shape_function(vector: VectorPlan, raw: np.ndarray, out_dtype: dt.DTy
                     "from the shape function: fix the one that is wrong)")
 
 
-def output_shape(vector: VectorPlan, expected: np.ndarray) -> Tuple[int, ...]:
+def output_shape(vector: VectorPlan, expected: Optional[np.ndarray]) -> Tuple[int, ...]:
     """The output shape: the plan's ``output.shape``, or the expected array's
-    shape when that is null.
+    shape when that is null (``expected`` None: a checks-only vector).
 
     Raises:
-        PlanError: the plan gives a shape that differs from the expected
-            array's.
+        PlanError: a bad shape, none for a checks-only vector, or one that
+            differs from the expected array's.
     """
     shape = _shape(vector.output.shape, "output")
+    if shape is None and expected is None:
+        raise PlanError("a checks-only vector (no expected result) needs output.shape")
     if shape is None:
         return tuple(expected.shape)
-    if tuple(expected.shape) != shape:
+    if expected is not None and tuple(expected.shape) != shape:
         raise PlanError(f"expected output has shape {list(expected.shape)}, "
                         f"the plan's output shape is {list(shape)}")
     return shape

@@ -5,10 +5,18 @@ import warnings
 import ml_dtypes
 import numpy as np
 
+from gpsimd_device.plan import VectorPlan
+from gpsimd_emu import compare as cmp
 from gpsimd_emu import dtypes as dt
-from gpsimd_emu.compare import compare
+from gpsimd_emu.vectors import tolerances
 
 F32 = dt.by_name("float32")
+
+
+def compare(actual, expected, dtype, rtol=None, atol=None):
+    """``compare`` with a vector's tolerances (None: the dtype's default)."""
+    vector = VectorPlan("v", {}, rtol=rtol, atol=atol)
+    return cmp.compare(actual, expected, dtype, *tolerances(vector, dtype))
 
 
 def test_within_tolerance_passes_and_reports_max_error():

@@ -122,8 +122,8 @@ def test_a_random_input_counts_what_making_it_takes():
         "w": {"kind": "tensor", "dtype": "float32", "shape": [5], "values": [1, 2, 3, 4, 5]}},
         "output": {"dtype": "float32"}, "expected": {"values": [1]}}, "vector")
     assert budget.declared_input_bytes(v) == 1000 + 40 + 20
-    assert budget.bytes_to_make(v) == 1060 + 1000 * budget.RANDOM_WORK_BYTES
-    assert budget.inputs_too_big(v, ".", 1060 + 20000) is None
+    assert budget.inputs_too_big(v, ".", 1060 + 1000 * budget.RANDOM_WORK_BYTES) is None
+    assert budget.inputs_too_big(v, ".", 1060 + 1000 * budget.RANDOM_WORK_BYTES - 1)
     assert budget.inputs_too_big(v, ".", 1 << 10) == (
         "the vector's inputs need 20.6 KiB (while they are made: a random input is drawn as "
         "64-bit numbers first), more than the 1 KiB memory limit (--memory, EMU_MEMORY)")

@@ -90,3 +90,33 @@ def test_a_registration_that_does_not_load_in_time_is_a_step_error(monkeypatch):
         shapes.read_registration("lib.so")
     assert str(e.value) == ("loading the shape library took more than 0.5 s (its "
                             "NEURON_LIBRARY blocks or static initialisers do not return)")
+
+
+def test_the_outputs_step_takes_the_registration_step_s_file(relu_plan, tmp_path, monkeypatch,
+                                                             capsys):
+    """``outputs LIB REGISTRATION PLAN``: the registration is the one the
+    registration step wrote (and the check read), not read again from the
+    library in a child of its own: the library loads once, in the child
+    that calls its shape functions."""
+    plan, reg = relu_plan
+
+    def no_second_load(library):
+        raise AssertionError("the library was loaded for its registration again")
+    monkeypatch.setattr(shapes, "read_registration", no_second_load)
+
+    def answers(library, calls, emit):
+        for _, args in calls:
+            emit({"dtype": "float32", "shape": args[0][2]})
+    monkeypatch.setattr(shapes, "_evaluate", answers)
+    (tmp_path / "reg.json").write_text(reg.dumps())
+    (tmp_path / "plan.json").write_text(plan.dumps())
+    out = tmp_path / "shaped.json"
+    argv = ["outputs", "lib.so", str(tmp_path / "reg.json"), str(tmp_path / "plan.json"),
+            "-o", str(out)]
+    assert shapes.main(argv) == 0
+    from gpsimd_device.plan import TestPlan
+    assert [o.source for o in _outputs(TestPlan.load(str(out)))] == [SOURCE] * 6
+    (tmp_path / "reg.json").write_text("{}")
+    assert shapes.main(argv) == 1
+    assert capsys.readouterr().err == (f"gpsimd: {tmp_path / 'reg.json'}: format None, "
+                                       "expected 1\n")

@@ -267,3 +267,26 @@ def test_tolerances_default_per_dtype():
     assert tolerances(vector(), dt.by_name("float32")) == (1.3e-6, 1e-5)
     assert tolerances(vector(rtol=0.1, atol=0.2), dt.by_name("float16")) == (0.1, 0.2)
     assert tolerances(vector(rtol=0.1, atol=0.2), dt.by_name("int32")) == (0.0, 0.0)
+
+
+def test_a_checks_only_vector_s_output_shape_is_judged_as_any_other():
+    """A checks-only vector (no expected result) takes its output shape from
+    the plan alone: one missing or not a list of non-negative ints is a plan
+    error naming it (a bad one was a ValueError traceback, or a negative
+    dimension left to the image's layout)."""
+    from gpsimd_emu.materials import materials
+    op = OpPlan.from_json({"name": "f", "args": [{"name": "x", "type": "Tensor"}]}, "op")
+
+    def shape_of(output):
+        v = VectorPlan.from_json({"name": "v", "output": {"dtype": "float32", **output},
+                                  "inputs": {"x": {"kind": "tensor", "dtype": "float32",
+                                                   "shape": [2], "values": [1, 2]}}}, "v")
+        return materials(op, v, ".")[3]
+    assert shape_of({"shape": [2, 3]}) == (2, 3)
+    with pytest.raises(PlanError, match=r"^a checks-only vector \(no expected result\) needs "
+                                        r"output.shape$"):
+        shape_of({})
+    for bad in (["a"], [-1], [1.5]):
+        with pytest.raises(PlanError) as e:
+            shape_of({"shape": bad})
+        assert str(e.value) == f"output: bad shape {tuple(bad)!r} (a list of non-negative ints)"

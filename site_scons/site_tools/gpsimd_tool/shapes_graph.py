@@ -16,8 +16,8 @@ Under ``<BUILD_DIR>/<profile>/<lib>/shapes/``:
   it with located errors, and the library's tests wait for it;
 
 and ``<lib>/testplan.shaped.json``: the test plan with every vector's output
-from its op's shape function (``python -m gpsimd_emu.shapes outputs``),
-which the test node runs instead of ``testplan.json``.
+from its op's shape function (``python -m gpsimd_emu.shapes outputs``, from
+``registration.json``), which the test node runs instead of ``testplan.json``.
 
 The registration, the check and the shaped plan are made by the
 emulator's and the device facts' code (``gpsimd_emu.shapes``,
@@ -107,7 +107,7 @@ def shape_nodes(env, graph, profile, shared, lib, lib_dir: str, compile_vars,
     check = graph.step(env.GpsimdRegistrationCheck(f"{lib_dir}/shapes/registration-check.txt",
                                                    [facts] + registration))
     plan = graph.uses(env.GpsimdShapedPlan(f"{lib_dir}/{testplan.SHAPED_PLAN_NAME}",
-                                           [so] + plan_node), "$PYTHON")
+                                           [so] + registration + plan_node), "$PYTHON")
     env.Depends(plan, check)
     env.Depends(registration + check + plan, emulator)
     return ShapeNodes(objects, so, registration, check, plan)
