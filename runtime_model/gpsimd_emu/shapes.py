@@ -258,7 +258,7 @@ def _outputs(args: argparse.Namespace) -> None:
         with open(args.registration, encoding="utf-8") as f:
             registration = Registration.loads(f.read())
     except ValueError as e:
-        raise ValueError(f"{args.registration}: {e}") from None
+        raise PlanError(f"{args.registration}: {e}") from None
     write_atomically(args.output, shaped_plan(plan, args.library, registration).dumps())
 
 
@@ -284,7 +284,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
     except StepError as e:
         why = f"{args.library}: {e}"
-    except (PlanError, ValueError) as e:
+    except PlanError as e:
         why = str(e)
     except OSError as e:
         why = f"{e.filename or args.output}: {e.strerror or e}"
