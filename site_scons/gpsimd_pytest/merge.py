@@ -29,7 +29,10 @@ so that a shard re-run after a kernel fix, or run on another checkout,
 never makes a pass no single build made; and a vector of the manifest
 that no file ran (a shard's ``-k``, ``--deselect`` or node ids, or
 pytest-split's groups computed from two different durations files), whose
-failure would be counted nowhere.
+failure would be counted nowhere. JUnit files, when given, must hold each
+vector of the results once, with its outcome there (a shard's JUnit file
+left out, or an older run's, would make a merged JUnit file that passes
+where the results fail).
 """
 
 import argparse
@@ -185,10 +188,14 @@ def _check_shards(shards: Dict[str, Optional[Tuple[int, int]]]) -> None:
                          f"their vectors would be counted nowhere")
 
 
-def _junit(paths: Sequence[str], order: Dict[Tuple[str, str], list]) -> ET.ElementTree:
-    """One JUnit tree of ``paths``' test cases, in manifest order
-    (``order``: ``(library, "op[vector]")`` -> order; others after, as
-    given), with the counts and summed times of a single run."""
+def _vector_key(case: ET.Element) -> Tuple[str, str]:
+    """``(library, "op[vector]")`` of a JUnit test case (its class name
+    ends with the library: ``ops.yaml.team``)."""
+    return (case.get("classname") or "").rsplit(".", 1)[-1], case.get("name") or ""
+
+
+def _read_junit(paths: Sequence[str]) -> Tuple[ET.ElementTree, List[Tuple[str, ET.Element]]]:
+    """The first file's tree and every test case of ``paths``, with its file."""
     first, cases = None, []
     for path in paths:
         tree = ET.parse(path)
@@ -197,13 +204,61 @@ def _junit(paths: Sequence[str], order: Dict[Tuple[str, str], list]) -> ET.Eleme
         if first is None:
             first = tree
         for suite in suites:
-            cases += list(suite.iter("testcase"))
+            cases += [(path, case) for case in suite.iter("testcase")]
+    return first, cases
 
+
+def _check_junit(cases: Sequence[Tuple[str, ET.Element]], vectors: Sequence[list]) -> None:
+    """Each vector of the results is one test case of the JUnit files, with
+    the results' outcome (failed exactly when its status is ``fail``): a
+    shard's JUnit file left out, or one of another run (an older commit's,
+    where the vector passed), would otherwise make a merged JUnit file that
+    CI shows as passing where the merged results fail. Test cases that are
+    no vector of the results (a project's own tests) are kept as given.
+
+    Raises:
+        ValueError: a vector in no JUnit file or in two, or with another
+            outcome there than in the results.
+    """
+    want = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): r[3].get("status")
+            for r in vectors}
+    found: Dict[Tuple[str, str], str] = {}
+    for path, case in cases:
+        key = _vector_key(case)
+        if key not in want:
+            continue
+        name = f"{key[0]}::{key[1]}"
+        if key in found:
+            raise ValueError(f"{path}: {name} is also in {found[key]}: each vector belongs to "
+                             f"one shard's JUnit file")
+        found[key] = path
+        said = ("skipped" if case.find("skipped") is not None else "failed"
+                if case.find("failure") is not None or case.find("error") is not None
+                else "passed")
+        if said != ("failed" if want[key] == "fail" else "passed"):
+            raise ValueError(f"{path}: {name} {said} in this JUnit file but "
+                             f"{'failed' if want[key] == 'fail' else 'passed'} in the results "
+                             f"given: give each shard's JUnit file with its own results (this "
+                             f"one is of another run)")
+    missing = [f"{lib}::{name}" for lib, name in want if (lib, name) not in found]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                          else "")
+        raise ValueError(f"{len(missing)} vector{'s' if len(missing) > 1 else ''} of the results "
+                         f"in no JUnit file given ({shown}): give every shard's JUnit file, "
+                         f"or none")
+
+
+def _junit(first: ET.ElementTree, cases: Sequence[ET.Element],
+           order: Dict[Tuple[str, str], list]) -> ET.ElementTree:
+    """One JUnit tree (``first``, the first file's) of ``cases``, in
+    manifest order (``order``: ``(library, "op[vector]")`` -> order;
+    others after, as given), with the counts and summed times of a single
+    run."""
     def key(indexed):
         i, case = indexed
-        lib = (case.get("classname") or "").rsplit(".", 1)[-1]
-        return (0, order[(lib, case.get("name"))], 0) if (lib, case.get("name")) in order \
-            else (1, [], i)
+        where = _vector_key(case)
+        return (0, order[where], 0) if where in order else (1, [], i)
     cases = [c for _, c in sorted(enumerate(cases), key=key)]
     root = first.getroot()
     suite = root if root.tag == "testsuite" else next(root.iter("testsuite"))
@@ -224,7 +279,8 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
 
     Raises:
         ValueError: a vector in two shards, a shard missing, a vector of
-            the manifest in none, shards of different builds, a file of
+            the manifest in none, shards of different builds, JUnit files
+            that do not hold each vector once with its outcome, a file of
             another kind.
         OSError: a file cannot be read or written.
     """
@@ -248,10 +304,13 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
     build = _check_builds(builds)
     _check_shards(shards)
     every = _check_every(everys, vectors)
+    if junit:
+        first, cases = _read_junit(junit)
+        _check_junit(cases, vectors)
     lines = write_outputs(base + ".html", vectors, checks, build=build, every=every)
     if junit:
         order = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): list(r[0]) for r in vectors}
-        tree = _junit(junit, order)
+        tree = _junit(first, [case for _, case in cases], order)
         tree.write(base + ".xml", encoding="utf-8", xml_declaration=True)
     return lines
 

@@ -128,3 +128,37 @@ def test_a_flag_word_equal_to_build_dir_s_name_stays_in_the_key(tmp_path):
         == ["FAIL mode::plus_mode[v] (dbg.yaml:11:13): 2 of 2 elements differ (rtol=1.3e-06, "
             "atol=1e-05): [0] actual 3 expected 2, [1] actual 4 expected 3; max_abs_err 1"], \
         dbg.stdout
+
+
+def test_a_cache_entry_every_user_may_write_is_not_taken(tmp_path):
+    """The cache's folders are checked (none may be writable by every
+    user), its entries were not: a build under ``umask 000`` stores its
+    outputs with mode 666 (SCons copies the mode), and then any user of
+    the machine, outside the team, could rewrite one in place. Reproduced
+    with a second user: the dbg object's entry rewritten with the rel
+    object's bytes, a clean dbg build took it and passed (1 of 1), where
+    it fails from scratch. Such an entry is not taken now, and named."""
+    proj = copy_project(tmp_path / "p")
+    for path, text in MODES.items():
+        (proj / path).parent.mkdir(parents=True, exist_ok=True)
+        (proj / path).write_text(text)
+    for mode in ("rel", "dbg"):
+        (proj / f"{mode}.yaml").write_text(_mode_manifest(mode))
+    cache = tmp_path / "cache"
+    obj = "host/mode/obj/kernels/mode/mode.o"
+    rel = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
+    assert rel.returncode == 0, rel.stdout + rel.stderr
+    dbg = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
+    assert dbg.returncode != 0, dbg.stdout + dbg.stderr
+    wrong = (proj / "dbg" / obj).read_bytes()
+    (entry,) = [p for p in cache.glob("*/*") if p.is_file() and p.read_bytes() == wrong]
+    entry.chmod(0o666)                                  # (as a umask 000 build stores it)
+    entry.write_bytes((proj / "rel" / obj).read_bytes())  # (what anyone could then do)
+    shutil.rmtree(proj / "dbg")
+    again = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
+    assert f"Retrieved `dbg/{obj}'" not in again.stdout, again.stdout
+    assert again.returncode != 0 and again.stdout.splitlines()[-1] == \
+        "all libraries: 0 passed, 1 failed", again.stdout + again.stderr
+    assert (f"scons: the cache entry {entry} is writable by every user (mode 666): anyone "
+            f"could have put another output there, so it is not taken (built instead)"
+            in again.stderr), again.stderr

@@ -503,3 +503,18 @@ def test_a_record_the_build_unpickles_is_read_only_when_no_one_else_could_write_
     db.sync()
     assert stat.S_IMODE(paths["sconsign"].stat().st_mode) == 0o600
     assert dict(sconsign.Database(str(paths["sconsign"]), "r")) == {"k": b"v"}
+
+
+def test_a_cache_entry_is_stored_without_write_access_for_others(tmp_path, monkeypatch):
+    """SCons copies an output's mode into the cache: one a build under
+    ``umask 000`` made (666) was an entry any user could rewrite."""
+    import types
+
+    monkeypatch.syspath_prepend(str(ROOT / "site_scons" / "site_tools"))
+    from gpsimd_tool.cache import RelocatableCacheDir
+    src, dst = tmp_path / "out.o", tmp_path / "entry"
+    src.write_bytes(b"object")
+    src.chmod(0o666)
+    env = types.SimpleNamespace(fs=types.SimpleNamespace(copy2=shutil.copy2))
+    RelocatableCacheDir.copy_to_cache(env, str(src), str(dst))
+    assert (dst.read_bytes(), dst.stat().st_mode & 0o777) == (b"object", 0o664)

@@ -1,6 +1,7 @@
 """``python -m gpsimd_pytest.merge``: the shards of a pytest-split run
 merge into one run only when every shard is there, once."""
 import json
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -105,3 +106,41 @@ def test_a_vector_no_shard_ran_is_an_error_not_a_smaller_pass(tmp_path):
         merge(paths, str(tmp_path / "bad"))
     assert str(err.value) == (f"{paths[2]} does not list the manifest's vectors, {paths[0]} "
                               f"does: run every shard with this version of gpsimd_pytest")
+
+
+def _junit_file(path, cases):
+    """A pytest JUnit file of ``cases``: ``(op[vector], failed)`` of library a."""
+    body = "".join(f'<testcase classname="ops.yaml.a" name="{name}" time="0.1">'
+                   + ('<failure message="FAIL">FAIL</failure>' if failed else "") + "</testcase>"
+                   for name, failed in cases)
+    path.write_text(f'<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" '
+                    f'errors="0" failures="0" skipped="0" tests="{len(cases)}" time="1">{body}'
+                    f'</testsuite></testsuites>')
+    return str(path)
+
+
+def test_junit_files_must_hold_each_vector_once_with_the_results_outcome(tmp_path):
+    """The JUnit files were merged as given: shard 2's left out (its
+    failing [v2] with it), or an older run's in its place (where [v2]
+    passed), made a merged JUnit file CI showed as all passing
+    (``failures="0"``) while the merged results said ``1 failed``."""
+    results = _shards(tmp_path, (1, 2, 3))
+    one = _junit_file(tmp_path / "j1.xml", [("op[v1]", False)])
+    two = _junit_file(tmp_path / "j2.xml", [("op[v2]", True)])
+    three = _junit_file(tmp_path / "j3.xml", [("op[v3]", False), ("other[x]", False)])
+    merge(results + [one, two, three], str(tmp_path / "merged"))
+    suite = next(ET.parse(tmp_path / "merged.xml").getroot().iter("testsuite"))
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    old = _junit_file(tmp_path / "old2.xml", [("op[v2]", False)])
+    for files, message in (
+            ([one, three], "1 vector of the results in no JUnit file given (a::op[v2]): give "
+                           "every shard's JUnit file, or none"),
+            ([one, old, three], f"{old}: a::op[v2] passed in this JUnit file but failed in the "
+                                f"results given: give each shard's JUnit file with its own "
+                                f"results (this one is of another run)"),
+            ([one, two, two, three], f"{two}: a::op[v2] is also in {two}: each vector belongs "
+                                     f"to one shard's JUnit file")):
+        with pytest.raises(ValueError) as err:
+            merge(results + files, str(tmp_path / "bad"))
+        assert str(err.value) == message
+    assert not (tmp_path / "bad.txt").exists() and not (tmp_path / "bad.xml").exists()

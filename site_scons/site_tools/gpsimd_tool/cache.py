@@ -24,6 +24,12 @@ probed for a file no scanner can name (``probes.py``: ``__has_include`` of
 a macro, ``#include_next``...) is never pushed nor retrieved: a header
 that appears later would not be in the key.
 
+An entry is taken only when it is a regular file that not every user may
+write (``usable``): a folder of the cache that only the team may write
+does not keep anyone else from rewriting such a file in place (one a build
+under ``umask 000`` stored: SCons copies an output's mode into the cache),
+and an entry is pushed without that right.
+
 A target of an environment without ``$GPSIMD_BUILD_DIR`` keeps SCons's own
 key. Everything else (where the cache is, how files are copied in and out)
 is SCons's.
@@ -33,12 +39,14 @@ import functools
 import hashlib
 import os
 import re
+import stat
+import sys
 
 import SCons.CacheDir
 
 from . import depfiles, integrity, probes
 
-__all__ = ["RelocatableCacheDir", "relocatable_key", "retrieved"]
+__all__ = ["RelocatableCacheDir", "relocatable_key", "retrieved", "usable"]
 
 _TOKEN = b"<BUILD_DIR>"
 _TOP = b"<TOP>"
@@ -122,6 +130,25 @@ def retrieved(node) -> bool:
     return node.get_abspath() in _RETRIEVED
 
 
+def usable(entry: str) -> bool:
+    """May a build take the cache entry ``entry``? Yes when it is missing
+    (SCons then finds no entry) or a regular file that not every user may
+    write; else no, saying so on stderr: anyone could have rewritten it in
+    place with another source's output."""
+    try:
+        st = os.lstat(entry)
+    except FileNotFoundError:
+        return True
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWOTH:
+        return True
+    what = ("writable by every user" if stat.S_ISREG(st.st_mode) else "not a regular file")
+    sys.stderr.write(f"scons: the cache entry {entry} is {what} (mode "
+                     f"{stat.S_IMODE(st.st_mode):o}): anyone could have put another output "
+                     f"there, so it is not taken (built instead). Remove it, or chmod o-w it "
+                     f"if you trust its bytes\n")
+    return False
+
+
 class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     """SCons's CacheDir with :func:`relocatable_key` as the key of our
     targets, which notes what it retrieved (:func:`retrieved`), and pushes
@@ -133,7 +160,15 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     during a compile or a test run; its key holds the content from before
     the edit, so a later build of that content would take it). A compile
     that depends on a file's absence (``probes.probing``: its key cannot
-    hold what it did not find) is neither pushed nor retrieved."""
+    hold what it did not find) is neither pushed nor retrieved. An entry
+    is stored without write access for others and taken only when
+    :func:`usable`."""
+
+    @classmethod
+    def copy_to_cache(cls, env, src, dst) -> str:
+        result = super().copy_to_cache(env, src, dst)
+        os.chmod(dst, stat.S_IMODE(os.stat(dst).st_mode) & ~stat.S_IWOTH)
+        return result
 
     def push(self, node):
         if depfiles.unseen(node) or probes.probing(node) or integrity.read_an_edit(node):
@@ -146,6 +181,9 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
 
     def retrieve(self, node) -> bool:
         if probes.probing(node):
+            return False
+        entry = self.cachepath(node)[1] if self.is_enabled() else None
+        if entry is not None and not usable(entry):
             return False
         done = super().retrieve(node)
         if done:
