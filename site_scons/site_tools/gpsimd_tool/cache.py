@@ -167,7 +167,11 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     @classmethod
     def copy_to_cache(cls, env, src, dst) -> str:
         result = super().copy_to_cache(env, src, dst)
-        os.chmod(dst, stat.S_IMODE(os.stat(dst).st_mode) & ~stat.S_IWOTH)
+        fd = os.open(dst, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)   # (not a link put there)
+        try:
+            os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & ~stat.S_IWOTH)
+        finally:
+            os.close(fd)
         return result
 
     def push(self, node):
