@@ -106,18 +106,24 @@ def _mode_manifest(mode):
             "          - {name: v, inputs: {x: {dtype: float32, shape: [2], values: [1, 2]}}}\n")
 
 
-def test_a_flag_word_equal_to_build_dir_s_name_stays_in_the_key(tmp_path):
-    """The key replaced BUILD_DIR's name wherever it stood as a word, so
-    ``-DMODE=rel`` built into ``BUILD_DIR=rel`` and ``-DMODE=dbg`` into
-    ``BUILD_DIR=dbg`` had one key: the dbg build took the rel build's
-    object from the cache and passed (3 of 3), where it fails from
-    scratch. Only a path inside BUILD_DIR is relocated now."""
+def _modes_project(tmp_path):
+    """A copy of the project with the mode library and a manifest for
+    each of ``-DMODE=rel`` (its vector passes) and ``-DMODE=dbg`` (fails)."""
     proj = copy_project(tmp_path / "p")
     for path, text in MODES.items():
         (proj / path).parent.mkdir(parents=True, exist_ok=True)
         (proj / path).write_text(text)
     for mode in ("rel", "dbg"):
         (proj / f"{mode}.yaml").write_text(_mode_manifest(mode))
+    return proj
+
+def test_a_flag_word_equal_to_build_dir_s_name_stays_in_the_key(tmp_path):
+    """The key replaced BUILD_DIR's name wherever it stood as a word, so
+    ``-DMODE=rel`` built into ``BUILD_DIR=rel`` and ``-DMODE=dbg`` into
+    ``BUILD_DIR=dbg`` had one key: the dbg build took the rel build's
+    object from the cache and passed (3 of 3), where it fails from
+    scratch. Only a path inside BUILD_DIR is relocated now."""
+    proj = _modes_project(tmp_path)
     cache = f"CACHE_DIR={tmp_path / 'cache'}"
     rel = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", cache)
     assert rel.returncode == 0 and rel.stdout.splitlines()[-1] == \
@@ -138,12 +144,7 @@ def test_a_cache_entry_every_user_may_write_is_not_taken(tmp_path):
     with a second user: the dbg object's entry rewritten with the rel
     object's bytes, a clean dbg build took it and passed (1 of 1), where
     it fails from scratch. Such an entry is not taken now, and named."""
-    proj = copy_project(tmp_path / "p")
-    for path, text in MODES.items():
-        (proj / path).parent.mkdir(parents=True, exist_ok=True)
-        (proj / path).write_text(text)
-    for mode in ("rel", "dbg"):
-        (proj / f"{mode}.yaml").write_text(_mode_manifest(mode))
+    proj = _modes_project(tmp_path)
     cache = tmp_path / "cache"
     obj = "host/mode/obj/kernels/mode/mode.o"
     rel = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
