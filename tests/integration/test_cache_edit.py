@@ -12,6 +12,8 @@ it either.
 """
 import shutil
 
+import pytest
+
 from conftest import copy_project, run_scons
 
 FILES = {
@@ -163,3 +165,31 @@ def test_a_cache_entry_every_user_may_write_is_not_taken(tmp_path):
     assert (f"scons: the cache entry {entry} is writable by every user (mode 666): anyone "
             f"could have put another output there, so it is not taken (built instead)"
             in again.stderr), again.stderr
+
+
+@pytest.mark.skipif(shutil.which("ccache") is None, reason="ccache is not installed")
+def test_ccache_s_file_stat_matches_stops_a_build_with_ccache_as_launcher(tmp_path):
+    """ccache's sloppiness ``file_stat_matches`` trusts a header whose size
+    and times are those it cached: a header replaced by another of the same
+    size and time (``cp -p``) was compiled again by the build and ccache
+    returned the old header's object, whose test passed where the sources
+    fail. A build with ccache as its launcher stops on that setting,
+    whether the environment or ccache's configuration file sets it."""
+    proj = copy_project(tmp_path / "p")
+    conf = tmp_path / "ccache.conf"
+    conf.write_text("sloppiness = time_macros, file_stat_matches_ctime, file_stat_matches\n")
+    for env in ({"CCACHE_SLOPPINESS": "file_stat_matches"}, {"CCACHE_CONFIGPATH": str(conf)}):
+        env["CCACHE_DIR"] = str(tmp_path / "ccache")
+        proc = run_scons(proj, "-Q", "CXX_LAUNCHER=ccache", env=env)
+        unsafe = ("file_stat_matches" if "CCACHE_SLOPPINESS" in env
+                  else "file_stat_matches, file_stat_matches_ctime")
+        assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", (
+            f"scons: CXX_LAUNCHER=ccache with ccache's sloppiness {unsafe} (set by "
+            "CCACHE_SLOPPINESS or ccache.conf): ccache would hand back the object of a header "
+            "replaced by another of the same size and time, which this build compiles again. "
+            "Take it out of the sloppiness, or build without CXX_LAUNCHER\n"))
+    assert not (proj / "build").exists()
+    # the other settings are the user's: a build with them goes on
+    proc = run_scons(proj, "-Q", "-n", "CXX_LAUNCHER=ccache",
+                     env={"CCACHE_SLOPPINESS": "time_macros", "CCACHE_DIR": str(tmp_path / "c")})
+    assert proc.returncode == 0, proc.stderr

@@ -11,8 +11,9 @@ build cache. :func:`unknown` names the arguments no option reads.
 """
 
 import os
+import subprocess
 import sys
-from typing import Iterable, List
+from typing import Iterable, List, Optional
 
 import SCons.Script
 from SCons.Script import BoolVariable, EnumVariable, PathVariable, Variables
@@ -136,8 +137,37 @@ def apply(env) -> None:
         except buildfolder.UnsafeBuildFolder as e:
             sys.stderr.write(f"scons: {e}\n")
             SCons.Script.Exit(2)
+    problem = _launcher_problem(env["CXX_LAUNCHER"], env["ENV"])
+    if problem:
+        sys.stderr.write(f"scons: {problem}\n")
+        SCons.Script.Exit(2)
     if env["FAST"]:         # the opt-in shortcut: header scans kept between runs
         SCons.Script.SetOption("implicit_cache", 1)
+
+
+def _launcher_problem(launcher: str, environ) -> Optional[str]:
+    """Why ``launcher`` could hand back a stale object, or None. ccache's
+    ``sloppiness`` ``file_stat_matches`` (``CCACHE_SLOPPINESS`` or
+    ``ccache.conf``, read as the compiles will: ``ccache -k`` in their
+    environment ``environ``) trusts a header whose size and times are those
+    it cached: one replaced by another of the same size and time (``cp -p``,
+    ``tar x``) is compiled again by the build, and ccache returns the old
+    header's object (docs/scale-out.md)."""
+    if launcher != "ccache":
+        return None
+    try:
+        proc = subprocess.run(["ccache", "-k", "sloppiness"], env=dict(environ),
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None         # (the first compile says why ccache does not run)
+    unsafe = [w for w in (w.strip() for w in proc.stdout.split(","))
+              if w.startswith("file_stat_matches")]
+    if not unsafe:
+        return None
+    return (f"CXX_LAUNCHER=ccache with ccache's sloppiness {', '.join(unsafe)} (set by "
+            "CCACHE_SLOPPINESS or ccache.conf): ccache would hand back the object of a header "
+            "replaced by another of the same size and time, which this build compiles again. "
+            "Take it out of the sloppiness, or build without CXX_LAUNCHER")
 
 
 def unknown(env, known: Iterable[str] = ()) -> List[str]:
