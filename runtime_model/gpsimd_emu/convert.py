@@ -121,6 +121,23 @@ def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
     return a
 
 
+def _rounded(a: np.ndarray, target: np.dtype) -> np.ndarray:
+    """``a`` (numbers) rounded to the nearest value of the float dtype
+    ``target``. numpy's casts to float16 and float32 round once; ml_dtypes'
+    casts to bfloat16 and the float8 types go through float32, rounding
+    twice (1 + 2**-8 + 2**-30 became the bfloat16 1.0, not 1.0078125), so a
+    wider value is first rounded to float32 *to odd* (toward zero, the last
+    bit set when that was inexact), which the second rounding leaves right:
+    float32 has more than two bits beyond any of theirs."""
+    if target.itemsize >= 4 or target == np.float16 or a.dtype.itemsize <= 4:
+        return a.astype(target)
+    x = a.astype(np.float64)
+    r = x.astype(np.float32)
+    r = np.where(np.abs(r.astype(np.float64)) > np.abs(x), np.nextafter(r, np.float32(0)), r)
+    inexact = np.isfinite(x) & (r.astype(np.float64) != x)
+    return (r.view(np.uint32) | inexact.astype(np.uint32)).view(np.float32).astype(target)
+
+
 def _integer_problems(a: np.ndarray, dtype: dt.DType, name: str, limits: str
                       ) -> List[Tuple[np.ndarray, str]]:
     """(mask, what is wrong) for each way an element of ``a`` (integers or
@@ -214,7 +231,7 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
             problems += _integer_problems(a, dtype, name, limits)
         else:
             with np.errstate(all="ignore"):
-                out = a.astype(target)
+                out = _rounded(a, target)
             if literal:
                 problems.append((np.isfinite(a) & ~np.isfinite(out),
                                  f"is out of range for {limits}"))

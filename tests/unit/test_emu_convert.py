@@ -251,3 +251,20 @@ def test_a_reference_s_list_keeps_its_integers_exact(tmp_path):
         "expected value 0.5 at [1] is not an int64 (the output's dtype), from the reference "
         "ref.py:frac")
     assert ref("floats", "float32").tolist() == [2.0 ** 53, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("name,value,nearest", [
+    ("bfloat16", 1 + 2 ** -8 + 2 ** -30, 1 + 2 ** -7),      # (just past the halfway point)
+    ("bfloat16", -(1 + 2 ** -8 + 2 ** -30), -(1 + 2 ** -7)),
+    ("bfloat16", 1 + 2 ** -8, 1.0),                         # (the tie itself: to even)
+    ("float8_e4m3", 1 + 2 ** -4 + 2 ** -30, 1.125),
+    ("float8_e3m4", 1 + 2 ** -5 + 2 ** -40, 1.0625),
+    ("float8_e5m2", 1 + 2 ** -3 + 2 ** -40, 1.25),
+    ("bfloat16", 2.0 ** -149 / 4, 0.0),                     # (below every float32: still 0)
+    ("bfloat16", 1e39, float("inf")),
+])
+def test_a_float_rounds_once_to_the_nearest_value_of_a_narrow_dtype(name, value, nearest):
+    # ml_dtypes casts a float64 through float32: rounded twice, 1 + 2**-8 + 2**-30
+    # became the bfloat16 1.0, so with rtol: 0 a kernel rounding the same wrong way passed
+    got = to_dtype(np.array([value, float("nan")]), dt.by_name(name), "v").astype(np.float64)
+    assert got[0] == nearest and np.isnan(got[1])
