@@ -128,8 +128,10 @@ def _rounded(a: np.ndarray, target: np.dtype) -> np.ndarray:
     twice (1 + 2**-8 + 2**-30 became the bfloat16 1.0, not 1.0078125), so a
     wider value is first rounded to float32 *to odd* (toward zero, the last
     bit set when that was inexact), which the second rounding leaves right:
-    float32 has more than two bits beyond any of theirs."""
-    if target.itemsize >= 4 or target == np.float16 or a.dtype.itemsize <= 4:
+    float32 has more than two bits beyond any of theirs. (float32 values and
+    16-bit integers are exact in float32: one rounding.)"""
+    if target.itemsize >= 4 or target == np.float16 or a.dtype == np.float32 \
+            or a.dtype.itemsize <= 2:
         return a.astype(target)
     x = a.astype(np.float64)
     r = x.astype(np.float32)

@@ -268,3 +268,10 @@ def test_a_float_rounds_once_to_the_nearest_value_of_a_narrow_dtype(name, value,
     # became the bfloat16 1.0, so with rtol: 0 a kernel rounding the same wrong way passed
     got = to_dtype(np.array([value, float("nan")]), dt.by_name(name), "v").astype(np.float64)
     assert got[0] == nearest and np.isnan(got[1])
+
+
+def test_a_32_bit_integer_rounds_once_to_the_nearest_bfloat16():
+    # (an int32 goes through float32 in ml_dtypes' cast: 2**24 + 2**16 + 1 became 2**24)
+    for kind in (np.int32, np.uint32, np.int64):
+        got = to_dtype(np.array([2 ** 24 + 2 ** 16 + 1], dtype=kind), dt.by_name("bfloat16"), "v")
+        assert got.astype(np.float64).tolist() == [2 ** 24 + 2 ** 17]
