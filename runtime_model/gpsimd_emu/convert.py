@@ -4,7 +4,10 @@ alike, by the rule of docs/manifest.md "Values and dtypes": an integer
 dtype holds a value exactly or the vector fails with a ``PlanError`` naming
 the first bad element; a float dtype rounds to nearest (``literal`` values
 must stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
-read as the dtype, bit for bit.
+read as the dtype, bit for bit, but an array of an ml_dtypes type (``int4``,
+``float8_e4m3fn``: numpy kind ``V`` too) as the numbers it holds
+(``kind``). ``read_list`` reads a (nested) list of numbers as an array,
+exactly for an integer dtype.
 """
 
 from __future__ import annotations
@@ -12,21 +15,32 @@ from __future__ import annotations
 import numbers
 from typing import List, Optional, Tuple
 
+import ml_dtypes
 import numpy as np
 
 from gpsimd_device.plan import PlanError
 
 from . import dtypes as dt
 
-__all__ = ["to_dtype", "exact_ints"]
+__all__ = ["to_dtype", "kind", "read_list"]
 
 
-def _device_float(dtype: np.dtype) -> bool:
-    """True for a numpy float dtype, ml_dtypes' included (kind ``V``)."""
-    try:
-        return dtype.kind == "f" or dt.by_numpy(dtype).is_float
-    except KeyError:
-        return False
+def kind(dtype) -> str:
+    """numpy's kind letter of ``dtype`` (``"b"``, ``"i"``, ``"u"``, ``"f"``,
+    ``"c"``, ``"O"``...), an ml_dtypes type's as the numbers it holds:
+    ``"i"``/``"u"`` for ``int4``, ``uint2``..., ``"f"`` for ``bfloat16``,
+    ``float8_e4m3fn``... (numpy says ``"V"`` for them all); ``"V"`` then
+    means raw bytes (``V<n>``, a structured dtype) or a type of no numbers."""
+    dtype = np.dtype(dtype)
+    if dtype.kind != "V" or issubclass(dtype.type, np.void):
+        return dtype.kind
+    for info, letter in ((ml_dtypes.iinfo, "i"), (ml_dtypes.finfo, "f")):
+        try:
+            limits = info(dtype)
+        except (ValueError, TypeError):
+            continue
+        return "u" if letter == "i" and limits.min == 0 else letter
+    return "V"
 
 
 def _as_float(v) -> float:
@@ -47,12 +61,45 @@ def exact_ints(values: list) -> Optional[np.ndarray]:
     return None
 
 
+def _exact(v):
+    """A Python int for an integral real number (numpy's scalars included,
+    bools not), else ``v``."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        return v
+    if isinstance(v, numbers.Integral):
+        return int(v)
+    f = float(v)
+    return int(f) if f.is_integer() and f == v else v
+
+
+def read_list(values, dtype: dt.DType) -> np.ndarray:
+    """A (nested) list of numbers (a plan's values, a reference's result) as
+    a new array; for an integer ``dtype`` exactly: a list numpy reads as
+    float64 (ints beside floats, numpy's uint64 beside Python ints, ints past
+    2**63 beside negative ones) is read as int64, then uint64, its integral
+    floats as the ints they equal; one with another value (a fraction, NaN,
+    ±inf) stays float64, for ``to_dtype`` to report. An array is copied.
+
+    Raises:
+        ValueError, TypeError: not an array (a ragged list, say).
+    """
+    approx = np.array(values)
+    if not dtype.is_integer or approx.dtype.kind != "f" or isinstance(values, np.ndarray):
+        return approx
+    ints = np.asarray(np.frompyfunc(_exact, 1, 1)(np.array(values, dtype=object)),
+                      dtype=object)       # (0-D: frompyfunc gives a scalar)
+    exact = exact_ints(ints.tolist()) \
+        if all(isinstance(v, int) and not isinstance(v, bool) for v in ints.flat) else None
+    return approx if exact is None else exact.reshape(approx.shape)
+
+
 def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
     """``a`` (no bools, no complex) as an array numpy computes the checks
-    with: small floats (float16, the ml_dtypes ones) widened to float64,
-    exactly; an object array of Python numbers as int64 or uint64 when
-    they are ints that fit (exactly), else as float64 (ints past 64 bits
-    then past every device dtype's range, as they were).
+    with: small floats (float16, the ml_dtypes ones) widened to float64 and
+    ml_dtypes' integers (``int4``...) to int64, exactly; an object array of
+    Python numbers as int64 or uint64 when they are ints that fit (exactly),
+    else as float64 (ints past 64 bits then past every device dtype's range,
+    as they were).
 
     Raises:
         PlanError: an object array of something else than real numbers.
@@ -66,9 +113,31 @@ def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
         if ints is not None:
             return ints.reshape(a.shape)
         return np.array([_as_float(v) for v in a.flat], dtype=np.float64).reshape(a.shape)
-    if _device_float(a.dtype) and a.dtype.itemsize < 8:
+    letter = kind(a.dtype)
+    if letter == "f" and a.dtype.itemsize < 8:
         return a.astype(np.float64)
+    if letter in "iu" and a.dtype.kind == "V":
+        return a.astype(np.int64)
     return a
+
+
+def _rounded(a: np.ndarray, target: np.dtype) -> np.ndarray:
+    """``a`` (numbers) rounded to the nearest value of the float dtype
+    ``target``. numpy's casts to float16 and float32 round once; ml_dtypes'
+    casts to bfloat16 and the float8 types go through float32, rounding
+    twice (1 + 2**-8 + 2**-30 became the bfloat16 1.0, not 1.0078125), so a
+    wider value is first rounded to float32 *to odd* (toward zero, the last
+    bit set when that was inexact), which the second rounding leaves right:
+    float32 has more than two bits beyond any of theirs. (float32 values and
+    16-bit integers are exact in float32: one rounding.)"""
+    if target.itemsize >= 4 or target == np.float16 or a.dtype == np.float32 \
+            or a.dtype.itemsize <= 2:
+        return a.astype(target)
+    x = a.astype(np.float64)
+    r = x.astype(np.float32)
+    r = np.where(np.abs(r.astype(np.float64)) > np.abs(x), np.nextafter(r, np.float32(0)), r)
+    inexact = np.isfinite(x) & (r.astype(np.float64) != x)
+    return (r.view(np.uint32) | inexact.astype(np.uint32)).view(np.float32).astype(target)
 
 
 def _integer_problems(a: np.ndarray, dtype: dt.DType, name: str, limits: str
@@ -138,13 +207,13 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
     if a.dtype == target:
         return a
     origin = f", from {source}" if source else ""
-    if a.dtype.kind == "V" and not _device_float(a.dtype):      # raw bytes
-        if a.dtype.itemsize == target.itemsize and a.dtype.names is None \
-                and a.dtype.subdtype is None:
+    if kind(a.dtype) == "V":        # raw bytes
+        if issubclass(a.dtype.type, np.void) and a.dtype.itemsize == target.itemsize \
+                and a.dtype.names is None and a.dtype.subdtype is None:
             return a.view(target)
         raise PlanError(f"{what}s{origin}: cannot convert {a.dtype} to {dtype.name} (save "
                         "the array as float32 or an integer dtype)")
-    if a.dtype.kind not in "biufcO" and not _device_float(a.dtype):
+    if kind(a.dtype) not in "biufcO":
         raise PlanError(f"{what}s{origin}: not numbers (numpy dtype {a.dtype})")
     article = "an" if dtype.name.startswith("int") else "a"     # (int8, uint8, float16)
     name = f"{article} {dtype.name} ({role})"
@@ -164,7 +233,7 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
             problems += _integer_problems(a, dtype, name, limits)
         else:
             with np.errstate(all="ignore"):
-                out = a.astype(target)
+                out = _rounded(a, target)
             if literal:
                 problems.append((np.isfinite(a) & ~np.isfinite(out),
                                  f"is out of range for {limits}"))

@@ -18,7 +18,7 @@ import numpy as np
 from gpsimd_device.plan import OpPlan, PlanError, ScalarSpec, TensorSpec, VectorPlan
 
 from . import dtypes as dt
-from .convert import exact_ints, to_dtype
+from .convert import kind, read_list, to_dtype
 from .sourceonly import load_reference, short_exc, user_frame
 
 __all__ = [
@@ -66,26 +66,6 @@ def _shape(shape, what: str) -> Optional[Tuple[int, ...]]:
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
         raise PlanError(f"{what}: bad shape {shape!r} (a list of non-negative ints)")
     return tuple(shape)
-
-
-def _asarray(values: Any, dtype: dt.DType) -> np.ndarray:
-    """A plan's nested list as an array, exact for 64-bit integers (then
-    ``convert.to_dtype`` checks it): for an integer dtype, a list numpy
-    reads as float64 (ints past 2**63 beside others, or floats) is read as
-    int64, then uint64, its integral floats as the ints they equal; one
-    with another value (a fraction, NaN, ±inf) stays float64, to be reported.
-
-    Raises:
-        ValueError: a ragged list.
-    """
-    approx = np.asarray(values)
-    if not dtype.is_integer or approx.dtype.kind != "f":
-        return approx
-    integral = np.frompyfunc(lambda v: int(v) if isinstance(v, float) and v.is_integer() else v,
-                             1, 1)
-    ints = integral(np.array(values, dtype=object))
-    exact = exact_ints(ints.tolist()) if all(isinstance(v, int) for v in ints.flat) else None
-    return approx if exact is None else exact
 
 
 def _load_npy(path: str, root: str, what: str) -> np.ndarray:
@@ -151,7 +131,7 @@ def make_tensor(spec: TensorSpec, root: str = ".", what: str = "input") -> np.nd
         data = to_dtype(raw, dtype, f"{what} value", f"its random draw ({dist})")
     elif "values" in sources:
         try:
-            raw = _asarray(spec.values, dtype)
+            raw = read_list(spec.values, dtype)
             if shape is not None:
                 raw = raw.reshape(shape)
         except ValueError as e:
@@ -261,13 +241,13 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         except BaseException as e:  # the reference's own bug
             raise PlanError(f"reference {ref.label}:{ref.function} raised "
                             f"{short_exc(e)}{user_frame(e, ref.file)}") from None
-        try:
-            raw = np.array(result)
+        try:        # (a copy: it may return one buffer it fills at every call)
+            raw = read_list(result, out_dtype)
         except (ValueError, TypeError) as e:    # (a ragged list, say)
             raise PlanError(f"{exp.source} returned no array: {short_exc(e)}") from None
     elif exp.values is not None:
         try:
-            raw = _asarray(exp.values, out_dtype)
+            raw = read_list(exp.values, out_dtype)
         except ValueError as e:
             raise PlanError(f"{exp.source}: {e}") from None
         meant = vector.output.source and raw.ndim > 1   # (nested: its shape is checked below)
@@ -277,7 +257,7 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         raw = _load_npy(exp.npy, root, "expected")
     else:
         raise PlanError("vector has no expected output (reference, values or npy)")
-    if vector.output.defaulted and exp.values is None and raw.dtype.kind in "biu" \
+    if vector.output.defaulted and exp.values is None and kind(raw.dtype) in "biu" \
             and not out_dtype.is_integer:
         raise PlanError(f"{exp.source} gives {raw.dtype} values, but the output's dtype is "
                         f"{out_dtype.name} only as the first tensor input's: say which the kernel "

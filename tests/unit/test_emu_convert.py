@@ -195,3 +195,83 @@ def test_inputs_follow_the_same_rule(tmp_path):
     assert failure(tensor, {"dtype": "float32", "npy": "b.npy"}, root=str(tmp_path)) == (
         "input 'x' values, from its .npy b.npy: cannot convert |V2 to float32 (save the array as "
         "float32 or an integer dtype)")
+
+
+def test_an_ml_dtypes_type_outside_the_table_is_read_as_its_numbers_not_its_bits(tmp_path):
+    # ml_dtypes' own types (int4, float8_e4m3fn, ...) have numpy kind "V" as raw bytes
+    # have; read bit for bit, int4 -1 (its byte 0x0F) was an int8 15, so a quantizing
+    # kernel that forgot to sign-extend passed
+    int4 = np.array([-1, 3], dtype=ml_dtypes.int4)
+    assert to_dtype(int4, dt.by_name("int8"), "v").tolist() == [-1, 3]
+    assert failure(to_dtype, int4, dt.by_name("uint8"), "v") == (
+        "v -1 at [0] is out of range for uint8 (its dtype, 0..255)")
+    fnuz = np.array([1.0, 3.0], dtype=ml_dtypes.float8_e5m2fnuz)     # (another bias: 2 and 6)
+    assert to_dtype(fnuz, dt.by_name("float8_e5m2"), "v").tolist() == [1.0, 3.0]
+    fn = np.array([1.0, 320.0], dtype=ml_dtypes.float8_e4m3fn)       # (320: e4m3's NaN bits)
+    assert to_dtype(fn, dt.by_name("float8_e4m3"), "v").tolist() == [1.0, float("inf")]
+    assert failure(to_dtype, np.array([1.5], dtype=ml_dtypes.float8_e4m3fn), dt.by_name("int8"),
+                   "v") == "v 1.5 at [0] is not an int8 (its dtype)"
+    # raw bytes (a .npy of an ml_dtypes array) are still read bit for bit
+    assert to_dtype(fn.view("V1"), dt.by_name("float8_e4m3"), "v").view(np.uint8).tolist() == \
+        fn.view(np.uint8).tolist()
+    (tmp_path / "ref.py").write_text(
+        "import ml_dtypes\nimport numpy as np\n"
+        "def quant4(x): return (np.clip(x, -8, 7) - 1).astype(ml_dtypes.int4)\n")
+    ref = {"reference": {"file": "ref.py", "function": "quant4"}}
+    assert expected(ref, "int8", root=str(tmp_path)).tolist() == [-1, 1, 3]
+    # integers for a float output whose dtype was only the first input's: refused as int8 is
+    v = VectorPlan.from_json({"name": "v", "inputs": {}, "output": {
+        "dtype": "float32", "shape": None, "defaulted": True},
+                              "expected": ref}, "v")
+    f32 = dt.by_name("float32")
+    xs = [Input("x", "tensor", f32, X.astype(np.float32), X.astype(np.float32))]
+    assert "gives int4 values, but the output's dtype is float32 only as the first tensor " \
+        "input's" in failure(vectors.expected_output, v, xs, f32, str(tmp_path))
+
+
+def test_a_reference_s_list_keeps_its_integers_exact(tmp_path):
+    # numpy reads a list of ints beside floats (or numpy's uint64 beside Python ints) as
+    # float64: 2**53 + 1 became 2**53, and a kernel returning 2**53 passed
+    (tmp_path / "ref.py").write_text(
+        "import numpy as np\n"
+        "def mixed(x): return [2**53 + 1, 1.0, np.float32(2.0)]\n"
+        "def unsigned(x): return [np.uint64(2**63 + 1), 1, 2]\n"
+        "def signed(x): return [np.int64(2**53 + 1), np.float32(4.0), -1]\n"
+        "def frac(x): return [2**53 + 1, 0.5, 1]\n"
+        "def floats(x): return [2**53 + 1, 0.5, 1]\n")
+    root = str(tmp_path)
+
+    def ref(function, dtype):
+        return expected({"reference": {"file": "ref.py", "function": function}}, dtype, root=root)
+
+    assert ref("mixed", "int64").tolist() == [2 ** 53 + 1, 1, 2]
+    assert ref("unsigned", "uint64").tolist() == [2 ** 63 + 1, 1, 2]
+    assert ref("signed", "int64").tolist() == [2 ** 53 + 1, 4, -1]
+    assert failure(ref, "frac", "int64") == (
+        "expected value 0.5 at [1] is not an int64 (the output's dtype), from the reference "
+        "ref.py:frac")
+    assert ref("floats", "float32").tolist() == [2.0 ** 53, 0.5, 1.0]
+
+
+@pytest.mark.parametrize("name,value,nearest", [
+    ("bfloat16", 1 + 2 ** -8 + 2 ** -30, 1 + 2 ** -7),      # (just past the halfway point)
+    ("bfloat16", -(1 + 2 ** -8 + 2 ** -30), -(1 + 2 ** -7)),
+    ("bfloat16", 1 + 2 ** -8, 1.0),                         # (the tie itself: to even)
+    ("float8_e4m3", 1 + 2 ** -4 + 2 ** -30, 1.125),
+    ("float8_e3m4", 1 + 2 ** -5 + 2 ** -40, 1.0625),
+    ("float8_e5m2", 1 + 2 ** -3 + 2 ** -40, 1.25),
+    ("bfloat16", 2.0 ** -149 / 4, 0.0),                     # (below every float32: still 0)
+    ("bfloat16", 1e39, float("inf")),
+])
+def test_a_float_rounds_once_to_the_nearest_value_of_a_narrow_dtype(name, value, nearest):
+    # ml_dtypes casts a float64 through float32: rounded twice, 1 + 2**-8 + 2**-30
+    # became the bfloat16 1.0, so with rtol: 0 a kernel rounding the same wrong way passed
+    got = to_dtype(np.array([value, float("nan")]), dt.by_name(name), "v").astype(np.float64)
+    assert got[0] == nearest and np.isnan(got[1])
+
+
+def test_a_32_bit_integer_rounds_once_to_the_nearest_bfloat16():
+    # (an int32 goes through float32 in ml_dtypes' cast: 2**24 + 2**16 + 1 became 2**24)
+    for kind in (np.int32, np.uint32, np.int64):
+        got = to_dtype(np.array([2 ** 24 + 2 ** 16 + 1], dtype=kind), dt.by_name("bfloat16"), "v")
+        assert got.astype(np.float64).tolist() == [2 ** 24 + 2 ** 17]
