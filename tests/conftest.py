@@ -21,6 +21,18 @@ import pytest
 from gpsimd_emu.client.process import children
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+try:    # (the test extra has it; explore's own searches set the same)
+    from hypothesis import HealthCheck, settings as _hypothesis_settings
+except ImportError:
+    pass
+else:
+    # Hypothesis's deadline (200 ms an example) and its too-slow check
+    # judge the machine, not the code: a test file's examples share two
+    # CPUs with the other workers' builds
+    _hypothesis_settings.register_profile("loaded-machine", deadline=None,
+                                          suppress_health_check=[HealthCheck.too_slow])
+    _hypothesis_settings.load_profile("loaded-machine")
 COPIED = ("SConstruct", "ops.yaml", "site_scons", "schema", "kernels", "runtime_model")
 
 
