@@ -15,11 +15,12 @@ from .vectors import Input, expected_output, location_of, make_inputs, output_sh
 __all__ = ["materials", "signature", "second_call_of"]
 
 
-def materials(op: OpPlan, vector: VectorPlan, root: str,
+def materials(op: OpPlan, vector: VectorPlan, root: str, timeout: float,
               inputs: Optional[Sequence[Input]] = None) -> tuple:
     """``(inputs, out_dtype, expected, shape, rtol, atol, out_location)``
     of a vector (``expected`` None for a checks-only one; ``inputs``: made
-    already, by ``make_inputs``).
+    already, by ``make_inputs``; ``timeout``: the vector's time limit, which
+    its reference's import and call may take at most).
 
     Raises:
         PlanError, MemoryError: it cannot be made.
@@ -30,7 +31,7 @@ def materials(op: OpPlan, vector: VectorPlan, root: str,
     except KeyError as e:
         raise PlanError(f"output: {e.args[0]}") from None
     expected = None if vector.expected.checks_only else \
-        expected_output(vector, inputs, out_dtype, root)
+        expected_output(vector, inputs, out_dtype, root, timeout)
     shape = output_shape(vector, expected)
     rtol, atol = tolerances(vector, out_dtype)
     out_location = location_of(vector.output.location, "output")
@@ -52,7 +53,7 @@ def _places(inputs: Sequence[Input]) -> tuple:
 
 
 def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tuple],
-                   root: str, right: Callable[[str], bool] = lambda name: True,
+                   root: str, timeout: float, right: Callable[[str], bool] = lambda name: True,
                    failed: Callable[[str], bool] = lambda name: False) -> Optional[tuple]:
     """The second call's arguments, ``(signature, name, inputs, expected,
     rtol, atol)``: those of the vector before ``vector`` in the plan when
@@ -78,8 +79,8 @@ def second_call_of(op: OpPlan, vector: VectorPlan, sig: tuple, last: Optional[tu
             inputs = make_inputs(op, prev, root)
             if prev.expected.checks_only or _places(inputs) != sig[0]:
                 return None
-            inputs, out_dtype, expected, shape, rtol, atol, where = materials(op, prev, root,
-                                                                              inputs)
+            inputs, out_dtype, expected, shape, rtol, atol, where = materials(
+                op, prev, root, timeout, inputs)
         except (PlanError, MemoryError):
             return None
         last = (signature(inputs, out_dtype, shape, where), prev.name, inputs, expected,

@@ -282,7 +282,7 @@ class LibrarySession:
             return failed(problem)
         try:
             inputs, out_dtype, expected, shape, rtol, atol, out_location = \
-                materials(op, vector, self.root)
+                materials(op, vector, self.root, opts.timeout)
         except PlanError as e:
             return failed(str(e))
         except MemoryError as e:
@@ -294,7 +294,7 @@ class LibrarySession:
         scratch = abi.scratch_size(self.cores[0].core)
         out_nbytes = math.prod(shape) * out_dtype.itemsize
         sig = signature(inputs, out_dtype, shape, out_location)
-        other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root,
+        other = second_call_of(op, vector, sig, self._last_of.get(op.name), self.root, opts.timeout,
                                lambda name: self._right_alone(op, name),
                                lambda name: self._right.get((op.name, name)) is False) \
             if opts.checks and not alone else None

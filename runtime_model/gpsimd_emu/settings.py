@@ -14,7 +14,7 @@ from typing import Optional
 from .client.protocol import DEFAULT_TIMEOUT, JOBS_ENV, QUIET_ENV, VERBOSE_ENV
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
+    "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
     "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions",
     "parse_size", "format_size", "default_parallel", "add_run_options", "run_options",
 ]
@@ -22,6 +22,9 @@ __all__ = [
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
 #: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
 DEFAULT_STACK_SCALE = 16
+#: The largest time limit a run takes (a day): the supervisor waits six
+#: runs per vector of it, and a wait must fit the platform's time_t.
+MAX_TIMEOUT = 86400.0
 #: Seconds the whole run of a plan may take beyond its vectors' time limits
 #: (the references run in the worker, outside any vector's limit).
 RUN_SLACK = 30.0
@@ -117,9 +120,12 @@ class RunOptions:
 
 
 def _positive(text: str) -> float:
+    """A time limit: seconds, > 0 and at most ``MAX_TIMEOUT`` (``inf`` or
+    ``1e300`` overflowed the supervisor's wait with a traceback)."""
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be > 0")
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"{text}: must be > 0 and at most {MAX_TIMEOUT:g} "
+                                         "seconds")
     return value
 
 

@@ -16,14 +16,15 @@ import importlib.machinery
 import importlib.util
 import itertools
 import os
+import signal
 import sys
 import traceback
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
 from gpsimd_device.plan import PlanError, ReferenceSpec
 
-__all__ = ["SourceOnlyLoader", "counted", "load_reference", "local_folder", "own_modules",
-           "short_exc", "user_frame"]
+__all__ = ["OutOfTime", "SourceOnlyLoader", "counted", "load_reference", "local_folder",
+           "own_modules", "short_exc", "time_limit", "user_frame"]
 
 #: The sets of :func:`own_modules` in progress, each given the path of
 #: every module a :class:`SourceOnlyLoader` runs.
@@ -153,6 +154,35 @@ _REF_CACHE: Dict[Tuple[Optional[str], Optional[str]], Any] = {}
 _REF_COUNTER = itertools.count()
 
 
+class OutOfTime(BaseException):
+    """Raised in a reference's code by :func:`time_limit`'s alarm (a
+    BaseException, so that an ``except Exception`` of the reference does
+    not take it for its own)."""
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str):
+    """Run the block (a reference's import and call) within ``seconds``:
+    past them a SIGALRM raises :class:`OutOfTime` in it, made here the
+    PlanError ``<what> did not return within N s``. A reference runs in
+    the worker, outside any run of the cores, so that without it one that
+    never returns held the whole test run until the supervisor's limit
+    (six runs per vector and more: an hour at the default 60 s). The
+    worker runs references in its main thread."""
+    def ring(signum, frame):
+        raise OutOfTime()
+    previous = signal.signal(signal.SIGALRM, ring)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except OutOfTime:
+        raise PlanError(f"{what} did not return within {seconds:g} s (the vector's time "
+                        "limit)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def short_exc(e: BaseException) -> str:
     """``Type: message`` of ``e``, cut to 400 characters."""
     text = f"{type(e).__name__}: {e}"
@@ -219,6 +249,8 @@ def load_reference(ref: ReferenceSpec, root: str = ".") -> Callable:
                     except BaseException:
                         sys.modules.pop(name, None)
                         raise
+        except OutOfTime:           # (time_limit says so)
+            raise
         except BaseException as e:  # SyntaxError, ImportError, SystemExit, ...
             raise PlanError(f"reference {ref.label} cannot be imported: {short_exc(e)}"
                             f"{user_frame(e, file)}") from None

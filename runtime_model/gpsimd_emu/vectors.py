@@ -19,7 +19,7 @@ from gpsimd_device.plan import OpPlan, PlanError, ScalarSpec, TensorSpec, Vector
 
 from . import dtypes as dt
 from .convert import kind, read_list, to_dtype
-from .sourceonly import load_reference, short_exc, user_frame
+from .sourceonly import load_reference, short_exc, time_limit, user_frame
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -211,9 +211,11 @@ def make_inputs(op: OpPlan, vector: VectorPlan, root: str = ".") -> List[Input]:
 
 
 def expected_output(vector: VectorPlan, inputs: Sequence[Input],
-                    out_dtype: dt.DType, root: str = ".") -> np.ndarray:
+                    out_dtype: dt.DType, root: str, timeout: float) -> np.ndarray:
     """The expected output, converted to ``out_dtype`` (C-contiguous; by
-    ``convert.to_dtype``, inline ``values`` as literal values).
+    ``convert.to_dtype``, inline ``values`` as literal values). A
+    reference's import and call take at most ``timeout`` seconds (the
+    vector's time limit, ``sourceonly.time_limit``).
 
     A reference (ARCHITECTURE.md "The test plan") gets a private copy of
     each input array, and its result is copied into an array of its own
@@ -231,12 +233,13 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
     shape = _shape(vector.output.shape, "output")
     if exp.reference is not None:
         ref = exp.reference
-        fn = load_reference(ref, root)
         args = [i.value.copy() if i.kind == "tensor" else i.value for i in inputs]
         try:
-            with np.errstate(all="ignore"):
-                result = fn(*args)
-        except PlanError:           # (a module the build cannot see, load_reference)
+            with time_limit(timeout, f"reference {ref.label}:{ref.function}"):
+                fn = load_reference(ref, root)
+                with np.errstate(all="ignore"):
+                    result = fn(*args)
+        except PlanError:           # (a module the build cannot see, load_reference; time_limit)
             raise
         except BaseException as e:  # the reference's own bug
             raise PlanError(f"reference {ref.label}:{ref.function} raised "

@@ -13,10 +13,11 @@ registration order the device loader sees).
 """
 
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 from gpsimd_device import limits as _limits
 
+from .opschema import wrapper_clash
 from .profiles import WrapperDialect
 
 #: Schema type -> (C++ parameter type of the kernel, marshalling entry that
@@ -153,11 +154,15 @@ def emit_wrapper(ops: Sequence[WrapperOp], dialect: WrapperDialect) -> str:
     """
     if not ops:
         raise CodegenError("a library needs at least one op")
-    seen = set()
+    seen: List[str] = []
     for op in ops:
         if op.function in seen:
             raise CodegenError(f"duplicate op name '{op.function}'")
-        seen.add(op.function)
+        clash = wrapper_clash(op.function, seen)
+        if clash is not None:
+            raise CodegenError(f"op names '{clash}' and '{op.function}' clash: the wrapper "
+                               "defines <op>_wrapper and <op>_stack_switch for each op")
+        seen.append(op.function)
     parts = [BANNER, INCLUDE, "\n"]
     for op in ops:
         parts.append(emit_op(op, dialect))

@@ -55,7 +55,7 @@ This module is SCons-free and uses only the standard library.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Iterable, Optional, Tuple
 
 from gpsimd_device import limits as _limits
 
@@ -68,6 +68,8 @@ __all__ = [
     "MAX_NAME_LENGTH",
     "CPP_KEYWORDS",
     "WRAPPER_RESERVED_NAMES",
+    "WRAPPER_SUFFIXES",
+    "wrapper_clash",
     "SYNTAX",
     "UNSUPPORTED",
     "Argument",
@@ -105,14 +107,39 @@ CPP_KEYWORDS = frozenset(
 #: Names an op may not have because the generated wrapper.cpp already uses
 #: them at global scope (ARCHITECTURE.md "The generated wrapper": the local ``output``
 #: that receives the kernel's result, the registration trio, the stack-switch
-#: pieces, the namespaces of the kernel headers).
+#: pieces, the namespaces of the kernel headers), and every name that
+#: ``neuron/wrapper_api.h`` and ``stack_switch.hpp`` declare or define as a
+#: macro (the wrapper includes them, a kernel need not: ``customop_next_tensor``
+#: is a macro of no parameters there, ``STACK_SIZE`` a number);
+#: tests/unit/test_opschema.py reads both headers against this set.
 WRAPPER_RESERVED_NAMES = frozenset(
     """
     output get_func_cnt get_func_name get_func_ptr register_funcs
     switched_stack switchBack switch_stack_or_call_wrapper wrapper_fn
     get_dst_tensor get_cpu_id get_cpu_count at c10 torch std main
+    customop_setup customop_next_tensor customop_next_scalar customop_next_int
+    customop_next_longlong customop_next_float customop_return_tensor customop_cleanup
+    customop_setup_tagged customop_next_tensor_tagged customop_next_scalar_tagged
+    customop_next_int_tagged customop_next_longlong_tagged customop_next_float_tagged
+    STACK_SIZE GPSIMD_STACK_SWITCH_HPP GPSIMD_NEURON_WRAPPER_API_H GPSIMD_NO_ARG_POSITION_TAGS
     """.split()
 )
+
+#: The suffixes of the two functions the generated wrapper.cpp makes of each
+#: kernel ``K``: ``void K_wrapper()`` and ``int K_stack_switch()``. No other
+#: kernel of the library may have one of those names (an overload makes
+#: ``(uintptr_t)K_wrapper`` ambiguous; with no arguments the two conflict).
+WRAPPER_SUFFIXES = ("_wrapper", "_stack_switch")
+
+
+def wrapper_clash(kernel: str, others: Iterable[str]) -> Optional[str]:
+    """The kernel of ``others`` whose generated function ``kernel`` would be
+    (or that would be one of ``kernel``'s), else None."""
+    for other in others:
+        for suffix in WRAPPER_SUFFIXES:
+            if kernel == other + suffix or other == kernel + suffix:
+                return other
+    return None
 
 
 

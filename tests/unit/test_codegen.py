@@ -77,6 +77,9 @@ def test_duplicate_and_empty():
         emit_wrapper([WrapperOp("x", ()), WrapperOp("x", ())], HOST_DIALECT)
     with pytest.raises(CodegenError, match="at least one op"):
         emit_wrapper([], HOST_DIALECT)
+    # g_wrapper() is the wrapper's own function of the op g
+    with pytest.raises(CodegenError, match="op names 'g' and 'g_wrapper' clash"):
+        emit_wrapper([WrapperOp("g", ()), WrapperOp("g_wrapper", ())], HOST_DIALECT)
 
 
 def test_type_map_is_the_spec_map():

@@ -20,7 +20,7 @@ INPUTS = [Input("x", "tensor", I32, X, X)]
 def expected(exp, dtype="int32", root=".", shape=None):
     v = VectorPlan.from_json({"name": "v", "inputs": {}, "output": {"dtype": dtype, "shape": shape},
                               "expected": exp}, "v")
-    return vectors.expected_output(v, INPUTS, dt.by_name(dtype), root)
+    return vectors.expected_output(v, INPUTS, dt.by_name(dtype), root, 60.0)
 
 
 def tensor(spec, root="."):
@@ -226,7 +226,7 @@ def test_an_ml_dtypes_type_outside_the_table_is_read_as_its_numbers_not_its_bits
     f32 = dt.by_name("float32")
     xs = [Input("x", "tensor", f32, X.astype(np.float32), X.astype(np.float32))]
     assert "gives int4 values, but the output's dtype is float32 only as the first tensor " \
-        "input's" in failure(vectors.expected_output, v, xs, f32, str(tmp_path))
+        "input's" in failure(vectors.expected_output, v, xs, f32, str(tmp_path), 60.0)
 
 
 def test_a_reference_s_list_keeps_its_integers_exact(tmp_path):

@@ -26,9 +26,9 @@ def _plan(first_output_dtype="float32"):
 
 def _second(plan, passed, failed=lambda name: False):
     op = plan.ops[0]
-    inputs, out_dtype, _, shape, _, _, where = m.materials(op, op.vectors[1], ".")
+    inputs, out_dtype, _, shape, _, _, where = m.materials(op, op.vectors[1], ".", 60.0)
     sig = m.signature(inputs, out_dtype, shape, where)
-    return m.second_call_of(op, op.vectors[1], sig, None, ".", passed, failed)
+    return m.second_call_of(op, op.vectors[1], sig, None, ".", 60.0, passed, failed)
 
 
 def test_the_vector_before_lends_its_arguments_when_it_passed():
@@ -48,14 +48,14 @@ def test_another_output_signature_asks_nothing():
 def test_a_vector_known_to_have_failed_has_its_reference_run_never(monkeypatch):
     plan = _plan()
     op = plan.ops[0]
-    inputs, out_dtype, _, shape, _, _, where = m.materials(op, op.vectors[1], ".")
+    inputs, out_dtype, _, shape, _, _, where = m.materials(op, op.vectors[1], ".", 60.0)
     sig = m.signature(inputs, out_dtype, shape, where)
 
     def no_reference(*args, **kwargs):
         raise AssertionError("the reference of a vector that did not pass was run")
     monkeypatch.setattr(m, "materials", no_reference)
     asked = []
-    assert m.second_call_of(op, op.vectors[1], sig, None, ".",
+    assert m.second_call_of(op, op.vectors[1], sig, None, ".", 60.0,
                             lambda name: asked.append(name) or True,
                             lambda name: name == "a") is None
     assert asked == []

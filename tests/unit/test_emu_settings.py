@@ -152,3 +152,18 @@ def test_random_work_bytes_cover_what_the_worker_takes(tmp_path):
                           str(ROOT / "site_scons")], capture_output=True, text=True, check=True)
     per_element = float(out.stdout)
     assert 1 + budget.RANDOM_WORK_BYTES / 2 < per_element <= 1 + budget.RANDOM_WORK_BYTES
+
+
+@pytest.mark.parametrize("text", ["inf", "1e300", "nan", "-1", "0", "86400.5"])
+def test_a_time_limit_is_a_finite_number_of_seconds_up_to_a_day(text, capsys):
+    """EMU_TIMEOUT=inf (or 1e300) overflowed the supervisor's wait: a
+    traceback in the test run, and every reference 'raised OverflowError'."""
+    import argparse
+    from gpsimd_emu.settings import add_run_options
+    parser = argparse.ArgumentParser(prog="run")
+    add_run_options(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--timeout", text])
+    assert f"argument --timeout: {text}: must be > 0 and at most 86400 seconds" \
+        in capsys.readouterr().err
+    assert parser.parse_args(["--timeout", "86400"]).timeout == 86400.0

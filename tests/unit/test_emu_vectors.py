@@ -24,7 +24,7 @@ def make_inputs(op, vector, root="."):
 
 
 def expected_output(vector, inputs, out_dtype, root="."):
-    return vectors.expected_output(VectorPlan.from_json(vector, "v"), inputs, out_dtype, root)
+    return vectors.expected_output(VectorPlan.from_json(vector, "v"), inputs, out_dtype, root, 60.0)
 
 
 def output_shape(vector, expected):
@@ -281,7 +281,7 @@ def test_a_checks_only_vector_s_output_shape_is_judged_as_any_other():
         v = VectorPlan.from_json({"name": "v", "output": {"dtype": "float32", **output},
                                   "inputs": {"x": {"kind": "tensor", "dtype": "float32",
                                                    "shape": [2], "values": [1, 2]}}}, "v")
-        return materials(op, v, ".")[3]
+        return materials(op, v, ".", 60.0)[3]
     assert shape_of({"shape": [2, 3]}) == (2, 3)
     with pytest.raises(PlanError, match=r"^a checks-only vector \(no expected result\) needs "
                                         r"output.shape$"):
@@ -290,3 +290,28 @@ def test_a_checks_only_vector_s_output_shape_is_judged_as_any_other():
         with pytest.raises(PlanError) as e:
             shape_of({"shape": bad})
         assert str(e.value) == f"output: bad shape {tuple(bad)!r} (a list of non-negative ints)"
+
+
+@pytest.mark.parametrize("source", [
+    "def f(*a):\n    while True:\n        pass\n",                       # its call never returns
+    "while True:\n    pass\n",                                          # nor its import
+    "def f(*a):\n    while True:\n        try:\n            pass\n        except Exception:\n"
+    "            pass\n",                                               # (Exception is not it)
+])
+def test_a_reference_that_never_returns_fails_its_vector_at_the_time_limit(tmp_path, source):
+    """A reference runs in the worker, outside any run of the cores: one
+    that never returned held the whole test run until the supervisor's
+    limit (six runs per vector and more, an hour at the default 60 s), then
+    lost every vector's result; now its vector fails at the vector's time
+    limit, naming it, and the alarm is left as it was."""
+    import signal
+    (tmp_path / "loops.py").write_text(source)
+    ins = make_inputs(OP, vector())
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(PlanError, match=r"^reference loops\.py:f did not return within 0\.3 s "
+                                        r"\(the vector's time limit\)$"):
+        vectors.expected_output(VectorPlan.from_json(vector(expected={"reference": {
+            "file": "loops.py", "function": "f"}}), "v"), ins, dt.by_name("float32"),
+            str(tmp_path), 0.3)
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is before

@@ -103,6 +103,22 @@ BAD_CASES = {
         "14:17: $.libraries[0].ops[1].kernel: kernel 'relu_forward' is already the kernel of "
         "the op at line 7: each op of a library registers a function of its own",
     ],
+    # (each compiled on its own and stopped the generated wrapper.cpp: g's
+    # g_wrapper() beside the kernel g_wrapper, wrapper_api.h's macro
+    # customop_next_tensor(), stack_switch.hpp's STACK_SIZE)
+    "wrapper_names": [
+        "12:9: $.libraries[0].ops[1]: kernel 'g' clashes with the kernel 'g_wrapper' of the op "
+        "at line 6: the generated wrapper.cpp defines g_wrapper() and g_stack_switch() for "
+        "'g'; rename one",
+        "19:17: $.libraries[0].ops[2].kernel: kernel 'g_wrapper_stack_switch' clashes with the kernel "
+        "'g_wrapper' of the op at line 6: the generated wrapper.cpp defines "
+        "g_wrapper_wrapper() and g_wrapper_stack_switch() for 'g_wrapper'; rename one",
+        "25:18: $.libraries[0].ops[3].schema: invalid op schema: op name "
+        "'customop_next_tensor' clashes with a name the generated wrapper.cpp uses; rename "
+        "the op",
+        "32:17: $.libraries[0].ops[4].kernel: kernel 'STACK_SIZE' clashes with a name the "
+        "generated wrapper.cpp uses",
+    ],
     "unknown_dtype": [
         f"10:26: {V}.inputs.x.dtype: unknown dtype 'float33' (did you mean 'float32'?)",
     ],

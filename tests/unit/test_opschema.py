@@ -3,6 +3,7 @@
 import dataclasses
 import os
 import pickle
+import re
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +14,7 @@ from gpsimd_build.opschema import (
     MAX_NAME_LENGTH,
     SUPPORTED_TYPES,
     WRAPPER_RESERVED_NAMES,
+    wrapper_clash,
     Argument,
     OpSchema,
     OpSchemaError,
@@ -647,3 +649,32 @@ def test_pytorch_types_are_recognised_then_rejected(type_):
     assert err.kind == "unsupported"
     assert err.column == len("ns::f(Tensor x, ") + 1
     assert err.message.startswith(f"argument 2 'v': type '{type_}' is not supported by the device ABI; {SUPPORTED_LIST}")
+
+
+def test_every_name_the_wrapper_headers_declare_is_reserved():
+    """The generated wrapper.cpp includes neuron/wrapper_api.h and
+    stack_switch.hpp, which a kernel need not include: an op named as one
+    of their functions or macros (customop_next_tensor, a macro of no
+    parameters; STACK_SIZE, a number) compiled and stopped the wrapper."""
+    from gpsimd_device.headers import INCLUDE_DIR
+    names = set()
+    for header in ("neuron/wrapper_api.h", "stack_switch.hpp"):
+        with open(os.path.join(INCLUDE_DIR, header)) as f:
+            text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read(), flags=re.S)
+        names |= set(re.findall(r"^\s*#\s*(?:define|ifndef)\s+(\w+)", text, re.M))
+        names |= set(re.findall(r"(\w+)\s*\([^()]*\)\s*;", text))          # functions
+        names |= set(re.findall(r"\(\s*\*\s*(\w+)\s*\)", text))             # typedef'd pointers
+        names |= set(re.findall(r"^\s*extern\s+\w+\s+(\w+)\s*;", text, re.M))
+    assert {"customop_next_tensor", "customop_setup_tagged", "STACK_SIZE", "switchBack",
+            "switched_stack", "wrapper_fn", "get_dst_tensor"} <= names
+    assert names - WRAPPER_RESERVED_NAMES == set()
+    for name in sorted(names):
+        with pytest.raises(OpSchemaError, match="clashes with a name the generated wrapper.cpp"):
+            parse_schema(f"{name}(Tensor x) -> Tensor")
+
+
+@pytest.mark.parametrize("first,second", [("g", "g_wrapper"), ("g_stack_switch", "g")])
+def test_a_kernel_named_as_another_kernels_wrapper_function_clashes(first, second):
+    """The wrapper makes g_wrapper() and g_stack_switch() of the kernel g."""
+    assert wrapper_clash(second, [first]) == first
+    assert wrapper_clash("g_wrapper_wrapper", ["g"]) is None

@@ -16,7 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..diagnostics import DocPath, shown
 from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_RESERVED_NAMES,
-                        OpSchema, OpSchemaError, parse_schema)
+                        OpSchema, OpSchemaError, parse_schema, wrapper_clash)
 
 from .defaults import _Defaults, _op_with_defaults
 from .model import Expected, Op, ScalarInput, TensorInput, Vector
@@ -102,10 +102,18 @@ class _OpChecks(_ExploreChecks, _InputChecks):
         kernel, kernel_given = self.kernel_name(path, op, name, shapes)
         if kernel is not None and kernels is not None and (kernel_given or name not in names):
             where = path + (("kernel",) if "kernel" in op else ())
+            clash = wrapper_clash(kernel, kernels)
             if kernel in kernels:
                 self.error(where, f"kernel '{shown(kernel)}' is already the kernel of the op at "
                                   f"line {self.line(kernels[kernel])}: each op of a library "
                                   "registers a function of its own")
+            elif clash is not None:
+                base = min(kernel, clash, key=len)
+                self.error(where, f"kernel '{shown(kernel)}' clashes with the kernel "
+                                  f"'{shown(clash)}' of the op at line "
+                                  f"{self.line(kernels[clash])}: the generated wrapper.cpp "
+                                  f"defines {base}_wrapper() and {base}_stack_switch() for "
+                                  f"'{base}'; rename one")
             else:
                 kernels[kernel] = where
         if name is not None:
