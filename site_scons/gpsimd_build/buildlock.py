@@ -203,9 +203,17 @@ def _command_of(pid: int) -> str:
 def _hold_until_gone(fd: int, pid: int, start: int) -> None:
     """Leave a process that holds the lock ``fd`` (its open file, which it
     shares) until process ``pid`` (started at ``start``) ends, ``kill -9``
-    included: in a session of its own (a Ctrl-C of the build does not end
-    it before the build), its standard streams on ``/dev/null`` (ninja
-    waits for the end of its step's output) and every other file closed."""
+    included (:func:`when_gone`)."""
+    when_gone(pid, start, keep_fd=fd)
+
+
+def when_gone(pid: int, start: int, keep_fd: int = -1, then=None) -> None:
+    """Leave a process that waits until process ``pid`` (started at
+    ``start``) ends, ``kill -9`` included, then calls ``then()`` (if
+    given) and exits: in a session of its own (a Ctrl-C of the build does
+    not end it before the build), its standard streams on ``/dev/null``
+    (ninja waits for the end of its step's output) and every other file
+    closed but ``keep_fd`` (above the standard streams), which it shares."""
     if os.fork():
         return
     try:
@@ -214,8 +222,11 @@ def _hold_until_gone(fd: int, pid: int, start: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for n in (0, 1, 2):
             os.dup2(null, n)
-        os.closerange(3, fd)            # (fd: above the standard streams)
-        os.closerange(fd + 1, 1 << 16)
+        if keep_fd > 2:
+            os.closerange(3, keep_fd)
+            os.closerange(keep_fd + 1, 1 << 16)
+        else:
+            os.closerange(3, 1 << 16)
         from gpsimd_emu.client.protocol import proc_stat
         try:
             ended = os.pidfd_open(pid)
@@ -229,6 +240,8 @@ def _hold_until_gone(fd: int, pid: int, start: int) -> None:
             else:
                 while (proc_stat(pid) or ("", 0, -1))[2] == start:
                     time.sleep(0.2)
+        if then is not None:
+            then()
     finally:
         os._exit(0)
 
