@@ -33,7 +33,8 @@ import time
 
 from . import buildfolder
 
-__all__ = ["LOCK_NAME", "LockBusy", "UnsafeLock", "acquire", "hold_for_ninja"]
+__all__ = ["LOCK_NAME", "LockBusy", "UnsafeLock", "RunEnded", "acquire", "hold_for_ninja",
+           "runs_ninja_file", "when_gone"]
 
 LOCK_NAME = ".gpsimd-lock"
 
@@ -44,6 +45,12 @@ _HELD = {}
 class LockBusy(Exception):
     """Another process holds the build folder's lock (``wait=False``); the
     message names it."""
+
+
+class RunEnded(Exception):
+    """The ninja run a step was started by has ended (``kill -9`` of
+    ninja as it started the step): the message names the process the step
+    now belongs to."""
 
 
 class UnsafeLock(Exception):
@@ -166,6 +173,12 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
     if ninja is None:
         return
     pid, start = ninja
+    if not runs_ninja_file(pid, os.path.join(build_dir, "build.ninja")):
+        # (its shell started after ninja died: $PPID is the process that
+        # took the orphan, pid 1, which would hold the lock for ever)
+        raise RunEnded(f"the ninja run of this step has ended (its program is now process "
+                       f"{pid} ({_command_of(pid)}), which runs no "
+                       f"{os.path.join(build_dir, 'build.ninja')})")
     mark = os.path.join(ninja_dir, f"{MARK_PREFIX}{pid}.{start}")
     if not os.path.exists(mark):        # (this run's first step: before it writes)
         buildfolder.check(build_dir)
@@ -187,6 +200,23 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
                          | os.O_CLOEXEC, 0o644))
     finally:
         os.close(gate)
+
+
+def runs_ninja_file(pid: int, ninja_file: str) -> bool:
+    """Does process ``pid``'s command line name ``ninja_file`` (relative
+    to this process's folder) as the file it runs (``-f FILE``, from its
+    own folder), as every ninja run of a build folder's ``build.ninja``
+    does (its paths are the project's: it runs from there)?"""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode("utf-8", "replace").split("\0")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    named = [b for a, b in zip(argv, argv[1:]) if a == "-f"] + \
+        [a[2:] for a in argv if a.startswith("-f") and len(a) > 2]
+    want = os.path.realpath(ninja_file)
+    return any(os.path.realpath(os.path.join(cwd, n)) == want for n in named)
 
 
 def _command_of(pid: int) -> str:

@@ -40,16 +40,7 @@ def _runner(ninja_file: str):
         runner = runner_of(stat[1]) if stat is not None else None
     if runner is None:
         return None
-    try:
-        with open(f"/proc/{runner[0]}/cmdline", "rb") as f:
-            argv = f.read().decode("utf-8", "replace").split("\0")
-        cwd = os.readlink(f"/proc/{runner[0]}/cwd")
-    except OSError:
-        return None
-    want = os.path.realpath(ninja_file)
-    named = [b for a, b in zip(argv, argv[1:]) if a == "-f"] + \
-        [a[2:] for a in argv if a.startswith("-f") and len(a) > 2]
-    if not any(os.path.realpath(os.path.join(cwd, n)) == want for n in named):
+    if not buildlock.runs_ninja_file(runner[0], ninja_file):
         return None
     return runner
 
