@@ -33,7 +33,8 @@ import time
 
 from . import buildfolder
 
-__all__ = ["LOCK_NAME", "LockBusy", "UnsafeLock", "acquire", "hold_for_ninja"]
+__all__ = ["LOCK_NAME", "LockBusy", "UnsafeLock", "RunEnded", "acquire", "hold_for_ninja",
+           "runs_ninja_file", "when_gone"]
 
 LOCK_NAME = ".gpsimd-lock"
 
@@ -44,6 +45,12 @@ _HELD = {}
 class LockBusy(Exception):
     """Another process holds the build folder's lock (``wait=False``); the
     message names it."""
+
+
+class RunEnded(Exception):
+    """The ninja run a step was started by has ended (``kill -9`` of
+    ninja as it started the step): the message names the process the step
+    now belongs to."""
 
 
 class UnsafeLock(Exception):
@@ -166,6 +173,12 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
     if ninja is None:
         return
     pid, start = ninja
+    if not runs_ninja_file(pid, os.path.join(build_dir, "build.ninja")):
+        # (its shell started after ninja died: $PPID is the process that
+        # took the orphan, pid 1, which would hold the lock for ever)
+        raise RunEnded(f"the ninja run of this step has ended (its program is now process "
+                       f"{pid} ({_command_of(pid)}), which runs no "
+                       f"{os.path.join(build_dir, 'build.ninja')})")
     mark = os.path.join(ninja_dir, f"{MARK_PREFIX}{pid}.{start}")
     if not os.path.exists(mark):        # (this run's first step: before it writes)
         buildfolder.check(build_dir)
@@ -189,6 +202,23 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
         os.close(gate)
 
 
+def runs_ninja_file(pid: int, ninja_file: str) -> bool:
+    """Does process ``pid``'s command line name ``ninja_file`` (relative
+    to this process's folder) as the file it runs (``-f FILE``, from its
+    own folder), as every ninja run of a build folder's ``build.ninja``
+    does (its paths are the project's: it runs from there)?"""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().decode("utf-8", "replace").split("\0")
+        cwd = os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return False
+    named = [b for a, b in zip(argv, argv[1:]) if a == "-f"] + \
+        [a[2:] for a in argv if a.startswith("-f") and len(a) > 2]
+    want = os.path.realpath(ninja_file)
+    return any(os.path.realpath(os.path.join(cwd, n)) == want for n in named)
+
+
 def _command_of(pid: int) -> str:
     """The program's name and arguments of process ``pid`` (``ninja -f
     build/build.ninja``), as the lock file names its holder."""
@@ -203,9 +233,17 @@ def _command_of(pid: int) -> str:
 def _hold_until_gone(fd: int, pid: int, start: int) -> None:
     """Leave a process that holds the lock ``fd`` (its open file, which it
     shares) until process ``pid`` (started at ``start``) ends, ``kill -9``
-    included: in a session of its own (a Ctrl-C of the build does not end
-    it before the build), its standard streams on ``/dev/null`` (ninja
-    waits for the end of its step's output) and every other file closed."""
+    included (:func:`when_gone`)."""
+    when_gone(pid, start, keep_fd=fd)
+
+
+def when_gone(pid: int, start: int, keep_fd: int = -1, then=None) -> None:
+    """Leave a process that waits until process ``pid`` (started at
+    ``start``) ends, ``kill -9`` included, then calls ``then()`` (if
+    given) and exits: in a session of its own (a Ctrl-C of the build does
+    not end it before the build), its standard streams on ``/dev/null``
+    (ninja waits for the end of its step's output) and every other file
+    closed but ``keep_fd`` (above the standard streams), which it shares."""
     if os.fork():
         return
     try:
@@ -214,8 +252,11 @@ def _hold_until_gone(fd: int, pid: int, start: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for n in (0, 1, 2):
             os.dup2(null, n)
-        os.closerange(3, fd)            # (fd: above the standard streams)
-        os.closerange(fd + 1, 1 << 16)
+        if keep_fd > 2:
+            os.closerange(3, keep_fd)
+            os.closerange(keep_fd + 1, 1 << 16)
+        else:
+            os.closerange(3, 1 << 16)
         from gpsimd_emu.client.protocol import proc_stat
         try:
             ended = os.pidfd_open(pid)
@@ -229,6 +270,8 @@ def _hold_until_gone(fd: int, pid: int, start: int) -> None:
             else:
                 while (proc_stat(pid) or ("", 0, -1))[2] == start:
                     time.sleep(0.2)
+        if then is not None:
+            then()
     finally:
         os._exit(0)
 

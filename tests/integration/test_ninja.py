@@ -393,6 +393,35 @@ def test_a_killed_ninja_build_then_a_revert_equals_a_clean_build(ninja_project, 
     assert digests == (scons_project / "build/host/digests.txt").read_text()
 
 
+def test_a_ninja_run_stopped_while_it_regenerates_build_ninja_leaves_it(small_ninja):
+    """A manifest edit, then `kill -TERM` of the ninja run while scons
+    writes build.ninja again: ninja waits for that step, then removes
+    what it changed, the new build.ninja, as the output of a stopped step;
+    every later `ninja -f build/build.ninja` stopped at once (`loading
+    'build/build.ninja': No such file or directory`) until `scons
+    --experimental=ninja` was run by hand. The regeneration gives it back
+    once that ninja run has ended (gpsimd_build.ninjakeep)."""
+    manifest = small_ninja / "small.yaml"
+    manifest.write_text(manifest.read_text() + "\n# an edit\n")
+    child = subprocess.Popen([*NINJA_F, "-j2"], cwd=str(small_ninja), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    seen = []
+    for line in child.stdout:
+        seen.append(line)
+        if line.startswith("Generating: build/build.ninja"):
+            os.kill(child.pid, signal.SIGTERM)        # (ninja alone; it waits for scons)
+    child.wait(timeout=300)
+    assert "interrupted by user" in "".join(seen), "".join(seen)
+    ninja_file = small_ninja / "build/build.ninja"
+    deadline = time.monotonic() + 30         # (given back as that ninja ends)
+    while not ninja_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ninja_file.exists()
+    proc = ninja(small_ninja)
+    assert proc.stdout.splitlines()[-1] == "all libraries: 26 passed, 0 failed", proc.stdout
+    assert ninja_file.stat().st_mtime_ns >= manifest.stat().st_mtime_ns
+
+
 def _small(proj):
     import yaml
     doc = yaml.safe_load((proj / "ops.yaml").read_text())

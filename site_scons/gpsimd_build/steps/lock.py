@@ -25,6 +25,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpsimd: {err}: this ninja run stops before it writes anything; run it "
               f"again once that build has ended", file=sys.stderr)
         return 1
+    except buildlock.RunEnded as err:
+        print(f"gpsimd: {err}: this step stops", file=sys.stderr)
+        return 1
     except (buildlock.UnsafeLock, buildfolder.UnsafeBuildFolder) as err:
         print(f"gpsimd: {err}", file=sys.stderr)
         return 1

@@ -45,7 +45,7 @@ import SCons.Node.Alias
 import SCons.Node.FS
 import SCons.Script
 
-from gpsimd_build import buildlock, ninjarecord
+from gpsimd_build import buildlock, ninjakeep, ninjarecord
 from gpsimd_build import results_summary as states
 
 # (imported while the tool loads: SCons restores sys.path afterwards, and
@@ -103,6 +103,10 @@ def load_tool(env, build_dir: str) -> None:
         # (run under ``scons -n`` too, as ``ninja -n``: as the tool's own action)
         from SCons.Tool.ninja_tool.Overrides import AlwaysExecAction
         env.AddPostAction(ninja_file, AlwaysExecAction(_run_ninja, {}))
+    elif ninja_file is not None:            # (it outlives a stop of the ninja run: ninjakeep)
+        env.AddPostAction(ninja_file, SCons.Action.Action(
+            lambda target, source, env: ninjakeep.keep(str(target[0]), str(env["NINJA_DIR"])),
+            None))
 
 
 def _stdin_file() -> Optional[str]:
