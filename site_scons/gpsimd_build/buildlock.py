@@ -157,13 +157,14 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
     whatever its name (``ninja``, ``ninja-build``, ``samu``...). Its steps
     ask at once: one at a time (a ``flock`` of ``ninja_dir``), the first
     takes the lock and leaves a process holding it
-    (:func:`_hold_until_gone`). A build that started this ninja and holds
+    (:func:`when_gone`). A build that started this ninja and holds
     the lock (``scons --experimental=ninja``) counts as this run's. A step
     run by hand (``runner`` is a shell) has no run to hold it for. The
     first step checks the build folder whole first, as a scons build does.
 
     Raises:
         LockBusy: another build holds it (the message names it).
+        RunEnded: the ninja run of the step has ended (``runs_ninja_file``).
         UnsafeLock, OSError: as :func:`acquire`.
         buildfolder.UnsafeBuildFolder: the build folder is not safe to
             build in (``buildfolder.check``), checked before the lock.
@@ -194,7 +195,7 @@ def hold_for_ninja(build_dir: str, ninja_dir: str, runner: int) -> None:
             for name in os.listdir(ninja_dir):      # (earlier runs' marks)
                 if name.startswith(MARK_PREFIX):
                     os.unlink(os.path.join(ninja_dir, name))
-            _hold_until_gone(fd, pid, start)
+            when_gone(pid, start, keep_fd=fd)
             os.close(fd)
         os.close(os.open(mark, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
                          | os.O_CLOEXEC, 0o644))
@@ -228,13 +229,6 @@ def _command_of(pid: int) -> str:
     except OSError:
         argv = []
     return " ".join([os.path.basename(argv[0]) if argv else "ninja"] + argv[1:])
-
-
-def _hold_until_gone(fd: int, pid: int, start: int) -> None:
-    """Leave a process that holds the lock ``fd`` (its open file, which it
-    shares) until process ``pid`` (started at ``start``) ends, ``kill -9``
-    included (:func:`when_gone`)."""
-    when_gone(pid, start, keep_fd=fd)
 
 
 def when_gone(pid: int, start: int, keep_fd: int = -1, then=None) -> None:

@@ -122,7 +122,7 @@ def _check_every(everys: Dict[str, Optional[Dict[str, List[str]]]],
                              if every is not None else
                              f"{path} does not list the manifest's vectors, {first} does: run "
                              f"every shard with this version of gpsimd_pytest")
-    done = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]") for r in ran}
+    done = {_result_key(r) for r in ran}
     missing = [f"{lib}::{name}" for lib, names in everys[first].items() for name in names
                if (lib, name) not in done]
     if missing:
@@ -156,6 +156,12 @@ def _check_builds(builds: Dict[str, Optional[str]]) -> Optional[str]:
                              f"objects, emulator or test vectors differ): run every "
                              f"shard on one build")
     return builds[first]
+
+
+def _result_key(row) -> Tuple[str, str]:
+    """``(library, "op[vector]")`` of a results row (as a JUnit test case
+    names it: :func:`_vector_key`)."""
+    return row[1], f"{row[3].get('op')}[{row[3].get('vector')}]"
 
 
 def _check_shards(shards: Dict[str, Optional[Tuple[int, int]]]) -> None:
@@ -220,8 +226,7 @@ def _check_junit(cases: Sequence[Tuple[str, ET.Element]], vectors: Sequence[list
         ValueError: a vector in no JUnit file or in two, or with another
             outcome there than in the results.
     """
-    want = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): r[3].get("status")
-            for r in vectors}
+    want = {_result_key(r): r[3].get("status") for r in vectors}
     found: Dict[Tuple[str, str], str] = {}
     for path, case in cases:
         key = _vector_key(case)
@@ -309,7 +314,7 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
         _check_junit(cases, vectors)
     lines = write_outputs(base + ".html", vectors, checks, build=build, every=every)
     if junit:
-        order = {(r[1], f"{r[3].get('op')}[{r[3].get('vector')}]"): list(r[0]) for r in vectors}
+        order = {_result_key(r): list(r[0]) for r in vectors}
         tree = _junit(first, [case for _, case in cases], order)
         tree.write(base + ".xml", encoding="utf-8", xml_declaration=True)
     return lines

@@ -22,15 +22,11 @@ action, nothing falls back to calling SCons). What ninja needs on top:
   step runs the summary step when it fails (:func:`failure_rules`);
 * the prestart step, which starts the emulator server the test steps
   hand their runs to as the ninja run begins (:func:`prestart`);
-* ninja's own output: SCons's tool would pipe ninja's output through
-  itself and erase each ``[n/N]`` line with an escape sequence, even into
-  a log file; ninja runs on our stdout instead (:func:`load_tool`), so it
-  prints as it does when run by hand (one status line rewritten in a
-  terminal, every line kept in a file or a pipe);
-* no record of outputs, no exit summary: ninja keeps its own log of finished
-  commands (``.ninja_log``) and rebuilds an output whose recorded mtime is
-  older than its inputs, which is what makes an interrupted ninja build
-  safe.
+* ninja's own output on our stdout, as when run by hand (SCons's tool
+  would pipe it and erase each ``[n/N]`` line, even into a log file);
+* ``build.ninja`` kept through a stop of the run regenerating it
+  (``gpsimd_build.ninjakeep``); else ninja's own log (``.ninja_log``)
+  makes an interrupted ninja build safe.
 """
 
 import os
@@ -50,11 +46,11 @@ from gpsimd_build import results_summary as states
 
 # (imported while the tool loads: SCons restores sys.path afterwards, and
 # without an installed package gpsimd_emu is found only through it)
+from gpsimd_emu.client.process import tied_to_me
 from gpsimd_emu.client.protocol import JOBS_ENV, SERVER_ENV
 
 from . import scons as scons_launcher
 from . import probes, signals
-from gpsimd_emu.client.process import tied_to_me
 
 __all__ = ["wanted", "load_tool", "active", "setup", "map_compiles", "regenerate_on", "summary",
            "failure_rules", "map_tests", "record_failures", "verdict", "drop_jobs", "made_from",
