@@ -130,4 +130,4 @@ def run_plan(plan: TestPlan, *, root: str = ".", timeout: float = DEFAULT_TIMEOU
     if options is None:
         options = RunOptions(timeout=timeout, checks=checks, zygote=zygote)
     with LibrarySession(plan, root=root, options=options) as session:
-        return session.run_all(on_result)
+        return session.run_all(on_result or (lambda r: None))

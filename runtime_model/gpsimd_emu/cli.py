@@ -29,17 +29,19 @@ import json
 import os
 import signal
 import sys
+import time
 from typing import List, Optional, Tuple, Union
 
 from gpsimd_device.atomic import write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
+from gpsimd_device.results import VectorResult, format_line
 
 # Only what the supervising process needs is imported here; the worker
 # imports the model (numpy) after the fork.
 from gpsimd_device import zygote as program
 
 from . import contain
-from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by
+from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by, first_call_right
 from .settings import (QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions, add_run_options,
                        one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
@@ -172,16 +174,24 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
     (``contain.fork_child``, ``_run_worker``), waits for it within the
     run's limit, ends every descendant left (``contain.sweep``) and returns
     the run's exit status (module text); on a stop signal it ends them all
-    and itself by that signal."""
+    and itself by that signal. A worker that ends without results while it
+    makes a vector ready (a reference's ``os._exit`` or crash) fails that
+    vector, and a new worker runs the rest (``_journal``)."""
     limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
+    deadline = time.monotonic() + limit
     contain.become_subreaper()
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
     pid = None
+    journal = os.memfd_create("gpsimd-emu-journal")     # (the workers' results so far)
     try:
-        pid = contain.fork_child(lambda: _run_worker(args, plan, options))
-        status = contain.end_within(pid, limit)     # (None: it was killed)
-        pid = None
+        while True:
+            pid = contain.fork_child(lambda: _run_worker(args, plan, options, journal))
+            status = contain.end_within(pid, deadline - time.monotonic())  # (None: killed)
+            pid = None
+            contain.sweep()
+            if status is None or _wrote_results(args) or not _blame(plan, journal, status):
+                break
     except _Stopped as stop:
         for sig in STOP_SIGNALS:                    # one stop is enough
             signal.signal(sig, signal.SIG_IGN)
@@ -190,9 +200,9 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
         contain.sweep()
         return end_by(stop.args[0])
     finally:
+        os.close(journal)
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
-    contain.sweep()
     if status is None:
         say(f"{plan.library}: the run did not finish within {limit:g} s "
             f"(a reference that never returns?)")
@@ -201,25 +211,77 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
     if code < 0:
         say(f"{plan.library}: the emulator died with signal {-code} and wrote no results")
         return 1
-    if code in (0, 1) and not any(os.path.exists(p)
-                                  for p in (args.results, args.failed_results) if p):
+    if code in (0, 1) and not _wrote_results(args):
         say(f"{plan.library}: the emulator exited with status {code} and wrote no results "
             f"(a reference or the emulator itself failed)")
         return 1
     return code
 
 
-def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
-    """The worker: run every vector, print the lines, write the results."""
+def _wrote_results(args: argparse.Namespace) -> bool:
+    return any(os.path.exists(p) for p in (args.results, args.failed_results) if p)
+
+
+def _journal(fd: int) -> Tuple[List[VectorResult], Optional[List[str]]]:
+    """The journal the workers of a run write (a memfd, one JSON document
+    a line): the results so far (``{"result": VectorResult JSON}``), and
+    the ``[op, vector]`` being made ready when the last worker ended, or
+    None (``{"making": [op, vector] or null}``). A line cut short by the
+    worker's end is skipped."""
+    rows, making = [], None
+    for line in os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace").splitlines():
+        try:
+            doc = json.loads(line)
+            if "result" in doc:
+                rows.append(VectorResult.from_json(doc["result"]))
+            else:
+                making = doc["making"]
+        except (ValueError, TypeError, KeyError):
+            continue
+    return rows, making
+
+
+def _note(fd: int, doc: dict) -> None:
+    os.write(fd, (json.dumps(doc) + "\n").encode())
+
+
+def _blame(plan: TestPlan, journal: int, status: int) -> bool:
+    """After a worker ended without results (wait ``status``): when it was
+    making a vector ready (its inputs, its reference), that vector fails,
+    its line printed and its result added to the journal; True then (a
+    new worker runs the vectors left), else False."""
+    making = _journal(journal)[1]
+    vectors = {(op.name, v.name): v for op in plan.ops for v in op.vectors}
+    if not isinstance(making, list) or tuple(making) not in vectors:
+        return False
+    code = os.waitstatus_to_exitcode(status)
+    how = f"signal {-code}" if code < 0 else f"exit status {code}"
+    row = VectorResult(making[0], making[1], vectors[tuple(making)].where, "fail",
+                       f"the emulator's worker ended ({how}) while it made this vector's "
+                       f"inputs and expected output (a reference that calls os._exit or "
+                       f"crashes the process?); the vectors after it ran in a new worker")
+    print(format_line(plan.library, row), flush=True)
+    _note(journal, {"result": row.to_json()})
+    return True
+
+
+def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions,
+                journal: int) -> int:
+    """The worker: run every vector not in the ``journal`` (``_journal``),
+    print the lines, note each result in the journal, write the results."""
     for sig in STOP_SIGNALS:    # (the worker's own, before it imports the model)
         signal.signal(sig, signal.SIG_DFL)
     from .session import LibrarySession
     library = plan.library
     verbose = os.environ.get(VERBOSE_ENV) == "1"
+    prior = _journal(journal)[0]
+    shown = {id(r) for r in prior}      # (their lines were printed)
 
     def show(r) -> None:
         from gpsimd_device.printable import prefixed
-        from gpsimd_device.results import format_line
+        if id(r) in shown:
+            return
+        _note(journal, {"result": r.to_json()})
         if args.quiet and (r.passed or r.checked) and not r.warnings:
             return
         if r.printf:    # (the kernel's text: its control characters made visible)
@@ -234,7 +296,10 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -
             sys.stderr.flush()
 
     with LibrarySession(plan, root=args.root, options=options) as session:
-        results = session.run_all(show)
+        for r in prior:
+            session.record_verdicts(r.op, {r.vector: first_call_right(r.to_json())})
+        results = session.run_all(show, prior, lambda op, vector: _note(
+            journal, {"making": None if op is None else [op, vector]}))
         session.close(wait=False)       # (the supervisor reaps the zygote: ZygoteClient.close)
     if not args.quiet:   # (the build prints the summary)
         print(results.summary_line(), flush=True)

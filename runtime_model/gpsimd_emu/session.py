@@ -141,24 +141,38 @@ class LibrarySession:
                 raise KeyError(f"no vector {name!r} of op {op.name}")
         return op, vector
 
-    def run_all(self, on_result: Optional[Callable[[VectorResult], None]] = None) -> LibraryResults:
+    def run_all(self, on_result: Callable[[VectorResult], None] = lambda r: None,
+                prior: Sequence[VectorResult] = (),
+                on_make: Callable[[Optional[str], Optional[str]], None] = lambda o, v: None
+                ) -> LibraryResults:
         """Every vector of every op, in plan order; ``on_result`` gets each
         result as soon as it is known. The next vector is made ready (inputs,
         reference, image) and queued while the zygote runs the current one,
-        so the worker and the cores use two CPUs at once."""
+        so the worker and the cores use two CPUs at once. ``prior``: results
+        an earlier worker of the run had (``cli.supervise``; their verdicts
+        given to ``record_verdicts``), taken as they are; ``on_make(op,
+        vector)`` is called before a vector is made ready, ``(None, None)`` after."""
         results = LibraryResults(self.plan.library,
                                  no_vectors=[op.name for op in self.plan.ops if not op.vectors])
+        before = {(r.op, r.vector): r for r in prior}
 
         def done(r: VectorResult) -> None:
             results.vectors.append(r)
-            if on_result is not None:
-                on_result(r)
+            on_result(r)
+
+        def make(op: Optional[OpPlan], vector: VectorPlan):
+            if op is None or (op.name, vector.name) in before:
+                return op and before[op.name, vector.name]
+            on_make(op.name, vector.name)
+            ready = self._prepare(op, vector)
+            on_make(None, None)
+            return ready
         inflight: Optional[_Pending] = None
         self._pipelined = True      # (every vector runs, in order: none is run alone)
         try:
             # (None, None): after the last vector, collect the one in flight
             for op, vector in [(o, v) for o in self.plan.ops for v in o.vectors] + [(None, None)]:
-                ready = None if op is None else self._prepare(op, vector)
+                ready = make(op, vector)
                 if inflight is not None:
                     result = self._collect(inflight)
                     if inflight.again:  # (the vector queued after it, made again after it)
@@ -166,7 +180,7 @@ class LibrarySession:
                             self._outcome(ready)
                             ready.image.close()
                         result = self._collect_now(inflight.op, inflight.vector, alone=True)
-                        ready = None if op is None else self._prepare(op, vector)
+                        ready = make(op, vector)
                     done(result)
                 inflight = ready if isinstance(ready, _Pending) else None
                 if ready is not None and inflight is None:

@@ -25,7 +25,8 @@ import struct
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
            "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja",
            "this_process", "model_files", "include_dir", "server_key", "server_name", "peer",
-           "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES", "MODEL_ROOT"]
+           "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES", "MODEL_ROOT",
+           "first_call_right"]
 
 #: ``0``: no run is handed to a server (README's ``EMU_SERVER=0``).
 SERVER_ENV = "GPSIMD_EMU_SERVER"
@@ -67,6 +68,13 @@ NINJA_NAMES = ("ninja", "ninja-build", "samu")
 
 #: The folder that holds ``gpsimd_emu`` and ``gpsimd_device`` (this copy's).
 MODEL_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def first_call_right(result: dict) -> bool:
+    """Was a vector's first call right, by its result (``VectorResult``'s
+    JSON): it passed, or only its second call failed. The next vector's
+    second call takes the arguments of such a vector alone."""
+    return result.get("status") == "pass" or result.get("second_call_only") is True
 
 
 def end_by(sig: int) -> int:

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import List, Optional, Tuple
 
-from .protocol import DEFAULT_TIMEOUT, MODEL_ROOT, RUNS_PER_VECTOR
+from .protocol import DEFAULT_TIMEOUT, MODEL_ROOT, RUNS_PER_VECTOR, first_call_right
 from .process import end_group, run_group, start_group
 
 __all__ = ["run_explore", "VectorClient", "RUNS_PER_VECTOR", "START_SLACK", "DEFAULT_TIMEOUT"]
@@ -91,8 +91,7 @@ class VectorClient:
             doc = self._lost("ended before the request")
         else:
             doc = self._reply(time.monotonic() + self.limit)
-        # (its first call was right: the next vector's second call may take its arguments)
-        verdicts[vector] = doc.get("status") == "pass" or doc.get("second_call_only") is True
+        verdicts[vector] = first_call_right(doc)
         return doc
 
     def close(self) -> None:
