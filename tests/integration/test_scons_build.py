@@ -2,6 +2,7 @@
 import json
 import re
 
+import pytest
 import yaml
 
 from conftest import copy_built, run_scons
@@ -247,16 +248,33 @@ def test_ignore_errors_is_refused_where_it_would_pass_a_failed_vector(built_proj
     assert proc.returncode == 2 and "all libraries: 1 passed, 1 failed\n" in proc.stdout
 
 
-def test_a_reference_that_kills_the_emulator_fails_the_build(built_project, tmp_path):
+@pytest.mark.parametrize("ending", ["os._exit(0)", "os.kill(os.getpid(), signal.SIGSEGV)"])
+def test_a_reference_that_ends_the_emulator_fails_its_vector_alone(built_project, tmp_path,
+                                                                   ending):
+    """The worker that runs a reference ends (os._exit, a crash): that vector
+    fails, named, and the vectors before and after it keep their verdicts."""
     proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
-    (proj / "exit_reference.py").write_text("import os\n\n\ndef relu_forward(x):\n    os._exit(0)\n")
-    (proj / "exitref.yaml").write_text(WRONG_REF_MANIFEST.replace("wrongref", "exitref")
-                                       .replace("wrong_reference.py", "exit_reference.py"))
+    (proj / "exit_reference.py").write_text(
+        f"import os\nimport signal\n\n\ndef relu_forward(x):\n    {ending}\n")
+    (proj / "exitref.yaml").write_text(
+        WRONG_REF_MANIFEST.replace("wrongref", "exitref")
+        .replace("wrong_reference.py", "exit_reference.py")
+        .replace("        vectors:\n          - name: n100\n",
+                 "        vectors:\n          - name: first\n            inputs:\n"
+                 "              x: {dtype: float32, shape: [3], values: [1, -2, 3]}\n"
+                 "            expected: {values: [1, 0, 3]}\n          - name: n100\n", 1))
     proc = run_scons(proj, "MANIFEST=exitref.yaml")
-    assert proc.returncode != 0
-    assert ("gpsimd_emu: exitref: the emulator exited with status 0 and wrote no results "
-            "(a reference or the emulator itself failed)") in proc.stderr
-    assert not (proj / "build/host/exitref/test-results.json").exists()
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    how = "exit status 0" if "_exit" in ending else "signal 11"
+    assert re.search(r"^FAIL exitref::relu_forward\[n100\] \(exitref.yaml:\d+:\d+\): the "
+                     rf"emulator's worker ended \({how}\) while it made this vector's inputs",
+                     proc.stdout, re.M), proc.stdout
+    results = json.loads((proj / "build/host/exitref/test-results.failed.json").read_text())
+    assert [(v["op"], v["vector"], v["status"]) for v in results["vectors"]] == [
+        ("relu_forward", "first", "pass"), ("relu_forward", "n100", "fail"),
+        ("relu_backward", "n9", "pass")]
+    assert "exitref: 2 passed, 1 failed" in proc.stdout
+    assert "Traceback" not in proc.stdout + proc.stderr
 
 
 def test_malformed_manifest_gives_a_located_error(built_project, tmp_path):
@@ -442,3 +460,21 @@ def test_an_edit_of_the_build_steps_code_makes_their_outputs_again(built_project
     path.write_text(text)
     proc = run_scons(proj, "relu")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_bad_emulator_option_stops_scons_naming_it_before_anything_runs(built_project,
+                                                                           tmp_path):
+    """EMU_TIMEOUT, EMU_MEMORY and EMU_PARALLEL are read by the parsers
+    the emulator's own options use (gpsimd_emu.client.values): a bad value
+    was refused only when a test step ran, naming the emulator's flag."""
+    proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
+    before = sorted(str(p.relative_to(proj)) for p in proj.rglob("*"))
+    for arg, why in [("EMU_TIMEOUT=-1", "-1: must be > 0 and at most 86400 seconds"),
+                     ("EMU_TIMEOUT=inf", "inf: must be > 0 and at most 86400 seconds"),
+                     ("EMU_MEMORY=1Q", "'1Q' is not a size (e.g. 4G, 512M, 1073741824)"),
+                     ("EMU_PARALLEL=-2", "-2: must be a whole number >= 0")]:
+        proc = run_scons(proj, arg, "RETEST=1")
+        assert proc.returncode == 2, (arg, proc.stdout, proc.stderr)
+        assert f"scons: *** {arg}: {why}\n" in proc.stderr, proc.stderr
+        assert "PASS" not in proc.stdout and "Traceback" not in proc.stderr
+    assert sorted(str(p.relative_to(proj)) for p in proj.rglob("*")) == before
