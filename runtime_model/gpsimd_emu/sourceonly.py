@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from gpsimd_device.plan import PlanError, ReferenceSpec
 
 __all__ = ["OutOfTime", "SourceOnlyLoader", "counted", "load_reference", "local_folder",
-           "own_modules", "short_exc", "time_limit", "user_frame"]
+           "output_shown", "own_modules", "short_exc", "time_limit", "user_frame"]
 
 #: The sets of :func:`own_modules` in progress, each given the path of
 #: every module a :class:`SourceOnlyLoader` runs.
@@ -188,6 +188,91 @@ def time_limit(seconds: float, what: str):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+class _Output:
+    """This process's reader of references' output: a pipe and a thread
+    that reads it, made once (and again in a forked child); a call's end is
+    a token of this reader written after it (what a process the reference
+    left writes after the token is dropped)."""
+
+    def __init__(self) -> None:
+        self.pid, self.token = os.getpid(), os.urandom(16)
+        self.r, self.w = os.pipe()
+        self.ended = threading.Event()
+        self.start()
+        threading.Thread(target=self._drain, name="reference output", daemon=True).start()
+
+    def start(self) -> None:
+        self.head, self.tail, self.total, self.carry = bytearray(), bytearray(), 0, b""
+        self.ended.clear()
+        if getattr(self, "stream", None) is None or self.stream.closed:    # (a call closed it)
+            self.stream = open(self.w, "w", encoding="utf-8", errors="backslashreplace",
+                               closefd=False)
+
+    def _drain(self) -> None:
+        from .control import ZY
+        keep, n = ZY["OUTPUT_KEEP"], len(self.token)
+        while True:
+            data = os.read(self.r, 1 << 16)
+            if self.ended.is_set():
+                continue
+            data = self.carry + data
+            at = data.find(self.token)
+            end = at if at >= 0 else max(len(data) - n + 1, 0)
+            mine, self.carry = data[:end], (b"" if at >= 0 else data[end:])
+            self.total += len(mine)
+            room = keep - len(self.head)
+            self.head += mine[:room]
+            self.tail = (self.tail + mine[max(room, 0):])[-keep:]
+            if at >= 0:
+                self.ended.set()
+
+    def text(self) -> str:
+        """What the call wrote: the kept bytes, and how many were dropped."""
+        dropped = self.total - len(self.head) - len(self.tail)
+        middle = f"\n[... {dropped} bytes dropped ...]\n".encode() if dropped else b""
+        return (bytes(self.head) + middle + bytes(self.tail)).decode("utf-8", "replace")
+
+
+_OUTPUT: List[_Output] = []
+
+
+@contextlib.contextmanager
+def output_shown(prefix: str):
+    """Run the block (a reference's import and call) with its stdout and
+    stderr (``sys.stdout``, ``sys.stderr`` and file descriptors 1 and 2,
+    one stream) read by a thread and
+    kept as the cores' are (``GPSIMD_ZY_OUTPUT_KEEP`` bytes from the start
+    and as many from the end, the rest counted), then printed to stderr,
+    each line after ``prefix`` and made visible (``gpsimd_device.printable``).
+    Written straight to the worker's streams, a reference that printed in a
+    loop flooded the build's output, and one that printed a ``PASS`` line
+    or a carriage return was taken for the emulator's own text."""
+    from gpsimd_device.printable import prefixed
+    if not _OUTPUT or _OUTPUT[0].pid != os.getpid():
+        _OUTPUT[:] = [_Output()]
+    out = _OUTPUT[0]
+    out.start()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved, streams = (os.dup(1), os.dup(2)), (sys.stdout, sys.stderr)
+    os.dup2(out.w, 1)
+    os.dup2(out.w, 2)
+    sys.stdout = sys.stderr = out.stream
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = streams
+        with contextlib.suppress(Exception):    # (it may have closed it)
+            out.stream.flush()
+        for fd, old in zip((1, 2), saved):
+            os.dup2(old, fd)
+            os.close(old)
+        os.write(out.w, out.token)
+        out.ended.wait()
+        if out.total:
+            print("\n".join(prefixed(prefix, out.text())), file=sys.stderr, flush=True)
 
 
 def short_exc(e: BaseException) -> str:

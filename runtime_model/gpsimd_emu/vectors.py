@@ -19,7 +19,7 @@ from gpsimd_device.plan import OpPlan, PlanError, ScalarSpec, TensorSpec, Vector
 
 from . import dtypes as dt
 from .convert import kind, read_list, to_dtype
-from .sourceonly import load_reference, short_exc, time_limit, user_frame
+from .sourceonly import load_reference, output_shown, short_exc, time_limit, user_frame
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -235,7 +235,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         ref = exp.reference
         args = [i.value.copy() if i.kind == "tensor" else i.value for i in inputs]
         try:
-            with time_limit(timeout, f"reference {ref.label}:{ref.function}"):
+            with output_shown(f"[reference {ref.label}:{ref.function}, vector {vector.name}] "), \
+                    time_limit(timeout, f"reference {ref.label}:{ref.function}"):
                 fn = load_reference(ref, root)
                 with np.errstate(all="ignore"):
                     result = fn(*args)

@@ -315,3 +315,38 @@ def test_a_reference_that_never_returns_fails_its_vector_at_the_time_limit(tmp_p
             str(tmp_path), 0.3)
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     assert signal.getsignal(signal.SIGALRM) is before
+
+
+def test_what_a_reference_writes_is_kept_bounded_and_shown_after_its_name(tmp_path, capfd):
+    """A reference's stdout and stderr (its file descriptors, C code's
+    too) are kept as the cores' are, the first and last 32 KiB, and shown
+    on stderr after the reference's and the vector's names, their control
+    characters visible: one that printed in a loop flooded the build's
+    output, and its own PASS line reached the build's stdout."""
+    from gpsimd_emu.control import ZY
+    keep = ZY["OUTPUT_KEEP"]
+    (tmp_path / "chatty.py").write_text(
+        "import os, sys\n"
+        "def f(x, y, alpha):\n"
+        "    print('PASS lib::f[v]\\x1b[2J')\n"
+        "    for i in range(200000):\n"
+        "        print('line', i)\n"
+        "    sys.stdout.flush()\n"
+        "    os.write(2, b'the end\\r\\n')\n"
+        "    return x + alpha * y\n")
+    ins = make_inputs(OP, vector())
+    capfd.readouterr()
+    out = vectors.expected_output(VectorPlan.from_json(vector(expected={"reference": {
+        "file": "chatty.py", "function": "f"}}), "v"), ins, dt.by_name("float32"),
+        str(tmp_path), 30)
+    assert out.tolist() == [12.0, 24.0, 36.0]
+    got = capfd.readouterr()
+    written = len("PASS lib::f[v]\x1b[2J\n") + sum(len(f"line {i}\n") for i in range(200000)) \
+        + len("the end\r\n")
+    lines = got.err.splitlines()
+    assert got.out == ""
+    assert all(line.startswith("[reference chatty.py:f, vector v] ") for line in lines)
+    assert lines[0] == "[reference chatty.py:f, vector v] PASS lib::f[v]\\x1b[2J"
+    assert lines[-1] == "[reference chatty.py:f, vector v] the end\\r"
+    assert f"[... {written - 2 * keep} bytes dropped ...]" in got.err
+    assert len(got.err) < 2 * keep + 40 * (2 * keep // 8)     # (the kept bytes and prefixes)
