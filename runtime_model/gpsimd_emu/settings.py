@@ -1,5 +1,5 @@
 """The emulator's run settings: defaults, the ``RunOptions`` of a library
-session, and the parsing of sizes (stdlib only, so that the supervising CLI
+session and their command-line options (stdlib only, so that the supervising CLI
 process and the zygote read them without importing the model).
 """
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from dataclasses import dataclass
 from typing import Optional
 
 from .client.protocol import DEFAULT_TIMEOUT, JOBS_ENV, QUIET_ENV, VERBOSE_ENV
+from .client.values import (DEFAULT_MEMORY, MAX_TIMEOUT, argtype, parse_count, parse_size,
+                            parse_timeout)
 
 __all__ = [
     "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
@@ -22,15 +23,9 @@ __all__ = [
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
 #: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
 DEFAULT_STACK_SCALE = 16
-#: The largest time limit a run takes (a day): the supervisor waits six
-#: runs per vector of it, and a wait must fit the platform's time_t.
-MAX_TIMEOUT = 86400.0
 #: Seconds the whole run of a plan may take beyond its vectors' time limits
 #: (the references run in the worker, outside any vector's limit).
 RUN_SLACK = 30.0
-#: Bytes a vector may use as a whole (its device image and everything its
-#: cores allocate): 4 GiB.
-DEFAULT_MEMORY = 4 << 30
 #: Seconds a run of cores goes on in one process before more processes
 #: take its remaining cores (so that short kernels never pay for a fork).
 SPREAD_AFTER = 0.02
@@ -52,26 +47,6 @@ def one_blas_thread(environ=os.environ) -> bool:
         return False
     environ.update(dict.fromkeys(BLAS_THREADS_ENV, "1"))
     return True
-
-
-_UNITS = dict({"": 1, "b": 1}, **{p + s: 1 << 10 * i for i, p in enumerate("kmgt", 1)
-                                  for s in ("", "b", "ib")})
-
-
-def parse_size(text: str) -> int:
-    """Bytes of a size such as ``"4G"``, ``"512MiB"``, ``"1.5g"`` or
-    ``"1048576"`` (binary units: K = 1024).
-
-    Raises:
-        ValueError: not a size, or not positive.
-    """
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
-    if not m or m.group(2).lower() not in _UNITS:
-        raise ValueError(f"{text!r} is not a size (e.g. 4G, 512M, 1073741824)")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if value <= 0:
-        raise ValueError(f"{text!r}: a size must be positive")
-    return value
 
 
 def format_size(nbytes: int) -> str:
@@ -119,30 +94,6 @@ class RunOptions:
         return max(1, int(p))
 
 
-def _positive(text: str) -> float:
-    """A time limit: seconds, > 0 and at most ``MAX_TIMEOUT`` (``inf`` or
-    ``1e300`` overflowed the supervisor's wait with a traceback)."""
-    value = float(text)
-    if not 0 < value <= MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"{text}: must be > 0 and at most {MAX_TIMEOUT:g} "
-                                         "seconds")
-    return value
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as e:
-        raise argparse.ArgumentTypeError(str(e)) from None
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be >= 0")
-    return value
-
-
 def add_run_options(p: argparse.ArgumentParser) -> None:
     """The options every entry that runs a plan's vectors takes (``python
     -m gpsimd_emu run``, ``-m gpsimd_emu.vector_service``, ``-m
@@ -152,13 +103,13 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zygote", metavar="PROGRAM",
                    help="the gpsimd-zygote program the build made, which runs every vector "
                         "(default: emu/gpsimd-zygote beside the plan's library folder)")
-    p.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
+    p.add_argument("--timeout", type=argtype(parse_timeout), default=DEFAULT_TIMEOUT,
                    help=f"seconds each run of a vector's cores may take (default "
                         f"{DEFAULT_TIMEOUT:g})")
-    p.add_argument("--memory", type=_size, default=DEFAULT_MEMORY,
+    p.add_argument("--memory", type=argtype(parse_size), default=DEFAULT_MEMORY,
                    help=f"memory a vector may use as a whole: its device image and what its "
                         f"cores allocate, e.g. 512M, 8G (default {format_size(DEFAULT_MEMORY)})")
-    p.add_argument("--parallel", type=_count, default=None,
+    p.add_argument("--parallel", type=argtype(parse_count), default=None,
                    help="processes a vector's cores may use at once (0 or 1: one after "
                         "another; default: the CPUs divided by $GPSIMD_EMU_JOBS)")
     p.add_argument("--no-checks", dest="checks", action="store_false",

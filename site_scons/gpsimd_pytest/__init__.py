@@ -77,6 +77,7 @@ __all__ = ["VectorFailed"]
 
 def pytest_addoption(parser) -> None:
     """The plugin's command-line options (module docstring)."""
+    from gpsimd_emu.client.values import argtype, parse_timeout
     group = parser.getgroup("gpsimd", "GPSIMD test vectors (gpsimd-build)")
     group.addoption("--gpsimd-manifest", metavar="OPS_YAML", default=None,
                     help="collect this manifest's test vectors (one item per vector) and run "
@@ -84,7 +85,7 @@ def pytest_addoption(parser) -> None:
     group.addoption("--gpsimd-build-dir", metavar="DIR", default=None,
                     help="the BUILD_DIR scons built into (default: build); alone, it also "
                          "names the project and its manifest, from the build's record")
-    group.addoption("--gpsimd-timeout", metavar="S", type=float, default=None,
+    group.addoption("--gpsimd-timeout", metavar="S", type=argtype(parse_timeout), default=None,
                     help="seconds each run of a vector's cores may take (default: the "
                          "emulator's, 60)")
     group.addoption("--gpsimd-no-checks", action="store_true", default=False,

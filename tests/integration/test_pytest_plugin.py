@@ -756,3 +756,14 @@ def test_a_last_report_that_cannot_be_removed_is_one_line(built, tmp_path):
     assert proc.returncode == 1 and "INTERNALERROR" not in proc.stdout + proc.stderr, \
         proc.stdout + proc.stderr
     assert f"gpsimd: cannot remove the last report {tmp_path / 'r.json'}: " in proc.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "soon"])
+def test_a_time_limit_that_is_not_one_is_a_usage_error(tmp_path, value):
+    """--gpsimd-timeout 0 ran every vector with the default 60 s (0 is
+    false), and -1 failed each vector with the service's message: the
+    value is read by the emulator's own parser, where it is given."""
+    proc = pytest_in(tmp_path, "-p", "no:cacheprovider", "--gpsimd-timeout", value)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"argument --gpsimd-timeout: {value}: must be > 0 and at most 86400 seconds" \
+        in proc.stderr, proc.stderr

@@ -8,7 +8,8 @@ from conftest import ROOT
 
 from gpsimd_device.plan import VectorPlan
 from gpsimd_emu import budget, settings
-from gpsimd_emu.settings import RunOptions, format_size, parse_size
+from gpsimd_emu.client.values import parse_size
+from gpsimd_emu.settings import RunOptions, format_size
 
 
 @pytest.mark.parametrize("text,value", [("4G", 4 << 30), ("512M", 512 << 20), ("512MiB", 512 << 20),

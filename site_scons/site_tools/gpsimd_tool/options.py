@@ -15,12 +15,14 @@ import subprocess
 import sys
 from typing import Iterable, List, Optional
 
+import SCons.Errors
 import SCons.Script
 from SCons.Script import BoolVariable, EnumVariable, PathVariable, Variables
 
 from gpsimd_build import buildfolder
 # (the emulator's variables, named once: imported while the tool loads)
 from gpsimd_emu.client.protocol import JOBS_ENV, QUIET_ENV, VERBOSE_ENV
+from gpsimd_emu.client.values import parse_count, parse_size, parse_timeout
 
 __all__ = ["PASSED_ENV", "PASSED_ENV_PREFIXES", "JOBS_ENV", "QUIET_ENV", "apply", "unknown"]
 
@@ -32,6 +34,18 @@ __all__ = ["PASSED_ENV", "PASSED_ENV_PREFIXES", "JOBS_ENV", "QUIET_ENV", "apply"
 PASSED_ENV = ("PATH", "HOME", "TMPDIR", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
               "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 PASSED_ENV_PREFIXES = ("CCACHE_", "SCCACHE_", "DISTCC_", "ICECC_", "INCLUDE_SERVER_")
+
+
+def _checked(parse):
+    """A variable's validator: empty, or a value ``parse`` (``gpsimd_emu.client.values``,
+    which the emulator's options use too) takes; else SCons stops, naming the variable."""
+    def validate(key, value, env) -> None:
+        try:
+            if value != "":
+                parse(value)
+        except ValueError as e:
+            raise SCons.Errors.UserError(f"{key}={value}: {e}") from None
+    return validate
 
 
 def _variables(env) -> Variables:
@@ -71,11 +85,13 @@ def _variables(env) -> Variables:
              "includes, .npy and reference files), separated by '" + os.pathsep + "'; see "
              "docs/manifest.md 'Trust model'", "")
     vars.Add("EMU_TIMEOUT", "seconds each run of a test vector's cores may take (empty: the "
-             "emulator's default, 60)", "")
+             "emulator's default, 60)", "", _checked(parse_timeout))
     vars.Add("EMU_MEMORY", "memory a test vector may use as a whole, its device image and what "
-             "its cores allocate, e.g. 512M or 8G (empty: the emulator's default, 4G)", "")
+             "its cores allocate, e.g. 512M or 8G (empty: the emulator's default, 4G)", "",
+             _checked(parse_size))
     vars.Add("EMU_PARALLEL", "processes a test vector's cores may use at once; 0 runs them one "
-             "after another (empty: the CPUs divided by the jobs of -j)", "")
+             "after another (empty: the CPUs divided by the jobs of -j)", "",
+             _checked(parse_count))
     vars.Add("EXPLORE_EXAMPLES", "inputs `scons explore` draws per op (gpsimd_explore)", "100")
     vars.Add("EXPLORE_SEED", "the seed of `scons explore` (the same seed, the same examples "
              "while the example database under BUILD_DIR holds no failure)", "0")
