@@ -25,7 +25,7 @@ from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 from gpsimd_device.plan import PlanError, ReferenceSpec
 
 __all__ = ["OutOfTime", "SourceOnlyLoader", "counted", "load_reference", "local_folder",
-           "output_shown", "own_modules", "short_exc", "time_limit", "user_frame"]
+           "own_modules", "reference_scope", "short_exc", "time_limit", "user_frame"]
 
 #: The sets of :func:`own_modules` in progress, each given the path of
 #: every module a :class:`SourceOnlyLoader` runs.
@@ -239,7 +239,25 @@ _OUTPUT: List[_Output] = []
 
 
 @contextlib.contextmanager
-def output_shown(prefix: str):
+def reference_scope(seconds: float, what: str, prefix: str):
+    """Run the block, a reference's import and call, in the worker: within
+    ``seconds`` (:func:`time_limit`), what it writes kept and shown after
+    ``prefix`` (:func:`_shown_output`), and the working folder and umask
+    it may change given back after it (a reference that changed folder
+    made every later vector's relative paths, and the results file, miss)."""
+    folder, mask = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), os.umask(0o22)
+    os.umask(mask)
+    try:
+        with _shown_output(prefix), time_limit(seconds, what):
+            yield
+    finally:
+        os.fchdir(folder)
+        os.close(folder)
+        os.umask(mask)
+
+
+@contextlib.contextmanager
+def _shown_output(prefix: str):
     """Run the block (a reference's import and call) with its stdout and
     stderr (``sys.stdout``, ``sys.stderr`` and file descriptors 1 and 2,
     one stream) read by a thread and

@@ -19,7 +19,7 @@ from gpsimd_device.plan import OpPlan, PlanError, ScalarSpec, TensorSpec, Vector
 
 from . import dtypes as dt
 from .convert import kind, read_list, to_dtype
-from .sourceonly import load_reference, output_shown, short_exc, time_limit, user_frame
+from .sourceonly import load_reference, reference_scope, short_exc, user_frame
 
 __all__ = [
     "PlanError", "Input", "LOCATIONS", "location_of", "make_tensor", "make_scalar", "make_inputs",
@@ -215,7 +215,7 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
     """The expected output, converted to ``out_dtype`` (C-contiguous; by
     ``convert.to_dtype``, inline ``values`` as literal values). A
     reference's import and call take at most ``timeout`` seconds (the
-    vector's time limit, ``sourceonly.time_limit``).
+    vector's time limit, ``sourceonly.reference_scope``).
 
     A reference (ARCHITECTURE.md "The test plan") gets a private copy of
     each input array, and its result is copied into an array of its own
@@ -235,8 +235,8 @@ def expected_output(vector: VectorPlan, inputs: Sequence[Input],
         ref = exp.reference
         args = [i.value.copy() if i.kind == "tensor" else i.value for i in inputs]
         try:
-            with output_shown(f"[reference {ref.label}:{ref.function}, vector {vector.name}] "), \
-                    time_limit(timeout, f"reference {ref.label}:{ref.function}"):
+            with reference_scope(timeout, f"reference {ref.label}:{ref.function}",
+                                 f"[reference {ref.label}:{ref.function}, vector {vector.name}] "):
                 fn = load_reference(ref, root)
                 with np.errstate(all="ignore"):
                     result = fn(*args)

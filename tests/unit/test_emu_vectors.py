@@ -1,4 +1,5 @@
 """Inputs, references and expected outputs from the plan (gpsimd_emu.vectors)."""
+import os
 import ml_dtypes
 import numpy as np
 import pytest
@@ -350,3 +351,26 @@ def test_what_a_reference_writes_is_kept_bounded_and_shown_after_its_name(tmp_pa
     assert lines[-1] == "[reference chatty.py:f, vector v] the end\\r"
     assert f"[... {written - 2 * keep} bytes dropped ...]" in got.err
     assert len(got.err) < 2 * keep + 40 * (2 * keep // 8)     # (the kept bytes and prefixes)
+
+
+def test_the_folder_and_umask_a_reference_changes_are_given_back(tmp_path, monkeypatch):
+    """A reference that changed the working folder (os.chdir to read its
+    data) made every later vector's relative paths miss, and the results
+    file was written under the other folder; one that set the umask made
+    the results file as the reference chose."""
+    (tmp_path / "moves.py").write_text(
+        "import os\n"
+        "def f(x, y, alpha):\n"
+        "    os.chdir('/')\n"
+        "    os.umask(0)\n"
+        "    return x + alpha * y\n")
+    monkeypatch.chdir(tmp_path)
+    mask = os.umask(0o27)
+    try:
+        ins = make_inputs(OP, vector())
+        out = vectors.expected_output(VectorPlan.from_json(vector(expected={"reference": {
+            "file": "moves.py", "function": "f"}}), "v"), ins, dt.by_name("float32"), ".", 30)
+        assert out.tolist() == [12.0, 24.0, 36.0]
+        assert os.getcwd() == str(tmp_path) and os.umask(0o27) == 0o27
+    finally:
+        os.umask(mask)
