@@ -22,7 +22,6 @@ what a vector touches is charged to its memory cgroup.
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import math
 import mmap
@@ -45,8 +44,8 @@ __all__ = ["DeviceImage"]
 
 PAGE = mmap.PAGESIZE
 _BINDING = ctypes.sizeof(abi.GpsimdCoreBinding)
-#: madvise(2)'s MADV_POPULATE_WRITE (Linux 5.14; the mmap module names it from Python 3.12)
-_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)
+#: a binding as a numpy record (the same layout: ``abi.GpsimdCoreBinding``'s)
+_BINDING_RECORD = np.dtype(abi.GpsimdCoreBinding)
 
 
 class DeviceImage:
@@ -287,33 +286,39 @@ class DeviceImage:
         """Store ``arg_stream`` and ``out_desc`` and every run's bindings in
         the file (again after a test patched the bytes). A binding's host
         pointers are file offsets (``arg_stream_host`` / ``retval_host``:
-        of the bytes the vector's process copies for each launch)."""
+        of the bytes the vector's process copies for each launch). The
+        bindings are made as one array (``abi.GpsimdCoreBinding``'s layout)
+        and written to the file (``pwrite``: the worker never reads them)."""
         if len(self.arg_stream) > PAGE or len(self.out_desc) > PAGE:
             raise ValueError("argument stream or output descriptor larger than a page")
         # the gap table (leader_launch.c): u64 count, then (offset, nbytes) pairs
         table = np.array([len(self.gaps)] + [v for g in self.gaps for v in g], dtype="<u8")
-        for at, data in ((self._args_at, self.arg_stream), (self._args_at + PAGE, self.out_desc),
-                         (self._args_at + 2 * PAGE, table.tobytes())):
-            self.file.mm[at:at + PAGE] = data.ljust(PAGE, b"\0")
-        b = abi.GpsimdCoreBinding(abi_version=abi.ABI_VERSION, core_count=self.num_cores,
-                                  num_regions=3, sbuf_window_base=SBUF_WINDOW_BASE,
-                                  arg_stream_host=self._args_at, retval_host=self._args_at + PAGE,
-                                  stack_scale=DEFAULT_STACK_SCALE, out_itemsize=self.itemsize)
-        out = b.regions[2]          # (a view of b; its host is each core's copy)
-        out.device_addr, out.size, out.flags = self.out_addr, self.out_nbytes, abi.REGION_OUTPUT
+        args = b"".join(data.ljust(PAGE, b"\0") for data in (self.arg_stream, self.out_desc,
+                                                              table.tobytes()))
+        b = np.zeros((len(self.runs), self.num_cores), _BINDING_RECORD)
+        b["abi_version"], b["core_count"], b["num_regions"] = abi.ABI_VERSION, self.num_cores, 3
+        b["core_id"] = np.arange(self.num_cores)
+        b["sbuf_window_base"], b["stack_scale"] = SBUF_WINDOW_BASE, DEFAULT_STACK_SCALE
+        b["arg_stream_host"], b["retval_host"] = self._args_at, self._args_at + PAGE
+        b["out_itemsize"] = self.itemsize
+        out = b["regions"][:, :, 2]     # (its host is each core's copy)
+        out["device_addr"], out["size"], out["flags"] = (self.out_addr, self.out_nbytes,
+                                                         abi.REGION_OUTPUT)
         for r in self.runs:
+            row = b[r.index]
             for i, arena in enumerate(self.arenas[r.index]):     # (hbm, sbuf)
-                b.regions[i] = abi.GpsimdRegion(arena.device_base, arena.capacity,
-                                                arena.file_offset, abi.REGION_READONLY, 0)
-            b.checks, b.poison, b.tcm_poison = r.checks, r.poison, r.tcm_poison
-            reads = r.private and r.checks & abi.CHECK_READS
-            for k in range(self.num_cores):
-                b.core_id, out.host = k, self._out_at[r.index][k]
-                b.scratch_host, b.dataram_host, b.printf_host, b.report_host, read_map = (
-                    self._part(r.index, k, part) for part in range(5))
-                b.read_map_host = read_map if reads else 0
-                at = self._bindings_at + (r.index * self.num_cores + k) * _BINDING
-                self.file.mm[at:at + _BINDING] = bytes(b)
+                region = row["regions"][:, i]
+                region["device_addr"], region["size"] = arena.device_base, arena.capacity
+                region["host"], region["flags"] = arena.file_offset, abi.REGION_READONLY
+            row["checks"], row["poison"], row["tcm_poison"] = r.checks, r.poison, r.tcm_poison
+            row["regions"][:, 2]["host"] = self._out_at[r.index]
+            for part, field in enumerate(("scratch_host", "dataram_host", "printf_host",
+                                          "report_host")):
+                row[field] = [self._part(r.index, k, part) for k in range(self.num_cores)]
+            if r.private and r.checks & abi.CHECK_READS:
+                row["read_map_host"] = [self._part(r.index, k, 4) for k in range(self.num_cores)]
+        self.file.write(self._args_at, args)
+        self.file.write(self._bindings_at, b.tobytes())
 
     def _fills(self) -> List[Tuple[List[int], int, int]]:
         """``(offsets, nbytes, poison)`` of the output copies of each
@@ -344,15 +349,19 @@ class DeviceImage:
         The worker does it before the vector's processes start (they then
         only read or overwrite those pages: a leader that faulted them in
         cost each vector about 1 ms on the zygote's side of the pipeline);
-        they are charged to the worker (``prefilled_bytes``)."""
-        u8, mm = self.file.u8, self.file.mm
+        they are charged to the worker (``prefilled_bytes``). Written to the
+        file (``pwrite``), one call per run of adjacent fills: the pages are
+        made without a page fault or a page-table entry each (the worker
+        reads them after the run; BENCHMARKS.md)."""
+        spans: List[List[int]] = []
         for offsets, n, poison in self._fills():
             for at in offsets:
-                # (the copy's pages made at once, not one page fault at a
-                # time; a kernel without MADV_POPULATE_WRITE faults them in)
-                with contextlib.suppress(OSError):
-                    mm.madvise(_MADV_POPULATE_WRITE, at - at % PAGE, at % PAGE + n)
-                u8[at:at + n] = poison
+                if spans and spans[-1][0] + spans[-1][1] == at and spans[-1][2] == poison:
+                    spans[-1][1] += n
+                else:
+                    spans.append([at, n, poison])
+        for at, n, poison in spans:
+            self.file.write(at, bytes((poison,)) * n)
 
     def request(self) -> dict:
         """What a vector's process needs besides the file: the runs and the

@@ -85,6 +85,19 @@ class ImageFile:
         self.u8 = np.frombuffer(self.mm, dtype=np.uint8)
         self.host = int(self.u8.ctypes.data)
 
+    def write(self, offset: int, data: bytes) -> None:
+        """Write ``data`` at byte ``offset`` of the file (``pwrite``: its
+        pages made without a page fault or a page-table entry each in this
+        process, which reads them through the map all the same).
+
+        Raises:
+            OSError: no memory for the pages.
+        """
+        view = memoryview(data)
+        while view:
+            done = os.pwrite(self.fd, view, offset)
+            view, offset = view[done:], offset + done
+
     def close(self) -> None:
         """Unmap and close (idempotent); views taken earlier keep the pages."""
         if self.fd is not None:

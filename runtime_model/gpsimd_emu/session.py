@@ -333,6 +333,9 @@ class LibrarySession:
             image.ctl.init(self._nonce, len(image.runs), image.num_cores,
                            [list(r.order) for r in image.runs])
             image.poison_outputs()
+        except OSError as e:        # (no memory left for the poisoned copies)
+            image.close()
+            return failed(f"cannot lay out device memory: {e}")
         except BaseException:
             image.close()
             raise

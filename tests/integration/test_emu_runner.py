@@ -5,6 +5,7 @@ The stand-in (tests/native/fake_core.cpp, compiled by tests/fake_core.py)
 implements the abi.h contract without the C++ runtime, with ops that behave and ops that misbehave, so the
 model's forked runs, merges and messages are tested end to end.
 """
+import errno
 import json
 import os
 import re
@@ -237,6 +238,28 @@ def test_write_past_end_and_modified_input(tmp_path, objects):
     # a right output, then the input changed: the modified input explains a
     # second call's other output, so no hint of state kept between calls
     assert res["a"].message == "input 'x' was modified (4 bytes changed)", res["a"].message
+
+
+@needs_cxx
+def test_an_image_the_worker_cannot_write_fails_its_vector_not_the_run(tmp_path, objects,
+                                                                       monkeypatch):
+    """The poisoned output copies written to the image file (pwrite) when no
+    memory is left for them: that vector fails, named, and the next runs."""
+    from gpsimd_emu.memory import ImageFile
+    real, n = ImageFile.write, []
+
+    def write(self, offset, data):
+        n.append(offset)
+        if len(n) == 3:                     # (the first vector's poisoned copies)
+            raise OSError(errno.ENOMEM, os.strerror(errno.ENOMEM))
+        real(self, offset, data)
+    monkeypatch.setattr(ImageFile, "write", write)
+    p = plan(tmp_path, objects, [op("relu", [vec("a", {"x": tensor([10])}),
+                                             vec("b", {"x": tensor([10])})])])
+    res = run_plan(p, root=str(tmp_path), timeout=30)
+    assert [(r.vector, r.status, r.message) for r in res.vectors] == [
+        ("a", "fail", "cannot lay out device memory: [Errno 12] Cannot allocate memory"),
+        ("b", "pass", "")]
 
 
 @needs_cxx

@@ -31,6 +31,24 @@ def test_bump_allocation_is_64_byte_aligned():
     assert align_up(65) == 128 and ALIGN == 64
 
 
+def test_image_file_write_goes_on_after_a_short_write(monkeypatch):
+    """ImageFile.write: the worker's pwrite of the poisoned copies and the
+    bindings; a write the kernel cuts short goes on from where it stopped."""
+    image = ImageFile(3 * 4096)
+    real = os.pwrite
+    calls = []
+
+    def short(fd, data, offset):            # (at most 1000 bytes a call)
+        calls.append(offset)
+        return real(fd, bytes(data[:1000]), offset)
+    monkeypatch.setattr(os, "pwrite", short)
+    image.write(100, bytes(range(256)) * 10)
+    assert calls == [100, 1100, 2100]
+    assert image.u8[100:2660].tobytes() == bytes(range(256)) * 10
+    assert not image.u8[:100].any() and not image.u8[2660:].any()
+    image.close()
+
+
 def test_an_arena_is_its_part_of_the_image_and_shared_after_fork():
     a, image = _arena(capacity=4096)
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
