@@ -116,6 +116,9 @@ class LibrarySession:
         elif error is not None:
             self._zygote_error = f"cannot start the device model process: {error}"
 
+    def _failure(self, e: ZygoteError) -> str:
+        return e.meaning(self._answered)
+
     def __enter__(self) -> "LibrarySession":
         return self
 
@@ -291,8 +294,7 @@ class LibrarySession:
             return VectorResult(op.name, vector.name, vector.where, "fail", message)
         if vector.output.error:     # the shape function gave no usable output
             return failed(vector.output.error)
-        problem = inputs_too_big(vector, self.root, opts.memory)   # (before anything is made)
-        if problem:
+        if problem := inputs_too_big(vector, self.root, opts.memory):   # (before anything is made)
             return failed(problem)
         try:
             inputs, out_dtype, expected, shape, rtol, atol, out_location = \
@@ -300,10 +302,8 @@ class LibrarySession:
         except PlanError as e:
             return failed(str(e))
         except MemoryError as e:
-            return failed(f"the vector's inputs or expected output do not fit in memory "
-                          f"({e})")
-        problem = self._cores_problem(op)
-        if problem:
+            return failed(f"the vector's inputs or expected output do not fit in memory ({e})")
+        if problem := self._cores_problem(op):
             return failed(problem)
         scratch = abi.scratch_size(self.cores[0].core)
         out_nbytes = math.prod(shape) * out_dtype.itemsize
@@ -333,12 +333,11 @@ class LibrarySession:
             image.ctl.init(self._nonce, len(image.runs), image.num_cores,
                            [list(r.order) for r in image.runs])
             image.poison_outputs()
-        except OSError as e:        # (no memory left for the poisoned copies)
+        except BaseException as e:
             image.close()
+            if not isinstance(e, OSError):      # (no memory left for the poisoned copies)
+                raise
             return failed(f"cannot lay out device memory: {e}")
-        except BaseException:
-            image.close()
-            raise
         request = dict(image.request(), op=op.function, timeout=opts.timeout,
                        parallel=opts.processes(), spread_after=opts.spread_after,
                        spread_now=self._slow_ops.get(op.name, False),
@@ -350,16 +349,6 @@ class LibrarySession:
         except ZygoteError as e:
             self._zygote_error = pending.error = self._failure(e)
         return pending
-
-    def _failure(self, e: ZygoteError) -> str:
-        """What the zygote's failure ``e`` means: unless it said why, before
-        its first answer it was loading the copies past the first."""
-        if self._answered:
-            return f"the device model process failed: {e}"
-        if e.said:
-            return f"the device model process {e}"
-        return (f"the core objects could not be loaded: the device model process {e} "
-                f"(a static initialiser of a core object?)")
 
     def _collect(self, p: "_Pending") -> VectorResult:
         """Wait for the vector's end, judge it, release its image."""

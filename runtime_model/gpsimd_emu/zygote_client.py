@@ -165,6 +165,17 @@ class ZygoteError(Exception):
 
     said = False
 
+    def meaning(self, answered: bool) -> str:
+        """What this failure means to a vector, the zygote ``answered``
+        one before or not: unless it said why, before its first answer it
+        was loading the copies past the first."""
+        if answered:
+            return f"the device model process failed: {self}"
+        if self.said:
+            return f"the device model process {self}"
+        return (f"the core objects could not be loaded: the device model process {self} "
+                f"(a static initialiser of a core object?)")
+
 
 #: glibc's per-thread malloc cache, which skips the poison of malloc / new
 #: memory (ARCHITECTURE.md "The checks"), off in the zygote and what it
