@@ -130,7 +130,8 @@ class VectorClient:
                 continue
             chunk = os.read(proc.stdout.fileno(), 1 << 20)
             if not chunk:
-                return self._lost("ended")
+                return self._lost("ended", " (a reference that calls os._exit or crashes the "
+                                           "process?)")
             self._buffer += chunk
         line, self._buffer = self._buffer.split(b"\n", 1)
         try:
@@ -138,8 +139,8 @@ class VectorClient:
         except ValueError:
             return self._lost(f"answered {line[:200]!r}")
 
-    def _lost(self, what: str) -> dict:
+    def _lost(self, what: str, why: str = "") -> dict:
         proc, self._proc = self._proc, None
         end_group(proc, grace=0)
         return {"error": f"the emulator's process {what} (exit status {proc.returncode}) "
-                         f"without a result"}
+                         f"without a result{why}"}
