@@ -130,6 +130,11 @@ def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, serial)
     assert props == {"where": "ops.yaml:16:13", "max_abs_err": "0.0", "mismatches": "0"}
     # the run's own report, beside the build's (which it leaves alone)
     assert 'data-vector="team::negate[wrong]"' in page and "total: 2 passed, 1 failed" in page
+    # the test suite names the build the results name (for the shards' merge)
+    build = json.loads((proj / "build/host/pytest-report.json").read_text())["build"]
+    suite = next(root.iter("testsuite"))
+    assert [(p.get("name"), p.get("value")) for p in suite.findall("properties/property")] == [
+        ("gpsimd_build", build)] and len(build) == 64
 
 
 def test_k_x_and_last_failed(built, tmp_path):
