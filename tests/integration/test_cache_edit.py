@@ -228,3 +228,26 @@ def test_a_cache_entry_of_a_user_who_may_not_write_its_folder_is_not_taken(tmp_p
     assert (f"scons: the cache entry {entry} belongs to user nobody, who may not write its "
             f"folder (mode 755, owner root, group root): it was put there while the folder was "
             f"open to them, so it is not taken (built instead)" in again.stderr), again.stderr
+
+
+def test_a_build_under_umask_000_makes_no_cache_folder_every_user_may_write(tmp_path):
+    """SCons makes a cache entry's folder with the build's umask: under
+    ``umask 000``, 777, where any user could put entries (and the next
+    build refused the whole cache for it). The folders are made 775 at
+    most now: the next build takes the entries."""
+    proj = _modes_project(tmp_path)
+    cache = tmp_path / "cache"
+    (proj / "rel").mkdir(mode=0o755)        # (a build folder every user may write is refused)
+    old = os.umask(0)
+    try:
+        first = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
+    finally:
+        os.umask(old)
+    assert first.returncode == 0, first.stdout + first.stderr
+    folders = [p for p in cache.iterdir() if p.is_dir()]
+    assert folders and {stat.S_IMODE(p.stat().st_mode) for p in folders} == {0o775}
+    assert {stat.S_IMODE(p.stat().st_mode) & 0o002 for p in cache.glob("*/*")} == {0}
+    shutil.rmtree(proj / "rel")
+    again = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
+    assert again.returncode == 0 and "Retrieved `rel/host/mode/obj/kernels/mode/mode.o'" \
+        in again.stdout, again.stdout + again.stderr

@@ -30,13 +30,14 @@ cache that only the team may write does not keep anyone else from
 rewriting such a file in place (one a build under ``umask 000`` stored:
 SCons copies an output's mode into the cache), nor from having put one
 there while the folder was open to them; an entry is pushed without that
-right.
+right, and a folder made for it too.
 
 A target of an environment without ``$GPSIMD_BUILD_DIR`` keeps SCons's own
 key. Everything else (where the cache is, how files are copied in and out)
 is SCons's.
 """
 
+import contextlib
 import functools
 import grp
 import hashlib
@@ -222,6 +223,11 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     def push(self, node):
         if depfiles.unseen(node) or probes.probing(node) or integrity.read_an_edit(node):
             return None
+        folder = self.cachepath(node)[0] if self.is_enabled() and not self.is_readonly() \
+            else None
+        if folder is not None:      # (SCons's makedirs: 777 under umask 000, open to anyone)
+            with contextlib.suppress(OSError):      # (there already; else SCons says why)
+                os.mkdir(folder, 0o775)
         return super().push(node)
 
     def cachepath(self, node):
