@@ -2,12 +2,14 @@
 conversion of ``gpsimd_emu.vectors`` for inputs and expected outputs
 alike, by the rule of docs/manifest.md "Values and dtypes": an integer
 dtype holds a value exactly or the vector fails with a ``PlanError`` naming
-the first bad element; a float dtype rounds to nearest (``literal`` values
-must stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
+the first bad element; a float dtype rounds to nearest, once, from the
+exact value (a 64-bit integer, a Python int or ``Fraction``, a longdouble
+is first rounded *to odd* into float64: ``_odd``; ``literal`` values must
+stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
 read as the dtype, bit for bit, but an array of an ml_dtypes type (``int4``,
 ``float8_e4m3fn``: numpy kind ``V`` too) as the numbers it holds
 (``kind``). ``read_list`` reads a (nested) list of numbers as an array,
-exactly for an integer dtype.
+its integers exact.
 """
 
 from __future__ import annotations
