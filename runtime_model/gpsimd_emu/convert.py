@@ -151,7 +151,7 @@ def _objects(a: np.ndarray, integer: bool, what: str, origin: str) -> np.ndarray
         try:
             f = float(x)        # (the nearest float64: correctly rounded)
         except OverflowError:
-            f = math.copysign(float(np.finfo(np.float64).max), x)
+            f = float(np.finfo(np.float64).max) * (1 if x > 0 else -1)
         hi.append(f)
         lo.append(float(np.sign(x - Fraction(f))))
     return _odd(np.array(hi, dtype=np.float64), np.array(lo, dtype=np.float64)).reshape(a.shape)

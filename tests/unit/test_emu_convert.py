@@ -307,6 +307,9 @@ def test_an_exact_value_wider_than_float64_rounds_once_too(tmp_path):
     assert ref("huge", "float32")[0] == 2.0 ** 70 + 2 ** 47
     assert ref("huge", "bfloat16")[1] == 2.0 ** 70 + 2 ** 63
     assert ref("huge", "float32")[2] == -(2.0 ** 70 + 2 ** 47)
+    # an int past float64's range is past every float dtype's: its infinity
+    assert to_dtype(np.array([10 ** 400, -10 ** 400], dtype=object), dt.by_name("float32"),
+                    "v").tolist() == [float("inf"), float("-inf")]
     # a fraction is no integer, however near float64 makes it one
     assert failure(to_dtype, np.array([Fraction(2 ** 62 + 1, 2)], dtype=object),
                    dt.by_name("int64"), "v") == "v 4611686018427387905/2 at [0] is not an int64 (its dtype)"
