@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Optional
 
-from .client.protocol import DEFAULT_TIMEOUT, JOBS_ENV, QUIET_ENV, VERBOSE_ENV
+from .client.protocol import (DEFAULT_TIMEOUT, JOBS_ENV, MAX_TIMEOUT, QUIET_ENV,
+                              VERBOSE_ENV, time_limit_arg)
 
 __all__ = [
     "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
@@ -22,9 +23,6 @@ __all__ = [
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
 #: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
 DEFAULT_STACK_SCALE = 16
-#: The largest time limit a run takes (a day): the supervisor waits six
-#: runs per vector of it, and a wait must fit the platform's time_t.
-MAX_TIMEOUT = 86400.0
 #: Seconds the whole run of a plan may take beyond its vectors' time limits
 #: (the references run in the worker, outside any vector's limit).
 RUN_SLACK = 30.0
@@ -119,16 +117,6 @@ class RunOptions:
         return max(1, int(p))
 
 
-def _positive(text: str) -> float:
-    """A time limit: seconds, > 0 and at most ``MAX_TIMEOUT`` (``inf`` or
-    ``1e300`` overflowed the supervisor's wait with a traceback)."""
-    value = float(text)
-    if not 0 < value <= MAX_TIMEOUT:
-        raise argparse.ArgumentTypeError(f"{text}: must be > 0 and at most {MAX_TIMEOUT:g} "
-                                         "seconds")
-    return value
-
-
 def _size(text: str) -> int:
     try:
         return parse_size(text)
@@ -152,7 +140,7 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--zygote", metavar="PROGRAM",
                    help="the gpsimd-zygote program the build made, which runs every vector "
                         "(default: emu/gpsimd-zygote beside the plan's library folder)")
-    p.add_argument("--timeout", type=_positive, default=DEFAULT_TIMEOUT,
+    p.add_argument("--timeout", type=time_limit_arg, default=DEFAULT_TIMEOUT,
                    help=f"seconds each run of a vector's cores may take (default "
                         f"{DEFAULT_TIMEOUT:g})")
     p.add_argument("--memory", type=_size, default=DEFAULT_MEMORY,

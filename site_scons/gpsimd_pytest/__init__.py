@@ -84,7 +84,8 @@ def pytest_addoption(parser) -> None:
     group.addoption("--gpsimd-build-dir", metavar="DIR", default=None,
                     help="the BUILD_DIR scons built into (default: build); alone, it also "
                          "names the project and its manifest, from the build's record")
-    group.addoption("--gpsimd-timeout", metavar="S", type=float, default=None,
+    from gpsimd_emu.client.protocol import time_limit_arg
+    group.addoption("--gpsimd-timeout", metavar="S", type=time_limit_arg, default=None,
                     help="seconds each run of a vector's cores may take (default: the "
                          "emulator's, 60)")
     group.addoption("--gpsimd-no-checks", action="store_true", default=False,

@@ -761,3 +761,16 @@ def test_a_last_report_that_cannot_be_removed_is_one_line(built, tmp_path):
     assert proc.returncode == 1 and "INTERNALERROR" not in proc.stdout + proc.stderr, \
         proc.stdout + proc.stderr
     assert f"gpsimd: cannot remove the last report {tmp_path / 'r.json'}: " in proc.stderr
+
+
+@pytest.mark.parametrize("text", ["inf", "nan", "-1"])
+def test_the_plugin_s_time_limit_is_checked_as_the_emulator_s(tmp_path, text):
+    """``--gpsimd-timeout inf`` (or nan, or -1) was taken as given: every
+    vector failed with an OverflowError ('timestamp out of range') or a
+    ValueError of the client's wait. It is a usage error now, with the
+    emulator's own rule (``EMU_TIMEOUT``, ``--timeout``)."""
+    proc = pytest_in(tmp_path, "--gpsimd-timeout", text)
+    assert proc.returncode == 4, proc.stdout + proc.stderr
+    assert f"argument --gpsimd-timeout: {text}: must be > 0 and at most 86400 seconds" \
+        in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr

@@ -23,7 +23,8 @@ import os
 import struct
 
 __all__ = ["SERVER_ENV", "LOG_ENV", "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "MAX_MESSAGE",
-           "DEFAULT_TIMEOUT", "RUNS_PER_VECTOR", "STOP_SIGNALS", "end_by", "find_ninja",
+           "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "time_limit_arg", "RUNS_PER_VECTOR", "STOP_SIGNALS",
+           "end_by", "find_ninja",
            "this_process", "model_files", "include_dir", "server_key", "server_name", "peer",
            "encode", "decode", "proc_stat", "runner_of", "NINJA_NAMES", "MODEL_ROOT"]
 
@@ -47,6 +48,30 @@ MAX_MESSAGE = 1 << 20
 #: private pass, its second run, each fixed-order pass) before it is
 #: killed (``--timeout``, README's ``EMU_TIMEOUT``; ``gpsimd_emu.settings``).
 DEFAULT_TIMEOUT = 60.0
+#: The largest time limit a run takes (a day): the supervisor waits six
+#: runs per vector of it, and a wait must fit the platform's time_t.
+MAX_TIMEOUT = 86400.0
+
+
+def time_limit_arg(text: str) -> float:
+    """A time limit given on a command line (``--timeout``, the plugin's
+    ``--gpsimd-timeout``): seconds, > 0 and at most ``MAX_TIMEOUT`` (``inf``
+    or ``1e300`` overflowed the waits with a traceback, ``nan`` too).
+
+    Raises:
+        argparse.ArgumentTypeError: the message argparse (and pytest) print.
+    """
+    import argparse
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= MAX_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"{text}: must be > 0 and at most {MAX_TIMEOUT:g} "
+                                         "seconds")
+    return value
+
+
 #: The most runs of its cores one vector makes (two against private
 #: poisoned outputs, two against a shared one in fixed orders, the second
 #: call, and the run of the cores that read the output through a pointer
