@@ -2,18 +2,22 @@
 conversion of ``gpsimd_emu.vectors`` for inputs and expected outputs
 alike, by the rule of docs/manifest.md "Values and dtypes": an integer
 dtype holds a value exactly or the vector fails with a ``PlanError`` naming
-the first bad element; a float dtype rounds to nearest (``literal`` values
-must stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
+the first bad element; a float dtype rounds to nearest, once, from the
+exact value (a 64-bit integer, a Python int or ``Fraction``, a longdouble
+is first rounded *to odd* into float64: ``_odd``; ``literal`` values must
+stay finite); raw bytes (numpy ``V<n>``) of the dtype's item size are
 read as the dtype, bit for bit, but an array of an ml_dtypes type (``int4``,
 ``float8_e4m3fn``: numpy kind ``V`` too) as the numbers it holds
 (``kind``). ``read_list`` reads a (nested) list of numbers as an array,
-exactly for an integer dtype.
+its integers exact.
 """
 
 from __future__ import annotations
 
+import math
 import numbers
-from typing import List, Optional, Tuple
+from fractions import Fraction
+from typing import List, Optional, Tuple, Union
 
 import ml_dtypes
 import numpy as np
@@ -43,13 +47,6 @@ def kind(dtype) -> str:
     return "V"
 
 
-def _as_float(v) -> float:
-    try:
-        return float(v)
-    except OverflowError:       # (an int past float64's range: finite, out of every range)
-        return float(np.finfo(np.float64).max) * (1 if v > 0 else -1)
-
-
 def exact_ints(values: list) -> Optional[np.ndarray]:
     """A (nested) list of Python ints as int64, else uint64, exactly; None
     when neither holds them all."""
@@ -74,62 +71,145 @@ def _exact(v):
 
 def read_list(values, dtype: dt.DType) -> np.ndarray:
     """A (nested) list of numbers (a plan's values, a reference's result) as
-    a new array; for an integer ``dtype`` exactly: a list numpy reads as
-    float64 (ints beside floats, numpy's uint64 beside Python ints, ints past
-    2**63 beside negative ones) is read as int64, then uint64, its integral
-    floats as the ints they equal; one with another value (a fraction, NaN,
-    ±inf) stays float64, for ``to_dtype`` to report. An array is copied.
+    a new array, its integers exact: a list numpy reads as float64 (ints
+    beside floats, numpy's uint64 beside Python ints, ints past 2**63 beside
+    negative ones) is, for an integer ``dtype``, read as int64, then uint64,
+    its integral floats as the ints they equal (one with another value, a
+    fraction, NaN, ±inf, stays float64, for ``to_dtype`` to report); for a
+    float ``dtype``, kept as Python numbers when an int is past float64's
+    exact ones (2**53), for ``to_dtype`` to round once. An array is copied.
 
     Raises:
         ValueError, TypeError: not an array (a ragged list, say).
     """
     approx = np.array(values)
-    if not dtype.is_integer or approx.dtype.kind != "f" or isinstance(values, np.ndarray):
+    if approx.dtype.kind != "f" or isinstance(values, np.ndarray):
         return approx
-    ints = np.asarray(np.frompyfunc(_exact, 1, 1)(np.array(values, dtype=object)),
-                      dtype=object)       # (0-D: frompyfunc gives a scalar)
+    objects = np.array(values, dtype=object)
+    if not dtype.is_integer:
+        wide = any(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+                   and abs(int(v)) > 2 ** 53 for v in objects.flat)
+        return objects if wide else approx
+    ints = np.asarray(np.frompyfunc(_exact, 1, 1)(objects), dtype=object)  # (0-D: a scalar)
     exact = exact_ints(ints.tolist()) \
         if all(isinstance(v, int) and not isinstance(v, bool) for v in ints.flat) else None
     return approx if exact is None else exact.reshape(approx.shape)
 
 
-def _numbers(a: np.ndarray, what: str, origin: str) -> np.ndarray:
+def _value(v) -> Union[Fraction, float]:
+    """A real number's exact value (NaN and the infinities as floats).
+
+    Raises:
+        TypeError: not a real number (bools are not one).
+    """
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        raise TypeError(v)
+    if isinstance(v, numbers.Integral):
+        return Fraction(int(v))
+    if isinstance(v, numbers.Rational):
+        return Fraction(v.numerator, v.denominator)
+    f = float(v)
+    if not math.isfinite(f):
+        return f
+    try:            # (numpy's float scalars: exact; longdouble's too)
+        return Fraction(*v.as_integer_ratio())
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return Fraction(f)
+
+
+def _objects(a: np.ndarray, integer: bool, what: str, origin: str) -> np.ndarray:
+    """An object array of Python (or numpy) real numbers as numbers: int64
+    or uint64 when they are integers that fit, exactly; else float64, each
+    value rounded to odd (``_odd``) so that a later rounding to a device
+    float dtype is the single correct one, and for an ``integer`` dtype a
+    value that is not an integer as NaN (reported as not one), an integer
+    past float64 as its largest finite value (out of every range).
+
+    Raises:
+        PlanError: an element that is not a real number.
+    """
+    exact = []
+    for v in a.flat:
+        try:
+            exact.append(_value(v))
+        except TypeError:
+            raise PlanError(f"{what}s{origin}: {v!r} is not a number") from None
+    if all(isinstance(x, Fraction) and x.denominator == 1 for x in exact):
+        ints = exact_ints([int(x) for x in exact])
+        if ints is not None:
+            return ints.reshape(a.shape)
+    hi, lo = [], []
+    for x in exact:
+        if not isinstance(x, Fraction):
+            hi.append(x)
+            lo.append(0.0)
+            continue
+        if integer and x.denominator != 1:
+            hi.append(math.nan)
+            lo.append(0.0)
+            continue
+        try:
+            f = float(x)        # (the nearest float64: correctly rounded)
+        except OverflowError:
+            f = float(np.finfo(np.float64).max) * (1 if x > 0 else -1)
+        hi.append(f)
+        lo.append(float(np.sign(x - Fraction(f))))
+    return _odd(np.array(hi, dtype=np.float64), np.array(lo, dtype=np.float64)).reshape(a.shape)
+
+
+def _numbers(a: np.ndarray, integer: bool, what: str, origin: str) -> np.ndarray:
     """``a`` (no bools, no complex) as an array numpy computes the checks
     with: small floats (float16, the ml_dtypes ones) widened to float64 and
-    ml_dtypes' integers (``int4``...) to int64, exactly; an object array of
-    Python numbers as int64 or uint64 when they are ints that fit (exactly),
-    else as float64 (ints past 64 bits then past every device dtype's range,
-    as they were).
+    ml_dtypes' integers (``int4``...) to int64, exactly; an object array by
+    ``_objects``; for a float dtype (not ``integer``), 64-bit integers and
+    floats wider than float64 (longdouble) as float64 rounded to odd
+    (``_odd``).
 
     Raises:
         PlanError: an object array of something else than real numbers.
     """
     if a.dtype.kind == "O":
-        for v in a.flat:
-            if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
-                raise PlanError(f"{what}s{origin}: {v!r} is not a number")
-        ints = exact_ints([int(v) for v in a.flat]) \
-            if all(isinstance(v, numbers.Integral) for v in a.flat) else None
-        if ints is not None:
-            return ints.reshape(a.shape)
-        return np.array([_as_float(v) for v in a.flat], dtype=np.float64).reshape(a.shape)
+        a = _objects(a, integer, what, origin)
     letter = kind(a.dtype)
     if letter == "f" and a.dtype.itemsize < 8:
         return a.astype(np.float64)
     if letter in "iu" and a.dtype.kind == "V":
         return a.astype(np.int64)
-    return a
+    if integer or a.dtype.itemsize < 8 or a.dtype == np.float64:
+        return a
+    if letter == "f":       # (longdouble: the float64 nearest and what it left out, exact)
+        hi = a.astype(np.float64)
+        with np.errstate(all="ignore"):
+            return _odd(hi, np.where(np.isfinite(hi), (a - hi).astype(np.float64), 0.0))
+    # 64-bit integers: two parts exact in float64, summed with the rounding error kept (TwoSum)
+    high = (a >> 32 << 32).astype(np.float64)
+    low = (a & 0xFFFFFFFF).astype(np.float64)
+    s = high + low
+    b = s - high
+    return _odd(s, (high - (s - b)) + (low - b))
+
+
+def _odd(near: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """A float64 value rounded *to odd* (toward zero, the last bit set when
+    inexact) from ``near``, the nearest float64 of each exact value, and
+    ``rest``, of the sign of what that rounding left out (0 when exact):
+    rounding it to any narrower dtype is then the exact value's one
+    correct rounding (float64 has more than two bits beyond any of
+    theirs)."""
+    inexact = (rest != 0) & np.isfinite(near)
+    past = inexact & (near != 0) & ((rest < 0) != (near < 0))     # (|near| > |exact|)
+    r = np.where(past, np.nextafter(near, 0.0), near)
+    r = np.where(inexact & (near == 0), np.copysign(0.0, rest), r)
+    return (r.view(np.uint64) | inexact.astype(np.uint64)).view(np.float64)
 
 
 def _rounded(a: np.ndarray, target: np.dtype) -> np.ndarray:
-    """``a`` (numbers) rounded to the nearest value of the float dtype
+    """``a`` (numbers; float64 values rounded to odd where inexact,
+    ``_numbers``) rounded to the nearest value of the float dtype
     ``target``. numpy's casts to float16 and float32 round once; ml_dtypes'
     casts to bfloat16 and the float8 types go through float32, rounding
     twice (1 + 2**-8 + 2**-30 became the bfloat16 1.0, not 1.0078125), so a
-    wider value is first rounded to float32 *to odd* (toward zero, the last
-    bit set when that was inexact), which the second rounding leaves right:
-    float32 has more than two bits beyond any of theirs. (float32 values and
-    16-bit integers are exact in float32: one rounding.)"""
+    wider value is first rounded to float32 to odd too."""
     if target.itemsize >= 4 or target == np.float16 or a.dtype == np.float32 \
             or a.dtype.itemsize <= 2:
         return a.astype(target)
@@ -228,7 +308,7 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
         if a.dtype.kind == "c":
             problems.append((a.imag != 0, f"is complex, not {name}"))
             a = a.real
-        a = _numbers(a, what, origin)
+        a = _numbers(a, dtype.is_integer, what, origin)
         if dtype.is_integer:
             problems += _integer_problems(a, dtype, name, limits)
         else:

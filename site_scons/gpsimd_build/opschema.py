@@ -70,6 +70,8 @@ __all__ = [
     "WRAPPER_RESERVED_NAMES",
     "WRAPPER_SUFFIXES",
     "wrapper_clash",
+    "reserved_clash",
+    "reserved_text",
     "SYNTAX",
     "UNSUPPORTED",
     "Argument",
@@ -130,6 +132,24 @@ WRAPPER_RESERVED_NAMES = frozenset(
 #: kernel of the library may have one of those names (an overload makes
 #: ``(uintptr_t)K_wrapper`` ambiguous; with no arguments the two conflict).
 WRAPPER_SUFFIXES = ("_wrapper", "_stack_switch")
+
+
+def reserved_clash(kernel: str) -> Optional[str]:
+    """The name of ``WRAPPER_RESERVED_NAMES`` that ``kernel`` or a function
+    the generated wrapper.cpp makes of it (``WRAPPER_SUFFIXES``) would be,
+    else None: ``switch_stack_or_call`` makes ``switch_stack_or_call_wrapper()``,
+    an overload of stack_switch.hpp's, whose address the wrapper cannot take."""
+    for made in (kernel, *(kernel + suffix for suffix in WRAPPER_SUFFIXES)):
+        if made in WRAPPER_RESERVED_NAMES:
+            return made
+    return None
+
+
+def reserved_text(kernel: str) -> str:
+    """What ``reserved_clash`` found, for a message: "" when ``kernel``
+    itself is the name, else `` (its K_wrapper())``."""
+    made = reserved_clash(kernel)
+    return "" if made in (None, kernel) else f" (the wrapper's {made}() made of it)"
 
 
 def wrapper_clash(kernel: str, others: Iterable[str]) -> Optional[str]:
@@ -221,7 +241,7 @@ class OpSchema:
         if self.namespace is not None:
             _check_identifier("namespace", self.namespace)
         _check_identifier("op name", self.name)
-        if self.name in CPP_KEYWORDS or self.name in WRAPPER_RESERVED_NAMES:
+        if self.name in CPP_KEYWORDS or reserved_clash(self.name) is not None:
             raise ValueError(f"op name {self.name!r} is reserved")
         if len(self.name) >= MAX_NAME_LENGTH:
             raise ValueError(f"op name {self.name!r} must be less than {MAX_NAME_LENGTH} characters")
@@ -337,9 +357,10 @@ def _check_op_name(name: str, column: int) -> None:
             column,
             UNSUPPORTED,
         )
-    if name in WRAPPER_RESERVED_NAMES:
+    if reserved_clash(name) is not None:
         raise OpSchemaError(
-            f"op name '{name}' clashes with a name the generated wrapper.cpp uses; rename the op",
+            f"op name '{name}' clashes with a name the generated wrapper.cpp uses"
+            f"{reserved_text(name)}; rename the op",
             column,
             UNSUPPORTED,
         )

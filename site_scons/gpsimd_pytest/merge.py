@@ -32,7 +32,9 @@ pytest-split's groups computed from two different durations files), whose
 failure would be counted nowhere. JUnit files, when given, must hold each
 vector of the results once, with its outcome there (a shard's JUnit file
 left out, or an older run's, would make a merged JUnit file that passes
-where the results fail).
+where the results fail), and each must name the results' build
+(``BUILD_PROPERTY``): an older run's would pass its explore items and the
+project's own tests, which no results file holds.
 """
 
 import argparse
@@ -41,7 +43,11 @@ import sys
 import xml.etree.ElementTree as ET
 from typing import Dict, List, Optional, Sequence, Tuple
 
-__all__ = ["write_outputs", "merge", "main"]
+__all__ = ["BUILD_PROPERTY", "write_outputs", "merge", "main"]
+
+#: The property of a run's JUnit test suite that names the build it tested
+#: (its results' ``"build"``), written by the plugin with ``--junitxml``.
+BUILD_PROPERTY = "gpsimd_build"
 
 
 def write_outputs(report: str, vectors: Sequence[list], checks: bool,
@@ -200,18 +206,39 @@ def _vector_key(case: ET.Element) -> Tuple[str, str]:
     return (case.get("classname") or "").rsplit(".", 1)[-1], case.get("name") or ""
 
 
-def _read_junit(paths: Sequence[str]) -> Tuple[ET.ElementTree, List[Tuple[str, ET.Element]]]:
-    """The first file's tree and every test case of ``paths``, with its file."""
-    first, cases = None, []
+def _read_junit(paths: Sequence[str]) -> Tuple[ET.ElementTree, List[Tuple[str, ET.Element]],
+                                                Dict[str, Optional[str]]]:
+    """The first file's tree, every test case of ``paths`` with its file,
+    and the build each file names (``BUILD_PROPERTY``; None: none)."""
+    first, cases, builds = None, [], {}
     for path in paths:
         tree = ET.parse(path)
         suites = [tree.getroot()] if tree.getroot().tag == "testsuite" else \
             list(tree.getroot().iter("testsuite"))
         if first is None:
             first = tree
+        builds[path] = next((p.get("value") for suite in suites
+                             for p in suite.findall("properties/property")
+                             if p.get("name") == BUILD_PROPERTY), None)
         for suite in suites:
             cases += [(path, case) for case in suite.iter("testcase")]
-    return first, cases
+    return first, cases, builds
+
+
+def _check_junit_builds(builds: Dict[str, Optional[str]], build: Optional[str]) -> None:
+    """Each JUnit file is of a run of ``build`` (the results'; None: no run
+    says): a file of another run passes its explore items and the
+    project's own tests unchecked, which the results do not hold.
+
+    Raises:
+        ValueError: a JUnit file of another build, or that names none.
+    """
+    for path, named in builds.items():
+        if build is not None and named != build:
+            said = ("is a JUnit file of another build than the results given" if named
+                    else "does not say which build it tested, the results do")
+            raise ValueError(f"{path} {said}: give each shard's JUnit file of the run that "
+                             f"wrote its results (with this version of gpsimd_pytest)")
 
 
 def _check_junit(cases: Sequence[Tuple[str, ET.Element]], vectors: Sequence[list]) -> None:
@@ -310,7 +337,8 @@ def merge(paths: Sequence[str], base: str) -> List[str]:
     _check_shards(shards)
     every = _check_every(everys, vectors)
     if junit:
-        first, cases = _read_junit(junit)
+        first, cases, junit_builds = _read_junit(junit)
+        _check_junit_builds(junit_builds, build)
         _check_junit(cases, vectors)
     lines = write_outputs(base + ".html", vectors, checks, build=build, every=every)
     if junit:

@@ -10,7 +10,10 @@ though a clean build of it fails. ``.gpsimd-outputs`` already leaves such
 an output unrecorded (``integrity.read_an_edit``); the cache must not keep
 it either.
 """
+import os
+import pwd
 import shutil
+import stat
 
 import pytest
 
@@ -193,3 +196,58 @@ def test_ccache_s_file_stat_matches_stops_a_build_with_ccache_as_launcher(tmp_pa
     proc = run_scons(proj, "-Q", "-n", "CXX_LAUNCHER=ccache",
                      env={"CCACHE_SLOPPINESS": "time_macros", "CCACHE_DIR": str(tmp_path / "c")})
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the entry to another user")
+def test_a_cache_entry_of_a_user_who_may_not_write_its_folder_is_not_taken(tmp_path):
+    """An entry another user put in a cache folder while it was open to
+    them (a ``umask 000`` build makes its folders 777) stayed after the
+    fix the refusal of that folder says (``chmod o-w``): its mode is 644,
+    so a clean dbg build took the rel object it held and passed (1 of 1),
+    where it fails from scratch (reproduced with a second user). An entry
+    whose owner may not write its folder is not taken now, and named."""
+    proj = _modes_project(tmp_path)
+    cache = tmp_path / "cache"
+    obj = "host/mode/obj/kernels/mode/mode.o"
+    assert run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel",
+                     f"CACHE_DIR={cache}").returncode == 0
+    dbg = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
+    assert dbg.returncode != 0, dbg.stdout + dbg.stderr
+    wrong = (proj / "dbg" / obj).read_bytes()
+    (entry,) = [p for p in cache.glob("*/*") if p.is_file() and p.read_bytes() == wrong]
+    entry.write_bytes((proj / "rel" / obj).read_bytes())
+    nobody = pwd.getpwnam("nobody")
+    os.chown(entry, nobody.pw_uid, nobody.pw_gid)       # (as another user's planted file)
+    entry.chmod(0o644)
+    assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o755
+    shutil.rmtree(proj / "dbg")
+    again = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
+    assert f"Retrieved `dbg/{obj}'" not in again.stdout, again.stdout
+    assert again.returncode != 0 and again.stdout.splitlines()[-1] == \
+        "all libraries: 0 passed, 1 failed", again.stdout + again.stderr
+    assert (f"scons: the cache entry {entry} belongs to user nobody, who may not write its "
+            f"folder (mode 755, owner root, group root): it was put there while the folder was "
+            f"open to them, so it is not taken (built instead)" in again.stderr), again.stderr
+
+
+def test_a_build_under_umask_000_makes_no_cache_folder_every_user_may_write(tmp_path):
+    """SCons makes a cache entry's folder with the build's umask: under
+    ``umask 000``, 777, where any user could put entries (and the next
+    build refused the whole cache for it). The folders are made 775 at
+    most now: the next build takes the entries."""
+    proj = _modes_project(tmp_path)
+    cache = tmp_path / "cache"
+    (proj / "rel").mkdir(mode=0o755)        # (a build folder every user may write is refused)
+    old = os.umask(0)
+    try:
+        first = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
+    finally:
+        os.umask(old)
+    assert first.returncode == 0, first.stdout + first.stderr
+    folders = [p for p in cache.iterdir() if p.is_dir()]
+    assert folders and {stat.S_IMODE(p.stat().st_mode) for p in folders} == {0o775}
+    assert {stat.S_IMODE(p.stat().st_mode) & 0o002 for p in cache.glob("*/*")} == {0}
+    shutil.rmtree(proj / "rel")
+    again = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
+    assert again.returncode == 0 and "Retrieved `rel/host/mode/obj/kernels/mode/mode.o'" \
+        in again.stdout, again.stdout + again.stderr

@@ -130,6 +130,11 @@ def test_each_vector_is_an_item_with_the_scons_messages_and_junit(built, serial)
     assert props == {"where": "ops.yaml:16:13", "max_abs_err": "0.0", "mismatches": "0"}
     # the run's own report, beside the build's (which it leaves alone)
     assert 'data-vector="team::negate[wrong]"' in page and "total: 2 passed, 1 failed" in page
+    # the test suite names the build the results name (for the shards' merge)
+    build = json.loads((proj / "build/host/pytest-report.json").read_text())["build"]
+    suite = next(root.iter("testsuite"))
+    assert [(p.get("name"), p.get("value")) for p in suite.findall("properties/property")] == [
+        ("gpsimd_build", build)] and len(build) == 64
 
 
 def test_k_x_and_last_failed(built, tmp_path):
@@ -780,12 +785,15 @@ def test_a_last_report_that_cannot_be_removed_is_one_line(built, tmp_path):
     assert f"gpsimd: cannot remove the last report {tmp_path / 'r.json'}: " in proc.stderr
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "inf", "soon"])
+@pytest.mark.parametrize("value", ["0", "-1", "inf", "nan", "soon"])
 def test_a_time_limit_that_is_not_one_is_a_usage_error(tmp_path, value):
     """--gpsimd-timeout 0 ran every vector with the default 60 s (0 is
-    false), and -1 failed each vector with the service's message: the
-    value is read by the emulator's own parser, where it is given."""
+    false); inf, nan or -1 was taken as given, and every vector failed with
+    an OverflowError or ValueError of the client's wait: the value is read
+    by the emulator's own parser (``EMU_TIMEOUT``, ``--timeout``), where it
+    is given."""
     proc = pytest_in(tmp_path, "-p", "no:cacheprovider", "--gpsimd-timeout", value)
     assert proc.returncode == 4, proc.stdout + proc.stderr
     assert f"argument --gpsimd-timeout: {value}: must be > 0 and at most 86400 seconds" \
         in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr

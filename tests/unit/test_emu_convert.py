@@ -1,6 +1,8 @@
 """Converting a vector's numbers to a device dtype (gpsimd_emu.convert):
 exact for integers or the vector fails naming the value, its index and its
 source; floats rounded, a literal never made infinite."""
+from fractions import Fraction
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -275,3 +277,39 @@ def test_a_32_bit_integer_rounds_once_to_the_nearest_bfloat16():
     for kind in (np.int32, np.uint32, np.int64):
         got = to_dtype(np.array([2 ** 24 + 2 ** 16 + 1], dtype=kind), dt.by_name("bfloat16"), "v")
         assert got.astype(np.float64).tolist() == [2 ** 24 + 2 ** 17]
+
+
+def test_an_exact_value_wider_than_float64_rounds_once_too(tmp_path):
+    # a reference's value went to float64 first (nearest), then to the output's dtype:
+    # 2**53 + 2**29 + 1 beside a float became 2**53 + 2**29, a tie, then float32 2**53
+    # (even) where the nearest is 2**53 + 2**30; a Fraction, a longdouble, an int64 for
+    # bfloat16, a Python int past 64 bits: the same, so with rtol: 0 a kernel rounding
+    # the same wrong way passed
+    (tmp_path / "ref.py").write_text(
+        "from fractions import Fraction\nimport numpy as np\n"
+        "def mixed(x): return [2**53 + 2**29 + 1, 0.5, 1.0]\n"
+        "def frac(x): return [Fraction(2**24 + 1, 2**24) + Fraction(1, 2**60), 0.5, 1]\n"
+        "def longdouble(x): return np.full(3, np.longdouble(1) + np.longdouble(2.0**-11) "
+        "+ np.longdouble(2.0**-60))\n"
+        "def int64(x): return np.full(3, 2**60 + 2**52 + 1, dtype=np.int64)\n"
+        "def huge(x): return [2**70 + 2**46 + 1, 2**70 + 2**62 + 1, -(2**70 + 2**46 + 1)]\n")
+    root = str(tmp_path)
+
+    def ref(function, dtype):
+        out = expected({"reference": {"file": "ref.py", "function": function}}, dtype, root=root)
+        return out.astype(np.float64).tolist()
+
+    assert ref("mixed", "float32") == [2.0 ** 53 + 2 ** 30, 0.5, 1.0]
+    assert ref("frac", "float32") == [1 + 2.0 ** -23, 0.5, 1.0]
+    if np.finfo(np.longdouble).nmant >= 60:     # (x86's 80-bit long double)
+        assert ref("longdouble", "float16") == [1 + 2.0 ** -10] * 3
+    assert ref("int64", "bfloat16") == [2.0 ** 60 + 2 ** 53] * 3
+    assert ref("huge", "float32")[0] == 2.0 ** 70 + 2 ** 47
+    assert ref("huge", "bfloat16")[1] == 2.0 ** 70 + 2 ** 63
+    assert ref("huge", "float32")[2] == -(2.0 ** 70 + 2 ** 47)
+    # an int past float64's range is past every float dtype's: its infinity
+    assert to_dtype(np.array([10 ** 400, -10 ** 400], dtype=object), dt.by_name("float32"),
+                    "v").tolist() == [float("inf"), float("-inf")]
+    # a fraction is no integer, however near float64 makes it one
+    assert failure(to_dtype, np.array([Fraction(2 ** 62 + 1, 2)], dtype=object),
+                   dt.by_name("int64"), "v") == "v 4611686018427387905/2 at [0] is not an int64 (its dtype)"

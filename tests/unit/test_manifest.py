@@ -118,6 +118,10 @@ BAD_CASES = {
         "the op",
         "32:17: $.libraries[0].ops[4].kernel: kernel 'STACK_SIZE' clashes with a name the "
         "generated wrapper.cpp uses",
+        # (its switch_stack_or_call_wrapper(), an overload of stack_switch.hpp's)
+        "39:17: $.libraries[0].ops[5].kernel: kernel 'switch_stack_or_call' clashes with a "
+        "name the generated wrapper.cpp uses (the wrapper's switch_stack_or_call_wrapper() "
+        "made of it)",
     ],
     "unknown_dtype": [
         f"10:26: {V}.inputs.x.dtype: unknown dtype 'float33' (did you mean 'float32'?)",

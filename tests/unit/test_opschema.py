@@ -678,3 +678,24 @@ def test_a_kernel_named_as_another_kernels_wrapper_function_clashes(first, secon
     """The wrapper makes g_wrapper() and g_stack_switch() of the kernel g."""
     assert wrapper_clash(second, [first]) == first
     assert wrapper_clash("g_wrapper_wrapper", ["g"]) is None
+
+
+def test_an_op_whose_wrapper_function_is_a_header_name_is_reserved():
+    """The wrapper makes switch_stack_or_call_wrapper() of an op named
+    switch_stack_or_call: an overload of stack_switch.hpp's function of
+    that name, whose address it then takes ('overloaded function with no
+    contextual type information' in wrapper.cpp; the kernel's own source
+    compiled)."""
+    for name in ("switch_stack_or_call", "switch_stack_or_call_wrapper"):
+        with pytest.raises(OpSchemaError, match="clashes with a name the generated wrapper.cpp"):
+            parse_schema(f"{name}(Tensor x) -> Tensor")
+    with pytest.raises(OpSchemaError) as err:
+        parse_schema("switch_stack_or_call(Tensor x) -> Tensor")
+    assert err.value.message == (
+        "op name 'switch_stack_or_call' clashes with a name the generated wrapper.cpp uses (the "
+        "wrapper's switch_stack_or_call_wrapper() made of it); rename the op")
+    for name in WRAPPER_RESERVED_NAMES:
+        for suffix in ("_wrapper", "_stack_switch"):
+            if name.endswith(suffix):
+                with pytest.raises(OpSchemaError):
+                    parse_schema(f"{name[:-len(suffix)]}(Tensor x) -> Tensor")

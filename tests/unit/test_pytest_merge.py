@@ -108,9 +108,12 @@ def test_a_vector_no_shard_ran_is_an_error_not_a_smaller_pass(tmp_path):
                               f"does: run every shard with this version of gpsimd_pytest")
 
 
-def _junit_file(path, cases):
-    """A pytest JUnit file of ``cases``: ``(op[vector], failed)`` of library a."""
-    body = "".join(f'<testcase classname="ops.yaml.a" name="{name}" time="0.1">'
+def _junit_file(path, cases, build=None):
+    """A pytest JUnit file of ``cases``: ``(op[vector], failed)`` of library a,
+    naming ``build`` (the plugin's property) when given."""
+    props = (f'<properties><property name="gpsimd_build" value="{build}"/></properties>'
+             if build else "")
+    body = props + "".join(f'<testcase classname="ops.yaml.a" name="{name}" time="0.1">'
                    + ('<failure message="FAIL">FAIL</failure>' if failed else "") + "</testcase>"
                    for name, failed in cases)
     path.write_text(f'<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" '
@@ -143,4 +146,30 @@ def test_junit_files_must_hold_each_vector_once_with_the_results_outcome(tmp_pat
         with pytest.raises(ValueError) as err:
             merge(results + files, str(tmp_path / "bad"))
         assert str(err.value) == message
+    assert not (tmp_path / "bad.txt").exists() and not (tmp_path / "bad.xml").exists()
+
+
+def test_junit_files_must_name_the_results_build(tmp_path):
+    """A JUnit file of another run whose vectors had the same outcomes (an
+    older commit's shard 2, where [v2] failed too) passed its explore item,
+    ``a::explore(op)``, which the results do not hold: shard 2's own file,
+    where it failed, left out, the merged JUnit file showed it passing
+    (``failures="1"``: [v2] alone). Each JUnit file names the build it
+    tested now (the plugin's ``gpsimd_build`` property), as the results do."""
+    results = _shards(tmp_path, (1, 2, 3), builds={1: "B", 2: "B", 3: "B"})
+    one = _junit_file(tmp_path / "j1.xml", [("op[v1]", False)], "B")
+    three = _junit_file(tmp_path / "j3.xml", [("op[v3]", False)], "B")
+    two = _junit_file(tmp_path / "j2.xml", [("op[v2]", True), ("explore(op)", True)], "B")
+    merge(results + [one, two, three], str(tmp_path / "merged"))
+    suite = next(ET.parse(tmp_path / "merged.xml").getroot().iter("testsuite"))
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "2")
+    assert [(p.get("name"), p.get("value")) for p in suite.iter("property")] == [
+        ("gpsimd_build", "B")]
+    for build, said in (("A", "is a JUnit file of another build than the results given"),
+                        (None, "does not say which build it tested, the results do")):
+        old = _junit_file(tmp_path / "old2.xml", [("op[v2]", True), ("explore(op)", False)], build)
+        with pytest.raises(ValueError) as err:
+            merge(results + [one, old, three], str(tmp_path / "bad"))
+        assert str(err.value) == (f"{old} {said}: give each shard's JUnit file of the run that "
+                                  f"wrote its results (with this version of gpsimd_pytest)")
     assert not (tmp_path / "bad.txt").exists() and not (tmp_path / "bad.xml").exists()

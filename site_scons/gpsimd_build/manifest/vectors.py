@@ -15,8 +15,8 @@ import re
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 from ..diagnostics import DocPath, shown
-from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, WRAPPER_RESERVED_NAMES,
-                        OpSchema, OpSchemaError, parse_schema, wrapper_clash)
+from ..opschema import (CPP_KEYWORDS, MAX_NAME_LENGTH, SUPPORTED_TYPES, OpSchema, OpSchemaError,
+                        parse_schema, reserved_clash, reserved_text, wrapper_clash)
 
 from .defaults import _Defaults, _op_with_defaults
 from .model import Expected, Op, ScalarInput, TensorInput, Vector
@@ -184,8 +184,9 @@ class _OpChecks(_ExploreChecks, _InputChecks):
         elif kernel in CPP_KEYWORDS:
             self.error(where, f"{what} is a reserved C++ keyword; the kernel is a C++ function "
                               "of that name")
-        elif kernel in WRAPPER_RESERVED_NAMES:
-            self.error(where, f"{what} clashes with a name the generated wrapper.cpp uses")
+        elif reserved_clash(kernel) is not None:
+            self.error(where, f"{what} clashes with a name the generated wrapper.cpp uses"
+                              f"{reserved_text(kernel)}")
         else:
             return kernel, given
         return None, given

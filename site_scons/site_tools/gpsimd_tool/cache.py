@@ -25,19 +25,24 @@ a macro, ``#include_next``...) is never pushed nor retrieved: a header
 that appears later would not be in the key.
 
 An entry is taken only when it is a regular file that not every user may
-write (``usable``): a folder of the cache that only the team may write
-does not keep anyone else from rewriting such a file in place (one a build
-under ``umask 000`` stored: SCons copies an output's mode into the cache),
-and an entry is pushed without that right.
+write, of a user who may write its folder (``usable``): a folder of the
+cache that only the team may write does not keep anyone else from
+rewriting such a file in place (one a build under ``umask 000`` stored:
+SCons copies an output's mode into the cache), nor from having put one
+there while the folder was open to them; an entry is pushed without that
+right, and a folder made for it too.
 
 A target of an environment without ``$GPSIMD_BUILD_DIR`` keeps SCons's own
 key. Everything else (where the cache is, how files are copied in and out)
 is SCons's.
 """
 
+import contextlib
 import functools
+import grp
 import hashlib
 import os
+import pwd
 import re
 import stat
 import sys
@@ -133,20 +138,61 @@ def retrieved(node) -> bool:
 def usable(entry: str) -> bool:
     """May a build take the cache entry ``entry``? Yes when it is missing
     (SCons then finds no entry) or a regular file that not every user may
-    write; else no, saying so on stderr: anyone could have rewritten it in
-    place with another source's output."""
+    write, of a user who may write its folder now (root, the folder's
+    owner, a member of its group when that may write it); else no, saying
+    so on stderr: anyone could have rewritten it in place with another
+    source's output, or a user outside the team put it there while the
+    folder was open to them (a ``umask 000`` build makes its folders 777;
+    ``chmod o-w`` later leaves their entries in it)."""
     try:
         st = os.lstat(entry)
     except FileNotFoundError:
         return True
+    folder = os.stat(os.path.dirname(entry))
     if stat.S_ISREG(st.st_mode) and not st.st_mode & stat.S_IWOTH:
-        return True
+        if _may_write(st.st_uid, folder):
+            return True
+        sys.stderr.write(f"scons: the cache entry {entry} belongs to user {_user(st.st_uid)}, "
+                         f"who may not write its folder (mode {stat.S_IMODE(folder.st_mode):o}, "
+                         f"owner {_user(folder.st_uid)}, group {_group(folder.st_gid)}): it was "
+                         f"put there while the folder was open to them, so it is not taken "
+                         f"(built instead). Remove it, or chown it if you trust its bytes\n")
+        return False
     what = ("writable by every user" if stat.S_ISREG(st.st_mode) else "not a regular file")
     sys.stderr.write(f"scons: the cache entry {entry} is {what} (mode "
                      f"{stat.S_IMODE(st.st_mode):o}): anyone could have put another output "
                      f"there, so it is not taken (built instead). Remove it, or chmod o-w it "
                      f"if you trust its bytes\n")
     return False
+
+
+@functools.lru_cache(maxsize=None)
+def _may_write(uid: int, folder: os.stat_result) -> bool:
+    """May the user ``uid`` write the folder of stat ``folder``, by its
+    owner and group (an account the machine does not know: no)?"""
+    if uid in (0, folder.st_uid):
+        return True
+    if not folder.st_mode & stat.S_IWGRP:
+        return False
+    try:
+        account = pwd.getpwuid(uid)
+    except KeyError:
+        return False
+    return folder.st_gid in os.getgrouplist(account.pw_name, account.pw_gid)
+
+
+def _user(uid: int) -> str:
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _group(gid: int) -> str:
+    try:
+        return grp.getgrgid(gid).gr_name
+    except KeyError:
+        return str(gid)
 
 
 class RelocatableCacheDir(SCons.CacheDir.CacheDir):
@@ -177,6 +223,11 @@ class RelocatableCacheDir(SCons.CacheDir.CacheDir):
     def push(self, node):
         if depfiles.unseen(node) or probes.probing(node) or integrity.read_an_edit(node):
             return None
+        folder = self.cachepath(node)[0] if self.is_enabled() and not self.is_readonly() \
+            else None
+        if folder is not None:      # (SCons's makedirs: 777 under umask 000, open to anyone)
+            with contextlib.suppress(OSError):      # (there already; else SCons says why)
+                os.mkdir(folder, 0o775)
         return super().push(node)
 
     def cachepath(self, node):
