@@ -27,6 +27,7 @@ import argparse
 import functools
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -42,7 +43,7 @@ from gpsimd_device import zygote as program
 
 from . import contain
 from .client.protocol import RUNS_PER_VECTOR, STOP_SIGNALS, end_by, first_call_right
-from .settings import (QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions, add_run_options,
+from .settings import (MAKING_SLACK, QUIET_ENV, RUN_SLACK, VERBOSE_ENV, RunOptions, add_run_options,
                        one_blas_thread, run_options)
 from .zygote_client import program_problem     # (stdlib and ctypes: no model)
 
@@ -171,26 +172,29 @@ def load(args: argparse.Namespace) -> Union[Tuple[TestPlan, RunOptions], int]:
 def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> int:
     """This process supervises the run (ARCHITECTURE.md "Processes and
     containment"): as the subreaper, it forks the worker
-    (``contain.fork_child``, ``_run_worker``), waits for it within the
-    run's limit, ends every descendant left (``contain.sweep``) and returns
-    the run's exit status (module text); on a stop signal it ends them all
-    and itself by that signal. A worker that ends without results while it
-    makes a vector ready (a reference's ``os._exit`` or crash) fails that
-    vector, and a new worker runs the rest (``_journal``)."""
+    (``contain.fork_child``, ``_run_worker``), follows it within the
+    run's limit (``_Journal``), ends every descendant left
+    (``contain.sweep``) and returns the run's exit status (module text); on
+    a stop signal it ends them all and itself by that signal. A worker that
+    ends while it makes a vector ready (a reference's ``os._exit`` or
+    crash), or makes one ready for longer than a reference may take, fails
+    that vector, and a new worker runs the rest."""
     limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
     deadline = time.monotonic() + limit
     contain.become_subreaper()
     for sig in STOP_SIGNALS:
         signal.signal(sig, _on_signal)
     pid = None
-    journal = os.memfd_create("gpsimd-emu-journal")     # (the workers' results so far)
+    journal = _Journal(plan, args.timeout)
     try:
         while True:
-            pid = contain.fork_child(lambda: _run_worker(args, plan, options, journal))
-            status = contain.end_within(pid, deadline - time.monotonic())  # (None: killed)
+            r, w = os.pipe()
+            pid = contain.fork_child(lambda: _run_worker(args, plan, options, w, journal.rows))
+            os.close(w)
+            status = journal.follow(pid, r, deadline)       # (None: killed at the deadline)
             pid = None
             contain.sweep()
-            if status is None or _wrote_results(args) or not _blame(plan, journal, status):
+            if status is None or _wrote_results(args) or not journal.blame(status):
                 break
     except _Stopped as stop:
         for sig in STOP_SIGNALS:                    # one stop is enough
@@ -200,7 +204,6 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
         contain.sweep()
         return end_by(stop.args[0])
     finally:
-        os.close(journal)
         for sig in STOP_SIGNALS:
             signal.signal(sig, signal.SIG_DFL)
     if status is None:
@@ -222,59 +225,96 @@ def _wrote_results(args: argparse.Namespace) -> bool:
     return any(os.path.exists(p) for p in (args.results, args.failed_results) if p)
 
 
-def _journal(fd: int) -> Tuple[List[VectorResult], Optional[List[str]]]:
-    """The journal the workers of a run write (a memfd, one JSON document
-    a line): the results so far (``{"result": VectorResult JSON}``), and
-    the ``[op, vector]`` being made ready when the last worker ended, or
-    None (``{"making": [op, vector] or null}``). A line cut short by the
-    worker's end is skipped."""
-    rows, making = [], None
-    for line in os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace").splitlines():
+class _Journal:
+    """What the workers of a run tell the supervisor through a pipe, one
+    JSON document a line: each result (``{"result": VectorResult JSON}``,
+    kept in ``rows``, which the next worker takes as done) and the vector
+    being made ready (``{"making": [op, vector] or null}``: its inputs and
+    its references, each within the vector's time limit, which a reference
+    that catches or blocks SIGALRM defeats; ``MAKING_SLACK``)."""
+
+    def __init__(self, plan: TestPlan, timeout: float) -> None:
+        self.plan, self.rows, self.making, self.since = plan, [], None, 0.0
+        self.limit = 2 * timeout + MAKING_SLACK     # (its reference, and the one before's)
+        self.overran, self._text = False, b""
+
+    def follow(self, pid: int, fd: int, deadline: float) -> Optional[int]:
+        """Read worker ``pid``'s lines on ``fd`` (closed after) until it
+        ends: its wait status. A vector made ready for longer than
+        ``limit`` kills it (``overran``); at ``deadline`` it is killed and
+        None returned."""
+        pidfd = os.pidfd_open(pid)
         try:
-            doc = json.loads(line)
-            if "result" in doc:
-                rows.append(VectorResult.from_json(doc["result"]))
-            else:
-                making = doc["making"]
-        except (ValueError, TypeError, KeyError):
-            continue
-    return rows, making
+            while not select.select([pidfd], [], [], 0)[0]:
+                end = deadline if self.making is None else min(deadline, self.since + self.limit)
+                if time.monotonic() >= end:
+                    contain.kill(pid)
+                    status = os.waitpid(pid, 0)[1]
+                    self.overran = end < deadline
+                    return status if self.overran else None
+                if fd in select.select([pidfd, fd], [], [], end - time.monotonic())[0]:
+                    self._take(os.read(fd, 1 << 16))
+            for _ in range(1 << 10):    # (what it wrote before it ended; bounded: a
+                if not (select.select([fd], [], [], 0)[0]     # process it left may hold
+                        and self._take(os.read(fd, 1 << 16))):  # the pipe)
+                    break
+            return os.waitpid(pid, 0)[1]
+        finally:
+            os.close(pidfd)
+            os.close(fd)
+
+    def _take(self, data: bytes) -> bool:
+        *lines, self._text = (self._text + data).split(b"\n")
+        for line in lines:
+            try:
+                doc = json.loads(line)
+                if "result" in doc:
+                    self.rows.append(VectorResult.from_json(doc["result"]))
+                else:
+                    self.making, self.since = doc["making"], time.monotonic()
+            except (ValueError, TypeError, KeyError):
+                continue
+        return bool(data)
+
+    def blame(self, status: int) -> bool:
+        """After a worker ended without results (wait ``status``): when it
+        was making a vector ready, that vector fails, its line printed and
+        its result kept; True then (a new worker runs the vectors left)."""
+        making, self.making, self._text = self.making, None, b""
+        vectors = {(op.name, v.name): v for op in self.plan.ops for v in op.vectors}
+        if not isinstance(making, list) or tuple(making) not in vectors:
+            return False
+        code = os.waitstatus_to_exitcode(status)
+        how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        why = (f"was not ready within {self.limit:g} s (a reference that catches or blocks "
+               f"the time limit's SIGALRM?): its worker was ended" if self.overran else
+               f"ended the emulator's worker ({how}) while it made its inputs and expected "
+               f"output (a reference that calls os._exit or crashes the process?)")
+        row = VectorResult(making[0], making[1], vectors[tuple(making)].where, "fail",
+                           f"this vector {why}; the vectors after it ran in a new worker")
+        self.overran = False
+        print(format_line(self.plan.library, row), flush=True)
+        self.rows.append(row)
+        return True
 
 
 def _note(fd: int, doc: dict) -> None:
-    os.write(fd, (json.dumps(doc) + "\n").encode())
-
-
-def _blame(plan: TestPlan, journal: int, status: int) -> bool:
-    """After a worker ended without results (wait ``status``): when it was
-    making a vector ready (its inputs, its reference), that vector fails,
-    its line printed and its result added to the journal; True then (a
-    new worker runs the vectors left), else False."""
-    making = _journal(journal)[1]
-    vectors = {(op.name, v.name): v for op in plan.ops for v in op.vectors}
-    if not isinstance(making, list) or tuple(making) not in vectors:
-        return False
-    code = os.waitstatus_to_exitcode(status)
-    how = f"signal {-code}" if code < 0 else f"exit status {code}"
-    row = VectorResult(making[0], making[1], vectors[tuple(making)].where, "fail",
-                       f"the emulator's worker ended ({how}) while it made this vector's "
-                       f"inputs and expected output (a reference that calls os._exit or "
-                       f"crashes the process?); the vectors after it ran in a new worker")
-    print(format_line(plan.library, row), flush=True)
-    _note(journal, {"result": row.to_json()})
-    return True
+    data = (json.dumps(doc) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions,
-                journal: int) -> int:
-    """The worker: run every vector not in the ``journal`` (``_journal``),
-    print the lines, note each result in the journal, write the results."""
+                journal: int, prior: List[VectorResult]) -> int:
+    """The worker: run every vector but those of ``prior`` (an earlier
+    worker's), print the lines, tell the supervisor each result and the
+    vector being made ready (``_Journal``, on fd ``journal``), write the
+    results."""
     for sig in STOP_SIGNALS:    # (the worker's own, before it imports the model)
         signal.signal(sig, signal.SIG_DFL)
     from .session import LibrarySession
     library = plan.library
     verbose = os.environ.get(VERBOSE_ENV) == "1"
-    prior = _journal(journal)[0]
     shown = {id(r) for r in prior}      # (their lines were printed)
 
     def show(r) -> None:

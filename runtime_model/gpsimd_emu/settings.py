@@ -15,7 +15,8 @@ from .client.values import (DEFAULT_MEMORY, MAX_TIMEOUT, argtype, parse_count, p
                             parse_timeout)
 
 __all__ = [
-    "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "DEFAULT_STACK_SCALE", "RUN_SLACK", "DEFAULT_MEMORY", "SPREAD_AFTER",
+    "DEFAULT_TIMEOUT", "MAX_TIMEOUT", "DEFAULT_STACK_SCALE", "MAKING_SLACK", "RUN_SLACK",
+    "DEFAULT_MEMORY", "SPREAD_AFTER",
     "JOBS_ENV", "QUIET_ENV", "VERBOSE_ENV", "BLAS_THREADS_ENV", "one_blas_thread", "RunOptions",
     "parse_size", "format_size", "default_parallel", "add_run_options", "run_options",
 ]
@@ -23,6 +24,10 @@ __all__ = [
 #: Host stack bytes per device stack byte (abi.h ``stack_scale``): host
 #: code (x86-64/aarch64, libstdc++) needs several times the Xtensa stack.
 DEFAULT_STACK_SCALE = 16
+#: Seconds a worker may make a vector ready (its inputs, its reference and
+#: the vector before's for the second call: twice the vector's time limit)
+#: beyond those limits before its supervisor ends it (``cli._Journal``).
+MAKING_SLACK = 10.0
 #: Seconds the whole run of a plan may take beyond its vectors' time limits
 #: (the references run in the worker, outside any vector's limit).
 RUN_SLACK = 30.0

@@ -450,7 +450,7 @@ class CtrlC(importlib.abc.MetaPathFinder):      # (a Ctrl-C while the worker imp
 sys.meta_path.insert(0, CtrlC())
 for sig in cli.STOP_SIGNALS:                    # (the supervisor's handlers, as supervise sets them)
     signal.signal(sig, cli._on_signal)
-pid = contain.fork_child(lambda: cli._run_worker(None, None, None, -1))
+pid = contain.fork_child(lambda: cli._run_worker(None, None, None, -1, []))
 print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 """
 

@@ -248,11 +248,22 @@ def test_ignore_errors_is_refused_where_it_would_pass_a_failed_vector(built_proj
     assert proc.returncode == 2 and "all libraries: 1 passed, 1 failed\n" in proc.stdout
 
 
-@pytest.mark.parametrize("ending", ["os._exit(0)", "os.kill(os.getpid(), signal.SIGSEGV)"])
+@pytest.mark.parametrize("ending,why", [
+    ("os._exit(0)", r"ended the emulator's worker \(exit status 0\) while it made its inputs"),
+    ("os.kill(os.getpid(), signal.SIGSEGV)",
+     r"ended the emulator's worker \(signal 11\) while it made its inputs"),
+    ("signal.setitimer(signal.ITIMER_REAL, 0)\n    while True:\n        pass",
+     r"was not ready within 12 s \(a reference that catches or blocks the time limit's SIGALRM"),
+    ("signal.signal(signal.SIGALRM, lambda *a: None)\n    while True:\n        pass",
+     r"was not ready within 12 s \(a reference that catches or blocks the time limit's SIGALRM"),
+], ids=["exit", "crash", "alarm_cancelled", "alarm_caught"])
 def test_a_reference_that_ends_the_emulator_fails_its_vector_alone(built_project, tmp_path,
-                                                                   ending):
-    """The worker that runs a reference ends (os._exit, a crash): that vector
-    fails, named, and the vectors before and after it keep their verdicts."""
+                                                                   ending, why):
+    """The worker that runs a reference ends (os._exit, a crash), or the
+    reference defeats its time limit's SIGALRM and never returns: that
+    vector fails, named, and the vectors before and after it keep their
+    verdicts (the whole run's results were lost; the hang held the run
+    until the whole run's limit)."""
     proj = copy_built(built_project[0], tmp_path / "p")   # (its own copy: it builds in it)
     (proj / "exit_reference.py").write_text(
         f"import os\nimport signal\n\n\ndef relu_forward(x):\n    {ending}\n")
@@ -263,11 +274,10 @@ def test_a_reference_that_ends_the_emulator_fails_its_vector_alone(built_project
                  "        vectors:\n          - name: first\n            inputs:\n"
                  "              x: {dtype: float32, shape: [3], values: [1, -2, 3]}\n"
                  "            expected: {values: [1, 0, 3]}\n          - name: n100\n", 1))
-    proc = run_scons(proj, "MANIFEST=exitref.yaml")
+    proc = run_scons(proj, "MANIFEST=exitref.yaml", "EMU_TIMEOUT=1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    how = "exit status 0" if "_exit" in ending else "signal 11"
-    assert re.search(r"^FAIL exitref::relu_forward\[n100\] \(exitref.yaml:\d+:\d+\): the "
-                     rf"emulator's worker ended \({how}\) while it made this vector's inputs",
+    assert re.search(r"^FAIL exitref::relu_forward\[n100\] \(exitref.yaml:\d+:\d+\): this "
+                     rf"vector {why}.*; the vectors after it ran in a new worker$",
                      proc.stdout, re.M), proc.stdout
     results = json.loads((proj / "build/host/exitref/test-results.failed.json").read_text())
     assert [(v["op"], v["vector"], v["status"]) for v in results["vectors"]] == [
