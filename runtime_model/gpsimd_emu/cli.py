@@ -208,7 +208,7 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
             signal.signal(sig, signal.SIG_DFL)
     if status is None:
         say(f"{plan.library}: the run did not finish within {limit:g} s "
-            f"(a reference that never returns?)")
+            f"(the emulator itself did not end: a bug to report)")
         return 3
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
