@@ -11,7 +11,7 @@ lib::op[vector] (where): message``) and ``lib: N passed, M failed``; with
 0 printed for them; writes the results JSON; exits 0 only when every vector passed, 1 when
 one failed, 2 when the plan itself cannot be read or the results cannot
 be written, 3 when the whole run took longer than the vectors' time
-limits allow (a reference that never returns). What core 0 printed goes
+limits allow (an emulator that did not end). What core 0 printed goes
 to stderr, prefixed with the vector's name.
 
 With ``--failed-results F``, the results file is the proof of a passing run
