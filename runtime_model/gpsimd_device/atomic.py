@@ -2,11 +2,12 @@
 and of the emulator writes an output (test results, plans, packs, reports,
 records), so that a build killed at any moment leaves each file either as
 it was or complete, never a part (a killed writer leaves its temporary
-file, which :func:`leftovers_of` finds for the next writer to remove); and never through a link someone else
-planted: the temporary file has an unpredictable name and is created
-exclusively (``tempfile.mkstemp``: ``O_CREAT|O_EXCL``, which refuses a
-symbolic link in its place), and the rename replaces whatever entry has
-the final name (a planted link included) without following it.
+file, which :func:`leftovers_of` finds for the next writer to remove); and
+never through a link someone else planted: the temporary file has an
+unpredictable name and is created exclusively (``tempfile.mkstemp``:
+``O_CREAT|O_EXCL``, which refuses a symbolic link in its place), and the
+rename replaces whatever entry has the final name (a planted link
+included) without following it.
 :func:`file_digest` is the one digest of a file's bytes that the build's
 records, the explorer's record and the report compare. :func:`open_private`
 reads back a file that only its writer may have written (a record the
