@@ -1,11 +1,13 @@
 """Writing a file whole or not at all, and a file's digest: the one way every step of the build
 and of the emulator writes an output (test results, plans, packs, reports,
 records), so that a build killed at any moment leaves each file either as
-it was or complete, never a part; and never through a link someone else
-planted: the temporary file has an unpredictable name and is created
-exclusively (``tempfile.mkstemp``: ``O_CREAT|O_EXCL``, which refuses a
-symbolic link in its place), and the rename replaces whatever entry has
-the final name (a planted link included) without following it.
+it was or complete, never a part (a killed writer leaves its temporary
+file, which :func:`leftovers_of` finds for the next writer to remove); and
+never through a link someone else planted: the temporary file has an
+unpredictable name and is created exclusively (``tempfile.mkstemp``:
+``O_CREAT|O_EXCL``, which refuses a symbolic link in its place), and the
+rename replaces whatever entry has the final name (a planted link
+included) without following it.
 :func:`file_digest` is the one digest of a file's bytes that the build's
 records, the explorer's record and the report compare. :func:`open_private`
 reads back a file that only its writer may have written (a record the
@@ -16,11 +18,16 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import re
 import stat
 import tempfile
-from typing import Optional, Union
+from typing import List, Optional, Union
 
-__all__ = ["write_atomically", "write_if_changed", "umask", "file_digest", "open_private"]
+__all__ = ["write_atomically", "write_if_changed", "leftovers_of", "umask", "file_digest",
+           "open_private"]
+
+#: The random part of a temporary file's name (``tempfile.mkstemp``'s).
+_RANDOM = re.compile(r"[a-z0-9_]{8}")
 
 
 def umask() -> int:
@@ -77,6 +84,21 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
         if isinstance(e, OSError) and e.errno is not None:   # (about path, not tmp)
             raise OSError(e.errno, e.strerror, path) from e
         raise
+
+
+def leftovers_of(path: str) -> List[str]:
+    """The temporary files :func:`write_atomically` of ``path`` left when
+    its writer was killed before the rename (``.<name>.<random>.tmp``
+    beside it), for a writer that alone writes ``path`` to remove."""
+    folder, name = os.path.split(path)
+    head = f".{name}."
+    try:
+        entries = os.listdir(folder or ".")
+    except OSError:
+        return []
+    return [os.path.join(folder, e) for e in entries
+            if e.startswith(head) and e.endswith(".tmp")
+            and _RANDOM.fullmatch(e[len(head):-len(".tmp")])]
 
 
 def write_if_changed(path: str, data: Union[bytes, str]) -> bool:

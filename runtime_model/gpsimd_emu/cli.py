@@ -33,7 +33,7 @@ import sys
 import time
 from typing import List, Optional, Tuple, Union
 
-from gpsimd_device.atomic import write_atomically
+from gpsimd_device.atomic import leftovers_of, write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device.results import VectorResult, format_line
 
@@ -122,15 +122,18 @@ def say(message: str) -> None:
 
 def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     """Parse ``argv`` and (given ``--failed-results``) remove both results
-    files, so that no results file from before this run is left whatever
-    happens next; an exit status (2, the reason on stderr) when a file
-    cannot be removed. Raises SystemExit (argparse) for a bad argument."""
+    files, and what a killed run left of their writing
+    (``atomic.leftovers_of``), so that no results file from before this
+    run is left whatever happens next; an exit status (2, the reason on
+    stderr) when a file cannot be removed. Raises SystemExit (argparse) for
+    a bad argument."""
     args = build_parser().parse_args(argv)
     if args.quiet is None:      # read now: the parser is made once, maybe in another environment
         args.quiet = os.environ.get(QUIET_ENV) == "1"
     if args.failed_results:
-        for path in filter(None, (args.results, args.failed_results, args.record_failures,
-                                  *args.stale)):
+        named = list(filter(None, (args.results, args.failed_results, args.record_failures,
+                                   *args.stale)))
+        for path in named + [t for p in named for t in leftovers_of(p)]:
             try:
                 os.unlink(path)
             except FileNotFoundError:
