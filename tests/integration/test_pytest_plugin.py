@@ -623,7 +623,10 @@ def test_a_reference_that_never_returns_times_out_and_the_next_vector_runs(tmp_p
     assert _services_in(proj) == []
 
 
-def test_a_reference_that_ends_the_emulator_fails_its_vector_and_the_next_runs(tmp_path):
+@pytest.mark.parametrize("ending,how", [("os._exit(0)", "exit status 0"),
+                                        ("os.kill(os.getpid(), signal.SIGKILL)", "signal 9")])
+def test_a_reference_that_ends_the_emulator_fails_its_vector_and_the_next_runs(tmp_path, ending,
+                                                                               how):
     """A reference's os._exit ends the vector service: that vector fails,
     saying what may have ended it, and the next vectors run in a new one."""
     proj = tmp_path / "exit_repo"
@@ -634,14 +637,14 @@ def test_a_reference_that_ends_the_emulator_fails_its_vector_and_the_next_runs(t
     (proj / "SConstruct").write_text(SCONSTRUCT)
     proc = run_scons(proj, env=_env())
     assert proc.returncode == 2, proc.stdout + proc.stderr    # [wrong] fails
-    (proj / "ref.py").write_text("import os\n\ndef negate(x):\n"
-                                 "    if x.size == 11:\n        os._exit(0)\n    return -x\n")
+    (proj / "ref.py").write_text("import os, signal\n\ndef negate(x):\n"
+                                 f"    if x.size == 11:\n        {ending}\n    return -x\n")
     proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA")
     assert _outcomes(proc.stdout) == {IDS[0]: "FAILED", IDS[1]: "FAILED", IDS[2]: "PASSED"}, \
         proc.stdout
-    assert ("FAIL team::negate[n11] (ops.yaml:9:13): the emulator's process ended (exit "
-            "status 0) without a result (a reference that calls os._exit or crashes the "
-            "process?)") in proc.stdout, proc.stdout
+    assert (f"FAIL team::negate[n11] (ops.yaml:9:13): the emulator's process ended ({how}) "
+            f"without a result (a reference that calls os._exit or crashes the process?)") \
+        in proc.stdout, proc.stdout
     assert _services_in(proj) == []
 
 

@@ -142,5 +142,6 @@ class VectorClient:
     def _lost(self, what: str, why: str = "") -> dict:
         proc, self._proc = self._proc, None
         end_group(proc, grace=0)
-        return {"error": f"the emulator's process {what} (exit status {proc.returncode}) "
-                         f"without a result{why}"}
+        code = proc.returncode
+        how = f"signal {-code}" if code is not None and code < 0 else f"exit status {code}"
+        return {"error": f"the emulator's process {what} ({how}) without a result{why}"}
