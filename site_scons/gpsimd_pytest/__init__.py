@@ -170,6 +170,7 @@ class _Vectors:
             return ManifestFile.from_parent(parent, path=file_path)
         return None
 
+    @pytest.hookimpl(tryfirst=True)     # (before junitxml's writes its file: write_report)
     def pytest_sessionfinish(self, session) -> None:
         for client, _ in self.sessions.values():
             if client is not None:
@@ -257,8 +258,12 @@ class _Vectors:
 
     def write_report(self) -> None:
         """The report, results and summary of the vectors run, in manifest
-        order (``gpsimd_pytest.merge.write_outputs``)."""
-        from .merge import write_outputs
+        order (``gpsimd_pytest.merge.write_outputs``), and the build they
+        tested named in the JUnit file too (``--junitxml``: a property of
+        its test suite, ``merge.BUILD_PROPERTY``), for the merge to check."""
+        from _pytest import junitxml    # (its LogXML: record_testsuite_property's own way)
+
+        from .merge import BUILD_PROPERTY, write_outputs
         path = self.report_path()
         if path is None:
             sys.stderr.write(f"gpsimd: no report written: there is no "
@@ -276,6 +281,10 @@ class _Vectors:
                           shard, build, every)
         except OSError as e:
             sys.stderr.write(f"gpsimd: cannot write the report {path}: {e}\n")
+            return
+        junit = self.config.stash.get(junitxml.xml_key, None)     # (--junitxml)
+        if junit is not None and build is not None:
+            junit.add_global_property(BUILD_PROPERTY, build)
 
     def identity(self) -> Optional[str]:
         """What this run tested (``gpsimd_build.freshness.identity`` of every
