@@ -24,6 +24,7 @@ which a vector failed writes its results to ``F`` instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
@@ -231,7 +232,8 @@ def _wrote_results(args: argparse.Namespace) -> bool:
 class _Journal:
     """What the workers of a run tell the supervisor through a pipe, one
     JSON document a line: each result (``{"result": VectorResult JSON}``,
-    kept in ``rows``, which the next worker takes as done) and the vector
+    kept as it came and read into ``rows`` only when a next worker takes
+    them as done: ``blame``) and the vector
     being made ready (``{"making": [op, vector] or null}``: its inputs and
     its references, each within the vector's time limit, which a reference
     that catches or blocks SIGALRM defeats; ``MAKING_SLACK``)."""
@@ -239,7 +241,7 @@ class _Journal:
     def __init__(self, plan: TestPlan, timeout: float) -> None:
         self.plan, self.rows, self.making, self.since = plan, [], None, 0.0
         self.limit = 2 * timeout + MAKING_SLACK     # (its reference, and the one before's)
-        self.overran, self._text = False, b""
+        self.overran, self._text, self._results = False, b"", []
 
     def follow(self, pid: int, fd: int, deadline: float) -> Optional[int]:
         """Read worker ``pid``'s lines on ``fd`` (closed after) until it
@@ -269,12 +271,11 @@ class _Journal:
     def _take(self, data: bytes) -> bool:
         *lines, self._text = (self._text + data).split(b"\n")
         for line in lines:
+            if line.startswith(b'{"result": '):     # (_note's form; read if needed: blame)
+                self._results.append(line)
+                continue
             try:
-                doc = json.loads(line)
-                if "result" in doc:
-                    self.rows.append(VectorResult.from_json(doc["result"]))
-                else:
-                    self.making, self.since = doc["making"], time.monotonic()
+                self.making, self.since = json.loads(line)["making"], time.monotonic()
             except (ValueError, TypeError, KeyError):
                 continue
         return bool(data)
@@ -287,6 +288,10 @@ class _Journal:
         vectors = {(op.name, v.name): v for op in self.plan.ops for v in op.vectors}
         if not isinstance(making, list) or tuple(making) not in vectors:
             return False
+        for line in self._results:
+            with contextlib.suppress(ValueError, TypeError, KeyError):
+                self.rows.append(VectorResult.from_json(json.loads(line)["result"]))
+        self._results = []
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
         why = (f"was not ready within {self.limit:g} s (a reference that catches or blocks "
