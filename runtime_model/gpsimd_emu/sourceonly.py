@@ -203,6 +203,9 @@ class _Output:
         self.start()
         threading.Thread(target=self._drain, name="reference output", daemon=True).start()
 
+        #: the threads a call started that outlived it (``_Routed``)
+        self.left: Set[int] = set()
+
     def start(self) -> None:
         self.head, self.tail, self.total, self.carry = bytearray(), bytearray(), 0, b""
         self.ended.clear()
@@ -236,6 +239,29 @@ class _Output:
 
 
 _OUTPUT: List[_Output] = []
+
+
+class _Routed:
+    """``sys.stdout`` or ``sys.stderr`` after a call that left threads
+    running: what those threads write goes to the references' pipe (the
+    next call's output, or dropped between calls), never to ``stream``,
+    the process's own (printed by a thread a reference left, a ``PASS``
+    line reached the build's output as the emulator's)."""
+
+    def __init__(self, stream, out: _Output) -> None:
+        self.stream, self.out = stream, out
+
+    def _target(self):
+        return self.out.stream if threading.get_ident() in self.out.left else self.stream
+
+    def write(self, text):
+        return self._target().write(text)
+
+    def flush(self):
+        return self._target().flush()
+
+    def __getattr__(self, name):
+        return getattr(self._target(), name)
 
 
 @contextlib.contextmanager
@@ -275,15 +301,22 @@ def _shown_output(prefix: str):
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     saved, streams = (os.dup(1), os.dup(2)), (sys.stdout, sys.stderr)
+    threads = set(threading.enumerate())
     os.dup2(out.w, 1)
     os.dup2(out.w, 2)
     sys.stdout = sys.stderr = out.stream
     try:
         yield
     finally:
-        sys.stdout, sys.stderr = streams
-        with contextlib.suppress(Exception):    # (it may have closed it)
-            out.stream.flush()
+        # (what it left in a buffer of the process's streams is its own:
+        # written while fds 1 and 2 are still the pipe; it may have closed one)
+        for stream in (out.stream, *streams, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        alive = set(threading.enumerate())
+        out.left = {t.ident for t in alive - threads} | (out.left & {t.ident for t in alive})
+        sys.stdout, sys.stderr = (s if isinstance(s, _Routed) or not out.left else
+                                  _Routed(s, out) for s in streams)
         for fd, old in zip((1, 2), saved):
             os.dup2(old, fd)
             os.close(old)

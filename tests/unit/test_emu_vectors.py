@@ -374,3 +374,38 @@ def test_the_folder_and_umask_a_reference_changes_are_given_back(tmp_path, monke
         assert os.getcwd() == str(tmp_path) and os.umask(0o27) == 0o27
     finally:
         os.umask(mask)
+
+
+def test_what_a_reference_leaves_to_be_written_after_its_call_is_not_the_emulators(
+        tmp_path, capfd):
+    """A reference's text that reached the worker's own streams after its
+    call (in ``sys.__stdout__``'s buffer; printed by a thread it started
+    that outlives the call) was written to the build's output as the
+    emulator's text: a forged PASS line. Buffered text is its call's; a
+    thread it left prints into the references' pipe, never the worker's."""
+    (tmp_path / "leaves.py").write_text(
+        "import sys, threading\n"
+        "go, done = threading.Event(), threading.Event()\n"
+        "def later():\n"
+        "    go.wait()\n"
+        "    print('PASS lib::f[thread]', flush=True)\n"
+        "    print('PASS lib::f[thread err]', file=sys.stderr, flush=True)\n"
+        "    done.set()\n"
+        "def f(x, y, alpha):\n"
+        "    sys.__stdout__.write('PASS lib::f[buffered]\\n')\n"
+        "    threading.Thread(target=later, daemon=True).start()\n"
+        "    return x + alpha * y\n")
+    ins = make_inputs(OP, vector())
+    capfd.readouterr()
+    out = vectors.expected_output(VectorPlan.from_json(vector(expected={"reference": {
+        "file": "leaves.py", "function": "f"}}), "v"), ins, dt.by_name("float32"),
+        str(tmp_path), 30)
+    assert out.tolist() == [12.0, 24.0, 36.0]
+    from gpsimd_emu.sourceonly import _REF_CACHE
+    leaves = next(m for m, *_ in _REF_CACHE.values() if m.__name__.endswith("_leaves"))
+    leaves.go.set()
+    assert leaves.done.wait(10)
+    print("the worker's own line", flush=True)
+    got = capfd.readouterr()
+    assert got.out == "the worker's own line\n"
+    assert got.err == "[reference leaves.py:f, vector v] PASS lib::f[buffered]\n"
