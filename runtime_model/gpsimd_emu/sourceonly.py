@@ -315,15 +315,34 @@ def _shown_output(prefix: str):
                 stream.flush()
         alive = set(threading.enumerate())
         out.left = {t.ident for t in alive - threads} | (out.left & {t.ident for t in alive})
-        sys.stdout, sys.stderr = (s if isinstance(s, _Routed) or not out.left else
-                                  _Routed(s, out) for s in streams)
         for fd, old in zip((1, 2), saved):
             os.dup2(old, fd)
             os.close(old)
+        sys.stdout, sys.stderr = (s if isinstance(s, _Routed) or not out.left else
+                                  _Routed(s, out) for s in map(_open, streams, (1, 2)))
         os.write(out.w, out.token)
         out.ended.wait()
         if out.total:
             print("\n".join(prefixed(prefix, out.text())), file=sys.stderr, flush=True)
+
+
+def _open(stream, fd: int):
+    """``stream``, the process's own ``sys.stdout`` or ``sys.stderr`` (on
+    ``fd``), or, when a reference closed it (``sys.__stdout__.close()``),
+    a new one on ``fd`` in its place (``sys.__stdout__`` too): the worker's
+    next line raised, and the whole run's results were lost, unsaid."""
+    own = stream.stream if isinstance(stream, _Routed) else stream
+    if not getattr(own, "closed", False):
+        return stream
+    again = open(fd, "w", buffering=1 if own.line_buffering else -1, encoding=own.encoding,
+                 errors=own.errors, closefd=False)
+    for name in ("__stdout__", "__stderr__"):
+        if getattr(sys, name) is own:
+            setattr(sys, name, again)
+    if isinstance(stream, _Routed):
+        stream.stream = again
+        return stream
+    return again
 
 
 def short_exc(e: BaseException) -> str:
