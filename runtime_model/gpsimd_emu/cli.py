@@ -302,19 +302,28 @@ class _Journal:
     def blame(self, status: int) -> bool:
         """After a worker ended without results (wait ``status``): when it
         was making a vector ready, that vector fails, its line printed and
-        its result kept; True then (a new worker runs the vectors left)."""
+        its result kept; True then (a new worker runs the vectors left).
+        One that ended while it made none ready (what a reference left
+        running, a stream of the worker's it closed) gave results first:
+        they are kept, and True (no vector is blamed; each worker ended so
+        keeps one result more, at least)."""
         making, self.making, self._text = self.making, None, b""
         made, self.made = [m for m in self.made if m != making], []
         probed, self.probe = making is not None and making == self.probe, None
         vectors = {(op.name, v.name): v for op in self.plan.ops for v in op.vectors}
-        if not isinstance(making, list) or tuple(making) not in vectors:
-            return False
-        for line in self._results:
+        results, self._results = self._results, []
+        for line in results:
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 self.rows.append(VectorResult.from_json(json.loads(line)["result"]))
-        self._results = []
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        if making is None and results:
+            say(f"{self.plan.library}: the emulator's worker ended ({how}) while it made no "
+                f"vector ready; its results ({len(results)}) are kept and the vectors left run "
+                f"in a new worker")
+            return True
+        if not isinstance(making, list) or tuple(making) not in vectors:
+            return False
         if not (self.overran or probed or tuple(making) in self.suspected):
             self.suspected.add(tuple(making))
             self.probe = making         # (the next worker makes it ready first)

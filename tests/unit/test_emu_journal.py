@@ -59,7 +59,25 @@ def test_a_vector_whose_probe_passes_but_that_ends_a_worker_again_names_those_be
         "(made before it there: f[a]); the vectors after it ran in a new worker")
 
 
-def test_an_end_while_no_vector_is_made_ready_blames_none():
+def test_an_end_before_any_result_while_no_vector_is_made_ready_blames_none():
     j = journal()
     lines(j, {"making": ["f", "a"]}, {"making": None})
     assert not j.blame(EXIT_5) and j.rows == []
+
+
+def test_an_end_while_no_vector_is_made_ready_keeps_the_results_given(capsys):
+    """A worker ended while it made no vector ready (a thread a reference
+    left, a stream of its own a reference closed): every result it had
+    given was lost with the run. They are kept, and a new worker runs the
+    rest, as long as each worker ended so gave a result more."""
+    j = journal()
+    row = {"op": "f", "vector": "a", "where": "ops.yaml:1:3", "status": "pass", "message": ""}
+    lines(j, {"making": ["f", "a"]}, {"making": None}, {"result": row},
+          {"making": ["f", "b"]}, {"making": None})
+    assert j.blame(EXIT_5)
+    assert [(r.vector, r.status) for r in j.rows] == [("a", "pass")]
+    assert capsys.readouterr().err == (
+        "gpsimd_emu: lib: the emulator's worker ended (exit status 5) while it made no vector "
+        "ready; its results (1) are kept and the vectors left run in a new worker\n")
+    lines(j, {"making": ["f", "b"]}, {"making": None})
+    assert not j.blame(EXIT_5) and len(j.rows) == 1    # (no result more: the run ends)
