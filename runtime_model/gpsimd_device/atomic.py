@@ -115,7 +115,9 @@ def remove_leftovers(path: str) -> None:
     each a regular file no live writer holds locked; a link or anything
     else with such a name is left alone, as is one that cannot be removed."""
     for left in leftovers_of(path):
-        try:
+        try:        # (what is not a regular file is not opened: a device's open acts)
+            if not stat.S_ISREG(os.lstat(left).st_mode):
+                continue
             fd = os.open(left, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
