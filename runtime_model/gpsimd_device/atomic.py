@@ -2,7 +2,9 @@
 and of the emulator writes an output (test results, plans, packs, reports,
 records), so that a build killed at any moment leaves each file either as
 it was or complete, never a part (a killed writer leaves its temporary
-file, which :func:`leftovers_of` finds for the next writer to remove); and
+file, which the next writer of the file removes: :func:`remove_leftovers`;
+a writer holds an ``flock`` on its own until the rename, so that a live
+one is never taken for a killed one); and
 never through a link someone else planted: the temporary file has an
 unpredictable name and is created exclusively (``tempfile.mkstemp``:
 ``O_CREAT|O_EXCL``, which refuses a symbolic link in its place), and the
@@ -16,6 +18,7 @@ build loads with ``pickle``, written ``private``)."""
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import os
 import re
@@ -23,8 +26,8 @@ import stat
 import tempfile
 from typing import List, Optional, Union
 
-__all__ = ["write_atomically", "write_if_changed", "leftovers_of", "umask", "file_digest",
-           "open_private"]
+__all__ = ["write_atomically", "write_if_changed", "leftovers_of", "remove_leftovers", "umask",
+           "file_digest", "open_private"]
 
 #: The random part of a temporary file's name (``tempfile.mkstemp``'s).
 _RANDOM = re.compile(r"[a-z0-9_]{8}")
@@ -54,7 +57,8 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
     renamed over it; the temporary file is removed if writing fails,
     whatever the exception. A symbolic or hard link at ``path`` is
     replaced, never written through. With ``make_folder``, the folder is
-    created first when missing.
+    created first when missing. Then what killed writers of ``path`` left
+    is removed (:func:`remove_leftovers`).
 
     Raises:
         OSError: the file cannot be written; its ``filename`` is ``path``,
@@ -71,7 +75,9 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
                                    dir=folder or ".")
     except OSError as e:
         raise OSError(e.errno, e.strerror, path) from e
+    lock = os.dup(fd)       # (holds the flock until the rename, whatever closes fd)
     try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with os.fdopen(fd, "wb") as f:
             os.fchmod(f.fileno(), 0o600 if private else 0o666 & ~umask())
             f.write(data)
@@ -84,6 +90,9 @@ def write_atomically(path: str, data: Union[bytes, str], make_folder: bool = Fal
         if isinstance(e, OSError) and e.errno is not None:   # (about path, not tmp)
             raise OSError(e.errno, e.strerror, path) from e
         raise
+    finally:
+        os.close(lock)
+    remove_leftovers(path)
 
 
 def leftovers_of(path: str) -> List[str]:
@@ -99,6 +108,29 @@ def leftovers_of(path: str) -> List[str]:
     return [os.path.join(folder, e) for e in entries
             if e.startswith(head) and e.endswith(".tmp")
             and _RANDOM.fullmatch(e[len(head):-len(".tmp")])]
+
+
+def remove_leftovers(path: str) -> None:
+    """Remove what killed writers of ``path`` left (:func:`leftovers_of`):
+    each a regular file no live writer holds locked; a link or anything
+    else with such a name is left alone, as is one that cannot be removed."""
+    for left in leftovers_of(path):
+        try:        # (what is not a regular file is not opened: a device's open acts)
+            if not stat.S_ISREG(os.lstat(left).st_mode):
+                continue
+            fd = os.open(left, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # (a live writer's: raises)
+                if os.lstat(left).st_ino == st.st_ino:
+                    os.unlink(left)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def write_if_changed(path: str, data: Union[bytes, str]) -> bool:

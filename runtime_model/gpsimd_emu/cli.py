@@ -34,7 +34,7 @@ import sys
 import time
 from typing import List, Optional, Tuple, Union
 
-from gpsimd_device.atomic import leftovers_of, write_atomically
+from gpsimd_device.atomic import remove_leftovers, write_atomically
 from gpsimd_device.plan import PlanError, TestPlan
 from gpsimd_device.results import VectorResult, format_line
 
@@ -124,7 +124,7 @@ def say(message: str) -> None:
 def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     """Parse ``argv`` and (given ``--failed-results``) remove both results
     files, and what a killed run left of their writing
-    (``atomic.leftovers_of``), so that no results file from before this
+    (``atomic.remove_leftovers``), so that no results file from before this
     run is left whatever happens next; an exit status (2, the reason on
     stderr) when a file cannot be removed. Raises SystemExit (argparse) for
     a bad argument."""
@@ -134,7 +134,7 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
     if args.failed_results:
         named = list(filter(None, (args.results, args.failed_results, args.record_failures,
                                    *args.stale)))
-        for path in named + [t for p in named for t in leftovers_of(p)]:
+        for path in named:
             try:
                 os.unlink(path)
             except FileNotFoundError:
@@ -142,6 +142,7 @@ def parse(argv: Optional[List[str]]) -> Union[argparse.Namespace, int]:
             except OSError as e:
                 say(f"cannot remove {path}: {e.strerror} (errno {e.errno})")
                 return settle(args, 2)
+            remove_leftovers(path)
     return args
 
 

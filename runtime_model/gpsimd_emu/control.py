@@ -30,12 +30,23 @@ __all__ = [
     "RecordError", "SLOT_STARTED", "SLOT_DONE", "SLOT_BIND_FAILED",
     "PASS_PENDING", "PASS_RUNNING", "PASS_DONE", "PASS_SKIPPED",
     "JOB_RUNNING", "JOB_EXITED", "EXIT_MODEL_ERROR", "CANCELLED", "LOST", "UNFINISHED",
-    "ZY",
+    "ZY", "kept_text",
 ]
 
 #: Every ``GPSIMD_ZY_*`` number of ``gpsimd_host/zygote.h`` (the one
 #: definition of the zygote's formats), without the prefix.
 ZY = {k[3:]: v for k, v in defines("zygote.h").items() if k.startswith("ZY_")}
+
+
+
+def kept_text(head: bytes, tail: bytes, total: int) -> str:
+    """A process's kept output (at most ``ZY["OUTPUT_KEEP"]`` bytes from
+    the start, ``head``, and as many from the end, ``tail``, of ``total``)
+    as text, the dropped middle counted."""
+    dropped = total - len(head) - len(tail)
+    middle = f"\n[... {dropped} bytes dropped ...]\n".encode() if dropped > 0 else b""
+    return (bytes(head) + middle + bytes(tail)).decode("utf-8", "replace")
+
 
 SIZE = ZY["CB_SIZE"]
 MAX_PASSES = ZY["MAX_RUNS"]

@@ -83,9 +83,13 @@ def read_list(values, dtype: dt.DType) -> np.ndarray:
         ValueError, TypeError: not an array (a ragged list, say).
     """
     approx = np.array(values)
-    if approx.dtype.kind != "f" or isinstance(values, np.ndarray):
+    if isinstance(values, np.ndarray) or approx.dtype.kind not in "iuf":
         return approx
     objects = np.array(values, dtype=object)
+    if _bools(objects).any():       # (numpy reads [True, 2] as [1, 2])
+        return objects
+    if approx.dtype.kind != "f":
+        return approx
     if not dtype.is_integer:
         wide = any(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
                    and abs(int(v)) > 2 ** 53 for v in objects.flat)
@@ -94,6 +98,15 @@ def read_list(values, dtype: dt.DType) -> np.ndarray:
     exact = exact_ints(ints.tolist()) \
         if all(isinstance(v, int) and not isinstance(v, bool) for v in ints.flat) else None
     return approx if exact is None else exact.reshape(approx.shape)
+
+
+def _bools(a: np.ndarray) -> np.ndarray:
+    """Which elements of ``a`` are bools (a bool array's all, an object
+    array's Python and numpy bools)."""
+    if a.dtype.kind == "O":
+        return np.asarray(np.frompyfunc(lambda v: isinstance(v, (bool, np.bool_)), 1, 1)(a),
+                          dtype=bool)
+    return np.full(a.shape, a.dtype.kind == "b")
 
 
 def _value(v) -> Union[Fraction, float]:
@@ -302,8 +315,9 @@ def to_dtype(values, dtype: dt.DType, what: str, source: Optional[str] = None, *
     limits = f"{dtype.name} ({role}, {span})"
     shown, out = a, None
     problems: List[Tuple[np.ndarray, str]] = []
-    if a.dtype.kind == "b":
-        problems.append((np.ones(a.shape, dtype=bool), f"is a bool, not {name}"))
+    bools = _bools(a)
+    if bools.any():     # (a bool array, or bools among a list's numbers)
+        problems.append((bools, f"is a bool, not {name}"))
     else:
         if a.dtype.kind == "c":
             problems.append((a.imag != 0, f"is complex, not {name}"))

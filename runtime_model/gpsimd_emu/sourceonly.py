@@ -233,9 +233,8 @@ class _Output:
 
     def text(self) -> str:
         """What the call wrote: the kept bytes, and how many were dropped."""
-        dropped = self.total - len(self.head) - len(self.tail)
-        middle = f"\n[... {dropped} bytes dropped ...]\n".encode() if dropped else b""
-        return (bytes(self.head) + middle + bytes(self.tail)).decode("utf-8", "replace")
+        from .control import kept_text
+        return kept_text(self.head, self.tail, self.total)
 
 
 _OUTPUT: List[_Output] = []

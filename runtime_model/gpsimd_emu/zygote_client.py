@@ -23,7 +23,7 @@ from gpsimd_device.printable import visible
 
 from . import contain
 from .binding import header_struct
-from .control import ZY
+from .control import ZY, kept_text
 from .cores import CoreSpec
 
 __all__ = ["ZygoteClient", "ZygoteError", "Vector", "Ready", "Reply", "vector_message",
@@ -98,14 +98,10 @@ def read_reply(data: bytes, kept: bytes) -> Optional[dict]:
     output: List[dict] = []
     at = 0
     for o in r.output[:r.noutput]:
-        text = kept[at:at + o.head]
-        if o.tail:
-            if o.total > o.head + o.tail:
-                text += f"\n[... {o.total - o.head - o.tail} bytes dropped ...]\n".encode()
-            text += kept[at + o.head:at + o.head + o.tail]
+        text = kept_text(kept[at:at + o.head], kept[at + o.head:at + o.head + o.tail], o.total)
         at += o.head + o.tail
         output.append({"core": o.core, "stream": "stdout" if o.fd == 1 else "stderr",
-                       "bytes": o.total, "text": _str(text)})
+                       "bytes": o.total, "text": text})
     return {"wait_status": r.wait_status, "timed_out": bool(r.timed_out),
             "oom_kills": r.oom_kills, "pid": r.pid, "output": output}
 

@@ -122,6 +122,36 @@ def _modes_project(tmp_path):
         (proj / f"{mode}.yaml").write_text(_mode_manifest(mode))
     return proj
 
+
+#: The mode library's object, below BUILD_DIR.
+_MODE_OBJ = "host/mode/obj/kernels/mode/mode.o"
+
+
+def _entry_of_the_failing_build(tmp_path):
+    """(project, cache, the cache entry of the dbg build's object) after a
+    rel build (passes) and a dbg build (fails) with one cache."""
+    proj = _modes_project(tmp_path)
+    cache = tmp_path / "cache"
+    rel = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
+    assert rel.returncode == 0, rel.stdout + rel.stderr
+    dbg = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
+    assert dbg.returncode != 0, dbg.stdout + dbg.stderr
+    wrong = (proj / "dbg" / _MODE_OBJ).read_bytes()
+    (entry,) = [p for p in cache.glob("*/*") if p.is_file() and p.read_bytes() == wrong]
+    return proj, cache, entry
+
+
+def _clean_failing_build(proj, cache):
+    """A clean dbg build with the cache, asserted to build the object (not
+    take the entry) and fail as from scratch; its process."""
+    shutil.rmtree(proj / "dbg")
+    again = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
+    assert f"Retrieved `dbg/{_MODE_OBJ}'" not in again.stdout, again.stdout
+    assert again.returncode != 0 and again.stdout.splitlines()[-1] == \
+        "all libraries: 0 passed, 1 failed", again.stdout + again.stderr
+    return again
+
+
 def test_a_flag_word_equal_to_build_dir_s_name_stays_in_the_key(tmp_path):
     """The key replaced BUILD_DIR's name wherever it stood as a word, so
     ``-DMODE=rel`` built into ``BUILD_DIR=rel`` and ``-DMODE=dbg`` into
@@ -149,22 +179,10 @@ def test_a_cache_entry_every_user_may_write_is_not_taken(tmp_path):
     with a second user: the dbg object's entry rewritten with the rel
     object's bytes, a clean dbg build took it and passed (1 of 1), where
     it fails from scratch. Such an entry is not taken now, and named."""
-    proj = _modes_project(tmp_path)
-    cache = tmp_path / "cache"
-    obj = "host/mode/obj/kernels/mode/mode.o"
-    rel = run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel", f"CACHE_DIR={cache}")
-    assert rel.returncode == 0, rel.stdout + rel.stderr
-    dbg = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
-    assert dbg.returncode != 0, dbg.stdout + dbg.stderr
-    wrong = (proj / "dbg" / obj).read_bytes()
-    (entry,) = [p for p in cache.glob("*/*") if p.is_file() and p.read_bytes() == wrong]
+    proj, cache, entry = _entry_of_the_failing_build(tmp_path)
     entry.chmod(0o666)                                  # (as a umask 000 build stores it)
-    entry.write_bytes((proj / "rel" / obj).read_bytes())  # (what anyone could then do)
-    shutil.rmtree(proj / "dbg")
-    again = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
-    assert f"Retrieved `dbg/{obj}'" not in again.stdout, again.stdout
-    assert again.returncode != 0 and again.stdout.splitlines()[-1] == \
-        "all libraries: 0 passed, 1 failed", again.stdout + again.stderr
+    entry.write_bytes((proj / "rel" / _MODE_OBJ).read_bytes())  # (what anyone could then do)
+    again = _clean_failing_build(proj, cache)
     assert (f"scons: the cache entry {entry} is writable by every user (mode 666): anyone "
             f"could have put another output there, so it is not taken (built instead)"
             in again.stderr), again.stderr
@@ -206,25 +224,13 @@ def test_a_cache_entry_of_a_user_who_may_not_write_its_folder_is_not_taken(tmp_p
     so a clean dbg build took the rel object it held and passed (1 of 1),
     where it fails from scratch (reproduced with a second user). An entry
     whose owner may not write its folder is not taken now, and named."""
-    proj = _modes_project(tmp_path)
-    cache = tmp_path / "cache"
-    obj = "host/mode/obj/kernels/mode/mode.o"
-    assert run_scons(proj, "-Q", "MANIFEST=rel.yaml", "BUILD_DIR=rel",
-                     f"CACHE_DIR={cache}").returncode == 0
-    dbg = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
-    assert dbg.returncode != 0, dbg.stdout + dbg.stderr
-    wrong = (proj / "dbg" / obj).read_bytes()
-    (entry,) = [p for p in cache.glob("*/*") if p.is_file() and p.read_bytes() == wrong]
-    entry.write_bytes((proj / "rel" / obj).read_bytes())
+    proj, cache, entry = _entry_of_the_failing_build(tmp_path)
+    entry.write_bytes((proj / "rel" / _MODE_OBJ).read_bytes())
     nobody = pwd.getpwnam("nobody")
     os.chown(entry, nobody.pw_uid, nobody.pw_gid)       # (as another user's planted file)
     entry.chmod(0o644)
     assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o755
-    shutil.rmtree(proj / "dbg")
-    again = run_scons(proj, "-Q", "MANIFEST=dbg.yaml", "BUILD_DIR=dbg", f"CACHE_DIR={cache}")
-    assert f"Retrieved `dbg/{obj}'" not in again.stdout, again.stdout
-    assert again.returncode != 0 and again.stdout.splitlines()[-1] == \
-        "all libraries: 0 passed, 1 failed", again.stdout + again.stderr
+    again = _clean_failing_build(proj, cache)
     assert (f"scons: the cache entry {entry} belongs to user nobody, who may not write its "
             f"folder (mode 755, owner root, group root): it was put there while the folder was "
             f"open to them, so it is not taken (built instead)" in again.stderr), again.stderr

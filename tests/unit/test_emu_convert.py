@@ -50,7 +50,9 @@ def refs(tmp_path):
         "def cplx(x): return x + 1j\n"
         "def big(x): return np.float64(x) * 1e6\n"
         "def tenth(x): return np.full(x.shape, 0.1)\n"
-        "def ragged(x): return [[1, 2], [3]]\n")
+        "def ragged(x): return [[1, 2], [3]]\n"
+        "def mixed(x): return [1, True, 2]\n"
+        "def mixedf(x): return [0.5, np.True_, 2.0]\n")
     return str(tmp_path)
 
 
@@ -93,6 +95,13 @@ def test_the_reviewers_vectors_fail_naming_value_index_and_source(refs):
     ({"reference": {"file": "ref.py", "function": "gt"}}, "float32",
      "expected value False at [0] is a bool, not a float32 (the output's dtype), from the reference "
      "ref.py:gt (and 2 more)"),
+    # a bool among a list's numbers: numpy's own reading makes True 1
+    ({"reference": {"file": "ref.py", "function": "mixed"}}, "int32",
+     "expected value True at [1] is a bool, not an int32 (the output's dtype), from the reference "
+     "ref.py:mixed"),
+    ({"reference": {"file": "ref.py", "function": "mixedf"}}, "float32",
+     "expected value True at [1] is a bool, not a float32 (the output's dtype), from the reference "
+     "ref.py:mixedf"),
     ({"reference": {"file": "ref.py", "function": "nan"}}, "int32",
      "expected value nan at [0] is not an int32 (the output's dtype), from the reference ref.py:nan"),
     ({"reference": {"file": "ref.py", "function": "half"}}, "int32",

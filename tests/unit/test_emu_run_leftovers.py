@@ -40,3 +40,45 @@ def test_leftovers_of_names_what_write_atomically_makes(tmp_path, monkeypatch):
     made = [tmp_path / n for n in os.listdir(tmp_path)]
     assert len(made) == 1 and leftovers_of(str(target)) == [str(made[0])]
     assert leftovers_of(str(tmp_path / "other.html")) == []
+
+
+_WRITER = """
+import os, sys
+from gpsimd_device import atomic
+def stop(tmp, path):            # the rename reached: say so, wait to be killed
+    os.write(1, b"writing\\n")
+    os.read(0, 1)
+os.replace = stop
+atomic.write_atomically(sys.argv[1], b"partial")
+"""
+
+
+def test_every_writer_removes_what_killed_writers_of_its_file_left(tmp_path):
+    """A pack, the report or a record written as the build was killed left
+    its temporary file for good; the next write of the same file removes it,
+    but never a live writer's (it holds an flock on its temporary file until
+    the rename), a link, or another file's."""
+    import signal
+    import subprocess
+    import sys
+    target = str(tmp_path / "lib_cpu0.packed.so")
+    child = subprocess.Popen([sys.executable, "-c", _WRITER, target], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    try:
+        assert child.stdout.readline() == b"writing\n"
+        (live,) = leftovers_of(target)
+        planted = tmp_path / ".lib_cpu0.packed.so.plantedx.tmp"
+        planted.symlink_to(tmp_path / "elsewhere")
+        other = tmp_path / ".lib_cpu1.packed.so.8or1yef0.tmp"
+        other.write_text("x")
+        write_atomically(target, b"whole")      # the live writer's file stays
+        assert sorted(leftovers_of(target)) == sorted([live, str(planted)])
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        write_atomically(target, b"whole")      # its writer killed: removed
+        assert leftovers_of(target) == [str(planted)] and other.exists()
+        with open(target, "rb") as f:
+            assert f.read() == b"whole"
+    finally:
+        child.kill()
+        child.wait()
