@@ -112,8 +112,15 @@ def leftovers_of(path: str) -> List[str]:
 
 def remove_leftovers(path: str) -> None:
     """Remove what killed writers of ``path`` left (:func:`leftovers_of`):
-    each a regular file no live writer holds locked; a link or anything
-    else with such a name is left alone, as is one that cannot be removed."""
+    each a regular file no live writer holds locked, in a shared folder
+    (sticky, as ``/tmp``) only this user's; a link, another user's file
+    there (root's build removed a user's own from ``/tmp``, which the sticky
+    bit keeps any other user from) or anything else with such a name is
+    left alone, as is one that cannot be removed."""
+    try:
+        shared = bool(os.stat(os.path.dirname(path) or ".").st_mode & stat.S_ISVTX)
+    except OSError:
+        return
     for left in leftovers_of(path):
         try:        # (what is not a regular file is not opened: a device's open acts)
             if not stat.S_ISREG(os.lstat(left).st_mode):
@@ -123,7 +130,7 @@ def remove_leftovers(path: str) -> None:
             continue
         try:
             st = os.fstat(fd)
-            if stat.S_ISREG(st.st_mode):
+            if stat.S_ISREG(st.st_mode) and (st.st_uid == os.geteuid() or not shared):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)      # (a live writer's: raises)
                 if os.lstat(left).st_ino == st.st_ino:
                     os.unlink(left)

@@ -183,7 +183,8 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
     a stop signal it ends them all and itself by that signal. A worker that
     ends while it makes a vector ready (a reference's ``os._exit`` or
     crash), or makes one ready for longer than a reference may take, fails
-    that vector, and a new worker runs the rest."""
+    that vector, and a new worker runs the rest (``_Journal.blame``: an end
+    is first checked by a new worker that makes that vector ready first)."""
     limit = args.timeout * RUNS_PER_VECTOR * (plan.vector_count() + 1) + RUN_SLACK
     deadline = time.monotonic() + limit
     contain.become_subreaper()
@@ -194,7 +195,8 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
     try:
         while True:
             r, w = os.pipe()
-            pid = contain.fork_child(lambda: _run_worker(args, plan, options, w, journal.rows))
+            pid = contain.fork_child(lambda: _run_worker(args, plan, options, w, journal.rows,
+                                                         journal.probe))
             os.close(w)
             status = journal.follow(pid, r, deadline)       # (None: killed at the deadline)
             pid = None
@@ -237,12 +239,24 @@ class _Journal:
     them as done: ``blame``) and the vector
     being made ready (``{"making": [op, vector] or null}``: its inputs and
     its references, each within the vector's time limit, which a reference
-    that catches or blocks SIGALRM defeats; ``MAKING_SLACK``)."""
+    that catches or blocks SIGALRM defeats; ``MAKING_SLACK``).
+
+    A worker that ended while it made a vector ready may have been ended
+    by what a reference made before it left running (a thread, a timer, a
+    child process): the next worker first makes that vector ready alone
+    (``probe``, its result not kept), and the vector fails only when that
+    ends the worker too, or when the worker ends again as it makes it
+    after the others (its message then names the vectors made before it)."""
 
     def __init__(self, plan: TestPlan, timeout: float) -> None:
         self.plan, self.rows, self.making, self.since = plan, [], None, 0.0
         self.limit = 2 * timeout + MAKING_SLACK     # (its reference, and the one before's)
         self.overran, self._text, self._results = False, b"", []
+        #: the vector the next worker makes ready first, alone; the vectors
+        #: a worker ended while making ready once; those the current one made
+        self.probe: Optional[list] = None
+        self.suspected: set = set()
+        self.made: List[list] = []
 
     def follow(self, pid: int, fd: int, deadline: float) -> Optional[int]:
         """Read worker ``pid``'s lines on ``fd`` (closed after) until it
@@ -276,29 +290,55 @@ class _Journal:
                 self._results.append(line)
                 continue
             try:
-                self.making, self.since = json.loads(line)["making"], time.monotonic()
+                making, self.since = json.loads(line)["making"], time.monotonic()
             except (ValueError, TypeError, KeyError):
                 continue
+            if making is None and self.making == self.probe:    # (it did not end the worker)
+                self.probe = None
+            elif making is not None and making != self.probe:
+                self.made.append(making)
+            self.making = making
         return bool(data)
 
     def blame(self, status: int) -> bool:
         """After a worker ended without results (wait ``status``): when it
         was making a vector ready, that vector fails, its line printed and
-        its result kept; True then (a new worker runs the vectors left)."""
+        its result kept; True then (a new worker runs the vectors left).
+        One that ended while it made none ready (what a reference left
+        running, a stream of the worker's it closed) gave results first:
+        they are kept, and True (no vector is blamed; each worker ended so
+        keeps one result more, at least)."""
         making, self.making, self._text = self.making, None, b""
+        made, self.made = [m for m in self.made if m != making], []
+        probed, self.probe = making is not None and making == self.probe, None
         vectors = {(op.name, v.name): v for op in self.plan.ops for v in op.vectors}
-        if not isinstance(making, list) or tuple(making) not in vectors:
-            return False
-        for line in self._results:
+        results, self._results = self._results, []
+        for line in results:
             with contextlib.suppress(ValueError, TypeError, KeyError):
                 self.rows.append(VectorResult.from_json(json.loads(line)["result"]))
-        self._results = []
         code = os.waitstatus_to_exitcode(status)
         how = f"signal {-code}" if code < 0 else f"exit status {code}"
+        if making is None and results:
+            say(f"{self.plan.library}: the emulator's worker ended ({how}) while it made no "
+                f"vector ready; its results ({len(results)}) are kept and the vectors left run "
+                f"in a new worker")
+            return True
+        if not isinstance(making, list) or tuple(making) not in vectors:
+            return False
+        if not (self.overran or probed or tuple(making) in self.suspected):
+            self.suspected.add(tuple(making))
+            self.probe = making         # (the next worker makes it ready first)
+            return True
+        before = ", ".join(f"{op}[{vector}]" for op, vector in made) or "none"
         why = (f"was not ready within {self.limit:g} s (a reference that catches or blocks "
                f"the time limit's SIGALRM?): its worker was ended" if self.overran else
                f"ended the emulator's worker ({how}) while it made its inputs and expected "
-               f"output (a reference that calls os._exit or crashes the process?)")
+               f"output, twice, the second time made ready first in a new worker (a "
+               f"reference that calls os._exit or crashes the process?)" if probed else
+               f"was being made ready when the emulator's worker ended ({how}), twice, "
+               f"though made ready first in a new worker it did not end it: what a reference "
+               f"made ready before it left running (a thread, a timer, a child process) may "
+               f"have (made before it there: {before})")
         row = VectorResult(making[0], making[1], vectors[tuple(making)].where, "fail",
                            f"this vector {why}; the vectors after it ran in a new worker")
         self.overran = False
@@ -314,11 +354,12 @@ def _note(fd: int, doc: dict) -> None:
 
 
 def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions,
-                journal: int, prior: List[VectorResult]) -> int:
+                journal: int, prior: List[VectorResult], probe: Optional[list] = None) -> int:
     """The worker: run every vector but those of ``prior`` (an earlier
     worker's), print the lines, tell the supervisor each result and the
     vector being made ready (``_Journal``, on fd ``journal``), write the
-    results."""
+    results; ``probe``, ``[op, vector]``: first make that vector ready
+    alone, its result not kept (``_Journal``)."""
     for sig in STOP_SIGNALS:    # (the worker's own, before it imports the model)
         signal.signal(sig, signal.SIG_DFL)
     from .session import LibrarySession
@@ -347,6 +388,14 @@ def _run_worker(args: argparse.Namespace, plan: TestPlan, options: RunOptions,
     with LibrarySession(plan, root=args.root, options=options) as session:
         for r in prior:
             session.record_verdicts(r.op, {r.vector: first_call_right(r.to_json())})
+        if probe is not None:       # (only whether it ends this worker matters)
+            from .materials import materials
+            op = next(o for o in plan.ops if o.name == probe[0])
+            _note(journal, {"making": probe})
+            with contextlib.suppress(Exception):
+                materials(op, next(v for v in op.vectors if v.name == probe[1]), args.root,
+                          options.timeout)
+            _note(journal, {"making": None})
         results = session.run_all(show, prior, lambda op, vector: _note(
             journal, {"making": None if op is None else [op, vector]}))
         session.close(wait=False)       # (the supervisor reaps the zygote: ZygoteClient.close)

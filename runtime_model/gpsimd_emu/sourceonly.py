@@ -203,6 +203,9 @@ class _Output:
         self.start()
         threading.Thread(target=self._drain, name="reference output", daemon=True).start()
 
+        #: the threads a call started that outlived it (``_Routed``)
+        self.left: Set[int] = set()
+
     def start(self) -> None:
         self.head, self.tail, self.total, self.carry = bytearray(), bytearray(), 0, b""
         self.ended.clear()
@@ -235,6 +238,29 @@ class _Output:
 
 
 _OUTPUT: List[_Output] = []
+
+
+class _Routed:
+    """``sys.stdout`` or ``sys.stderr`` after a call that left threads
+    running: what those threads write goes to the references' pipe (the
+    next call's output, or dropped between calls), never to ``stream``,
+    the process's own (printed by a thread a reference left, a ``PASS``
+    line reached the build's output as the emulator's)."""
+
+    def __init__(self, stream, out: _Output) -> None:
+        self.stream, self.out = stream, out
+
+    def _target(self):
+        return self.out.stream if threading.get_ident() in self.out.left else self.stream
+
+    def write(self, text):
+        return self._target().write(text)
+
+    def flush(self):
+        return self._target().flush()
+
+    def __getattr__(self, name):
+        return getattr(self._target(), name)
 
 
 @contextlib.contextmanager
@@ -274,22 +300,48 @@ def _shown_output(prefix: str):
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     saved, streams = (os.dup(1), os.dup(2)), (sys.stdout, sys.stderr)
+    threads = set(threading.enumerate())
     os.dup2(out.w, 1)
     os.dup2(out.w, 2)
     sys.stdout = sys.stderr = out.stream
     try:
         yield
     finally:
-        sys.stdout, sys.stderr = streams
-        with contextlib.suppress(Exception):    # (it may have closed it)
-            out.stream.flush()
+        # (what it left in a buffer of the process's streams is its own:
+        # written while fds 1 and 2 are still the pipe; it may have closed one)
+        for stream in (out.stream, *streams, sys.__stdout__, sys.__stderr__):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        alive = set(threading.enumerate())
+        out.left = {t.ident for t in alive - threads} | (out.left & {t.ident for t in alive})
         for fd, old in zip((1, 2), saved):
             os.dup2(old, fd)
             os.close(old)
+        sys.stdout, sys.stderr = (s if isinstance(s, _Routed) or not out.left else
+                                  _Routed(s, out) for s in map(_open, streams, (1, 2)))
         os.write(out.w, out.token)
         out.ended.wait()
         if out.total:
             print("\n".join(prefixed(prefix, out.text())), file=sys.stderr, flush=True)
+
+
+def _open(stream, fd: int):
+    """``stream``, the process's own ``sys.stdout`` or ``sys.stderr`` (on
+    ``fd``), or, when a reference closed it (``sys.__stdout__.close()``),
+    a new one on ``fd`` in its place (``sys.__stdout__`` too): the worker's
+    next line raised, and the whole run's results were lost, unsaid."""
+    own = stream.stream if isinstance(stream, _Routed) else stream
+    if not getattr(own, "closed", False):
+        return stream
+    again = open(fd, "w", buffering=1 if own.line_buffering else -1, encoding=own.encoding,
+                 errors=own.errors, closefd=False)
+    for name in ("__stdout__", "__stderr__"):
+        if getattr(sys, name) is own:
+            setattr(sys, name, again)
+    if isinstance(stream, _Routed):
+        stream.stream = again
+        return stream
+    return again
 
 
 def short_exc(e: BaseException) -> str:

@@ -549,3 +549,53 @@ def test_a_session_that_fails_while_it_reads_the_objects_leaves_no_zygote(
         session.LibrarySession(TestPlan.from_json(plan(tmp_path, objects, [])),
                                options=session.RunOptions(zygote=_ZYGOTE[0]))
     assert set(contain.children(os.getpid())) - before == set()
+
+
+LEAVES_A_THREAD = """\
+import os, threading, time
+import numpy as np
+def relu(x):
+    if x.shape == (4,):     # a: leaves a thread that ends the process once 'go' exists
+        def wait():
+            while not os.path.exists("go"):
+                time.sleep(0.005)
+            os._exit(5)
+        threading.Thread(target=wait, daemon=True).start()
+    elif x.shape == (5,):   # b: makes 'go', and is harmless alone
+        open("go", "w").close()
+        time.sleep(0.5)
+    elif x.shape == (6,):   # c: ends the process itself
+        os._exit(6)
+    return np.maximum(x, np.float32(0))
+"""
+
+
+@needs_cxx
+def test_a_worker_ended_by_what_an_earlier_reference_left_fails_that_ones_vector(
+        tmp_path, objects):
+    """A worker that ended while it made vector b ready failed b, though it
+    was a thread vector a's reference left that ended it: b's own reference
+    is harmless. Made ready first in a new worker, b does not end it, so b
+    keeps its verdict; a, which ends the worker whatever is made, and c,
+    whose reference ends it, fail, named."""
+    p = plan(tmp_path, objects, [op("relu", [vec(n, {"x": tensor([k])}) for n, k in
+                                              (("a", 4), ("b", 5), ("c", 6), ("d", 7))])])
+    (tmp_path / "ref.py").write_text(LEAVES_A_THREAD)
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--zygote",
+                           _ZYGOTE[0], "--results", "r.json", "--failed-results", "f.json",
+                           "--timeout", "20"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "f.json").read_text())
+    assert sorted((v["vector"], v["status"]) for v in doc["vectors"]) == [
+        ("a", "fail"), ("b", "pass"), ("c", "fail"), ("d", "pass")], proc.stdout
+    why = {v["vector"]: v["message"] for v in doc["vectors"]}
+    for name, code in (("a", 5), ("c", 6)):
+        assert why[name] == (
+            f"this vector ended the emulator's worker (exit status {code}) while it made its "
+            "inputs and expected output, twice, the second time made ready first in a new "
+            "worker (a reference that calls os._exit or crashes the process?); the vectors "
+            "after it ran in a new worker")
+    assert "Traceback" not in proc.stdout + proc.stderr

@@ -648,6 +648,39 @@ def test_a_reference_that_ends_the_emulator_fails_its_vector_and_the_next_runs(t
     assert _services_in(proj) == []
 
 
+def test_a_vector_whose_service_what_an_earlier_reference_left_ended_runs_again(tmp_path):
+    """A thread vector a's reference left running ended the vector service
+    while it ran b, whose reference is harmless: b failed (the emulator's
+    process ended without a result). A service that ends while it runs a
+    vector after others runs it again in a new one, where it is the first."""
+    proj = tmp_path / "left_repo"
+    (proj / "src").mkdir(parents=True)
+    (proj / "src/negate.cpp").write_text(KERNEL)
+    (proj / "ref.py").write_text(
+        "import os, threading, time\n\ndef negate(x):\n"
+        "    if x.size == 11:\n"
+        "        def wait():\n"
+        "            while not os.path.exists('go'):\n"
+        "                time.sleep(0.005)\n"
+        "            os._exit(5)\n"
+        "        threading.Thread(target=wait, daemon=True).start()\n"
+        "    elif x.size == 2:\n"
+        "        open('go', 'w').close()\n"
+        "        time.sleep(0.5)\n"
+        "    return -x\n")
+    (proj / "ops.yaml").write_text(MANIFEST.replace("numpy:negative", "ref.py:negate")
+                                   .replace("expected: {values: [1, 2]}", "rtol: 0.001"))
+    (proj / "SConstruct").write_text(SCONSTRUCT)
+    proc = run_scons(proj, env=_env())      # (the CLI's worker makes n11 again: it fails)
+    assert proc.returncode == 2 and "team: 2 passed, 1 failed" in proc.stdout, proc.stdout
+    (proj / "go").unlink()
+    proc = pytest_in(proj, "--gpsimd-manifest", "ops.yaml", "-rA")
+    assert _outcomes(proc.stdout) == {IDS[0]: "PASSED", IDS[1]: "PASSED", IDS[2]: "PASSED"}, \
+        proc.stdout
+    assert "the emulator's process ended" not in proc.stdout, proc.stdout
+    assert _services_in(proj) == []
+
+
 def _services_in(folder) -> list:
     """Pids of the live vector services working in ``folder`` (other
     tests' run at the same time under xdist)."""

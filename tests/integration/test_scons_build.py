@@ -482,7 +482,7 @@ def test_a_bad_emulator_option_stops_scons_naming_it_before_anything_runs(built_
     for arg, why in [("EMU_TIMEOUT=-1", "-1: must be > 0 and at most 86400 seconds"),
                      ("EMU_TIMEOUT=inf", "inf: must be > 0 and at most 86400 seconds"),
                      ("EMU_MEMORY=1Q", "'1Q' is not a size (e.g. 4G, 512M, 1073741824)"),
-                     ("EMU_PARALLEL=-2", "-2: must be a whole number >= 0")]:
+                     ("EMU_PARALLEL=-2", "-2: must be a whole number >= 0 and at most 65536")]:
         proc = run_scons(proj, arg, "RETEST=1")
         assert proc.returncode == 2, (arg, proc.stdout, proc.stderr)
         assert f"scons: *** {arg}: {why}\n" in proc.stderr, proc.stderr

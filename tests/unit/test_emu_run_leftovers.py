@@ -82,3 +82,25 @@ def test_every_writer_removes_what_killed_writers_of_its_file_left(tmp_path):
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_file_of_another_user_named_like_a_leftover_is_not_removed(tmp_path):
+    """In a shared (sticky) folder, leftovers are removed only when this
+    user made them: a build run as root removed another user's own file
+    named like one from /tmp, which the sticky bit keeps any other user's
+    build from (in the build's own folder, anyone's is removed)."""
+    import pytest
+    if os.geteuid() != 0:
+        pytest.skip("needs root to make a file of another user")
+    tmp_path.chmod(0o1777)
+    target = tmp_path / "test-results.json"
+    theirs = tmp_path / ".test-results.json.owned000.tmp"
+    mine = tmp_path / ".test-results.json.mine0000.tmp"
+    for p in (theirs, mine):
+        p.write_text("x")
+    os.chown(theirs, 65534, 65534)
+    write_atomically(str(target), "whole")
+    assert theirs.exists() and not mine.exists()
+    tmp_path.chmod(0o755)                       # (not shared: what is left is removed)
+    write_atomically(str(target), "whole")
+    assert not theirs.exists()

@@ -18,10 +18,23 @@ def test_parse_size(text, value):
     assert parse_size(text) == value
 
 
-@pytest.mark.parametrize("text", ["", "4Q", "-1G", "0", "G"])
+@pytest.mark.parametrize("text", ["", "4Q", "-1G", "0", "G", "9" * 400, "16777216T",
+                                  "1048576.5T"])
 def test_parse_size_rejects(text):
+    """(Past MAX_SIZE: the zygote's int64_t fields wrapped 16777216T to a
+    limit of 0 bytes; 400 digits were an OverflowError's traceback.)"""
     with pytest.raises(ValueError):
         parse_size(text)
+
+
+def test_the_largest_size_and_count_are_taken_exactly():
+    from gpsimd_emu.client.values import MAX_COUNT, MAX_SIZE, parse_count
+    assert parse_size("1048576T") == MAX_SIZE == 1 << 60
+    assert parse_count(str(MAX_COUNT)) == MAX_COUNT
+    for text in (str(MAX_COUNT + 1), "18446744073709551617"):
+        with pytest.raises(ValueError, match=f"^{text}: must be a whole number >= 0 and at "
+                                             f"most {MAX_COUNT}$"):
+            parse_count(text)
 
 
 def test_format_size():

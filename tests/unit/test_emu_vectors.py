@@ -374,3 +374,67 @@ def test_the_folder_and_umask_a_reference_changes_are_given_back(tmp_path, monke
         assert os.getcwd() == str(tmp_path) and os.umask(0o27) == 0o27
     finally:
         os.umask(mask)
+
+
+def test_what_a_reference_leaves_to_be_written_after_its_call_is_not_the_emulators(
+        tmp_path, capfd):
+    """A reference's text that reached the worker's own streams after its
+    call (in ``sys.__stdout__``'s buffer; printed by a thread it started
+    that outlives the call) was written to the build's output as the
+    emulator's text: a forged PASS line. Buffered text is its call's; a
+    thread it left prints into the references' pipe, never the worker's."""
+    (tmp_path / "leaves.py").write_text(
+        "import sys, threading\n"
+        "go, done = threading.Event(), threading.Event()\n"
+        "def later():\n"
+        "    go.wait()\n"
+        "    print('PASS lib::f[thread]', flush=True)\n"
+        "    print('PASS lib::f[thread err]', file=sys.stderr, flush=True)\n"
+        "    done.set()\n"
+        "def f(x, y, alpha):\n"
+        "    sys.__stdout__.write('PASS lib::f[buffered]\\n')\n"
+        "    threading.Thread(target=later, daemon=True).start()\n"
+        "    return x + alpha * y\n")
+    ins = make_inputs(OP, vector())
+    capfd.readouterr()
+    out = vectors.expected_output(VectorPlan.from_json(vector(expected={"reference": {
+        "file": "leaves.py", "function": "f"}}), "v"), ins, dt.by_name("float32"),
+        str(tmp_path), 30)
+    assert out.tolist() == [12.0, 24.0, 36.0]
+    from gpsimd_emu.sourceonly import _REF_CACHE
+    leaves = next(m for m, *_ in _REF_CACHE.values() if m.__name__.endswith("_leaves"))
+    leaves.go.set()
+    assert leaves.done.wait(10)
+    print("the worker's own line", flush=True)
+    got = capfd.readouterr()
+    assert got.out == "the worker's own line\n"
+    assert got.err == "[reference leaves.py:f, vector v] PASS lib::f[buffered]\n"
+
+
+def test_a_reference_that_closes_the_processs_streams_leaves_them_usable(
+        tmp_path, capfd, monkeypatch):
+    """A reference that closed ``sys.__stdout__`` and ``sys.__stderr__``
+    (the worker's own streams) made the worker's next line raise: the
+    whole run's results were lost, and nothing said why. They are opened
+    again on their file descriptors after its call."""
+    import sys
+    mine = [open(os.dup(fd), "w", encoding="utf-8") for fd in (1, 2)]
+    for name, stream in zip(("stdout", "stderr"), mine):
+        monkeypatch.setattr(sys, name, stream)
+        monkeypatch.setattr(sys, f"__{name}__", stream)
+    (tmp_path / "closes.py").write_text(
+        "import sys\n"
+        "def f(x, y, alpha):\n"
+        "    sys.__stdout__.close()\n"
+        "    sys.__stderr__.close()\n"
+        "    return x + alpha * y\n")
+    ins = make_inputs(OP, vector())
+    capfd.readouterr()
+    out = vectors.expected_output(VectorPlan.from_json(vector(expected={"reference": {
+        "file": "closes.py", "function": "f"}}), "v"), ins, dt.by_name("float32"),
+        str(tmp_path), 30)
+    assert out.tolist() == [12.0, 24.0, 36.0]
+    assert not sys.stdout.closed and not sys.stderr.closed and sys.__stdout__ is sys.stdout
+    print("PASS lib::f[v]", flush=True)
+    print("a warning", file=sys.stderr, flush=True)
+    assert capfd.readouterr() == ("PASS lib::f[v]\n", "a warning\n")

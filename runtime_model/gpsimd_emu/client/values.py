@@ -8,14 +8,21 @@ message, not when a test runs. Standard library only.
 
 from __future__ import annotations
 
+import fractions
 import re
 
-__all__ = ["MAX_TIMEOUT", "DEFAULT_MEMORY", "parse_timeout", "parse_size", "parse_count",
+__all__ = ["MAX_TIMEOUT", "MAX_SIZE", "MAX_COUNT", "DEFAULT_MEMORY", "parse_timeout", "parse_size", "parse_count",
            "argtype"]
 
 #: The largest time limit a run takes (a day): the supervisor waits six
 #: runs per vector of it, and a wait must fit the platform's time_t.
 MAX_TIMEOUT = 86400.0
+#: The largest size and count taken: the zygote holds them in int64_t
+#: fields, where a larger one wrapped round (16777216T was a limit of 0
+#: bytes there, 2**64 + 4G one of 4 GiB, while the worker checked the
+#: image against the size given).
+MAX_SIZE = 1 << 60
+MAX_COUNT = 1 << 16
 #: Bytes a vector may use as a whole (its device image and everything its
 #: cores allocate): 4 GiB.
 DEFAULT_MEMORY = 4 << 30
@@ -45,14 +52,16 @@ def parse_size(text: str) -> int:
     ``"1048576"`` (binary units: K = 1024).
 
     Raises:
-        ValueError: not a size, or not positive.
+        ValueError: not a size, not positive, or past ``MAX_SIZE``.
     """
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"{text!r} is not a size (e.g. 4G, 512M, 1073741824)")
-    value = int(float(m.group(1)) * _UNITS[m.group(2).lower()])
-    if value <= 0:
-        raise ValueError(f"{text!r}: a size must be positive")
+    # (exact: a float of 400 digits was inf, and int() of it an OverflowError)
+    value = int(fractions.Fraction(m.group(1)) * _UNITS[m.group(2).lower()])
+    if not 0 < value <= MAX_SIZE:
+        raise ValueError(f"{text!r}: a size must be positive and at most "
+                         f"{MAX_SIZE >> 40}T")
     return value
 
 
@@ -60,10 +69,10 @@ def parse_count(text: str) -> int:
     """A count of processes: a whole number, >= 0.
 
     Raises:
-        ValueError: anything else.
+        ValueError: anything else, or past ``MAX_COUNT``.
     """
-    if not re.fullmatch(r"\s*\d+\s*", str(text)):
-        raise ValueError(f"{text}: must be a whole number >= 0")
+    if not re.fullmatch(r"\s*\d+\s*", str(text)) or int(text) > MAX_COUNT:
+        raise ValueError(f"{text}: must be a whole number >= 0 and at most {MAX_COUNT}")
     return int(text)
 
 

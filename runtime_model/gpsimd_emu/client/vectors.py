@@ -57,7 +57,10 @@ class VectorClient:
     :data:`START_SLACK` (a reference that never returns, say), ends the
     service's whole group; the next request starts a new one, told the
     verdicts of the vectors before (a vector that timed out is not run
-    again there for the next vector's second call).
+    again there for the next vector's second call). A service that ends
+    while it runs a vector after others (``os._exit``) runs it again in a
+    new one, where it is the first: what an earlier vector's reference left
+    running (a thread, a timer) ended it as well as that vector's own may.
 
     ``argv``: the service's arguments after the plan (``--root``,
     ``--timeout``, ``--no-checks``, ``--zygote``); ``env``: its
@@ -74,11 +77,22 @@ class VectorClient:
         self._buffer = b""
         #: op -> {vector: its first call was right}, for every vector this client ran
         self._verdicts: dict = {}
+        self._ended = False     # (the service ended without answering the last request)
 
     def run(self, op: str, vector: str) -> dict:
         """The result of one vector (``VectorResult.to_json``), or ``{"error":
         TEXT}`` when the service failed to give one: it overran
-        (``timed out after N s``), died, or could not read the plan."""
+        (``timed out after N s``), died (a new service, in which this
+        vector is the first, died too), or could not read the plan."""
+        fresh = self._proc is None
+        doc = self._ask(op, vector)
+        if self._ended and not fresh:
+            doc = self._ask(op, vector)
+        self._verdicts.setdefault(op, {})[vector] = first_call_right(doc)
+        return doc
+
+    def _ask(self, op: str, vector: str) -> dict:
+        self._ended = False
         proc = self._proc or self._start()
         if isinstance(proc, dict):
             return proc
@@ -88,10 +102,10 @@ class VectorClient:
                               + "\n").encode())
             proc.stdin.flush()
         except OSError:
+            self._ended = True
             doc = self._lost("ended before the request")
         else:
             doc = self._reply(time.monotonic() + self.limit)
-        verdicts[vector] = first_call_right(doc)
         return doc
 
     def close(self) -> None:
@@ -130,6 +144,7 @@ class VectorClient:
                 continue
             chunk = os.read(proc.stdout.fileno(), 1 << 20)
             if not chunk:
+                self._ended = True
                 return self._lost("ended", " (a reference that calls os._exit or crashes the "
                                            "process?)")
             self._buffer += chunk
