@@ -167,16 +167,14 @@ class DeviceImage:
         #: bytes after the output in each copy that no region covers (run 0's)
         self.guard_size = self.guard_of(0)
         self.scratch_size = scratch_size
-        # Every byte a vector's processes or checks can read is written here
-        # for this vector, whatever file the pool gives: ``take`` makes every
-        # byte zero (a new file, or ``ImageFile.reset``: punched) but the
-        # poisoned output copies, which ``poison_outputs`` below rewrites
-        # whole; then the inputs and their guards and tails (``Arena.write_array``,
-        # the snapshots, the poison loop), the bindings and arguments
-        # (``write_args``) and the control block (``ControlBlock.init``, the
-        # session) are written over those zeros as in a new file.
+        # Whatever file the pool gives, a new file's bytes: ``take`` zeroes all
+        # (``ImageFile.reset``) but the poisoned copies, which ``poison_outputs``
+        # rewrites whole; then the inputs, guards and tails (``write_array``,
+        # the snapshots, the poison loop), ``write_args`` and the session's
+        # ``ControlBlock.init`` write over zeros as in a new file.
         self._pool = pool if pool is not None else ImagePool()
-        self.file = self._pool.take(at, [(a, n) for a, n, _ in self._poison_spans()])
+        self._keep = [(a, n) for a, n, _ in self._poison_spans()]
+        self.file = self._pool.take(at, self._keep)
         try:
             self.poison_outputs()
             self.ctl = control.ControlBlock(self.file.mm)
@@ -371,14 +369,10 @@ class DeviceImage:
 
     def poison_outputs(self) -> None:
         """Fill every private run's output copies with that run's poison
-        (the image does it as it is made). The worker does it before the
-        vector's processes start (they then only read or overwrite those
-        pages: a leader that faulted them in cost each vector about 1 ms on
-        the zygote's side of the pipeline); they are charged to the worker
-        (``prefilled_bytes``). Written to the file (``pwrite``), one call per
-        span of ``_poison_spans``: the pages are made without a page fault or
-        a page-table entry each (the worker reads them after the run;
-        BENCHMARKS.md)."""
+        (as the image is made, before the vector's processes start: a
+        leader that faulted them in cost each vector about 1 ms); charged
+        to the worker (``prefilled_bytes``). One ``pwrite`` per span of
+        ``_poison_spans``: no page fault or page-table entry each (BENCHMARKS.md)."""
         for at, n, poison in self._poison_spans():
             self.file.write(at, bytes((poison,)) * n)
 
@@ -460,6 +454,6 @@ class DeviceImage:
         self.ctl = None
         pool, self._pool = self._pool, None     # (a second close leaves a given file alone)
         if pool is not None and reuse:
-            pool.give(self.file)
+            pool.give(self.file, self._keep)
         elif pool is not None:
             self.file.close()

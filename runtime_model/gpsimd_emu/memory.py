@@ -1,6 +1,7 @@
 """Emulated device memory: the image file (``ImageFile``: a memfd the worker
 maps and sends to the zygote, which maps it in the vector's processes at
-another address; its layout is ``gpsimd_emu.image``'s), the input arenas
+another address; its layout is ``gpsimd_emu.image``'s; a session's files
+kept between vectors, ``ImagePool``), the input arenas
 in it (``Arena``: device addresses and a 64-byte aligned bump allocator)
 and each core's host buffers (``core_sizes``). Every buffer is shared
 memory, so that the writes a kernel makes in the processes that run a
@@ -157,36 +158,38 @@ class ImagePool:
 
     def __init__(self, most: int = 0, max_bytes: int = 0):
         self.most, self.max_bytes = most, max_bytes
-        self._kept: List[ImageFile] = []
+        self._kept: List[Tuple[ImageFile, tuple]] = []
 
     def take(self, size: int, keep: Sequence[Tuple[int, int]]) -> ImageFile:
         """A file of ``size`` bytes, zeros but the ``keep`` spans (as in
-        ``ImageFile.reset``), which the caller rewrites whole.
+        ``ImageFile.reset``), which the caller rewrites whole: a kept one
+        taken with the same spans (their pages, which the caller wrote, are
+        charged to it as in a new file), or a new one.
 
         Raises:
             OSError: no file could be made, mapped or reset.
         """
-        size = align_up(max(size, 1), mmap.PAGESIZE)
-        for i, f in enumerate(self._kept):
-            if f.size == size:
+        size, keep = align_up(max(size, 1), mmap.PAGESIZE), tuple(map(tuple, keep))
+        for i, (f, spans) in enumerate(self._kept):
+            if f.size == size and spans == keep:
                 del self._kept[i]
                 f.reset(keep)
                 return f
         return ImageFile(size)
 
-    def give(self, f: ImageFile) -> None:
-        """Keep ``f`` for a later ``take``, or close it."""
+    def give(self, f: ImageFile, keep: Sequence[Tuple[int, int]]) -> None:
+        """Keep ``f``, taken with spans ``keep``, for a later ``take``, or close it."""
         if f.fd is None or not self.most or os.fstat(f.fd).st_blocks * 512 > self.max_bytes:
             f.close()
             return
-        self._kept.append(f)
+        self._kept.append((f, tuple(map(tuple, keep))))
         while len(self._kept) > self.most:
-            self._kept.pop(0).close()
+            self._kept.pop(0)[0].close()
 
     def close(self) -> None:
         """Close every kept file (idempotent)."""
         while self._kept:
-            self._kept.pop().close()
+            self._kept.pop()[0].close()
 
 
 class Arena:

@@ -35,8 +35,8 @@ __all__ = ["LibrarySession", "RunOptions", "ZygoteClient", "ZygoteError"]
 
 #: Seconds a zygote may take to load the core objects beyond the time limit.
 LOAD_SLACK = 5.0
-#: Image files kept between vectors (two: ``run_all`` makes one ready while
-#: the other runs) and the memory each may hold to be kept (BENCHMARKS.md).
+#: Image files kept between vectors (``run_all`` makes one ready while the
+#: other runs) and the memory each may hold (ARCHITECTURE.md "The checks").
 KEPT_IMAGES, KEPT_IMAGE_BYTES = 2, 16 << 20
 
 
@@ -411,14 +411,10 @@ class LibrarySession:
             self._release(p)
 
     def _release(self, p: "_Pending") -> None:
-        """Close ``p``'s image, its file kept for a later vector
-        (``ImagePool``) only when no other process can write it any more:
-        the zygote answered for the vector, which it does once every
-        process of the vector has been killed and reaped, and its sweep
-        reaches every one (a PID namespace; in the ``pgroup`` mode it gives
-        up after a time). A vector that crashed, timed out or was killed
-        answers too: what it left is zeroed or rewritten by the next
-        ``DeviceImage`` all the same (its constructor's comment)."""
+        """Close ``p``'s image, its file kept (``ImagePool``) only once no
+        other process can write it: the zygote answered (every process of
+        the vector reaped) in a mode whose sweep reaches every one (why:
+        ARCHITECTURE.md "The checks")."""
         p.image.close(reuse=p.answered and self.zygote is not None
                       and self.zygote.ready(0)["mode"] != "pgroup")
 

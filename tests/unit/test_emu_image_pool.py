@@ -135,14 +135,14 @@ def test_the_pool_keeps_at_most_its_number_of_small_files():
     files = [ImageFile(8 * 4096) for _ in range(3)]
     big = ImageFile(8 * 4096)
     os.pwrite(big.fd, b"\1" * (4 * 4096), 0)        # (more memory than it keeps)
-    for f in files + [big]:
-        pool.give(f)
+    for f, keep in zip(files + [big], ([], [(0, 4096)], [], [])):
+        pool.give(f, keep)
     assert [f.fd is None for f in files + [big]] == [True, False, False, True]
-    assert pool.take(8 * 4096, []) is files[1]
-    assert pool.take(8 * 4096, []) is files[2]
-    other = pool.take(8 * 4096, [])
-    assert other not in files
-    for f in (files[1], files[2], other):
+    assert pool.take(8 * 4096, []) is files[2]      # (the file taken with the same spans)
+    assert pool.take(8 * 4096, [(0, 4096)]) is files[1]
+    others = [pool.take(8 * 4096, []), pool.take(9 * 4096, [(0, 4096)])]
+    assert not set(map(id, others)) & set(map(id, files))
+    for f in [files[1], files[2]] + others:
         f.close()
     pool.close()
 
