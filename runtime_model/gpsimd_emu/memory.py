@@ -24,8 +24,8 @@ from . import abi
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "OUTPUT_GAP_BYTES", "GUARD_BYTES",
-    "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "ImagePool", "Arena", "core_sizes",
-    "core_nbytes",
+    "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "ImagePool", "Arena",
+    "core_sizes", "core_nbytes",
     "align_up", "out_each", "printf_text",
 ]
 

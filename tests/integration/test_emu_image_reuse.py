@@ -12,9 +12,13 @@ crashed or hit its time limit:
   crash or spin, when ``x[0]`` is 1; else they are ``skip_last``.
 
 In the ``pgroup`` mode, whose sweep of a vector's processes gives up after
-a time, no file is kept.
+a time, no file is kept; nor the file of a vector whose zygote was killed
+while it ran (no answer: its processes may live on).
 """
 import json
+import os
+import signal
+import threading
 
 import pytest
 
@@ -102,7 +106,8 @@ def _vector(name, values, reference):
 
 
 OPS = {"skip_last": [("a", FIRST), ("b", LATER)],
-       "peek_past": [("long", [float(i) for i in range(32)]), ("short", [float(i) for i in range(16)])],
+       "peek_past": [("long", [float(i) for i in range(32)]),
+                     ("short", [float(i) for i in range(16)])],
        "crash_then_skip": [("a", FIRST), ("b", LATER)],
        "spin_then_skip": [("a", FIRST), ("b", LATER)]}
 
@@ -137,7 +142,8 @@ def _results(built, checks, kept, monkeypatch):
     monkeypatch.setattr(session, "KEPT_IMAGES", kept)
     resets = []
     real = memory.ImageFile.reset
-    monkeypatch.setattr(memory.ImageFile, "reset", lambda f, keep: (resets.append(f), real(f, keep)))
+    monkeypatch.setattr(memory.ImageFile, "reset",
+                        lambda f, keep: (resets.append(f), real(f, keep)))
     options = RunOptions(timeout=1, checks=checks, zygote=str(proj / ZYGOTE))
     out, kept = {}, []
     with LibrarySession(plan, root=str(proj), options=options) as s:
@@ -151,7 +157,8 @@ def _results(built, checks, kept, monkeypatch):
 
 
 NEVER = "elements never written: [15, 16)"
-LAST = "1 of 16 elements differ (rtol=1.3e-06, atol=1e-05): [15] actual 0 expected 32; max_abs_err 32"
+LAST = ("1 of 16 elements differ (rtol=1.3e-06, atol=1e-05): [15] actual 0 expected 32; "
+        "max_abs_err 32")
 WANT = {   # checks on / off: what a new file for each vector gives
     True: {"skip_last[a]": ("pass", ""), "skip_last[b]": ("fail", NEVER),
            "peek_past[long]": ("pass", ""),
@@ -192,3 +199,25 @@ def test_no_file_is_kept_where_the_sweep_may_leave_a_process(built, monkeypatch)
     monkeypatch.setenv("GPSIMD_EMU_CONTAIN", "pgroup")
     kept, reset = _results(built, True, KEPT, monkeypatch)
     assert (kept, reset) == (WANT[True], [])
+
+
+def test_the_file_of_a_vector_whose_zygote_was_killed_is_not_kept(built, monkeypatch):
+    proj, plan = built
+    given = []
+    real = memory.ImagePool.give
+    monkeypatch.setattr(memory.ImagePool, "give", lambda pool, f, keep: (given.append(f),
+                                                                          real(pool, f, keep)))
+    op = next(o for o in plan.ops if o.name == "spin_then_skip")
+    options = RunOptions(timeout=20, zygote=str(proj / ZYGOTE))
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        first = next(o for o in plan.ops if o.name == "skip_last")
+        assert s.run_vector(first, first.vectors[0]).status == "pass"     # (its file kept)
+        given.clear()
+        killer = threading.Timer(1.0, os.kill, (s.zygote.pid, signal.SIGKILL))
+        killer.start()
+        try:
+            r = s.run_vector(op, op.vectors[0])
+        finally:
+            killer.cancel()
+    assert (r.status, r.message, given) == (
+        "fail", "the device model process failed: died with SIGKILL", [])

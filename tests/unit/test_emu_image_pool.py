@@ -53,7 +53,8 @@ def layouts(draw):
         n = draw(st.sampled_from([1, 3, 8, 100, 1000]))
         raw = draw(st.binary(min_size=n * d.itemsize, max_size=n * d.itemsize))
         a = np.frombuffer(raw, np.uint8).copy()      # (its bytes are what the image holds)
-        inputs.append(Input(f"x{k}", "tensor", d, a, a, location=draw(st.sampled_from(["hbm", "sbuf"]))))
+        inputs.append(Input(f"x{k}", "tensor", d, a, a,
+                            location=draw(st.sampled_from(["hbm", "sbuf"]))))
     checks = draw(st.booleans())
     cores = draw(st.sampled_from([1, 8]))
     second = None
@@ -89,8 +90,8 @@ def _scribble(image, data):
 
 
 @settings(max_examples=60)
-@given(st.lists(layouts(), min_size=1, max_size=3), st.lists(st.integers(0, 2), min_size=2, max_size=6),
-       st.data())
+@given(st.lists(layouts(), min_size=1, max_size=3),
+       st.lists(st.integers(0, 2), min_size=2, max_size=6), st.data())
 def test_a_kept_file_laid_out_again_holds_a_new_files_bytes(kinds, order, data):
     pool = ImagePool(most=2, max_bytes=1 << 40)
     given_back = set()
