@@ -33,7 +33,7 @@ from . import abi
 from . import control
 from . import dtypes as dt
 from .memory import (ALIGN, BEFORE_GUARD_BYTES, GAP_BYTES, HBM_BASE, INPUT_GUARD, OUTPUT_GAP_BYTES,
-                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImageFile, align_up, core_sizes,
+                     SBUF_PARTITIONS, SBUF_WINDOW_BASE, Arena, ImagePool, align_up, core_sizes,
                      out_each, printf_text)
 from .merge import written_mask
 from .runs import runs_for
@@ -61,6 +61,8 @@ class DeviceImage:
             of the output descriptor (the device ABI (gpsimd_host/abi.h)).
         checks: True: the runs of ``runs_for`` with checks; False: one run
             as the device does.
+        pool: the ``ImagePool`` the file is taken from and given back to
+            (``close``); default: a new file, closed with the image.
 
     Attributes:
         runs: the ``RunSpec`` list.
@@ -90,7 +92,8 @@ class DeviceImage:
     def __init__(self, inputs: Sequence[Input], out_dtype: dt.DType,
                  out_shape: Tuple[int, ...], num_cores: int, scratch_size: int,
                  out_location: str = "hbm", checks: bool = True,
-                 second_inputs: Optional[Sequence[Input]] = None):
+                 second_inputs: Optional[Sequence[Input]] = None,
+                 pool: Optional[ImagePool] = None):
         self.checks = checks
         self.runs = runs_for(num_cores, checks)
         self.num_cores = num_cores
@@ -164,8 +167,16 @@ class DeviceImage:
         #: bytes after the output in each copy that no region covers (run 0's)
         self.guard_size = self.guard_of(0)
         self.scratch_size = scratch_size
-        self.file = ImageFile(at)
+        # Whatever file the pool gives, a new file's bytes: ``take`` zeroes all
+        # (``ImageFile.reset``) but the poisoned copies, which ``poison_outputs``
+        # rewrites whole; then the inputs, guards and tails (``write_array``,
+        # the snapshots, the poison loop), ``write_args`` and the session's
+        # ``ControlBlock.init`` write over zeros as in a new file.
+        self._pool = pool if pool is not None else ImagePool()
+        self._keep = [(a, n) for a, n, _ in self._poison_spans()]
+        self.file = self._pool.take(at, self._keep)
         try:
+            self.poison_outputs()
             self.ctl = control.ControlBlock(self.file.mm)
             # the device ABI (gpsimd_host/abi.h): SBUF storage is an offset from the
             # _sbuf_window base; the model's window starts with the SBUF inputs.
@@ -344,15 +355,9 @@ class DeviceImage:
         the runs after it."""
         return self._out_each[run] - BEFORE_GUARD_BYTES - self.out_nbytes
 
-    def poison_outputs(self) -> None:
-        """Fill every private run's output copies with that run's poison.
-        The worker does it before the vector's processes start (they then
-        only read or overwrite those pages: a leader that faulted them in
-        cost each vector about 1 ms on the zygote's side of the pipeline);
-        they are charged to the worker (``prefilled_bytes``). Written to the
-        file (``pwrite``), one call per run of adjacent fills: the pages are
-        made without a page fault or a page-table entry each (the worker
-        reads them after the run; BENCHMARKS.md)."""
+    def _poison_spans(self) -> List[List[int]]:
+        """``[offset, nbytes, poison]`` of ``_fills``, adjacent fills of
+        one poison made one, in file order."""
         spans: List[List[int]] = []
         for offsets, n, poison in self._fills():
             for at in offsets:
@@ -360,7 +365,15 @@ class DeviceImage:
                     spans[-1][1] += n
                 else:
                     spans.append([at, n, poison])
-        for at, n, poison in spans:
+        return spans
+
+    def poison_outputs(self) -> None:
+        """Fill every private run's output copies with that run's poison
+        (as the image is made, before the vector's processes start: a
+        leader that faulted them in cost each vector about 1 ms); charged
+        to the worker (``prefilled_bytes``). One ``pwrite`` per span of
+        ``_poison_spans``: no page fault or page-table entry each (BENCHMARKS.md)."""
+        for at, n, poison in self._poison_spans():
             self.file.write(at, bytes((poison,)) * n)
 
     def request(self) -> dict:
@@ -430,11 +443,17 @@ class DeviceImage:
                 out.append((name, changed, past, before))
         return out
 
-    def close(self) -> None:
-        """Release the file and every view of it (idempotent)."""
+    def close(self, reuse: bool = False) -> None:
+        """Release the file and every view of it (idempotent); ``reuse``:
+        give the file back to the pool (only once no other process can
+        write it: ``LibrarySession._release``), else close it."""
         self._masks.clear()
         self._reports.clear()
         self.arenas = []
         self.hbm = self.sbuf = None
         self.ctl = None
-        self.file.close()
+        pool, self._pool = self._pool, None     # (a second close leaves a given file alone)
+        if pool is not None and reuse:
+            pool.give(self.file, self._keep)
+        elif pool is not None:
+            self.file.close()

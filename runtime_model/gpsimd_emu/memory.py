@@ -1,6 +1,7 @@
 """Emulated device memory: the image file (``ImageFile``: a memfd the worker
 maps and sends to the zygote, which maps it in the vector's processes at
-another address; its layout is ``gpsimd_emu.image``'s), the input arenas
+another address; its layout is ``gpsimd_emu.image``'s; a session's files
+kept between vectors, ``ImagePool``), the input arenas
 in it (``Arena``: device addresses and a 64-byte aligned bump allocator)
 and each core's host buffers (``core_sizes``). Every buffer is shared
 memory, so that the writes a kernel makes in the processes that run a
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
+import functools
 import mmap
 import os
-from typing import Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,7 +24,8 @@ from . import abi
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "OUTPUT_GAP_BYTES", "GUARD_BYTES",
-    "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "Arena", "core_sizes", "core_nbytes",
+    "LATER_GUARD_BYTES", "BEFORE_GUARD_BYTES", "INPUT_GUARD", "ImageFile", "ImagePool", "Arena",
+    "core_sizes", "core_nbytes",
     "align_up", "out_each", "printf_text",
 ]
 
@@ -98,6 +102,27 @@ class ImageFile:
             done = os.pwrite(self.fd, view, offset)
             view, offset = view[done:], offset + done
 
+    def reset(self, keep: Sequence[Tuple[int, int]]) -> None:
+        """Make every byte of the file zero, as a new file's, but those of
+        ``keep`` (``(offset, nbytes)`` spans, sorted, apart), which the
+        caller then rewrites whole: the rest is punched out
+        (``fallocate(PUNCH_HOLE)``: whatever a vector wrote there reads as
+        zeros again, a page cut by a span's end zeroed in part).
+
+        Raises:
+            OSError: the hole could not be made (the file is then closed).
+        """
+        at = 0
+        for offset, nbytes in list(keep) + [(self.size, 0)]:
+            if offset < at:
+                self.close()
+                raise OSError(errno.EINVAL, "the spans to keep overlap or are not sorted")
+            if offset > at and _libc().fallocate(self.fd, _PUNCH_HOLE, at, offset - at) != 0:
+                err = ctypes.get_errno()
+                self.close()
+                raise OSError(err, f"cannot reset the device image: {os.strerror(err)}")
+            at = offset + nbytes
+
     def close(self) -> None:
         """Unmap and close (idempotent); views taken earlier keep the pages."""
         if self.fd is not None:
@@ -108,6 +133,63 @@ class ImageFile:
             with contextlib.suppress(BufferError):      # (a view still exports the buffer)
                 self.mm.close()
             self.mm = None
+
+
+#: ``fallocate``'s FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
+_PUNCH_HOLE = 0x02 | 0x01
+
+
+@functools.lru_cache(maxsize=None)
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    return libc
+
+
+class ImagePool:
+    """Image files kept between a session's vectors: ``take`` gives one of
+    ``size`` bytes, a kept one reset (``ImageFile.reset``) or a new one;
+    ``give`` keeps a file whose vector is over, at most ``most`` of them
+    and of at most ``max_bytes`` of memory each, and closes the others.
+    A file may be given only once no process but this one can write it
+    (the session's rule: ``LibrarySession._release``). ``ImagePool()``
+    keeps none: every file is new.
+    """
+
+    def __init__(self, most: int = 0, max_bytes: int = 0):
+        self.most, self.max_bytes = most, max_bytes
+        self._kept: List[Tuple[ImageFile, tuple]] = []
+
+    def take(self, size: int, keep: Sequence[Tuple[int, int]]) -> ImageFile:
+        """A file of ``size`` bytes, zeros but the ``keep`` spans (as in
+        ``ImageFile.reset``), which the caller rewrites whole: a kept one
+        taken with the same spans (their pages, which the caller wrote, are
+        charged to it as in a new file), or a new one.
+
+        Raises:
+            OSError: no file could be made, mapped or reset.
+        """
+        size, keep = align_up(max(size, 1), mmap.PAGESIZE), tuple(map(tuple, keep))
+        for i, (f, spans) in enumerate(self._kept):
+            if f.size == size and spans == keep:
+                del self._kept[i]
+                f.reset(keep)
+                return f
+        return ImageFile(size)
+
+    def give(self, f: ImageFile, keep: Sequence[Tuple[int, int]]) -> None:
+        """Keep ``f``, taken with spans ``keep``, for a later ``take``, or close it."""
+        if f.fd is None or not self.most or os.fstat(f.fd).st_blocks * 512 > self.max_bytes:
+            f.close()
+            return
+        self._kept.append((f, tuple(map(tuple, keep))))
+        while len(self._kept) > self.most:
+            self._kept.pop(0)[0].close()
+
+    def close(self) -> None:
+        """Close every kept file (idempotent)."""
+        while self._kept:
+            self._kept.pop()[0].close()
 
 
 class Arena:

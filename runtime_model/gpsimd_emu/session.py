@@ -27,6 +27,7 @@ from gpsimd_device.results import CHECKED, LibraryResults, VectorResult
 
 from . import abi, control
 from .cores import CoreSpec, loaded_problems, prepare_cores, unregistered
+from .memory import ImagePool
 from .settings import RunOptions
 from .zygote_client import ZygoteClient, ZygoteError, program_problem
 
@@ -34,6 +35,9 @@ __all__ = ["LibrarySession", "RunOptions", "ZygoteClient", "ZygoteError"]
 
 #: Seconds a zygote may take to load the core objects beyond the time limit.
 LOAD_SLACK = 5.0
+#: Image files kept between vectors (``run_all`` makes one ready while the
+#: other runs) and the memory each may hold (ARCHITECTURE.md "The checks").
+KEPT_IMAGES, KEPT_IMAGE_BYTES = 2, 16 << 20
 
 
 class LibrarySession:
@@ -89,6 +93,7 @@ class LibrarySession:
         #: second call alone; why: ARCHITECTURE.md "The checks", the second call)
         self._right: dict = {}
         self._pipelined = False
+        self._pool = ImagePool(KEPT_IMAGES, KEPT_IMAGE_BYTES)
 
     def _start_zygote(self, ncores: int) -> None:
         """Start the zygote for ``ncores`` core objects (none, or more than
@@ -129,6 +134,7 @@ class LibrarySession:
         """End the zygote (``wait``: ``ZygoteClient.close``); close the core
         objects the session read. Idempotent."""
         self._drop_zygote(None, wait)
+        self._pool.close()
         if self._own_cores:
             for c in self.cores:
                 c.close()
@@ -181,7 +187,7 @@ class LibrarySession:
                     if inflight.again:  # (the vector queued after it, made again after it)
                         if isinstance(ready, _Pending):
                             self._outcome(ready)
-                            ready.image.close()
+                            self._release(ready)
                         result = self._collect_now(inflight.op, inflight.vector, alone=True)
                         ready = make(op, vector)
                     done(result)
@@ -320,7 +326,8 @@ class LibrarySession:
             return failed(too_big("device image", size.total, opts.memory, size.describe()))
         try:
             image = DeviceImage(inputs, out_dtype, shape, len(self.cores), scratch, out_location,
-                                checks=opts.checks, second_inputs=other[2] if other else None)
+                                checks=opts.checks, second_inputs=other[2] if other else None,
+                                pool=self._pool)
             if other is not None:
                 image.second = other[1], other[3], other[4], other[5]
         except (ValueError, MemoryError, OSError) as e:
@@ -332,10 +339,9 @@ class LibrarySession:
             self._nonce = (self._nonce + 1) & ((1 << 64) - 1)
             image.ctl.init(self._nonce, len(image.runs), image.num_cores,
                            [list(r.order) for r in image.runs])
-            image.poison_outputs()
         except BaseException as e:
             image.close()
-            if not isinstance(e, OSError):      # (no memory left for the poisoned copies)
+            if not isinstance(e, OSError):      # (sem_init)
                 raise
             return failed(f"cannot lay out device memory: {e}")
         request = dict(image.request(), op=op.function, timeout=opts.timeout,
@@ -402,7 +408,15 @@ class LibrarySession:
             right = result.passed or result.second_call_only
             self._right[(p.op.name, p.vector.name)] = right
             p.again = p.again and right
-            image.close()
+            self._release(p)
+
+    def _release(self, p: "_Pending") -> None:
+        """Close ``p``'s image, its file kept (``ImagePool``) only once no
+        other process can write it: the zygote answered (every process of
+        the vector reaped) in a mode whose sweep reaches every one (why:
+        ARCHITECTURE.md "The checks")."""
+        p.image.close(reuse=p.answered and self.zygote is not None
+                      and self.zygote.ready(0)["mode"] != "pgroup")
 
     def _outcome(self, p: "_Pending"):
         """The zygote's reply to ``p`` and the validated control block."""
@@ -424,6 +438,7 @@ class LibrarySession:
         self._answered = True
         if "error" in reply:            # (the zygote could not take the vector)
             return failed(f"the device model process failed: {reply['error']}")
+        p.answered = True
         p.output = reply["output"]
         outcome = RunOutcome(reply["wait_status"], reply["timed_out"], reply["oom_kills"],
                              memory=opts.memory)
@@ -449,4 +464,5 @@ class _Pending:
         self.expected, self.rtol, self.atol = expected, rtol, atol
         self.error: Optional[str] = None
         self.again = False               # (to run again: _collect)
+        self.answered = False            # (the zygote's reply came: _release)
         self.output: List[dict] = []     # what the cores wrote (ZygoteClient.receive)
