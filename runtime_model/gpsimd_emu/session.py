@@ -117,12 +117,9 @@ class LibrarySession:
             self.zygote.close(wait)
             self.zygote = None
         if isinstance(error, ZygoteError) and error.said:
-            self._zygote_error = self._failure(error)
+            self._zygote_error = error.meaning(self._answered)
         elif error is not None:
             self._zygote_error = f"cannot start the device model process: {error}"
-
-    def _failure(self, e: ZygoteError) -> str:
-        return e.meaning(self._answered)
 
     def __enter__(self) -> "LibrarySession":
         return self
@@ -208,8 +205,8 @@ class LibrarySession:
             return self._zygote_error
         try:
             ready = self.ready()
-        except ZygoteError as e:        # (before its first answer: _failure)
-            self._zygote_error = self._failure(e)
+        except ZygoteError as e:        # (before its first answer: ZygoteError.meaning)
+            self._zygote_error = e.meaning(self._answered)
             return self._zygote_error
         return unregistered(self.cores, ready["cores"], self._load_checked, op)
 
@@ -353,7 +350,7 @@ class LibrarySession:
         try:
             self.zygote.send(request, image.file.fd)
         except ZygoteError as e:
-            self._zygote_error = pending.error = self._failure(e)
+            self._zygote_error = pending.error = e.meaning(self._answered)
         return pending
 
     def _collect(self, p: "_Pending") -> VectorResult:
@@ -433,7 +430,7 @@ class LibrarySession:
             reply = self.zygote.receive(opts.timeout * npasses + 10.0
                                         + (LOAD_SLACK + opts.timeout if first else 0.0))
         except (ZygoteError, OSError) as e:
-            self._zygote_error = self._failure(e)
+            self._zygote_error = e.meaning(self._answered)
             return failed(self._zygote_error)
         self._answered = True
         if "error" in reply:            # (the zygote could not take the vector)
