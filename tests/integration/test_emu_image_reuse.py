@@ -25,7 +25,7 @@ import pytest
 from conftest import copy_project, run_scons
 
 from gpsimd_device.plan import TestPlan
-from gpsimd_emu import memory, session
+from gpsimd_emu import memory, session, zygote_client
 from gpsimd_emu.session import LibrarySession, RunOptions
 
 ZYGOTE = "build/host/emu/gpsimd-zygote"
@@ -223,3 +223,31 @@ def test_the_file_of_a_vector_whose_zygote_was_killed_is_not_kept(built, monkeyp
             killer.cancel()
     assert (r.status, r.message, given) == (
         "fail", "the device model process failed: died with SIGKILL", [])
+
+
+def test_a_vector_queued_after_one_left_unanswered_takes_no_answer(built, monkeypatch):
+    # (the worker gave up on a vector's answer while the zygote ran on: the
+    # next answer read was that vector's, and the vector queued after it
+    # was judged by it, perhaps before it had run, its file kept while its
+    # processes still wrote it)
+    proj, plan = built
+    given = []
+    give = memory.ImagePool.give
+    monkeypatch.setattr(memory.ImagePool, "give",
+                        lambda pool, f, keep: (given.append(f), give(pool, f, keep))[1])
+    receive, calls = zygote_client.ZygoteClient.receive, []
+
+    def late(client, timeout):          # (the second answer waited for: none in time)
+        calls.append(timeout)
+        if len(calls) == 2:
+            raise zygote_client.ZygoteError("gave no answer within 1 s")
+        return receive(client, timeout)
+    monkeypatch.setattr(zygote_client.ZygoteClient, "receive", late)
+    options = RunOptions(timeout=1, zygote=str(proj / ZYGOTE))
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        s.ready()
+        results = s.run_all()
+    lost = "the device model process failed: gave no answer within 1 s"
+    assert [(r.status, r.message) for r in results.vectors[:3]] == [("pass", "")] + [
+        ("fail", lost)] * 2
+    assert (len(calls), len(given)) == (2, 1)      # (the first vector's file only)
