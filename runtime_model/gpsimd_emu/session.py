@@ -432,7 +432,7 @@ class LibrarySession:
         try:
             reply = self.zygote.receive(opts.timeout * npasses + 10.0
                                         + (LOAD_SLACK + opts.timeout if first else 0.0))
-        except (ZygoteError, OSError) as e:
+        except ZygoteError as e:
             self._zygote_error = self._unread = e.meaning(self._answered)
             return failed(self._zygote_error)
         self._answered = True
