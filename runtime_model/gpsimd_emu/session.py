@@ -169,11 +169,11 @@ class LibrarySession:
             results.vectors.append(r)
             on_result(r)
 
-        def make(op: Optional[OpPlan], vector: VectorPlan):
+        def make(op: Optional[OpPlan], vector: VectorPlan, alone: bool = False):
             if op is None or (op.name, vector.name) in before:
                 return op and before[op.name, vector.name]
             on_make(op.name, vector.name)
-            ready = self._prepare(op, vector)
+            ready = self._prepare(op, vector, alone=alone)
             on_make(None, None)
             return ready
         inflight: Optional[_Pending] = None
@@ -188,7 +188,8 @@ class LibrarySession:
                         if isinstance(ready, _Pending):
                             self._outcome(ready)
                             self._release(ready)
-                        result = self._collect_now(inflight.op, inflight.vector, alone=True)
+                        alone = make(inflight.op, inflight.vector, True)   # (noted too)
+                        result = self._collect(alone) if isinstance(alone, _Pending) else alone
                         ready = make(op, vector)
                     done(result)
                 inflight = ready if isinstance(ready, _Pending) else None
