@@ -167,7 +167,7 @@ class DeviceImage:
         #: bytes after the output in each copy that no region covers (run 0's)
         self.guard_size = self.guard_of(0)
         self.scratch_size = scratch_size
-        # Whatever file the pool gives, a new file's bytes: ``take`` zeroes all
+        # Whatever file the pool gives, a new file's bytes: ``give`` zeroed all
         # (``ImageFile.reset``) but the poisoned copies, which ``poison_outputs``
         # rewrites whole; then the inputs, guards and tails (``write_array``,
         # the snapshots, the poison loop), ``write_args`` and the session's

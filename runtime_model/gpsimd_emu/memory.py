@@ -147,13 +147,15 @@ def _libc() -> ctypes.CDLL:
 
 
 class ImagePool:
-    """Image files kept between a session's vectors: ``take`` gives one of
-    ``size`` bytes, a kept one reset (``ImageFile.reset``) or a new one;
-    ``give`` keeps a file whose vector is over, at most ``most`` of them
-    and of at most ``max_bytes`` of memory each, and closes the others.
-    A file may be given only once no process but this one can write it
-    (the session's rule: ``LibrarySession._release``). ``ImagePool()``
-    keeps none: every file is new.
+    """Image files kept between a session's vectors: ``give`` keeps a file
+    whose vector is over, reset (``ImageFile.reset``) as it is given, at
+    most ``most`` of them and of at most ``max_bytes`` of memory each, and
+    closes the others; ``take`` gives one of ``size`` bytes, a kept one or
+    a new one. A file may be given only once no process but this one can
+    write it (the session's rule: ``LibrarySession._release``): reset then,
+    the pages the vector's processes made, charged to the sandbox's memory
+    cgroup, are freed before the next vector runs, not held against its
+    memory limit. ``ImagePool()`` keeps none: every file is new.
     """
 
     def __init__(self, most: int = 0, max_bytes: int = 0):
@@ -163,23 +165,30 @@ class ImagePool:
     def take(self, size: int, keep: Sequence[Tuple[int, int]]) -> ImageFile:
         """A file of ``size`` bytes, zeros but the ``keep`` spans (as in
         ``ImageFile.reset``), which the caller rewrites whole: a kept one
-        taken with the same spans (their pages, which the caller wrote, are
+        given with the same spans (their pages, which the caller wrote, are
         charged to it as in a new file), or a new one.
 
         Raises:
-            OSError: no file could be made, mapped or reset.
+            OSError: no file could be made or mapped.
         """
         size, keep = align_up(max(size, 1), mmap.PAGESIZE), tuple(map(tuple, keep))
         for i, (f, spans) in enumerate(self._kept):
             if f.size == size and spans == keep:
                 del self._kept[i]
-                f.reset(keep)
                 return f
         return ImageFile(size)
 
     def give(self, f: ImageFile, keep: Sequence[Tuple[int, int]]) -> None:
-        """Keep ``f``, taken with spans ``keep``, for a later ``take``, or close it."""
-        if f.fd is None or not self.most or os.fstat(f.fd).st_blocks * 512 > self.max_bytes:
+        """Keep ``f``, taken with spans ``keep``, reset, for a later
+        ``take``, or close it (also when it cannot be reset)."""
+        if f.fd is None or not self.most:
+            f.close()
+            return
+        try:
+            f.reset(keep)
+        except OSError:         # (closed by reset)
+            return
+        if os.fstat(f.fd).st_blocks * 512 > self.max_bytes:
             f.close()
             return
         self._kept.append((f, tuple(map(tuple, keep))))

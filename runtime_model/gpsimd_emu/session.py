@@ -64,6 +64,9 @@ class LibrarySession:
         self._zygote_error: Optional[str] = None
         self._load_checked: Optional[List[Optional[str]]] = None
         self._answered = False
+        #: why an answer was not read: none is after it (the next one read
+        #: would be that vector's, not the one queued after it)
+        self._unread: Optional[str] = None
         # (the zygote makes its sandbox while the objects are read)
         self._start_zygote(len(plan.cores if cores is None else cores))
         if cores is None:
@@ -166,11 +169,11 @@ class LibrarySession:
             results.vectors.append(r)
             on_result(r)
 
-        def make(op: Optional[OpPlan], vector: VectorPlan):
+        def make(op: Optional[OpPlan], vector: VectorPlan, alone: bool = False):
             if op is None or (op.name, vector.name) in before:
                 return op and before[op.name, vector.name]
             on_make(op.name, vector.name)
-            ready = self._prepare(op, vector)
+            ready = self._prepare(op, vector, alone=alone)
             on_make(None, None)
             return ready
         inflight: Optional[_Pending] = None
@@ -185,7 +188,8 @@ class LibrarySession:
                         if isinstance(ready, _Pending):
                             self._outcome(ready)
                             self._release(ready)
-                        result = self._collect_now(inflight.op, inflight.vector, alone=True)
+                        alone = make(inflight.op, inflight.vector, True)   # (noted too)
+                        result = self._collect(alone) if isinstance(alone, _Pending) else alone
                         ready = make(op, vector)
                     done(result)
                 inflight = ready if isinstance(ready, _Pending) else None
@@ -422,15 +426,15 @@ class LibrarySession:
 
         def failed(error: str) -> RunOutcome:
             return RunOutcome(None, False, error=error, memory=opts.memory)
-        if p.error:
-            return failed(p.error)
+        if p.error or self._unread:
+            return failed(p.error or self._unread)
         npasses = len(image.runs)
         first = not self._answered     # (the zygote loads the copies past the first before it)
         try:
             reply = self.zygote.receive(opts.timeout * npasses + 10.0
                                         + (LOAD_SLACK + opts.timeout if first else 0.0))
-        except (ZygoteError, OSError) as e:
-            self._zygote_error = e.meaning(self._answered)
+        except ZygoteError as e:
+            self._zygote_error = self._unread = e.meaning(self._answered)
             return failed(self._zygote_error)
         self._answered = True
         if "error" in reply:            # (the zygote could not take the vector)

@@ -272,9 +272,16 @@ class ZygoteClient:
                     raise ZygoteError(self._death()) from None
             except OSError as e:
                 raise ZygoteError(str(e)) from None
-        texts = [_read_fd(fd, limit) for fd, limit in zip(fds, limits)]
+        texts, unread = [], None
+        for fd, limit in zip(fds, limits):       # (each closed, read or not)
+            try:
+                texts.append(_read_fd(fd, limit))
+            except OSError as e:
+                unread = unread or e
         for fd in fds[len(limits):]:
             os.close(fd)
+        if unread is not None:
+            raise ZygoteError(f"sent a descriptor that cannot be read ({unread.strerror})")
         if not data:
             raise ZygoteError(self._death())
         return data, texts

@@ -25,7 +25,7 @@ import pytest
 from conftest import copy_project, run_scons
 
 from gpsimd_device.plan import TestPlan
-from gpsimd_emu import memory, session
+from gpsimd_emu import memory, session, zygote_client
 from gpsimd_emu.session import LibrarySession, RunOptions
 
 ZYGOTE = "build/host/emu/gpsimd-zygote"
@@ -137,22 +137,24 @@ def built(tmp_path_factory):
 def _results(built, checks, kept, monkeypatch):
     """{op[vector]: (status, message)} of every vector run one at a time
     (each vector's file the previous one's, when files are kept), and the
-    files reset."""
+    vectors that took a kept file."""
     proj, plan = built
     monkeypatch.setattr(session, "KEPT_IMAGES", kept)
-    resets = []
-    real = memory.ImageFile.reset
-    monkeypatch.setattr(memory.ImageFile, "reset",
-                        lambda f, keep: (resets.append(f), real(f, keep)))
+    given, took = [], []
+    give, take = memory.ImagePool.give, memory.ImagePool.take
+    monkeypatch.setattr(memory.ImagePool, "give",
+                        lambda pool, f, keep: (given.append(f), give(pool, f, keep))[1])
+    monkeypatch.setattr(memory.ImagePool, "take", lambda pool, size, keep: (lambda f: (
+        took.append(any(f is g for g in given)), f)[1])(take(pool, size, keep)))
     options = RunOptions(timeout=1, checks=checks, zygote=str(proj / ZYGOTE))
     out, kept = {}, []
     with LibrarySession(plan, root=str(proj), options=options) as s:
         for op in plan.ops:
             for v in op.vectors:
-                before = len(resets)
+                before = len(took)
                 r = s.run_vector(op, v)
                 out[f"{op.name}[{v.name}]"] = (r.status, r.message)
-                kept += [f"{op.name}[{v.name}]"] * (len(resets) - before)
+                kept += [f"{op.name}[{v.name}]"] * sum(took[before:])
     return out, kept
 
 
@@ -187,18 +189,18 @@ WANT = {   # checks on / off: what a new file for each vector gives
 @pytest.mark.parametrize("checks", [True, False])
 def test_a_vector_passes_nothing_a_new_file_would_not(built, checks, monkeypatch):
     fresh, none = _results(built, checks, 0, monkeypatch)
-    kept, reset = _results(built, checks, KEPT, monkeypatch)
+    kept, reused = _results(built, checks, KEPT, monkeypatch)
     assert (fresh, none) == (WANT[checks], [])
     assert kept == fresh
     # every vector ran in the file of the one before it, but for a vector
     # whose second call has arenas of its own (a file of another size)
-    assert reset == [k for k in WANT[checks] if k not in ("skip_last[a]", "skip_last[b]" * checks)]
+    assert reused == [k for k in WANT[checks] if k not in ("skip_last[a]", "skip_last[b]" * checks)]
 
 
 def test_no_file_is_kept_where_the_sweep_may_leave_a_process(built, monkeypatch):
     monkeypatch.setenv("GPSIMD_EMU_CONTAIN", "pgroup")
-    kept, reset = _results(built, True, KEPT, monkeypatch)
-    assert (kept, reset) == (WANT[True], [])
+    kept, reused = _results(built, True, KEPT, monkeypatch)
+    assert (kept, reused) == (WANT[True], [])
 
 
 def test_the_file_of_a_vector_whose_zygote_was_killed_is_not_kept(built, monkeypatch):
@@ -221,3 +223,31 @@ def test_the_file_of_a_vector_whose_zygote_was_killed_is_not_kept(built, monkeyp
             killer.cancel()
     assert (r.status, r.message, given) == (
         "fail", "the device model process failed: died with SIGKILL", [])
+
+
+def test_a_vector_queued_after_one_left_unanswered_takes_no_answer(built, monkeypatch):
+    # (the worker gave up on a vector's answer while the zygote ran on: the
+    # next answer read was that vector's, and the vector queued after it
+    # was judged by it, perhaps before it had run, its file kept while its
+    # processes still wrote it)
+    proj, plan = built
+    given = []
+    give = memory.ImagePool.give
+    monkeypatch.setattr(memory.ImagePool, "give",
+                        lambda pool, f, keep: (given.append(f), give(pool, f, keep))[1])
+    receive, calls = zygote_client.ZygoteClient.receive, []
+
+    def late(client, timeout):          # (the second answer waited for: none in time)
+        calls.append(timeout)
+        if len(calls) == 2:
+            raise zygote_client.ZygoteError("gave no answer within 1 s")
+        return receive(client, timeout)
+    monkeypatch.setattr(zygote_client.ZygoteClient, "receive", late)
+    options = RunOptions(timeout=1, zygote=str(proj / ZYGOTE))
+    with LibrarySession(plan, root=str(proj), options=options) as s:
+        s.ready()
+        results = s.run_all()
+    lost = "the device model process failed: gave no answer within 1 s"
+    assert [(r.status, r.message) for r in results.vectors[:3]] == [("pass", "")] + [
+        ("fail", lost)] * 2
+    assert (len(calls), len(given)) == (2, 1)      # (the first vector's file only)

@@ -599,3 +599,43 @@ def test_a_worker_ended_by_what_an_earlier_reference_left_fails_that_ones_vector
             "worker (a reference that calls os._exit or crashes the process?); the vectors "
             "after it ran in a new worker")
     assert "Traceback" not in proc.stdout + proc.stderr
+
+
+HANGS_WHEN_MADE_AGAIN = """\
+import signal, time
+import numpy as np
+made = []
+def wrong(x):               # w: a wrong expected output (its vector fails)
+    return np.maximum(x, np.float32(0)) + np.float32(1)
+def relu(x):                # x: made again alone in the same worker, it blocks SIGALRM and hangs
+    made.append(1)
+    if len(made) > 1:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(3600)
+    return np.maximum(x, np.float32(0))
+"""
+
+
+@needs_cxx
+def test_a_vector_made_again_alone_is_made_within_the_time_a_reference_has(tmp_path, objects):
+    """Vector x's second call took w's arguments; w's first call was wrong,
+    so x was made again alone after it: its reference ran with no vector
+    noted as being made, and one that hangs there (SIGALRM blocked) was
+    waited for until the whole run's limit, every result lost as 'the
+    emulator itself did not end: a bug to report' (exit status 3)."""
+    p = plan(tmp_path, objects, [op("relu", [vec("w", {"x": tensor([4], seed=1)}, func="wrong"),
+                                              vec("x", {"x": tensor([4], seed=2)})])])
+    (tmp_path / "ref.py").write_text(HANGS_WHEN_MADE_AGAIN)
+    (tmp_path / "plan.json").write_text(json.dumps(p))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime_model"))
+    proc = subprocess.run([sys.executable, "-m", "gpsimd_emu", "run", "plan.json", "--zygote",
+                           _ZYGOTE[0], "--results", "r.json", "--failed-results", "f.json",
+                           "--timeout", "1"],
+                          cwd=str(tmp_path), env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    doc = json.loads((tmp_path / "f.json").read_text())
+    why = {v["vector"]: (v["status"], v["message"]) for v in doc["vectors"]}
+    assert why["w"][0] == "fail"
+    assert why["x"] == ("fail", "this vector was not ready within 12 s (a reference that catches "
+                        "or blocks the time limit's SIGALRM?): its worker was ended; the vectors "
+                        "after it ran in a new worker")

@@ -135,8 +135,8 @@ def test_the_pool_keeps_at_most_its_number_of_small_files():
     pool = ImagePool(most=2, max_bytes=3 * 4096)
     files = [ImageFile(8 * 4096) for _ in range(3)]
     big = ImageFile(8 * 4096)
-    os.pwrite(big.fd, b"\1" * (4 * 4096), 0)        # (more memory than it keeps)
-    for f, keep in zip(files + [big], ([], [(0, 4096)], [], [])):
+    os.pwrite(big.fd, b"\1" * (4 * 4096), 0)        # (its spans more memory than it keeps)
+    for f, keep in zip(files + [big], ([], [(0, 4096)], [], [(0, 4 * 4096)])):
         pool.give(f, keep)
     assert [f.fd is None for f in files + [big]] == [True, False, False, True]
     assert pool.take(8 * 4096, []) is files[2]      # (the file taken with the same spans)
@@ -156,3 +156,19 @@ def test_an_image_of_no_pool_closes_its_file():
     image.close(reuse=True)
     image.close()
     assert f.fd is None
+
+
+def test_a_file_given_back_holds_no_page_but_its_spans():
+    # (the pages a vector's processes made are charged to the sandbox's
+    # memory cgroup: held until a later vector took the file, they counted
+    # against the next vectors' memory limit)
+    pool = ImagePool(most=2, max_bytes=1 << 30)
+    f = ImageFile(8 * 4096)
+    try:
+        os.pwrite(f.fd, b"\1" * f.size, 0)          # (a vector's processes wrote it all)
+        pool.give(f, [(4096, 4096)])
+        assert (f.fd is not None, _extents(f)) == (True, [(4096, 2 * 4096)])
+        assert pool.take(8 * 4096, [(4096, 4096)]) is f
+    finally:
+        pool.close()
+        f.close()

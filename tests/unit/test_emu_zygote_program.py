@@ -4,6 +4,7 @@ through ``binding.header_struct`` have the C structures' sizes and
 offsets (a C program compiled from the same header says them), the
 program carries the digest of its sources and is refused when it was
 built from others, and it refuses what it cannot read."""
+import contextlib
 import ctypes
 import os
 import socket
@@ -179,3 +180,23 @@ def test_the_program_ends_on_an_objects_message_that_is_not_whole(zygote_program
     for fd in (r, w, *fds):
         os.close(fd)
     mine.close()
+
+
+def test_an_answer_with_a_descriptor_that_cannot_be_read_is_a_zygote_error():
+    # (a pipe where the kept output's memfd belongs: pread's ESPIPE went
+    # out of receive as an OSError, which the session took for a
+    # ZygoteError and asked its meaning: a traceback, the worker's end)
+    client = object.__new__(zygote_client.ZygoteClient)
+    client.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    client.pid, client._ended = None, "is gone"
+    r, w = os.pipe()
+    try:
+        socket.send_fds(theirs, [bytes(ctypes.sizeof(Reply))], [r])
+        with pytest.raises(zygote_client.ZygoteError, match="cannot be read"):
+            client.receive(1.0)
+    finally:
+        for fd in (r, w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        client.sock.close()
+        theirs.close()
