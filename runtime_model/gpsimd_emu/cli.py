@@ -225,6 +225,8 @@ def supervise(args: argparse.Namespace, plan: TestPlan, options: RunOptions) -> 
         say(f"{plan.library}: the emulator exited with status {code} and wrote no results "
             f"(a reference or the emulator itself failed)")
         return 1
+    if code in (0, 1) and args.failed_results:  # (the file says; a thread a reference left
+        return int(os.path.exists(args.failed_results))    # may end the worker after it)
     return code
 
 

@@ -81,3 +81,21 @@ def test_an_end_while_no_vector_is_made_ready_keeps_the_results_given(capsys):
         "ready; its results (1) are kept and the vectors left run in a new worker\n")
     lines(j, {"making": ["f", "b"]}, {"making": None})
     assert not j.blame(EXIT_5) and len(j.rows) == 1    # (no result more: the run ends)
+
+
+def test_the_run_s_status_is_the_results_file_s_not_the_worker_s(tmp_path, monkeypatch):
+    """A thread a reference left running that ended the worker with
+    ``os._exit(0)`` after it wrote failed results made the run exit 0: the
+    status now follows the file written (and the other way round)."""
+    import os
+    plan = journal().plan
+    for written, code, want in (("failed", 0, 1), ("results", 1, 0), ("failed", 1, 1)):
+        args = cli.parse(["run", "p.json", "--results", str(tmp_path / "results"),
+                          "--failed-results", str(tmp_path / "failed"), "--timeout", "5"])
+
+        def worker(args, plan, options, journal, prior, probe=None, written=written, code=code):
+            with open(tmp_path / written, "w") as f:
+                f.write("{}")
+            os._exit(code)
+        monkeypatch.setattr(cli, "_run_worker", worker)
+        assert cli.supervise(args, plan, None) == want, (written, code)
