@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
-import functools
 import mmap
 import os
 from typing import List, Optional, Sequence, Tuple
@@ -21,6 +20,7 @@ from typing import List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import abi
+from .client.process import libc
 
 __all__ = [
     "HBM_BASE", "SBUF_WINDOW_BASE", "SBUF_PARTITIONS", "ALIGN", "GAP_BYTES", "OUTPUT_GAP_BYTES", "GUARD_BYTES",
@@ -117,7 +117,8 @@ class ImageFile:
             if offset < at:
                 self.close()
                 raise OSError(errno.EINVAL, "the spans to keep overlap or are not sorted")
-            if offset > at and _libc().fallocate(self.fd, _PUNCH_HOLE, at, offset - at) != 0:
+            if offset > at and libc().fallocate(self.fd, _PUNCH_HOLE, ctypes.c_int64(at),
+                                                ctypes.c_int64(offset - at)) != 0:
                 err = ctypes.get_errno()
                 self.close()
                 raise OSError(err, f"cannot reset the device image: {os.strerror(err)}")
@@ -137,13 +138,6 @@ class ImageFile:
 
 #: ``fallocate``'s FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE
 _PUNCH_HOLE = 0x02 | 0x01
-
-
-@functools.lru_cache(maxsize=None)
-def _libc() -> ctypes.CDLL:
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
-    return libc
 
 
 class ImagePool:
